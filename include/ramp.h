@@ -1,0 +1,134 @@
+/*
+ * ramp.h -- ramp's extensions to the AM-2 API (includes <am.h>).
+ *
+ * Versioning: RAMP_VERSION_* follow the crate version in Cargo.toml (checked by
+ * c-tests/check_headers.py).  RAMP_ABI_VERSION is the soname number of libramp.so
+ * (libramp.so.RAMP_ABI_VERSION); it changes only when the ABI breaks.
+ *
+ * Every function returns an AM_* code unless noted; bad arguments give
+ * AM_ERR_BAD_ARG, never a crash.  Token arguments are valid only inside the handler
+ * that received them.  Latencies and round-trip times are in nanoseconds.
+ */
+#ifndef RAMP_RAMP_H
+#define RAMP_RAMP_H
+
+#include "am.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------
+ * Version
+ * ---------------------------------------------------------------------------------- */
+
+#define RAMP_VERSION_MAJOR  0
+#define RAMP_VERSION_MINOR  1
+#define RAMP_VERSION_PATCH  0
+/* MAJOR*10000 + MINOR*100 + PATCH, for #if comparisons */
+#define RAMP_VERSION \
+  ((RAMP_VERSION_MAJOR) * 10000 + (RAMP_VERSION_MINOR) * 100 + (RAMP_VERSION_PATCH))
+#define RAMP_VERSION_STRING "0.1.0"
+/* ABI version: the soname is libramp.so.RAMP_ABI_VERSION */
+#define RAMP_ABI_VERSION    0
+
+/* ------------------------------------------------------------------------------------
+ * Types
+ * ---------------------------------------------------------------------------------- */
+
+/* Message category; also the index of the [3] arrays in ramp_stats_t. */
+typedef enum {
+  ramp_Short = 0,         /* short: arguments only */
+  ramp_Medium = 1,        /* medium: payload in a library buffer (AM_RequestIM/AM_ReplyIM) */
+  ramp_Long = 2,          /* long: payload written into the segment (Xfer) */
+  ramp_NumCategories = 3
+} ramp_category_t;
+
+/* Per-endpoint statistics.  All counters are uint64_t; arrays are indexed by
+ * ramp_category_t.  The first block has the layout of AMUDP's amudp_stats_t (except
+ * that latencies are nanoseconds, not CPU ticks); the second block is ramp's. */
+typedef struct ramp_stats {
+  uint64_t RequestsSent[3], RepliesSent[3], RequestsRetransmitted[3], RepliesRetransmitted[3],
+           RepliesSquashed[3], RequestsReceived[3], RepliesReceived[3];
+           /* Received counts include retransmits */
+  uint64_t ReturnedMessages, OutOfOrderRequests, OutOfOrderReplies;
+  uint64_t RequestMinLatency, RequestMaxLatency, RequestSumLatency;
+           /* nanoseconds, request sent -> reply received */
+  uint64_t RequestDataBytesSent[3], ReplyDataBytesSent[3], RequestTotalBytesSent[3],
+           ReplyTotalBytesSent[3];  /* bytes: payload only / payload + headers */
+  uint64_t TotalBytesSent;           /* bytes, all packets */
+  /* ramp extensions */
+  uint64_t RequestLatencySamples;    /* number of samples summed in RequestSumLatency */
+  uint64_t PacketsSent, PacketsReceived, PacketsRetransmitted;
+  uint64_t AcksSent, AcksReceived, NacksSent, NacksReceived;
+  uint64_t DuplicatesDropped, CorruptDropped, StaleDropped;
+  uint64_t RttMinNs, RttMaxNs, RttSumNs, RttSamples;  /* round-trip time, nanoseconds */
+} ramp_stats_t;
+
+/* ------------------------------------------------------------------------------------
+ * Message interrogation extensions (token: valid only inside its handler)
+ * ---------------------------------------------------------------------------------- */
+
+/* Stores the sender's translation-table index at the receiver in *srcid. */
+int ramp_GetSourceId(void *token, int *srcid);
+/* Reports the message's handler index, category, and *is_req non-zero for a request, 0 for a reply. */
+int ramp_GetTokenInfo(void *token, handler_t *handler, ramp_category_t *cat, int *is_req);
+
+/* ------------------------------------------------------------------------------------
+ * Endpoint names and translation tags
+ * ---------------------------------------------------------------------------------- */
+
+/* Returns non-zero when the two endpoint names are equal, 0 otherwise (not an AM_* code). */
+int ramp_enEqual(en_t a, en_t b);
+/* Writes name as "127.0.0.1:4000" or "[::1]:4000" into buf[len]; AM_ERR_BAD_ARG if it does not fit. */
+int ramp_enToString(en_t name, char *buf, size_t len);
+/* Changes the tag of mapped entry `index`; legal also after AM_SetExpectedResources. */
+int ramp_SetTranslationTag(ep_t ea, int index, tag_t tag);
+
+/* ------------------------------------------------------------------------------------
+ * Diagnostics (returned strings are static; never free them)
+ * ---------------------------------------------------------------------------------- */
+
+/* Returns the name of an AM_* return code ("AM_ERR_BAD_ARG"); never NULL. */
+const char *ramp_ErrorName(int code);
+/* Returns the name of an E* handler-0 status code ("EBADTAG"); never NULL. */
+const char *ramp_StatusName(int status);
+/* Returns the library's version string, e.g. "0.1.0" (compare with RAMP_VERSION_STRING). */
+const char *ramp_Version(void);
+
+/* ------------------------------------------------------------------------------------
+ * Statistics
+ * ---------------------------------------------------------------------------------- */
+
+/* Copies the endpoint's counters into *stats. */
+int ramp_GetEndpointStatistics(ep_t ep, ramp_stats_t *stats);
+/* Resets the endpoint's counters to ramp_initial_stats. */
+int ramp_ResetEndpointStatistics(ep_t ep);
+/* Adds newvalues into runningsum (min/max for the Min/Max fields). */
+int ramp_AggregateStatistics(ramp_stats_t *runningsum, const ramp_stats_t *newvalues);
+/* Formats stats (globalAnalysis != 0 adds loss analysis) into a static buffer reused by the next call, writes it to fp (a FILE *, or NULL), returns it. */
+const char *ramp_DumpStatistics(void *fp, const ramp_stats_t *stats, int globalAnalysis);
+/* Identity for ramp_AggregateStatistics: all zero except RequestMinLatency = RttMinNs = UINT64_MAX. */
+extern const ramp_stats_t ramp_initial_stats;
+
+/* ------------------------------------------------------------------------------------
+ * Argument-vector send functions (what the variadic ramp_Request* / ramp_Reply* and the
+ * AM-2 macros forward to; usable directly from bindings that cannot call varargs).
+ * category: 0 = short (source_addr, nbytes, dest_offset ignored: pass NULL, 0, 0),
+ * 1 = medium, 2 = long.  async matters only for long requests.  numargs: 0..16.
+ * ---------------------------------------------------------------------------------- */
+
+/* Sends a request of `category` to translation index dest with args[0..numargs-1]. */
+int ramp_RequestArgv(ep_t ep, uint32_t dest, handler_t handler, int category,
+                     const void *source_addr, size_t nbytes, uintptr_t dest_offset,
+                     int async, int numargs, const int32_t *args);
+/* Sends a reply of `category` from inside a request handler with args[0..numargs-1]. */
+int ramp_ReplyArgv(void *token, handler_t handler, int category,
+                   const void *source_addr, size_t nbytes, uintptr_t dest_offset,
+                   int numargs, const int32_t *args);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* RAMP_RAMP_H */

@@ -1,0 +1,12 @@
+//! ramp: a Reliable Active Message Protocol library.
+//!
+//! Layers, top to bottom (see DESIGN.md): `ffi` (the C ABI), `am` (AM-2
+//! semantics), `proto` (the sans-IO reliable protocol), `wire` (packet
+//! format), `net` (transports). `sim` is a deterministic network simulator for
+//! testing `proto`.
+
+pub mod error;
+pub mod proto;
+pub mod sim;
+pub mod time;
+pub mod wire;

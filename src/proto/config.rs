@@ -1,0 +1,49 @@
+//! Tunables of the reliable protocol. Filled from `crate::config::Config`.
+
+use crate::time::{Nanos, MICROS, MILLIS};
+
+/// Protocol parameters; every time is in nanoseconds.
+#[derive(Clone, Debug)]
+pub struct ProtoConfig {
+    /// Retransmission timeout before any round trip was measured.
+    pub rto_initial: Nanos,
+    /// Lower and upper bounds of the retransmission timeout.
+    pub rto_min: Nanos,
+    pub rto_max: Nanos,
+    /// Retransmissions of one packet without any answer before the peer is
+    /// declared unreachable.
+    pub retry_limit: u32,
+    /// How long an acknowledgement may wait for a packet to ride on.
+    pub ack_delay: Nanos,
+    /// NACKs of one message (receiver out of buffer) before it is returned
+    /// with ECONGESTION.
+    pub nack_limit: u32,
+    /// How long a sender waits after a NACK before going back.
+    pub nack_backoff: Nanos,
+    /// Requests the receiver holds delivered but not yet handled; beyond it NACKs.
+    pub recv_depth: usize,
+    /// Packets in flight per channel (at most 64, the SACK bitmap width).
+    pub window: usize,
+    /// Largest datagram produced.
+    pub max_datagram: usize,
+}
+
+impl Default for ProtoConfig {
+    fn default() -> Self {
+        ProtoConfig {
+            rto_initial: 20 * MILLIS,
+            rto_min: 2 * MILLIS,
+            rto_max: 1000 * MILLIS,
+            retry_limit: 30,
+            ack_delay: 200 * MICROS,
+            nack_limit: 200,
+            nack_backoff: MILLIS,
+            recv_depth: 1024,
+            window: 64,
+            max_datagram: 65507,
+        }
+    }
+}
+
+/// Largest SACK distance (bits in the bitmap) and so the largest window.
+pub const MAX_WINDOW: usize = 64;

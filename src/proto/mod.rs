@@ -1,0 +1,832 @@
+//! The sans-IO reliable protocol core.
+//!
+//! One `Protocol` serves one endpoint and all its peers. It reads no clock and
+//! owns no socket: the caller feeds datagrams (`handle_datagram`) and the time
+//! (`handle_timeout`), queues messages (`send`), then drains the datagrams to
+//! transmit (`poll_transmit`) and the events for the layer above (`poll_event`).
+//!
+//! Per (peer, channel) it keeps sequence numbers, cumulative and selective
+//! acknowledgements (piggybacked on DATA when possible, delayed otherwise),
+//! NACK with go-back-N when the receiver has no buffer, retransmission timeouts
+//! from a smoothed RTT with backoff, and duplicate suppression, so that each
+//! message is delivered exactly once and in order on its channel, or reported
+//! as failed.
+
+pub mod config;
+pub mod event;
+mod recv;
+pub mod rtt;
+mod send;
+pub mod stats;
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::Hash;
+use std::sync::Arc;
+
+pub use config::{ProtoConfig, MAX_WINDOW};
+pub use event::{Event, MsgId};
+pub use stats::ProtoStats;
+
+use crate::error::ReturnStatus;
+use crate::time::Instant;
+use crate::wire::{self, AckField, MsgMeta, Packet, CRC_LEN, DATA_HEADER_LEN, NUM_CHANNELS};
+use recv::{HeldPacket, Reassembly, RecvChannel};
+use rtt::RttEstimator;
+use send::{seq_diff, Fragment, InFlight, OutMsg, SendChannel};
+use wire::Common;
+
+/// The largest message (payload bytes) a receiver reassembles.
+pub const MAX_MESSAGE: usize = 1 << 20;
+
+/// Addresses of peers: any small copyable key (a socket address, a simulated node).
+pub trait PeerAddr: Copy + Eq + Hash + std::fmt::Debug {}
+impl<T: Copy + Eq + Hash + std::fmt::Debug> PeerAddr for T {}
+
+struct Peer {
+    remote_id: u32,
+    tx: [SendChannel; NUM_CHANNELS],
+    rx: [RecvChannel; NUM_CHANNELS],
+    rtt: RttEstimator,
+}
+
+impl Peer {
+    fn new(cfg: &ProtoConfig) -> Peer {
+        Peer {
+            remote_id: 0,
+            tx: Default::default(),
+            rx: Default::default(),
+            rtt: RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
+        }
+    }
+
+    fn piggyback(&self) -> [AckField; NUM_CHANNELS] {
+        let f = |r: &RecvChannel| AckField {
+            valid: r.known,
+            epoch: r.epoch,
+            next: r.next,
+        };
+        [f(&self.rx[0]), f(&self.rx[1])]
+    }
+
+    /// A packet carrying the cumulative acks went out: what is owed is paid,
+    /// unless a SACK is needed too.
+    fn acks_carried(&mut self) {
+        for r in self.rx.iter_mut() {
+            if r.held.is_empty() {
+                r.ack_owed_since = None;
+                r.ack_urgent = false;
+            }
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.tx
+            .iter()
+            .all(|t| t.is_idle() && t.paused_until.is_none())
+            && self.rx.iter().all(|r| r.ack_owed_since.is_none())
+    }
+}
+
+/// Datagrams and events on their way out, and the counters.
+struct Outbox<A> {
+    transmits: VecDeque<(A, Vec<u8>)>,
+    spare: Vec<Vec<u8>>,
+    events: VecDeque<Event<A>>,
+    stats: ProtoStats,
+}
+
+impl<A> Outbox<A> {
+    fn buf(&mut self) -> Vec<u8> {
+        let mut b = self.spare.pop().unwrap_or_default();
+        b.clear();
+        b
+    }
+
+    fn push(&mut self, to: A, b: Vec<u8>) {
+        self.stats.packets_sent += 1;
+        self.stats.total_bytes_sent += b.len() as u64;
+        self.transmits.push_back((to, b));
+    }
+}
+
+/// The reliable protocol state of one endpoint.
+pub struct Protocol<A: PeerAddr> {
+    cfg: ProtoConfig,
+    local_id: u32,
+    peers: HashMap<A, Peer>,
+    /// Peers with a timer running (packets in flight, an ACK owed, a pause).
+    active: HashSet<A>,
+    out: Outbox<A>,
+    /// Delivered requests not yet taken by `poll_event` (the receive buffer).
+    queued_requests: usize,
+    next_msg_id: MsgId,
+    /// No deadline falls before this time.
+    earliest: Instant,
+}
+
+impl<A: PeerAddr> Protocol<A> {
+    /// `local_id` identifies this incarnation of the endpoint on the wire (non-zero).
+    pub fn new(mut cfg: ProtoConfig, local_id: u32) -> Protocol<A> {
+        cfg.window = cfg.window.clamp(1, MAX_WINDOW);
+        cfg.max_datagram = cfg.max_datagram.max(wire::MAX_OVERHEAD + 64);
+        Protocol {
+            cfg,
+            local_id,
+            peers: HashMap::new(),
+            active: HashSet::new(),
+            out: Outbox {
+                transmits: VecDeque::new(),
+                spare: Vec::new(),
+                events: VecDeque::new(),
+                stats: ProtoStats::new(),
+            },
+            queued_requests: 0,
+            next_msg_id: 1,
+            earliest: Instant(u64::MAX),
+        }
+    }
+
+    pub fn config(&self) -> &ProtoConfig {
+        &self.cfg
+    }
+
+    pub fn set_recv_depth(&mut self, depth: usize) {
+        self.cfg.recv_depth = depth.max(1);
+    }
+
+    pub fn set_window(&mut self, window: usize) {
+        self.cfg.window = window.clamp(1, MAX_WINDOW);
+    }
+
+    pub fn local_id(&self) -> u32 {
+        self.local_id
+    }
+
+    pub fn stats(&self) -> &ProtoStats {
+        &self.out.stats
+    }
+
+    pub fn reset_stats(&mut self) {
+        self.out.stats = ProtoStats::new();
+    }
+
+    /// Bytes of payload one datagram carries for a message with `nargs` arguments.
+    pub fn fragment_capacity(&self, nargs: usize) -> usize {
+        self.cfg.max_datagram - DATA_HEADER_LEN - 4 * nargs - CRC_LEN
+    }
+
+    /// Queues a message to `to` on `channel` (`wire::CHANNEL_REQUEST` or
+    /// `CHANNEL_REPLY`). Never refuses: what the window cannot take waits.
+    pub fn send(
+        &mut self,
+        now: Instant,
+        to: A,
+        channel: u8,
+        meta: MsgMeta,
+        payload: Vec<u8>,
+    ) -> MsgId {
+        debug_assert!((channel as usize) < NUM_CHANNELS);
+        let id = self.next_msg_id;
+        self.next_msg_id += 1;
+        let cap = self.fragment_capacity(meta.nargs as usize);
+        let msg = Arc::new(OutMsg { id, meta, payload });
+        let peer = self.peer_entry(to);
+        let ch = channel as usize & 1;
+        push_fragments(&mut peer.tx[ch].pending, &msg, cap);
+        self.pump(now, to, ch);
+        id
+    }
+
+    /// Takes one datagram received from `from`.
+    pub fn handle_datagram(&mut self, now: Instant, from: A, dgram: &[u8]) {
+        self.out.stats.packets_received += 1;
+        let pkt = match wire::decode(dgram) {
+            Ok(p) => p,
+            Err(_) => {
+                self.out.stats.corrupt += 1;
+                return;
+            }
+        };
+        let c = *pkt.common();
+        if c.dst_id != 0 && c.dst_id != self.local_id {
+            self.out.stats.stale += 1;
+            return;
+        }
+        self.note_incarnation(now, from, c.src_id);
+        for ch in 0..NUM_CHANNELS {
+            let a = c.acks[ch];
+            if a.valid {
+                self.on_ack(now, from, ch, a.epoch, a.next, 0);
+            }
+        }
+        match pkt {
+            Packet::Ack { common, sack } => {
+                self.out.stats.acks_received += 1;
+                self.on_ack(
+                    now,
+                    from,
+                    common.channel as usize,
+                    common.epoch,
+                    common.seq,
+                    sack,
+                );
+            }
+            Packet::Nack { common } => {
+                self.out.stats.nacks_received += 1;
+                self.on_nack(now, from, common.channel as usize, common.epoch, common.seq);
+            }
+            Packet::Data {
+                common,
+                meta,
+                msg_len,
+                frag_off,
+                payload,
+            } => self.on_data(now, from, &common, meta, msg_len, frag_off, payload),
+        }
+    }
+
+    /// Runs the timers due at `now`: retransmissions, delayed ACKs, the end of
+    /// a NACK pause. Cheap when nothing is due.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if now < self.earliest {
+            return;
+        }
+        let mut earliest = Instant(u64::MAX);
+        let addrs: Vec<A> = self.active.iter().copied().collect();
+        for addr in addrs {
+            let mut unreachable = false;
+            for ch in 0..NUM_CHANNELS {
+                let Some(peer) = self.peers.get_mut(&addr) else {
+                    continue;
+                };
+                let rto = peer.rtt.rto();
+                let tx = &mut peer.tx[ch];
+                if let Some(t) = tx.paused_until {
+                    if now >= t {
+                        tx.paused_until = None;
+                    }
+                }
+                let mut timed_out = false;
+                if tx.paused_until.is_none() {
+                    for p in tx.in_flight.iter_mut() {
+                        if !p.sacked && !p.resend && p.deadline <= now {
+                            p.retries += 1;
+                            p.resend = true;
+                            timed_out = true;
+                            if p.retries > self.cfg.retry_limit {
+                                unreachable = true;
+                            }
+                        }
+                    }
+                }
+                let _ = rto;
+                if timed_out {
+                    peer.rtt.on_timeout();
+                }
+                if unreachable {
+                    break;
+                }
+                self.pump(now, addr, ch);
+            }
+            if unreachable {
+                self.fail_peer(now, addr, ReturnStatus::Unreachable);
+            }
+            let Some(peer) = self.peers.get_mut(&addr) else {
+                continue;
+            };
+            for ch in 0..NUM_CHANNELS {
+                if let Some(t0) = peer.rx[ch].ack_owed_since {
+                    let due = t0.plus(self.cfg.ack_delay);
+                    if peer.rx[ch].ack_urgent || now >= due {
+                        send_ack(&mut self.out, self.local_id, addr, peer, ch);
+                    }
+                }
+            }
+            let peer = self.peers.get(&addr).unwrap();
+            match peer_deadline(peer, &self.cfg) {
+                Some(d) => earliest = earliest.min(d),
+                None => {
+                    self.active.remove(&addr);
+                }
+            }
+        }
+        self.earliest = earliest;
+    }
+
+    /// The next time `handle_timeout` has work, if any.
+    pub fn next_timeout(&self) -> Option<Instant> {
+        if self.active.is_empty() {
+            None
+        } else {
+            Some(self.earliest)
+        }
+    }
+
+    /// The next datagram to put on the network.
+    pub fn poll_transmit(&mut self) -> Option<(A, Vec<u8>)> {
+        self.out.transmits.pop_front()
+    }
+
+    /// Gives a transmitted datagram's buffer back for reuse.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        if self.out.spare.len() < 64 {
+            self.out.spare.push(buf);
+        }
+    }
+
+    pub fn has_transmits(&self) -> bool {
+        !self.out.transmits.is_empty()
+    }
+
+    /// The next event for the layer above. Taking a delivered request frees
+    /// its place in the receive buffer.
+    pub fn poll_event(&mut self) -> Option<Event<A>> {
+        let ev = self.out.events.pop_front()?;
+        if let Event::Delivered { channel, .. } = &ev {
+            if *channel == wire::CHANNEL_REQUEST {
+                self.queued_requests -= 1;
+            }
+        }
+        Some(ev)
+    }
+
+    pub fn has_events(&self) -> bool {
+        !self.out.events.is_empty()
+    }
+
+    /// Nothing in flight, nothing pending, no ACK owed.
+    pub fn is_idle(&self) -> bool {
+        self.peers.values().all(Peer::is_idle)
+    }
+
+    /// Number of peers with protocol state.
+    pub fn peer_count(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// Messages queued or in flight to `to`.
+    pub fn unfinished_to(&self, to: &A) -> usize {
+        self.peers
+            .get(to)
+            .map(|p| {
+                p.tx.iter()
+                    .map(|t| t.in_flight.len() + t.pending.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+
+    fn peer_entry(&mut self, addr: A) -> &mut Peer {
+        let cfg = &self.cfg;
+        self.peers.entry(addr).or_insert_with(|| Peer::new(cfg))
+    }
+
+    fn arm(&mut self, addr: A, at: Instant) {
+        self.active.insert(addr);
+        self.earliest = self.earliest.min(at);
+    }
+
+    fn note_incarnation(&mut self, now: Instant, from: A, src_id: u32) {
+        let peer = self.peer_entry(from);
+        if peer.remote_id == src_id {
+            return;
+        }
+        let restarted = peer.remote_id != 0;
+        peer.remote_id = src_id;
+        if restarted {
+            // A new process sits at this address: what we held for the old
+            // one is void, and what we sent it cannot be finished.
+            peer.rx = Default::default();
+            self.fail_peer(now, from, ReturnStatus::Unreachable);
+        }
+    }
+
+    /// Sends what the channel may send now: packets marked for resending,
+    /// then new fragments while the window allows.
+    fn pump(&mut self, now: Instant, addr: A, ch: usize) {
+        let Some(peer) = self.peers.get_mut(&addr) else {
+            return;
+        };
+        if peer.tx[ch].paused_until.is_some() {
+            let t = peer.tx[ch].paused_until.unwrap();
+            self.arm(addr, t);
+            return;
+        }
+        let rto = peer.rtt.rto();
+        let mut sent_any = false;
+        let mut first_deadline = None;
+        let window = self.cfg.window;
+        let local_id = self.local_id;
+        let acks = peer.piggyback();
+        let common_base = Common {
+            src_id: local_id,
+            dst_id: peer.remote_id,
+            channel: ch as u8,
+            epoch: peer.tx[ch].epoch,
+            seq: 0,
+            acks,
+        };
+        let tx = &mut peer.tx[ch];
+        for p in tx.in_flight.iter_mut().filter(|p| p.resend) {
+            p.resend = false;
+            p.last_sent = now;
+            p.deadline = now.plus(rto);
+            let cat = p.frag.msg.meta.category.index();
+            self.out.stats.retransmits[ch][cat] += 1;
+            let c = Common {
+                seq: p.seq,
+                ..common_base
+            };
+            let b = encode_fragment(&mut self.out, &c, &p.frag);
+            self.out.push(addr, b);
+            sent_any = true;
+            first_deadline.get_or_insert(p.deadline);
+        }
+        while tx.in_flight.len() < window {
+            let Some(frag) = tx.pending.pop_front() else {
+                break;
+            };
+            let seq = tx.next_seq;
+            tx.next_seq = tx.next_seq.wrapping_add(1);
+            let c = Common { seq, ..common_base };
+            let b = encode_fragment(&mut self.out, &c, &frag);
+            let cat = frag.msg.meta.category.index();
+            self.out.stats.data_bytes_on_wire[ch][cat] += b.len() as u64;
+            self.out.push(addr, b);
+            let deadline = now.plus(rto);
+            tx.in_flight.push_back(InFlight {
+                seq,
+                frag,
+                first_sent: now,
+                last_sent: now,
+                deadline,
+                retries: 0,
+                nacks: 0,
+                sacked: false,
+                resend: false,
+            });
+            sent_any = true;
+            first_deadline.get_or_insert(deadline);
+        }
+        if sent_any {
+            peer.acks_carried();
+        }
+        if let Some(d) = first_deadline {
+            self.arm(addr, d);
+        }
+    }
+
+    fn on_ack(&mut self, now: Instant, from: A, ch: usize, epoch: u16, next: u32, sack: u64) {
+        let Some(peer) = self.peers.get_mut(&from) else {
+            return;
+        };
+        let tx = &mut peer.tx[ch];
+        if epoch != tx.epoch || seq_diff(next, tx.next_seq) > 0 {
+            return;
+        }
+        let done = tx.ack_cumulative(next);
+        if !done.is_empty() {
+            peer.rtt.on_progress();
+            for d in &done {
+                if d.retries == 0 && d.nacks == 0 && d.first_sent == d.last_sent {
+                    let r = now.since(d.first_sent);
+                    peer.rtt.sample(r);
+                    self.out.stats.rtt_sample(r);
+                }
+            }
+        }
+        let tx = &mut peer.tx[ch];
+        if let Some(highest) = tx.ack_selective(next, sack) {
+            // Fast retransmit: a later packet arrived, an earlier one did not.
+            let min_age = peer.rtt.srtt().unwrap_or(0) / 2;
+            for p in tx.in_flight.iter_mut() {
+                if seq_diff(p.seq, highest) >= 0 {
+                    break;
+                }
+                if !p.sacked && !p.resend && now.since(p.last_sent) >= min_age {
+                    p.resend = true;
+                }
+            }
+        }
+        if !done.is_empty() || sack != 0 {
+            self.pump(now, from, ch);
+        }
+    }
+
+    fn on_nack(&mut self, now: Instant, from: A, ch: usize, epoch: u16, seq: u32) {
+        // Everything before the refused packet has arrived.
+        self.on_ack(now, from, ch, epoch, seq, 0);
+        let Some(peer) = self.peers.get_mut(&from) else {
+            return;
+        };
+        let tx = &mut peer.tx[ch];
+        if epoch != tx.epoch {
+            return;
+        }
+        let Some(front) = tx.in_flight.front_mut() else {
+            return;
+        };
+        if front.seq != seq {
+            return;
+        }
+        front.nacks += 1;
+        if front.nacks > self.cfg.nack_limit {
+            let id = front.frag.msg.id;
+            self.fail_message(now, from, ch, id, ReturnStatus::Congestion);
+            return;
+        }
+        // Go back to the refused packet: resend it and all after it that the
+        // receiver does not hold, after a pause.
+        for p in tx.in_flight.iter_mut() {
+            if !p.sacked {
+                p.resend = true;
+            }
+        }
+        let until = now.plus(self.cfg.nack_backoff);
+        tx.paused_until = Some(until);
+        self.arm(from, until);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_data(
+        &mut self,
+        now: Instant,
+        from: A,
+        c: &Common,
+        meta: MsgMeta,
+        msg_len: u32,
+        frag_off: u32,
+        payload: &[u8],
+    ) {
+        let ch = c.channel as usize;
+        let local_id = self.local_id;
+        let Some(peer) = self.peers.get_mut(&from) else {
+            return;
+        };
+        let rx = &mut peer.rx[ch];
+        if !rx.accept_epoch(c.epoch) {
+            self.out.stats.stale += 1;
+            return;
+        }
+        let d = seq_diff(c.seq, rx.next);
+        if d < 0 || rx.held.contains_key(&c.seq) {
+            self.out.stats.duplicates += 1;
+            rx.owe_ack(now, true);
+            self.arm(from, now);
+            return;
+        }
+        if d > MAX_WINDOW as i32 {
+            self.out.stats.stale += 1;
+            return;
+        }
+        let held = HeldPacket {
+            meta,
+            msg_len,
+            frag_off,
+            payload: Vec::new(),
+        };
+        if d > 0 {
+            self.out.stats.out_of_order[ch] += 1;
+            rx.held.insert(
+                c.seq,
+                HeldPacket {
+                    payload: payload.to_vec(),
+                    ..held
+                },
+            );
+            rx.owe_ack(now, true);
+            self.arm(from, now);
+            return;
+        }
+        // In order: take it, then whatever was held behind it.
+        let mut current: Option<(HeldPacket, Cow<[u8]>)> = Some((held, Cow::Borrowed(payload)));
+        while let Some((mut h, bytes)) = current.take() {
+            let peer = self.peers.get_mut(&from).unwrap();
+            let refuse = ch == wire::CHANNEL_REQUEST as usize
+                && h.frag_off == 0
+                && self.queued_requests >= self.cfg.recv_depth;
+            if refuse {
+                if let Cow::Owned(v) = bytes {
+                    // It was held (and SACKed): keep it for when room frees up.
+                    h.payload = v;
+                    let next = peer.rx[ch].next;
+                    peer.rx[ch].held.insert(next, h);
+                }
+                send_nack(&mut self.out, local_id, from, peer, ch);
+                break;
+            }
+            let rx = &mut peer.rx[ch];
+            rx.next = rx.next.wrapping_add(1);
+            rx.owe_ack(now, false);
+            if let Some(ev) = accept_fragment(rx, &mut self.out.stats, from, ch, h, &bytes) {
+                if ch == wire::CHANNEL_REQUEST as usize {
+                    self.queued_requests += 1;
+                }
+                self.out.events.push_back(ev);
+            }
+            let next = rx.next;
+            current = rx.held.remove(&next).map(|mut h| {
+                let p = std::mem::take(&mut h.payload);
+                (h, Cow::Owned(p))
+            });
+        }
+        let t = now.plus(self.cfg.ack_delay);
+        self.arm(from, t);
+    }
+
+    /// Gives up every unfinished message to `addr` with `status`.
+    fn fail_peer(&mut self, _now: Instant, addr: A, status: ReturnStatus) {
+        let Some(peer) = self.peers.get_mut(&addr) else {
+            return;
+        };
+        peer.rtt.on_progress();
+        for ch in 0..NUM_CHANNELS {
+            let tx = &mut peer.tx[ch];
+            let msgs = tx.drain_unfinished();
+            tx.new_epoch();
+            for m in msgs {
+                self.out.events.push_back(Event::Failed {
+                    to: addr,
+                    channel: ch as u8,
+                    id: m.id,
+                    meta: m.meta,
+                    status,
+                });
+            }
+        }
+    }
+
+    /// Gives up one message; the others on the channel start over in a new epoch.
+    fn fail_message(&mut self, now: Instant, addr: A, ch: usize, id: MsgId, status: ReturnStatus) {
+        let cap_for = |nargs: usize| self.fragment_capacity(nargs);
+        let caps: Vec<usize> = (0..=wire::MAX_ARGS).map(cap_for).collect();
+        let Some(peer) = self.peers.get_mut(&addr) else {
+            return;
+        };
+        let tx = &mut peer.tx[ch];
+        let msgs = tx.drain_unfinished();
+        tx.new_epoch();
+        for m in msgs {
+            if m.id == id {
+                self.out.events.push_back(Event::Failed {
+                    to: addr,
+                    channel: ch as u8,
+                    id: m.id,
+                    meta: m.meta,
+                    status,
+                });
+            } else {
+                let cap = caps[m.meta.nargs as usize];
+                push_fragments(&mut tx.pending, &m, cap);
+            }
+        }
+        self.pump(now, addr, ch);
+    }
+}
+
+fn push_fragments(q: &mut VecDeque<Fragment>, msg: &Arc<OutMsg>, cap: usize) {
+    let len = msg.payload.len();
+    let mut off = 0usize;
+    loop {
+        let n = (len - off).min(cap);
+        q.push_back(Fragment {
+            msg: msg.clone(),
+            off: off as u32,
+            len: n as u32,
+        });
+        off += n;
+        if off >= len {
+            break;
+        }
+    }
+}
+
+fn encode_fragment<A>(out: &mut Outbox<A>, c: &Common, f: &Fragment) -> Vec<u8> {
+    let mut b = out.buf();
+    let (off, len) = (f.off as usize, f.len as usize);
+    wire::encode_data(
+        &mut b,
+        c,
+        &f.msg.meta,
+        f.msg.payload.len() as u32,
+        f.off,
+        &f.msg.payload[off..off + len],
+    );
+    b
+}
+
+fn send_ack<A: Copy>(out: &mut Outbox<A>, local_id: u32, to: A, peer: &mut Peer, ch: usize) {
+    let rx = &peer.rx[ch];
+    let c = Common {
+        src_id: local_id,
+        dst_id: peer.remote_id,
+        channel: ch as u8,
+        epoch: rx.epoch,
+        seq: rx.next,
+        acks: peer.piggyback(),
+    };
+    let sack = rx.sack_bits();
+    let mut b = out.buf();
+    wire::encode_ack(&mut b, &c, sack);
+    out.stats.acks_sent += 1;
+    out.push(to, b);
+    let rx = &mut peer.rx[ch];
+    rx.ack_owed_since = None;
+    rx.ack_urgent = false;
+}
+
+fn send_nack<A: Copy>(out: &mut Outbox<A>, local_id: u32, to: A, peer: &mut Peer, ch: usize) {
+    let rx = &peer.rx[ch];
+    let c = Common {
+        src_id: local_id,
+        dst_id: peer.remote_id,
+        channel: ch as u8,
+        epoch: rx.epoch,
+        seq: rx.next,
+        acks: peer.piggyback(),
+    };
+    let mut b = out.buf();
+    wire::encode_nack(&mut b, &c);
+    out.stats.nacks_sent += 1;
+    out.push(to, b);
+}
+
+/// Adds one in-order fragment to the channel's reassembly; returns the event
+/// when it completes a message.
+fn accept_fragment<A>(
+    rx: &mut RecvChannel,
+    stats: &mut ProtoStats,
+    from: A,
+    ch: usize,
+    h: HeldPacket,
+    bytes: &[u8],
+) -> Option<Event<A>> {
+    if h.msg_len as usize > MAX_MESSAGE {
+        stats.corrupt += 1;
+        rx.reassembly = None;
+        return None;
+    }
+    if h.frag_off == 0 {
+        if rx.reassembly.take().is_some() {
+            stats.corrupt += 1;
+        }
+        if bytes.len() == h.msg_len as usize {
+            return Some(Event::Delivered {
+                from,
+                channel: ch as u8,
+                meta: h.meta,
+                payload: bytes.to_vec(),
+            });
+        }
+        let mut buf = Vec::with_capacity(h.msg_len as usize);
+        buf.extend_from_slice(bytes);
+        rx.reassembly = Some(Reassembly { meta: h.meta, buf });
+        return None;
+    }
+    match rx.reassembly.as_mut() {
+        Some(r) if r.buf.len() == h.frag_off as usize && r.buf.capacity() == h.msg_len as usize => {
+            r.buf.extend_from_slice(bytes);
+            if r.buf.len() == h.msg_len as usize {
+                let r = rx.reassembly.take().unwrap();
+                return Some(Event::Delivered {
+                    from,
+                    channel: ch as u8,
+                    meta: r.meta,
+                    payload: r.buf,
+                });
+            }
+            None
+        }
+        _ => {
+            stats.corrupt += 1;
+            rx.reassembly = None;
+            None
+        }
+    }
+}
+
+/// The earliest time this peer needs attention, or None when idle.
+fn peer_deadline(peer: &Peer, cfg: &ProtoConfig) -> Option<Instant> {
+    let mut d: Option<Instant> = None;
+    let mut take = |t: Instant| d = Some(d.map_or(t, |x| x.min(t)));
+    for tx in &peer.tx {
+        if let Some(t) = tx.paused_until {
+            take(t);
+            continue;
+        }
+        for p in tx.in_flight.iter().filter(|p| !p.sacked) {
+            take(p.deadline);
+        }
+    }
+    for rx in &peer.rx {
+        if let Some(t0) = rx.ack_owed_since {
+            take(if rx.ack_urgent {
+                t0
+            } else {
+                t0.plus(cfg.ack_delay)
+            });
+        }
+    }
+    d
+}

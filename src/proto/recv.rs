@@ -1,0 +1,81 @@
+//! The receiving half of one reliable channel: the next expected sequence
+//! number, packets held ahead of a gap (SACKed), and message reassembly.
+
+use std::collections::BTreeMap;
+
+use super::send::seq_diff;
+use crate::time::Instant;
+use crate::wire::MsgMeta;
+
+/// A DATA packet kept because it arrived ahead of a gap.
+#[derive(Debug, Clone)]
+pub struct HeldPacket {
+    pub meta: MsgMeta,
+    pub msg_len: u32,
+    pub frag_off: u32,
+    pub payload: Vec<u8>,
+}
+
+/// A message whose first fragments arrived.
+#[derive(Debug)]
+pub struct Reassembly {
+    pub meta: MsgMeta,
+    pub buf: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+pub struct RecvChannel {
+    /// Whether any packet of this channel has been seen (the epoch is known).
+    pub known: bool,
+    pub epoch: u16,
+    pub next: u32,
+    /// Packets after a gap, by sequence number (distance 1..=64 from `next`).
+    pub held: BTreeMap<u32, HeldPacket>,
+    pub reassembly: Option<Reassembly>,
+    /// An ACK is owed since this time.
+    pub ack_owed_since: Option<Instant>,
+    /// The ACK must go out at once (a duplicate or a gap was seen).
+    pub ack_urgent: bool,
+}
+
+impl RecvChannel {
+    /// Adopts `epoch` if it is the first seen or newer; returns false for a
+    /// packet of an older epoch.
+    pub fn accept_epoch(&mut self, epoch: u16) -> bool {
+        if !self.known {
+            self.known = true;
+            self.epoch = epoch;
+            return true;
+        }
+        let d = epoch.wrapping_sub(self.epoch) as i16;
+        if d < 0 {
+            return false;
+        }
+        if d > 0 {
+            self.epoch = epoch;
+            self.next = 0;
+            self.held.clear();
+            self.reassembly = None;
+        }
+        true
+    }
+
+    /// The SACK bitmap: bit i set when `next + 1 + i` is held.
+    pub fn sack_bits(&self) -> u64 {
+        let mut bits = 0u64;
+        for &s in self.held.keys() {
+            let d = seq_diff(s, self.next);
+            if (1..=64).contains(&d) {
+                bits |= 1u64 << (d - 1);
+            }
+        }
+        bits
+    }
+
+    pub fn owe_ack(&mut self, now: Instant, urgent: bool) {
+        if self.ack_owed_since.is_none() {
+            self.ack_owed_since = Some(now);
+        }
+        self.ack_urgent |= urgent;
+    }
+}

@@ -1,0 +1,247 @@
+//! A deterministic network simulator for the protocol core: many nodes, a
+//! virtual clock that jumps to the next deadline, and seeded loss,
+//! duplication, reordering, corruption and delay. A test tool in its own
+//! right: it runs the real `Protocol` code, only the network is simulated.
+
+mod rng;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+pub use rng::Rng;
+
+use crate::proto::{Event, MsgId, ProtoConfig, Protocol};
+use crate::time::{Instant, Nanos, MICROS};
+use crate::wire::MsgMeta;
+
+/// What the simulated network does to each datagram.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub loss: f64,
+    pub dup: f64,
+    pub corrupt: f64,
+    /// Probability that a datagram is held back by an extra random delay
+    /// (up to `reorder_window`), so that later ones overtake it.
+    pub reorder: f64,
+    pub reorder_window: Nanos,
+    /// One-way latency of every datagram.
+    pub delay: Nanos,
+    /// Extra uniform jitter on top of `delay`.
+    pub jitter: Nanos,
+    pub seed: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            loss: 0.0,
+            dup: 0.0,
+            corrupt: 0.0,
+            reorder: 0.0,
+            reorder_window: 200 * MICROS,
+            delay: 20 * MICROS,
+            jitter: 0,
+            seed: 1,
+        }
+    }
+}
+
+/// Counters of what the simulated network did.
+#[derive(Clone, Debug, Default)]
+pub struct SimStats {
+    pub sent: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub corrupted: u64,
+    pub reordered: u64,
+    pub delivered: u64,
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct InTransit {
+    at: Instant,
+    order: u64,
+    from: u32,
+    to: u32,
+    bytes: Vec<u8>,
+}
+
+/// A set of protocol nodes, addressed 0..n, joined by a simulated network.
+pub struct SimNet {
+    nodes: Vec<Protocol<u32>>,
+    now: Instant,
+    transit: BinaryHeap<Reverse<InTransit>>,
+    order: u64,
+    rng: Rng,
+    pub cfg: SimConfig,
+    pub stats: SimStats,
+    /// Nodes whose datagrams, in and out, all vanish (a partition or a crash).
+    down: Vec<bool>,
+}
+
+impl SimNet {
+    pub fn new(n: usize, proto: ProtoConfig, cfg: SimConfig) -> SimNet {
+        let mut rng = Rng::new(cfg.seed);
+        let nodes = (0..n)
+            .map(|_| Protocol::new(proto.clone(), (rng.next_u64() as u32) | 1))
+            .collect();
+        SimNet {
+            nodes,
+            now: Instant(1_000_000),
+            transit: BinaryHeap::new(),
+            order: 0,
+            rng,
+            cfg,
+            stats: SimStats::default(),
+            down: vec![false; n],
+        }
+    }
+
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    pub fn node(&mut self, i: u32) -> &mut Protocol<u32> {
+        &mut self.nodes[i as usize]
+    }
+
+    /// Cuts a node off the network (or brings it back).
+    pub fn set_down(&mut self, i: u32, down: bool) {
+        self.down[i as usize] = down;
+    }
+
+    pub fn send(
+        &mut self,
+        from: u32,
+        to: u32,
+        channel: u8,
+        meta: MsgMeta,
+        payload: Vec<u8>,
+    ) -> MsgId {
+        let now = self.now;
+        let id = self.nodes[from as usize].send(now, to, channel, meta, payload);
+        self.collect(from);
+        id
+    }
+
+    /// Takes the next event of node `i`.
+    pub fn poll_event(&mut self, i: u32) -> Option<Event<u32>> {
+        self.nodes[i as usize].poll_event()
+    }
+
+    fn collect(&mut self, from: u32) {
+        while let Some((to, bytes)) = self.nodes[from as usize].poll_transmit() {
+            self.stats.sent += 1;
+            if self.down[from as usize] || self.down[to as usize] || self.rng.chance(self.cfg.loss)
+            {
+                self.stats.lost += 1;
+                self.nodes[from as usize].recycle(bytes);
+                continue;
+            }
+            let copies = if self.rng.chance(self.cfg.dup) {
+                self.stats.duplicated += 1;
+                2
+            } else {
+                1
+            };
+            for _ in 0..copies {
+                let mut b = bytes.clone();
+                if self.rng.chance(self.cfg.corrupt) && !b.is_empty() {
+                    self.stats.corrupted += 1;
+                    let i = self.rng.below(b.len() as u64) as usize;
+                    b[i] ^= 1 << self.rng.below(8);
+                }
+                let mut at = self
+                    .now
+                    .plus(self.cfg.delay + self.rng.below(self.cfg.jitter + 1));
+                if self.rng.chance(self.cfg.reorder) {
+                    self.stats.reordered += 1;
+                    at = at.plus(self.rng.below(self.cfg.reorder_window + 1));
+                }
+                self.order += 1;
+                self.transit.push(Reverse(InTransit {
+                    at,
+                    order: self.order,
+                    from,
+                    to,
+                    bytes: b,
+                }));
+            }
+            self.nodes[from as usize].recycle(bytes);
+        }
+    }
+
+    /// Advances to the next thing that happens (a datagram arrives or a timer
+    /// fires). Returns false when nothing is left to happen.
+    pub fn step(&mut self) -> bool {
+        let next_packet = self.transit.peek().map(|Reverse(p)| p.at);
+        let next_timer = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.next_timeout().map(|t| (t, i)))
+            .min();
+        match (next_packet, next_timer) {
+            (None, None) => false,
+            (Some(p), t) if t.is_none_or(|(t, _)| p <= t) => {
+                let Reverse(pkt) = self.transit.pop().unwrap();
+                self.now = self.now.max(pkt.at);
+                if !self.down[pkt.to as usize] {
+                    self.stats.delivered += 1;
+                    let now = self.now;
+                    self.nodes[pkt.to as usize].handle_datagram(now, pkt.from, &pkt.bytes);
+                    self.nodes[pkt.to as usize].handle_timeout(now);
+                    self.collect(pkt.to);
+                }
+                true
+            }
+            (_, Some((t, i))) => {
+                self.now = self.now.max(t);
+                let now = self.now;
+                self.nodes[i].handle_timeout(now);
+                self.collect(i as u32);
+                true
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    /// Steps until nothing is left or `limit` of virtual time has passed;
+    /// returns whether the network went idle.
+    pub fn run_for(&mut self, limit: Nanos) -> bool {
+        let end = self.now.plus(limit);
+        while self.now < end {
+            if !self.step() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Steps until `cond` holds or `limit` of virtual time has passed.
+    pub fn run_until(&mut self, limit: Nanos, mut cond: impl FnMut(&mut SimNet) -> bool) -> bool {
+        let end = self.now.plus(limit);
+        while self.now < end {
+            if cond(self) {
+                return true;
+            }
+            if !self.step() {
+                return cond(self);
+            }
+        }
+        cond(self)
+    }
+
+    /// Jumps the clock forward without events (time passes with nothing to do).
+    pub fn advance(&mut self, d: Nanos) {
+        self.now = self.now.plus(d);
+    }
+}

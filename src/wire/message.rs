@@ -1,0 +1,92 @@
+//! The AM-level description of a message carried in a DATA packet.
+
+pub const MAX_ARGS: usize = 16;
+
+/// AM-2 message categories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Category {
+    Short = 0,
+    Medium = 1,
+    Long = 2,
+}
+
+impl Category {
+    pub fn from_u8(v: u8) -> Option<Category> {
+        match v {
+            0 => Some(Category::Short),
+            1 => Some(Category::Medium),
+            2 => Some(Category::Long),
+            _ => None,
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What a DATA message is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum MsgKind {
+    /// A user request or reply that runs a handler.
+    User = 0,
+    /// The empty reply sent when a request handler did not reply; runs no handler.
+    AutoReply = 1,
+    /// A message refused by its receiver, sent back with a status.
+    Returned = 2,
+}
+
+impl MsgKind {
+    pub fn from_u8(v: u8) -> Option<MsgKind> {
+        match v {
+            0 => Some(MsgKind::User),
+            1 => Some(MsgKind::AutoReply),
+            2 => Some(MsgKind::Returned),
+            _ => None,
+        }
+    }
+}
+
+/// Header fields of one AM message (every fragment carries them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsgMeta {
+    pub kind: MsgKind,
+    pub category: Category,
+    pub handler: u8,
+    pub nargs: u8,
+    pub args: [u32; MAX_ARGS],
+    pub tag: u64,
+    pub dest_offset: u64,
+    /// Transaction id: chosen by the requester, echoed by the reply.
+    pub txn: u32,
+    /// For `Returned`: the AM status code; else 0.
+    pub status: u8,
+    /// For `Returned`: whether the refused message was a request.
+    pub returned_request: bool,
+}
+
+impl MsgMeta {
+    pub fn new(kind: MsgKind, category: Category, handler: u8, args: &[u32]) -> MsgMeta {
+        let mut a = [0u32; MAX_ARGS];
+        let n = args.len().min(MAX_ARGS);
+        a[..n].copy_from_slice(&args[..n]);
+        MsgMeta {
+            kind,
+            category,
+            handler,
+            nargs: n as u8,
+            args: a,
+            tag: 0,
+            dest_offset: 0,
+            txn: 0,
+            status: 0,
+            returned_request: false,
+        }
+    }
+
+    pub fn args(&self) -> &[u32] {
+        &self.args[..self.nargs as usize]
+    }
+}
