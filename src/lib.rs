@@ -5,8 +5,13 @@
 //! format), `net` (transports). `sim` is a deterministic network simulator for
 //! testing `proto`.
 
+pub mod am;
+pub mod config;
 pub mod error;
+pub mod ffi;
+pub mod net;
 pub mod proto;
+mod rng;
 pub mod sim;
 pub mod time;
 pub mod wire;

@@ -1,118 +1,1070 @@
 //! The protocol core over the simulated network: exactly-once, in-order
-//! delivery per channel whatever the network does.
+//! delivery per channel whatever the network does, NACK and go-back-N,
+//! ECONGESTION, EUNREACHABLE, peer restarts, fragmentation, statistics, and
+//! the simulator itself (determinism, going idle).
+//!
+//! Every message carries `[from, k, len]` as arguments and a payload computed
+//! from them, so a receiver checks order (k), origin and integrity on its own.
 
-use ramp::proto::{Event, ProtoConfig};
+use std::collections::{HashMap, HashSet};
+
+use ramp::error::ReturnStatus;
+use ramp::proto::{Event, MsgId, ProtoConfig, Protocol, MAX_MESSAGE};
 use ramp::sim::{SimConfig, SimNet};
-use ramp::time::{MICROS, MILLIS};
-use ramp::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
+use ramp::time::{Instant, Nanos, MICROS, MILLIS};
+use ramp::wire::{self, Category, Common, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
-fn meta(seq: u32, from: u32) -> MsgMeta {
-    MsgMeta::new(MsgKind::User, Category::Medium, 1, &[from, seq])
+const SECOND: Nanos = 1000 * MILLIS;
+
+fn meta(from: u32, k: u32, len: usize) -> MsgMeta {
+    MsgMeta::new(MsgKind::User, Category::Medium, 1, &[from, k, len as u32])
 }
 
-fn payload(seq: u32, from: u32, len: usize) -> Vec<u8> {
+fn payload(from: u32, k: u32, ch: u8, len: usize) -> Vec<u8> {
     (0..len)
-        .map(|i| (i as u32 ^ seq ^ from.rotate_left(8)) as u8)
+        .map(|i| (i as u32 ^ k.rotate_left(3) ^ from.rotate_left(8) ^ (ch as u32) << 5) as u8)
         .collect()
 }
 
-/// Every node sends `per_pair` messages to every other node on both channels;
-/// checks that each arrives exactly once, in order per (sender, channel), intact.
-fn all_to_all(
-    n: u32,
-    per_pair: u32,
-    sim: SimConfig,
-    proto: ProtoConfig,
-    len: impl Fn(u32) -> usize,
-) -> SimNet {
-    let mut net = SimNet::new(n as usize, proto, sim);
-    for k in 0..per_pair {
-        for from in 0..n {
-            for to in 0..n {
-                if from != to {
-                    for ch in [CHANNEL_REQUEST, CHANNEL_REPLY] {
-                        let m = meta(k, from);
-                        net.send(from, to, ch, m, payload(k, from, len(k)));
-                    }
-                }
+/// The faults of every "hostile network" test, for one seed.
+fn faults(seed: u64) -> SimConfig {
+    SimConfig {
+        loss: 0.1,
+        dup: 0.05,
+        corrupt: 0.03,
+        reorder: 0.1,
+        jitter: 30 * MICROS,
+        seed,
+        ..Default::default()
+    }
+}
+
+/// Records deliveries and checks each is the next one expected on its
+/// (receiver, sender, channel) and intact.
+#[derive(Default)]
+struct Ledger {
+    next: HashMap<(u32, u32, u8), u32>,
+    delivered: u64,
+    failed: Vec<(u32, Event<u32>)>,
+    /// (receiver, sender, channel, k) in delivery order.
+    trace: Vec<(u32, u32, u8, u32)>,
+}
+
+impl Ledger {
+    fn take(&mut self, to: u32, ev: Event<u32>) {
+        match ev {
+            Event::Delivered {
+                from,
+                channel,
+                meta,
+                payload: p,
+            } => {
+                let a = meta.args();
+                assert_eq!(a.len(), 3, "arguments lost");
+                assert_eq!(a[0], from, "delivered from the wrong peer");
+                let (k, len) = (a[1], a[2] as usize);
+                let next = self.next.entry((to, from, channel)).or_insert(0);
+                assert_eq!(
+                    k, *next,
+                    "out of order or duplicate at {to} from {from} channel {channel}"
+                );
+                *next += 1;
+                assert!(p == payload(from, k, channel, len), "payload damaged");
+                self.delivered += 1;
+                self.trace.push((to, from, channel, k));
+            }
+            ev @ Event::Failed { .. } => self.failed.push((to, ev)),
+        }
+    }
+
+    fn drain(&mut self, net: &mut SimNet, nodes: impl IntoIterator<Item = u32>) {
+        for i in nodes {
+            while let Some(ev) = net.poll_event(i) {
+                self.take(i, ev);
             }
         }
-        // let the network move a little between bursts
+    }
+
+    fn delivered_on(&self, to: u32, from: u32, ch: u8) -> u32 {
+        self.next.get(&(to, from, ch)).copied().unwrap_or(0)
+    }
+}
+
+/// Numbers messages per (sender, receiver, channel) and sends them.
+#[derive(Default)]
+struct Sender {
+    next: HashMap<(u32, u32, u8), u32>,
+    sent: u64,
+}
+
+impl Sender {
+    fn send(&mut self, net: &mut SimNet, from: u32, to: u32, ch: u8, len: usize) -> MsgId {
+        let k = self.next.entry((from, to, ch)).or_insert(0);
+        let id = net.send(
+            from,
+            to,
+            ch,
+            meta(from, *k, len),
+            payload(from, *k, ch, len),
+        );
+        *k += 1;
+        self.sent += 1;
+        id
+    }
+}
+
+/// Sends `plan` (from, to, channel, len) in bursts of `burst` with a few
+/// network steps between, then runs until every message is delivered and
+/// every node idle. Checks exactly-once, order and integrity, and that
+/// nothing failed. `receivers` are the nodes that get messages.
+fn run_plan(
+    net: &mut SimNet,
+    plan: &[(u32, u32, u8, usize)],
+    burst: usize,
+    receivers: &[u32],
+    limit: Nanos,
+) -> Ledger {
+    let mut tx = Sender::default();
+    let mut ledger = Ledger::default();
+    for chunk in plan.chunks(burst.max(1)) {
+        for &(from, to, ch, len) in chunk {
+            tx.send(net, from, to, ch, len);
+        }
         for _ in 0..50 {
             if !net.step() {
                 break;
             }
         }
+        ledger.drain(net, receivers.iter().copied());
     }
-    // next expected message index per (receiver, sender, channel)
-    let mut next = vec![0u32; (n * n * 2) as usize];
-    let total = per_pair as u64 * n as u64 * (n as u64 - 1) * 2;
-    let mut got = 0u64;
-    let mut drain = |net: &mut SimNet, got: &mut u64| {
-        for to in 0..n {
-            while let Some(ev) = net.poll_event(to) {
-                match ev {
-                    Event::Delivered {
-                        from,
-                        channel,
-                        meta,
-                        payload: p,
-                    } => {
-                        let idx = ((to * n + from) * 2 + channel as u32) as usize;
-                        let k = meta.args()[1];
-                        assert_eq!(meta.args()[0], from);
-                        assert_eq!(
-                            k, next[idx],
-                            "out of order or duplicate at {to} from {from} ch {channel}"
-                        );
-                        assert_eq!(p, payload(k, from, len(k)), "payload damaged");
-                        next[idx] += 1;
-                        *got += 1;
+    let total = tx.sent;
+    let done = net.run_until(limit, |net| {
+        ledger.drain(net, receivers.iter().copied());
+        ledger.delivered == total && (0..net.len() as u32).all(|i| net.node(i).is_idle())
+    });
+    ledger.drain(net, 0..net.len() as u32);
+    assert!(ledger.failed.is_empty(), "failures: {:?}", ledger.failed);
+    assert!(
+        done,
+        "did not finish: {}/{} delivered; sim {:?}",
+        ledger.delivered, total, net.stats
+    );
+    assert_eq!(ledger.delivered, total);
+    ledger
+}
+
+fn all_to_all_plan(
+    n: u32,
+    per_pair: u32,
+    len: impl Fn(u32) -> usize,
+) -> Vec<(u32, u32, u8, usize)> {
+    let mut plan = Vec::new();
+    for k in 0..per_pair {
+        for from in 0..n {
+            for to in 0..n {
+                if from != to {
+                    for ch in [CHANNEL_REQUEST, CHANNEL_REPLY] {
+                        plan.push((from, to, ch, len(k + from + to)));
                     }
-                    Event::Failed { .. } => panic!("message failed: {ev:?}"),
                 }
             }
         }
-    };
-    let idle = net.run_until(600_000 * MILLIS, |net| {
-        drain(net, &mut got);
-        got == total && (0..n).all(|i| net.node(i).is_idle())
-    });
+    }
+    plan
+}
+
+fn sum_stats(net: &mut SimNet, f: impl Fn(&ramp::proto::ProtoStats) -> u64) -> u64 {
+    (0..net.len() as u32).map(|i| f(net.node(i).stats())).sum()
+}
+
+fn retransmits(s: &ramp::proto::ProtoStats) -> u64 {
+    s.retransmits.iter().flatten().sum()
+}
+
+/// Asserts the network goes idle and no node keeps a timer.
+fn assert_goes_idle(net: &mut SimNet, within: Nanos) {
+    let t0 = net.now();
     assert!(
-        idle,
-        "did not finish: {got}/{total} delivered; sim {:?}",
-        net.stats
+        net.run_for(within),
+        "network still busy {} ms after the traffic ended",
+        within / MILLIS
     );
-    assert_eq!(got, total);
+    for i in 0..net.len() as u32 {
+        assert!(net.node(i).is_idle(), "node {i} not idle");
+        assert_eq!(net.node(i).next_timeout(), None, "node {i} keeps a timer");
+    }
+    assert!(net.now().since(t0) <= within);
+}
+
+// ---------------------------------------------------------------------------
+// 1. Exactly once and in order, under every fault at once, at scale.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn clean_network_two_peers() {
+    let mut net = SimNet::new(2, ProtoConfig::default(), SimConfig::default());
+    run_plan(
+        &mut net,
+        &all_to_all_plan(2, 200, |_| 16),
+        40,
+        &[0, 1],
+        60 * SECOND,
+    );
+    assert_eq!(net.stats.lost, 0);
+    assert_eq!(sum_stats(&mut net, retransmits), 0);
+}
+
+#[test]
+fn exactly_once_in_order_under_faults_20_seeds() {
+    let proto = ProtoConfig {
+        max_datagram: 600,
+        ..Default::default()
+    };
+    let (mut dups, mut corrupt, mut ooo, mut rexmit) = (0, 0, 0, 0);
+    for seed in 1..=20 {
+        let mut net = SimNet::new(4, proto.clone(), faults(seed));
+        // small messages, some of them in two or three fragments
+        let plan = all_to_all_plan(4, 12, |k| (k as usize * 97) % 1400);
+        run_plan(&mut net, &plan, 24, &[0, 1, 2, 3], 600 * SECOND);
+        assert!(net.stats.lost > 0 && net.stats.duplicated > 0 && net.stats.corrupted > 0);
+        assert!(net.stats.reordered > 0);
+        dups += sum_stats(&mut net, |s| s.duplicates);
+        corrupt += sum_stats(&mut net, |s| s.corrupt);
+        ooo += sum_stats(&mut net, |s| s.out_of_order.iter().sum());
+        rexmit += sum_stats(&mut net, retransmits);
+        assert_goes_idle(&mut net, 10 * SECOND);
+    }
+    assert!(dups > 0 && corrupt > 0 && ooo > 0 && rexmit > 0);
+}
+
+#[test]
+fn all_to_all_32_nodes_under_faults() {
+    let mut net = SimNet::new(32, ProtoConfig::default(), faults(32));
+    let plan = all_to_all_plan(32, 2, |k| 8 + k as usize % 64);
+    let nodes: Vec<u32> = (0..32).collect();
+    let ledger = run_plan(&mut net, &plan, 500, &nodes, 600 * SECOND);
+    assert_eq!(ledger.delivered, 32 * 31 * 2 * 2);
+    for i in 0..32 {
+        assert_eq!(net.node(i).peer_count(), 31);
+    }
+}
+
+/// `senders` nodes (1..=senders) each send `per_sender` messages on each
+/// channel to node 0. Returns (virtual time, wall time).
+fn hub(senders: u32, per_sender: u32, sim: SimConfig) -> (Nanos, std::time::Duration) {
+    let wall = std::time::Instant::now();
+    let n = senders + 1;
+    let mut net = SimNet::new(n as usize, ProtoConfig::default(), sim);
+    let t0 = net.now();
+    let mut plan = Vec::new();
+    for k in 0..per_sender {
+        for from in 1..n {
+            for ch in [CHANNEL_REQUEST, CHANNEL_REPLY] {
+                plan.push((from, 0, ch, 16 + (k + from) as usize % 200));
+            }
+        }
+    }
+    let ledger = run_plan(&mut net, &plan, plan.len(), &[0], 600 * SECOND);
+    for from in 1..n {
+        for ch in [CHANNEL_REQUEST, CHANNEL_REPLY] {
+            assert_eq!(ledger.delivered_on(0, from, ch), per_sender);
+        }
+    }
+    assert_eq!(net.node(0).peer_count(), senders as usize);
+    (net.now().since(t0), wall.elapsed())
+}
+
+#[test]
+fn hub_receives_from_200_nodes_under_faults() {
+    hub(200, 4, faults(200));
+}
+
+#[test]
+fn hub_receives_from_1024_nodes() {
+    let sim = SimConfig {
+        loss: 0.02,
+        reorder: 0.02,
+        jitter: 10 * MICROS,
+        seed: 1024,
+        ..Default::default()
+    };
+    let (virt, wall) = hub(1024, 2, sim);
+    eprintln!(
+        "1024 peers -> 1 hub, 4096 messages: virtual {:.3} ms, wall {:.3} s",
+        virt as f64 / MILLIS as f64,
+        wall.as_secs_f64()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 2. NACK and go-back-N: a small receive buffer and a slow receiver.
+// ---------------------------------------------------------------------------
+
+/// Node 0 sends `n` requests and `n` messages on the reply channel to node 1,
+/// whose buffer holds `depth` requests and which takes at most `take` events
+/// every `every` of virtual time. Returns the ledger and, for each poll, how
+/// many (requests, replies) it took.
+fn slow_receiver(
+    sim: SimConfig,
+    depth: usize,
+    n: u32,
+    every: Nanos,
+    take: usize,
+) -> (SimNet, Ledger, Vec<(u32, u32)>) {
+    let mut net = SimNet::new(2, ProtoConfig::default(), sim);
+    net.node(1).set_recv_depth(depth);
+    let mut tx = Sender::default();
+    for _ in 0..n {
+        tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 40);
+        tx.send(&mut net, 0, 1, CHANNEL_REPLY, 40);
+    }
+    let mut ledger = Ledger::default();
+    let mut polls = Vec::new();
+    let mut next_poll = net.now().plus(every);
+    let done = net.run_until(600 * SECOND, |net| {
+        if net.now() >= next_poll {
+            next_poll = net.now().plus(every);
+            let (mut rq, mut rp) = (0, 0);
+            for _ in 0..take {
+                let Some(ev) = net.poll_event(1) else { break };
+                if let Event::Delivered { channel, .. } = &ev {
+                    if *channel == CHANNEL_REQUEST {
+                        rq += 1
+                    } else {
+                        rp += 1
+                    }
+                }
+                ledger.take(1, ev);
+            }
+            polls.push((rq, rp));
+        }
+        ledger.drain(net, [0]);
+        ledger.delivered == 2 * n as u64 && net.node(0).is_idle() && net.node(1).is_idle()
+    });
+    assert!(ledger.failed.is_empty(), "failures: {:?}", ledger.failed);
+    assert!(done, "{}/{} delivered", ledger.delivered, 2 * n);
+    (net, ledger, polls)
+}
+
+#[test]
+fn nack_go_back_n_with_a_slow_receiver() {
+    let (mut net, _, polls) = slow_receiver(SimConfig::default(), 4, 60, 5 * MILLIS, usize::MAX);
+    let s1 = net.node(1).stats().clone();
+    let s0 = net.node(0).stats().clone();
+    assert!(s1.nacks_sent > 0, "receiver never refused");
+    assert!(s0.nacks_received > 0 && s0.nacks_received <= s1.nacks_sent);
+    // go-back-N resends what was refused
+    assert!(s0.retransmits[CHANNEL_REQUEST as usize].iter().sum::<u64>() > 0);
+    // the reply channel is never refused, so it never goes back
+    assert_eq!(s0.retransmits[CHANNEL_REPLY as usize], [0; 3]);
+    // the buffer is respected at every poll
+    assert!(polls.iter().all(|&(rq, _)| rq <= 4), "{polls:?}");
+    // One congested channel never blocks another: every message of the reply
+    // channel is there at the first poll, while requests trickle in.
+    let first = polls.iter().find(|p| p.0 + p.1 > 0).unwrap();
+    assert_eq!(first.1, 60, "reply channel held up: {polls:?}");
+    assert!(first.0 <= 4);
+    assert_goes_idle(&mut net, SECOND);
+}
+
+#[test]
+fn nack_go_back_n_under_faults_10_seeds() {
+    let mut nacks = 0;
+    for seed in 1..=10 {
+        let (mut net, _, _) = slow_receiver(faults(seed), 3, 40, 2 * MILLIS, 3);
+        nacks += net.node(1).stats().nacks_sent;
+        assert_goes_idle(&mut net, 10 * SECOND);
+    }
+    assert!(nacks > 0);
+}
+
+// ---------------------------------------------------------------------------
+// 3. ECONGESTION: the receiver takes no events.
+// ---------------------------------------------------------------------------
+
+fn congestion_net() -> SimNet {
+    let proto = ProtoConfig {
+        nack_limit: 3,
+        nack_backoff: MILLIS,
+        ..Default::default()
+    };
+    let mut net = SimNet::new(2, proto, SimConfig::default());
+    net.node(1).set_recv_depth(2);
+    net
+}
+
+fn failures(ledger: &Ledger) -> Vec<(MsgId, ReturnStatus)> {
+    ledger
+        .failed
+        .iter()
+        .map(|(_, ev)| match ev {
+            Event::Failed { id, status, .. } => (*id, *status),
+            _ => unreachable!(),
+        })
+        .collect()
+}
+
+#[test]
+fn congestion_fails_the_refused_message_and_the_rest_start_over() {
+    let mut net = congestion_net();
+    let mut tx = Sender::default();
+    let ids: Vec<MsgId> = (0..10)
+        .map(|_| tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 100))
+        .collect();
+    let mut ledger = Ledger::default();
+    // node 1 takes nothing until node 0 has been told ECONGESTION
+    let told = net.run_until(10 * SECOND, |net| {
+        ledger.drain(net, [0]);
+        !ledger.failed.is_empty()
+    });
+    assert!(told, "no ECONGESTION");
+    assert_eq!(failures(&ledger), vec![(ids[2], ReturnStatus::Congestion)]);
+    assert!(net.node(1).stats().nacks_sent >= 4);
+    assert!(net.node(0).stats().nacks_received >= 4);
+    // now node 1 takes events: the others arrive, exactly once, in order
+    let done = net.run_until(10 * SECOND, |net| {
+        ledger.drain(net, [0, 1]);
+        ledger.delivered == 9 && net.node(0).is_idle()
+    });
+    assert!(done, "{} delivered", ledger.delivered);
+    assert_eq!(ledger.failed.len(), 1);
+    let ks: Vec<u32> = ledger.trace.iter().map(|t| t.3).collect();
+    // the refused message (k = 2) is missing; the ledger numbers what it saw
+    assert_eq!(ks.len(), 9);
+    assert_goes_idle(&mut net, SECOND);
+}
+
+#[test]
+fn congestion_when_never_polled_fails_each_refused_message_once() {
+    let mut net = congestion_net();
+    let mut tx = Sender::default();
+    let ids: Vec<MsgId> = (0..8)
+        .map(|_| tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 100))
+        .collect();
+    tx.send(&mut net, 0, 1, CHANNEL_REPLY, 100);
+    let mut ledger = Ledger::default();
+    let done = net.run_until(60 * SECOND, |net| {
+        ledger.drain(net, [0]);
+        ledger.failed.len() >= 6 && net.node(0).is_idle()
+    });
+    assert!(done, "{:?}", failures(&ledger));
+    let want: Vec<_> = ids[2..]
+        .iter()
+        .map(|&id| (id, ReturnStatus::Congestion))
+        .collect();
+    assert_eq!(
+        failures(&ledger),
+        want,
+        "each refused message fails once, in order"
+    );
+    // the two that fit are delivered, so is the reply channel's
+    ledger.drain(&mut net, [1]);
+    assert_eq!(ledger.delivered_on(1, 0, CHANNEL_REQUEST), 2);
+    assert_eq!(ledger.delivered_on(1, 0, CHANNEL_REPLY), 1);
+    assert_goes_idle(&mut net, SECOND);
+}
+
+// ---------------------------------------------------------------------------
+// 4. EUNREACHABLE: a node that is down.
+// ---------------------------------------------------------------------------
+
+fn unreachable_config() -> ProtoConfig {
+    ProtoConfig {
+        rto_initial: 10 * MILLIS,
+        rto_min: MILLIS,
+        rto_max: 100 * MILLIS,
+        retry_limit: 5,
+        max_datagram: 1000,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn unreachable_after_the_retry_limit_exactly_on_time() {
+    let mut net = SimNet::new(2, unreachable_config(), SimConfig::default());
+    net.set_down(1, true);
+    let t0 = net.now();
+    let id = Sender::default().send(&mut net, 0, 1, CHANNEL_REQUEST, 10);
+    let mut ledger = Ledger::default();
+    assert!(net.run_until(10 * SECOND, |net| {
+        ledger.drain(net, [0]);
+        !ledger.failed.is_empty()
+    }));
+    // 10 + 20 + 40 + 80 + 100 (capped) + 100 ms: the sixth timeout gives up
+    assert_eq!(net.now().since(t0), 350 * MILLIS);
+    assert_eq!(failures(&ledger), vec![(id, ReturnStatus::Unreachable)]);
+    assert_eq!(net.node(0).stats().retransmits[0][1], 5);
+    assert_goes_idle(&mut net, SECOND);
+}
+
+#[test]
+fn unreachable_fails_every_unfinished_message_once_then_recovers() {
+    let cfg = unreachable_config();
+    for seed in 1..=5 {
+        let mut net = SimNet::new(3, cfg.clone(), faults(seed));
+        let mut tx = Sender::default();
+        let mut ledger = Ledger::default();
+        // first some traffic both ways, so that RTTs are known
+        for _ in 0..5 {
+            tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 50);
+            tx.send(&mut net, 1, 0, CHANNEL_REPLY, 50);
+        }
+        assert!(net.run_until(10 * SECOND, |net| {
+            ledger.drain(net, [0, 1]);
+            ledger.delivered == 10
+        }));
+        net.set_down(1, true);
+        let t0 = net.now();
+        let mut ids = HashSet::new();
+        for k in 0..30 {
+            let ch = if k % 3 == 0 {
+                CHANNEL_REPLY
+            } else {
+                CHANNEL_REQUEST
+            };
+            // some fragmented, more than a window's worth on the request channel
+            ids.insert(tx.send(&mut net, 0, 1, ch, (k * 211) % 3000));
+        }
+        // node 2 is unaffected meanwhile
+        for _ in 0..5 {
+            tx.send(&mut net, 0, 2, CHANNEL_REQUEST, 10);
+        }
+        let mut t_fail = None;
+        assert!(net.run_until(60 * SECOND, |net| {
+            ledger.drain(net, [0, 2]);
+            if t_fail.is_none() && ledger.failed.len() == ids.len() {
+                t_fail = Some(net.now());
+            }
+            ledger.failed.len() >= ids.len() && ledger.delivered == 15
+        }));
+        let took = t_fail.unwrap().since(t0);
+        // at least the unbacked-off sum of timeouts, at most retry_limit+1
+        // maximal timeouts (plus one more for a packet sent late)
+        let upper = (cfg.retry_limit as u64 + 2) * cfg.rto_max;
+        assert!(took <= upper, "gave up after {} ms", took / MILLIS);
+        assert!(
+            took >= 6 * cfg.rto_min,
+            "gave up too soon: {} ms",
+            took / MILLIS
+        );
+        let mut seen = HashSet::new();
+        for (id, status) in failures(&ledger) {
+            assert_eq!(status, ReturnStatus::Unreachable);
+            assert!(seen.insert(id), "message {id} failed twice");
+        }
+        assert_eq!(seen, ids, "every unfinished message and only those fail");
+        assert_eq!(net.node(0).unfinished_to(&1), 0);
+        assert_eq!(
+            ledger.delivered_on(1, 0, CHANNEL_REQUEST),
+            5,
+            "none got through"
+        );
+        // more time: nothing more fails, nothing keeps running
+        assert_goes_idle(&mut net, 10 * SECOND);
+        assert_eq!(ledger.failed.len(), ids.len());
+
+        // Node 1 is back: new messages flow both ways in a new epoch.
+        net.set_down(1, false);
+        let mut fresh = Sender::default();
+        let mut l2 = Ledger::default();
+        for k in 0..20 {
+            fresh.send(&mut net, 0, 1, (k % 2) as u8, (k as usize * 131) % 2500);
+            fresh.send(&mut net, 1, 0, CHANNEL_REQUEST, 20);
+        }
+        assert!(net.run_until(60 * SECOND, |net| {
+            l2.drain(net, [0, 1]);
+            l2.delivered == 40 && net.node(0).is_idle() && net.node(1).is_idle()
+        }));
+        assert!(l2.failed.is_empty(), "{:?}", l2.failed);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 5. Retransmissions, RTT, piggybacked ACKs.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn retransmits_and_rtt_under_loss() {
+    let sim = SimConfig {
+        loss: 0.2,
+        seed: 5,
+        ..Default::default()
+    };
+    let mut net = SimNet::new(2, ProtoConfig::default(), sim);
+    run_plan(
+        &mut net,
+        &all_to_all_plan(2, 100, |_| 32),
+        20,
+        &[0, 1],
+        600 * SECOND,
+    );
+    for i in 0..2 {
+        let s = net.node(i).stats().clone();
+        assert!(
+            retransmits(&s) > 0,
+            "node {i}: no retransmission at 20% loss"
+        );
+        assert!(s.rtt_samples > 0);
+        // a round trip is at least two one-way delays
+        assert!(s.rtt_min >= 40 * MICROS, "rtt_min {}", s.rtt_min);
+        assert!(s.rtt_min <= s.rtt_max && s.rtt_sum >= s.rtt_min * s.rtt_samples);
+        assert!(s.acks_received > 0 && s.acks_sent > 0);
+    }
+}
+
+#[test]
+fn clean_network_never_retransmits() {
+    let sim = SimConfig {
+        jitter: 20 * MICROS,
+        ..Default::default()
+    };
+    let mut net = SimNet::new(4, ProtoConfig::default(), sim);
+    run_plan(
+        &mut net,
+        &all_to_all_plan(4, 50, |k| (k as usize * 13) % 200),
+        30,
+        &[0, 1, 2, 3],
+        60 * SECOND,
+    );
+    for i in 0..4 {
+        let s = net.node(i).stats().clone();
+        assert_eq!(retransmits(&s), 0, "node {i}");
+        assert_eq!(
+            (s.duplicates, s.corrupt, s.stale, s.nacks_sent),
+            (0, 0, 0, 0)
+        );
+        assert!(s.rtt_samples > 0 && s.rtt_min >= 40 * MICROS);
+        // every RTT sample stays within delay + jitter + the delayed-ACK time
+        assert!(
+            s.rtt_max <= 2 * 40 * MICROS + 200 * MICROS + 100 * MICROS,
+            "{}",
+            s.rtt_max
+        );
+    }
+}
+
+/// Node 0 sends a request, node 1 answers on the reply channel after
+/// `think`, node 0 sends the next request as soon as the reply is there.
+fn ping_pong(rounds: u32, think: Nanos) -> SimNet {
+    let mut net = SimNet::new(2, ProtoConfig::default(), SimConfig::default());
+    let mut tx = Sender::default();
+    let mut ledger = Ledger::default();
+    tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 24);
+    let mut answer_at: Option<Instant> = None;
+    let done = net.run_until(60 * SECOND, |net| {
+        while let Some(ev) = net.poll_event(1) {
+            ledger.take(1, ev);
+            answer_at = Some(net.now().plus(think));
+        }
+        if answer_at.is_some_and(|t| net.now() >= t) {
+            answer_at = None;
+            tx.send(net, 1, 0, CHANNEL_REPLY, 24);
+        }
+        while let Some(ev) = net.poll_event(0) {
+            ledger.take(0, ev);
+            if ledger.delivered < 2 * rounds as u64 {
+                tx.send(net, 0, 1, CHANNEL_REQUEST, 24);
+            }
+        }
+        if answer_at.is_some() {
+            // let virtual time reach the answer even with nothing to do
+            if net.node(0).next_timeout().is_none() && net.node(1).next_timeout().is_none() {
+                net.advance(think);
+            }
+        }
+        ledger.delivered == 2 * rounds as u64 && net.node(0).is_idle() && net.node(1).is_idle()
+    });
+    assert!(done && ledger.failed.is_empty());
     net
 }
 
 #[test]
-fn clean_network_two_peers() {
-    let net = all_to_all(2, 200, SimConfig::default(), ProtoConfig::default(), |_| 16);
-    assert_eq!(net.stats.lost, 0);
+fn ping_pong_acks_ride_on_replies_and_requests() {
+    let rounds = 200;
+    let mut net = ping_pong(rounds, 0);
+    let acks = sum_stats(&mut net, |s| s.acks_sent);
+    // only the very last reply needs an ACK of its own
+    assert!(acks <= 2, "{acks} standalone ACKs for {rounds} round trips");
+    assert_eq!(sum_stats(&mut net, retransmits), 0);
+    assert_eq!(net.stats.sent, 2 * rounds as u64 + acks);
+    // A handler slower than the ACK delay: every request is acknowledged on
+    // its own (the request's timer must not wait for the reply).
+    let mut slow = ping_pong(50, 2 * MILLIS);
+    assert!(slow.node(1).stats().acks_sent >= 50);
+    assert_eq!(sum_stats(&mut slow, retransmits), 0);
+}
+
+// ---------------------------------------------------------------------------
+// 6. Corrupt, truncated and stale datagrams; peer restarts.
+// ---------------------------------------------------------------------------
+
+/// Two protocol instances joined by hand: the test decides which datagram
+/// goes where and when. Node i calls the other one `1 - i`.
+struct Duo {
+    p: [Protocol<u32>; 2],
+    now: Instant,
+}
+
+impl Duo {
+    fn new(cfg: ProtoConfig) -> Duo {
+        Duo {
+            p: [
+                Protocol::new(cfg.clone(), 0x1111),
+                Protocol::new(cfg, 0x2222),
+            ],
+            now: Instant(1_000_000),
+        }
+    }
+
+    fn out(&mut self, i: usize) -> Vec<Vec<u8>> {
+        let mut v = Vec::new();
+        while let Some((to, b)) = self.p[i].poll_transmit() {
+            assert_eq!(to as usize, 1 - i);
+            v.push(b);
+        }
+        v
+    }
+
+    fn feed(&mut self, to: usize, d: &[u8]) {
+        let now = self.now;
+        self.p[to].handle_datagram(now, 1 - to as u32, d);
+        self.p[to].handle_timeout(now);
+    }
+
+    fn send(&mut self, i: usize, ch: u8, k: u32, len: usize) -> MsgId {
+        let now = self.now;
+        self.p[i].send(
+            now,
+            1 - i as u32,
+            ch,
+            meta(i as u32, k, len),
+            payload(i as u32, k, ch, len),
+        )
+    }
+
+    /// Moves datagrams (instantly) and fires timers until `cond` or `limit`.
+    fn run(&mut self, limit: Nanos, mut cond: impl FnMut(&mut Duo) -> bool) -> bool {
+        let end = self.now.plus(limit);
+        while self.now < end {
+            if cond(self) {
+                return true;
+            }
+            let mut moved = false;
+            for i in 0..2 {
+                for d in self.out(i) {
+                    self.feed(1 - i, &d);
+                    moved = true;
+                }
+            }
+            if !moved {
+                let next = self.p.iter().filter_map(|p| p.next_timeout()).min();
+                match next {
+                    Some(t) => {
+                        self.now = self.now.max(t);
+                        let now = self.now;
+                        self.p.iter_mut().for_each(|p| p.handle_timeout(now));
+                    }
+                    None => return cond(self),
+                }
+            }
+        }
+        cond(self)
+    }
+
+    fn drain(&mut self, i: usize, ledger: &mut Ledger) {
+        while let Some(ev) = self.p[i].poll_event() {
+            ledger.take(i as u32, ev);
+        }
+    }
 }
 
 #[test]
-fn lossy_network_many_peers() {
-    let sim = SimConfig {
-        loss: 0.1,
-        dup: 0.05,
-        corrupt: 0.02,
-        reorder: 0.1,
-        jitter: 30 * MICROS,
-        seed: 7,
+fn corrupt_and_truncated_datagrams_are_counted_and_change_nothing() {
+    let mut duo = Duo::new(ProtoConfig::default());
+    duo.send(0, CHANNEL_REQUEST, 0, 30);
+    let d = duo.out(0).pop().unwrap();
+    let mut bad: Vec<Vec<u8>> = Vec::new();
+    for bit in 0..d.len() * 8 {
+        let mut b = d.clone();
+        b[bit / 8] ^= 1 << (bit % 8);
+        bad.push(b);
+    }
+    for len in 0..d.len() {
+        bad.push(d[..len].to_vec());
+    }
+    let mut longer = d.clone();
+    longer.push(0);
+    bad.push(longer);
+    bad.push(vec![0xff; 2000]);
+    for b in &bad {
+        duo.feed(1, b);
+    }
+    let s = duo.p[1].stats().clone();
+    assert_eq!(s.corrupt, bad.len() as u64);
+    assert_eq!(s.packets_received, bad.len() as u64);
+    assert_eq!(
+        duo.p[1].peer_count(),
+        0,
+        "a bad datagram created peer state"
+    );
+    assert!(!duo.p[1].has_events() && !duo.p[1].has_transmits());
+    assert_eq!(duo.p[1].next_timeout(), None);
+    // the good one still goes through, once
+    duo.feed(1, &d);
+    duo.feed(1, &d);
+    let mut ledger = Ledger::default();
+    duo.drain(1, &mut ledger);
+    assert_eq!(ledger.delivered, 1);
+    assert_eq!(duo.p[1].stats().duplicates, 1);
+}
+
+#[test]
+fn wrong_destination_id_is_stale() {
+    let mut duo = Duo::new(ProtoConfig::default());
+    let c = Common {
+        src_id: 0x1111,
+        dst_id: 0x9999, // not node 1's id
+        channel: CHANNEL_REQUEST,
         ..Default::default()
     };
-    let mut net = all_to_all(6, 60, sim, ProtoConfig::default(), |k| {
-        (k as usize * 37) % 300
-    });
-    let s: u64 = (0..6).map(|i| net.node(i).stats().duplicates).sum();
-    let c: u64 = (0..6).map(|i| net.node(i).stats().corrupt).sum();
-    assert!(
-        s > 0 && c > 0,
-        "faults were injected and seen: dup {s} corrupt {c}"
+    let mut d = Vec::new();
+    wire::encode_data(&mut d, &c, &meta(0, 0, 4), 4, 0, &payload(0, 0, 0, 4));
+    let mut a = Vec::new();
+    wire::encode_ack(&mut a, &Common { channel: 0, ..c }, 0);
+    duo.feed(1, &d);
+    duo.feed(1, &a);
+    let s = duo.p[1].stats().clone();
+    assert_eq!((s.stale, s.corrupt), (2, 0));
+    assert!(!duo.p[1].has_events());
+    // dst_id 0 (the sender does not know us yet) is accepted
+    let mut d0 = Vec::new();
+    wire::encode_data(
+        &mut d0,
+        &Common { dst_id: 0, ..c },
+        &meta(0, 0, 4),
+        4,
+        0,
+        &payload(0, 0, 0, 4),
     );
+    duo.feed(1, &d0);
+    let mut ledger = Ledger::default();
+    duo.drain(1, &mut ledger);
+    assert_eq!(ledger.delivered, 1);
+}
+
+/// Node 0 has sent to node 1; node 1 crashes and a new process (new id) takes
+/// its address. `speaks`: whether the new process sends to node 0 first.
+fn restart(speaks: bool) {
+    let cfg = ProtoConfig {
+        rto_initial: 10 * MILLIS,
+        rto_max: 100 * MILLIS,
+        retry_limit: 8,
+        ..Default::default()
+    };
+    let mut net = SimNet::new(2, cfg.clone(), SimConfig::default());
+    let mut tx = Sender::default();
+    let mut ledger = Ledger::default();
+    for _ in 0..3 {
+        tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 10);
+        tx.send(&mut net, 1, 0, CHANNEL_REQUEST, 10);
+    }
+    assert!(net.run_until(SECOND, |net| {
+        ledger.drain(net, [0, 1]);
+        ledger.delivered == 6
+    }));
+    net.set_down(1, true);
+    let old: HashSet<MsgId> = (0..4)
+        .map(|k| tx.send(&mut net, 0, 1, (k % 2) as u8, 10))
+        .collect();
+    net.run_for(15 * MILLIS);
+    assert!(ledger.failed.is_empty());
+    // the new process
+    *net.node(1) = Protocol::new(cfg.clone(), 0xA5A5);
+    net.set_down(1, false);
+    let t_restart = net.now();
+    let mut l1 = Ledger::default();
+    if speaks {
+        let m = meta(1, 0, 5);
+        net.send(1, 0, CHANNEL_REQUEST, m, payload(1, 0, CHANNEL_REQUEST, 5));
+    }
+    assert!(net.run_until(10 * SECOND, |net| {
+        ledger.drain(net, [0]);
+        ledger.failed.len() == old.len()
+    }));
+    // detected at the next exchange, long before the retry limit
+    assert!(net.now().since(t_restart) < 200 * MILLIS);
+    let failed: HashSet<MsgId> = failures(&ledger)
+        .into_iter()
+        .map(|(id, st)| {
+            assert_eq!(st, ReturnStatus::Unreachable);
+            id
+        })
+        .collect();
+    assert_eq!(failed, old);
+    // new messages get through to the new process, both ways
+    let mut fresh = Sender::default();
+    let mut l0 = Ledger::default();
+    for _ in 0..5 {
+        fresh.send(&mut net, 0, 1, CHANNEL_REQUEST, 10);
+        fresh.send(&mut net, 0, 1, CHANNEL_REPLY, 10);
+    }
+    let expect_at_0 = if speaks { 1 } else { 0 };
+    assert!(net.run_until(10 * SECOND, |net| {
+        l1.drain(net, [1]);
+        ledger.drain(net, [0]);
+        l1.delivered == 10 && net.node(0).is_idle()
+    }));
+    let _ = &mut l0;
+    assert_eq!(ledger.failed.len(), old.len(), "new messages failed");
+    assert_eq!(ledger.delivered_on(0, 1, CHANNEL_REQUEST), 3 + expect_at_0);
+    assert!(
+        net.node(1).stats().stale > 0,
+        "old-incarnation packets were seen"
+    );
+    assert_goes_idle(&mut net, SECOND);
+}
+
+#[test]
+fn peer_restart_detected_when_the_new_process_speaks() {
+    restart(true);
+}
+
+/// A restarted server that only answers: clients must still reach it.
+#[test]
+fn peer_restart_detected_when_the_new_process_only_listens() {
+    restart(false);
+}
+
+/// A datagram of the old incarnation that arrives late (reordered or
+/// duplicated) must not make the peer look restarted a second time.
+#[test]
+fn late_datagram_from_an_old_incarnation_is_stale() {
+    let cfg = ProtoConfig::default();
+    let mut duo = Duo::new(cfg.clone());
+    let mut ledger = Ledger::default();
+    duo.send(0, CHANNEL_REQUEST, 0, 8);
+    duo.send(1, CHANNEL_REQUEST, 0, 8);
+    assert!(duo.run(SECOND, |d| {
+        d.drain(0, &mut ledger);
+        d.drain(1, &mut ledger);
+        ledger.delivered == 2
+    }));
+    // node 1 sends once more; the datagram is held up in the network
+    duo.send(1, CHANNEL_REQUEST, 1, 8);
+    let late = duo.out(1);
+    // node 1 restarts and speaks
+    duo.p[1] = Protocol::new(cfg, 0x3333);
+    let mut l1 = Ledger::default();
+    duo.send(1, CHANNEL_REQUEST, 0, 8);
+    for d in duo.out(1) {
+        duo.feed(0, &d);
+    }
+    // node 0 has an unfinished message to the new node 1 ...
+    let id = duo.send(0, CHANNEL_REQUEST, 1, 8);
+    let stale_before = duo.p[0].stats().stale;
+    // ... when the old datagram arrives
+    for d in &late {
+        duo.feed(0, d);
+    }
+    assert_eq!(duo.p[0].stats().stale, stale_before + late.len() as u64);
+    let mut l0 = Ledger::default();
+    duo.drain(0, &mut l0);
+    assert!(l0.failed.is_empty(), "message {id} failed: {:?}", l0.failed);
+    // the old process's message is not delivered; the new one's is
+    assert_eq!(l0.trace, vec![(0, 1, CHANNEL_REQUEST, 0)]);
+    assert!(duo.run(SECOND, |d| {
+        d.drain(1, &mut l1);
+        d.drain(0, &mut l0);
+        l1.delivered == 1 && d.p[0].is_idle()
+    }));
+    assert!(l0.failed.is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// The receive buffer fills while packets are held behind a gap.
+// ---------------------------------------------------------------------------
+
+/// The receiver holds (and SACKs) requests that arrived ahead of a gap; when
+/// the gap fills, its buffer is full and it refuses one of them. The sender
+/// must go back to it although it was SACKed, and it must be delivered once
+/// the buffer has room.
+#[test]
+fn refused_packet_that_was_held_behind_a_gap_is_delivered() {
+    for lose_nack in [false, true] {
+        let mut duo = Duo::new(ProtoConfig::default());
+        duo.p[1].set_recv_depth(1);
+        for k in 0..4 {
+            duo.send(0, CHANNEL_REQUEST, k, 20);
+        }
+        let d = duo.out(0);
+        assert_eq!(d.len(), 4);
+        // 1, 2, 3 arrive first and are held; node 0 learns they are
+        for x in &d[1..] {
+            duo.feed(1, x);
+        }
+        for a in duo.out(1) {
+            duo.feed(0, &a);
+        }
+        // then 0: delivered (the buffer is now full), 1 refused
+        duo.feed(1, &d[0]);
+        assert_eq!(duo.p[1].stats().nacks_sent, 1);
+        let replies = duo.out(1);
+        if !lose_nack {
+            for a in &replies {
+                duo.feed(0, a);
+            }
+        }
+        let mut ledger = Ledger::default();
+        let done = duo.run(10 * SECOND, |d| {
+            d.drain(1, &mut ledger);
+            ledger.delivered == 4 && d.p[0].is_idle()
+        });
+        assert!(
+            done,
+            "lose_nack {lose_nack}: {} of 4 delivered, node 0 unfinished {}",
+            ledger.delivered,
+            duo.p[0].unfinished_to(&1)
+        );
+        assert!(ledger.failed.is_empty());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 7. Fragmentation.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn fragment_counts_at_the_edges() {
+    let cfg = ProtoConfig {
+        max_datagram: 1500,
+        ..Default::default()
+    };
+    let mut duo = Duo::new(cfg);
+    let cap = duo.p[0].fragment_capacity(3);
+    assert_eq!(cap, 1500 - wire::DATA_HEADER_LEN - 12 - wire::CRC_LEN);
+    for (k, (len, frags)) in [
+        (0, 1),
+        (1, 1),
+        (cap - 1, 1),
+        (cap, 1),
+        (cap + 1, 2),
+        (2 * cap, 2),
+        (2 * cap + 1, 3),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        duo.send(0, CHANNEL_REQUEST, k as u32, len);
+        let d = duo.out(0);
+        assert_eq!(d.len(), frags, "{len} bytes");
+        assert!(d.iter().all(|x| x.len() <= 1500));
+        for x in &d {
+            duo.feed(1, x);
+        }
+    }
+    let mut ledger = Ledger::default();
+    duo.drain(1, &mut ledger);
+    assert_eq!(ledger.delivered, 7);
 }
 
 #[test]
@@ -121,6 +1073,7 @@ fn fragmented_messages_under_loss() {
         loss: 0.05,
         dup: 0.02,
         reorder: 0.05,
+        corrupt: 0.01,
         seed: 3,
         ..Default::default()
     };
@@ -128,5 +1081,128 @@ fn fragmented_messages_under_loss() {
         max_datagram: 1500,
         ..Default::default()
     };
-    all_to_all(3, 20, sim, proto, |k| 1 + (k as usize * 7919) % 40_000);
+    let cap = Protocol::<u32>::new(proto.clone(), 1).fragment_capacity(3);
+    let sizes = [
+        0,
+        1,
+        cap - 1,
+        cap,
+        cap + 1,
+        2 * cap + 1,
+        MAX_MESSAGE,
+        5,
+        0,
+        cap + 1,
+    ];
+    let mut plan = Vec::new();
+    for &len in &sizes {
+        for ch in [CHANNEL_REQUEST, CHANNEL_REPLY] {
+            plan.push((0, 1, ch, len));
+            plan.push((1, 0, ch, len));
+        }
+    }
+    let mut net = SimNet::new(2, proto, sim);
+    run_plan(&mut net, &plan, 8, &[0, 1], 600 * SECOND);
+    assert!(net.stats.lost > 0);
+    assert!(sum_stats(&mut net, retransmits) > 0);
+}
+
+#[test]
+fn many_mixed_sizes_in_fragments() {
+    let sim = SimConfig {
+        loss: 0.05,
+        dup: 0.02,
+        reorder: 0.05,
+        seed: 4,
+        ..Default::default()
+    };
+    let proto = ProtoConfig {
+        max_datagram: 1500,
+        ..Default::default()
+    };
+    let mut net = SimNet::new(3, proto, sim);
+    let plan = all_to_all_plan(3, 10, |k| 1 + (k as usize * 7919) % 40_000);
+    run_plan(&mut net, &plan, 12, &[0, 1, 2], 600 * SECOND);
+}
+
+/// A message longer than the receiver accepts must not vanish silently.
+#[test]
+fn message_over_the_limit_is_refused_not_lost() {
+    let mut net = SimNet::new(2, ProtoConfig::default(), SimConfig::default());
+    let id = net.send(
+        0,
+        1,
+        CHANNEL_REQUEST,
+        meta(0, 0, 0),
+        vec![0; MAX_MESSAGE + 1],
+    );
+    let mut ledger = Ledger::default();
+    assert!(net.run_until(10 * SECOND, |net| {
+        ledger.drain(net, [0, 1]);
+        !ledger.failed.is_empty() || ledger.delivered > 0
+    }));
+    assert_eq!(failures(&ledger), vec![(id, ReturnStatus::BadLength)]);
+    assert_goes_idle(&mut net, SECOND);
+}
+
+// ---------------------------------------------------------------------------
+// 8. The simulator: same seed, same trace.
+// ---------------------------------------------------------------------------
+
+fn traced(
+    seed: u64,
+) -> (
+    ramp::sim::SimStats,
+    Vec<(u32, u32, u8, u32)>,
+    Vec<ramp::proto::ProtoStats>,
+    Instant,
+) {
+    let mut net = SimNet::new(8, ProtoConfig::default(), faults(seed));
+    let ledger = run_plan(
+        &mut net,
+        &all_to_all_plan(8, 6, |k| 10 + k as usize),
+        60,
+        &(0..8).collect::<Vec<_>>(),
+        600 * SECOND,
+    );
+    let stats = (0..8).map(|i| net.node(i).stats().clone()).collect();
+    (net.stats.clone(), ledger.trace, stats, net.now())
+}
+
+#[test]
+fn same_seed_same_trace_different_seed_different_trace() {
+    let a = traced(11);
+    let b = traced(11);
+    assert_eq!(a.0, b.0, "network statistics differ");
+    assert_eq!(a.3, b.3, "virtual end times differ");
+    assert!(a.1 == b.1, "delivery order differs");
+    assert_eq!(a.2, b.2, "protocol statistics differ");
+    let c = traced(12);
+    assert_ne!(a.0, c.0);
+    assert!(a.1 != c.1);
+}
+
+// ---------------------------------------------------------------------------
+// 9. The network goes idle.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn network_goes_idle_after_the_traffic() {
+    for seed in [1, 2, 3] {
+        let mut net = SimNet::new(5, ProtoConfig::default(), faults(seed));
+        run_plan(
+            &mut net,
+            &all_to_all_plan(5, 5, |k| k as usize * 50),
+            40,
+            &[0, 1, 2, 3, 4],
+            600 * SECOND,
+        );
+        // every delivery is taken; ACKs may still be owed, but only briefly
+        assert_goes_idle(&mut net, 2 * SECOND);
+        // and idle means idle: more time brings nothing
+        let sent = net.stats.sent;
+        net.advance(10 * SECOND);
+        assert!(!net.step(), "something happened on an idle network");
+        assert_eq!(net.stats.sent, sent);
+    }
 }

@@ -3,12 +3,10 @@
 //! duplication, reordering, corruption and delay. A test tool in its own
 //! right: it runs the real `Protocol` code, only the network is simulated.
 
-mod rng;
-
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-pub use rng::Rng;
+pub use crate::rng::Rng;
 
 use crate::proto::{Event, MsgId, ProtoConfig, Protocol};
 use crate::time::{Instant, Nanos, MICROS};
@@ -47,7 +45,7 @@ impl Default for SimConfig {
 }
 
 /// Counters of what the simulated network did.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SimStats {
     pub sent: u64,
     pub lost: u64,

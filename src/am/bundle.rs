@@ -1,0 +1,131 @@
+//! Bundles: sets of endpoints polled together, with an event mask for
+//! `wait_sema`. Endpoint lists are copy-on-write snapshots so that handlers
+//! may create, move or free endpoints while a poll runs.
+
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::endpoint::Endpoint;
+use crate::error::{Error, Result};
+use crate::ffi::os::wait_readable;
+use crate::time::{Instant, MILLIS};
+
+pub const NOEVENTS: i32 = 0;
+pub const NOTEMPTY: i32 = 1;
+
+/// AM_SEQ: used by one thread at a time. AM_PAR: by several at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BundleMode {
+    Seq,
+    Par,
+}
+
+static NEXT_BUNDLE_ID: AtomicU64 = AtomicU64::new(1);
+
+pub struct Bundle {
+    pub id: u64,
+    pub mode: BundleMode,
+    endpoints: RwLock<Arc<Vec<Arc<Endpoint>>>>,
+    mask: AtomicI32,
+}
+
+impl Bundle {
+    pub fn new(mode: BundleMode) -> Arc<Bundle> {
+        Arc::new(Bundle {
+            id: NEXT_BUNDLE_ID.fetch_add(1, Ordering::Relaxed),
+            mode,
+            endpoints: RwLock::new(Arc::new(Vec::new())),
+            mask: AtomicI32::new(NOEVENTS),
+        })
+    }
+
+    pub fn endpoints(&self) -> Arc<Vec<Arc<Endpoint>>> {
+        self.endpoints.read().clone()
+    }
+
+    pub(crate) fn add(&self, ep: Arc<Endpoint>) {
+        let mut w = self.endpoints.write();
+        let mut v = (**w).clone();
+        v.push(ep);
+        *w = Arc::new(v);
+    }
+
+    /// Takes an endpoint out; false when it is not in this bundle.
+    pub(crate) fn remove(&self, ep_id: u64) -> bool {
+        let mut w = self.endpoints.write();
+        let mut v = (**w).clone();
+        let before = v.len();
+        v.retain(|e| e.id != ep_id);
+        let found = v.len() != before;
+        *w = Arc::new(v);
+        found
+    }
+
+    pub fn event_mask(&self) -> i32 {
+        self.mask.load(Ordering::Relaxed)
+    }
+
+    pub fn set_event_mask(&self, mask: i32) -> Result<()> {
+        if mask != NOEVENTS && mask != NOTEMPTY {
+            return Err(Error::BadArg(
+                "event mask must be AM_NOEVENTS or AM_NOTEMPTY",
+            ));
+        }
+        self.mask.store(mask, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// AM_Poll: polls every endpoint that is ready; returns the first error.
+    pub fn poll(&self) -> Result<()> {
+        let mut first = Ok(());
+        for ep in self.endpoints().iter() {
+            let r = ep.poll();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    /// AM_WaitSema: sleeps in the kernel until a message waits on some
+    /// endpoint (timers still run meanwhile), then polls once.
+    pub fn wait_sema(&self) -> Result<()> {
+        if self.event_mask() == NOEVENTS {
+            return Err(Error::Resource(
+                "AM_WaitSema with the event mask AM_NOEVENTS would never return",
+            ));
+        }
+        loop {
+            let eps = self.endpoints();
+            let ready: Vec<&Arc<Endpoint>> = eps.iter().filter(|e| e.is_ready()).collect();
+            if ready.is_empty() {
+                self.mask.store(NOEVENTS, Ordering::Relaxed);
+                return Err(Error::NotInit("no endpoint of the bundle can receive yet"));
+            }
+            let mut deadline: Option<Instant> = None;
+            for ep in &ready {
+                if let Err(e) = ep.progress() {
+                    self.mask.store(NOEVENTS, Ordering::Relaxed);
+                    return Err(e);
+                }
+                if ep.has_events() {
+                    return self.poll();
+                }
+                if let Some(d) = ep.next_deadline() {
+                    deadline = Some(deadline.map_or(d, |x| x.min(d)));
+                }
+            }
+            let fds: Vec<_> = ready.iter().map(|e| e.fd()).collect();
+            let timeout_ms = match deadline {
+                None => 100,
+                Some(d) => {
+                    let wait = d.since(Instant::now());
+                    wait.div_ceil(MILLIS).min(100) as i32
+                }
+            };
+            wait_readable(&fds, timeout_ms);
+        }
+    }
+}

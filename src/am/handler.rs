@@ -1,0 +1,97 @@
+//! What a handler is and what it receives. Handlers are closures; the C ABI
+//! wraps C function pointers in them (see `ffi::trampolines`).
+
+use std::sync::Arc;
+
+use super::token::TokenId;
+use crate::error::ReturnStatus;
+
+/// What a handler receives besides its token and arguments.
+pub enum Data<'a> {
+    /// A short message.
+    None,
+    /// A medium message: a library-owned buffer (8-byte aligned) the handler
+    /// may modify, valid until it returns.
+    Medium(&'a mut [u8]),
+    /// A long message: the bytes already sit at `addr` (segment base + offset).
+    Long { addr: usize, len: usize },
+    /// Handler 0 for a message that came back: why, and what it was.
+    Returned { status: ReturnStatus, opcode: i32 },
+}
+
+/// One handler invocation.
+pub struct HandlerArgs<'a> {
+    pub token: TokenId,
+    pub args: &'a [u32],
+    pub data: Data<'a>,
+}
+
+pub type HandlerFn = Arc<dyn Fn(&mut HandlerArgs<'_>) + Send + Sync>;
+
+/// Wraps a Rust closure as a handler.
+pub fn handler(f: impl Fn(&mut HandlerArgs<'_>) + Send + Sync + 'static) -> HandlerFn {
+    Arc::new(f)
+}
+
+/// Memory an endpoint exposes as its segment (the target of long messages).
+pub trait SegmentMemory: Send + Sync {
+    /// Address of the first byte (what handlers see as `buf - offset`).
+    fn base(&self) -> usize;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copies `data` to `off` (the caller checked `off + data.len() <= len`).
+    fn write(&self, off: usize, data: &[u8]);
+    /// Copies `len` bytes from `off` (the caller checked the bounds).
+    fn read(&self, off: usize, len: usize) -> Vec<u8>;
+}
+
+/// A segment owned by Rust code.
+pub struct VecSegment {
+    mem: parking_lot::Mutex<Vec<u8>>,
+    base: usize,
+    len: usize,
+}
+
+impl VecSegment {
+    pub fn new(len: usize) -> Arc<VecSegment> {
+        let v = vec![0u8; len];
+        let base = v.as_ptr() as usize;
+        Arc::new(VecSegment {
+            mem: parking_lot::Mutex::new(v),
+            base,
+            len,
+        })
+    }
+
+    /// A copy of the whole segment.
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.mem.lock().clone()
+    }
+}
+
+impl SegmentMemory for VecSegment {
+    fn base(&self) -> usize {
+        self.base
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn write(&self, off: usize, data: &[u8]) {
+        self.mem.lock()[off..off + data.len()].copy_from_slice(data);
+    }
+    fn read(&self, off: usize, len: usize) -> Vec<u8> {
+        self.mem.lock()[off..off + len].to_vec()
+    }
+}
+
+/// The opcode handler 0 receives for a message of `category`, request or reply.
+pub fn opcode(category: crate::wire::Category, is_request: bool) -> i32 {
+    let c = category as i32;
+    if is_request {
+        1 + c
+    } else {
+        4 + c
+    }
+}

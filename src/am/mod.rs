@@ -1,0 +1,177 @@
+//! AM-2 semantics: bundles, endpoints, translation and handler tables, tags,
+//! segments, tokens, the request/reply categories, handler dispatch and
+//! returned messages. Also the process-wide registry of live bundles and
+//! endpoints, which the C ABI's handles name.
+
+pub mod bundle;
+pub mod endpoint;
+pub mod handler;
+pub mod name;
+pub mod stats;
+pub mod tables;
+pub mod token;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use once_cell::sync::Lazy;
+use parking_lot::RwLock;
+
+pub use bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
+pub use endpoint::{reply, Endpoint, TAG_ALL, TAG_NONE};
+pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
+pub use name::EndpointName;
+pub use stats::Statistics;
+pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
+pub use token::TokenId;
+
+use crate::error::{Error, Result};
+
+/// AM_MaxShort, AM_MaxMedium, AM_MaxLong.
+pub const MAX_SHORT: usize = 16;
+pub const MAX_MEDIUM: usize = 65000;
+pub const MAX_LONG: usize = 1 << 20;
+pub const MAX_NETWORK_DEPTH: u32 = 1024;
+/// Live bundles at once.
+pub const MAX_BUNDLES: usize = 4096;
+
+#[derive(Default)]
+struct Registry {
+    init_count: u32,
+    bundles: HashMap<u64, Arc<Bundle>>,
+    endpoints: HashMap<u64, Arc<Endpoint>>,
+}
+
+static REGISTRY: Lazy<RwLock<Registry>> = Lazy::new(Default::default);
+
+/// AM_Init: reference counted. Fails only when the `RAMP_*` configuration is bad.
+pub fn init() -> Result<()> {
+    if let Err(msg) = crate::config::global() {
+        eprintln!("{msg}");
+        return Err(Error::BadArg(
+            "bad RAMP_* configuration (see the message above)",
+        ));
+    }
+    REGISTRY.write().init_count += 1;
+    Ok(())
+}
+
+/// AM_Terminate: the last matching call frees every bundle and endpoint.
+pub fn terminate() -> Result<()> {
+    let mut r = REGISTRY.write();
+    if r.init_count == 0 {
+        return Ok(());
+    }
+    r.init_count -= 1;
+    if r.init_count == 0 {
+        r.bundles.clear();
+        r.endpoints.clear();
+    }
+    Ok(())
+}
+
+pub fn is_initialized() -> bool {
+    REGISTRY.read().init_count > 0
+}
+
+fn require_init(r: &Registry) -> Result<()> {
+    if r.init_count == 0 {
+        Err(Error::NotInit("AM_Init has not been called"))
+    } else {
+        Ok(())
+    }
+}
+
+pub fn allocate_bundle(mode: BundleMode) -> Result<Arc<Bundle>> {
+    let mut r = REGISTRY.write();
+    require_init(&r)?;
+    if r.bundles.len() >= MAX_BUNDLES {
+        return Err(Error::Resource("too many bundles"));
+    }
+    let b = Bundle::new(mode);
+    r.bundles.insert(b.id, b.clone());
+    Ok(b)
+}
+
+pub fn bundle(id: u64) -> Option<Arc<Bundle>> {
+    REGISTRY.read().bundles.get(&id).cloned()
+}
+
+pub fn endpoint(id: u64) -> Option<Arc<Endpoint>> {
+    REGISTRY.read().endpoints.get(&id).cloned()
+}
+
+pub fn free_bundle(id: u64) -> Result<()> {
+    let mut r = REGISTRY.write();
+    let b = r
+        .bundles
+        .remove(&id)
+        .ok_or(Error::BadArg("not a live bundle"))?;
+    for ep in b.endpoints().iter() {
+        r.endpoints.remove(&ep.id);
+    }
+    Ok(())
+}
+
+pub fn allocate_endpoint(bundle_id: u64) -> Result<Arc<Endpoint>> {
+    let cfg = crate::config::global().map_err(|_| Error::BadArg("bad RAMP_* configuration"))?;
+    let b = {
+        let r = REGISTRY.read();
+        require_init(&r)?;
+        r.bundles
+            .get(&bundle_id)
+            .cloned()
+            .ok_or(Error::BadArg("not a live bundle"))?
+    };
+    let ep = Endpoint::open(cfg, bundle_id)?;
+    let mut r = REGISTRY.write();
+    if !r.bundles.contains_key(&bundle_id) {
+        return Err(Error::BadArg("the bundle was freed meanwhile"));
+    }
+    b.add(ep.clone());
+    r.endpoints.insert(ep.id, ep.clone());
+    Ok(ep)
+}
+
+pub fn free_endpoint(id: u64) -> Result<()> {
+    let mut r = REGISTRY.write();
+    let ep = r
+        .endpoints
+        .get(&id)
+        .cloned()
+        .ok_or(Error::BadArg("not a live endpoint"))?;
+    let bid = *ep.bundle.lock();
+    let b = r.bundles.get(&bid).cloned();
+    if !b.is_some_and(|b| b.remove(id)) {
+        return Err(Error::Resource("the endpoint is not in its bundle"));
+    }
+    r.endpoints.remove(&id);
+    Ok(())
+}
+
+pub fn move_endpoint(ep_id: u64, from: u64, to: u64) -> Result<()> {
+    let r = REGISTRY.write();
+    let ep = r
+        .endpoints
+        .get(&ep_id)
+        .ok_or(Error::BadArg("not a live endpoint"))?;
+    let fb = r
+        .bundles
+        .get(&from)
+        .ok_or(Error::BadArg("not a live bundle"))?;
+    let tb = r
+        .bundles
+        .get(&to)
+        .ok_or(Error::BadArg("not a live bundle"))?;
+    let mut owner = ep.bundle.lock();
+    if *owner != from {
+        return Err(Error::Resource("the endpoint is not in the source bundle"));
+    }
+    if from == to {
+        return Ok(());
+    }
+    fb.remove(ep_id);
+    tb.add(ep.clone());
+    *owner = to;
+    Ok(())
+}

@@ -1,0 +1,78 @@
+//! Tokens: what a handler uses to interrogate its message and to reply.
+//! A token is valid only while its handler runs, on the thread running it;
+//! the live tokens are a per-thread stack (handlers may nest).
+
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::endpoint::Endpoint;
+use super::name::EndpointName;
+use crate::wire::Category;
+
+/// The value a handler sees as its token (never 0).
+pub type TokenId = u64;
+
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(0x1000);
+
+pub struct TokenInfo {
+    pub id: TokenId,
+    pub endpoint: Arc<Endpoint>,
+    pub source: EndpointName,
+    pub source_addr: SocketAddr,
+    /// The sender's index in the receiver's translation table (-1 if none).
+    pub source_id: i32,
+    pub tag: u64,
+    pub handler: u8,
+    pub category: Category,
+    pub is_request: bool,
+    /// A message returned to handler 0: nothing may be sent with its token.
+    pub returned: bool,
+    /// A request the endpoint sent to itself (its reply runs synchronously).
+    pub loopback: bool,
+    pub txn: u32,
+    pub replied: Cell<bool>,
+}
+
+thread_local! {
+    static LIVE: RefCell<Vec<Rc<TokenInfo>>> = const { RefCell::new(Vec::new()) };
+}
+
+pub fn next_id() -> TokenId {
+    NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Keeps a token live while a handler runs; it dies when the guard drops
+/// (also when the handler unwinds).
+pub struct LiveToken(TokenId);
+
+impl LiveToken {
+    pub fn push(info: TokenInfo) -> LiveToken {
+        let id = info.id;
+        LIVE.with(|l| l.borrow_mut().push(Rc::new(info)));
+        LiveToken(id)
+    }
+}
+
+impl Drop for LiveToken {
+    fn drop(&mut self) {
+        LIVE.with(|l| {
+            let mut l = l.borrow_mut();
+            if let Some(i) = l.iter().rposition(|t| t.id == self.0) {
+                l.remove(i);
+            }
+        });
+    }
+}
+
+/// The live token `id` on this thread, if any.
+pub fn lookup(id: TokenId) -> Option<Rc<TokenInfo>> {
+    LIVE.with(|l| l.borrow().iter().rev().find(|t| t.id == id).cloned())
+}
+
+/// Whether this thread is inside a handler.
+pub fn in_handler() -> bool {
+    LIVE.with(|l| !l.borrow().is_empty())
+}

@@ -1,0 +1,3 @@
+//! The C ABI (to come) and the operating-system calls that need `unsafe`.
+
+pub mod os;

@@ -1,0 +1,49 @@
+//! Transports: how datagrams leave and reach an endpoint. One trait, a UDP
+//! implementation (one non-blocking socket per endpoint, serving every peer),
+//! and a fault-injecting wrapper configured by `RAMP_FAULT_*`.
+
+mod faulty;
+mod iface;
+mod udp;
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+
+pub use faulty::{FaultStats, FaultyTransport};
+pub use iface::choose_bind_address;
+pub use udp::UdpTransport;
+
+use crate::time::Instant;
+
+/// A datagram transport serving one endpoint.
+pub trait Transport: Send {
+    /// Sends one datagram. A full kernel buffer is not an error: the datagram
+    /// counts as lost and the protocol retransmits it.
+    fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()>;
+    /// Receives one datagram if one is waiting.
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>>;
+    /// The address peers reach this endpoint at.
+    fn local_addr(&self) -> SocketAddr;
+    /// A descriptor that becomes readable when a datagram arrives.
+    fn fd(&self) -> RawFd;
+    /// Datagrams the transport itself holds back (fault injection) that are
+    /// due at `now`; returns the next time it needs a call.
+    fn flush_due(&mut self, _now: Instant) -> Option<Instant> {
+        None
+    }
+    /// Datagrams the kernel refused to take (buffer full) and counted as lost.
+    fn send_drops(&self) -> u64;
+}
+
+/// Opens the transport an endpoint uses: UDP on the configured interface,
+/// behind fault injection when any `RAMP_FAULT_*` is set.
+pub fn open(cfg: &crate::config::Config) -> io::Result<Box<dyn Transport>> {
+    let ip = choose_bind_address(cfg.interface.as_deref())?;
+    let udp = UdpTransport::bind(SocketAddr::new(ip, 0), cfg.socket_buffer)?;
+    if cfg.fault.enabled() {
+        Ok(Box::new(FaultyTransport::new(udp, cfg.fault.clone())))
+    } else {
+        Ok(Box::new(udp))
+    }
+}
