@@ -1,1 +1,68 @@
-fn main() {}
+//! Build steps beside rustc:
+//! 1. compile the C variadic shim (src/ffi/c/shim.c) and link it whole, so
+//!    its functions exist in libramp.so, and export them with a version script
+//!    made from src/ffi/c/exports.txt (rustc's own script hides C symbols);
+//! 2. give libramp.so its soname with the ABI version (libramp.so.0);
+//! 3. regenerate bindings/ramp_gen.h with cbindgen from src/ffi, which a test
+//!    compares with the hand-curated include/ headers.
+
+use std::env;
+use std::fs;
+use std::path::Path;
+
+/// Bumped only when the ABI breaks; also RAMP_ABI_VERSION in include/ramp.h.
+const ABI_VERSION: u32 = 0;
+
+fn main() {
+    let dir = env::var("CARGO_MANIFEST_DIR").unwrap();
+    let out = env::var("OUT_DIR").unwrap();
+    for p in [
+        "src/ffi/c/shim.c",
+        "src/ffi/c/exports.txt",
+        "include/am.h",
+        "include/ramp.h",
+        "src/ffi",
+        "cbindgen.toml",
+    ] {
+        println!("cargo:rerun-if-changed={p}");
+    }
+
+    cc::Build::new()
+        .file("src/ffi/c/shim.c")
+        .include("include")
+        .warnings(true)
+        .extra_warnings(true)
+        .warnings_into_errors(true)
+        .link_lib_modifier("+whole-archive")
+        .compile("ramp_shim");
+
+    let exports = fs::read_to_string(Path::new(&dir).join("src/ffi/c/exports.txt")).unwrap();
+    let mut script = String::from("{\n  global:\n");
+    for name in exports
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        script.push_str(&format!("    {name};\n"));
+    }
+    script.push_str("};\n");
+    let map = Path::new(&out).join("shim_exports.map");
+    fs::write(&map, script).unwrap();
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        map.display()
+    );
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libramp.so.{ABI_VERSION}");
+
+    let config = cbindgen::Config::from_file(Path::new(&dir).join("cbindgen.toml"))
+        .expect("cbindgen.toml is readable and valid");
+    let generated = cbindgen::Builder::new()
+        .with_crate(&dir)
+        .with_config(config)
+        .generate()
+        .expect("cbindgen could not parse src/ffi");
+    let target = Path::new(&dir).join("bindings/ramp_gen.h");
+    fs::create_dir_all(target.parent().unwrap()).unwrap();
+    // Writes only when the text changed, so the tree stays clean otherwise.
+    generated.write_to_file(&target);
+}

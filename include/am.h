@@ -85,8 +85,16 @@ typedef struct ramp_endpoint *ep_t;
 /* Global endpoint name: 32 opaque bytes (IPv4, IPv6, ...).  Copy it by value; compare
  * it only with ramp_enEqual (see ramp.h); print it with ramp_enToString. */
 typedef struct ramp_en { uint64_t _opaque[4]; } en_t;
-/* Generic, unprototyped handler pointer; AM_SetHandler casts handlers to it. */
+/* Generic, unprototyped handler pointer; AM_SetHandler casts handlers to it.  (The
+ * pragmas only keep -Wstrict-prototypes quiet about this deliberate declaration.) */
+#if defined(__GNUC__) && !defined(__cplusplus)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#endif
 typedef void (*am_handler_fn_t)();
+#if defined(__GNUC__) && !defined(__cplusplus)
+#pragma GCC diagnostic pop
+#endif
 
 /* ------------------------------------------------------------------------------------
  * Constants

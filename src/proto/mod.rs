@@ -20,8 +20,9 @@ mod send;
 pub mod stats;
 
 use std::borrow::Cow;
+use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::Hash;
+use std::hash::{BuildHasherDefault, Hash};
 use std::sync::Arc;
 
 pub use config::{ProtoConfig, MAX_WINDOW};
@@ -43,8 +44,14 @@ pub const MAX_MESSAGE: usize = 1 << 20;
 pub trait PeerAddr: Copy + Eq + Hash + std::fmt::Debug {}
 impl<T: Copy + Eq + Hash + std::fmt::Debug> PeerAddr for T {}
 
+/// Earlier incarnations of a peer remembered, so that their late datagrams
+/// are recognised as stale rather than as yet another restart.
+const RETIRED_IDS: usize = 4;
+
 struct Peer {
     remote_id: u32,
+    /// Ids of the peer's earlier incarnations, most recent first (0: none).
+    retired_ids: [u32; RETIRED_IDS],
     tx: [SendChannel; NUM_CHANNELS],
     rx: [RecvChannel; NUM_CHANNELS],
     rtt: RttEstimator,
@@ -54,6 +61,7 @@ impl Peer {
     fn new(cfg: &ProtoConfig) -> Peer {
         Peer {
             remote_id: 0,
+            retired_ids: [0; RETIRED_IDS],
             tx: Default::default(),
             rx: Default::default(),
             rtt: RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
@@ -116,7 +124,9 @@ pub struct Protocol<A: PeerAddr> {
     local_id: u32,
     peers: HashMap<A, Peer>,
     /// Peers with a timer running (packets in flight, an ACK owed, a pause).
-    active: HashSet<A>,
+    /// `handle_timeout` serves them in this set's order, so it must not
+    /// depend on a per-process random hash key: same inputs, same outputs.
+    active: HashSet<A, BuildHasherDefault<DefaultHasher>>,
     out: Outbox<A>,
     /// Delivered requests not yet taken by `poll_event` (the receive buffer).
     queued_requests: usize,
@@ -134,7 +144,7 @@ impl<A: PeerAddr> Protocol<A> {
             cfg,
             local_id,
             peers: HashMap::new(),
-            active: HashSet::new(),
+            active: HashSet::default(),
             out: Outbox {
                 transmits: VecDeque::new(),
                 spare: Vec::new(),
@@ -177,7 +187,8 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// Queues a message to `to` on `channel` (`wire::CHANNEL_REQUEST` or
-    /// `CHANNEL_REPLY`). Never refuses: what the window cannot take waits.
+    /// `CHANNEL_REPLY`). Never refuses: what the window cannot take waits. A
+    /// payload over `MAX_MESSAGE` comes back as `Event::Failed` with `BadLength`.
     pub fn send(
         &mut self,
         now: Instant,
@@ -189,6 +200,17 @@ impl<A: PeerAddr> Protocol<A> {
         debug_assert!((channel as usize) < NUM_CHANNELS);
         let id = self.next_msg_id;
         self.next_msg_id += 1;
+        if payload.len() > MAX_MESSAGE {
+            // The receiver would drop it (after acknowledging it): refuse it here.
+            self.out.events.push_back(Event::Failed {
+                to,
+                channel,
+                id,
+                meta,
+                status: ReturnStatus::BadLength,
+            });
+            return id;
+        }
         let cap = self.fragment_capacity(meta.nargs as usize);
         let msg = Arc::new(OutMsg { id, meta, payload });
         let peer = self.peer_entry(to);
@@ -209,8 +231,20 @@ impl<A: PeerAddr> Protocol<A> {
             }
         };
         let c = *pkt.common();
+        let retired = self
+            .peers
+            .get(&from)
+            .is_some_and(|p| c.src_id != 0 && p.retired_ids.contains(&c.src_id));
+        if retired {
+            // A late datagram of a process that has since restarted.
+            self.out.stats.stale += 1;
+            return;
+        }
         if c.dst_id != 0 && c.dst_id != self.local_id {
             self.out.stats.stale += 1;
+            if matches!(pkt, Packet::Data { .. }) {
+                self.answer_stale(from, &c);
+            }
             return;
         }
         self.note_incarnation(now, from, c.src_id);
@@ -269,8 +303,11 @@ impl<A: PeerAddr> Protocol<A> {
                 }
                 let mut timed_out = false;
                 if tx.paused_until.is_none() {
-                    for p in tx.in_flight.iter_mut() {
-                        if !p.sacked && !p.resend && p.deadline <= now {
+                    // The oldest packet is timed even when SACKed: a receiver
+                    // that refused it (NACK) dropped it, and the NACK may be lost.
+                    for (i, p) in tx.in_flight.iter_mut().enumerate() {
+                        if (!p.sacked || i == 0) && !p.resend && p.deadline <= now {
+                            p.sacked = false;
                             p.retries += 1;
                             p.resend = true;
                             timed_out = true;
@@ -393,6 +430,10 @@ impl<A: PeerAddr> Protocol<A> {
             return;
         }
         let restarted = peer.remote_id != 0;
+        if restarted {
+            peer.retired_ids.rotate_right(1);
+            peer.retired_ids[0] = peer.remote_id;
+        }
         peer.remote_id = src_id;
         if restarted {
             // A new process sits at this address: what we held for the old
@@ -400,6 +441,32 @@ impl<A: PeerAddr> Protocol<A> {
             peer.rx = Default::default();
             self.fail_peer(now, from, ReturnStatus::Unreachable);
         }
+    }
+
+    /// DATA addressed to an earlier incarnation of this endpoint: this process
+    /// restarted and the sender does not know yet. An ACK carrying our id
+    /// tells it, so that it gives up what it sent the old process at once and
+    /// talks to this one (which may never send to it first).
+    fn answer_stale(&mut self, to: A, c: &Common) {
+        let ch = c.channel as usize;
+        if let Some(peer) = self.peers.get_mut(&to) {
+            if peer.remote_id == c.src_id {
+                // We know this sender: a true ACK of what we hold.
+                send_ack(&mut self.out, self.local_id, to, peer, ch);
+                return;
+            }
+        }
+        // An ACK of nothing: epoch 0, next 0 acknowledges no packet.
+        let reply = Common {
+            src_id: self.local_id,
+            dst_id: c.src_id,
+            channel: c.channel,
+            ..Default::default()
+        };
+        let mut b = self.out.buf();
+        wire::encode_ack(&mut b, &reply, 0);
+        self.out.stats.acks_sent += 1;
+        self.out.push(to, b);
     }
 
     /// Sends what the channel may send now: packets marked for resending,
@@ -531,6 +598,8 @@ impl<A: PeerAddr> Protocol<A> {
             return;
         }
         front.nacks += 1;
+        // A SACK for it is void: the receiver dropped it.
+        front.sacked = false;
         if front.nacks > self.cfg.nack_limit {
             let id = front.frag.msg.id;
             self.fail_message(now, from, ch, id, ReturnStatus::Congestion);
@@ -601,18 +670,14 @@ impl<A: PeerAddr> Protocol<A> {
         }
         // In order: take it, then whatever was held behind it.
         let mut current: Option<(HeldPacket, Cow<[u8]>)> = Some((held, Cow::Borrowed(payload)));
-        while let Some((mut h, bytes)) = current.take() {
+        while let Some((h, bytes)) = current.take() {
             let peer = self.peers.get_mut(&from).unwrap();
             let refuse = ch == wire::CHANNEL_REQUEST as usize
                 && h.frag_off == 0
                 && self.queued_requests >= self.cfg.recv_depth;
             if refuse {
-                if let Cow::Owned(v) = bytes {
-                    // It was held (and SACKed): keep it for when room frees up.
-                    h.payload = v;
-                    let next = peer.rx[ch].next;
-                    peer.rx[ch].held.insert(next, h);
-                }
+                // Dropped, even if it was held (and SACKed): the NACK tells
+                // the sender to go back to it and send it again.
                 send_nack(&mut self.out, local_id, from, peer, ch);
                 break;
             }
@@ -815,8 +880,10 @@ fn peer_deadline(peer: &Peer, cfg: &ProtoConfig) -> Option<Instant> {
             take(t);
             continue;
         }
-        for p in tx.in_flight.iter().filter(|p| !p.sacked) {
-            take(p.deadline);
+        for (i, p) in tx.in_flight.iter().enumerate() {
+            if !p.sacked || i == 0 {
+                take(p.deadline);
+            }
         }
     }
     for rx in &peer.rx {

@@ -1,0 +1,314 @@
+//! ramp's extensions of `include/ramp.h`: argument-vector request/reply (the
+//! targets of the variadic shim), token queries, names, statistics, versions.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::cell::RefCell;
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int, c_void};
+
+use super::am2::token_of;
+use super::types::{en_t, ep_t, handler_t, ramp_category_t, ramp_stats_t, tag_t, INITIAL_STATS};
+use super::{boundary, endpoint, need, out};
+use crate::am::{self, EndpointName, Statistics};
+use crate::error::{code_name, Error, Result, ReturnStatus};
+use crate::wire::{Category, MAX_ARGS};
+
+/// All zero but the minimums: the identity of `ramp_AggregateStatistics`.
+#[no_mangle]
+pub static ramp_initial_stats: ramp_stats_t = INITIAL_STATS;
+
+fn category(c: c_int) -> Result<Category> {
+    Category::from_u8(u8::try_from(c).map_err(|_| Error::BadArg("bad category"))?).ok_or(
+        Error::BadArg("category must be 0 (short), 1 (medium) or 2 (long)"),
+    )
+}
+
+/// Reads the argument vector and the payload, checking them first.
+///
+/// # Safety
+/// `args` must hold `numargs` ints and `src` `nbytes` bytes, when non-NULL.
+unsafe fn message_parts<'a>(
+    cat: Category,
+    src: *const c_void,
+    nbytes: usize,
+    numargs: c_int,
+    args: *const i32,
+) -> Result<([u32; MAX_ARGS], usize, &'a [u8])> {
+    if !(0..=MAX_ARGS as c_int).contains(&numargs) {
+        return Err(Error::BadArg("numargs must be between 0 and 16"));
+    }
+    let n = numargs as usize;
+    if n > 0 && args.is_null() {
+        return Err(Error::BadArg("NULL argument vector"));
+    }
+    let limit = match cat {
+        Category::Short => 0,
+        Category::Medium => am::MAX_MEDIUM,
+        Category::Long => am::MAX_LONG,
+    };
+    if nbytes > limit {
+        return Err(Error::BadArg(match cat {
+            Category::Short => "short messages carry no payload",
+            Category::Medium => "medium payload larger than AM_MaxMedium()",
+            Category::Long => "long payload larger than AM_MaxLong()",
+        }));
+    }
+    if nbytes > 0 && src.is_null() {
+        return Err(Error::BadArg("NULL source address with a non-zero length"));
+    }
+    let mut a = [0u32; MAX_ARGS];
+    if n > 0 {
+        // SAFETY: non-null and, by the contract, `numargs` ints long.
+        let s = unsafe { std::slice::from_raw_parts(args, n) };
+        for (d, v) in a.iter_mut().zip(s) {
+            *d = *v as u32;
+        }
+    }
+    let payload: &[u8] = if nbytes == 0 {
+        &[]
+    } else {
+        // SAFETY: non-null and, by the contract, `nbytes` readable bytes; it is
+        // copied before the call returns.
+        unsafe { std::slice::from_raw_parts(src.cast::<u8>(), nbytes) }
+    };
+    Ok((a, n, payload))
+}
+
+/// The request every `AM_Request*` macro ends in (through the variadic shim).
+#[no_mangle]
+pub unsafe extern "C" fn ramp_RequestArgv(
+    ep: ep_t,
+    dest: u32,
+    handler: handler_t,
+    category_: c_int,
+    source_addr: *const c_void,
+    nbytes: usize,
+    dest_offset: usize,
+    async_: c_int,
+    numargs: c_int,
+    args: *const i32,
+) -> c_int {
+    boundary("AM_Request", || {
+        let e = endpoint(ep)?;
+        let cat = category(category_)?;
+        // SAFETY: pointers as documented in ramp.h, checked in message_parts.
+        let (a, n, payload) = unsafe { message_parts(cat, source_addr, nbytes, numargs, args)? };
+        let nonblocking = async_ != 0 && cat == Category::Long;
+        e.request(
+            dest,
+            handler,
+            cat,
+            &a[..n],
+            payload,
+            dest_offset as u64,
+            nonblocking,
+        )
+    })
+}
+
+/// The reply every `AM_Reply*` macro ends in (through the variadic shim).
+#[no_mangle]
+pub unsafe extern "C" fn ramp_ReplyArgv(
+    token: *mut c_void,
+    handler: handler_t,
+    category_: c_int,
+    source_addr: *const c_void,
+    nbytes: usize,
+    dest_offset: usize,
+    numargs: c_int,
+    args: *const i32,
+) -> c_int {
+    boundary("AM_Reply", || {
+        let cat = category(category_)?;
+        // SAFETY: pointers as documented in ramp.h, checked in message_parts.
+        let (a, n, payload) = unsafe { message_parts(cat, source_addr, nbytes, numargs, args)? };
+        am::reply(
+            token as usize as u64,
+            handler,
+            cat,
+            &a[..n],
+            payload,
+            dest_offset as u64,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_GetSourceId(token: *mut c_void, srcid: *mut c_int) -> c_int {
+    boundary("ramp_GetSourceId", || {
+        let t = token_of(token)?;
+        // SAFETY: `out` checks for NULL.
+        unsafe { out(srcid, t.source_id) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_GetTokenInfo(
+    token: *mut c_void,
+    handler: *mut handler_t,
+    cat: *mut ramp_category_t,
+    is_req: *mut c_int,
+) -> c_int {
+    boundary("ramp_GetTokenInfo", || {
+        let t = token_of(token)?;
+        need(handler)?;
+        need(cat)?;
+        need(is_req)?;
+        let c = match t.category {
+            Category::Short => ramp_category_t::ramp_Short,
+            Category::Medium => ramp_category_t::ramp_Medium,
+            Category::Long => ramp_category_t::ramp_Long,
+        };
+        // SAFETY: all three checked non-null above.
+        unsafe {
+            out(handler, t.handler)?;
+            out(cat, c)?;
+            out(is_req, t.is_request as c_int)
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_enEqual(a: en_t, b: en_t) -> c_int {
+    (a == b) as c_int
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_enToString(name: en_t, buf: *mut c_char, len: usize) -> c_int {
+    boundary("ramp_enToString", || {
+        if buf.is_null() {
+            return Err(Error::BadArg("NULL buffer"));
+        }
+        let s = EndpointName::from(name).to_string();
+        if s.len() + 1 > len {
+            return Err(Error::BadArg("buffer too small for the name"));
+        }
+        // SAFETY: `buf` holds `len` bytes by contract and s.len()+1 <= len.
+        unsafe {
+            std::ptr::copy_nonoverlapping(s.as_ptr(), buf.cast::<u8>(), s.len());
+            *buf.add(s.len()) = 0;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_SetTranslationTag(ea: ep_t, index: c_int, tag: tag_t) -> c_int {
+    boundary("ramp_SetTranslationTag", || {
+        endpoint(ea)?.set_translation_tag(index as i64, tag)
+    })
+}
+
+macro_rules! cstr {
+    ($s:expr) => {
+        concat!($s, "\0").as_ptr().cast::<c_char>()
+    };
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_ErrorName(code: c_int) -> *const c_char {
+    match code_name(code) {
+        "AM_OK" => cstr!("AM_OK"),
+        "AM_ERR_NOT_INIT" => cstr!("AM_ERR_NOT_INIT"),
+        "AM_ERR_BAD_ARG" => cstr!("AM_ERR_BAD_ARG"),
+        "AM_ERR_RESOURCE" => cstr!("AM_ERR_RESOURCE"),
+        "AM_ERR_NOT_SENT" => cstr!("AM_ERR_NOT_SENT"),
+        "AM_ERR_IN_USE" => cstr!("AM_ERR_IN_USE"),
+        _ => cstr!("AM_ERR_UNKNOWN"),
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_StatusName(status: c_int) -> *const c_char {
+    let s = u8::try_from(status).ok().and_then(ReturnStatus::from_u8);
+    match s {
+        Some(ReturnStatus::BadArgs) => cstr!("EBADARGS"),
+        Some(ReturnStatus::BadEntry) => cstr!("EBADENTRY"),
+        Some(ReturnStatus::BadTag) => cstr!("EBADTAG"),
+        Some(ReturnStatus::BadHandler) => cstr!("EBADHANDLER"),
+        Some(ReturnStatus::BadSegOff) => cstr!("EBADSEGOFF"),
+        Some(ReturnStatus::BadLength) => cstr!("EBADLENGTH"),
+        Some(ReturnStatus::BadEndpoint) => cstr!("EBADENDPOINT"),
+        Some(ReturnStatus::Congestion) => cstr!("ECONGESTION"),
+        Some(ReturnStatus::Unreachable) => cstr!("EUNREACHABLE"),
+        Some(ReturnStatus::ReplyRejected) => cstr!("EREPLYREJECTED"),
+        None => cstr!("EUNKNOWN"),
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_Version() -> *const c_char {
+    cstr!(env!("CARGO_PKG_VERSION"))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_GetEndpointStatistics(ep: ep_t, stats: *mut ramp_stats_t) -> c_int {
+    boundary("ramp_GetEndpointStatistics", || {
+        let s = endpoint(ep)?.statistics();
+        // SAFETY: `out` checks for NULL.
+        unsafe { out(stats, ramp_stats_t::from(&s)) }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_ResetEndpointStatistics(ep: ep_t) -> c_int {
+    boundary("ramp_ResetEndpointStatistics", || {
+        endpoint(ep)?.reset_statistics();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_AggregateStatistics(
+    runningsum: *mut ramp_stats_t,
+    newvalues: *const ramp_stats_t,
+) -> c_int {
+    boundary("ramp_AggregateStatistics", || {
+        if runningsum.is_null() || newvalues.is_null() {
+            return Err(Error::BadArg("NULL statistics pointer"));
+        }
+        // SAFETY: both non-null and point to ramp_stats_t by contract.
+        let (sum, add) = unsafe { (&mut *runningsum, &*newvalues) };
+        let mut s = Statistics::from(&*sum);
+        s.aggregate(&Statistics::from(add));
+        *sum = ramp_stats_t::from(&s);
+        Ok(())
+    })
+}
+
+thread_local! {
+    static REPORT: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Formats `stats` into a per-thread buffer (overwritten by the next call on
+/// the same thread), writes it to `fp` (a `FILE *`) when non-NULL, returns it.
+#[no_mangle]
+pub unsafe extern "C" fn ramp_DumpStatistics(
+    fp: *mut c_void,
+    stats: *const ramp_stats_t,
+    globalAnalysis: c_int,
+) -> *const c_char {
+    let mut result: *const c_char = std::ptr::null();
+    boundary("ramp_DumpStatistics", || {
+        if stats.is_null() {
+            return Err(Error::BadArg("NULL statistics pointer"));
+        }
+        // SAFETY: non-null and points to a ramp_stats_t by contract.
+        let s = Statistics::from(unsafe { &*stats });
+        let text = s.report(globalAnalysis != 0).replace('\0', " ");
+        let c = CString::new(text).unwrap_or_default();
+        REPORT.with(|r| {
+            *r.borrow_mut() = c;
+            result = r.borrow().as_ptr();
+        });
+        if !fp.is_null() {
+            // SAFETY: `fp` is a FILE * by contract; `result` is NUL-terminated.
+            unsafe {
+                libc::fputs(result, fp.cast::<libc::FILE>());
+                libc::fflush(fp.cast::<libc::FILE>());
+            }
+        }
+        Ok(())
+    });
+    result
+}
