@@ -6,6 +6,7 @@
 //! testing `proto`.
 
 pub mod am;
+pub mod bench;
 pub mod config;
 pub mod error;
 pub mod ffi;

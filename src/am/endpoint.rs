@@ -36,6 +36,10 @@ pub const TAG_ALL: u64 = 1;
 /// only moves packets and leaves messages queued.
 const MAX_DISPATCH_NESTING: u32 = 8;
 
+/// A request polls before sending, unless the endpoint was polled this
+/// recently (in a poll loop the extra empty receive only adds latency).
+const RECENT_POLL: u64 = 20 * crate::time::MICROS;
+
 static NEXT_ENDPOINT_ID: AtomicU64 = AtomicU64::new(1);
 
 struct Outstanding {
@@ -55,7 +59,8 @@ pub(crate) struct EpState {
     next_txn: u32,
     outstanding: HashMap<u32, Outstanding>,
     stats: Statistics,
-    recv_buf: Vec<u8>,
+    /// When the network was last moved (a request skips its poll right after one).
+    last_pump: Instant,
     dispatch_nesting: u32,
     recv_depth_env: Option<usize>,
     verbose: bool,
@@ -140,7 +145,7 @@ impl Endpoint {
             next_txn: 1,
             outstanding: HashMap::new(),
             stats: Statistics::initial(),
-            recv_buf: vec![0u8; 65536],
+            last_pump: Instant::ZERO,
             dispatch_nesting: 0,
             recv_depth_env: cfg.recv_depth,
             verbose: cfg.verbose,
@@ -461,7 +466,8 @@ impl Endpoint {
             return self.deliver_loopback(&g, dest, true, handler, cat, args, payload, dest_offset);
         }
         let nested = token::in_handler();
-        if !nested {
+        let fresh = Instant::now().since(g.borrow().last_pump) < RECENT_POLL;
+        if !nested && !fresh {
             self.poll_locked(&g)?;
         }
         let mut idle_rounds = 0u32;
@@ -693,10 +699,17 @@ fn default_returned_handler(ha: &HandlerArgs<'_>) {
 impl EpState {
     /// Receives every waiting datagram, runs due timers, transmits.
     fn pump_network(&mut self, now: Instant) -> Result<()> {
-        for _ in 0..1024 {
-            match self.transport.recv(&mut self.recv_buf) {
-                Ok(Some((n, from))) => self.proto.handle_datagram(now, from, &self.recv_buf[..n]),
-                Ok(None) => break,
+        let proto = &mut self.proto;
+        for _ in 0..64 {
+            let r = self.transport.recv_batch(&mut |d| match d {
+                Some((bytes, from)) => proto.handle_datagram(now, from, bytes),
+                None => proto.count_malformed(),
+            });
+            match r {
+                // One datagram (or none): a ping-pong, not a burst; asking
+                // again would put an empty receive on the critical path.
+                Ok(n) if n < 2 => break,
+                Ok(_) => {}
                 Err(e) => {
                     if self.verbose {
                         eprintln!("ramp: receive failed: {e}");
@@ -705,6 +718,7 @@ impl EpState {
                 }
             }
         }
+        self.last_pump = now;
         self.transport.flush_due(now);
         self.proto.handle_timeout(now);
         self.flush(now);

@@ -1,1 +1,60 @@
-fn main() {}
+//! The `ramp` command: `ramp bench` (round trip and bandwidth beside raw UDP).
+
+use std::process::ExitCode;
+
+use ramp::bench::{self, BenchOptions};
+
+const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--no-pin]
+  bench     round trip of short requests and Xfer bandwidth between two processes
+            on loopback, beside a raw UDP ping-pong measured in the same run";
+
+fn parse_bench(args: &[String]) -> Result<BenchOptions, String> {
+    let mut o = BenchOptions::default();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut num = |name: &str| -> Result<usize, String> {
+            it.next()
+                .and_then(|v| v.parse::<usize>().ok())
+                .filter(|&v| v > 0)
+                .ok_or(format!("{name} needs a positive number"))
+        };
+        match a.as_str() {
+            "--iters" => o.iters = num("--iters")?,
+            "--runs" => o.runs = num("--runs")?,
+            "--xfer-mib" => o.xfer_mib = num("--xfer-mib")?,
+            "--no-pin" => o.pin = false,
+            other => return Err(format!("unknown option {other:?}")),
+        }
+    }
+    Ok(o)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = match args.first().map(String::as_str) {
+        Some("bench") => match parse_bench(&args[1..]) {
+            Ok(o) => match bench::run(&o) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("ramp bench: {e}");
+                    1
+                }
+            },
+            Err(e) => {
+                eprintln!("ramp bench: {e}\n{USAGE}");
+                2
+            }
+        },
+        Some("bench-server") => bench::server_main(),
+        Some("bench-client") => bench::client_main(&args[1..]),
+        Some("-h") | Some("--help") | Some("help") => {
+            println!("{USAGE}");
+            0
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            2
+        }
+    };
+    ExitCode::from(code as u8)
+}

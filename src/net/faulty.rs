@@ -87,8 +87,8 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         Ok(())
     }
 
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
-        self.inner.recv(buf)
+    fn recv_batch(&mut self, each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>)) -> io::Result<usize> {
+        self.inner.recv_batch(each)
     }
 
     fn local_addr(&self) -> SocketAddr {

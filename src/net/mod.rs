@@ -16,13 +16,21 @@ pub use udp::UdpTransport;
 
 use crate::time::Instant;
 
+/// Datagrams taken per receive call.
+pub const RECV_BATCH: usize = 16;
+/// Receive slot size: the largest UDP payload fits.
+pub const RECV_SLOT: usize = 65536;
+
 /// A datagram transport serving one endpoint.
 pub trait Transport: Send {
     /// Sends one datagram. A full kernel buffer is not an error: the datagram
     /// counts as lost and the protocol retransmits it.
     fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()>;
-    /// Receives one datagram if one is waiting.
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>>;
+    /// Receives what is waiting, in one system call when possible, handing
+    /// each datagram to `each` (None for one that was cut short or whose
+    /// sender is unknown). Returns how many there were; fewer than
+    /// `RECV_BATCH` means the socket is drained.
+    fn recv_batch(&mut self, each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>)) -> io::Result<usize>;
     /// The address peers reach this endpoint at.
     fn local_addr(&self) -> SocketAddr;
     /// A descriptor that becomes readable when a datagram arrives.

@@ -6,13 +6,16 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::Transport;
+use super::{Transport, RECV_BATCH, RECV_SLOT};
+use crate::ffi::os::BatchReceiver;
 use crate::time::Instant;
 
 pub struct UdpTransport {
     sock: UdpSocket,
     local: SocketAddr,
     send_drops: u64,
+    batch: BatchReceiver,
+    last_batch: usize,
 }
 
 impl UdpTransport {
@@ -40,6 +43,8 @@ impl UdpTransport {
             sock,
             local,
             send_drops: 0,
+            batch: BatchReceiver::new(RECV_BATCH, RECV_SLOT),
+            last_batch: 0,
         })
     }
 }
@@ -64,18 +69,20 @@ impl Transport for UdpTransport {
         }
     }
 
-    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<(usize, SocketAddr)>> {
-        loop {
-            match self.sock.recv_from(buf) {
-                Ok((n, from)) => return Ok(Some((n, from))),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // An ICMP port-unreachable from an earlier send: the peer is
-                // gone; the protocol's timeouts report it.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
-                Err(e) => return Err(e),
+    fn recv_batch(&mut self, each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>)) -> io::Result<usize> {
+        // Ask for twice what the last call found: one datagram at a time in
+        // a ping-pong (asking for more costs the kernel a second, failing
+        // attempt on the critical path), whole batches in a burst.
+        let want = (2 * self.last_batch).clamp(1, RECV_BATCH);
+        let n = self.batch.recv(self.sock.as_raw_fd(), want)?;
+        self.last_batch = n;
+        for i in 0..n {
+            match self.batch.datagram(i) {
+                (Some(d), Some(from)) => each(Some((d, from))),
+                _ => each(None),
             }
         }
+        Ok(n)
     }
 
     fn local_addr(&self) -> SocketAddr {

@@ -14,20 +14,23 @@
 
 pub mod config;
 pub mod event;
+pub mod fxhash;
 mod recv;
 pub mod rtt;
 mod send;
 pub mod stats;
 
 use std::borrow::Cow;
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasherDefault, Hash};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::hash::Hash;
 use std::sync::Arc;
 
 pub use config::{ProtoConfig, MAX_WINDOW};
 pub use event::{Event, MsgId};
 pub use stats::ProtoStats;
+
+use fxhash::FxHashMap;
 
 use crate::error::ReturnStatus;
 use crate::time::Instant;
@@ -49,6 +52,10 @@ impl<T: Copy + Eq + Hash + std::fmt::Debug> PeerAddr for T {}
 const RETIRED_IDS: usize = 4;
 
 struct Peer {
+    /// Index of this peer's address in `Protocol::slots`.
+    slot: u32,
+    /// The deadline this peer has in `Protocol::timers` (None: not queued).
+    timer: Option<Instant>,
     remote_id: u32,
     /// Ids of the peer's earlier incarnations, most recent first (0: none).
     retired_ids: [u32; RETIRED_IDS],
@@ -58,8 +65,10 @@ struct Peer {
 }
 
 impl Peer {
-    fn new(cfg: &ProtoConfig) -> Peer {
+    fn new(cfg: &ProtoConfig, slot: u32) -> Peer {
         Peer {
+            slot,
+            timer: None,
             remote_id: 0,
             retired_ids: [0; RETIRED_IDS],
             tx: Default::default(),
@@ -122,17 +131,21 @@ impl<A> Outbox<A> {
 pub struct Protocol<A: PeerAddr> {
     cfg: ProtoConfig,
     local_id: u32,
-    peers: HashMap<A, Peer>,
-    /// Peers with a timer running (packets in flight, an ACK owed, a pause).
-    /// `handle_timeout` serves them in this set's order, so it must not
-    /// depend on a per-process random hash key: same inputs, same outputs.
-    active: HashSet<A, BuildHasherDefault<DefaultHasher>>,
+    peers: FxHashMap<A, Peer>,
+    /// Every peer's address, by `Peer::slot`.
+    slots: Vec<A>,
+    /// Peers with a timer running (packets in flight, an ACK owed, a pause),
+    /// by deadline then slot: `handle_timeout` costs O(log n) per due peer,
+    /// not a walk over all of them, and serves them in a fixed order (same
+    /// inputs, same outputs). An entry whose time is not its peer's `timer`
+    /// is stale and skipped.
+    timers: BinaryHeap<Reverse<(Instant, u32)>>,
+    /// Slots due in the current `handle_timeout` (kept to avoid allocating).
+    due: Vec<u32>,
     out: Outbox<A>,
     /// Delivered requests not yet taken by `poll_event` (the receive buffer).
     queued_requests: usize,
     next_msg_id: MsgId,
-    /// No deadline falls before this time.
-    earliest: Instant,
 }
 
 impl<A: PeerAddr> Protocol<A> {
@@ -143,8 +156,10 @@ impl<A: PeerAddr> Protocol<A> {
         Protocol {
             cfg,
             local_id,
-            peers: HashMap::new(),
-            active: HashSet::default(),
+            peers: FxHashMap::default(),
+            slots: Vec::new(),
+            timers: BinaryHeap::new(),
+            due: Vec::new(),
             out: Outbox {
                 transmits: VecDeque::new(),
                 spare: Vec::new(),
@@ -153,7 +168,6 @@ impl<A: PeerAddr> Protocol<A> {
             },
             queued_requests: 0,
             next_msg_id: 1,
-            earliest: Instant(u64::MAX),
         }
     }
 
@@ -220,6 +234,12 @@ impl<A: PeerAddr> Protocol<A> {
         id
     }
 
+    /// Counts a datagram the transport could not read whole.
+    pub fn count_malformed(&mut self) {
+        self.out.stats.packets_received += 1;
+        self.out.stats.corrupt += 1;
+    }
+
     /// Takes one datagram received from `from`.
     pub fn handle_datagram(&mut self, now: Instant, from: A, dgram: &[u8]) {
         self.out.stats.packets_received += 1;
@@ -283,12 +303,24 @@ impl<A: PeerAddr> Protocol<A> {
     /// Runs the timers due at `now`: retransmissions, delayed ACKs, the end of
     /// a NACK pause. Cheap when nothing is due.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if now < self.earliest {
-            return;
+        // The peers due now, each once; what they arm now waits for the next call.
+        let mut due = std::mem::take(&mut self.due);
+        due.clear();
+        while let Some(&Reverse((t, slot))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let addr = self.slots[slot as usize];
+            if let Some(peer) = self.peers.get_mut(&addr) {
+                if peer.timer == Some(t) {
+                    peer.timer = None;
+                    due.push(slot);
+                }
+            }
         }
-        let mut earliest = Instant(u64::MAX);
-        let addrs: Vec<A> = self.active.iter().copied().collect();
-        for addr in addrs {
+        for &slot in &due {
+            let addr = self.slots[slot as usize];
             let mut unreachable = false;
             for ch in 0..NUM_CHANNELS {
                 let Some(peer) = self.peers.get_mut(&addr) else {
@@ -308,8 +340,12 @@ impl<A: PeerAddr> Protocol<A> {
                     for (i, p) in tx.in_flight.iter_mut().enumerate() {
                         if (!p.sacked || i == 0) && !p.resend && p.deadline <= now {
                             p.sacked = false;
-                            p.retries += 1;
                             p.resend = true;
+                            if p.reorder_timer {
+                                // lost, by the reordering rule: no backoff
+                                continue;
+                            }
+                            p.retries += 1;
                             timed_out = true;
                             if p.retries > self.cfg.retry_limit {
                                 unreachable = true;
@@ -341,23 +377,24 @@ impl<A: PeerAddr> Protocol<A> {
                 }
             }
             let peer = self.peers.get(&addr).unwrap();
-            match peer_deadline(peer, &self.cfg) {
-                Some(d) => earliest = earliest.min(d),
-                None => {
-                    self.active.remove(&addr);
-                }
+            if let Some(d) = peer_deadline(peer, &self.cfg) {
+                self.arm(addr, d);
             }
         }
-        self.earliest = earliest;
+        self.due = due;
+        // Drop stale entries on top, so that `next_timeout` is exact.
+        while let Some(&Reverse((t, slot))) = self.timers.peek() {
+            let addr = self.slots[slot as usize];
+            if self.peers.get(&addr).is_some_and(|p| p.timer == Some(t)) {
+                break;
+            }
+            self.timers.pop();
+        }
     }
 
     /// The next time `handle_timeout` has work, if any.
     pub fn next_timeout(&self) -> Option<Instant> {
-        if self.active.is_empty() {
-            None
-        } else {
-            Some(self.earliest)
-        }
+        self.timers.peek().map(|&Reverse((t, _))| t)
     }
 
     /// The next datagram to put on the network.
@@ -416,12 +453,23 @@ impl<A: PeerAddr> Protocol<A> {
 
     fn peer_entry(&mut self, addr: A) -> &mut Peer {
         let cfg = &self.cfg;
-        self.peers.entry(addr).or_insert_with(|| Peer::new(cfg))
+        let slots = &mut self.slots;
+        self.peers.entry(addr).or_insert_with(|| {
+            slots.push(addr);
+            Peer::new(cfg, (slots.len() - 1) as u32)
+        })
     }
 
+    /// Makes sure `handle_timeout` looks at this peer at `at` or before.
     fn arm(&mut self, addr: A, at: Instant) {
-        self.active.insert(addr);
-        self.earliest = self.earliest.min(at);
+        let Some(peer) = self.peers.get_mut(&addr) else {
+            return;
+        };
+        if peer.timer.is_some_and(|t| t <= at) {
+            return;
+        }
+        peer.timer = Some(at);
+        self.timers.push(Reverse((at, peer.slot)));
     }
 
     fn note_incarnation(&mut self, now: Instant, from: A, src_id: u32) {
@@ -497,6 +545,7 @@ impl<A: PeerAddr> Protocol<A> {
         let tx = &mut peer.tx[ch];
         for p in tx.in_flight.iter_mut().filter(|p| p.resend) {
             p.resend = false;
+            p.reorder_timer = false;
             p.last_sent = now;
             p.deadline = now.plus(rto);
             let cat = p.frag.msg.meta.category.index();
@@ -532,6 +581,7 @@ impl<A: PeerAddr> Protocol<A> {
                 nacks: 0,
                 sacked: false,
                 resend: false,
+                reorder_timer: false,
             });
             sent_any = true;
             first_deadline.get_or_insert(deadline);
@@ -565,15 +615,40 @@ impl<A: PeerAddr> Protocol<A> {
         }
         let tx = &mut peer.tx[ch];
         if let Some(highest) = tx.ack_selective(next, sack) {
-            // Fast retransmit: a later packet arrived, an earlier one did not.
-            let min_age = peer.rtt.srtt().unwrap_or(0) / 2;
+            // Fast retransmit (after RACK, RFC 8985): a packet sent later
+            // arrived, an earlier one did not. It is lost if it was sent
+            // more than a reordering window before; else it is lost if its
+            // ACK is not back one round trip (that of the later packet) plus
+            // the window after it was sent.
+            let arrived_sent = tx
+                .in_flight
+                .iter()
+                .find(|p| p.seq == highest)
+                .map_or(now, |p| p.first_sent);
+            let rtt = now.since(arrived_sent);
+            let reo_wnd = match peer.rtt.srtt() {
+                Some(srtt) => (srtt / 4).max(4 * peer.rtt.rttvar()),
+                None => rtt,
+            };
+            let mut timer = None;
             for p in tx.in_flight.iter_mut() {
                 if seq_diff(p.seq, highest) >= 0 {
                     break;
                 }
-                if !p.sacked && !p.resend && now.since(p.last_sent) >= min_age {
-                    p.resend = true;
+                if p.sacked || p.resend {
+                    continue;
                 }
+                let lost_at = p.last_sent.plus(rtt + reo_wnd);
+                if lost_at <= now {
+                    p.resend = true;
+                } else if lost_at < p.deadline {
+                    p.deadline = lost_at;
+                    p.reorder_timer = true;
+                    timer = Some(timer.map_or(lost_at, |t: Instant| t.min(lost_at)));
+                }
+            }
+            if let Some(t) = timer {
+                self.arm(from, t);
             }
         }
         if !done.is_empty() || sack != 0 {
@@ -668,7 +743,9 @@ impl<A: PeerAddr> Protocol<A> {
             self.arm(from, now);
             return;
         }
-        // In order: take it, then whatever was held behind it.
+        // In order: take it, then whatever was held behind it. When it
+        // fills a gap, the sender is waiting to hear: ACK at once.
+        let filled_gap = !rx.held.is_empty();
         let mut current: Option<(HeldPacket, Cow<[u8]>)> = Some((held, Cow::Borrowed(payload)));
         while let Some((h, bytes)) = current.take() {
             let peer = self.peers.get_mut(&from).unwrap();
@@ -683,7 +760,7 @@ impl<A: PeerAddr> Protocol<A> {
             }
             let rx = &mut peer.rx[ch];
             rx.next = rx.next.wrapping_add(1);
-            rx.owe_ack(now, false);
+            rx.owe_ack(now, filled_gap);
             if let Some(ev) = accept_fragment(rx, &mut self.out.stats, from, ch, h, &bytes) {
                 if ch == wire::CHANNEL_REQUEST as usize {
                     self.queued_requests += 1;
@@ -696,7 +773,11 @@ impl<A: PeerAddr> Protocol<A> {
                 (h, Cow::Owned(p))
             });
         }
-        let t = now.plus(self.cfg.ack_delay);
+        let t = if filled_gap {
+            now
+        } else {
+            now.plus(self.cfg.ack_delay)
+        };
         self.arm(from, t);
     }
 

@@ -48,6 +48,11 @@ impl RttEstimator {
         self.srtt
     }
 
+    /// The round-trip variation (RFC 6298 RTTVAR); 0 before any sample.
+    pub fn rttvar(&self) -> Nanos {
+        self.rttvar
+    }
+
     /// Timeout without backoff.
     pub fn base_rto(&self) -> Nanos {
         let rto = match self.srtt {

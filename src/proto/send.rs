@@ -40,6 +40,10 @@ pub struct InFlight {
     /// To be sent again at the next opportunity (go-back-N after a NACK,
     /// or a gap shown by a SACK).
     pub resend: bool,
+    /// `deadline` is a reordering timer, not a retransmission timeout: a
+    /// packet sent after this one has arrived; if this one's ACK is not
+    /// back by then, it is taken as lost (fast retransmit, no backoff).
+    pub reorder_timer: bool,
 }
 
 #[derive(Debug, Default)]

@@ -1,0 +1,117 @@
+//! `ramp bench`: round trip and bandwidth between two processes on loopback,
+//! measured side by side with a raw UDP ping-pong baseline in the same run.
+//!
+//! The parent starts a server and a client process (pinned to different
+//! cores with `taskset` when there are two), relays the endpoint names
+//! between them, and prints the client's figures. Both sides busy-poll.
+
+mod roles;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+
+pub use roles::{client_main, server_main};
+
+/// Options of `ramp bench`.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub iters: usize,
+    pub runs: usize,
+    pub xfer_mib: usize,
+    pub pin: bool,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            iters: 20_000,
+            runs: 3,
+            xfer_mib: 256,
+            pin: true,
+        }
+    }
+}
+
+fn have_taskset() -> bool {
+    Command::new("taskset")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn spawn_role(exe: &str, cpu: Option<usize>, args: &[String]) -> std::io::Result<Child> {
+    let mut cmd = match cpu {
+        Some(c) => {
+            let mut c0 = Command::new("taskset");
+            c0.arg("-c").arg(c.to_string()).arg(exe);
+            c0
+        }
+        None => Command::new(exe),
+    };
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+}
+
+fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
+    let mut l = String::new();
+    match r.read_line(&mut l) {
+        Ok(0) => Err(format!("the bench {who} exited before answering")),
+        Ok(_) => Ok(l.trim_end().to_string()),
+        Err(e) => Err(format!("reading from the bench {who}: {e}")),
+    }
+}
+
+/// Runs the whole benchmark; prints the figures on stdout.
+pub fn run(opts: &BenchOptions) -> Result<(), String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find this program: {e}"))?
+        .to_string_lossy()
+        .into_owned();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = opts.pin && cores >= 2 && have_taskset();
+    let (c_srv, c_cli) = if pin { (Some(1), Some(0)) } else { (None, None) };
+    let mut server = spawn_role(&exe, c_srv, &["bench-server".into()]).map_err(|e| e.to_string())?;
+    let mut srv_out = BufReader::new(server.stdout.take().unwrap());
+    let ready = read_line(&mut srv_out, "server")?;
+    let mut args: Vec<String> = vec!["bench-client".into()];
+    args.extend(ready.split_whitespace().map(String::from));
+    args.extend([
+        opts.iters.to_string(),
+        opts.runs.to_string(),
+        opts.xfer_mib.to_string(),
+    ]);
+    let mut client = spawn_role(&exe, c_cli, &args).map_err(|e| e.to_string())?;
+    let mut cli_out = BufReader::new(client.stdout.take().unwrap());
+    let client_name = read_line(&mut cli_out, "client")?;
+    let mut srv_in = server.stdin.take().unwrap();
+    writeln!(srv_in, "{client_name}").map_err(|e| e.to_string())?;
+    srv_in.flush().map_err(|e| e.to_string())?;
+    println!(
+        "ramp bench: two processes on loopback{}, {} round trips per figure, median of {} runs",
+        if pin { " pinned to cores 1 (server) and 0 (client)" } else { " (not pinned)" },
+        opts.iters,
+        opts.runs
+    );
+    loop {
+        match read_line(&mut cli_out, "client") {
+            Ok(l) if l == "DONE" => break,
+            Ok(l) => println!("{l}"),
+            Err(e) => {
+                let _ = server.kill();
+                return Err(e);
+            }
+        }
+    }
+    drop(srv_in);
+    let cs = client.wait().map_err(|e| e.to_string())?;
+    let ss = server.wait().map_err(|e| e.to_string())?;
+    if !cs.success() || !ss.success() {
+        return Err(format!("bench roles ended badly: client {cs}, server {ss}"));
+    }
+    Ok(())
+}
