@@ -27,7 +27,10 @@ fn main() {
         b.handle_timeout(now);
         while let Some(ev) = b.poll_event() {
             if let Event::Delivered { meta, .. } = ev {
-                let r = MsgMeta { txn: meta.txn, ..MsgMeta::new(MsgKind::User, Category::Short, 11, &[]) };
+                let r = MsgMeta {
+                    txn: meta.txn,
+                    ..MsgMeta::new(MsgKind::User, Category::Short, 11, &[])
+                };
                 b.send(now, a_addr, CHANNEL_REPLY, r, Vec::new());
             }
         }
@@ -39,5 +42,7 @@ fn main() {
         while a.poll_event().is_some() {}
     }
     let ns = t.elapsed().as_nanos() as f64 / iters as f64;
-    println!("protocol core: {ns:.0} ns of CPU per request/reply round trip (both sides, no syscalls)");
+    println!(
+        "protocol core: {ns:.0} ns of CPU per request/reply round trip (both sides, no syscalls)"
+    );
 }

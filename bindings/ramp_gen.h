@@ -61,6 +61,16 @@
 #define AM_ERR_IN_USE 5
 
 /**
+ * Datagrams taken per receive call.
+ */
+#define RECV_BATCH 16
+
+/**
+ * Receive slot size: the largest UDP payload fits.
+ */
+#define RECV_SLOT 65536
+
+/**
  * The largest message (payload bytes) a receiver reassembles.
  */
 #define MAX_MESSAGE (1 << 20)

@@ -10,6 +10,7 @@ pub mod bench;
 pub mod config;
 pub mod error;
 pub mod ffi;
+pub mod fxhash;
 pub mod net;
 pub mod proto;
 mod rng;

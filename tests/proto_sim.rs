@@ -280,20 +280,22 @@ fn hub_receives_from_200_nodes_under_faults() {
 }
 
 #[test]
-fn hub_receives_from_1024_nodes() {
+fn hub_receives_from_10000_nodes() {
     let sim = SimConfig {
         loss: 0.02,
         reorder: 0.02,
         jitter: 10 * MICROS,
-        seed: 1024,
+        seed: 10_000,
         ..Default::default()
     };
-    let (virt, wall) = hub(1024, 2, sim);
+    let (virt, wall) = hub(10_000, 1, sim);
     eprintln!(
-        "1024 peers -> 1 hub, 4096 messages: virtual {:.3} ms, wall {:.3} s",
+        "10000 peers -> 1 hub, 20000 messages: virtual {:.3} ms, wall {:.3} s",
         virt as f64 / MILLIS as f64,
         wall.as_secs_f64()
     );
+    // a step costs O(log n), not O(n): this ran in seconds, not minutes
+    assert!(wall.as_secs() < 60);
 }
 
 // ---------------------------------------------------------------------------
@@ -422,15 +424,28 @@ fn congestion_fails_the_refused_message_and_the_rest_start_over() {
     assert!(net.node(1).stats().nacks_sent >= 4);
     assert!(net.node(0).stats().nacks_received >= 4);
     // now node 1 takes events: the others arrive, exactly once, in order
+    let mut ks = Vec::new();
     let done = net.run_until(10 * SECOND, |net| {
-        ledger.drain(net, [0, 1]);
-        ledger.delivered == 9 && net.node(0).is_idle()
+        ledger.drain(net, [0]);
+        while let Some(ev) = net.poll_event(1) {
+            let Event::Delivered {
+                meta: m,
+                payload: p,
+                ..
+            } = ev
+            else {
+                panic!("{ev:?}")
+            };
+            let k = m.args()[1];
+            assert!(p == payload(0, k, CHANNEL_REQUEST, 100));
+            ks.push(k);
+        }
+        ks.len() == 9 && net.node(0).is_idle()
     });
-    assert!(done, "{} delivered", ledger.delivered);
+    assert!(done, "delivered {ks:?}");
     assert_eq!(ledger.failed.len(), 1);
-    let ks: Vec<u32> = ledger.trace.iter().map(|t| t.3).collect();
-    // the refused message (k = 2) is missing; the ledger numbers what it saw
-    assert_eq!(ks.len(), 9);
+    // the refused message (k = 2) is missing, the rest are there once, in order
+    assert_eq!(ks, [0, 1, 3, 4, 5, 6, 7, 8, 9]);
     assert_goes_idle(&mut net, SECOND);
 }
 
@@ -511,7 +526,7 @@ fn unreachable_fails_every_unfinished_message_once_then_recovers() {
         }
         assert!(net.run_until(10 * SECOND, |net| {
             ledger.drain(net, [0, 1]);
-            ledger.delivered == 10
+            ledger.delivered == 10 && net.node(0).is_idle() && net.node(1).is_idle()
         }));
         net.set_down(1, true);
         let t0 = net.now();
@@ -537,7 +552,16 @@ fn unreachable_fails_every_unfinished_message_once_then_recovers() {
             }
             ledger.failed.len() >= ids.len() && ledger.delivered == 15
         }));
-        let took = t_fail.unwrap().since(t0);
+        let took = t_fail
+            .unwrap_or_else(|| {
+                panic!(
+                    "{} failed, {} expected: {:?}",
+                    ledger.failed.len(),
+                    ids.len(),
+                    failures(&ledger)
+                )
+            })
+            .since(t0);
         // at least the unbacked-off sum of timeouts, at most retry_limit+1
         // maximal timeouts (plus one more for a packet sent late)
         let upper = (cfg.retry_limit as u64 + 2) * cfg.rto_max;
@@ -643,6 +667,33 @@ fn clean_network_never_retransmits() {
     }
 }
 
+/// Jitter as large as the delay reorders a burst, packets and ACKs alike;
+/// nothing is lost, so next to nothing may be sent twice.
+#[test]
+fn jitter_alone_causes_almost_no_retransmission() {
+    let mut data = 0;
+    let mut rexmit = 0;
+    for seed in 1..=5 {
+        let sim = SimConfig {
+            jitter: 20 * MICROS,
+            seed,
+            ..Default::default()
+        };
+        let mut net = SimNet::new(4, ProtoConfig::default(), sim);
+        // 50 messages on every channel of every pair at once
+        let plan = all_to_all_plan(4, 50, |_| 100);
+        let ledger = run_plan(&mut net, &plan, plan.len(), &[0, 1, 2, 3], 60 * SECOND);
+        assert_eq!(ledger.delivered, 4 * 3 * 2 * 50);
+        assert!(sum_stats(&mut net, |s| s.out_of_order.iter().sum()) > 100);
+        data += ledger.delivered;
+        rexmit += sum_stats(&mut net, retransmits);
+    }
+    assert!(
+        rexmit * 100 <= data,
+        "{rexmit} retransmissions for {data} packets, none lost"
+    );
+}
+
 /// Node 0 sends a request, node 1 answers on the reply channel after
 /// `think`, node 0 sends the next request as soon as the reply is there.
 fn ping_pong(rounds: u32, think: Nanos) -> SimNet {
@@ -656,20 +707,20 @@ fn ping_pong(rounds: u32, think: Nanos) -> SimNet {
             ledger.take(1, ev);
             answer_at = Some(net.now().plus(think));
         }
-        if answer_at.is_some_and(|t| net.now() >= t) {
-            answer_at = None;
-            tx.send(net, 1, 0, CHANNEL_REPLY, 24);
+        if let Some(t) = answer_at {
+            // the handler thinks while the network has nothing to do
+            if net.node(0).next_timeout().is_none() && net.node(1).next_timeout().is_none() {
+                net.advance(t.since(net.now()));
+            }
+            if net.now() >= t {
+                answer_at = None;
+                tx.send(net, 1, 0, CHANNEL_REPLY, 24);
+            }
         }
         while let Some(ev) = net.poll_event(0) {
             ledger.take(0, ev);
             if ledger.delivered < 2 * rounds as u64 {
                 tx.send(net, 0, 1, CHANNEL_REQUEST, 24);
-            }
-        }
-        if answer_at.is_some() {
-            // let virtual time reach the answer even with nothing to do
-            if net.node(0).next_timeout().is_none() && net.node(1).next_timeout().is_none() {
-                net.advance(think);
             }
         }
         ledger.delivered == 2 * rounds as u64 && net.node(0).is_idle() && net.node(1).is_idle()
@@ -870,30 +921,32 @@ fn restart(speaks: bool) {
     }
     assert!(net.run_until(SECOND, |net| {
         ledger.drain(net, [0, 1]);
-        ledger.delivered == 6
+        ledger.delivered == 6 && net.node(0).is_idle() && net.node(1).is_idle()
     }));
     net.set_down(1, true);
     let old: HashSet<MsgId> = (0..4)
         .map(|k| tx.send(&mut net, 0, 1, (k % 2) as u8, 10))
         .collect();
     net.run_for(15 * MILLIS);
+    ledger.drain(&mut net, [0]);
     assert!(ledger.failed.is_empty());
-    // the new process
+    // the new process at node 1's address
     *net.node(1) = Protocol::new(cfg.clone(), 0xA5A5);
     net.set_down(1, false);
     let t_restart = net.now();
-    let mut l1 = Ledger::default();
+    // events of node 0 and of the new node 1 from now on
+    let (mut l0, mut l1) = (Ledger::default(), Ledger::default());
+    let mut fresh = Sender::default();
     if speaks {
-        let m = meta(1, 0, 5);
-        net.send(1, 0, CHANNEL_REQUEST, m, payload(1, 0, CHANNEL_REQUEST, 5));
+        fresh.send(&mut net, 1, 0, CHANNEL_REQUEST, 5);
     }
     assert!(net.run_until(10 * SECOND, |net| {
-        ledger.drain(net, [0]);
-        ledger.failed.len() == old.len()
+        l0.drain(net, [0]);
+        l0.failed.len() >= old.len()
     }));
     // detected at the next exchange, long before the retry limit
     assert!(net.now().since(t_restart) < 200 * MILLIS);
-    let failed: HashSet<MsgId> = failures(&ledger)
+    let failed: HashSet<MsgId> = failures(&l0)
         .into_iter()
         .map(|(id, st)| {
             assert_eq!(st, ReturnStatus::Unreachable);
@@ -901,26 +954,23 @@ fn restart(speaks: bool) {
         })
         .collect();
     assert_eq!(failed, old);
-    // new messages get through to the new process, both ways
-    let mut fresh = Sender::default();
-    let mut l0 = Ledger::default();
+    // new messages get through to the new process
     for _ in 0..5 {
         fresh.send(&mut net, 0, 1, CHANNEL_REQUEST, 10);
         fresh.send(&mut net, 0, 1, CHANNEL_REPLY, 10);
     }
-    let expect_at_0 = if speaks { 1 } else { 0 };
+    let at_0 = if speaks { 1 } else { 0 };
     assert!(net.run_until(10 * SECOND, |net| {
         l1.drain(net, [1]);
-        ledger.drain(net, [0]);
-        l1.delivered == 10 && net.node(0).is_idle()
+        l0.drain(net, [0]);
+        l1.delivered == 10 && l0.delivered == at_0 && net.node(0).is_idle()
     }));
-    let _ = &mut l0;
-    assert_eq!(ledger.failed.len(), old.len(), "new messages failed");
-    assert_eq!(ledger.delivered_on(0, 1, CHANNEL_REQUEST), 3 + expect_at_0);
-    assert!(
-        net.node(1).stats().stale > 0,
-        "old-incarnation packets were seen"
-    );
+    assert!(l1.failed.is_empty());
+    assert_eq!(l0.failed.len(), old.len(), "new messages failed");
+    if !speaks {
+        // it learnt of the restart from the new process's answer to them
+        assert!(net.node(1).stats().stale > 0);
+    }
     assert_goes_idle(&mut net, SECOND);
 }
 
@@ -947,7 +997,7 @@ fn late_datagram_from_an_old_incarnation_is_stale() {
     assert!(duo.run(SECOND, |d| {
         d.drain(0, &mut ledger);
         d.drain(1, &mut ledger);
-        ledger.delivered == 2
+        ledger.delivered == 2 && d.p[0].is_idle() && d.p[1].is_idle()
     }));
     // node 1 sends once more; the datagram is held up in the network
     duo.send(1, CHANNEL_REQUEST, 1, 8);
@@ -960,7 +1010,7 @@ fn late_datagram_from_an_old_incarnation_is_stale() {
         duo.feed(0, &d);
     }
     // node 0 has an unfinished message to the new node 1 ...
-    let id = duo.send(0, CHANNEL_REQUEST, 1, 8);
+    let id = duo.send(0, CHANNEL_REQUEST, 0, 8);
     let stale_before = duo.p[0].stats().stale;
     // ... when the old datagram arrives
     for d in &late {

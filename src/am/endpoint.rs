@@ -7,7 +7,6 @@
 //! into the endpoint (reply, request, interrogate its token).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,6 +21,7 @@ use super::token::{self, LiveToken, TokenId, TokenInfo};
 use super::{MAX_LONG, MAX_MEDIUM, MAX_NETWORK_DEPTH};
 use crate::config::Config;
 use crate::error::{Error, Result, ReturnStatus};
+use crate::fxhash::FxHashMap;
 use crate::net::{self, Transport};
 use crate::proto::{Event, Protocol};
 use crate::rng::Rng;
@@ -57,7 +57,7 @@ pub(crate) struct EpState {
     /// Network depth once `set_expected_resources` ran.
     depth: Option<u32>,
     next_txn: u32,
-    outstanding: HashMap<u32, Outstanding>,
+    outstanding: FxHashMap<u32, Outstanding>,
     stats: Statistics,
     /// When the network was last moved (a request skips its poll right after one).
     last_pump: Instant,
@@ -143,7 +143,7 @@ impl Endpoint {
             segment: None,
             depth: None,
             next_txn: 1,
-            outstanding: HashMap::new(),
+            outstanding: FxHashMap::default(),
             stats: Statistics::initial(),
             last_pump: Instant::ZERO,
             dispatch_nesting: 0,
@@ -350,21 +350,22 @@ impl Endpoint {
     }
 
     fn poll_locked(self: &Arc<Self>, g: &Guard<'_>) -> Result<()> {
+        let now = Instant::now();
         let limit = {
             let mut st = g.borrow_mut();
             let Some(depth) = st.depth else {
                 return Ok(());
             };
-            st.pump_network(Instant::now())?;
+            st.pump_network(now)?;
             if st.dispatch_nesting >= MAX_DISPATCH_NESTING {
                 return Ok(());
             }
             (depth as usize).max(10)
         };
-        self.dispatch(g, limit)
+        self.dispatch(g, limit, now)
     }
 
-    fn dispatch(self: &Arc<Self>, g: &Guard<'_>, limit: usize) -> Result<()> {
+    fn dispatch(self: &Arc<Self>, g: &Guard<'_>, limit: usize, now: Instant) -> Result<()> {
         g.borrow_mut().dispatch_nesting += 1;
         for _ in 0..limit {
             let work = {
@@ -372,21 +373,21 @@ impl Endpoint {
                 let Some(ev) = st.proto.poll_event() else {
                     break;
                 };
-                st.prepare(self, ev)
+                st.prepare(self, ev, now)
             };
             if let Some(w) = work {
-                self.run(g, w);
+                self.run(g, w, now);
             }
         }
         let mut st = g.borrow_mut();
         st.dispatch_nesting -= 1;
-        st.flush(Instant::now());
+        st.flush(now);
         Ok(())
     }
 
     /// Runs one handler with a live token; sends the automatic reply when a
     /// request handler did not reply.
-    fn run(self: &Arc<Self>, g: &Guard<'_>, w: Work) {
+    fn run(self: &Arc<Self>, g: &Guard<'_>, w: Work, now: Instant) {
         let Work {
             f,
             info,
@@ -426,7 +427,6 @@ impl Endpoint {
                     txn,
                     ..MsgMeta::new(MsgKind::AutoReply, Category::Short, 0, &[])
                 };
-                let now = Instant::now();
                 st.proto.send(now, to, CHANNEL_REPLY, meta, Vec::new());
                 st.flush(now);
             }
@@ -466,7 +466,8 @@ impl Endpoint {
             return self.deliver_loopback(&g, dest, true, handler, cat, args, payload, dest_offset);
         }
         let nested = token::in_handler();
-        let fresh = Instant::now().since(g.borrow().last_pump) < RECENT_POLL;
+        let mut now = Instant::now();
+        let fresh = now.since(g.borrow().last_pump) < RECENT_POLL;
         if !nested && !fresh {
             self.poll_locked(&g)?;
         }
@@ -482,7 +483,18 @@ impl Endpoint {
                 if e.outstanding < depth || nested {
                     e.outstanding += 1;
                     let tag = e.tag;
-                    st.send_request(dest, addr, tag, handler, cat, args, payload, dest_offset);
+                    now = now.max(st.last_pump);
+                    st.send_request(
+                        now,
+                        dest,
+                        addr,
+                        tag,
+                        handler,
+                        cat,
+                        args,
+                        payload,
+                        dest_offset,
+                    );
                     return Ok(());
                 }
             }
@@ -609,7 +621,7 @@ impl Endpoint {
                 }
             }
         };
-        self.run(g, work);
+        self.run(g, work, Instant::now());
         Ok(())
     }
 }
@@ -741,6 +753,7 @@ impl EpState {
     #[allow(clippy::too_many_arguments)]
     fn send_request(
         &mut self,
+        now: Instant,
         dest: u32,
         addr: SocketAddr,
         tag: u64,
@@ -752,7 +765,6 @@ impl EpState {
     ) {
         let txn = self.next_txn;
         self.next_txn = self.next_txn.wrapping_add(1).max(1);
-        let now = Instant::now();
         self.outstanding.insert(
             txn,
             Outstanding {
@@ -773,13 +785,13 @@ impl EpState {
     }
 
     /// A request's reply (or its refusal) came: its credit is free again.
-    fn complete(&mut self, txn: u32, cat: Category) {
+    fn complete(&mut self, txn: u32, cat: Category, now: Instant) {
         match self.outstanding.remove(&txn) {
             Some(o) => {
                 if let Some(e) = self.table.get_mut(o.index) {
                     e.outstanding = e.outstanding.saturating_sub(1);
                 }
-                let lat = Instant::now().since(o.sent);
+                let lat = now.since(o.sent);
                 self.stats.record_latency(lat);
             }
             None => self.stats.replies_squashed[cat.index()] += 1,
@@ -788,6 +800,7 @@ impl EpState {
 
     fn send_returned(
         &mut self,
+        now: Instant,
         to: SocketAddr,
         mut meta: MsgMeta,
         status: ReturnStatus,
@@ -796,7 +809,7 @@ impl EpState {
         meta.kind = MsgKind::Returned;
         meta.status = status as u8;
         meta.returned_request = was_request;
-        let now = Instant::now();
+
         self.proto.send(now, to, CHANNEL_REPLY, meta, Vec::new());
         self.flush(now);
     }
@@ -839,7 +852,7 @@ impl EpState {
 
     /// Turns one protocol event into the handler call it asks for, after
     /// the checks; refusals are sent back here.
-    fn prepare(&mut self, ep: &Arc<Endpoint>, ev: Event<SocketAddr>) -> Option<Work> {
+    fn prepare(&mut self, ep: &Arc<Endpoint>, ev: Event<SocketAddr>, now: Instant) -> Option<Work> {
         match ev {
             Event::Delivered {
                 from,
@@ -852,12 +865,12 @@ impl EpState {
                 if !is_request {
                     match meta.kind {
                         MsgKind::AutoReply => {
-                            self.complete(meta.txn, meta.category);
+                            self.complete(meta.txn, meta.category, now);
                             return None;
                         }
                         MsgKind::Returned => {
                             if meta.returned_request {
-                                self.complete(meta.txn, meta.category);
+                                self.complete(meta.txn, meta.category, now);
                             }
                             let status =
                                 ReturnStatus::from_u8(meta.status).unwrap_or(ReturnStatus::BadArgs);
@@ -871,7 +884,7 @@ impl EpState {
                         }
                         MsgKind::User => {
                             self.stats.replies_received[c] += 1;
-                            self.complete(meta.txn, meta.category);
+                            self.complete(meta.txn, meta.category, now);
                         }
                     }
                 } else {
@@ -883,7 +896,7 @@ impl EpState {
                     self.stats.requests_received[c] += 1;
                 }
                 if let Some(status) = self.refusal(&from, &meta, payload.len(), is_request) {
-                    self.send_returned(from, meta, status, is_request);
+                    self.send_returned(now, from, meta, status, is_request);
                     return None;
                 }
                 let data = match meta.category {
@@ -931,7 +944,7 @@ impl EpState {
             } => {
                 let is_request = channel == CHANNEL_REQUEST;
                 if is_request {
-                    self.complete(meta.txn, meta.category);
+                    self.complete(meta.txn, meta.category, now);
                 } else if meta.kind != MsgKind::User {
                     // An automatic reply or a returned message could not be
                     // delivered: the peer is gone; nothing waits for it here.

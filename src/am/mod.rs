@@ -11,7 +11,6 @@ pub mod stats;
 pub mod tables;
 pub mod token;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use once_cell::sync::Lazy;
@@ -26,6 +25,7 @@ pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use token::TokenId;
 
 use crate::error::{Error, Result};
+use crate::fxhash::FxHashMap;
 
 /// AM_MaxShort, AM_MaxMedium, AM_MaxLong.
 pub const MAX_SHORT: usize = 16;
@@ -38,8 +38,8 @@ pub const MAX_BUNDLES: usize = 4096;
 #[derive(Default)]
 struct Registry {
     init_count: u32,
-    bundles: HashMap<u64, Arc<Bundle>>,
-    endpoints: HashMap<u64, Arc<Endpoint>>,
+    bundles: FxHashMap<u64, Arc<Bundle>>,
+    endpoints: FxHashMap<u64, Arc<Endpoint>>,
 }
 
 static REGISTRY: Lazy<RwLock<Registry>> = Lazy::new(Default::default);

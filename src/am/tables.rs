@@ -1,11 +1,11 @@
 //! The translation table (index -> peer name and tag) and the handler table.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use super::handler::HandlerFn;
 use super::name::EndpointName;
 use crate::error::{Error, Result};
+use crate::fxhash::FxHashMap;
 
 /// AM-2's initial and maximum translation table sizes.
 pub const INIT_TRANSLATIONS: usize = 256;
@@ -24,14 +24,14 @@ pub struct Translation {
 #[derive(Debug)]
 pub struct TranslationTable {
     entries: Vec<Option<Translation>>,
-    by_addr: HashMap<SocketAddr, u32>,
+    by_addr: FxHashMap<SocketAddr, u32>,
 }
 
 impl Default for TranslationTable {
     fn default() -> Self {
         TranslationTable {
             entries: vec![None; INIT_TRANSLATIONS],
-            by_addr: HashMap::new(),
+            by_addr: FxHashMap::default(),
         }
     }
 }

@@ -74,8 +74,13 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         .into_owned();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = opts.pin && cores >= 2 && have_taskset();
-    let (c_srv, c_cli) = if pin { (Some(1), Some(0)) } else { (None, None) };
-    let mut server = spawn_role(&exe, c_srv, &["bench-server".into()]).map_err(|e| e.to_string())?;
+    let (c_srv, c_cli) = if pin {
+        (Some(1), Some(0))
+    } else {
+        (None, None)
+    };
+    let mut server =
+        spawn_role(&exe, c_srv, &["bench-server".into()]).map_err(|e| e.to_string())?;
     let mut srv_out = BufReader::new(server.stdout.take().unwrap());
     let ready = read_line(&mut srv_out, "server")?;
     let mut args: Vec<String> = vec!["bench-client".into()];
@@ -93,7 +98,11 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
     srv_in.flush().map_err(|e| e.to_string())?;
     println!(
         "ramp bench: two processes on loopback{}, {} round trips per figure, median of {} runs",
-        if pin { " pinned to cores 1 (server) and 0 (client)" } else { " (not pinned)" },
+        if pin {
+            " pinned to cores 1 (server) and 0 (client)"
+        } else {
+            " (not pinned)"
+        },
         opts.iters,
         opts.runs
     );

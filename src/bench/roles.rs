@@ -166,14 +166,20 @@ pub fn client_main(args: &[String]) -> i32 {
     ep.set_expected_resources(2, DEPTH).unwrap();
     let pongs = Arc::new(AtomicU64::new(0));
     let p = pongs.clone();
-    ep.set_handler(H_PONG, handler(move |_| {
-        p.fetch_add(1, Ordering::Relaxed);
-    }));
+    ep.set_handler(
+        H_PONG,
+        handler(move |_| {
+            p.fetch_add(1, Ordering::Relaxed);
+        }),
+    );
     let acks = Arc::new(AtomicU64::new(0));
     let a = acks.clone();
-    ep.set_handler(H_XFER_ACK, handler(move |_| {
-        a.fetch_add(1, Ordering::Relaxed);
-    }));
+    ep.set_handler(
+        H_XFER_ACK,
+        handler(move |_| {
+            a.fetch_add(1, Ordering::Relaxed);
+        }),
+    );
     let raw = udp_near(&ep);
     let mut buf = [0u8; 2048];
     let ping = [7u8; RAW_SIZE];
@@ -184,7 +190,8 @@ pub fn client_main(args: &[String]) -> i32 {
     let mut in_raw = true; // the server starts in the raw phase
     for _ in 0..runs {
         if !in_raw {
-            ep.request(1, H_TO_RAW, Category::Short, &[], &[], 0, false).unwrap();
+            ep.request(1, H_TO_RAW, Category::Short, &[], &[], 0, false)
+                .unwrap();
             // let the switch take effect before timing
             let t = StdInstant::now();
             while t.elapsed().as_millis() < 20 {
@@ -206,10 +213,14 @@ pub fn client_main(args: &[String]) -> i32 {
         raw_p.push(p99);
         raw.send_to(RAW_END, raw_addr).unwrap();
         in_raw = false;
-        for (args, ms, ps) in [(&[][..], &mut r0_m, &mut r0_p), (&[1u32, 2, 3, 4][..], &mut r4_m, &mut r4_p)] {
+        for (args, ms, ps) in [
+            (&[][..], &mut r0_m, &mut r0_p),
+            (&[1u32, 2, 3, 4][..], &mut r4_m, &mut r4_p),
+        ] {
             let (m, p99) = time_round_trips(iters, || {
                 let want = pongs.load(Ordering::Relaxed) + 1;
-                ep.request(1, H_ECHO, Category::Short, args, &[], 0, false).unwrap();
+                ep.request(1, H_ECHO, Category::Short, args, &[], 0, false)
+                    .unwrap();
                 while pongs.load(Ordering::Relaxed) < want {
                     b.poll().unwrap();
                 }
@@ -227,7 +238,11 @@ pub fn client_main(args: &[String]) -> i32 {
             mm / raw_med
         );
     };
-    line("raw UDP ping-pong (72 B, busy-poll)", &mut raw_m, &mut raw_p);
+    line(
+        "raw UDP ping-pong (72 B, busy-poll)",
+        &mut raw_m,
+        &mut raw_p,
+    );
     line("ramp short request/reply, 0 args", &mut r0_m, &mut r0_p);
     line("ramp short request/reply, 4 args", &mut r4_m, &mut r4_p);
 
@@ -239,8 +254,16 @@ pub fn client_main(args: &[String]) -> i32 {
         let base = acks.load(Ordering::Relaxed);
         let t = StdInstant::now();
         for i in 0..total {
-            ep.request(1, H_XFER, Category::Long, &[], &src, ((i % 2) * XFER_SIZE) as u64, false)
-                .unwrap();
+            ep.request(
+                1,
+                H_XFER,
+                Category::Long,
+                &[],
+                &src,
+                ((i % 2) * XFER_SIZE) as u64,
+                false,
+            )
+            .unwrap();
         }
         while acks.load(Ordering::Relaxed) < base + total as u64 {
             b.poll().unwrap();

@@ -122,7 +122,8 @@ impl BatchReceiver {
         for i in 0..slots {
             let h = &mut self.hdrs[i];
             h.msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
-            h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_hdr.msg_namelen =
+                std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             h.msg_hdr.msg_iov = &mut self.iov[i];
             h.msg_hdr.msg_iovlen = 1;
             h.msg_hdr.msg_control = std::ptr::null_mut();
@@ -134,7 +135,13 @@ impl BatchReceiver {
             // SAFETY: every header points into buffers owned by `self` that
             // outlive the call, with the lengths given.
             let r = unsafe {
-                libc::recvmmsg(fd, self.hdrs.as_mut_ptr(), slots as libc::c_uint, libc::MSG_DONTWAIT, std::ptr::null_mut())
+                libc::recvmmsg(
+                    fd,
+                    self.hdrs.as_mut_ptr(),
+                    slots as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                )
             };
             if r >= 0 {
                 return Ok(r as usize);

@@ -87,7 +87,10 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         Ok(())
     }
 
-    fn recv_batch(&mut self, each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>)) -> io::Result<usize> {
+    fn recv_batch(
+        &mut self,
+        each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>),
+    ) -> io::Result<usize> {
         self.inner.recv_batch(each)
     }
 

@@ -30,7 +30,10 @@ pub trait Transport: Send {
     /// each datagram to `each` (None for one that was cut short or whose
     /// sender is unknown). Returns how many there were; fewer than
     /// `RECV_BATCH` means the socket is drained.
-    fn recv_batch(&mut self, each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>)) -> io::Result<usize>;
+    fn recv_batch(
+        &mut self,
+        each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>),
+    ) -> io::Result<usize>;
     /// The address peers reach this endpoint at.
     fn local_addr(&self) -> SocketAddr;
     /// A descriptor that becomes readable when a datagram arrives.

@@ -69,7 +69,10 @@ impl Transport for UdpTransport {
         }
     }
 
-    fn recv_batch(&mut self, each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>)) -> io::Result<usize> {
+    fn recv_batch(
+        &mut self,
+        each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>),
+    ) -> io::Result<usize> {
         // Ask for twice what the last call found: one datagram at a time in
         // a ping-pong (asking for more costs the kernel a second, failing
         // attempt on the critical path), whole batches in a burst.

@@ -14,11 +14,12 @@
 
 pub mod config;
 pub mod event;
-pub mod fxhash;
 mod recv;
 pub mod rtt;
 mod send;
 pub mod stats;
+#[cfg(test)]
+mod tests;
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -30,7 +31,7 @@ pub use config::{ProtoConfig, MAX_WINDOW};
 pub use event::{Event, MsgId};
 pub use stats::ProtoStats;
 
-use fxhash::FxHashMap;
+use crate::fxhash::FxHashMap;
 
 use crate::error::ReturnStatus;
 use crate::time::Instant;

@@ -79,3 +79,67 @@ impl RecvChannel {
         self.ack_urgent |= urgent;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Category, MsgKind};
+
+    fn held() -> HeldPacket {
+        HeldPacket {
+            meta: MsgMeta::new(MsgKind::User, Category::Short, 0, &[]),
+            msg_len: 0,
+            frag_off: 0,
+            payload: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn epochs_first_older_newer_and_wrapping() {
+        let mut rx = RecvChannel::default();
+        assert!(rx.accept_epoch(7), "the first epoch seen is adopted");
+        assert_eq!((rx.known, rx.epoch), (true, 7));
+        rx.next = 40;
+        rx.held.insert(42, held());
+        assert!(!rx.accept_epoch(6), "an older epoch is stale");
+        assert!(rx.accept_epoch(7));
+        assert_eq!(rx.next, 40, "the same epoch changes nothing");
+        assert!(rx.accept_epoch(8), "a newer epoch restarts the channel");
+        assert_eq!((rx.epoch, rx.next, rx.held.len()), (8, 0, 0));
+        let mut rx = RecvChannel::default();
+        rx.accept_epoch(u16::MAX);
+        assert!(rx.accept_epoch(0), "0 follows 65535");
+        assert!(!rx.accept_epoch(u16::MAX));
+    }
+
+    #[test]
+    fn sack_bits_across_the_sequence_wrap() {
+        let mut rx = RecvChannel {
+            next: u32::MAX - 1,
+            ..Default::default()
+        };
+        for s in [u32::MAX, 1, 62] {
+            rx.held.insert(s, held());
+        }
+        // distance 1 -> bit 0, distance 3 -> bit 2, distance 64 -> bit 63
+        assert_eq!(rx.sack_bits(), 1 | 1 << 2 | 1 << 63);
+        rx.held.insert(63, held()); // distance 65: not representable
+        assert_eq!(rx.sack_bits(), 1 | 1 << 2 | 1 << 63);
+    }
+
+    #[test]
+    fn owed_ack_keeps_the_first_time_and_becomes_urgent() {
+        let mut rx = RecvChannel::default();
+        rx.owe_ack(Instant(10), false);
+        rx.owe_ack(Instant(20), false);
+        assert_eq!(
+            (rx.ack_owed_since, rx.ack_urgent),
+            (Some(Instant(10)), false)
+        );
+        rx.owe_ack(Instant(30), true);
+        assert_eq!(
+            (rx.ack_owed_since, rx.ack_urgent),
+            (Some(Instant(10)), true)
+        );
+    }
+}

@@ -124,3 +124,107 @@ impl SendChannel {
         self.paused_until = None;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Category, MsgKind};
+
+    fn msg(id: MsgId) -> Arc<OutMsg> {
+        Arc::new(OutMsg {
+            id,
+            meta: MsgMeta::new(MsgKind::User, Category::Short, 0, &[]),
+            payload: vec![0; 10],
+        })
+    }
+
+    fn in_flight(seq: u32, m: &Arc<OutMsg>) -> InFlight {
+        InFlight {
+            seq,
+            frag: Fragment {
+                msg: m.clone(),
+                off: 0,
+                len: 10,
+            },
+            first_sent: Instant(seq as u64),
+            last_sent: Instant(seq as u64),
+            deadline: Instant(1000),
+            retries: 0,
+            nacks: 0,
+            sacked: false,
+            resend: false,
+            reorder_timer: false,
+        }
+    }
+
+    #[test]
+    fn seq_diff_is_signed_across_the_wrap() {
+        assert_eq!(seq_diff(1, u32::MAX), 2);
+        assert_eq!(seq_diff(u32::MAX, 1), -2);
+        assert_eq!(seq_diff(5, 5), 0);
+        assert_eq!(seq_diff(0x8000_0000, 0), i32::MIN);
+    }
+
+    /// A channel whose sequence numbers run over `u32::MAX`.
+    fn wrapping_channel() -> SendChannel {
+        let m = msg(1);
+        let mut ch = SendChannel {
+            next_seq: 3,
+            ..Default::default()
+        };
+        for seq in [u32::MAX - 2, u32::MAX - 1, u32::MAX, 0, 1, 2] {
+            ch.in_flight.push_back(in_flight(seq, &m));
+        }
+        ch
+    }
+
+    #[test]
+    fn cumulative_ack_across_the_wrap() {
+        let mut ch = wrapping_channel();
+        assert!(ch.ack_cumulative(u32::MAX - 2).is_empty(), "acks nothing");
+        let done = ch.ack_cumulative(u32::MAX);
+        let seqs: Vec<u32> = done.iter().map(|p| p.seq).collect();
+        assert_eq!(seqs, [u32::MAX - 2, u32::MAX - 1]);
+        let done = ch.ack_cumulative(2);
+        assert_eq!(done.len(), 3);
+        assert_eq!(ch.in_flight.front().unwrap().seq, 2);
+        assert_eq!(ch.ack_cumulative(3).len(), 1);
+        assert!(ch.is_idle());
+    }
+
+    #[test]
+    fn selective_ack_marks_exactly_the_bits_across_the_wrap() {
+        let mut ch = wrapping_channel();
+        ch.in_flight[4].resend = true;
+        // next = MAX-2 missing; bit 0 = MAX-1, bit 2 = 0, bit 3 = 1, bit 9: not in flight
+        let highest = ch.ack_selective(u32::MAX - 2, 0b10_0000_1101);
+        assert_eq!(highest, Some(1));
+        let sacked: Vec<bool> = ch.in_flight.iter().map(|p| p.sacked).collect();
+        assert_eq!(sacked, [false, true, false, true, true, false]);
+        assert!(!ch.in_flight[4].resend, "a SACKed packet is not resent");
+        assert_eq!(ch.ack_selective(u32::MAX - 2, 0), None);
+    }
+
+    #[test]
+    fn drain_unfinished_gives_each_message_once_in_order() {
+        let (a, b, c) = (msg(1), msg(2), msg(3));
+        let mut ch = SendChannel::default();
+        ch.in_flight.push_back(in_flight(0, &a));
+        ch.in_flight.push_back(in_flight(1, &a));
+        ch.in_flight.push_back(in_flight(2, &b));
+        for m in [&b, &c, &c] {
+            ch.pending.push_back(Fragment {
+                msg: m.clone(),
+                off: 0,
+                len: 10,
+            });
+        }
+        let ids: Vec<MsgId> = ch.drain_unfinished().iter().map(|m| m.id).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        assert!(ch.is_idle());
+        ch.next_seq = 77;
+        ch.paused_until = Some(Instant(5));
+        ch.new_epoch();
+        assert_eq!((ch.epoch, ch.next_seq, ch.paused_until), (1, 0, None));
+    }
+}

@@ -1,0 +1,194 @@
+//! Unit tests of `Protocol` that look at its private state: sequence numbers
+//! across the wrap, the timer queue, the reordering timer.
+
+use super::*;
+use crate::time::{MICROS, MILLIS};
+use crate::wire::{Category, MsgKind, CHANNEL_REQUEST};
+
+fn meta(k: u32) -> MsgMeta {
+    MsgMeta::new(MsgKind::User, Category::Short, 1, &[k])
+}
+
+/// Node 0 and node 1; each calls the other by its number.
+fn pair() -> [Protocol<u32>; 2] {
+    [
+        Protocol::new(ProtoConfig::default(), 0x10),
+        Protocol::new(ProtoConfig::default(), 0x20),
+    ]
+}
+
+fn out(p: &mut Protocol<u32>) -> Vec<Vec<u8>> {
+    std::iter::from_fn(|| p.poll_transmit().map(|(_, b)| b)).collect()
+}
+
+fn feed(p: &mut Protocol<u32>, now: Instant, from: u32, d: &[u8]) {
+    p.handle_datagram(now, from, d);
+    p.handle_timeout(now);
+}
+
+fn delivered_args(p: &mut Protocol<u32>) -> Vec<u32> {
+    std::iter::from_fn(|| p.poll_event())
+        .map(|ev| match ev {
+            Event::Delivered { meta, .. } => meta.args()[0],
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn sequence_numbers_wrap_under_loss_and_reordering() {
+    let mut n = pair();
+    let mut now = Instant(1_000_000);
+    n[0].send(now, 1, CHANNEL_REQUEST, meta(0), vec![1]);
+    for d in out(&mut n[0]) {
+        feed(&mut n[1], now, 0, &d);
+    }
+    assert_eq!(delivered_args(&mut n[1]), [0]);
+    // Both ends of the channel jump to just before the wrap.
+    let start = u32::MAX - 20;
+    n[0].peers.get_mut(&1).unwrap().tx[0].next_seq = start;
+    n[0].peers.get_mut(&1).unwrap().tx[0].in_flight.clear();
+    n[1].peers.get_mut(&0).unwrap().rx[0].next = start;
+    for k in 1..=60 {
+        n[0].send(now, 1, CHANNEL_REQUEST, meta(k), vec![k as u8; 3]);
+    }
+    let mut got = Vec::new();
+    let mut dropped = 0u32;
+    for _ in 0..10_000 {
+        // every 7th datagram lost, each batch delivered backwards
+        let mut moved = false;
+        let mut batch = out(&mut n[0]);
+        batch.reverse();
+        for d in batch {
+            moved = true;
+            dropped += 1;
+            if dropped % 7 != 0 {
+                feed(&mut n[1], now, 0, &d);
+            }
+        }
+        for d in out(&mut n[1]) {
+            moved = true;
+            feed(&mut n[0], now, 1, &d);
+        }
+        got.extend(delivered_args(&mut n[1]));
+        if !moved {
+            match n.iter().filter_map(|p| p.next_timeout()).min() {
+                Some(t) => {
+                    now = now.max(t);
+                    n.iter_mut().for_each(|p| p.handle_timeout(now));
+                }
+                None => break,
+            }
+        }
+    }
+    assert_eq!(got, (1..=60).collect::<Vec<u32>>());
+    let tx = &n[0].peers[&1].tx[0];
+    assert!(
+        tx.next_seq < 100,
+        "the sequence numbers wrapped: {}",
+        tx.next_seq
+    );
+    assert!(tx.in_flight.is_empty());
+    assert!(n[0].is_idle() && n[1].is_idle());
+}
+
+#[test]
+fn timer_queue_serves_due_peers_and_forgets_finished_ones() {
+    let cfg = ProtoConfig::default();
+    let rto = cfg.rto_initial;
+    let mut a: Protocol<u32> = Protocol::new(cfg, 0x10);
+    let t0 = Instant(1_000_000);
+    for peer in 1..=3 {
+        a.send(t0, peer, CHANNEL_REQUEST, meta(peer), vec![]);
+    }
+    assert_eq!(out(&mut a).len(), 3);
+    assert_eq!(a.next_timeout(), Some(t0.plus(rto)));
+    a.handle_timeout(t0.plus(rto - 1));
+    assert_eq!(out(&mut a).len(), 0, "nothing is due before the deadline");
+    // Peer 1 acknowledges its packet: nothing is left to time for it.
+    let mut ack = Vec::new();
+    let c = Common {
+        src_id: 0x51,
+        dst_id: 0x10,
+        channel: CHANNEL_REQUEST,
+        epoch: 0,
+        seq: 1,
+        ..Default::default()
+    };
+    wire::encode_ack(&mut ack, &c, 0);
+    feed(&mut a, t0.plus(MILLIS), 1, &ack);
+    assert_eq!(a.unfinished_to(&1), 0);
+    // Peers 2 and 3 time out and are served once each, peer 1 not at all.
+    a.handle_timeout(t0.plus(rto));
+    assert_eq!(a.out.stats.retransmits[0][0], 2);
+    let sent: Vec<u32> = std::iter::from_fn(|| a.poll_transmit().map(|(to, _)| to)).collect();
+    assert_eq!(sent, [2, 3], "served in slot order");
+    assert_eq!(a.next_timeout(), Some(t0.plus(rto + 2 * rto)), "backed off");
+    // Now they answer too: after one more look, no timer is left at all.
+    for (peer, id) in [(2u32, 0x52u32), (3, 0x53)] {
+        let mut ack = Vec::new();
+        wire::encode_ack(&mut ack, &Common { src_id: id, ..c }, 0);
+        feed(&mut a, t0.plus(rto + MILLIS), peer, &ack);
+    }
+    assert!(a.is_idle());
+    if let Some(t) = a.next_timeout() {
+        a.handle_timeout(t);
+    }
+    assert_eq!(a.next_timeout(), None);
+    assert!(a.timers.is_empty(), "stale entries left: {:?}", a.timers);
+    assert!(out(&mut a).is_empty());
+}
+
+/// A later packet arrived first: the earlier one, sent at the same time, gets
+/// a reordering timer of about one round trip, not the full RTO, and when
+/// it fires the packet is resent without backing off the RTO.
+#[test]
+fn reordering_timer_resends_without_backoff() {
+    let mut n = pair();
+    let t0 = Instant(1_000_000);
+    for k in 0..3 {
+        n[0].send(t0, 1, CHANNEL_REQUEST, meta(k), vec![]);
+    }
+    let d = out(&mut n[0]);
+    let t1 = t0.plus(20 * MICROS);
+    feed(&mut n[1], t1, 0, &d[1]);
+    feed(&mut n[1], t1, 0, &d[2]);
+    let acks = out(&mut n[1]);
+    assert!(!acks.is_empty(), "a gap is acknowledged at once");
+    let t2 = t0.plus(50 * MICROS);
+    for a in &acks {
+        feed(&mut n[0], t2, 1, a);
+    }
+    assert!(out(&mut n[0]).is_empty(), "packet 0 may only be late");
+    let p0 = &n[0].peers[&1].tx[0].in_flight[0];
+    assert!(p0.reorder_timer && !p0.sacked);
+    // no RTT sample yet: the window is the later packet's round trip
+    let fire = t0.plus(100 * MICROS);
+    assert_eq!(p0.deadline, fire);
+    assert_eq!(n[0].next_timeout(), Some(fire));
+    n[0].handle_timeout(fire);
+    assert_eq!(out(&mut n[0]).len(), 1, "packet 0 resent");
+    let peer = &n[0].peers[&1];
+    assert_eq!(peer.tx[0].in_flight[0].retries, 0);
+    assert_eq!(
+        peer.rtt.rto(),
+        ProtoConfig::default().rto_initial,
+        "no backoff"
+    );
+
+    // A packet sent well before the one that arrived is resent at once.
+    let mut n = pair();
+    n[0].send(t0, 1, CHANNEL_REQUEST, meta(0), vec![]);
+    let lost = out(&mut n[0]);
+    assert_eq!(lost.len(), 1);
+    let t1 = t0.plus(MILLIS);
+    n[0].send(t1, 1, CHANNEL_REQUEST, meta(1), vec![]);
+    for d in out(&mut n[0]) {
+        feed(&mut n[1], t1.plus(20 * MICROS), 0, &d);
+    }
+    for a in out(&mut n[1]) {
+        feed(&mut n[0], t1.plus(40 * MICROS), 1, &a);
+    }
+    assert_eq!(out(&mut n[0]).len(), 1, "packet 0 resent on the SACK");
+    assert_eq!(n[0].out.stats.retransmits[0][0], 1);
+}
