@@ -96,7 +96,7 @@ pub fn server_main() -> i32 {
                     }
                     Err(_) => {
                         if stop.load(Ordering::Relaxed) {
-                            return 0;
+                            break;
                         }
                         std::hint::spin_loop();
                     }
@@ -106,6 +106,9 @@ pub fn server_main() -> i32 {
         } else {
             b.poll().unwrap();
         }
+    }
+    if std::env::var_os("RAMP_BENCH_SERVER_STATS").is_some() {
+        eprintln!("{}", ep.statistics().report(false));
     }
     0
 }

@@ -157,6 +157,11 @@ impl BatchReceiver {
         }
     }
 
+    /// Slot `i` as a plain buffer (for single reads without recvmmsg).
+    pub fn slot(&mut self, i: usize) -> &mut [u8] {
+        &mut self.buf[i * self.slot_size..(i + 1) * self.slot_size]
+    }
+
     /// Datagram `i` of the last `recv`: its bytes (None when it was cut short
     /// by the slot size) and its sender.
     pub fn datagram(&self, i: usize) -> (Option<&[u8]>, Option<std::net::SocketAddr>) {

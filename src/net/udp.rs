@@ -74,9 +74,30 @@ impl Transport for UdpTransport {
         each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>),
     ) -> io::Result<usize> {
         // Ask for twice what the last call found: one datagram at a time in
-        // a ping-pong (asking for more costs the kernel a second, failing
-        // attempt on the critical path), whole batches in a burst.
+        // a ping-pong, whole batches in a burst. A single datagram is read
+        // with plain recvfrom: recvmmsg costs the kernel more per call, and
+        // asking it for more than is there costs a second, failing attempt,
+        // both on the critical path of a round trip.
         let want = (2 * self.last_batch).clamp(1, RECV_BATCH);
+        if want == 1 {
+            let buf = self.batch.slot(0);
+            let n = loop {
+                match self.sock.recv_from(buf) {
+                    Ok((len, from)) => {
+                        each(Some((&buf[..len], from)));
+                        break 1;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break 0,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    // An ICMP error of an earlier send; the protocol's timers
+                    // report a peer that is gone.
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            self.last_batch = n;
+            return Ok(n);
+        }
         let n = self.batch.recv(self.sock.as_raw_fd(), want)?;
         self.last_batch = n;
         for i in 0..n {

@@ -15,8 +15,9 @@ pub struct ProtoConfig {
     pub retry_limit: u32,
     /// How long an acknowledgement may wait for a packet to ride on.
     pub ack_delay: Nanos,
-    /// NACKs of one message (receiver out of buffer) before it is returned
-    /// with ECONGESTION.
+    /// Times a receiver out of buffer refuses (NACKs) one message; the next
+    /// refusal is final and the sender returns the message with ECONGESTION.
+    /// The receiver's value counts.
     pub nack_limit: u32,
     /// How long a sender waits after a NACK before going back.
     pub nack_backoff: Nanos,

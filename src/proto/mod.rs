@@ -287,9 +287,10 @@ impl<A: PeerAddr> Protocol<A> {
                     sack,
                 );
             }
-            Packet::Nack { common } => {
+            Packet::Nack { common, last } => {
                 self.out.stats.nacks_received += 1;
-                self.on_nack(now, from, common.channel as usize, common.epoch, common.seq);
+                let ch = common.channel as usize;
+                self.on_nack(now, from, ch, common.epoch, common.seq, last);
             }
             Packet::Data {
                 common,
@@ -604,18 +605,28 @@ impl<A: PeerAddr> Protocol<A> {
             return;
         }
         let done = tx.ack_cumulative(next);
-        if !done.is_empty() {
+        // One round-trip sample per ACK, from the newest packet it acknowledges
+        // for the first time (as TCP does).
+        let mut sample_from = done
+            .iter()
+            .rev()
+            .find(|d| d.rtt_eligible())
+            .map(|d| d.first_sent);
+        let tx = &mut peer.tx[ch];
+        let sacked = tx.ack_selective(next, sack);
+        if sacked.sample_from.is_some() {
+            sample_from = sacked.sample_from;
+        }
+        if !done.is_empty() || sacked.newly_sacked {
             peer.rtt.on_progress();
-            for d in &done {
-                if d.retries == 0 && d.nacks == 0 && d.first_sent == d.last_sent {
-                    let r = now.since(d.first_sent);
-                    peer.rtt.sample(r);
-                    self.out.stats.rtt_sample(r);
-                }
-            }
+        }
+        if let Some(t) = sample_from {
+            let r = now.since(t);
+            peer.rtt.sample(r);
+            self.out.stats.rtt_sample(r);
         }
         let tx = &mut peer.tx[ch];
-        if let Some(highest) = tx.ack_selective(next, sack) {
+        if let Some(highest) = sacked.highest {
             // Fast retransmit (after RACK, RFC 8985): a packet sent later
             // arrived, an earlier one did not. It is lost if it was sent
             // more than a reordering window before; else it is lost if its
@@ -657,7 +668,7 @@ impl<A: PeerAddr> Protocol<A> {
         }
     }
 
-    fn on_nack(&mut self, now: Instant, from: A, ch: usize, epoch: u16, seq: u32) {
+    fn on_nack(&mut self, now: Instant, from: A, ch: usize, epoch: u16, seq: u32, last: bool) {
         // Everything before the refused packet has arrived.
         self.on_ack(now, from, ch, epoch, seq, 0);
         let Some(peer) = self.peers.get_mut(&from) else {
@@ -676,7 +687,11 @@ impl<A: PeerAddr> Protocol<A> {
         front.nacks += 1;
         // A SACK for it is void: the receiver dropped it.
         front.sacked = false;
-        if front.nacks > self.cfg.nack_limit {
+        // The receiver counts its refusals and says when it gives up: only
+        // then is it sure never to deliver the message (the sender cannot
+        // count: a NACK may be duplicated, or overtake the ACK of a copy
+        // the receiver took after all).
+        if last {
             let id = front.frag.msg.id;
             self.fail_message(now, from, ch, id, ReturnStatus::Congestion);
             return;
@@ -750,16 +765,20 @@ impl<A: PeerAddr> Protocol<A> {
         let mut current: Option<(HeldPacket, Cow<[u8]>)> = Some((held, Cow::Borrowed(payload)));
         while let Some((h, bytes)) = current.take() {
             let peer = self.peers.get_mut(&from).unwrap();
+            let limit = self.cfg.nack_limit;
             let refuse = ch == wire::CHANNEL_REQUEST as usize
                 && h.frag_off == 0
-                && self.queued_requests >= self.cfg.recv_depth;
+                && (self.queued_requests >= self.cfg.recv_depth || peer.rx[ch].given_up(limit));
             if refuse {
                 // Dropped, even if it was held (and SACKed): the NACK tells
-                // the sender to go back to it and send it again.
-                send_nack(&mut self.out, local_id, from, peer, ch);
+                // the sender to go back to it and send it again, or, past
+                // the limit, to give it up.
+                let last = peer.rx[ch].refuse() > limit;
+                send_nack(&mut self.out, local_id, from, peer, ch, last);
                 break;
             }
             let rx = &mut peer.rx[ch];
+            rx.refused = None;
             rx.next = rx.next.wrapping_add(1);
             rx.owe_ack(now, filled_gap);
             if let Some(ev) = accept_fragment(rx, &mut self.out.stats, from, ch, h, &bytes) {
@@ -883,7 +902,14 @@ fn send_ack<A: Copy>(out: &mut Outbox<A>, local_id: u32, to: A, peer: &mut Peer,
     rx.ack_urgent = false;
 }
 
-fn send_nack<A: Copy>(out: &mut Outbox<A>, local_id: u32, to: A, peer: &mut Peer, ch: usize) {
+fn send_nack<A: Copy>(
+    out: &mut Outbox<A>,
+    local_id: u32,
+    to: A,
+    peer: &mut Peer,
+    ch: usize,
+    last: bool,
+) {
     let rx = &peer.rx[ch];
     let c = Common {
         src_id: local_id,
@@ -894,7 +920,7 @@ fn send_nack<A: Copy>(out: &mut Outbox<A>, local_id: u32, to: A, peer: &mut Peer
         acks: peer.piggyback(),
     };
     let mut b = out.buf();
-    wire::encode_nack(&mut b, &c);
+    wire::encode_nack(&mut b, &c, last);
     out.stats.nacks_sent += 1;
     out.push(to, b);
 }

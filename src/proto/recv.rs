@@ -36,6 +36,8 @@ pub struct RecvChannel {
     pub ack_owed_since: Option<Instant>,
     /// The ACK must go out at once (a duplicate or a gap was seen).
     pub ack_urgent: bool,
+    /// The packet `next` refused for want of buffer, and how many times.
+    pub refused: Option<(u32, u32)>,
 }
 
 impl RecvChannel {
@@ -56,6 +58,7 @@ impl RecvChannel {
             self.next = 0;
             self.held.clear();
             self.reassembly = None;
+            self.refused = None;
         }
         true
     }
@@ -70,6 +73,23 @@ impl RecvChannel {
             }
         }
         bits
+    }
+
+    /// Counts one more refusal of packet `next`; returns how many so far.
+    pub fn refuse(&mut self) -> u32 {
+        let n = match self.refused {
+            Some((s, n)) if s == self.next => n + 1,
+            _ => 1,
+        };
+        self.refused = Some((self.next, n));
+        n
+    }
+
+    /// Packet `next` was refused `limit + 1` times: it is never taken in
+    /// this epoch, whatever room there is now (the sender was told to give
+    /// it up, and may have).
+    pub fn given_up(&self, limit: u32) -> bool {
+        matches!(self.refused, Some((s, n)) if s == self.next && n > limit)
     }
 
     pub fn owe_ack(&mut self, now: Instant, urgent: bool) {

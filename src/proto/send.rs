@@ -58,6 +58,27 @@ pub struct SendChannel {
     pub paused_until: Option<Instant>,
 }
 
+/// What a selective acknowledgement told.
+#[derive(Default, Debug)]
+pub struct SackResult {
+    /// The highest sequence number the receiver holds.
+    pub highest: Option<u32>,
+    /// Some packet was SACKed for the first time.
+    pub newly_sacked: bool,
+    /// Send time of the newest packet SACKed for the first time that was
+    /// sent once only (a round-trip sample, Karn's rule).
+    pub sample_from: Option<Instant>,
+}
+
+impl InFlight {
+    /// Whether its acknowledgement times one round trip: sent once, never
+    /// refused, and not already acknowledged selectively (then the
+    /// cumulative ACK comes late, after the gap before it was filled).
+    pub fn rtt_eligible(&self) -> bool {
+        self.retries == 0 && self.nacks == 0 && self.first_sent == self.last_sent && !self.sacked
+    }
+}
+
 /// `a - b` as a signed distance in sequence space.
 pub fn seq_diff(a: u32, b: u32) -> i32 {
     a.wrapping_sub(b) as i32
@@ -83,20 +104,26 @@ impl SendChannel {
 
     /// Marks packets `next+1+i` for every bit i of `sack` as held by the receiver.
     /// Returns the highest sequence number so marked.
-    pub fn ack_selective(&mut self, next: u32, sack: u64) -> Option<u32> {
+    pub fn ack_selective(&mut self, next: u32, sack: u64) -> SackResult {
+        let mut r = SackResult::default();
         if sack == 0 {
-            return None;
+            return r;
         }
-        let mut highest = None;
         for p in self.in_flight.iter_mut() {
             let d = seq_diff(p.seq, next);
             if (1..=64).contains(&d) && sack & (1u64 << (d - 1)) != 0 {
+                if !p.sacked {
+                    r.newly_sacked = true;
+                    if p.rtt_eligible() {
+                        r.sample_from = Some(p.first_sent);
+                    }
+                }
                 p.sacked = true;
                 p.resend = false;
-                highest = Some(p.seq);
+                r.highest = Some(p.seq);
             }
         }
-        highest
+        r
     }
 
     /// Takes every message that is not yet wholly acknowledged off the channel

@@ -62,7 +62,7 @@ fn sequence_numbers_wrap_under_loss_and_reordering() {
         for d in batch {
             moved = true;
             dropped += 1;
-            if dropped % 7 != 0 {
+            if !dropped.is_multiple_of(7) {
                 feed(&mut n[1], now, 0, &d);
             }
         }

@@ -7,7 +7,8 @@
 //!  20 ack_next[request] u32 | 24 ack_next[reply] u32
 //!  28 ack_epoch[request] u16 | 30 ack_epoch[reply] u16
 //! ACK:  32 sack bitmap u64 (bit i: seq+1+i has arrived)
-//! NACK: (nothing more; seq is the refused sequence number)
+//! NACK: (nothing more; seq is the refused sequence number; flag 8: the
+//!       refusal is final, the message is given up with ECONGESTION)
 //! DATA: 32 txn u32 | 36 handler u8 | 37 kind<<4|category u8 | 38 nargs u8
 //!       39 status u8 | 40 tag u64 | 48 dest_offset u64 | 56 msg_len u32
 //!       60 frag_off u32 | 64 frag_len u32 | 68 args (4*nargs) | payload
@@ -22,6 +23,7 @@ use super::{
 const FLAG_ACK_REQ: u8 = 1;
 const FLAG_ACK_REP: u8 = 2;
 const FLAG_RETURNED_REQUEST: u8 = 4;
+const FLAG_FINAL: u8 = 8;
 
 /// Fields every packet carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -51,15 +53,18 @@ pub enum Packet<'a> {
     },
     Nack {
         common: Common,
+        /// The receiver will never take this packet in this epoch: the
+        /// sender gives the message up (ECONGESTION).
+        last: bool,
     },
 }
 
 impl Packet<'_> {
     pub fn common(&self) -> &Common {
         match self {
-            Packet::Data { common, .. } | Packet::Ack { common, .. } | Packet::Nack { common } => {
-                common
-            }
+            Packet::Data { common, .. }
+            | Packet::Ack { common, .. }
+            | Packet::Nack { common, .. } => common,
         }
     }
 }
@@ -77,6 +82,7 @@ pub enum DecodeError {
     Malformed,
 }
 
+#[inline]
 fn put_common(buf: &mut Vec<u8>, ptype: PacketType, c: &Common, extra_flags: u8) {
     let mut flags = extra_flags;
     if c.acks[0].valid {
@@ -100,6 +106,7 @@ fn put_common(buf: &mut Vec<u8>, ptype: PacketType, c: &Common, extra_flags: u8)
     buf.extend_from_slice(&c.acks[1].epoch.to_be_bytes());
 }
 
+#[inline]
 fn put_crc(buf: &mut Vec<u8>, start: usize) {
     let crc = crc32c(&buf[start..]);
     buf.extend_from_slice(&crc.to_be_bytes());
@@ -150,21 +157,30 @@ pub fn encode_ack(buf: &mut Vec<u8>, common: &Common, sack: u64) {
 }
 
 /// Appends a NACK packet: the receiver has no buffer for `common.seq` of
-/// `common.channel`; the sender goes back to it.
-pub fn encode_nack(buf: &mut Vec<u8>, common: &Common) {
+/// `common.channel`; the sender goes back to it, or, when `last`, gives the
+/// message up.
+pub fn encode_nack(buf: &mut Vec<u8>, common: &Common, last: bool) {
     let start = buf.len();
-    put_common(buf, PacketType::Nack, common, 0);
+    put_common(
+        buf,
+        PacketType::Nack,
+        common,
+        if last { FLAG_FINAL } else { 0 },
+    );
     put_crc(buf, start);
 }
 
+#[inline]
 fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
 }
 
+#[inline]
 fn be32(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
+#[inline]
 fn be64(b: &[u8], at: usize) -> u64 {
     let mut x = [0u8; 8];
     x.copy_from_slice(&b[at..at + 8]);
@@ -225,7 +241,10 @@ pub fn decode(dgram: &[u8]) -> Result<Packet<'_>, DecodeError> {
             if body.len() != COMMON_LEN {
                 return Err(DecodeError::Truncated);
             }
-            Ok(Packet::Nack { common })
+            Ok(Packet::Nack {
+                common,
+                last: flags & FLAG_FINAL != 0,
+            })
         }
         t if t == PacketType::Data as u8 => decode_data(body, common, flags),
         _ => Err(DecodeError::Malformed),
@@ -340,14 +359,17 @@ mod tests {
                 sack: 0xf0f0
             }
         );
-        buf.clear();
-        encode_nack(&mut buf, &sample_common());
-        assert_eq!(
-            decode(&buf).unwrap(),
-            Packet::Nack {
-                common: sample_common()
-            }
-        );
+        for last in [false, true] {
+            buf.clear();
+            encode_nack(&mut buf, &sample_common(), last);
+            assert_eq!(
+                decode(&buf).unwrap(),
+                Packet::Nack {
+                    common: sample_common(),
+                    last
+                }
+            );
+        }
     }
 
     #[test]
