@@ -639,7 +639,7 @@ impl<A: PeerAddr> Protocol<A> {
                 .map_or(now, |p| p.first_sent);
             let rtt = now.since(arrived_sent);
             let reo_wnd = match peer.rtt.srtt() {
-                Some(srtt) => (srtt / 4).max(4 * peer.rtt.rttvar()),
+                Some(srtt) => (srtt / 2).max(4 * peer.rtt.rttvar()),
                 None => rtt,
             };
             let mut timer = None;
