@@ -86,6 +86,9 @@ const char *ct_opname(int opcode);
  * ignore SIGPIPE; make stdout line buffered. Call at the start of main. */
 void ct_init(const char *testname, unsigned alarm_seconds);
 
+/* Append a suffix to the label (e.g. " rank 1"); truncates, never overflows. */
+void ct_label_suffix(const char *suffix);
+
 /* Monotonic wall clock and process CPU clock, in seconds. */
 double now_sec(void);
 double cpu_sec(void);
@@ -158,6 +161,12 @@ void spawn_pair(pair_t *p, int bundle_type, int depth, pair_setup_fn setup, void
  * exits 0 (never returns). The parent calls AM_Terminate, waits for the child and fails
  * if it exited non-zero or died from a signal; then returns. */
 void pair_finish(pair_t *p, unsigned linger_ms);
+
+/* Print both sides' packet/retransmission counters (rank 0). When RAMP_FAULT_LOSS or
+ * RAMP_FAULT_DUP is set > 0 in the environment, fail unless the counters show that
+ * faults were injected and recovered from (retransmissions / dropped duplicates), so a
+ * fault pass that silently injects nothing does not count as passing. Both ranks call it. */
+void pair_fault_report(pair_t *p);
 
 /* Parent only: wait for the child; returns its raw wait status. */
 int pair_wait_child(pair_t *p);

@@ -67,3 +67,122 @@ fn request_reply_every_category() {
     assert_eq!(s.requests_sent, [1, 1, 1]);
     assert_eq!(s.replies_received, [3, 0, 0]);
 }
+
+fn pair_with(
+    cfg: &ramp::config::Config,
+) -> (Arc<am::Bundle>, Arc<am::Endpoint>, Arc<am::Endpoint>) {
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e0 = am::allocate_endpoint_with(b.id, cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(b.id, cfg).unwrap();
+    for e in [&e0, &e1] {
+        e.set_tag(9);
+        e.map(0, e0.name(), 9).unwrap();
+        e.map(1, e1.name(), 9).unwrap();
+        e.set_expected_resources(2, 4).unwrap();
+    }
+    (b, e0, e1)
+}
+
+/// `n` medium requests of distinct sizes from e0 to e1, each answered; checks
+/// every payload arrives intact exactly once.
+fn exchange(b: &am::Bundle, e0: &Arc<am::Endpoint>, e1: &Arc<am::Endpoint>, n: u32) {
+    let seen = Arc::new(parking_lot::Mutex::new(vec![0u32; n as usize]));
+    let s = seen.clone();
+    e1.set_handler(
+        20,
+        handler(move |h| {
+            let k = h.args[0];
+            if let Data::Medium(buf) = &mut h.data {
+                assert_eq!(buf.len(), (k as usize * 131) % 3000);
+                assert!(buf.iter().all(|&x| x == k as u8));
+            }
+            s.lock()[k as usize] += 1;
+            am::reply(h.token, 21, Category::Short, &[k], &[], 0).unwrap();
+        }),
+    );
+    let returned = Arc::new(AtomicU64::new(0));
+    let rt = returned.clone();
+    e0.set_handler(
+        0,
+        handler(move |h| {
+            if let Data::Returned { status, .. } = h.data {
+                eprintln!("returned: {status:?} args {:?}", h.args);
+            }
+            rt.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let replies = Arc::new(AtomicU64::new(0));
+    let r = replies.clone();
+    e0.set_handler(
+        21,
+        handler(move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    for k in 0..n {
+        let payload = vec![k as u8; (k as usize * 131) % 3000];
+        e0.request(1, 20, Category::Medium, &[k], &payload, 0, false)
+            .unwrap();
+    }
+    let t0 = std::time::Instant::now();
+    while replies.load(Ordering::SeqCst) < n as u64 {
+        b.poll().unwrap();
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "stuck at {} replies",
+            replies.load(Ordering::SeqCst)
+        );
+        assert_eq!(
+            returned.load(Ordering::SeqCst),
+            0,
+            "a message came back; sender {:?}\nreceiver {:?}",
+            e0.statistics(),
+            e1.statistics()
+        );
+    }
+    assert!(
+        seen.lock().iter().all(|&c| c == 1),
+        "every request handled exactly once"
+    );
+}
+
+#[test]
+fn ipv6_loopback() {
+    let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
+    cfg.interface = Some("::1".into());
+    let (b, e0, e1) = pair_with(&cfg);
+    assert!(e0.addr().is_ipv6());
+    exchange(&b, &e0, &e1, 50);
+}
+
+#[test]
+fn fault_injection_on_real_sockets_keeps_exactly_once() {
+    let cfg = ramp::config::Config::from_lookup(|k| {
+        match k {
+            "RAMP_FAULT_LOSS" => Some("0.1"),
+            "RAMP_FAULT_DUP" => Some("0.05"),
+            "RAMP_FAULT_CORRUPT" => Some("0.02"),
+            "RAMP_FAULT_REORDER" => Some("0.1"),
+            "RAMP_FAULT_SEED" => Some("99"),
+            _ => None,
+        }
+        .map(String::from)
+    })
+    .unwrap();
+    let (b, e0, e1) = pair_with(&cfg);
+    exchange(&b, &e0, &e1, 300);
+    let (s0, s1) = (e0.statistics(), e1.statistics());
+    assert!(
+        s0.packets_retransmitted + s1.packets_retransmitted > 0,
+        "loss was injected"
+    );
+    assert!(
+        s0.duplicates_dropped + s1.duplicates_dropped > 0,
+        "duplicates were injected"
+    );
+    assert!(
+        s0.corrupt_dropped + s1.corrupt_dropped > 0,
+        "corruption was injected"
+    );
+}

@@ -104,7 +104,6 @@ impl Bundle {
                 self.mask.store(NOEVENTS, Ordering::Relaxed);
                 return Err(Error::NotInit("no endpoint of the bundle can receive yet"));
             }
-            let mut deadline: Option<Instant> = None;
             for ep in &ready {
                 if let Err(e) = ep.progress() {
                     self.mask.store(NOEVENTS, Ordering::Relaxed);
@@ -113,19 +112,22 @@ impl Bundle {
                 if ep.has_events() {
                     return self.poll();
                 }
-                if let Some(d) = ep.next_deadline() {
-                    deadline = Some(deadline.map_or(d, |x| x.min(d)));
-                }
             }
-            let fds: Vec<_> = ready.iter().map(|e| e.fd()).collect();
-            let timeout_ms = match deadline {
-                None => 100,
-                Some(d) => {
-                    let wait = d.since(Instant::now());
-                    wait.div_ceil(MILLIS).min(100) as i32
-                }
-            };
-            wait_readable(&fds, timeout_ms);
+            self.wait_for_activity(100);
         }
+    }
+
+    /// Sleeps in the kernel until a datagram reaches an endpoint of the
+    /// bundle, a protocol timer is due, or `max_ms` pass.
+    pub fn wait_for_activity(&self, max_ms: u64) {
+        let eps = self.endpoints();
+        let ready: Vec<&Arc<Endpoint>> = eps.iter().filter(|e| e.is_ready()).collect();
+        let deadline = ready.iter().filter_map(|e| e.next_deadline()).min();
+        let fds: Vec<_> = ready.iter().map(|e| e.fd()).collect();
+        let timeout_ms = match deadline {
+            None => max_ms,
+            Some(d) => d.since(Instant::now()).div_ceil(MILLIS).min(max_ms),
+        };
+        wait_readable(&fds, timeout_ms as i32);
     }
 }

@@ -25,7 +25,7 @@ use crate::fxhash::FxHashMap;
 use crate::net::{self, Transport};
 use crate::proto::{Event, Protocol};
 use crate::rng::Rng;
-use crate::time::{Instant, MILLIS};
+use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST, MAX_ARGS};
 
 /// Special tag values.
@@ -127,9 +127,7 @@ impl Endpoint {
     /// Opens an endpoint on the configured transport.
     pub fn open(cfg: &Config, bundle: u64) -> Result<Arc<Endpoint>> {
         let transport = net::open(cfg).map_err(|e| {
-            if cfg.verbose {
-                eprintln!("ramp: cannot open an endpoint: {e}");
-            }
+            eprintln!("ramp: cannot open an endpoint: {e}");
             Error::Resource("cannot open the endpoint's socket")
         })?;
         let addr = transport.local_addr();
@@ -449,31 +447,46 @@ impl Endpoint {
         nonblocking: bool,
     ) -> Result<()> {
         check_message(cat, args.len(), payload.len())?;
-        let g = self.state.lock();
-        let addr = {
-            let st = g.borrow();
-            if st.depth.is_none() {
-                return Err(Error::NotInit(
-                    "AM_SetExpectedResources has not been called",
-                ));
-            }
-            st.table
-                .mapped_entry(dest)
-                .ok_or(Error::BadArg("destination index is not mapped"))?
-                .addr
-        };
-        if addr == self.addr {
-            return self.deliver_loopback(&g, dest, true, handler, cat, args, payload, dest_offset);
-        }
         let nested = token::in_handler();
-        let mut now = Instant::now();
-        let fresh = now.since(g.borrow().last_pump) < RECENT_POLL;
-        if !nested && !fresh {
-            self.poll_locked(&g)?;
-        }
+        let mut first = true;
         let mut idle_rounds = 0u32;
         loop {
             {
+                let g = self.state.lock();
+                let addr = {
+                    let st = g.borrow();
+                    if st.depth.is_none() {
+                        return Err(Error::NotInit(
+                            "AM_SetExpectedResources has not been called",
+                        ));
+                    }
+                    st.table
+                        .mapped_entry(dest)
+                        .ok_or(Error::BadArg("destination index is not mapped"))?
+                        .addr
+                };
+                if addr == self.addr {
+                    return self.deliver_loopback(
+                        &g,
+                        dest,
+                        true,
+                        handler,
+                        cat,
+                        args,
+                        payload,
+                        dest_offset,
+                    );
+                }
+                let mut now = Instant::now();
+                // AM-2: a request polls before it sends (the whole bundle),
+                // unless this endpoint was polled a moment ago.
+                if first && !nested && now.since(g.borrow().last_pump) >= RECENT_POLL {
+                    drop(g);
+                    self.poll_bundle()?;
+                    first = false;
+                    continue;
+                }
+                first = false;
                 let mut st = g.borrow_mut();
                 let depth = st.depth.unwrap_or(1);
                 let e = st
@@ -501,29 +514,29 @@ impl Endpoint {
             if nonblocking {
                 return Err(Error::InUse("no send credit free for this destination"));
             }
+            // Wait for a credit by polling the whole bundle: the answer may
+            // depend on another endpoint of it. The endpoint's lock is not
+            // held meanwhile, so other threads (AM_PAR) may use it.
+            self.poll_bundle()?;
             idle_rounds += 1;
-            self.poll_locked(&g)?;
             if idle_rounds > 1000 {
-                self.sleep_until_activity(&g);
+                if let Some(b) = self.owning_bundle() {
+                    b.wait_for_activity(10);
+                }
             }
         }
     }
 
-    /// Sleeps in the kernel until a datagram arrives or a timer is due
-    /// (at most 10 ms), letting other threads use the endpoint meanwhile.
-    fn sleep_until_activity(&self, g: &Guard<'_>) {
-        let (fd, deadline) = {
-            let mut st = g.borrow_mut();
-            let now = Instant::now();
-            let d = [st.proto.next_timeout(), st.transport.flush_due(now)]
-                .into_iter()
-                .flatten()
-                .min();
-            (st.transport.fd(), d)
-        };
-        let now = Instant::now();
-        let ms = deadline.map_or(10, |d| (d.since(now) / MILLIS).min(10) as i32);
-        crate::ffi::os::wait_readable(&[fd], ms);
+    fn owning_bundle(&self) -> Option<Arc<super::Bundle>> {
+        super::bundle(*self.bundle.lock())
+    }
+
+    /// AM_Poll of the bundle this endpoint belongs to.
+    fn poll_bundle(self: &Arc<Self>) -> Result<()> {
+        match self.owning_bundle() {
+            Some(b) => b.poll(),
+            None => self.poll(),
+        }
     }
 
     /// Delivers a message from this endpoint to itself, synchronously.

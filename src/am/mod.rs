@@ -115,6 +115,15 @@ pub fn free_bundle(id: u64) -> Result<()> {
 
 pub fn allocate_endpoint(bundle_id: u64) -> Result<Arc<Endpoint>> {
     let cfg = crate::config::global().map_err(|_| Error::BadArg("bad RAMP_* configuration"))?;
+    allocate_endpoint_with(bundle_id, cfg)
+}
+
+/// Allocates an endpoint with an explicit configuration instead of the
+/// process-wide one (tests, and programs that configure from code).
+pub fn allocate_endpoint_with(
+    bundle_id: u64,
+    cfg: &crate::config::Config,
+) -> Result<Arc<Endpoint>> {
     let b = {
         let r = REGISTRY.read();
         require_init(&r)?;

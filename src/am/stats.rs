@@ -233,22 +233,25 @@ impl Statistics {
             self.duplicates_dropped, self.corrupt_dropped, self.stale_dropped,
             self.out_of_order_requests, self.out_of_order_replies
         );
-        if self.request_latency_samples > 0 {
+        if let Some(mean) = self
+            .request_sum_latency
+            .checked_div(self.request_latency_samples)
+        {
             let _ = writeln!(
                 s,
                 "request latency (us): min {:.2}  mean {:.2}  max {:.2}  ({} samples)",
                 us(self.request_min_latency),
-                us(self.request_sum_latency / self.request_latency_samples),
+                us(mean),
                 us(self.request_max_latency),
                 self.request_latency_samples
             );
         }
-        if self.rtt_samples > 0 {
+        if let Some(mean) = self.rtt_sum_ns.checked_div(self.rtt_samples) {
             let _ = writeln!(
                 s,
                 "packet round trip (us): min {:.2}  mean {:.2}  max {:.2}  ({} samples)",
                 us(self.rtt_min_ns),
-                us(self.rtt_sum_ns / self.rtt_samples),
+                us(mean),
                 us(self.rtt_max_ns),
                 self.rtt_samples
             );

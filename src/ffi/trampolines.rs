@@ -81,7 +81,7 @@ pub fn c_handler(f: RawHandler) -> HandlerFn {
             // AM-2 fixes its prototype by the message's category and arity.
             Data::None => unsafe { call_short(f, token, args) },
             Data::Medium(buf) => {
-                if (buf.as_ptr() as usize) % 8 == 0 {
+                if (buf.as_ptr() as usize).is_multiple_of(8) {
                     // SAFETY: as above; `buf` lives until the handler returns.
                     unsafe { call_bulk(f, token, buf.as_mut_ptr().cast(), buf.len(), args) }
                 } else {

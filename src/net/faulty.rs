@@ -7,7 +7,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use super::Transport;
+use super::{DatagramSink, Transport};
 use crate::config::FaultConfig;
 use crate::rng::Rng;
 use crate::time::{Instant, MICROS};
@@ -24,11 +24,14 @@ pub struct FaultStats {
 /// How long a reordered datagram is held back at most.
 const REORDER_HOLD_MAX: u64 = 300 * MICROS;
 
+/// A datagram held back: when it goes, a tie-breaker, where, what.
+type Held = (Instant, u64, SocketAddr, Vec<u8>);
+
 pub struct FaultyTransport<T: Transport> {
     inner: T,
     cfg: FaultConfig,
     rng: Rng,
-    held: BinaryHeap<Reverse<(Instant, u64, SocketAddr, Vec<u8>)>>,
+    held: BinaryHeap<Reverse<Held>>,
     order: u64,
     pub stats: FaultStats,
 }
@@ -87,10 +90,7 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         Ok(())
     }
 
-    fn recv_batch(
-        &mut self,
-        each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>),
-    ) -> io::Result<usize> {
+    fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
         self.inner.recv_batch(each)
     }
 

@@ -21,6 +21,9 @@ pub const RECV_BATCH: usize = 16;
 /// Receive slot size: the largest UDP payload fits.
 pub const RECV_SLOT: usize = 65536;
 
+/// Receives each datagram of a batch (None: one that could not be read whole).
+pub type DatagramSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>) + 'a;
+
 /// A datagram transport serving one endpoint.
 pub trait Transport: Send {
     /// Sends one datagram. A full kernel buffer is not an error: the datagram
@@ -30,10 +33,7 @@ pub trait Transport: Send {
     /// each datagram to `each` (None for one that was cut short or whose
     /// sender is unknown). Returns how many there were; fewer than
     /// `RECV_BATCH` means the socket is drained.
-    fn recv_batch(
-        &mut self,
-        each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>),
-    ) -> io::Result<usize>;
+    fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize>;
     /// The address peers reach this endpoint at.
     fn local_addr(&self) -> SocketAddr;
     /// A descriptor that becomes readable when a datagram arrives.

@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::{Transport, RECV_BATCH, RECV_SLOT};
+use super::{DatagramSink, Transport, RECV_BATCH, RECV_SLOT};
 use crate::ffi::os::BatchReceiver;
 use crate::time::Instant;
 
@@ -69,10 +69,7 @@ impl Transport for UdpTransport {
         }
     }
 
-    fn recv_batch(
-        &mut self,
-        each: &mut dyn FnMut(Option<(&[u8], SocketAddr)>),
-    ) -> io::Result<usize> {
+    fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
         // Ask for twice what the last call found: one datagram at a time in
         // a ping-pong, whole batches in a burst. A single datagram is read
         // with plain recvfrom: recvmmsg costs the kernel more per call, and

@@ -954,11 +954,15 @@ fn accept_fragment<A>(
         }
         let mut buf = Vec::with_capacity(h.msg_len as usize);
         buf.extend_from_slice(bytes);
-        rx.reassembly = Some(Reassembly { meta: h.meta, buf });
+        rx.reassembly = Some(Reassembly {
+            meta: h.meta,
+            len: h.msg_len,
+            buf,
+        });
         return None;
     }
     match rx.reassembly.as_mut() {
-        Some(r) if r.buf.len() == h.frag_off as usize && r.buf.capacity() == h.msg_len as usize => {
+        Some(r) if r.buf.len() == h.frag_off as usize && r.len == h.msg_len => {
             r.buf.extend_from_slice(bytes);
             if r.buf.len() == h.msg_len as usize {
                 let r = rx.reassembly.take().unwrap();

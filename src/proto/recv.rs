@@ -20,6 +20,8 @@ pub struct HeldPacket {
 #[derive(Debug)]
 pub struct Reassembly {
     pub meta: MsgMeta,
+    /// The whole message's length, as its first fragment said.
+    pub len: u32,
     pub buf: Vec<u8>,
 }
 

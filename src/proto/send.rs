@@ -224,12 +224,16 @@ mod tests {
         let mut ch = wrapping_channel();
         ch.in_flight[4].resend = true;
         // next = MAX-2 missing; bit 0 = MAX-1, bit 2 = 0, bit 3 = 1, bit 9: not in flight
-        let highest = ch.ack_selective(u32::MAX - 2, 0b10_0000_1101);
-        assert_eq!(highest, Some(1));
+        let r = ch.ack_selective(u32::MAX - 2, 0b10_0000_1101);
+        assert_eq!(r.highest, Some(1));
+        assert!(r.newly_sacked);
         let sacked: Vec<bool> = ch.in_flight.iter().map(|p| p.sacked).collect();
         assert_eq!(sacked, [false, true, false, true, true, false]);
         assert!(!ch.in_flight[4].resend, "a SACKed packet is not resent");
-        assert_eq!(ch.ack_selective(u32::MAX - 2, 0), None);
+        let r = ch.ack_selective(u32::MAX - 2, 0);
+        assert_eq!((r.highest, r.newly_sacked), (None, false));
+        let r = ch.ack_selective(u32::MAX - 2, 0b1101);
+        assert_eq!((r.highest, r.newly_sacked), (Some(1), false), "nothing new");
     }
 
     #[test]

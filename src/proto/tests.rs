@@ -162,19 +162,18 @@ fn reordering_timer_resends_without_backoff() {
     assert!(out(&mut n[0]).is_empty(), "packet 0 may only be late");
     let p0 = &n[0].peers[&1].tx[0].in_flight[0];
     assert!(p0.reorder_timer && !p0.sacked);
-    // no RTT sample yet: the window is the later packet's round trip
-    let fire = t0.plus(100 * MICROS);
-    assert_eq!(p0.deadline, fire);
+    // about a round trip (50 us) plus a reordering window, far below the RTO
+    let fire = p0.deadline;
+    assert!(fire > t2 && fire <= t0.plus(250 * MICROS), "{fire:?}");
     assert_eq!(n[0].next_timeout(), Some(fire));
+    n[0].handle_timeout(Instant(fire.0 - 1));
+    assert!(out(&mut n[0]).is_empty(), "not before its time");
+    let rto_before = n[0].peers[&1].rtt.rto();
     n[0].handle_timeout(fire);
     assert_eq!(out(&mut n[0]).len(), 1, "packet 0 resent");
     let peer = &n[0].peers[&1];
     assert_eq!(peer.tx[0].in_flight[0].retries, 0);
-    assert_eq!(
-        peer.rtt.rto(),
-        ProtoConfig::default().rto_initial,
-        "no backoff"
-    );
+    assert_eq!(peer.rtt.rto(), rto_before, "no backoff");
 
     // A packet sent well before the one that arrived is resent at once.
     let mut n = pair();

@@ -1,0 +1,220 @@
+/* t_waitsema: AM_WaitSema sleeps in the kernel until a message arrives (spec §2.9,
+ * DESIGN "AM_WaitSema sleeps in the kernel, never spins") and polls before returning.
+ *
+ * Rank 0 sets AM_NOTEMPTY and blocks in AM_WaitSema while rank 1 sleeps 300 ms and then
+ * sends a request; rank 0's process CPU time during the wait must stay far below the
+ * wall time, and the request handler must have run by the time AM_WaitSema returns.
+ * Then the roles swap for the reply (rank 1 waits for it in AM_WaitSema).
+ * Third round: the message is already waiting in the socket when AM_WaitSema is called
+ * (the waiter slept without polling): AM_WaitSema must return at once.
+ * AM_WaitSema with mask AM_NOEVENTS, in a subprocess: it must not hang; ramp returns an
+ * error (AM_ERR_RESOURCE expected); an abort like AMUDP's is reported, not failed.
+ * Lossy round trips, in a subprocess pair with RAMP_FAULT_LOSS=0.25: rank 0 sends a
+ * request and waits for the reply only in AM_WaitSema, 20 times; a lost request can only
+ * be recovered by a retransmission timer serviced while blocked (spec §2.9).
+ */
+#include "common.h"
+
+#include <sys/wait.h>
+
+#define H_REQ 40
+#define H_REP 41
+
+static pair_t P;
+static volatile int req_ran, rep_ran;
+
+static void h_req(void *token, int32_t a) {
+  CHECK(a == 1234, "arg %d", (int)a);
+  req_ran++;
+  AM_SAFE(AM_Reply1(token, H_REP, 4321));
+}
+static void h_rep(void *token, int32_t a) {
+  (void)token;
+  CHECK(a == 4321, "arg %d", (int)a);
+  rep_ran++;
+}
+
+static void returned_handler(int status, op_t opcode, void *token) {
+  (void)token;
+  FAIL("unexpected returned message: %s %s", ct_statusname(status), ct_opname((int)opcode));
+}
+
+static void setup(pair_t *p, void *arg) {
+  (void)arg;
+  AM_SAFE(AM_SetHandler(p->ep, 0, returned_handler));
+  AM_SAFE(AM_SetHandler(p->ep, H_REQ, h_req));
+  AM_SAFE(AM_SetHandler(p->ep, H_REP, h_rep));
+}
+
+/* Block in AM_WaitSema until *flag reaches target; return (wall, cpu, calls). */
+static void wait_until(volatile int *flag, int target, double *wall, double *cpu, int *calls) {
+  double w0 = now_sec(), c0 = cpu_sec();
+  int n = 0;
+  while (*flag < target) {
+    AM_SAFE(AM_SetEventMask(P.eb, AM_NOTEMPTY));
+    AM_SAFE(AM_WaitSema(P.eb));
+    n++;
+    CHECK(now_sec() - w0 < 10.0, "waited 10 s in AM_WaitSema without the handler running (%d wakeups)", n);
+  }
+  *wall = now_sec() - w0;
+  *cpu = cpu_sec() - c0;
+  *calls = n;
+}
+
+static void wait_for(volatile int *flag, double *wall, double *cpu, int *calls) {
+  wait_until(flag, 1, wall, cpu, calls);
+}
+
+static void noevents_child(void) {
+  eb_t eb;
+  ep_t ep;
+  en_t n;
+  alarm(10);
+  PHASE("AM_WaitSema with AM_NOEVENTS");
+  AM_SAFE(AM_Init());
+  AM_SAFE(AM_AllocateBundle(AM_SEQ, &eb));
+  AM_SAFE(AM_AllocateEndpoint(eb, &ep, &n));
+  AM_SAFE(AM_SetTag(ep, 5));
+  AM_SAFE(AM_Map(ep, 0, n, 5));
+  AM_SAFE(AM_SetExpectedResources(ep, 1, 4));
+  AM_SAFE(AM_SetEventMask(eb, AM_NOEVENTS));
+  int rc = AM_WaitSema(eb);
+  printf("AM_WaitSema(mask AM_NOEVENTS) returned %d (%s)\n", rc, ct_errname(rc));
+  fflush(stdout);
+  _exit(rc == AM_ERR_RESOURCE ? 0 : (rc == AM_OK ? 10 : 11));
+}
+
+static void lossy_round_trips(void) {
+  const int rounds = 20;
+  ct_label_suffix("/lossy");
+  alarm(50);
+  setenv("RAMP_FAULT_LOSS", "0.25", 1);
+  char seed[32];
+  snprintf(seed, sizeof seed, "%ld", env_long("RAMP_FAULT_SEED", 11) + 1000);
+  setenv("RAMP_FAULT_SEED", seed, 1);
+  PHASE("lossy: setup");
+  spawn_pair(&P, AM_SEQ, 8, setup, NULL);
+  req_ran = rep_ran = 0;
+  if (P.rank == 0) {
+    double w0 = now_sec(), worst = 0;
+    for (int i = 0; i < rounds; i++) {
+      PHASE("lossy: rank 0 waiting for a reply in AM_WaitSema only");
+      double r0 = now_sec();
+      AM_SAFE(AM_Request1(P.ep, 1, H_REQ, 1234));
+      double wall, cpu;
+      int calls;
+      wait_until(&rep_ran, i + 1, &wall, &cpu, &calls);
+      CHECK(rep_ran == i + 1, "round %d: %d replies", i, (int)rep_ran);
+      if (now_sec() - r0 > worst) worst = now_sec() - r0;
+    }
+    ct_note("%d lossy round trips (25%% loss) waiting only in AM_WaitSema: %.2f s, slowest %.3f s", rounds,
+            now_sec() - w0, worst);
+  }
+  pair_barrier(&P); /* rank 1 serves the requests while polling in here */
+  pair_fault_report(&P);
+  pair_finish(&P, 50);
+  fflush(stdout);
+  _exit(0);
+}
+
+int main(void) {
+  ct_init("t_waitsema", 60);
+  const unsigned sleep_ms_before_send = 300;
+
+  /* NOEVENTS first, in its own process, before any endpoint exists here */
+  fflush(stdout);
+  pid_t c = fork();
+  CHECK(c >= 0, "fork");
+  if (c == 0) noevents_child();
+  int st = 0;
+  while (waitpid(c, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+    FAIL("AM_WaitSema with mask AM_NOEVENTS hung (killed by the 10 s alarm)");
+  if (WIFSIGNALED(st))
+    ct_note("NOTE: AM_WaitSema with mask AM_NOEVENTS terminated the process with signal %d (%s), "
+            "like AMUDP's fatal error; not counted as a failure",
+            WTERMSIG(st), strsignal(WTERMSIG(st)));
+  else
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "AM_WaitSema with mask AM_NOEVENTS did not return AM_ERR_RESOURCE (child exit %d: 10 = AM_OK, "
+          "11 = another code, see above)",
+          WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+
+  /* lossy round trips, waiting only in AM_WaitSema: a subprocess that sets its own
+   * RAMP_FAULT_* before AM_Init (the configuration is read once per process) */
+  fflush(stdout);
+  pid_t lc = fork();
+  CHECK(lc >= 0, "fork");
+  if (lc == 0) lossy_round_trips();
+  int lst = 0;
+  while (waitpid(lc, &lst, 0) < 0 && errno == EINTR) {
+  }
+
+  PHASE("setup");
+  spawn_pair(&P, AM_SEQ, 8, setup, NULL);
+
+  double wall = 0, cpu = 0;
+  int calls = 0;
+  if (P.rank == 0) {
+    PHASE("rank 0 blocked in AM_WaitSema for the request");
+    wait_for(&req_ran, &wall, &cpu, &calls);
+    ct_note("request wait: wall %.3f s, cpu %.3f s (%.1f%%), %d AM_WaitSema call(s)", wall, cpu,
+            100.0 * cpu / wall, calls);
+    CHECK(req_ran == 1, "request handler ran %d times", (int)req_ran);
+    CHECK(wall >= 0.2, "AM_WaitSema returned after %.3f s, before the peer sent anything (at 0.3 s)", wall);
+    CHECK(cpu < 0.5 * wall, "AM_WaitSema spins: %.3f s CPU in %.3f s wall (%.0f%%, limit 50%%)", cpu, wall,
+          100.0 * cpu / wall);
+    CHECK(calls <= 5, "AM_WaitSema woke up %d times without a message", calls - 1);
+  } else {
+    PHASE("rank 1 sleeping, then sending");
+    sleep_ms(sleep_ms_before_send);
+    AM_SAFE(AM_Request1(P.ep, 0, H_REQ, 1234));
+    PHASE("rank 1 blocked in AM_WaitSema for the reply");
+    wait_for(&rep_ran, &wall, &cpu, &calls);
+    CHECK(rep_ran == 1, "reply handler ran %d times", (int)rep_ran);
+    ct_note("reply wait: wall %.3f s, cpu %.3f s, %d AM_WaitSema call(s)", wall, cpu, calls);
+  }
+
+  /* second round, roles swapped, with a longer sleep */
+  PHASE("second round");
+  pair_barrier(&P);
+  if (P.rank == 1) {
+    wait_for(&req_ran, &wall, &cpu, &calls);
+    ct_note("request wait (rank 1): wall %.3f s, cpu %.3f s (%.1f%%), %d call(s)", wall, cpu, 100.0 * cpu / wall,
+            calls);
+    CHECK(req_ran == 1, "request handler ran %d times", (int)req_ran);
+    CHECK(wall >= 0.4, "AM_WaitSema returned after %.3f s, before the peer sent (at 0.5 s)", wall);
+    CHECK(cpu < 0.5 * wall, "AM_WaitSema spins: %.3f s CPU in %.3f s wall", cpu, wall);
+  } else {
+    sleep_ms(500);
+    AM_SAFE(AM_Request1(P.ep, 1, H_REQ, 1234));
+    wait_for(&rep_ran, &wall, &cpu, &calls);
+    CHECK(rep_ran == 1, "reply handler ran %d times", (int)rep_ran);
+  }
+  /* third round: the request is already queued when rank 0 calls AM_WaitSema */
+  PHASE("third round (message already queued)");
+  pair_barrier(&P);
+  req_ran = rep_ran = 0;
+  /* rank 0 must not poll from here on until AM_WaitSema: a barrier that does not poll */
+  pair_barrier_eb(&P, NULL);
+  if (P.rank == 0) {
+    sleep_ms(300); /* not polling: rank 1's request waits in the socket */
+    double w0 = now_sec();
+    AM_SAFE(AM_SetEventMask(P.eb, AM_NOTEMPTY));
+    AM_SAFE(AM_WaitSema(P.eb));
+    double w = now_sec() - w0;
+    CHECK(req_ran == 1, "AM_WaitSema returned without running the handler of the queued request (ran %d)",
+          (int)req_ran);
+    CHECK(w < 1.0, "AM_WaitSema took %.3f s although a message was already queued", w);
+  } else {
+    AM_SAFE(AM_Request1(P.ep, 0, H_REQ, 1234));
+    wait_for(&rep_ran, &wall, &cpu, &calls);
+  }
+  pair_finish(&P, 50);
+
+  CHECK(WIFEXITED(lst) && WEXITSTATUS(lst) == 0, "the lossy AM_WaitSema part failed (status 0x%x, see above)",
+        lst);
+  printf("t_waitsema: OK\n");
+  return 0;
+}

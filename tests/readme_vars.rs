@@ -1,0 +1,110 @@
+//! The README's table of `RAMP_*` variables and `ramp::config::VARIABLES`
+//! list the same names: a variable added to the code must be documented, and
+//! a documented one must exist.
+//!
+//! A table row is any Markdown table line whose first cell is a `RAMP_*`
+//! name in backticks: `` | `RAMP_WINDOW` | packets in flight ... | ``.
+
+use std::collections::BTreeSet;
+
+fn readme() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+/// Names in the first cell of the README's table rows, in order.
+fn readme_table_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let row = line.trim().strip_prefix('|')?;
+            let cell = row.split('|').next()?.trim();
+            let name = cell.strip_prefix('`')?.strip_suffix('`')?;
+            let is_var = name.starts_with("RAMP_")
+                && name.len() > "RAMP_".len()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            is_var.then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// The row to paste into the README for a variable it lacks (Markdown
+/// escapes for `*`, `_` and `|` in the meaning).
+fn row_for(name: &str, meaning: &str) -> String {
+    let mut m = String::new();
+    for c in meaning.chars() {
+        if matches!(c, '*' | '_' | '|' | '\\') {
+            m.push('\\');
+        }
+        m.push(c);
+    }
+    format!("| `{name}` | {m} |")
+}
+
+#[test]
+fn readme_table_lists_exactly_the_config_variables() {
+    let text = readme();
+    let documented = readme_table_names(&text);
+    assert!(
+        !documented.is_empty(),
+        "README.md has no table rows starting with a `RAMP_*` name"
+    );
+
+    let mut seen = BTreeSet::new();
+    let twice: Vec<&String> = documented.iter().filter(|n| !seen.insert(*n)).collect();
+    assert!(
+        twice.is_empty(),
+        "README.md lists these variables more than once: {twice:?}"
+    );
+
+    let code: BTreeSet<&str> = ramp::config::VARIABLES.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        code.len(),
+        ramp::config::VARIABLES.len(),
+        "ramp::config::VARIABLES names a variable twice"
+    );
+    let doc: BTreeSet<&str> = documented.iter().map(String::as_str).collect();
+
+    let missing: Vec<String> = ramp::config::VARIABLES
+        .iter()
+        .filter(|(n, _)| !doc.contains(n))
+        .map(|(n, m)| row_for(n, m))
+        .collect();
+    let extra: Vec<&str> = doc.difference(&code).copied().collect();
+
+    let mut msg = String::new();
+    if !missing.is_empty() {
+        msg.push_str(
+            "variables in ramp::config::VARIABLES (src/config.rs) missing from README.md's \
+             table; add these rows:\n",
+        );
+        for r in &missing {
+            msg.push_str(r);
+            msg.push('\n');
+        }
+    }
+    if !extra.is_empty() {
+        msg.push_str(&format!(
+            "variables in README.md's table that ramp::config::VARIABLES does not have \
+             (remove them from the README, or add them to src/config.rs): {extra:?}\n"
+        ));
+    }
+    assert!(msg.is_empty(), "{msg}");
+}
+
+#[test]
+fn table_parser_finds_rows_and_ignores_other_text() {
+    let text = "\
+| variable | meaning |
+|---|---|
+| `RAMP_A` | one |
+|`RAMP_B_2`|two|
+The `RAMP_C` variable in prose is not a row.
+| `ramp_lower` | not a variable |
+| `RAMP_` | empty name |
+| `RAMP_VERSION_MAJOR` MACRO | not a bare name |
+";
+    assert_eq!(readme_table_names(text), vec!["RAMP_A", "RAMP_B_2"]);
+    assert_eq!(row_for("RAMP_X", "2*a|b_c"), "| `RAMP_X` | 2\\*a\\|b\\_c |");
+}
