@@ -15,5 +15,6 @@ pub mod net;
 pub mod proto;
 mod rng;
 pub mod sim;
+pub mod spmd;
 pub mod time;
 pub mod wire;

@@ -1,0 +1,29 @@
+//! How a worker meets the rest of its job: the launcher-specific part of
+//! SPMD start-up (ramp's local launcher, or PMI under mpiexec / srun).
+
+use std::io;
+use std::os::fd::RawFd;
+
+/// Called while a collective waits, with the descriptor the bootstrap waits
+/// on, so the caller can poll its AM endpoints and sleep on both.
+pub type Progress<'a> = dyn FnMut(Option<RawFd>) + 'a;
+
+pub trait Bootstrap: Send {
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// Collective all-gather of `data` (the same length on every rank);
+    /// returns size * len bytes in rank order. While waiting it calls
+    /// `progress` at least every few milliseconds.
+    fn allgather(&mut self, data: &[u8], progress: &mut Progress<'_>) -> io::Result<Vec<u8>>;
+    /// Collective barrier; calls `progress` while waiting.
+    fn barrier(&mut self, progress: &mut Progress<'_>) -> io::Result<()>;
+    /// The launcher's environment at start-up (the master's for the local
+    /// launcher; the process's own for PMI).
+    fn getenv_master(&self, key: &str) -> Option<String>;
+    /// Normal end: tells the launcher this process exits with `code`.
+    fn finalize(&mut self, code: i32) -> io::Result<()>;
+    /// Abnormal end: asks the launcher to stop the whole job with `code`.
+    fn abort(&mut self, code: i32, msg: &str);
+    /// An id shared by all ranks of the job (network pid and tags derive from it).
+    fn job_id(&self) -> u64;
+}
