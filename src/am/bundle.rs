@@ -120,10 +120,16 @@ impl Bundle {
     /// Sleeps in the kernel until a datagram reaches an endpoint of the
     /// bundle, a protocol timer is due, or `max_ms` pass.
     pub fn wait_for_activity(&self, max_ms: u64) {
+        self.wait_for_activity_with(None, max_ms)
+    }
+
+    /// Like `wait_for_activity`, also waking when `extra` is readable.
+    pub fn wait_for_activity_with(&self, extra: Option<std::os::fd::RawFd>, max_ms: u64) {
         let eps = self.endpoints();
         let ready: Vec<&Arc<Endpoint>> = eps.iter().filter(|e| e.is_ready()).collect();
         let deadline = ready.iter().filter_map(|e| e.next_deadline()).min();
-        let fds: Vec<_> = ready.iter().map(|e| e.fd()).collect();
+        let mut fds: Vec<_> = ready.iter().map(|e| e.fd()).collect();
+        fds.extend(extra);
         let timeout_ms = match deadline {
             None => max_ms,
             Some(d) => d.since(Instant::now()).div_ceil(MILLIS).min(max_ms),

@@ -10,6 +10,7 @@ pub mod am2;
 pub mod os;
 pub mod ramp;
 mod segment;
+pub mod spmd;
 pub mod trampolines;
 pub mod types;
 

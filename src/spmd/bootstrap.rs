@@ -20,10 +20,23 @@ pub trait Bootstrap: Send {
     /// The launcher's environment at start-up (the master's for the local
     /// launcher; the process's own for PMI).
     fn getenv_master(&self, key: &str) -> Option<String>;
+    /// Every variable of the launcher's environment.
+    fn master_env(&self) -> Vec<(String, String)> {
+        std::env::vars().collect()
+    }
     /// Normal end: tells the launcher this process exits with `code`.
     fn finalize(&mut self, code: i32) -> io::Result<()>;
     /// Abnormal end: asks the launcher to stop the whole job with `code`.
     fn abort(&mut self, code: i32, msg: &str);
     /// An id shared by all ranks of the job (network pid and tags derive from it).
     fn job_id(&self) -> u64;
+    /// The launcher ordered this process to exit (with this code) while it
+    /// waited in a collective, which then failed with `Interrupted`.
+    fn take_kill(&mut self) -> Option<i32> {
+        None
+    }
+    /// Network depth chosen by the launcher, if it chooses one.
+    fn depth(&self) -> Option<u32> {
+        None
+    }
 }

@@ -1,6 +1,344 @@
 //! SPMD job start-up and control: rank, size, barrier, all-gather, exit,
 //! over ramp's local launcher or the PMI wire protocol (MPICH Hydra, Slurm).
+//!
+//! A process finds its role at start-up: under a PMI launcher every process
+//! is a worker; started by ramp's local launcher (`ramp-run`, or the AMUDP
+//! master form `./prog N L`) it is a worker of that master; otherwise it is
+//! the master of the AMUDP form, which starts the workers and never returns.
 
 pub mod bootstrap;
+mod frame;
+pub mod local;
+pub mod master;
+pub mod pmi1;
+pub mod pmi2;
+mod pmi_wire;
+
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
 
 pub use bootstrap::{Bootstrap, Progress};
+pub use master::{run_job, JobSpec};
+
+use crate::am::{self, Bundle, BundleMode, Endpoint, EndpointName};
+use crate::error::{Error, Result};
+
+/// AMUDP's default network depth.
+pub const DEFAULT_DEPTH: u32 = 128;
+
+/// How this process takes part in a job.
+pub enum Role {
+    Worker(Box<dyn Bootstrap>),
+    /// Not started by any launcher: the master of the AMUDP form.
+    Master,
+}
+
+/// Whether the environment marks this process as a worker of some launcher.
+pub fn is_worker_env() -> bool {
+    std::env::var_os(master::ENV_MASTER).is_some()
+        || std::env::var_os("PMI_FD").is_some()
+        || std::env::var_os("PMI_PORT").is_some()
+}
+
+/// Finds the role from the environment and connects to the launcher.
+pub fn detect_role() -> io::Result<Role> {
+    if let Some(b) = pmi_bootstrap()? {
+        return Ok(Role::Worker(b));
+    }
+    if let Some(w) = local::LocalWorker::from_env()? {
+        return Ok(Role::Worker(Box::new(w)));
+    }
+    Ok(Role::Master)
+}
+
+/// The PMI client when a PMI launcher started this process (filled in by
+/// the PMI modules).
+fn pmi_bootstrap() -> io::Result<Option<Box<dyn Bootstrap>>> {
+    pmi_from_env()
+}
+
+#[allow(unused_mut)]
+fn pmi_from_env() -> io::Result<Option<Box<dyn Bootstrap>>> {
+    Ok(None)
+}
+
+/// The job this process belongs to, once started.
+struct Job {
+    boot: Box<dyn Bootstrap>,
+    bundle: Arc<Bundle>,
+    endpoint: Arc<Endpoint>,
+    network_pid: u64,
+}
+
+static JOB: Lazy<Mutex<Option<Job>>> = Lazy::new(|| Mutex::new(None));
+static RANK: AtomicI64 = AtomicI64::new(-1);
+static SIZE: AtomicI64 = AtomicI64::new(-1);
+
+type ExitHook = Box<dyn Fn(i32) + Send + Sync>;
+static EXIT_CALLBACK: Lazy<Mutex<Option<ExitHook>>> = Lazy::new(|| Mutex::new(None));
+/// How the process ends (the C ABI installs one that flushes C stdio and
+/// calls the application's kill-my-process pointer).
+static KILL: Lazy<Mutex<Option<ExitHook>>> = Lazy::new(|| Mutex::new(None));
+
+pub fn rank() -> Option<usize> {
+    usize::try_from(RANK.load(Ordering::Relaxed)).ok()
+}
+
+pub fn size() -> Option<usize> {
+    usize::try_from(SIZE.load(Ordering::Relaxed)).ok()
+}
+
+pub fn started() -> bool {
+    rank().is_some()
+}
+
+/// The tag of rank `r` in a job with network pid `pid` (as AMUDP makes them).
+pub fn tag_of(pid: u64, r: usize) -> u64 {
+    pid ^ ((r as u64) << 16)
+}
+
+/// A network pid from a launcher's job id: bits 16..31 are left for the
+/// rank, and the low bits are never 0 or 1 so no tag is AM_NONE or AM_ALL.
+fn network_pid(job_id: u64) -> u64 {
+    (job_id & 0xffff_ffff_0000_0000) | (job_id & 0xfffc) | 2
+}
+
+/// Polls the job's bundle and sleeps until something happens (a datagram,
+/// a protocol timer, or the launcher's descriptor), at most 10 ms.
+fn progress_on(bundle: &Bundle, fd: Option<RawFd>) {
+    let _ = bundle.poll();
+    bundle.wait_for_activity_with(fd, 10);
+}
+
+/// Starts this process as a worker: one endpoint mapped to every rank
+/// (index i = rank i), its tag set, resources set. `depth` 0 means the
+/// launcher's choice or the environment (NETWORKDEPTH / RAMP_NETWORK_DEPTH).
+pub fn start_worker(
+    mut boot: Box<dyn Bootstrap>,
+    depth: u32,
+) -> Result<(Arc<Bundle>, Arc<Endpoint>, u64)> {
+    if started() {
+        return Err(Error::Resource("the SPMD job is already started"));
+    }
+    am::init()?;
+    let bundle = am::allocate_bundle(BundleMode::Seq)?;
+    let ep = am::allocate_endpoint(bundle.id)?;
+    let (rank, size) = (boot.rank(), boot.size());
+    let net_pid = network_pid(boot.job_id());
+    let names = boot
+        .allgather(&ep.name().0, &mut |fd| progress_on(&bundle, fd))
+        .map_err(|e| {
+            eprintln!("ramp: rank {rank}: exchanging endpoint names failed: {e}");
+            Error::Resource("exchanging endpoint names with the launcher failed")
+        })?;
+    ep.set_num_translations(size as i64)?;
+    for (i, n) in names.chunks_exact(32).enumerate() {
+        let mut a = [0u8; 32];
+        a.copy_from_slice(n);
+        ep.map(i as i64, EndpointName(a), tag_of(net_pid, i))?;
+    }
+    ep.set_tag(tag_of(net_pid, rank));
+    let env_depth = ["RAMP_NETWORK_DEPTH", "NETWORKDEPTH", "AMUDP_NETWORKDEPTH"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok()));
+    let depth = boot
+        .depth()
+        .filter(|&d| d > 0)
+        .or(Some(depth).filter(|&d| d > 0))
+        .or(env_depth)
+        .unwrap_or(DEFAULT_DEPTH);
+    ep.set_expected_resources(size as i32, depth as i32)?;
+    RANK.store(rank as i64, Ordering::Relaxed);
+    SIZE.store(size as i64, Ordering::Relaxed);
+    *JOB.lock() = Some(Job {
+        boot,
+        bundle: bundle.clone(),
+        endpoint: ep.clone(),
+        network_pid: net_pid,
+    });
+    Ok((bundle, ep, net_pid))
+}
+
+/// The bundle and endpoint of the job.
+pub fn job_endpoint() -> Option<(Arc<Bundle>, Arc<Endpoint>, u64)> {
+    JOB.lock()
+        .as_ref()
+        .map(|j| (j.bundle.clone(), j.endpoint.clone(), j.network_pid))
+}
+
+/// Runs a collective with the job's bootstrap; handlers keep running
+/// meanwhile. A Kill from the launcher ends the process here.
+fn collective<T>(
+    f: impl FnOnce(&mut dyn Bootstrap, &mut Progress<'_>) -> io::Result<T>,
+) -> Result<T> {
+    let mut guard = JOB.try_lock().ok_or(Error::Resource(
+        "an SPMD collective is already running (inside a handler?)",
+    ))?;
+    let job = guard
+        .as_mut()
+        .ok_or(Error::NotInit("the SPMD job is not started"))?;
+    let bundle = job.bundle.clone();
+    let r = f(job.boot.as_mut(), &mut |fd| progress_on(&bundle, fd));
+    match r {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            if let Some(code) = job.boot.take_kill() {
+                drop(guard);
+                end_process(code);
+            }
+            eprintln!(
+                "ramp: rank {}: SPMD collective failed: {e}",
+                rank().map_or(-1, |r| r as i64)
+            );
+            Err(Error::Resource(
+                "the SPMD collective failed (the launcher is gone?)",
+            ))
+        }
+    }
+}
+
+/// Flushes our stdout, then every rank waits for all the others.
+pub fn barrier() -> Result<()> {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    collective(|b, p| b.barrier(p))
+}
+
+/// Every rank gives `data` (same length everywhere); all get the
+/// concatenation in rank order.
+pub fn allgather(data: &[u8]) -> Result<Vec<u8>> {
+    if data.is_empty() {
+        return Err(Error::BadArg("all-gather of zero bytes"));
+    }
+    collective(|b, p| b.allgather(data, p))
+}
+
+/// The first `KEY=VALUE` of the launcher's environment whose key starts
+/// with `prefix`.
+pub fn env_entry_with_prefix(prefix: &str) -> Option<String> {
+    let g = JOB.lock();
+    g.as_ref()?
+        .boot
+        .master_env()
+        .into_iter()
+        .find(|(k, _)| k.starts_with(prefix))
+        .map(|(k, v)| format!("{k}={v}"))
+}
+
+pub fn getenv_master(key: &str) -> Option<String> {
+    JOB.lock().as_ref().and_then(|j| j.boot.getenv_master(key))
+}
+
+pub fn set_exit_callback(cb: Option<ExitHook>) {
+    *EXIT_CALLBACK.lock() = cb;
+}
+
+pub fn set_kill_hook(k: Option<ExitHook>) {
+    *KILL.lock() = k;
+}
+
+/// Ends this process with `code`: the exit callback, the AM layer, then the
+/// kill hook (default: exit).
+pub fn end_process(code: i32) -> ! {
+    if let Some(cb) = EXIT_CALLBACK.lock().take() {
+        cb(code);
+    }
+    let _ = am::terminate();
+    if let Some(k) = KILL.lock().take() {
+        k(code);
+    }
+    std::process::exit(code)
+}
+
+/// SPMDExit: tells the launcher the job ends with `code`, then ends this
+/// process. Errors only when the job was never started.
+pub fn exit(code: i32) -> Result<std::convert::Infallible> {
+    {
+        let mut g = JOB.lock();
+        let job = g
+            .as_mut()
+            .ok_or(Error::NotInit("the SPMD job is not started"))?;
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        if let Err(e) = job.boot.finalize(code) {
+            eprintln!("ramp: telling the launcher about the exit failed: {e}");
+        }
+    }
+    end_process(code)
+}
+
+/// Asks the launcher to stop the whole job.
+pub fn abort(code: i32, msg: &str) -> ! {
+    if let Some(j) = JOB.lock().as_mut() {
+        j.boot.abort(code, msg);
+    }
+    end_process(code)
+}
+
+/// The AMUDP master form: `prog N [L] args` — takes N (when `nproc` is 0)
+/// and the spawner letter out of `args`, runs the job, exits with its code.
+pub fn run_master_form(
+    args: &mut Vec<String>,
+    nproc: usize,
+    depth: u32,
+    letter: Option<char>,
+) -> ! {
+    let prog = std::env::current_exe()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| args.first().cloned().unwrap_or_default());
+    let mut n = nproc;
+    if n == 0 {
+        let parsed = args
+            .get(1)
+            .and_then(|a| a.parse::<usize>().ok())
+            .filter(|&v| v >= 1);
+        match parsed {
+            Some(v) => {
+                n = v;
+                args.remove(1);
+            }
+            None => {
+                eprintln!(
+                    "usage: {} <numprocs> [L] <program args...>\n  (or start it with ramp-run -n N, mpiexec -n N, or srun --mpi=pmi2)",
+                    args.first().map_or("prog", |s| s.as_str())
+                );
+                std::process::exit(1);
+            }
+        }
+    }
+    let mut letter = letter;
+    if letter.is_none() {
+        if let Some(a) = args.get(1) {
+            if a.len() == 1 && a.chars().next().is_some_and(|c| "LSClsc".contains(c)) {
+                letter = a.chars().next();
+                args.remove(1);
+            }
+        }
+    }
+    let letter = letter
+        .or_else(|| {
+            ["RAMP_SPAWNFN", "SPAWNFN", "AMUDP_SPAWNFN"]
+                .iter()
+                .find_map(|k| std::env::var(k).ok())
+                .and_then(|v| v.chars().next())
+        })
+        .unwrap_or('L')
+        .to_ascii_uppercase();
+    if letter != 'L' {
+        eprintln!(
+            "ramp: spawner '{letter}' is not supported; use L (local fork/exec), or start the job with mpiexec / srun --mpi=pmi2"
+        );
+        std::process::exit(1);
+    }
+    let mut spec = JobSpec::new(n, prog, args[1..].to_vec());
+    spec.depth = if depth > 0 { depth } else { DEFAULT_DEPTH };
+    spec.label_output = std::env::var("RAMP_LABEL_OUTPUT").is_ok_and(|v| v == "1");
+    spec.route_output = std::env::var("ROUTE_OUTPUT").map_or(true, |v| v != "0");
+    std::process::exit(run_job(&spec))
+}

@@ -1,0 +1,259 @@
+//! The C ABI of the SPMD layer (`include/ramp_spmd.h`).
+#![allow(non_snake_case, non_camel_case_types, clippy::missing_safety_doc)]
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int, c_void};
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
+
+use super::types::{eb_t, ep_t};
+use super::{boundary, eb_handle, ep_handle, need, out};
+use crate::error::{Error, AM_ERR_NOT_INIT, AM_OK};
+use crate::spmd::{self, Role};
+
+pub type ramp_spawnfn_t =
+    Option<unsafe extern "C" fn(c_int, c_int, *mut *mut c_char, *mut *mut c_char) -> c_int>;
+pub type ramp_exitcallback_t = Option<unsafe extern "C" fn(c_int)>;
+
+extern "C" {
+    /// The application may replace how a process ends (C shim; default _exit).
+    static ramp_SPMDkillmyprocess: Option<unsafe extern "C" fn(c_int)>;
+}
+
+/// Strings handed out to C stay alive for the life of the process.
+static KEPT: Lazy<Mutex<HashMap<String, CString>>> = Lazy::new(Default::default);
+
+fn keep(s: String) -> *const c_char {
+    let mut k = KEPT.lock();
+    let c = k
+        .entry(s.clone())
+        .or_insert_with(|| CString::new(s.replace('\0', " ")).unwrap_or_default());
+    c.as_ptr()
+}
+
+/// Flushes C stdio and ends the process through the application's pointer.
+fn kill_through_c(code: i32) {
+    // SAFETY: fflush(NULL) flushes every C output stream; the pointer is the
+    // shim's exported variable, read once (the application may have set it
+    // before; it is a plain function pointer).
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        if let Some(f) = ramp_SPMDkillmyprocess {
+            f(code);
+        }
+    }
+}
+
+unsafe fn args_of(argc: *mut c_int, argv: *mut *mut *mut c_char) -> Vec<String> {
+    if argc.is_null() || argv.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the caller passes main's argc/argv (or copies of them).
+    let (n, v) = unsafe { (*argc, *argv) };
+    if v.is_null() {
+        return Vec::new();
+    }
+    (0..n.max(0) as usize)
+        .filter_map(|i| {
+            // SAFETY: argv holds argc entries, each a NUL-terminated string.
+            let p = unsafe { *v.add(i) };
+            (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_SPMDStartup(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    nproc: c_int,
+    networkdepth: c_int,
+    spawnfn: ramp_spawnfn_t,
+    networkpid: *mut u64,
+    eb: *mut eb_t,
+    ep: *mut ep_t,
+) -> c_int {
+    boundary("ramp_SPMDStartup", || {
+        if spmd::started() {
+            return Err(Error::Resource("ramp_SPMDStartup was already called"));
+        }
+        if networkdepth < 0 || networkdepth > crate::am::MAX_NETWORK_DEPTH as c_int {
+            return Err(Error::BadArg("network depth must be between 0 and 1024"));
+        }
+        if nproc < 0 {
+            return Err(Error::BadArg("negative number of processes"));
+        }
+        let role = spmd::detect_role().map_err(|e| {
+            eprintln!("ramp: SPMD start-up: {e}");
+            Error::Resource("cannot join the job's launcher")
+        })?;
+        match role {
+            Role::Worker(boot) => {
+                need(eb)?;
+                need(ep)?;
+                let (b, e, pid) = spmd::start_worker(boot, networkdepth as u32)?;
+                spmd::set_kill_hook(Some(Box::new(kill_through_c)));
+                std::env::remove_var(spmd::master::ENV_MASTER);
+                // SAFETY: checked non-null above; networkpid may be NULL.
+                unsafe {
+                    out(eb, eb_handle(b.id))?;
+                    out(ep, ep_handle(e.id))?;
+                    if !networkpid.is_null() {
+                        *networkpid = pid;
+                    }
+                }
+                Ok(())
+            }
+            Role::Master => {
+                // SAFETY: argc/argv are main's, by contract.
+                let mut args = unsafe { args_of(argc, argv) };
+                let letter = match spawnfn {
+                    None => None,
+                    Some(f) if f as usize == ramp_SPMDSshSpawn as *const () as usize => Some('S'),
+                    Some(f) if f as usize == ramp_SPMDCustomSpawn as *const () as usize => {
+                        Some('C')
+                    }
+                    Some(_) => Some('L'),
+                };
+                spmd::run_master_form(&mut args, nproc as usize, networkdepth as u32, letter)
+            }
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_SPMDExit(exitcode: c_int) -> c_int {
+    if !spmd::started() {
+        return AM_ERR_NOT_INIT;
+    }
+    boundary("ramp_SPMDExit", || spmd::exit(exitcode).map(|_| ()))
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_SPMDSetExitCallback(fp: ramp_exitcallback_t) -> c_int {
+    spmd::set_exit_callback(fp.map(|f| {
+        // SAFETY: the application's callback of prototype void(int).
+        Box::new(move |code: i32| unsafe { f(code) }) as Box<dyn Fn(i32) + Send + Sync>
+    }));
+    AM_OK
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_SPMDIsWorker(_argv: *mut *mut c_char) -> c_int {
+    (spmd::started() || spmd::is_worker_env()) as c_int
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_SPMDNumProcs() -> c_int {
+    match spmd::size() {
+        Some(s) => s as c_int,
+        None => {
+            eprintln!("ramp: ramp_SPMDNumProcs called before ramp_SPMDStartup");
+            -1
+        }
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_SPMDMyProc() -> c_int {
+    match spmd::rank() {
+        Some(r) => r as c_int,
+        None => {
+            eprintln!("ramp: ramp_SPMDMyProc called before ramp_SPMDStartup");
+            -1
+        }
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_SPMDBarrier() -> c_int {
+    // SAFETY: fflush(NULL) flushes every C output stream.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    boundary("ramp_SPMDBarrier", spmd::barrier)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_SPMDAllGather(
+    source: *mut c_void,
+    dest: *mut c_void,
+    len: usize,
+) -> c_int {
+    boundary("ramp_SPMDAllGather", || {
+        if source.is_null() || dest.is_null() || len == 0 {
+            return Err(Error::BadArg("NULL buffer or zero length"));
+        }
+        // SAFETY: `source` holds `len` bytes by contract.
+        let data = unsafe { std::slice::from_raw_parts(source as *const u8, len) }.to_vec();
+        let all = spmd::allgather(&data)?;
+        // SAFETY: `dest` holds len * nprocs bytes by contract; `all` is that long.
+        unsafe { std::ptr::copy_nonoverlapping(all.as_ptr(), dest as *mut u8, all.len()) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_SPMDgetenvMaster(keyname: *const c_char) -> *const c_char {
+    if keyname.is_null() {
+        return std::ptr::null();
+    }
+    // SAFETY: a NUL-terminated string by contract.
+    let k = unsafe { CStr::from_ptr(keyname) }
+        .to_string_lossy()
+        .into_owned();
+    match spmd::getenv_master(&k) {
+        Some(v) => keep(v),
+        None => std::ptr::null(),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_check_env_prefix(prefix: *const c_char) -> *const c_char {
+    if prefix.is_null() {
+        return std::ptr::null();
+    }
+    // SAFETY: a NUL-terminated string by contract.
+    let p = unsafe { CStr::from_ptr(prefix) }
+        .to_string_lossy()
+        .into_owned();
+    match spmd::env_entry_with_prefix(&p) {
+        Some(kv) => keep(kv),
+        None => std::ptr::null(),
+    }
+}
+
+fn not_for_calling(name: &str) -> c_int {
+    eprintln!("ramp: {name} is passed to ramp_SPMDStartup, not called directly");
+    0
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_SPMDLocalSpawn(
+    _n: c_int,
+    _argc: c_int,
+    _argv: *mut *mut c_char,
+    _env: *mut *mut c_char,
+) -> c_int {
+    not_for_calling("ramp_SPMDLocalSpawn")
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_SPMDSshSpawn(
+    _n: c_int,
+    _argc: c_int,
+    _argv: *mut *mut c_char,
+    _env: *mut *mut c_char,
+) -> c_int {
+    not_for_calling("ramp_SPMDSshSpawn")
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_SPMDCustomSpawn(
+    _n: c_int,
+    _argc: c_int,
+    _argv: *mut *mut c_char,
+    _env: *mut *mut c_char,
+) -> c_int {
+    not_for_calling("ramp_SPMDCustomSpawn")
+}

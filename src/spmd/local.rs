@@ -1,0 +1,209 @@
+//! The worker side of ramp's local launcher: a TCP connection to the master
+//! named by RAMP_SPMD_MASTER, over which this process introduces itself,
+//! gathers, waits at barriers and reports its exit.
+
+use std::io::{self, ErrorKind};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use super::bootstrap::{Bootstrap, Progress};
+use super::frame::{u32_at, u64_at, write_frame, FrameReader, Kind};
+use super::master::{ENV_MASTER, ENV_RANK, ENV_SIZE};
+
+pub struct LocalWorker {
+    stream: TcpStream,
+    reader: FrameReader,
+    rank: usize,
+    size: usize,
+    depth: u32,
+    job_id: u64,
+    env: Vec<(String, String)>,
+    seq: u32,
+    killed: Option<i32>,
+}
+
+fn bad(msg: String) -> io::Error {
+    io::Error::new(ErrorKind::InvalidData, msg)
+}
+
+impl LocalWorker {
+    /// Connects when this process was started by the local launcher.
+    pub fn from_env() -> io::Result<Option<LocalWorker>> {
+        let Ok(master) = std::env::var(ENV_MASTER) else {
+            return Ok(None);
+        };
+        let rank: usize = std::env::var(ENV_RANK)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| {
+                bad(format!(
+                    "{ENV_MASTER} is set but {ENV_RANK} is missing or not a number"
+                ))
+            })?;
+        let size: usize = std::env::var(ENV_SIZE)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| {
+                bad(format!(
+                    "{ENV_MASTER} is set but {ENV_SIZE} is missing or not a number"
+                ))
+            })?;
+        let addr: std::net::SocketAddr = master
+            .parse()
+            .map_err(|_| bad(format!("{ENV_MASTER}={master:?} is not an address:port")))?;
+        let mut stream =
+            TcpStream::connect_timeout(&addr, Duration::from_secs(30)).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot reach the job's master at {addr}: {e}"),
+                )
+            })?;
+        stream.set_nodelay(true)?;
+        let mut hello = (rank as u32).to_be_bytes().to_vec();
+        hello.extend_from_slice(&std::process::id().to_be_bytes());
+        write_frame(&mut stream, Kind::Hello, &hello)?;
+        let mut reader = FrameReader::default();
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+        let init = loop {
+            if let Some((k, p)) = reader.next()? {
+                if k != Kind::Init {
+                    return Err(bad(format!("the master sent {k:?} instead of Init")));
+                }
+                break p;
+            }
+            if !reader.fill(&mut stream)? {
+                return Err(bad(
+                    "the master closed the connection during start-up".into()
+                ));
+            }
+        };
+        let got_size = u32_at(&init, 0)? as usize;
+        if got_size != size {
+            return Err(bad(format!(
+                "the master says the job has {got_size} processes, {ENV_SIZE} says {size}"
+            )));
+        }
+        let depth = u32_at(&init, 4)?;
+        let job_id = u64_at(&init, 8)?;
+        let env = init[16..]
+            .split(|&b| b == 0)
+            .filter(|kv| !kv.is_empty())
+            .filter_map(|kv| {
+                let s = String::from_utf8_lossy(kv);
+                s.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+            })
+            .collect();
+        stream.set_read_timeout(None)?;
+        stream.set_nonblocking(true)?;
+        Ok(Some(LocalWorker {
+            stream,
+            reader,
+            rank,
+            size,
+            depth,
+            job_id,
+            env,
+            seq: 0,
+            killed: None,
+        }))
+    }
+
+    /// Waits for the Gathered frame of `seq`, calling `progress` meanwhile.
+    fn wait_gathered(&mut self, seq: u32, progress: &mut Progress<'_>) -> io::Result<Vec<u8>> {
+        loop {
+            if let Some((k, p)) = self.reader.next()? {
+                match k {
+                    Kind::Gathered if u32_at(&p, 0)? == seq => return Ok(p[4..].to_vec()),
+                    Kind::Kill => {
+                        let code = u32_at(&p, 0).unwrap_or(0) as i32;
+                        self.killed = Some(code);
+                        return Err(io::Error::new(
+                            ErrorKind::Interrupted,
+                            "the job's master ended the job",
+                        ));
+                    }
+                    other => {
+                        return Err(bad(format!("unexpected {other:?} frame from the master")))
+                    }
+                }
+            }
+            if !self.reader.fill(&mut self.stream)? {
+                return Err(io::Error::new(
+                    ErrorKind::BrokenPipe,
+                    "the job's master is gone",
+                ));
+            }
+            progress(Some(self.stream.as_raw_fd()));
+        }
+    }
+}
+
+impl Bootstrap for LocalWorker {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn allgather(&mut self, data: &[u8], progress: &mut Progress<'_>) -> io::Result<Vec<u8>> {
+        self.seq += 1;
+        let mut p = self.seq.to_be_bytes().to_vec();
+        p.extend_from_slice(data);
+        self.stream.set_nonblocking(false)?;
+        write_frame(&mut self.stream, Kind::Gather, &p)?;
+        self.stream.set_nonblocking(true)?;
+        let all = self.wait_gathered(self.seq, progress)?;
+        if all.len() != data.len() * self.size {
+            return Err(bad(format!(
+                "all-gather of {} bytes per rank came back with {} bytes for {} ranks (ranks gave different lengths)",
+                data.len(),
+                all.len(),
+                self.size
+            )));
+        }
+        Ok(all)
+    }
+
+    fn barrier(&mut self, progress: &mut Progress<'_>) -> io::Result<()> {
+        self.allgather(&[], progress).map(|_| ())
+    }
+
+    fn getenv_master(&self, key: &str) -> Option<String> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn master_env(&self) -> Vec<(String, String)> {
+        self.env.clone()
+    }
+
+    fn finalize(&mut self, code: i32) -> io::Result<()> {
+        self.stream.set_nonblocking(false)?;
+        write_frame(&mut self.stream, Kind::Exit, &(code as u32).to_be_bytes())
+    }
+
+    fn abort(&mut self, code: i32, msg: &str) {
+        let mut p = (code as u32).to_be_bytes().to_vec();
+        p.extend_from_slice(msg.as_bytes());
+        let _ = self.stream.set_nonblocking(false);
+        let _ = write_frame(&mut self.stream, Kind::Abort, &p);
+    }
+
+    fn job_id(&self) -> u64 {
+        self.job_id
+    }
+
+    fn take_kill(&mut self) -> Option<i32> {
+        self.killed.take()
+    }
+
+    fn depth(&self) -> Option<u32> {
+        Some(self.depth)
+    }
+}

@@ -1,0 +1,570 @@
+//! The master of ramp's local launcher: starts the workers (fork/exec on
+//! this host, or through a wrapper command such as `ip netns exec`), serves
+//! their control connections (names, barriers, all-gathers, exit), routes
+//! their output to the terminal, and ends the job with the right code. A
+//! worker that dies takes the job down with a clear message.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use super::frame::{u32_at, write_frame, FrameReader, Kind};
+use crate::ffi::os;
+
+/// Environment variables that make a process a worker of a local job.
+pub const ENV_MASTER: &str = "RAMP_SPMD_MASTER";
+pub const ENV_RANK: &str = "RAMP_SPMD_RANK";
+pub const ENV_SIZE: &str = "RAMP_SPMD_SIZE";
+
+/// How long workers get to finish on their own after one called exit(0).
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+/// After a Kill frame, how long before SIGTERM, and again before SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    pub nproc: usize,
+    pub program: String,
+    pub args: Vec<String>,
+    /// Prefix every output line with "[rank] ".
+    pub label_output: bool,
+    /// Route worker output through the master (else workers inherit it).
+    pub route_output: bool,
+    /// Network depth handed to every worker.
+    pub depth: u32,
+    /// Address workers use to reach the master (default 127.0.0.1).
+    pub master_ip: Option<IpAddr>,
+    /// A command put before the program, with `{rank}` replaced
+    /// (e.g. `ip netns exec ramp{rank}`).
+    pub wrap: Option<Vec<String>>,
+    /// Variables added to every worker's environment.
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl JobSpec {
+    pub fn new(nproc: usize, program: String, args: Vec<String>) -> JobSpec {
+        JobSpec {
+            nproc,
+            program,
+            args,
+            label_output: false,
+            route_output: true,
+            depth: 128,
+            master_ip: None,
+            wrap: None,
+            extra_env: Vec::new(),
+        }
+    }
+}
+
+struct Worker {
+    rank: usize,
+    child: Option<Child>,
+    pid: Option<u32>,
+    stream: Option<TcpStream>,
+    reader: FrameReader,
+    gather: Option<(u32, Vec<u8>)>,
+    /// It sent Exit or Abort: its end is expected.
+    said_exit: bool,
+    status: Option<ExitStatus>,
+}
+
+enum PipeSrc {
+    Out(ChildStdout),
+    Err(ChildStderr),
+}
+
+struct OutputPipe {
+    rank: usize,
+    src: PipeSrc,
+    partial: Vec<u8>,
+}
+
+impl OutputPipe {
+    fn fd(&self) -> RawFd {
+        match &self.src {
+            PipeSrc::Out(p) => p.as_raw_fd(),
+            PipeSrc::Err(p) => p.as_raw_fd(),
+        }
+    }
+
+    fn is_err(&self) -> bool {
+        matches!(self.src, PipeSrc::Err(_))
+    }
+
+    /// Reads once; writes whole lines out. Returns false at end of file.
+    fn pump(&mut self, label: bool) -> bool {
+        let mut buf = [0u8; 16384];
+        let n = match &mut self.src {
+            PipeSrc::Out(p) => p.read(&mut buf),
+            PipeSrc::Err(p) => p.read(&mut buf),
+        };
+        let n = match n {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return true,
+            Err(_) => 0,
+        };
+        if n == 0 {
+            if !self.partial.is_empty() {
+                let rest = std::mem::take(&mut self.partial);
+                self.emit(&rest, label);
+            }
+            return false;
+        }
+        self.partial.extend_from_slice(&buf[..n]);
+        while let Some(i) = self.partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=i).collect();
+            self.emit(&line, label);
+        }
+        true
+    }
+
+    fn emit(&self, bytes: &[u8], label: bool) {
+        let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + 8);
+        if label {
+            out.extend_from_slice(format!("[{}] ", self.rank).as_bytes());
+        }
+        out.extend_from_slice(bytes);
+        if self.is_err() {
+            let _ = io::stderr().write_all(&out);
+        } else {
+            let mut so = io::stdout();
+            let _ = so.write_all(&out);
+            let _ = so.flush();
+        }
+    }
+}
+
+fn describe(status: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with code {c}"),
+        (None, Some(s)) => format!("was killed by signal {s} ({})", signal_name(s)),
+        _ => "ended".into(),
+    }
+}
+
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGINT => "SIGINT",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "signal",
+    }
+}
+
+/// The code a job ends with when a worker ended this way.
+fn code_of(status: &ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => 1,
+    }
+}
+
+/// The master's environment, as sent to every worker (NUL-separated).
+fn env_blob() -> Vec<u8> {
+    let mut b = Vec::new();
+    for (k, v) in std::env::vars_os() {
+        b.extend_from_slice(k.as_encoded_bytes());
+        b.push(b'=');
+        b.extend_from_slice(v.as_encoded_bytes());
+        b.push(0);
+    }
+    b
+}
+
+/// Runs a whole job; returns the code the launcher exits with.
+pub fn run_job(spec: &JobSpec) -> i32 {
+    match Master::start(spec) {
+        Ok(mut m) => m.serve(),
+        Err(e) => {
+            eprintln!("ramp: cannot start the job: {e}");
+            1
+        }
+    }
+}
+
+struct Master {
+    listener: TcpListener,
+    workers: Vec<Worker>,
+    pipes: Vec<OutputPipe>,
+    label: bool,
+    depth: u32,
+    job_id: u64,
+    env: Vec<u8>,
+    job_code: Option<i32>,
+    /// When the job ends by Kill frames / signals.
+    stopping: Option<(Instant, u8)>,
+    exit_grace_until: Option<Instant>,
+    pending: HashMap<RawFd, (TcpStream, FrameReader, Instant)>,
+}
+
+impl Master {
+    fn start(spec: &JobSpec) -> io::Result<Master> {
+        if spec.nproc == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the job needs at least one process",
+            ));
+        }
+        let ip = spec.master_ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let bind_ip = if ip.is_loopback() {
+            ip
+        } else {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        };
+        let listener = TcpListener::bind(SocketAddr::new(bind_ip, 0))?;
+        listener.set_nonblocking(true)?;
+        let port = listener.local_addr()?.port();
+        let master_addr = SocketAddr::new(ip, port);
+        let job_id = ((std::process::id() as u64) << 32)
+            ^ (crate::time::Instant::now().as_nanos() & 0xffff_ffff)
+            | 1;
+        let mut workers = Vec::new();
+        let mut pipes = Vec::new();
+        for rank in 0..spec.nproc {
+            let mut argv: Vec<String> = Vec::new();
+            if let Some(w) = &spec.wrap {
+                argv.extend(w.iter().map(|t| t.replace("{rank}", &rank.to_string())));
+            }
+            argv.push(spec.program.clone());
+            argv.extend(spec.args.iter().cloned());
+            let mut cmd = Command::new(&argv[0]);
+            cmd.args(&argv[1..])
+                .env(ENV_MASTER, master_addr.to_string())
+                .env(ENV_RANK, rank.to_string())
+                .env(ENV_SIZE, spec.nproc.to_string())
+                .stdin(Stdio::null());
+            for (k, v) in &spec.extra_env {
+                cmd.env(k, v);
+            }
+            if spec.route_output {
+                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            }
+            let mut child = match cmd.spawn() {
+                Ok(c) => c,
+                Err(e) => {
+                    for w in workers.iter_mut() {
+                        let w: &mut Worker = w;
+                        if let Some(c) = w.child.as_mut() {
+                            let _ = c.kill();
+                            let _ = c.wait();
+                        }
+                    }
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("cannot start {:?}: {e}", argv[0]),
+                    ));
+                }
+            };
+            if let Some(o) = child.stdout.take() {
+                pipes.push(OutputPipe {
+                    rank,
+                    src: PipeSrc::Out(o),
+                    partial: Vec::new(),
+                });
+            }
+            if let Some(e) = child.stderr.take() {
+                pipes.push(OutputPipe {
+                    rank,
+                    src: PipeSrc::Err(e),
+                    partial: Vec::new(),
+                });
+            }
+            workers.push(Worker {
+                rank,
+                pid: Some(child.id()),
+                child: Some(child),
+                stream: None,
+                reader: FrameReader::default(),
+                gather: None,
+                said_exit: false,
+                status: None,
+            });
+        }
+        Ok(Master {
+            listener,
+            workers,
+            pipes,
+            label: spec.label_output,
+            depth: spec.depth,
+            job_id,
+            env: env_blob(),
+            job_code: None,
+            stopping: None,
+            exit_grace_until: None,
+            pending: HashMap::new(),
+        })
+    }
+
+    fn all_ended(&self) -> bool {
+        self.workers
+            .iter()
+            .all(|w| w.status.is_some() || (w.child.is_none() && w.stream.is_none()))
+    }
+
+    fn serve(&mut self) -> i32 {
+        loop {
+            let mut fds = vec![self.listener.as_raw_fd()];
+            let pend: Vec<RawFd> = self.pending.keys().copied().collect();
+            fds.extend(&pend);
+            let wfd: Vec<(usize, RawFd)> = self
+                .workers
+                .iter()
+                .filter_map(|w| w.stream.as_ref().map(|s| (w.rank, s.as_raw_fd())))
+                .collect();
+            fds.extend(wfd.iter().map(|x| x.1));
+            let pfd: Vec<RawFd> = self.pipes.iter().map(|p| p.fd()).collect();
+            fds.extend(&pfd);
+            let ready = os::poll_fds(&fds, 50);
+            let mut i = 0;
+            if ready[i] {
+                self.accept();
+            }
+            i += 1;
+            for fd in pend {
+                if ready[i] {
+                    self.hello(fd);
+                }
+                i += 1;
+            }
+            for (rank, _) in wfd {
+                if ready[i] {
+                    self.serve_worker(rank);
+                }
+                i += 1;
+            }
+            let mut closed = Vec::new();
+            for (k, _) in pfd.iter().enumerate() {
+                if ready[i + k] && !self.pipes[k].pump(self.label) {
+                    closed.push(k);
+                }
+            }
+            for k in closed.into_iter().rev() {
+                self.pipes.remove(k);
+            }
+            self.reap();
+            self.timers();
+            if self.all_ended() {
+                // what is still in the pipes comes out before the end
+                while !self.pipes.is_empty() {
+                    let pfd: Vec<RawFd> = self.pipes.iter().map(|p| p.fd()).collect();
+                    let ready = os::poll_fds(&pfd, 200);
+                    if !ready.iter().any(|&r| r) {
+                        break;
+                    }
+                    let mut closed = Vec::new();
+                    for (k, r) in ready.iter().enumerate() {
+                        if *r && !self.pipes[k].pump(self.label) {
+                            closed.push(k);
+                        }
+                    }
+                    for k in closed.into_iter().rev() {
+                        self.pipes.remove(k);
+                    }
+                }
+                return self.job_code.unwrap_or(0);
+            }
+        }
+    }
+
+    fn accept(&mut self) {
+        while let Ok((s, _)) = self.listener.accept() {
+            let _ = s.set_nonblocking(true);
+            let _ = s.set_nodelay(true);
+            self.pending
+                .insert(s.as_raw_fd(), (s, FrameReader::default(), Instant::now()));
+        }
+    }
+
+    /// A new connection's first frame says which rank it is.
+    fn hello(&mut self, fd: RawFd) {
+        let Some((mut s, mut r, t0)) = self.pending.remove(&fd) else {
+            return;
+        };
+        let open = r.fill(&mut s).unwrap_or(false);
+        match r.next() {
+            Ok(Some((Kind::Hello, p))) => {
+                let rank = u32_at(&p, 0).unwrap_or(u32::MAX) as usize;
+                let ok = rank < self.workers.len() && self.workers[rank].stream.is_none();
+                if !ok {
+                    eprintln!(
+                        "ramp: a worker announced rank {rank}, which is not expected; ignored"
+                    );
+                    return;
+                }
+                let mut init = Vec::new();
+                init.extend_from_slice(&(self.workers.len() as u32).to_be_bytes());
+                init.extend_from_slice(&self.depth.to_be_bytes());
+                init.extend_from_slice(&self.job_id.to_be_bytes());
+                init.extend_from_slice(&self.env);
+                if write_frame(&mut s, Kind::Init, &init).is_err() {
+                    return;
+                }
+                let _ = s.set_nonblocking(true);
+                let w = &mut self.workers[rank];
+                w.stream = Some(s);
+                w.reader = r;
+            }
+            Ok(None) if open && t0.elapsed() < Duration::from_secs(10) => {
+                self.pending.insert(fd, (s, r, t0));
+            }
+            _ => {
+                eprintln!("ramp: a connection to the job's master did not introduce itself; closed")
+            }
+        }
+    }
+
+    fn serve_worker(&mut self, rank: usize) {
+        let w = &mut self.workers[rank];
+        let Some(s) = w.stream.as_mut() else { return };
+        let open = w.reader.fill(s).unwrap_or(false);
+        loop {
+            let f = self.workers[rank].reader.next();
+            match f {
+                Ok(Some((Kind::Gather, p))) => {
+                    let Ok(seq) = u32_at(&p, 0) else { break };
+                    self.workers[rank].gather = Some((seq, p[4..].to_vec()));
+                    self.maybe_complete_gather();
+                }
+                Ok(Some((Kind::Exit, p))) => {
+                    let code = u32_at(&p, 0).unwrap_or(1) as i32;
+                    self.workers[rank].said_exit = true;
+                    if self.job_code.is_none() {
+                        self.job_code = Some(code);
+                    }
+                    if code != 0 {
+                        self.stop_all();
+                    } else if self.exit_grace_until.is_none() {
+                        self.exit_grace_until = Some(Instant::now() + EXIT_GRACE);
+                    }
+                }
+                Ok(Some((Kind::Abort, p))) => {
+                    let code = u32_at(&p, 0).unwrap_or(1) as i32;
+                    let msg = String::from_utf8_lossy(p.get(4..).unwrap_or(&[])).into_owned();
+                    eprintln!("ramp: rank {rank} aborted the job (code {code}): {msg}");
+                    self.workers[rank].said_exit = true;
+                    self.job_code.get_or_insert(code);
+                    self.stop_all();
+                }
+                Ok(Some((k, _))) => {
+                    eprintln!("ramp: unexpected {k:?} frame from rank {rank}; ignored");
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    eprintln!(
+                        "ramp: bad control data from rank {rank}: {e}; its connection is closed"
+                    );
+                    self.workers[rank].stream = None;
+                    break;
+                }
+            }
+        }
+        if !open {
+            self.workers[rank].stream = None;
+        }
+    }
+
+    fn maybe_complete_gather(&mut self) {
+        let Some(seq) = self.workers[0].gather.as_ref().map(|g| g.0) else {
+            return;
+        };
+        if !self
+            .workers
+            .iter()
+            .all(|w| w.gather.as_ref().is_some_and(|g| g.0 == seq))
+        {
+            return;
+        }
+        let mut all = seq.to_be_bytes().to_vec();
+        for w in &self.workers {
+            all.extend_from_slice(&w.gather.as_ref().unwrap().1);
+        }
+        for w in self.workers.iter_mut() {
+            w.gather = None;
+            if let Some(s) = w.stream.as_mut() {
+                let _ = s.set_nonblocking(false);
+                let _ = write_frame(s, Kind::Gathered, &all);
+                let _ = s.set_nonblocking(true);
+            }
+        }
+    }
+
+    /// Children that ended: a death without an exit stops the job.
+    fn reap(&mut self) {
+        let mut failed = None;
+        for w in self.workers.iter_mut() {
+            let Some(c) = w.child.as_mut() else { continue };
+            if w.status.is_some() {
+                continue;
+            }
+            if let Ok(Some(st)) = c.try_wait() {
+                w.status = Some(st);
+                if !st.success() && !w.said_exit && self.stopping.is_none() {
+                    failed = Some((w.rank, w.pid.unwrap_or(0), st));
+                }
+            }
+        }
+        if let Some((rank, pid, st)) = failed {
+            let running = self.workers.iter().filter(|w| w.status.is_none()).count();
+            eprintln!(
+                "ramp: rank {rank} (pid {pid}) {} before the job ended; stopping the job ({running} other process(es) still running)",
+                describe(&st)
+            );
+            self.job_code.get_or_insert(code_of(&st).max(1));
+            self.stop_all();
+        }
+    }
+
+    fn stop_all(&mut self) {
+        if self.stopping.is_some() {
+            return;
+        }
+        for w in self.workers.iter_mut() {
+            if let Some(s) = w.stream.as_mut() {
+                let _ = s.set_nonblocking(false);
+                let _ = write_frame(s, Kind::Kill, &0u32.to_be_bytes());
+                let _ = s.set_nonblocking(true);
+            }
+        }
+        self.stopping = Some((Instant::now() + KILL_GRACE, 0));
+    }
+
+    fn timers(&mut self) {
+        if let Some(t) = self.exit_grace_until {
+            if Instant::now() >= t {
+                self.exit_grace_until = None;
+                self.stop_all();
+            }
+        }
+        if let Some((t, stage)) = self.stopping {
+            if Instant::now() >= t {
+                let sig = if stage == 0 {
+                    libc::SIGTERM
+                } else {
+                    libc::SIGKILL
+                };
+                for w in &self.workers {
+                    if w.status.is_none() {
+                        if let Some(pid) = w.pid {
+                            os::kill(pid, sig);
+                        }
+                    }
+                }
+                self.stopping = Some((Instant::now() + KILL_GRACE, stage.saturating_add(1)));
+            }
+        }
+    }
+}
