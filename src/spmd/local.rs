@@ -135,7 +135,9 @@ impl LocalWorker {
                     "the job's master is gone",
                 ));
             }
-            progress(Some(self.stream.as_raw_fd()));
+            if !self.reader.has_frame() {
+                progress(Some(self.stream.as_raw_fd()));
+            }
         }
     }
 }

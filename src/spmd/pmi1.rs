@@ -426,7 +426,7 @@ mod tests {
         ));
         s.push(("cmd=barrier_in", "cmd=barrier_out\n"));
         s.push((
-            "cmd=get kvsname=kvs_7_0 key=ramp-ag-0-1 ",
+            "cmd=get kvsname=kvs_7_0 key=ramp-ag-0-1\n",
             "cmd=get_result rc=0 msg=success value=01010101010101010101010101010101010101\n",
         ));
         s.push((
