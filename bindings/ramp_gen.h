@@ -81,6 +81,16 @@
 #define MAX_WINDOW 64
 
 /**
+ * AMUDP's default network depth.
+ */
+#define DEFAULT_DEPTH 128
+
+/**
+ * Largest frame accepted (an all-gather of a few MiB across a job).
+ */
+#define MAX_FRAME (256 << 20)
+
+/**
  * Packet magic ("RA") and version.
  */
 #define MAGIC 21057
@@ -219,6 +229,10 @@ typedef struct {
   uint64_t RttSamples;
 } ramp_stats_t;
 
+typedef int (*ramp_spawnfn_t)(int, int, char**, char**);
+
+typedef void (*ramp_exitcallback_t)(int);
+
 /**
  * A span of time in nanoseconds.
  */
@@ -356,6 +370,39 @@ int ramp_AggregateStatistics(ramp_stats_t *runningsum, const ramp_stats_t *newva
  * the same thread), writes it to `fp` (a `FILE *`) when non-NULL, returns it.
  */
 const char *ramp_DumpStatistics(void *fp, const ramp_stats_t *stats, int globalAnalysis);
+
+int ramp_SPMDStartup(int *argc,
+                     char ***argv,
+                     int nproc,
+                     int networkdepth,
+                     ramp_spawnfn_t spawnfn,
+                     uint64_t *networkpid,
+                     eb_t *eb,
+                     ep_t *ep);
+
+int ramp_SPMDExit(int exitcode);
+
+int ramp_SPMDSetExitCallback(ramp_exitcallback_t fp);
+
+int ramp_SPMDIsWorker(char **_argv);
+
+int ramp_SPMDNumProcs(void);
+
+int ramp_SPMDMyProc(void);
+
+int ramp_SPMDBarrier(void);
+
+int ramp_SPMDAllGather(void *source, void *dest, size_t len);
+
+const char *ramp_SPMDgetenvMaster(const char *keyname);
+
+const char *ramp_check_env_prefix(const char *prefix);
+
+int ramp_SPMDLocalSpawn(int _n, int _argc, char **_argv, char **_env);
+
+int ramp_SPMDSshSpawn(int _n, int _argc, char **_argv, char **_env);
+
+int ramp_SPMDCustomSpawn(int _n, int _argc, char **_argv, char **_env);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1263,11 +1263,14 @@ def self_test():
                           "variadic prototypes keep their '...'")
         if os.path.isfile(cfg.exports):
             ex = read_exports(cfg.exports)
-            results.check(sorted(ex) == sorted(n for n in real.functions
-                                               if re.match(r"ramp_(Request|Reply)\w*$", n)
-                                               and not n.endswith("Argv")),
-                          "exports.txt lists exactly the 12 variadic shim functions",
+            variadic = sorted(n for n in real.functions
+                              if re.match(r"ramp_(Request|Reply)\w*$", n)
+                              and not n.endswith("Argv"))
+            results.check(len(variadic) == 12 and set(variadic) <= set(ex),
+                          "exports.txt lists the 12 variadic shim functions",
                           ", ".join(ex))
+            results.check(all(n.startswith("ramp_") for n in ex),
+                          "every shim export has the ramp_ prefix", ", ".join(ex))
     print("self-test: %d passed, %d failed" % (results.passed, len(results.failures)))
     return 0 if not results.failures else 1
 

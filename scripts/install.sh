@@ -83,7 +83,8 @@ if [ $BUILD -eq 1 ]; then
     die "cargo not found and $REL holds no build; run 'cargo build --release' first"
   fi
 fi
-for f in "$REL/libramp.so" "$REL/libramp.a" "$REL/ramp" include/am.h include/ramp.h scripts/ramp.pc.in; do
+for f in "$REL/libramp.so" "$REL/libramp.a" "$REL/ramp" "$REL/ramp-run" include/am.h include/ramp.h \
+         include/ramp_spmd.h include/amudp.h include/amudp_spmd.h scripts/ramp.pc.in; do
   [ -e "$f" ] || die "$f is missing (run 'cargo build --release')"
 done
 
@@ -113,11 +114,14 @@ ln -sfn "$REALNAME" "$LIB/$SONAME"
 ln -sfn "$SONAME" "$LIB/libramp.so"
 install -m 0644 "$REL/libramp.a" "$LIB/libramp.a"
 
-install -m 0644 include/am.h "$INC/am.h"
-install -m 0644 include/ramp.h "$INC/ramp.h"
+for h in am.h ramp.h ramp_spmd.h amudp.h amudp_spmd.h; do
+  install -m 0644 "include/$h" "$INC/$h"
+done
 
-install -m 0755 "$REL/ramp" "$BIN/.ramp.tmp"
-mv -f "$BIN/.ramp.tmp" "$BIN/ramp"
+for b in ramp ramp-run; do
+  install -m 0755 "$REL/$b" "$BIN/.$b.tmp"
+  mv -f "$BIN/.$b.tmp" "$BIN/$b"
+done
 
 # pkg-config file: the prefix is the final one, without DESTDIR.
 sed_escape() { printf '%s' "$1" | sed -e 's/[\\|&]/\\&/g'; }
@@ -134,7 +138,8 @@ mv -f "$PC/ramp.pc.tmp" "$PC/ramp.pc"
 
 echo "install.sh: installed ramp $VERSION (soname $SONAME) into ${DESTDIR:+$DESTDIR}$PREFIX:"
 for f in "$LIB/$REALNAME" "$LIB/$SONAME" "$LIB/libramp.so" "$LIB/libramp.a" \
-         "$INC/am.h" "$INC/ramp.h" "$BIN/ramp" "$PC/ramp.pc"; do
+         "$INC/am.h" "$INC/ramp.h" "$INC/ramp_spmd.h" "$INC/amudp.h" "$INC/amudp_spmd.h" \
+         "$BIN/ramp" "$BIN/ramp-run" "$PC/ramp.pc"; do
   if [ -L "$f" ]; then
     echo "  $f -> $(readlink "$f")"
   else

@@ -173,8 +173,10 @@ step 2 clippy cargo clippy --all-targets -- -D warnings
 step 3 build cargo build --release
 step 4 "rust tests" cargo test --release
 step 5 headers python3 c-tests/check_headers.py --lib target/release/libramp.so \
-  --generated bindings/ramp_gen.h --cargo Cargo.toml
+  --generated bindings/ramp_gen.h --cargo Cargo.toml \
+  --header am.h --header ramp.h --header ramp_spmd.h --header amudp.h --header amudp_spmd.h
 step 6 "C tests" bash c-tests/run.sh
+step 6 "AMUDP headers" bash c-tests/amudp_compile.sh
 step 7 install bash scripts/test-install.sh
 if [ -d python/tests ]; then
   step 8 "python tests" python_tests

@@ -21,6 +21,12 @@
 #   - the C example of README.md builds with pkg-config and runs
 #   - the installed `ramp` command runs
 #   - DESTDIR: a staged install lands under DESTDIR, and its ramp.pc names the final prefix
+#   - examples/c/am_pair.c (only <am.h>) builds with exactly
+#       cc am_pair.c $(pkg-config --cflags --libs ramp)
+#     (and compiles clean with -Wall -Wextra -Werror -std=c11); its two processes see
+#     every request and reply of every category exactly once, plainly and again with
+#     RAMP_FAULT_LOSS=0.05 RAMP_FAULT_DUP=0.02 RAMP_FAULT_REORDER=0.05 RAMP_FAULT_SEED=7
+#     (timeout 120 s each)
 set -u
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,7 +38,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --keep) KEEP=1; shift ;;
     --no-build) INSTALL_ARGS+=(--no-build); shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test-install.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -237,6 +243,50 @@ else
   { echo "staged files:"; find "$STAGE" 2>/dev/null | sed "s|$STAGE||"; } >>"$log"
   fail "DESTDIR staged install" "$log"
   rm -rf "$FINAL" 2>/dev/null
+fi
+
+# ---- examples/c/am_pair.c: two processes, every category, exactly once (also under loss) ----
+PAIR="$TMP/pair"
+mkdir -p "$PAIR"
+cp examples/c/am_pair.c "$PAIR/am_pair.c"
+log="$TMP/am_pair-build.log"
+# shellcheck disable=SC2046
+if (cd "$PAIR" && cc am_pair.c $(PKG_CONFIG_PATH="$PCPATH" pkg-config --cflags --libs ramp)) >"$log" 2>&1 &&
+   [ -x "$PAIR/a.out" ]; then
+  pass "cc am_pair.c \$(pkg-config --cflags --libs ramp)  [examples/c/am_pair.c]"
+  PAIR_BUILT=1
+else
+  fail "cc am_pair.c \$(pkg-config --cflags --libs ramp)  [examples/c/am_pair.c]" "$log"
+  PAIR_BUILT=0
+fi
+log="$TMP/am_pair-strict.log"
+# shellcheck disable=SC2046
+if (cd "$PAIR" && cc -Wall -Wextra -Werror -std=c11 -fsyntax-only am_pair.c \
+      $(PKG_CONFIG_PATH="$PCPATH" pkg-config --cflags ramp)) >"$log" 2>&1; then
+  pass "am_pair.c compiles clean with -Wall -Wextra -Werror -std=c11"
+else
+  fail "am_pair.c compiles clean with -Wall -Wextra -Werror -std=c11" "$log"
+fi
+# run_pair LABEL LOG [VAR=VALUE ...]: runs the built am_pair with the given environment
+run_pair() {
+  local label="$1" plog="$2" rc
+  shift 2
+  (cd "$PAIR" && env LD_LIBRARY_PATH="$PREFIX/lib" "$@" timeout 120 ./a.out) >"$plog" 2>&1
+  rc=$?
+  [ $rc -eq 124 ] && echo "    | timed out after 120 s" >>"$plog"
+  if [ $rc -eq 0 ]; then
+    sed 's/^/    /' "$plog"
+    pass "$label"
+  else
+    echo "    | exit status $rc" >>"$plog"
+    fail "$label" "$plog"
+  fi
+}
+if [ $PAIR_BUILT -eq 1 ]; then
+  run_pair "am_pair: two processes, every request and reply exactly once" "$TMP/am_pair-run.log"
+  run_pair "am_pair: two processes, every request and reply exactly once with 5% loss (RAMP_FAULT_LOSS=0.05 DUP=0.02 REORDER=0.05 SEED=7)" \
+    "$TMP/am_pair-loss.log" \
+    RAMP_FAULT_LOSS=0.05 RAMP_FAULT_DUP=0.02 RAMP_FAULT_REORDER=0.05 RAMP_FAULT_SEED=7
 fi
 
 finish

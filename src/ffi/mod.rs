@@ -26,8 +26,16 @@ use types::{eb_t, ep_t};
 /// Print every error return on stderr (`RAMP_VERBOSE=1`).
 pub static VERBOSE: AtomicBool = AtomicBool::new(false);
 
+extern "C" {
+    /// AMX_VerboseErrors / AMUDP_VerboseErrors (C shim): applications set it.
+    static ramp_VerboseErrors: c_int;
+}
+
 pub fn verbose() -> bool {
+    // SAFETY: a plain int exported by the shim; a racy read of an int the
+    // application sets once is harmless (at worst one message more or less).
     VERBOSE.load(Ordering::Relaxed)
+        || unsafe { std::ptr::read_volatile(&raw const ramp_VerboseErrors) } != 0
 }
 
 /// Runs an entry point: maps its error to an AM code, reports it when

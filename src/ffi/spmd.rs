@@ -20,6 +20,8 @@ pub type ramp_exitcallback_t = Option<unsafe extern "C" fn(c_int)>;
 extern "C" {
     /// The application may replace how a process ends (C shim; default _exit).
     static ramp_SPMDkillmyprocess: Option<unsafe extern "C" fn(c_int)>;
+    /// Prefix of ramp_FatalErr messages (C shim); workers are "Node <rank>".
+    static mut ramp_ProcessLabel: *const c_char;
 }
 
 /// Strings handed out to C stay alive for the life of the process.
@@ -95,6 +97,11 @@ pub unsafe extern "C" fn ramp_SPMDStartup(
                 need(ep)?;
                 let (b, e, pid) = spmd::start_worker(boot, networkdepth as u32)?;
                 spmd::set_kill_hook(Some(Box::new(kill_through_c)));
+                let label = keep(format!("Node {}", spmd::rank().unwrap_or(0)));
+                // SAFETY: the shim's exported pointer, written once during
+                // start-up before the application uses it; `label` lives for
+                // the life of the process.
+                unsafe { ramp_ProcessLabel = label };
                 std::env::remove_var(spmd::master::ENV_MASTER);
                 // SAFETY: checked non-null above; networkpid may be NULL.
                 unsafe {

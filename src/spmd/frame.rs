@@ -79,7 +79,9 @@ impl FrameReader {
     /// Whether a whole frame is buffered.
     pub fn has_frame(&self) -> bool {
         self.buf.len() >= 4
-            && self.buf.len() >= 4 + u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize
+            && self.buf.len()
+                >= 4 + u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]])
+                    as usize
     }
 
     /// The next whole frame, if one has arrived.

@@ -14,14 +14,19 @@
 //! | `cmd=kvs-fence;` | `cmd=kvs-fence-response;rc=0;` |
 //! | `cmd=kvs-get;jobid=J;srcid=S;key=K;` | `cmd=kvs-get-response;found=TRUE;value=V;rc=0;` |
 //! | `cmd=finalize;` | `cmd=finalize-response;rc=0;` |
-//! | `cmd=abort;isworld=TRUE;exitcode=N;msg=M;message=M;` | none |
+//! | `cmd=abort;isworld=TRUE;exitcode=N;msg=M;message=M;` (Slurm) | none |
+//! | `cmd=abort exitcode=N\n` (PMI-1 form, Hydra) | none: the job ends with N |
 //!
 //! (Confirmed against Slurm's `src/plugins/mpi/pmi2/{agent,client,pmi2}.c`,
 //! MPICH's `src/pmi/maint/pmi-2.0.txt`, `src/pmi/src/pmi_v2.c` and Hydra
 //! 4.0's `pmip_pmi_v2.c`/`pmiserv_pmi_v2.c`.) `pmijobid` is sent when the
 //! launcher set `PMI_JOBID` (Slurm, which requires it); `pmirank` is
 //! `PMI_ID` or else `PMI_RANK`. Slurm reads `isworld`/`msg` of an abort,
-//! MPICH 4.1's Hydra `exitcode`/`message`.
+//! MPICH 4.1's Hydra `exitcode`/`message`; Hydra 4.0 has no PMI-2 abort
+//! and stops with "Unrecognized PMI command: abort" (exit status 255), but
+//! it reads each message in the wire version its first bytes show, so
+//! without `PMI_JOBID` (not Slurm) the abort is sent as the PMI-1 line,
+//! which every Hydra ends the job on with the given exit code.
 //!
 //! A fence is a collective in Slurm but returns at once in Hydra, whose
 //! `kvs-get` instead waits until every rank has fenced as often as the
@@ -51,6 +56,8 @@ pub struct Pmi2 {
     seq: u64,
     job_id: u64,
     finalized: bool,
+    /// Abort with a PMI-1 line (Hydra), not a PMI-2 message (Slurm).
+    v1_abort: bool,
 }
 
 impl Pmi2 {
@@ -97,6 +104,7 @@ impl Pmi2 {
             seq: 0,
             job_id: 0,
             finalized: false,
+            v1_abort: pmijobid.is_none(),
         };
         let r = pmirank.to_string();
         let mut pairs: Vec<(&str, &str)> = Vec::new();
@@ -264,6 +272,13 @@ impl Bootstrap for Pmi2 {
 
     fn abort(&mut self, code: i32, msg: &str) {
         if self.finalized {
+            return;
+        }
+        if self.v1_abort {
+            // Hydra tells the versions apart message by message, and
+            // Hydra 4.0 has no PMI-2 abort ("Unrecognized PMI command").
+            let line = format!("cmd=abort exitcode={code}\n");
+            self.conn.send_now(line.as_bytes());
             return;
         }
         let text = text_v2(msg);

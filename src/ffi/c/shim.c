@@ -173,3 +173,130 @@ RAMP_SHIM_EXPORT int ramp_ReplyXfer(void *token, handler_t handler, void *source
   va_end(ap);
   return rc;
 }
+
+/* =======================================================================================
+ * SPMD layer and AMUDP drop-in: the C-side data and variadics of include/ramp_spmd.h,
+ * and the AMUDP-only entry points of include/amudp.h / include/amudp_spmd.h that have
+ * no ramp counterpart.  Every name here is listed in exports.txt (data objects too).
+ * ===================================================================================== */
+#include "ramp_spmd.h"
+#include "amudp_spmd.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* setenv is POSIX: strict ISO C modes (-std=c99/c11 without a feature-test macro) leave
+ * it undeclared in <stdlib.h>. */
+#if !defined(__cplusplus) && !defined(_POSIX_C_SOURCE)
+int setenv(const char *name, const char *value, int overwrite);
+#endif
+
+/* A const object at file scope needs `extern` in C++ to keep external linkage (C warns
+ * about `extern` on a definition). */
+#ifdef __cplusplus
+#define RAMP_SHIM_CONST_EXTERN extern
+#else
+#define RAMP_SHIM_CONST_EXTERN
+#endif
+
+/* Knobs read (and, for ramp_ProcessLabel, written) by the Rust side through
+ * `extern "C" { static ... }`: plain exported objects. */
+RAMP_SHIM_EXPORT void (*ramp_SPMDkillmyprocess)(int) = _exit;
+RAMP_SHIM_EXPORT int ramp_VerboseErrors = 0;
+RAMP_SHIM_EXPORT int ramp_SilentMode = 0;
+RAMP_SHIM_EXPORT const char *ramp_ProcessLabel = NULL;
+RAMP_SHIM_EXPORT int ramp_PoliteSync = 0;
+
+/* "*** FATAL ERROR: <msg>\n", or "*** FATAL ERROR (<label>): <msg>\n", written to stderr
+ * in one piece when it fits; then stdout and stderr are flushed and abort() is called. */
+RAMP_SHIM_EXPORT void ramp_FatalErr(const char *msg, ...)
+{
+  char buf[4096];
+  const char *label = ramp_ProcessLabel;
+  int head, len;
+  va_list ap;
+
+  fflush(stdout);
+  if (label && *label) {
+    head = snprintf(buf, sizeof buf, "*** FATAL ERROR (%.200s): ", label);
+  } else {
+    head = snprintf(buf, sizeof buf, "*** FATAL ERROR: ");
+  }
+  if (head < 0) head = 0;
+  if (!msg) msg = "(null)";
+  va_start(ap, msg);
+  len = vsnprintf(buf + head, sizeof buf - (size_t)head, msg, ap);
+  va_end(ap);
+  if (len < 0) len = 0;
+  if ((size_t)head + (size_t)len < sizeof buf - 1) {
+    len += head;
+    if (len == 0 || buf[len - 1] != '\n') {
+      buf[len++] = '\n';
+      buf[len] = '\0';
+    }
+    fputs(buf, stderr);
+  } else {
+    /* too long for the buffer: stream it */
+    buf[head] = '\0';
+    fputs(buf, stderr);
+    va_start(ap, msg);
+    vfprintf(stderr, msg, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+  }
+  fflush(stderr);
+  abort();
+}
+
+/* AMUDP_SetUDPInterface: ramp binds endpoints to RAMP_INTERFACE, read once at the first
+ * AM_Init; so this only takes effect when called before that (documented in amudp.h). */
+RAMP_SHIM_EXPORT int ramp_amudp_SetUDPInterface(uint32_t IPAddress)
+{
+  char addr[64];
+  if (IPAddress == 0) return AM_OK; /* INADDR_ANY: keep RAMP_INTERFACE / ramp's default */
+  snprintf(addr, sizeof addr, "%u.%u.%u.%u", (unsigned)((IPAddress >> 24) & 0xFFu),
+           (unsigned)((IPAddress >> 16) & 0xFFu), (unsigned)((IPAddress >> 8) & 0xFFu),
+           (unsigned)(IPAddress & 0xFFu));
+  return setenv("RAMP_INTERFACE", addr, 1) == 0 ? AM_OK : AM_ERR_RESOURCE;
+}
+
+/* AMUDP_SetHandlerCallbacks: ramp has no pre/post handler hooks. */
+RAMP_SHIM_EXPORT int ramp_amudp_SetHandlerCallbacks(ep_t ep,
+                                                    AMUDP_preHandlerCallback_t preHandlerCallback,
+                                                    AMUDP_postHandlerCallback_t postHandlerCallback)
+{
+  if (!ep) return AM_ERR_BAD_ARG;
+  if (!preHandlerCallback && !postHandlerCallback) return AM_OK; /* "none": already so */
+  if (ramp_VerboseErrors) {
+    fprintf(stderr, "ramp: AMUDP_SetHandlerCallbacks is not supported (AM_ERR_RESOURCE)\n");
+  }
+  return AM_ERR_RESOURCE;
+}
+
+/* AMUDP_SPMDHandleControlTraffic: ramp services SPMD control traffic inside AM_Poll and
+ * the SPMD calls; nothing is left for the caller to do. */
+RAMP_SHIM_EXPORT int ramp_amudp_SPMDHandleControlTraffic(int *controlMessagesServiced)
+{
+  if (controlMessagesServiced) *controlMessagesServiced = 0;
+  return AM_OK;
+}
+
+/* AMUDP_SPMDSetProc: the rank is assigned by ramp's launchers (ramp-run, the AMUDP-style
+ * master, PMI); forcing it is not supported. */
+RAMP_SHIM_EXPORT void ramp_amudp_SPMDSetProc(int rank)
+{
+  fprintf(stderr,
+          "ramp: warning: AMUDP_SPMDSetProc(%d) is not supported (ranks are assigned by the "
+          "launcher); ignored\n",
+          rank);
+}
+
+/* The spawners, in AMUDP's order (the functions are implemented in Rust, src/ffi/spmd.rs;
+ * 'S' is unsupported and returns 0). */
+RAMP_SHIM_EXPORT RAMP_SHIM_CONST_EXTERN const ramp_spawnfn_desc_t ramp_Spawnfn_Desc[] = {
+  {'S', "ssh", ramp_SPMDSshSpawn},
+  {'L', "local fork/exec", ramp_SPMDLocalSpawn},
+  {'C', "custom command", ramp_SPMDCustomSpawn},
+  {'\0', NULL, NULL}
+};

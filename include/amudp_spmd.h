@@ -1,0 +1,83 @@
+/*
+ * amudp_spmd.h -- drop-in replacement for GASNet's AMUDP SPMD header, on top of ramp.
+ *
+ * Maps the AMUDP_SPMD* and AMX_SPMD* job-control names onto <ramp_spmd.h>; includes
+ * <amudp.h>.  Command line of a program using AMX_SPMDStartup, as with AMUDP:
+ *     prog <nproc> [<spawner letter>] <program args...>     e.g.  ./testping 2 L 1000
+ * (the letter may be left out when SPAWNFN is set); the job may also be started by
+ * ramp-run or by a PMI launcher (mpiexec, srun --mpi=pmi2), see <ramp_spmd.h>.
+ *
+ * Differences from AMUDP:
+ *  - The 'S' (ssh) spawner is not supported by ramp (it fails); use 'L' or 'C', ramp-run
+ *    or a PMI launcher.
+ *  - AMUDP_SPMDSetProc is not supported: it only prints a warning (the rank comes from
+ *    the launcher).
+ *  - AMUDP_SPMDStartup_AMUDP_{DEBUG,NDEBUG} (AMUDP's link names) are both
+ *    ramp_SPMDStartup.
+ */
+#ifndef RAMP_AMUDP_SPMD_H
+#define RAMP_AMUDP_SPMD_H
+
+#include "amudp.h"
+#include "ramp_spmd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Spawner: starts nproc workers; returns non-zero on success. */
+typedef ramp_spawnfn_t amudp_spawnfn_t;
+/* Exit callback, run with the exit code. */
+typedef ramp_exitcallback_t amudp_exitcallback_t;
+/* { letter, description, spawner } entry of AMUDP_Spawnfn_Desc. */
+typedef ramp_spawnfn_desc_t amudp_spawnfn_desc_t;
+
+/* Not supported by ramp (the rank comes from the launcher): prints a warning on stderr
+ * and does nothing. */
+void ramp_amudp_SPMDSetProc(int rank);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+/* ------------------------------------------------------------------------------------
+ * AMUDP names -> ramp names
+ * ---------------------------------------------------------------------------------- */
+
+#define AMUDP_Spawnfn_Desc           ramp_Spawnfn_Desc
+#define AMUDP_SPMDStartup            ramp_SPMDStartup
+#define AMUDP_SPMDStartup_AMUDP_DEBUG  ramp_SPMDStartup
+#define AMUDP_SPMDStartup_AMUDP_NDEBUG ramp_SPMDStartup
+#define AMUDP_SPMDExit               ramp_SPMDExit
+#define AMUDP_SPMDSetExitCallback    ramp_SPMDSetExitCallback
+#define AMUDP_SPMDIsWorker           ramp_SPMDIsWorker
+#define AMUDP_SPMDNumProcs           ramp_SPMDNumProcs
+#define AMUDP_SPMDMyProc             ramp_SPMDMyProc
+#define AMUDP_SPMDBarrier            ramp_SPMDBarrier
+#define AMUDP_SPMDAllGather          ramp_SPMDAllGather
+#define AMUDP_SPMDgetenvMaster       ramp_SPMDgetenvMaster
+#define AMUDP_check_env_prefix       ramp_check_env_prefix
+#define AMUDP_SPMDLocalSpawn         ramp_SPMDLocalSpawn
+#define AMUDP_SPMDSshSpawn           ramp_SPMDSshSpawn
+#define AMUDP_SPMDCustomSpawn        ramp_SPMDCustomSpawn
+#define AMUDP_SPMDkillmyprocess      ramp_SPMDkillmyprocess
+#define AMUDP_SPMDSetProc            ramp_amudp_SPMDSetProc
+
+/* ------------------------------------------------------------------------------------
+ * AMX names
+ * ---------------------------------------------------------------------------------- */
+
+#define AMX_SPMDgetenvMaster    AMUDP_SPMDgetenvMaster
+#define AMX_SPMDBarrier         AMUDP_SPMDBarrier
+#define AMX_SPMDNumProcs        AMUDP_SPMDNumProcs
+#define AMX_SPMDMyProc          AMUDP_SPMDMyProc
+#define AMX_SPMDExit            AMUDP_SPMDExit
+#define AMX_SPMDSetExitCallback AMUDP_SPMDSetExitCallback
+#define AMX_SPMDkillmyprocess   AMUDP_SPMDkillmyprocess
+#define AMX_SPMDIsWorker        AMUDP_SPMDIsWorker
+#define AMX_SPMDAllGather       AMUDP_SPMDAllGather
+/* nproc and the spawner come from the command line or the environment */
+#define AMX_SPMDStartup(pargc, pargv, networkdepth, pnetworkpid, peb, pep) \
+  AMUDP_SPMDStartup((pargc), (pargv), 0, (networkdepth), NULL, (pnetworkpid), (peb), (pep))
+
+#endif /* RAMP_AMUDP_SPMD_H */

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Several "hosts" on one machine, for multi-host tests of ramp: network
+# namespaces ramp0..ramp(N-1), each with an interface eth0 (one end of a
+# veth pair whose other end, rampv<i>, is a port of the bridge rampbr0 in
+# the root namespace).
+#
+#   scripts/netns.sh up N          create (or complete) ramp0..ramp(N-1)
+#   scripts/netns.sh down          remove every ramp<i> namespace, rampv<i>
+#                                  link and the bridge
+#   scripts/netns.sh exec I cmd..  run cmd inside namespace ramp<I>
+#   scripts/netns.sh addr I        print the address of ramp<I>
+#
+# Addresses: 10.99.0.1/24 on rampbr0, 10.99.0.(10+i)/24 on eth0 of ramp<i>;
+# loopback is up in every namespace. Nothing else is configured: no
+# default route, no other address, no forwarding or NAT, so the namespaces
+# reach each other and the root namespace (10.99.0.1) and nothing else.
+#
+# `up` is idempotent: what exists is kept, what is missing is created.
+# Exit status 2 (with a message) when namespaces cannot be created here
+# (not root, no CAP_NET_ADMIN/CAP_SYS_ADMIN, no `ip`), so callers can skip.
+
+set -euo pipefail
+
+BR=rampbr0
+NET=10.99.0
+MAX=200
+
+die() { echo "netns.sh: $*" >&2; exit 1; }
+cannot() {
+    echo "netns.sh: cannot create network namespaces here: $*" >&2
+    echo "netns.sh: (needs root or CAP_NET_ADMIN+CAP_SYS_ADMIN, and iproute2)" >&2
+    exit 2
+}
+
+usage() {
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 1
+}
+
+have_ns() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$1"; }
+
+# Whether this process may create namespaces: checked by doing it.
+check_caps() {
+    command -v ip >/dev/null 2>&1 || cannot "the ip command (iproute2) is missing"
+    local probe="rampprobe$$"
+    local err
+    if ! err=$(ip netns add "$probe" 2>&1); then
+        cannot "ip netns add failed: $err"
+    fi
+    ip netns del "$probe" 2>/dev/null || true
+    if ! ip link show "$BR" >/dev/null 2>&1; then
+        if ! err=$(ip link add "$BR" type bridge 2>&1); then
+            cannot "ip link add $BR type bridge failed: $err"
+        fi
+    fi
+}
+
+num() { [[ "$1" =~ ^[0-9]+$ ]] || die "not a number: $1"; }
+
+up() {
+    local n=$1
+    num "$n"
+    (( n >= 1 && n <= MAX )) || die "N must be 1..$MAX"
+    check_caps
+    # The bridge (created by check_caps if it was missing).
+    ip addr replace "$NET.1/24" dev "$BR"
+    # Bridged frames must not go through the host's iptables (Docker's
+    # FORWARD DROP would eat them); a per-bridge setting, best effort.
+    ip link set "$BR" type bridge nf_call_iptables 0 nf_call_ip6tables 0 \
+        nf_call_arptables 0 2>/dev/null || true
+    ip link set "$BR" up
+    local i
+    for (( i = 0; i < n; i++ )); do
+        local ns="ramp$i" host="rampv$i" addr="$NET.$((10 + i))"
+        have_ns "$ns" || ip netns add "$ns"
+        if ! ip link show "$host" >/dev/null 2>&1; then
+            # A stale namespace end without its root end: start over.
+            ip -n "$ns" link del eth0 2>/dev/null || true
+            ip link add "$host" type veth peer name "rampn$i" netns "$ns"
+            ip -n "$ns" link set "rampn$i" name eth0
+        fi
+        ip link set "$host" master "$BR"
+        ip link set "$host" up
+        ip -n "$ns" addr replace "$addr/24" dev eth0
+        ip -n "$ns" link set eth0 up
+        ip -n "$ns" link set lo up
+    done
+    echo "netns.sh: $n namespace(s) ramp0..ramp$((n - 1)) on $BR ($NET.1): $NET.10..$NET.$((9 + n))"
+}
+
+down() {
+    command -v ip >/dev/null 2>&1 || cannot "the ip command (iproute2) is missing"
+    local ns l
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^ramp[0-9]+$' || true); do
+        ip netns del "$ns"
+    done
+    # Root ends normally vanish with their namespace; remove any leftover.
+    for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' \
+               | grep -E '^rampv[0-9]+$' || true); do
+        ip link del "$l" 2>/dev/null || true
+    done
+    if ip link show "$BR" >/dev/null 2>&1; then
+        ip link del "$BR"
+    fi
+    echo "netns.sh: removed the ramp namespaces and $BR"
+}
+
+cmd=${1:-}
+case "$cmd" in
+    up)
+        [[ $# -eq 2 ]] || usage
+        up "$2"
+        ;;
+    down)
+        [[ $# -eq 1 ]] || usage
+        down
+        ;;
+    exec)
+        [[ $# -ge 3 ]] || usage
+        num "$2"
+        have_ns "ramp$2" || die "namespace ramp$2 does not exist (run: $0 up N)"
+        shift
+        i=$1
+        shift
+        exec ip netns exec "ramp$i" "$@"
+        ;;
+    addr)
+        [[ $# -eq 2 ]] || usage
+        num "$2"
+        echo "$NET.$((10 + $2))"
+        ;;
+    *)
+        usage
+        ;;
+esac

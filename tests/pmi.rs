@@ -1,0 +1,290 @@
+//! ramp's PMI-1 and PMI-2 clients under a real launcher: MPICH's Hydra
+//! `mpiexec` runs `examples/pmi_probe` (built here with
+//! `cargo build --release --example pmi_probe`) on 1, 2, 4 and 8 ranks.
+//! Skipped, with the reason printed, when `mpiexec` is not installed
+//! (`apt-get install mpich`). Every run is bounded by a timeout, so a hang
+//! fails the test instead of stalling it.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Longest a single `mpiexec` run may take.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// One job at a time: the barrier timing check wants an unloaded machine.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// `mpiexec`, or `None` after printing why the test is skipped.
+fn mpiexec(test: &str) -> Option<PathBuf> {
+    let m = which("mpiexec");
+    if m.is_none() {
+        println!(
+            "{test}: SKIPPED: mpiexec not found in PATH (install MPICH: apt-get install mpich)"
+        );
+    }
+    m
+}
+
+/// Builds the probe once (release, as a cargo example) and returns its path.
+fn probe() -> &'static Path {
+    static PROBE: OnceLock<PathBuf> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        let cargo = std::env::var("CARGO")
+            .ok()
+            .or_else(|| option_env!("CARGO").map(str::to_string))
+            .unwrap_or_else(|| "cargo".to_string());
+        let out = Command::new(&cargo)
+            .args([
+                "build",
+                "--release",
+                "--example",
+                "pmi_probe",
+                "--message-format=json-render-diagnostics",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap_or_else(|e| panic!("running {cargo} build: {e}"));
+        assert!(out.status.success(), "building examples/pmi_probe failed");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let from_json = text
+            .lines()
+            .filter(|l| l.contains("\"compiler-artifact\"") && l.contains("pmi_probe"))
+            .filter_map(|l| {
+                let i = l.find("\"executable\":\"")? + "\"executable\":\"".len();
+                let rest = &l[i..];
+                Some(PathBuf::from(&rest[..rest.find('"')?]))
+            })
+            .next_back();
+        let fallback =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/examples/pmi_probe");
+        let exe = from_json.unwrap_or(fallback);
+        assert!(
+            exe.is_file(),
+            "built pmi_probe not found at {}",
+            exe.display()
+        );
+        exe
+    })
+}
+
+struct Run {
+    status: Option<i32>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+    what: String,
+}
+
+impl Run {
+    fn lines(&self) -> Vec<&str> {
+        self.stdout
+            .lines()
+            .filter(|l| l.starts_with("pmi_probe: "))
+            .collect()
+    }
+
+    fn context(&self) -> String {
+        format!(
+            "{} -> status {:?} after {:?}\n--- stdout\n{}--- stderr\n{}",
+            self.what, self.status, self.elapsed, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `mpiexec [extra] -n np pmi_probe args` with `RAMP_PMI=version`,
+/// killing it if it outlives [`LIMIT`].
+fn run(mpiexec: &Path, version: u8, np: usize, extra: &[&str], args: &[&str]) -> Run {
+    let mut cmd = match which("timeout") {
+        // coreutils' timeout sends SIGTERM first, which Hydra turns into a
+        // clean-up of the whole job.
+        Some(t) => {
+            let mut c = Command::new(t);
+            c.args(["-k", "5", &LIMIT.as_secs().to_string()])
+                .arg(mpiexec);
+            c
+        }
+        None => Command::new(mpiexec),
+    };
+    cmd.args(extra)
+        .args(["-n", &np.to_string()])
+        .arg(probe())
+        .args(args);
+    // Whatever launcher runs this test must not leak into the job.
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if k.starts_with("PMI") || k.starts_with("SLURM_") || k.starts_with("RAMP_") {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd.env("RAMP_PMI", version.to_string());
+    let what = format!(
+        "RAMP_PMI={version} mpiexec {} -n {np} pmi_probe {}",
+        extra.join(" "),
+        args.join(" ")
+    );
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    // A backstop for when `timeout` is missing or itself stuck.
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for mpiexec") {
+            break st;
+        }
+        if start.elapsed() > LIMIT + Duration::from_secs(10) {
+            let _ = child.kill();
+            break child.wait().expect("wait for killed mpiexec");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        status: status.code(),
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+        elapsed: start.elapsed(),
+        what,
+    }
+}
+
+/// Asserts a run of `np` ranks went through every step.
+fn check_success(r: &Run, version: u8, np: usize) {
+    let ctx = r.context();
+    assert_eq!(r.status, Some(0), "{ctx}");
+    let lines = r.lines();
+    let mut ranks = BTreeSet::new();
+    let mut jobs = BTreeSet::new();
+    for l in &lines {
+        // pmi_probe: rank R of N pmi V job J
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() == 9 && w[3] == "of" {
+            let rank: usize = w[2].parse().unwrap();
+            assert_eq!(w[4], np.to_string(), "size: {ctx}");
+            assert_eq!(w[6], version.to_string(), "PMI version: {ctx}");
+            assert!(ranks.insert(rank), "rank {rank} twice: {ctx}");
+            jobs.insert(w[8].to_string());
+        }
+    }
+    assert_eq!(ranks, (0..np).collect(), "ranks: {ctx}");
+    assert_eq!(jobs.len(), 1, "every rank must see the same job id: {ctx}");
+    for step in [
+        format!("allgather ok ({np} slots)"),
+        "barriers ok".to_string(),
+        "done".to_string(),
+    ] {
+        let n = lines.iter().filter(|l| l.ends_with(&step)).count();
+        assert_eq!(n, np, "{np} lines ending {step:?} expected: {ctx}");
+    }
+}
+
+fn sizes(version: u8, test: &str) {
+    let Some(m) = mpiexec(test) else { return };
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for np in [1, 2, 4, 8] {
+        let r = run(&m, version, np, &[], &[]);
+        check_success(&r, version, np);
+        println!("{test}: {} ok in {:?}", r.what, r.elapsed);
+    }
+    // Hydra's PMI_PORT model: a TCP connection and, for PMI-1, the
+    // initack handshake.
+    let r = run(&m, version, 4, &["-pmi-port"], &[]);
+    check_success(&r, version, 4);
+    println!("{test}: {} ok in {:?}", r.what, r.elapsed);
+}
+
+#[test]
+fn pmi1_under_mpiexec() {
+    sizes(1, "pmi1_under_mpiexec");
+}
+
+#[test]
+fn pmi2_under_mpiexec() {
+    sizes(2, "pmi2_under_mpiexec");
+}
+
+#[test]
+fn abort_ends_the_job() {
+    let Some(m) = mpiexec("abort_ends_the_job") else {
+        return;
+    };
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for version in [1, 2] {
+        for extra in [&[][..], &["-pmi-port"][..]] {
+            let r = run(&m, version, 4, extra, &["fail", "2"]);
+            let ctx = r.context();
+            assert_ne!(r.status, Some(0), "abort must fail the job: {ctx}");
+            assert_ne!(r.status, Some(124), "the job hung after the abort: {ctx}");
+            assert!(r.elapsed < LIMIT, "{ctx}");
+            // Hydra ends the job with the abort's exit code.
+            assert_eq!(r.status, Some(3), "{ctx}");
+            assert!(
+                !r.lines().iter().any(|l| l.ends_with(" done")),
+                "no rank may finish: {ctx}"
+            );
+            println!(
+                "abort_ends_the_job: {} -> {:?} in {:?}",
+                r.what, r.status, r.elapsed
+            );
+        }
+    }
+}
+
+#[test]
+fn rank_exit_without_abort_fails_the_job() {
+    let Some(m) = mpiexec("rank_exit_without_abort_fails_the_job") else {
+        return;
+    };
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for version in [1, 2] {
+        let r = run(&m, version, 4, &[], &["exit", "1"]);
+        let ctx = r.context();
+        assert_ne!(r.status, Some(0), "{ctx}");
+        assert_ne!(r.status, Some(124), "the job hung: {ctx}");
+        println!(
+            "rank_exit_without_abort_fails_the_job: {} -> {:?} in {:?}",
+            r.what, r.status, r.elapsed
+        );
+    }
+}
+
+/// Without a launcher the probe says so and exits 2 (no mpiexec needed).
+#[test]
+fn probe_outside_a_launcher() {
+    let mut cmd = Command::new(probe());
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().into_owned();
+        if k.starts_with("PMI") || k.starts_with("RAMP_") {
+            cmd.env_remove(&k);
+        }
+    }
+    let out = cmd.output().expect("run pmi_probe");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not started by a PMI launcher"), "{err}");
+}
