@@ -1,0 +1,121 @@
+//! SPMD jobs under ramp's local launcher, with real processes: rank/size,
+//! barriers and all-gathers, exit codes, a dying worker, 64 processes.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn ramp_run() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ramp-run"))
+}
+
+/// An example program built next to ramp-run (cargo test builds examples).
+fn example(name: &str) -> PathBuf {
+    let p = ramp_run().parent().unwrap().join("examples").join(name);
+    assert!(
+        p.exists(),
+        "{} is not built (cargo test builds the examples)",
+        p.display()
+    );
+    p
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new("timeout")
+        .arg("120")
+        .arg(ramp_run())
+        .args(args)
+        .output()
+        .expect("ramp-run starts")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_rank_reports_with_labels_for_several_sizes() {
+    let hello = example("spmd_hello");
+    for n in [1usize, 2, 4, 8] {
+        let o = run(&["-n", &n.to_string(), "--label", hello.to_str().unwrap()]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "n={n}: {err}");
+        for r in 0..n {
+            let line = format!("[{r}] rank {r} of {n}: all-gather and 10 barriers ok");
+            assert!(
+                out.lines().any(|l| l == line),
+                "n={n}: missing {line:?} in\n{out}"
+            );
+        }
+        assert_eq!(out.lines().count(), n, "n={n}: one line per rank:\n{out}");
+    }
+}
+
+#[test]
+fn exit_code_of_spmd_exit_is_the_jobs() {
+    let hello = example("spmd_hello");
+    let o = run(&["-n", "3", hello.to_str().unwrap(), "7"]);
+    assert_eq!(o.status.code(), Some(7), "{:?}", text(&o));
+}
+
+#[test]
+fn a_dying_worker_stops_the_job_with_a_message() {
+    let o = run(&[
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "if [ $RAMP_SPMD_RANK = 1 ]; then kill -SEGV $$; fi; sleep 60",
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(128 + 11), "{err}");
+    assert!(err.contains("rank 1") && err.contains("SIGSEGV"), "{err}");
+}
+
+#[test]
+fn a_worker_exiting_badly_before_start_up_stops_the_job() {
+    let o = run(&["-n", "2", "sh", "-c", "exit 3"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("exited with code 3"), "{err}");
+}
+
+#[test]
+fn a_missing_program_is_a_clear_error() {
+    let o = run(&["-n", "2", "/nonexistent/program"]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("cannot start") && err.contains("/nonexistent/program"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_command_lines_are_refused() {
+    for args in [
+        &["prog"][..],
+        &["-n", "0", "prog"],
+        &["-n", "2"],
+        &["-n", "2", "--depth", "5000", "prog"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(!o.stderr.is_empty());
+    }
+}
+
+#[test]
+fn sixty_four_processes_ping_barrier_allgather() {
+    let scale = example("spmd_scale");
+    let o = run(&["-n", "64", scale.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("64 processes: every rank pinged all 64 ranks"),
+        "{out}"
+    );
+    println!("{out}");
+}
