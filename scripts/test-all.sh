@@ -119,11 +119,15 @@ prerequisites() {
     missing+=(python3-pip)
   fi
   { command -v readelf >/dev/null 2>&1 && command -v nm >/dev/null 2>&1; } || missing+=(binutils)
+  # MPICH's Hydra (mpiexec): jobs started through the PMI wire protocol
+  command -v mpiexec >/dev/null 2>&1 || missing+=(mpich)
+  # ip netns / veth: jobs whose workers sit in separate network namespaces
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "test-all: missing: ${missing[*]}"
     apt_install "${missing[@]}" || return 1
   else
-    echo "test-all: pkg-config, gcc, python3, pip, binutils: present"
+    echo "test-all: pkg-config, gcc, python3, pip, binutils, mpich, iproute2: present"
   fi
 
   if ! command -v cargo >/dev/null 2>&1; then

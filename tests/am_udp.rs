@@ -186,3 +186,62 @@ fn fault_injection_on_real_sockets_keeps_exactly_once() {
         "corruption was injected"
     );
 }
+
+/// A translation table of 4096 entries (AMUDP stops at 256): a request to
+/// each index reaches the endpoint mapped there, and is answered.
+#[test]
+fn translation_table_of_4096_peers() {
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let servers: Vec<_> = (0..8)
+        .map(|_| am::allocate_endpoint(b.id).unwrap())
+        .collect();
+    let client = am::allocate_endpoint(b.id).unwrap();
+    const N: usize = 4096;
+    client.set_num_translations(N as i64 + 1).unwrap();
+    for i in 0..N {
+        client.map(i as i64, servers[i % 8].name(), 33).unwrap();
+    }
+    client.map(N as i64, client.name(), 33).unwrap();
+    client.set_tag(33);
+    client.set_expected_resources(N as i32, 4).unwrap();
+    let hits = Arc::new(parking_lot::Mutex::new(vec![0u32; 8]));
+    for (k, s) in servers.iter().enumerate() {
+        s.set_tag(33);
+        s.map(0, client.name(), 33).unwrap();
+        s.set_expected_resources(1, 4).unwrap();
+        let h = hits.clone();
+        s.set_handler(
+            5,
+            handler(move |a| {
+                assert_eq!(
+                    a.args[0] as usize % 8,
+                    k,
+                    "request for index {} reached server {k}",
+                    a.args[0]
+                );
+                h.lock()[k] += 1;
+                am::reply(a.token, 6, Category::Short, a.args, &[], 0).unwrap();
+            }),
+        );
+    }
+    let got = Arc::new(parking_lot::Mutex::new(vec![0u8; N]));
+    let g = got.clone();
+    client.set_handler(6, handler(move |a| g.lock()[a.args[0] as usize] += 1));
+    for i in 0..N {
+        client
+            .request(i as u32, 5, Category::Short, &[i as u32], &[], 0, false)
+            .unwrap();
+    }
+    let t0 = std::time::Instant::now();
+    while got.lock().contains(&0) {
+        b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 60);
+    }
+    assert!(
+        got.lock().iter().all(|&c| c == 1),
+        "each index answered exactly once"
+    );
+    assert!(hits.lock().iter().all(|&c| c == (N / 8) as u32));
+    assert_eq!(client.num_translations(), N + 1);
+}

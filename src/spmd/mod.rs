@@ -56,15 +56,10 @@ pub fn detect_role() -> io::Result<Role> {
     Ok(Role::Master)
 }
 
-/// The PMI client when a PMI launcher started this process (filled in by
-/// the PMI modules).
+/// The PMI client when a PMI launcher (mpiexec, srun --mpi=pmi2) started
+/// this process.
 fn pmi_bootstrap() -> io::Result<Option<Box<dyn Bootstrap>>> {
-    pmi_from_env()
-}
-
-#[allow(unused_mut)]
-fn pmi_from_env() -> io::Result<Option<Box<dyn Bootstrap>>> {
-    Ok(None)
+    pmi1::from_env()
 }
 
 /// The job this process belongs to, once started.

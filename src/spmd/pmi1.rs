@@ -45,10 +45,15 @@ use super::pmi_wire::{
 /// what the client sends, so under `mpiexec` PMI-2 is chosen with
 /// `RAMP_PMI=2` (or `PMI_VERSION=2`).
 pub fn selected_version() -> io::Result<Option<u8>> {
-    if std::env::var_os("PMI_FD").is_none() && std::env::var_os("PMI_PORT").is_none() {
+    select_version(|k| std::env::var(k).ok())
+}
+
+/// [`selected_version`] over any environment lookup.
+fn select_version(env: impl Fn(&str) -> Option<String>) -> io::Result<Option<u8>> {
+    if env("PMI_FD").is_none() && env("PMI_PORT").is_none() {
         return Ok(None);
     }
-    if let Ok(v) = std::env::var("RAMP_PMI") {
+    if let Some(v) = env("RAMP_PMI") {
         return match v.trim() {
             "1" => Ok(Some(1)),
             "2" => Ok(Some(2)),
@@ -58,13 +63,10 @@ pub fn selected_version() -> io::Result<Option<u8>> {
             )),
         };
     }
-    if let Ok(v) = std::env::var("PMI_VERSION") {
-        if v.trim() == "2" {
-            return Ok(Some(2));
-        }
-        return Ok(Some(1));
+    if let Some(v) = env("PMI_VERSION") {
+        return Ok(Some(if v.trim() == "2" { 2 } else { 1 }));
     }
-    if std::env::var_os("PMI2_SUN_PATH").is_some() || std::env::var_os("PMI_JOBID").is_some() {
+    if env("PMI2_SUN_PATH").is_some() || env("PMI_JOBID").is_some() {
         return Ok(Some(2));
     }
     Ok(Some(1))
@@ -335,8 +337,14 @@ impl Bootstrap for Pmi1 {
         std::env::var(key).ok()
     }
 
-    fn finalize(&mut self, _code: i32) -> io::Result<()> {
+    fn finalize(&mut self, code: i32) -> io::Result<()> {
         if self.finalized {
+            return Ok(());
+        }
+        if code != 0 {
+            // SPMDExit with a failure ends the whole job with that code; PMI
+            // has no other way to say so (ranks still waiting would hang).
+            self.abort(code, "exit with a non-zero code");
             return Ok(());
         }
         self.call("finalize", &[], "finalize_ack", &mut idle)?;
@@ -352,6 +360,7 @@ impl Bootstrap for Pmi1 {
         }
         let line = format!("cmd=abort exitcode={code}\n");
         self.conn.send_now(line.as_bytes());
+        self.conn.linger(2000);
     }
 
     fn job_id(&self) -> u64 {
@@ -442,6 +451,52 @@ mod tests {
         assert_eq!(&out[..24], &[0u8; 24]);
         assert_eq!(&out[24..], &[1u8; 24]);
         p.finalize(0).unwrap();
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn version_selection() {
+        let sel = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            select_version(move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        };
+        assert_eq!(sel(&[]).unwrap(), None);
+        assert_eq!(sel(&[("RAMP_PMI", "2")]).unwrap(), None);
+        assert_eq!(sel(&[("PMI_FD", "5")]).unwrap(), Some(1));
+        assert_eq!(sel(&[("PMI_PORT", "h:1")]).unwrap(), Some(1));
+        assert_eq!(
+            sel(&[("PMI_FD", "5"), ("PMI_VERSION", "2")]).unwrap(),
+            Some(2)
+        );
+        assert_eq!(
+            sel(&[("PMI_FD", "5"), ("PMI_JOBID", "7.0")]).unwrap(),
+            Some(2)
+        );
+        assert_eq!(
+            sel(&[("PMI_FD", "5"), ("PMI2_SUN_PATH", "/x")]).unwrap(),
+            Some(2)
+        );
+        assert_eq!(
+            sel(&[("PMI_FD", "5"), ("PMI_JOBID", "7.0"), ("RAMP_PMI", "1")]).unwrap(),
+            Some(1)
+        );
+        assert!(sel(&[("PMI_FD", "5"), ("RAMP_PMI", "3")]).is_err());
+    }
+
+    #[test]
+    fn initack_handshake() {
+        let mut s = vec![(
+            "cmd=initack pmiid=3",
+            "cmd=initack\ncmd=set size=4\ncmd=set rank=3\ncmd=set debug=0\n",
+        )];
+        s.extend(init_script());
+        let (a, h) = server(s);
+        let p = Pmi1::init(Stream::Unix(a), Some(3), (None, None), &mut idle).unwrap();
+        assert_eq!((p.rank(), p.size()), (3, 4));
+        assert_eq!(p.maxes(), (256, 64, 40));
         h.join().unwrap();
     }
 

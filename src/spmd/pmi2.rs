@@ -261,8 +261,14 @@ impl Bootstrap for Pmi2 {
         std::env::var(key).ok()
     }
 
-    fn finalize(&mut self, _code: i32) -> io::Result<()> {
+    fn finalize(&mut self, code: i32) -> io::Result<()> {
         if self.finalized {
+            return Ok(());
+        }
+        if code != 0 {
+            // SPMDExit with a failure ends the whole job with that code; PMI
+            // has no other way to say so (ranks still waiting would hang).
+            self.abort(code, "exit with a non-zero code");
             return Ok(());
         }
         self.call("finalize", &[], &mut idle)?;
@@ -279,11 +285,13 @@ impl Bootstrap for Pmi2 {
             // Hydra 4.0 has no PMI-2 abort ("Unrecognized PMI command").
             let line = format!("cmd=abort exitcode={code}\n");
             self.conn.send_now(line.as_bytes());
+            self.conn.linger(2000);
             return;
         }
         let text = text_v2(msg);
         let body = format!("cmd=abort;isworld=TRUE;exitcode={code};msg={text};message={text};");
         self.conn.send_now(&frame_v2(&body));
+        self.conn.linger(2000);
     }
 
     fn job_id(&self) -> u64 {

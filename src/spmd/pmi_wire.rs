@@ -202,6 +202,24 @@ impl Conn {
         }
     }
 
+    /// After an abort: waits (at most `ms`) for the launcher to close the
+    /// connection, i.e. to act on it. Ending the process at once would close
+    /// the socket under a launcher still writing to it (Hydra's proxy then
+    /// dies of SIGPIPE and mpiexec returns 141 instead of the exit code).
+    pub(crate) fn linger(&mut self, ms: u64) {
+        let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+        while std::time::Instant::now() < end {
+            match self.fill("abort") {
+                Ok(_) => {}
+                Err(_) => return,
+            }
+            if self.closed {
+                return;
+            }
+            crate::ffi::os::wait_readable(&[self.stream.raw_fd()], 10);
+        }
+    }
+
     /// One non-blocking read into the buffer: whether anything arrived.
     fn fill(&mut self, what: &str) -> io::Result<bool> {
         if self.closed {
@@ -469,9 +487,7 @@ pub(crate) fn format_v1(cmd: &str, pairs: &[(&str, &str)]) -> io::Result<String>
     Ok(s)
 }
 
-/// Formats a PMI-2 message, length included. `loose` values (free text,
-/// e.g. an abort message) may contain spaces; `;` and control characters
-/// are replaced.
+/// Formats a PMI-2 message, length included.
 pub(crate) fn format_v2(cmd: &str, pairs: &[(&str, &str)]) -> io::Result<Vec<u8>> {
     let mut body = format!("cmd={cmd};");
     for (k, v) in pairs {
@@ -484,6 +500,12 @@ pub(crate) fn format_v2(cmd: &str, pairs: &[(&str, &str)]) -> io::Result<Vec<u8>
         body.push('=');
         body.push_str(v);
         body.push(';');
+    }
+    if body.len() > 999_999 {
+        return Err(invalid(format!(
+            "PMI {cmd}: message of {} bytes does not fit PMI-2's 6-digit length",
+            body.len()
+        )));
     }
     Ok(frame_v2(&body))
 }
@@ -600,9 +622,9 @@ pub(crate) fn kvs_allgather(
             t.push_str(kvs.get(&ag_key(seq, r, c), r, progress)?.trim());
         }
         let bytes = unhex(&t).ok_or_else(|| {
+            let head: String = t.chars().take(80).collect();
             invalid(format!(
-                "PMI all-gather {seq}: rank {r}'s value is not hex: {:?}",
-                &t[..t.len().min(80)]
+                "PMI all-gather {seq}: rank {r}'s value is not hex: {head:?}"
             ))
         })?;
         if bytes.len() != data.len() {
