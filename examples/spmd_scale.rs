@@ -80,6 +80,13 @@ fn main() {
             v
         };
         let (rss, st, pg) = (col(0), col(1), col(2));
+        let mut hosts: Vec<String> = (0..size)
+            .filter_map(|i| ep.translation(i as i64).ok().flatten())
+            .filter_map(|(n, _)| n.to_addr().map(|a| a.ip().to_string()))
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        println!("spmd_scale: endpoint addresses: {}", hosts.join(" "));
         let med = |v: &Vec<u64>| v[v.len() / 2];
         println!(
             "spmd_scale: {size} processes: every rank pinged all {size} ranks; barrier and all-gather ok\n  \
