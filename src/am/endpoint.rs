@@ -416,7 +416,7 @@ impl Endpoint {
             Some(f) => f(&mut ha),
             None => default_returned_handler(&ha),
         }
-        let replied = token::lookup(id).is_some_and(|t| t.replied.get());
+        let replied = token::with(id, |t| t.replied).unwrap_or(false);
         drop(live);
         if let Some(to) = auto_reply_to {
             if !replied {
@@ -594,7 +594,6 @@ impl Endpoint {
             let mut info = TokenInfo {
                 id: token::next_id(),
                 endpoint: self.clone(),
-                source: self.name,
                 source_addr: self.addr,
                 source_id: index as i32,
                 tag: entry_tag,
@@ -604,7 +603,7 @@ impl Endpoint {
                 returned: false,
                 loopback: true,
                 txn: 0,
-                replied: Default::default(),
+                replied: false,
             };
             let mut a = [0u32; MAX_ARGS];
             a[..args.len()].copy_from_slice(args);
@@ -649,23 +648,31 @@ pub fn reply(
     dest_offset: u64,
 ) -> Result<()> {
     check_message(cat, args.len(), payload.len())?;
-    let info = token::lookup(token).ok_or(Error::BadArg("not the token of a running handler"))?;
-    if info.returned {
-        return Err(Error::Resource("a returned message cannot be replied to"));
-    }
-    if !info.is_request {
-        return Err(Error::Resource("only request handlers may reply"));
-    }
-    if info.replied.get() {
-        return Err(Error::Resource("this request was already replied to"));
-    }
-    let ep = info.endpoint.clone();
+    let (ep, loopback, source_id, source_addr, txn) = token::with(token, |t| {
+        if t.returned {
+            return Err(Error::Resource("a returned message cannot be replied to"));
+        }
+        if !t.is_request {
+            return Err(Error::Resource("only request handlers may reply"));
+        }
+        if t.replied {
+            return Err(Error::Resource("this request was already replied to"));
+        }
+        Ok((
+            t.endpoint.clone(),
+            t.loopback,
+            t.source_id,
+            t.source_addr,
+            t.txn,
+        ))
+    })
+    .ok_or(Error::BadArg("not the token of a running handler"))??;
     let g = ep.state.lock();
-    if info.loopback {
-        info.replied.set(true);
+    if loopback {
+        token::set_replied(token);
         return ep.deliver_loopback(
             &g,
-            info.source_id as u32,
+            source_id as u32,
             false,
             handler,
             cat,
@@ -677,10 +684,10 @@ pub fn reply(
     let mut st = g.borrow_mut();
     let tag = st
         .table
-        .mapped_entry(info.source_id.max(0) as u32)
+        .mapped_entry(source_id.max(0) as u32)
         .map_or(TAG_NONE, |e| e.tag);
     let mut meta = MsgMeta::new(MsgKind::User, cat, handler, args);
-    meta.txn = info.txn;
+    meta.txn = txn;
     meta.tag = tag;
     meta.dest_offset = dest_offset;
     let c = cat.index();
@@ -688,9 +695,10 @@ pub fn reply(
     st.stats.reply_data_bytes_sent[c] += payload.len() as u64;
     let now = Instant::now();
     st.proto
-        .send(now, info.source_addr, CHANNEL_REPLY, meta, payload.to_vec());
+        .send(now, source_addr, CHANNEL_REPLY, meta, payload.to_vec());
     st.flush(now);
-    info.replied.set(true);
+    drop(st);
+    token::set_replied(token);
     Ok(())
 }
 
@@ -708,10 +716,13 @@ fn default_returned_handler(ha: &HandlerArgs<'_>) {
         Data::Returned { status, opcode } => (status.name(), opcode),
         _ => ("?", 0),
     };
-    let detail = token::lookup(ha.token).map(|t| {
+    let detail = token::with(ha.token, |t| {
         format!(
             "to {} handler {} tag {:#x} args {:?}",
-            t.source, t.handler, t.tag, ha.args
+            t.source(),
+            t.handler,
+            t.tag,
+            ha.args
         )
     });
     eprintln!(
@@ -930,7 +941,6 @@ impl EpState {
                     info: TokenInfo {
                         id: token::next_id(),
                         endpoint: ep.clone(),
-                        source: EndpointName::from_addr(from),
                         source_addr: from,
                         source_id,
                         tag: meta.tag,
@@ -940,7 +950,7 @@ impl EpState {
                         returned: false,
                         loopback: false,
                         txn: meta.txn,
-                        replied: Default::default(),
+                        replied: false,
                     },
                     args: meta.args,
                     nargs: meta.nargs as usize,
@@ -990,7 +1000,6 @@ impl EpState {
             info: TokenInfo {
                 id: token::next_id(),
                 endpoint: ep.clone(),
-                source: EndpointName::from_addr(peer),
                 source_addr: peer,
                 source_id: self.table.index_of(&peer).map_or(-1, |i| i as i32),
                 tag: meta.tag,
@@ -1000,7 +1009,7 @@ impl EpState {
                 returned: true,
                 loopback: false,
                 txn: meta.txn,
-                replied: Default::default(),
+                replied: false,
             },
             args: meta.args,
             nargs: meta.nargs as usize,

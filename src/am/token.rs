@@ -2,9 +2,8 @@
 //! A token is valid only while its handler runs, on the thread running it;
 //! the live tokens are a per-thread stack (handlers may nest).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -20,7 +19,6 @@ static NEXT_TOKEN: AtomicU64 = AtomicU64::new(0x1000);
 pub struct TokenInfo {
     pub id: TokenId,
     pub endpoint: Arc<Endpoint>,
-    pub source: EndpointName,
     pub source_addr: SocketAddr,
     /// The sender's index in the receiver's translation table (-1 if none).
     pub source_id: i32,
@@ -33,11 +31,18 @@ pub struct TokenInfo {
     /// A request the endpoint sent to itself (its reply runs synchronously).
     pub loopback: bool,
     pub txn: u32,
-    pub replied: Cell<bool>,
+    pub replied: bool,
+}
+
+impl TokenInfo {
+    /// The name of the endpoint that sent the message.
+    pub fn source(&self) -> EndpointName {
+        EndpointName::from_addr(self.source_addr)
+    }
 }
 
 thread_local! {
-    static LIVE: RefCell<Vec<Rc<TokenInfo>>> = const { RefCell::new(Vec::new()) };
+    static LIVE: RefCell<Vec<TokenInfo>> = const { RefCell::new(Vec::new()) };
 }
 
 pub fn next_id() -> TokenId {
@@ -51,7 +56,7 @@ pub struct LiveToken(TokenId);
 impl LiveToken {
     pub fn push(info: TokenInfo) -> LiveToken {
         let id = info.id;
-        LIVE.with(|l| l.borrow_mut().push(Rc::new(info)));
+        LIVE.with(|l| l.borrow_mut().push(info));
         LiveToken(id)
     }
 }
@@ -67,9 +72,19 @@ impl Drop for LiveToken {
     }
 }
 
-/// The live token `id` on this thread, if any.
-pub fn lookup(id: TokenId) -> Option<Rc<TokenInfo>> {
-    LIVE.with(|l| l.borrow().iter().rev().find(|t| t.id == id).cloned())
+/// Runs `f` on the live token `id` of this thread; None when there is none.
+/// `f` must not start a handler (the live list is borrowed meanwhile).
+pub fn with<R>(id: TokenId, f: impl FnOnce(&TokenInfo) -> R) -> Option<R> {
+    LIVE.with(|l| l.borrow().iter().rev().find(|t| t.id == id).map(f))
+}
+
+/// Marks the live token `id` as replied to.
+pub fn set_replied(id: TokenId) {
+    LIVE.with(|l| {
+        if let Some(t) = l.borrow_mut().iter_mut().rev().find(|t| t.id == id) {
+            t.replied = true;
+        }
+    })
 }
 
 /// Whether this thread is inside a handler.

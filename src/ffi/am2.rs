@@ -11,10 +11,12 @@ use super::{boundary, bundle, eb_handle, endpoint, ep_handle, need, out, VERBOSE
 use crate::am::{self, BundleMode, EndpointName};
 use crate::error::{Error, AM_ERR_RESOURCE, AM_OK};
 
-pub(crate) fn token_of(
+/// Runs `f` on the live token a handler was given.
+pub(crate) fn with_token<R>(
     token: *mut c_void,
-) -> crate::error::Result<std::rc::Rc<am::token::TokenInfo>> {
-    am::token::lookup(token as usize as u64)
+    f: impl FnOnce(&am::token::TokenInfo) -> R,
+) -> crate::error::Result<R> {
+    am::token::with(token as usize as u64, f)
         .ok_or(Error::BadArg("not the token of a running handler"))
 }
 
@@ -290,27 +292,27 @@ pub extern "C" fn AM_WaitSema(eb: eb_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn AM_GetSourceEndpoint(token: *mut c_void, gan: *mut en_t) -> c_int {
     boundary("AM_GetSourceEndpoint", || {
-        let t = token_of(token)?;
+        let n = with_token(token, |t| t.source())?;
         // SAFETY: `out` checks for NULL.
-        unsafe { out(gan, en_t::from(t.source)) }
+        unsafe { out(gan, en_t::from(n)) }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn AM_GetDestEndpoint(token: *mut c_void, endp: *mut ep_t) -> c_int {
     boundary("AM_GetDestEndpoint", || {
-        let t = token_of(token)?;
+        let id = with_token(token, |t| t.endpoint.id)?;
         // SAFETY: `out` checks for NULL.
-        unsafe { out(endp, ep_handle(t.endpoint.id)) }
+        unsafe { out(endp, ep_handle(id)) }
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn AM_GetMsgTag(token: *mut c_void, tagp: *mut tag_t) -> c_int {
     boundary("AM_GetMsgTag", || {
-        let t = token_of(token)?;
+        let tag = with_token(token, |t| t.tag)?;
         // SAFETY: `out` checks for NULL.
-        unsafe { out(tagp, t.tag) }
+        unsafe { out(tagp, tag) }
     })
 }
 

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_void};
 
-use super::am2::token_of;
+use super::am2::with_token;
 use super::types::{en_t, ep_t, handler_t, ramp_category_t, ramp_stats_t, tag_t, INITIAL_STATS};
 use super::{boundary, endpoint, need, out};
 use crate::am::{self, EndpointName, Statistics};
@@ -136,9 +136,9 @@ pub unsafe extern "C" fn ramp_ReplyArgv(
 #[no_mangle]
 pub unsafe extern "C" fn ramp_GetSourceId(token: *mut c_void, srcid: *mut c_int) -> c_int {
     boundary("ramp_GetSourceId", || {
-        let t = token_of(token)?;
+        let id = with_token(token, |t| t.source_id)?;
         // SAFETY: `out` checks for NULL.
-        unsafe { out(srcid, t.source_id) }
+        unsafe { out(srcid, id) }
     })
 }
 
@@ -150,20 +150,20 @@ pub unsafe extern "C" fn ramp_GetTokenInfo(
     is_req: *mut c_int,
 ) -> c_int {
     boundary("ramp_GetTokenInfo", || {
-        let t = token_of(token)?;
+        let (th, tc, treq) = with_token(token, |t| (t.handler, t.category, t.is_request))?;
         need(handler)?;
         need(cat)?;
         need(is_req)?;
-        let c = match t.category {
+        let c = match tc {
             Category::Short => ramp_category_t::ramp_Short,
             Category::Medium => ramp_category_t::ramp_Medium,
             Category::Long => ramp_category_t::ramp_Long,
         };
         // SAFETY: all three checked non-null above.
         unsafe {
-            out(handler, t.handler)?;
+            out(handler, th)?;
             out(cat, c)?;
-            out(is_req, t.is_request as c_int)
+            out(is_req, treq as c_int)
         }
     })
 }
