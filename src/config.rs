@@ -68,6 +68,11 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("RAMP_MAX_DATAGRAM", "largest datagram in bytes, 1500..65507 (default 65507)"),
     ("RAMP_SOCKET_BUFFER", "kernel socket buffer size in bytes (default 4194304)"),
     ("RAMP_VERBOSE", "1: print every error return on stderr"),
+    ("RAMP_NETWORK_DEPTH", "SPMD jobs: network depth (credits per peer) when the program passes 0 (default 128; NETWORKDEPTH is also read)"),
+    ("RAMP_PMI", "SPMD jobs under a PMI launcher: 1 or 2 forces the PMI wire protocol version"),
+    ("RAMP_LABEL_OUTPUT", "AMUDP master form (`./prog N L`): 1 prefixes every output line with [rank]"),
+    ("RAMP_SPAWNFN", "AMUDP master form: spawner letter when none is given (only L, the default, is supported; SPAWNFN is also read)"),
+    ("RAMP_SPMD_MASTER", "set by the local launcher for its workers (with RAMP_SPMD_RANK, RAMP_SPMD_SIZE); not for users"),
 ];
 
 fn parse_prob(name: &str, v: &str) -> Result<f64, String> {
