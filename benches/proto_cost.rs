@@ -13,7 +13,10 @@ fn main() {
     let b_addr: SocketAddr = "127.0.0.1:2000".parse().unwrap();
     let mut a: Protocol<SocketAddr> = Protocol::new(ProtoConfig::default(), 1);
     let mut b: Protocol<SocketAddr> = Protocol::new(ProtoConfig::default(), 2);
-    let iters = 1_000_000;
+    let iters: usize = std::env::var("ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
     let t = StdInstant::now();
     for i in 0..iters {
         let now = Instant(i as u64 * 10_000);
