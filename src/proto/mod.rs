@@ -56,8 +56,9 @@ impl<T: Copy + Eq + Hash + std::fmt::Debug> PeerAddr for T {}
 /// are recognised as stale rather than as yet another restart.
 const RETIRED_IDS: usize = 4;
 
-struct Peer {
-    /// Index of this peer's address in `Protocol::slots`.
+struct Peer<A> {
+    addr: A,
+    /// Index of this peer in `Protocol::peers`.
     slot: u32,
     /// The deadline this peer has in `Protocol::timers` (None: not queued).
     timer: Option<Instant>,
@@ -69,9 +70,10 @@ struct Peer {
     rtt: RttEstimator,
 }
 
-impl Peer {
-    fn new(cfg: &ProtoConfig, slot: u32) -> Peer {
+impl<A> Peer<A> {
+    fn new(cfg: &ProtoConfig, addr: A, slot: u32) -> Peer<A> {
         Peer {
+            addr,
             slot,
             timer: None,
             remote_id: 0,
@@ -136,9 +138,10 @@ impl<A> Outbox<A> {
 pub struct Protocol<A: PeerAddr> {
     cfg: ProtoConfig,
     local_id: u32,
-    peers: FxHashMap<A, Peer>,
-    /// Every peer's address, by `Peer::slot`.
-    slots: Vec<A>,
+    /// Every peer, by `Peer::slot` (peers are never removed).
+    peers: Vec<Peer<A>>,
+    /// The slot of each peer's address: one lookup per datagram or message.
+    slots: FxHashMap<A, u32>,
     /// Peers with a timer running (packets in flight, an ACK owed, a pause),
     /// by deadline then slot: `handle_timeout` costs O(log n) per due peer,
     /// not a walk over all of them, and serves them in a fixed order (same
@@ -161,8 +164,8 @@ impl<A: PeerAddr> Protocol<A> {
         Protocol {
             cfg,
             local_id,
-            peers: FxHashMap::default(),
-            slots: Vec::new(),
+            peers: Vec::new(),
+            slots: FxHashMap::default(),
             timers: BinaryHeap::new(),
             due: Vec::new(),
             out: Outbox {
@@ -232,10 +235,10 @@ impl<A: PeerAddr> Protocol<A> {
         }
         let cap = self.fragment_capacity(meta.nargs as usize);
         let msg = Arc::new(OutMsg { id, meta, payload });
-        let peer = self.peer_entry(to);
+        let slot = self.peer_entry(to);
         let ch = channel as usize & 1;
-        push_fragments(&mut peer.tx[ch].pending, &msg, cap);
-        self.pump(now, to, ch);
+        push_fragments(&mut self.peers[slot].tx[ch].pending, &msg, cap);
+        self.pump(now, slot, ch);
         id
     }
 
@@ -256,10 +259,9 @@ impl<A: PeerAddr> Protocol<A> {
             }
         };
         let c = *pkt.common();
-        let retired = self
-            .peers
-            .get(&from)
-            .is_some_and(|p| c.src_id != 0 && p.retired_ids.contains(&c.src_id));
+        let known = self.slots.get(&from).map(|&s| s as usize);
+        let retired =
+            known.is_some_and(|s| c.src_id != 0 && self.peers[s].retired_ids.contains(&c.src_id));
         if retired {
             // A late datagram of a process that has since restarted.
             self.out.stats.stale += 1;
@@ -268,15 +270,19 @@ impl<A: PeerAddr> Protocol<A> {
         if c.dst_id != 0 && c.dst_id != self.local_id {
             self.out.stats.stale += 1;
             if matches!(pkt, Packet::Data { .. }) {
-                self.answer_stale(from, &c);
+                self.answer_stale(from, known, &c);
             }
             return;
         }
-        self.note_incarnation(now, from, c.src_id);
+        let slot = match known {
+            Some(s) => s,
+            None => self.peer_entry(from),
+        };
+        self.note_incarnation(now, slot, c.src_id);
         for ch in 0..NUM_CHANNELS {
             let a = c.acks[ch];
             if a.valid {
-                self.on_ack(now, from, ch, a.epoch, a.next, 0);
+                self.on_ack(now, slot, ch, a.epoch, a.next, 0);
             }
         }
         match pkt {
@@ -284,7 +290,7 @@ impl<A: PeerAddr> Protocol<A> {
                 self.out.stats.acks_received += 1;
                 self.on_ack(
                     now,
-                    from,
+                    slot,
                     common.channel as usize,
                     common.epoch,
                     common.seq,
@@ -294,7 +300,7 @@ impl<A: PeerAddr> Protocol<A> {
             Packet::Nack { common, last } => {
                 self.out.stats.nacks_received += 1;
                 let ch = common.channel as usize;
-                self.on_nack(now, from, ch, common.epoch, common.seq, last);
+                self.on_nack(now, slot, ch, common.epoch, common.seq, last);
             }
             Packet::Data {
                 common,
@@ -302,7 +308,7 @@ impl<A: PeerAddr> Protocol<A> {
                 msg_len,
                 frag_off,
                 payload,
-            } => self.on_data(now, from, &common, meta, msg_len, frag_off, payload),
+            } => self.on_data(now, slot, &common, meta, msg_len, frag_off, payload),
         }
     }
 
@@ -317,21 +323,17 @@ impl<A: PeerAddr> Protocol<A> {
                 break;
             }
             self.timers.pop();
-            let addr = self.slots[slot as usize];
-            if let Some(peer) = self.peers.get_mut(&addr) {
-                if peer.timer == Some(t) {
-                    peer.timer = None;
-                    due.push(slot);
-                }
+            let peer = &mut self.peers[slot as usize];
+            if peer.timer == Some(t) {
+                peer.timer = None;
+                due.push(slot);
             }
         }
         for &slot in &due {
-            let addr = self.slots[slot as usize];
+            let slot = slot as usize;
             let mut unreachable = false;
             for ch in 0..NUM_CHANNELS {
-                let Some(peer) = self.peers.get_mut(&addr) else {
-                    continue;
-                };
+                let peer = &mut self.peers[slot];
                 let rto = peer.rtt.rto();
                 let tx = &mut peer.tx[ch];
                 if let Some(t) = tx.paused_until {
@@ -366,32 +368,28 @@ impl<A: PeerAddr> Protocol<A> {
                 if unreachable {
                     break;
                 }
-                self.pump(now, addr, ch);
+                self.pump(now, slot, ch);
             }
             if unreachable {
-                self.fail_peer(now, addr, ReturnStatus::Unreachable);
+                self.fail_peer(now, slot, ReturnStatus::Unreachable);
             }
-            let Some(peer) = self.peers.get_mut(&addr) else {
-                continue;
-            };
+            let peer = &mut self.peers[slot];
             for ch in 0..NUM_CHANNELS {
                 if let Some(t0) = peer.rx[ch].ack_owed_since {
                     let due = t0.plus(self.cfg.ack_delay);
                     if peer.rx[ch].ack_urgent || now >= due {
-                        send_ack(&mut self.out, self.local_id, addr, peer, ch);
+                        send_ack(&mut self.out, self.local_id, peer, ch);
                     }
                 }
             }
-            let peer = self.peers.get(&addr).unwrap();
-            if let Some(d) = peer_deadline(peer, &self.cfg) {
-                self.arm(addr, d);
+            if let Some(d) = peer_deadline(&self.peers[slot], &self.cfg) {
+                self.arm(slot, d);
             }
         }
         self.due = due;
         // Drop stale entries on top, so that `next_timeout` is exact.
         while let Some(&Reverse((t, slot))) = self.timers.peek() {
-            let addr = self.slots[slot as usize];
-            if self.peers.get(&addr).is_some_and(|p| p.timer == Some(t)) {
+            if self.peers[slot as usize].timer == Some(t) {
                 break;
             }
             self.timers.pop();
@@ -437,7 +435,7 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// Nothing in flight, nothing pending, no ACK owed.
     pub fn is_idle(&self) -> bool {
-        self.peers.values().all(Peer::is_idle)
+        self.peers.iter().all(Peer::is_idle)
     }
 
     /// Number of peers with protocol state.
@@ -447,9 +445,10 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// Messages queued or in flight to `to`.
     pub fn unfinished_to(&self, to: &A) -> usize {
-        self.peers
+        self.slots
             .get(to)
-            .map(|p| {
+            .map(|&s| {
+                let p = &self.peers[s as usize];
                 p.tx.iter()
                     .map(|t| t.in_flight.len() + t.pending.len())
                     .sum()
@@ -457,20 +456,20 @@ impl<A: PeerAddr> Protocol<A> {
             .unwrap_or(0)
     }
 
-    fn peer_entry(&mut self, addr: A) -> &mut Peer {
+    /// The slot of the peer at `addr`, created on first contact.
+    fn peer_entry(&mut self, addr: A) -> usize {
         let cfg = &self.cfg;
-        let slots = &mut self.slots;
-        self.peers.entry(addr).or_insert_with(|| {
-            slots.push(addr);
-            Peer::new(cfg, (slots.len() - 1) as u32)
-        })
+        let peers = &mut self.peers;
+        *self.slots.entry(addr).or_insert_with(|| {
+            let slot = peers.len() as u32;
+            peers.push(Peer::new(cfg, addr, slot));
+            slot
+        }) as usize
     }
 
     /// Makes sure `handle_timeout` looks at this peer at `at` or before.
-    fn arm(&mut self, addr: A, at: Instant) {
-        let Some(peer) = self.peers.get_mut(&addr) else {
-            return;
-        };
+    fn arm(&mut self, slot: usize, at: Instant) {
+        let peer = &mut self.peers[slot];
         if peer.timer.is_some_and(|t| t <= at) {
             return;
         }
@@ -478,8 +477,8 @@ impl<A: PeerAddr> Protocol<A> {
         self.timers.push(Reverse((at, peer.slot)));
     }
 
-    fn note_incarnation(&mut self, now: Instant, from: A, src_id: u32) {
-        let peer = self.peer_entry(from);
+    fn note_incarnation(&mut self, now: Instant, slot: usize, src_id: u32) {
+        let peer = &mut self.peers[slot];
         if peer.remote_id == src_id {
             return;
         }
@@ -493,7 +492,7 @@ impl<A: PeerAddr> Protocol<A> {
             // A new process sits at this address: what we held for the old
             // one is void, and what we sent it cannot be finished.
             peer.rx = Default::default();
-            self.fail_peer(now, from, ReturnStatus::Unreachable);
+            self.fail_peer(now, slot, ReturnStatus::Unreachable);
         }
     }
 
@@ -501,12 +500,13 @@ impl<A: PeerAddr> Protocol<A> {
     /// restarted and the sender does not know yet. An ACK carrying our id
     /// tells it, so that it gives up what it sent the old process at once and
     /// talks to this one (which may never send to it first).
-    fn answer_stale(&mut self, to: A, c: &Common) {
+    fn answer_stale(&mut self, to: A, slot: Option<usize>, c: &Common) {
         let ch = c.channel as usize;
-        if let Some(peer) = self.peers.get_mut(&to) {
+        if let Some(s) = slot {
+            let peer = &mut self.peers[s];
             if peer.remote_id == c.src_id {
                 // We know this sender: a true ACK of what we hold.
-                send_ack(&mut self.out, self.local_id, to, peer, ch);
+                send_ack(&mut self.out, self.local_id, peer, ch);
                 return;
             }
         }
@@ -525,13 +525,12 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// Sends what the channel may send now: packets marked for resending,
     /// then new fragments while the window allows.
-    fn pump(&mut self, now: Instant, addr: A, ch: usize) {
-        let Some(peer) = self.peers.get_mut(&addr) else {
-            return;
-        };
+    fn pump(&mut self, now: Instant, slot: usize, ch: usize) {
+        let peer = &mut self.peers[slot];
+        let addr = peer.addr;
         if peer.tx[ch].paused_until.is_some() {
             let t = peer.tx[ch].paused_until.unwrap();
-            self.arm(addr, t);
+            self.arm(slot, t);
             return;
         }
         let rto = peer.rtt.rto();
@@ -603,14 +602,12 @@ impl<A: PeerAddr> Protocol<A> {
             peer.acks_carried();
         }
         if let Some(d) = first_deadline {
-            self.arm(addr, d);
+            self.arm(slot, d);
         }
     }
 
-    fn on_ack(&mut self, now: Instant, from: A, ch: usize, epoch: u16, next: u32, sack: u64) {
-        let Some(peer) = self.peers.get_mut(&from) else {
-            return;
-        };
+    fn on_ack(&mut self, now: Instant, slot: usize, ch: usize, epoch: u16, next: u32, sack: u64) {
+        let peer = &mut self.peers[slot];
         let tx = &mut peer.tx[ch];
         if epoch != tx.epoch || seq_diff(next, tx.next_seq) > 0 {
             return;
@@ -671,20 +668,18 @@ impl<A: PeerAddr> Protocol<A> {
                 }
             }
             if let Some(t) = timer {
-                self.arm(from, t);
+                self.arm(slot, t);
             }
         }
         if !done.is_empty() || sack != 0 {
-            self.pump(now, from, ch);
+            self.pump(now, slot, ch);
         }
     }
 
-    fn on_nack(&mut self, now: Instant, from: A, ch: usize, epoch: u16, seq: u32, last: bool) {
+    fn on_nack(&mut self, now: Instant, slot: usize, ch: usize, epoch: u16, seq: u32, last: bool) {
         // Everything before the refused packet has arrived.
-        self.on_ack(now, from, ch, epoch, seq, 0);
-        let Some(peer) = self.peers.get_mut(&from) else {
-            return;
-        };
+        self.on_ack(now, slot, ch, epoch, seq, 0);
+        let peer = &mut self.peers[slot];
         let tx = &mut peer.tx[ch];
         if epoch != tx.epoch {
             return;
@@ -704,7 +699,7 @@ impl<A: PeerAddr> Protocol<A> {
         // the receiver took after all).
         if last {
             let id = front.frag.msg.id;
-            self.fail_message(now, from, ch, id, ReturnStatus::Congestion);
+            self.fail_message(now, slot, ch, id, ReturnStatus::Congestion);
             return;
         }
         // Go back to the refused packet: resend it and all after it that the
@@ -716,14 +711,14 @@ impl<A: PeerAddr> Protocol<A> {
         }
         let until = now.plus(self.cfg.nack_backoff);
         tx.paused_until = Some(until);
-        self.arm(from, until);
+        self.arm(slot, until);
     }
 
     #[allow(clippy::too_many_arguments)]
     fn on_data(
         &mut self,
         now: Instant,
-        from: A,
+        slot: usize,
         c: &Common,
         meta: MsgMeta,
         msg_len: u32,
@@ -732,9 +727,8 @@ impl<A: PeerAddr> Protocol<A> {
     ) {
         let ch = c.channel as usize;
         let local_id = self.local_id;
-        let Some(peer) = self.peers.get_mut(&from) else {
-            return;
-        };
+        let peer = &mut self.peers[slot];
+        let from = peer.addr;
         let rx = &mut peer.rx[ch];
         if !rx.accept_epoch(c.epoch) {
             self.out.stats.stale += 1;
@@ -744,7 +738,7 @@ impl<A: PeerAddr> Protocol<A> {
         if d < 0 || rx.held.contains_key(&c.seq) {
             self.out.stats.duplicates += 1;
             rx.owe_ack(now, true);
-            self.arm(from, now);
+            self.arm(slot, now);
             return;
         }
         if d > MAX_WINDOW as i32 {
@@ -767,7 +761,7 @@ impl<A: PeerAddr> Protocol<A> {
                 },
             );
             rx.owe_ack(now, true);
-            self.arm(from, now);
+            self.arm(slot, now);
             return;
         }
         // In order: take it, then whatever was held behind it. When it
@@ -775,7 +769,7 @@ impl<A: PeerAddr> Protocol<A> {
         let filled_gap = !rx.held.is_empty();
         let mut current: Option<(HeldPacket, Cow<[u8]>)> = Some((held, Cow::Borrowed(payload)));
         while let Some((h, bytes)) = current.take() {
-            let peer = self.peers.get_mut(&from).unwrap();
+            let peer = &mut self.peers[slot];
             let limit = self.cfg.nack_limit;
             let refuse = ch == wire::CHANNEL_REQUEST as usize
                 && h.frag_off == 0
@@ -785,7 +779,7 @@ impl<A: PeerAddr> Protocol<A> {
                 // the sender to go back to it and send it again, or, past
                 // the limit, to give it up.
                 let last = peer.rx[ch].refuse() > limit;
-                send_nack(&mut self.out, local_id, from, peer, ch, last);
+                send_nack(&mut self.out, local_id, peer, ch, last);
                 break;
             }
             let rx = &mut peer.rx[ch];
@@ -809,14 +803,13 @@ impl<A: PeerAddr> Protocol<A> {
         } else {
             now.plus(self.cfg.ack_delay)
         };
-        self.arm(from, t);
+        self.arm(slot, t);
     }
 
-    /// Gives up every unfinished message to `addr` with `status`.
-    fn fail_peer(&mut self, _now: Instant, addr: A, status: ReturnStatus) {
-        let Some(peer) = self.peers.get_mut(&addr) else {
-            return;
-        };
+    /// Gives up every unfinished message to the peer in `slot` with `status`.
+    fn fail_peer(&mut self, _now: Instant, slot: usize, status: ReturnStatus) {
+        let peer = &mut self.peers[slot];
+        let addr = peer.addr;
         peer.rtt.on_progress();
         for ch in 0..NUM_CHANNELS {
             let tx = &mut peer.tx[ch];
@@ -835,12 +828,18 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// Gives up one message; the others on the channel start over in a new epoch.
-    fn fail_message(&mut self, now: Instant, addr: A, ch: usize, id: MsgId, status: ReturnStatus) {
+    fn fail_message(
+        &mut self,
+        now: Instant,
+        slot: usize,
+        ch: usize,
+        id: MsgId,
+        status: ReturnStatus,
+    ) {
         let cap_for = |nargs: usize| self.fragment_capacity(nargs);
         let caps: Vec<usize> = (0..=wire::MAX_ARGS).map(cap_for).collect();
-        let Some(peer) = self.peers.get_mut(&addr) else {
-            return;
-        };
+        let peer = &mut self.peers[slot];
+        let addr = peer.addr;
         let tx = &mut peer.tx[ch];
         let msgs = tx.drain_unfinished();
         tx.new_epoch();
@@ -858,7 +857,7 @@ impl<A: PeerAddr> Protocol<A> {
                 push_fragments(&mut tx.pending, &m, cap);
             }
         }
-        self.pump(now, addr, ch);
+        self.pump(now, slot, ch);
     }
 }
 
@@ -893,7 +892,8 @@ fn encode_fragment<A>(out: &mut Outbox<A>, c: &Common, f: &Fragment) -> Vec<u8> 
     b
 }
 
-fn send_ack<A: Copy>(out: &mut Outbox<A>, local_id: u32, to: A, peer: &mut Peer, ch: usize) {
+fn send_ack<A: Copy>(out: &mut Outbox<A>, local_id: u32, peer: &mut Peer<A>, ch: usize) {
+    let to = peer.addr;
     let rx = &peer.rx[ch];
     let c = Common {
         src_id: local_id,
@@ -916,11 +916,11 @@ fn send_ack<A: Copy>(out: &mut Outbox<A>, local_id: u32, to: A, peer: &mut Peer,
 fn send_nack<A: Copy>(
     out: &mut Outbox<A>,
     local_id: u32,
-    to: A,
-    peer: &mut Peer,
+    peer: &mut Peer<A>,
     ch: usize,
     last: bool,
 ) {
+    let to = peer.addr;
     let rx = &peer.rx[ch];
     let c = Common {
         src_id: local_id,
@@ -995,7 +995,7 @@ fn accept_fragment<A>(
 }
 
 /// The earliest time this peer needs attention, or None when idle.
-fn peer_deadline(peer: &Peer, cfg: &ProtoConfig) -> Option<Instant> {
+fn peer_deadline<A>(peer: &Peer<A>, cfg: &ProtoConfig) -> Option<Instant> {
     let mut d: Option<Instant> = None;
     let mut take = |t: Instant| d = Some(d.map_or(t, |x| x.min(t)));
     for tx in &peer.tx {

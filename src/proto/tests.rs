@@ -17,6 +17,13 @@ fn pair() -> [Protocol<u32>; 2] {
     ]
 }
 
+impl Protocol<u32> {
+    fn peer_mut(&mut self, addr: u32) -> &mut Peer<u32> {
+        let s = self.slots[&addr] as usize;
+        &mut self.peers[s]
+    }
+}
+
 fn out(p: &mut Protocol<u32>) -> Vec<Vec<u8>> {
     std::iter::from_fn(|| p.poll_transmit().map(|(_, b)| b)).collect()
 }
@@ -46,9 +53,9 @@ fn sequence_numbers_wrap_under_loss_and_reordering() {
     assert_eq!(delivered_args(&mut n[1]), [0]);
     // Both ends of the channel jump to just before the wrap.
     let start = u32::MAX - 20;
-    n[0].peers.get_mut(&1).unwrap().tx[0].next_seq = start;
-    n[0].peers.get_mut(&1).unwrap().tx[0].in_flight.clear();
-    n[1].peers.get_mut(&0).unwrap().rx[0].next = start;
+    n[0].peer_mut(1).tx[0].next_seq = start;
+    n[0].peer_mut(1).tx[0].in_flight.clear();
+    n[1].peer_mut(0).rx[0].next = start;
     for k in 1..=60 {
         n[0].send(now, 1, CHANNEL_REQUEST, meta(k), vec![k as u8; 3]);
     }
@@ -82,7 +89,7 @@ fn sequence_numbers_wrap_under_loss_and_reordering() {
         }
     }
     assert_eq!(got, (1..=60).collect::<Vec<u32>>());
-    let tx = &n[0].peers[&1].tx[0];
+    let tx = &n[0].peer_mut(1).tx[0];
     assert!(
         tx.next_seq < 100,
         "the sequence numbers wrapped: {}",
@@ -160,7 +167,7 @@ fn reordering_timer_resends_without_backoff() {
         feed(&mut n[0], t2, 1, a);
     }
     assert!(out(&mut n[0]).is_empty(), "packet 0 may only be late");
-    let p0 = &n[0].peers[&1].tx[0].in_flight[0];
+    let p0 = &n[0].peer_mut(1).tx[0].in_flight[0];
     assert!(p0.reorder_timer && !p0.sacked);
     // about a round trip (50 us) plus a reordering window, far below the RTO
     let fire = p0.deadline;
@@ -168,10 +175,10 @@ fn reordering_timer_resends_without_backoff() {
     assert_eq!(n[0].next_timeout(), Some(fire));
     n[0].handle_timeout(Instant(fire.0 - 1));
     assert!(out(&mut n[0]).is_empty(), "not before its time");
-    let rto_before = n[0].peers[&1].rtt.rto();
+    let rto_before = n[0].peer_mut(1).rtt.rto();
     n[0].handle_timeout(fire);
     assert_eq!(out(&mut n[0]).len(), 1, "packet 0 resent");
-    let peer = &n[0].peers[&1];
+    let peer = &n[0].peer_mut(1);
     assert_eq!(peer.tx[0].in_flight[0].retries, 0);
     assert_eq!(peer.rtt.rto(), rto_before, "no backoff");
 
