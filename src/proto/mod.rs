@@ -533,6 +533,11 @@ impl<A: PeerAddr> Protocol<A> {
             self.arm(slot, t);
             return;
         }
+        let tx = &peer.tx[ch];
+        if tx.pending.is_empty() && !tx.in_flight.iter().any(|p| p.resend) {
+            // Nothing to send (the usual case after an ACK).
+            return;
+        }
         let rto = peer.rtt.rto();
         let mut sent_any = false;
         let mut first_deadline = None;
@@ -612,20 +617,19 @@ impl<A: PeerAddr> Protocol<A> {
         if epoch != tx.epoch || seq_diff(next, tx.next_seq) > 0 {
             return;
         }
-        let done = tx.ack_cumulative(next);
+        if sack == 0 && !tx.acks_any(next) {
+            // Nothing new (the usual piggybacked ACK): nothing changes.
+            return;
+        }
         // One round-trip sample per ACK, from the newest packet it acknowledges
         // for the first time (as TCP does).
-        let mut sample_from = done
-            .iter()
-            .rev()
-            .find(|d| d.rtt_eligible())
-            .map(|d| d.first_sent);
-        let tx = &mut peer.tx[ch];
+        let done = tx.ack_cumulative(next);
+        let mut sample_from = done.sample_from;
         let sacked = tx.ack_selective(next, sack);
         if sacked.sample_from.is_some() {
             sample_from = sacked.sample_from;
         }
-        if !done.is_empty() || sacked.newly_sacked {
+        if done.count > 0 || sacked.newly_sacked {
             peer.rtt.on_progress();
         }
         if let Some(t) = sample_from {
@@ -671,7 +675,7 @@ impl<A: PeerAddr> Protocol<A> {
                 self.arm(slot, t);
             }
         }
-        if !done.is_empty() || sack != 0 {
+        if done.count > 0 || sack != 0 {
             self.pump(now, slot, ch);
         }
     }

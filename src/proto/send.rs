@@ -58,6 +58,16 @@ pub struct SendChannel {
     pub paused_until: Option<Instant>,
 }
 
+/// What a cumulative acknowledgement took off the channel.
+#[derive(Default, Debug, PartialEq, Eq)]
+pub struct Acked {
+    /// Packets acknowledged (removed from the flight).
+    pub count: usize,
+    /// Send time of the newest of them that times one round trip (see
+    /// `InFlight::rtt_eligible`).
+    pub sample_from: Option<Instant>,
+}
+
 /// What a selective acknowledgement told.
 #[derive(Default, Debug)]
 pub struct SackResult {
@@ -89,17 +99,27 @@ impl SendChannel {
         self.in_flight.is_empty() && self.pending.is_empty()
     }
 
-    /// Removes every packet before `next`; returns them.
-    pub fn ack_cumulative(&mut self, next: u32) -> Vec<InFlight> {
-        let mut done = Vec::new();
+    /// Whether an ACK of everything before `next` removes any packet.
+    pub fn acks_any(&self, next: u32) -> bool {
+        self.in_flight
+            .front()
+            .is_some_and(|p| seq_diff(p.seq, next) < 0)
+    }
+
+    /// Removes every packet before `next`; says how many and what they time.
+    pub fn ack_cumulative(&mut self, next: u32) -> Acked {
+        let mut r = Acked::default();
         while let Some(front) = self.in_flight.front() {
-            if seq_diff(front.seq, next) < 0 {
-                done.push(self.in_flight.pop_front().unwrap());
-            } else {
+            if seq_diff(front.seq, next) >= 0 {
                 break;
             }
+            if front.rtt_eligible() {
+                r.sample_from = Some(front.first_sent);
+            }
+            r.count += 1;
+            self.in_flight.pop_front();
         }
-        done
+        r
     }
 
     /// Marks packets `next+1+i` for every bit i of `sack` as held by the receiver.
@@ -208,14 +228,20 @@ mod tests {
     #[test]
     fn cumulative_ack_across_the_wrap() {
         let mut ch = wrapping_channel();
-        assert!(ch.ack_cumulative(u32::MAX - 2).is_empty(), "acks nothing");
+        assert!(!ch.acks_any(u32::MAX - 2));
+        assert_eq!(ch.ack_cumulative(u32::MAX - 2).count, 0, "acks nothing");
+        assert!(ch.acks_any(u32::MAX));
         let done = ch.ack_cumulative(u32::MAX);
-        let seqs: Vec<u32> = done.iter().map(|p| p.seq).collect();
-        assert_eq!(seqs, [u32::MAX - 2, u32::MAX - 1]);
+        assert_eq!(done.count, 2);
+        // the newest packet acknowledged times the round trip
+        assert_eq!(done.sample_from, Some(Instant((u32::MAX - 1) as u64)));
+        assert_eq!(ch.in_flight.front().unwrap().seq, u32::MAX);
+        ch.in_flight[1].retries = 1; // seq 0: resent, no sample from it
         let done = ch.ack_cumulative(2);
-        assert_eq!(done.len(), 3);
+        assert_eq!(done.count, 3);
+        assert_eq!(done.sample_from, Some(Instant(1)));
         assert_eq!(ch.in_flight.front().unwrap().seq, 2);
-        assert_eq!(ch.ack_cumulative(3).len(), 1);
+        assert_eq!(ch.ack_cumulative(3).count, 1);
         assert!(ch.is_idle());
     }
 
