@@ -82,8 +82,26 @@ pub enum DecodeError {
     Malformed,
 }
 
-#[inline]
-fn put_common(buf: &mut Vec<u8>, ptype: PacketType, c: &Common, extra_flags: u8) {
+/// Writes `v` big-endian at `at` of a fixed-size header (constant offsets
+/// compile to plain stores).
+#[inline(always)]
+fn put16<const N: usize>(h: &mut [u8; N], at: usize, v: u16) {
+    h[at..at + 2].copy_from_slice(&v.to_be_bytes());
+}
+
+#[inline(always)]
+fn put32<const N: usize>(h: &mut [u8; N], at: usize, v: u32) {
+    h[at..at + 4].copy_from_slice(&v.to_be_bytes());
+}
+
+#[inline(always)]
+fn put64<const N: usize>(h: &mut [u8; N], at: usize, v: u64) {
+    h[at..at + 8].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Fills the common part (the first `COMMON_LEN` bytes) of a header.
+#[inline(always)]
+fn put_common<const N: usize>(h: &mut [u8; N], ptype: PacketType, c: &Common, extra_flags: u8) {
     let mut flags = extra_flags;
     if c.acks[0].valid {
         flags |= FLAG_ACK_REQ;
@@ -91,19 +109,19 @@ fn put_common(buf: &mut Vec<u8>, ptype: PacketType, c: &Common, extra_flags: u8)
     if c.acks[1].valid {
         flags |= FLAG_ACK_REP;
     }
-    buf.extend_from_slice(&MAGIC.to_be_bytes());
-    buf.push(VERSION);
-    buf.push(ptype as u8);
-    buf.extend_from_slice(&c.src_id.to_be_bytes());
-    buf.extend_from_slice(&c.dst_id.to_be_bytes());
-    buf.push(c.channel);
-    buf.push(flags);
-    buf.extend_from_slice(&c.epoch.to_be_bytes());
-    buf.extend_from_slice(&c.seq.to_be_bytes());
-    buf.extend_from_slice(&c.acks[0].next.to_be_bytes());
-    buf.extend_from_slice(&c.acks[1].next.to_be_bytes());
-    buf.extend_from_slice(&c.acks[0].epoch.to_be_bytes());
-    buf.extend_from_slice(&c.acks[1].epoch.to_be_bytes());
+    put16(h, 0, MAGIC);
+    h[2] = VERSION;
+    h[3] = ptype as u8;
+    put32(h, 4, c.src_id);
+    put32(h, 8, c.dst_id);
+    h[12] = c.channel;
+    h[13] = flags;
+    put16(h, 14, c.epoch);
+    put32(h, 16, c.seq);
+    put32(h, 20, c.acks[0].next);
+    put32(h, 24, c.acks[1].next);
+    put16(h, 28, c.acks[0].epoch);
+    put16(h, 30, c.acks[1].epoch);
 }
 
 #[inline]
@@ -123,26 +141,33 @@ pub fn encode_data(
     payload: &[u8],
 ) {
     let start = buf.len();
-    buf.reserve(DATA_HEADER_LEN + 4 * meta.nargs as usize + payload.len() + CRC_LEN);
+    let head_len = DATA_HEADER_LEN + 4 * meta.nargs as usize;
+    buf.reserve(head_len + payload.len() + CRC_LEN);
     let flags = if meta.returned_request {
         FLAG_RETURNED_REQUEST
     } else {
         0
     };
-    put_common(buf, PacketType::Data, common, flags);
-    buf.extend_from_slice(&meta.txn.to_be_bytes());
-    buf.push(meta.handler);
-    buf.push(((meta.kind as u8) << 4) | meta.category as u8);
-    buf.push(meta.nargs);
-    buf.push(meta.status);
-    buf.extend_from_slice(&meta.tag.to_be_bytes());
-    buf.extend_from_slice(&meta.dest_offset.to_be_bytes());
-    buf.extend_from_slice(&msg_len.to_be_bytes());
-    buf.extend_from_slice(&frag_off.to_be_bytes());
-    buf.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-    for a in meta.args() {
-        buf.extend_from_slice(&a.to_be_bytes());
+    // The header and the arguments are built on the stack and appended at once.
+    let mut h = [0u8; DATA_HEADER_LEN + 4 * MAX_ARGS];
+    put_common(&mut h, PacketType::Data, common, flags);
+    put32(&mut h, 32, meta.txn);
+    h[36] = meta.handler;
+    h[37] = ((meta.kind as u8) << 4) | meta.category as u8;
+    h[38] = meta.nargs;
+    h[39] = meta.status;
+    put64(&mut h, 40, meta.tag);
+    put64(&mut h, 48, meta.dest_offset);
+    put32(&mut h, 56, msg_len);
+    put32(&mut h, 60, frag_off);
+    put32(&mut h, 64, payload.len() as u32);
+    for (d, a) in h[DATA_HEADER_LEN..head_len]
+        .chunks_exact_mut(4)
+        .zip(meta.args())
+    {
+        d.copy_from_slice(&a.to_be_bytes());
     }
+    buf.extend_from_slice(&h[..head_len]);
     buf.extend_from_slice(payload);
     put_crc(buf, start);
 }
@@ -151,8 +176,11 @@ pub fn encode_data(
 /// of channel `common.channel`; `sack` marks later packets that have arrived.
 pub fn encode_ack(buf: &mut Vec<u8>, common: &Common, sack: u64) {
     let start = buf.len();
-    put_common(buf, PacketType::Ack, common, 0);
-    buf.extend_from_slice(&sack.to_be_bytes());
+    let mut h = [0u8; ACK_LEN];
+    put_common(&mut h, PacketType::Ack, common, 0);
+    put64(&mut h, 32, sack);
+    buf.reserve(ACK_LEN + CRC_LEN);
+    buf.extend_from_slice(&h);
     put_crc(buf, start);
 }
 
@@ -161,27 +189,36 @@ pub fn encode_ack(buf: &mut Vec<u8>, common: &Common, sack: u64) {
 /// message up.
 pub fn encode_nack(buf: &mut Vec<u8>, common: &Common, last: bool) {
     let start = buf.len();
+    let mut h = [0u8; COMMON_LEN];
     put_common(
-        buf,
+        &mut h,
         PacketType::Nack,
         common,
         if last { FLAG_FINAL } else { 0 },
     );
+    buf.reserve(COMMON_LEN + CRC_LEN);
+    buf.extend_from_slice(&h);
     put_crc(buf, start);
 }
 
-#[inline]
-fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
+/// Reads a big-endian field of a fixed-size header (constant offsets compile
+/// to plain loads, without bounds checks).
+#[inline(always)]
+fn be16<const N: usize>(b: &[u8; N], at: usize) -> u16 {
+    let mut x = [0u8; 2];
+    x.copy_from_slice(&b[at..at + 2]);
+    u16::from_be_bytes(x)
 }
 
-#[inline]
-fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+#[inline(always)]
+fn be32<const N: usize>(b: &[u8; N], at: usize) -> u32 {
+    let mut x = [0u8; 4];
+    x.copy_from_slice(&b[at..at + 4]);
+    u32::from_be_bytes(x)
 }
 
-#[inline]
-fn be64(b: &[u8], at: usize) -> u64 {
+#[inline(always)]
+fn be64<const N: usize>(b: &[u8; N], at: usize) -> u64 {
     let mut x = [0u8; 8];
     x.copy_from_slice(&b[at..at + 8]);
     u64::from_be_bytes(x)
@@ -189,52 +226,53 @@ fn be64(b: &[u8], at: usize) -> u64 {
 
 /// Checks and parses one datagram. Never panics.
 pub fn decode(dgram: &[u8]) -> Result<Packet<'_>, DecodeError> {
-    if dgram.len() < 4 {
+    let Some(magic) = dgram.first_chunk::<4>() else {
         return Err(DecodeError::Truncated);
-    }
-    if be16(dgram, 0) != MAGIC || dgram[2] != VERSION {
+    };
+    if be16(magic, 0) != MAGIC || magic[2] != VERSION {
         return Err(DecodeError::Foreign);
     }
-    if dgram.len() < COMMON_LEN + CRC_LEN {
+    let Some((body, crc)) = dgram.split_last_chunk::<CRC_LEN>() else {
         return Err(DecodeError::Truncated);
-    }
-    let body_len = dgram.len() - CRC_LEN;
-    let (body, crc) = dgram.split_at(body_len);
-    if crc32c(body) != be32(crc, 0) {
+    };
+    let Some(h) = body.first_chunk::<COMMON_LEN>() else {
+        return Err(DecodeError::Truncated);
+    };
+    if crc32c(body) != u32::from_be_bytes(*crc) {
         return Err(DecodeError::Checksum);
     }
-    let flags = body[13];
-    let channel = body[12];
+    let flags = h[13];
+    let channel = h[12];
     if channel as usize >= NUM_CHANNELS {
         return Err(DecodeError::Malformed);
     }
     let common = Common {
-        src_id: be32(body, 4),
-        dst_id: be32(body, 8),
+        src_id: be32(h, 4),
+        dst_id: be32(h, 8),
         channel,
-        epoch: be16(body, 14),
-        seq: be32(body, 16),
+        epoch: be16(h, 14),
+        seq: be32(h, 16),
         acks: [
             AckField {
                 valid: flags & FLAG_ACK_REQ != 0,
-                next: be32(body, 20),
-                epoch: be16(body, 28),
+                next: be32(h, 20),
+                epoch: be16(h, 28),
             },
             AckField {
                 valid: flags & FLAG_ACK_REP != 0,
-                next: be32(body, 24),
-                epoch: be16(body, 30),
+                next: be32(h, 24),
+                epoch: be16(h, 30),
             },
         ],
     };
-    match body[3] {
+    match h[3] {
         t if t == PacketType::Ack as u8 => {
-            if body.len() != ACK_LEN {
+            let Ok(a) = <&[u8; ACK_LEN]>::try_from(body) else {
                 return Err(DecodeError::Truncated);
-            }
+            };
             Ok(Packet::Ack {
                 common,
-                sack: be64(body, 32),
+                sack: be64(a, 32),
             })
         }
         t if t == PacketType::Nack as u8 => {
@@ -251,20 +289,21 @@ pub fn decode(dgram: &[u8]) -> Result<Packet<'_>, DecodeError> {
     }
 }
 
+#[inline]
 fn decode_data(body: &[u8], common: Common, flags: u8) -> Result<Packet<'_>, DecodeError> {
-    if body.len() < DATA_HEADER_LEN {
+    let Some(h) = body.first_chunk::<DATA_HEADER_LEN>() else {
         return Err(DecodeError::Truncated);
-    }
-    let kind_cat = body[37];
+    };
+    let kind_cat = h[37];
     let kind = MsgKind::from_u8(kind_cat >> 4).ok_or(DecodeError::Malformed)?;
     let category = Category::from_u8(kind_cat & 0xf).ok_or(DecodeError::Malformed)?;
-    let nargs = body[38] as usize;
+    let nargs = h[38] as usize;
     if nargs > MAX_ARGS {
         return Err(DecodeError::Malformed);
     }
-    let msg_len = be32(body, 56);
-    let frag_off = be32(body, 60);
-    let frag_len = be32(body, 64) as usize;
+    let msg_len = be32(h, 56);
+    let frag_off = be32(h, 60);
+    let frag_len = be32(h, 64) as usize;
     let args_end = DATA_HEADER_LEN + 4 * nargs;
     if body.len() != args_end + frag_len {
         return Err(DecodeError::Truncated);
@@ -272,20 +311,23 @@ fn decode_data(body: &[u8], common: Common, flags: u8) -> Result<Packet<'_>, Dec
     if (frag_off as u64) + frag_len as u64 > msg_len as u64 {
         return Err(DecodeError::Malformed);
     }
+    let (arg_bytes, payload) = body[DATA_HEADER_LEN..].split_at(4 * nargs);
     let mut args = [0u32; MAX_ARGS];
-    for (i, a) in args.iter_mut().enumerate().take(nargs) {
-        *a = be32(body, DATA_HEADER_LEN + 4 * i);
+    for (a, b) in args.iter_mut().zip(arg_bytes.chunks_exact(4)) {
+        let mut x = [0u8; 4];
+        x.copy_from_slice(b);
+        *a = u32::from_be_bytes(x);
     }
     let meta = MsgMeta {
         kind,
         category,
-        handler: body[36],
+        handler: h[36],
         nargs: nargs as u8,
         args,
-        tag: be64(body, 40),
-        dest_offset: be64(body, 48),
-        txn: be32(body, 32),
-        status: body[39],
+        tag: be64(h, 40),
+        dest_offset: be64(h, 48),
+        txn: be32(h, 32),
+        status: h[39],
         returned_request: flags & FLAG_RETURNED_REQUEST != 0,
     };
     Ok(Packet::Data {
@@ -293,7 +335,7 @@ fn decode_data(body: &[u8], common: Common, flags: u8) -> Result<Packet<'_>, Dec
         meta,
         msg_len,
         frag_off,
-        payload: &body[args_end..],
+        payload,
     })
 }
 
