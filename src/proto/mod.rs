@@ -21,7 +21,6 @@ pub mod stats;
 #[cfg(test)]
 mod tests;
 
-use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::hash::Hash;
@@ -308,7 +307,7 @@ impl<A: PeerAddr> Protocol<A> {
                 msg_len,
                 frag_off,
                 payload,
-            } => self.on_data(now, slot, &common, meta, msg_len, frag_off, payload),
+            } => self.on_data(now, slot, &common, &meta, msg_len, frag_off, payload),
         }
     }
 
@@ -724,16 +723,13 @@ impl<A: PeerAddr> Protocol<A> {
         now: Instant,
         slot: usize,
         c: &Common,
-        meta: MsgMeta,
+        meta: &MsgMeta,
         msg_len: u32,
         frag_off: u32,
         payload: &[u8],
     ) {
         let ch = c.channel as usize;
-        let local_id = self.local_id;
-        let peer = &mut self.peers[slot];
-        let from = peer.addr;
-        let rx = &mut peer.rx[ch];
+        let rx = &mut self.peers[slot].rx[ch];
         if !rx.accept_epoch(c.epoch) {
             self.out.stats.stale += 1;
             return;
@@ -749,19 +745,15 @@ impl<A: PeerAddr> Protocol<A> {
             self.out.stats.stale += 1;
             return;
         }
-        let held = HeldPacket {
-            meta,
-            msg_len,
-            frag_off,
-            payload: Vec::new(),
-        };
         if d > 0 {
             self.out.stats.out_of_order[ch] += 1;
             rx.held.insert(
                 c.seq,
                 HeldPacket {
+                    meta: *meta,
+                    msg_len,
+                    frag_off,
                     payload: payload.to_vec(),
-                    ..held
                 },
             );
             rx.owe_ack(now, true);
@@ -771,36 +763,29 @@ impl<A: PeerAddr> Protocol<A> {
         // In order: take it, then whatever was held behind it. When it
         // fills a gap, the sender is waiting to hear: ACK at once.
         let filled_gap = !rx.held.is_empty();
-        let mut current: Option<(HeldPacket, Cow<[u8]>)> = Some((held, Cow::Borrowed(payload)));
-        while let Some((h, bytes)) = current.take() {
-            let peer = &mut self.peers[slot];
-            let limit = self.cfg.nack_limit;
-            let refuse = ch == wire::CHANNEL_REQUEST as usize
-                && h.frag_off == 0
-                && (self.queued_requests >= self.cfg.recv_depth || peer.rx[ch].given_up(limit));
-            if refuse {
-                // Dropped, even if it was held (and SACKed): the NACK tells
-                // the sender to go back to it and send it again, or, past
-                // the limit, to give it up.
-                let last = peer.rx[ch].refuse() > limit;
-                send_nack(&mut self.out, local_id, peer, ch, last);
-                break;
-            }
-            let rx = &mut peer.rx[ch];
-            rx.refused = None;
-            rx.next = rx.next.wrapping_add(1);
-            rx.owe_ack(now, filled_gap);
-            if let Some(ev) = accept_fragment(rx, &mut self.out.stats, from, ch, h, &bytes) {
-                if ch == wire::CHANNEL_REQUEST as usize {
-                    self.queued_requests += 1;
+        let first = InFrag {
+            meta,
+            msg_len,
+            frag_off,
+            bytes: payload,
+        };
+        if self.take_in_order(now, slot, ch, filled_gap, first) && filled_gap {
+            loop {
+                let rx = &mut self.peers[slot].rx[ch];
+                let next = rx.next;
+                let Some(h) = rx.held.remove(&next) else {
+                    break;
+                };
+                let f = InFrag {
+                    meta: &h.meta,
+                    msg_len: h.msg_len,
+                    frag_off: h.frag_off,
+                    bytes: &h.payload,
+                };
+                if !self.take_in_order(now, slot, ch, filled_gap, f) {
+                    break;
                 }
-                self.out.events.push_back(ev);
             }
-            let next = rx.next;
-            current = rx.held.remove(&next).map(|mut h| {
-                let p = std::mem::take(&mut h.payload);
-                (h, Cow::Owned(p))
-            });
         }
         let t = if filled_gap {
             now
@@ -808,6 +793,44 @@ impl<A: PeerAddr> Protocol<A> {
             now.plus(self.cfg.ack_delay)
         };
         self.arm(slot, t);
+    }
+
+    /// Takes packet `next` of channel `ch` of the peer in `slot`, unless the
+    /// receive buffer is full (then it is dropped and NACKed). Returns
+    /// whether it was taken.
+    fn take_in_order(
+        &mut self,
+        now: Instant,
+        slot: usize,
+        ch: usize,
+        filled_gap: bool,
+        f: InFrag<'_>,
+    ) -> bool {
+        let peer = &mut self.peers[slot];
+        let limit = self.cfg.nack_limit;
+        let refuse = ch == wire::CHANNEL_REQUEST as usize
+            && f.frag_off == 0
+            && (self.queued_requests >= self.cfg.recv_depth || peer.rx[ch].given_up(limit));
+        if refuse {
+            // Dropped, even if it was held (and SACKed): the NACK tells
+            // the sender to go back to it and send it again, or, past
+            // the limit, to give it up.
+            let last = peer.rx[ch].refuse() > limit;
+            send_nack(&mut self.out, self.local_id, peer, ch, last);
+            return false;
+        }
+        let from = peer.addr;
+        let rx = &mut peer.rx[ch];
+        rx.refused = None;
+        rx.next = rx.next.wrapping_add(1);
+        rx.owe_ack(now, filled_gap);
+        let out = &mut self.out;
+        if accept_fragment(rx, &mut out.stats, &mut out.events, from, ch, f)
+            && ch == wire::CHANNEL_REQUEST as usize
+        {
+            self.queued_requests += 1;
+        }
+        true
     }
 
     /// Gives up every unfinished message to the peer in `slot` with `status`.
@@ -940,60 +963,70 @@ fn send_nack<A: Copy>(
     out.push(to, b);
 }
 
-/// Adds one in-order fragment to the channel's reassembly; returns the event
-/// when it completes a message.
+/// One DATA packet's fragment, as received or as held.
+struct InFrag<'a> {
+    meta: &'a MsgMeta,
+    msg_len: u32,
+    frag_off: u32,
+    bytes: &'a [u8],
+}
+
+/// Adds one in-order fragment to the channel's reassembly; queues the event
+/// and returns true when it completes a message.
 fn accept_fragment<A>(
     rx: &mut RecvChannel,
     stats: &mut ProtoStats,
+    events: &mut VecDeque<Event<A>>,
     from: A,
     ch: usize,
-    h: HeldPacket,
-    bytes: &[u8],
-) -> Option<Event<A>> {
-    if h.msg_len as usize > MAX_MESSAGE {
+    f: InFrag<'_>,
+) -> bool {
+    if f.msg_len as usize > MAX_MESSAGE {
         stats.corrupt += 1;
         rx.reassembly = None;
-        return None;
+        return false;
     }
-    if h.frag_off == 0 {
+    if f.frag_off == 0 {
         if rx.reassembly.take().is_some() {
             stats.corrupt += 1;
         }
-        if bytes.len() == h.msg_len as usize {
-            return Some(Event::Delivered {
+        if f.bytes.len() == f.msg_len as usize {
+            events.push_back(Event::Delivered {
                 from,
                 channel: ch as u8,
-                meta: h.meta,
-                payload: bytes.to_vec(),
+                meta: *f.meta,
+                payload: f.bytes.to_vec(),
             });
+            return true;
         }
-        let mut buf = Vec::with_capacity(h.msg_len as usize);
-        buf.extend_from_slice(bytes);
+        let mut buf = Vec::with_capacity(f.msg_len as usize);
+        buf.extend_from_slice(f.bytes);
         rx.reassembly = Some(Reassembly {
-            meta: h.meta,
-            len: h.msg_len,
+            meta: *f.meta,
+            len: f.msg_len,
             buf,
         });
-        return None;
+        return false;
     }
     match rx.reassembly.as_mut() {
-        Some(r) if r.buf.len() == h.frag_off as usize && r.len == h.msg_len => {
-            r.buf.extend_from_slice(bytes);
-            if r.buf.len() == h.msg_len as usize {
+        Some(r) if r.buf.len() == f.frag_off as usize && r.len == f.msg_len => {
+            r.buf.extend_from_slice(f.bytes);
+            if r.buf.len() == f.msg_len as usize {
                 let r = rx.reassembly.take().unwrap();
-                return Some(Event::Delivered {
+                events.push_back(Event::Delivered {
                     from,
                     channel: ch as u8,
                     meta: r.meta,
                     payload: r.buf,
                 });
+                return true;
             }
-            None
+            false
         }
         _ => {
             stats.corrupt += 1;
             rx.reassembly = None;
-            None
+            false
         }
     }
 }
