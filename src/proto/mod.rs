@@ -153,6 +153,8 @@ pub struct Protocol<A: PeerAddr> {
     /// Delivered requests not yet taken by `poll_event` (the receive buffer).
     queued_requests: usize,
     next_msg_id: MsgId,
+    /// Acknowledged messages kept for reuse by `send`.
+    spare_msgs: Vec<Arc<OutMsg>>,
 }
 
 impl<A: PeerAddr> Protocol<A> {
@@ -175,6 +177,7 @@ impl<A: PeerAddr> Protocol<A> {
             },
             queued_requests: 0,
             next_msg_id: 1,
+            spare_msgs: Vec::new(),
         }
     }
 
@@ -233,7 +236,7 @@ impl<A: PeerAddr> Protocol<A> {
             return id;
         }
         let cap = self.fragment_capacity(meta.nargs as usize);
-        let msg = Arc::new(OutMsg { id, meta, payload });
+        let msg = OutMsg::make(id, meta, payload, &mut self.spare_msgs);
         let slot = self.peer_entry(to);
         let ch = channel as usize & 1;
         push_fragments(&mut self.peers[slot].tx[ch].pending, &msg, cap);
@@ -622,7 +625,7 @@ impl<A: PeerAddr> Protocol<A> {
         }
         // One round-trip sample per ACK, from the newest packet it acknowledges
         // for the first time (as TCP does).
-        let done = tx.ack_cumulative(next);
+        let done = tx.ack_cumulative(next, &mut self.spare_msgs);
         let mut sample_from = done.sample_from;
         let sacked = tx.ack_selective(next, sack);
         if sacked.sample_from.is_some() {

@@ -16,6 +16,41 @@ pub struct OutMsg {
     pub payload: Vec<u8>,
 }
 
+/// Messages kept for reuse (an allocation saved per message sent).
+pub const SPARE_MSGS: usize = 32;
+
+impl OutMsg {
+    /// A shared message, in a spare allocation when there is one.
+    pub fn make(
+        id: MsgId,
+        meta: MsgMeta,
+        payload: Vec<u8>,
+        spare: &mut Vec<Arc<OutMsg>>,
+    ) -> Arc<OutMsg> {
+        let m = OutMsg { id, meta, payload };
+        match spare.pop() {
+            Some(mut a) => match Arc::get_mut(&mut a) {
+                Some(slot) => {
+                    *slot = m;
+                    a
+                }
+                None => Arc::new(m),
+            },
+            None => Arc::new(m),
+        }
+    }
+
+    /// Keeps `msg` for reuse when nothing else refers to it any more.
+    pub fn recycle(mut msg: Arc<OutMsg>, spare: &mut Vec<Arc<OutMsg>>) {
+        if spare.len() < SPARE_MSGS {
+            if let Some(m) = Arc::get_mut(&mut msg) {
+                m.payload = Vec::new();
+                spare.push(msg);
+            }
+        }
+    }
+}
+
 /// A piece of a message that fits one datagram.
 #[derive(Clone, Debug)]
 pub struct Fragment {
@@ -107,7 +142,9 @@ impl SendChannel {
     }
 
     /// Removes every packet before `next`; says how many and what they time.
-    pub fn ack_cumulative(&mut self, next: u32) -> Acked {
+    /// A message whose last fragment goes goes to `spare` (up to
+    /// `SPARE_MSGS` of them) to be used again by `OutMsg::make`.
+    pub fn ack_cumulative(&mut self, next: u32, spare: &mut Vec<Arc<OutMsg>>) -> Acked {
         let mut r = Acked::default();
         while let Some(front) = self.in_flight.front() {
             if seq_diff(front.seq, next) >= 0 {
@@ -117,7 +154,9 @@ impl SendChannel {
                 r.sample_from = Some(front.first_sent);
             }
             r.count += 1;
-            self.in_flight.pop_front();
+            if let Some(p) = self.in_flight.pop_front() {
+                OutMsg::recycle(p.frag.msg, spare);
+            }
         }
         r
     }
@@ -228,21 +267,30 @@ mod tests {
     #[test]
     fn cumulative_ack_across_the_wrap() {
         let mut ch = wrapping_channel();
+        let mut spare = Vec::new();
         assert!(!ch.acks_any(u32::MAX - 2));
-        assert_eq!(ch.ack_cumulative(u32::MAX - 2).count, 0, "acks nothing");
+        let none = ch.ack_cumulative(u32::MAX - 2, &mut spare);
+        assert_eq!(none.count, 0, "acks nothing");
         assert!(ch.acks_any(u32::MAX));
-        let done = ch.ack_cumulative(u32::MAX);
+        let done = ch.ack_cumulative(u32::MAX, &mut spare);
         assert_eq!(done.count, 2);
         // the newest packet acknowledged times the round trip
         assert_eq!(done.sample_from, Some(Instant((u32::MAX - 1) as u64)));
         assert_eq!(ch.in_flight.front().unwrap().seq, u32::MAX);
         ch.in_flight[1].retries = 1; // seq 0: resent, no sample from it
-        let done = ch.ack_cumulative(2);
+        let done = ch.ack_cumulative(2, &mut spare);
         assert_eq!(done.count, 3);
         assert_eq!(done.sample_from, Some(Instant(1)));
         assert_eq!(ch.in_flight.front().unwrap().seq, 2);
-        assert_eq!(ch.ack_cumulative(3).count, 1);
+        assert!(spare.is_empty(), "the message is still in flight");
+        assert_eq!(ch.ack_cumulative(3, &mut spare).count, 1);
         assert!(ch.is_idle());
+        // `wrapping_channel`'s message went with its last fragment
+        assert_eq!(spare.len(), 1);
+        assert!(spare[0].payload.is_empty(), "its payload is freed");
+        let m = OutMsg::make(9, spare[0].meta, vec![1, 2], &mut spare);
+        assert!(spare.is_empty(), "reused");
+        assert_eq!((m.id, &m.payload[..]), (9, &[1u8, 2][..]));
     }
 
     #[test]
