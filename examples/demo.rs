@@ -28,7 +28,10 @@ fn main() {
     let boot = match spmd::detect_role() {
         Ok(Role::Worker(b)) => b,
         Ok(Role::Master) => {
-            eprintln!("demo: start it as a job: ramp-run -n 4 {}", std::env::args().next().unwrap_or_default());
+            eprintln!(
+                "demo: start it as a job: ramp-run -n 4 {}",
+                std::env::args().next().unwrap_or_default()
+            );
             std::process::exit(2);
         }
         Err(e) => {
@@ -42,19 +45,38 @@ fn main() {
     ep.set_segment(Some(seg));
     let pongs = Arc::new(AtomicU64::new(0));
     let acks = Arc::new(AtomicU64::new(0));
-    ep.set_handler(PING, handler(|h| am::reply(h.token, PONG, Category::Short, h.args, &[], 0).unwrap()));
+    ep.set_handler(
+        PING,
+        handler(|h| am::reply(h.token, PONG, Category::Short, h.args, &[], 0).unwrap()),
+    );
     let p = pongs.clone();
-    ep.set_handler(PONG, handler(move |_| {
-        p.fetch_add(1, Ordering::Relaxed);
-    }));
-    ep.set_handler(BULK, handler(|h| am::reply(h.token, BULK_ACK, Category::Short, &[], &[], 0).unwrap()));
+    ep.set_handler(
+        PONG,
+        handler(move |_| {
+            p.fetch_add(1, Ordering::Relaxed);
+        }),
+    );
+    ep.set_handler(
+        BULK,
+        handler(|h| am::reply(h.token, BULK_ACK, Category::Short, &[], &[], 0).unwrap()),
+    );
     let a = acks.clone();
-    ep.set_handler(BULK_ACK, handler(move |_| {
-        a.fetch_add(1, Ordering::Relaxed);
-    }));
+    ep.set_handler(
+        BULK_ACK,
+        handler(move |_| {
+            a.fetch_add(1, Ordering::Relaxed);
+        }),
+    );
     spmd::barrier().unwrap();
     if rank == 0 {
-        println!("demo: {size} processes started by {}", if std::env::var_os("RAMP_SPMD_MASTER").is_some() { "ramp-run" } else { "a PMI launcher" });
+        println!(
+            "demo: {size} processes started by {}",
+            if std::env::var_os("RAMP_SPMD_MASTER").is_some() {
+                "ramp-run"
+            } else {
+                "a PMI launcher"
+            }
+        );
     }
 
     // 1. round trip rank 0 <-> rank 1
@@ -62,7 +84,8 @@ fn main() {
         let mut rt = Vec::with_capacity(10_000);
         for i in 0..11_000u64 {
             let t = Instant::now();
-            ep.request(1, PING, Category::Short, &[1, 2, 3, 4], &[], 0, false).unwrap();
+            ep.request(1, PING, Category::Short, &[1, 2, 3, 4], &[], 0, false)
+                .unwrap();
             while pongs.load(Ordering::Relaxed) <= i {
                 bundle.poll().unwrap();
             }
@@ -70,13 +93,25 @@ fn main() {
                 rt.push(t.elapsed().as_nanos() as f64 / 1000.0);
             }
         }
-        println!("demo: short request/reply round trip rank 0 <-> 1: median {:.2} us over 10000", median(&mut rt));
+        println!(
+            "demo: short request/reply round trip rank 0 <-> 1: median {:.2} us over 10000",
+            median(&mut rt)
+        );
         // 2. bandwidth rank 0 -> rank 1
         let src = vec![0xa5u8; XFER];
         let n = 2048u64;
         let t = Instant::now();
         for i in 0..n {
-            ep.request(1, BULK, Category::Long, &[], &src, (i % 2) * XFER as u64, false).unwrap();
+            ep.request(
+                1,
+                BULK,
+                Category::Long,
+                &[],
+                &src,
+                (i % 2) * XFER as u64,
+                false,
+            )
+            .unwrap();
         }
         while acks.load(Ordering::Relaxed) < n {
             bundle.poll().unwrap();
@@ -96,7 +131,8 @@ fn main() {
     let t = Instant::now();
     for round in 0..100u32 {
         for peer in 0..size {
-            ep.request(peer as u32, PING, Category::Short, &[round], &[], 0, false).unwrap();
+            ep.request(peer as u32, PING, Category::Short, &[round], &[], 0, false)
+                .unwrap();
         }
     }
     while pongs.load(Ordering::Relaxed) < before + 100 * size as u64 {
@@ -154,7 +190,10 @@ fn main() {
             sum.packets_retransmitted,
             sum.duplicates_dropped
         );
-        assert_eq!(sum.requests_sent[0], sum.requests_received[0], "every request arrived exactly once");
+        assert_eq!(
+            sum.requests_sent[0], sum.requests_received[0],
+            "every request arrived exactly once"
+        );
         println!("demo: ok");
     }
     spmd::barrier().unwrap();

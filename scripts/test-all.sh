@@ -181,6 +181,7 @@ step 5 headers python3 c-tests/check_headers.py --lib target/release/libramp.so 
   --header am.h --header ramp.h --header ramp_spmd.h --header amudp.h --header amudp_spmd.h
 step 6 "C tests" bash c-tests/run.sh
 step 6 "AMUDP headers" bash c-tests/amudp_compile.sh
+step 6 "legacy AMX ports" bash c-tests/legacy/run.sh
 step 7 install bash scripts/test-install.sh
 if [ -d python/tests ]; then
   step 8 "python tests" python_tests

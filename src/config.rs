@@ -57,7 +57,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("RAMP_FAULT_DELAY_US", "delay in microseconds added to every outgoing datagram"),
     ("RAMP_FAULT_SEED", "seed of the fault injector (default 1)"),
     ("RAMP_RTO_INITIAL_US", "retransmission timeout before a round trip is measured (default 20000)"),
-    ("RAMP_RTO_MIN_US", "lower bound of the retransmission timeout (default 2000)"),
+    ("RAMP_RTO_MIN_US", "lower bound of the retransmission timeout (default 5000)"),
     ("RAMP_RTO_MAX_US", "upper bound of the retransmission timeout (default 1000000)"),
     ("RAMP_RETRY_LIMIT", "retransmissions of a packet before the peer is unreachable (default 30)"),
     ("RAMP_ACK_DELAY_US", "how long an ACK waits for a packet to ride on (default 200)"),

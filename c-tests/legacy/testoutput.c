@@ -4,7 +4,9 @@
  * Barrier and another one "|RR>" before AMX_SPMDExit (RR: rank, two digits).  Checks the
  * routing of worker output and the final flush.
  * Line format: "testoutput rank R line I: " + filler + "#"
- * Usage: testoutput iters [maxwidth=80]
+ * Usage: testoutput iters [maxwidth=80] [L]
+ *   L: line-buffered stdout (for launchers that forward raw chunks of each process's
+ *      output, e.g. mpiexec, where a fully buffered stdout gets cut in mid-line)
  */
 #include "apputils.h"
 
@@ -14,13 +16,14 @@ int main(int argc, char **argv) {
   uint64_t networkpid;
   int myproc, numprocs, iters, maxwidth = 80, i;
 
-  TEST_STARTUP(argc, argv, networkpid, eb, ep, 1, 2, "iterations [maxwidth]");
+  TEST_STARTUP(argc, argv, networkpid, eb, ep, 1, 3, "iterations [maxwidth] [L]");
   myproc = AMX_SPMDMyProc();
   numprocs = AMX_SPMDNumProcs();
   iters = atoi(argv[1]);
   if (iters < 1) iters = 1;
   if (argc > 2) maxwidth = atoi(argv[2]);
   if (maxwidth < 40) maxwidth = 40;
+  if (argc > 3 && (argv[3][0] == 'L' || argv[3][0] == 'l')) setvbuf(stdout, NULL, _IOLBF, 0);
   setupUtilHandlers(ep, eb);
   AM_Safe(AMX_SPMDBarrier());
 

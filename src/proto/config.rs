@@ -33,7 +33,7 @@ impl Default for ProtoConfig {
     fn default() -> Self {
         ProtoConfig {
             rto_initial: 20 * MILLIS,
-            rto_min: 2 * MILLIS,
+            rto_min: 5 * MILLIS,
             rto_max: 1000 * MILLIS,
             retry_limit: 30,
             ack_delay: 200 * MICROS,

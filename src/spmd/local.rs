@@ -86,7 +86,7 @@ impl LocalWorker {
         }
         let depth = u32_at(&init, 4)?;
         let job_id = u64_at(&init, 8)?;
-        let env = init[16..]
+        let mut env: Vec<(String, String)> = init[16..]
             .split(|&b| b == 0)
             .filter(|kv| !kv.is_empty())
             .filter_map(|kv| {
@@ -95,6 +95,14 @@ impl LocalWorker {
                     .map(|(k, v)| (k.to_string(), v.to_string()))
             })
             .collect();
+        // Variables the program set itself before start-up (as AMUDP
+        // programs do before the master spawns them) are visible too: under
+        // ramp-run the launcher is another program, which never saw them.
+        for (k, v) in std::env::vars() {
+            if !env.iter().any(|(mk, _)| *mk == k) {
+                env.push((k, v));
+            }
+        }
         stream.set_read_timeout(None)?;
         stream.set_nonblocking(true)?;
         Ok(Some(LocalWorker {
