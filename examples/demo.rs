@@ -120,7 +120,7 @@ fn main() {
         println!(
             "demo: Xfer bandwidth rank 0 -> 1, 64 KiB messages: {:.0} MiB/s ({} MiB in {:.3} s)",
             (n as f64 * XFER as f64) / secs / (1 << 20) as f64,
-            n * XFER as u64 >> 20,
+            (n * XFER as u64) >> 20,
             secs
         );
     }
