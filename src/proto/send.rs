@@ -17,7 +17,7 @@ pub struct OutMsg {
 }
 
 /// Messages kept for reuse (an allocation saved per message sent).
-pub const SPARE_MSGS: usize = 32;
+const SPARE_MSGS: usize = 32;
 
 impl OutMsg {
     /// A shared message, in a spare allocation when there is one.
