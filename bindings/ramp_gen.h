@@ -145,7 +145,8 @@ typedef enum {
 } ramp_category_t;
 
 /**
- * A point in time, in nanoseconds since an arbitrary process-wide origin.
+ * A point in time, in nanoseconds since an arbitrary origin (that of the
+ * system's monotonic clock).
  */
 typedef struct Instant Instant;
 

@@ -2,23 +2,20 @@
 //! pass `Instant` values in. The only clock read is `Instant::now`, used at the
 //! edges (net, am, benchmarks).
 
-use once_cell::sync::Lazy;
-
-/// A point in time, in nanoseconds since an arbitrary process-wide origin.
+/// A point in time, in nanoseconds since an arbitrary origin (that of the
+/// system's monotonic clock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Instant(pub u64);
 
 /// A span of time in nanoseconds.
 pub type Nanos = u64;
 
-static ORIGIN: Lazy<std::time::Instant> = Lazy::new(std::time::Instant::now);
-
 impl Instant {
     pub const ZERO: Instant = Instant(0);
 
     /// Reads the monotonic clock.
     pub fn now() -> Instant {
-        Instant(ORIGIN.elapsed().as_nanos() as u64)
+        Instant(crate::ffi::os::monotonic_nanos())
     }
 
     pub fn from_micros(us: u64) -> Instant {

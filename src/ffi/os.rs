@@ -1,6 +1,7 @@
 //! The few operating-system calls std does not offer safely: the list of
-//! interface addresses (getifaddrs) and sleeping until a descriptor is
-//! readable (poll). They live here because `unsafe` is kept to `ffi/`.
+//! interface addresses (getifaddrs), sleeping until a descriptor is
+//! readable (poll), batched receives (recvmmsg), the raw monotonic clock.
+//! They live here because `unsafe` is kept to `ffi/`.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::RawFd;
@@ -56,6 +57,20 @@ pub fn interface_addresses() -> Vec<IfAddr> {
     // SAFETY: `head` came from getifaddrs and is freed exactly once.
     unsafe { libc::freeifaddrs(head) };
     out
+}
+
+/// The monotonic clock (CLOCK_MONOTONIC, the one std's Instant reads) in
+/// nanoseconds, without std's subtraction and conversion: it is read on
+/// every poll and every send.
+pub fn monotonic_nanos() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer; with
+    // CLOCK_MONOTONIC it cannot fail on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Sleeps until one of `fds` is readable or `timeout_ms` passes (-1: no
