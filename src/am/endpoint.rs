@@ -416,8 +416,7 @@ impl Endpoint {
             Some(f) => f(&mut ha),
             None => default_returned_handler(&ha),
         }
-        let replied = token::with(id, |t| t.replied).unwrap_or(false);
-        drop(live);
+        let replied = live.finish().is_some_and(|t| t.replied);
         if let Some(to) = auto_reply_to {
             if !replied {
                 let mut st = g.borrow_mut();
@@ -839,14 +838,15 @@ impl EpState {
     }
 
     /// Why an arriving user message must be refused, if it must.
+    /// `source` is the sender's index in the translation table.
     fn refusal(
         &self,
-        from: &SocketAddr,
+        source: Option<u32>,
         meta: &MsgMeta,
         len: usize,
         is_request: bool,
     ) -> Option<ReturnStatus> {
-        if is_request && self.table.index_of(from).is_none() {
+        if is_request && source.is_none() {
             return Some(ReturnStatus::BadEndpoint);
         }
         if !tag_accepts(self.tag, meta.tag) {
@@ -919,7 +919,8 @@ impl EpState {
                     }
                     self.stats.requests_received[c] += 1;
                 }
-                if let Some(status) = self.refusal(&from, &meta, payload.len(), is_request) {
+                let source = self.table.index_of(&from);
+                if let Some(status) = self.refusal(source, &meta, payload.len(), is_request) {
                     self.send_returned(now, from, meta, status, is_request);
                     return None;
                 }
@@ -935,7 +936,7 @@ impl EpState {
                         }
                     }
                 };
-                let source_id = self.table.index_of(&from).map_or(-1, |i| i as i32);
+                let source_id = source.map_or(-1, |i| i as i32);
                 Some(Work {
                     f: self.handlers.get(meta.handler).cloned(),
                     info: TokenInfo {

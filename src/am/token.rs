@@ -59,16 +59,31 @@ impl LiveToken {
         LIVE.with(|l| l.borrow_mut().push(info));
         LiveToken(id)
     }
+
+    /// Ends the token's life now; returns its last state.
+    pub fn finish(self) -> Option<TokenInfo> {
+        let id = self.0;
+        std::mem::forget(self);
+        remove(id)
+    }
+}
+
+/// Takes token `id` off this thread's list (it is the last one but when a
+/// handler unwound past a nested one).
+fn remove(id: TokenId) -> Option<TokenInfo> {
+    LIVE.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.last().is_some_and(|t| t.id == id) {
+            return l.pop();
+        }
+        let i = l.iter().rposition(|t| t.id == id)?;
+        Some(l.remove(i))
+    })
 }
 
 impl Drop for LiveToken {
     fn drop(&mut self) {
-        LIVE.with(|l| {
-            let mut l = l.borrow_mut();
-            if let Some(i) = l.iter().rposition(|t| t.id == self.0) {
-                l.remove(i);
-            }
-        });
+        remove(self.0);
     }
 }
 
