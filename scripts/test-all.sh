@@ -32,7 +32,7 @@ case "${1:-}" in
 esac
 
 # ---- bookkeeping -----------------------------------------------------------------------
-STEPS=(prerequisites fmt clippy build "rust tests" headers "C tests" install "python tests")
+STEPS=(prerequisites fmt clippy build "rust tests" headers "C tests" "AMUDP headers" "legacy AMX ports" install "python tests")
 declare -A STATUS=() SECS=()
 T_START=""
 
@@ -46,9 +46,9 @@ summary() {
   local s
   for s in "${STEPS[@]}"; do
     if [ -n "${STATUS[$s]:-}" ]; then
-      printf '  %-8s %-14s %8ss\n' "${STATUS[$s]}" "$s" "${SECS[$s]}"
+      printf '  %-8s %-17s %8ss\n' "${STATUS[$s]}" "$s" "${SECS[$s]}"
     else
-      printf '  %-8s %-14s %9s\n' "-" "$s" "(not run)"
+      printf '  %-8s %-17s %9s\n' "-" "$s" "(not run)"
     fi
   done
   printf '  total %30ss\n' "$(elapsed "$T_START" "$(now)")"
@@ -147,6 +147,11 @@ prerequisites() {
   cargo clippy --version >/dev/null 2>&1 || { echo "test-all: 'cargo clippy' unavailable (rustup component add clippy)" >&2; return 1; }
   echo "test-all: $(cargo --version); $(cargo clippy --version); $(cargo fmt --version)"
 
+  # numpy is optional for the package; its tests run when it is there
+  if [ -d python/tests ] && ! python3 -c 'import numpy' >/dev/null 2>&1; then
+    echo "test-all: python3 -m pip install numpy (optional)"
+    python3 -m pip install --quiet numpy || echo "test-all: numpy not installed; its tests will be skipped"
+  fi
   if [ -d python/tests ] && ! python3 -m pytest --version >/dev/null 2>&1; then
     echo "test-all: python3 -m pip install pytest"
     python3 -m pip install --quiet pytest ||
@@ -180,13 +185,13 @@ step 5 headers python3 c-tests/check_headers.py --lib target/release/libramp.so 
   --generated bindings/ramp_gen.h --cargo Cargo.toml \
   --header am.h --header ramp.h --header ramp_spmd.h --header amudp.h --header amudp_spmd.h
 step 6 "C tests" bash c-tests/run.sh
-step 6 "AMUDP headers" bash c-tests/amudp_compile.sh
-step 6 "legacy AMX ports" bash c-tests/legacy/run.sh
-step 7 install bash scripts/test-install.sh
+step 7 "AMUDP headers" bash c-tests/amudp_compile.sh
+step 8 "legacy AMX ports" bash c-tests/legacy/run.sh
+step 9 install bash scripts/test-install.sh
 if [ -d python/tests ]; then
-  step 8 "python tests" python_tests
+  step 10 "python tests" python_tests
 else
-  banner 8 "python tests"
+  banner 10 "python tests"
   echo "test-all: python/tests does not exist; skipped"
   STATUS["python tests"]=skipped
   SECS["python tests"]=0.0

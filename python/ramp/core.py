@@ -1,0 +1,1376 @@
+"""Bundles, endpoints, handlers, tokens and endpoint names: the AM-2 API in Python.
+
+Handlers
+--------
+ramp calls a C handler through the exact prototype of the message it delivers:
+
+* short:           ``void h(void *token, int32_t a0, ..., int32_t aN-1)``
+* medium and long: ``void h(void *token, void *buf, size_t nbytes, int32_t a0, ...)``
+* handler 0:       ``void h(int status, op_t opcode, void *token)``
+
+A ctypes callback has a fixed C prototype, so a Python handler is registered for
+one *kind* (``"short"``, or ``"medium"``/``"long"``/``"bulk"`` = medium or long) and
+one argument count ``nargs`` (0..16).  Both are taken from the function's signature
+unless given: ``def h(token, a, b)`` is a short handler of 2 arguments;
+``def h(token, buf: memoryview, a)`` (the second parameter annotated ``memoryview``,
+``bytes`` or ``bytearray``) is a bulk handler of 1 argument.  A function taking
+``*args`` needs an explicit ``nargs``.
+
+On every call the trampoline asks ramp (``ramp_GetTokenInfo``) for the message's
+category: a message of the wrong kind (say a short message to a bulk handler, whose
+``buf`` would be garbage) is not passed to the function; a :class:`HandlerKindError`
+is raised instead.  The argument *count* cannot be checked (the C API does not
+report it): as in C, a message must carry exactly the ``nargs`` arguments its
+handler declares; extra arguments are ignored, missing ones read as garbage.
+
+Python handler functions are called as ``fn(token, a0, ..., aN-1)`` (short) or
+``fn(token, buf, a0, ..., aN-1)`` (medium/long).  For a **medium** message ``buf`` is
+a writable memoryview of the library's receive buffer, valid only while the
+handler runs (it is released when the handler returns: copy with ``bytes(buf)`` or
+``numpy.array(buf)`` what you keep).  For a **long** message ``buf`` is a memoryview
+of the destination range of the endpoint's segment (it keeps the segment alive).
+
+Exceptions
+----------
+An exception raised by a Python handler never unwinds through C: the trampoline
+catches it (any ``BaseException``) and the Python call during which the handler ran
+(``poll``, ``wait``, ``request*``, ``reply*``, ``barrier``...) raises it once the C
+call has returned.  When several handlers raised during one call, the first is
+raised there and the others by the following calls, in order.
+
+Threads
+-------
+Handlers run on the thread that made the call running them.  ctypes releases the
+GIL during every C call, so other Python threads run while one polls or waits; an
+``AM_PAR`` bundle may be used from several threads at once, an ``AM_SEQ`` one by one
+thread at a time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import inspect
+import threading
+import time
+from ctypes import byref, c_int, c_int32, c_size_t, c_uint8, c_uint64, c_void_p
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
+
+from . import _lib
+from ._buffers import BufferLike, SendBuffer, flat_writable, view_of
+from ._lib import BULK_PROTOS, RETURNED_PROTO, SHORT_PROTOS, en_t, ramp_stats_t
+from .constants import (
+    AM_NOTEMPTY,
+    AM_SEQ,
+    MAX_NUM_HANDLERS,
+    MAX_SHORT,
+    Category,
+    ErrorCode,
+    Opcode,
+    Status,
+)
+from .errors import (
+    BadArgError,
+    HandlerKindError,
+    RampError,
+    ReturnedMessageError,
+    TokenExpiredError,
+    error_for,
+)
+
+__all__ = [
+    "init",
+    "terminate",
+    "version",
+    "library_info",
+    "error_name",
+    "status_name",
+    "max_seg_length",
+    "EndpointName",
+    "Token",
+    "TokenInfo",
+    "Bundle",
+    "Endpoint",
+    "HandlerFunction",
+    "ErrorHandlerFunction",
+    "statistics_to_dict",
+    "initial_statistics",
+    "aggregate_statistics",
+    "format_statistics",
+    "set_verbose_errors",
+]
+
+#: A Python handler: ``fn(token, *args)`` (short) or ``fn(token, buf, *args)`` (bulk).
+HandlerFunction = Callable[..., None]
+#: A Python handler 0: ``fn(status, opcode, token)`` for a returned message.
+ErrorHandlerFunction = Callable[["Status", "Opcode", "Token"], None]
+
+_INT32_MIN = -(1 << 31)
+_UINT32_END = 1 << 32
+_ARGV = [c_int32 * n for n in range(MAX_SHORT + 1)]
+_EMPTY_ARGV = _ARGV[0]()
+
+# --------------------------------------------------------------------------------------
+# Exceptions raised by handlers, re-raised by the call that ran them
+# --------------------------------------------------------------------------------------
+
+
+class _ThreadState(threading.local):
+    """Per-thread state: exceptions raised by handlers, handler count, scratch space."""
+
+    def __init__(self) -> None:
+        self.pending: List[BaseException] = []
+        self.count = 0
+        self.info = (c_int * 3)()  # ramp_GetTokenInfo's out-parameters
+        self.addr = ctypes.addressof(self.info)
+
+
+_st = _ThreadState()
+
+
+def _handler_count() -> int:
+    return _st.count
+
+
+def _after(rc: int, function: str, detail: str = "") -> None:
+    """Raises what a handler raised during the call, else the call's error code."""
+    p = _st.pending
+    if p:
+        raise p.pop(0)
+    if rc:
+        raise error_for(rc, function, detail)
+
+
+def _check(rc: int, function: str, detail: str = "") -> None:
+    if rc:
+        raise error_for(rc, function, detail)
+
+
+def _L() -> ctypes.CDLL:
+    return _lib.lib()
+
+
+# --------------------------------------------------------------------------------------
+# Library-wide functions
+# --------------------------------------------------------------------------------------
+
+
+def init() -> None:
+    """``AM_Init``: initialises the AM layer (reference-counted; Bundle() does it too)."""
+    _check(_L().AM_Init(), "AM_Init")
+
+
+def terminate() -> None:
+    """``AM_Terminate``: undoes one :func:`init`; the last one frees every bundle and endpoint.
+
+    Python objects of freed bundles and endpoints are marked closed.
+    """
+    rc = _L().AM_Terminate()
+    _sweep()
+    _check(rc, "AM_Terminate")
+
+
+def _sweep() -> None:
+    """Marks closed the Python objects of bundles the library no longer has (after the
+    last AM_Terminate freed everything)."""
+    L = _L()
+    for b in list(_bundles.values()):
+        h = b._handle
+        if h and L.AM_GetEventMask(h, byref(c_int())) == ErrorCode.AM_ERR_BAD_ARG:
+            b._forget()
+
+
+def version() -> str:
+    """The loaded library's version (``ramp_Version()``), e.g. ``"0.1.0"``."""
+    return str(_L().ramp_Version().decode())
+
+
+def library_info() -> _lib.LibraryInfo:
+    """Which libramp.so was loaded, from where and why (loads it if needed)."""
+    return _lib.info()
+
+
+def error_name(code: int) -> str:
+    """``ramp_ErrorName``: the name of an ``AM_*`` return code, e.g. ``"AM_ERR_BAD_ARG"``."""
+    return str(_L().ramp_ErrorName(int(code)).decode())
+
+
+def status_name(status: int) -> str:
+    """``ramp_StatusName``: the name of a handler-0 status code, e.g. ``"EBADTAG"``."""
+    return str(_L().ramp_StatusName(int(status)).decode())
+
+
+def max_seg_length() -> int:
+    """``AM_MaxSegLength``: the largest segment length the library accepts, bytes."""
+    n = c_size_t()
+    _check(_L().AM_MaxSegLength(byref(n)), "AM_MaxSegLength")
+    return n.value
+
+
+def set_verbose_errors(on: bool) -> None:
+    """Sets ``ramp_VerboseErrors``: when true the library prints every error return."""
+    c_int.in_dll(_L(), "ramp_VerboseErrors").value = 1 if on else 0
+
+
+# --------------------------------------------------------------------------------------
+# Endpoint names
+# --------------------------------------------------------------------------------------
+
+
+class EndpointName:
+    """A global endpoint name (``en_t``): 32 opaque bytes.
+
+    Comparable (``ramp_enEqual``), hashable, printable (``ramp_enToString``, e.g.
+    ``127.0.0.1:40123``) and convertible to and from bytes (:meth:`to_bytes`,
+    :meth:`from_bytes`) to pass it to another process.
+    """
+
+    __slots__ = ("_en",)
+    SIZE = ctypes.sizeof(en_t)
+
+    def __init__(self, raw: Union[bytes, bytearray, memoryview, en_t]) -> None:
+        if isinstance(raw, en_t):
+            self._en = en_t.from_buffer_copy(raw)
+        else:
+            b = bytes(raw)
+            if len(b) != self.SIZE:
+                raise ValueError("an endpoint name is %d bytes, not %d" % (self.SIZE, len(b)))
+            self._en = en_t.from_buffer_copy(b)
+
+    @classmethod
+    def from_bytes(cls, raw: Union[bytes, bytearray, memoryview]) -> "EndpointName":
+        """The name whose :meth:`to_bytes` is ``raw`` (32 bytes)."""
+        return cls(raw)
+
+    def to_bytes(self) -> bytes:
+        """The 32 bytes of the name (to send it to another process)."""
+        return bytes(self._en)
+
+    def __bytes__(self) -> bytes:
+        return bytes(self._en)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EndpointName):
+            return NotImplemented
+        return bool(_L().ramp_enEqual(self._en, other._en))
+
+    def __ne__(self, other: object) -> bool:
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    def __hash__(self) -> int:
+        return hash(bytes(self._en))
+
+    def __str__(self) -> str:
+        buf = ctypes.create_string_buffer(128)
+        _check(_L().ramp_enToString(self._en, buf, len(buf)), "ramp_enToString")
+        return buf.value.decode()
+
+    def __repr__(self) -> str:
+        return "EndpointName(%r)" % str(self)
+
+
+# --------------------------------------------------------------------------------------
+# Argument checks
+# --------------------------------------------------------------------------------------
+
+
+def _argv(args: Tuple[int, ...], function: str) -> Tuple[int, Any]:
+    n = len(args)
+    if n > MAX_SHORT:
+        raise BadArgError(
+            ErrorCode.AM_ERR_BAD_ARG,
+            function,
+            "at most %d handler arguments, got %d" % (MAX_SHORT, n),
+        )
+    if n == 0:
+        return 0, _EMPTY_ARGV
+    try:
+        argv = _ARGV[n](*args)  # TypeError for non-integers
+    except TypeError:
+        raise TypeError("handler arguments must be integers, got %r" % (args,)) from None
+    if min(args) < _INT32_MIN or max(args) >= _UINT32_END:
+        raise OverflowError(
+            "handler arguments %r do not fit in 32 bits (int32, or uint32 which wraps)" % (args,)
+        )
+    return n, argv
+
+
+def _dest_index(dest: int, function: str) -> int:
+    d = int(dest)
+    if not 0 <= d < _UINT32_END:
+        raise BadArgError(
+            ErrorCode.AM_ERR_BAD_ARG, function, "translation index %d is out of range" % d
+        )
+    return d
+
+
+def _offset(offset: int, function: str) -> int:
+    o = int(offset)
+    if o < 0:
+        raise BadArgError(ErrorCode.AM_ERR_BAD_ARG, function, "negative destination offset %d" % o)
+    return o
+
+
+def _handler_index(handler: int, function: str) -> int:
+    h = int(handler)
+    if not 0 <= h < MAX_NUM_HANDLERS:
+        raise BadArgError(
+            ErrorCode.AM_ERR_BAD_ARG, function, "handler index %d is outside 0..255" % h
+        )
+    return h
+
+
+# --------------------------------------------------------------------------------------
+# Tokens
+# --------------------------------------------------------------------------------------
+
+
+class TokenInfo(NamedTuple):
+    """What ``ramp_GetTokenInfo`` reports about a message."""
+
+    handler: int
+    """The handler index the message was sent to."""
+    category: Category
+    """Its category: short, medium or long."""
+    is_request: bool
+    """True for a request, False for a reply."""
+
+
+class Token:
+    """The token of the message a handler is running for.
+
+    Valid only while that handler runs (afterwards every method raises
+    :class:`TokenExpiredError`).  A request handler may reply once, with
+    :meth:`reply`, :meth:`reply_medium` or :meth:`reply_long`; a request handler that
+    returns without replying makes ramp send an automatic empty reply.
+    """
+
+    __slots__ = ("_ptr", "_ep", "_raw", "returned")
+
+    def __init__(self, ptr: int, endpoint: "Endpoint", returned: bool = False) -> None:
+        self._ptr: Optional[int] = ptr
+        self._ep = endpoint
+        self._raw: Optional[Tuple[int, int, int]] = None  # (handler, category, is_req)
+        #: True for the token of a returned (undeliverable) message, in handler 0.
+        self.returned = returned
+
+    def _p(self) -> int:
+        p = self._ptr
+        if p is None:
+            raise TokenExpiredError("token used after its handler returned")
+        return p
+
+    @property
+    def valid(self) -> bool:
+        """Whether the handler of this token is still running."""
+        return self._ptr is not None
+
+    @property
+    def handle(self) -> int:
+        """The raw ``void *token`` value (for passing to C code)."""
+        return self._p()
+
+    def info(self) -> TokenInfo:
+        """``ramp_GetTokenInfo``: handler index, category and request/reply."""
+        p = self._p()
+        raw = self._raw
+        if raw is None:
+            h, cat, req = c_uint8(), c_int(), c_int()
+            _check(
+                _L().ramp_GetTokenInfo(p, byref(h), byref(cat), byref(req)),
+                "ramp_GetTokenInfo",
+            )
+            raw = self._raw = (h.value, cat.value, req.value)
+        return TokenInfo(raw[0], _CATEGORIES[raw[1]], bool(raw[2]))
+
+    @property
+    def handler(self) -> int:
+        """The handler index the message was sent to."""
+        return self.info().handler
+
+    @property
+    def category(self) -> Category:
+        """The message's category (:class:`Category`)."""
+        return self.info().category
+
+    @property
+    def is_request(self) -> bool:
+        """True when the message is a request (False: a reply)."""
+        return self.info().is_request
+
+    @property
+    def source(self) -> EndpointName:
+        """``AM_GetSourceEndpoint``: the sender's name (for a returned message: the refuser)."""
+        en = en_t()
+        _check(_L().AM_GetSourceEndpoint(self._p(), byref(en)), "AM_GetSourceEndpoint")
+        return EndpointName(en)
+
+    @property
+    def source_id(self) -> int:
+        """``ramp_GetSourceId``: the sender's index in the receiver's translation table
+        (in an SPMD job, its rank; -1 if it is not mapped)."""
+        v = c_int()
+        _check(_L().ramp_GetSourceId(self._p(), byref(v)), "ramp_GetSourceId")
+        return v.value
+
+    @property
+    def tag(self) -> int:
+        """``AM_GetMsgTag``: the tag the message carried."""
+        v = c_uint64()
+        _check(_L().AM_GetMsgTag(self._p(), byref(v)), "AM_GetMsgTag")
+        return v.value
+
+    @property
+    def endpoint(self) -> "Endpoint":
+        """``AM_GetDestEndpoint``: the local endpoint that received the message."""
+        h = c_void_p()
+        _check(_L().AM_GetDestEndpoint(self._p(), byref(h)), "AM_GetDestEndpoint")
+        return _endpoints.get(h.value or 0, self._ep)
+
+    def reply(self, handler: int, *args: int) -> None:
+        """Short reply (``AM_ReplyM``) to the requester's handler ``handler`` with 0..16 int args."""
+        p = self._ptr
+        if p is None:
+            raise TokenExpiredError("token used after its handler returned")
+        if not 0 <= handler < MAX_NUM_HANDLERS:
+            _handler_index(handler, "AM_Reply")
+        n, argv = _argv(args, "AM_Reply") if args else (0, _EMPTY_ARGV)
+        rc = self._ep._reply(p, handler, 0, None, 0, 0, n, argv)
+        if rc or _st.pending:
+            _after(rc, "AM_Reply")
+
+    def reply_medium(self, handler: int, data: BufferLike, *args: int) -> None:
+        """Medium reply (``AM_ReplyIM``): ``data`` (any bytes-like, at most MAX_MEDIUM bytes)
+        is delivered in a library buffer to the requester's handler."""
+        h = _handler_index(handler, "AM_ReplyI")
+        n, argv = _argv(args, "AM_ReplyI")
+        p = self._p()
+        with SendBuffer(data) as b:
+            rc = self._ep._reply(p, h, 1, b.ptr, b.nbytes, 0, n, argv)
+        _after(rc, "AM_ReplyI", _size_hint(rc, b.nbytes, 1))
+
+    def reply_long(self, handler: int, data: BufferLike, dest_offset: int, *args: int) -> None:
+        """Long reply (``AM_ReplyXferM``): ``data`` is written at ``dest_offset`` bytes into the
+        requester's segment, then its handler runs with a view of that range."""
+        h = _handler_index(handler, "AM_ReplyXfer")
+        n, argv = _argv(args, "AM_ReplyXfer")
+        p = self._p()
+        with SendBuffer(data) as b:
+            rc = self._ep._reply(
+                p, h, 2, b.ptr, b.nbytes, _offset(dest_offset, "AM_ReplyXfer"), n, argv
+            )
+        _after(rc, "AM_ReplyXfer", _size_hint(rc, b.nbytes, 2))
+
+    def __repr__(self) -> str:
+        if self._ptr is None:
+            return "<ramp.Token (expired)>"
+        return "<ramp.Token %#x>" % self._ptr
+
+
+def _size_hint(rc: int, nbytes: int, cat: int) -> str:
+    if rc != ErrorCode.AM_ERR_BAD_ARG:
+        return ""
+    from .constants import MAX_LONG, MAX_MEDIUM
+
+    limit = MAX_MEDIUM if cat == 1 else MAX_LONG
+    if nbytes > limit:
+        return "payload of %d bytes exceeds the %s limit of %d" % (
+            nbytes,
+            "medium" if cat == 1 else "long",
+            limit,
+        )
+    return ""
+
+
+# --------------------------------------------------------------------------------------
+# Handler registration
+# --------------------------------------------------------------------------------------
+
+_KINDS = {"short": "short", "medium": "medium", "long": "long", "bulk": "bulk"}
+_BULK_ANNOTATIONS = {memoryview, bytes, bytearray}
+_BULK_ANNOTATION_NAMES = {"memoryview", "bytes", "bytearray", "Buffer", "ramp.Buffer"}
+
+
+def _resolve_kind(
+    fn: Callable[..., Any], kind: Optional[Any], nargs: Optional[int]
+) -> Tuple[str, int]:
+    """Finds (kind, nargs) of a handler from the arguments or its signature."""
+    if kind is not None:
+        if isinstance(kind, Category):
+            kind = kind.name.lower()
+        k = _KINDS.get(str(kind).lower())
+        if k is None:
+            raise ValueError("kind must be 'short', 'medium', 'long' or 'bulk', not %r" % (kind,))
+        kind = k
+    try:
+        sig: Optional[inspect.Signature] = inspect.signature(fn)
+    except (TypeError, ValueError):
+        sig = None
+    if sig is None:
+        if nargs is None:
+            raise TypeError("cannot read the signature of %r: give nargs= (and kind=)" % (fn,))
+        return kind or "short", _check_nargs(nargs)
+    params = [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    has_var = any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in sig.parameters.values())
+    required = sum(1 for p in params if p.default is inspect.Parameter.empty)
+    if kind is None:
+        kind = "short"
+        if len(params) >= 2:
+            ann = params[1].annotation
+            if ann in _BULK_ANNOTATIONS or (isinstance(ann, str) and ann in _BULK_ANNOTATION_NAMES):
+                kind = "bulk"
+    fixed = 1 if kind == "short" else 2
+    shape = "fn(token, a0, ...)" if fixed == 1 else "fn(token, buf, a0, ...)"
+    if nargs is None:
+        if has_var:
+            raise TypeError("%r takes *args: give nargs= (0..16)" % (fn,))
+        nargs = len(params) - fixed
+        if nargs < 0:
+            raise TypeError(
+                "a %s handler is called as %s; %r takes %d positional parameter(s)"
+                % (kind, shape, fn, len(params))
+            )
+    nargs = _check_nargs(nargs)
+    total = fixed + nargs
+    if total < required or (total > len(params) and not has_var):
+        raise TypeError(
+            "a %s handler with nargs=%d is called as %s with %d positional arguments; "
+            "%r cannot take them" % (kind, nargs, shape, total, fn)
+        )
+    return kind, nargs
+
+
+def _check_nargs(nargs: int) -> int:
+    n = int(nargs)
+    if not 0 <= n <= MAX_SHORT:
+        raise ValueError("nargs must be 0..16, not %d" % n)
+    return n
+
+
+def _describe_kind(kind: str) -> str:
+    return {"short": "short", "medium": "medium", "long": "long", "bulk": "medium or long"}[kind]
+
+
+_CATEGORIES = (Category.SHORT, Category.MEDIUM, Category.LONG)
+_fast_token_info: Any = None
+
+
+def _token_info_fn() -> Any:
+    """ramp_GetTokenInfo with plain-address parameters (the trampolines' fast path)."""
+    global _fast_token_info
+    if _fast_token_info is None:
+        f = _L()["ramp_GetTokenInfo"]  # a separate function object: own argtypes
+        f.argtypes = [c_void_p, c_void_p, c_void_p, c_void_p]
+        f.restype = c_int
+        _fast_token_info = f
+    return _fast_token_info
+
+
+def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int) -> Any:
+    get_info = _token_info_fn()
+    st = _st
+
+    def kind_error(tok: Token, cat: int) -> HandlerKindError:
+        return HandlerKindError(
+            "handler %d of %s was registered for %s messages (nargs=%d) but received a %s %s"
+            % (
+                tok.handler,
+                ep,
+                _describe_kind(kind),
+                nargs,
+                _CATEGORIES[cat].name.lower(),
+                "request" if tok.is_request else "reply",
+            )
+        )
+
+    if kind == "short":
+
+        def short_trampoline(ptr: int, *args: int) -> None:
+            tok = Token(ptr, ep)
+            s = st  # the calling thread's state (threading.local)
+            try:
+                s.count += 1
+                a = s.addr
+                get_info(ptr, a, a + 4, a + 8)
+                i = s.info
+                c = i[1]
+                tok._raw = (i[0] & 0xFF, c, i[2])
+                if c != 0:
+                    raise kind_error(tok, c)
+                fn(tok, *args)
+            except BaseException as e:  # never unwind into C
+                s.pending.append(e)
+            finally:
+                tok._ptr = None
+
+        return SHORT_PROTOS[nargs](short_trampoline)
+
+    want_medium = kind in ("medium", "bulk")
+    want_long = kind in ("long", "bulk")
+
+    def bulk_trampoline(ptr: int, buf: Optional[int], nbytes: int, *args: int) -> None:
+        tok = Token(ptr, ep)
+        s = st
+        view: Optional[memoryview] = None
+        release = False
+        try:
+            s.count += 1
+            a = s.addr
+            get_info(ptr, a, a + 4, a + 8)
+            i = s.info
+            c = i[1]
+            tok._raw = (i[0] & 0xFF, c, i[2])
+            if c == 1 and want_medium:
+                view = view_of(buf or 0, nbytes)
+                release = True
+            elif c == 2 and want_long:
+                view = ep._long_view(buf or 0, nbytes)
+            else:
+                raise kind_error(tok, c)
+            fn(tok, view, *args)
+        except BaseException as e:  # never unwind into C
+            s.pending.append(e)
+        finally:
+            tok._ptr = None
+            if release and view is not None:
+                try:
+                    view.release()
+                except BufferError:
+                    pass  # the handler exported it (e.g. numpy.frombuffer): its problem
+
+    return BULK_PROTOS[nargs](bulk_trampoline)
+
+
+def _make_returned_trampoline(ep: "Endpoint") -> Any:
+    st = _st
+
+    def returned_trampoline(status: int, opcode: int, ptr: int) -> None:
+        tok = Token(ptr, ep, returned=True)
+        s = st
+        try:
+            s.count += 1
+            try:
+                stv: Any = Status(status)
+            except ValueError:
+                stv = status
+            try:
+                op: Any = Opcode(opcode)
+            except ValueError:
+                op = opcode
+            eh = ep._error_handler
+            if eh is not None:
+                eh(stv, op, tok)
+            else:
+                handler = tag = source = None
+                try:
+                    handler = tok.handler
+                    tag = tok.tag
+                    source = tok.source
+                except RampError:
+                    pass
+                raise ReturnedMessageError(stv, op, handler, tag, source)
+        except BaseException as e:  # never unwind into C
+            s.pending.append(e)
+        finally:
+            tok._ptr = None
+
+    return RETURNED_PROTO(returned_trampoline)
+
+
+# --------------------------------------------------------------------------------------
+# Bundles and endpoints
+# --------------------------------------------------------------------------------------
+
+# Live objects by handle.  Strong references: an endpoint's ctypes callbacks must live
+# as long as the C endpoint may call them, i.e. until it is closed.
+_bundles: Dict[int, "Bundle"] = {}
+_endpoints: Dict[int, "Endpoint"] = {}
+
+
+class Bundle:
+    """An AM-2 bundle: a set of endpoints polled together.
+
+    ``Bundle(mode)`` calls ``AM_Init`` and ``AM_AllocateBundle``; :meth:`close` (or
+    leaving a ``with`` block) frees the bundle, every endpoint in it, and undoes the
+    ``AM_Init``.  ``mode`` is :data:`AM_SEQ` (one thread at a time) or :data:`AM_PAR`
+    (many threads).
+    """
+
+    def __init__(self, mode: int = AM_SEQ) -> None:
+        L = _L()
+        _check(L.AM_Init(), "AM_Init")
+        h = c_void_p()
+        rc = L.AM_AllocateBundle(int(mode), byref(h))
+        if rc:
+            L.AM_Terminate()
+            raise error_for(rc, "AM_AllocateBundle")
+        self._handle: Optional[int] = h.value
+        self._mode = int(mode)
+        self._owned = True
+        self._endpoints: Dict[int, Endpoint] = {}
+        _bundles[self._handle or 0] = self
+
+    @classmethod
+    def _wrap(cls, handle: int, mode: int = AM_SEQ) -> "Bundle":
+        """A Bundle object for a bundle allocated elsewhere (SPMD start-up); not owned."""
+        b = cls.__new__(cls)
+        b._handle = handle
+        b._mode = mode
+        b._owned = False
+        b._endpoints = {}
+        _bundles[handle] = b
+        return b
+
+    # -- properties ----------------------------------------------------------------
+
+    @property
+    def handle(self) -> int:
+        """The raw ``eb_t`` value (for passing to C code)."""
+        return self._h()
+
+    @property
+    def mode(self) -> int:
+        """:data:`AM_SEQ` or :data:`AM_PAR`."""
+        return self._mode
+
+    @property
+    def closed(self) -> bool:
+        """Whether the bundle was freed."""
+        return self._handle is None
+
+    @property
+    def endpoints(self) -> List["Endpoint"]:
+        """The endpoints currently in this bundle."""
+        return list(self._endpoints.values())
+
+    @property
+    def event_mask(self) -> int:
+        """``AM_GetEventMask`` / ``AM_SetEventMask``: :data:`AM_NOEVENTS` or :data:`AM_NOTEMPTY`."""
+        m = c_int()
+        _check(_L().AM_GetEventMask(self._h(), byref(m)), "AM_GetEventMask")
+        return m.value
+
+    @event_mask.setter
+    def event_mask(self, mask: int) -> None:
+        _check(_L().AM_SetEventMask(self._h(), int(mask)), "AM_SetEventMask")
+
+    def _h(self) -> int:
+        h = self._handle
+        if h is None:
+            raise RampError("the bundle is closed")
+        return h
+
+    # -- endpoints -----------------------------------------------------------------
+
+    def allocate_endpoint(self) -> "Endpoint":
+        """``AM_AllocateEndpoint``: a new endpoint in this bundle (same as ``Endpoint(bundle)``)."""
+        return Endpoint(self)
+
+    # -- progress ------------------------------------------------------------------
+
+    def poll(self) -> None:
+        """``AM_Poll``: receives and dispatches pending messages (handlers run here)."""
+        h = self._handle
+        if h is None:
+            raise RampError("the bundle is closed")
+        rc = _L().AM_Poll(h)
+        if rc or _st.pending:
+            _after(rc, "AM_Poll")
+
+    def wait_sema(self) -> None:
+        """``AM_WaitSema``: sleeps until a message arrives, then polls once.
+
+        Sets the event mask to :data:`AM_NOTEMPTY` first.  It has no timeout: use
+        :meth:`wait` with ``timeout`` for that.
+        """
+        L = _L()
+        h = self._h()
+        _check(L.AM_SetEventMask(h, AM_NOTEMPTY), "AM_SetEventMask")
+        rc = L.AM_WaitSema(h)
+        _after(rc, "AM_WaitSema")
+
+    def wait(
+        self,
+        until: Optional[Callable[[], bool]] = None,
+        timeout: Optional[float] = None,
+        spin: float = 0.0005,
+    ) -> bool:
+        """Polls until ``until()`` is true; returns True, or False when ``timeout`` expired.
+
+        Without ``until``, waits until at least one Python handler (or error handler)
+        ran on this thread.  The loop polls; after ``spin`` seconds in which no handler
+        ran it blocks in ``AM_WaitSema`` (no CPU used) when there is no ``timeout``, or
+        sleeps in short steps otherwise.  ``until`` must become true through handlers (or
+        other threads, with a ``timeout``): a blocked wait wakes only on messages.
+        """
+        h = self._h()
+        L = _L()
+        poll = L.AM_Poll
+        if until is None:
+            start = _handler_count()
+
+            def until() -> bool:
+                return _handler_count() != start
+
+        if until():
+            return True
+        t0 = time.monotonic()
+        deadline = None if timeout is None else t0 + timeout
+        spin_end = t0 + spin
+        seen = _handler_count()
+        while True:
+            rc = poll(h)
+            _after(rc, "AM_Poll")
+            if until():
+                return True
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return False
+            c = _handler_count()
+            if c != seen:  # progress: keep spinning
+                seen = c
+                spin_end = now + spin
+            elif now >= spin_end:
+                if deadline is None:
+                    self.wait_sema()
+                else:
+                    time.sleep(min(0.0002, max(0.0, deadline - now)))
+                if until():
+                    return True
+
+    # -- lifetime ------------------------------------------------------------------
+
+    def close(self) -> None:
+        """``AM_FreeBundle`` (frees every endpoint in it) and the matching ``AM_Terminate``.
+
+        Idempotent.  A bundle made by SPMD start-up belongs to the job and is not freed.
+        """
+        if self._handle is None or not self._owned:
+            return
+        L = _L()
+        rc = L.AM_FreeBundle(self._handle)
+        if rc and rc != ErrorCode.AM_ERR_BAD_ARG:  # BAD_ARG: already freed by AM_Terminate
+            raise error_for(rc, "AM_FreeBundle")
+        self._forget()
+        L.AM_Terminate()
+        _sweep()
+
+    free = close
+
+    def _forget(self) -> None:
+        for ep in list(self._endpoints.values()):
+            ep._forget()
+        _bundles.pop(self._handle or 0, None)
+        self._handle = None
+
+    def __enter__(self) -> "Bundle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self._handle is None:
+            return "<ramp.Bundle (closed)>"
+        return "<ramp.Bundle %#x %s, %d endpoint(s)>" % (
+            self._handle,
+            "AM_PAR" if self._mode else "AM_SEQ",
+            len(self._endpoints),
+        )
+
+
+class Endpoint:
+    """An AM-2 endpoint: a translation table, a handler table, a tag and a segment.
+
+    ``Endpoint(bundle)`` calls ``AM_AllocateEndpoint``; :meth:`close` (or leaving a
+    ``with`` block) frees it, with its handlers and its hold on the segment.  A new
+    endpoint has tag :data:`AM_NONE` (it accepts nothing until :attr:`tag` is set), no
+    segment, an empty 256-entry translation table, and a Python handler 0 that
+    turns returned messages into :class:`ReturnedMessageError` (see
+    :meth:`set_error_handler`).  Typical set-up: :meth:`map` the peers, set
+    :attr:`tag`, register handlers, :meth:`set_expected_resources`, then send and poll.
+    """
+
+    def __init__(self, bundle: Bundle) -> None:
+        L = _L()
+        h = c_void_p()
+        en = en_t()
+        _check(L.AM_AllocateEndpoint(bundle._h(), byref(h), byref(en)), "AM_AllocateEndpoint")
+        self._setup(h.value or 0, bundle, EndpointName(en), owned=True)
+
+    def _setup(
+        self, handle: int, bundle: Bundle, name: Optional[EndpointName], owned: bool
+    ) -> None:
+        L = _L()
+        self._request = L.ramp_RequestArgv
+        self._reply = L.ramp_ReplyArgv
+        self._poll = L.AM_Poll
+        self._handle: Optional[int] = handle
+        self._bundle = bundle
+        self._name = name
+        self._owned = owned
+        self._callbacks: Dict[int, Any] = {}
+        self._functions: Dict[int, Tuple[HandlerFunction, str, int]] = {}
+        self._retired: List[Any] = []
+        self._error_handler: Optional[ErrorHandlerFunction] = None
+        self._segment: Any = None
+        self._seg_flat: Optional[memoryview] = None
+        self._seg_addr = 0
+        self._seg_pin: Any = None
+        bundle._endpoints[handle] = self
+        _endpoints[handle] = self
+        # Handler 0: always a Python trampoline (the library's default aborts).
+        self._returned_cb = _make_returned_trampoline(self)
+        _check(
+            _L()._AM_SetHandler(handle, 0, ctypes.cast(self._returned_cb, c_void_p)),
+            "AM_SetHandler",
+            "handler 0",
+        )
+
+    @classmethod
+    def _wrap(cls, handle: int, bundle: Bundle, name: Optional[EndpointName] = None) -> "Endpoint":
+        """An Endpoint object for an endpoint allocated elsewhere (SPMD start-up); not owned."""
+        ep = cls.__new__(cls)
+        ep._setup(handle, bundle, name, owned=False)
+        return ep
+
+    def _h(self) -> int:
+        h = self._handle
+        if h is None:
+            raise RampError("the endpoint is closed")
+        return h
+
+    # -- identity ------------------------------------------------------------------
+
+    @property
+    def handle(self) -> int:
+        """The raw ``ep_t`` value (for passing to C code)."""
+        return self._h()
+
+    @property
+    def bundle(self) -> Bundle:
+        """The bundle the endpoint is in (changes with :meth:`move`)."""
+        return self._bundle
+
+    @property
+    def name(self) -> EndpointName:
+        """The endpoint's global name (what peers :meth:`map`)."""
+        if self._name is None:
+            raise RampError("this endpoint's name is unknown (the C API cannot report it)")
+        return self._name
+
+    @property
+    def closed(self) -> bool:
+        """Whether the endpoint was freed."""
+        return self._handle is None
+
+    # -- tag -----------------------------------------------------------------------
+
+    @property
+    def tag(self) -> int:
+        """``AM_GetTag`` / ``AM_SetTag``: the tag messages must carry to be accepted
+        (:data:`AM_NONE`: nothing, :data:`AM_ALL`: anything)."""
+        t = c_uint64()
+        _check(_L().AM_GetTag(self._h(), byref(t)), "AM_GetTag")
+        return t.value
+
+    @tag.setter
+    def tag(self, tag: int) -> None:
+        _check(_L().AM_SetTag(self._h(), int(tag)), "AM_SetTag")
+
+    # -- translation table ---------------------------------------------------------
+
+    def map(self, index: int, name: EndpointName, tag: int) -> None:
+        """``AM_Map``: translation entry ``index`` sends to ``name`` with ``tag``."""
+        _check(_L().AM_Map(self._h(), int(index), name._en, int(tag)), "AM_Map", "index %d" % index)
+
+    def map_any(self, name: EndpointName, tag: int) -> int:
+        """``AM_MapAny``: maps the lowest free entry to ``(name, tag)``; returns its index."""
+        i = c_int()
+        _check(_L().AM_MapAny(self._h(), byref(i), name._en, int(tag)), "AM_MapAny")
+        return i.value
+
+    def unmap(self, index: int) -> None:
+        """``AM_UnMap``: frees translation entry ``index``."""
+        _check(_L().AM_UnMap(self._h(), int(index)), "AM_UnMap", "index %d" % index)
+
+    @property
+    def num_translations(self) -> int:
+        """``AM_GetNumTranslations`` / ``AM_SetNumTranslations``: the table size (at least 256)."""
+        n = c_int()
+        _check(_L().AM_GetNumTranslations(self._h(), byref(n)), "AM_GetNumTranslations")
+        return n.value
+
+    @num_translations.setter
+    def num_translations(self, n: int) -> None:
+        _check(_L().AM_SetNumTranslations(self._h(), int(n)), "AM_SetNumTranslations")
+
+    def translation_in_use(self, index: int) -> bool:
+        """``AM_GetTranslationInuse``: whether entry ``index`` is mapped."""
+        rc = _L().AM_GetTranslationInuse(self._h(), int(index))
+        if rc == ErrorCode.AM_OK:
+            return True
+        if rc == ErrorCode.AM_ERR_RESOURCE:
+            return False
+        raise error_for(rc, "AM_GetTranslationInuse", "index %d" % index)
+
+    def translation_tag(self, index: int) -> int:
+        """``AM_GetTranslationTag``: the tag sent with messages to entry ``index``."""
+        t = c_uint64()
+        _check(
+            _L().AM_GetTranslationTag(self._h(), int(index), byref(t)),
+            "AM_GetTranslationTag",
+            "index %d" % index,
+        )
+        return t.value
+
+    def translation_name(self, index: int) -> EndpointName:
+        """``AM_GetTranslationName``: the name entry ``index`` is mapped to."""
+        en = en_t()
+        _check(
+            _L().AM_GetTranslationName(self._h(), int(index), byref(en)),
+            "AM_GetTranslationName",
+            "index %d" % index,
+        )
+        return EndpointName(en)
+
+    def set_translation_tag(self, index: int, tag: int) -> None:
+        """``ramp_SetTranslationTag``: changes entry ``index``'s tag (legal at any time)."""
+        _check(
+            _L().ramp_SetTranslationTag(self._h(), int(index), int(tag)),
+            "ramp_SetTranslationTag",
+            "index %d" % index,
+        )
+
+    def set_expected_resources(self, n_endpoints: int = 0, depth: int = 32) -> None:
+        """``AM_SetExpectedResources``: freezes the translation table; required once
+        before any poll, request or reply.  ``depth``: outstanding requests per peer
+        (1..1024); ``n_endpoints`` is ignored by ramp."""
+        _check(
+            _L().AM_SetExpectedResources(self._h(), int(n_endpoints), int(depth)),
+            "AM_SetExpectedResources",
+        )
+
+    # -- handlers ------------------------------------------------------------------
+
+    def set_handler(
+        self,
+        index: int,
+        fn: HandlerFunction,
+        kind: Optional[str] = None,
+        nargs: Optional[int] = None,
+    ) -> None:
+        """``AM_SetHandler``: registers Python function ``fn`` at handler ``index`` (1..255).
+
+        ``kind`` is ``"short"``, ``"medium"``, ``"long"`` or ``"bulk"`` (medium or long) and
+        ``nargs`` the number of int arguments (0..16); both default to what ``fn``'s
+        signature says (see the module documentation).  Index 0 is the returned-message
+        handler: it is the same as :meth:`set_error_handler`.  The callback stays alive
+        until the endpoint is closed (also when replaced).
+        """
+        h = _handler_index(index, "AM_SetHandler")
+        if h == 0:
+            self.set_error_handler(fn)
+            return
+        kind, nargs = _resolve_kind(fn, kind, nargs)
+        cb = _make_trampoline(self, fn, kind, nargs)
+        _check(_L()._AM_SetHandler(self._h(), h, ctypes.cast(cb, c_void_p)), "AM_SetHandler")
+        old = self._callbacks.get(h)
+        if old is not None:
+            self._retired.append(old)  # it may be running right now
+        self._callbacks[h] = cb
+        self._functions[h] = (fn, kind, nargs)
+
+    def set_handler_any(
+        self, fn: HandlerFunction, kind: Optional[str] = None, nargs: Optional[int] = None
+    ) -> int:
+        """``AM_SetHandlerAny``: registers ``fn`` at the first free index in 1..255; returns it."""
+        kind, nargs = _resolve_kind(fn, kind, nargs)
+        cb = _make_trampoline(self, fn, kind, nargs)
+        hv = c_uint8()
+        _check(
+            _L()._AM_SetHandlerAny(self._h(), byref(hv), ctypes.cast(cb, c_void_p)),
+            "AM_SetHandlerAny",
+        )
+        self._callbacks[hv.value] = cb
+        self._functions[hv.value] = (fn, kind, nargs)
+        return hv.value
+
+    def handler(
+        self,
+        index: Optional[int] = None,
+        *,
+        kind: Optional[str] = None,
+        nargs: Optional[int] = None,
+    ) -> Callable[[HandlerFunction], HandlerFunction]:
+        """Decorator form of :meth:`set_handler` (or :meth:`set_handler_any` without ``index``;
+        the chosen index is stored as the function's ``am_handler`` attribute)."""
+
+        def register(fn: HandlerFunction) -> HandlerFunction:
+            if index is None:
+                i = self.set_handler_any(fn, kind, nargs)
+            else:
+                self.set_handler(index, fn, kind, nargs)
+                i = index
+            try:
+                fn.am_handler = i  # type: ignore[attr-defined]
+            except (AttributeError, TypeError):
+                pass
+            return fn
+
+        return register
+
+    @property
+    def handlers(self) -> Dict[int, Tuple[HandlerFunction, str, int]]:
+        """The Python handlers registered here: ``{index: (fn, kind, nargs)}``."""
+        return dict(self._functions)
+
+    def set_error_handler(self, fn: Optional[ErrorHandlerFunction]) -> None:
+        """Installs the Python handler for returned (undeliverable) messages: handler 0.
+
+        ``fn(status, opcode, token)`` gets a :class:`Status` (e.g. ``EBADTAG``), an
+        :class:`Opcode` and the returned message's token (which can be interrogated
+        but not replied to).  With ``None`` (the default), a returned message raises
+        :class:`ReturnedMessageError` from the call that handled it.
+        """
+        if fn is not None and not callable(fn):
+            raise TypeError("the error handler must be callable")
+        self._error_handler = fn
+
+    # -- segment -------------------------------------------------------------------
+
+    def set_segment(self, buffer: Optional[BufferLike]) -> None:
+        """``AM_SetSeg``: long messages to this endpoint land in ``buffer``.
+
+        ``buffer`` is a writable, C-contiguous buffer: a ``bytearray``, a numpy array,
+        an ``array.array``, an ``mmap``...  It is used in place (no copy) and pinned
+        (it cannot be resized) until another segment is set or the endpoint is closed.
+        ``None`` removes the segment.
+        """
+        h = self._h()
+        if buffer is None:
+            _check(_L().AM_SetSeg(h, None, 0), "AM_SetSeg")
+            self._segment = self._seg_flat = self._seg_pin = None
+            self._seg_addr = 0
+            return
+        flat, addr, pin = flat_writable(buffer)
+        _check(_L().AM_SetSeg(h, addr or None, flat.nbytes), "AM_SetSeg")
+        self._segment, self._seg_flat, self._seg_addr, self._seg_pin = buffer, flat, addr, pin
+
+    @property
+    def segment(self) -> Any:
+        """The object given to :meth:`set_segment` (None if none)."""
+        return self._segment
+
+    @property
+    def segment_info(self) -> Tuple[int, int]:
+        """``AM_GetSeg``: the segment's (address, length in bytes) as the library sees it."""
+        a, n = c_void_p(), c_size_t()
+        _check(_L().AM_GetSeg(self._h(), byref(a), byref(n)), "AM_GetSeg")
+        return (a.value or 0, n.value)
+
+    def _long_view(self, address: int, nbytes: int) -> memoryview:
+        flat = self._seg_flat
+        if flat is not None and self._seg_addr:
+            off = address - self._seg_addr
+            if 0 <= off and off + nbytes <= flat.nbytes:
+                return flat[off : off + nbytes]
+        return view_of(address, nbytes)
+
+    # -- messages ------------------------------------------------------------------
+
+    def request(self, dest: int, handler: int, *args: int) -> None:
+        """Short request (``AM_RequestM``) to translation entry ``dest``, handler ``handler``,
+        with 0..16 int arguments.  Polls first (handlers may run) and blocks (polling)
+        while no send credit is free."""
+        ep = self._handle
+        if ep is None:
+            raise RampError("the endpoint is closed")
+        if not 0 <= handler < MAX_NUM_HANDLERS:
+            _handler_index(handler, "AM_Request")
+        if not 0 <= dest < _UINT32_END:
+            _dest_index(dest, "AM_Request")
+        n, argv = _argv(args, "AM_Request") if args else (0, _EMPTY_ARGV)
+        rc = self._request(ep, dest, handler, 0, None, 0, 0, 0, n, argv)
+        if rc or _st.pending:
+            _after(rc, "AM_Request")
+
+    def request_medium(self, dest: int, handler: int, data: BufferLike, *args: int) -> None:
+        """Medium request (``AM_RequestIM``): ``data`` (bytes, bytearray, memoryview, numpy
+        array..., at most :data:`MAX_MEDIUM` bytes) is read in place and delivered in a
+        library buffer to the receiver's handler."""
+        h = _handler_index(handler, "AM_RequestI")
+        n, argv = _argv(args, "AM_RequestI")
+        ep = self._h()
+        with SendBuffer(data) as b:
+            rc = self._request(
+                ep, _dest_index(dest, "AM_RequestI"), h, 1, b.ptr, b.nbytes, 0, 0, n, argv
+            )
+        _after(rc, "AM_RequestI", _size_hint(rc, b.nbytes, 1))
+
+    def request_long(
+        self,
+        dest: int,
+        handler: int,
+        data: BufferLike,
+        dest_offset: int,
+        *args: int,
+        block: bool = True,
+    ) -> None:
+        """Long request (``AM_RequestXferM``): ``data`` (at most :data:`MAX_LONG` bytes) is
+        written at ``dest_offset`` bytes into the receiver's segment, then its handler
+        runs with a view of that range.  With ``block=False`` (``AM_RequestXferAsyncM``)
+        it raises :class:`InUseError` instead of waiting for a send credit."""
+        h = _handler_index(handler, "AM_RequestXfer")
+        n, argv = _argv(args, "AM_RequestXfer")
+        ep = self._h()
+        with SendBuffer(data) as b:
+            rc = self._request(
+                ep,
+                _dest_index(dest, "AM_RequestXfer"),
+                h,
+                2,
+                b.ptr,
+                b.nbytes,
+                _offset(dest_offset, "AM_RequestXfer"),
+                0 if block else 1,
+                n,
+                argv,
+            )
+        _after(rc, "AM_RequestXfer", _size_hint(rc, b.nbytes, 2))
+
+    def poll(self) -> None:
+        """``AM_Poll`` on this endpoint's bundle."""
+        b = self._bundle
+        h = b._handle
+        if h is None:
+            raise RampError("the bundle is closed")
+        rc = self._poll(h)
+        if rc or _st.pending:
+            _after(rc, "AM_Poll")
+
+    def wait(
+        self,
+        until: Optional[Callable[[], bool]] = None,
+        timeout: Optional[float] = None,
+        spin: float = 0.0005,
+    ) -> bool:
+        """:meth:`Bundle.wait` on this endpoint's bundle."""
+        return self._bundle.wait(until, timeout, spin)
+
+    # -- statistics ----------------------------------------------------------------
+
+    def statistics(self) -> Dict[str, Any]:
+        """``ramp_GetEndpointStatistics`` as a dict (see :func:`statistics_to_dict`)."""
+        s = ramp_stats_t()
+        _check(_L().ramp_GetEndpointStatistics(self._h(), byref(s)), "ramp_GetEndpointStatistics")
+        return statistics_to_dict(s)
+
+    def reset_statistics(self) -> None:
+        """``ramp_ResetEndpointStatistics``: zeroes the counters."""
+        _check(_L().ramp_ResetEndpointStatistics(self._h()), "ramp_ResetEndpointStatistics")
+
+    # -- lifetime ------------------------------------------------------------------
+
+    def move(self, to_bundle: Bundle) -> None:
+        """``AM_MoveEndpoint``: moves the endpoint from its bundle to ``to_bundle``."""
+        _check(
+            _L().AM_MoveEndpoint(self._h(), self._bundle._h(), to_bundle._h()), "AM_MoveEndpoint"
+        )
+        self._bundle._endpoints.pop(self._handle or 0, None)
+        self._bundle = to_bundle
+        to_bundle._endpoints[self._handle or 0] = self
+
+    def close(self) -> None:
+        """``AM_FreeEndpoint``; then drops the handlers and the segment.  Idempotent.
+
+        The endpoint made by SPMD start-up belongs to the job and is not freed.
+        """
+        if self._handle is None or not self._owned:
+            return
+        rc = _L().AM_FreeEndpoint(self._handle)
+        if rc and rc != ErrorCode.AM_ERR_BAD_ARG:  # BAD_ARG: already freed with its bundle
+            raise error_for(rc, "AM_FreeEndpoint")
+        self._forget()
+
+    free = close
+
+    def _forget(self) -> None:
+        h = self._handle
+        if h is None:
+            return
+        self._bundle._endpoints.pop(h, None)
+        _endpoints.pop(h, None)
+        self._handle = None
+        self._callbacks.clear()
+        self._functions.clear()
+        self._retired.clear()
+        self._segment = self._seg_flat = self._seg_pin = None
+        self._seg_addr = 0
+
+    def __enter__(self) -> "Endpoint":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self._handle is None:
+            return "<ramp.Endpoint (closed)>"
+        return "<ramp.Endpoint %#x %s>" % (self._handle, self._name if self._name else "?")
+
+
+# --------------------------------------------------------------------------------------
+# Statistics
+# --------------------------------------------------------------------------------------
+
+
+def statistics_to_dict(stats: ramp_stats_t) -> Dict[str, Any]:
+    """A ``ramp_stats_t`` as a dict: field name -> int, or a ``(short, medium, long)``
+    tuple for the per-category arrays.  Latencies and round-trip times are in ns."""
+    d: Dict[str, Any] = {}
+    for name, _ in ramp_stats_t._fields_:
+        v = getattr(stats, name)
+        d[name] = tuple(v) if isinstance(v, ctypes.Array) else int(v)
+    return d
+
+
+def _dict_to_stats(d: Dict[str, Any]) -> ramp_stats_t:
+    s = ramp_stats_t()
+    for name, _ in ramp_stats_t._fields_:
+        if name not in d:
+            raise KeyError("statistics dict lacks %r" % name)
+        v = d[name]
+        if isinstance(getattr(s, name), ctypes.Array):
+            setattr(s, name, (c_uint64 * 3)(*v))
+        else:
+            setattr(s, name, int(v))
+    return s
+
+
+def initial_statistics() -> Dict[str, Any]:
+    """``ramp_initial_stats``: the identity of :func:`aggregate_statistics`."""
+    return statistics_to_dict(ramp_stats_t.in_dll(_L(), "ramp_initial_stats"))
+
+
+def aggregate_statistics(*stats: Dict[str, Any]) -> Dict[str, Any]:
+    """``ramp_AggregateStatistics`` over several statistics dicts (sums; min/max for the
+    Min/Max fields)."""
+    total = ramp_stats_t.from_buffer_copy(ramp_stats_t.in_dll(_L(), "ramp_initial_stats"))
+    for d in stats:
+        s = _dict_to_stats(d)
+        _check(_L().ramp_AggregateStatistics(byref(total), byref(s)), "ramp_AggregateStatistics")
+    return statistics_to_dict(total)
+
+
+def format_statistics(stats: Dict[str, Any], global_analysis: bool = False) -> str:
+    """``ramp_DumpStatistics``: the library's text report of a statistics dict."""
+    s = _dict_to_stats(stats)
+    r = _L().ramp_DumpStatistics(None, byref(s), 1 if global_analysis else 0)
+    if r is None:
+        raise error_for(ErrorCode.AM_ERR_BAD_ARG, "ramp_DumpStatistics")
+    return str(r.decode("utf-8", "replace"))

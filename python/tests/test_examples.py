@@ -1,0 +1,77 @@
+"""The examples run under the local launcher with 4 processes."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, ROOT, describe, ramp_run
+
+
+def example(name: str) -> str:
+    return os.path.join(EXAMPLES, name)
+
+
+def test_ping():
+    r = ramp_run(
+        4, sys.executable, example("ping.py"), "--iters", "300", "--warmup", "30", "--size", "512"
+    )
+    assert r.returncode == 0, describe(r)
+    for peer in (1, 2, 3):
+        for kind in ("short", "medium"):
+            assert re.search(
+                r"rank 0 -> rank %d %s +round trip: median +[\d.]+ us" % (peer, kind), r.stdout
+            ), describe(r)
+    m = re.search(r"ping: python short round-trip median ([\d.]+) us", r.stdout)
+    assert m and float(m.group(1)) > 0
+
+
+def test_ping_single_process_loopback():
+    r = ramp_run(1, sys.executable, example("ping.py"), "--iters", "100", "--warmup", "10")
+    assert r.returncode == 0 and "rank 0 -> rank 0 short" in r.stdout, describe(r)
+
+
+def test_wordcount_generated():
+    r = ramp_run(4, sys.executable, example("wordcount.py"), "--words", "20000", "--top", "5")
+    assert r.returncode == 0, describe(r)
+    assert "wordcount: 4 ranks, 80000 words in, 80000 words counted by the owners" in r.stdout
+    assert "wordcount: OK" in r.stdout and r.stdout.count("wordcount: ") == 1 + 5 + 1
+
+
+def test_wordcount_files():
+    files = [
+        os.path.join(ROOT, "README.md"),
+        example("ping.py"),
+        example("wordcount.py"),
+        example("putget.py"),
+    ]
+    r = ramp_run(4, sys.executable, example("wordcount.py"), *files)
+    assert r.returncode == 0 and "wordcount: OK" in r.stdout, describe(r)
+
+
+def test_putget():
+    pytest.importorskip("numpy")
+    r = ramp_run(4, sys.executable, example("putget.py"), "--block", "2048", "--rounds", "50")
+    assert r.returncode == 0, describe(r)
+    for rank in range(4):
+        assert re.search(
+            r"putget: rank %d OK: put 4 blocks of 2048 doubles, got rank %d's block from rank %d; "
+            r"50 puts of 16 KiB to rank %d: [\d.]+ MB/s"
+            % (rank, (rank + 2) % 4, (rank + 1) % 4, (rank + 1) % 4),
+            r.stdout,
+        ), describe(r)
+
+
+def test_examples_have_usage():
+    import subprocess
+
+    for name in ("ping.py", "wordcount.py", "putget.py"):
+        r = subprocess.run(
+            [sys.executable, example(name), "--help"], capture_output=True, text=True, timeout=60
+        )
+        if name == "putget.py" and "needs numpy" in r.stderr:
+            continue
+        assert r.returncode == 0 and "usage:" in r.stdout, describe(r)
