@@ -446,7 +446,8 @@ impl Master {
                         self.job_code = Some(code);
                     }
                     if code != 0 {
-                        self.stop_all();
+                        // as AMUDP: the others are told to exit with 0
+                        self.stop_all(0);
                     } else if self.exit_grace_until.is_none() {
                         self.exit_grace_until = Some(Instant::now() + EXIT_GRACE);
                     }
@@ -457,7 +458,7 @@ impl Master {
                     eprintln!("ramp: rank {rank} aborted the job (code {code}): {msg}");
                     self.workers[rank].said_exit = true;
                     self.job_code.get_or_insert(code);
-                    self.stop_all();
+                    self.stop_all(code);
                 }
                 Ok(Some((k, _))) => {
                     eprintln!("ramp: unexpected {k:?} frame from rank {rank}; ignored");
@@ -523,19 +524,22 @@ impl Master {
                 "ramp: rank {rank} (pid {pid}) {} before the job ended; stopping the job ({running} other process(es) still running)",
                 describe(&st)
             );
-            self.job_code.get_or_insert(code_of(&st).max(1));
-            self.stop_all();
+            let code = *self.job_code.get_or_insert(code_of(&st).max(1));
+            // the survivors' exit callbacks learn that the job failed
+            self.stop_all(code);
         }
     }
 
-    fn stop_all(&mut self) {
+    /// Tells every worker to exit with `code`; signals follow for those
+    /// that do not.
+    fn stop_all(&mut self, code: i32) {
         if self.stopping.is_some() {
             return;
         }
         for w in self.workers.iter_mut() {
             if let Some(s) = w.stream.as_mut() {
                 let _ = s.set_nonblocking(false);
-                let _ = write_frame(s, Kind::Kill, &0u32.to_be_bytes());
+                let _ = write_frame(s, Kind::Kill, &(code as u32).to_be_bytes());
                 let _ = s.set_nonblocking(true);
             }
         }
@@ -546,7 +550,7 @@ impl Master {
         if let Some(t) = self.exit_grace_until {
             if Instant::now() >= t {
                 self.exit_grace_until = None;
-                self.stop_all();
+                self.stop_all(0);
             }
         }
         if let Some((t, stage)) = self.stopping {
