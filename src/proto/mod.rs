@@ -37,7 +37,7 @@ use crate::time::Instant;
 use crate::wire::{self, AckField, MsgMeta, Packet, CRC_LEN, DATA_HEADER_LEN, NUM_CHANNELS};
 use recv::{HeldPacket, Reassembly, RecvChannel};
 use rtt::RttEstimator;
-use send::{seq_diff, Fragment, InFlight, OutMsg, SendChannel};
+use send::{seq_diff, Fragment, InFlight, MsgRef, OutMsg, SendChannel, SpareMsgs};
 use wire::Common;
 
 /// Retransmission allowance per byte sent ahead in the same burst (2 ns per
@@ -153,8 +153,8 @@ pub struct Protocol<A: PeerAddr> {
     /// Delivered requests not yet taken by `poll_event` (the receive buffer).
     queued_requests: usize,
     next_msg_id: MsgId,
-    /// Acknowledged messages kept for reuse by `send`.
-    spare_msgs: Vec<Arc<OutMsg>>,
+    /// Boxes of acknowledged one-fragment messages, reused by `send`.
+    spare_msgs: SpareMsgs,
 }
 
 impl<A: PeerAddr> Protocol<A> {
@@ -236,10 +236,15 @@ impl<A: PeerAddr> Protocol<A> {
             return id;
         }
         let cap = self.fragment_capacity(meta.nargs as usize);
-        let msg = OutMsg::make(id, meta, payload, &mut self.spare_msgs);
+        let m = OutMsg { id, meta, payload };
+        let msg = if m.payload.len() <= cap {
+            MsgRef::one(m, &mut self.spare_msgs)
+        } else {
+            MsgRef::Shared(Arc::new(m))
+        };
         let slot = self.peer_entry(to);
         let ch = channel as usize & 1;
-        push_fragments(&mut self.peers[slot].tx[ch].pending, &msg, cap);
+        push_fragments(&mut self.peers[slot].tx[ch].pending, msg, cap);
         self.pump(now, slot, ch);
         id
     }
@@ -884,28 +889,43 @@ impl<A: PeerAddr> Protocol<A> {
                 });
             } else {
                 let cap = caps[m.meta.nargs as usize];
-                push_fragments(&mut tx.pending, &m, cap);
+                push_fragments(&mut tx.pending, m, cap);
             }
         }
         self.pump(now, slot, ch);
     }
 }
 
-fn push_fragments(q: &mut VecDeque<Fragment>, msg: &Arc<OutMsg>, cap: usize) {
+/// Queues `msg` as fragments of at most `cap` bytes (one, empty, for an
+/// empty message).
+fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cap: usize) {
     let len = msg.payload.len();
-    let mut off = 0usize;
-    loop {
-        let n = (len - off).min(cap);
+    if len <= cap {
         q.push_back(Fragment {
-            msg: msg.clone(),
-            off: off as u32,
-            len: n as u32,
+            msg,
+            off: 0,
+            len: len as u32,
         });
-        off += n;
-        if off >= len {
-            break;
-        }
+        return;
     }
+    let shared = match msg {
+        MsgRef::Shared(a) => a,
+        MsgRef::One(b) => Arc::new(*b),
+    };
+    let mut off = 0usize;
+    while len - off > cap {
+        q.push_back(Fragment {
+            msg: MsgRef::Shared(shared.clone()),
+            off: off as u32,
+            len: cap as u32,
+        });
+        off += cap;
+    }
+    q.push_back(Fragment {
+        msg: MsgRef::Shared(shared),
+        off: off as u32,
+        len: (len - off) as u32,
+    });
 }
 
 fn encode_fragment<A>(out: &mut Outbox<A>, c: &Common, f: &Fragment) -> Vec<u8> {

@@ -8,7 +8,7 @@ use super::event::MsgId;
 use crate::time::Instant;
 use crate::wire::MsgMeta;
 
-/// One message as handed to `send`, shared by its fragments.
+/// One message as handed to `send`.
 #[derive(Debug)]
 pub struct OutMsg {
     pub id: MsgId,
@@ -16,51 +16,68 @@ pub struct OutMsg {
     pub payload: Vec<u8>,
 }
 
-/// Messages kept for reuse (an allocation saved per message sent).
+/// How a fragment holds its message. A message that fits one datagram (the
+/// usual case) is owned by its only fragment, in a box that is reused when
+/// it is acknowledged (no allocation, no reference count); a larger one is
+/// shared by its fragments.
+#[derive(Debug)]
+pub enum MsgRef {
+    One(Box<OutMsg>),
+    Shared(Arc<OutMsg>),
+}
+
+impl std::ops::Deref for MsgRef {
+    type Target = OutMsg;
+
+    fn deref(&self) -> &OutMsg {
+        match self {
+            MsgRef::One(b) => b,
+            MsgRef::Shared(a) => a,
+        }
+    }
+}
+
+/// Boxes of acknowledged one-fragment messages kept for reuse.
 const SPARE_MSGS: usize = 32;
 
-impl OutMsg {
-    /// A shared message, in a spare allocation when there is one.
-    pub fn make(
-        id: MsgId,
-        meta: MsgMeta,
-        payload: Vec<u8>,
-        spare: &mut Vec<Arc<OutMsg>>,
-    ) -> Arc<OutMsg> {
-        let m = OutMsg { id, meta, payload };
+/// Spare boxes: the allocations themselves are what is kept (a message
+/// moves into a box without allocating).
+#[allow(clippy::vec_box)]
+pub(super) type SpareMsgs = Vec<Box<OutMsg>>;
+
+impl MsgRef {
+    /// A one-fragment message, in a spare box when there is one.
+    pub fn one(m: OutMsg, spare: &mut SpareMsgs) -> MsgRef {
         match spare.pop() {
-            Some(mut a) => match Arc::get_mut(&mut a) {
-                Some(slot) => {
-                    *slot = m;
-                    a
-                }
-                None => Arc::new(m),
-            },
-            None => Arc::new(m),
+            Some(mut b) => {
+                *b = m;
+                MsgRef::One(b)
+            }
+            None => MsgRef::One(Box::new(m)),
         }
     }
 
-    /// Keeps `msg` for reuse when nothing else refers to it any more.
-    pub fn recycle(mut msg: Arc<OutMsg>, spare: &mut Vec<Arc<OutMsg>>) {
-        if spare.len() < SPARE_MSGS {
-            if let Some(m) = Arc::get_mut(&mut msg) {
-                m.payload = Vec::new();
-                spare.push(msg);
+    /// Done with: a one-fragment message's box goes to `spare` (payload freed).
+    pub fn recycle(self, spare: &mut SpareMsgs) {
+        if let MsgRef::One(mut b) = self {
+            if spare.len() < SPARE_MSGS {
+                b.payload = Vec::new();
+                spare.push(b);
             }
         }
     }
 }
 
 /// A piece of a message that fits one datagram.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Fragment {
-    pub msg: Arc<OutMsg>,
+    pub msg: MsgRef,
     pub off: u32,
     pub len: u32,
 }
 
 /// A fragment that has a sequence number and is waiting for its ACK.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct InFlight {
     pub seq: u32,
     pub frag: Fragment,
@@ -142,9 +159,8 @@ impl SendChannel {
     }
 
     /// Removes every packet before `next`; says how many and what they time.
-    /// A message whose last fragment goes goes to `spare` (up to
-    /// `SPARE_MSGS` of them) to be used again by `OutMsg::make`.
-    pub fn ack_cumulative(&mut self, next: u32, spare: &mut Vec<Arc<OutMsg>>) -> Acked {
+    /// The boxes of one-fragment messages go to `spare` for reuse.
+    pub fn ack_cumulative(&mut self, next: u32, spare: &mut SpareMsgs) -> Acked {
         let mut r = Acked::default();
         while let Some(front) = self.in_flight.front() {
             if seq_diff(front.seq, next) >= 0 {
@@ -155,7 +171,7 @@ impl SendChannel {
             }
             r.count += 1;
             if let Some(p) = self.in_flight.pop_front() {
-                OutMsg::recycle(p.frag.msg, spare);
+                p.frag.msg.recycle(spare);
             }
         }
         r
@@ -188,8 +204,8 @@ impl SendChannel {
     /// Takes every message that is not yet wholly acknowledged off the channel
     /// (in flight or pending), in order, each once. Used when the channel
     /// starts a new epoch: the receiver discards what it held of them.
-    pub fn drain_unfinished(&mut self) -> Vec<Arc<OutMsg>> {
-        let mut out: Vec<Arc<OutMsg>> = Vec::new();
+    pub fn drain_unfinished(&mut self) -> Vec<MsgRef> {
+        let mut out: Vec<MsgRef> = Vec::new();
         let frags = self
             .in_flight
             .drain(..)
@@ -228,7 +244,7 @@ mod tests {
         InFlight {
             seq,
             frag: Fragment {
-                msg: m.clone(),
+                msg: MsgRef::Shared(m.clone()),
                 off: 0,
                 len: 10,
             },
@@ -285,10 +301,31 @@ mod tests {
         assert!(spare.is_empty(), "the message is still in flight");
         assert_eq!(ch.ack_cumulative(3, &mut spare).count, 1);
         assert!(ch.is_idle());
-        // `wrapping_channel`'s message went with its last fragment
+        assert!(
+            spare.is_empty(),
+            "a shared message's allocation is not kept"
+        );
+        // A one-fragment message's box is kept for the next one.
+        let mut p = in_flight(3, &msg(2));
+        let one = OutMsg {
+            id: 7,
+            meta: p.frag.msg.meta,
+            payload: vec![5; 10],
+        };
+        p.frag.msg = MsgRef::one(one, &mut spare);
+        ch.in_flight.push_back(p);
+        assert_eq!(ch.ack_cumulative(4, &mut spare).count, 1);
         assert_eq!(spare.len(), 1);
         assert!(spare[0].payload.is_empty(), "its payload is freed");
-        let m = OutMsg::make(9, spare[0].meta, vec![1, 2], &mut spare);
+        let meta = spare[0].meta;
+        let m = MsgRef::one(
+            OutMsg {
+                id: 9,
+                meta,
+                payload: vec![1, 2],
+            },
+            &mut spare,
+        );
         assert!(spare.is_empty(), "reused");
         assert_eq!((m.id, &m.payload[..]), (9, &[1u8, 2][..]));
     }
@@ -319,7 +356,7 @@ mod tests {
         ch.in_flight.push_back(in_flight(2, &b));
         for m in [&b, &c, &c] {
             ch.pending.push_back(Fragment {
-                msg: m.clone(),
+                msg: MsgRef::Shared(m.clone()),
                 off: 0,
                 len: 10,
             });
