@@ -647,7 +647,10 @@ pub fn reply(
     dest_offset: u64,
 ) -> Result<()> {
     check_message(cat, args.len(), payload.len())?;
-    let (ep, loopback, source_id, source_addr, txn) = token::with(token, |t| {
+    // The usual reply goes out while the token is at hand (no copy of its
+    // endpoint handle); one to this endpoint itself runs its handler, which
+    // needs the token list, so it goes out after.
+    let loopback = token::with_mut(token, |t| {
         if t.returned {
             return Err(Error::Resource("a returned message cannot be replied to"));
         }
@@ -657,48 +660,46 @@ pub fn reply(
         if t.replied {
             return Err(Error::Resource("this request was already replied to"));
         }
-        Ok((
-            t.endpoint.clone(),
-            t.loopback,
-            t.source_id,
-            t.source_addr,
-            t.txn,
-        ))
+        t.replied = true;
+        if t.loopback {
+            return Ok(Some((t.endpoint.clone(), t.source_id)));
+        }
+        let g = t.endpoint.state.lock();
+        let mut st = g.borrow_mut();
+        let tag = st
+            .table
+            .mapped_entry(t.source_id.max(0) as u32)
+            .map_or(TAG_NONE, |e| e.tag);
+        let mut meta = MsgMeta::new(MsgKind::User, cat, handler, args);
+        meta.txn = t.txn;
+        meta.tag = tag;
+        meta.dest_offset = dest_offset;
+        let c = cat.index();
+        st.stats.replies_sent[c] += 1;
+        st.stats.reply_data_bytes_sent[c] += payload.len() as u64;
+        let now = Instant::now();
+        st.proto
+            .send(now, t.source_addr, CHANNEL_REPLY, meta, payload.to_vec());
+        st.flush(now);
+        Ok(None)
     })
     .ok_or(Error::BadArg("not the token of a running handler"))??;
-    let g = ep.state.lock();
-    if loopback {
-        token::set_replied(token);
-        return ep.deliver_loopback(
-            &g,
-            source_id as u32,
-            false,
-            handler,
-            cat,
-            args,
-            payload,
-            dest_offset,
-        );
+    match loopback {
+        None => Ok(()),
+        Some((ep, source_id)) => {
+            let g = ep.state.lock();
+            ep.deliver_loopback(
+                &g,
+                source_id as u32,
+                false,
+                handler,
+                cat,
+                args,
+                payload,
+                dest_offset,
+            )
+        }
     }
-    let mut st = g.borrow_mut();
-    let tag = st
-        .table
-        .mapped_entry(source_id.max(0) as u32)
-        .map_or(TAG_NONE, |e| e.tag);
-    let mut meta = MsgMeta::new(MsgKind::User, cat, handler, args);
-    meta.txn = txn;
-    meta.tag = tag;
-    meta.dest_offset = dest_offset;
-    let c = cat.index();
-    st.stats.replies_sent[c] += 1;
-    st.stats.reply_data_bytes_sent[c] += payload.len() as u64;
-    let now = Instant::now();
-    st.proto
-        .send(now, source_addr, CHANNEL_REPLY, meta, payload.to_vec());
-    st.flush(now);
-    drop(st);
-    token::set_replied(token);
-    Ok(())
 }
 
 fn tag_accepts(own: u64, msg: u64) -> bool {

@@ -2,7 +2,7 @@
 //! A token is valid only while its handler runs, on the thread running it;
 //! the live tokens are a per-thread stack (handlers may nest).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,7 +14,10 @@ use crate::wire::Category;
 /// The value a handler sees as its token (never 0).
 pub type TokenId = u64;
 
-static NEXT_TOKEN: AtomicU64 = AtomicU64::new(0x1000);
+/// The first id of the next block of ids a thread takes.
+static NEXT_TOKEN_BLOCK: AtomicU64 = AtomicU64::new(0x1000);
+/// Ids a thread hands out before it takes another block.
+const TOKEN_BLOCK: u64 = 1 << 20;
 
 pub struct TokenInfo {
     pub id: TokenId,
@@ -43,10 +46,22 @@ impl TokenInfo {
 
 thread_local! {
     static LIVE: RefCell<Vec<TokenInfo>> = const { RefCell::new(Vec::new()) };
+    /// This thread's next token id and the end of its block (0, 0: none yet).
+    static NEXT_ID: Cell<(TokenId, TokenId)> = const { Cell::new((0, 0)) };
 }
 
+/// A token id never used before by any thread. Each thread takes ids from
+/// a block of its own (no atomic operation per handler call).
 pub fn next_id() -> TokenId {
-    NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)
+    NEXT_ID.with(|c| {
+        let (mut id, mut end) = c.get();
+        if id == end {
+            id = NEXT_TOKEN_BLOCK.fetch_add(TOKEN_BLOCK, Ordering::Relaxed);
+            end = id + TOKEN_BLOCK;
+        }
+        c.set((id + 1, end));
+        id
+    })
 }
 
 /// Keeps a token live while a handler runs; it dies when the guard drops
@@ -93,16 +108,35 @@ pub fn with<R>(id: TokenId, f: impl FnOnce(&TokenInfo) -> R) -> Option<R> {
     LIVE.with(|l| l.borrow().iter().rev().find(|t| t.id == id).map(f))
 }
 
-/// Marks the live token `id` as replied to.
-pub fn set_replied(id: TokenId) {
-    LIVE.with(|l| {
-        if let Some(t) = l.borrow_mut().iter_mut().rev().find(|t| t.id == id) {
-            t.replied = true;
-        }
-    })
+/// Runs `f` on the live token `id` of this thread, which it may change;
+/// None when there is none. `f` must not start a handler nor look at tokens
+/// (the live list is borrowed meanwhile).
+pub fn with_mut<R>(id: TokenId, f: impl FnOnce(&mut TokenInfo) -> R) -> Option<R> {
+    LIVE.with(|l| l.borrow_mut().iter_mut().rev().find(|t| t.id == id).map(f))
 }
 
 /// Whether this thread is inside a handler.
 pub fn in_handler() -> bool {
     LIVE.with(|l| !l.borrow().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_ids_are_unique_across_threads_and_never_zero() {
+        let per_thread: Vec<Vec<TokenId>> = (0..4)
+            .map(|_| std::thread::spawn(|| (0..1000).map(|_| next_id()).collect()))
+            .map(|h| h.join().unwrap())
+            .collect();
+        let mut all: Vec<TokenId> = per_thread.concat();
+        assert!(all.iter().all(|&id| id != 0));
+        for ids in &per_thread {
+            assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "consecutive");
+        }
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 4000);
+    }
 }
