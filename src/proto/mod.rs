@@ -141,6 +141,8 @@ pub struct Protocol<A: PeerAddr> {
     peers: Vec<Peer<A>>,
     /// The slot of each peer's address: one lookup per datagram or message.
     slots: FxHashMap<A, u32>,
+    /// The slot of the last peer looked up (checked before `slots`).
+    last_slot: usize,
     /// Peers with a timer running (packets in flight, an ACK owed, a pause),
     /// by deadline then slot: `handle_timeout` costs O(log n) per due peer,
     /// not a walk over all of them, and serves them in a fixed order (same
@@ -167,6 +169,7 @@ impl<A: PeerAddr> Protocol<A> {
             local_id,
             peers: Vec::new(),
             slots: FxHashMap::default(),
+            last_slot: usize::MAX,
             timers: BinaryHeap::new(),
             due: Vec::new(),
             out: Outbox {
@@ -266,7 +269,7 @@ impl<A: PeerAddr> Protocol<A> {
             }
         };
         let c = *pkt.common();
-        let known = self.slots.get(&from).map(|&s| s as usize);
+        let known = self.find_peer(&from);
         let retired =
             known.is_some_and(|s| c.src_id != 0 && self.peers[s].retired_ids.contains(&c.src_id));
         if retired {
@@ -420,6 +423,7 @@ impl<A: PeerAddr> Protocol<A> {
         }
     }
 
+    #[inline]
     pub fn has_transmits(&self) -> bool {
         !self.out.transmits.is_empty()
     }
@@ -463,15 +467,31 @@ impl<A: PeerAddr> Protocol<A> {
             .unwrap_or(0)
     }
 
+    /// The slot of the peer at `addr`, if it has one. The peer of the last
+    /// look-up is checked first (a ping-pong talks to one peer).
+    fn find_peer(&mut self, addr: &A) -> Option<usize> {
+        if self
+            .peers
+            .get(self.last_slot)
+            .is_some_and(|p| p.addr == *addr)
+        {
+            return Some(self.last_slot);
+        }
+        let s = *self.slots.get(addr)? as usize;
+        self.last_slot = s;
+        Some(s)
+    }
+
     /// The slot of the peer at `addr`, created on first contact.
     fn peer_entry(&mut self, addr: A) -> usize {
-        let cfg = &self.cfg;
-        let peers = &mut self.peers;
-        *self.slots.entry(addr).or_insert_with(|| {
-            let slot = peers.len() as u32;
-            peers.push(Peer::new(cfg, addr, slot));
-            slot
-        }) as usize
+        if let Some(s) = self.find_peer(&addr) {
+            return s;
+        }
+        let slot = self.peers.len();
+        self.peers.push(Peer::new(&self.cfg, addr, slot as u32));
+        self.slots.insert(addr, slot as u32);
+        self.last_slot = slot;
+        slot
     }
 
     /// Makes sure `handle_timeout` looks at this peer at `at` or before.
