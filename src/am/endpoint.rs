@@ -394,9 +394,9 @@ impl Endpoint {
             data,
             auto_reply_to,
         } = w;
-        let id = info.id;
         let txn = info.txn;
         let live = LiveToken::push(info);
+        let id = live.id();
         let mut medium;
         let data = match data {
             WorkData::None => Data::None,
@@ -591,7 +591,7 @@ impl Endpoint {
                 None
             };
             let mut info = TokenInfo {
-                id: token::next_id(),
+                id: 0,
                 endpoint: self.clone(),
                 source_addr: self.addr,
                 source_id: index as i32,
@@ -762,7 +762,14 @@ impl EpState {
     }
 
     /// Hands every datagram the protocol produced to the transport.
+    #[inline]
     fn flush(&mut self, now: Instant) {
+        if self.proto.has_transmits() {
+            self.transmit(now);
+        }
+    }
+
+    fn transmit(&mut self, now: Instant) {
         while let Some((to, buf)) = self.proto.poll_transmit() {
             if let Err(e) = self.transport.send(now, to, &buf) {
                 // The datagram is lost; the protocol's timers resend it.
@@ -941,7 +948,7 @@ impl EpState {
                 Some(Work {
                     f: self.handlers.get(meta.handler).cloned(),
                     info: TokenInfo {
-                        id: token::next_id(),
+                        id: 0,
                         endpoint: ep.clone(),
                         source_addr: from,
                         source_id,
@@ -1000,7 +1007,7 @@ impl EpState {
         Work {
             f: self.handlers.get(0).cloned(),
             info: TokenInfo {
-                id: token::next_id(),
+                id: 0,
                 endpoint: ep.clone(),
                 source_addr: peer,
                 source_id: self.table.index_of(&peer).map_or(-1, |i| i as i32),

@@ -1,5 +1,6 @@
 //! The translation table (index -> peer name and tag) and the handler table.
 
+use std::cell::Cell;
 use std::net::SocketAddr;
 
 use super::handler::HandlerFn;
@@ -25,6 +26,8 @@ pub struct Translation {
 pub struct TranslationTable {
     entries: Vec<Option<Translation>>,
     by_addr: FxHashMap<SocketAddr, u32>,
+    /// The last answer of `index_of` (a ping-pong asks for one peer).
+    last: Cell<Option<(SocketAddr, u32)>>,
 }
 
 impl Default for TranslationTable {
@@ -32,6 +35,7 @@ impl Default for TranslationTable {
         TranslationTable {
             entries: vec![None; INIT_TRANSLATIONS],
             by_addr: FxHashMap::default(),
+            last: Cell::new(None),
         }
     }
 }
@@ -73,7 +77,14 @@ impl TranslationTable {
 
     /// The index under which a peer address is mapped (lowest when several).
     pub fn index_of(&self, addr: &SocketAddr) -> Option<u32> {
-        self.by_addr.get(addr).copied()
+        if let Some((a, i)) = self.last.get() {
+            if a == *addr {
+                return Some(i);
+            }
+        }
+        let i = self.by_addr.get(addr).copied()?;
+        self.last.set(Some((*addr, i)));
+        Some(i)
     }
 
     pub fn map(&mut self, index: i64, name: EndpointName, tag: u64) -> Result<()> {
@@ -90,6 +101,7 @@ impl TranslationTable {
             tag,
             outstanding: 0,
         });
+        self.last.set(None);
         let e = self.by_addr.entry(addr).or_insert(i as u32);
         *e = (*e).min(i as u32);
         Ok(())
@@ -112,6 +124,7 @@ impl TranslationTable {
         let old = self.entries[i]
             .take()
             .ok_or(Error::Resource("translation entry not mapped"))?;
+        self.last.set(None);
         if self.by_addr.get(&old.addr) == Some(&(i as u32)) {
             self.by_addr.remove(&old.addr);
             if let Some(j) = self
@@ -196,6 +209,11 @@ mod tests {
         t.unmap(2).unwrap();
         assert_eq!(t.index_of(&name(1000).to_addr().unwrap()), Some(5));
         assert!(matches!(t.unmap(2), Err(Error::Resource(_))));
+        assert_eq!(t.index_of(&name(1001).to_addr().unwrap()), Some(0));
+        assert_eq!(t.index_of(&name(1000).to_addr().unwrap()), Some(5));
+        t.unmap(5).unwrap();
+        assert_eq!(t.index_of(&name(1000).to_addr().unwrap()), None);
+        assert_eq!(t.index_of(&name(1001).to_addr().unwrap()), Some(0));
     }
 
     #[test]

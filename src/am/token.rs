@@ -2,7 +2,7 @@
 //! A token is valid only while its handler runs, on the thread running it;
 //! the live tokens are a per-thread stack (handlers may nest).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,6 +20,7 @@ static NEXT_TOKEN_BLOCK: AtomicU64 = AtomicU64::new(0x1000);
 const TOKEN_BLOCK: u64 = 1 << 20;
 
 pub struct TokenInfo {
+    /// Given by `LiveToken::push`.
     pub id: TokenId,
     pub endpoint: Arc<Endpoint>,
     pub source_addr: SocketAddr,
@@ -44,24 +45,35 @@ impl TokenInfo {
     }
 }
 
-thread_local! {
-    static LIVE: RefCell<Vec<TokenInfo>> = const { RefCell::new(Vec::new()) };
-    /// This thread's next token id and the end of its block (0, 0: none yet).
-    static NEXT_ID: Cell<(TokenId, TokenId)> = const { Cell::new((0, 0)) };
+/// This thread's live tokens, and the ids it hands out.
+struct Live {
+    tokens: Vec<TokenInfo>,
+    /// The next id of this thread's block of ids, and the block's end.
+    next: TokenId,
+    end: TokenId,
 }
 
-/// A token id never used before by any thread. Each thread takes ids from
-/// a block of its own (no atomic operation per handler call).
-pub fn next_id() -> TokenId {
-    NEXT_ID.with(|c| {
-        let (mut id, mut end) = c.get();
-        if id == end {
-            id = NEXT_TOKEN_BLOCK.fetch_add(TOKEN_BLOCK, Ordering::Relaxed);
-            end = id + TOKEN_BLOCK;
+impl Live {
+    /// A token id never used before by any thread. Each thread takes ids
+    /// from a block of its own (no atomic operation per handler call).
+    fn fresh_id(&mut self) -> TokenId {
+        if self.next == self.end {
+            self.next = NEXT_TOKEN_BLOCK.fetch_add(TOKEN_BLOCK, Ordering::Relaxed);
+            self.end = self.next + TOKEN_BLOCK;
         }
-        c.set((id + 1, end));
-        id
-    })
+        self.next += 1;
+        self.next - 1
+    }
+}
+
+thread_local! {
+    static LIVE: RefCell<Live> = const {
+        RefCell::new(Live {
+            tokens: Vec::new(),
+            next: 0,
+            end: 0,
+        })
+    };
 }
 
 /// Keeps a token live while a handler runs; it dies when the guard drops
@@ -69,10 +81,19 @@ pub fn next_id() -> TokenId {
 pub struct LiveToken(TokenId);
 
 impl LiveToken {
-    pub fn push(info: TokenInfo) -> LiveToken {
-        let id = info.id;
-        LIVE.with(|l| l.borrow_mut().push(info));
-        LiveToken(id)
+    /// Makes `info` live under a new id (whatever `info.id` was).
+    pub fn push(mut info: TokenInfo) -> LiveToken {
+        LIVE.with(|l| {
+            let mut l = l.borrow_mut();
+            info.id = l.fresh_id();
+            let id = info.id;
+            l.tokens.push(info);
+            LiveToken(id)
+        })
+    }
+
+    pub fn id(&self) -> TokenId {
+        self.0
     }
 
     /// Ends the token's life now; returns its last state.
@@ -87,7 +108,7 @@ impl LiveToken {
 /// handler unwound past a nested one).
 fn remove(id: TokenId) -> Option<TokenInfo> {
     LIVE.with(|l| {
-        let mut l = l.borrow_mut();
+        let l = &mut l.borrow_mut().tokens;
         if l.last().is_some_and(|t| t.id == id) {
             return l.pop();
         }
@@ -105,19 +126,22 @@ impl Drop for LiveToken {
 /// Runs `f` on the live token `id` of this thread; None when there is none.
 /// `f` must not start a handler (the live list is borrowed meanwhile).
 pub fn with<R>(id: TokenId, f: impl FnOnce(&TokenInfo) -> R) -> Option<R> {
-    LIVE.with(|l| l.borrow().iter().rev().find(|t| t.id == id).map(f))
+    LIVE.with(|l| l.borrow().tokens.iter().rev().find(|t| t.id == id).map(f))
 }
 
 /// Runs `f` on the live token `id` of this thread, which it may change;
 /// None when there is none. `f` must not start a handler nor look at tokens
 /// (the live list is borrowed meanwhile).
 pub fn with_mut<R>(id: TokenId, f: impl FnOnce(&mut TokenInfo) -> R) -> Option<R> {
-    LIVE.with(|l| l.borrow_mut().iter_mut().rev().find(|t| t.id == id).map(f))
+    LIVE.with(|l| {
+        let mut l = l.borrow_mut();
+        l.tokens.iter_mut().rev().find(|t| t.id == id).map(f)
+    })
 }
 
 /// Whether this thread is inside a handler.
 pub fn in_handler() -> bool {
-    LIVE.with(|l| !l.borrow().is_empty())
+    LIVE.with(|l| !l.borrow().tokens.is_empty())
 }
 
 #[cfg(test)]
@@ -127,7 +151,13 @@ mod tests {
     #[test]
     fn token_ids_are_unique_across_threads_and_never_zero() {
         let per_thread: Vec<Vec<TokenId>> = (0..4)
-            .map(|_| std::thread::spawn(|| (0..1000).map(|_| next_id()).collect()))
+            .map(|_| {
+                std::thread::spawn(|| {
+                    (0..1000)
+                        .map(|_| LIVE.with(|l| l.borrow_mut().fresh_id()))
+                        .collect()
+                })
+            })
             .map(|h| h.join().unwrap())
             .collect();
         let mut all: Vec<TokenId> = per_thread.concat();
