@@ -261,14 +261,15 @@ impl<A: PeerAddr> Protocol<A> {
     /// Takes one datagram received from `from`.
     pub fn handle_datagram(&mut self, now: Instant, from: A, dgram: &[u8]) {
         self.out.stats.packets_received += 1;
-        let pkt = match wire::decode(dgram) {
-            Ok(p) => p,
-            Err(_) => {
-                self.out.stats.corrupt += 1;
-                return;
-            }
-        };
-        let c = *pkt.common();
+        match wire::decode(dgram) {
+            // By reference: the parsed packet (~170 bytes) is not copied.
+            Ok(ref pkt) => self.handle_packet(now, from, pkt),
+            Err(_) => self.out.stats.corrupt += 1,
+        }
+    }
+
+    fn handle_packet(&mut self, now: Instant, from: A, pkt: &Packet<'_>) {
+        let c = pkt.common();
         let known = self.find_peer(&from);
         let retired =
             known.is_some_and(|s| c.src_id != 0 && self.peers[s].retired_ids.contains(&c.src_id));
@@ -280,7 +281,7 @@ impl<A: PeerAddr> Protocol<A> {
         if c.dst_id != 0 && c.dst_id != self.local_id {
             self.out.stats.stale += 1;
             if matches!(pkt, Packet::Data { .. }) {
-                self.answer_stale(from, known, &c);
+                self.answer_stale(from, known, c);
             }
             return;
         }
@@ -295,8 +296,8 @@ impl<A: PeerAddr> Protocol<A> {
                 self.on_ack(now, slot, ch, a.epoch, a.next, 0);
             }
         }
-        match pkt {
-            Packet::Ack { common, sack } => {
+        match *pkt {
+            Packet::Ack { ref common, sack } => {
                 self.out.stats.acks_received += 1;
                 self.on_ack(
                     now,
@@ -307,18 +308,18 @@ impl<A: PeerAddr> Protocol<A> {
                     sack,
                 );
             }
-            Packet::Nack { common, last } => {
+            Packet::Nack { ref common, last } => {
                 self.out.stats.nacks_received += 1;
                 let ch = common.channel as usize;
                 self.on_nack(now, slot, ch, common.epoch, common.seq, last);
             }
             Packet::Data {
-                common,
-                meta,
+                ref common,
+                ref meta,
                 msg_len,
                 frag_off,
                 payload,
-            } => self.on_data(now, slot, &common, &meta, msg_len, frag_off, payload),
+            } => self.on_data(now, slot, common, meta, msg_len, frag_off, payload),
         }
     }
 
