@@ -674,13 +674,13 @@ pub fn reply(
         meta.txn = t.txn;
         meta.tag = tag;
         meta.dest_offset = dest_offset;
-        let c = cat.index();
-        st.stats.replies_sent[c] += 1;
-        st.stats.reply_data_bytes_sent[c] += payload.len() as u64;
         let now = Instant::now();
         st.proto
             .send(now, t.source_addr, CHANNEL_REPLY, meta, payload.to_vec());
         st.flush(now);
+        let c = cat.index();
+        st.stats.replies_sent[c] += 1;
+        st.stats.reply_data_bytes_sent[c] += payload.len() as u64;
         Ok(None)
     })
     .ok_or(Error::BadArg("not the token of a running handler"))??;
@@ -796,6 +796,16 @@ impl EpState {
     ) {
         let txn = self.next_txn;
         self.next_txn = self.next_txn.wrapping_add(1).max(1);
+        let mut meta = MsgMeta::new(MsgKind::User, cat, handler, args);
+        meta.txn = txn;
+        meta.tag = tag;
+        meta.dest_offset = dest_offset;
+        self.proto
+            .send(now, addr, CHANNEL_REQUEST, meta, payload.to_vec());
+        self.flush(now);
+        // The bookkeeping waits until the datagram is out (off the round
+        // trip's critical path): the reply is taken by a poll, which needs
+        // this endpoint's lock, held until this returns.
         self.outstanding.insert(
             txn,
             Outstanding {
@@ -803,16 +813,9 @@ impl EpState {
                 sent: now,
             },
         );
-        let mut meta = MsgMeta::new(MsgKind::User, cat, handler, args);
-        meta.txn = txn;
-        meta.tag = tag;
-        meta.dest_offset = dest_offset;
         let c = cat.index();
         self.stats.requests_sent[c] += 1;
         self.stats.request_data_bytes_sent[c] += payload.len() as u64;
-        self.proto
-            .send(now, addr, CHANNEL_REQUEST, meta, payload.to_vec());
-        self.flush(now);
     }
 
     /// A request's reply (or its refusal) came: its credit is free again.
