@@ -76,24 +76,7 @@ pub fn monotonic_nanos() -> u64 {
 /// Sleeps until one of `fds` is readable or `timeout_ms` passes (-1: no
 /// limit). Returns whether any descriptor is readable.
 pub fn wait_readable(fds: &[RawFd], timeout_ms: i32) -> bool {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    loop {
-        // SAFETY: `pfds` is a valid array of pollfd of the given length.
-        let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
-        if r >= 0 {
-            return r > 0;
-        }
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return false;
-        }
-    }
+    poll_fds(fds, timeout_ms).iter().any(|&r| r)
 }
 
 /// Receives up to `slots` datagrams with one `recvmmsg` call.

@@ -963,22 +963,27 @@ fn encode_fragment<A>(out: &mut Outbox<A>, c: &Common, f: &Fragment) -> Vec<u8> 
     b
 }
 
-fn send_ack<A: Copy>(out: &mut Outbox<A>, local_id: u32, peer: &mut Peer<A>, ch: usize) {
-    let to = peer.addr;
+/// The header of a control packet about receive channel `ch` of `peer`:
+/// its epoch and next expected sequence number, with both piggybacked acks.
+fn control_header<A>(local_id: u32, peer: &Peer<A>, ch: usize) -> Common {
     let rx = &peer.rx[ch];
-    let c = Common {
+    Common {
         src_id: local_id,
         dst_id: peer.remote_id,
         channel: ch as u8,
         epoch: rx.epoch,
         seq: rx.next,
         acks: peer.piggyback(),
-    };
-    let sack = rx.sack_bits();
+    }
+}
+
+fn send_ack<A: Copy>(out: &mut Outbox<A>, local_id: u32, peer: &mut Peer<A>, ch: usize) {
+    let c = control_header(local_id, peer, ch);
+    let sack = peer.rx[ch].sack_bits();
     let mut b = out.buf();
     wire::encode_ack(&mut b, &c, sack);
     out.stats.acks_sent += 1;
-    out.push(to, b);
+    out.push(peer.addr, b);
     let rx = &mut peer.rx[ch];
     rx.ack_owed_since = None;
     rx.ack_urgent = false;
@@ -991,20 +996,11 @@ fn send_nack<A: Copy>(
     ch: usize,
     last: bool,
 ) {
-    let to = peer.addr;
-    let rx = &peer.rx[ch];
-    let c = Common {
-        src_id: local_id,
-        dst_id: peer.remote_id,
-        channel: ch as u8,
-        epoch: rx.epoch,
-        seq: rx.next,
-        acks: peer.piggyback(),
-    };
+    let c = control_header(local_id, peer, ch);
     let mut b = out.buf();
     wire::encode_nack(&mut b, &c, last);
     out.stats.nacks_sent += 1;
-    out.push(to, b);
+    out.push(peer.addr, b);
 }
 
 /// One DATA packet's fragment, as received or as held.
