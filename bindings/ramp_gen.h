@@ -348,6 +348,10 @@ int ramp_GetSourceId(void *token, int *srcid);
 
 int ramp_GetTokenInfo(void *token, handler_t *handler, ramp_category_t *cat, int *is_req);
 
+int ramp_GetTokenArgCount(void *token, int *nargs);
+
+int ramp_GetEndpointName(ep_t ea, en_t *name);
+
 int ramp_enEqual(en_t a, en_t b);
 
 int ramp_enToString(en_t name, char *buf, size_t len);

@@ -56,6 +56,10 @@ static void check_token(void *token, int handler, int cat, int is_req) {
 
 static void sreq(void *token, int32_t a, int32_t b) {
   check_token(token, H_SREQ, ramp_Short, 1);
+  int nargs = -1;
+  AM_SAFE(ramp_GetTokenArgCount(token, &nargs));
+  CHECK(nargs == 2, "ramp_GetTokenArgCount gave %d, expected 2", nargs);
+  EXPECT_RC(ramp_GetTokenArgCount(token, NULL), AM_ERR_BAD_ARG);
   CHECK(a == (int32_t)0xBABE7001u && b == -2, "short request args %d %d", (int)a, (int)b);
   req_ran++;
   req_ran_during_request_call = in_request_call;
@@ -205,6 +209,11 @@ static void a16_s(void *token PARAMS_16) {
   int32_t a[16];
   STORE_16(a)
   check_token(token, H_A16_S, ramp_Short, 1);
+  {
+    int nargs = -1;
+    AM_SAFE(ramp_GetTokenArgCount(token, &nargs));
+    CHECK(nargs == 16, "ramp_GetTokenArgCount gave %d, expected 16", nargs);
+  }
   check16(a, 1, "16-arg short request");
   a16_ran++;
   a16_reply(token, 0, NULL, 0);
@@ -299,6 +308,15 @@ int main(void) {
   eb_t eb;
   AM_SAFE(AM_AllocateBundle(AM_SEQ, &eb));
   AM_SAFE(AM_AllocateEndpoint(eb, &g_ep, &g_name));
+  {
+    en_t own;
+    memset(&own, 0, sizeof own);
+    AM_SAFE(ramp_GetEndpointName(g_ep, &own));
+    CHECK(ramp_enEqual(own, g_name), "ramp_GetEndpointName gave %s, AM_AllocateEndpoint %s", en_str(own),
+          en_str(g_name));
+    EXPECT_RC(ramp_GetEndpointName(g_ep, NULL), AM_ERR_BAD_ARG);
+    EXPECT_RC(ramp_GetEndpointName(NULL, &own), AM_ERR_BAD_ARG);
+  }
   AM_SAFE(AM_SetTag(g_ep, g_tag));
   AM_SAFE(AM_Map(g_ep, 0, g_name, g_tag));
   AM_SAFE(AM_SetSeg(g_ep, g_seg, sizeof g_seg));

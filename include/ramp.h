@@ -73,6 +73,11 @@ typedef struct ramp_stats {
 int ramp_GetSourceId(void *token, int *srcid);
 /* Reports the message's handler index, category, and *is_req non-zero for a request, 0 for a reply. */
 int ramp_GetTokenInfo(void *token, handler_t *handler, ramp_category_t *cat, int *is_req);
+/* Reports how many arguments (0..16) the message carries (bindings whose handlers have a
+ * fixed arity check it). */
+int ramp_GetTokenArgCount(void *token, int *nargs);
+/* Reports the endpoint's own name (what AM_AllocateEndpoint returned). */
+int ramp_GetEndpointName(ep_t ea, en_t *name);
 
 /* ------------------------------------------------------------------------------------
  * Endpoint names and translation tags

@@ -176,6 +176,8 @@ _PROTOTYPES = {
     # ramp.h
     "ramp_GetSourceId": (_I, [_P, POINTER(c_int)]),
     "ramp_GetTokenInfo": (_I, [_P, POINTER(c_uint8), POINTER(c_int), POINTER(c_int)]),
+    "ramp_GetTokenArgCount": (_I, [_P, POINTER(c_int)]),
+    "ramp_GetEndpointName": (_I, [_P, _P]),
     "ramp_enEqual": (_I, [en_t, en_t]),
     "ramp_enToString": (_I, [en_t, _P, c_size_t]),
     "ramp_SetTranslationTag": (_I, [_P, c_int, c_uint64]),

@@ -16,12 +16,11 @@ unless given: ``def h(token, a, b)`` is a short handler of 2 arguments;
 ``bytes`` or ``bytearray``) is a bulk handler of 1 argument.  A function taking
 ``*args`` needs an explicit ``nargs``.
 
-On every call the trampoline asks ramp (``ramp_GetTokenInfo``) for the message's
-category: a message of the wrong kind (say a short message to a bulk handler, whose
-``buf`` would be garbage) is not passed to the function; a :class:`HandlerKindError`
-is raised instead.  The argument *count* cannot be checked (the C API does not
-report it): as in C, a message must carry exactly the ``nargs`` arguments its
-handler declares; extra arguments are ignored, missing ones read as garbage.
+On every call the trampoline asks ramp (``ramp_GetTokenInfo``,
+``ramp_GetTokenArgCount``) for the message's category and argument count: a message
+of the wrong kind (say a short message to a bulk handler, whose ``buf`` would be
+garbage) or with another number of arguments than the handler declares is not
+passed to the function; a :class:`HandlerKindError` is raised instead.
 
 Python handler functions are called as ``fn(token, a0, ..., aN-1)`` (short) or
 ``fn(token, buf, a0, ..., aN-1)`` (medium/long).  For a **medium** message ``buf`` is
@@ -120,7 +119,8 @@ class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.pending: List[BaseException] = []
         self.count = 0
-        self.info = (c_int * 3)()  # ramp_GetTokenInfo's out-parameters
+        # ramp_GetTokenInfo's three out-parameters, then ramp_GetTokenArgCount's
+        self.info = (c_int * 4)()
         self.addr = ctypes.addressof(self.info)
 
 
@@ -557,6 +557,18 @@ def _describe_kind(kind: str) -> str:
 
 _CATEGORIES = (Category.SHORT, Category.MEDIUM, Category.LONG)
 _fast_token_info: Any = None
+_fast_arg_count: Any = None
+
+
+def _arg_count_fn() -> Any:
+    """ramp_GetTokenArgCount with plain-address parameters (the trampolines' fast path)."""
+    global _fast_arg_count
+    if _fast_arg_count is None:
+        f = _L()["ramp_GetTokenArgCount"]  # a separate function object: own argtypes
+        f.argtypes = [c_void_p, c_void_p]
+        f.restype = c_int
+        _fast_arg_count = f
+    return _fast_arg_count
 
 
 def _token_info_fn() -> Any:
@@ -572,7 +584,14 @@ def _token_info_fn() -> Any:
 
 def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int) -> Any:
     get_info = _token_info_fn()
+    get_count = _arg_count_fn()
     st = _st
+
+    def arity_error(tok: Token, got: int) -> HandlerKindError:
+        return HandlerKindError(
+            "handler %d of %s was registered for %d argument(s) but a message with %d arrived"
+            % (tok.handler, ep, nargs, got)
+        )
 
     def kind_error(tok: Token, cat: int) -> HandlerKindError:
         return HandlerKindError(
@@ -601,6 +620,9 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
                 tok._raw = (i[0] & 0xFF, c, i[2])
                 if c != 0:
                     raise kind_error(tok, c)
+                get_count(ptr, a + 12)
+                if i[3] != nargs:
+                    raise arity_error(tok, i[3])
                 fn(tok, *args)
             except BaseException as e:  # never unwind into C
                 s.pending.append(e)
@@ -631,6 +653,9 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
                 view = ep._long_view(buf or 0, nbytes)
             else:
                 raise kind_error(tok, c)
+            get_count(ptr, a + 12)
+            if i[3] != nargs:
+                raise arity_error(tok, i[3])
             fn(tok, view, *args)
         except BaseException as e:  # never unwind into C
             s.pending.append(e)

@@ -286,6 +286,24 @@ def test_long_message_to_medium_handler(pair):
         b.wait(timeout=30)
 
 
+def test_argument_count_mismatch(pair):
+    b, x, y = pair
+    called = []
+    y.set_handler(3, lambda tok, a: called.append(a))
+    y.set_handler(4, lambda tok, buf, a, b_: called.append((a, b_)), kind="medium", nargs=2)
+    ready(x, y)
+    x.request(0, 3, 1, 2)  # two arguments to a one-argument handler
+    with pytest.raises(ramp.HandlerKindError, match="1 argument.* 2 arrived"):
+        b.wait(timeout=30)
+    x.request_medium(0, 4, b"abc", 7)  # one argument to a two-argument handler
+    with pytest.raises(ramp.HandlerKindError, match="2 argument.* 1 arrived"):
+        b.wait(timeout=30)
+    assert not called
+    x.request(0, 3, 5)
+    b.wait(until=lambda: called, timeout=30)
+    assert called == [5]
+
+
 def test_registration_checks(pair):
     b, x, y = pair
 

@@ -29,6 +29,8 @@ pub struct TokenInfo {
     pub tag: u64,
     pub handler: u8,
     pub category: Category,
+    /// How many arguments the message carries.
+    pub nargs: u8,
     pub is_request: bool,
     /// A message returned to handler 0: nothing may be sent with its token.
     pub returned: bool,

@@ -169,6 +169,24 @@ pub unsafe extern "C" fn ramp_GetTokenInfo(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn ramp_GetTokenArgCount(token: *mut c_void, nargs: *mut c_int) -> c_int {
+    boundary("ramp_GetTokenArgCount", || {
+        let n = with_token(token, |t| t.nargs)?;
+        // SAFETY: `out` checks for NULL.
+        unsafe { out(nargs, n as c_int) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_GetEndpointName(ea: ep_t, name: *mut en_t) -> c_int {
+    boundary("ramp_GetEndpointName", || {
+        let n = endpoint(ea)?.name();
+        // SAFETY: `out` checks for NULL.
+        unsafe { out(name, en_t::from(n)) }
+    })
+}
+
+#[no_mangle]
 pub extern "C" fn ramp_enEqual(a: en_t, b: en_t) -> c_int {
     (a == b) as c_int
 }
