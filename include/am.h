@@ -163,7 +163,8 @@ typedef void (*am_handler_fn_t)();
  * Initialisation and termination
  * ---------------------------------------------------------------------------------- */
 
-/* Reference-counted initialisation; always returns AM_OK. */
+/* Reference-counted initialisation. Returns AM_OK, or AM_ERR_BAD_ARG (after printing the
+ * variable and what was expected) when a RAMP_* environment variable holds a bad value. */
 int AM_Init(void);
 /* Undoes one AM_Init; the last matching call frees every bundle and endpoint. */
 int AM_Terminate(void);
