@@ -181,8 +181,39 @@ static void stale_token(void) {
 
 /* ------------------------------------------------------------------------------------ */
 
+/* A bad RAMP_* variable: AM_Init refuses (in a child: the configuration is read once per
+ * process), names the variable on stderr, and the process can go on without crashing. */
+static void bad_configuration(void) {
+  int errpipe[2];
+  CHECK(pipe(errpipe) == 0, "pipe");
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork");
+  if (pid == 0) {
+    dup2(errpipe[1], 2);
+    setenv("RAMP_FAULT_LOSS", "lots", 1);
+    int rc = AM_Init();
+    eb_t eb = NULL;
+    int rc2 = AM_AllocateBundle(AM_SEQ, &eb);
+    _exit(rc == AM_ERR_BAD_ARG && rc2 == AM_ERR_NOT_INIT && eb == NULL ? 0 : 1);
+  }
+  close(errpipe[1]);
+  char buf[4096];
+  size_t n = 0;
+  ssize_t r;
+  while (n < sizeof buf - 1 && (r = read(errpipe[0], buf + n, sizeof buf - 1 - n)) > 0) n += (size_t)r;
+  buf[n] = 0;
+  close(errpipe[0]);
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "with RAMP_FAULT_LOSS=lots, AM_Init must return AM_ERR_BAD_ARG and nothing be allocated (status %d)", st);
+  CHECK(strstr(buf, "RAMP_FAULT_LOSS") != NULL, "the message does not name the variable: %s", buf);
+}
+
 int main(void) {
   ct_init("t_badargs", 60);
+  PHASE("bad configuration");
+  bad_configuration();
   AM_SAFE(AM_Init());
   const eb_t NULLEB = NULL;
   const ep_t NULLEP = NULL;
