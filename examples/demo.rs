@@ -1,6 +1,6 @@
 //! The main job of the README: a small SPMD job under ramp's local launcher
 //! that shows ramp working and prints figures.
-//!   cargo build --release --examples && target/release/ramp-run -n 4 target/release/examples/demo
+//!   cargo build --release --bins --examples && target/release/ramp-run -n 4 target/release/examples/demo
 //! Rank 0 and 1 measure the short request/reply round trip and the long
 //! (Xfer) bandwidth; every rank pings every rank; barriers are timed; the
 //! job's statistics are summed on rank 0.
