@@ -1510,3 +1510,39 @@ fn congestion_under_faults_is_delivered_xor_failed() {
     }
     assert!(congested > 0);
 }
+
+/// A lost last packet (nothing after it to reveal the loss through a SACK)
+/// is resent by the tail-loss probe after about two round trips plus the ACK
+/// delay, not after a whole retransmission timeout.
+#[test]
+fn tail_loss_probe_resends_a_lost_last_packet_early() {
+    let cfg = ProtoConfig::default();
+    let mut net = SimNet::new(2, cfg.clone(), SimConfig::default());
+    let mut tx = Sender::default();
+    let mut ledger = Ledger::default();
+    // learn the round trip
+    for _ in 0..20 {
+        tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 16);
+        assert!(net.run_for(SECOND));
+        ledger.drain(&mut net, [1]);
+    }
+    let before = ledger.delivered;
+    // the next packet is lost: the receiver is cut off while it leaves
+    net.set_down(1, true);
+    tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 16);
+    net.set_down(1, false);
+    let t0 = net.now();
+    assert!(net.run_until(SECOND, |net| {
+        ledger.drain(net, [1]);
+        ledger.delivered > before
+    }));
+    let took = net.now().since(t0);
+    assert!(
+        took < cfg.rto_min / 2,
+        "the lost last packet arrived after {} us; the minimum RTO is {} us",
+        took / MICROS,
+        cfg.rto_min / MICROS
+    );
+    assert_eq!(net.node(0).stats().retransmits[0].iter().sum::<u64>(), 1);
+    assert_goes_idle(&mut net, SECOND);
+}

@@ -567,8 +567,18 @@ impl<A: PeerAddr> Protocol<A> {
             return;
         }
         let rto = peer.rtt.rto();
+        // Tail-loss probe (after RFC 8985 TLP): the last packet of what goes
+        // out now is resent once, without backoff, if no ACK came within
+        // about two round trips plus twice the receiver's ACK delay (a delayed
+        // ACK goes out when the receiver next polls) — a lost last
+        // packet has no later one whose SACK would reveal the loss, and would
+        // otherwise wait a whole retransmission timeout.
+        let probe_after = peer
+            .rtt
+            .srtt()
+            .map(|srtt| (2 * srtt).max(srtt + 4 * peer.rtt.rttvar()) + 2 * self.cfg.ack_delay);
         let mut sent_any = false;
-        let mut first_deadline = None;
+        let mut first_deadline: Option<Instant> = None;
         let window = self.cfg.window;
         let local_id = self.local_id;
         let acks = peer.piggyback();
@@ -598,6 +608,7 @@ impl<A: PeerAddr> Protocol<A> {
             first_deadline.get_or_insert(p.deadline);
         }
         let mut burst_bytes = 0u64;
+        let mut new_sent = false;
         while tx.in_flight.len() < window {
             let Some(frag) = tx.pending.pop_front() else {
                 break;
@@ -629,7 +640,17 @@ impl<A: PeerAddr> Protocol<A> {
                 reorder_timer: false,
             });
             sent_any = true;
+            new_sent = true;
             first_deadline.get_or_insert(deadline);
+        }
+        if let (true, Some(pto)) = (new_sent, probe_after) {
+            let last = tx.in_flight.back_mut().unwrap();
+            let probe = last.first_sent.plus(pto + burst_bytes * BURST_NS_PER_BYTE);
+            if probe < last.deadline {
+                last.deadline = probe;
+                last.reorder_timer = true;
+                first_deadline = Some(first_deadline.map_or(probe, |d| d.min(probe)));
+            }
         }
         if sent_any {
             peer.acks_carried();
