@@ -985,7 +985,9 @@ class Endpoint:
     def name(self) -> EndpointName:
         """The endpoint's global name (what peers :meth:`map`)."""
         if self._name is None:
-            raise RampError("this endpoint's name is unknown (the C API cannot report it)")
+            en = en_t()
+            _check(_L().ramp_GetEndpointName(self._h(), byref(en)), "ramp_GetEndpointName")
+            self._name = EndpointName(en)
         return self._name
 
     @property

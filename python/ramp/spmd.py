@@ -201,10 +201,6 @@ def startup(
     size = lib.ramp_SPMDNumProcs()
     bundle = Bundle._wrap(eb.value or 0)
     endpoint = Endpoint._wrap(ep.value or 0, bundle)
-    try:
-        endpoint._name = endpoint.translation_name(rank)
-    except RampError:
-        pass
     _job = Job(rank, size, bundle, endpoint, pid.value)
     return _job
 

@@ -38,6 +38,15 @@ def test_bundle_and_endpoint_lifecycle():
         b.allocate_endpoint()
 
 
+def test_name_of_an_endpoint_made_elsewhere():
+    # an endpoint handle made outside the package (as ramp_SPMDStartup makes one) gets
+    # its name from the library (ramp_GetEndpointName)
+    with ramp.Bundle() as b:
+        with b.allocate_endpoint() as e:
+            alias = ramp.Endpoint._wrap(e.handle, b)
+            assert alias._name is None and alias.name == e.name
+
+
 def test_bad_bundle_mode():
     with pytest.raises(ramp.BadArgError):
         ramp.Bundle(7)
