@@ -3,7 +3,11 @@
 //!    its functions exist in libramp.so, and export them with a version script
 //!    made from src/ffi/c/exports.txt (rustc's own script hides C symbols);
 //! 2. give libramp.so its soname with the ABI version (libramp.so.0);
-//! 3. regenerate bindings/ramp_gen.h with cbindgen from src/ffi, which a test
+//! 3. put the soname beside the library in the target directory
+//!    (`libramp.so.0 -> libramp.so`), so that a program linked in-tree with
+//!    `-Ltarget/release -lramp` finds it at run time with
+//!    `LD_LIBRARY_PATH=target/release`, as an installed one would;
+//! 4. regenerate bindings/ramp_gen.h with cbindgen from src/ffi, which a test
 //!    compares with the hand-curated include/ headers.
 
 use std::env;
@@ -54,6 +58,8 @@ fn main() {
     );
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libramp.so.{ABI_VERSION}");
 
+    soname_link(Path::new(&out));
+
     let config = cbindgen::Config::from_file(Path::new(&dir).join("cbindgen.toml"))
         .expect("cbindgen.toml is readable and valid");
     let generated = cbindgen::Builder::new()
@@ -65,4 +71,22 @@ fn main() {
     fs::create_dir_all(target.parent().unwrap()).unwrap();
     // Writes only when the text changed, so the tree stays clean otherwise.
     generated.write_to_file(&target);
+}
+
+/// Creates `libramp.so.ABI -> libramp.so` in the profile's directory
+/// (`OUT_DIR` is `<target>/<profile>/build/ramp-<hash>/out`). The link may
+/// dangle until rustc has written the library; a failure only warns.
+fn soname_link(out: &Path) {
+    let Some(profile_dir) = out.ancestors().nth(3) else {
+        return;
+    };
+    let link = profile_dir.join(format!("libramp.so.{ABI_VERSION}"));
+    if fs::read_link(&link).is_ok_and(|t| t == Path::new("libramp.so")) {
+        return;
+    }
+    let _ = fs::remove_file(&link);
+    #[cfg(unix)]
+    if let Err(e) = std::os::unix::fs::symlink("libramp.so", &link) {
+        println!("cargo:warning=cannot create {}: {e}", link.display());
+    }
 }

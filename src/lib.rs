@@ -5,10 +5,14 @@
 //! format), `net` (transports). `sim` is a deterministic network simulator for
 //! testing `proto`.
 
+// `unsafe` is allowed only in `sys` (the OS calls) and `ffi` (the C ABI).
+#![deny(unsafe_code)]
+
 pub mod am;
 pub mod bench;
 pub mod config;
 pub mod error;
+#[allow(unsafe_code)]
 pub mod ffi;
 pub mod fxhash;
 pub mod net;
@@ -16,5 +20,7 @@ pub mod proto;
 mod rng;
 pub mod sim;
 pub mod spmd;
+#[allow(unsafe_code)]
+mod sys;
 pub mod time;
 pub mod wire;

@@ -15,7 +15,7 @@ impl Instant {
 
     /// Reads the monotonic clock.
     pub fn now() -> Instant {
-        Instant(crate::ffi::os::monotonic_nanos())
+        Instant(crate::sys::monotonic_nanos())
     }
 
     pub fn from_micros(us: u64) -> Instant {

@@ -9,7 +9,7 @@ use parking_lot::RwLock;
 
 use super::endpoint::Endpoint;
 use crate::error::{Error, Result};
-use crate::ffi::os::wait_readable;
+use crate::sys::wait_readable;
 use crate::time::{Instant, MILLIS};
 
 pub const NOEVENTS: i32 = 0;

@@ -1,13 +1,11 @@
 //! The C ABI: `extern "C"` entry points of `include/am.h` and
-//! `include/ramp.h`, the variadic shim (`c/shim.c`, compiled by build.rs),
-//! and the few OS calls that need `unsafe` (`os`).
+//! `include/ramp.h` and the variadic shim (`c/shim.c`, compiled by build.rs).
 //!
 //! Every entry point goes through `boundary`: a panic never crosses into C
 //! (it becomes `AM_ERR_RESOURCE`), errors map to AM codes in one place, and
 //! out-parameters are written only on success.
 
 pub mod am2;
-pub mod os;
 pub mod ramp;
 mod segment;
 pub mod spmd;

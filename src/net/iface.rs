@@ -3,7 +3,7 @@
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
 
-use crate::ffi::os;
+use crate::sys as os;
 
 /// `spec` is an IP address, an interface name, or None for the default: the
 /// first address of an interface that is up and not loopback (IPv4 first),

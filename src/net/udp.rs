@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use super::{DatagramSink, Transport, RECV_BATCH, RECV_SLOT};
-use crate::ffi::os::BatchReceiver;
+use crate::sys::BatchReceiver;
 use crate::time::Instant;
 
 pub struct UdpTransport {

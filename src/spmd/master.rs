@@ -12,7 +12,7 @@ use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use super::frame::{u32_at, write_frame, FrameReader, Kind};
-use crate::ffi::os;
+use crate::sys as os;
 
 /// Environment variables that make a process a worker of a local job.
 pub const ENV_MASTER: &str = "RAMP_SPMD_MASTER";

@@ -76,7 +76,7 @@ pub(crate) fn connect_env() -> io::Result<(Stream, bool)> {
             .trim()
             .parse()
             .map_err(|_| invalid(format!("PMI_FD={fd:?} is not a file descriptor number")))?;
-        let owned: OwnedFd = crate::ffi::os::adopt_inherited_socket(n)
+        let owned: OwnedFd = crate::sys::adopt_inherited_socket(n)
             .map_err(|e| io::Error::new(e.kind(), format!("PMI_FD={n}: {e}")))?;
         return Ok((Stream::Unix(UnixStream::from(owned)), false));
     }
@@ -128,7 +128,7 @@ pub(crate) fn bad_reply(command: &str, reply: &str, why: &str) -> io::Error {
 pub(crate) fn idle(fd: Option<RawFd>) {
     match fd {
         Some(fd) => {
-            crate::ffi::os::wait_readable(&[fd], 10);
+            crate::sys::wait_readable(&[fd], 10);
         }
         None => std::thread::sleep(std::time::Duration::from_millis(1)),
     }
@@ -216,7 +216,7 @@ impl Conn {
             if self.closed {
                 return;
             }
-            crate::ffi::os::wait_readable(&[self.stream.raw_fd()], 10);
+            crate::sys::wait_readable(&[self.stream.raw_fd()], 10);
         }
     }
 

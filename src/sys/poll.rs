@@ -1,0 +1,32 @@
+//! Sleeping until descriptors are readable (poll).
+
+use std::os::fd::RawFd;
+
+/// Sleeps until one of `fds` is readable or `timeout_ms` passes (-1: no
+/// limit). Returns whether any descriptor is readable.
+pub fn wait_readable(fds: &[RawFd], timeout_ms: i32) -> bool {
+    poll_fds(fds, timeout_ms).iter().any(|&r| r)
+}
+
+/// Sleeps until one of `fds` is readable (or hung up) or `timeout_ms`
+/// passes; returns, for each descriptor, whether it needs attention.
+pub fn poll_fds(fds: &[RawFd], timeout_ms: i32) -> Vec<bool> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    loop {
+        // SAFETY: `pfds` is a valid array of pollfd of the given length.
+        let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+        if r >= 0 {
+            return pfds.iter().map(|p| p.revents != 0).collect();
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return vec![false; fds.len()];
+        }
+    }
+}
