@@ -1,6 +1,6 @@
 //! ramp: a Reliable Active Message Protocol library.
 //!
-//! Layers, top to bottom (see DESIGN.md): `ffi` (the C ABI), `am` (AM-2
+//! Layers, top to bottom (see ARCHITECTURE.md): `ffi` (the C ABI), `am` (AM-2
 //! semantics), `proto` (the sans-IO reliable protocol), `wire` (packet
 //! format), `net` (transports). `sim` is a deterministic network simulator for
 //! testing `proto`.
@@ -9,7 +9,7 @@
 #![deny(unsafe_code)]
 
 pub mod am;
-pub mod bench;
+
 pub mod config;
 pub mod error;
 #[allow(unsafe_code)]

@@ -2,7 +2,10 @@
 
 use std::process::ExitCode;
 
-use ramp::bench::{self, BenchOptions};
+mod bench;
+mod bench_roles;
+
+use bench::BenchOptions;
 
 const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--no-pin]
   bench     round trip of short requests and Xfer bandwidth between two processes

@@ -5,12 +5,10 @@
 //! cores with `taskset` when there are two), relays the endpoint names
 //! between them, and prints the client's figures. Both sides busy-poll.
 
-mod roles;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 
-pub use roles::{client_main, server_main};
+pub use crate::bench_roles::{client_main, server_main};
 
 /// Options of `ramp bench`.
 #[derive(Clone, Debug)]

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant as StdInstant;
 
-use crate::am::{self, handler, BundleMode, EndpointName, VecSegment};
-use crate::wire::Category;
+use ramp::am::{self, handler, BundleMode, EndpointName, VecSegment};
+use ramp::wire::Category;
 
 const H_ECHO: u8 = 10;
 const H_PONG: u8 = 11;
