@@ -4,34 +4,9 @@
 
 use once_cell::sync::Lazy;
 
+pub use crate::fault::FaultConfig;
 use crate::proto::ProtoConfig;
 use crate::time::MICROS;
-
-/// Fault injection on the real socket (the `faulty` transport wrapper).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct FaultConfig {
-    /// Probability of dropping an outgoing datagram.
-    pub loss: f64,
-    /// Probability of sending a datagram twice.
-    pub dup: f64,
-    /// Probability of flipping one bit of a datagram.
-    pub corrupt: f64,
-    /// Probability of holding a datagram back so that later ones overtake it.
-    pub reorder: f64,
-    /// Delay added to every datagram, in microseconds.
-    pub delay_us: u64,
-    pub seed: u64,
-}
-
-impl FaultConfig {
-    pub fn enabled(&self) -> bool {
-        self.loss > 0.0
-            || self.dup > 0.0
-            || self.corrupt > 0.0
-            || self.reorder > 0.0
-            || self.delay_us > 0
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -100,10 +75,7 @@ impl Config {
         let mut errs = Vec::new();
         let mut c = Config {
             interface: None,
-            fault: FaultConfig {
-                seed: 1,
-                ..Default::default()
-            },
+            fault: FaultConfig::default(),
             proto: ProtoConfig::default(),
             recv_depth: None,
             socket_buffer: 4 << 20,
@@ -133,7 +105,7 @@ impl Config {
         };
         const HOUR_US: u64 = 3_600_000_000;
         if let Some(x) = int("RAMP_FAULT_DELAY_US", 0, 10_000_000) {
-            c.fault.delay_us = x;
+            c.fault.delay = x * MICROS;
         }
         if let Some(x) = int("RAMP_FAULT_SEED", 0, u64::MAX) {
             c.fault.seed = x;
