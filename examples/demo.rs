@@ -80,7 +80,7 @@ fn main() {
     if rank == 0 {
         println!(
             "demo: {size} processes started by {}",
-            if std::env::var_os("RAMP_SPMD_MASTER").is_some() {
+            if ramp::config::global().is_ok_and(|c| c.spmd.master.is_some()) {
                 "ramp-run"
             } else {
                 "a PMI launcher"

@@ -1,37 +1,16 @@
 //! The one configuration struct, read once from `RAMP_*` environment
-//! variables. Every variable is listed in the README's table; a bad value is
-//! reported with its name and what was expected, never silently ignored.
+//! variables. Every variable is an entry of [`VARIABLES`] (name, older
+//! names, meaning, parser), which the README's table lists too; a bad value
+//! is reported with its name and what was expected, never silently ignored.
+
+use std::net::SocketAddr;
 
 use once_cell::sync::Lazy;
 
+use crate::am::MAX_NETWORK_DEPTH;
+pub use crate::fault::FaultConfig;
 use crate::proto::ProtoConfig;
 use crate::time::MICROS;
-
-/// Fault injection on the real socket (the `faulty` transport wrapper).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct FaultConfig {
-    /// Probability of dropping an outgoing datagram.
-    pub loss: f64,
-    /// Probability of sending a datagram twice.
-    pub dup: f64,
-    /// Probability of flipping one bit of a datagram.
-    pub corrupt: f64,
-    /// Probability of holding a datagram back so that later ones overtake it.
-    pub reorder: f64,
-    /// Delay added to every datagram, in microseconds.
-    pub delay_us: u64,
-    pub seed: u64,
-}
-
-impl FaultConfig {
-    pub fn enabled(&self) -> bool {
-        self.loss > 0.0
-            || self.dup > 0.0
-            || self.corrupt > 0.0
-            || self.reorder > 0.0
-            || self.delay_us > 0
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -45,150 +24,341 @@ pub struct Config {
     pub socket_buffer: usize,
     /// `RAMP_VERBOSE`: print every error return on stderr.
     pub verbose: bool,
+    pub spmd: SpmdConfig,
+    /// `RAMP_BENCH_SERVER_STATS`: the benchmark's server prints its statistics.
+    pub bench_server_stats: bool,
 }
 
-/// The table of variables: name, meaning (README lists the same).
-pub const VARIABLES: &[(&str, &str)] = &[
-    ("RAMP_INTERFACE", "IP address or interface name endpoints bind to (default: an address other hosts can reach, else loopback)"),
-    ("RAMP_FAULT_LOSS", "probability [0,1] of dropping an outgoing datagram"),
-    ("RAMP_FAULT_DUP", "probability [0,1] of duplicating an outgoing datagram"),
-    ("RAMP_FAULT_CORRUPT", "probability [0,1] of flipping a bit in an outgoing datagram"),
-    ("RAMP_FAULT_REORDER", "probability [0,1] of holding a datagram back so later ones overtake it"),
-    ("RAMP_FAULT_DELAY_US", "delay in microseconds added to every outgoing datagram"),
-    ("RAMP_FAULT_SEED", "seed of the fault injector (default 1)"),
-    ("RAMP_RTO_INITIAL_US", "retransmission timeout before a round trip is measured (default 20000)"),
-    ("RAMP_RTO_MIN_US", "lower bound of the retransmission timeout (default 5000)"),
-    ("RAMP_RTO_MAX_US", "upper bound of the retransmission timeout (default 1000000)"),
-    ("RAMP_RETRY_LIMIT", "retransmissions of a packet before the peer is unreachable (default 30)"),
-    ("RAMP_ACK_DELAY_US", "how long an ACK waits for a packet to ride on (default 200)"),
-    ("RAMP_NACK_LIMIT", "refusals (NACKs) of one message before it returns with ECONGESTION (default 200)"),
-    ("RAMP_NACK_BACKOFF_US", "pause after a NACK before the sender goes back (default 1000)"),
-    ("RAMP_RECV_DEPTH", "requests held delivered but not yet handled before NACKs (default 2*depth*min(max(1,P-1),4))"),
-    ("RAMP_WINDOW", "packets in flight per channel, 1..64 (default 64)"),
-    ("RAMP_MAX_DATAGRAM", "largest datagram in bytes, 1500..65507 (default 65507)"),
-    ("RAMP_SOCKET_BUFFER", "kernel socket buffer size in bytes (default 4194304)"),
-    ("RAMP_VERBOSE", "1: print every error return on stderr"),
-    ("RAMP_NETWORK_DEPTH", "SPMD jobs: network depth (credits per peer) when the program passes 0 (default 128; NETWORKDEPTH is also read)"),
-    ("RAMP_PMI", "SPMD jobs under a PMI launcher: 1 or 2 forces the PMI wire protocol version"),
-    ("RAMP_LABEL_OUTPUT", "AMUDP master form (`./prog N L`): 1 prefixes every output line with [rank]"),
-    ("RAMP_SPAWNFN", "AMUDP master form: spawner letter when none is given (only L, the default, is supported; SPAWNFN is also read)"),
-    ("RAMP_SPMD_MASTER", "set by the local launcher for its workers (with RAMP_SPMD_RANK, RAMP_SPMD_SIZE); not for users"),
-];
+/// What SPMD start-up reads from the environment (launchers' own variables,
+/// such as `PMI_FD`, are read where the PMI client uses them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpmdConfig {
+    /// `RAMP_NETWORK_DEPTH`: network depth when neither the launcher nor the
+    /// program chooses one.
+    pub network_depth: Option<u32>,
+    /// `RAMP_PMI`: the PMI wire protocol version to use (1 or 2).
+    pub pmi: Option<u8>,
+    /// `RAMP_LABEL_OUTPUT`: the AMUDP master form prefixes output lines with [rank].
+    pub label_output: bool,
+    /// `RAMP_ROUTE_OUTPUT`: the AMUDP master form routes workers' output.
+    pub route_output: bool,
+    /// `RAMP_SPAWNFN`: the spawner letter of the AMUDP master form (upper case).
+    pub spawnfn: Option<char>,
+    /// `RAMP_SPMD_MASTER`, `RAMP_SPMD_RANK`, `RAMP_SPMD_SIZE`: set by the
+    /// local launcher for its workers (all three, or none).
+    pub master: Option<SocketAddr>,
+    pub rank: Option<usize>,
+    pub size: Option<usize>,
+}
 
-fn parse_prob(name: &str, v: &str) -> Result<f64, String> {
-    match v.trim().parse::<f64>() {
-        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
-        _ => Err(format!(
-            "{name}={v:?}: expected a probability between 0 and 1"
-        )),
+impl Default for SpmdConfig {
+    fn default() -> Self {
+        SpmdConfig {
+            network_depth: None,
+            pmi: None,
+            label_output: false,
+            route_output: true,
+            spawnfn: None,
+            master: None,
+            rank: None,
+            size: None,
+        }
     }
 }
 
-fn parse_u64(name: &str, v: &str, min: u64, max: u64) -> Result<u64, String> {
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            interface: None,
+            fault: FaultConfig::default(),
+            proto: ProtoConfig::default(),
+            recv_depth: None,
+            socket_buffer: 4 << 20,
+            verbose: false,
+            spmd: SpmdConfig::default(),
+            bench_server_stats: false,
+        }
+    }
+}
+
+/// One variable: its name, the older (AMUDP) names read when it is unset,
+/// what it means (the README's table says the same), and how a value is
+/// checked and stored. A bad value gives `Err(what was expected)`.
+pub struct Var {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub meaning: &'static str,
+    set: fn(&mut Config, &str) -> Result<(), String>,
+}
+
+// Names other code uses too (the local launcher sets these for its workers;
+// a check across variables names two of them).
+pub const INTERFACE: &str = "RAMP_INTERFACE";
+pub const SPMD_MASTER: &str = "RAMP_SPMD_MASTER";
+pub const SPMD_RANK: &str = "RAMP_SPMD_RANK";
+pub const SPMD_SIZE: &str = "RAMP_SPMD_SIZE";
+pub const RTO_MIN_US: &str = "RAMP_RTO_MIN_US";
+pub const RTO_MAX_US: &str = "RAMP_RTO_MAX_US";
+
+const HOUR_US: u64 = 3_600_000_000;
+
+/// Every `RAMP_*` variable: the one place names are written, read by
+/// [`Config::from_lookup`] and compared with the README's table by a test.
+pub const VARIABLES: &[Var] = &[
+    Var {
+        name: INTERFACE,
+        aliases: &[],
+        meaning: "IP address or interface name endpoints bind to (default: an address other hosts can reach, else loopback)",
+        set: |c, v| {
+            c.interface = Some(v.trim())
+                .filter(|v| !v.is_empty())
+                .map(String::from);
+            Ok(())
+        },
+    },
+    Var {
+        name: "RAMP_FAULT_LOSS",
+        aliases: &[],
+        meaning: "probability [0,1] of dropping an outgoing datagram",
+        set: |c, v| prob(v).map(|x| c.fault.loss = x),
+    },
+    Var {
+        name: "RAMP_FAULT_DUP",
+        aliases: &[],
+        meaning: "probability [0,1] of duplicating an outgoing datagram",
+        set: |c, v| prob(v).map(|x| c.fault.dup = x),
+    },
+    Var {
+        name: "RAMP_FAULT_CORRUPT",
+        aliases: &[],
+        meaning: "probability [0,1] of flipping a bit in an outgoing datagram",
+        set: |c, v| prob(v).map(|x| c.fault.corrupt = x),
+    },
+    Var {
+        name: "RAMP_FAULT_REORDER",
+        aliases: &[],
+        meaning: "probability [0,1] of holding a datagram back so later ones overtake it",
+        set: |c, v| prob(v).map(|x| c.fault.reorder = x),
+    },
+    Var {
+        name: "RAMP_FAULT_DELAY_US",
+        aliases: &[],
+        meaning: "delay in microseconds added to every outgoing datagram",
+        set: |c, v| int(v, 0, 10_000_000).map(|x| c.fault.delay = x * MICROS),
+    },
+    Var {
+        name: "RAMP_FAULT_SEED",
+        aliases: &[],
+        meaning: "seed of the fault injector (default 1)",
+        set: |c, v| int(v, 0, u64::MAX).map(|x| c.fault.seed = x),
+    },
+    Var {
+        name: "RAMP_RTO_INITIAL_US",
+        aliases: &[],
+        meaning: "retransmission timeout before a round trip is measured (default 20000)",
+        set: |c, v| int(v, 1, HOUR_US).map(|x| c.proto.rto_initial = x * MICROS),
+    },
+    Var {
+        name: RTO_MIN_US,
+        aliases: &[],
+        meaning: "lower bound of the retransmission timeout (default 5000)",
+        set: |c, v| int(v, 1, HOUR_US).map(|x| c.proto.rto_min = x * MICROS),
+    },
+    Var {
+        name: RTO_MAX_US,
+        aliases: &[],
+        meaning: "upper bound of the retransmission timeout (default 1000000)",
+        set: |c, v| int(v, 1, HOUR_US).map(|x| c.proto.rto_max = x * MICROS),
+    },
+    Var {
+        name: "RAMP_RETRY_LIMIT",
+        aliases: &[],
+        meaning: "retransmissions of a packet before the peer is unreachable (default 30)",
+        set: |c, v| int(v, 0, 1_000_000).map(|x| c.proto.retry_limit = x as u32),
+    },
+    Var {
+        name: "RAMP_ACK_DELAY_US",
+        aliases: &[],
+        meaning: "how long an ACK waits for a packet to ride on (default 200)",
+        set: |c, v| int(v, 0, HOUR_US).map(|x| c.proto.ack_delay = x * MICROS),
+    },
+    Var {
+        name: "RAMP_NACK_LIMIT",
+        aliases: &[],
+        meaning: "refusals (NACKs) of one message before it returns with ECONGESTION (default 200)",
+        set: |c, v| int(v, 0, 1_000_000).map(|x| c.proto.nack_limit = x as u32),
+    },
+    Var {
+        name: "RAMP_NACK_BACKOFF_US",
+        aliases: &[],
+        meaning: "pause after a NACK before the sender goes back (default 1000)",
+        set: |c, v| int(v, 1, HOUR_US).map(|x| c.proto.nack_backoff = x * MICROS),
+    },
+    Var {
+        name: "RAMP_RECV_DEPTH",
+        aliases: &[],
+        meaning: "requests held delivered but not yet handled before NACKs (default 2*depth*min(max(1,P-1),4))",
+        set: |c, v| int(v, 1, 1 << 20).map(|x| c.recv_depth = Some(x as usize)),
+    },
+    Var {
+        name: "RAMP_WINDOW",
+        aliases: &[],
+        meaning: "packets in flight per channel, 1..64 (default 64)",
+        set: |c, v| int(v, 1, 64).map(|x| c.proto.window = x as usize),
+    },
+    Var {
+        name: "RAMP_MAX_DATAGRAM",
+        aliases: &[],
+        meaning: "largest datagram in bytes, 1500..65507 (default 65507)",
+        set: |c, v| int(v, 1500, 65507).map(|x| c.proto.max_datagram = x as usize),
+    },
+    Var {
+        name: "RAMP_SOCKET_BUFFER",
+        aliases: &[],
+        meaning: "kernel socket buffer size in bytes (default 4194304)",
+        set: |c, v| int(v, 4096, 1 << 30).map(|x| c.socket_buffer = x as usize),
+    },
+    Var {
+        name: "RAMP_VERBOSE",
+        aliases: &[],
+        meaning: "1: print every error return on stderr",
+        set: |c, v| flag(v).map(|x| c.verbose = x),
+    },
+    Var {
+        name: "RAMP_NETWORK_DEPTH",
+        aliases: &["NETWORKDEPTH", "AMUDP_NETWORKDEPTH"],
+        meaning: "SPMD jobs: network depth (credits per peer), 1..1024, when the program passes 0 (default 128; NETWORKDEPTH is also read)",
+        set: |c, v| {
+            int(v, 1, MAX_NETWORK_DEPTH as u64).map(|x| c.spmd.network_depth = Some(x as u32))
+        },
+    },
+    Var {
+        name: "RAMP_PMI",
+        aliases: &[],
+        meaning: "SPMD jobs under a PMI launcher: 1 or 2 forces the PMI wire protocol version",
+        set: |c, v| {
+            c.spmd.pmi = match v.trim() {
+                "1" => Some(1),
+                "2" => Some(2),
+                _ => return Err("expected 1 or 2".into()),
+            };
+            Ok(())
+        },
+    },
+    Var {
+        name: "RAMP_LABEL_OUTPUT",
+        aliases: &[],
+        meaning: "AMUDP master form (`./prog N L`): 1 prefixes every output line with [rank]",
+        set: |c, v| flag(v).map(|x| c.spmd.label_output = x),
+    },
+    Var {
+        name: "RAMP_ROUTE_OUTPUT",
+        aliases: &["ROUTE_OUTPUT"],
+        meaning: "AMUDP master form: 0 lets workers write to the terminal directly (default 1, through the master; ROUTE_OUTPUT is also read)",
+        set: |c, v| flag(v).map(|x| c.spmd.route_output = x),
+    },
+    Var {
+        name: "RAMP_SPAWNFN",
+        aliases: &["SPAWNFN", "AMUDP_SPAWNFN"],
+        meaning: "AMUDP master form: spawner letter when none is given (only L, the default, is supported; SPAWNFN is also read)",
+        set: |c, v| {
+            let mut ch = v.trim().chars();
+            c.spmd.spawnfn = match (ch.next(), ch.next()) {
+                (None, _) => None,
+                (Some(l), None) if l.is_ascii_alphabetic() => Some(l.to_ascii_uppercase()),
+                _ => return Err("expected a spawner letter such as L".into()),
+            };
+            Ok(())
+        },
+    },
+    Var {
+        name: SPMD_MASTER,
+        aliases: &[],
+        meaning: "set by the local launcher for its workers: the master's address:port; not for users",
+        set: |c, v| {
+            let a = v.trim().parse().map_err(|_| "expected address:port")?;
+            c.spmd.master = Some(a);
+            Ok(())
+        },
+    },
+    Var {
+        name: SPMD_RANK,
+        aliases: &[],
+        meaning: "set by the local launcher for its workers: the worker's rank; not for users",
+        set: |c, v| int(v, 0, u32::MAX as u64 - 1).map(|x| c.spmd.rank = Some(x as usize)),
+    },
+    Var {
+        name: SPMD_SIZE,
+        aliases: &[],
+        meaning: "set by the local launcher for its workers: the number of processes; not for users",
+        set: |c, v| int(v, 1, u32::MAX as u64).map(|x| c.spmd.size = Some(x as usize)),
+    },
+    Var {
+        name: "RAMP_BENCH_SERVER_STATS",
+        aliases: &[],
+        meaning: "`ramp bench` server role: 1 prints the endpoint's statistics on stderr when it ends",
+        set: |c, v| flag(v).map(|x| c.bench_server_stats = x),
+    },
+];
+
+fn prob(v: &str) -> Result<f64, String> {
+    match v.trim().parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err("expected a probability between 0 and 1".into()),
+    }
+}
+
+fn int(v: &str, min: u64, max: u64) -> Result<u64, String> {
     match v.trim().parse::<u64>() {
         Ok(x) if (min..=max).contains(&x) => Ok(x),
-        _ => Err(format!(
-            "{name}={v:?}: expected an integer between {min} and {max}"
-        )),
+        _ => Err(format!("expected an integer between {min} and {max}")),
+    }
+}
+
+fn flag(v: &str) -> Result<bool, String> {
+    match v.trim() {
+        "" | "0" | "no" | "false" => Ok(false),
+        "1" | "yes" | "true" => Ok(true),
+        _ => Err("expected 0 or 1".into()),
     }
 }
 
 impl Config {
     /// Reads the configuration from a lookup function (the environment, or a
-    /// map in tests). Returns every bad variable, one message each.
+    /// map in tests). Returns every bad variable, one message each, naming
+    /// the variable as it was found (an older name when that was set).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, Vec<String>> {
         let mut errs = Vec::new();
-        let mut c = Config {
-            interface: None,
-            fault: FaultConfig {
-                seed: 1,
-                ..Default::default()
-            },
-            proto: ProtoConfig::default(),
-            recv_depth: None,
-            socket_buffer: 4 << 20,
-            verbose: false,
-        };
-        let mut prob = |name: &str, slot: &mut f64| {
-            if let Some(v) = get(name) {
-                match parse_prob(name, &v) {
-                    Ok(p) => *slot = p,
-                    Err(e) => errs.push(e),
+        let mut c = Config::default();
+        for var in VARIABLES {
+            let found = std::iter::once(var.name)
+                .chain(var.aliases.iter().copied())
+                .find_map(|n| get(n).map(|v| (n, v)));
+            if let Some((name, v)) = found {
+                if let Err(e) = (var.set)(&mut c, &v) {
+                    errs.push(format!("{name}={v:?}: {e}"));
                 }
-            }
-        };
-        prob("RAMP_FAULT_LOSS", &mut c.fault.loss);
-        prob("RAMP_FAULT_DUP", &mut c.fault.dup);
-        prob("RAMP_FAULT_CORRUPT", &mut c.fault.corrupt);
-        prob("RAMP_FAULT_REORDER", &mut c.fault.reorder);
-        let mut int = |name: &str, min: u64, max: u64| -> Option<u64> {
-            let v = get(name)?;
-            match parse_u64(name, &v, min, max) {
-                Ok(x) => Some(x),
-                Err(e) => {
-                    errs.push(e);
-                    None
-                }
-            }
-        };
-        const HOUR_US: u64 = 3_600_000_000;
-        if let Some(x) = int("RAMP_FAULT_DELAY_US", 0, 10_000_000) {
-            c.fault.delay_us = x;
-        }
-        if let Some(x) = int("RAMP_FAULT_SEED", 0, u64::MAX) {
-            c.fault.seed = x;
-        }
-        if let Some(x) = int("RAMP_RTO_INITIAL_US", 1, HOUR_US) {
-            c.proto.rto_initial = x * MICROS;
-        }
-        if let Some(x) = int("RAMP_RTO_MIN_US", 1, HOUR_US) {
-            c.proto.rto_min = x * MICROS;
-        }
-        if let Some(x) = int("RAMP_RTO_MAX_US", 1, HOUR_US) {
-            c.proto.rto_max = x * MICROS;
-        }
-        if let Some(x) = int("RAMP_RETRY_LIMIT", 0, 1_000_000) {
-            c.proto.retry_limit = x as u32;
-        }
-        if let Some(x) = int("RAMP_ACK_DELAY_US", 0, HOUR_US) {
-            c.proto.ack_delay = x * MICROS;
-        }
-        if let Some(x) = int("RAMP_NACK_LIMIT", 0, 1_000_000) {
-            c.proto.nack_limit = x as u32;
-        }
-        if let Some(x) = int("RAMP_NACK_BACKOFF_US", 1, HOUR_US) {
-            c.proto.nack_backoff = x * MICROS;
-        }
-        if let Some(x) = int("RAMP_RECV_DEPTH", 1, 1 << 20) {
-            c.recv_depth = Some(x as usize);
-        }
-        if let Some(x) = int("RAMP_WINDOW", 1, 64) {
-            c.proto.window = x as usize;
-        }
-        if let Some(x) = int("RAMP_MAX_DATAGRAM", 1500, 65507) {
-            c.proto.max_datagram = x as usize;
-        }
-        if let Some(x) = int("RAMP_SOCKET_BUFFER", 4096, 1 << 30) {
-            c.socket_buffer = x as usize;
-        }
-        if let Some(v) = get("RAMP_VERBOSE") {
-            match v.trim() {
-                "" | "0" | "no" | "false" => c.verbose = false,
-                "1" | "yes" | "true" => c.verbose = true,
-                _ => errs.push(format!("RAMP_VERBOSE={v:?}: expected 0 or 1")),
-            }
-        }
-        if let Some(v) = get("RAMP_INTERFACE") {
-            if !v.trim().is_empty() {
-                c.interface = Some(v.trim().to_string());
             }
         }
         if c.proto.rto_min > c.proto.rto_max {
             errs.push(format!(
-                "RAMP_RTO_MIN_US ({}) is larger than RAMP_RTO_MAX_US ({})",
+                "{RTO_MIN_US} ({}) is larger than {RTO_MAX_US} ({})",
                 c.proto.rto_min / MICROS,
                 c.proto.rto_max / MICROS
             ));
+        }
+        let s = &c.spmd;
+        if s.master.is_some() {
+            for (name, v) in [(SPMD_RANK, s.rank), (SPMD_SIZE, s.size)] {
+                if v.is_none() && get(name).is_none() {
+                    errs.push(format!("{SPMD_MASTER} is set but {name} is missing"));
+                }
+            }
+            if let (Some(r), Some(n)) = (s.rank, s.size) {
+                if r >= n {
+                    errs.push(format!("{SPMD_RANK}={r} is not below {SPMD_SIZE}={n}"));
+                }
+            }
         }
         if errs.is_empty() {
             Ok(c)
@@ -253,5 +423,88 @@ mod tests {
         assert!(e.iter().any(|m| m.contains("RAMP_WINDOW")));
         let e = cfg(&[("RAMP_RTO_MIN_US", "5000"), ("RAMP_RTO_MAX_US", "10")]).unwrap_err();
         assert!(e[0].contains("larger"));
+    }
+
+    #[test]
+    fn every_variable_names_itself_when_refused() {
+        for var in VARIABLES {
+            let r = cfg(&[(var.name, "not-a-value!")]);
+            if var.name == INTERFACE {
+                // any name may be an interface; choosing the address checks it
+                assert_eq!(r.unwrap().interface.as_deref(), Some("not-a-value!"));
+                continue;
+            }
+            let e = r
+                .err()
+                .unwrap_or_else(|| panic!("{} took a bad value", var.name));
+            assert_eq!(e.len(), 1, "{e:?}");
+            let head = format!("{}=\"not-a-value!\": expected ", var.name);
+            assert!(e[0].starts_with(&head), "{e:?}");
+            for alias in var.aliases {
+                let e = cfg(&[(alias, "not-a-value!")]).unwrap_err();
+                assert!(e[0].starts_with(&format!("{alias}=")), "{e:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn network_depth_is_checked_and_older_names_are_read() {
+        for bad in ["abc", "0", "99999", "-1", ""] {
+            let e = cfg(&[("RAMP_NETWORK_DEPTH", bad)]).unwrap_err();
+            assert_eq!(
+                e,
+                vec![format!(
+                    "RAMP_NETWORK_DEPTH={bad:?}: expected an integer between 1 and 1024"
+                )]
+            );
+        }
+        assert_eq!(cfg(&[]).unwrap().spmd, SpmdConfig::default());
+        let depth = |pairs: &[(&str, &str)]| cfg(pairs).unwrap().spmd.network_depth;
+        assert_eq!(depth(&[("RAMP_NETWORK_DEPTH", " 1024 ")]), Some(1024));
+        assert_eq!(depth(&[("NETWORKDEPTH", "64")]), Some(64));
+        assert_eq!(depth(&[("AMUDP_NETWORKDEPTH", "8")]), Some(8));
+        assert_eq!(
+            depth(&[("RAMP_NETWORK_DEPTH", "32"), ("NETWORKDEPTH", "64")]),
+            Some(32)
+        );
+        let e = cfg(&[("NETWORKDEPTH", "lots")]).unwrap_err();
+        assert!(e[0].starts_with("NETWORKDEPTH=\"lots\""), "{e:?}");
+    }
+
+    #[test]
+    fn spmd_variables() {
+        let c = cfg(&[
+            ("RAMP_PMI", "2"),
+            ("RAMP_LABEL_OUTPUT", "1"),
+            ("ROUTE_OUTPUT", "0"),
+            ("SPAWNFN", "l"),
+            ("RAMP_SPMD_MASTER", "127.0.0.1:4000"),
+            ("RAMP_SPMD_RANK", "3"),
+            ("RAMP_SPMD_SIZE", "4"),
+        ])
+        .unwrap()
+        .spmd;
+        assert_eq!(c.pmi, Some(2));
+        assert!(c.label_output && !c.route_output);
+        assert_eq!(c.spawnfn, Some('L'));
+        assert_eq!(c.master, Some("127.0.0.1:4000".parse().unwrap()));
+        assert_eq!((c.rank, c.size), (Some(3), Some(4)));
+        let e = cfg(&[("RAMP_SPMD_MASTER", "127.0.0.1:4000")]).unwrap_err();
+        assert_eq!(
+            e,
+            vec![
+                "RAMP_SPMD_MASTER is set but RAMP_SPMD_RANK is missing",
+                "RAMP_SPMD_MASTER is set but RAMP_SPMD_SIZE is missing"
+            ]
+        );
+        let e = cfg(&[
+            ("RAMP_SPMD_MASTER", "127.0.0.1:4000"),
+            ("RAMP_SPMD_RANK", "4"),
+            ("RAMP_SPMD_SIZE", "4"),
+        ])
+        .unwrap_err();
+        assert_eq!(e, vec!["RAMP_SPMD_RANK=4 is not below RAMP_SPMD_SIZE=4"]);
+        let e = cfg(&[("RAMP_SPAWNFN", "LS"), ("RAMP_PMI", "3")]).unwrap_err();
+        assert_eq!(e.len(), 2, "{e:?}");
     }
 }

@@ -12,6 +12,7 @@ pub mod am;
 
 pub mod config;
 pub mod error;
+pub mod fault;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod fxhash;

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use ramp::error::ReturnStatus;
 use ramp::proto::{Event, MsgId, ProtoConfig, Protocol, MAX_MESSAGE};
-use ramp::sim::{SimConfig, SimNet};
+use ramp::sim::{lan, FaultConfig, SimNet};
 use ramp::time::{Instant, Nanos, MICROS, MILLIS};
 use ramp::wire::{self, Category, Common, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
@@ -27,15 +27,15 @@ fn payload(from: u32, k: u32, ch: u8, len: usize) -> Vec<u8> {
 }
 
 /// The faults of every "hostile network" test, for one seed.
-fn faults(seed: u64) -> SimConfig {
-    SimConfig {
+fn faults(seed: u64) -> FaultConfig {
+    FaultConfig {
         loss: 0.1,
         dup: 0.05,
         corrupt: 0.03,
         reorder: 0.1,
         jitter: 30 * MICROS,
         seed,
-        ..Default::default()
+        ..lan()
     }
 }
 
@@ -224,7 +224,7 @@ fn run_with_app(
 
 #[test]
 fn clean_network_two_peers() {
-    let mut net = SimNet::new(2, ProtoConfig::default(), SimConfig::default());
+    let mut net = SimNet::new(2, ProtoConfig::default(), lan());
     run_plan(
         &mut net,
         &all_to_all_plan(2, 200, |_| 16),
@@ -273,7 +273,7 @@ fn all_to_all_32_nodes_under_faults() {
 
 /// `senders` nodes (1..=senders) each send `per_sender` messages on each
 /// channel to node 0. Returns (virtual time, wall time).
-fn hub(senders: u32, per_sender: u32, sim: SimConfig) -> (Nanos, std::time::Duration) {
+fn hub(senders: u32, per_sender: u32, sim: FaultConfig) -> (Nanos, std::time::Duration) {
     let wall = std::time::Instant::now();
     let n = senders + 1;
     let mut net = SimNet::new(n as usize, ProtoConfig::default(), sim);
@@ -303,12 +303,12 @@ fn hub_receives_from_200_nodes_under_faults() {
 
 #[test]
 fn hub_receives_from_10000_nodes() {
-    let sim = SimConfig {
+    let sim = FaultConfig {
         loss: 0.02,
         reorder: 0.02,
         jitter: 10 * MICROS,
         seed: 10_000,
-        ..Default::default()
+        ..lan()
     };
     let (virt, wall) = hub(10_000, 1, sim);
     eprintln!(
@@ -329,7 +329,7 @@ fn hub_receives_from_10000_nodes() {
 /// every `every` of virtual time. Returns the ledger and, for each poll, how
 /// many (requests, replies) it took.
 fn slow_receiver(
-    sim: SimConfig,
+    sim: FaultConfig,
     depth: usize,
     n: u32,
     every: Nanos,
@@ -372,7 +372,7 @@ fn slow_receiver(
 
 #[test]
 fn nack_go_back_n_with_a_slow_receiver() {
-    let (mut net, _, polls) = slow_receiver(SimConfig::default(), 4, 60, 5 * MILLIS, usize::MAX);
+    let (mut net, _, polls) = slow_receiver(lan(), 4, 60, 5 * MILLIS, usize::MAX);
     let s1 = net.node(1).stats().clone();
     let s0 = net.node(0).stats().clone();
     assert!(s1.nacks_sent > 0, "receiver never refused");
@@ -412,7 +412,7 @@ fn congestion_net() -> SimNet {
         nack_backoff: MILLIS,
         ..Default::default()
     };
-    let mut net = SimNet::new(2, proto, SimConfig::default());
+    let mut net = SimNet::new(2, proto, lan());
     net.node(1).set_recv_depth(2);
     net
 }
@@ -567,7 +567,7 @@ fn unreachable_config() -> ProtoConfig {
 
 #[test]
 fn unreachable_after_the_retry_limit_exactly_on_time() {
-    let mut net = SimNet::new(2, unreachable_config(), SimConfig::default());
+    let mut net = SimNet::new(2, unreachable_config(), lan());
     net.set_down(1, true);
     let t0 = net.now();
     let id = Sender::default().send(&mut net, 0, 1, CHANNEL_REQUEST, 10);
@@ -590,14 +590,14 @@ fn unreachable_fails_every_unfinished_message_once_then_recovers() {
         // Milder faults than elsewhere: with only 5 retries, a message whose
         // every ACK is lost 6 times is (rightly) declared unreachable
         // although it arrived, which would break the counts below.
-        let sim = SimConfig {
+        let sim = FaultConfig {
             loss: 0.03,
             dup: 0.03,
             corrupt: 0.01,
             reorder: 0.05,
             jitter: 20 * MICROS,
             seed,
-            ..Default::default()
+            ..lan()
         };
         let mut net = SimNet::new(3, cfg.clone(), sim);
         let mut tx = Sender::default();
@@ -692,10 +692,10 @@ fn unreachable_fails_every_unfinished_message_once_then_recovers() {
 
 #[test]
 fn retransmits_and_rtt_under_loss() {
-    let sim = SimConfig {
+    let sim = FaultConfig {
         loss: 0.2,
         seed: 5,
-        ..Default::default()
+        ..lan()
     };
     let mut net = SimNet::new(2, ProtoConfig::default(), sim);
     run_plan(
@@ -721,9 +721,9 @@ fn retransmits_and_rtt_under_loss() {
 
 #[test]
 fn clean_network_never_retransmits() {
-    let sim = SimConfig {
+    let sim = FaultConfig {
         jitter: 20 * MICROS,
-        ..Default::default()
+        ..lan()
     };
     let mut net = SimNet::new(4, ProtoConfig::default(), sim);
     run_plan(
@@ -757,10 +757,10 @@ fn jitter_alone_causes_almost_no_retransmission() {
     let mut data = 0;
     let mut rexmit = 0;
     for seed in 1..=5 {
-        let sim = SimConfig {
+        let sim = FaultConfig {
             jitter: 20 * MICROS,
             seed,
-            ..Default::default()
+            ..lan()
         };
         let mut net = SimNet::new(4, ProtoConfig::default(), sim);
         // 50 messages on every channel of every pair at once
@@ -781,7 +781,7 @@ fn jitter_alone_causes_almost_no_retransmission() {
 /// Node 0 sends a request, node 1 answers on the reply channel after
 /// `think`, node 0 sends the next request as soon as the reply is there.
 fn ping_pong(rounds: u32, think: Nanos) -> SimNet {
-    let mut net = SimNet::new(2, ProtoConfig::default(), SimConfig::default());
+    let mut net = SimNet::new(2, ProtoConfig::default(), lan());
     let mut tx = Sender::default();
     let mut ledger = Ledger::default();
     tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 24);
@@ -1010,7 +1010,7 @@ fn restart(speaks: bool) {
         retry_limit: 8,
         ..Default::default()
     };
-    let mut net = SimNet::new(2, cfg.clone(), SimConfig::default());
+    let mut net = SimNet::new(2, cfg.clone(), lan());
     let mut tx = Sender::default();
     let mut ledger = Ledger::default();
     for _ in 0..3 {
@@ -1217,13 +1217,13 @@ fn fragment_counts_at_the_edges() {
 
 #[test]
 fn fragmented_messages_under_loss() {
-    let sim = SimConfig {
+    let sim = FaultConfig {
         loss: 0.05,
         dup: 0.02,
         reorder: 0.05,
         corrupt: 0.01,
         seed: 3,
-        ..Default::default()
+        ..lan()
     };
     let proto = ProtoConfig {
         max_datagram: 1500,
@@ -1257,12 +1257,12 @@ fn fragmented_messages_under_loss() {
 
 #[test]
 fn many_mixed_sizes_in_fragments() {
-    let sim = SimConfig {
+    let sim = FaultConfig {
         loss: 0.05,
         dup: 0.02,
         reorder: 0.05,
         seed: 4,
-        ..Default::default()
+        ..lan()
     };
     let proto = ProtoConfig {
         max_datagram: 1500,
@@ -1276,7 +1276,7 @@ fn many_mixed_sizes_in_fragments() {
 /// A message longer than the receiver accepts must not vanish silently.
 #[test]
 fn message_over_the_limit_is_refused_not_lost() {
-    let mut net = SimNet::new(2, ProtoConfig::default(), SimConfig::default());
+    let mut net = SimNet::new(2, ProtoConfig::default(), lan());
     let id = net.send(
         0,
         1,
@@ -1373,14 +1373,14 @@ fn severe_faults_20_seeds() {
         ..Default::default()
     };
     for seed in 100..120 {
-        let sim = SimConfig {
+        let sim = FaultConfig {
             loss: 0.3,
             dup: 0.2,
             corrupt: 0.1,
             reorder: 0.3,
             jitter: 50 * MICROS,
             seed,
-            ..Default::default()
+            ..lan()
         };
         let mut net = SimNet::new(3, proto.clone(), sim);
         let plan = all_to_all_plan(3, 8, |k| (k as usize * 331) % 1200);
@@ -1517,7 +1517,7 @@ fn congestion_under_faults_is_delivered_xor_failed() {
 #[test]
 fn tail_loss_probe_resends_a_lost_last_packet_early() {
     let cfg = ProtoConfig::default();
-    let mut net = SimNet::new(2, cfg.clone(), SimConfig::default());
+    let mut net = SimNet::new(2, cfg.clone(), lan());
     let mut tx = Sender::default();
     let mut ledger = Ledger::default();
     // learn the round trip

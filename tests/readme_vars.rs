@@ -58,7 +58,7 @@ fn readme_table_lists_exactly_the_config_variables() {
         "README.md lists these variables more than once: {twice:?}"
     );
 
-    let code: BTreeSet<&str> = ramp::config::VARIABLES.iter().map(|(n, _)| *n).collect();
+    let code: BTreeSet<&str> = ramp::config::VARIABLES.iter().map(|v| v.name).collect();
     assert_eq!(
         code.len(),
         ramp::config::VARIABLES.len(),
@@ -68,8 +68,8 @@ fn readme_table_lists_exactly_the_config_variables() {
 
     let missing: Vec<String> = ramp::config::VARIABLES
         .iter()
-        .filter(|(n, _)| !doc.contains(n))
-        .map(|(n, m)| row_for(n, m))
+        .filter(|v| !doc.contains(v.name))
+        .map(|v| row_for(v.name, v.meaning))
         .collect();
     let extra: Vec<&str> = doc.difference(&code).copied().collect();
 
@@ -91,6 +91,50 @@ fn readme_table_lists_exactly_the_config_variables() {
         ));
     }
     assert!(msg.is_empty(), "{msg}");
+}
+
+/// Rust sources under `src/` that spell a variable's name as a string,
+/// outside `src/config.rs` and unit tests: `path:line: text`.
+fn names_outside_config(dir: &std::path::Path, out: &mut Vec<String>) {
+    const NAMES: &[&str] = &[
+        "\"RAMP_",
+        "\"NETWORKDEPTH",
+        "\"AMUDP_NETWORKDEPTH",
+        "\"SPAWNFN",
+        "\"AMUDP_SPAWNFN",
+        "\"ROUTE_OUTPUT",
+    ];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            names_outside_config(&path, out);
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("src/config.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (i, line) in code.lines().enumerate() {
+            let l = line.trim_start();
+            if !l.starts_with("//") && NAMES.iter().any(|n| l.contains(n)) {
+                out.push(format!("{}:{}: {}", path.display(), i + 1, l));
+            }
+        }
+    }
+}
+
+#[test]
+fn variables_are_named_and_read_only_in_config() {
+    let src = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src"));
+    let mut found = Vec::new();
+    names_outside_config(src, &mut found);
+    assert!(
+        found.is_empty(),
+        "read RAMP_* variables through ramp::config (a Var in VARIABLES, a constant \
+         for a name used elsewhere), not by name here:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]

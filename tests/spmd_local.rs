@@ -108,6 +108,50 @@ fn bad_command_lines_are_refused() {
 }
 
 #[test]
+fn a_bad_network_depth_stops_start_up_and_names_the_variable() {
+    let hello = example("spmd_hello");
+    for (var, bad) in [
+        ("RAMP_NETWORK_DEPTH", "abc"),
+        ("RAMP_NETWORK_DEPTH", "0"),
+        ("RAMP_NETWORK_DEPTH", "99999"),
+        ("NETWORKDEPTH", "-3"),
+    ] {
+        let o = Command::new("timeout")
+            .arg("120")
+            .arg(ramp_run())
+            .args(["-n", "2", hello.to_str().unwrap()])
+            .env(var, bad)
+            .output()
+            .expect("ramp-run starts");
+        let (out, err) = text(&o);
+        assert!(!o.status.success(), "{var}={bad}: the job ran:\n{out}{err}");
+        let msg = format!("{var}={bad:?}: expected an integer between 1 and 1024");
+        assert!(err.contains(&msg), "{var}={bad}: no {msg:?} in:\n{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!out.contains("barriers ok"), "{out}");
+    }
+}
+
+#[test]
+fn a_non_numeric_pmi_fd_is_a_clear_error() {
+    let o = Command::new("timeout")
+        .arg("60")
+        .arg(example("spmd_hello"))
+        .env("PMI_FD", "abc")
+        .env_remove("PMI_PORT")
+        .env_remove("RAMP_SPMD_MASTER")
+        .output()
+        .expect("spmd_hello starts");
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("PMI_FD=\"abc\" is not a file descriptor number"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn sixty_four_processes_ping_barrier_allgather() {
     let scale = example("spmd_scale");
     let o = run(&["-n", "64", scale.to_str().unwrap()]);

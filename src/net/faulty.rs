@@ -1,5 +1,7 @@
-//! Fault injection on the real socket, configured by `RAMP_FAULT_*`: seeded
-//! loss, duplication, corruption, reordering and delay of outgoing datagrams.
+//! Fault injection on the real socket, configured by `RAMP_FAULT_*`: the
+//! shared [`FaultInjector`](crate::fault::FaultInjector) decides what happens
+//! to each outgoing datagram; this wrapper holds back the delayed ones and
+//! sends them when they are due.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -8,32 +10,18 @@ use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
 use super::{DatagramSink, Transport};
-use crate::config::FaultConfig;
+use crate::fault::{FaultConfig, FaultInjector};
 use crate::rng::Rng;
-use crate::time::{Instant, MICROS};
-
-/// What the injector did.
-#[derive(Clone, Debug, Default)]
-pub struct FaultStats {
-    pub dropped: u64,
-    pub duplicated: u64,
-    pub corrupted: u64,
-    pub reordered: u64,
-}
-
-/// How long a reordered datagram is held back at most.
-const REORDER_HOLD_MAX: u64 = 300 * MICROS;
+use crate::time::Instant;
 
 /// A datagram held back: when it goes, a tie-breaker, where, what.
 type Held = (Instant, u64, SocketAddr, Vec<u8>);
 
 pub struct FaultyTransport<T: Transport> {
     inner: T,
-    cfg: FaultConfig,
-    rng: Rng,
+    faults: FaultInjector,
     held: BinaryHeap<Reverse<Held>>,
     order: u64,
-    pub stats: FaultStats,
 }
 
 impl<T: Transport> FaultyTransport<T> {
@@ -42,50 +30,28 @@ impl<T: Transport> FaultyTransport<T> {
         let seed = cfg.seed ^ ((inner.local_addr().port() as u64) << 32);
         FaultyTransport {
             inner,
-            rng: Rng::new(seed),
-            cfg,
+            faults: FaultInjector::with_rng(cfg, Rng::new(seed)),
             held: BinaryHeap::new(),
             order: 0,
-            stats: FaultStats::default(),
         }
-    }
-
-    fn hold(&mut self, at: Instant, to: SocketAddr, d: Vec<u8>) {
-        self.order += 1;
-        self.held.push(Reverse((at, self.order, to, d)));
     }
 }
 
 impl<T: Transport> Transport for FaultyTransport<T> {
     fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
         self.flush_due(now);
-        if self.rng.chance(self.cfg.loss) {
-            self.stats.dropped += 1;
-            return Ok(());
-        }
-        let copies = if self.rng.chance(self.cfg.dup) {
-            self.stats.duplicated += 1;
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let mut d = dgram.to_vec();
-            if !d.is_empty() && self.rng.chance(self.cfg.corrupt) {
-                self.stats.corrupted += 1;
-                let i = self.rng.below(d.len() as u64) as usize;
-                d[i] ^= 1 << self.rng.below(8);
-            }
-            let mut at = now.plus(self.cfg.delay_us * MICROS);
-            if self.rng.chance(self.cfg.reorder) {
-                self.stats.reordered += 1;
-                at = at.plus(1 + self.rng.below(REORDER_HOLD_MAX));
-            }
+        let mut due_now = Vec::new();
+        let (held, order) = (&mut self.held, &mut self.order);
+        self.faults.inject(now, dgram, |at, d| {
             if at > now {
-                self.hold(at, to, d);
+                *order += 1;
+                held.push(Reverse((at, *order, to, d)));
             } else {
-                self.inner.send(now, to, &d)?;
+                due_now.push(d);
             }
+        });
+        for d in due_now {
+            self.inner.send(now, to, &d)?;
         }
         Ok(())
     }

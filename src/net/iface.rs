@@ -23,7 +23,10 @@ pub fn choose_bind_address(spec: Option<&str>) -> io::Result<IpAddr> {
                 .ok_or_else(|| {
                     io::Error::new(
                         io::ErrorKind::NotFound,
-                        format!("RAMP_INTERFACE={s:?}: no such interface or address on this host"),
+                        format!(
+                            "{}={s:?}: no such interface or address on this host",
+                            crate::config::INTERFACE
+                        ),
                     )
                 })
         }

@@ -10,7 +10,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-pub use faulty::{FaultStats, FaultyTransport};
+pub use faulty::FaultyTransport;
 pub use iface::choose_bind_address;
 pub use udp::UdpTransport;
 

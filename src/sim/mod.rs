@@ -8,39 +8,20 @@ use std::collections::BinaryHeap;
 
 pub use crate::rng::Rng;
 
+pub use crate::fault::FaultConfig;
+use crate::fault::FaultInjector;
 use crate::proto::{Event, MsgId, ProtoConfig, Protocol};
 use crate::time::{Instant, Nanos, MICROS};
 use crate::wire::MsgMeta;
 
-/// What the simulated network does to each datagram.
-#[derive(Clone, Debug)]
-pub struct SimConfig {
-    pub loss: f64,
-    pub dup: f64,
-    pub corrupt: f64,
-    /// Probability that a datagram is held back by an extra random delay
-    /// (up to `reorder_window`), so that later ones overtake it.
-    pub reorder: f64,
-    pub reorder_window: Nanos,
-    /// One-way latency of every datagram.
-    pub delay: Nanos,
-    /// Extra uniform jitter on top of `delay`.
-    pub jitter: Nanos,
-    pub seed: u64,
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        SimConfig {
-            loss: 0.0,
-            dup: 0.0,
-            corrupt: 0.0,
-            reorder: 0.0,
-            reorder_window: 200 * MICROS,
-            delay: 20 * MICROS,
-            jitter: 0,
-            seed: 1,
-        }
+/// The simulated network without faults: 20 µs one way; a datagram held
+/// back for reordering waits up to 200 µs more. Faults are added with
+/// `FaultConfig { loss: 0.1, seed, ..lan() }`.
+pub fn lan() -> FaultConfig {
+    FaultConfig {
+        reorder_window: 200 * MICROS,
+        delay: 20 * MICROS,
+        ..FaultConfig::default()
     }
 }
 
@@ -70,8 +51,7 @@ pub struct SimNet {
     now: Instant,
     transit: BinaryHeap<Reverse<InTransit>>,
     order: u64,
-    rng: Rng,
-    pub cfg: SimConfig,
+    faults: FaultInjector,
     pub stats: SimStats,
     /// Nodes whose datagrams, in and out, all vanish (a partition or a crash).
     down: Vec<bool>,
@@ -86,8 +66,10 @@ pub struct SimNet {
 }
 
 impl SimNet {
-    pub fn new(n: usize, proto: ProtoConfig, cfg: SimConfig) -> SimNet {
-        let mut rng = Rng::new(cfg.seed);
+    /// `n` nodes joined by a network that does what `faults` says (see
+    /// [`lan`] for a clean one); node ids and faults derive from its seed.
+    pub fn new(n: usize, proto: ProtoConfig, faults: FaultConfig) -> SimNet {
+        let mut rng = Rng::new(faults.seed);
         let nodes = (0..n)
             .map(|_| Protocol::new(proto.clone(), (rng.next_u64() as u32) | 1))
             .collect();
@@ -96,8 +78,7 @@ impl SimNet {
             now: Instant(1_000_000),
             transit: BinaryHeap::new(),
             order: 0,
-            rng,
-            cfg,
+            faults: FaultInjector::with_rng(faults, rng),
             stats: SimStats::default(),
             down: vec![false; n],
             armed: vec![None; n],
@@ -154,41 +135,26 @@ impl SimNet {
     fn collect(&mut self, from: u32) {
         while let Some((to, bytes)) = self.nodes[from as usize].poll_transmit() {
             self.stats.sent += 1;
-            if self.down[from as usize] || self.down[to as usize] || self.rng.chance(self.cfg.loss)
-            {
+            if self.down[from as usize] || self.down[to as usize] {
                 self.stats.lost += 1;
                 self.nodes[from as usize].recycle(bytes);
                 continue;
             }
-            let copies = if self.rng.chance(self.cfg.dup) {
-                self.stats.duplicated += 1;
-                2
-            } else {
-                1
-            };
-            for _ in 0..copies {
-                let mut b = bytes.clone();
-                if self.rng.chance(self.cfg.corrupt) && !b.is_empty() {
-                    self.stats.corrupted += 1;
-                    let i = self.rng.below(b.len() as u64) as usize;
-                    b[i] ^= 1 << self.rng.below(8);
-                }
-                let mut at = self
-                    .now
-                    .plus(self.cfg.delay + self.rng.below(self.cfg.jitter + 1));
-                if self.rng.chance(self.cfg.reorder) {
-                    self.stats.reordered += 1;
-                    at = at.plus(self.rng.below(self.cfg.reorder_window + 1));
-                }
-                self.order += 1;
-                self.transit.push(Reverse(InTransit {
+            let (transit, order) = (&mut self.transit, &mut self.order);
+            let fate = self.faults.inject(self.now, &bytes, |at, b| {
+                *order += 1;
+                transit.push(Reverse(InTransit {
                     at,
-                    order: self.order,
+                    order: *order,
                     from,
                     to,
                     bytes: b,
                 }));
-            }
+            });
+            self.stats.lost += fate.dropped as u64;
+            self.stats.duplicated += fate.duplicated as u64;
+            self.stats.corrupted += fate.corrupted as u64;
+            self.stats.reordered += fate.reordered as u64;
             self.nodes[from as usize].recycle(bytes);
         }
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::bootstrap::{Bootstrap, Progress};
 use super::frame::{u32_at, u64_at, write_frame, FrameReader, Kind};
-use super::master::{ENV_MASTER, ENV_RANK, ENV_SIZE};
+use super::master::ENV_SIZE;
 
 pub struct LocalWorker {
     stream: TcpStream,
@@ -28,30 +28,15 @@ fn bad(msg: String) -> io::Error {
 }
 
 impl LocalWorker {
-    /// Connects when this process was started by the local launcher.
+    /// Connects when this process was started by the local launcher
+    /// (`RAMP_SPMD_MASTER` and the rest, read and checked by `config`).
     pub fn from_env() -> io::Result<Option<LocalWorker>> {
-        let Ok(master) = std::env::var(ENV_MASTER) else {
+        let cfg = crate::config::global().map_err(|m| bad(m.to_string()))?;
+        let (Some(addr), Some(rank), Some(size)) = (cfg.spmd.master, cfg.spmd.rank, cfg.spmd.size)
+        else {
+            // The configuration refuses a master without rank and size.
             return Ok(None);
         };
-        let rank: usize = std::env::var(ENV_RANK)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| {
-                bad(format!(
-                    "{ENV_MASTER} is set but {ENV_RANK} is missing or not a number"
-                ))
-            })?;
-        let size: usize = std::env::var(ENV_SIZE)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| {
-                bad(format!(
-                    "{ENV_MASTER} is set but {ENV_SIZE} is missing or not a number"
-                ))
-            })?;
-        let addr: std::net::SocketAddr = master
-            .parse()
-            .map_err(|_| bad(format!("{ENV_MASTER}={master:?} is not an address:port")))?;
         let mut stream =
             TcpStream::connect_timeout(&addr, Duration::from_secs(30)).map_err(|e| {
                 io::Error::new(

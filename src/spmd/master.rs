@@ -14,10 +14,9 @@ use std::time::{Duration, Instant};
 use super::frame::{u32_at, write_frame, FrameReader, Kind};
 use crate::sys as os;
 
-/// Environment variables that make a process a worker of a local job.
-pub const ENV_MASTER: &str = "RAMP_SPMD_MASTER";
-pub const ENV_RANK: &str = "RAMP_SPMD_RANK";
-pub const ENV_SIZE: &str = "RAMP_SPMD_SIZE";
+/// Environment variables that make a process a worker of a local job
+/// (named, read and checked in `config`).
+pub use crate::config::{SPMD_MASTER as ENV_MASTER, SPMD_RANK as ENV_RANK, SPMD_SIZE as ENV_SIZE};
 
 /// How long workers get to finish on their own after one called exit(0).
 const EXIT_GRACE: Duration = Duration::from_secs(5);

@@ -40,13 +40,15 @@ pub enum Role {
 
 /// Whether the environment marks this process as a worker of some launcher.
 pub fn is_worker_env() -> bool {
-    std::env::var_os(master::ENV_MASTER).is_some()
+    crate::config::global().is_ok_and(|c| c.spmd.master.is_some())
         || std::env::var_os("PMI_FD").is_some()
         || std::env::var_os("PMI_PORT").is_some()
 }
 
-/// Finds the role from the environment and connects to the launcher.
+/// Finds the role from the environment and connects to the launcher. A bad
+/// `RAMP_*` variable is an error naming it.
 pub fn detect_role() -> io::Result<Role> {
+    config()?;
     if let Some(b) = pmi_bootstrap()? {
         return Ok(Role::Worker(b));
     }
@@ -54,6 +56,11 @@ pub fn detect_role() -> io::Result<Role> {
         return Ok(Role::Worker(Box::new(w)));
     }
     Ok(Role::Master)
+}
+
+/// The process-wide configuration, or its error (every bad variable named).
+fn config() -> io::Result<&'static crate::config::Config> {
+    crate::config::global().map_err(|m| io::Error::new(io::ErrorKind::InvalidInput, m))
 }
 
 /// The PMI client when a PMI launcher (mpiexec, srun --mpi=pmi2) started
@@ -112,7 +119,7 @@ fn progress_on(bundle: &Bundle, fd: Option<RawFd>) {
 
 /// Starts this process as a worker: one endpoint mapped to every rank
 /// (index i = rank i), its tag set, resources set. `depth` 0 means the
-/// launcher's choice or the environment (NETWORKDEPTH / RAMP_NETWORK_DEPTH).
+/// launcher's choice or the environment (RAMP_NETWORK_DEPTH, see `config`).
 pub fn start_worker(
     mut boot: Box<dyn Bootstrap>,
     depth: u32,
@@ -138,9 +145,10 @@ pub fn start_worker(
         ep.map(i as i64, EndpointName(a), tag_of(net_pid, i))?;
     }
     ep.set_tag(tag_of(net_pid, rank));
-    let env_depth = ["RAMP_NETWORK_DEPTH", "NETWORKDEPTH", "AMUDP_NETWORKDEPTH"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok()));
+    // am::init above refused a bad configuration.
+    let env_depth = crate::config::global()
+        .ok()
+        .and_then(|c| c.spmd.network_depth);
     let depth = boot
         .depth()
         .filter(|&d| d > 0)
@@ -284,6 +292,13 @@ pub fn run_master_form(
     depth: u32,
     letter: Option<char>,
 ) -> ! {
+    let cfg = match config() {
+        Ok(c) => &c.spmd,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
     let prog = std::env::current_exe()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| args.first().cloned().unwrap_or_default());
@@ -316,15 +331,7 @@ pub fn run_master_form(
             }
         }
     }
-    let letter = letter
-        .or_else(|| {
-            ["RAMP_SPAWNFN", "SPAWNFN", "AMUDP_SPAWNFN"]
-                .iter()
-                .find_map(|k| std::env::var(k).ok())
-                .and_then(|v| v.chars().next())
-        })
-        .unwrap_or('L')
-        .to_ascii_uppercase();
+    let letter = letter.or(cfg.spawnfn).unwrap_or('L').to_ascii_uppercase();
     if letter != 'L' {
         eprintln!(
             "ramp: spawner '{letter}' is not supported; use L (local fork/exec), or start the job with mpiexec / srun --mpi=pmi2"
@@ -333,7 +340,7 @@ pub fn run_master_form(
     }
     let mut spec = JobSpec::new(n, prog, args[1..].to_vec());
     spec.depth = if depth > 0 { depth } else { DEFAULT_DEPTH };
-    spec.label_output = std::env::var("RAMP_LABEL_OUTPUT").is_ok_and(|v| v == "1");
-    spec.route_output = std::env::var("ROUTE_OUTPUT").map_or(true, |v| v != "0");
+    spec.label_output = cfg.label_output;
+    spec.route_output = cfg.route_output;
     std::process::exit(run_job(&spec))
 }

@@ -45,31 +45,27 @@ use super::pmi_wire::{
 /// what the client sends, so under `mpiexec` PMI-2 is chosen with
 /// `RAMP_PMI=2` (or `PMI_VERSION=2`).
 pub fn selected_version() -> io::Result<Option<u8>> {
-    select_version(|k| std::env::var(k).ok())
+    let cfg =
+        crate::config::global().map_err(|m| io::Error::new(io::ErrorKind::InvalidInput, m))?;
+    Ok(select_version(cfg.spmd.pmi, |k| std::env::var(k).ok()))
 }
 
-/// [`selected_version`] over any environment lookup.
-fn select_version(env: impl Fn(&str) -> Option<String>) -> io::Result<Option<u8>> {
+/// [`selected_version`] with `RAMP_PMI` given (checked by `config`) and
+/// the launcher's variables from any lookup.
+fn select_version(forced: Option<u8>, env: impl Fn(&str) -> Option<String>) -> Option<u8> {
     if env("PMI_FD").is_none() && env("PMI_PORT").is_none() {
-        return Ok(None);
+        return None;
     }
-    if let Some(v) = env("RAMP_PMI") {
-        return match v.trim() {
-            "1" => Ok(Some(1)),
-            "2" => Ok(Some(2)),
-            other => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("RAMP_PMI={other:?}: expected 1 or 2"),
-            )),
-        };
+    if forced.is_some() {
+        return forced;
     }
     if let Some(v) = env("PMI_VERSION") {
-        return Ok(Some(if v.trim() == "2" { 2 } else { 1 }));
+        return Some(if v.trim() == "2" { 2 } else { 1 });
     }
     if env("PMI2_SUN_PATH").is_some() || env("PMI_JOBID").is_some() {
-        return Ok(Some(2));
+        return Some(2);
     }
-    Ok(Some(1))
+    Some(1)
 }
 
 /// The PMI client the environment asks for (see [`selected_version`]),
@@ -461,7 +457,10 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-            select_version(move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+            let get = move |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+            // RAMP_PMI is read and checked by the configuration.
+            let forced = crate::config::Config::from_lookup(&get)?.spmd.pmi;
+            Ok::<_, Vec<String>>(select_version(forced, get))
         };
         assert_eq!(sel(&[]).unwrap(), None);
         assert_eq!(sel(&[("RAMP_PMI", "2")]).unwrap(), None);
@@ -483,7 +482,8 @@ mod tests {
             sel(&[("PMI_FD", "5"), ("PMI_JOBID", "7.0"), ("RAMP_PMI", "1")]).unwrap(),
             Some(1)
         );
-        assert!(sel(&[("PMI_FD", "5"), ("RAMP_PMI", "3")]).is_err());
+        let e = sel(&[("PMI_FD", "5"), ("RAMP_PMI", "3")]).unwrap_err();
+        assert!(e[0].contains("RAMP_PMI=\"3\": expected 1 or 2"), "{e:?}");
     }
 
     #[test]

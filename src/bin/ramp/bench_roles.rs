@@ -107,7 +107,7 @@ pub fn server_main() -> i32 {
             b.poll().unwrap();
         }
     }
-    if std::env::var_os("RAMP_BENCH_SERVER_STATS").is_some() {
+    if crate::config::global().is_ok_and(|c| c.bench_server_stats) {
         eprintln!("{}", ep.statistics().report(false));
     }
     0

@@ -1,0 +1,189 @@
+//! The one fault injector, shared by the UDP wrapper (`net::FaultyTransport`,
+//! configured by `RAMP_FAULT_*`) and the network simulator (`sim::SimNet`):
+//! a seeded random stream decides, per datagram, whether it is dropped,
+//! duplicated, has a bit flipped, is held back so later ones overtake it,
+//! and how long it is delayed. Neutral ground: it knows neither sockets nor
+//! the simulator, only bytes and instants.
+
+use crate::rng::Rng;
+use crate::time::{Instant, Nanos, MICROS};
+
+/// What the injector does to datagrams.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultConfig {
+    /// Probability of dropping a datagram.
+    pub loss: f64,
+    /// Probability of sending a datagram twice.
+    pub dup: f64,
+    /// Probability of flipping one bit of a datagram (each copy apart).
+    pub corrupt: f64,
+    /// Probability of holding a datagram back by an extra random delay (up
+    /// to `reorder_window`), so that later ones overtake it.
+    pub reorder: f64,
+    pub reorder_window: Nanos,
+    /// Delay added to every datagram (the one-way latency in the simulator).
+    pub delay: Nanos,
+    /// Extra uniform jitter, 0..=`jitter`, on top of `delay`.
+    pub jitter: Nanos,
+    pub seed: u64,
+}
+
+impl FaultConfig {
+    /// Whether the injector changes anything at all.
+    pub fn enabled(&self) -> bool {
+        self.loss > 0.0
+            || self.dup > 0.0
+            || self.corrupt > 0.0
+            || self.reorder > 0.0
+            || self.delay > 0
+            || self.jitter > 0
+    }
+}
+
+/// No faults, no delay (what `RAMP_FAULT_*` default to).
+impl Default for FaultConfig {
+    fn default() -> Self {
+        FaultConfig {
+            loss: 0.0,
+            dup: 0.0,
+            corrupt: 0.0,
+            reorder: 0.0,
+            reorder_window: 300 * MICROS,
+            delay: 0,
+            jitter: 0,
+            seed: 1,
+        }
+    }
+}
+
+/// What the injector did to one datagram.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fate {
+    pub dropped: bool,
+    pub duplicated: bool,
+    /// Copies that had a bit flipped (0..=2).
+    pub corrupted: u8,
+    /// Copies held back for reordering (0..=2).
+    pub reordered: u8,
+}
+
+/// A seeded fault injector: same configuration and seed, same decisions.
+#[derive(Clone, Debug)]
+pub struct FaultInjector {
+    cfg: FaultConfig,
+    rng: Rng,
+}
+
+impl FaultInjector {
+    /// An injector whose random stream starts from `cfg.seed`.
+    pub fn new(cfg: FaultConfig) -> FaultInjector {
+        let rng = Rng::new(cfg.seed);
+        FaultInjector::with_rng(cfg, rng)
+    }
+
+    /// An injector that continues the given random stream (the simulator
+    /// draws node ids from the same seed first).
+    pub fn with_rng(cfg: FaultConfig, rng: Rng) -> FaultInjector {
+        FaultInjector { cfg, rng }
+    }
+
+    pub fn config(&self) -> &FaultConfig {
+        &self.cfg
+    }
+
+    /// Decides the fate of `dgram`, sent at `now`: hands every copy that
+    /// survives to `out` with the instant it is due (`now` or later), and
+    /// says what was done.
+    pub fn inject(
+        &mut self,
+        now: Instant,
+        dgram: &[u8],
+        mut out: impl FnMut(Instant, Vec<u8>),
+    ) -> Fate {
+        let mut fate = Fate::default();
+        let cfg = &self.cfg;
+        let rng = &mut self.rng;
+        if rng.chance(cfg.loss) {
+            fate.dropped = true;
+            return fate;
+        }
+        fate.duplicated = rng.chance(cfg.dup);
+        for _ in 0..1 + fate.duplicated as u8 {
+            let mut d = dgram.to_vec();
+            if rng.chance(cfg.corrupt) && !d.is_empty() {
+                fate.corrupted += 1;
+                let i = rng.below(d.len() as u64) as usize;
+                d[i] ^= 1 << rng.below(8);
+            }
+            let mut at = now.plus(cfg.delay + rng.below(cfg.jitter + 1));
+            if rng.chance(cfg.reorder) {
+                fate.reordered += 1;
+                at = at.plus(1 + rng.below(cfg.reorder_window));
+            }
+            out(at, d);
+        }
+        fate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cfg: &FaultConfig, n: usize) -> (Vec<(Instant, Vec<u8>)>, Vec<Fate>) {
+        let mut f = FaultInjector::new(cfg.clone());
+        let mut out = Vec::new();
+        let fates = (0..n)
+            .map(|k| {
+                let d = [k as u8; 16];
+                f.inject(Instant(1000), &d, |at, b| out.push((at, b)))
+            })
+            .collect();
+        (out, fates)
+    }
+
+    #[test]
+    fn no_faults_passes_everything_through_unchanged() {
+        let (out, fates) = run(&FaultConfig::default(), 100);
+        assert!(!FaultConfig::default().enabled());
+        assert_eq!(out.len(), 100);
+        for (k, (at, b)) in out.iter().enumerate() {
+            assert_eq!(*at, Instant(1000));
+            assert_eq!(b, &[k as u8; 16]);
+        }
+        assert!(fates.iter().all(|f| *f == Fate::default()));
+    }
+
+    #[test]
+    fn every_fault_happens_and_repeats_for_a_seed() {
+        let cfg = FaultConfig {
+            loss: 0.2,
+            dup: 0.2,
+            corrupt: 0.2,
+            reorder: 0.2,
+            delay: 5 * MICROS,
+            jitter: 3 * MICROS,
+            seed: 42,
+            ..Default::default()
+        };
+        let (out, fates) = run(&cfg, 2000);
+        assert_eq!(run(&cfg, 2000), (out.clone(), fates.clone()));
+        let n = |p: fn(&Fate) -> bool| fates.iter().filter(|f| p(f)).count();
+        assert!(n(|f| f.dropped) > 300);
+        assert!(n(|f| f.duplicated) > 200);
+        assert!(n(|f| f.corrupted > 0) > 200);
+        assert!(n(|f| f.reordered > 0) > 200);
+        let late = 5 * MICROS + 3 * MICROS;
+        for (at, _) in &out {
+            let d = at.0 - 1000;
+            assert!((5 * MICROS..=late + cfg.reorder_window).contains(&d));
+        }
+        let flipped = out
+            .iter()
+            .filter(|(_, b)| b.iter().map(|x| x.count_ones()).sum::<u32>() % 8 != 0)
+            .count();
+        assert!(flipped > 0);
+        let other = FaultConfig { seed: 43, ..cfg };
+        assert_ne!(run(&other, 2000).1, fates);
+    }
+}
