@@ -107,7 +107,7 @@ pub fn server_main() -> i32 {
             b.poll().unwrap();
         }
     }
-    if crate::config::global().is_ok_and(|c| c.bench_server_stats) {
+    if ramp::config::global().is_ok_and(|c| c.bench_server_stats) {
         eprintln!("{}", ep.statistics().report(false));
     }
     0
