@@ -11,7 +11,7 @@ const USAGE: &str = "usage: ramp-run -n N [options] program [args...]
   -n, --np N          number of processes (required)
   --label             prefix every output line with [rank]
   --no-route          let workers write to the terminal directly
-  --depth D           network depth (credits per peer), 1..1024 (default 128)
+  --depth D           network depth (credits per peer), 1..1024 (default RAMP_NETWORK_DEPTH, else 128)
   --master-ip IP      address workers use to reach this launcher (default 127.0.0.1)
   --wrap 'CMD ...'    run each worker as CMD ... program args; {rank} in CMD is replaced
                       (e.g. --wrap 'ip netns exec ramp{rank}')

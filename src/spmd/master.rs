@@ -45,14 +45,20 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
+    /// A job of `nproc` copies of `program`; its network depth is
+    /// `RAMP_NETWORK_DEPTH` when set (and valid), else 128.
     pub fn new(nproc: usize, program: String, args: Vec<String>) -> JobSpec {
+        let depth = crate::config::global()
+            .ok()
+            .and_then(|c| c.spmd.network_depth)
+            .unwrap_or(super::DEFAULT_DEPTH);
         JobSpec {
             nproc,
             program,
             args,
             label_output: false,
             route_output: true,
-            depth: 128,
+            depth,
             master_ip: None,
             wrap: None,
             extra_env: Vec::new(),

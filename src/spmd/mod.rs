@@ -339,7 +339,11 @@ pub fn run_master_form(
         std::process::exit(1);
     }
     let mut spec = JobSpec::new(n, prog, args[1..].to_vec());
-    spec.depth = if depth > 0 { depth } else { DEFAULT_DEPTH };
+    spec.depth = if depth > 0 {
+        depth
+    } else {
+        cfg.network_depth.unwrap_or(DEFAULT_DEPTH)
+    };
     spec.label_output = cfg.label_output;
     spec.route_output = cfg.route_output;
     std::process::exit(run_job(&spec))
