@@ -27,7 +27,9 @@
 //! a function that does not return on success either returns its error
 //! code (`ramp_SPMDStartup` on the master: `AM_ERR_RESOURCE`) or, when
 //! returning would be worse, aborts after the message ([`guard_noreturn`]:
-//! `ramp_SPMDExit`, whose process is already ending).
+//! `ramp_SPMDExit`, whose process is already ending). The test
+//! `every_export_is_guarded` fails when an `extern "C" fn` body here is not
+//! such a guard call.
 //!
 //! Errors map to AM codes in one place ([`boundary`]); out-parameters are
 //! written only on success.
@@ -35,6 +37,8 @@
 pub mod am2;
 pub mod ramp;
 mod segment;
+#[cfg(test)]
+mod source_checks;
 pub mod spmd;
 pub mod trampolines;
 pub mod types;

@@ -48,19 +48,25 @@ fn kill_through_c(code: i32) {
     }
 }
 
+/// The program's arguments, as Rust strings (empty when either is NULL).
+///
+/// # Safety
+/// `argc` and `argv` must be NULL or main's argc/argv (or copies of them):
+/// `*argv` holds `*argc` NULL or NUL-terminated strings.
 unsafe fn args_of(argc: *mut c_int, argv: *mut *mut *mut c_char) -> Vec<String> {
     if argc.is_null() || argv.is_null() {
         return Vec::new();
     }
-    // SAFETY: the caller passes main's argc/argv (or copies of them).
+    // SAFETY: both non-null; the caller passes main's argc/argv (or copies).
     let (n, v) = unsafe { (*argc, *argv) };
     if v.is_null() {
         return Vec::new();
     }
     (0..n.max(0) as usize)
         .filter_map(|i| {
-            // SAFETY: argv holds argc entries, each a NUL-terminated string.
+            // SAFETY: argv holds argc entries (i < argc).
             let p = unsafe { *v.add(i) };
+            // SAFETY: a non-null entry is a NUL-terminated string.
             (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
         })
         .collect()
@@ -219,7 +225,7 @@ pub unsafe extern "C" fn ramp_SPMDgetenvMaster(keyname: *const c_char) -> *const
         if keyname.is_null() {
             return std::ptr::null();
         }
-        // SAFETY: a NUL-terminated string by contract.
+        // SAFETY: non-null, and a NUL-terminated string by contract.
         let k = unsafe { CStr::from_ptr(keyname) }
             .to_string_lossy()
             .into_owned();
@@ -236,7 +242,7 @@ pub unsafe extern "C" fn ramp_check_env_prefix(prefix: *const c_char) -> *const 
         if prefix.is_null() {
             return std::ptr::null();
         }
-        // SAFETY: a NUL-terminated string by contract.
+        // SAFETY: non-null, and a NUL-terminated string by contract.
         let p = unsafe { CStr::from_ptr(prefix) }
             .to_string_lossy()
             .into_owned();
