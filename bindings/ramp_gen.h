@@ -372,7 +372,8 @@ int ramp_AggregateStatistics(ramp_stats_t *runningsum, const ramp_stats_t *newva
 
 /**
  * Formats `stats` into a per-thread buffer (overwritten by the next call on
- * the same thread), writes it to `fp` (a `FILE *`) when non-NULL, returns it.
+ * the same thread), writes it to `fp` (a `FILE *`) when non-NULL, returns it;
+ * NULL after an error or a panic.
  */
 const char *ramp_DumpStatistics(void *fp, const ramp_stats_t *stats, int globalAnalysis);
 

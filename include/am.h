@@ -12,7 +12,9 @@
  *   Every function returns an AM_* code (AM_OK = 0 on success) unless noted.  Bad
  *   arguments (NULL handles or out-pointers, out-of-range indices, numargs > 16, ...)
  *   always return AM_ERR_BAD_ARG; they never crash.  Out-parameters are written only
- *   on success.
+ *   on success.  An internal error (a panic inside ramp) never reaches the caller: it
+ *   prints "ramp: internal error (panic) in NAME" on stderr and the function returns
+ *   AM_ERR_RESOURCE.
  *
  * Threads
  *   A bundle allocated with AM_SEQ, and every endpoint in it, must be used by ONE

@@ -8,6 +8,11 @@
  * Every function returns an AM_* code unless noted; bad arguments give
  * AM_ERR_BAD_ARG, never a crash.  Token arguments are valid only inside the handler
  * that received them.  Latencies and round-trip times are in nanoseconds.
+ *
+ * After an internal error (a panic inside ramp, reported on stderr as "ramp: internal
+ * error (panic) in NAME"), a function returning an AM_* code returns AM_ERR_RESOURCE,
+ * ramp_DumpStatistics returns NULL, ramp_enEqual 0, and the never-NULL name functions
+ * a fallback name (ramp_ErrorName "AM_ERR_UNKNOWN", ramp_StatusName "EUNKNOWN").
  */
 #ifndef RAMP_RAMP_H
 #define RAMP_RAMP_H
@@ -111,7 +116,7 @@ int ramp_GetEndpointStatistics(ep_t ep, ramp_stats_t *stats);
 int ramp_ResetEndpointStatistics(ep_t ep);
 /* Adds newvalues into runningsum (min/max for the Min/Max fields). */
 int ramp_AggregateStatistics(ramp_stats_t *runningsum, const ramp_stats_t *newvalues);
-/* Formats stats (globalAnalysis != 0 adds loss analysis) into a static buffer reused by the next call, writes it to fp (a FILE *, or NULL), returns it. */
+/* Formats stats (globalAnalysis != 0 adds loss analysis) into a static buffer reused by the next call, writes it to fp (a FILE *, or NULL), returns it (NULL when stats is NULL). */
 const char *ramp_DumpStatistics(void *fp, const ramp_stats_t *stats, int globalAnalysis);
 /* Identity for ramp_AggregateStatistics: all zero except RequestMinLatency = RttMinNs = UINT64_MAX. */
 extern const ramp_stats_t ramp_initial_stats;

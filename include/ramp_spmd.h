@@ -12,7 +12,12 @@
  *      with the job's exit code).
  * The AMUDP names (AMUDP_SPMD*, AMX_SPMD*) are provided by <amudp_spmd.h>.
  *
- * Every function returns an AM_* code unless noted.
+ * Every function returns an AM_* code unless noted.  After an internal error (a panic
+ * inside ramp, reported on stderr as "ramp: internal error (panic) in NAME"), AM_*
+ * functions return AM_ERR_RESOURCE (ramp_SPMDStartup too, even on the master),
+ * ramp_SPMDNumProcs and ramp_SPMDMyProc -1, ramp_SPMDIsWorker and the spawners 0,
+ * ramp_SPMDgetenvMaster and ramp_check_env_prefix NULL; ramp_SPMDExit, whose process
+ * is already ending, aborts instead of returning.
  */
 #ifndef RAMP_RAMP_SPMD_H
 #define RAMP_RAMP_SPMD_H

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::segment::CSegment;
 use super::trampolines::c_handler;
 use super::types::{am_handler_fn_t, eb_t, en_t, ep_t, handler_t, tag_t};
-use super::{boundary, bundle, eb_handle, endpoint, ep_handle, need, out, VERBOSE};
+use super::{boundary, bundle, eb_handle, endpoint, ep_handle, guard, need, out, report, VERBOSE};
 use crate::am::{self, BundleMode, EndpointName};
 use crate::error::{Error, AM_ERR_RESOURCE, AM_OK};
 
@@ -195,16 +195,17 @@ pub extern "C" fn AM_SetNumTranslations(ep: ep_t, ntrans: c_int) -> c_int {
 /// answer, never reported), AM_ERR_BAD_ARG when out of range.
 #[no_mangle]
 pub extern "C" fn AM_GetTranslationInuse(ea: ep_t, i: c_int) -> c_int {
-    let mut mapped = false;
-    let r = boundary("AM_GetTranslationInuse", || {
-        mapped = endpoint(ea)?.translation(i as i64)?.is_some();
-        Ok(())
-    });
-    if r == AM_OK && !mapped {
-        AM_ERR_RESOURCE
-    } else {
-        r
-    }
+    // After a panic: AM_ERR_RESOURCE, as for an entry not in use.
+    guard("AM_GetTranslationInuse", || {
+        match endpoint(ea).and_then(|e| e.translation(i as i64)) {
+            Ok(Some(_)) => AM_OK,
+            Ok(None) => AM_ERR_RESOURCE,
+            Err(e) => {
+                report("AM_GetTranslationInuse", &e);
+                e.code()
+            }
+        }
+    })
 }
 
 #[no_mangle]

@@ -1,13 +1,44 @@
-//! The C ABI: `extern "C"` entry points of `include/am.h` and
-//! `include/ramp.h` and the variadic shim (`c/shim.c`, compiled by build.rs).
+//! The C ABI: `extern "C"` entry points of `include/am.h`, `include/ramp.h`
+//! and `include/ramp_spmd.h`, and the variadic shim (`c/shim.c`, compiled by
+//! build.rs).
 //!
-//! Every entry point goes through `boundary`: a panic never crosses into C
-//! (it becomes `AM_ERR_RESOURCE`), errors map to AM codes in one place, and
-//! out-parameters are written only on success.
+//! # The panic boundary
+//!
+//! A panic must never unwind into C (since Rust 1.81 it would abort the
+//! process at the `extern "C"` edge). Every `extern "C" fn` in this module
+//! therefore has exactly one expression as its body: a call of [`guard`],
+//! [`guard_or`], [`guard_noreturn`] or [`boundary`], which runs the work under
+//! `catch_unwind`. After a panic the guard prints
+//! `ramp: internal error (panic) in NAME; returning X` on stderr and returns
+//! a fallback chosen by the return type ([`PanicDefault`], as rustls-ffi
+//! does):
+//!
+//! | C return type                          | value after a panic      |
+//! |----------------------------------------|--------------------------|
+//! | `int` AM code                          | `AM_ERR_RESOURCE`        |
+//! | pointer (`const char *`, ...)          | `NULL`                   |
+//! | name never NULL (`ramp_ErrorName`...)  | a static default string  |
+//! | count (`uint32_t`, `size_t`)           | 0                        |
+//! | `bool`                                 | `false`                  |
+//! | `void`                                 | nothing                  |
+//!
+//! An `int` whose C contract is not an AM code names its own fallback with
+//! [`guard_or`] (e.g. -1 for `ramp_SPMDNumProcs`, 0 for a yes/no answer);
+//! a function that does not return on success either returns its error
+//! code (`ramp_SPMDStartup` on the master: `AM_ERR_RESOURCE`) or, when
+//! returning would be worse, aborts after the message ([`guard_noreturn`]:
+//! `ramp_SPMDExit`, whose process is already ending). The test
+//! `every_export_is_guarded` fails when an `extern "C" fn` body here is not
+//! such a guard call.
+//!
+//! Errors map to AM codes in one place ([`boundary`]); out-parameters are
+//! written only on success.
 
 pub mod am2;
 pub mod ramp;
 mod segment;
+#[cfg(test)]
+mod source_checks;
 pub mod spmd;
 pub mod trampolines;
 pub mod types;
@@ -30,27 +61,168 @@ extern "C" {
 }
 
 pub fn verbose() -> bool {
-    // SAFETY: a plain int exported by the shim; a racy read of an int the
-    // application sets once is harmless (at worst one message more or less).
     VERBOSE.load(Ordering::Relaxed)
+        // SAFETY: a plain int exported by the shim; a racy read of an int the
+        // application sets once is harmless (at worst one message more or less).
         || unsafe { std::ptr::read_volatile(&raw const ramp_VerboseErrors) } != 0
 }
 
-/// Runs an entry point: maps its error to an AM code, reports it when
-/// verbose, and turns a panic into `AM_ERR_RESOURCE`.
-pub(crate) fn boundary(name: &str, f: impl FnOnce() -> Result<()>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => AM_OK,
-        Ok(Err(e)) => {
-            if verbose() {
-                eprintln!("ramp: {name} returned {e}");
+/// The value an entry point returns to C after an internal error (a panic),
+/// chosen by its return type.
+pub(crate) trait PanicDefault {
+    /// The fallback value.
+    fn panic_default() -> Self;
+}
+
+impl PanicDefault for c_int {
+    /// Entry points returning `int` return an AM code: `AM_ERR_RESOURCE`.
+    fn panic_default() -> Self {
+        AM_ERR_RESOURCE
+    }
+}
+
+impl<T> PanicDefault for *const T {
+    fn panic_default() -> Self {
+        std::ptr::null()
+    }
+}
+
+impl<T> PanicDefault for *mut T {
+    fn panic_default() -> Self {
+        std::ptr::null_mut()
+    }
+}
+
+impl PanicDefault for u32 {
+    fn panic_default() -> Self {
+        0
+    }
+}
+
+impl PanicDefault for usize {
+    fn panic_default() -> Self {
+        0
+    }
+}
+
+impl PanicDefault for u64 {
+    fn panic_default() -> Self {
+        0
+    }
+}
+
+impl PanicDefault for bool {
+    fn panic_default() -> Self {
+        false
+    }
+}
+
+impl PanicDefault for () {
+    fn panic_default() -> Self {}
+}
+
+/// How a fallback value is named in the panic message.
+pub(crate) trait Shown {
+    fn shown(&self) -> String;
+}
+
+impl Shown for c_int {
+    fn shown(&self) -> String {
+        if *self == AM_ERR_RESOURCE {
+            "AM_ERR_RESOURCE".into()
+        } else {
+            self.to_string()
+        }
+    }
+}
+
+impl<T> Shown for *const T {
+    fn shown(&self) -> String {
+        if self.is_null() {
+            "NULL".into()
+        } else {
+            "a static default".into()
+        }
+    }
+}
+
+impl<T> Shown for *mut T {
+    fn shown(&self) -> String {
+        self.cast_const().shown()
+    }
+}
+
+macro_rules! shown_display {
+    ($($t:ty),*) => {
+        $(impl Shown for $t {
+            fn shown(&self) -> String {
+                self.to_string()
             }
+        })*
+    };
+}
+shown_display!(u32, usize, u64, bool);
+
+impl Shown for () {
+    fn shown(&self) -> String {
+        "nothing".into()
+    }
+}
+
+/// Runs the body of an entry point; after a panic returns the fallback of
+/// its return type ([`PanicDefault`]).
+pub(crate) fn guard<R: PanicDefault + Shown>(name: &str, f: impl FnOnce() -> R) -> R {
+    guard_or(name, R::panic_default(), f)
+}
+
+/// Runs the body of an entry point; after a panic prints
+/// `ramp: internal error (panic) in NAME; returning X` and returns
+/// `fallback` (for a function whose C contract names another value than its
+/// type's [`PanicDefault`]).
+pub(crate) fn guard_or<R: Shown>(name: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            eprintln!(
+                "ramp: internal error (panic) in {name}; returning {}",
+                fallback.shown()
+            );
+            fallback
+        }
+    }
+}
+
+/// Runs the body of an entry point that must not return to its caller once
+/// it has begun (the process is ending): after a panic prints
+/// `ramp: internal error (panic) in NAME; aborting` and aborts, so the
+/// launcher sees the process die instead of the application running on in a
+/// half-shut-down library.
+pub(crate) fn guard_noreturn<R>(name: &str, f: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            eprintln!("ramp: internal error (panic) in {name}; aborting");
+            std::process::abort()
+        }
+    }
+}
+
+/// Runs an entry point that returns an AM code: maps its error to the code
+/// (reporting it when verbose); a panic gives `AM_ERR_RESOURCE` ([`guard`]).
+pub(crate) fn boundary(name: &str, f: impl FnOnce() -> Result<()>) -> c_int {
+    guard(name, || match f() {
+        Ok(()) => AM_OK,
+        Err(e) => {
+            report(name, &e);
             e.code()
         }
-        Err(_) => {
-            eprintln!("ramp: internal error (panic) in {name}; returning AM_ERR_RESOURCE");
-            AM_ERR_RESOURCE
-        }
+    })
+}
+
+/// Prints an error an entry point is about to return when verbose.
+pub(crate) fn report(name: &str, e: &Error) {
+    if verbose() {
+        eprintln!("ramp: {name} returned {e}");
     }
 }
 
@@ -95,5 +267,38 @@ pub(crate) fn need<T>(p: *mut T) -> Result<()> {
         Err(Error::BadArg("NULL output pointer"))
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_the_fallback_of_its_type() {
+        assert_eq!(
+            guard("t_int", || -> c_int { panic!("test") }),
+            AM_ERR_RESOURCE
+        );
+        assert!(guard("t_ptr", || -> *const u8 { panic!("test") }).is_null());
+        assert!(guard("t_mut", || -> *mut u8 { panic!("test") }).is_null());
+        assert_eq!(guard("t_u32", || -> u32 { panic!("test") }), 0);
+        assert_eq!(guard("t_usize", || -> usize { panic!("test") }), 0);
+        assert!(!guard("t_bool", || -> bool { panic!("test") }));
+        guard("t_unit", || -> () { panic!("test") });
+        assert_eq!(guard_or("t_or", -1, || -> c_int { panic!("test") }), -1);
+        assert_eq!(boundary("t_boundary", || panic!("test")), AM_ERR_RESOURCE);
+    }
+
+    #[test]
+    fn without_a_panic_the_value_passes_through() {
+        assert_eq!(guard("t_int", || 7), 7);
+        assert_eq!(guard_or("t_or", -1, || 5), 5);
+        assert_eq!(guard_noreturn("t_noreturn", || 9), 9);
+        assert_eq!(boundary("t_ok", || Ok(())), AM_OK);
+        assert_eq!(
+            boundary("t_err", || Err(Error::BadArg("test"))),
+            crate::error::AM_ERR_BAD_ARG
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::os::raw::{c_char, c_int, c_void};
 
 use super::am2::with_token;
 use super::types::{en_t, ep_t, handler_t, ramp_category_t, ramp_stats_t, tag_t, INITIAL_STATS};
-use super::{boundary, endpoint, need, out};
+use super::{boundary, endpoint, guard, guard_or, need, out, report};
 use crate::am::{self, EndpointName, Statistics};
 use crate::error::{code_name, Error, Result, ReturnStatus};
 use crate::wire::{Category, MAX_ARGS};
@@ -188,7 +188,8 @@ pub unsafe extern "C" fn ramp_GetEndpointName(ea: ep_t, name: *mut en_t) -> c_in
 
 #[no_mangle]
 pub extern "C" fn ramp_enEqual(a: en_t, b: en_t) -> c_int {
-    (a == b) as c_int
+    // A yes/no answer: 0 (not known to be equal) after a panic.
+    guard_or("ramp_enEqual", 0, || (a == b) as c_int)
 }
 
 #[no_mangle]
@@ -225,38 +226,49 @@ macro_rules! cstr {
 
 #[no_mangle]
 pub extern "C" fn ramp_ErrorName(code: c_int) -> *const c_char {
-    match code_name(code) {
-        "AM_OK" => cstr!("AM_OK"),
-        "AM_ERR_NOT_INIT" => cstr!("AM_ERR_NOT_INIT"),
-        "AM_ERR_BAD_ARG" => cstr!("AM_ERR_BAD_ARG"),
-        "AM_ERR_RESOURCE" => cstr!("AM_ERR_RESOURCE"),
-        "AM_ERR_NOT_SENT" => cstr!("AM_ERR_NOT_SENT"),
-        "AM_ERR_IN_USE" => cstr!("AM_ERR_IN_USE"),
-        _ => cstr!("AM_ERR_UNKNOWN"),
-    }
+    // Never NULL (ramp.h), not even after a panic.
+    guard_or(
+        "ramp_ErrorName",
+        cstr!("AM_ERR_UNKNOWN"),
+        || match code_name(code) {
+            "AM_OK" => cstr!("AM_OK"),
+            "AM_ERR_NOT_INIT" => cstr!("AM_ERR_NOT_INIT"),
+            "AM_ERR_BAD_ARG" => cstr!("AM_ERR_BAD_ARG"),
+            "AM_ERR_RESOURCE" => cstr!("AM_ERR_RESOURCE"),
+            "AM_ERR_NOT_SENT" => cstr!("AM_ERR_NOT_SENT"),
+            "AM_ERR_IN_USE" => cstr!("AM_ERR_IN_USE"),
+            _ => cstr!("AM_ERR_UNKNOWN"),
+        },
+    )
 }
 
 #[no_mangle]
 pub extern "C" fn ramp_StatusName(status: c_int) -> *const c_char {
-    let s = u8::try_from(status).ok().and_then(ReturnStatus::from_u8);
-    match s {
-        Some(ReturnStatus::BadArgs) => cstr!("EBADARGS"),
-        Some(ReturnStatus::BadEntry) => cstr!("EBADENTRY"),
-        Some(ReturnStatus::BadTag) => cstr!("EBADTAG"),
-        Some(ReturnStatus::BadHandler) => cstr!("EBADHANDLER"),
-        Some(ReturnStatus::BadSegOff) => cstr!("EBADSEGOFF"),
-        Some(ReturnStatus::BadLength) => cstr!("EBADLENGTH"),
-        Some(ReturnStatus::BadEndpoint) => cstr!("EBADENDPOINT"),
-        Some(ReturnStatus::Congestion) => cstr!("ECONGESTION"),
-        Some(ReturnStatus::Unreachable) => cstr!("EUNREACHABLE"),
-        Some(ReturnStatus::ReplyRejected) => cstr!("EREPLYREJECTED"),
-        None => cstr!("EUNKNOWN"),
-    }
+    // Never NULL (ramp.h), not even after a panic.
+    guard_or(
+        "ramp_StatusName",
+        cstr!("EUNKNOWN"),
+        || match u8::try_from(status).ok().and_then(ReturnStatus::from_u8) {
+            Some(ReturnStatus::BadArgs) => cstr!("EBADARGS"),
+            Some(ReturnStatus::BadEntry) => cstr!("EBADENTRY"),
+            Some(ReturnStatus::BadTag) => cstr!("EBADTAG"),
+            Some(ReturnStatus::BadHandler) => cstr!("EBADHANDLER"),
+            Some(ReturnStatus::BadSegOff) => cstr!("EBADSEGOFF"),
+            Some(ReturnStatus::BadLength) => cstr!("EBADLENGTH"),
+            Some(ReturnStatus::BadEndpoint) => cstr!("EBADENDPOINT"),
+            Some(ReturnStatus::Congestion) => cstr!("ECONGESTION"),
+            Some(ReturnStatus::Unreachable) => cstr!("EUNREACHABLE"),
+            Some(ReturnStatus::ReplyRejected) => cstr!("EREPLYREJECTED"),
+            None => cstr!("EUNKNOWN"),
+        },
+    )
 }
 
 #[no_mangle]
 pub extern "C" fn ramp_Version() -> *const c_char {
-    cstr!(env!("CARGO_PKG_VERSION"))
+    guard_or("ramp_Version", cstr!(env!("CARGO_PKG_VERSION")), || {
+        cstr!(env!("CARGO_PKG_VERSION"))
+    })
 }
 
 #[no_mangle]
@@ -299,34 +311,38 @@ thread_local! {
 }
 
 /// Formats `stats` into a per-thread buffer (overwritten by the next call on
-/// the same thread), writes it to `fp` (a `FILE *`) when non-NULL, returns it.
+/// the same thread), writes it to `fp` (a `FILE *`) when non-NULL, returns it;
+/// NULL after an error or a panic.
 #[no_mangle]
 pub unsafe extern "C" fn ramp_DumpStatistics(
     fp: *mut c_void,
     stats: *const ramp_stats_t,
     globalAnalysis: c_int,
 ) -> *const c_char {
-    let mut result: *const c_char = std::ptr::null();
-    boundary("ramp_DumpStatistics", || {
+    guard("ramp_DumpStatistics", || {
         if stats.is_null() {
-            return Err(Error::BadArg("NULL statistics pointer"));
+            report(
+                "ramp_DumpStatistics",
+                &Error::BadArg("NULL statistics pointer"),
+            );
+            return std::ptr::null();
         }
         // SAFETY: non-null and points to a ramp_stats_t by contract.
         let s = Statistics::from(unsafe { &*stats });
         let text = s.report(globalAnalysis != 0).replace('\0', " ");
         let c = CString::new(text).unwrap_or_default();
-        REPORT.with(|r| {
+        let result = REPORT.with(|r| {
             *r.borrow_mut() = c;
-            result = r.borrow().as_ptr();
+            r.borrow().as_ptr()
         });
         if !fp.is_null() {
-            // SAFETY: `fp` is a FILE * by contract; `result` is NUL-terminated.
+            // SAFETY: `fp` is a FILE * by contract; `result` is NUL-terminated
+            // and stays valid until this thread's next call.
             unsafe {
                 libc::fputs(result, fp.cast::<libc::FILE>());
                 libc::fflush(fp.cast::<libc::FILE>());
             }
         }
-        Ok(())
-    });
-    result
+        result
+    })
 }

@@ -9,7 +9,7 @@ use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
 use super::types::{eb_t, ep_t};
-use super::{boundary, eb_handle, ep_handle, need, out};
+use super::{boundary, eb_handle, ep_handle, guard, guard_noreturn, guard_or, need, out};
 use crate::error::{Error, AM_ERR_NOT_INIT, AM_OK};
 use crate::spmd::{self, Role};
 
@@ -48,19 +48,25 @@ fn kill_through_c(code: i32) {
     }
 }
 
+/// The program's arguments, as Rust strings (empty when either is NULL).
+///
+/// # Safety
+/// `argc` and `argv` must be NULL or main's argc/argv (or copies of them):
+/// `*argv` holds `*argc` NULL or NUL-terminated strings.
 unsafe fn args_of(argc: *mut c_int, argv: *mut *mut *mut c_char) -> Vec<String> {
     if argc.is_null() || argv.is_null() {
         return Vec::new();
     }
-    // SAFETY: the caller passes main's argc/argv (or copies of them).
+    // SAFETY: both non-null; the caller passes main's argc/argv (or copies).
     let (n, v) = unsafe { (*argc, *argv) };
     if v.is_null() {
         return Vec::new();
     }
     (0..n.max(0) as usize)
         .filter_map(|i| {
-            // SAFETY: argv holds argc entries, each a NUL-terminated string.
+            // SAFETY: argv holds argc entries (i < argc).
             let p = unsafe { *v.add(i) };
+            // SAFETY: a non-null entry is a NUL-terminated string.
             (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
         })
         .collect()
@@ -132,53 +138,66 @@ pub unsafe extern "C" fn ramp_SPMDStartup(
 
 #[no_mangle]
 pub extern "C" fn ramp_SPMDExit(exitcode: c_int) -> c_int {
-    if !spmd::started() {
-        return AM_ERR_NOT_INIT;
-    }
-    boundary("ramp_SPMDExit", || spmd::exit(exitcode).map(|_| ()))
+    // The process is ending (the launcher may already know its exit code):
+    // after a panic, returning to the application would be worse than ending.
+    guard_noreturn("ramp_SPMDExit", || {
+        if !spmd::started() {
+            return AM_ERR_NOT_INIT;
+        }
+        boundary("ramp_SPMDExit", || spmd::exit(exitcode).map(|_| ()))
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn ramp_SPMDSetExitCallback(fp: ramp_exitcallback_t) -> c_int {
-    spmd::set_exit_callback(fp.map(|f| {
-        // SAFETY: the application's callback of prototype void(int).
-        Box::new(move |code: i32| unsafe { f(code) }) as Box<dyn Fn(i32) + Send + Sync>
-    }));
-    AM_OK
+    guard("ramp_SPMDSetExitCallback", || {
+        spmd::set_exit_callback(fp.map(|f| {
+            // SAFETY: the application's callback of prototype void(int).
+            Box::new(move |code: i32| unsafe { f(code) }) as Box<dyn Fn(i32) + Send + Sync>
+        }));
+        AM_OK
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn ramp_SPMDIsWorker(_argv: *mut *mut c_char) -> c_int {
-    (spmd::started() || spmd::is_worker_env()) as c_int
+    // A yes/no answer: 0 (not known to be a worker) after a panic.
+    guard_or("ramp_SPMDIsWorker", 0, || {
+        (spmd::started() || spmd::is_worker_env()) as c_int
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn ramp_SPMDNumProcs() -> c_int {
-    match spmd::size() {
+    // -1, the contract's "no answer", after a panic.
+    guard_or("ramp_SPMDNumProcs", -1, || match spmd::size() {
         Some(s) => s as c_int,
         None => {
             eprintln!("ramp: ramp_SPMDNumProcs called before ramp_SPMDStartup");
             -1
         }
-    }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn ramp_SPMDMyProc() -> c_int {
-    match spmd::rank() {
+    // -1, the contract's "no answer", after a panic.
+    guard_or("ramp_SPMDMyProc", -1, || match spmd::rank() {
         Some(r) => r as c_int,
         None => {
             eprintln!("ramp: ramp_SPMDMyProc called before ramp_SPMDStartup");
             -1
         }
-    }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn ramp_SPMDBarrier() -> c_int {
-    // SAFETY: fflush(NULL) flushes every C output stream.
-    unsafe { libc::fflush(std::ptr::null_mut()) };
-    boundary("ramp_SPMDBarrier", spmd::barrier)
+    boundary("ramp_SPMDBarrier", || {
+        // SAFETY: fflush(NULL) flushes every C output stream.
+        unsafe { libc::fflush(std::ptr::null_mut()) };
+        spmd::barrier()
+    })
 }
 
 #[no_mangle]
@@ -202,34 +221,40 @@ pub unsafe extern "C" fn ramp_SPMDAllGather(
 
 #[no_mangle]
 pub unsafe extern "C" fn ramp_SPMDgetenvMaster(keyname: *const c_char) -> *const c_char {
-    if keyname.is_null() {
-        return std::ptr::null();
-    }
-    // SAFETY: a NUL-terminated string by contract.
-    let k = unsafe { CStr::from_ptr(keyname) }
-        .to_string_lossy()
-        .into_owned();
-    match spmd::getenv_master(&k) {
-        Some(v) => keep(v),
-        None => std::ptr::null(),
-    }
+    guard("ramp_SPMDgetenvMaster", || {
+        if keyname.is_null() {
+            return std::ptr::null();
+        }
+        // SAFETY: non-null, and a NUL-terminated string by contract.
+        let k = unsafe { CStr::from_ptr(keyname) }
+            .to_string_lossy()
+            .into_owned();
+        match spmd::getenv_master(&k) {
+            Some(v) => keep(v),
+            None => std::ptr::null(),
+        }
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn ramp_check_env_prefix(prefix: *const c_char) -> *const c_char {
-    if prefix.is_null() {
-        return std::ptr::null();
-    }
-    // SAFETY: a NUL-terminated string by contract.
-    let p = unsafe { CStr::from_ptr(prefix) }
-        .to_string_lossy()
-        .into_owned();
-    match spmd::env_entry_with_prefix(&p) {
-        Some(kv) => keep(kv),
-        None => std::ptr::null(),
-    }
+    guard("ramp_check_env_prefix", || {
+        if prefix.is_null() {
+            return std::ptr::null();
+        }
+        // SAFETY: non-null, and a NUL-terminated string by contract.
+        let p = unsafe { CStr::from_ptr(prefix) }
+            .to_string_lossy()
+            .into_owned();
+        match spmd::env_entry_with_prefix(&p) {
+            Some(kv) => keep(kv),
+            None => std::ptr::null(),
+        }
+    })
 }
 
+/// A spawner called directly: reports it and returns 0 (failure, in the
+/// spawner contract: non-zero is success; 0 after a panic too).
 fn not_for_calling(name: &str) -> c_int {
     eprintln!("ramp: {name} is passed to ramp_SPMDStartup, not called directly");
     0
@@ -242,7 +267,9 @@ pub extern "C" fn ramp_SPMDLocalSpawn(
     _argv: *mut *mut c_char,
     _env: *mut *mut c_char,
 ) -> c_int {
-    not_for_calling("ramp_SPMDLocalSpawn")
+    guard_or("ramp_SPMDLocalSpawn", 0, || {
+        not_for_calling("ramp_SPMDLocalSpawn")
+    })
 }
 
 #[no_mangle]
@@ -252,7 +279,9 @@ pub extern "C" fn ramp_SPMDSshSpawn(
     _argv: *mut *mut c_char,
     _env: *mut *mut c_char,
 ) -> c_int {
-    not_for_calling("ramp_SPMDSshSpawn")
+    guard_or("ramp_SPMDSshSpawn", 0, || {
+        not_for_calling("ramp_SPMDSshSpawn")
+    })
 }
 
 #[no_mangle]
@@ -262,5 +291,7 @@ pub extern "C" fn ramp_SPMDCustomSpawn(
     _argv: *mut *mut c_char,
     _env: *mut *mut c_char,
 ) -> c_int {
-    not_for_calling("ramp_SPMDCustomSpawn")
+    guard_or("ramp_SPMDCustomSpawn", 0, || {
+        not_for_calling("ramp_SPMDCustomSpawn")
+    })
 }
