@@ -6,7 +6,7 @@
 //! needs, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -38,11 +38,14 @@ pub fn watchdog(test: &str, limit: Duration) -> Watchdog {
         .name(format!("watchdog {name}"))
         .spawn(move || {
             if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                eprintln!(
+                // Straight to the stderr stream: the test harness captures
+                // eprintln! (also in threads a test spawns) and would drop it.
+                let msg = format!(
                     "\nTIMEOUT: test `{name}` still running after {limit:?}: it hangs \
                      (set RAMP_TEST_TIME_SCALE to allow more time on a slow machine); \
-                     ending the test process with status 124"
+                     ending the test process with status 124\n"
                 );
+                let _ = std::io::stderr().write_all(msg.as_bytes());
                 std::process::exit(124);
             }
         })
