@@ -108,6 +108,24 @@ long env_long(const char *name, long dflt);
     }                                                                              \
   } while (0)
 
+/* Poll `eb` until `cond` holds; fail with the message only when `progress` (an integer
+ * expression, e.g. how many handlers have run) has not changed for `stall_secs` seconds:
+ * a stall (a hang, a credit leak) fails the test, a slow but moving machine does not. */
+#define POLL_UNTIL_PROGRESS(eb, cond, progress, stall_secs, ...)                   \
+  do {                                                                             \
+    long progress_last_ = (long)(progress);                                        \
+    double progress_since_ = now_sec();                                            \
+    while (!(cond)) {                                                              \
+      AM_SAFE(AM_Poll(eb));                                                        \
+      if ((long)(progress) != progress_last_) {                                    \
+        progress_last_ = (long)(progress);                                         \
+        progress_since_ = now_sec();                                               \
+      } else if (!(cond) && now_sec() - progress_since_ > (stall_secs)) {          \
+        ct_fail(__FILE__, __LINE__, __VA_ARGS__);                                  \
+      }                                                                            \
+    }                                                                              \
+  } while (0)
+
 /* Poll `eb` for `ms` milliseconds (lets acknowledgements and late duplicates settle). */
 void poll_for_ms(eb_t eb, unsigned ms);
 

@@ -413,9 +413,14 @@ static void run_unreachable(void) {
   CHECK(nrec == 3, "handler 0 ran %d times, expected 3", nrec);
   PHASE("unreachable: AM_Terminate with a request outstanding");
   EXPECT_RC(AM_Request1(P.ep, 1, 30, 5), AM_OK);
+  /* AM_Terminate does not wait for the outstanding request: it does not drive it to its
+   * end (no EUNREACHABLE reaches handler 0 inside it). A hang is caught by the alarm. */
+  int before = nrec;
   double tt = now_sec();
   AM_SAFE(AM_Terminate());
-  CHECK(now_sec() - tt < 2.0, "AM_Terminate with an outstanding request took %.2f s", now_sec() - tt);
+  CHECK(nrec == before, "AM_Terminate waited for the outstanding request: handler 0 ran inside it (%d -> %d)",
+        before, nrec);
+  ct_note("AM_Terminate with an outstanding request: %.3f s", now_sec() - tt);
 }
 
 /* ------------------------------------------------------------------------------------ */

@@ -3,12 +3,17 @@
  *
  * Rank 0 sets AM_NOTEMPTY and blocks in AM_WaitSema while rank 1 sleeps 300 ms and then
  * sends a request; rank 0's process CPU time during the wait must stay far below the
- * wall time, and the request handler must have run by the time AM_WaitSema returns.
+ * wall time (the point of the test: it sleeps, it does not spin), AM_WaitSema must not
+ * wake up more than a few times without a message, and the request handler must have
+ * run by the time AM_WaitSema returns. No assertion is on how long anything took.
  * Then the roles swap for the reply (rank 1 waits for it in AM_WaitSema).
  * Third round: the message is already waiting in the socket when AM_WaitSema is called
- * (the waiter slept without polling): AM_WaitSema must return at once.
- * AM_WaitSema with mask AM_NOEVENTS, in a subprocess: it must not hang; ramp returns an
- * error (AM_ERR_RESOURCE expected); an abort like AMUDP's is reported, not failed.
+ * (the waiter slept without polling): the first AM_WaitSema call must return with the
+ * handler run.
+ * AM_WaitSema with mask AM_NOEVENTS, in a subprocess (include/am.h, next to AM_NOEVENTS):
+ * on a new bundle (mask never set) and after AM_SetEventMask(AM_NOEVENTS) it returns
+ * AM_ERR_RESOURCE at once, runs no handler although a request is waiting, leaves the mask
+ * AM_NOEVENTS, and the process goes on (an abort or a hang fails the test).
  * Lossy round trips, in a subprocess pair with RAMP_FAULT_LOSS=0.25: rank 0 sends a
  * request and waits for the reply only in AM_WaitSema, 20 times; a lost request can only
  * be recovered by a retransmission timer serviced while blocked (spec §2.9).
@@ -67,21 +72,48 @@ static void wait_for(volatile int *flag, double *wall, double *cpu, int *calls) 
 
 static void noevents_child(void) {
   eb_t eb;
-  ep_t ep;
-  en_t n;
+  ep_t a, b;
+  en_t na, nb;
   alarm(10);
   PHASE("AM_WaitSema with AM_NOEVENTS");
   AM_SAFE(AM_Init());
   AM_SAFE(AM_AllocateBundle(AM_SEQ, &eb));
-  AM_SAFE(AM_AllocateEndpoint(eb, &ep, &n));
-  AM_SAFE(AM_SetTag(ep, 5));
-  AM_SAFE(AM_Map(ep, 0, n, 5));
-  AM_SAFE(AM_SetExpectedResources(ep, 1, 4));
+  AM_SAFE(AM_AllocateEndpoint(eb, &a, &na));
+  AM_SAFE(AM_AllocateEndpoint(eb, &b, &nb));
+  AM_SAFE(AM_SetTag(a, 5));
+  AM_SAFE(AM_SetTag(b, 6));
+  AM_SAFE(AM_Map(a, 0, nb, 6));
+  AM_SAFE(AM_Map(b, 0, na, 5));
+  AM_SAFE(AM_SetExpectedResources(a, 1, 4));
+  AM_SAFE(AM_SetExpectedResources(b, 1, 4));
+  AM_SAFE(AM_SetHandler(a, 0, returned_handler));
+  AM_SAFE(AM_SetHandler(b, 0, returned_handler));
+  AM_SAFE(AM_SetHandler(b, H_REQ, h_req));
+  AM_SAFE(AM_SetHandler(a, H_REP, h_rep));
+  int mask = -1;
+  AM_SAFE(AM_GetEventMask(eb, &mask));
+  CHECK(mask == AM_NOEVENTS, "a new bundle's event mask is %d, expected AM_NOEVENTS", mask);
+  /* a request from a to b waits in b's socket: only polling would run its handler */
+  AM_SAFE(AM_Request1(a, 0, H_REQ, 1234));
+  sleep_ms(50);
+  CHECK(req_ran == 0, "the request handler ran before anything polled");
+  EXPECT_RC(AM_WaitSema(eb), AM_ERR_RESOURCE); /* mask never set: AM_NOEVENTS */
+  AM_SAFE(AM_SetEventMask(eb, AM_NOTEMPTY));
   AM_SAFE(AM_SetEventMask(eb, AM_NOEVENTS));
-  int rc = AM_WaitSema(eb);
-  printf("AM_WaitSema(mask AM_NOEVENTS) returned %d (%s)\n", rc, ct_errname(rc));
+  EXPECT_RC(AM_WaitSema(eb), AM_ERR_RESOURCE);
+  CHECK(req_ran == 0, "AM_WaitSema with AM_NOEVENTS polled: the request handler ran %d time(s)", (int)req_ran);
+  AM_SAFE(AM_GetEventMask(eb, &mask));
+  CHECK(mask == AM_NOEVENTS, "after AM_WaitSema(AM_NOEVENTS) the mask is %d, expected AM_NOEVENTS", mask);
+  /* the process goes on: the queued request is served by an ordinary wait */
+  while (rep_ran == 0) {
+    AM_SAFE(AM_SetEventMask(eb, AM_NOTEMPTY));
+    AM_SAFE(AM_WaitSema(eb));
+  }
+  CHECK(req_ran == 1 && rep_ran == 1, "after AM_NOEVENTS: request ran %d, reply ran %d", (int)req_ran,
+        (int)rep_ran);
+  printf("AM_WaitSema(mask AM_NOEVENTS) returned AM_ERR_RESOURCE at once, polled nothing; the process went on\n");
   fflush(stdout);
-  _exit(rc == AM_ERR_RESOURCE ? 0 : (rc == AM_OK ? 10 : 11));
+  _exit(0);
 }
 
 static void lossy_round_trips(void) {
@@ -131,15 +163,11 @@ int main(void) {
   }
   if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
     FAIL("AM_WaitSema with mask AM_NOEVENTS hung (killed by the 10 s alarm)");
-  if (WIFSIGNALED(st))
-    ct_note("NOTE: AM_WaitSema with mask AM_NOEVENTS terminated the process with signal %d (%s), "
-            "like AMUDP's fatal error; not counted as a failure",
-            WTERMSIG(st), strsignal(WTERMSIG(st)));
-  else
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-          "AM_WaitSema with mask AM_NOEVENTS did not return AM_ERR_RESOURCE (child exit %d: 10 = AM_OK, "
-          "11 = another code, see above)",
-          WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  CHECK(!WIFSIGNALED(st), "AM_WaitSema with mask AM_NOEVENTS killed the process (signal %d, %s); ramp returns "
+        "AM_ERR_RESOURCE (include/am.h)", WIFSIGNALED(st) ? WTERMSIG(st) : 0,
+        WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "");
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the AM_NOEVENTS part failed (child exit %d, see above)",
+        WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 
   /* lossy round trips, waiting only in AM_WaitSema: a subprocess that sets its own
    * RAMP_FAULT_* before AM_Init (the configuration is read once per process) */
@@ -162,7 +190,9 @@ int main(void) {
     ct_note("request wait: wall %.3f s, cpu %.3f s (%.1f%%), %d AM_WaitSema call(s)", wall, cpu,
             100.0 * cpu / wall, calls);
     CHECK(req_ran == 1, "request handler ran %d times", (int)req_ran);
-    CHECK(wall >= 0.2, "AM_WaitSema returned after %.3f s, before the peer sent anything (at 0.3 s)", wall);
+    /* The point is CPU: a sleeping wait uses next to none of the 0.3 s; a spinning one
+     * all it can get (under load, less: a loaded machine can only hide a spin, never
+     * fail a sleeping wait). */
     CHECK(cpu < 0.5 * wall, "AM_WaitSema spins: %.3f s CPU in %.3f s wall (%.0f%%, limit 50%%)", cpu, wall,
           100.0 * cpu / wall);
     CHECK(calls <= 5, "AM_WaitSema woke up %d times without a message", calls - 1);
@@ -184,8 +214,8 @@ int main(void) {
     ct_note("request wait (rank 1): wall %.3f s, cpu %.3f s (%.1f%%), %d call(s)", wall, cpu, 100.0 * cpu / wall,
             calls);
     CHECK(req_ran == 1, "request handler ran %d times", (int)req_ran);
-    CHECK(wall >= 0.4, "AM_WaitSema returned after %.3f s, before the peer sent (at 0.5 s)", wall);
     CHECK(cpu < 0.5 * wall, "AM_WaitSema spins: %.3f s CPU in %.3f s wall", cpu, wall);
+    CHECK(calls <= 5, "AM_WaitSema woke up %d times without a message", calls - 1);
   } else {
     sleep_ms(500);
     AM_SAFE(AM_Request1(P.ep, 1, H_REQ, 1234));
@@ -202,11 +232,11 @@ int main(void) {
     sleep_ms(300); /* not polling: rank 1's request waits in the socket */
     double w0 = now_sec();
     AM_SAFE(AM_SetEventMask(P.eb, AM_NOTEMPTY));
-    AM_SAFE(AM_WaitSema(P.eb));
+    AM_SAFE(AM_WaitSema(P.eb)); /* one call: the message is there */
     double w = now_sec() - w0;
-    CHECK(req_ran == 1, "AM_WaitSema returned without running the handler of the queued request (ran %d)",
-          (int)req_ran);
-    CHECK(w < 1.0, "AM_WaitSema took %.3f s although a message was already queued", w);
+    CHECK(req_ran == 1, "the first AM_WaitSema returned without running the handler of the queued request "
+          "(ran %d)", (int)req_ran);
+    ct_note("AM_WaitSema with a message already queued: %.3f s", w);
   } else {
     AM_SAFE(AM_Request1(P.ep, 0, H_REQ, 1234));
     wait_for(&rep_ran, &wall, &cpu, &calls);

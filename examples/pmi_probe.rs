@@ -103,20 +103,28 @@ fn main() {
     }
     println!("pmi_probe: rank {rank} barriers ok");
 
-    // A barrier must hold everyone until the last rank arrives: the last
-    // rank arrives 300 ms late, the others must wait for it.
+    // A barrier must hold everyone until the last rank arrives. Checked by
+    // what happened, not by a clock: each rank leaves a mark (a file named
+    // after the job and its rank, in the temporary directory all ranks of a
+    // local job share) just before it enters the barrier, and after the
+    // barrier every mark must be there. The last rank arrives 500 ms late,
+    // so a barrier that lets the others through early is caught.
+    let marks = std::env::temp_dir().join(format!("pmi_probe-{:016x}", boot.job_id()));
+    let mark = |r: usize| marks.join(format!("arrived.{r}"));
     if rank == size - 1 {
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
-    let t = std::time::Instant::now();
+    std::fs::create_dir_all(&marks)
+        .and_then(|()| std::fs::write(mark(rank), b""))
+        .unwrap_or_else(|e| die(Some(rank), "barrier mark", e));
     boot.barrier(&mut progress)
         .unwrap_or_else(|e| die(Some(rank), "barrier", e));
-    let waited = t.elapsed();
-    if rank != size - 1 && waited < std::time::Duration::from_millis(250) {
+    let missing: Vec<usize> = (0..size).filter(|&r| !mark(r).exists()).collect();
+    if !missing.is_empty() {
         die(
             Some(rank),
             "barrier",
-            format!("returned after {waited:?}, before the last rank arrived"),
+            format!("returned before rank(s) {missing:?} arrived"),
         );
     }
 
@@ -130,6 +138,10 @@ fn main() {
             die(Some(rank), "allgather 2", format!("slot {r} is wrong"));
         }
     }
+
+    // Every rank has checked the marks (the all-gather needs them all).
+    let _ = std::fs::remove_file(mark(rank));
+    let _ = std::fs::remove_dir(&marks); // the last one out succeeds
 
     if boot.getenv_master("PATH").is_none() {
         die(Some(rank), "getenv_master", "PATH is not set");

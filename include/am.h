@@ -108,11 +108,23 @@ typedef void (*am_handler_fn_t)();
 #define AM_ERR_BAD_ARG   2  /* invalid parameter */
 #define AM_ERR_RESOURCE  3  /* resource problem, or call made in the wrong state */
 #define AM_ERR_NOT_SENT  4  /* synchronous message not sent */
+/* ramp never returns AM_ERR_NOT_SENT (AMUDP does not either): a send is either refused
+ * before anything goes out, with AM_ERR_BAD_ARG (bad arguments, unmapped index),
+ * AM_ERR_NOT_INIT / AM_ERR_RESOURCE (wrong state) or AM_ERR_IN_USE (AM_RequestXferAsyncM
+ * without a credit), or accepted and delivered reliably; a message that cannot be
+ * delivered after it was accepted comes back to handler 0 (EUNREACHABLE, ECONGESTION,
+ * or the receiver's reason). */
 #define AM_ERR_IN_USE    5  /* resource busy (AM_RequestXferAsyncM could not send now) */
 
 /* Status codes passed to handler 0 (why a message was returned) */
 #define EBADARGS         1  /* bad request/reply arguments */
+/* EBADARGS: no ramp receiver refuses a message with it (bad arguments are caught at the
+ * sender: AM_ERR_BAD_ARG; bad lengths at the receiver: EBADLENGTH). Handler 0 sees it
+ * only for a returned message whose status byte is not a known code (a corrupt or
+ * foreign peer): ramp reports that as EBADARGS. */
 #define EBADENTRY        2  /* translation index selects an unbound entry */
+/* EBADENTRY: never produced by ramp (nor AMUDP): a request to an unmapped translation
+ * index is refused at the sender, before sending, with AM_ERR_BAD_ARG. */
 #define EBADTAG          3  /* sender's tag did not match the receiving endpoint's tag */
 #define EBADHANDLER      4  /* unregistered handler index at the receiver */
 #define EBADSEGOFF       5  /* bad offset into the destination segment */
@@ -121,6 +133,9 @@ typedef void (*am_handler_fn_t)();
 #define ECONGESTION      8  /* receiver kept refusing for lack of buffer */
 #define EUNREACHABLE     9  /* no answer: retries exhausted */
 #define EREPLYREJECTED  10  /* destination refused the reply */
+/* EREPLYREJECTED: never produced by ramp (nor AMUDP): a reply the destination refuses
+ * comes back to handler 0 with the specific reason instead (EBADTAG, EBADHANDLER,
+ * EBADLENGTH, EBADSEGOFF, EBADENDPOINT), with the reply's opcode. */
 
 /* Opcodes (op_t) passed to handler 0: kind of the returned message */
 #define AM_REQUEST_M       1  /* short request */
@@ -135,8 +150,13 @@ typedef void (*am_handler_fn_t)();
 #define AM_NONE  0
 #define AM_ALL   1
 
-/* Bundle event masks (AM_SetEventMask) */
-#define AM_NOEVENTS  0  /* AM_WaitSema would never return: a fatal error */
+/* Bundle event masks (AM_SetEventMask). A new bundle's mask is AM_NOEVENTS. */
+#define AM_NOEVENTS  0  /* AM_WaitSema would never return: ramp returns AM_ERR_RESOURCE */
+/* AM_NOEVENTS in ramp (pinned by c-tests/t_waitsema.c): AM_WaitSema on a bundle whose
+ * mask is AM_NOEVENTS (also a new bundle whose mask was never set) returns
+ * AM_ERR_RESOURCE at once, without blocking, polling or running a handler; the process
+ * goes on and the mask stays AM_NOEVENTS. (AMUDP treats this as a fatal error and
+ * aborts; the spec calls it fatal because the call would never return.) */
 #define AM_NOTEMPTY  1  /* wake AM_WaitSema when an endpoint has a received message */
 
 /* Bundle types (AM_AllocateBundle) */
@@ -254,10 +274,11 @@ int _AM_SetHandlerAny(ep_t ea, handler_t *handler, am_handler_fn_t function);
 
 /* Reports the bundle's event mask. */
 int AM_GetEventMask(eb_t eb, int *mask);
-/* Sets the bundle's event mask: AM_NOEVENTS or AM_NOTEMPTY. */
+/* Sets the bundle's event mask: AM_NOEVENTS or AM_NOTEMPTY (else AM_ERR_BAD_ARG). */
 int AM_SetEventMask(eb_t eb, int mask);
 /* Sleeps until an endpoint of the bundle has a received message, then polls once
- * (handlers may run inside).  Fatal if the mask is AM_NOEVENTS. */
+ * (handlers may run inside).  With the mask AM_NOEVENTS it returns AM_ERR_RESOURCE at
+ * once (AMUDP: a fatal error); see AM_NOEVENTS. */
 int AM_WaitSema(eb_t eb);
 
 /* ------------------------------------------------------------------------------------

@@ -9,6 +9,9 @@
 #                                  link and the bridge
 #   scripts/netns.sh exec I cmd..  run cmd inside namespace ramp<I>
 #   scripts/netns.sh addr I        print the address of ramp<I>
+#   scripts/netns.sh check         exit 0 if namespaces, veth pairs and bridges
+#                                  can be made here, else 2 with the reason
+#                                  (creates and removes probes; leaves nothing)
 #
 # Addresses: 10.99.0.1/24 on rampbr0, 10.99.0.(10+i)/24 on eth0 of ramp<i>;
 # loopback is up in every namespace. Nothing else is configured: no
@@ -33,7 +36,7 @@ cannot() {
 }
 
 usage() {
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 1
 }
 
@@ -53,6 +56,26 @@ check_caps() {
             cannot "ip link add $BR type bridge failed: $err"
         fi
     fi
+}
+
+# Like check_caps, but leaves nothing behind: for callers deciding whether to skip.
+check() {
+    command -v ip >/dev/null 2>&1 || cannot "the ip command (iproute2) is missing"
+    local probe="rampprobe$$" br="rampprb$$" err
+    if ! err=$(ip netns add "$probe" 2>&1); then
+        cannot "ip netns add failed: $err"
+    fi
+    if ! err=$(ip link add "rampp$$a" type veth peer name "rampp$$b" netns "$probe" 2>&1); then
+        ip netns del "$probe" 2>/dev/null || true
+        cannot "ip link add ... type veth failed: $err"
+    fi
+    ip link del "rampp$$a" 2>/dev/null || true
+    ip netns del "$probe" 2>/dev/null || true
+    if ! err=$(ip link add "$br" type bridge 2>&1); then
+        cannot "ip link add ... type bridge failed: $err"
+    fi
+    ip link del "$br" 2>/dev/null || true
+    echo "netns.sh: network namespaces, veth pairs and bridges can be made here"
 }
 
 num() { [[ "$1" =~ ^[0-9]+$ ]] || die "not a number: $1"; }
@@ -123,6 +146,10 @@ case "$cmd" in
         i=$1
         shift
         exec ip netns exec "ramp$i" "$@"
+        ;;
+    check)
+        [[ $# -eq 1 ]] || usage
+        check
         ;;
     addr)
         [[ $# -eq 2 ]] || usage

@@ -1,5 +1,9 @@
 //! The AM layer over real UDP sockets, two endpoints in one process.
 
+mod common;
+
+use std::time::Duration;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -22,6 +26,10 @@ fn setup() -> (Arc<am::Bundle>, Arc<am::Endpoint>, Arc<am::Endpoint>) {
 
 #[test]
 fn request_reply_every_category() {
+    let _watchdog = common::watchdog(
+        "am_udp::request_reply_every_category",
+        Duration::from_secs(120),
+    );
     let (b, e0, e1) = setup();
     let seg = VecSegment::new(4096);
     e1.set_segment(Some(seg.clone()));
@@ -149,6 +157,7 @@ fn exchange(b: &am::Bundle, e0: &Arc<am::Endpoint>, e1: &Arc<am::Endpoint>, n: u
 
 #[test]
 fn ipv6_loopback() {
+    let _watchdog = common::watchdog("am_udp::ipv6_loopback", Duration::from_secs(120));
     let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
     cfg.interface = Some("::1".into());
     let (b, e0, e1) = pair_with(&cfg);
@@ -158,6 +167,10 @@ fn ipv6_loopback() {
 
 #[test]
 fn fault_injection_on_real_sockets_keeps_exactly_once() {
+    let _watchdog = common::watchdog(
+        "am_udp::fault_injection_on_real_sockets_keeps_exactly_once",
+        Duration::from_secs(120),
+    );
     let cfg = ramp::config::Config::from_lookup(|k| {
         match k {
             "RAMP_FAULT_LOSS" => Some("0.1"),
@@ -191,6 +204,10 @@ fn fault_injection_on_real_sockets_keeps_exactly_once() {
 /// each index reaches the endpoint mapped there, and is answered.
 #[test]
 fn translation_table_of_4096_peers() {
+    let _watchdog = common::watchdog(
+        "am_udp::translation_table_of_4096_peers",
+        Duration::from_secs(120),
+    );
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
     let servers: Vec<_> = (0..8)

@@ -1,9 +1,13 @@
 //! ramp's PMI-1 and PMI-2 clients under a real launcher: MPICH's Hydra
 //! `mpiexec` runs `examples/pmi_probe` (built here with
 //! `cargo build --release --example pmi_probe`) on 1, 2, 4 and 8 ranks.
-//! Skipped, with the reason printed, when `mpiexec` is not installed
-//! (`apt-get install mpich`). Every run is bounded by a timeout, so a hang
-//! fails the test instead of stalling it.
+//! The tests that need `mpiexec` (`apt-get install mpich`) are `#[ignore]`d:
+//! scripts/test-all.sh runs them with `-- --ignored` when mpiexec runs and
+//! reports them as SKIPPED otherwise; run by hand without mpiexec they fail,
+//! they never pass. Every run is bounded by a timeout, so a hang fails the
+//! test instead of stalling it.
+
+mod common;
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -25,15 +29,14 @@ fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// `mpiexec`, or `None` after printing why the test is skipped.
-fn mpiexec(test: &str) -> Option<PathBuf> {
-    let m = which("mpiexec");
-    if m.is_none() {
-        println!(
-            "{test}: SKIPPED: mpiexec not found in PATH (install MPICH: apt-get install mpich)"
-        );
-    }
-    m
+/// `mpiexec`; a failure naming `test` when it is not installed.
+fn mpiexec(test: &str) -> PathBuf {
+    which("mpiexec").unwrap_or_else(|| {
+        panic!(
+            "{test}: mpiexec not found in PATH (install MPICH: apt-get install mpich); \
+             scripts/test-all.sh reports this test as skipped instead"
+        )
+    })
 }
 
 /// Builds the probe once (release, as a cargo example) and returns its path.
@@ -204,7 +207,7 @@ fn check_success(r: &Run, version: u8, np: usize) {
 }
 
 fn sizes(version: u8, test: &str) {
-    let Some(m) = mpiexec(test) else { return };
+    let m = mpiexec(test);
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for np in [1, 2, 4, 8] {
         let r = run(&m, version, np, &[], &[]);
@@ -219,20 +222,24 @@ fn sizes(version: u8, test: &str) {
 }
 
 #[test]
+#[ignore = "needs mpiexec (MPICH); scripts/test-all.sh runs it when mpiexec is installed"]
 fn pmi1_under_mpiexec() {
+    let _watchdog = common::watchdog("pmi::pmi1_under_mpiexec", Duration::from_secs(300));
     sizes(1, "pmi1_under_mpiexec");
 }
 
 #[test]
+#[ignore = "needs mpiexec (MPICH); scripts/test-all.sh runs it when mpiexec is installed"]
 fn pmi2_under_mpiexec() {
+    let _watchdog = common::watchdog("pmi::pmi2_under_mpiexec", Duration::from_secs(300));
     sizes(2, "pmi2_under_mpiexec");
 }
 
 #[test]
+#[ignore = "needs mpiexec (MPICH); scripts/test-all.sh runs it when mpiexec is installed"]
 fn abort_ends_the_job() {
-    let Some(m) = mpiexec("abort_ends_the_job") else {
-        return;
-    };
+    let _watchdog = common::watchdog("pmi::abort_ends_the_job", Duration::from_secs(300));
+    let m = mpiexec("abort_ends_the_job");
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for version in [1, 2] {
         for extra in [&[][..], &["-pmi-port"][..]] {
@@ -256,10 +263,13 @@ fn abort_ends_the_job() {
 }
 
 #[test]
+#[ignore = "needs mpiexec (MPICH); scripts/test-all.sh runs it when mpiexec is installed"]
 fn rank_exit_without_abort_fails_the_job() {
-    let Some(m) = mpiexec("rank_exit_without_abort_fails_the_job") else {
-        return;
-    };
+    let _watchdog = common::watchdog(
+        "pmi::rank_exit_without_abort_fails_the_job",
+        Duration::from_secs(300),
+    );
+    let m = mpiexec("rank_exit_without_abort_fails_the_job");
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for version in [1, 2] {
         let r = run(&m, version, 4, &[], &["exit", "1"]);
@@ -276,6 +286,7 @@ fn rank_exit_without_abort_fails_the_job() {
 /// Without a launcher the probe says so and exits 2 (no mpiexec needed).
 #[test]
 fn probe_outside_a_launcher() {
+    let _watchdog = common::watchdog("pmi::probe_outside_a_launcher", Duration::from_secs(300));
     let mut cmd = Command::new(probe());
     for (k, _) in std::env::vars_os() {
         let k = k.to_string_lossy().into_owned();

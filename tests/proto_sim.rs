@@ -6,6 +6,10 @@
 //! Every message carries `[from, k, len]` as arguments and a payload computed
 //! from them, so a receiver checks order (k), origin and integrity on its own.
 
+mod common;
+
+use std::time::Duration;
+
 use std::collections::{HashMap, HashSet};
 
 use ramp::error::ReturnStatus;
@@ -224,6 +228,10 @@ fn run_with_app(
 
 #[test]
 fn clean_network_two_peers() {
+    let _watchdog = common::watchdog(
+        "proto_sim::clean_network_two_peers",
+        Duration::from_secs(180),
+    );
     let mut net = SimNet::new(2, ProtoConfig::default(), lan());
     run_plan(
         &mut net,
@@ -238,6 +246,10 @@ fn clean_network_two_peers() {
 
 #[test]
 fn exactly_once_in_order_under_faults_20_seeds() {
+    let _watchdog = common::watchdog(
+        "proto_sim::exactly_once_in_order_under_faults_20_seeds",
+        Duration::from_secs(180),
+    );
     let proto = ProtoConfig {
         max_datagram: 600,
         ..Default::default()
@@ -261,6 +273,10 @@ fn exactly_once_in_order_under_faults_20_seeds() {
 
 #[test]
 fn all_to_all_32_nodes_under_faults() {
+    let _watchdog = common::watchdog(
+        "proto_sim::all_to_all_32_nodes_under_faults",
+        Duration::from_secs(180),
+    );
     let mut net = SimNet::new(32, ProtoConfig::default(), faults(32));
     let plan = all_to_all_plan(32, 2, |k| 8 + k as usize % 64);
     let nodes: Vec<u32> = (0..32).collect();
@@ -272,9 +288,8 @@ fn all_to_all_32_nodes_under_faults() {
 }
 
 /// `senders` nodes (1..=senders) each send `per_sender` messages on each
-/// channel to node 0. Returns (virtual time, wall time).
-fn hub(senders: u32, per_sender: u32, sim: FaultConfig) -> (Nanos, std::time::Duration) {
-    let wall = std::time::Instant::now();
+/// channel to node 0. Returns (virtual time, the simulator's datagram counts).
+fn hub(senders: u32, per_sender: u32, sim: FaultConfig) -> (Nanos, ramp::sim::SimStats) {
     let n = senders + 1;
     let mut net = SimNet::new(n as usize, ProtoConfig::default(), sim);
     let t0 = net.now();
@@ -293,16 +308,24 @@ fn hub(senders: u32, per_sender: u32, sim: FaultConfig) -> (Nanos, std::time::Du
         }
     }
     assert_eq!(net.node(0).peer_count(), senders as usize);
-    (net.now().since(t0), wall.elapsed())
+    (net.now().since(t0), net.stats.clone())
 }
 
 #[test]
 fn hub_receives_from_200_nodes_under_faults() {
+    let _watchdog = common::watchdog(
+        "proto_sim::hub_receives_from_200_nodes_under_faults",
+        Duration::from_secs(180),
+    );
     hub(200, 4, faults(200));
 }
 
 #[test]
 fn hub_receives_from_10000_nodes() {
+    let _watchdog = common::watchdog(
+        "proto_sim::hub_receives_from_10000_nodes",
+        Duration::from_secs(180),
+    );
     let sim = FaultConfig {
         loss: 0.02,
         reorder: 0.02,
@@ -310,14 +333,29 @@ fn hub_receives_from_10000_nodes() {
         seed: 10_000,
         ..lan()
     };
-    let (virt, wall) = hub(10_000, 1, sim);
+    let (virt, st) = hub(10_000, 1, sim);
     eprintln!(
-        "10000 peers -> 1 hub, 20000 messages: virtual {:.3} ms, wall {:.3} s",
+        "10000 peers -> 1 hub, 20000 messages: virtual {:.3} ms, datagrams {st:?}",
         virt as f64 / MILLIS as f64,
-        wall.as_secs_f64()
     );
-    // a step costs O(log n), not O(n): this ran in seconds, not minutes
-    assert!(wall.as_secs() < 60);
+    // What happened, not how long it took on this machine (a step costs
+    // O(log n), not O(n); an O(n) regression makes this test run for many
+    // minutes and its 180 s watchdog fails it, by name; no benchmark covers it yet):
+    // every message arrived exactly once (checked in hub), and the protocol
+    // did not flood the network to get there. 20000 messages need at least
+    // 20000 data datagrams; with 2% loss and their acknowledgements and
+    // retransmissions they must stay within a small multiple of that.
+    assert!(st.sent >= 20_000, "{st:?}");
+    assert!(
+        st.sent <= 4 * 20_000,
+        "too many datagrams for 20000 messages: {st:?}"
+    );
+    assert!(st.lost > 0 && st.lost < st.sent / 10, "2% loss: {st:?}");
+    // everything sent was lost or delivered (duplicates add deliveries)
+    assert_eq!(st.sent + st.duplicated, st.lost + st.delivered, "{st:?}");
+    // the virtual clock: a 10000-peer exchange over a 10 us network finishes
+    // in well under a simulated minute (a stuck retransmission would not)
+    assert!(virt < 5 * SECOND, "virtual {virt} ns");
 }
 
 // ---------------------------------------------------------------------------
@@ -372,6 +410,10 @@ fn slow_receiver(
 
 #[test]
 fn nack_go_back_n_with_a_slow_receiver() {
+    let _watchdog = common::watchdog(
+        "proto_sim::nack_go_back_n_with_a_slow_receiver",
+        Duration::from_secs(180),
+    );
     let (mut net, _, polls) = slow_receiver(lan(), 4, 60, 5 * MILLIS, usize::MAX);
     let s1 = net.node(1).stats().clone();
     let s0 = net.node(0).stats().clone();
@@ -393,6 +435,10 @@ fn nack_go_back_n_with_a_slow_receiver() {
 
 #[test]
 fn nack_go_back_n_under_faults_10_seeds() {
+    let _watchdog = common::watchdog(
+        "proto_sim::nack_go_back_n_under_faults_10_seeds",
+        Duration::from_secs(180),
+    );
     let mut nacks = 0;
     for seed in 1..=10 {
         let (mut net, _, _) = slow_receiver(faults(seed), 3, 40, 2 * MILLIS, 3);
@@ -430,6 +476,10 @@ fn failures(ledger: &Ledger) -> Vec<(MsgId, ReturnStatus)> {
 
 #[test]
 fn congestion_fails_the_refused_message_and_the_rest_start_over() {
+    let _watchdog = common::watchdog(
+        "proto_sim::congestion_fails_the_refused_message_and_the_rest_start_over",
+        Duration::from_secs(180),
+    );
     let mut net = congestion_net();
     let mut tx = Sender::default();
     let ids: Vec<MsgId> = (0..10)
@@ -473,6 +523,10 @@ fn congestion_fails_the_refused_message_and_the_rest_start_over() {
 
 #[test]
 fn congestion_when_never_polled_fails_each_refused_message_once() {
+    let _watchdog = common::watchdog(
+        "proto_sim::congestion_when_never_polled_fails_each_refused_message_once",
+        Duration::from_secs(180),
+    );
     let mut net = congestion_net();
     let mut tx = Sender::default();
     let ids: Vec<MsgId> = (0..8)
@@ -508,6 +562,10 @@ fn congestion_when_never_polled_fails_each_refused_message_once() {
 /// refusals, has the last word.
 #[test]
 fn congestion_verdict_is_the_receivers() {
+    let _watchdog = common::watchdog(
+        "proto_sim::congestion_verdict_is_the_receivers",
+        Duration::from_secs(180),
+    );
     let cfg = ProtoConfig {
         nack_limit: 0,
         ..Default::default()
@@ -567,6 +625,10 @@ fn unreachable_config() -> ProtoConfig {
 
 #[test]
 fn unreachable_after_the_retry_limit_exactly_on_time() {
+    let _watchdog = common::watchdog(
+        "proto_sim::unreachable_after_the_retry_limit_exactly_on_time",
+        Duration::from_secs(180),
+    );
     let mut net = SimNet::new(2, unreachable_config(), lan());
     net.set_down(1, true);
     let t0 = net.now();
@@ -585,6 +647,10 @@ fn unreachable_after_the_retry_limit_exactly_on_time() {
 
 #[test]
 fn unreachable_fails_every_unfinished_message_once_then_recovers() {
+    let _watchdog = common::watchdog(
+        "proto_sim::unreachable_fails_every_unfinished_message_once_then_recovers",
+        Duration::from_secs(180),
+    );
     let cfg = unreachable_config();
     for seed in 1..=5 {
         // Milder faults than elsewhere: with only 5 retries, a message whose
@@ -692,6 +758,10 @@ fn unreachable_fails_every_unfinished_message_once_then_recovers() {
 
 #[test]
 fn retransmits_and_rtt_under_loss() {
+    let _watchdog = common::watchdog(
+        "proto_sim::retransmits_and_rtt_under_loss",
+        Duration::from_secs(180),
+    );
     let sim = FaultConfig {
         loss: 0.2,
         seed: 5,
@@ -721,6 +791,10 @@ fn retransmits_and_rtt_under_loss() {
 
 #[test]
 fn clean_network_never_retransmits() {
+    let _watchdog = common::watchdog(
+        "proto_sim::clean_network_never_retransmits",
+        Duration::from_secs(180),
+    );
     let sim = FaultConfig {
         jitter: 20 * MICROS,
         ..lan()
@@ -754,6 +828,10 @@ fn clean_network_never_retransmits() {
 /// nothing is lost, so next to nothing may be sent twice.
 #[test]
 fn jitter_alone_causes_almost_no_retransmission() {
+    let _watchdog = common::watchdog(
+        "proto_sim::jitter_alone_causes_almost_no_retransmission",
+        Duration::from_secs(180),
+    );
     let mut data = 0;
     let mut rexmit = 0;
     for seed in 1..=5 {
@@ -815,6 +893,10 @@ fn ping_pong(rounds: u32, think: Nanos) -> SimNet {
 
 #[test]
 fn ping_pong_acks_ride_on_replies_and_requests() {
+    let _watchdog = common::watchdog(
+        "proto_sim::ping_pong_acks_ride_on_replies_and_requests",
+        Duration::from_secs(180),
+    );
     let rounds = 200;
     let mut net = ping_pong(rounds, 0);
     let acks = sum_stats(&mut net, |s| s.acks_sent);
@@ -916,6 +998,10 @@ impl Duo {
 
 #[test]
 fn corrupt_and_truncated_datagrams_are_counted_and_change_nothing() {
+    let _watchdog = common::watchdog(
+        "proto_sim::corrupt_and_truncated_datagrams_are_counted_and_change_nothing",
+        Duration::from_secs(180),
+    );
     let mut duo = Duo::new(ProtoConfig::default());
     duo.send(0, CHANNEL_REQUEST, 0, 30);
     let d = duo.out(0).pop().unwrap();
@@ -956,6 +1042,10 @@ fn corrupt_and_truncated_datagrams_are_counted_and_change_nothing() {
 
 #[test]
 fn wrong_destination_id_is_stale() {
+    let _watchdog = common::watchdog(
+        "proto_sim::wrong_destination_id_is_stale",
+        Duration::from_secs(180),
+    );
     let mut duo = Duo::new(ProtoConfig::default());
     let c = Common {
         src_id: 0x1111,
@@ -1074,12 +1164,20 @@ fn restart(speaks: bool) {
 
 #[test]
 fn peer_restart_detected_when_the_new_process_speaks() {
+    let _watchdog = common::watchdog(
+        "proto_sim::peer_restart_detected_when_the_new_process_speaks",
+        Duration::from_secs(180),
+    );
     restart(true);
 }
 
 /// A restarted server that only answers: clients must still reach it.
 #[test]
 fn peer_restart_detected_when_the_new_process_only_listens() {
+    let _watchdog = common::watchdog(
+        "proto_sim::peer_restart_detected_when_the_new_process_only_listens",
+        Duration::from_secs(180),
+    );
     restart(false);
 }
 
@@ -1087,6 +1185,10 @@ fn peer_restart_detected_when_the_new_process_only_listens() {
 /// duplicated) must not make the peer look restarted a second time.
 #[test]
 fn late_datagram_from_an_old_incarnation_is_stale() {
+    let _watchdog = common::watchdog(
+        "proto_sim::late_datagram_from_an_old_incarnation_is_stale",
+        Duration::from_secs(180),
+    );
     let cfg = ProtoConfig::default();
     let mut duo = Duo::new(cfg.clone());
     let mut ledger = Ledger::default();
@@ -1138,6 +1240,10 @@ fn late_datagram_from_an_old_incarnation_is_stale() {
 /// the buffer has room.
 #[test]
 fn refused_packet_that_was_held_behind_a_gap_is_delivered() {
+    let _watchdog = common::watchdog(
+        "proto_sim::refused_packet_that_was_held_behind_a_gap_is_delivered",
+        Duration::from_secs(180),
+    );
     for lose_nack in [false, true] {
         let mut duo = Duo::new(ProtoConfig::default());
         duo.p[1].set_recv_depth(1);
@@ -1183,6 +1289,10 @@ fn refused_packet_that_was_held_behind_a_gap_is_delivered() {
 
 #[test]
 fn fragment_counts_at_the_edges() {
+    let _watchdog = common::watchdog(
+        "proto_sim::fragment_counts_at_the_edges",
+        Duration::from_secs(180),
+    );
     let cfg = ProtoConfig {
         max_datagram: 1500,
         ..Default::default()
@@ -1217,6 +1327,10 @@ fn fragment_counts_at_the_edges() {
 
 #[test]
 fn fragmented_messages_under_loss() {
+    let _watchdog = common::watchdog(
+        "proto_sim::fragmented_messages_under_loss",
+        Duration::from_secs(180),
+    );
     let sim = FaultConfig {
         loss: 0.05,
         dup: 0.02,
@@ -1257,6 +1371,10 @@ fn fragmented_messages_under_loss() {
 
 #[test]
 fn many_mixed_sizes_in_fragments() {
+    let _watchdog = common::watchdog(
+        "proto_sim::many_mixed_sizes_in_fragments",
+        Duration::from_secs(180),
+    );
     let sim = FaultConfig {
         loss: 0.05,
         dup: 0.02,
@@ -1276,6 +1394,10 @@ fn many_mixed_sizes_in_fragments() {
 /// A message longer than the receiver accepts must not vanish silently.
 #[test]
 fn message_over_the_limit_is_refused_not_lost() {
+    let _watchdog = common::watchdog(
+        "proto_sim::message_over_the_limit_is_refused_not_lost",
+        Duration::from_secs(180),
+    );
     let mut net = SimNet::new(2, ProtoConfig::default(), lan());
     let id = net.send(
         0,
@@ -1325,6 +1447,10 @@ fn traced(seed: u64) -> Trace {
 
 #[test]
 fn same_seed_same_trace_different_seed_different_trace() {
+    let _watchdog = common::watchdog(
+        "proto_sim::same_seed_same_trace_different_seed_different_trace",
+        Duration::from_secs(180),
+    );
     let a = traced(11);
     let b = traced(11);
     assert_eq!(a.net, b.net, "network statistics differ");
@@ -1342,6 +1468,10 @@ fn same_seed_same_trace_different_seed_different_trace() {
 
 #[test]
 fn network_goes_idle_after_the_traffic() {
+    let _watchdog = common::watchdog(
+        "proto_sim::network_goes_idle_after_the_traffic",
+        Duration::from_secs(180),
+    );
     for seed in [1, 2, 3] {
         let mut net = SimNet::new(5, ProtoConfig::default(), faults(seed));
         run_plan(
@@ -1367,6 +1497,10 @@ fn network_goes_idle_after_the_traffic() {
 
 #[test]
 fn severe_faults_20_seeds() {
+    let _watchdog = common::watchdog(
+        "proto_sim::severe_faults_20_seeds",
+        Duration::from_secs(180),
+    );
     let proto = ProtoConfig {
         max_datagram: 500,
         window: 16,
@@ -1391,6 +1525,10 @@ fn severe_faults_20_seeds() {
 
 #[test]
 fn stop_and_wait_window_of_one() {
+    let _watchdog = common::watchdog(
+        "proto_sim::stop_and_wait_window_of_one",
+        Duration::from_secs(180),
+    );
     let proto = ProtoConfig {
         window: 1,
         ..Default::default()
@@ -1409,6 +1547,10 @@ fn stop_and_wait_window_of_one() {
 /// sending to every other: delivery stays exactly-once and in order.
 #[test]
 fn small_buffers_slow_receivers_under_faults_20_seeds() {
+    let _watchdog = common::watchdog(
+        "proto_sim::small_buffers_slow_receivers_under_faults_20_seeds",
+        Duration::from_secs(180),
+    );
     let proto = ProtoConfig {
         recv_depth: 2,
         max_datagram: 400,
@@ -1454,6 +1596,10 @@ fn small_buffers_slow_receivers_under_faults_20_seeds() {
 /// keeps its order.
 #[test]
 fn congestion_under_faults_is_delivered_xor_failed() {
+    let _watchdog = common::watchdog(
+        "proto_sim::congestion_under_faults_is_delivered_xor_failed",
+        Duration::from_secs(180),
+    );
     let proto = ProtoConfig {
         nack_limit: 2,
         recv_depth: 2,
@@ -1516,6 +1662,10 @@ fn congestion_under_faults_is_delivered_xor_failed() {
 /// delay, not after a whole retransmission timeout.
 #[test]
 fn tail_loss_probe_resends_a_lost_last_packet_early() {
+    let _watchdog = common::watchdog(
+        "proto_sim::tail_loss_probe_resends_a_lost_last_packet_early",
+        Duration::from_secs(180),
+    );
     let cfg = ProtoConfig::default();
     let mut net = SimNet::new(2, cfg.clone(), lan());
     let mut tx = Sender::default();

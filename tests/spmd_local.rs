@@ -1,6 +1,10 @@
 //! SPMD jobs under ramp's local launcher, with real processes: rank/size,
 //! barriers and all-gathers, exit codes, a dying worker, 64 processes.
 
+mod common;
+
+use std::time::Duration;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -37,6 +41,10 @@ fn text(o: &Output) -> (String, String) {
 
 #[test]
 fn every_rank_reports_with_labels_for_several_sizes() {
+    let _watchdog = common::watchdog(
+        "spmd_local::every_rank_reports_with_labels_for_several_sizes",
+        Duration::from_secs(180),
+    );
     let hello = example("spmd_hello");
     for n in [1usize, 2, 4, 8] {
         let o = run(&["-n", &n.to_string(), "--label", hello.to_str().unwrap()]);
@@ -55,6 +63,10 @@ fn every_rank_reports_with_labels_for_several_sizes() {
 
 #[test]
 fn exit_code_of_spmd_exit_is_the_jobs() {
+    let _watchdog = common::watchdog(
+        "spmd_local::exit_code_of_spmd_exit_is_the_jobs",
+        Duration::from_secs(180),
+    );
     let hello = example("spmd_hello");
     let o = run(&["-n", "3", hello.to_str().unwrap(), "7"]);
     assert_eq!(o.status.code(), Some(7), "{:?}", text(&o));
@@ -62,6 +74,10 @@ fn exit_code_of_spmd_exit_is_the_jobs() {
 
 #[test]
 fn a_dying_worker_stops_the_job_with_a_message() {
+    let _watchdog = common::watchdog(
+        "spmd_local::a_dying_worker_stops_the_job_with_a_message",
+        Duration::from_secs(180),
+    );
     let o = run(&[
         "-n",
         "3",
@@ -76,6 +92,10 @@ fn a_dying_worker_stops_the_job_with_a_message() {
 
 #[test]
 fn a_worker_exiting_badly_before_start_up_stops_the_job() {
+    let _watchdog = common::watchdog(
+        "spmd_local::a_worker_exiting_badly_before_start_up_stops_the_job",
+        Duration::from_secs(180),
+    );
     let o = run(&["-n", "2", "sh", "-c", "exit 3"]);
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
@@ -84,6 +104,10 @@ fn a_worker_exiting_badly_before_start_up_stops_the_job() {
 
 #[test]
 fn a_missing_program_is_a_clear_error() {
+    let _watchdog = common::watchdog(
+        "spmd_local::a_missing_program_is_a_clear_error",
+        Duration::from_secs(180),
+    );
     let o = run(&["-n", "2", "/nonexistent/program"]);
     let (_, err) = text(&o);
     assert!(!o.status.success());
@@ -95,6 +119,10 @@ fn a_missing_program_is_a_clear_error() {
 
 #[test]
 fn bad_command_lines_are_refused() {
+    let _watchdog = common::watchdog(
+        "spmd_local::bad_command_lines_are_refused",
+        Duration::from_secs(180),
+    );
     for args in [
         &["prog"][..],
         &["-n", "0", "prog"],
@@ -153,6 +181,10 @@ fn a_non_numeric_pmi_fd_is_a_clear_error() {
 
 #[test]
 fn sixty_four_processes_ping_barrier_allgather() {
+    let _watchdog = common::watchdog(
+        "spmd_local::sixty_four_processes_ping_barrier_allgather",
+        Duration::from_secs(180),
+    );
     let scale = example("spmd_scale");
     let o = run(&["-n", "64", scale.to_str().unwrap()]);
     let (out, err) = text(&o);

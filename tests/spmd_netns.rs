@@ -1,7 +1,22 @@
 //! A job whose workers sit in separate network namespaces joined by veth
 //! links to a bridge (separate IP addresses, as separate hosts), started by
-//! ramp-run through `ip netns exec`. Skips with a message where namespaces
-//! cannot be made (no root / no CAP_NET_ADMIN).
+//! ramp-run through `ip netns exec`.
+//!
+//! Needs root (or CAP_NET_ADMIN + CAP_SYS_ADMIN) and iproute2, so it is
+//! `#[ignore]`d: plain `cargo test` lists it as ignored, and
+//! scripts/test-all.sh runs it with `-- --ignored` when
+//! `scripts/netns.sh check` says namespaces can be made here, and reports it
+//! as SKIPPED otherwise. Run by hand, it fails (never passes) where the
+//! namespaces cannot be made.
+//!
+//! The namespaces ramp0..ramp3 and the bridge rampbr0 are removed by a guard
+//! when the test ends, also when it fails or panics; stale ones from an
+//! earlier, killed run are removed before it starts. (They are machine-wide
+//! names: two copies of this test must not run at the same time.)
+
+mod common;
+
+use std::time::Duration;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -10,21 +25,52 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Removes every ramp<i> namespace, rampv<i> link and rampbr0 when dropped.
+struct Namespaces;
+
+impl Namespaces {
+    fn down(when: &str) {
+        let o = Command::new("bash")
+            .arg(root().join("scripts/netns.sh"))
+            .arg("down")
+            .output();
+        match o {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => eprintln!(
+                "netns.sh down ({when}) failed: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => eprintln!("netns.sh down ({when}): {e}"),
+        }
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        Namespaces::down("after the test");
+    }
+}
+
 #[test]
+#[ignore = "needs network namespaces (root or CAP_NET_ADMIN); scripts/test-all.sh runs it when `scripts/netns.sh check` succeeds"]
 fn job_across_four_network_namespaces() {
+    let _watchdog = common::watchdog(
+        "spmd_netns::job_across_four_network_namespaces",
+        Duration::from_secs(180),
+    );
     let script = root().join("scripts/netns.sh");
+    // leftovers of an earlier run that was killed before its guard ran
+    Namespaces::down("stale, before the test");
+    let _cleanup = Namespaces;
     let up = Command::new("bash")
         .arg(&script)
         .args(["up", "4"])
         .output()
         .expect("bash runs");
-    if up.status.code() == Some(2) {
-        eprintln!("SKIPPED: {}", String::from_utf8_lossy(&up.stderr).trim());
-        return;
-    }
     assert!(
         up.status.success(),
-        "netns.sh up: {}",
+        "netns.sh up (status {:?}; 2 = namespaces cannot be made here): {}",
+        up.status.code(),
         String::from_utf8_lossy(&up.stderr)
     );
     let run = PathBuf::from(env!("CARGO_BIN_EXE_ramp-run"));

@@ -1,0 +1,105 @@
+//! Helpers shared by the integration tests: time limits, so that a hang
+//! (a credit leak, a lost wakeup, a stuck child) fails the test with a
+//! message instead of stalling `cargo test` until CI's own limit.
+//!
+//! Each test binary includes this file with `mod common;` and uses what it
+//! needs, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// `RAMP_TEST_TIME_SCALE` (a number, default 1) stretches every limit, for
+/// slow or heavily shared machines.
+pub fn scaled(limit: Duration) -> Duration {
+    let k = std::env::var("RAMP_TEST_TIME_SCALE")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|k| *k > 0.0)
+        .unwrap_or(1.0);
+    limit.mul_f64(k)
+}
+
+/// While alive, watches the test named `test`: if it is still running after
+/// `limit`, prints which test hung and ends the whole test process with
+/// status 124 (the other tests of the binary cannot be trusted after a hang
+/// anyway). Dropping the guard, also by a panic's unwinding, disarms it.
+pub struct Watchdog {
+    _disarm: mpsc::Sender<()>,
+}
+
+pub fn watchdog(test: &str, limit: Duration) -> Watchdog {
+    let limit = scaled(limit);
+    let (tx, rx) = mpsc::channel::<()>();
+    let name = test.to_string();
+    std::thread::Builder::new()
+        .name(format!("watchdog {name}"))
+        .spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                // Straight to the stderr stream: the test harness captures
+                // eprintln! (also in threads a test spawns) and would drop it.
+                let msg = format!(
+                    "\nTIMEOUT: test `{name}` still running after {limit:?}: it hangs \
+                     (set RAMP_TEST_TIME_SCALE to allow more time on a slow machine); \
+                     ending the test process with status 124\n"
+                );
+                let _ = std::io::stderr().write_all(msg.as_bytes());
+                std::process::exit(124);
+            }
+        })
+        .expect("spawn the watchdog thread");
+    Watchdog { _disarm: tx }
+}
+
+/// Runs `cmd` to completion with its output captured, killing it if it is
+/// still running after `limit`; a kill is a panic naming the command and
+/// showing what it printed.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    let limit = scaled(limit);
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let start = Instant::now();
+    let mut killed = false;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for the child") {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            killed = true;
+            break child.wait().expect("wait for the killed child");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let o = Output {
+        status,
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+    };
+    assert!(
+        !killed,
+        "TIMEOUT: {what} still running after {limit:?}; killed\n--- stdout\n{}--- stderr\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
