@@ -22,7 +22,7 @@ use super::{MAX_LONG, MAX_MEDIUM, MAX_NETWORK_DEPTH};
 use crate::config::Config;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
-use crate::net::{self, Transport};
+use crate::net::{self, Transports};
 use crate::proto::{Event, Protocol};
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -49,7 +49,7 @@ struct Outstanding {
 
 pub(crate) struct EpState {
     proto: Protocol<SocketAddr>,
-    transport: Box<dyn Transport>,
+    transports: Transports,
     tag: u64,
     table: TranslationTable,
     handlers: HandlerTable,
@@ -124,17 +124,17 @@ fn unique_id() -> u32 {
 }
 
 impl Endpoint {
-    /// Opens an endpoint on the configured transport.
+    /// Opens an endpoint on the configured transports.
     pub fn open(cfg: &Config, bundle: u64) -> Result<Arc<Endpoint>> {
-        let transport = net::open(cfg).map_err(|e| {
+        let transports = net::open(cfg).map_err(|e| {
             eprintln!("ramp: cannot open an endpoint: {e}");
             Error::Resource("cannot open the endpoint's socket")
         })?;
-        let addr = transport.local_addr();
+        let addr = transports.local_addr();
         let proto = Protocol::new(cfg.proto.clone(), unique_id());
         let st = EpState {
             proto,
-            transport,
+            transports,
             tag: TAG_NONE,
             table: TranslationTable::default(),
             handlers: HandlerTable::default(),
@@ -303,9 +303,9 @@ impl Endpoint {
         })
     }
 
-    /// The descriptor that becomes readable when a datagram arrives.
-    pub fn fd(&self) -> std::os::fd::RawFd {
-        self.with(|s| s.transport.fd())
+    /// The descriptors that become readable when a datagram arrives.
+    pub(crate) fn fds(&self) -> Vec<std::os::fd::RawFd> {
+        self.with(|s| s.transports.fds().collect())
     }
 
     pub(crate) fn is_ready(&self) -> bool {
@@ -317,11 +317,11 @@ impl Endpoint {
         self.with(|s| s.proto.has_events())
     }
 
-    /// The next time the protocol or the transport needs a call.
+    /// The next time the protocol or a transport needs a call.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.with(|s| {
             let a = s.proto.next_timeout();
-            let b = s.transport.flush_due(Instant::now());
+            let b = s.transports.flush_due(Instant::now());
             match (a, b) {
                 (Some(x), Some(y)) => Some(x.min(y)),
                 (x, y) => x.or(y),
@@ -738,7 +738,7 @@ impl EpState {
     fn pump_network(&mut self, now: Instant) -> Result<()> {
         let proto = &mut self.proto;
         for _ in 0..64 {
-            let r = self.transport.recv_batch(&mut |d| match d {
+            let r = self.transports.recv_batch(&mut |d| match d {
                 Some((bytes, from)) => proto.handle_datagram(now, from, bytes),
                 None => proto.count_malformed(),
             });
@@ -756,13 +756,13 @@ impl EpState {
             }
         }
         self.last_pump = now;
-        self.transport.flush_due(now);
+        self.transports.flush_due(now);
         self.proto.handle_timeout(now);
         self.flush(now);
         Ok(())
     }
 
-    /// Hands every datagram the protocol produced to the transport.
+    /// Hands every datagram the protocol produced to the transports.
     #[inline]
     fn flush(&mut self, now: Instant) {
         if self.proto.has_transmits() {
@@ -772,7 +772,7 @@ impl EpState {
 
     fn transmit(&mut self, now: Instant) {
         while let Some((to, buf)) = self.proto.poll_transmit() {
-            if let Err(e) = self.transport.send(now, to, &buf) {
+            if let Err(e) = self.transports.send(now, to, &buf) {
                 // The datagram is lost; the protocol's timers resend it.
                 if self.verbose {
                     eprintln!("ramp: send to {to} failed: {e}");
