@@ -16,6 +16,7 @@
 //! | `returned.rs` | checks on arrival, refusals, handler 0 for returned messages |
 //! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
 //! | `tables.rs`, `name.rs`, `stats.rs` | translation/handler tables, names, counters |
+//! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
 pub mod bundle;
 mod dispatch;
@@ -30,6 +31,8 @@ mod request;
 mod returned;
 pub mod stats;
 pub mod tables;
+#[cfg(test)]
+mod tests;
 pub mod token;
 
 use std::sync::Arc;
@@ -157,6 +160,17 @@ pub fn allocate_endpoint_with(
     };
     let ep = Endpoint::open(cfg, bundle_id)?;
     register(&b, ep)
+}
+
+/// Allocates an endpoint on the given transports (tests).
+#[cfg(test)]
+pub(crate) fn allocate_endpoint_over(
+    bundle_id: u64,
+    cfg: &crate::config::Config,
+    transports: crate::net::Transports,
+) -> Result<Arc<Endpoint>> {
+    let b = bundle(bundle_id).ok_or(Error::BadArg("not a live bundle"))?;
+    register(&b, Endpoint::over(cfg, bundle_id, transports))
 }
 
 /// Puts a new endpoint in its bundle and in the registry.

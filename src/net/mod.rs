@@ -1,11 +1,14 @@
 //! Transports: how datagrams leave and reach an endpoint. One trait
 //! (`Transport`), a UDP implementation (`udp.rs`: one non-blocking socket per
 //! endpoint, serving every peer), a fault-injecting wrapper configured by
-//! `RAMP_FAULT_*` (`faulty.rs`), and the set of transports an endpoint owns
-//! and routes by (`transports.rs`).
+//! `RAMP_FAULT_*` (`faulty.rs`), the set of transports an endpoint owns and
+//! routes by (`transports.rs`), and, in tests, an in-memory network whose
+//! delivery the test controls (`mem.rs`).
 
 mod faulty;
 mod iface;
+#[cfg(test)]
+pub(crate) mod mem;
 mod transports;
 mod udp;
 
