@@ -93,3 +93,73 @@ impl Transports {
         self.list.iter().map(|t| t.send_drops()).sum()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use parking_lot::Mutex;
+
+    use super::*;
+
+    /// Reaches `only` (or everyone), logs what it sends, has one datagram
+    /// waiting from `only`.
+    struct Stub {
+        name: &'static str,
+        only: Option<SocketAddr>,
+        fd: RawFd,
+        log: Arc<Mutex<Vec<(&'static str, SocketAddr)>>>,
+    }
+
+    impl Transport for Stub {
+        fn send(&mut self, _now: Instant, to: SocketAddr, _d: &[u8]) -> io::Result<()> {
+            self.log.lock().push((self.name, to));
+            Ok(())
+        }
+        fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+            each(Some((self.name.as_bytes(), self.local_addr())));
+            Ok(1)
+        }
+        fn local_addr(&self) -> SocketAddr {
+            self.only.unwrap_or(SocketAddr::from(([10, 0, 0, 9], 9)))
+        }
+        fn fd(&self) -> RawFd {
+            self.fd
+        }
+        fn reaches(&self, to: SocketAddr) -> bool {
+            self.only.is_none_or(|a| a == to)
+        }
+        fn send_drops(&self) -> u64 {
+            1
+        }
+    }
+
+    #[test]
+    fn a_send_takes_the_preferred_transport_that_reaches_the_peer() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let near = SocketAddr::from(([10, 0, 0, 1], 1));
+        let far = SocketAddr::from(([10, 0, 0, 2], 2));
+        let stub = |name, only, fd| {
+            Box::new(Stub {
+                name,
+                only,
+                fd,
+                log: log.clone(),
+            })
+        };
+        let mut set = Transports::new(stub("udp", None, 7));
+        assert_eq!(set.route(near), 0);
+        set.prefer(stub("shm", Some(near), -1));
+        assert_eq!(set.local_addr(), SocketAddr::from(([10, 0, 0, 9], 9)));
+        set.send(Instant::ZERO, near, b"a").unwrap();
+        set.send(Instant::ZERO, far, b"b").unwrap();
+        assert_eq!(*log.lock(), [("shm", near), ("udp", far)]);
+        let mut got = Vec::new();
+        let n = set
+            .recv_batch(&mut |d| got.push(d.unwrap().0.to_vec()))
+            .unwrap();
+        assert_eq!((n, got), (2, vec![b"shm".to_vec(), b"udp".to_vec()]));
+        assert_eq!(set.fds().collect::<Vec<_>>(), [7]);
+        assert_eq!(set.send_drops(), 2);
+    }
+}
