@@ -7,8 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ramp::am::{self, handler, BundleMode};
-use ramp::wire::Category;
+use ramp::am::{self, handler, BundleMode, Message};
 
 fn main() {
     let iters: usize = std::env::var("ITERS")
@@ -41,7 +40,7 @@ fn main() {
     }
     e1.set_handler(
         10,
-        handler(|h| am::reply(h.token, 11, Category::Short, &[], &[], 0).unwrap()),
+        handler(|h| am::reply(h.token, &Message::short(11, &[])).unwrap()),
     );
     let got = Arc::new(AtomicU64::new(0));
     let g = got.clone();
@@ -53,8 +52,7 @@ fn main() {
     );
     let t = Instant::now();
     for i in 0..iters as u64 {
-        e0.request(1, 10, Category::Short, &[], &[], 0, false)
-            .unwrap();
+        e0.request(1, &Message::short(10, &[]), false).unwrap();
         while got.load(Ordering::Relaxed) <= i {
             e1.poll().unwrap();
             e0.poll().unwrap();

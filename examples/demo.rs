@@ -9,9 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ramp::am::{self, handler, Statistics, VecSegment};
+use ramp::am::{self, handler, Message, Statistics, VecSegment};
 use ramp::spmd::{self, Role};
-use ramp::wire::Category;
 
 const PING: u8 = 10;
 const PONG: u8 = 11;
@@ -48,7 +47,7 @@ fn main() {
     let acks = Arc::new(AtomicU64::new(0));
     ep.set_handler(
         PING,
-        handler(|h| am::reply(h.token, PONG, Category::Short, h.args, &[], 0).unwrap()),
+        handler(|h| am::reply(h.token, &Message::short(PONG, h.args)).unwrap()),
     );
     let p = pongs.clone();
     ep.set_handler(
@@ -59,7 +58,7 @@ fn main() {
     );
     ep.set_handler(
         BULK,
-        handler(|h| am::reply(h.token, BULK_ACK, Category::Short, &[], &[], 0).unwrap()),
+        handler(|h| am::reply(h.token, &Message::short(BULK_ACK, &[])).unwrap()),
     );
     let done = Arc::new(AtomicU64::new(0));
     let d = done.clone();
@@ -93,7 +92,7 @@ fn main() {
         let mut rt = Vec::with_capacity(10_000);
         for i in 0..11_000u64 {
             let t = Instant::now();
-            ep.request(1, PING, Category::Short, &[1, 2, 3, 4], &[], 0, false)
+            ep.request(1, &Message::short(PING, &[1, 2, 3, 4]), false)
                 .unwrap();
             while pongs.load(Ordering::Relaxed) <= i {
                 bundle.poll().unwrap();
@@ -113,11 +112,7 @@ fn main() {
         for i in 0..n {
             ep.request(
                 1,
-                BULK,
-                Category::Long,
-                &[],
-                &src,
-                (i % 2) * XFER as u64,
+                &Message::long(BULK, &[], &src, (i % 2) * XFER as u64),
                 false,
             )
             .unwrap();
@@ -134,8 +129,7 @@ fn main() {
         );
     }
     if rank == 0 && size > 1 {
-        ep.request(1, DONE, Category::Short, &[], &[], 0, false)
-            .unwrap();
+        ep.request(1, &Message::short(DONE, &[]), false).unwrap();
     }
     if rank == 1 {
         // busy-poll (as an AM_Poll loop does) while rank 0 measures
@@ -150,7 +144,7 @@ fn main() {
     let t = Instant::now();
     for round in 0..100u32 {
         for peer in 0..size {
-            ep.request(peer as u32, PING, Category::Short, &[round], &[], 0, false)
+            ep.request(peer as u32, &Message::short(PING, &[round]), false)
                 .unwrap();
         }
     }

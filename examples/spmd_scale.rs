@@ -6,9 +6,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ramp::am::{self, handler};
+use ramp::am::{self, handler, Message};
 use ramp::spmd::{self, Role};
-use ramp::wire::Category;
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -37,7 +36,7 @@ fn main() {
     let p = pongs.clone();
     ep.set_handler(
         10,
-        handler(|h| am::reply(h.token, 11, Category::Short, h.args, &[], 0).unwrap()),
+        handler(|h| am::reply(h.token, &Message::short(11, h.args)).unwrap()),
     );
     ep.set_handler(
         11,
@@ -49,16 +48,8 @@ fn main() {
     spmd::barrier().expect("barrier");
     let t1 = std::time::Instant::now();
     for peer in 0..size {
-        ep.request(
-            peer as u32,
-            10,
-            Category::Short,
-            &[rank as u32],
-            &[],
-            0,
-            false,
-        )
-        .expect("request");
+        ep.request(peer as u32, &Message::short(10, &[rank as u32]), false)
+            .expect("request");
     }
     while pongs.load(Ordering::Relaxed) < size as u64 {
         bundle.poll().expect("poll");

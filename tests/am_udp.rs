@@ -7,8 +7,7 @@ use std::time::Duration;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ramp::am::{self, handler, BundleMode, Data, VecSegment};
-use ramp::wire::Category;
+use ramp::am::{self, handler, BundleMode, Data, Message, VecSegment};
 
 fn setup() -> (Arc<am::Bundle>, Arc<am::Endpoint>, Arc<am::Endpoint>) {
     am::init().unwrap();
@@ -47,7 +46,7 @@ fn request_reply_every_category() {
                 _ => panic!(),
             }
             g.fetch_add(sum, Ordering::SeqCst);
-            am::reply(h.token, 11, Category::Short, &[7], &[], 0).unwrap();
+            am::reply(h.token, &Message::short(11, &[7])).unwrap();
         }),
     );
     let r = replies.clone();
@@ -58,11 +57,11 @@ fn request_reply_every_category() {
             r.fetch_add(1, Ordering::SeqCst);
         }),
     );
-    e0.request(1, 10, Category::Short, &[1, 2, 3], &[], 0, false)
+    e0.request(1, &Message::short(10, &[1, 2, 3]), false)
         .unwrap();
-    e0.request(1, 10, Category::Medium, &[5], &[9u8; 100], 0, false)
+    e0.request(1, &Message::medium(10, &[5], &[9u8; 100]), false)
         .unwrap();
-    e0.request(1, 10, Category::Long, &[], &[3u8; 1000], 64, false)
+    e0.request(1, &Message::long(10, &[], &[3u8; 1000], 64), false)
         .unwrap();
     let t0 = std::time::Instant::now();
     while replies.load(Ordering::SeqCst) < 3 {
@@ -106,7 +105,7 @@ fn exchange(b: &am::Bundle, e0: &Arc<am::Endpoint>, e1: &Arc<am::Endpoint>, n: u
                 assert!(buf.iter().all(|&x| x == k as u8));
             }
             s.lock()[k as usize] += 1;
-            am::reply(h.token, 21, Category::Short, &[k], &[], 0).unwrap();
+            am::reply(h.token, &Message::short(21, &[k])).unwrap();
         }),
     );
     let returned = Arc::new(AtomicU64::new(0));
@@ -130,7 +129,7 @@ fn exchange(b: &am::Bundle, e0: &Arc<am::Endpoint>, e1: &Arc<am::Endpoint>, n: u
     );
     for k in 0..n {
         let payload = vec![k as u8; (k as usize * 131) % 3000];
-        e0.request(1, 20, Category::Medium, &[k], &payload, 0, false)
+        e0.request(1, &Message::medium(20, &[k], &payload), false)
             .unwrap();
     }
     let t0 = std::time::Instant::now();
@@ -238,7 +237,7 @@ fn translation_table_of_4096_peers() {
                     a.args[0]
                 );
                 h.lock()[k] += 1;
-                am::reply(a.token, 6, Category::Short, a.args, &[], 0).unwrap();
+                am::reply(a.token, &Message::short(6, a.args)).unwrap();
             }),
         );
     }
@@ -247,7 +246,7 @@ fn translation_table_of_4096_peers() {
     client.set_handler(6, handler(move |a| g.lock()[a.args[0] as usize] += 1));
     for i in 0..N {
         client
-            .request(i as u32, 5, Category::Short, &[i as u32], &[], 0, false)
+            .request(i as u32, &Message::short(5, &[i as u32]), false)
             .unwrap();
     }
     let t0 = std::time::Instant::now();

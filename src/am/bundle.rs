@@ -128,7 +128,7 @@ impl Bundle {
         let eps = self.endpoints();
         let ready: Vec<&Arc<Endpoint>> = eps.iter().filter(|e| e.is_ready()).collect();
         let deadline = ready.iter().filter_map(|e| e.next_deadline()).min();
-        let mut fds: Vec<_> = ready.iter().map(|e| e.fd()).collect();
+        let mut fds: Vec<_> = ready.iter().flat_map(|e| e.fds()).collect();
         fds.extend(extra);
         let timeout_ms = match deadline {
             None => max_ms,

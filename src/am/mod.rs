@@ -1,14 +1,38 @@
 //! AM-2 semantics: bundles, endpoints, translation and handler tables, tags,
 //! segments, tokens, the request/reply categories, handler dispatch and
 //! returned messages. Also the process-wide registry of live bundles and
-//! endpoints, which the C ABI's handles name.
+//! endpoints, which the C ABI's handles name (this file).
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `bundle.rs` | bundles: endpoints polled together, AM_WaitSema |
+//! | `endpoint.rs` | the endpoint's state; tables, tag, segment, handlers, statistics |
+//! | `message.rs` | `Message`: what a request or reply carries, and its limits |
+//! | `request.rs` | the request path: credits (network depth), waiting for one |
+//! | `reply.rs` | replies through a handler's token |
+//! | `loopback.rs` | messages from an endpoint to itself |
+//! | `driver.rs` | the I/O driver: transports <-> protocol, timers, transmit |
+//! | `dispatch.rs` | AM_Poll: protocol events -> handler calls, automatic replies |
+//! | `returned.rs` | checks on arrival, refusals, handler 0 for returned messages |
+//! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
+//! | `tables.rs`, `name.rs`, `stats.rs` | translation/handler tables, names, counters |
+//! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
 pub mod bundle;
+mod dispatch;
+mod driver;
 pub mod endpoint;
 pub mod handler;
+mod loopback;
+pub mod message;
 pub mod name;
+mod reply;
+mod request;
+mod returned;
 pub mod stats;
 pub mod tables;
+#[cfg(test)]
+mod tests;
 pub mod token;
 
 use std::sync::Arc;
@@ -17,9 +41,11 @@ use once_cell::sync::Lazy;
 use parking_lot::RwLock;
 
 pub use bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
-pub use endpoint::{reply, Endpoint, TAG_ALL, TAG_NONE};
+pub use endpoint::{Endpoint, TAG_ALL, TAG_NONE};
 pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
+pub use message::Message;
 pub use name::EndpointName;
+pub use reply::reply;
 pub use stats::Statistics;
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use token::TokenId;
@@ -133,6 +159,23 @@ pub fn allocate_endpoint_with(
             .ok_or(Error::BadArg("not a live bundle"))?
     };
     let ep = Endpoint::open(cfg, bundle_id)?;
+    register(&b, ep)
+}
+
+/// Allocates an endpoint on the given transports (tests).
+#[cfg(test)]
+pub(crate) fn allocate_endpoint_over(
+    bundle_id: u64,
+    cfg: &crate::config::Config,
+    transports: crate::net::Transports,
+) -> Result<Arc<Endpoint>> {
+    let b = bundle(bundle_id).ok_or(Error::BadArg("not a live bundle"))?;
+    register(&b, Endpoint::over(cfg, bundle_id, transports))
+}
+
+/// Puts a new endpoint in its bundle and in the registry.
+fn register(b: &Arc<Bundle>, ep: Arc<Endpoint>) -> Result<Arc<Endpoint>> {
+    let bundle_id = b.id;
     let mut r = REGISTRY.write();
     if !r.bundles.contains_key(&bundle_id) {
         return Err(Error::BadArg("the bundle was freed meanwhile"));

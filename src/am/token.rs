@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::endpoint::Endpoint;
 use super::name::EndpointName;
-use crate::wire::Category;
+use crate::wire::{Category, MsgMeta};
 
 /// The value a handler sees as its token (never 0).
 pub type TokenId = u64;
@@ -41,6 +41,33 @@ pub struct TokenInfo {
 }
 
 impl TokenInfo {
+    /// The token of a message with header `meta` from `source_addr`, whose
+    /// index in the receiver's table is `source_id` (-1 if none). Not yet
+    /// live, not returned, not loopback, not replied to.
+    pub fn new(
+        endpoint: Arc<Endpoint>,
+        source_addr: SocketAddr,
+        source_id: i32,
+        meta: &MsgMeta,
+        is_request: bool,
+    ) -> TokenInfo {
+        TokenInfo {
+            id: 0,
+            endpoint,
+            source_addr,
+            source_id,
+            tag: meta.tag,
+            handler: meta.handler,
+            category: meta.category,
+            nargs: meta.nargs,
+            is_request,
+            returned: false,
+            loopback: false,
+            txn: meta.txn,
+            replied: false,
+        }
+    }
+
     /// The name of the endpoint that sent the message.
     pub fn source(&self) -> EndpointName {
         EndpointName::from_addr(self.source_addr)

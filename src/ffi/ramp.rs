@@ -9,7 +9,7 @@ use std::os::raw::{c_char, c_int, c_void};
 use super::am2::with_token;
 use super::types::{en_t, ep_t, handler_t, ramp_category_t, ramp_stats_t, tag_t, INITIAL_STATS};
 use super::{boundary, endpoint, guard, guard_or, need, out, report};
-use crate::am::{self, EndpointName, Statistics};
+use crate::am::{self, EndpointName, Message, Statistics};
 use crate::error::{code_name, Error, Result, ReturnStatus};
 use crate::wire::{Category, MAX_ARGS};
 
@@ -96,11 +96,7 @@ pub unsafe extern "C" fn ramp_RequestArgv(
         let nonblocking = async_ != 0 && cat == Category::Long;
         e.request(
             dest,
-            handler,
-            cat,
-            &a[..n],
-            payload,
-            dest_offset as u64,
+            &Message::new(handler, cat, &a[..n], payload, dest_offset as u64),
             nonblocking,
         )
     })
@@ -124,11 +120,7 @@ pub unsafe extern "C" fn ramp_ReplyArgv(
         let (a, n, payload) = unsafe { message_parts(cat, source_addr, nbytes, numargs, args)? };
         am::reply(
             token as usize as u64,
-            handler,
-            cat,
-            &a[..n],
-            payload,
-            dest_offset as u64,
+            &Message::new(handler, cat, &a[..n], payload, dest_offset as u64),
         )
     })
 }

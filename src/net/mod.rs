@@ -1,9 +1,15 @@
-//! Transports: how datagrams leave and reach an endpoint. One trait, a UDP
-//! implementation (one non-blocking socket per endpoint, serving every peer),
-//! and a fault-injecting wrapper configured by `RAMP_FAULT_*`.
+//! Transports: how datagrams leave and reach an endpoint. One trait
+//! (`Transport`), a UDP implementation (`udp.rs`: one non-blocking socket per
+//! endpoint, serving every peer), a fault-injecting wrapper configured by
+//! `RAMP_FAULT_*` (`faulty.rs`), the set of transports an endpoint owns and
+//! routes by (`transports.rs`), and, in tests, an in-memory network whose
+//! delivery the test controls (`mem.rs`).
 
 mod faulty;
 mod iface;
+#[cfg(test)]
+pub(crate) mod mem;
+mod transports;
 mod udp;
 
 use std::io;
@@ -12,6 +18,7 @@ use std::os::fd::RawFd;
 
 pub use faulty::FaultyTransport;
 pub use iface::choose_bind_address;
+pub use transports::{TransportId, Transports};
 pub use udp::UdpTransport;
 
 use crate::time::Instant;
@@ -36,8 +43,14 @@ pub trait Transport: Send {
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize>;
     /// The address peers reach this endpoint at.
     fn local_addr(&self) -> SocketAddr;
-    /// A descriptor that becomes readable when a datagram arrives.
+    /// A descriptor that becomes readable when a datagram arrives (negative:
+    /// none; the endpoint then wakes only on its timers).
     fn fd(&self) -> RawFd;
+    /// Whether this transport has a path to `to` (only the last transport of
+    /// a `Transports` set, which must reach every peer, is not asked).
+    fn reaches(&self, _to: SocketAddr) -> bool {
+        true
+    }
     /// Datagrams the transport itself holds back (fault injection) that are
     /// due at `now`; returns the next time it needs a call.
     fn flush_due(&mut self, _now: Instant) -> Option<Instant> {
@@ -47,14 +60,15 @@ pub trait Transport: Send {
     fn send_drops(&self) -> u64;
 }
 
-/// Opens the transport an endpoint uses: UDP on the configured interface,
+/// Opens the transports an endpoint uses: UDP on the configured interface,
 /// behind fault injection when any `RAMP_FAULT_*` is set.
-pub fn open(cfg: &crate::config::Config) -> io::Result<Box<dyn Transport>> {
+pub fn open(cfg: &crate::config::Config) -> io::Result<Transports> {
     let ip = choose_bind_address(cfg.interface.as_deref())?;
     let udp = UdpTransport::bind(SocketAddr::new(ip, 0), cfg.socket_buffer)?;
-    if cfg.fault.enabled() {
-        Ok(Box::new(FaultyTransport::new(udp, cfg.fault.clone())))
+    let udp: Box<dyn Transport> = if cfg.fault.enabled() {
+        Box::new(FaultyTransport::new(udp, cfg.fault.clone()))
     } else {
-        Ok(Box::new(udp))
-    }
+        Box::new(udp)
+    };
+    Ok(Transports::new(udp))
 }

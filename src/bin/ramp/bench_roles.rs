@@ -7,8 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant as StdInstant;
 
-use ramp::am::{self, handler, BundleMode, EndpointName, VecSegment};
-use ramp::wire::Category;
+use ramp::am::{self, handler, BundleMode, EndpointName, Message, VecSegment};
 
 const H_ECHO: u8 = 10;
 const H_PONG: u8 = 11;
@@ -72,14 +71,14 @@ pub fn server_main() -> i32 {
     ep.set_segment(Some(seg));
     ep.set_handler(
         H_ECHO,
-        handler(|h| am::reply(h.token, H_PONG, Category::Short, h.args, &[], 0).unwrap()),
+        handler(|h| am::reply(h.token, &Message::short(H_PONG, h.args)).unwrap()),
     );
     let to_raw = Arc::new(AtomicBool::new(true));
     let t = to_raw.clone();
     ep.set_handler(H_TO_RAW, handler(move |_| t.store(true, Ordering::SeqCst)));
     ep.set_handler(
         H_XFER,
-        handler(|h| am::reply(h.token, H_XFER_ACK, Category::Short, &[], &[], 0).unwrap()),
+        handler(|h| am::reply(h.token, &Message::short(H_XFER_ACK, &[])).unwrap()),
     );
     let mut buf = [0u8; 2048];
     let stop = stdin_closed_flag();
@@ -193,7 +192,7 @@ pub fn client_main(args: &[String]) -> i32 {
     let mut in_raw = true; // the server starts in the raw phase
     for _ in 0..runs {
         if !in_raw {
-            ep.request(1, H_TO_RAW, Category::Short, &[], &[], 0, false)
+            ep.request(1, &Message::short(H_TO_RAW, &[]), false)
                 .unwrap();
             // let the switch take effect before timing
             let t = StdInstant::now();
@@ -222,8 +221,7 @@ pub fn client_main(args: &[String]) -> i32 {
         ] {
             let (m, p99) = time_round_trips(iters, || {
                 let want = pongs.load(Ordering::Relaxed) + 1;
-                ep.request(1, H_ECHO, Category::Short, args, &[], 0, false)
-                    .unwrap();
+                ep.request(1, &Message::short(H_ECHO, args), false).unwrap();
                 while pongs.load(Ordering::Relaxed) < want {
                     b.poll().unwrap();
                 }
@@ -259,11 +257,7 @@ pub fn client_main(args: &[String]) -> i32 {
         for i in 0..total {
             ep.request(
                 1,
-                H_XFER,
-                Category::Long,
-                &[],
-                &src,
-                ((i % 2) * XFER_SIZE) as u64,
+                &Message::long(H_XFER, &[], &src, ((i % 2) * XFER_SIZE) as u64),
                 false,
             )
             .unwrap();

@@ -1,0 +1,236 @@
+//! Receive dispatch: AM_Poll takes the protocol's events and turns each
+//! into a handler call (after the checks of `returned.rs`), then runs it
+//! with a live token, outside the state's borrow.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::endpoint::{Endpoint, EpState, Guard};
+use super::handler::{Data, HandlerArgs, HandlerFn};
+use super::returned::{default_returned_handler, Admitted};
+use super::token::{LiveToken, TokenInfo};
+use crate::error::{Result, ReturnStatus};
+use crate::proto::Event;
+use crate::time::Instant;
+use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST, MAX_ARGS};
+
+/// Handlers may poll from inside handlers; beyond this nesting, a nested poll
+/// only moves packets and leaves messages queued.
+const MAX_DISPATCH_NESTING: u32 = 8;
+
+/// A handler call prepared under the borrow, run after it is released.
+pub(super) struct Work {
+    /// None: handler 0 is not installed (the default one runs).
+    pub(super) f: Option<HandlerFn>,
+    pub(super) info: TokenInfo,
+    /// The first `info.nargs` are the message's.
+    pub(super) args: [u32; MAX_ARGS],
+    pub(super) data: WorkData,
+    /// A request: where the automatic reply goes if its handler does not reply.
+    pub(super) auto_reply_to: Option<SocketAddr>,
+}
+
+pub(super) enum WorkData {
+    None,
+    Medium(Vec<u8>),
+    Long { addr: usize, len: usize },
+    Returned { status: ReturnStatus, opcode: i32 },
+}
+
+impl Endpoint {
+    /// AM_Poll for this endpoint: moves packets, then runs handlers for up to
+    /// max(10, depth) waiting messages.
+    pub fn poll(self: &Arc<Self>) -> Result<()> {
+        let g = self.state.lock();
+        let now = Instant::now();
+        let limit = {
+            let mut st = g.borrow_mut();
+            let Some(depth) = st.depth else {
+                return Ok(());
+            };
+            st.pump_network(now)?;
+            if st.dispatch_nesting >= MAX_DISPATCH_NESTING {
+                return Ok(());
+            }
+            (depth as usize).max(10)
+        };
+        self.dispatch(&g, limit, now)
+    }
+
+    fn dispatch(self: &Arc<Self>, g: &Guard<'_>, limit: usize, now: Instant) -> Result<()> {
+        g.borrow_mut().dispatch_nesting += 1;
+        for _ in 0..limit {
+            let work = {
+                let mut st = g.borrow_mut();
+                let Some(ev) = st.proto.poll_event() else {
+                    break;
+                };
+                st.prepare(self, ev, now)
+            };
+            if let Some(w) = work {
+                self.run(g, w, now);
+            }
+        }
+        let mut st = g.borrow_mut();
+        st.dispatch_nesting -= 1;
+        st.flush(now);
+        Ok(())
+    }
+
+    /// Runs one handler with a live token; sends the automatic reply when a
+    /// request handler did not reply.
+    pub(super) fn run(self: &Arc<Self>, g: &Guard<'_>, w: Work, now: Instant) {
+        let Work {
+            f,
+            info,
+            args,
+            data,
+            auto_reply_to,
+        } = w;
+        let txn = info.txn;
+        let nargs = info.nargs as usize;
+        let live = LiveToken::push(info);
+        let id = live.id();
+        let mut medium;
+        let data = match data {
+            WorkData::None => Data::None,
+            WorkData::Medium(v) => {
+                medium = v;
+                Data::Medium(&mut medium[..])
+            }
+            WorkData::Long { addr, len } => Data::Long { addr, len },
+            WorkData::Returned { status, opcode } => Data::Returned { status, opcode },
+        };
+        let mut ha = HandlerArgs {
+            token: id,
+            args: &args[..nargs],
+            data,
+        };
+        match &f {
+            Some(f) => f(&mut ha),
+            None => default_returned_handler(&ha),
+        }
+        let replied = live.finish().is_some_and(|t| t.replied);
+        if let Some(to) = auto_reply_to {
+            if !replied {
+                let meta = MsgMeta {
+                    txn,
+                    ..MsgMeta::new(MsgKind::AutoReply, Category::Short, 0, &[])
+                };
+                g.borrow_mut()
+                    .send_message(now, to, CHANNEL_REPLY, meta, Vec::new());
+            }
+        }
+    }
+}
+
+impl EpState {
+    /// The sender's index in the translation table, -1 if none.
+    fn source_id(&self, peer: &SocketAddr) -> i32 {
+        self.table.index_of(peer).map_or(-1, |i| i as i32)
+    }
+
+    /// Turns one protocol event into the handler call it asks for, after
+    /// the checks; refusals are sent back here.
+    fn prepare(&mut self, ep: &Arc<Endpoint>, ev: Event<SocketAddr>, now: Instant) -> Option<Work> {
+        match ev {
+            Event::Delivered {
+                from,
+                channel,
+                meta,
+                payload,
+            } => {
+                let is_request = channel == CHANNEL_REQUEST;
+                let c = meta.category.index();
+                if !is_request {
+                    match meta.kind {
+                        MsgKind::AutoReply => {
+                            self.complete(meta.txn, meta.category, now);
+                            return None;
+                        }
+                        MsgKind::Returned => {
+                            if meta.returned_request {
+                                self.complete(meta.txn, meta.category, now);
+                            }
+                            let status =
+                                ReturnStatus::from_u8(meta.status).unwrap_or(ReturnStatus::BadArgs);
+                            let info = TokenInfo::new(
+                                ep.clone(),
+                                from,
+                                self.source_id(&from),
+                                &meta,
+                                meta.returned_request,
+                            );
+                            return Some(self.returned_work(info, meta.args, status));
+                        }
+                        MsgKind::User => {
+                            self.stats.replies_received[c] += 1;
+                            self.complete(meta.txn, meta.category, now);
+                        }
+                    }
+                } else {
+                    if meta.kind != MsgKind::User {
+                        // Only user messages travel on the request channel.
+                        self.stats.corrupt_dropped += 1;
+                        return None;
+                    }
+                    self.stats.requests_received[c] += 1;
+                }
+                let source = self.table.index_of(&from);
+                let admitted = match self.admit(source, &meta, payload.len(), is_request) {
+                    Ok(a) => a,
+                    Err(status) => {
+                        self.send_returned(now, from, meta, status, is_request);
+                        return None;
+                    }
+                };
+                let data = match admitted {
+                    Admitted::Short => WorkData::None,
+                    Admitted::Medium => WorkData::Medium(payload),
+                    Admitted::Long(seg) => {
+                        let off = meta.dest_offset as usize;
+                        seg.write(off, &payload);
+                        WorkData::Long {
+                            addr: seg.base() + off,
+                            len: payload.len(),
+                        }
+                    }
+                };
+                let source_id = source.map_or(-1, |i| i as i32);
+                Some(Work {
+                    f: self.handlers.get(meta.handler).cloned(),
+                    info: TokenInfo::new(ep.clone(), from, source_id, &meta, is_request),
+                    args: meta.args,
+                    data,
+                    auto_reply_to: if is_request { Some(from) } else { None },
+                })
+            }
+            Event::Failed {
+                to,
+                channel,
+                meta,
+                status,
+                ..
+            } => {
+                let is_request = channel == CHANNEL_REQUEST;
+                if is_request {
+                    self.complete(meta.txn, meta.category, now);
+                } else if meta.kind != MsgKind::User {
+                    // An automatic reply or a returned message could not be
+                    // delivered: the peer is gone; nothing waits for it here.
+                    self.stats.returned_messages += 1;
+                    if self.verbose {
+                        eprintln!(
+                            "ramp: a {:?} message to {to} was given up ({})",
+                            meta.kind,
+                            status.name()
+                        );
+                    }
+                    return None;
+                }
+                let info = TokenInfo::new(ep.clone(), to, self.source_id(&to), &meta, is_request);
+                Some(self.returned_work(info, meta.args, status))
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The I/O driver: moves datagrams between the transports and the protocol
+//! (receive, timers, transmit) and hands the protocol what to send. With
+//! `dispatch.rs`, the only place that calls the protocol's I/O side.
+
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+
+use super::endpoint::{Endpoint, EpState};
+use crate::error::{Error, Result};
+use crate::time::Instant;
+use crate::wire::MsgMeta;
+
+impl Endpoint {
+    /// The descriptors that become readable when a datagram arrives.
+    pub(crate) fn fds(&self) -> Vec<RawFd> {
+        self.with(|s| s.transports.fds().collect())
+    }
+
+    /// Whether messages wait to be handled.
+    pub(crate) fn has_events(&self) -> bool {
+        self.with(|s| s.proto.has_events())
+    }
+
+    /// The next time the protocol or a transport needs a call.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.with(|s| {
+            let a = s.proto.next_timeout();
+            let b = s.transports.flush_due(Instant::now());
+            match (a, b) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            }
+        })
+    }
+
+    /// Moves packets (receive, timers, transmit) without running handlers.
+    pub(crate) fn progress(&self) -> Result<()> {
+        self.with(|s| {
+            if s.depth.is_some() {
+                s.pump_network(Instant::now())
+            } else {
+                Ok(())
+            }
+        })
+    }
+}
+
+impl EpState {
+    /// Receives every waiting datagram, runs due timers, transmits.
+    pub(super) fn pump_network(&mut self, now: Instant) -> Result<()> {
+        let proto = &mut self.proto;
+        for _ in 0..64 {
+            let r = self.transports.recv_batch(&mut |d| match d {
+                Some((bytes, from)) => proto.handle_datagram(now, from, bytes),
+                None => proto.count_malformed(),
+            });
+            match r {
+                // One datagram (or none): a ping-pong, not a burst; asking
+                // again would put an empty receive on the critical path.
+                Ok(n) if n < 2 => break,
+                Ok(_) => {}
+                Err(e) => {
+                    if self.verbose {
+                        eprintln!("ramp: receive failed: {e}");
+                    }
+                    return Err(Error::Resource("the endpoint's socket failed"));
+                }
+            }
+        }
+        self.last_pump = now;
+        self.transports.flush_due(now);
+        self.proto.handle_timeout(now);
+        self.flush(now);
+        Ok(())
+    }
+
+    /// Gives the protocol a message for `to` on `channel` and transmits.
+    pub(super) fn send_message(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        channel: u8,
+        meta: MsgMeta,
+        payload: Vec<u8>,
+    ) {
+        self.proto.send(now, to, channel, meta, payload);
+        self.flush(now);
+    }
+
+    /// Hands every datagram the protocol produced to the transports.
+    #[inline]
+    pub(super) fn flush(&mut self, now: Instant) {
+        if self.proto.has_transmits() {
+            self.transmit(now);
+        }
+    }
+
+    fn transmit(&mut self, now: Instant) {
+        while let Some((to, buf)) = self.proto.poll_transmit() {
+            if let Err(e) = self.transports.send(now, to, &buf) {
+                // The datagram is lost; the protocol's timers resend it.
+                if self.verbose {
+                    eprintln!("ramp: send to {to} failed: {e}");
+                }
+            }
+            self.proto.recycle(buf);
+        }
+    }
+}

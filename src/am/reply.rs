@@ -1,0 +1,57 @@
+//! Replies: a request handler answers through its token, at most once.
+
+use super::message::Message;
+use super::token::{self, TokenId};
+use super::TAG_NONE;
+use crate::error::{Error, Result};
+use crate::time::Instant;
+use crate::wire::CHANNEL_REPLY;
+
+/// Sends `msg` as the reply to the request whose handler holds `token`.
+pub fn reply(token: TokenId, msg: &Message<'_>) -> Result<()> {
+    msg.check()?;
+    // The usual reply goes out while the token is at hand (no copy of its
+    // endpoint handle); one to this endpoint itself runs its handler, which
+    // needs the token list, so it goes out after.
+    let loopback = token::with_mut(token, |t| {
+        if t.returned {
+            return Err(Error::Resource("a returned message cannot be replied to"));
+        }
+        if !t.is_request {
+            return Err(Error::Resource("only request handlers may reply"));
+        }
+        if t.replied {
+            return Err(Error::Resource("this request was already replied to"));
+        }
+        t.replied = true;
+        if t.loopback {
+            return Ok(Some((t.endpoint.clone(), t.source_id)));
+        }
+        let g = t.endpoint.state.lock();
+        let mut st = g.borrow_mut();
+        let tag = st
+            .table
+            .mapped_entry(t.source_id.max(0) as u32)
+            .map_or(TAG_NONE, |e| e.tag);
+        let now = Instant::now();
+        st.send_message(
+            now,
+            t.source_addr,
+            CHANNEL_REPLY,
+            msg.meta(t.txn, tag),
+            msg.payload.to_vec(),
+        );
+        let c = msg.category.index();
+        st.stats.replies_sent[c] += 1;
+        st.stats.reply_data_bytes_sent[c] += msg.payload.len() as u64;
+        Ok(None)
+    })
+    .ok_or(Error::BadArg("not the token of a running handler"))??;
+    match loopback {
+        None => Ok(()),
+        Some((ep, source_id)) => {
+            let g = ep.state.lock();
+            ep.deliver_loopback(&g, source_id as u32, false, msg)
+        }
+    }
+}

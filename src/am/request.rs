@@ -1,0 +1,160 @@
+//! The request path: a request takes one of its destination's credits
+//! (network depth) and waits, polling, until one is free; the reply (or the
+//! request's refusal or failure) gives the credit back.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::endpoint::{Endpoint, EpState};
+use super::message::Message;
+use super::token;
+use crate::error::{Error, Result};
+use crate::time::Instant;
+use crate::wire::{Category, CHANNEL_REQUEST};
+
+/// A request polls before sending, unless the endpoint was polled this
+/// recently (in a poll loop the extra empty receive only adds latency).
+const RECENT_POLL: u64 = 20 * crate::time::MICROS;
+
+/// A request waiting for its reply.
+pub(super) struct Outstanding {
+    /// The destination's translation index (whose credit it holds).
+    index: u32,
+    sent: Instant,
+}
+
+impl Endpoint {
+    /// Sends a request to translation index `dest`. Polls first; waits (by
+    /// polling) for a credit unless `nonblocking`, which returns `InUse`
+    /// instead. Inside a handler it never waits: what cannot go out yet is
+    /// queued. A request to this endpoint itself runs its handler now.
+    pub fn request(
+        self: &Arc<Self>,
+        dest: u32,
+        msg: &Message<'_>,
+        nonblocking: bool,
+    ) -> Result<()> {
+        msg.check()?;
+        let nested = token::in_handler();
+        let mut first = true;
+        let mut idle_rounds = 0u32;
+        loop {
+            {
+                let g = self.state.lock();
+                let addr = {
+                    let st = g.borrow();
+                    if st.depth.is_none() {
+                        return Err(Error::NotInit(
+                            "AM_SetExpectedResources has not been called",
+                        ));
+                    }
+                    st.table
+                        .mapped_entry(dest)
+                        .ok_or(Error::BadArg("destination index is not mapped"))?
+                        .addr
+                };
+                if addr == self.addr {
+                    return self.deliver_loopback(&g, dest, true, msg);
+                }
+                let mut now = Instant::now();
+                // AM-2: a request polls before it sends (the whole bundle),
+                // unless this endpoint was polled a moment ago.
+                if first && !nested && now.since(g.borrow().last_pump) >= RECENT_POLL {
+                    drop(g);
+                    self.poll_bundle()?;
+                    first = false;
+                    continue;
+                }
+                first = false;
+                let mut st = g.borrow_mut();
+                let depth = st.depth.unwrap_or(1);
+                let e = st
+                    .table
+                    .get_mut(dest)
+                    .ok_or(Error::BadArg("destination index is not mapped"))?;
+                if e.outstanding < depth || nested {
+                    e.outstanding += 1;
+                    let tag = e.tag;
+                    now = now.max(st.last_pump);
+                    st.send_request(now, dest, addr, tag, msg);
+                    return Ok(());
+                }
+            }
+            if nonblocking {
+                return Err(Error::InUse("no send credit free for this destination"));
+            }
+            // Wait for a credit by polling the whole bundle: the answer may
+            // depend on another endpoint of it. The endpoint's lock is not
+            // held meanwhile, so other threads (AM_PAR) may use it.
+            self.poll_bundle()?;
+            idle_rounds += 1;
+            if idle_rounds > 1000 {
+                if let Some(b) = self.owning_bundle() {
+                    b.wait_for_activity(10);
+                }
+            }
+        }
+    }
+
+    fn owning_bundle(&self) -> Option<Arc<super::Bundle>> {
+        super::bundle(*self.bundle.lock())
+    }
+
+    /// AM_Poll of the bundle this endpoint belongs to.
+    fn poll_bundle(self: &Arc<Self>) -> Result<()> {
+        match self.owning_bundle() {
+            Some(b) => b.poll(),
+            None => self.poll(),
+        }
+    }
+}
+
+impl EpState {
+    /// Sends a request that holds a credit of translation index `dest`
+    /// (at `addr`, tagged `tag`) and remembers it until its reply.
+    fn send_request(
+        &mut self,
+        now: Instant,
+        dest: u32,
+        addr: SocketAddr,
+        tag: u64,
+        msg: &Message<'_>,
+    ) {
+        let txn = self.next_txn;
+        self.next_txn = self.next_txn.wrapping_add(1).max(1);
+        self.send_message(
+            now,
+            addr,
+            CHANNEL_REQUEST,
+            msg.meta(txn, tag),
+            msg.payload.to_vec(),
+        );
+        // The bookkeeping waits until the datagram is out (off the round
+        // trip's critical path): the reply is taken by a poll, which needs
+        // this endpoint's lock, held until this returns.
+        self.outstanding.insert(
+            txn,
+            Outstanding {
+                index: dest,
+                sent: now,
+            },
+        );
+        let c = msg.category.index();
+        self.stats.requests_sent[c] += 1;
+        self.stats.request_data_bytes_sent[c] += msg.payload.len() as u64;
+    }
+
+    /// A request's reply (or its refusal) came: its credit is free again.
+    pub(super) fn complete(&mut self, txn: u32, cat: Category, now: Instant) {
+        match self.outstanding.remove(&txn) {
+            Some(o) => {
+                if let Some(e) = self.table.get_mut(o.index) {
+                    e.outstanding = e.outstanding.saturating_sub(1);
+                }
+                let lat = now.since(o.sent);
+                self.stats.record_latency(lat);
+            }
+            None => self.stats.replies_squashed[cat.index()] += 1,
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The AM layer over the in-memory network (`net::mem`): no sockets, and
+//! the tests decide when datagrams arrive.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::{handler, Bundle, BundleMode, Data, Endpoint, Message, VecSegment};
+use crate::config::Config;
+use crate::error::{Error, ReturnStatus};
+use crate::net::mem::MemNetwork;
+use crate::net::Transports;
+use crate::wire::{decode, Packet, CHANNEL_REPLY};
+
+const TAG: u64 = 0x5eed;
+
+/// Two endpoints on `net` in one bundle, mapped to each other (index 0 is
+/// e0, 1 is e1), with network depth `depth`.
+fn pair(net: &MemNetwork, depth: i32) -> (Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
+    super::init().unwrap();
+    let cfg = Config::from_lookup(|_| None).unwrap();
+    let b = super::allocate_bundle(BundleMode::Seq).unwrap();
+    let open = || {
+        let t = Transports::new(Box::new(net.attach()));
+        super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
+    };
+    let (e0, e1) = (open(), open());
+    for e in [&e0, &e1] {
+        e.set_tag(TAG);
+        e.map(0, e0.name(), TAG).unwrap();
+        e.map(1, e1.name(), TAG).unwrap();
+        e.set_expected_resources(2, depth).unwrap();
+    }
+    (b, e0, e1)
+}
+
+/// Polls `b` until `done` or a few seconds pass.
+fn poll_until(b: &Bundle, what: &str, done: impl Fn() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !done() {
+        b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 5, "timed out waiting for {what}");
+    }
+}
+
+#[test]
+fn requests_replies_and_a_returned_message_over_memory() {
+    let net = MemNetwork::new();
+    let (b, e0, e1) = pair(&net, 4);
+    let seg = VecSegment::new(4096);
+    e1.set_segment(Some(seg.clone()));
+    let got = Arc::new(AtomicU64::new(0));
+    let g = got.clone();
+    e1.set_handler(
+        10,
+        handler(move |h| {
+            let mut sum: u64 = h.args.iter().map(|&a| a as u64).sum();
+            match &mut h.data {
+                Data::None => {}
+                Data::Medium(m) => sum += m.iter().map(|&x| x as u64).sum::<u64>(),
+                Data::Long { len, .. } => sum += *len as u64,
+                Data::Returned { .. } => panic!("not a returned message"),
+            }
+            g.fetch_add(sum, Ordering::SeqCst);
+            super::reply(h.token, &Message::short(11, &[sum as u32])).unwrap();
+        }),
+    );
+    let replies = Arc::new(AtomicU64::new(0));
+    let r = replies.clone();
+    e0.set_handler(
+        11,
+        handler(move |h| {
+            r.fetch_add(h.args[0] as u64, Ordering::SeqCst);
+        }),
+    );
+    let returned = Arc::new(AtomicU64::new(0));
+    let rt = returned.clone();
+    e0.set_handler(
+        0,
+        handler(move |h| {
+            assert!(matches!(
+                h.data,
+                Data::Returned {
+                    status: ReturnStatus::BadHandler,
+                    ..
+                }
+            ));
+            rt.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+
+    e0.request(1, &Message::short(10, &[1, 2, 3]), false)
+        .unwrap();
+    e0.request(1, &Message::medium(10, &[4], &[1u8; 100]), false)
+        .unwrap();
+    e0.request(1, &Message::long(10, &[], &[3u8; 1000], 64), false)
+        .unwrap();
+    // Nobody handles 99 on e1: the request comes back to e0's handler 0.
+    e0.request(1, &Message::short(99, &[]), false).unwrap();
+    poll_until(&b, "three replies and a returned request", || {
+        replies.load(Ordering::SeqCst) == 6 + 104 + 1000 && returned.load(Ordering::SeqCst) == 1
+    });
+    assert_eq!(got.load(Ordering::SeqCst), 6 + 104 + 1000);
+    assert_eq!(&seg.snapshot()[64..1064], &[3u8; 1000][..]);
+    let s = e0.statistics();
+    assert_eq!(s.requests_sent, [2, 1, 1]);
+    assert_eq!(s.replies_received, [3, 0, 0]);
+    assert_eq!(s.returned_messages, 1);
+    assert_eq!(e1.statistics().requests_received, [2, 1, 1]);
+}
+
+/// Whether `dgram` carries a message on the reply channel.
+fn is_reply(dgram: &[u8]) -> bool {
+    matches!(decode(dgram), Ok(Packet::Data { common, .. }) if common.channel == CHANNEL_REPLY)
+}
+
+#[test]
+fn one_reply_gives_back_one_credit() {
+    const DEPTH: usize = 4;
+    let net = MemNetwork::new();
+    let (b, e0, e1) = pair(&net, DEPTH as i32);
+    let handled = Arc::new(AtomicU64::new(0));
+    let h1 = handled.clone();
+    e1.set_handler(
+        10,
+        handler(move |h| {
+            h1.fetch_add(1, Ordering::SeqCst);
+            super::reply(h.token, &Message::short(11, &[])).unwrap();
+        }),
+    );
+    let replies = Arc::new(AtomicU64::new(0));
+    let r = replies.clone();
+    e0.set_handler(
+        11,
+        handler(move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let e0_addr = e0.addr();
+    net.hold_if(move |to, d| to == e0_addr && is_reply(d));
+    let request = || e0.request(1, &Message::short(10, &[]), true);
+
+    for i in 0..DEPTH {
+        request().unwrap_or_else(|e| panic!("request {i} of {DEPTH}: {e:?}"));
+    }
+    assert!(matches!(request(), Err(Error::InUse(_))), "depth exceeded");
+    poll_until(&b, "the replies to be held", || {
+        handled.load(Ordering::SeqCst) == DEPTH as u64 && net.held() >= DEPTH
+    });
+    assert!(matches!(request(), Err(Error::InUse(_))), "no reply came");
+
+    // Exactly one reply arrives: exactly one request more may go.
+    assert_eq!(net.release(1), 1);
+    poll_until(&b, "the released reply", || {
+        replies.load(Ordering::SeqCst) == 1
+    });
+    request().expect("the reply gave back a credit");
+    assert!(
+        matches!(request(), Err(Error::InUse(_))),
+        "one reply gave back more than one credit"
+    );
+    assert_eq!(replies.load(Ordering::SeqCst), 1);
+
+    // The rest arrive: every credit comes back.
+    net.release_all();
+    poll_until(&b, "every reply", || {
+        replies.load(Ordering::SeqCst) == DEPTH as u64 + 1
+    });
+    for i in 0..DEPTH {
+        request().unwrap_or_else(|e| panic!("request {i} after the replies: {e:?}"));
+    }
+}

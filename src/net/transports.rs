@@ -1,0 +1,165 @@
+//! The transports of one endpoint, and the one place a send is routed.
+//!
+//! An endpoint owns a `Transports`: one or more transports in order of
+//! preference. A send goes out on the first transport that reaches the peer
+//! (today only UDP, which reaches every peer; a same-host transport added
+//! before it would take the peers it has a path to). Receiving drains every
+//! transport, and every transport's descriptor wakes `AM_WaitSema`. Several
+//! paths to one peer (rails) would replace `route` with a choice by health.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+
+use super::{DatagramSink, Transport};
+use crate::time::Instant;
+
+/// Which transport of a set (its position: lower is preferred).
+pub type TransportId = usize;
+
+pub struct Transports {
+    /// In order of preference; the last reaches every peer.
+    list: Vec<Box<dyn Transport>>,
+}
+
+impl Transports {
+    /// A set of one transport, which must reach every peer: it is the
+    /// fallback, and its address is the endpoint's name.
+    pub fn new(fallback: Box<dyn Transport>) -> Transports {
+        Transports {
+            list: vec![fallback],
+        }
+    }
+
+    /// Adds a transport preferred to those already there for the peers it
+    /// reaches.
+    pub fn prefer(&mut self, t: Box<dyn Transport>) {
+        self.list.insert(0, t);
+    }
+
+    /// The address peers know this endpoint by (the fallback's).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.fallback().local_addr()
+    }
+
+    fn fallback(&self) -> &dyn Transport {
+        self.list.last().expect("a set holds a transport").as_ref()
+    }
+
+    /// The transport a datagram to `to` leaves on.
+    #[inline]
+    pub fn route(&self, to: SocketAddr) -> TransportId {
+        let last = self.list.len() - 1;
+        if last == 0 {
+            return 0;
+        }
+        self.list[..last]
+            .iter()
+            .position(|t| t.reaches(to))
+            .unwrap_or(last)
+    }
+
+    /// Sends one datagram on the transport that reaches `to`.
+    #[inline]
+    pub fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
+        let i = self.route(to);
+        self.list[i].send(now, to, dgram)
+    }
+
+    /// Receives what waits on every transport (see `Transport::recv_batch`);
+    /// returns how many datagrams there were in all.
+    #[inline]
+    pub fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+        let mut n = 0;
+        for t in &mut self.list {
+            n += t.recv_batch(each)?;
+        }
+        Ok(n)
+    }
+
+    /// The descriptors that become readable when a datagram arrives.
+    pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
+    }
+
+    /// Sends what the transports hold back and is due; returns the next
+    /// time one of them needs a call.
+    pub fn flush_due(&mut self, now: Instant) -> Option<Instant> {
+        self.list.iter_mut().filter_map(|t| t.flush_due(now)).min()
+    }
+
+    /// Datagrams the transports dropped on send (buffers full), in all.
+    pub fn send_drops(&self) -> u64 {
+        self.list.iter().map(|t| t.send_drops()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use parking_lot::Mutex;
+
+    use super::*;
+
+    /// Reaches `only` (or everyone), logs what it sends, has one datagram
+    /// waiting from `only`.
+    struct Stub {
+        name: &'static str,
+        only: Option<SocketAddr>,
+        fd: RawFd,
+        log: Arc<Mutex<Vec<(&'static str, SocketAddr)>>>,
+    }
+
+    impl Transport for Stub {
+        fn send(&mut self, _now: Instant, to: SocketAddr, _d: &[u8]) -> io::Result<()> {
+            self.log.lock().push((self.name, to));
+            Ok(())
+        }
+        fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+            each(Some((self.name.as_bytes(), self.local_addr())));
+            Ok(1)
+        }
+        fn local_addr(&self) -> SocketAddr {
+            self.only.unwrap_or(SocketAddr::from(([10, 0, 0, 9], 9)))
+        }
+        fn fd(&self) -> RawFd {
+            self.fd
+        }
+        fn reaches(&self, to: SocketAddr) -> bool {
+            self.only.is_none_or(|a| a == to)
+        }
+        fn send_drops(&self) -> u64 {
+            1
+        }
+    }
+
+    #[test]
+    fn a_send_takes_the_preferred_transport_that_reaches_the_peer() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let near = SocketAddr::from(([10, 0, 0, 1], 1));
+        let far = SocketAddr::from(([10, 0, 0, 2], 2));
+        let stub = |name, only, fd| {
+            Box::new(Stub {
+                name,
+                only,
+                fd,
+                log: log.clone(),
+            })
+        };
+        let mut set = Transports::new(stub("udp", None, 7));
+        assert_eq!(set.route(near), 0);
+        set.prefer(stub("shm", Some(near), -1));
+        assert_eq!(set.local_addr(), SocketAddr::from(([10, 0, 0, 9], 9)));
+        set.send(Instant::ZERO, near, b"a").unwrap();
+        set.send(Instant::ZERO, far, b"b").unwrap();
+        assert_eq!(*log.lock(), [("shm", near), ("udp", far)]);
+        let mut got = Vec::new();
+        let n = set
+            .recv_batch(&mut |d| got.push(d.unwrap().0.to_vec()))
+            .unwrap();
+        assert_eq!((n, got), (2, vec![b"shm".to_vec(), b"udp".to_vec()]));
+        assert_eq!(set.fds().collect::<Vec<_>>(), [7]);
+        assert_eq!(set.send_drops(), 2);
+    }
+}
