@@ -26,6 +26,7 @@ fn main() {
         "include/am.h",
         "include/ramp.h",
         "src/ffi",
+        "src/error.rs",
         "cbindgen.toml",
     ] {
         println!("cargo:rerun-if-changed={p}");
@@ -62,8 +63,20 @@ fn main() {
 
     let config = cbindgen::Config::from_file(Path::new(&dir).join("cbindgen.toml"))
         .expect("cbindgen.toml is readable and valid");
-    let generated = cbindgen::Builder::new()
-        .with_crate(&dir)
+    // Only src/ffi and the error codes (src/error.rs) are parsed: the C ABI's
+    // declarations, not every public constant of the crate.
+    let mut builder = cbindgen::Builder::new();
+    let mut ffi_files: Vec<_> = fs::read_dir(Path::new(&dir).join("src/ffi"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    ffi_files.push(Path::new(&dir).join("src/error.rs"));
+    ffi_files.sort();
+    for f in ffi_files {
+        builder = builder.with_src(f);
+    }
+    let generated = builder
         .with_config(config)
         .generate()
         .expect("cbindgen could not parse src/ffi");

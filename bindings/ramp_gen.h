@@ -10,42 +10,6 @@
 #include <stdlib.h>
 
 /**
- * AM_MaxShort, AM_MaxMedium, AM_MaxLong.
- */
-#define MAX_SHORT 16
-
-#define MAX_MEDIUM 65000
-
-#define MAX_LONG (1 << 20)
-
-#define MAX_NETWORK_DEPTH 1024
-
-/**
- * Live bundles at once.
- */
-#define MAX_BUNDLES 4096
-
-#define NOEVENTS 0
-
-#define NOTEMPTY 1
-
-/**
- * Special tag values.
- */
-#define TAG_NONE 0
-
-#define TAG_ALL 1
-
-/**
- * AM-2's initial and maximum translation table sizes.
- */
-#define INIT_TRANSLATIONS 256
-
-#define MAX_TRANSLATIONS (1 << 20)
-
-#define NUM_HANDLERS 256
-
-/**
  * AM-2 function return codes (stable integers, never reused).
  */
 #define AM_OK 0
@@ -61,94 +25,17 @@
 #define AM_ERR_IN_USE 5
 
 /**
- * Datagrams taken per receive call.
- */
-#define RECV_BATCH 16
-
-/**
- * Receive slot size: the largest UDP payload fits.
- */
-#define RECV_SLOT 65536
-
-/**
- * The largest message (payload bytes) a receiver reassembles.
- */
-#define MAX_MESSAGE (1 << 20)
-
-/**
- * Largest SACK distance (bits in the bitmap) and so the largest window.
- */
-#define MAX_WINDOW 64
-
-/**
- * AMUDP's default network depth.
- */
-#define DEFAULT_DEPTH 128
-
-/**
- * Largest frame accepted (an all-gather of a few MiB across a job).
- */
-#define MAX_FRAME (256 << 20)
-
-/**
- * Packet magic ("RA") and version.
- */
-#define MAGIC 21057
-
-#define VERSION 1
-
-/**
- * Size of the header shared by every packet type.
- */
-#define COMMON_LEN 32
-
-/**
- * Size of the DATA header (common part included), before the arguments.
- */
-#define DATA_HEADER_LEN 68
-
-/**
- * Size of an ACK packet without the checksum.
- */
-#define ACK_LEN 40
-
-/**
- * Size of the trailing CRC32C.
- */
-#define CRC_LEN 4
-
-/**
- * The two logical channels between a pair of endpoints. Replies have their own
- * channel so that they are never held up behind requests.
- */
-#define CHANNEL_REQUEST 0
-
-#define CHANNEL_REPLY 1
-
-#define NUM_CHANNELS 2
-
-/**
- * Largest packet a DATA header plus 16 arguments plus checksum takes.
- */
-#define MAX_OVERHEAD ((DATA_HEADER_LEN + (4 * MAX_ARGS)) + CRC_LEN)
-
-#define MAX_ARGS 16
-
-/**
  * Message categories, also the index of the `[3]` arrays of `ramp_stats_t`.
  */
 typedef enum {
   ramp_Short = 0,
   ramp_Medium = 1,
   ramp_Long = 2,
+  /**
+   * Only for C (the length of the `[3]` arrays).
+   */
   ramp_NumCategories = 3,
 } ramp_category_t;
-
-/**
- * A point in time, in nanoseconds since an arbitrary origin (that of the
- * system's monotonic clock).
- */
-typedef struct Instant Instant;
 
 /**
  * Opaque bundle, named only through `eb_t` handles.
@@ -234,17 +121,6 @@ typedef int (*ramp_spawnfn_t)(int, int, char**, char**);
 
 typedef void (*ramp_exitcallback_t)(int);
 
-/**
- * A span of time in nanoseconds.
- */
-typedef uint64_t Nanos;
-
-#define MICROS 1000
-
-#define MILLIS 1000000
-
-
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -317,6 +193,162 @@ int AM_GetDestEndpoint(void *token, ep_t *endp);
 int AM_GetMsgTag(void *token, tag_t *tagp);
 
 int AM_Poll(eb_t bundle_);
+
+int AM_Init(void);
+
+int AM_Terminate(void);
+
+int AM_AllocateBundle(int type_, eb_t *endb);
+
+int AM_FreeBundle(eb_t bundle_);
+
+int AM_AllocateEndpoint(eb_t bundle_, ep_t *endp, en_t *endpoint_name);
+
+int AM_FreeEndpoint(ep_t ea);
+
+int AM_MoveEndpoint(ep_t ea, eb_t from_bundle, eb_t to_bundle);
+
+int AM_GetSeg(ep_t ea, void **addr, size_t *nbytes);
+
+int AM_SetSeg(ep_t ea, void *addr, size_t nbytes);
+
+int AM_MaxSegLength(size_t *nbytes);
+
+int AM_GetTag(ep_t ea, tag_t *tag);
+
+int AM_SetTag(ep_t ea, tag_t tag);
+
+int AM_Map(ep_t ea, int index, en_t name, tag_t tag);
+
+int AM_MapAny(ep_t ea, int *index, en_t name, tag_t tag);
+
+int AM_UnMap(ep_t ea, int index);
+
+int AM_GetNumTranslations(ep_t ep, int *pntrans);
+
+int AM_SetNumTranslations(ep_t ep, int ntrans);
+
+/**
+ * AM_OK when entry `i` is mapped, AM_ERR_RESOURCE when not (a normal
+ * answer, never reported), AM_ERR_BAD_ARG when out of range.
+ */
+int AM_GetTranslationInuse(ep_t ea, int i);
+
+int AM_GetTranslationTag(ep_t ea, int i, tag_t *tag);
+
+int AM_GetTranslationName(ep_t ea, int i, en_t *gan);
+
+int AM_SetExpectedResources(ep_t ea, int n_endpoints, int n_outstanding_requests);
+
+int _AM_SetHandler(ep_t ea, handler_t handler, am_handler_fn_t function);
+
+int _AM_SetHandlerAny(ep_t ea, handler_t *handler, am_handler_fn_t function);
+
+int AM_GetEventMask(eb_t eb, int *mask);
+
+int AM_SetEventMask(eb_t eb, int mask);
+
+int AM_WaitSema(eb_t eb);
+
+int AM_GetSourceEndpoint(void *token, en_t *gan);
+
+int AM_GetDestEndpoint(void *token, ep_t *endp);
+
+int AM_GetMsgTag(void *token, tag_t *tagp);
+
+int AM_Poll(eb_t bundle_);
+
+/**
+ * The request every `AM_Request*` macro ends in (through the variadic shim).
+ */
+int ramp_RequestArgv(ep_t ep,
+                     uint32_t dest,
+                     handler_t handler,
+                     int category_,
+                     const void *source_addr,
+                     size_t nbytes,
+                     size_t dest_offset,
+                     int async_,
+                     int numargs,
+                     const int32_t *args);
+
+/**
+ * The reply every `AM_Reply*` macro ends in (through the variadic shim).
+ */
+int ramp_ReplyArgv(void *token,
+                   handler_t handler,
+                   int category_,
+                   const void *source_addr,
+                   size_t nbytes,
+                   size_t dest_offset,
+                   int numargs,
+                   const int32_t *args);
+
+int ramp_GetSourceId(void *token, int *srcid);
+
+int ramp_GetTokenInfo(void *token, handler_t *handler, ramp_category_t *cat, int *is_req);
+
+int ramp_GetTokenArgCount(void *token, int *nargs);
+
+int ramp_GetEndpointName(ep_t ea, en_t *name);
+
+int ramp_enEqual(en_t a, en_t b);
+
+int ramp_enToString(en_t name, char *buf, size_t len);
+
+int ramp_SetTranslationTag(ep_t ea, int index, tag_t tag);
+
+const char *ramp_ErrorName(int code);
+
+const char *ramp_StatusName(int status);
+
+const char *ramp_Version(void);
+
+int ramp_GetEndpointStatistics(ep_t ep, ramp_stats_t *stats);
+
+int ramp_ResetEndpointStatistics(ep_t ep);
+
+int ramp_AggregateStatistics(ramp_stats_t *runningsum, const ramp_stats_t *newvalues);
+
+/**
+ * Formats `stats` into a per-thread buffer (overwritten by the next call on
+ * the same thread), writes it to `fp` (a `FILE *`) when non-NULL, returns it;
+ * NULL after an error or a panic.
+ */
+const char *ramp_DumpStatistics(void *fp, const ramp_stats_t *stats, int globalAnalysis);
+
+int ramp_SPMDStartup(int *argc,
+                     char ***argv,
+                     int nproc,
+                     int networkdepth,
+                     ramp_spawnfn_t spawnfn,
+                     uint64_t *networkpid,
+                     eb_t *eb,
+                     ep_t *ep);
+
+int ramp_SPMDExit(int exitcode);
+
+int ramp_SPMDSetExitCallback(ramp_exitcallback_t fp);
+
+int ramp_SPMDIsWorker(char **_argv);
+
+int ramp_SPMDNumProcs(void);
+
+int ramp_SPMDMyProc(void);
+
+int ramp_SPMDBarrier(void);
+
+int ramp_SPMDAllGather(void *source, void *dest, size_t len);
+
+const char *ramp_SPMDgetenvMaster(const char *keyname);
+
+const char *ramp_check_env_prefix(const char *prefix);
+
+int ramp_SPMDLocalSpawn(int _n, int _argc, char **_argv, char **_env);
+
+int ramp_SPMDSshSpawn(int _n, int _argc, char **_argv, char **_env);
+
+int ramp_SPMDCustomSpawn(int _n, int _argc, char **_argv, char **_env);
 
 /**
  * The request every `AM_Request*` macro ends in (through the variadic shim).

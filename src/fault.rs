@@ -76,6 +76,7 @@ pub struct FaultInjector {
 
 impl FaultInjector {
     /// An injector whose random stream starts from `cfg.seed`.
+    #[cfg(test)]
     pub fn new(cfg: FaultConfig) -> FaultInjector {
         let rng = Rng::new(cfg.seed);
         FaultInjector::with_rng(cfg, rng)
@@ -85,10 +86,6 @@ impl FaultInjector {
     /// draws node ids from the same seed first).
     pub fn with_rng(cfg: FaultConfig, rng: Rng) -> FaultInjector {
         FaultInjector { cfg, rng }
-    }
-
-    pub fn config(&self) -> &FaultConfig {
-        &self.cfg
     }
 
     /// Decides the fate of `dgram`, sent at `now`: hands every copy that

@@ -1,27 +1,44 @@
 //! ramp: a Reliable Active Message Protocol library.
 //!
-//! Layers, top to bottom (see ARCHITECTURE.md): `ffi` (the C ABI), `am` (AM-2
-//! semantics), `proto` (the sans-IO reliable protocol), `wire` (packet
-//! format), `net` (transports). `sim` is a deterministic network simulator for
-//! testing `proto`.
+//! The shape of the house (layers, which file holds what, the life of a
+//! request) is in `ARCHITECTURE.md` at the root of the repository. From the
+//! top: `ffi` (the C ABI) -> `am` (AM-2 semantics) -> `proto` (the sans-IO
+//! reliable protocol) -> `wire` (packet format); `am` -> `net` (transports)
+//! -> `sys` (the OS calls).
+//!
+//! The Rust API is `am` (bundles, endpoints, handlers, messages), `spmd` (job
+//! start-up), `config` and `error`. The `testing` feature, which only tests,
+//! benches and examples turn on, also exposes the internals they drive
+//! (`proto`, `wire`, `time`, the simulator `sim`, the PMI clients); the
+//! shipped library is built without it.
 
 // `unsafe` is allowed only in `sys` (the OS calls) and `ffi` (the C ABI).
 #![deny(unsafe_code)]
 
 pub mod am;
-
 pub mod config;
 pub mod error;
-pub mod fault;
+mod fault;
 #[allow(unsafe_code)]
-pub mod ffi;
-pub mod fxhash;
-pub mod net;
-pub mod proto;
+mod ffi;
+mod fxhash;
+mod net;
 mod rng;
-pub mod sim;
 pub mod spmd;
 #[allow(unsafe_code)]
 mod sys;
+
+#[cfg(feature = "testing")]
+pub mod proto;
+#[cfg(not(feature = "testing"))]
+mod proto;
+#[cfg(feature = "testing")]
+pub mod sim;
+#[cfg(feature = "testing")]
 pub mod time;
+#[cfg(not(feature = "testing"))]
+mod time;
+#[cfg(feature = "testing")]
 pub mod wire;
+#[cfg(not(feature = "testing"))]
+mod wire;

@@ -18,10 +18,6 @@ impl Instant {
         Instant(crate::sys::monotonic_nanos())
     }
 
-    pub fn from_micros(us: u64) -> Instant {
-        Instant(us * 1_000)
-    }
-
     pub fn as_nanos(self) -> u64 {
         self.0
     }

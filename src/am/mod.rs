@@ -18,28 +18,29 @@
 //! | `tables.rs`, `name.rs`, `stats.rs` | translation/handler tables, names, counters |
 //! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
-pub mod bundle;
+mod bundle;
 mod dispatch;
 mod driver;
-pub mod endpoint;
-pub mod handler;
+mod endpoint;
+mod handler;
 mod loopback;
-pub mod message;
-pub mod name;
+mod message;
+mod name;
 mod reply;
 mod request;
 mod returned;
-pub mod stats;
-pub mod tables;
+mod stats;
+mod tables;
 #[cfg(test)]
 mod tests;
-pub mod token;
+pub(crate) mod token;
 
 use std::sync::Arc;
 
 use once_cell::sync::Lazy;
 use parking_lot::RwLock;
 
+pub use crate::wire::Category;
 pub use bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
 pub use endpoint::{Endpoint, TAG_ALL, TAG_NONE};
 pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};

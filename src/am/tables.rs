@@ -45,10 +45,6 @@ impl TranslationTable {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.by_addr.is_empty()
-    }
-
     pub fn mapped(&self) -> usize {
         self.entries.iter().filter(|e| e.is_some()).count()
     }

@@ -108,7 +108,7 @@ pub unsafe extern "C" fn ramp_SPMDStartup(
                 // start-up before the application uses it; `label` lives for
                 // the life of the process.
                 unsafe { ramp_ProcessLabel = label };
-                std::env::remove_var(spmd::master::ENV_MASTER);
+                std::env::remove_var(crate::config::SPMD_MASTER);
                 // SAFETY: checked non-null above; networkpid may be NULL.
                 unsafe {
                     out(eb, eb_handle(b.id))?;

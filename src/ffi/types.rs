@@ -23,6 +23,8 @@ pub type eb_t = *mut ramp_bundle;
 pub type ep_t = *mut ramp_endpoint;
 pub type tag_t = u64;
 pub type handler_t = u8;
+/// Only in the C header (handler 0's opcode type); no Rust code uses it.
+#[allow(dead_code)]
 pub type op_t = c_int;
 /// A handler function of any of the AM-2 prototypes.
 pub type am_handler_fn_t = Option<unsafe extern "C" fn()>;
@@ -59,10 +61,13 @@ impl From<en_t> for EndpointName {
 /// Message categories, also the index of the `[3]` arrays of `ramp_stats_t`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // the C names
 pub enum ramp_category_t {
     ramp_Short = 0,
     ramp_Medium = 1,
     ramp_Long = 2,
+    /// Only for C (the length of the `[3]` arrays).
+    #[allow(dead_code)]
     ramp_NumCategories = 3,
 }
 

@@ -79,8 +79,4 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         }
         None
     }
-
-    fn send_drops(&self) -> u64 {
-        self.inner.send_drops()
-    }
 }

@@ -139,10 +139,6 @@ impl Transport for MemTransport {
     fn fd(&self) -> RawFd {
         -1
     }
-
-    fn send_drops(&self) -> u64 {
-        0
-    }
 }
 
 impl Drop for MemTransport {

@@ -18,7 +18,7 @@ use std::os::fd::RawFd;
 
 pub use faulty::FaultyTransport;
 pub use iface::choose_bind_address;
-pub use transports::{TransportId, Transports};
+pub use transports::Transports;
 pub use udp::UdpTransport;
 
 use crate::time::Instant;
@@ -56,8 +56,6 @@ pub trait Transport: Send {
     fn flush_due(&mut self, _now: Instant) -> Option<Instant> {
         None
     }
-    /// Datagrams the kernel refused to take (buffer full) and counted as lost.
-    fn send_drops(&self) -> u64;
 }
 
 /// Opens the transports an endpoint uses: UDP on the configured interface,

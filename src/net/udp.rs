@@ -13,7 +13,6 @@ use crate::time::Instant;
 pub struct UdpTransport {
     sock: UdpSocket,
     local: SocketAddr,
-    send_drops: u64,
     batch: BatchReceiver,
     last_batch: usize,
 }
@@ -42,7 +41,6 @@ impl UdpTransport {
         Ok(UdpTransport {
             sock,
             local,
-            send_drops: 0,
             batch: BatchReceiver::new(RECV_BATCH, RECV_SLOT),
             last_batch: 0,
         })
@@ -61,7 +59,6 @@ impl Transport for UdpTransport {
                         || e.kind() == io::ErrorKind::ConnectionRefused =>
                 {
                     // Lost like any datagram; the protocol resends it.
-                    self.send_drops += 1;
                     return Ok(());
                 }
                 Err(e) => return Err(e),
@@ -112,9 +109,5 @@ impl Transport for UdpTransport {
 
     fn fd(&self) -> RawFd {
         self.sock.as_raw_fd()
-    }
-
-    fn send_drops(&self) -> u64 {
-        self.send_drops
     }
 }

@@ -6,12 +6,15 @@
 //! master form `./prog N L`) it is a worker of that master; otherwise it is
 //! the master of the AMUDP form, which starts the workers and never returns.
 
-pub mod bootstrap;
+mod bootstrap;
 mod frame;
-pub mod local;
-pub mod master;
+mod local;
+pub(crate) mod master;
+#[cfg(feature = "testing")]
 pub mod pmi1;
-pub mod pmi2;
+#[cfg(not(feature = "testing"))]
+mod pmi1;
+mod pmi2;
 mod pmi_wire;
 
 use std::io;

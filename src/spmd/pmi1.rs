@@ -25,7 +25,6 @@
 //! handshake with `PMI_PORT`.
 
 use std::io;
-use std::os::fd::RawFd;
 
 use super::bootstrap::{Bootstrap, Progress};
 use super::pmi2::Pmi2;
@@ -88,7 +87,6 @@ pub struct Pmi1 {
     conn: Conn,
     rank: usize,
     size: usize,
-    appnum: i64,
     kvsname: String,
     kvsname_max: usize,
     keylen_max: usize,
@@ -141,7 +139,6 @@ impl Pmi1 {
             conn,
             rank,
             size,
-            appnum: 0,
             kvsname: String::new(),
             kvsname_max: 256,
             keylen_max: 64,
@@ -177,7 +174,8 @@ impl Pmi1 {
         p.keylen_max = max("keylen_max")?;
         p.vallen_max = max("vallen_max")?;
         let m = p.call("get_appnum", &[], "appnum", progress)?;
-        p.appnum = m.need_num("get_appnum", "appnum")?;
+        // Asked as Hydra's own clients do; checked, not needed.
+        m.need_num("get_appnum", "appnum")?;
         let m = p.call("get_my_kvsname", &[], "my_kvsname", progress)?;
         p.kvsname = m.need("get_my_kvsname", "kvsname")?.to_string();
         if p.kvsname.is_empty() {
@@ -188,23 +186,15 @@ impl Pmi1 {
     }
 
     /// The key-value space name the launcher gave this job.
+    #[cfg(test)]
     pub fn kvsname(&self) -> &str {
         &self.kvsname
     }
 
-    /// The application number (MPMD `:`-separated programs count up from 0).
-    pub fn appnum(&self) -> i64 {
-        self.appnum
-    }
-
     /// The launcher's limits: kvs name, key and value lengths.
+    #[cfg(test)]
     pub fn maxes(&self) -> (usize, usize, usize) {
         (self.kvsname_max, self.keylen_max, self.vallen_max)
-    }
-
-    /// The descriptor of the connection to the launcher.
-    pub fn fd(&self) -> RawFd {
-        self.conn.fd()
     }
 
     fn live(&self, command: &str) -> io::Result<()> {

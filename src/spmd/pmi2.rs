@@ -34,7 +34,6 @@
 //! (MPICH's own PMI-2 barrier does the same), which is correct under both.
 
 use std::io;
-use std::os::fd::RawFd;
 
 use super::bootstrap::{Bootstrap, Progress};
 use super::pmi_wire::{
@@ -138,19 +137,10 @@ impl Pmi2 {
         Ok(p)
     }
 
-    /// The job id the launcher reported (`job-getid`).
-    pub fn jobid(&self) -> &str {
-        &self.jobid
-    }
-
     /// The application number (MPMD programs count up from 0).
+    #[cfg(test)]
     pub fn appnum(&self) -> i64 {
         self.appnum
-    }
-
-    /// The descriptor of the connection to the launcher.
-    pub fn fd(&self) -> RawFd {
-        self.conn.fd()
     }
 
     /// Sends `cmd=command;...` and waits (with `progress`) for

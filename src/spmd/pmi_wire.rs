@@ -154,10 +154,6 @@ impl Conn {
         })
     }
 
-    pub(crate) fn fd(&self) -> RawFd {
-        self.fd
-    }
-
     /// Sends all of `bytes`, calling `progress` whenever the socket is full.
     pub(crate) fn send(
         &mut self,

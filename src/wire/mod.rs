@@ -7,7 +7,7 @@
 mod codec;
 mod message;
 
-pub use codec::{decode, encode_ack, encode_data, encode_nack, Common, DecodeError, Packet};
+pub use codec::{decode, encode_ack, encode_data, encode_nack, Common, Packet};
 pub use message::{Category, MsgKind, MsgMeta, MAX_ARGS};
 
 /// Packet magic ("RA") and version.
