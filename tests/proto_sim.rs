@@ -8,8 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use ramp::error::ReturnStatus;
-use ramp::proto::{Event, MsgId, ProtoConfig, Protocol, MAX_MESSAGE};
+use ramp::proto::{Event, FailReason, MsgId, ProtoConfig, Protocol, MAX_MESSAGE};
 use ramp::sim::{SimConfig, SimNet};
 use ramp::time::{Instant, Nanos, MICROS, MILLIS};
 use ramp::wire::{self, Category, Common, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
@@ -417,12 +416,12 @@ fn congestion_net() -> SimNet {
     net
 }
 
-fn failures(ledger: &Ledger) -> Vec<(MsgId, ReturnStatus)> {
+fn failures(ledger: &Ledger) -> Vec<(MsgId, FailReason)> {
     ledger
         .failed
         .iter()
         .map(|(_, ev)| match ev {
-            Event::Failed { id, status, .. } => (*id, *status),
+            Event::Failed { id, reason, .. } => (*id, *reason),
             _ => unreachable!(),
         })
         .collect()
@@ -442,7 +441,7 @@ fn congestion_fails_the_refused_message_and_the_rest_start_over() {
         !ledger.failed.is_empty()
     });
     assert!(told, "no ECONGESTION");
-    assert_eq!(failures(&ledger), vec![(ids[2], ReturnStatus::Congestion)]);
+    assert_eq!(failures(&ledger), vec![(ids[2], FailReason::Refused)]);
     assert!(net.node(1).stats().nacks_sent >= 4);
     assert!(net.node(0).stats().nacks_received >= 4);
     // now node 1 takes events: the others arrive, exactly once, in order
@@ -487,7 +486,7 @@ fn congestion_when_never_polled_fails_each_refused_message_once() {
     assert!(done, "{:?}", failures(&ledger));
     let want: Vec<_> = ids[2..]
         .iter()
-        .map(|&id| (id, ReturnStatus::Congestion))
+        .map(|&id| (id, FailReason::Refused))
         .collect();
     assert_eq!(
         failures(&ledger),
@@ -578,7 +577,7 @@ fn unreachable_after_the_retry_limit_exactly_on_time() {
     }));
     // 10 + 20 + 40 + 80 + 100 (capped) + 100 ms: the sixth timeout gives up
     assert_eq!(net.now().since(t0), 350 * MILLIS);
-    assert_eq!(failures(&ledger), vec![(id, ReturnStatus::Unreachable)]);
+    assert_eq!(failures(&ledger), vec![(id, FailReason::PeerUnreachable)]);
     assert_eq!(net.node(0).stats().retransmits[0][1], 5);
     assert_goes_idle(&mut net, SECOND);
 }
@@ -655,8 +654,8 @@ fn unreachable_fails_every_unfinished_message_once_then_recovers() {
             took / MILLIS
         );
         let mut seen = HashSet::new();
-        for (id, status) in failures(&ledger) {
-            assert_eq!(status, ReturnStatus::Unreachable);
+        for (id, reason) in failures(&ledger) {
+            assert_eq!(reason, FailReason::PeerUnreachable);
             assert!(seen.insert(id), "message {id} failed twice");
         }
         assert_eq!(seen, ids, "every unfinished message and only those fail");
@@ -1047,7 +1046,7 @@ fn restart(speaks: bool) {
     let failed: HashSet<MsgId> = failures(&l0)
         .into_iter()
         .map(|(id, st)| {
-            assert_eq!(st, ReturnStatus::Unreachable);
+            assert_eq!(st, FailReason::PeerUnreachable);
             id
         })
         .collect();
@@ -1289,7 +1288,7 @@ fn message_over_the_limit_is_refused_not_lost() {
         ledger.drain(net, [0, 1]);
         !ledger.failed.is_empty() || ledger.delivered > 0
     }));
-    assert_eq!(failures(&ledger), vec![(id, ReturnStatus::BadLength)]);
+    assert_eq!(failures(&ledger), vec![(id, FailReason::TooLong)]);
     assert_goes_idle(&mut net, SECOND);
 }
 
@@ -1481,10 +1480,10 @@ fn congestion_under_faults_is_delivered_xor_failed() {
                 }
             }
             while let Some(ev) = net.poll_event(0) {
-                let Event::Failed { id, status, .. } = ev else {
+                let Event::Failed { id, reason, .. } = ev else {
                     panic!("{ev:?}")
                 };
-                assert_eq!(status, ReturnStatus::Congestion);
+                assert_eq!(reason, FailReason::Refused);
                 failed.push(ids.iter().position(|&x| x == id).unwrap() as u32);
             }
             delivered.len() + failed.len() >= 40 && net.node(0).is_idle()

@@ -23,7 +23,7 @@ use crate::config::Config;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
 use crate::net::{self, Transport};
-use crate::proto::{Event, Protocol};
+use crate::proto::{Event, FailReason, Protocol};
 use crate::rng::Rng;
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST, MAX_ARGS};
@@ -976,9 +976,10 @@ impl EpState {
                 to,
                 channel,
                 meta,
-                status,
+                reason,
                 ..
             } => {
+                let status = returned_status(reason);
                 let is_request = channel == CHANNEL_REQUEST;
                 if is_request {
                     self.complete(meta.txn, meta.category, now);
@@ -1034,5 +1035,14 @@ impl EpState {
             },
             auto_reply_to: None,
         }
+    }
+}
+
+/// The status a message given up by the protocol is returned with.
+fn returned_status(reason: FailReason) -> ReturnStatus {
+    match reason {
+        FailReason::PeerUnreachable => ReturnStatus::Unreachable,
+        FailReason::Refused => ReturnStatus::Congestion,
+        FailReason::TooLong => ReturnStatus::BadLength,
     }
 }

@@ -27,12 +27,11 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 pub use config::{ProtoConfig, MAX_WINDOW};
-pub use event::{Event, MsgId};
+pub use event::{Event, FailReason, MsgId};
 pub use stats::ProtoStats;
 
 use crate::fxhash::FxHashMap;
 
-use crate::error::ReturnStatus;
 use crate::time::Instant;
 use crate::wire::{self, AckField, MsgMeta, Packet, CRC_LEN, DATA_HEADER_LEN, NUM_CHANNELS};
 use recv::{HeldPacket, Reassembly, RecvChannel};
@@ -215,7 +214,7 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// Queues a message to `to` on `channel` (`wire::CHANNEL_REQUEST` or
     /// `CHANNEL_REPLY`). Never refuses: what the window cannot take waits. A
-    /// payload over `MAX_MESSAGE` comes back as `Event::Failed` with `BadLength`.
+    /// payload over `MAX_MESSAGE` comes back as `Event::Failed` with `TooLong`.
     pub fn send(
         &mut self,
         now: Instant,
@@ -234,7 +233,7 @@ impl<A: PeerAddr> Protocol<A> {
                 channel,
                 id,
                 meta,
-                status: ReturnStatus::BadLength,
+                reason: FailReason::TooLong,
             });
             return id;
         }
@@ -289,7 +288,7 @@ impl<A: PeerAddr> Protocol<A> {
             Some(s) => s,
             None => self.peer_entry(from),
         };
-        self.note_incarnation(now, slot, c.src_id);
+        self.note_incarnation(slot, c.src_id);
         for ch in 0..NUM_CHANNELS {
             let a = c.acks[ch];
             if a.valid {
@@ -345,7 +344,6 @@ impl<A: PeerAddr> Protocol<A> {
             let mut unreachable = false;
             for ch in 0..NUM_CHANNELS {
                 let peer = &mut self.peers[slot];
-                let rto = peer.rtt.rto();
                 let tx = &mut peer.tx[ch];
                 if let Some(t) = tx.paused_until {
                     if now >= t {
@@ -372,7 +370,6 @@ impl<A: PeerAddr> Protocol<A> {
                         }
                     }
                 }
-                let _ = rto;
                 if timed_out {
                     peer.rtt.on_timeout();
                 }
@@ -382,7 +379,7 @@ impl<A: PeerAddr> Protocol<A> {
                 self.pump(now, slot, ch);
             }
             if unreachable {
-                self.fail_peer(now, slot, ReturnStatus::Unreachable);
+                self.fail_peer(slot, FailReason::PeerUnreachable);
             }
             let peer = &mut self.peers[slot];
             for ch in 0..NUM_CHANNELS {
@@ -505,7 +502,7 @@ impl<A: PeerAddr> Protocol<A> {
         self.timers.push(Reverse((at, peer.slot)));
     }
 
-    fn note_incarnation(&mut self, now: Instant, slot: usize, src_id: u32) {
+    fn note_incarnation(&mut self, slot: usize, src_id: u32) {
         let peer = &mut self.peers[slot];
         if peer.remote_id == src_id {
             return;
@@ -520,7 +517,7 @@ impl<A: PeerAddr> Protocol<A> {
             // A new process sits at this address: what we held for the old
             // one is void, and what we sent it cannot be finished.
             peer.rx = Default::default();
-            self.fail_peer(now, slot, ReturnStatus::Unreachable);
+            self.fail_peer(slot, FailReason::PeerUnreachable);
         }
     }
 
@@ -556,8 +553,7 @@ impl<A: PeerAddr> Protocol<A> {
     fn pump(&mut self, now: Instant, slot: usize, ch: usize) {
         let peer = &mut self.peers[slot];
         let addr = peer.addr;
-        if peer.tx[ch].paused_until.is_some() {
-            let t = peer.tx[ch].paused_until.unwrap();
+        if let Some(t) = peer.tx[ch].paused_until {
             self.arm(slot, t);
             return;
         }
@@ -643,8 +639,12 @@ impl<A: PeerAddr> Protocol<A> {
             new_sent = true;
             first_deadline.get_or_insert(deadline);
         }
-        if let (true, Some(pto)) = (new_sent, probe_after) {
-            let last = tx.in_flight.back_mut().unwrap();
+        let last_new = if new_sent {
+            tx.in_flight.back_mut()
+        } else {
+            None
+        };
+        if let (Some(last), Some(pto)) = (last_new, probe_after) {
             let probe = last.first_sent.plus(pto + burst_bytes * BURST_NS_PER_BYTE);
             if probe < last.deadline {
                 last.deadline = probe;
@@ -673,11 +673,8 @@ impl<A: PeerAddr> Protocol<A> {
         // One round-trip sample per ACK, from the newest packet it acknowledges
         // for the first time (as TCP does).
         let done = tx.ack_cumulative(next, &mut self.spare_msgs);
-        let mut sample_from = done.sample_from;
         let sacked = tx.ack_selective(next, sack);
-        if sacked.sample_from.is_some() {
-            sample_from = sacked.sample_from;
-        }
+        let sample_from = sacked.sample_from.or(done.sample_from);
         if done.count > 0 || sacked.newly_sacked {
             peer.rtt.on_progress();
         }
@@ -752,7 +749,7 @@ impl<A: PeerAddr> Protocol<A> {
         // the receiver took after all).
         if last {
             let id = front.frag.msg.id;
-            self.fail_message(now, slot, ch, id, ReturnStatus::Congestion);
+            self.fail_message(now, slot, ch, id, FailReason::Refused);
             return;
         }
         // Go back to the refused packet: resend it and all after it that the
@@ -883,8 +880,8 @@ impl<A: PeerAddr> Protocol<A> {
         true
     }
 
-    /// Gives up every unfinished message to the peer in `slot` with `status`.
-    fn fail_peer(&mut self, _now: Instant, slot: usize, status: ReturnStatus) {
+    /// Gives up every unfinished message to the peer in `slot` with `reason`.
+    fn fail_peer(&mut self, slot: usize, reason: FailReason) {
         let peer = &mut self.peers[slot];
         let addr = peer.addr;
         peer.rtt.on_progress();
@@ -898,7 +895,7 @@ impl<A: PeerAddr> Protocol<A> {
                     channel: ch as u8,
                     id: m.id,
                     meta: m.meta,
-                    status,
+                    reason,
                 });
             }
         }
@@ -911,7 +908,7 @@ impl<A: PeerAddr> Protocol<A> {
         slot: usize,
         ch: usize,
         id: MsgId,
-        status: ReturnStatus,
+        reason: FailReason,
     ) {
         let cap_for = |nargs: usize| self.fragment_capacity(nargs);
         let caps: Vec<usize> = (0..=wire::MAX_ARGS).map(cap_for).collect();
@@ -927,7 +924,7 @@ impl<A: PeerAddr> Protocol<A> {
                     channel: ch as u8,
                     id: m.id,
                     meta: m.meta,
-                    status,
+                    reason,
                 });
             } else {
                 let cap = caps[m.meta.nargs as usize];
@@ -1069,11 +1066,10 @@ fn accept_fragment<A>(
         });
         return false;
     }
-    match rx.reassembly.as_mut() {
-        Some(r) if r.buf.len() == f.frag_off as usize && r.len == f.msg_len => {
+    match rx.reassembly.take() {
+        Some(mut r) if r.buf.len() == f.frag_off as usize && r.len == f.msg_len => {
             r.buf.extend_from_slice(f.bytes);
             if r.buf.len() == f.msg_len as usize {
-                let r = rx.reassembly.take().unwrap();
                 events.push_back(Event::Delivered {
                     from,
                     channel: ch as u8,
@@ -1082,11 +1078,11 @@ fn accept_fragment<A>(
                 });
                 return true;
             }
+            rx.reassembly = Some(r);
             false
         }
         _ => {
             stats.corrupt += 1;
-            rx.reassembly = None;
             false
         }
     }
