@@ -549,6 +549,41 @@ fn congestion_verdict_is_the_receivers() {
     );
 }
 
+/// A refused message comes back by NACK go-back, not by the retransmission
+/// timer: with a 2 s minimum RTO, it arrives within a few NACK backoffs of
+/// the receiver making room (virtual time).
+#[test]
+fn nack_go_back_resends_long_before_the_retransmission_timeout() {
+    let proto = ProtoConfig {
+        rto_initial: 2 * SECOND,
+        rto_min: 2 * SECOND,
+        rto_max: 4 * SECOND,
+        nack_backoff: MILLIS,
+        ..Default::default()
+    };
+    let mut net = SimNet::new(2, proto, SimConfig::default());
+    net.node(1).set_recv_depth(1);
+    let mut tx = Sender::default();
+    tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 100);
+    tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 100);
+    // Node 1 holds the first request and refuses the second, again and again.
+    net.run_for(5 * MILLIS);
+    assert!(net.node(0).stats().nacks_received >= 2);
+    let mut ledger = Ledger::default();
+    ledger.drain(&mut net, [1]);
+    assert_eq!(ledger.delivered_on(1, 0, CHANNEL_REQUEST), 1);
+    // Room is made: the next go-back brings the second one.
+    let t_free = net.now();
+    let done = net.run_until(10 * SECOND, |net| {
+        ledger.drain(net, [0, 1]);
+        ledger.delivered_on(1, 0, CHANNEL_REQUEST) == 2
+    });
+    assert!(done && ledger.failed.is_empty());
+    let took = net.now().since(t_free);
+    assert!(took < 5 * MILLIS, "took {took} ns: waited for the RTO");
+    assert_goes_idle(&mut net, 10 * SECOND);
+}
+
 // ---------------------------------------------------------------------------
 // 4. EUNREACHABLE: a node that is down.
 // ---------------------------------------------------------------------------
