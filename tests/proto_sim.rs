@@ -888,9 +888,10 @@ impl Duo {
 
     fn out(&mut self, i: usize) -> Vec<Vec<u8>> {
         let mut v = Vec::new();
-        while let Some((to, b)) = self.p[i].poll_transmit() {
+        let mut b = Vec::new();
+        while let Some(to) = self.p[i].poll_transmit(&mut b) {
             assert_eq!(to as usize, 1 - i);
-            v.push(b);
+            v.push(b.clone());
         }
         v
     }

@@ -49,6 +49,8 @@ struct Outstanding {
 
 pub(crate) struct EpState {
     proto: Protocol<SocketAddr>,
+    /// The buffer the protocol writes each datagram to send into.
+    tx_buf: Vec<u8>,
     transport: Box<dyn Transport>,
     tag: u64,
     table: TranslationTable,
@@ -134,6 +136,7 @@ impl Endpoint {
         let proto = Protocol::new(cfg.proto.clone(), unique_id());
         let st = EpState {
             proto,
+            tx_buf: Vec::new(),
             transport,
             tag: TAG_NONE,
             table: TranslationTable::default(),
@@ -771,14 +774,13 @@ impl EpState {
     }
 
     fn transmit(&mut self, now: Instant) {
-        while let Some((to, buf)) = self.proto.poll_transmit() {
-            if let Err(e) = self.transport.send(now, to, &buf) {
+        while let Some(to) = self.proto.poll_transmit(&mut self.tx_buf) {
+            if let Err(e) = self.transport.send(now, to, &self.tx_buf) {
                 // The datagram is lost; the protocol's timers resend it.
                 if self.verbose {
                     eprintln!("ramp: send to {to} failed: {e}");
                 }
             }
-            self.proto.recycle(buf);
         }
     }
 

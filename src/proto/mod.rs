@@ -3,7 +3,7 @@
 //! One `Protocol` serves one endpoint and all its peers. It reads no clock and
 //! owns no socket: the caller feeds datagrams (`handle_datagram`) and the time
 //! (`handle_timeout`), queues messages (`send`), then drains the datagrams to
-//! transmit (`poll_transmit`) and the events for the layer above (`poll_event`).
+//! transmit (`poll_transmit`, into the caller's buffer) and the events for the layer above (`poll_event`).
 //!
 //! Per (peer, channel) it keeps sequence numbers, cumulative and selective
 //! acknowledgements (piggybacked on DATA when possible, delayed otherwise),
@@ -112,23 +112,39 @@ impl<A> Peer<A> {
 
 /// Datagrams and events on their way out, and the counters.
 struct Outbox<A> {
-    transmits: VecDeque<(A, Vec<u8>)>,
-    spare: Vec<Vec<u8>>,
+    /// Encoded datagrams back to back, the next one to go at `head`. Emptied
+    /// (keeping its capacity) whenever the last one is taken: no allocation
+    /// per datagram.
+    bytes: Vec<u8>,
+    head: usize,
+    /// The destination and length of each datagram in `bytes`, in order.
+    transmits: VecDeque<(A, u32)>,
     events: VecDeque<Event<A>>,
     stats: ProtoStats,
 }
 
 impl<A> Outbox<A> {
-    fn buf(&mut self) -> Vec<u8> {
-        let mut b = self.spare.pop().unwrap_or_default();
-        b.clear();
-        b
+    /// Queues the datagram encoded at `bytes[start..]` for `to`.
+    fn push(&mut self, to: A, start: usize) {
+        let len = self.bytes.len() - start;
+        self.stats.packets_sent += 1;
+        self.stats.total_bytes_sent += len as u64;
+        self.transmits.push_back((to, len as u32));
     }
 
-    fn push(&mut self, to: A, b: Vec<u8>) {
-        self.stats.packets_sent += 1;
-        self.stats.total_bytes_sent += b.len() as u64;
-        self.transmits.push_back((to, b));
+    /// Copies the next datagram into `buf` (replacing its contents).
+    fn pop(&mut self, buf: &mut Vec<u8>) -> Option<A> {
+        let (to, len) = self.transmits.pop_front()?;
+        let end = self.head + len as usize;
+        buf.clear();
+        buf.extend_from_slice(&self.bytes[self.head..end]);
+        if self.transmits.is_empty() {
+            self.bytes.clear();
+            self.head = 0;
+        } else {
+            self.head = end;
+        }
+        Some(to)
     }
 }
 
@@ -172,8 +188,9 @@ impl<A: PeerAddr> Protocol<A> {
             timers: BinaryHeap::new(),
             due: Vec::new(),
             out: Outbox {
+                bytes: Vec::new(),
+                head: 0,
                 transmits: VecDeque::new(),
-                spare: Vec::new(),
                 events: VecDeque::new(),
                 stats: ProtoStats::new(),
             },
@@ -409,16 +426,10 @@ impl<A: PeerAddr> Protocol<A> {
         self.timers.peek().map(|&Reverse((t, _))| t)
     }
 
-    /// The next datagram to put on the network.
-    pub fn poll_transmit(&mut self) -> Option<(A, Vec<u8>)> {
-        self.out.transmits.pop_front()
-    }
-
-    /// Gives a transmitted datagram's buffer back for reuse.
-    pub fn recycle(&mut self, buf: Vec<u8>) {
-        if self.out.spare.len() < 64 {
-            self.out.spare.push(buf);
-        }
+    /// Writes the next datagram to put on the network into `buf` (replacing
+    /// its contents) and returns its destination; None when there is none.
+    pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<A> {
+        self.out.pop(buf)
     }
 
     #[inline]
@@ -542,10 +553,10 @@ impl<A: PeerAddr> Protocol<A> {
             channel: c.channel,
             ..Default::default()
         };
-        let mut b = self.out.buf();
-        wire::encode_ack(&mut b, &reply, 0);
+        let start = self.out.bytes.len();
+        wire::encode_ack(&mut self.out.bytes, &reply, 0);
         self.out.stats.acks_sent += 1;
-        self.out.push(to, b);
+        self.out.push(to, start);
     }
 
     /// Sends what the channel may send now: packets marked for resending,
@@ -598,8 +609,8 @@ impl<A: PeerAddr> Protocol<A> {
                 seq: p.seq,
                 ..common_base
             };
-            let b = encode_fragment(&mut self.out, &c, &p.frag);
-            self.out.push(addr, b);
+            let start = encode_fragment(&mut self.out, &c, &p.frag);
+            self.out.push(addr, start);
             sent_any = true;
             first_deadline.get_or_insert(p.deadline);
         }
@@ -612,11 +623,11 @@ impl<A: PeerAddr> Protocol<A> {
             let seq = tx.next_seq;
             tx.next_seq = tx.next_seq.wrapping_add(1);
             let c = Common { seq, ..common_base };
-            let b = encode_fragment(&mut self.out, &c, &frag);
+            let start = encode_fragment(&mut self.out, &c, &frag);
             let cat = frag.msg.meta.category.index();
-            let b_len = b.len();
+            let b_len = self.out.bytes.len() - start;
             self.out.stats.data_bytes_on_wire[ch][cat] += b_len as u64;
-            self.out.push(addr, b);
+            self.out.push(addr, start);
             // A burst takes time to leave and to be taken in at the other
             // end: each packet's timer allows for the bytes sent before it
             // in this burst, so a large message is not resent while its
@@ -967,18 +978,19 @@ fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cap: usize) {
     });
 }
 
-fn encode_fragment<A>(out: &mut Outbox<A>, c: &Common, f: &Fragment) -> Vec<u8> {
-    let mut b = out.buf();
+/// Appends the DATA packet of `f` to the outbox; returns where it starts.
+fn encode_fragment<A>(out: &mut Outbox<A>, c: &Common, f: &Fragment) -> usize {
+    let start = out.bytes.len();
     let (off, len) = (f.off as usize, f.len as usize);
     wire::encode_data(
-        &mut b,
+        &mut out.bytes,
         c,
         &f.msg.meta,
         f.msg.payload.len() as u32,
         f.off,
         &f.msg.payload[off..off + len],
     );
-    b
+    start
 }
 
 /// The header of a control packet about receive channel `ch` of `peer`:
@@ -998,10 +1010,10 @@ fn control_header<A>(local_id: u32, peer: &Peer<A>, ch: usize) -> Common {
 fn send_ack<A: Copy>(out: &mut Outbox<A>, local_id: u32, peer: &mut Peer<A>, ch: usize) {
     let c = control_header(local_id, peer, ch);
     let sack = peer.rx[ch].sack_bits();
-    let mut b = out.buf();
-    wire::encode_ack(&mut b, &c, sack);
+    let start = out.bytes.len();
+    wire::encode_ack(&mut out.bytes, &c, sack);
     out.stats.acks_sent += 1;
-    out.push(peer.addr, b);
+    out.push(peer.addr, start);
     let rx = &mut peer.rx[ch];
     rx.ack_owed_since = None;
     rx.ack_urgent = false;
@@ -1015,10 +1027,10 @@ fn send_nack<A: Copy>(
     last: bool,
 ) {
     let c = control_header(local_id, peer, ch);
-    let mut b = out.buf();
-    wire::encode_nack(&mut b, &c, last);
+    let start = out.bytes.len();
+    wire::encode_nack(&mut out.bytes, &c, last);
     out.stats.nacks_sent += 1;
-    out.push(peer.addr, b);
+    out.push(peer.addr, start);
 }
 
 /// One DATA packet's fragment, as received or as held.

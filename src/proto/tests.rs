@@ -25,7 +25,8 @@ impl Protocol<u32> {
 }
 
 fn out(p: &mut Protocol<u32>) -> Vec<Vec<u8>> {
-    std::iter::from_fn(|| p.poll_transmit().map(|(_, b)| b)).collect()
+    let mut b = Vec::new();
+    std::iter::from_fn(|| p.poll_transmit(&mut b).map(|_| b.clone())).collect()
 }
 
 fn feed(p: &mut Protocol<u32>, now: Instant, from: u32, d: &[u8]) {
@@ -128,7 +129,8 @@ fn timer_queue_serves_due_peers_and_forgets_finished_ones() {
     // Peers 2 and 3 time out and are served once each, peer 1 not at all.
     a.handle_timeout(t0.plus(rto));
     assert_eq!(a.out.stats.retransmits[0][0], 2);
-    let sent: Vec<u32> = std::iter::from_fn(|| a.poll_transmit().map(|(to, _)| to)).collect();
+    let mut b = Vec::new();
+    let sent: Vec<u32> = std::iter::from_fn(|| a.poll_transmit(&mut b)).collect();
     assert_eq!(sent, [2, 3], "served in slot order");
     assert_eq!(a.next_timeout(), Some(t0.plus(rto + 2 * rto)), "backed off");
     // Now they answer too: after one more look, no timer is left at all.

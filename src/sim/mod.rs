@@ -83,6 +83,8 @@ pub struct SimNet {
     /// Nodes handed out by `node()`: their timers and transmits are looked
     /// at before the next step.
     touched: Vec<u32>,
+    /// The buffer `poll_transmit` writes into.
+    buf: Vec<u8>,
 }
 
 impl SimNet {
@@ -103,6 +105,7 @@ impl SimNet {
             armed: vec![None; n],
             timers: BinaryHeap::new(),
             touched: Vec::new(),
+            buf: Vec::new(),
         }
     }
 
@@ -152,12 +155,12 @@ impl SimNet {
     }
 
     fn collect(&mut self, from: u32) {
-        while let Some((to, bytes)) = self.nodes[from as usize].poll_transmit() {
+        while let Some(to) = self.nodes[from as usize].poll_transmit(&mut self.buf) {
+            let bytes = &self.buf;
             self.stats.sent += 1;
             if self.down[from as usize] || self.down[to as usize] || self.rng.chance(self.cfg.loss)
             {
                 self.stats.lost += 1;
-                self.nodes[from as usize].recycle(bytes);
                 continue;
             }
             let copies = if self.rng.chance(self.cfg.dup) {
@@ -189,7 +192,6 @@ impl SimNet {
                     bytes: b,
                 }));
             }
-            self.nodes[from as usize].recycle(bytes);
         }
     }
 
