@@ -48,3 +48,10 @@ impl Default for ProtoConfig {
 
 /// Largest SACK distance (bits in the bitmap) and so the largest window.
 pub const MAX_WINDOW: usize = 64;
+
+impl ProtoConfig {
+    /// Bytes of payload one datagram carries for a message with `nargs` arguments.
+    pub fn fragment_capacity(&self, nargs: usize) -> usize {
+        self.max_datagram - crate::wire::DATA_HEADER_LEN - 4 * nargs - crate::wire::CRC_LEN
+    }
+}
