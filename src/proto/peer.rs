@@ -56,10 +56,13 @@ impl<A: Copy> Peer<A> {
 
     pub fn is_idle(&self) -> bool {
         (0..NUM_CHANNELS).all(|ch| {
-            self.tx[ch].is_idle()
-                && self.timers.get(Timer::Pause(ch)).is_none()
-                && self.rx[ch].ack_owed_since.is_none()
+            self.tx[ch].is_idle() && !self.is_paused(ch) && self.rx[ch].ack_owed_since.is_none()
         })
+    }
+
+    /// Whether send channel `ch` waits out a NACK.
+    fn is_paused(&self, ch: usize) -> bool {
+        self.timers.get(Timer::Pause(ch)).is_some()
     }
 
     /// Whether `src_id` is one of the peer's earlier incarnations.
@@ -92,7 +95,7 @@ impl<A: Copy> Peer<A> {
     /// Sends what send channel `ch` may send now: packets marked for
     /// resending, then new fragments while the window allows.
     pub fn pump(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
-        if self.timers.get(Timer::Pause(ch)).is_some() || !self.tx[ch].has_to_send() {
+        if self.is_paused(ch) || !self.tx[ch].has_to_send() {
             // Nothing to send (the usual case after an ACK).
             return;
         }
@@ -179,7 +182,7 @@ impl<A: Copy> Peer<A> {
             if self.timers.is_expired(Timer::Pause(ch), now) {
                 self.timers.stop(Timer::Pause(ch));
             }
-            if self.timers.get(Timer::Pause(ch)).is_none() {
+            if !self.is_paused(ch) {
                 let e = self.tx[ch].on_timeout(now, cx.cfg.retry_limit);
                 if e.backoff {
                     self.rtt.on_timeout();
@@ -200,7 +203,7 @@ impl<A: Copy> Peer<A> {
             }
         }
         for ch in 0..NUM_CHANNELS {
-            let paused = self.timers.get(Timer::Pause(ch)).is_some();
+            let paused = self.is_paused(ch);
             let rto = if paused {
                 None
             } else {
