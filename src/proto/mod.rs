@@ -260,9 +260,13 @@ impl<A: PeerAddr> Protocol<A> {
             }
         }
         for &slot in &due {
-            let (peer, mut cx) = self.peer_cx(slot as usize);
+            let slot = slot as usize;
+            let (peer, mut cx) = self.peer_cx(slot);
             peer.on_timeout(now, &mut cx);
-            self.schedule(slot as usize);
+            peer.timers.take_wake();
+            if let Some(at) = peer.timers.next() {
+                self.queue(slot, at);
+            }
         }
         self.due = due;
         // Drop stale entries on top, so that `next_timeout` is exact.
@@ -281,6 +285,9 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// Writes the next datagram to put on the network into `buf` (replacing
     /// its contents) and returns its destination; None when there is none.
+    /// `buf` may come back in another allocation (the protocol keeps the
+    /// caller's for its queue rather than copy): no allocation either way
+    /// once both have grown.
     pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<A> {
         self.out.pop(buf)
     }
@@ -369,14 +376,22 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// Makes sure `handle_timeout` looks at the peer in `slot` by the
-    /// earliest of its timers.
+    /// earliest time any of its timers was set to since it was last
+    /// scheduled (if that timer moved since, the look finds nothing to do
+    /// and `handle_timeout` schedules it exactly).
+    #[inline]
     fn schedule(&mut self, slot: usize) {
         let peer = &mut self.peers[slot];
-        if let Some(at) = peer.timers.next() {
-            if peer.queued.is_none_or(|q| at < q) {
-                peer.queued = Some(at);
-                self.timers.push(Reverse((at, slot as u32)));
-            }
+        if let Some(at) = peer.timers.take_wake() {
+            self.queue(slot, at);
+        }
+    }
+
+    fn queue(&mut self, slot: usize, at: Instant) {
+        let peer = &mut self.peers[slot];
+        if peer.queued.is_none_or(|q| at < q) {
+            peer.queued = Some(at);
+            self.timers.push(Reverse((at, slot as u32)));
         }
     }
 

@@ -46,9 +46,17 @@ impl<A> Outbox<A> {
         !self.transmits.is_empty()
     }
 
-    /// Copies the next datagram into `buf` (replacing its contents).
+    /// Puts the next datagram into `buf` (replacing its contents).
+    #[inline]
     pub fn pop(&mut self, buf: &mut Vec<u8>) -> Option<A> {
         let (to, len) = self.transmits.pop_front()?;
+        if self.head == 0 && self.transmits.is_empty() {
+            // The only one (the usual case): no copy, the two buffers are
+            // exchanged and the caller's becomes the queue.
+            std::mem::swap(buf, &mut self.bytes);
+            self.bytes.clear();
+            return Some(to);
+        }
         let end = self.head + len as usize;
         buf.clear();
         buf.extend_from_slice(&self.bytes[self.head..end]);

@@ -73,6 +73,7 @@ impl<A: Copy> Peer<A> {
     /// The peer's packets come from incarnation `src_id`. When that is a new
     /// process at the same address, what was held for the old one is void
     /// and what was sent to it cannot be finished.
+    #[inline]
     pub fn note_incarnation(&mut self, src_id: u32, out: &mut Outbox<A>) {
         if self.remote_id == src_id {
             return;
@@ -94,6 +95,7 @@ impl<A: Copy> Peer<A> {
 
     /// Sends what send channel `ch` may send now: packets marked for
     /// resending, then new fragments while the window allows.
+    #[inline]
     pub fn pump(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
         if self.is_paused(ch) || !self.tx[ch].has_to_send() {
             // Nothing to send (the usual case after an ACK).
@@ -122,6 +124,7 @@ impl<A: Copy> Peer<A> {
     }
 
     /// An acknowledgement for send channel `ch`: (epoch, next, sack).
+    #[inline]
     pub fn on_ack(&mut self, now: Instant, ch: usize, ack: (u16, u32, u64), cx: &mut Ctx<'_, A>) {
         let tx = &mut self.tx[ch];
         let Some(o) = tx.on_ack(now, ack, &mut self.rtt, &mut cx.out.stats, cx.spare_msgs) else {
@@ -157,6 +160,7 @@ impl<A: Copy> Peer<A> {
     }
 
     /// A DATA packet for receive channel `c.channel`.
+    #[inline]
     pub fn on_data(&mut self, now: Instant, c: &Common, f: InFrag<'_>, cx: &mut Ctx<'_, A>) {
         let ch = c.channel as usize;
         let mut rcx = RecvCx {

@@ -125,6 +125,7 @@ impl RecvChannel {
     /// ahead of a gap, else takes it and whatever was held behind it, as
     /// long as the receive buffer has room. Returns `Some(last)` when a
     /// NACK is to be sent (final when `last`).
+    #[inline]
     pub fn on_data<A: Copy>(
         &mut self,
         now: Instant,

@@ -95,6 +95,7 @@ impl SendChannel {
     }
 
     /// Whether an ACK of everything before `next` removes any packet.
+    #[inline]
     pub fn acks_any(&self, next: u32) -> bool {
         self.in_flight
             .front()
@@ -169,6 +170,7 @@ impl SendChannel {
     }
 
     /// Whether `transmit` has anything to send.
+    #[inline]
     pub fn has_to_send(&self) -> bool {
         !self.pending.is_empty() || self.in_flight.iter().any(|p| p.resend)
     }
@@ -251,6 +253,7 @@ impl SendChannel {
     /// Takes an acknowledgement of everything before `next` and, in `sack`,
     /// of packets after it; samples the round trip; finds what is lost by
     /// the reordering rule. None when it tells nothing new.
+    #[inline]
     pub fn on_ack(
         &mut self,
         now: Instant,
@@ -267,6 +270,19 @@ impl SendChannel {
             // Nothing new (the usual piggybacked ACK): nothing changes.
             return None;
         }
+        Some(self.take_ack(now, next, sack, rtt, stats, spare))
+    }
+
+    /// `on_ack` of an acknowledgement that tells something new.
+    fn take_ack(
+        &mut self,
+        now: Instant,
+        next: u32,
+        sack: u64,
+        rtt: &mut RttEstimator,
+        stats: &mut ProtoStats,
+        spare: &mut SpareMsgs,
+    ) -> AckOutcome {
         // One round-trip sample per ACK, from the newest packet it acknowledges
         // for the first time (as TCP does).
         let done = self.ack_cumulative(next, spare);
@@ -314,10 +330,10 @@ impl SendChannel {
                 }
             }
         }
-        Some(AckOutcome {
+        AckOutcome {
             progress: done.count > 0 || sack != 0,
             reorder_at,
-        })
+        }
     }
 
     /// Takes a NACK of packet `seq` (everything before it was acknowledged

@@ -56,6 +56,7 @@ impl MsgRef {
     }
 
     /// Done with: a one-fragment message's box goes to `spare` (payload freed).
+    #[inline]
     pub fn recycle(self, spare: &mut SpareMsgs) {
         if let MsgRef::One(mut b) = self {
             if spare.len() < SPARE_MSGS {
