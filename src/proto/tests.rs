@@ -200,3 +200,45 @@ fn reordering_timer_resends_without_backoff() {
     assert_eq!(out(&mut n[0]).len(), 1, "packet 0 resent on the SACK");
     assert_eq!(n[0].out.stats.retransmits[0][0], 1);
 }
+
+/// A NACK pauses the send channel on its own timer: the retransmission
+/// timer stops, nothing goes out before the backoff, the refused packet
+/// at its end.
+#[test]
+fn nack_pauses_the_channel_on_its_own_timer() {
+    use super::timer::Timer;
+    let mut n = pair();
+    n[1].set_recv_depth(1);
+    let t0 = Instant(1_000_000);
+    for k in 0..2 {
+        n[0].send(t0, 1, CHANNEL_REQUEST, meta(k), vec![]);
+    }
+    let t1 = t0.plus(20 * MICROS);
+    for d in out(&mut n[0]) {
+        feed(&mut n[1], t1, 0, &d);
+    }
+    assert_eq!(n[1].stats().nacks_sent, 1, "the second is refused");
+    let t2 = t1.plus(20 * MICROS);
+    for d in out(&mut n[1]) {
+        feed(&mut n[0], t2, 1, &d);
+    }
+    let until = t2.plus(n[0].config().nack_backoff);
+    let timers = &n[0].peer_mut(1).timers;
+    assert_eq!(timers.get(Timer::Pause(0)), Some(until));
+    assert_eq!(timers.get(Timer::Retransmit(0)), None);
+    assert_eq!(n[0].next_timeout(), Some(until));
+    assert!(out(&mut n[0]).is_empty());
+    n[1].poll_event().expect("the first is delivered");
+    n[0].handle_timeout(Instant(until.0 - 1));
+    assert!(out(&mut n[0]).is_empty(), "paused");
+    n[0].handle_timeout(until);
+    let again = out(&mut n[0]);
+    assert_eq!(again.len(), 1, "the refused packet goes back");
+    let timers = &n[0].peer_mut(1).timers;
+    assert_eq!(timers.get(Timer::Pause(0)), None);
+    assert!(timers.get(Timer::Retransmit(0)).is_some());
+    for d in again {
+        feed(&mut n[1], until, 0, &d);
+    }
+    assert_eq!(delivered_args(&mut n[1]), [1]);
+}
