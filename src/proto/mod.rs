@@ -64,10 +64,11 @@ pub struct Protocol<A: PeerAddr> {
     slots: FxHashMap<A, u32>,
     /// The slot of the last peer looked up (checked before `slots`).
     last_slot: usize,
-    /// Peers with a timer set, by the earliest of their timers then slot:
-    /// `handle_timeout` costs O(log n) per due peer, not a walk over all of
-    /// them, and serves them in a fixed order (same inputs, same outputs).
-    /// An entry whose time is not its peer's `queued` is stale and skipped.
+    /// Peers with a timer set, by when to look at them (the earliest of
+    /// their timers, or before) then slot: `handle_timeout` costs O(log n)
+    /// per due peer, not a walk over all of them, and serves them in a fixed
+    /// order (same inputs, same outputs). An entry whose time is not its
+    /// peer's `queued` is stale and skipped.
     timers: BinaryHeap<Reverse<(Instant, u32)>>,
     /// Slots due in the current `handle_timeout` (kept to avoid allocating).
     due: Vec<u32>,

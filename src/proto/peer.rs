@@ -29,7 +29,7 @@ pub(super) struct Ctx<'a, A> {
 
 pub(super) struct Peer<A> {
     pub addr: A,
-    /// The deadline this peer has in `Protocol::timers` (None: not queued).
+    /// When `Protocol::timers` has this peer looked at (None: not queued).
     pub queued: Option<Instant>,
     pub timers: TimerTable,
     pub remote_id: u32,
