@@ -17,15 +17,15 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
+    let mut buf = Vec::new();
     let t = StdInstant::now();
     for i in 0..iters {
         let now = Instant(i as u64 * 10_000);
         let mut m = MsgMeta::new(MsgKind::User, Category::Short, 10, &[1, 2, 3, 4]);
         m.txn = i as u32;
         a.send(now, b_addr, CHANNEL_REQUEST, m, Vec::new());
-        while let Some((_, d)) = a.poll_transmit() {
-            b.handle_datagram(now, a_addr, &d);
-            a.recycle(d);
+        while a.poll_transmit(&mut buf).is_some() {
+            b.handle_datagram(now, a_addr, &buf);
         }
         b.handle_timeout(now);
         while let Some(ev) = b.poll_event() {
@@ -37,9 +37,8 @@ fn main() {
                 b.send(now, a_addr, CHANNEL_REPLY, r, Vec::new());
             }
         }
-        while let Some((_, d)) = b.poll_transmit() {
-            a.handle_datagram(now, b_addr, &d);
-            b.recycle(d);
+        while b.poll_transmit(&mut buf).is_some() {
+            a.handle_datagram(now, b_addr, &buf);
         }
         a.handle_timeout(now);
         while a.poll_event().is_some() {}

@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use std::collections::{HashMap, HashSet};
 
-use ramp::error::ReturnStatus;
-use ramp::proto::{Event, MsgId, ProtoConfig, Protocol, MAX_MESSAGE};
+use ramp::proto::{Event, FailReason, MsgId, ProtoConfig, Protocol, MAX_MESSAGE};
 use ramp::sim::{lan, FaultConfig, SimNet};
 use ramp::time::{Instant, Nanos, MICROS, MILLIS};
 use ramp::wire::{self, Category, Common, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
@@ -463,12 +462,12 @@ fn congestion_net() -> SimNet {
     net
 }
 
-fn failures(ledger: &Ledger) -> Vec<(MsgId, ReturnStatus)> {
+fn failures(ledger: &Ledger) -> Vec<(MsgId, FailReason)> {
     ledger
         .failed
         .iter()
         .map(|(_, ev)| match ev {
-            Event::Failed { id, status, .. } => (*id, *status),
+            Event::Failed { id, reason, .. } => (*id, *reason),
             _ => unreachable!(),
         })
         .collect()
@@ -492,7 +491,7 @@ fn congestion_fails_the_refused_message_and_the_rest_start_over() {
         !ledger.failed.is_empty()
     });
     assert!(told, "no ECONGESTION");
-    assert_eq!(failures(&ledger), vec![(ids[2], ReturnStatus::Congestion)]);
+    assert_eq!(failures(&ledger), vec![(ids[2], FailReason::Refused)]);
     assert!(net.node(1).stats().nacks_sent >= 4);
     assert!(net.node(0).stats().nacks_received >= 4);
     // now node 1 takes events: the others arrive, exactly once, in order
@@ -541,7 +540,7 @@ fn congestion_when_never_polled_fails_each_refused_message_once() {
     assert!(done, "{:?}", failures(&ledger));
     let want: Vec<_> = ids[2..]
         .iter()
-        .map(|&id| (id, ReturnStatus::Congestion))
+        .map(|&id| (id, FailReason::Refused))
         .collect();
     assert_eq!(
         failures(&ledger),
@@ -608,6 +607,41 @@ fn congestion_verdict_is_the_receivers() {
     );
 }
 
+/// A refused message comes back by NACK go-back, not by the retransmission
+/// timer: with a 2 s minimum RTO, it arrives within a few NACK backoffs of
+/// the receiver making room (virtual time).
+#[test]
+fn nack_go_back_resends_long_before_the_retransmission_timeout() {
+    let proto = ProtoConfig {
+        rto_initial: 2 * SECOND,
+        rto_min: 2 * SECOND,
+        rto_max: 4 * SECOND,
+        nack_backoff: MILLIS,
+        ..Default::default()
+    };
+    let mut net = SimNet::new(2, proto, lan());
+    net.node(1).set_recv_depth(1);
+    let mut tx = Sender::default();
+    tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 100);
+    tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 100);
+    // Node 1 holds the first request and refuses (NACKs) the second.
+    let nacked = net.run_until(10 * MILLIS, |net| net.node(0).stats().nacks_received >= 1);
+    assert!(nacked);
+    let mut ledger = Ledger::default();
+    ledger.drain(&mut net, [1]);
+    assert_eq!(ledger.delivered_on(1, 0, CHANNEL_REQUEST), 1);
+    // Room is made: the next go-back brings the second one.
+    let t_free = net.now();
+    let done = net.run_until(10 * SECOND, |net| {
+        ledger.drain(net, [0, 1]);
+        ledger.delivered_on(1, 0, CHANNEL_REQUEST) == 2
+    });
+    assert!(done && ledger.failed.is_empty());
+    let took = net.now().since(t_free);
+    assert!(took < 5 * MILLIS, "took {took} ns: waited for the RTO");
+    assert_goes_idle(&mut net, 10 * SECOND);
+}
+
 // ---------------------------------------------------------------------------
 // 4. EUNREACHABLE: a node that is down.
 // ---------------------------------------------------------------------------
@@ -640,7 +674,7 @@ fn unreachable_after_the_retry_limit_exactly_on_time() {
     }));
     // 10 + 20 + 40 + 80 + 100 (capped) + 100 ms: the sixth timeout gives up
     assert_eq!(net.now().since(t0), 350 * MILLIS);
-    assert_eq!(failures(&ledger), vec![(id, ReturnStatus::Unreachable)]);
+    assert_eq!(failures(&ledger), vec![(id, FailReason::PeerUnreachable)]);
     assert_eq!(net.node(0).stats().retransmits[0][1], 5);
     assert_goes_idle(&mut net, SECOND);
 }
@@ -721,8 +755,8 @@ fn unreachable_fails_every_unfinished_message_once_then_recovers() {
             took / MILLIS
         );
         let mut seen = HashSet::new();
-        for (id, status) in failures(&ledger) {
-            assert_eq!(status, ReturnStatus::Unreachable);
+        for (id, reason) in failures(&ledger) {
+            assert_eq!(reason, FailReason::PeerUnreachable);
             assert!(seen.insert(id), "message {id} failed twice");
         }
         assert_eq!(seen, ids, "every unfinished message and only those fail");
@@ -936,9 +970,10 @@ impl Duo {
 
     fn out(&mut self, i: usize) -> Vec<Vec<u8>> {
         let mut v = Vec::new();
-        while let Some((to, b)) = self.p[i].poll_transmit() {
+        let mut b = Vec::new();
+        while let Some(to) = self.p[i].poll_transmit(&mut b) {
             assert_eq!(to as usize, 1 - i);
-            v.push(b);
+            v.push(b.clone());
         }
         v
     }
@@ -1137,7 +1172,7 @@ fn restart(speaks: bool) {
     let failed: HashSet<MsgId> = failures(&l0)
         .into_iter()
         .map(|(id, st)| {
-            assert_eq!(st, ReturnStatus::Unreachable);
+            assert_eq!(st, FailReason::PeerUnreachable);
             id
         })
         .collect();
@@ -1411,7 +1446,7 @@ fn message_over_the_limit_is_refused_not_lost() {
         ledger.drain(net, [0, 1]);
         !ledger.failed.is_empty() || ledger.delivered > 0
     }));
-    assert_eq!(failures(&ledger), vec![(id, ReturnStatus::BadLength)]);
+    assert_eq!(failures(&ledger), vec![(id, FailReason::TooLong)]);
     assert_goes_idle(&mut net, SECOND);
 }
 
@@ -1627,10 +1662,10 @@ fn congestion_under_faults_is_delivered_xor_failed() {
                 }
             }
             while let Some(ev) = net.poll_event(0) {
-                let Event::Failed { id, status, .. } = ev else {
+                let Event::Failed { id, reason, .. } = ev else {
                     panic!("{ev:?}")
                 };
-                assert_eq!(status, ReturnStatus::Congestion);
+                assert_eq!(reason, FailReason::Refused);
                 failed.push(ids.iter().position(|&x| x == id).unwrap() as u32);
             }
             delivered.len() + failed.len() >= 40 && net.node(0).is_idle()

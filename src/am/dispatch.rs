@@ -10,7 +10,7 @@ use super::handler::{Data, HandlerArgs, HandlerFn};
 use super::returned::{default_returned_handler, Admitted};
 use super::token::{LiveToken, TokenInfo};
 use crate::error::{Result, ReturnStatus};
-use crate::proto::Event;
+use crate::proto::{Event, FailReason};
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST, MAX_ARGS};
 
@@ -209,9 +209,10 @@ impl EpState {
                 to,
                 channel,
                 meta,
-                status,
+                reason,
                 ..
             } => {
+                let status = returned_status(reason);
                 let is_request = channel == CHANNEL_REQUEST;
                 if is_request {
                     self.complete(meta.txn, meta.category, now);
@@ -232,5 +233,14 @@ impl EpState {
                 Some(self.returned_work(info, meta.args, status))
             }
         }
+    }
+}
+
+/// What a message the protocol gave up on reports to handler 0.
+fn returned_status(reason: FailReason) -> ReturnStatus {
+    match reason {
+        FailReason::PeerUnreachable => ReturnStatus::Unreachable,
+        FailReason::Refused => ReturnStatus::Congestion,
+        FailReason::TooLong => ReturnStatus::BadLength,
     }
 }

@@ -96,14 +96,13 @@ impl EpState {
     }
 
     fn transmit(&mut self, now: Instant) {
-        while let Some((to, buf)) = self.proto.poll_transmit() {
-            if let Err(e) = self.transports.send(now, to, &buf) {
+        while let Some(to) = self.proto.poll_transmit(&mut self.tx_buf) {
+            if let Err(e) = self.transports.send(now, to, &self.tx_buf) {
                 // The datagram is lost; the protocol's timers resend it.
                 if self.verbose {
                     eprintln!("ramp: send to {to} failed: {e}");
                 }
             }
-            self.proto.recycle(buf);
         }
     }
 }

@@ -16,7 +16,8 @@ pub struct ProtoConfig {
     /// How long an acknowledgement may wait for a packet to ride on.
     pub ack_delay: Nanos,
     /// Times a receiver out of buffer refuses (NACKs) one message; the next
-    /// refusal is final and the sender returns the message with ECONGESTION.
+    /// refusal is final and the sender gives the message up
+    /// (`FailReason::Refused`).
     /// The receiver's value counts.
     pub nack_limit: u32,
     /// How long a sender waits after a NACK before going back.
@@ -48,3 +49,10 @@ impl Default for ProtoConfig {
 
 /// Largest SACK distance (bits in the bitmap) and so the largest window.
 pub const MAX_WINDOW: usize = 64;
+
+impl ProtoConfig {
+    /// Bytes of payload one datagram carries for a message with `nargs` arguments.
+    pub fn fragment_capacity(&self, nargs: usize) -> usize {
+        self.max_datagram - crate::wire::DATA_HEADER_LEN - 4 * nargs - crate::wire::CRC_LEN
+    }
+}

@@ -1,6 +1,5 @@
 //! What the protocol core hands up to the layer above.
 
-use crate::error::ReturnStatus;
 use crate::wire::MsgMeta;
 
 /// Identifies one message sent through `Protocol::send`.
@@ -21,6 +20,19 @@ pub enum Event<A> {
         channel: u8,
         id: MsgId,
         meta: MsgMeta,
-        status: ReturnStatus,
+        reason: FailReason,
     },
+}
+
+/// Why a message was given up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailReason {
+    /// The peer did not answer within the retry limit, or restarted (a new
+    /// incarnation cannot finish what the old one was sent).
+    PeerUnreachable,
+    /// The receiver refused it for want of buffer, and its last NACK said
+    /// it gives up.
+    Refused,
+    /// Longer than `MAX_MESSAGE`: refused by `send` itself.
+    TooLong,
 }

@@ -1,11 +1,15 @@
 //! The receiving half of one reliable channel: the next expected sequence
-//! number, packets held ahead of a gap (SACKed), and message reassembly.
+//! number, packets held ahead of a gap (SACKed), refusals for want of
+//! buffer, message reassembly, and the ACK owed.
 
 use std::collections::BTreeMap;
 
+use super::event::Event;
+use super::outbox::Outbox;
 use super::send::seq_diff;
-use crate::time::Instant;
-use crate::wire::MsgMeta;
+use super::{MAX_MESSAGE, MAX_WINDOW};
+use crate::time::{Instant, Nanos};
+use crate::wire::{MsgMeta, CHANNEL_REQUEST};
 
 /// A DATA packet kept because it arrived ahead of a gap.
 #[derive(Debug, Clone)]
@@ -100,6 +104,180 @@ impl RecvChannel {
         }
         self.ack_urgent |= urgent;
     }
+
+    /// The owed ACK went out (or rode on a packet).
+    pub fn ack_paid(&mut self) {
+        self.ack_owed_since = None;
+        self.ack_urgent = false;
+    }
+
+    /// When the owed ACK is due, if one is owed.
+    pub fn ack_deadline(&self, ack_delay: Nanos) -> Option<Instant> {
+        let t0 = self.ack_owed_since?;
+        Some(if self.ack_urgent {
+            t0
+        } else {
+            t0.plus(ack_delay)
+        })
+    }
+
+    /// Takes DATA packet `seq` of `epoch` carrying `f`: holds it if it is
+    /// ahead of a gap, else takes it and whatever was held behind it, as
+    /// long as the receive buffer has room. Returns `Some(last)` when a
+    /// NACK is to be sent (final when `last`).
+    #[inline]
+    pub fn on_data<A: Copy>(
+        &mut self,
+        now: Instant,
+        (epoch, seq): (u16, u32),
+        f: InFrag<'_>,
+        cx: &mut RecvCx<'_, A>,
+    ) -> Option<bool> {
+        if !self.accept_epoch(epoch) {
+            cx.out.stats.stale += 1;
+            return None;
+        }
+        let d = seq_diff(seq, self.next);
+        if d < 0 || self.held.contains_key(&seq) {
+            cx.out.stats.duplicates += 1;
+            self.owe_ack(now, true);
+            return None;
+        }
+        if d > MAX_WINDOW as i32 {
+            cx.out.stats.stale += 1;
+            return None;
+        }
+        if d > 0 {
+            cx.out.stats.out_of_order[cx.ch] += 1;
+            self.held.insert(
+                seq,
+                HeldPacket {
+                    meta: *f.meta,
+                    msg_len: f.msg_len,
+                    frag_off: f.frag_off,
+                    payload: f.bytes.to_vec(),
+                },
+            );
+            self.owe_ack(now, true);
+            return None;
+        }
+        // In order: take it, then whatever was held behind it. When it
+        // fills a gap, the sender is waiting to hear: ACK at once.
+        let filled_gap = !self.held.is_empty();
+        if let Err(last) = self.take_in_order(now, filled_gap, f, cx) {
+            return Some(last);
+        }
+        if filled_gap {
+            while let Some(h) = self.held.remove(&self.next) {
+                let f = InFrag {
+                    meta: &h.meta,
+                    msg_len: h.msg_len,
+                    frag_off: h.frag_off,
+                    bytes: &h.payload,
+                };
+                if let Err(last) = self.take_in_order(now, filled_gap, f, cx) {
+                    return Some(last);
+                }
+            }
+        }
+        None
+    }
+
+    /// Takes packet `next`, unless the receive buffer is full: then it is
+    /// dropped, even if it was held (and SACKed), and `Err(last)` says to
+    /// NACK it: the sender goes back to it and sends it again, or, past the
+    /// limit (`last`), gives it up.
+    fn take_in_order<A: Copy>(
+        &mut self,
+        now: Instant,
+        filled_gap: bool,
+        f: InFrag<'_>,
+        cx: &mut RecvCx<'_, A>,
+    ) -> Result<(), bool> {
+        let refuse = cx.ch == CHANNEL_REQUEST as usize
+            && f.frag_off == 0
+            && (*cx.queued_requests >= cx.recv_depth || self.given_up(cx.nack_limit));
+        if refuse {
+            return Err(self.refuse() > cx.nack_limit);
+        }
+        self.refused = None;
+        self.next = self.next.wrapping_add(1);
+        self.owe_ack(now, filled_gap);
+        if self.accept_fragment(f, cx) && cx.ch == CHANNEL_REQUEST as usize {
+            *cx.queued_requests += 1;
+        }
+        Ok(())
+    }
+
+    /// Adds one in-order fragment to the reassembly; queues the event and
+    /// returns true when it completes a message.
+    fn accept_fragment<A: Copy>(&mut self, f: InFrag<'_>, cx: &mut RecvCx<'_, A>) -> bool {
+        let stats = &mut cx.out.stats;
+        if f.msg_len as usize > MAX_MESSAGE {
+            stats.corrupt += 1;
+            self.reassembly = None;
+            return false;
+        }
+        let delivered = |meta, payload| Event::Delivered {
+            from: cx.from,
+            channel: cx.ch as u8,
+            meta,
+            payload,
+        };
+        if f.frag_off == 0 {
+            if self.reassembly.take().is_some() {
+                stats.corrupt += 1;
+            }
+            if f.bytes.len() == f.msg_len as usize {
+                cx.out
+                    .events
+                    .push_back(delivered(*f.meta, f.bytes.to_vec()));
+                return true;
+            }
+            let mut buf = Vec::with_capacity(f.msg_len as usize);
+            buf.extend_from_slice(f.bytes);
+            self.reassembly = Some(Reassembly {
+                meta: *f.meta,
+                len: f.msg_len,
+                buf,
+            });
+            return false;
+        }
+        match self.reassembly.take() {
+            Some(mut r) if r.buf.len() == f.frag_off as usize && r.len == f.msg_len => {
+                r.buf.extend_from_slice(f.bytes);
+                if r.buf.len() == f.msg_len as usize {
+                    cx.out.events.push_back(delivered(r.meta, r.buf));
+                    return true;
+                }
+                self.reassembly = Some(r);
+                false
+            }
+            _ => {
+                stats.corrupt += 1;
+                false
+            }
+        }
+    }
+}
+
+/// One DATA packet's fragment, as received or as held.
+pub struct InFrag<'a> {
+    pub meta: &'a MsgMeta,
+    pub msg_len: u32,
+    pub frag_off: u32,
+    pub bytes: &'a [u8],
+}
+
+/// What a receive channel needs beyond itself to take DATA.
+pub struct RecvCx<'a, A> {
+    pub from: A,
+    pub ch: usize,
+    pub recv_depth: usize,
+    pub nack_limit: u32,
+    /// Delivered requests not yet taken by the layer above (all peers).
+    pub queued_requests: &'a mut usize,
+    pub out: &'a mut Outbox<A>,
 }
 
 #[cfg(test)]

@@ -25,7 +25,8 @@ impl Protocol<u32> {
 }
 
 fn out(p: &mut Protocol<u32>) -> Vec<Vec<u8>> {
-    std::iter::from_fn(|| p.poll_transmit().map(|(_, b)| b)).collect()
+    let mut b = Vec::new();
+    std::iter::from_fn(|| p.poll_transmit(&mut b).map(|_| b.clone())).collect()
 }
 
 fn feed(p: &mut Protocol<u32>, now: Instant, from: u32, d: &[u8]) {
@@ -128,7 +129,8 @@ fn timer_queue_serves_due_peers_and_forgets_finished_ones() {
     // Peers 2 and 3 time out and are served once each, peer 1 not at all.
     a.handle_timeout(t0.plus(rto));
     assert_eq!(a.out.stats.retransmits[0][0], 2);
-    let sent: Vec<u32> = std::iter::from_fn(|| a.poll_transmit().map(|(to, _)| to)).collect();
+    let mut b = Vec::new();
+    let sent: Vec<u32> = std::iter::from_fn(|| a.poll_transmit(&mut b)).collect();
     assert_eq!(sent, [2, 3], "served in slot order");
     assert_eq!(a.next_timeout(), Some(t0.plus(rto + 2 * rto)), "backed off");
     // Now they answer too: after one more look, no timer is left at all.
@@ -197,4 +199,46 @@ fn reordering_timer_resends_without_backoff() {
     }
     assert_eq!(out(&mut n[0]).len(), 1, "packet 0 resent on the SACK");
     assert_eq!(n[0].out.stats.retransmits[0][0], 1);
+}
+
+/// A NACK pauses the send channel on its own timer: the retransmission
+/// timer stops, nothing goes out before the backoff, the refused packet
+/// at its end.
+#[test]
+fn nack_pauses_the_channel_on_its_own_timer() {
+    use super::timer::Timer;
+    let mut n = pair();
+    n[1].set_recv_depth(1);
+    let t0 = Instant(1_000_000);
+    for k in 0..2 {
+        n[0].send(t0, 1, CHANNEL_REQUEST, meta(k), vec![]);
+    }
+    let t1 = t0.plus(20 * MICROS);
+    for d in out(&mut n[0]) {
+        feed(&mut n[1], t1, 0, &d);
+    }
+    assert_eq!(n[1].stats().nacks_sent, 1, "the second is refused");
+    let t2 = t1.plus(20 * MICROS);
+    for d in out(&mut n[1]) {
+        feed(&mut n[0], t2, 1, &d);
+    }
+    let until = t2.plus(n[0].config().nack_backoff);
+    let timers = &n[0].peer_mut(1).timers;
+    assert_eq!(timers.get(Timer::Pause(0)), Some(until));
+    assert_eq!(timers.get(Timer::Retransmit(0)), None);
+    assert_eq!(n[0].next_timeout(), Some(until));
+    assert!(out(&mut n[0]).is_empty());
+    n[1].poll_event().expect("the first is delivered");
+    n[0].handle_timeout(Instant(until.0 - 1));
+    assert!(out(&mut n[0]).is_empty(), "paused");
+    n[0].handle_timeout(until);
+    let again = out(&mut n[0]);
+    assert_eq!(again.len(), 1, "the refused packet goes back");
+    let timers = &n[0].peer_mut(1).timers;
+    assert_eq!(timers.get(Timer::Pause(0)), None);
+    assert!(timers.get(Timer::Retransmit(0)).is_some());
+    for d in again {
+        feed(&mut n[1], until, 0, &d);
+    }
+    assert_eq!(delivered_args(&mut n[1]), [1]);
 }

@@ -63,6 +63,8 @@ pub struct SimNet {
     /// Nodes handed out by `node()`: their timers and transmits are looked
     /// at before the next step.
     touched: Vec<u32>,
+    /// The buffer `poll_transmit` writes into.
+    buf: Vec<u8>,
 }
 
 impl SimNet {
@@ -84,6 +86,7 @@ impl SimNet {
             armed: vec![None; n],
             timers: BinaryHeap::new(),
             touched: Vec::new(),
+            buf: Vec::new(),
         }
     }
 
@@ -133,15 +136,15 @@ impl SimNet {
     }
 
     fn collect(&mut self, from: u32) {
-        while let Some((to, bytes)) = self.nodes[from as usize].poll_transmit() {
+        while let Some(to) = self.nodes[from as usize].poll_transmit(&mut self.buf) {
+            let bytes = &self.buf;
             self.stats.sent += 1;
             if self.down[from as usize] || self.down[to as usize] {
                 self.stats.lost += 1;
-                self.nodes[from as usize].recycle(bytes);
                 continue;
             }
             let (transit, order) = (&mut self.transit, &mut self.order);
-            let fate = self.faults.inject(self.now, &bytes, |at, b| {
+            let fate = self.faults.inject(self.now, bytes, |at, b| {
                 *order += 1;
                 transit.push(Reverse(InTransit {
                     at,
@@ -155,7 +158,6 @@ impl SimNet {
             self.stats.duplicated += fate.duplicated as u64;
             self.stats.corrupted += fate.corrupted as u64;
             self.stats.reordered += fate.reordered as u64;
-            self.nodes[from as usize].recycle(bytes);
         }
     }
 

@@ -1,0 +1,71 @@
+//! What the protocol hands out: encoded datagrams, events, and the counters.
+
+use std::collections::VecDeque;
+
+use super::event::Event;
+use super::stats::ProtoStats;
+
+/// Datagrams and events on their way out, and the counters.
+pub(super) struct Outbox<A> {
+    /// Encoded datagrams back to back, the next one to go at `head`. Emptied
+    /// (keeping its capacity) whenever the last one is taken: no allocation
+    /// per datagram.
+    pub bytes: Vec<u8>,
+    head: usize,
+    /// The destination and length of each datagram in `bytes`, in order.
+    transmits: VecDeque<(A, u32)>,
+    pub events: VecDeque<Event<A>>,
+    pub stats: ProtoStats,
+}
+
+impl<A> Outbox<A> {
+    pub fn new() -> Outbox<A> {
+        Outbox {
+            bytes: Vec::new(),
+            head: 0,
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: ProtoStats::new(),
+        }
+    }
+
+    /// Where the next datagram is to be encoded (appended to `bytes`).
+    pub fn start(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Queues the datagram encoded at `bytes[start..]` for `to`.
+    pub fn push(&mut self, to: A, start: usize) {
+        let len = self.bytes.len() - start;
+        self.stats.packets_sent += 1;
+        self.stats.total_bytes_sent += len as u64;
+        self.transmits.push_back((to, len as u32));
+    }
+
+    pub fn has_transmits(&self) -> bool {
+        !self.transmits.is_empty()
+    }
+
+    /// Puts the next datagram into `buf` (replacing its contents).
+    #[inline]
+    pub fn pop(&mut self, buf: &mut Vec<u8>) -> Option<A> {
+        let (to, len) = self.transmits.pop_front()?;
+        if self.head == 0 && self.transmits.is_empty() {
+            // The only one (the usual case): no copy, the two buffers are
+            // exchanged and the caller's becomes the queue.
+            std::mem::swap(buf, &mut self.bytes);
+            self.bytes.clear();
+            return Some(to);
+        }
+        let end = self.head + len as usize;
+        buf.clear();
+        buf.extend_from_slice(&self.bytes[self.head..end]);
+        if self.transmits.is_empty() {
+            self.bytes.clear();
+            self.head = 0;
+        } else {
+            self.head = end;
+        }
+        Some(to)
+    }
+}

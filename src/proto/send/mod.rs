@@ -1,0 +1,481 @@
+//! The sending half of one reliable channel: sequence numbers, the packets in
+//! flight and the fragments waiting for window; what goes out when
+//! (`transmit`), what an ACK, a NACK or a timeout does to the flight.
+
+mod msg;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+
+pub use msg::{push_fragments, Fragment, MsgRef, OutMsg, SpareMsgs};
+
+use super::event::MsgId;
+use super::outbox::Outbox;
+use super::rtt::RttEstimator;
+use super::stats::ProtoStats;
+use crate::time::{Instant, Nanos};
+use crate::wire::{self, Common};
+
+/// Retransmission allowance per byte sent ahead in the same burst (2 ns per
+/// byte: a receiver that takes in 500 MB/s).
+const BURST_NS_PER_BYTE: u64 = 2;
+
+/// A fragment that has a sequence number and is waiting for its ACK.
+#[derive(Debug)]
+pub struct InFlight {
+    pub seq: u32,
+    pub frag: Fragment,
+    pub first_sent: Instant,
+    pub last_sent: Instant,
+    /// When it is retransmitted unless acknowledged before.
+    pub deadline: Instant,
+    pub retries: u32,
+    pub nacks: u32,
+    /// Selectively acknowledged: the receiver holds it; never resent.
+    pub sacked: bool,
+    /// To be sent again at the next opportunity (go-back-N after a NACK,
+    /// or a gap shown by a SACK).
+    pub resend: bool,
+    /// `deadline` is a reordering timer, not a retransmission timeout: a
+    /// packet sent after this one has arrived; if this one's ACK is not
+    /// back by then, it is taken as lost (fast retransmit, no backoff).
+    pub reorder_timer: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct SendChannel {
+    pub epoch: u16,
+    pub next_seq: u32,
+    /// Ordered by sequence number.
+    pub in_flight: VecDeque<InFlight>,
+    /// Fragments not yet given a sequence number.
+    pub pending: VecDeque<Fragment>,
+}
+
+/// What a cumulative acknowledgement took off the channel.
+#[derive(Default, Debug, PartialEq, Eq)]
+pub struct Acked {
+    /// Packets acknowledged (removed from the flight).
+    pub count: usize,
+    /// Send time of the newest of them that times one round trip (see
+    /// `InFlight::rtt_eligible`).
+    pub sample_from: Option<Instant>,
+}
+
+/// What a selective acknowledgement told.
+#[derive(Default, Debug)]
+pub struct SackResult {
+    /// The highest sequence number the receiver holds.
+    pub highest: Option<u32>,
+    /// Some packet was SACKed for the first time.
+    pub newly_sacked: bool,
+    /// Send time of the newest packet SACKed for the first time that was
+    /// sent once only (a round-trip sample, Karn's rule).
+    pub sample_from: Option<Instant>,
+}
+
+impl InFlight {
+    /// Whether its acknowledgement times one round trip: sent once, never
+    /// refused, and not already acknowledged selectively (then the
+    /// cumulative ACK comes late, after the gap before it was filled).
+    pub fn rtt_eligible(&self) -> bool {
+        self.retries == 0 && self.nacks == 0 && self.first_sent == self.last_sent && !self.sacked
+    }
+}
+
+/// `a - b` as a signed distance in sequence space.
+pub fn seq_diff(a: u32, b: u32) -> i32 {
+    a.wrapping_sub(b) as i32
+}
+
+impl SendChannel {
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn is_idle(&self) -> bool {
+        self.in_flight.is_empty() && self.pending.is_empty()
+    }
+
+    /// Whether an ACK of everything before `next` removes any packet.
+    #[inline]
+    pub fn acks_any(&self, next: u32) -> bool {
+        self.in_flight
+            .front()
+            .is_some_and(|p| seq_diff(p.seq, next) < 0)
+    }
+
+    /// Removes every packet before `next`; says how many and what they time.
+    /// The boxes of one-fragment messages go to `spare` for reuse.
+    pub fn ack_cumulative(&mut self, next: u32, spare: &mut SpareMsgs) -> Acked {
+        let mut r = Acked::default();
+        while let Some(front) = self.in_flight.front() {
+            if seq_diff(front.seq, next) >= 0 {
+                break;
+            }
+            if front.rtt_eligible() {
+                r.sample_from = Some(front.first_sent);
+            }
+            r.count += 1;
+            if let Some(p) = self.in_flight.pop_front() {
+                p.frag.msg.recycle(spare);
+            }
+        }
+        r
+    }
+
+    /// Marks packets `next+1+i` for every bit i of `sack` as held by the receiver.
+    /// Returns the highest sequence number so marked.
+    pub fn ack_selective(&mut self, next: u32, sack: u64) -> SackResult {
+        let mut r = SackResult::default();
+        if sack == 0 {
+            return r;
+        }
+        for p in self.in_flight.iter_mut() {
+            let d = seq_diff(p.seq, next);
+            if (1..=64).contains(&d) && sack & (1u64 << (d - 1)) != 0 {
+                if !p.sacked {
+                    r.newly_sacked = true;
+                    if p.rtt_eligible() {
+                        r.sample_from = Some(p.first_sent);
+                    }
+                }
+                p.sacked = true;
+                p.resend = false;
+                r.highest = Some(p.seq);
+            }
+        }
+        r
+    }
+
+    /// Takes every message that is not yet wholly acknowledged off the channel
+    /// (in flight or pending), in order, each once. Used when the channel
+    /// starts a new epoch: the receiver discards what it held of them.
+    pub fn drain_unfinished(&mut self) -> Vec<MsgRef> {
+        let mut out: Vec<MsgRef> = Vec::new();
+        let frags = self
+            .in_flight
+            .drain(..)
+            .map(|p| p.frag)
+            .chain(self.pending.drain(..));
+        for f in frags {
+            if out.last().map(|m| m.id) != Some(f.msg.id) {
+                out.push(f.msg);
+            }
+        }
+        out
+    }
+
+    /// Starts a new epoch: sequence numbers restart at 0.
+    pub fn new_epoch(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        self.next_seq = 0;
+    }
+
+    /// Whether `transmit` has anything to send.
+    #[inline]
+    pub fn has_to_send(&self) -> bool {
+        !self.pending.is_empty() || self.in_flight.iter().any(|p| p.resend)
+    }
+
+    /// Sends packets marked for resending, then new fragments while the
+    /// window allows, each as a DATA packet with `t.header` (its `seq` set)
+    /// to `to`. Returns the earliest retransmission deadline armed, None
+    /// when nothing was sent.
+    pub fn transmit<A: Copy>(
+        &mut self,
+        now: Instant,
+        t: &Transmission,
+        to: A,
+        out: &mut Outbox<A>,
+    ) -> Option<Instant> {
+        let ch = t.header.channel as usize;
+        let mut first_deadline: Option<Instant> = None;
+        for p in self.in_flight.iter_mut().filter(|p| p.resend) {
+            p.resend = false;
+            p.reorder_timer = false;
+            p.last_sent = now;
+            p.deadline = now.plus(t.rto);
+            let cat = p.frag.msg.meta.category.index();
+            out.stats.retransmits[ch][cat] += 1;
+            let start = encode_fragment(out, &t.header, p.seq, &p.frag);
+            out.push(to, start);
+            first_deadline.get_or_insert(p.deadline);
+        }
+        let mut burst_bytes = 0u64;
+        let mut new_sent = false;
+        while self.in_flight.len() < t.window {
+            let Some(frag) = self.pending.pop_front() else {
+                break;
+            };
+            let seq = self.next_seq;
+            self.next_seq = self.next_seq.wrapping_add(1);
+            let start = encode_fragment(out, &t.header, seq, &frag);
+            let cat = frag.msg.meta.category.index();
+            let len = (out.bytes.len() - start) as u64;
+            out.stats.data_bytes_on_wire[ch][cat] += len;
+            out.push(to, start);
+            // A burst takes time to leave and to be taken in at the other
+            // end: each packet's timer allows for the bytes sent before it
+            // in this burst, so a large message is not resent while its
+            // tail is still being handled.
+            let deadline = now.plus(t.rto + burst_bytes * BURST_NS_PER_BYTE);
+            burst_bytes += len;
+            self.in_flight.push_back(InFlight {
+                seq,
+                frag,
+                first_sent: now,
+                last_sent: now,
+                deadline,
+                retries: 0,
+                nacks: 0,
+                sacked: false,
+                resend: false,
+                reorder_timer: false,
+            });
+            new_sent = true;
+            first_deadline.get_or_insert(deadline);
+        }
+        // Tail-loss probe: see `Transmission::probe_after`.
+        let last_new = if new_sent {
+            self.in_flight.back_mut()
+        } else {
+            None
+        };
+        if let (Some(last), Some(pto)) = (last_new, t.probe_after) {
+            let probe = last.first_sent.plus(pto + burst_bytes * BURST_NS_PER_BYTE);
+            if probe < last.deadline {
+                last.deadline = probe;
+                last.reorder_timer = true;
+                first_deadline = Some(first_deadline.map_or(probe, |d| d.min(probe)));
+            }
+        }
+        first_deadline
+    }
+
+    /// Takes an acknowledgement of everything before `next` and, in `sack`,
+    /// of packets after it; samples the round trip; finds what is lost by
+    /// the reordering rule. None when it tells nothing new.
+    #[inline]
+    pub fn on_ack(
+        &mut self,
+        now: Instant,
+        ack: (u16, u32, u64),
+        rtt: &mut RttEstimator,
+        stats: &mut ProtoStats,
+        spare: &mut SpareMsgs,
+    ) -> Option<AckOutcome> {
+        let (epoch, next, sack) = ack;
+        if epoch != self.epoch || seq_diff(next, self.next_seq) > 0 {
+            return None;
+        }
+        if sack == 0 && !self.acks_any(next) {
+            // Nothing new (the usual piggybacked ACK): nothing changes.
+            return None;
+        }
+        Some(self.take_ack(now, next, sack, rtt, stats, spare))
+    }
+
+    /// `on_ack` of an acknowledgement that tells something new.
+    fn take_ack(
+        &mut self,
+        now: Instant,
+        next: u32,
+        sack: u64,
+        rtt: &mut RttEstimator,
+        stats: &mut ProtoStats,
+        spare: &mut SpareMsgs,
+    ) -> AckOutcome {
+        // One round-trip sample per ACK, from the newest packet it acknowledges
+        // for the first time (as TCP does).
+        let done = self.ack_cumulative(next, spare);
+        let sacked = self.ack_selective(next, sack);
+        let sample_from = sacked.sample_from.or(done.sample_from);
+        if done.count > 0 || sacked.newly_sacked {
+            rtt.on_progress();
+        }
+        if let Some(t) = sample_from {
+            let r = now.since(t);
+            rtt.sample(r);
+            stats.rtt_sample(r);
+        }
+        let mut reorder_at = None;
+        if let Some(highest) = sacked.highest {
+            // Fast retransmit (after RACK, RFC 8985): a packet sent later
+            // arrived, an earlier one did not. It is lost if it was sent
+            // more than a reordering window before; else it is lost if its
+            // ACK is not back one round trip (that of the later packet) plus
+            // the window after it was sent.
+            let arrived_sent = self
+                .in_flight
+                .iter()
+                .find(|p| p.seq == highest)
+                .map_or(now, |p| p.first_sent);
+            let rtt_now = now.since(arrived_sent);
+            let reo_wnd = match rtt.srtt() {
+                Some(srtt) => (srtt / 2).max(4 * rtt.rttvar()),
+                None => rtt_now,
+            };
+            for p in self.in_flight.iter_mut() {
+                if seq_diff(p.seq, highest) >= 0 {
+                    break;
+                }
+                if p.sacked || p.resend {
+                    continue;
+                }
+                let lost_at = p.last_sent.plus(rtt_now + reo_wnd);
+                if lost_at <= now {
+                    p.resend = true;
+                } else if lost_at < p.deadline {
+                    p.deadline = lost_at;
+                    p.reorder_timer = true;
+                    reorder_at = Some(reorder_at.map_or(lost_at, |t: Instant| t.min(lost_at)));
+                }
+            }
+        }
+        AckOutcome {
+            progress: done.count > 0 || sack != 0,
+            reorder_at,
+        }
+    }
+
+    /// Takes a NACK of packet `seq` (everything before it was acknowledged
+    /// already): the receiver dropped it for want of buffer.
+    pub fn on_nack(&mut self, epoch: u16, seq: u32, last: bool) -> Nacked {
+        if epoch != self.epoch {
+            return Nacked::Stale;
+        }
+        let Some(front) = self.in_flight.front_mut() else {
+            return Nacked::Stale;
+        };
+        if front.seq != seq {
+            return Nacked::Stale;
+        }
+        front.nacks += 1;
+        // A SACK for it is void: the receiver dropped it.
+        front.sacked = false;
+        // The receiver counts its refusals and says when it gives up: only
+        // then is it sure never to deliver the message (the sender cannot
+        // count: a NACK may be duplicated, or overtake the ACK of a copy
+        // the receiver took after all).
+        if last {
+            return Nacked::GiveUp(front.frag.msg.id);
+        }
+        // Go back to the refused packet: resend it and all after it that the
+        // receiver does not hold (after a pause, which the caller keeps).
+        for p in self.in_flight.iter_mut() {
+            if !p.sacked {
+                p.resend = true;
+            }
+        }
+        Nacked::GoBack
+    }
+
+    /// Marks for resending the packets whose deadline is past. The oldest
+    /// is timed even when SACKed: a receiver that refused it (NACK) dropped
+    /// it, and the NACK may be lost.
+    pub fn on_timeout(&mut self, now: Instant, retry_limit: u32) -> Expired {
+        let mut e = Expired::default();
+        for (i, p) in self.in_flight.iter_mut().enumerate() {
+            if (!p.sacked || i == 0) && !p.resend && p.deadline <= now {
+                p.sacked = false;
+                p.resend = true;
+                if p.reorder_timer {
+                    // lost, by the reordering rule: no backoff
+                    continue;
+                }
+                p.retries += 1;
+                e.backoff = true;
+                if p.retries > retry_limit {
+                    e.unreachable = true;
+                }
+            }
+        }
+        e
+    }
+
+    /// The earliest retransmission deadline (reordering timers and probes
+    /// included), if anything is in flight.
+    pub fn retransmit_deadline(&self) -> Option<Instant> {
+        self.in_flight
+            .iter()
+            .enumerate()
+            .filter(|&(i, p)| !p.sacked || i == 0)
+            .map(|(_, p)| p.deadline)
+            .min()
+    }
+
+    /// Gives up message `id`; the others start over in a new epoch, cut for
+    /// `cap(nargs)` bytes per fragment. Returns the message given up.
+    pub fn give_up(&mut self, id: MsgId, cap: impl Fn(usize) -> usize) -> Option<MsgRef> {
+        let msgs = self.drain_unfinished();
+        self.new_epoch();
+        let mut failed = None;
+        for m in msgs {
+            if m.id == id {
+                failed = Some(m);
+            } else {
+                let c = cap(m.meta.nargs as usize);
+                push_fragments(&mut self.pending, m, c);
+            }
+        }
+        failed
+    }
+}
+
+/// What the peer gives `SendChannel::transmit` to send with.
+pub struct Transmission {
+    /// The header of the channel's DATA packets (`seq` is filled in).
+    pub header: Common,
+    pub rto: Nanos,
+    /// Tail-loss probe (after RFC 8985 TLP): the last packet of what goes
+    /// out now is resent once, without backoff, if no ACK came within this
+    /// (about two round trips plus twice the receiver's ACK delay: a delayed
+    /// ACK goes out when the receiver next polls). A lost last packet has no
+    /// later one whose SACK would reveal the loss, and would otherwise wait
+    /// a whole retransmission timeout. None before any round trip is known.
+    pub probe_after: Option<Nanos>,
+    pub window: usize,
+}
+
+/// What an acknowledgement changed.
+pub struct AckOutcome {
+    /// Packets left the flight or were SACKed: the channel may send more.
+    pub progress: bool,
+    /// The earliest reordering timer armed.
+    pub reorder_at: Option<Instant>,
+}
+
+/// What a NACK asks for.
+pub enum Nacked {
+    /// Not about the oldest packet in flight of this epoch: ignored.
+    Stale,
+    /// The receiver gave the message up (final NACK).
+    GiveUp(MsgId),
+    /// Resend from the refused packet on, after a pause.
+    GoBack,
+}
+
+/// What a timeout found.
+#[derive(Default)]
+pub struct Expired {
+    /// A retransmission timeout expired: the RTO backs off.
+    pub backoff: bool,
+    /// A packet went past the retry limit.
+    pub unreachable: bool,
+}
+
+/// Appends the DATA packet of `f`, numbered `seq`, to the outbox; returns
+/// where it starts.
+fn encode_fragment<A>(out: &mut Outbox<A>, header: &Common, seq: u32, f: &Fragment) -> usize {
+    let start = out.start();
+    let c = Common { seq, ..*header };
+    let (off, len) = (f.off as usize, f.len as usize);
+    wire::encode_data(
+        &mut out.bytes,
+        &c,
+        &f.msg.meta,
+        f.msg.payload.len() as u32,
+        f.off,
+        &f.msg.payload[off..off + len],
+    );
+    start
+}

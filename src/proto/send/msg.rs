@@ -1,0 +1,108 @@
+//! A message on its way out, and its fragments.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::proto::event::MsgId;
+use crate::wire::MsgMeta;
+
+/// One message as handed to `send`.
+#[derive(Debug)]
+pub struct OutMsg {
+    pub id: MsgId,
+    pub meta: MsgMeta,
+    pub payload: Vec<u8>,
+}
+
+/// How a fragment holds its message. A message that fits one datagram (the
+/// usual case) is owned by its only fragment, in a box that is reused when
+/// it is acknowledged (no allocation, no reference count); a larger one is
+/// shared by its fragments.
+#[derive(Debug)]
+pub enum MsgRef {
+    One(Box<OutMsg>),
+    Shared(Arc<OutMsg>),
+}
+
+impl std::ops::Deref for MsgRef {
+    type Target = OutMsg;
+
+    fn deref(&self) -> &OutMsg {
+        match self {
+            MsgRef::One(b) => b,
+            MsgRef::Shared(a) => a,
+        }
+    }
+}
+
+/// Boxes of acknowledged one-fragment messages kept for reuse.
+const SPARE_MSGS: usize = 32;
+
+/// Spare boxes: the allocations themselves are what is kept (a message
+/// moves into a box without allocating).
+#[allow(clippy::vec_box)]
+pub type SpareMsgs = Vec<Box<OutMsg>>;
+
+impl MsgRef {
+    /// A one-fragment message, in a spare box when there is one.
+    pub fn one(m: OutMsg, spare: &mut SpareMsgs) -> MsgRef {
+        match spare.pop() {
+            Some(mut b) => {
+                *b = m;
+                MsgRef::One(b)
+            }
+            None => MsgRef::One(Box::new(m)),
+        }
+    }
+
+    /// Done with: a one-fragment message's box goes to `spare` (payload freed).
+    #[inline]
+    pub fn recycle(self, spare: &mut SpareMsgs) {
+        if let MsgRef::One(mut b) = self {
+            if spare.len() < SPARE_MSGS {
+                b.payload = Vec::new();
+                spare.push(b);
+            }
+        }
+    }
+}
+
+/// A piece of a message that fits one datagram.
+#[derive(Debug)]
+pub struct Fragment {
+    pub msg: MsgRef,
+    pub off: u32,
+    pub len: u32,
+}
+
+/// Queues `msg` as fragments of at most `cap` bytes (one, empty, for an
+/// empty message).
+pub fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cap: usize) {
+    let len = msg.payload.len();
+    if len <= cap {
+        q.push_back(Fragment {
+            msg,
+            off: 0,
+            len: len as u32,
+        });
+        return;
+    }
+    let shared = match msg {
+        MsgRef::Shared(a) => a,
+        MsgRef::One(b) => Arc::new(*b),
+    };
+    let mut off = 0usize;
+    while len - off > cap {
+        q.push_back(Fragment {
+            msg: MsgRef::Shared(shared.clone()),
+            off: off as u32,
+            len: cap as u32,
+        });
+        off += cap;
+    }
+    q.push_back(Fragment {
+        msg: MsgRef::Shared(shared),
+        off: off as u32,
+        len: (len - off) as u32,
+    });
+}

@@ -1,0 +1,143 @@
+//! Unit tests of the send channel's bookkeeping.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::wire::{Category, MsgKind, MsgMeta};
+
+fn msg(id: MsgId) -> Arc<OutMsg> {
+    Arc::new(OutMsg {
+        id,
+        meta: MsgMeta::new(MsgKind::User, Category::Short, 0, &[]),
+        payload: vec![0; 10],
+    })
+}
+
+fn in_flight(seq: u32, m: &Arc<OutMsg>) -> InFlight {
+    InFlight {
+        seq,
+        frag: Fragment {
+            msg: MsgRef::Shared(m.clone()),
+            off: 0,
+            len: 10,
+        },
+        first_sent: Instant(seq as u64),
+        last_sent: Instant(seq as u64),
+        deadline: Instant(1000),
+        retries: 0,
+        nacks: 0,
+        sacked: false,
+        resend: false,
+        reorder_timer: false,
+    }
+}
+
+#[test]
+fn seq_diff_is_signed_across_the_wrap() {
+    assert_eq!(seq_diff(1, u32::MAX), 2);
+    assert_eq!(seq_diff(u32::MAX, 1), -2);
+    assert_eq!(seq_diff(5, 5), 0);
+    assert_eq!(seq_diff(0x8000_0000, 0), i32::MIN);
+}
+
+/// A channel whose sequence numbers run over `u32::MAX`.
+fn wrapping_channel() -> SendChannel {
+    let m = msg(1);
+    let mut ch = SendChannel {
+        next_seq: 3,
+        ..Default::default()
+    };
+    for seq in [u32::MAX - 2, u32::MAX - 1, u32::MAX, 0, 1, 2] {
+        ch.in_flight.push_back(in_flight(seq, &m));
+    }
+    ch
+}
+
+#[test]
+fn cumulative_ack_across_the_wrap() {
+    let mut ch = wrapping_channel();
+    let mut spare = Vec::new();
+    assert!(!ch.acks_any(u32::MAX - 2));
+    let none = ch.ack_cumulative(u32::MAX - 2, &mut spare);
+    assert_eq!(none.count, 0, "acks nothing");
+    assert!(ch.acks_any(u32::MAX));
+    let done = ch.ack_cumulative(u32::MAX, &mut spare);
+    assert_eq!(done.count, 2);
+    // the newest packet acknowledged times the round trip
+    assert_eq!(done.sample_from, Some(Instant((u32::MAX - 1) as u64)));
+    assert_eq!(ch.in_flight.front().unwrap().seq, u32::MAX);
+    ch.in_flight[1].retries = 1; // seq 0: resent, no sample from it
+    let done = ch.ack_cumulative(2, &mut spare);
+    assert_eq!(done.count, 3);
+    assert_eq!(done.sample_from, Some(Instant(1)));
+    assert_eq!(ch.in_flight.front().unwrap().seq, 2);
+    assert!(spare.is_empty(), "the message is still in flight");
+    assert_eq!(ch.ack_cumulative(3, &mut spare).count, 1);
+    assert!(ch.is_idle());
+    assert!(
+        spare.is_empty(),
+        "a shared message's allocation is not kept"
+    );
+    // A one-fragment message's box is kept for the next one.
+    let mut p = in_flight(3, &msg(2));
+    let one = OutMsg {
+        id: 7,
+        meta: p.frag.msg.meta,
+        payload: vec![5; 10],
+    };
+    p.frag.msg = MsgRef::one(one, &mut spare);
+    ch.in_flight.push_back(p);
+    assert_eq!(ch.ack_cumulative(4, &mut spare).count, 1);
+    assert_eq!(spare.len(), 1);
+    assert!(spare[0].payload.is_empty(), "its payload is freed");
+    let meta = spare[0].meta;
+    let m = MsgRef::one(
+        OutMsg {
+            id: 9,
+            meta,
+            payload: vec![1, 2],
+        },
+        &mut spare,
+    );
+    assert!(spare.is_empty(), "reused");
+    assert_eq!((m.id, &m.payload[..]), (9, &[1u8, 2][..]));
+}
+
+#[test]
+fn selective_ack_marks_exactly_the_bits_across_the_wrap() {
+    let mut ch = wrapping_channel();
+    ch.in_flight[4].resend = true;
+    // next = MAX-2 missing; bit 0 = MAX-1, bit 2 = 0, bit 3 = 1, bit 9: not in flight
+    let r = ch.ack_selective(u32::MAX - 2, 0b10_0000_1101);
+    assert_eq!(r.highest, Some(1));
+    assert!(r.newly_sacked);
+    let sacked: Vec<bool> = ch.in_flight.iter().map(|p| p.sacked).collect();
+    assert_eq!(sacked, [false, true, false, true, true, false]);
+    assert!(!ch.in_flight[4].resend, "a SACKed packet is not resent");
+    let r = ch.ack_selective(u32::MAX - 2, 0);
+    assert_eq!((r.highest, r.newly_sacked), (None, false));
+    let r = ch.ack_selective(u32::MAX - 2, 0b1101);
+    assert_eq!((r.highest, r.newly_sacked), (Some(1), false), "nothing new");
+}
+
+#[test]
+fn drain_unfinished_gives_each_message_once_in_order() {
+    let (a, b, c) = (msg(1), msg(2), msg(3));
+    let mut ch = SendChannel::default();
+    ch.in_flight.push_back(in_flight(0, &a));
+    ch.in_flight.push_back(in_flight(1, &a));
+    ch.in_flight.push_back(in_flight(2, &b));
+    for m in [&b, &c, &c] {
+        ch.pending.push_back(Fragment {
+            msg: MsgRef::Shared(m.clone()),
+            off: 0,
+            len: 10,
+        });
+    }
+    let ids: Vec<MsgId> = ch.drain_unfinished().iter().map(|m| m.id).collect();
+    assert_eq!(ids, [1, 2, 3]);
+    assert!(ch.is_idle());
+    ch.next_seq = 77;
+    ch.new_epoch();
+    assert_eq!((ch.epoch, ch.next_seq), (1, 0));
+}
