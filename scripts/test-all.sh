@@ -10,13 +10,16 @@
 #                      (apt-get update once first), rustup component add clippy rustfmt,
 #                      and pytest with pip when python/tests exists
 #   1. fmt             cargo fmt --check
-#   2. clippy          cargo clippy --all-targets -- -D warnings
-#   3. build           cargo build --release
-#   4. rust tests      cargo test --release; then the tests marked #[ignore = "needs ..."]
+#   2. clippy          cargo clippy --all-targets -- -D warnings, then
+#                      cargo clippy --lib -- -D warnings (the shipped library,
+#                      without the 'testing' feature: dead internals show up)
+#   3. rust tests      cargo test --release; then the tests marked #[ignore = "needs ..."]
 #                      that need something this machine may lack, each suite only when a
 #                      probe finds it: spmd_netns (scripts/netns.sh check: network
 #                      namespaces can be made), spmd_mpiexec and pmi (mpiexec runs), with
 #                      cargo test --release --test X -- --ignored; otherwise SKIPPED
+#   4. build           cargo build --release (the shipped library, without the testing
+#                      feature, which the C, header, legacy and install steps then use)
 #   5. headers         python3 c-tests/check_headers.py --self-test, then
 #                      python3 c-tests/check_headers.py --lib target/release/libramp.so
 #                        --generated bindings/ramp_gen.h --cargo Cargo.toml
@@ -44,7 +47,7 @@ case "${1:-}" in
 esac
 
 # ---- bookkeeping -----------------------------------------------------------------------
-STEPS=(prerequisites fmt clippy build "rust tests" headers "C tests" "AMUDP headers" "legacy AMX ports" install "python tests")
+STEPS=(prerequisites fmt clippy "rust tests" build headers "C tests" "AMUDP headers" "legacy AMX ports" install "python tests")
 declare -A STATUS=() SECS=()
 T_START=""
 LOGDIR="$ROOT/target/test-all"
@@ -281,6 +284,15 @@ rust_tests() {
   done
 }
 
+# Every target with the 'testing' feature (tests, benches, examples turn it
+# on), then the shipped library alone, without it: there the compiler reports
+# internals that nothing but a test uses.
+clippy_all() {
+  cargo clippy --all-targets -- -D warnings || return 1
+  echo "\$ cargo clippy --lib -- -D warnings   # the shipped library, without the testing feature"
+  cargo clippy --lib -- -D warnings
+}
+
 headers() {
   python3 c-tests/check_headers.py --self-test || return 1
   python3 c-tests/check_headers.py --lib target/release/libramp.so \
@@ -290,9 +302,9 @@ headers() {
 
 step 0 prerequisites prerequisites
 step 1 fmt cargo fmt --check
-step 2 clippy cargo clippy --all-targets -- -D warnings
-step 3 build cargo build --release
-step 4 "rust tests" rust_tests
+step 2 clippy clippy_all
+step 3 "rust tests" rust_tests
+step 4 build cargo build --release
 step 5 headers headers
 step 6 "C tests" bash c-tests/run.sh
 step 7 "AMUDP headers" bash c-tests/amudp_compile.sh
