@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 
 use once_cell::sync::Lazy;
 
-use crate::am::MAX_NETWORK_DEPTH;
 pub use crate::fault::FaultConfig;
 use crate::proto::ProtoConfig;
 use crate::time::MICROS;
@@ -93,6 +92,10 @@ pub struct Var {
 
 // Names other code uses too (the local launcher sets these for its workers;
 // a check across variables names two of them).
+/// The largest network depth (credits per peer) AM_SetExpectedResources and
+/// `RAMP_NETWORK_DEPTH` accept (re-exported as `am::MAX_NETWORK_DEPTH`).
+pub const MAX_NETWORK_DEPTH: u32 = 1024;
+
 pub const INTERFACE: &str = "RAMP_INTERFACE";
 pub const SPMD_MASTER: &str = "RAMP_SPMD_MASTER";
 pub const SPMD_RANK: &str = "RAMP_SPMD_RANK";

@@ -58,7 +58,7 @@ use crate::fxhash::FxHashMap;
 pub const MAX_SHORT: usize = 16;
 pub const MAX_MEDIUM: usize = 65000;
 pub const MAX_LONG: usize = 1 << 20;
-pub const MAX_NETWORK_DEPTH: u32 = 1024;
+pub use crate::config::MAX_NETWORK_DEPTH;
 /// Live bundles at once.
 pub const MAX_BUNDLES: usize = 4096;
 
