@@ -289,4 +289,17 @@ if [ $PAIR_BUILT -eq 1 ]; then
     RAMP_FAULT_LOSS=0.05 RAMP_FAULT_DUP=0.02 RAMP_FAULT_REORDER=0.05 RAMP_FAULT_SEED=7
 fi
 
+# In-tree: a program linked against the build directory itself, as a developer
+# would before installing (build.rs puts libramp.so.0 beside libramp.so there).
+log="$TMP/in-tree.log"
+INTREE="$TMP/in-tree"
+mkdir -p "$INTREE"
+if cc -I"$ROOT/include" "$ROOT/examples/c/am_pair.c" -L"$ROOT/target/release" -lramp \
+      -o "$INTREE/am_pair" >"$log" 2>&1 &&
+   (cd "$INTREE" && LD_LIBRARY_PATH="$ROOT/target/release" timeout 120 ./am_pair) >>"$log" 2>&1; then
+  pass "in-tree: cc -Iinclude am_pair.c -Ltarget/release -lramp runs with LD_LIBRARY_PATH=target/release"
+else
+  fail "in-tree: cc -Iinclude am_pair.c -Ltarget/release -lramp runs with LD_LIBRARY_PATH=target/release" "$log"
+fi
+
 finish
