@@ -1,18 +1,21 @@
 //! The master of ramp's local launcher: starts the workers (fork/exec on
 //! this host, or through a wrapper command such as `ip netns exec`), serves
 //! their control connections (names, barriers, all-gathers, exit), routes
-//! their output to the terminal, and ends the job with the right code. A
-//! worker that dies takes the job down with a clear message.
+//! their output to the terminal (`output`), and ends the job with the right
+//! code. A worker that dies takes the job down with a clear message.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
-use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+mod output;
 
 use super::frame::{u32_at, write_frame, FrameReader, Kind};
 use crate::sys as os;
+use output::{OutputPipe, PipeSrc};
 
 /// Environment variables that make a process a worker of a local job
 /// (named, read and checked in `config`).
@@ -76,72 +79,6 @@ struct Worker {
     /// It sent Exit or Abort: its end is expected.
     said_exit: bool,
     status: Option<ExitStatus>,
-}
-
-enum PipeSrc {
-    Out(ChildStdout),
-    Err(ChildStderr),
-}
-
-struct OutputPipe {
-    rank: usize,
-    src: PipeSrc,
-    partial: Vec<u8>,
-}
-
-impl OutputPipe {
-    fn fd(&self) -> RawFd {
-        match &self.src {
-            PipeSrc::Out(p) => p.as_raw_fd(),
-            PipeSrc::Err(p) => p.as_raw_fd(),
-        }
-    }
-
-    fn is_err(&self) -> bool {
-        matches!(self.src, PipeSrc::Err(_))
-    }
-
-    /// Reads once; writes whole lines out. Returns false at end of file.
-    fn pump(&mut self, label: bool) -> bool {
-        let mut buf = [0u8; 16384];
-        let n = match &mut self.src {
-            PipeSrc::Out(p) => p.read(&mut buf),
-            PipeSrc::Err(p) => p.read(&mut buf),
-        };
-        let n = match n {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return true,
-            Err(_) => 0,
-        };
-        if n == 0 {
-            if !self.partial.is_empty() {
-                let rest = std::mem::take(&mut self.partial);
-                self.emit(&rest, label);
-            }
-            return false;
-        }
-        self.partial.extend_from_slice(&buf[..n]);
-        while let Some(i) = self.partial.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=i).collect();
-            self.emit(&line, label);
-        }
-        true
-    }
-
-    fn emit(&self, bytes: &[u8], label: bool) {
-        let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + 8);
-        if label {
-            out.extend_from_slice(format!("[{}] ", self.rank).as_bytes());
-        }
-        out.extend_from_slice(bytes);
-        if self.is_err() {
-            let _ = io::stderr().write_all(&out);
-        } else {
-            let mut so = io::stdout();
-            let _ = so.write_all(&out);
-            let _ = so.flush();
-        }
-    }
 }
 
 fn describe(status: &ExitStatus) -> String {
