@@ -301,3 +301,67 @@ impl Statistics {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Statistics;
+
+    /// `initial()` is the identity of `aggregate`, so the sum of the AM
+    /// layer's and the protocol's instances (disjoint fields) is exact,
+    /// minimums included.
+    #[test]
+    fn the_two_layers_sum_exactly() {
+        let mut am = Statistics::initial();
+        am.requests_sent[1] = 3;
+        am.record_latency(500);
+        am.record_latency(200);
+        am.corrupt_dropped = 1;
+        let mut proto = Statistics::initial();
+        proto.packets_sent = 9;
+        proto.record_rtt(70);
+        proto.corrupt_dropped = 2;
+        for x in [am, proto] {
+            let mut left = Statistics::initial();
+            left.aggregate(&x);
+            assert_eq!(left, x);
+            let mut right = x;
+            right.aggregate(&Statistics::initial());
+            assert_eq!(right, x);
+        }
+        let mut both = am;
+        both.aggregate(&proto);
+        assert_eq!(both.requests_sent, [0, 3, 0]);
+        assert_eq!(
+            (both.request_min_latency, both.request_max_latency),
+            (200, 500)
+        );
+        assert_eq!(
+            (both.request_sum_latency, both.request_latency_samples),
+            (700, 2)
+        );
+        assert_eq!(
+            (both.rtt_min_ns, both.rtt_max_ns, both.rtt_samples),
+            (70, 70, 1)
+        );
+        assert_eq!((both.packets_sent, both.corrupt_dropped), (9, 3));
+    }
+
+    /// The layout of C's `ramp_stats_t`: 55 `uint64_t`, in order, no padding.
+    #[test]
+    fn layout_is_the_c_struct() {
+        assert_eq!(std::mem::size_of::<Statistics>(), 55 * 8);
+        assert_eq!(
+            std::mem::offset_of!(Statistics, returned_messages),
+            7 * 3 * 8
+        );
+        assert_eq!(
+            std::mem::offset_of!(Statistics, request_data_bytes_sent),
+            (21 + 6) * 8
+        );
+        assert_eq!(
+            std::mem::offset_of!(Statistics, total_bytes_sent),
+            (27 + 12) * 8
+        );
+        assert_eq!(std::mem::offset_of!(Statistics, rtt_samples), 54 * 8);
+    }
+}
