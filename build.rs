@@ -7,8 +7,9 @@
 //!    (`libramp.so.0 -> libramp.so`), so that a program linked in-tree with
 //!    `-Ltarget/release -lramp` finds it at run time with
 //!    `LD_LIBRARY_PATH=target/release`, as an installed one would;
-//! 4. regenerate bindings/ramp_gen.h with cbindgen from src/ffi, which a test
-//!    compares with the hand-curated include/ headers.
+//! 4. regenerate bindings/ramp_gen.h with cbindgen from src/ffi (and the
+//!    error codes and the statistics struct, which live below it), which a
+//!    test compares with the hand-curated include/ headers.
 
 use std::env;
 use std::fs;
@@ -27,6 +28,7 @@ fn main() {
         "include/ramp.h",
         "src/ffi",
         "src/error.rs",
+        "src/stats.rs",
         "cbindgen.toml",
     ] {
         println!("cargo:rerun-if-changed={p}");
@@ -63,7 +65,8 @@ fn main() {
 
     let config = cbindgen::Config::from_file(Path::new(&dir).join("cbindgen.toml"))
         .expect("cbindgen.toml is readable and valid");
-    // Only src/ffi and the error codes (src/error.rs) are parsed: the C ABI's
+    // Only src/ffi, the error codes (src/error.rs) and the statistics struct
+    // (src/stats.rs, C's `ramp_stats_t`) are parsed: the C ABI's
     // declarations, not every public constant of the crate.
     let mut builder = cbindgen::Builder::new();
     let mut ffi_files: Vec<_> = fs::read_dir(Path::new(&dir).join("src/ffi"))
@@ -72,6 +75,7 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|x| x == "rs"))
         .collect();
     ffi_files.push(Path::new(&dir).join("src/error.rs"));
+    ffi_files.push(Path::new(&dir).join("src/stats.rs"));
     ffi_files.sort();
     for f in ffi_files {
         builder = builder.with_src(f);

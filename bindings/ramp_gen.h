@@ -78,39 +78,125 @@ typedef uint8_t handler_t;
 typedef void (*am_handler_fn_t)(void);
 
 /**
- * Endpoint statistics; the first block is laid out as AMUDP's `amudp_stats_t`.
- * Latencies are in nanoseconds.
+ * Counters of one endpoint (or a sum of several). Arrays are indexed by
+ * category: short, medium, long (`ramp_category_t`). Latencies are in
+ * nanoseconds. The layout is C's `ramp_stats_t`, whose first block is
+ * AMUDP's `amudp_stats_t`: fields are neither reordered nor renamed but
+ * for C's PascalCase (`requests_sent` is `RequestsSent`).
  */
 typedef struct {
+  /**
+   * Requests sent (AM layer).
+   */
   uint64_t RequestsSent[3];
+  /**
+   * Replies sent (AM layer).
+   */
   uint64_t RepliesSent[3];
+  /**
+   * DATA packets of requests retransmitted (protocol).
+   */
   uint64_t RequestsRetransmitted[3];
+  /**
+   * DATA packets of replies retransmitted (protocol).
+   */
   uint64_t RepliesRetransmitted[3];
+  /**
+   * Replies whose request was no longer awaited (AM layer).
+   */
   uint64_t RepliesSquashed[3];
+  /**
+   * Requests received (AM layer).
+   */
   uint64_t RequestsReceived[3];
+  /**
+   * Replies received (AM layer).
+   */
   uint64_t RepliesReceived[3];
+  /**
+   * Messages returned to their sender (AM layer).
+   */
   uint64_t ReturnedMessages;
+  /**
+   * Request DATA packets that arrived ahead of a gap (protocol).
+   */
   uint64_t OutOfOrderRequests;
+  /**
+   * Reply DATA packets that arrived ahead of a gap (protocol).
+   */
   uint64_t OutOfOrderReplies;
+  /**
+   * Request latency, send to reply (AM layer).
+   */
   uint64_t RequestMinLatency;
   uint64_t RequestMaxLatency;
   uint64_t RequestSumLatency;
+  /**
+   * Payload bytes of requests sent (AM layer).
+   */
   uint64_t RequestDataBytesSent[3];
+  /**
+   * Payload bytes of replies sent (AM layer).
+   */
   uint64_t ReplyDataBytesSent[3];
+  /**
+   * Datagram bytes of request DATA packets, first transmissions (protocol).
+   */
   uint64_t RequestTotalBytesSent[3];
+  /**
+   * Datagram bytes of reply DATA packets, first transmissions (protocol).
+   */
   uint64_t ReplyTotalBytesSent[3];
+  /**
+   * Every datagram byte sent, control and retransmissions included
+   * (protocol).
+   */
   uint64_t TotalBytesSent;
+  /**
+   * Requests whose latency was sampled (AM layer).
+   */
   uint64_t RequestLatencySamples;
+  /**
+   * Datagrams sent (protocol).
+   */
   uint64_t PacketsSent;
+  /**
+   * Datagrams received (protocol).
+   */
   uint64_t PacketsReceived;
+  /**
+   * DATA packets retransmitted: the sum of `requests_retransmitted` and
+   * `replies_retransmitted` (protocol).
+   */
   uint64_t PacketsRetransmitted;
+  /**
+   * Acknowledgements sent and received (protocol).
+   */
   uint64_t AcksSent;
   uint64_t AcksReceived;
+  /**
+   * NACKs sent and received (protocol).
+   */
   uint64_t NacksSent;
   uint64_t NacksReceived;
+  /**
+   * DATA packets that arrived a second time and were dropped (protocol).
+   */
   uint64_t DuplicatesDropped;
+  /**
+   * Datagrams dropped for a bad length or checksum or a malformed field
+   * (protocol), and messages of a kind their channel does not carry (AM
+   * layer).
+   */
   uint64_t CorruptDropped;
+  /**
+   * Packets addressed to an earlier incarnation or epoch, dropped
+   * (protocol).
+   */
   uint64_t StaleDropped;
+  /**
+   * Packet round trip, DATA to its acknowledgement (protocol).
+   */
   uint64_t RttMinNs;
   uint64_t RttMaxNs;
   uint64_t RttSumNs;

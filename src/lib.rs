@@ -25,6 +25,7 @@ mod fxhash;
 mod net;
 mod rng;
 pub mod spmd;
+mod stats;
 #[allow(unsafe_code)]
 mod sys;
 

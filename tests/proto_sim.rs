@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use std::collections::{HashMap, HashSet};
 
+use ramp::am::Statistics;
 use ramp::proto::{Event, FailReason, MsgId, ProtoConfig, Protocol, MAX_MESSAGE};
 use ramp::sim::{lan, FaultConfig, SimNet};
 use ramp::time::{Instant, Nanos, MICROS, MILLIS};
@@ -176,12 +177,20 @@ fn all_to_all_plan(
     plan
 }
 
-fn sum_stats(net: &mut SimNet, f: impl Fn(&ramp::proto::ProtoStats) -> u64) -> u64 {
+fn sum_stats(net: &mut SimNet, f: impl Fn(&Statistics) -> u64) -> u64 {
     (0..net.len() as u32).map(|i| f(net.node(i).stats())).sum()
 }
 
-fn retransmits(s: &ramp::proto::ProtoStats) -> u64 {
-    s.retransmits.iter().flatten().sum()
+/// DATA packets retransmitted, summed over channels and categories (which
+/// `packets_retransmitted` also counts).
+fn retransmits(s: &Statistics) -> u64 {
+    let sum: u64 = s
+        .requests_retransmitted
+        .iter()
+        .chain(&s.replies_retransmitted)
+        .sum();
+    assert_eq!(s.packets_retransmitted, sum);
+    sum
 }
 
 /// Asserts the network goes idle and no node keeps a timer.
@@ -261,9 +270,11 @@ fn exactly_once_in_order_under_faults_20_seeds() {
         run_plan(&mut net, &plan, 24, &[0, 1, 2, 3], 600 * SECOND);
         assert!(net.stats.lost > 0 && net.stats.duplicated > 0 && net.stats.corrupted > 0);
         assert!(net.stats.reordered > 0);
-        dups += sum_stats(&mut net, |s| s.duplicates);
-        corrupt += sum_stats(&mut net, |s| s.corrupt);
-        ooo += sum_stats(&mut net, |s| s.out_of_order.iter().sum());
+        dups += sum_stats(&mut net, |s| s.duplicates_dropped);
+        corrupt += sum_stats(&mut net, |s| s.corrupt_dropped);
+        ooo += sum_stats(&mut net, |s| {
+            s.out_of_order_requests + s.out_of_order_replies
+        });
         rexmit += sum_stats(&mut net, retransmits);
         assert_goes_idle(&mut net, 10 * SECOND);
     }
@@ -414,14 +425,14 @@ fn nack_go_back_n_with_a_slow_receiver() {
         Duration::from_secs(180),
     );
     let (mut net, _, polls) = slow_receiver(lan(), 4, 60, 5 * MILLIS, usize::MAX);
-    let s1 = net.node(1).stats().clone();
-    let s0 = net.node(0).stats().clone();
+    let s1 = *net.node(1).stats();
+    let s0 = *net.node(0).stats();
     assert!(s1.nacks_sent > 0, "receiver never refused");
     assert!(s0.nacks_received > 0 && s0.nacks_received <= s1.nacks_sent);
     // go-back-N resends what was refused
-    assert!(s0.retransmits[CHANNEL_REQUEST as usize].iter().sum::<u64>() > 0);
+    assert!(s0.requests_retransmitted.iter().sum::<u64>() > 0);
     // the reply channel is never refused, so it never goes back
-    assert_eq!(s0.retransmits[CHANNEL_REPLY as usize], [0; 3]);
+    assert_eq!(s0.replies_retransmitted, [0; 3]);
     // the buffer is respected at every poll
     assert!(polls.iter().all(|&(rq, _)| rq <= 4), "{polls:?}");
     // One congested channel never blocks another: every message of the reply
@@ -675,7 +686,7 @@ fn unreachable_after_the_retry_limit_exactly_on_time() {
     // 10 + 20 + 40 + 80 + 100 (capped) + 100 ms: the sixth timeout gives up
     assert_eq!(net.now().since(t0), 350 * MILLIS);
     assert_eq!(failures(&ledger), vec![(id, FailReason::PeerUnreachable)]);
-    assert_eq!(net.node(0).stats().retransmits[0][1], 5);
+    assert_eq!(net.node(0).stats().requests_retransmitted[1], 5);
     assert_goes_idle(&mut net, SECOND);
 }
 
@@ -810,15 +821,15 @@ fn retransmits_and_rtt_under_loss() {
         600 * SECOND,
     );
     for i in 0..2 {
-        let s = net.node(i).stats().clone();
+        let s = *net.node(i).stats();
         assert!(
             retransmits(&s) > 0,
             "node {i}: no retransmission at 20% loss"
         );
         assert!(s.rtt_samples > 0);
         // a round trip is at least two one-way delays
-        assert!(s.rtt_min >= 40 * MICROS, "rtt_min {}", s.rtt_min);
-        assert!(s.rtt_min <= s.rtt_max && s.rtt_sum >= s.rtt_min * s.rtt_samples);
+        assert!(s.rtt_min_ns >= 40 * MICROS, "rtt_min {}", s.rtt_min_ns);
+        assert!(s.rtt_min_ns <= s.rtt_max_ns && s.rtt_sum_ns >= s.rtt_min_ns * s.rtt_samples);
         assert!(s.acks_received > 0 && s.acks_sent > 0);
     }
 }
@@ -842,18 +853,23 @@ fn clean_network_never_retransmits() {
         60 * SECOND,
     );
     for i in 0..4 {
-        let s = net.node(i).stats().clone();
+        let s = *net.node(i).stats();
         assert_eq!(retransmits(&s), 0, "node {i}");
         assert_eq!(
-            (s.duplicates, s.corrupt, s.stale, s.nacks_sent),
+            (
+                s.duplicates_dropped,
+                s.corrupt_dropped,
+                s.stale_dropped,
+                s.nacks_sent
+            ),
             (0, 0, 0, 0)
         );
-        assert!(s.rtt_samples > 0 && s.rtt_min >= 40 * MICROS);
+        assert!(s.rtt_samples > 0 && s.rtt_min_ns >= 40 * MICROS);
         // every RTT sample stays within delay + jitter + the delayed-ACK time
         assert!(
-            s.rtt_max <= 2 * 40 * MICROS + 200 * MICROS + 100 * MICROS,
+            s.rtt_max_ns <= 2 * 40 * MICROS + 200 * MICROS + 100 * MICROS,
             "{}",
-            s.rtt_max
+            s.rtt_max_ns
         );
     }
 }
@@ -879,7 +895,11 @@ fn jitter_alone_causes_almost_no_retransmission() {
         let plan = all_to_all_plan(4, 50, |_| 100);
         let ledger = run_plan(&mut net, &plan, plan.len(), &[0, 1, 2, 3], 60 * SECOND);
         assert_eq!(ledger.delivered, 4 * 3 * 2 * 50);
-        assert!(sum_stats(&mut net, |s| s.out_of_order.iter().sum()) > 100);
+        assert!(
+            sum_stats(&mut net, |s| s.out_of_order_requests
+                + s.out_of_order_replies)
+                > 100
+        );
         data += ledger.delivered;
         rexmit += sum_stats(&mut net, retransmits);
     }
@@ -1056,8 +1076,8 @@ fn corrupt_and_truncated_datagrams_are_counted_and_change_nothing() {
     for b in &bad {
         duo.feed(1, b);
     }
-    let s = duo.p[1].stats().clone();
-    assert_eq!(s.corrupt, bad.len() as u64);
+    let s = *duo.p[1].stats();
+    assert_eq!(s.corrupt_dropped, bad.len() as u64);
     assert_eq!(s.packets_received, bad.len() as u64);
     assert_eq!(
         duo.p[1].peer_count(),
@@ -1072,7 +1092,7 @@ fn corrupt_and_truncated_datagrams_are_counted_and_change_nothing() {
     let mut ledger = Ledger::default();
     duo.drain(1, &mut ledger);
     assert_eq!(ledger.delivered, 1);
-    assert_eq!(duo.p[1].stats().duplicates, 1);
+    assert_eq!(duo.p[1].stats().duplicates_dropped, 1);
 }
 
 #[test]
@@ -1094,8 +1114,8 @@ fn wrong_destination_id_is_stale() {
     wire::encode_ack(&mut a, &Common { channel: 0, ..c }, 0);
     duo.feed(1, &d);
     duo.feed(1, &a);
-    let s = duo.p[1].stats().clone();
-    assert_eq!((s.stale, s.corrupt), (2, 0));
+    let s = *duo.p[1].stats();
+    assert_eq!((s.stale_dropped, s.corrupt_dropped), (2, 0));
     assert!(!duo.p[1].has_events());
     assert_eq!(duo.p[1].peer_count(), 0, "no state for a stale datagram");
     // The DATA (not the ACK) is answered: an ACK of nothing that tells the
@@ -1192,7 +1212,7 @@ fn restart(speaks: bool) {
     assert_eq!(l0.failed.len(), old.len(), "new messages failed");
     if !speaks {
         // it learnt of the restart from the new process's answer to them
-        assert!(net.node(1).stats().stale > 0);
+        assert!(net.node(1).stats().stale_dropped > 0);
     }
     assert_goes_idle(&mut net, SECOND);
 }
@@ -1246,12 +1266,15 @@ fn late_datagram_from_an_old_incarnation_is_stale() {
     }
     // node 0 has an unfinished message to the new node 1 ...
     let id = duo.send(0, CHANNEL_REQUEST, 0, 8);
-    let stale_before = duo.p[0].stats().stale;
+    let stale_before = duo.p[0].stats().stale_dropped;
     // ... when the old datagram arrives
     for d in &late {
         duo.feed(0, d);
     }
-    assert_eq!(duo.p[0].stats().stale, stale_before + late.len() as u64);
+    assert_eq!(
+        duo.p[0].stats().stale_dropped,
+        stale_before + late.len() as u64
+    );
     let mut l0 = Ledger::default();
     duo.drain(0, &mut l0);
     assert!(l0.failed.is_empty(), "message {id} failed: {:?}", l0.failed);
@@ -1459,7 +1482,7 @@ fn message_over_the_limit_is_refused_not_lost() {
 struct Trace {
     net: ramp::sim::SimStats,
     deliveries: Vec<(u32, u32, u8, u32)>,
-    nodes: Vec<ramp::proto::ProtoStats>,
+    nodes: Vec<Statistics>,
     end: Instant,
 }
 
@@ -1475,7 +1498,7 @@ fn traced(seed: u64) -> Trace {
     Trace {
         net: net.stats.clone(),
         deliveries: ledger.trace,
-        nodes: (0..8).map(|i| net.node(i).stats().clone()).collect(),
+        nodes: (0..8).map(|i| *net.node(i).stats()).collect(),
         end: net.now(),
     }
 }
@@ -1728,6 +1751,13 @@ fn tail_loss_probe_resends_a_lost_last_packet_early() {
         took / MICROS,
         cfg.rto_min / MICROS
     );
-    assert_eq!(net.node(0).stats().retransmits[0].iter().sum::<u64>(), 1);
+    assert_eq!(
+        net.node(0)
+            .stats()
+            .requests_retransmitted
+            .iter()
+            .sum::<u64>(),
+        1
+    );
     assert_goes_idle(&mut net, SECOND);
 }

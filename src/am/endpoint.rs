@@ -18,7 +18,6 @@ use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 use super::handler::{HandlerFn, SegmentMemory};
 use super::name::EndpointName;
 use super::request::Outstanding;
-use super::stats::Statistics;
 use super::tables::{HandlerTable, TranslationTable};
 use super::MAX_NETWORK_DEPTH;
 use crate::config::Config;
@@ -27,6 +26,7 @@ use crate::fxhash::FxHashMap;
 use crate::net::{self, Transports};
 use crate::proto::Protocol;
 use crate::rng::Rng;
+use crate::stats::Statistics;
 use crate::time::Instant;
 
 /// Special tag values.
@@ -253,8 +253,8 @@ impl Endpoint {
 
     pub fn statistics(&self) -> Statistics {
         self.with(|s| {
-            let mut st = s.stats.clone();
-            st.merge_proto(s.proto.stats());
+            let mut st = s.stats;
+            st.aggregate(s.proto.stats());
             st
         })
     }

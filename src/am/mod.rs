@@ -15,7 +15,7 @@
 //! | `dispatch.rs` | AM_Poll: protocol events -> handler calls, automatic replies |
 //! | `returned.rs` | checks on arrival, refusals, handler 0 for returned messages |
 //! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
-//! | `tables.rs`, `name.rs`, `stats.rs` | translation/handler tables, names, counters |
+//! | `tables.rs`, `name.rs` | translation/handler tables, names |
 //! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
 mod bundle;
@@ -29,7 +29,6 @@ mod name;
 mod reply;
 mod request;
 mod returned;
-mod stats;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -40,6 +39,7 @@ use std::sync::Arc;
 use once_cell::sync::Lazy;
 use parking_lot::RwLock;
 
+pub use crate::stats::Statistics;
 pub use crate::wire::Category;
 pub use bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
 pub use endpoint::{Endpoint, TAG_ALL, TAG_NONE};
@@ -47,7 +47,6 @@ pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegme
 pub use message::Message;
 pub use name::EndpointName;
 pub use reply::reply;
-pub use stats::Statistics;
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use token::TokenId;
 

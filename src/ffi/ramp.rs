@@ -7,15 +7,17 @@ use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_void};
 
 use super::am2::with_token;
-use super::types::{en_t, ep_t, handler_t, ramp_category_t, ramp_stats_t, tag_t, INITIAL_STATS};
+use super::types::{en_t, ep_t, handler_t, ramp_category_t, tag_t};
 use super::{boundary, endpoint, guard, guard_or, need, out, report};
 use crate::am::{self, EndpointName, Message, Statistics};
 use crate::error::{code_name, Error, Result, ReturnStatus};
 use crate::wire::{Category, MAX_ARGS};
 
+// `Statistics` (src/stats.rs) is C's `ramp_stats_t`: cbindgen.toml renames it.
+
 /// All zero but the minimums: the identity of `ramp_AggregateStatistics`.
 #[no_mangle]
-pub static ramp_initial_stats: ramp_stats_t = INITIAL_STATS;
+pub static ramp_initial_stats: Statistics = Statistics::initial();
 
 fn category(c: c_int) -> Result<Category> {
     Category::from_u8(u8::try_from(c).map_err(|_| Error::BadArg("bad category"))?).ok_or(
@@ -264,11 +266,11 @@ pub extern "C" fn ramp_Version() -> *const c_char {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn ramp_GetEndpointStatistics(ep: ep_t, stats: *mut ramp_stats_t) -> c_int {
+pub unsafe extern "C" fn ramp_GetEndpointStatistics(ep: ep_t, stats: *mut Statistics) -> c_int {
     boundary("ramp_GetEndpointStatistics", || {
         let s = endpoint(ep)?.statistics();
         // SAFETY: `out` checks for NULL.
-        unsafe { out(stats, ramp_stats_t::from(&s)) }
+        unsafe { out(stats, s) }
     })
 }
 
@@ -282,18 +284,19 @@ pub extern "C" fn ramp_ResetEndpointStatistics(ep: ep_t) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn ramp_AggregateStatistics(
-    runningsum: *mut ramp_stats_t,
-    newvalues: *const ramp_stats_t,
+    runningsum: *mut Statistics,
+    newvalues: *const Statistics,
 ) -> c_int {
     boundary("ramp_AggregateStatistics", || {
         if runningsum.is_null() || newvalues.is_null() {
             return Err(Error::BadArg("NULL statistics pointer"));
         }
-        // SAFETY: both non-null and point to ramp_stats_t by contract.
-        let (sum, add) = unsafe { (&mut *runningsum, &*newvalues) };
-        let mut s = Statistics::from(&*sum);
-        s.aggregate(&Statistics::from(add));
-        *sum = ramp_stats_t::from(&s);
+        // SAFETY: both non-null and point to a ramp_stats_t by contract. The
+        // addend is copied first: the two may be the same struct.
+        unsafe {
+            let add = *newvalues;
+            (*runningsum).aggregate(&add);
+        }
         Ok(())
     })
 }
@@ -308,7 +311,7 @@ thread_local! {
 #[no_mangle]
 pub unsafe extern "C" fn ramp_DumpStatistics(
     fp: *mut c_void,
-    stats: *const ramp_stats_t,
+    stats: *const Statistics,
     globalAnalysis: c_int,
 ) -> *const c_char {
     guard("ramp_DumpStatistics", || {
@@ -320,7 +323,7 @@ pub unsafe extern "C" fn ramp_DumpStatistics(
             return std::ptr::null();
         }
         // SAFETY: non-null and points to a ramp_stats_t by contract.
-        let s = Statistics::from(unsafe { &*stats });
+        let s = unsafe { &*stats };
         let text = s.report(globalAnalysis != 0).replace('\0', " ");
         let c = CString::new(text).unwrap_or_default();
         let result = REPORT.with(|r| {

@@ -25,7 +25,7 @@ mod peer;
 mod recv;
 pub mod rtt;
 mod send;
-pub mod stats;
+mod stats;
 #[cfg(test)]
 mod tests;
 mod timer;
@@ -37,9 +37,9 @@ use std::sync::Arc;
 
 pub use config::{ProtoConfig, MAX_WINDOW};
 pub use event::{Event, FailReason, MsgId};
-pub use stats::ProtoStats;
 
 use crate::fxhash::FxHashMap;
+use crate::stats::Statistics;
 use crate::time::Instant;
 use crate::wire::{self, Common, MsgMeta, Packet, NUM_CHANNELS};
 use outbox::Outbox;
@@ -109,12 +109,13 @@ impl<A: PeerAddr> Protocol<A> {
         self.cfg.recv_depth = depth.max(1);
     }
 
-    pub fn stats(&self) -> &ProtoStats {
+    /// The protocol's counters: only its own fields of `Statistics` move.
+    pub fn stats(&self) -> &Statistics {
         &self.out.stats
     }
 
     pub fn reset_stats(&mut self) {
-        self.out.stats = ProtoStats::new();
+        self.out.stats = Statistics::initial();
     }
 
     /// Bytes of payload one datagram carries for a message with `nargs` arguments.
@@ -166,7 +167,7 @@ impl<A: PeerAddr> Protocol<A> {
     /// Counts a datagram the transport could not read whole.
     pub fn count_malformed(&mut self) {
         self.out.stats.packets_received += 1;
-        self.out.stats.corrupt += 1;
+        self.out.stats.corrupt_dropped += 1;
     }
 
     /// Takes one datagram received from `from`.
@@ -175,7 +176,7 @@ impl<A: PeerAddr> Protocol<A> {
         match wire::decode(dgram) {
             // By reference: the parsed packet (~170 bytes) is not copied.
             Ok(ref pkt) => self.handle_packet(now, from, pkt),
-            Err(_) => self.out.stats.corrupt += 1,
+            Err(_) => self.out.stats.corrupt_dropped += 1,
         }
     }
 
@@ -184,11 +185,11 @@ impl<A: PeerAddr> Protocol<A> {
         let known = self.find_peer(&from);
         if known.is_some_and(|s| self.peers[s].is_retired(c.src_id)) {
             // A late datagram of a process that has since restarted.
-            self.out.stats.stale += 1;
+            self.out.stats.stale_dropped += 1;
             return;
         }
         if c.dst_id != 0 && c.dst_id != self.local_id {
-            self.out.stats.stale += 1;
+            self.out.stats.stale_dropped += 1;
             if matches!(pkt, Packet::Data { .. }) {
                 self.answer_stale(from, known, c);
             }

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 
 use super::event::Event;
-use super::stats::ProtoStats;
+use crate::stats::Statistics;
 
 /// Datagrams and events on their way out, and the counters.
 pub(super) struct Outbox<A> {
@@ -15,7 +15,7 @@ pub(super) struct Outbox<A> {
     /// The destination and length of each datagram in `bytes`, in order.
     transmits: VecDeque<(A, u32)>,
     pub events: VecDeque<Event<A>>,
-    pub stats: ProtoStats,
+    pub stats: Statistics,
 }
 
 impl<A> Outbox<A> {
@@ -25,7 +25,7 @@ impl<A> Outbox<A> {
             head: 0,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
-            stats: ProtoStats::new(),
+            stats: Statistics::initial(),
         }
     }
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::event::Event;
 use super::outbox::Outbox;
 use super::send::seq_diff;
+use super::stats;
 use super::{MAX_MESSAGE, MAX_WINDOW};
 use crate::time::{Instant, Nanos};
 use crate::wire::{MsgMeta, CHANNEL_REQUEST};
@@ -134,21 +135,21 @@ impl RecvChannel {
         cx: &mut RecvCx<'_, A>,
     ) -> Option<bool> {
         if !self.accept_epoch(epoch) {
-            cx.out.stats.stale += 1;
+            cx.out.stats.stale_dropped += 1;
             return None;
         }
         let d = seq_diff(seq, self.next);
         if d < 0 || self.held.contains_key(&seq) {
-            cx.out.stats.duplicates += 1;
+            cx.out.stats.duplicates_dropped += 1;
             self.owe_ack(now, true);
             return None;
         }
         if d > MAX_WINDOW as i32 {
-            cx.out.stats.stale += 1;
+            cx.out.stats.stale_dropped += 1;
             return None;
         }
         if d > 0 {
-            cx.out.stats.out_of_order[cx.ch] += 1;
+            stats::count_out_of_order(&mut cx.out.stats, cx.ch);
             self.held.insert(
                 seq,
                 HeldPacket {
@@ -214,7 +215,7 @@ impl RecvChannel {
     fn accept_fragment<A: Copy>(&mut self, f: InFrag<'_>, cx: &mut RecvCx<'_, A>) -> bool {
         let stats = &mut cx.out.stats;
         if f.msg_len as usize > MAX_MESSAGE {
-            stats.corrupt += 1;
+            stats.corrupt_dropped += 1;
             self.reassembly = None;
             return false;
         }
@@ -226,7 +227,7 @@ impl RecvChannel {
         };
         if f.frag_off == 0 {
             if self.reassembly.take().is_some() {
-                stats.corrupt += 1;
+                stats.corrupt_dropped += 1;
             }
             if f.bytes.len() == f.msg_len as usize {
                 cx.out
@@ -254,7 +255,7 @@ impl RecvChannel {
                 false
             }
             _ => {
-                stats.corrupt += 1;
+                stats.corrupt_dropped += 1;
                 false
             }
         }

@@ -1,48 +1,32 @@
-//! Counters kept by the protocol core.
+//! What the protocol counts into its `Statistics` (the crate's one
+//! statistics type) beyond plain increments: the counters kept apart for the
+//! request and the reply channel.
 
-use crate::wire::NUM_CHANNELS;
+use crate::stats::Statistics;
+use crate::wire::{CHANNEL_REPLY, CHANNEL_REQUEST, NUM_CHANNELS};
 
-/// Packet-level counters of one protocol instance (one endpoint).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProtoStats {
-    pub packets_sent: u64,
-    pub packets_received: u64,
-    /// DATA packets retransmitted, by [channel][category].
-    pub retransmits: [[u64; 3]; NUM_CHANNELS],
-    /// Datagram bytes of DATA packets sent (first transmissions), by [channel][category].
-    pub data_bytes_on_wire: [[u64; 3]; NUM_CHANNELS],
-    /// Every datagram byte sent, control and retransmissions included.
-    pub total_bytes_sent: u64,
-    pub acks_sent: u64,
-    pub acks_received: u64,
-    pub nacks_sent: u64,
-    pub nacks_received: u64,
-    /// DATA packets that arrived a second time and were dropped.
-    pub duplicates: u64,
-    /// Datagrams dropped for a bad length or checksum, or a malformed field.
-    pub corrupt: u64,
-    /// Packets addressed to an earlier incarnation or epoch, dropped.
-    pub stale: u64,
-    /// DATA packets that arrived ahead of a gap, by channel.
-    pub out_of_order: [u64; NUM_CHANNELS],
-    pub rtt_min: u64,
-    pub rtt_max: u64,
-    pub rtt_sum: u64,
-    pub rtt_samples: u64,
+// The functions below index [request, reply] by channel.
+const _: () = assert!(NUM_CHANNELS == 2 && CHANNEL_REQUEST == 0 && CHANNEL_REPLY == 1);
+
+/// A DATA packet of category `cat` retransmitted on channel `ch`.
+#[inline]
+pub(super) fn count_retransmit(s: &mut Statistics, ch: usize, cat: usize) {
+    [&mut s.requests_retransmitted, &mut s.replies_retransmitted][ch][cat] += 1;
+    s.packets_retransmitted += 1;
 }
 
-impl ProtoStats {
-    pub fn new() -> ProtoStats {
-        ProtoStats {
-            rtt_min: u64::MAX,
-            ..Default::default()
-        }
-    }
+/// A DATA packet of category `cat` sent the first time on channel `ch`,
+/// `len` datagram bytes.
+#[inline]
+pub(super) fn count_data_sent(s: &mut Statistics, ch: usize, cat: usize, len: u64) {
+    [
+        &mut s.request_total_bytes_sent,
+        &mut s.reply_total_bytes_sent,
+    ][ch][cat] += len;
+}
 
-    pub fn rtt_sample(&mut self, ns: u64) {
-        self.rtt_min = self.rtt_min.min(ns);
-        self.rtt_max = self.rtt_max.max(ns);
-        self.rtt_sum += ns;
-        self.rtt_samples += 1;
-    }
+/// A DATA packet that arrived ahead of a gap on channel `ch`.
+#[inline]
+pub(super) fn count_out_of_order(s: &mut Statistics, ch: usize) {
+    *[&mut s.out_of_order_requests, &mut s.out_of_order_replies][ch] += 1;
 }

@@ -128,7 +128,7 @@ fn timer_queue_serves_due_peers_and_forgets_finished_ones() {
     assert_eq!(a.unfinished_to(&1), 0);
     // Peers 2 and 3 time out and are served once each, peer 1 not at all.
     a.handle_timeout(t0.plus(rto));
-    assert_eq!(a.out.stats.retransmits[0][0], 2);
+    assert_eq!(a.out.stats.requests_retransmitted[0], 2);
     let mut b = Vec::new();
     let sent: Vec<u32> = std::iter::from_fn(|| a.poll_transmit(&mut b)).collect();
     assert_eq!(sent, [2, 3], "served in slot order");
@@ -198,7 +198,7 @@ fn reordering_timer_resends_without_backoff() {
         feed(&mut n[0], t1.plus(40 * MICROS), 1, &a);
     }
     assert_eq!(out(&mut n[0]).len(), 1, "packet 0 resent on the SACK");
-    assert_eq!(n[0].out.stats.retransmits[0][0], 1);
+    assert_eq!(n[0].out.stats.requests_retransmitted[0], 1);
 }
 
 /// A NACK pauses the send channel on its own timer: the retransmission

@@ -13,7 +13,8 @@ pub use msg::{push_fragments, Fragment, MsgRef, OutMsg, SpareMsgs};
 use super::event::MsgId;
 use super::outbox::Outbox;
 use super::rtt::RttEstimator;
-use super::stats::ProtoStats;
+use super::stats;
+use crate::stats::Statistics;
 use crate::time::{Instant, Nanos};
 use crate::wire::{self, Common};
 
@@ -195,7 +196,7 @@ impl SendChannel {
             p.last_sent = now;
             p.deadline = now.plus(t.rto);
             let cat = p.frag.msg.meta.category.index();
-            out.stats.retransmits[ch][cat] += 1;
+            stats::count_retransmit(&mut out.stats, ch, cat);
             let start = encode_fragment(out, &t.header, p.seq, &p.frag);
             out.push(to, start);
             first_deadline.get_or_insert(p.deadline);
@@ -211,7 +212,7 @@ impl SendChannel {
             let start = encode_fragment(out, &t.header, seq, &frag);
             let cat = frag.msg.meta.category.index();
             let len = (out.bytes.len() - start) as u64;
-            out.stats.data_bytes_on_wire[ch][cat] += len;
+            stats::count_data_sent(&mut out.stats, ch, cat, len);
             out.push(to, start);
             // A burst takes time to leave and to be taken in at the other
             // end: each packet's timer allows for the bytes sent before it
@@ -260,7 +261,7 @@ impl SendChannel {
         now: Instant,
         ack: (u16, u32, u64),
         rtt: &mut RttEstimator,
-        stats: &mut ProtoStats,
+        stats: &mut Statistics,
         spare: &mut SpareMsgs,
     ) -> Option<AckOutcome> {
         let (epoch, next, sack) = ack;
@@ -281,7 +282,7 @@ impl SendChannel {
         next: u32,
         sack: u64,
         rtt: &mut RttEstimator,
-        stats: &mut ProtoStats,
+        stats: &mut Statistics,
         spare: &mut SpareMsgs,
     ) -> AckOutcome {
         // One round-trip sample per ACK, from the newest packet it acknowledges
@@ -295,7 +296,7 @@ impl SendChannel {
         if let Some(t) = sample_from {
             let r = now.since(t);
             rtt.sample(r);
-            stats.rtt_sample(r);
+            stats.record_rtt(r);
         }
         let mut reorder_at = None;
         if let Some(highest) = sacked.highest {

@@ -1,44 +1,87 @@
-//! Per-endpoint statistics: AM counters by category plus the protocol's
-//! packet counters, with aggregation and a printable report.
+//! Endpoint statistics: the one type that the protocol core (`proto`) and
+//! the AM layer (`am`) count into, that the C ABI hands out as `ramp_stats_t`
+//! (`include/ramp.h`; cbindgen reads this file too) and that the Python
+//! package reads with ctypes. Below `proto` and `am`: it uses nothing of the
+//! crate.
+//!
+//! Each endpoint keeps two instances, one per layer, and each layer counts
+//! only its own fields (see each field's doc); `Endpoint::statistics()` sums
+//! the two with `aggregate`, the same sum as over the endpoints of a job. The
+//! two sets are disjoint but for `corrupt_dropped`, which both layers count
+//! (summed); a field a layer never counts stays at its initial value, the
+//! identity of `aggregate` (0, or `u64::MAX` for the minimums).
 
 use std::fmt::Write;
 
-use crate::proto::ProtoStats;
-use crate::wire::{CHANNEL_REPLY, CHANNEL_REQUEST};
-
 /// Counters of one endpoint (or a sum of several). Arrays are indexed by
-/// category: short, medium, long. Latencies are in nanoseconds.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// category: short, medium, long (`ramp_category_t`). Latencies are in
+/// nanoseconds. The layout is C's `ramp_stats_t`, whose first block is
+/// AMUDP's `amudp_stats_t`: fields are neither reordered nor renamed but
+/// for C's PascalCase (`requests_sent` is `RequestsSent`).
+/// cbindgen:rename-all=PascalCase
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Statistics {
+    /// Requests sent (AM layer).
     pub requests_sent: [u64; 3],
+    /// Replies sent (AM layer).
     pub replies_sent: [u64; 3],
+    /// DATA packets of requests retransmitted (protocol).
     pub requests_retransmitted: [u64; 3],
+    /// DATA packets of replies retransmitted (protocol).
     pub replies_retransmitted: [u64; 3],
+    /// Replies whose request was no longer awaited (AM layer).
     pub replies_squashed: [u64; 3],
+    /// Requests received (AM layer).
     pub requests_received: [u64; 3],
+    /// Replies received (AM layer).
     pub replies_received: [u64; 3],
+    /// Messages returned to their sender (AM layer).
     pub returned_messages: u64,
+    /// Request DATA packets that arrived ahead of a gap (protocol).
     pub out_of_order_requests: u64,
+    /// Reply DATA packets that arrived ahead of a gap (protocol).
     pub out_of_order_replies: u64,
+    /// Request latency, send to reply (AM layer).
     pub request_min_latency: u64,
     pub request_max_latency: u64,
     pub request_sum_latency: u64,
+    /// Payload bytes of requests sent (AM layer).
     pub request_data_bytes_sent: [u64; 3],
+    /// Payload bytes of replies sent (AM layer).
     pub reply_data_bytes_sent: [u64; 3],
+    /// Datagram bytes of request DATA packets, first transmissions (protocol).
     pub request_total_bytes_sent: [u64; 3],
+    /// Datagram bytes of reply DATA packets, first transmissions (protocol).
     pub reply_total_bytes_sent: [u64; 3],
+    /// Every datagram byte sent, control and retransmissions included
+    /// (protocol).
     pub total_bytes_sent: u64,
+    /// Requests whose latency was sampled (AM layer).
     pub request_latency_samples: u64,
+    /// Datagrams sent (protocol).
     pub packets_sent: u64,
+    /// Datagrams received (protocol).
     pub packets_received: u64,
+    /// DATA packets retransmitted: the sum of `requests_retransmitted` and
+    /// `replies_retransmitted` (protocol).
     pub packets_retransmitted: u64,
+    /// Acknowledgements sent and received (protocol).
     pub acks_sent: u64,
     pub acks_received: u64,
+    /// NACKs sent and received (protocol).
     pub nacks_sent: u64,
     pub nacks_received: u64,
+    /// DATA packets that arrived a second time and were dropped (protocol).
     pub duplicates_dropped: u64,
+    /// Datagrams dropped for a bad length or checksum or a malformed field
+    /// (protocol), and messages of a kind their channel does not carry (AM
+    /// layer).
     pub corrupt_dropped: u64,
+    /// Packets addressed to an earlier incarnation or epoch, dropped
+    /// (protocol).
     pub stale_dropped: u64,
+    /// Packet round trip, DATA to its acknowledgement (protocol).
     pub rtt_min_ns: u64,
     pub rtt_max_ns: u64,
     pub rtt_sum_ns: u64,
@@ -59,7 +102,7 @@ fn add3(a: &mut [u64; 3], b: &[u64; 3]) {
 
 impl Statistics {
     /// The identity of aggregation: all zero, minimums at their largest.
-    pub fn initial() -> Statistics {
+    pub const fn initial() -> Statistics {
         Statistics {
             requests_sent: [0; 3],
             replies_sent: [0; 3],
@@ -97,6 +140,7 @@ impl Statistics {
         }
     }
 
+    /// One request's latency, from its send to its reply (AM layer).
     pub fn record_latency(&mut self, ns: u64) {
         self.request_min_latency = self.request_min_latency.min(ns);
         self.request_max_latency = self.request_max_latency.max(ns);
@@ -104,33 +148,13 @@ impl Statistics {
         self.request_latency_samples += 1;
     }
 
-    /// Adds the protocol's packet counters.
-    pub fn merge_proto(&mut self, p: &ProtoStats) {
-        let (rq, rp) = (CHANNEL_REQUEST as usize, CHANNEL_REPLY as usize);
-        add3(&mut self.requests_retransmitted, &p.retransmits[rq]);
-        add3(&mut self.replies_retransmitted, &p.retransmits[rp]);
-        add3(
-            &mut self.request_total_bytes_sent,
-            &p.data_bytes_on_wire[rq],
-        );
-        add3(&mut self.reply_total_bytes_sent, &p.data_bytes_on_wire[rp]);
-        self.total_bytes_sent += p.total_bytes_sent;
-        self.out_of_order_requests += p.out_of_order[rq];
-        self.out_of_order_replies += p.out_of_order[rp];
-        self.packets_sent += p.packets_sent;
-        self.packets_received += p.packets_received;
-        self.packets_retransmitted += p.retransmits.iter().flatten().sum::<u64>();
-        self.acks_sent += p.acks_sent;
-        self.acks_received += p.acks_received;
-        self.nacks_sent += p.nacks_sent;
-        self.nacks_received += p.nacks_received;
-        self.duplicates_dropped += p.duplicates;
-        self.corrupt_dropped += p.corrupt;
-        self.stale_dropped += p.stale;
-        self.rtt_min_ns = self.rtt_min_ns.min(p.rtt_min);
-        self.rtt_max_ns = self.rtt_max_ns.max(p.rtt_max);
-        self.rtt_sum_ns += p.rtt_sum;
-        self.rtt_samples += p.rtt_samples;
+    /// One packet round trip, from a DATA packet to its acknowledgement
+    /// (protocol).
+    pub fn record_rtt(&mut self, ns: u64) {
+        self.rtt_min_ns = self.rtt_min_ns.min(ns);
+        self.rtt_max_ns = self.rtt_max_ns.max(ns);
+        self.rtt_sum_ns += ns;
+        self.rtt_samples += 1;
     }
 
     /// Adds `o` into `self` (sums; min and max for the extremes).
@@ -275,5 +299,69 @@ impl Statistics {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Statistics;
+
+    /// `initial()` is the identity of `aggregate`, so the sum of the AM
+    /// layer's and the protocol's instances (disjoint fields) is exact,
+    /// minimums included.
+    #[test]
+    fn the_two_layers_sum_exactly() {
+        let mut am = Statistics::initial();
+        am.requests_sent[1] = 3;
+        am.record_latency(500);
+        am.record_latency(200);
+        am.corrupt_dropped = 1;
+        let mut proto = Statistics::initial();
+        proto.packets_sent = 9;
+        proto.record_rtt(70);
+        proto.corrupt_dropped = 2;
+        for x in [am, proto] {
+            let mut left = Statistics::initial();
+            left.aggregate(&x);
+            assert_eq!(left, x);
+            let mut right = x;
+            right.aggregate(&Statistics::initial());
+            assert_eq!(right, x);
+        }
+        let mut both = am;
+        both.aggregate(&proto);
+        assert_eq!(both.requests_sent, [0, 3, 0]);
+        assert_eq!(
+            (both.request_min_latency, both.request_max_latency),
+            (200, 500)
+        );
+        assert_eq!(
+            (both.request_sum_latency, both.request_latency_samples),
+            (700, 2)
+        );
+        assert_eq!(
+            (both.rtt_min_ns, both.rtt_max_ns, both.rtt_samples),
+            (70, 70, 1)
+        );
+        assert_eq!((both.packets_sent, both.corrupt_dropped), (9, 3));
+    }
+
+    /// The layout of C's `ramp_stats_t`: 55 `uint64_t`, in order, no padding.
+    #[test]
+    fn layout_is_the_c_struct() {
+        assert_eq!(std::mem::size_of::<Statistics>(), 55 * 8);
+        assert_eq!(
+            std::mem::offset_of!(Statistics, returned_messages),
+            7 * 3 * 8
+        );
+        assert_eq!(
+            std::mem::offset_of!(Statistics, request_data_bytes_sent),
+            (21 + 6) * 8
+        );
+        assert_eq!(
+            std::mem::offset_of!(Statistics, total_bytes_sent),
+            (27 + 12) * 8
+        );
+        assert_eq!(std::mem::offset_of!(Statistics, rtt_samples), 54 * 8);
     }
 }
