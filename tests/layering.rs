@@ -17,11 +17,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("rng", &[]),
     ("fxhash", &[]),
     ("error", &[]),
+    ("stats", &[]),
     ("time", &["sys"]),
     ("wire", &[]),
     ("fault", &["rng", "time"]),
     // the sans-IO protocol core: no socket, no clock, no AM notion
-    ("proto", &["wire", "time", "rng", "fxhash"]),
+    ("proto", &["wire", "time", "rng", "fxhash", "stats"]),
     // configuration: read once, handed down
     ("config", &["proto", "fault", "time", "error"]),
     // transports
@@ -34,6 +35,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "am",
         &[
             "proto", "net", "wire", "time", "config", "error", "fxhash", "rng", "sys", "fault",
+            "stats",
         ],
     ),
     // job start-up, over the AM layer
@@ -44,12 +46,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     // the simulator: a test tool over the protocol core
-    ("sim", &["proto", "wire", "time", "rng", "fault", "fxhash"]),
+    (
+        "sim",
+        &["proto", "wire", "time", "rng", "fault", "fxhash", "stats"],
+    ),
     // the C ABI: the top floor
     (
         "ffi",
         &[
             "am", "spmd", "config", "error", "wire", "time", "sys", "net", "proto", "fxhash",
+            "stats",
         ],
     ),
 ];
