@@ -26,6 +26,70 @@ pub struct Config {
     pub spmd: SpmdConfig,
     /// `RAMP_BENCH_SERVER_STATS`: the benchmark's server prints its statistics.
     pub bench_server_stats: bool,
+    /// `RAMP_AUTH`: whether packets carry a MAC of the job key.
+    pub auth: Auth,
+    /// `RAMP_JOB_KEY`: the job key from the environment (launchers set it
+    /// for their workers; under PMI it comes through the key-value space
+    /// instead, see [`set_job_key`]).
+    pub job_key: Option<JobKey>,
+}
+
+/// `RAMP_AUTH`: `auto` (default) authenticates packets when a job key is
+/// present; `on` refuses to open an endpoint without one; `off` never
+/// authenticates (CRC32C only, for trusted networks), even with a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Auth {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+/// A job key (the secret the packet MAC is derived from: `wire::mac`).
+/// Its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct JobKey(String);
+
+/// The fewest characters a job key may have.
+pub const MIN_JOB_KEY_LEN: usize = 16;
+
+impl JobKey {
+    /// Checks the length (at least [`MIN_JOB_KEY_LEN`] characters, no
+    /// surrounding blanks, no NUL: it travels in environments and PMI values).
+    pub fn new(key: &str) -> Result<JobKey, String> {
+        if key.chars().count() < MIN_JOB_KEY_LEN {
+            return Err(format!(
+                "expected a job key of at least {MIN_JOB_KEY_LEN} characters (ramp-run and the AMUDP master form make one: leave it unset)"
+            ));
+        }
+        if key.trim() != key || key.contains('\0') {
+            return Err("expected a job key without surrounding blanks or NUL".into());
+        }
+        Ok(JobKey(key.to_string()))
+    }
+
+    /// The key itself: for the KDF and for handing to workers, never for printing.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for JobKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "JobKey(<{} characters>)", self.0.chars().count())
+    }
+}
+
+/// The job key this process received at run time (from rank 0 through the
+/// PMI key-value space, set by `spmd::start_worker` before it opens its
+/// endpoint); it takes precedence over `RAMP_JOB_KEY`.
+static RUNTIME_JOB_KEY: parking_lot::Mutex<Option<JobKey>> = parking_lot::Mutex::new(None);
+
+/// Sets the process's job key (see `RUNTIME_JOB_KEY`); endpoints opened
+/// from now on use it. Refused like a bad `RAMP_JOB_KEY`.
+pub fn set_job_key(key: &str) -> Result<(), String> {
+    *RUNTIME_JOB_KEY.lock() = Some(JobKey::new(key)?);
+    Ok(())
 }
 
 /// What SPMD start-up reads from the environment (launchers' own variables,
@@ -76,6 +140,8 @@ impl Default for Config {
             verbose: false,
             spmd: SpmdConfig::default(),
             bench_server_stats: false,
+            auth: Auth::Auto,
+            job_key: None,
         }
     }
 }
@@ -102,6 +168,8 @@ pub const SPMD_RANK: &str = "RAMP_SPMD_RANK";
 pub const SPMD_SIZE: &str = "RAMP_SPMD_SIZE";
 pub const RTO_MIN_US: &str = "RAMP_RTO_MIN_US";
 pub const RTO_MAX_US: &str = "RAMP_RTO_MAX_US";
+pub const JOB_KEY: &str = "RAMP_JOB_KEY";
+pub const AUTH: &str = "RAMP_AUTH";
 
 const HOUR_US: u64 = 3_600_000_000;
 
@@ -302,6 +370,26 @@ pub const VARIABLES: &[Var] = &[
         meaning: "`ramp bench` server role: 1 prints the endpoint's statistics on stderr when it ends",
         set: |c, v| flag(v).map(|x| c.bench_server_stats = x),
     },
+    Var {
+        name: JOB_KEY,
+        aliases: &[],
+        meaning: "set by the launchers for their workers (ramp-run and the AMUDP master form: 64 random hex digits; under PMI rank 0 shares one): every packet carries a MAC of it; at least 16 characters; a value set by the user is passed through; never printed",
+        set: |c, v| JobKey::new(v).map(|k| c.job_key = Some(k)),
+    },
+    Var {
+        name: AUTH,
+        aliases: &[],
+        meaning: "auto (default): packets carry a MAC when a job key is present; on: refuse to open an endpoint without a job key; off: no MAC even with a key (CRC32C only, trusted networks)",
+        set: |c, v| {
+            c.auth = match v.trim().to_ascii_lowercase().as_str() {
+                "auto" | "" => Auth::Auto,
+                "on" | "1" => Auth::On,
+                "off" | "0" => Auth::Off,
+                _ => return Err("expected auto, on or off".into()),
+            };
+            Ok(())
+        },
+    },
 ];
 
 fn prob(v: &str) -> Result<f64, String> {
@@ -339,7 +427,13 @@ impl Config {
                 .find_map(|n| get(n).map(|v| (n, v)));
             if let Some((name, v)) = found {
                 if let Err(e) = (var.set)(&mut c, &v) {
-                    errs.push(format!("{name}={v:?}: {e}"));
+                    if name == JOB_KEY {
+                        // a secret, even a bad one, is not printed
+                        let n = v.chars().count();
+                        errs.push(format!("{name} (not shown, {n} characters): {e}"));
+                    } else {
+                        errs.push(format!("{name}={v:?}: {e}"));
+                    }
                 }
             }
         }
@@ -368,6 +462,25 @@ impl Config {
         } else {
             Err(errs)
         }
+    }
+
+    /// The job key packets are authenticated with, as `RAMP_AUTH` decides:
+    /// none when it is `off`; else the key set at run time ([`set_job_key`])
+    /// or `RAMP_JOB_KEY`; `on` without either is an error naming both.
+    pub fn mac_job_key(&self) -> Result<Option<JobKey>, String> {
+        if self.auth == Auth::Off {
+            return Ok(None);
+        }
+        let key = RUNTIME_JOB_KEY
+            .lock()
+            .clone()
+            .or_else(|| self.job_key.clone());
+        if key.is_none() && self.auth == Auth::On {
+            return Err(format!(
+                "{AUTH}=on but there is no job key: start the job with ramp-run, the AMUDP master form or a PMI launcher, or set {JOB_KEY}"
+            ));
+        }
+        Ok(key)
     }
 
     pub fn from_env() -> Result<Config, Vec<String>> {
@@ -432,6 +545,17 @@ mod tests {
     fn every_variable_names_itself_when_refused() {
         for var in VARIABLES {
             let r = cfg(&[(var.name, "not-a-value!")]);
+            if var.name == JOB_KEY {
+                // a secret: refused without being shown
+                let e = r.unwrap_err();
+                assert_eq!(e.len(), 1, "{e:?}");
+                assert!(
+                    e[0].starts_with("RAMP_JOB_KEY (not shown, 12 characters): expected ")
+                        && !e[0].contains("not-a-value!"),
+                    "{e:?}"
+                );
+                continue;
+            }
             if var.name == INTERFACE {
                 // any name may be an interface; choosing the address checks it
                 assert_eq!(r.unwrap().interface.as_deref(), Some("not-a-value!"));
@@ -509,5 +633,64 @@ mod tests {
         assert_eq!(e, vec!["RAMP_SPMD_RANK=4 is not below RAMP_SPMD_SIZE=4"]);
         let e = cfg(&[("RAMP_SPAWNFN", "LS"), ("RAMP_PMI", "3")]).unwrap_err();
         assert_eq!(e.len(), 2, "{e:?}");
+    }
+
+    #[test]
+    fn job_key_and_auth() {
+        let key = "0123456789abcdef";
+        // defaults: auto, no key, no MAC
+        let c = cfg(&[]).unwrap();
+        assert_eq!((c.auth, c.job_key.clone()), (Auth::Auto, None));
+        // the RUNTIME_JOB_KEY is process-wide: this is the only test that sets it
+        assert_eq!(c.mac_job_key(), Ok(None));
+        // auto with a key: MAC
+        let c = cfg(&[(JOB_KEY, key)]).unwrap();
+        assert_eq!(c.mac_job_key().unwrap().unwrap().expose(), key);
+        // off: no MAC even with a key
+        for off in ["off", "OFF", "0", " off "] {
+            let c = cfg(&[(JOB_KEY, key), (AUTH, off)]).unwrap();
+            assert_eq!(c.auth, Auth::Off);
+            assert_eq!(c.mac_job_key(), Ok(None));
+        }
+        // on without a key: refused when an endpoint asks, naming both variables
+        let c = cfg(&[(AUTH, "on")]).unwrap();
+        let e = c.mac_job_key().unwrap_err();
+        assert!(
+            e.contains("RAMP_AUTH=on") && e.contains("RAMP_JOB_KEY"),
+            "{e}"
+        );
+        assert_eq!(
+            cfg(&[(AUTH, "on"), (JOB_KEY, key)])
+                .unwrap()
+                .mac_job_key()
+                .unwrap()
+                .map(|k| k.expose().to_string()),
+            Some(key.to_string())
+        );
+        // short keys are refused, without being shown
+        let e = cfg(&[(JOB_KEY, "short-secret")]).unwrap_err();
+        assert_eq!(
+            e,
+            vec!["RAMP_JOB_KEY (not shown, 12 characters): expected a job key of at least 16 characters (ramp-run and the AMUDP master form make one: leave it unset)"]
+        );
+        assert!(cfg(&[(JOB_KEY, " 0123456789abcdef")]).is_err());
+        assert!(cfg(&[(JOB_KEY, "")]).is_err());
+        assert!(cfg(&[(AUTH, "maybe")]).unwrap_err()[0]
+            .starts_with("RAMP_AUTH=\"maybe\": expected auto"));
+        // never in Debug
+        let c = cfg(&[(JOB_KEY, key)]).unwrap();
+        assert!(!format!("{c:?}").contains(key));
+        // a key set at run time (PMI) wins over the environment's; off still wins
+        assert!(set_job_key("too short").is_err());
+        let runtime = "fedcba9876543210fedcba9876543210";
+        set_job_key(runtime).unwrap();
+        assert_eq!(c.mac_job_key().unwrap().unwrap().expose(), runtime);
+        assert_eq!(
+            cfg(&[]).unwrap().mac_job_key().unwrap().unwrap().expose(),
+            runtime
+        );
+        let off = cfg(&[(AUTH, "off")]).unwrap();
+        assert_eq!(off.mac_job_key(), Ok(None));
+        *RUNTIME_JOB_KEY.lock() = None;
     }
 }

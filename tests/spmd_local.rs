@@ -195,3 +195,73 @@ fn sixty_four_processes_ping_barrier_allgather() {
     );
     println!("{out}");
 }
+
+/// The fingerprints `job_key` printed, one per rank, after checking that
+/// every rank printed one and that the key was never on a command line.
+fn job_key_fingerprints(o: &Output, n: usize, in_environ: bool) -> Vec<String> {
+    let (out, err) = text(o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let mut fps = Vec::new();
+    for r in 0..n {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("rank {r} fingerprint ")))
+            .unwrap_or_else(|| panic!("rank {r} missing in\n{out}\n{err}"));
+        let w: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            w[4..],
+            [
+                "in-cmdline",
+                "false",
+                "in-environ",
+                if in_environ { "true" } else { "false" }
+            ],
+            "{line}"
+        );
+        fps.push(w[3].to_string());
+    }
+    fps
+}
+
+#[test]
+fn workers_get_one_random_job_key_in_their_environment() {
+    let _watchdog = common::watchdog(
+        "spmd_local::workers_get_one_random_job_key_in_their_environment",
+        Duration::from_secs(120),
+    );
+    let prog = example("job_key");
+    let p = prog.to_str().unwrap();
+    let job = |env: &[(&str, &str)]| {
+        let mut c = Command::new("timeout");
+        c.arg("120").arg(ramp_run()).args(["-n", "3", p]);
+        c.env_remove("RAMP_JOB_KEY").env_remove("RAMP_AUTH");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().expect("ramp-run starts")
+    };
+    // one key per job, the same on every rank, never on argv
+    let a = job_key_fingerprints(&job(&[]), 3, true);
+    let b = job_key_fingerprints(&job(&[]), 3, true);
+    assert!(a.iter().all(|f| f == &a[0]) && a[0] != "none", "{a:?}");
+    assert!(b.iter().all(|f| f == &b[0]), "{b:?}");
+    assert_ne!(a[0], b[0], "two jobs got the same key");
+    // a key set by the user is passed through
+    let key = "a-user-chosen-job-key";
+    let c = job_key_fingerprints(&job(&[("RAMP_JOB_KEY", key)]), 3, true);
+    let d = job_key_fingerprints(&job(&[("RAMP_JOB_KEY", key)]), 3, true);
+    assert!(c.iter().chain(&d).all(|f| f == &c[0]), "{c:?} {d:?}");
+    assert_ne!(c[0], a[0]);
+    // RAMP_AUTH=off: no key, no MAC
+    let off = job_key_fingerprints(&job(&[("RAMP_AUTH", "off")]), 3, false);
+    assert!(off.iter().all(|f| f == "none"), "{off:?}");
+    // a short key is refused by name, and not shown
+    let o = job(&[("RAMP_JOB_KEY", "tooshort")]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("RAMP_JOB_KEY (not shown, 8 characters): expected a job key of at least 16"),
+        "{err}"
+    );
+    assert!(!err.contains("tooshort"), "{err}");
+}

@@ -115,3 +115,44 @@ fn ping_barrier_allgather_with_16_processes() {
         "{out}"
     );
 }
+
+#[test]
+#[ignore = "needs mpiexec (MPICH); scripts/test-all.sh runs it when mpiexec is installed"]
+fn job_key_is_shared_through_pmi() {
+    let _watchdog = common::watchdog(
+        "spmd_mpiexec::job_key_is_shared_through_pmi",
+        Duration::from_secs(300),
+    );
+    need_mpiexec();
+    let prog = example("job_key");
+    let fingerprints = |o: &Output, n: usize| -> Vec<String> {
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (0..n)
+            .map(|r| {
+                let line = out
+                    .lines()
+                    .find(|l| l.starts_with(&format!("rank {r} fingerprint ")))
+                    .unwrap_or_else(|| panic!("rank {r} missing in\n{out}"));
+                // from the key-value space: neither on argv nor in the environment
+                assert!(
+                    line.ends_with("in-cmdline false in-environ false"),
+                    "{line}"
+                );
+                line.split_whitespace().nth(3).unwrap().to_string()
+            })
+            .collect()
+    };
+    let mut seen = Vec::new();
+    for pmi in ["1", "2"] {
+        for n in [1usize, 4] {
+            let f = fingerprints(&mpiexec(pmi, n, &prog, &[]), n);
+            assert!(
+                f.iter().all(|x| x == &f[0]) && f[0] != "none",
+                "PMI-{pmi} n={n}: {f:?}"
+            );
+            assert!(!seen.contains(&f[0]), "PMI-{pmi} n={n}: a key came back");
+            seen.push(f[0].clone());
+        }
+    }
+}

@@ -28,6 +28,7 @@ use crate::proto::Protocol;
 use crate::rng::Rng;
 use crate::stats::Statistics;
 use crate::time::Instant;
+use crate::wire::mac::MacKey;
 
 /// Special tag values.
 pub const TAG_NONE: u64 = 0;
@@ -68,6 +69,27 @@ pub struct Endpoint {
 
 pub(super) type Guard<'a> = ReentrantMutexGuard<'a, RefCell<EpState>>;
 
+/// The protocol's configuration, with the packet MAC key of the job key
+/// `RAMP_AUTH` chooses (`Config::mac_job_key`: `spmd` sets a key received
+/// under PMI before it opens its endpoint), unless the caller gave one.
+fn proto_config(cfg: &Config) -> crate::proto::ProtoConfig {
+    let mut p = cfg.proto.clone();
+    if p.mac.is_none() {
+        // `open` refused an endpoint whose key is required but missing
+        if let Ok(Some(k)) = cfg.mac_job_key() {
+            let key = MacKey::from_job_key(k.expose());
+            if cfg.verbose {
+                eprintln!(
+                    "ramp: packets carry a MAC (job key fingerprint {})",
+                    key.fingerprint()
+                );
+            }
+            p.mac = Some(key);
+        }
+    }
+    p
+}
+
 fn unique_id() -> u32 {
     let t = Instant::now().as_nanos()
         ^ std::time::SystemTime::now()
@@ -83,6 +105,12 @@ fn unique_id() -> u32 {
 impl Endpoint {
     /// Opens an endpoint on the configured transports.
     pub fn open(cfg: &Config, bundle: u64) -> Result<Arc<Endpoint>> {
+        if let Err(e) = cfg.mac_job_key() {
+            eprintln!("ramp: cannot open an endpoint: {e}");
+            return Err(Error::Resource(
+                "a job key is required (RAMP_AUTH=on) but missing",
+            ));
+        }
         let transports = net::open(cfg).map_err(|e| {
             eprintln!("ramp: cannot open an endpoint: {e}");
             Error::Resource("cannot open the endpoint's socket")
@@ -93,7 +121,7 @@ impl Endpoint {
     /// An endpoint on the given transports; its name is their address.
     pub(crate) fn over(cfg: &Config, bundle: u64, transports: Transports) -> Arc<Endpoint> {
         let addr = transports.local_addr();
-        let proto = Protocol::new(cfg.proto.clone(), unique_id());
+        let proto = Protocol::new(proto_config(cfg), unique_id());
         let st = EpState {
             proto,
             tx_buf: Vec::new(),

@@ -28,6 +28,9 @@ pub struct ProtoConfig {
     pub window: usize,
     /// Largest datagram produced.
     pub max_datagram: usize,
+    /// The job's packet MAC key (`RAMP_JOB_KEY`, `RAMP_AUTH`): when set,
+    /// every packet carries a MAC instead of the CRC32C (`wire::mac`).
+    pub mac: Option<crate::wire::mac::MacKey>,
 }
 
 impl Default for ProtoConfig {
@@ -43,6 +46,7 @@ impl Default for ProtoConfig {
             recv_depth: 1024,
             window: 64,
             max_datagram: 65507,
+            mac: None,
         }
     }
 }

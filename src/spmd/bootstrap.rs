@@ -35,6 +35,13 @@ pub trait Bootstrap: Send {
     fn take_kill(&mut self) -> Option<i32> {
         None
     }
+    /// Collective, before the endpoint opens: the job key when this
+    /// launcher shares it at run time (PMI: rank 0's, through the key-value
+    /// space); `None` when it comes in the environment (ramp's launcher) or
+    /// `RAMP_AUTH=off`.
+    fn share_job_key(&mut self, _progress: &mut Progress<'_>) -> io::Result<Option<String>> {
+        Ok(None)
+    }
     /// Network depth chosen by the launcher, if it chooses one.
     fn depth(&self) -> Option<u32> {
         None

@@ -174,6 +174,8 @@ impl Master {
         let job_id = ((std::process::id() as u64) << 32)
             ^ (crate::time::Instant::now().as_nanos() & 0xffff_ffff)
             | 1;
+        // out of band: in the workers' environment, never on their argv
+        let job_key = super::job_key_for_workers()?;
         let mut workers = Vec::new();
         let mut pipes = Vec::new();
         for rank in 0..spec.nproc {
@@ -189,6 +191,9 @@ impl Master {
                 .env(ENV_RANK, rank.to_string())
                 .env(ENV_SIZE, spec.nproc.to_string())
                 .stdin(Stdio::null());
+            if let Some(k) = &job_key {
+                cmd.env(crate::config::JOB_KEY, k);
+            }
             for (k, v) in &spec.extra_env {
                 cmd.env(k, v);
             }

@@ -5,6 +5,21 @@
 //! is a worker; started by ramp's local launcher (`ramp-run`, or the AMUDP
 //! master form `./prog N L`) it is a worker of that master; otherwise it is
 //! the master of the AMUDP form, which starts the workers and never returns.
+//!
+//! The job key (`RAMP_JOB_KEY`, the secret every packet's MAC is made with)
+//! reaches the workers out of band, never on a command line:
+//! - ramp's local launcher (`ramp-run`, the AMUDP master form) puts 32
+//!   bytes of /dev/urandom, as hex, in every worker's environment
+//!   ([`job_key_for_workers`]); a `RAMP_JOB_KEY` the user set is inherited
+//!   instead; `RAMP_AUTH=off` sends none.
+//! - Under PMI, [`start_worker`] asks the bootstrap
+//!   ([`Bootstrap::share_job_key`]) before it opens the endpoint: rank 0
+//!   puts its `RAMP_JOB_KEY` (or a new random key) in the job's key-value
+//!   space, all ranks get it after the fence, and each hands it to
+//!   `config::set_job_key`. (The key-value space is the launcher's: Hydra's
+//!   proxies carry it between hosts in the clear, like the rest of PMI.)
+//! - The endpoint reads the key when it builds its protocol configuration
+//!   (`Config::mac_job_key`: the key set at run time, else `RAMP_JOB_KEY`).
 
 mod bootstrap;
 mod frame;
@@ -132,8 +147,22 @@ pub fn start_worker(
     }
     am::init()?;
     let bundle = am::allocate_bundle(BundleMode::Seq)?;
-    let ep = am::allocate_endpoint(bundle.id)?;
     let (rank, size) = (boot.rank(), boot.size());
+    // the job key, where the launcher shares it at run time (PMI), before
+    // the endpoint is opened: it builds its protocol configuration with it
+    let key = boot
+        .share_job_key(&mut |fd| progress_on(&bundle, fd))
+        .map_err(|e| {
+            eprintln!("ramp: rank {rank}: sharing the job key failed: {e}");
+            Error::Resource("sharing the job key through the launcher failed")
+        })?;
+    if let Some(k) = key {
+        crate::config::set_job_key(&k).map_err(|e| {
+            eprintln!("ramp: rank {rank}: the job key from rank 0 is refused: {e}");
+            Error::Resource("the job key from rank 0 is refused")
+        })?;
+    }
+    let ep = am::allocate_endpoint(bundle.id)?;
     let net_pid = network_pid(boot.job_id());
     let names = boot
         .allgather(&ep.name().0, &mut |fd| progress_on(&bundle, fd))
@@ -168,6 +197,38 @@ pub fn start_worker(
         network_pid: net_pid,
     });
     Ok((bundle, ep, net_pid))
+}
+
+/// A new job key: 32 bytes of /dev/urandom as 64 hex digits.
+pub(crate) fn new_job_key() -> io::Result<String> {
+    use std::io::Read;
+    let mut b = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// The job key a launcher puts in its workers' environment: none when
+/// `RAMP_AUTH=off` or when the user set `RAMP_JOB_KEY` (the workers inherit
+/// it), else a new random one.
+pub(crate) fn job_key_for_workers() -> io::Result<Option<String>> {
+    let c = config()?;
+    if c.auth == crate::config::Auth::Off || c.job_key.is_some() {
+        return Ok(None);
+    }
+    new_job_key().map(Some)
+}
+
+/// The job key shared by rank 0 through a PMI key-value space (see the
+/// module doc): none when `RAMP_AUTH=off`.
+pub(crate) fn rank0_job_key() -> io::Result<Option<String>> {
+    let c = config()?;
+    if c.auth == crate::config::Auth::Off {
+        return Ok(None);
+    }
+    match &c.job_key {
+        Some(k) => Ok(Some(k.expose().to_string())),
+        None => new_job_key().map(Some),
+    }
 }
 
 /// The bundle and endpoint of the job.

@@ -29,8 +29,8 @@ use std::io;
 use super::bootstrap::{Bootstrap, Progress};
 use super::pmi2::Pmi2;
 use super::pmi_wire::{
-    bad_reply, connect_env, env_num, format_v1, hash64, idle, invalid, kvs_allgather, parse_v1,
-    Conn, Kvs, Msg, Stream, MAX_CHUNK_HEX,
+    bad_reply, connect_env, env_num, format_v1, hash64, idle, invalid, kvs_allgather,
+    kvs_share_job_key, parse_v1, Conn, Kvs, Msg, Stream, MAX_CHUNK_HEX,
 };
 
 /// Which PMI wire protocol the environment asks for: `None` when the
@@ -312,6 +312,11 @@ impl Bootstrap for Pmi1 {
         }
         let (rank, size) = (self.rank, self.size);
         kvs_allgather(self, seq, rank, size, data, progress)
+    }
+
+    fn share_job_key(&mut self, progress: &mut Progress<'_>) -> io::Result<Option<String>> {
+        let rank = self.rank;
+        kvs_share_job_key(self, rank, progress)
     }
 
     fn barrier(&mut self, progress: &mut Progress<'_>) -> io::Result<()> {

@@ -38,7 +38,8 @@ use std::io;
 use super::bootstrap::{Bootstrap, Progress};
 use super::pmi_wire::{
     bad_reply, connect_env, env_num, format_v1, format_v2, frame_v2, hash64, idle, invalid,
-    kvs_allgather, parse_v1, parse_v2, text_v2, Conn, Kvs, Msg, Stream, MAX_CHUNK_HEX,
+    kvs_allgather, kvs_share_job_key, parse_v1, parse_v2, text_v2, Conn, Kvs, Msg, Stream,
+    MAX_CHUNK_HEX,
 };
 
 /// The key the barrier asks for: never put, so the reply comes only once
@@ -239,6 +240,11 @@ impl Bootstrap for Pmi2 {
         }
         let (rank, size) = (self.rank, self.size);
         kvs_allgather(self, seq, rank, size, data, progress)
+    }
+
+    fn share_job_key(&mut self, progress: &mut Progress<'_>) -> io::Result<Option<String>> {
+        let rank = self.rank;
+        kvs_share_job_key(self, rank, progress)
     }
 
     fn barrier(&mut self, progress: &mut Progress<'_>) -> io::Result<()> {

@@ -5,6 +5,7 @@
 //! checksum once, then yields a parsed `Packet`; nothing panics on any input.
 
 mod codec;
+pub mod mac;
 mod message;
 
 pub use codec::{decode, encode_ack, encode_data, encode_nack, Common, Packet};

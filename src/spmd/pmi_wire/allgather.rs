@@ -76,3 +76,33 @@ pub(crate) fn kvs_allgather(
     }
     Ok(out)
 }
+
+/// The key under which rank 0 puts the job key.
+const JOB_KEY_KVS: &str = "ramp-job-key";
+
+/// Rank 0 puts its job key (`spmd::rank0_job_key`: its `RAMP_JOB_KEY` or
+/// a new random one; hex-encoded, so any characters survive the PMI-1
+/// format), all exchange, every rank gets rank 0's. Nothing (and no
+/// exchange) when `RAMP_AUTH=off`: the launcher gives every rank the same
+/// environment, so all ranks decide alike.
+pub(crate) fn kvs_share_job_key(
+    kvs: &mut dyn Kvs,
+    rank: usize,
+    progress: &mut Progress<'_>,
+) -> io::Result<Option<String>> {
+    let off = crate::config::global().is_ok_and(|c| c.auth == crate::config::Auth::Off);
+    if off {
+        return Ok(None);
+    }
+    if rank == 0 {
+        let k = crate::spmd::rank0_job_key()?
+            .ok_or_else(|| invalid("rank 0 has no job key to share".to_string()))?;
+        kvs.put(JOB_KEY_KVS, &hex(k.as_bytes()), progress)?;
+    }
+    kvs.exchange(progress)?;
+    let v = kvs.get(JOB_KEY_KVS, 0, progress)?;
+    unhex(v.trim())
+        .and_then(|b| String::from_utf8(b).ok())
+        .map(Some)
+        .ok_or_else(|| invalid("PMI: rank 0's job key is not hex".to_string()))
+}
