@@ -10,6 +10,7 @@ mod bootstrap;
 mod frame;
 mod local;
 pub(crate) mod master;
+mod notice;
 #[cfg(feature = "testing")]
 pub mod pmi1;
 #[cfg(not(feature = "testing"))]
@@ -69,7 +70,18 @@ fn config() -> io::Result<&'static crate::config::Config> {
 /// The PMI client when a PMI launcher (mpiexec, srun --mpi=pmi2) started
 /// this process.
 fn pmi_bootstrap() -> io::Result<Option<Box<dyn Bootstrap>>> {
-    pmi1::from_env()
+    let b = pmi1::from_env()?;
+    // Under srun the ranks tell each other of an exit with a code
+    // (notice.rs): Slurm's own abort ends the job by signals.
+    if under_slurm() {
+        return Ok(b.map(|b| Box::new(notice::Notifying::new(b)) as Box<dyn Bootstrap>));
+    }
+    Ok(b)
+}
+
+/// Whether srun started this process (a Slurm job step).
+fn under_slurm() -> bool {
+    std::env::var_os("SLURM_STEP_ID").is_some() && std::env::var_os("SLURM_JOB_ID").is_some()
 }
 
 /// The job this process belongs to, once started.
