@@ -19,7 +19,9 @@
 #                      namespaces can be made), spmd_mpiexec and pmi (mpiexec runs),
 #                      spmd_slurm (scripts/slurm.sh check: srun runs; step 0 brings up a
 #                      one-node Slurm with scripts/slurm.sh up, and the end of the run
-#                      takes it down), with cargo test --release --test X -- --ignored;
+#                      takes it down), spmd_openmpi (/usr/bin/mpirun.openmpi runs; step 0
+#                      installs openmpi-bin and keeps mpiexec pointing at MPICH's Hydra),
+#                      with cargo test --release --test X -- --ignored;
 #                      otherwise SKIPPED
 #   4. build           cargo build --release (the shipped library, without the testing
 #                      feature, which the C, header, legacy and install steps then use)
@@ -44,7 +46,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 2
 
 case "${1:-}" in
-  -h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   "") ;;
   *) echo "test-all.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
 esac
@@ -211,11 +213,19 @@ prerequisites() {
   command -v mpiexec >/dev/null 2>&1 || missing+=(mpich)
   # ip netns / veth: jobs whose workers sit in separate network namespaces
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  # Open MPI's mpirun (PMIx): installed under its own name, mpirun.openmpi
+  [ -x /usr/bin/mpirun.openmpi ] || missing+=(openmpi-bin)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "test-all: missing: ${missing[*]}"
     apt_install "${missing[@]}" || return 1
   else
-    echo "test-all: pkg-config, gcc, python3, pip, binutils, mpich, iproute2: present"
+    echo "test-all: pkg-config, gcc, python3, pip, binutils, mpich, iproute2, openmpi-bin: present"
+  fi
+  # Installing openmpi-bin points Debian's mpirun/mpiexec alternative at Open MPI;
+  # the mpiexec suites need MPICH's Hydra there.
+  if [ -x /usr/bin/mpirun.mpich ] && ! mpiexec --version 2>/dev/null | grep -q HYDRA; then
+    echo "test-all: update-alternatives --set mpirun /usr/bin/mpirun.mpich (mpiexec is MPICH's Hydra)"
+    as_root update-alternatives --set mpirun /usr/bin/mpirun.mpich || return 1
   fi
 
   if ! command -v cargo >/dev/null 2>&1; then
@@ -283,7 +293,12 @@ have_mpiexec() {
   timeout 30 mpiexec -n 1 true >/dev/null 2>&1 || { echo "'mpiexec -n 1 true' does not run" >&2; return 1; }
 }
 have_slurm() { bash scripts/slurm.sh check; }
-GATED=("spmd_netns have_netns" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec" "spmd_slurm have_slurm")
+have_openmpi() {
+  [ -x /usr/bin/mpirun.openmpi ] || { echo "Open MPI's mpirun is not installed (apt-get install openmpi-bin)" >&2; return 1; }
+  timeout 60 /usr/bin/mpirun.openmpi --allow-run-as-root --oversubscribe -n 1 true >/dev/null 2>&1 ||
+    { echo "'mpirun.openmpi -n 1 true' does not run" >&2; return 1; }
+}
+GATED=("spmd_netns have_netns" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec" "spmd_slurm have_slurm" "spmd_openmpi have_openmpi")
 
 rust_tests() {
   cargo test --release || return 1

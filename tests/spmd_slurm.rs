@@ -132,3 +132,47 @@ fn rank_killed_by_sigkill_ends_the_job() {
     );
     assert!(err.contains("task 1: Killed"), "{err}");
 }
+
+#[test]
+#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
+fn hello_under_srun_pmix() {
+    let _watchdog = common::watchdog(
+        "spmd_slurm::hello_under_srun_pmix",
+        Duration::from_secs(400),
+    );
+    need_slurm();
+    let hello = example("spmd_hello");
+    let hello = hello.to_str().unwrap();
+    for n in [1usize, 2, 4, 16] {
+        let o = srun("pmix", n, &[], &[hello]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "n={n}: {:?}\n{err}", o.status);
+        for r in 0..n {
+            assert!(
+                out.contains(&format!("rank {r} of {n}: all-gather and 10 barriers ok")),
+                "n={n}: rank {r} missing in\n{out}\n{err}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
+fn exit_code_is_srun_status_pmix() {
+    let _watchdog = common::watchdog(
+        "spmd_slurm::exit_code_is_srun_status_pmix",
+        Duration::from_secs(400),
+    );
+    need_slurm();
+    let hello = example("spmd_hello");
+    let hello = hello.to_str().unwrap();
+    for (n, extra) in [(1usize, &[][..]), (4, &[]), (4, &["-K"]), (16, &[])] {
+        let o = srun("pmix", n, extra, &[hello, "3"]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(3), "n={n} {extra:?}: {err}");
+        assert!(
+            !err.contains("Killed"),
+            "n={n} {extra:?}: a task was killed: {err}"
+        );
+    }
+}

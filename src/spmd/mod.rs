@@ -17,6 +17,7 @@ pub mod pmi1;
 mod pmi1;
 mod pmi2;
 mod pmi_wire;
+mod pmix;
 
 use std::io;
 use std::os::fd::RawFd;
@@ -70,7 +71,11 @@ fn config() -> io::Result<&'static crate::config::Config> {
 /// The PMI client when a PMI launcher (mpiexec, srun --mpi=pmi2) started
 /// this process.
 fn pmi_bootstrap() -> io::Result<Option<Box<dyn Bootstrap>>> {
-    let b = pmi1::from_env()?;
+    let b = if pmix::present() && std::env::var_os("PMI_FD").is_none() {
+        Some(Box::new(pmix::PmixBoot::connect()?) as Box<dyn Bootstrap>)
+    } else {
+        pmi1::from_env()?
+    };
     // Under srun the ranks tell each other of an exit with a code
     // (notice.rs): Slurm's own abort ends the job by signals.
     if under_slurm() {
