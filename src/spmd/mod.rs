@@ -7,6 +7,7 @@
 //! the master of the AMUDP form, which starts the workers and never returns.
 
 mod bootstrap;
+mod foreign;
 mod frame;
 mod local;
 pub(crate) mod master;
@@ -48,6 +49,7 @@ pub fn is_worker_env() -> bool {
     crate::config::global().is_ok_and(|c| c.spmd.master.is_some())
         || std::env::var_os("PMI_FD").is_some()
         || std::env::var_os("PMI_PORT").is_some()
+        || pmix::present()
 }
 
 /// Finds the role from the environment and connects to the launcher. A bad
@@ -59,6 +61,9 @@ pub fn detect_role() -> io::Result<Role> {
     }
     if let Some(w) = local::LocalWorker::from_env()? {
         return Ok(Role::Worker(Box::new(w)));
+    }
+    if let Some(why) = foreign::refusal() {
+        return Err(io::Error::new(io::ErrorKind::Unsupported, why));
     }
     Ok(Role::Master)
 }

@@ -37,7 +37,7 @@ impl PmixBoot {
     /// Loads the library and initialises; the error names the package to
     /// install when the library is missing.
     pub(super) fn connect() -> io::Result<PmixBoot> {
-        let lib = Pmix::open_and_init().map_err(|why| {
+        let lib = Pmix::open_and_init().map_err(|(loaded, why)| {
             let launcher = if std::env::var_os("SLURM_STEP_ID").is_some() {
                 "srun --mpi=pmix"
             } else if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
@@ -45,13 +45,19 @@ impl PmixBoot {
             } else {
                 "a PMIx launcher"
             };
+            let what = if loaded {
+                format!("joining its PMIx server failed: {why}")
+            } else {
+                format!(
+                    "the PMIx library cannot be loaded ({why}); install it (Debian/Ubuntu: \
+                     apt-get install libpmix2)"
+                )
+            };
             io::Error::new(
                 io::ErrorKind::NotFound,
                 format!(
-                    "ramp: started by {launcher} (PMIX_RANK/PMIX_NAMESPACE are set), but the \
-                     PMIx library cannot be used: {why}; install it (Debian/Ubuntu: apt-get \
-                     install libpmix2), or start the job with srun --mpi=pmi2, mpiexec \
-                     (MPICH) or ramp-run"
+                    "ramp: started by {launcher} (PMIX_RANK/PMIX_NAMESPACE are set), but \
+                     {what}; or start the job with srun --mpi=pmi2, mpiexec (MPICH) or ramp-run"
                 ),
             )
         })?;

@@ -115,9 +115,9 @@ fn sym(handle: *mut c_void, name: &str) -> Result<*mut c_void, String> {
 }
 
 impl Pmix {
-    /// Opens the library (Err with the reason when it is missing) and calls
-    /// `PMIx_Init`.
-    pub fn open_and_init() -> Result<Pmix, String> {
+    /// Opens the library and calls `PMIx_Init`. The error says whether the
+    /// library was loaded (true: it was, and initialising failed) and why.
+    pub fn open_and_init() -> Result<Pmix, (bool, String)> {
         let mut handle = std::ptr::null_mut();
         let mut why = String::new();
         for lib in LIBRARIES {
@@ -138,11 +138,11 @@ impl Pmix {
             }
         }
         if handle.is_null() {
-            return Err(why);
+            return Err((false, why));
         }
         macro_rules! load {
             ($name:literal, $t:ty) => {{
-                let p = sym(handle, $name)?;
+                let p = sym(handle, $name).map_err(|e| (false, e))?;
                 // SAFETY: the symbol is the PMIx function of that name,
                 // whose C prototype (pmix.h, PMIx 2..5) the field's type
                 // states; a function pointer has a data pointer's size.
@@ -168,7 +168,7 @@ impl Pmix {
         let rc = unsafe { (f.init)(&mut me, std::ptr::null_mut(), 0) };
         let p = Pmix { f, me };
         if rc != PMIX_SUCCESS {
-            return Err(format!("PMIx_Init failed: {}", p.error(rc)));
+            return Err((true, format!("PMIx_Init failed: {}", p.error(rc))));
         }
         Ok(p)
     }
