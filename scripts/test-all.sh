@@ -16,8 +16,13 @@
 #   3. rust tests      cargo test --release; then the tests marked #[ignore = "needs ..."]
 #                      that need something this machine may lack, each suite only when a
 #                      probe finds it: spmd_netns (scripts/netns.sh check: network
-#                      namespaces can be made), spmd_mpiexec and pmi (mpiexec runs), with
-#                      cargo test --release --test X -- --ignored; otherwise SKIPPED
+#                      namespaces can be made), spmd_mpiexec and pmi (mpiexec runs),
+#                      spmd_slurm (scripts/slurm.sh check: srun runs; step 0 brings up a
+#                      one-node Slurm with scripts/slurm.sh up, and the end of the run
+#                      takes it down), spmd_openmpi (/usr/bin/mpirun.openmpi runs; step 0
+#                      installs openmpi-bin and keeps mpiexec pointing at MPICH's Hydra),
+#                      with cargo test --release --test X -- --ignored;
+#                      otherwise SKIPPED
 #   4. build           cargo build --release (the shipped library, without the testing
 #                      feature, which the C, header, legacy and install steps then use)
 #   5. headers         python3 c-tests/check_headers.py --self-test, then
@@ -41,7 +46,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 2
 
 case "${1:-}" in
-  -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   "") ;;
   *) echo "test-all.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
 esac
@@ -57,6 +62,7 @@ mkdir -p "$LOGDIR" || exit 2
 SKIPS="$LOGDIR/skipped.txt"
 : >"$SKIPS"
 : >"$LOGDIR/pytest-skips.txt"
+rm -f "$LOGDIR/slurm-ours"
 N_PASSED=0 N_FAILED=0 N_SKIPPED=0
 
 # skip WHERE WHAT REASON: records a test that cannot run here.
@@ -156,7 +162,16 @@ step() {
   fi
 }
 
+# Takes down the Slurm that step 0 brought up (not one that ran already).
+slurm_down() {
+  if [ -e "$LOGDIR/slurm-ours" ]; then
+    rm -f "$LOGDIR/slurm-ours"
+    bash scripts/slurm.sh down >/dev/null 2>&1 || echo "test-all: scripts/slurm.sh down failed" >&2
+  fi
+}
+
 stop() { # stop STEP MESSAGE
+  slurm_down
   summary
   echo
   echo "test-all: FAILED at step '$1': $2" >&2
@@ -198,11 +213,19 @@ prerequisites() {
   command -v mpiexec >/dev/null 2>&1 || missing+=(mpich)
   # ip netns / veth: jobs whose workers sit in separate network namespaces
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  # Open MPI's mpirun (PMIx): installed under its own name, mpirun.openmpi
+  [ -x /usr/bin/mpirun.openmpi ] || missing+=(openmpi-bin)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "test-all: missing: ${missing[*]}"
     apt_install "${missing[@]}" || return 1
   else
-    echo "test-all: pkg-config, gcc, python3, pip, binutils, mpich, iproute2: present"
+    echo "test-all: pkg-config, gcc, python3, pip, binutils, mpich, iproute2, openmpi-bin: present"
+  fi
+  # Installing openmpi-bin points Debian's mpirun/mpiexec alternative at Open MPI;
+  # the mpiexec suites need MPICH's Hydra there.
+  if [ -x /usr/bin/mpirun.mpich ] && ! mpiexec --version 2>/dev/null | grep -q HYDRA; then
+    echo "test-all: update-alternatives --set mpirun /usr/bin/mpirun.mpich (mpiexec is MPICH's Hydra)"
+    as_root update-alternatives --set mpirun /usr/bin/mpirun.mpich || return 1
   fi
 
   if ! command -v cargo >/dev/null 2>&1; then
@@ -220,6 +243,16 @@ prerequisites() {
   done
   cargo fmt --version >/dev/null 2>&1 || { echo "test-all: 'cargo fmt' unavailable (rustup component add rustfmt)" >&2; return 1; }
   cargo clippy --version >/dev/null 2>&1 || { echo "test-all: 'cargo clippy' unavailable (rustup component add clippy)" >&2; return 1; }
+
+  # A one-node Slurm for the spmd_slurm suite; a machine that cannot run it
+  # only skips those tests (the reason is printed here and at the suite).
+  if bash scripts/slurm.sh check >/dev/null 2>&1; then
+    echo "test-all: Slurm already runs; using it"
+  elif bash scripts/slurm.sh up; then
+    touch "$LOGDIR/slurm-ours"
+  else
+    echo "test-all: no Slurm here (scripts/slurm.sh up failed); the spmd_slurm tests will be skipped"
+  fi
   echo "test-all: $(cargo --version); $(cargo clippy --version); $(cargo fmt --version)"
 
   # numpy is optional for the package; its tests run when it is there
@@ -259,7 +292,13 @@ have_mpiexec() {
   command -v mpiexec >/dev/null 2>&1 || { echo "mpiexec (MPICH Hydra) is not installed" >&2; return 1; }
   timeout 30 mpiexec -n 1 true >/dev/null 2>&1 || { echo "'mpiexec -n 1 true' does not run" >&2; return 1; }
 }
-GATED=("spmd_netns have_netns" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec")
+have_slurm() { bash scripts/slurm.sh check; }
+have_openmpi() {
+  [ -x /usr/bin/mpirun.openmpi ] || { echo "Open MPI's mpirun is not installed (apt-get install openmpi-bin)" >&2; return 1; }
+  timeout 60 /usr/bin/mpirun.openmpi --allow-run-as-root --oversubscribe -n 1 true >/dev/null 2>&1 ||
+    { echo "'mpirun.openmpi -n 1 true' does not run" >&2; return 1; }
+}
+GATED=("spmd_netns have_netns" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec" "spmd_slurm have_slurm" "spmd_openmpi have_openmpi")
 
 rust_tests() {
   cargo test --release || return 1
@@ -319,6 +358,7 @@ else
   SECS["python tests"]=0.0
 fi
 
+slurm_down
 echo
 echo "test-all: all steps passed"
 summary

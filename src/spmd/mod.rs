@@ -22,15 +22,18 @@
 //!   (`Config::mac_job_key`: the key set at run time, else `RAMP_JOB_KEY`).
 
 mod bootstrap;
+mod foreign;
 mod frame;
 mod local;
 pub(crate) mod master;
+mod notice;
 #[cfg(feature = "testing")]
 pub mod pmi1;
 #[cfg(not(feature = "testing"))]
 mod pmi1;
 mod pmi2;
 mod pmi_wire;
+mod pmix;
 
 use std::io;
 use std::os::fd::RawFd;
@@ -61,6 +64,7 @@ pub fn is_worker_env() -> bool {
     crate::config::global().is_ok_and(|c| c.spmd.master.is_some())
         || std::env::var_os("PMI_FD").is_some()
         || std::env::var_os("PMI_PORT").is_some()
+        || pmix::present()
 }
 
 /// Finds the role from the environment and connects to the launcher. A bad
@@ -73,6 +77,9 @@ pub fn detect_role() -> io::Result<Role> {
     if let Some(w) = local::LocalWorker::from_env()? {
         return Ok(Role::Worker(Box::new(w)));
     }
+    if let Some(why) = foreign::refusal() {
+        return Err(io::Error::new(io::ErrorKind::Unsupported, why));
+    }
     Ok(Role::Master)
 }
 
@@ -84,7 +91,22 @@ fn config() -> io::Result<&'static crate::config::Config> {
 /// The PMI client when a PMI launcher (mpiexec, srun --mpi=pmi2) started
 /// this process.
 fn pmi_bootstrap() -> io::Result<Option<Box<dyn Bootstrap>>> {
-    pmi1::from_env()
+    let b = if pmix::present() && std::env::var_os("PMI_FD").is_none() {
+        Some(Box::new(pmix::PmixBoot::connect()?) as Box<dyn Bootstrap>)
+    } else {
+        pmi1::from_env()?
+    };
+    // Under srun the ranks tell each other of an exit with a code
+    // (notice.rs): Slurm's own abort ends the job by signals.
+    if under_slurm() {
+        return Ok(b.map(|b| Box::new(notice::Notifying::new(b)) as Box<dyn Bootstrap>));
+    }
+    Ok(b)
+}
+
+/// Whether srun started this process (a Slurm job step).
+fn under_slurm() -> bool {
+    std::env::var_os("SLURM_STEP_ID").is_some() && std::env::var_os("SLURM_JOB_ID").is_some()
 }
 
 /// The job this process belongs to, once started.

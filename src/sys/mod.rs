@@ -1,11 +1,12 @@
 //! The ground floor: every call into the operating system that std does not
 //! offer safely (interface addresses, the raw clock, poll, recvmmsg, signals,
-//! inherited descriptors), as thin safe functions. With `ffi/` it is the only
+//! inherited descriptors, the PMIx library opened with dlopen), as thin safe functions. With `ffi/` it is the only
 //! module allowed `unsafe` (the crate root denies it elsewhere); each block
 //! says why it is sound in a `SAFETY:` comment. It imports nothing of ramp's.
 
 mod clock;
 mod ifaddrs;
+pub(crate) mod pmix;
 mod poll;
 mod process;
 mod socket;

@@ -1,0 +1,88 @@
+//! SPMD jobs started by Open MPI's `mpirun` (Debian's openmpi-bin), whose
+//! workers bootstrap through PMIx (the system's libpmix, loaded at run
+//! time): sizes 1, 2, 4 and 16, and the exit code of `SPMDExit`.
+//!
+//! Open MPI's launcher is called by its own name, `/usr/bin/mpirun.openmpi`
+//! (Debian's `mpirun`/`mpiexec` alternatives may point at MPICH's Hydra,
+//! which tests/spmd_mpiexec.rs needs). These tests are `#[ignore]`d:
+//! scripts/test-all.sh runs them with `-- --ignored` when
+//! `mpirun.openmpi` runs, and reports them as SKIPPED otherwise.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+const MPIRUN: &str = "/usr/bin/mpirun.openmpi";
+
+fn example(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_BIN_EXE_ramp-run"))
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    assert!(p.exists(), "{} is not built", p.display());
+    p
+}
+
+fn mpirun(n: usize, args: &[&str]) -> Output {
+    assert!(
+        std::path::Path::new(MPIRUN).exists(),
+        "{MPIRUN} is not installed (apt-get install openmpi-bin)"
+    );
+    let mut c = Command::new(MPIRUN);
+    c.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-n",
+        &n.to_string(),
+    ])
+    .args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PMI") || k.starts_with("RAMP_SPMD") || k.starts_with("SLURM") {
+            c.env_remove(k);
+        }
+    }
+    common::output_within(&mut c, Duration::from_secs(120))
+}
+
+#[test]
+#[ignore = "needs Open MPI (openmpi-bin); scripts/test-all.sh runs it when mpirun.openmpi runs"]
+fn hello_under_mpirun() {
+    let _watchdog = common::watchdog("spmd_openmpi::hello_under_mpirun", Duration::from_secs(400));
+    let hello = example("spmd_hello");
+    let hello = hello.to_str().unwrap();
+    for n in [1usize, 2, 4, 16] {
+        let o = mpirun(n, &[hello]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "n={n}: {:?}\n{err}", o.status);
+        for r in 0..n {
+            assert!(
+                out.contains(&format!("rank {r} of {n}: all-gather and 10 barriers ok")),
+                "n={n}: rank {r} missing in\n{out}\n{err}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs Open MPI (openmpi-bin); scripts/test-all.sh runs it when mpirun.openmpi runs"]
+fn exit_code_reaches_mpirun() {
+    let _watchdog = common::watchdog(
+        "spmd_openmpi::exit_code_reaches_mpirun",
+        Duration::from_secs(300),
+    );
+    let hello = example("spmd_hello");
+    let hello = hello.to_str().unwrap();
+    for n in [1usize, 4] {
+        let o = mpirun(n, &[hello, "3"]);
+        assert_eq!(
+            o.status.code(),
+            Some(3),
+            "n={n}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
