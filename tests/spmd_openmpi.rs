@@ -86,3 +86,36 @@ fn exit_code_reaches_mpirun() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs Open MPI (openmpi-bin); scripts/test-all.sh runs it when mpirun.openmpi runs"]
+fn every_rank_gets_the_job_key_under_mpirun() {
+    let _watchdog = common::watchdog(
+        "spmd_openmpi::every_rank_gets_the_job_key_under_mpirun",
+        Duration::from_secs(300),
+    );
+    let prog = example("job_key");
+    let prog = prog.to_str().unwrap();
+    let run = || {
+        let o = mpirun(3, &[prog]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{:?}\n{err}", o.status);
+        let fps: Vec<String> = out
+            .lines()
+            .filter(|l| l.starts_with("rank "))
+            .map(|l| {
+                assert!(
+                    l.ends_with("in-cmdline false in-environ false"),
+                    "leak: {l}"
+                );
+                l.split_whitespace().nth(3).unwrap_or("").to_string()
+            })
+            .collect();
+        assert_eq!(fps.len(), 3, "{out}\n{err}");
+        assert!(fps.iter().all(|f| *f == fps[0] && f.len() == 16), "{out}");
+        fps[0].clone()
+    };
+    let (a, b) = (run(), run());
+    assert_ne!(a, b, "two jobs share a key");
+}

@@ -11,7 +11,7 @@
 use std::io;
 
 use super::bootstrap::{Bootstrap, Progress};
-use super::pmi_wire::{hash64, kvs_allgather, Kvs};
+use super::pmi_wire::{hash64, kvs_allgather, kvs_share_job_key, Kvs};
 use crate::sys::pmix::{Pmix, PmixError};
 
 /// Whether the environment says a PMIx server started this process.
@@ -160,5 +160,10 @@ impl Bootstrap for PmixBoot {
 
     fn job_id(&self) -> u64 {
         self.job_id
+    }
+
+    fn share_job_key(&mut self, progress: &mut Progress<'_>) -> io::Result<Option<String>> {
+        let rank = self.rank;
+        kvs_share_job_key(self, rank, progress)
     }
 }
