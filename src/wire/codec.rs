@@ -323,10 +323,12 @@ pub fn decode<'a>(integ: &Integrity, dgram: &'a [u8]) -> Result<Packet<'a>, Deco
             },
         ],
     };
-    let rest = &body[COMMON_LEN..];
+    const DATA: u8 = PacketType::Data as u8;
+    const ACK: u8 = PacketType::Ack as u8;
+    const NACK: u8 = PacketType::Nack as u8;
     match h[3] {
-        t if t == PacketType::Data as u8 => decode_data(body, common, flags),
-        t if t == PacketType::Ack as u8 => {
+        DATA => decode_data(body, common, flags),
+        ACK => {
             let Ok(a) = <&[u8; ACK_LEN]>::try_from(body) else {
                 return Err(DecodeError::Truncated);
             };
@@ -335,8 +337,8 @@ pub fn decode<'a>(integ: &Integrity, dgram: &'a [u8]) -> Result<Packet<'a>, Deco
                 sack: be64(a, 32),
             })
         }
-        t if t == PacketType::Nack as u8 => {
-            if !rest.is_empty() {
+        NACK => {
+            if body.len() != COMMON_LEN {
                 return Err(DecodeError::Truncated);
             }
             Ok(Packet::Nack {
@@ -344,7 +346,19 @@ pub fn decode<'a>(integ: &Integrity, dgram: &'a [u8]) -> Result<Packet<'a>, Deco
                 last: flags & FLAG_FINAL != 0,
             })
         }
-        t if t == PacketType::Init as u8 => {
+        t => decode_handshake(t, vtag, &body[COMMON_LEN..]),
+    }
+}
+
+/// The body (after the common header) of a handshake packet of type `t`.
+fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeError> {
+    const INIT: u8 = PacketType::Init as u8;
+    const INIT_ACK: u8 = PacketType::InitAck as u8;
+    const COOKIE_ECHO: u8 = PacketType::CookieEcho as u8;
+    const COOKIE_ACK: u8 = PacketType::CookieAck as u8;
+    const ABORT: u8 = PacketType::Abort as u8;
+    match t {
+        INIT => {
             let Ok(b) = <&[u8; INIT_ACK_LEN - COMMON_LEN]>::try_from(rest) else {
                 return Err(DecodeError::Truncated);
             };
@@ -354,7 +368,7 @@ pub fn decode<'a>(integ: &Integrity, dgram: &'a [u8]) -> Result<Packet<'a>, Deco
             }
             Ok(Packet::Init { init_tag })
         }
-        t if t == PacketType::InitAck as u8 => {
+        INIT_ACK => {
             let Ok(b) = <&[u8; INIT_ACK_LEN - COMMON_LEN]>::try_from(rest) else {
                 return Err(DecodeError::Truncated);
             };
@@ -371,17 +385,17 @@ pub fn decode<'a>(integ: &Integrity, dgram: &'a [u8]) -> Result<Packet<'a>, Deco
                 cookie,
             })
         }
-        t if t == PacketType::CookieEcho as u8 => {
+        COOKIE_ECHO => {
             let Ok(cookie) = <&[u8; COOKIE_LEN]>::try_from(rest) else {
                 return Err(DecodeError::Truncated);
             };
             Ok(Packet::CookieEcho { vtag, cookie })
         }
-        t if t == PacketType::CookieAck as u8 || t == PacketType::Abort as u8 => {
+        COOKIE_ACK | ABORT => {
             if !rest.is_empty() {
                 return Err(DecodeError::Truncated);
             }
-            Ok(if t == PacketType::Abort as u8 {
+            Ok(if t == ABORT {
                 Packet::Abort { vtag }
             } else {
                 Packet::CookieAck { vtag }
