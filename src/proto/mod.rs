@@ -26,6 +26,9 @@
 //! Unsolicited answers (INIT_ACK, ABORT) are rate-limited; an INIT is
 //! never smaller than its INIT_ACK. All randomness (tags) comes from the
 //! secret given to `Protocol::new`: same secret and inputs, same outputs.
+//! Tags stop a sender that cannot see the traffic; one that sees it and
+//! can spoof a peer's address can still forge packets within the window
+//! until every packet carries the MAC of a job key (`wire::Integrity`).
 //!
 //! The state lives beside its behaviour: a send channel (`send`) and a
 //! receive channel (`recv`) per direction and channel, a `peer` joining them
