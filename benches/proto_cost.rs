@@ -11,8 +11,8 @@ use ramp::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 fn main() {
     let a_addr: SocketAddr = "127.0.0.1:1000".parse().unwrap();
     let b_addr: SocketAddr = "127.0.0.1:2000".parse().unwrap();
-    let mut a: Protocol<SocketAddr> = Protocol::new(ProtoConfig::default(), 1);
-    let mut b: Protocol<SocketAddr> = Protocol::new(ProtoConfig::default(), 2);
+    let mut a: Protocol<SocketAddr> = Protocol::new(ProtoConfig::default(), &[1; 32]);
+    let mut b: Protocol<SocketAddr> = Protocol::new(ProtoConfig::default(), &[2; 32]);
     let iters: usize = std::env::var("ITERS")
         .ok()
         .and_then(|v| v.parse().ok())

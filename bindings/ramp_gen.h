@@ -190,8 +190,11 @@ typedef struct {
    */
   uint64_t CorruptDropped;
   /**
-   * Packets addressed to an earlier incarnation or epoch, dropped
-   * (protocol).
+   * Packets outside an association (no association with the sender's
+   * address, a wrong verification tag, a refused cookie or ABORT, an
+   * unanswered INIT past the rate limit), or of an older epoch or out of
+   * the window, dropped (protocol); replies and returned messages that
+   * answer no request of ours to their sender, dropped (AM layer).
    */
   uint64_t StaleDropped;
   /**

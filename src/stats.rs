@@ -78,8 +78,11 @@ pub struct Statistics {
     /// (protocol), and messages of a kind their channel does not carry (AM
     /// layer).
     pub corrupt_dropped: u64,
-    /// Packets addressed to an earlier incarnation or epoch, dropped
-    /// (protocol).
+    /// Packets outside an association (no association with the sender's
+    /// address, a wrong verification tag, a refused cookie or ABORT, an
+    /// unanswered INIT past the rate limit), or of an older epoch or out of
+    /// the window, dropped (protocol); replies and returned messages that
+    /// answer no request of ours to their sender, dropped (AM layer).
     pub stale_dropped: u64,
     /// Packet round trip, DATA to its acknowledgement (protocol).
     pub rtt_min_ns: u64,

@@ -143,14 +143,28 @@ impl EpState {
                 let is_request = channel == CHANNEL_REQUEST;
                 let c = meta.category.index();
                 if !is_request {
+                    // A reply or a returned request must answer a request
+                    // of ours to the peer it comes from (its association
+                    // proved the address): else it is dropped and counted,
+                    // before any handler, credit or segment is touched.
                     match meta.kind {
                         MsgKind::AutoReply => {
-                            self.complete(meta.txn, meta.category, now);
+                            self.complete_from(from, meta.txn, now);
                             return None;
                         }
                         MsgKind::Returned => {
-                            if meta.returned_request {
-                                self.complete(meta.txn, meta.category, now);
+                            let answers = if meta.returned_request {
+                                self.complete_from(from, meta.txn, now)
+                            } else {
+                                // one of our replies, which go to mapped
+                                // sources only
+                                self.table.index_of(&from).is_some()
+                            };
+                            if !answers {
+                                if !meta.returned_request {
+                                    self.stats.stale_dropped += 1;
+                                }
+                                return None;
                             }
                             let status =
                                 ReturnStatus::from_u8(meta.status).unwrap_or(ReturnStatus::BadArgs);
@@ -164,8 +178,10 @@ impl EpState {
                             return Some(self.returned_work(info, meta.args, status));
                         }
                         MsgKind::User => {
+                            if !self.complete_from(from, meta.txn, now) {
+                                return None;
+                            }
                             self.stats.replies_received[c] += 1;
-                            self.complete(meta.txn, meta.category, now);
                         }
                     }
                 } else {

@@ -25,7 +25,6 @@ use crate::error::{Error, Result};
 use crate::fxhash::FxHashMap;
 use crate::net::{self, Transports};
 use crate::proto::Protocol;
-use crate::rng::Rng;
 use crate::stats::Statistics;
 use crate::time::Instant;
 use crate::wire::mac::MacKey;
@@ -90,16 +89,30 @@ fn proto_config(cfg: &Config) -> crate::proto::ProtoConfig {
     p
 }
 
-fn unique_id() -> u32 {
-    let t = Instant::now().as_nanos()
-        ^ std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-    let mut r = Rng::new(
-        t ^ ((std::process::id() as u64) << 32) ^ NEXT_ENDPOINT_ID.load(Ordering::Relaxed),
-    );
-    (r.next_u64() as u32) | 1
+/// 32 bytes of the OS's randomness: the protocol's secret (its
+/// verification tags and cookie key derive from it). Without
+/// /dev/urandom, the clocks, the process id and a counter, hashed (unique,
+/// though guessable: said on stderr).
+fn endpoint_secret() -> [u8; 32] {
+    use std::io::Read;
+    let mut s = [0u8; 32];
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut s))
+        .is_ok();
+    if ok {
+        return s;
+    }
+    eprintln!("ramp: /dev/urandom unreadable; association tags are guessable");
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut h = blake3::Hasher::new();
+    h.update(&Instant::now().as_nanos().to_le_bytes());
+    h.update(&t.to_le_bytes());
+    h.update(&std::process::id().to_le_bytes());
+    h.update(&NEXT_ENDPOINT_ID.load(Ordering::Relaxed).to_le_bytes());
+    *h.finalize().as_bytes()
 }
 
 impl Endpoint {
@@ -121,7 +134,7 @@ impl Endpoint {
     /// An endpoint on the given transports; its name is their address.
     pub(crate) fn over(cfg: &Config, bundle: u64, transports: Transports) -> Arc<Endpoint> {
         let addr = transports.local_addr();
-        let proto = Protocol::new(proto_config(cfg), unique_id());
+        let proto = Protocol::new(proto_config(cfg), &endpoint_secret());
         let st = EpState {
             proto,
             tx_buf: Vec::new(),

@@ -20,6 +20,8 @@ const RECENT_POLL: u64 = 20 * crate::time::MICROS;
 pub(super) struct Outstanding {
     /// The destination's translation index (whose credit it holds).
     index: u32,
+    /// Where it went: only that peer's reply (or refusal) completes it.
+    addr: SocketAddr,
     sent: Instant,
 }
 
@@ -136,6 +138,7 @@ impl EpState {
             txn,
             Outstanding {
                 index: dest,
+                addr,
                 sent: now,
             },
         );
@@ -144,7 +147,29 @@ impl EpState {
         self.stats.request_data_bytes_sent[c] += msg.payload.len() as u64;
     }
 
-    /// A request's reply (or its refusal) came: its credit is free again.
+    /// A reply, an automatic reply or a returned request from `from` for
+    /// transaction `txn`: true (and the credit is free again) when it
+    /// answers a request of ours that went to `from`. Anything else
+    /// (forged, or a late copy) is dropped by the caller: no handler runs,
+    /// no credit is freed.
+    pub(super) fn complete_from(&mut self, from: SocketAddr, txn: u32, now: Instant) -> bool {
+        match self.outstanding.get(&txn) {
+            Some(o) if o.addr == from => {}
+            _ => {
+                self.stats.stale_dropped += 1;
+                return false;
+            }
+        }
+        if let Some(o) = self.outstanding.remove(&txn) {
+            if let Some(e) = self.table.get_mut(o.index) {
+                e.outstanding = e.outstanding.saturating_sub(1);
+            }
+            self.stats.record_latency(now.since(o.sent));
+        }
+        true
+    }
+
+    /// A request of ours was given up: its credit is free again.
     pub(super) fn complete(&mut self, txn: u32, cat: Category, now: Instant) {
         match self.outstanding.remove(&txn) {
             Some(o) => {

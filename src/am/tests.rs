@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::error::{Error, ReturnStatus};
 use crate::net::mem::MemNetwork;
 use crate::net::Transports;
-use crate::wire::{decode, Packet, CHANNEL_REPLY};
+use crate::wire::{decode, Integrity, Packet, CHANNEL_REPLY};
 
 const TAG: u64 = 0x5eed;
 
@@ -110,7 +110,7 @@ fn requests_replies_and_a_returned_message_over_memory() {
 
 /// Whether `dgram` carries a message on the reply channel.
 fn is_reply(dgram: &[u8]) -> bool {
-    matches!(decode(dgram), Ok(Packet::Data { common, .. }) if common.channel == CHANNEL_REPLY)
+    matches!(decode(&Integrity::default(), dgram), Ok(Packet::Data { common, .. }) if common.channel == CHANNEL_REPLY)
 }
 
 #[test]
@@ -168,4 +168,98 @@ fn one_reply_gives_back_one_credit() {
     for i in 0..DEPTH {
         request().unwrap_or_else(|e| panic!("request {i} after the replies: {e:?}"));
     }
+}
+
+/// Findings 1 and 3: a returned message, an automatic reply or a Long
+/// reply for a request of ours, sent by another endpoint (one with a real
+/// association: it proved its own address, not the peer's), runs no
+/// handler, frees no credit and writes nothing into the segment; the real
+/// reply, from the peer the request went to, still does.
+#[test]
+fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
+    use crate::time::Instant;
+    use crate::wire::{Category, MsgKind, MsgMeta};
+    let net = MemNetwork::new();
+    let (b, e0, e1) = pair(&net, 1);
+    let cfg = Config::from_lookup(|_| None).unwrap();
+    let e2 =
+        super::allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach()))).unwrap();
+    e2.set_expected_resources(2, 1).unwrap();
+    let seg = VecSegment::new(256);
+    e0.set_segment(Some(seg.clone()));
+    e1.set_handler(
+        10,
+        handler(|h| super::reply(h.token, &Message::short(11, &[7])).unwrap()),
+    );
+    let (ran0, ran11) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let r0 = ran0.clone();
+    e0.set_handler(
+        0,
+        handler(move |_| {
+            r0.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let r11 = ran11.clone();
+    e0.set_handler(
+        11,
+        handler(move |_| {
+            r11.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let e0_addr = e0.addr();
+    let e1_addr = e1.addr();
+    // hold e1's reply (its one argument is 7; the forgeries carry 5)
+    net.hold_if(move |to, d| {
+        to == e0_addr
+            && matches!(decode(&Integrity::default(), d),
+                Ok(Packet::Data { common, meta, .. })
+                    if common.channel == CHANNEL_REPLY && meta.args()[..] == [7])
+    });
+    e0.request(1, &Message::short(10, &[]), false).unwrap(); // transaction 1
+    let e1_stats = e1.statistics();
+    poll_until(&b, "the real reply to be held", || net.held() >= 1);
+    assert!(e1_stats.requests_received.iter().sum::<u64>() <= 1);
+    // e2 forges every kind of answer to transaction 1 (and a few others)
+    let forge = |kind, category, returned_request, payload: Vec<u8>| {
+        for txn in [1, 2, 0] {
+            let mut meta = MsgMeta::new(kind, category, 11, &[5]);
+            meta.txn = txn;
+            meta.tag = TAG;
+            meta.status = ReturnStatus::BadHandler as u8;
+            meta.returned_request = returned_request;
+            let p = payload.clone();
+            e2.with(|s| s.send_message(Instant::now(), e0_addr, CHANNEL_REPLY, meta, p));
+        }
+    };
+    forge(MsgKind::Returned, Category::Short, true, vec![]);
+    forge(MsgKind::Returned, Category::Short, false, vec![]);
+    forge(MsgKind::AutoReply, Category::Short, false, vec![]);
+    forge(MsgKind::User, Category::Long, false, vec![0xEE; 64]);
+    forge(MsgKind::User, Category::Short, false, vec![]);
+    poll_until(&b, "the forgeries to arrive", || {
+        e0.statistics().stale_dropped >= 15
+    });
+    for _ in 0..100 {
+        b.poll().unwrap();
+    }
+    assert_eq!(ran0.load(Ordering::SeqCst), 0, "handler 0 ran");
+    assert_eq!(ran11.load(Ordering::SeqCst), 0, "a reply handler ran");
+    assert!(
+        seg.snapshot().iter().all(|&x| x == 0),
+        "the segment was written"
+    );
+    assert!(
+        matches!(
+            e0.request(1, &Message::short(10, &[]), true),
+            Err(Error::InUse(_))
+        ),
+        "a forgery freed the credit"
+    );
+    // the real reply, from e1, completes the request
+    assert_ne!(e1_addr, e2.addr());
+    net.release_all();
+    poll_until(&b, "the real reply", || ran11.load(Ordering::SeqCst) == 1);
+    e0.request(1, &Message::short(10, &[]), true)
+        .expect("the real reply gave the credit back");
+    assert_eq!(ran0.load(Ordering::SeqCst), 0);
 }

@@ -1,6 +1,7 @@
 //! Tunables of the reliable protocol. Filled from `crate::config::Config`.
 
 use crate::time::{Nanos, MICROS, MILLIS};
+use crate::wire::Integrity;
 
 /// Protocol parameters; every time is in nanoseconds.
 #[derive(Clone, Debug)]
@@ -31,6 +32,17 @@ pub struct ProtoConfig {
     /// The job's packet MAC key (`RAMP_JOB_KEY`, `RAMP_AUTH`): when set,
     /// every packet carries a MAC instead of the CRC32C (`wire::mac`).
     pub mac: Option<crate::wire::mac::MacKey>,
+    /// How every datagram is sealed and checked (CRC32C; the job key's MAC).
+    pub integrity: Integrity,
+    /// How long a cookie this endpoint handed out (INIT_ACK) is honoured.
+    pub cookie_lifetime: Nanos,
+    /// Unsolicited answers (INIT_ACK, ABORT) per second, all peers
+    /// together, and how many may go at once (a token bucket). An INIT is
+    /// never smaller than its INIT_ACK and an ABORT is smaller than the
+    /// DATA it answers, so this bounds work, not amplification; it must let
+    /// a job of 10,000 processes start at once.
+    pub unsolicited_rate: u64,
+    pub unsolicited_burst: u64,
 }
 
 impl Default for ProtoConfig {
@@ -47,6 +59,10 @@ impl Default for ProtoConfig {
             window: 64,
             max_datagram: 65507,
             mac: None,
+            integrity: Integrity::default(),
+            cookie_lifetime: 60_000 * MILLIS,
+            unsolicited_rate: 20_000,
+            unsolicited_burst: 4096,
         }
     }
 }
@@ -57,6 +73,6 @@ pub const MAX_WINDOW: usize = 64;
 impl ProtoConfig {
     /// Bytes of payload one datagram carries for a message with `nargs` arguments.
     pub fn fragment_capacity(&self, nargs: usize) -> usize {
-        self.max_datagram - crate::wire::DATA_HEADER_LEN - 4 * nargs - crate::wire::CRC_LEN
+        self.max_datagram - crate::wire::DATA_HEADER_LEN - 4 * nargs - self.integrity.trailer_len()
     }
 }

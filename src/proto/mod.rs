@@ -13,11 +13,30 @@
 //! message is delivered exactly once and in order on its channel, or reported
 //! as failed.
 //!
+//! Every peer is reached inside an association (`assoc`, after SCTP): a
+//! four-way handshake whose responder keeps no state until the initiator
+//! echoes a cookie signed with the endpoint's secret (proving it receives
+//! at its address); then every packet carries the receiver's 64-bit
+//! verification tag. DATA, ACK and NACK from an address count only with
+//! our tag of the association with that address; anything else is dropped
+//! and counted (`stale_dropped`), never an event. DATA is never sent to an
+//! address before the association is established. A restarted peer is
+//! recognised only by a new handshake (a valid cookie with other tags from
+//! its address), or ends the old association by an ABORT carrying its tag.
+//! Unsolicited answers (INIT_ACK, ABORT) are rate-limited; an INIT is
+//! never smaller than its INIT_ACK. All randomness (tags) comes from the
+//! secret given to `Protocol::new`: same secret and inputs, same outputs.
+//! Tags stop a sender that cannot see the traffic; one that sees it and
+//! can spoof a peer's address can still forge packets within the window
+//! until every packet carries the MAC of a job key (`wire::Integrity`).
+//!
 //! The state lives beside its behaviour: a send channel (`send`) and a
 //! receive channel (`recv`) per direction and channel, a `peer` joining them
-//! with its timers (`timer`); this module only dispatches datagrams to peers,
-//! runs the peers' timers and hands out what the `outbox` collected.
+//! with its association and timers (`timer`); this module only dispatches
+//! datagrams to peers, answers handshakes, runs the peers' timers and hands
+//! out what the `outbox` collected.
 
+mod assoc;
 pub mod config;
 pub mod event;
 mod outbox;
@@ -41,7 +60,8 @@ pub use event::{Event, FailReason, MsgId};
 use crate::fxhash::FxHashMap;
 use crate::stats::Statistics;
 use crate::time::Instant;
-use crate::wire::{self, Common, MsgMeta, Packet, NUM_CHANNELS};
+use crate::wire::{self, MsgMeta, Packet, COOKIE_LEN, NUM_CHANNELS};
+use assoc::{AssocState, Secrets, TokenBucket};
 use outbox::Outbox;
 use peer::{Ctx, Peer};
 use recv::InFrag;
@@ -57,7 +77,12 @@ impl<T: Copy + Eq + Hash + std::fmt::Debug> PeerAddr for T {}
 /// The reliable protocol state of one endpoint.
 pub struct Protocol<A: PeerAddr> {
     cfg: ProtoConfig,
-    local_id: u32,
+    /// Verification tags and the cookie key.
+    secrets: Secrets,
+    /// Unsolicited answers (INIT_ACK, ABORT) left to send.
+    unsolicited: TokenBucket,
+    /// Unsolicited answers not sent for want of tokens.
+    suppressed: u64,
     /// Every peer, by slot (peers are never removed).
     peers: Vec<Peer<A>>,
     /// The slot of each peer's address: one lookup per datagram or message.
@@ -81,13 +106,17 @@ pub struct Protocol<A: PeerAddr> {
 }
 
 impl<A: PeerAddr> Protocol<A> {
-    /// `local_id` identifies this incarnation of the endpoint on the wire (non-zero).
-    pub fn new(mut cfg: ProtoConfig, local_id: u32) -> Protocol<A> {
+    /// `secret`: 32 random bytes, this endpoint's own (the OS's randomness;
+    /// a seeded one in the simulator). Tags and cookies derive from it.
+    pub fn new(mut cfg: ProtoConfig, secret: &[u8; 32]) -> Protocol<A> {
         cfg.window = cfg.window.clamp(1, MAX_WINDOW);
         cfg.max_datagram = cfg.max_datagram.max(wire::MAX_OVERHEAD + 64);
+        cfg.unsolicited_rate = cfg.unsolicited_rate.max(1);
         Protocol {
+            unsolicited: TokenBucket::new(cfg.unsolicited_burst),
             cfg,
-            local_id,
+            secrets: Secrets::new(secret),
+            suppressed: 0,
             peers: Vec::new(),
             slots: FxHashMap::default(),
             last_slot: usize::MAX,
@@ -157,11 +186,32 @@ impl<A: PeerAddr> Protocol<A> {
         };
         let slot = self.peer_entry(to);
         let ch = channel as usize & 1;
+        let tag = if self.peers[slot].assoc.state == AssocState::Closed {
+            Some(self.secrets.next_tag())
+        } else {
+            None
+        };
         let (peer, mut cx) = self.peer_cx(slot);
         push_fragments(&mut peer.tx[ch].pending, msg, cap);
-        peer.pump(now, ch, &mut cx);
+        match tag {
+            Some(tag) => peer.start_handshake(now, tag, &mut cx),
+            None => peer.pump(now, ch, &mut cx),
+        }
         self.schedule(slot);
         id
+    }
+
+    /// Opens an association with `to` now, without a message (else the
+    /// first message to it does).
+    #[cfg(any(test, feature = "testing"))] // tests start from an association
+    pub fn connect(&mut self, now: Instant, to: A) {
+        let slot = self.peer_entry(to);
+        if self.peers[slot].assoc.state == AssocState::Closed {
+            let tag = self.secrets.next_tag();
+            let (peer, mut cx) = self.peer_cx(slot);
+            peer.start_handshake(now, tag, &mut cx);
+            self.schedule(slot);
+        }
     }
 
     /// Counts a datagram the transport could not read whole.
@@ -173,7 +223,7 @@ impl<A: PeerAddr> Protocol<A> {
     /// Takes one datagram received from `from`.
     pub fn handle_datagram(&mut self, now: Instant, from: A, dgram: &[u8]) {
         self.out.stats.packets_received += 1;
-        match wire::decode(dgram) {
+        match wire::decode(&self.cfg.integrity, dgram) {
             // By reference: the parsed packet (~170 bytes) is not copied.
             Ok(ref pkt) => self.handle_packet(now, from, pkt),
             Err(_) => self.out.stats.corrupt_dropped += 1,
@@ -181,26 +231,32 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     fn handle_packet(&mut self, now: Instant, from: A, pkt: &Packet<'_>) {
-        let c = pkt.common();
-        let known = self.find_peer(&from);
-        if known.is_some_and(|s| self.peers[s].is_retired(c.src_id)) {
-            // A late datagram of a process that has since restarted.
-            self.out.stats.stale_dropped += 1;
-            return;
-        }
-        if c.dst_id != 0 && c.dst_id != self.local_id {
-            self.out.stats.stale_dropped += 1;
-            if matches!(pkt, Packet::Data { .. }) {
-                self.answer_stale(from, known, c);
+        let c = match *pkt {
+            Packet::Data { ref common, .. }
+            | Packet::Ack { ref common, .. }
+            | Packet::Nack { ref common, .. } => common,
+            Packet::Init { init_tag } => return self.on_init(now, from, init_tag),
+            Packet::InitAck {
+                vtag,
+                resp_tag,
+                cookie,
+            } => return self.on_init_ack(now, from, vtag, resp_tag, cookie),
+            Packet::CookieEcho { vtag, cookie } => {
+                return self.on_cookie_echo(now, from, vtag, cookie)
             }
-            return;
-        }
-        let slot = match known {
-            Some(s) => s,
-            None => self.peer_entry(from),
+            Packet::CookieAck { vtag } => return self.on_cookie_ack(now, from, vtag),
+            Packet::Abort { vtag } => return self.on_abort(from, vtag),
+        };
+        // Inside an association with `from`, or nothing.
+        let Some(slot) = self
+            .find_peer(&from)
+            .filter(|&s| self.peers[s].assoc.accepts(c.vtag))
+        else {
+            return self.outside_association(now, from, pkt);
         };
         let (peer, mut cx) = self.peer_cx(slot);
-        peer.note_incarnation(c.src_id, cx.out);
+        // A packet with our tag: the peer has our COOKIE_ECHO.
+        peer.confirm(now, &mut cx);
         for ch in 0..NUM_CHANNELS {
             let a = c.acks[ch];
             if a.valid {
@@ -233,8 +289,170 @@ impl<A: PeerAddr> Protocol<A> {
                 };
                 peer.on_data(now, common, f, &mut cx);
             }
+            _ => {}
         }
         self.schedule(slot);
+    }
+
+    /// A DATA, ACK or NACK that no association of `from` takes: dropped
+    /// and counted. A DATA is answered with an ABORT carrying its tag
+    /// (rate-limited), so that a sender whose association we do not have
+    /// (we restarted, or ended it) starts a new one; not while we are
+    /// opening one with it ourselves (the DATA overtook its COOKIE_ECHO).
+    fn outside_association(&mut self, now: Instant, from: A, pkt: &Packet<'_>) {
+        self.out.stats.stale_dropped += 1;
+        let Packet::Data { common, .. } = pkt else {
+            return;
+        };
+        let opening = self.find_peer(&from).is_some_and(|s| {
+            matches!(
+                self.peers[s].assoc.state,
+                AssocState::CookieWait | AssocState::CookieEchoed
+            )
+        });
+        if !opening && self.take_unsolicited(now) {
+            let start = self.out.start();
+            wire::encode_abort(&mut self.out.bytes, &self.cfg.integrity, common.vtag);
+            self.out.push(from, start);
+        }
+    }
+
+    /// Whether an unsolicited answer may go now (else it is counted).
+    fn take_unsolicited(&mut self, now: Instant) -> bool {
+        let (rate, burst) = (self.cfg.unsolicited_rate, self.cfg.unsolicited_burst);
+        let ok = self.unsolicited.take(now, rate, burst);
+        if !ok {
+            self.suppressed += 1;
+        }
+        ok
+    }
+
+    /// An INIT: answered with a cookie, and nothing else: no peer, no slot,
+    /// no map entry. While we are opening an association with `from`
+    /// ourselves (simultaneous open), our pending tag goes in the cookie,
+    /// so that both ends settle on the same pair of tags.
+    fn on_init(&mut self, now: Instant, from: A, init_tag: u64) {
+        if !self.take_unsolicited(now) {
+            self.out.stats.stale_dropped += 1;
+            return;
+        }
+        let pending = self.find_peer(&from).and_then(|s| {
+            let a = &self.peers[s].assoc;
+            matches!(a.state, AssocState::CookieWait | AssocState::CookieEchoed)
+                .then_some(a.local_tag)
+        });
+        let resp_tag = pending.unwrap_or_else(|| self.secrets.next_tag());
+        let cookie = self.secrets.make_cookie(resp_tag, init_tag, &from, now);
+        let start = self.out.start();
+        wire::encode_init_ack(
+            &mut self.out.bytes,
+            &self.cfg.integrity,
+            init_tag,
+            resp_tag,
+            &cookie,
+        );
+        self.out.push(from, start);
+    }
+
+    fn on_init_ack(
+        &mut self,
+        now: Instant,
+        from: A,
+        vtag: u64,
+        resp_tag: u64,
+        cookie: &[u8; COOKIE_LEN],
+    ) {
+        let Some(slot) = self.find_peer(&from) else {
+            self.out.stats.stale_dropped += 1;
+            return;
+        };
+        if self.peers[slot].assoc.local_tag != vtag {
+            self.out.stats.stale_dropped += 1;
+            return;
+        }
+        let (peer, mut cx) = self.peer_cx(slot);
+        let late = peer.assoc.state == AssocState::Established && peer.assoc.peer_tag == resp_tag;
+        // A late answer agreeing with the association (simultaneous open)
+        // is nothing new; one that does not is stale.
+        if !peer.on_init_ack(now, resp_tag, cookie, &mut cx) && !late {
+            cx.out.stats.stale_dropped += 1;
+        }
+        self.schedule(slot);
+    }
+
+    /// A COOKIE_ECHO: with a cookie of ours, made for `from`, not too old,
+    /// it creates the peer's state (the first time anything does for a
+    /// peer that did not send to first) and establishes the association.
+    fn on_cookie_echo(&mut self, now: Instant, from: A, vtag: u64, cookie: &[u8; COOKIE_LEN]) {
+        let lifetime = self.cfg.cookie_lifetime;
+        let tags = match self.secrets.open_cookie(cookie, &from, now, lifetime) {
+            Ok(t) if t.resp_tag == vtag => t,
+            _ => {
+                self.out.stats.stale_dropped += 1;
+                return;
+            }
+        };
+        if let Some(s) = self.find_peer(&from) {
+            let a = &self.peers[s].assoc;
+            let has_peer_tag =
+                matches!(a.state, AssocState::CookieEchoed | AssocState::Established);
+            if has_peer_tag && a.peer_tag == tags.init_tag && a.local_tag != tags.resp_tag {
+                // Two handshakes crossed (simultaneous open where our first
+                // answer carried a fresh tag): the same peer, and we have
+                // echoed (or took) its cookie carrying our tag; it will take
+                // ours, so this one, with another tag of ours, is dropped.
+                return;
+            }
+            if a.state == AssocState::Established {
+                if (a.local_tag, a.peer_tag) == (tags.resp_tag, tags.init_tag) {
+                    // The echo of this association again (its COOKIE_ACK
+                    // was lost, or both ends echoed: simultaneous open):
+                    // answer it again, change nothing.
+                    let start = self.out.start();
+                    wire::encode_cookie_ack(&mut self.out.bytes, &self.cfg.integrity, a.peer_tag);
+                    self.out.push(from, start);
+                    return;
+                }
+                if tags.created < a.since {
+                    // Made before this association: a late copy, not a restart.
+                    self.out.stats.stale_dropped += 1;
+                    return;
+                }
+            }
+        }
+        let slot = self.peer_entry(from);
+        let (peer, mut cx) = self.peer_cx(slot);
+        peer.accept_association(now, tags.resp_tag, tags.init_tag, &mut cx);
+        self.schedule(slot);
+    }
+
+    fn on_cookie_ack(&mut self, now: Instant, from: A, vtag: u64) {
+        match self.find_peer(&from) {
+            Some(s)
+                if self.peers[s].assoc.state == AssocState::CookieEchoed
+                    && self.peers[s].assoc.local_tag == vtag =>
+            {
+                let (peer, mut cx) = self.peer_cx(s);
+                peer.confirm(now, &mut cx);
+                self.schedule(s);
+            }
+            // the COOKIE_ACK of a simultaneous open: nothing new
+            Some(s)
+                if self.peers[s].assoc.state == AssocState::Established
+                    && self.peers[s].assoc.local_tag == vtag => {}
+            _ => self.out.stats.stale_dropped += 1,
+        }
+    }
+
+    fn on_abort(&mut self, from: A, vtag: u64) {
+        match self.find_peer(&from) {
+            Some(s) if self.peers[s].assoc.aborted_by(vtag) => {
+                let (peer, mut cx) = self.peer_cx(s);
+                peer.close(&mut cx);
+                self.schedule(s);
+            }
+            _ => self.out.stats.stale_dropped += 1,
+        }
     }
 
     /// Runs the timers due at `now`: retransmissions, delayed ACKs, the end of
@@ -314,6 +532,19 @@ impl<A: PeerAddr> Protocol<A> {
         self.peers.iter().all(Peer::is_idle)
     }
 
+    /// Unsolicited answers (INIT_ACK, ABORT) the rate limit held back.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn suppressed_answers(&self) -> u64 {
+        self.suppressed
+    }
+
+    /// The tags (ours, the peer's) of the established association with `to`.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn association(&self, to: &A) -> Option<(u64, u64)> {
+        let a = &self.peers[*self.slots.get(to)? as usize].assoc;
+        (a.state == AssocState::Established).then_some((a.local_tag, a.peer_tag))
+    }
+
     /// Number of peers with protocol state.
     #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
     pub fn peer_count(&self) -> usize {
@@ -338,7 +569,6 @@ impl<A: PeerAddr> Protocol<A> {
     fn peer_cx(&mut self, slot: usize) -> (&mut Peer<A>, Ctx<'_, A>) {
         let cx = Ctx {
             cfg: &self.cfg,
-            local_id: self.local_id,
             out: &mut self.out,
             spare_msgs: &mut self.spare_msgs,
             queued_requests: &mut self.queued_requests,
@@ -391,32 +621,5 @@ impl<A: PeerAddr> Protocol<A> {
             peer.queued = Some(at);
             self.timers.push(Reverse((at, slot as u32)));
         }
-    }
-
-    /// DATA addressed to an earlier incarnation of this endpoint: this process
-    /// restarted and the sender does not know yet. An ACK carrying our id
-    /// tells it, so that it gives up what it sent the old process at once and
-    /// talks to this one (which may never send to it first).
-    fn answer_stale(&mut self, to: A, slot: Option<usize>, c: &Common) {
-        let ch = c.channel as usize;
-        if let Some(s) = slot {
-            let peer = &mut self.peers[s];
-            if peer.remote_id == c.src_id {
-                // We know this sender: a true ACK of what we hold.
-                peer.send_ack(ch, self.local_id, &mut self.out);
-                return;
-            }
-        }
-        // An ACK of nothing: epoch 0, next 0 acknowledges no packet.
-        let reply = Common {
-            src_id: self.local_id,
-            dst_id: c.src_id,
-            channel: c.channel,
-            ..Default::default()
-        };
-        let start = self.out.start();
-        wire::encode_ack(&mut self.out.bytes, &reply, 0);
-        self.out.stats.acks_sent += 1;
-        self.out.push(to, start);
     }
 }

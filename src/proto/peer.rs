@@ -1,8 +1,10 @@
-//! One peer: its two send and two receive channels, its round-trip
-//! estimate, its incarnation, and its timers. What the peer does ties the
-//! channels together: DATA carries the acks of both receive channels, a
-//! NACK pauses a send channel, a silent peer fails both.
+//! One peer: its association (tags, handshake), its two send and two
+//! receive channels, its round-trip estimate, and its timers. What the peer
+//! does ties the channels together: DATA carries the acks of both receive
+//! channels, a NACK pauses a send channel, a silent peer fails both, and
+//! DATA goes only inside an association.
 
+use super::assoc::{Assoc, AssocState};
 use super::config::ProtoConfig;
 use super::event::{Event, FailReason, MsgId};
 use super::outbox::Outbox;
@@ -11,16 +13,11 @@ use super::rtt::RttEstimator;
 use super::send::{Nacked, SendChannel, SpareMsgs, Transmission};
 use super::timer::{Timer, TimerTable};
 use crate::time::Instant;
-use crate::wire::{self, AckField, Common, NUM_CHANNELS};
-
-/// Earlier incarnations of a peer remembered, so that their late datagrams
-/// are recognised as stale rather than as yet another restart.
-const RETIRED_IDS: usize = 4;
+use crate::wire::{self, AckField, Common, COOKIE_LEN, NUM_CHANNELS};
 
 /// What the peers share, lent by `Protocol` for one operation.
 pub(super) struct Ctx<'a, A> {
     pub cfg: &'a ProtoConfig,
-    pub local_id: u32,
     pub out: &'a mut Outbox<A>,
     pub spare_msgs: &'a mut SpareMsgs,
     /// Delivered requests not yet taken by the layer above (all peers).
@@ -32,9 +29,7 @@ pub(super) struct Peer<A> {
     /// When `Protocol::timers` has this peer looked at (None: not queued).
     pub queued: Option<Instant>,
     pub timers: TimerTable,
-    pub remote_id: u32,
-    /// Ids of the peer's earlier incarnations, most recent first (0: none).
-    pub retired_ids: [u32; RETIRED_IDS],
+    pub assoc: Assoc,
     pub tx: [SendChannel; NUM_CHANNELS],
     pub rx: [RecvChannel; NUM_CHANNELS],
     pub rtt: RttEstimator,
@@ -46,8 +41,7 @@ impl<A: Copy> Peer<A> {
             addr,
             queued: None,
             timers: TimerTable::default(),
-            remote_id: 0,
-            retired_ids: [0; RETIRED_IDS],
+            assoc: Assoc::default(),
             tx: Default::default(),
             rx: Default::default(),
             rtt: RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
@@ -58,7 +52,7 @@ impl<A: Copy> Peer<A> {
     pub fn is_idle(&self) -> bool {
         (0..NUM_CHANNELS).all(|ch| {
             self.tx[ch].is_idle() && !self.is_paused(ch) && self.rx[ch].ack_owed_since.is_none()
-        })
+        }) && self.timers.get(Timer::Handshake).is_none()
     }
 
     /// Whether send channel `ch` waits out a NACK.
@@ -66,47 +60,163 @@ impl<A: Copy> Peer<A> {
         self.timers.get(Timer::Pause(ch)).is_some()
     }
 
-    /// Whether `src_id` is one of the peer's earlier incarnations.
-    pub fn is_retired(&self, src_id: u32) -> bool {
-        src_id != 0 && self.retired_ids.contains(&src_id)
+    /// Starts the handshake: sends an INIT offering `tag`.
+    pub fn start_handshake(&mut self, now: Instant, tag: u64, cx: &mut Ctx<'_, A>) {
+        self.assoc = Assoc {
+            state: AssocState::CookieWait,
+            local_tag: tag,
+            init_sent: now,
+            ..Assoc::default()
+        };
+        self.send_handshake(cx);
+        self.timers
+            .set(Timer::Handshake, Some(now.plus(self.rtt.rto())));
     }
 
-    /// The peer's packets come from incarnation `src_id`. When that is a new
-    /// process at the same address, what was held for the old one is void
-    /// and what was sent to it cannot be finished.
+    /// Sends the INIT or the COOKIE_ECHO, whichever the state asks for.
+    fn send_handshake(&mut self, cx: &mut Ctx<'_, A>) {
+        let start = cx.out.start();
+        let integ = &cx.cfg.integrity;
+        match (&self.assoc.state, &self.assoc.cookie) {
+            (AssocState::CookieWait, _) => {
+                wire::encode_init(&mut cx.out.bytes, integ, self.assoc.local_tag)
+            }
+            (AssocState::CookieEchoed, Some(c)) => {
+                wire::encode_cookie_echo(&mut cx.out.bytes, integ, self.assoc.peer_tag, c)
+            }
+            _ => return,
+        }
+        cx.out.push(self.addr, start);
+    }
+
+    /// The INIT_ACK of our INIT: echo the cookie.
+    pub fn on_init_ack(
+        &mut self,
+        now: Instant,
+        resp_tag: u64,
+        cookie: &[u8; COOKIE_LEN],
+        cx: &mut Ctx<'_, A>,
+    ) -> bool {
+        if self.assoc.state != AssocState::CookieWait {
+            return false;
+        }
+        if self.assoc.tries == 0 {
+            // sent once: its answer times a round trip (Karn's rule)
+            self.rtt.sample(now.since(self.assoc.init_sent));
+        }
+        self.rtt.on_progress();
+        self.assoc.state = AssocState::CookieEchoed;
+        self.assoc.peer_tag = resp_tag;
+        self.assoc.cookie = Some(Box::new(*cookie));
+        self.assoc.tries = 0;
+        self.send_handshake(cx);
+        self.timers
+            .set(Timer::Handshake, Some(now.plus(self.rtt.rto())));
+        true
+    }
+
+    /// The peer has our COOKIE_ECHO (its COOKIE_ACK, or a packet of the
+    /// association came): the association is established, DATA goes.
     #[inline]
-    pub fn note_incarnation(&mut self, src_id: u32, out: &mut Outbox<A>) {
-        if self.remote_id == src_id {
+    pub fn confirm(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        if self.assoc.state == AssocState::CookieEchoed {
+            self.assoc.state = AssocState::Established;
+            self.assoc.since = now;
+            self.assoc.cookie = None;
+            self.assoc.tries = 0;
+            self.rtt.on_progress();
+            self.timers.stop(Timer::Handshake);
+            for ch in 0..NUM_CHANNELS {
+                self.pump(now, ch, cx);
+            }
+        }
+    }
+
+    /// A valid cookie from the peer's address establishes the association
+    /// (`local_tag`, `peer_tag`), whatever the local state. Another pair of
+    /// tags than the established one means the peer restarted: what was
+    /// sent in the old association fails, what was held for it is void.
+    pub fn accept_association(
+        &mut self,
+        now: Instant,
+        local_tag: u64,
+        peer_tag: u64,
+        cx: &mut Ctx<'_, A>,
+    ) {
+        let a = &self.assoc;
+        let same =
+            a.state != AssocState::Closed && (a.local_tag, a.peer_tag) == (local_tag, peer_tag);
+        if !same {
+            if a.state == AssocState::Established {
+                self.fail_all(FailReason::PeerUnreachable, cx.out);
+            }
+            self.reset_channels();
+        }
+        self.assoc = Assoc {
+            state: AssocState::Established,
+            local_tag,
+            peer_tag,
+            since: now,
+            ..Assoc::default()
+        };
+        self.timers.stop(Timer::Handshake);
+        let start = cx.out.start();
+        wire::encode_cookie_ack(&mut cx.out.bytes, &cx.cfg.integrity, peer_tag);
+        cx.out.push(self.addr, start);
+        for ch in 0..NUM_CHANNELS {
+            self.pump(now, ch, cx);
+        }
+    }
+
+    /// The association ends (ABORT): every unfinished message fails; a
+    /// new send starts a new handshake.
+    pub fn close(&mut self, cx: &mut Ctx<'_, A>) {
+        self.fail_all(FailReason::PeerUnreachable, cx.out);
+        self.reset_channels();
+        self.assoc = Assoc::default();
+        self.timers.stop(Timer::Handshake);
+    }
+
+    /// Both directions start afresh for a new association: nothing held
+    /// or owed; unacknowledged fragments go back to be numbered anew, from
+    /// epoch 0 (a peer with a new association has none of them).
+    fn reset_channels(&mut self) {
+        self.rx = Default::default();
+        for ch in 0..NUM_CHANNELS {
+            self.tx[ch].rewind();
+            self.timers.stop(Timer::Ack(ch));
+            self.timers.stop(Timer::Pause(ch));
+            self.timers.stop(Timer::Retransmit(ch));
+        }
+    }
+
+    /// The handshake timer: send again, or past the retry limit give up
+    /// everything queued for the peer.
+    fn on_handshake_timeout(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        self.assoc.tries += 1;
+        if self.assoc.tries > cx.cfg.retry_limit {
+            self.close(cx);
             return;
         }
-        let restarted = self.remote_id != 0;
-        if restarted {
-            self.retired_ids.rotate_right(1);
-            self.retired_ids[0] = self.remote_id;
-        }
-        self.remote_id = src_id;
-        if restarted {
-            self.rx = Default::default();
-            for ch in 0..NUM_CHANNELS {
-                self.timers.stop(Timer::Ack(ch));
-            }
-            self.fail_all(FailReason::PeerUnreachable, out);
-        }
+        self.rtt.on_timeout();
+        self.send_handshake(cx);
+        self.timers
+            .set(Timer::Handshake, Some(now.plus(self.rtt.rto())));
     }
 
     /// Sends what send channel `ch` may send now: packets marked for
     /// resending, then new fragments while the window allows.
     #[inline]
     pub fn pump(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
-        if self.is_paused(ch) || !self.tx[ch].has_to_send() {
-            // Nothing to send (the usual case after an ACK).
+        if self.is_paused(ch) || !self.tx[ch].has_to_send() || !self.assoc.can_send() {
+            // Nothing to send (the usual case after an ACK), or no
+            // association to send in yet.
             return;
         }
         let rtt = &self.rtt;
         let t = Transmission {
             header: Common {
-                src_id: cx.local_id,
-                dst_id: self.remote_id,
+                vtag: self.assoc.peer_tag,
                 channel: ch as u8,
                 epoch: self.tx[ch].epoch,
                 seq: 0,
@@ -118,7 +228,7 @@ impl<A: Copy> Peer<A> {
                 .map(|srtt| (2 * srtt).max(srtt + 4 * rtt.rttvar()) + 2 * cx.cfg.ack_delay),
             window: cx.cfg.window,
         };
-        if let Some(d) = self.tx[ch].transmit(now, &t, self.addr, cx.out) {
+        if let Some(d) = self.tx[ch].transmit(now, &t, self.addr, &cx.cfg.integrity, cx.out) {
             self.acks_carried(cx.cfg);
             self.timers.lower(Timer::Retransmit(ch), d);
         }
@@ -182,6 +292,9 @@ impl<A: Copy> Peer<A> {
     /// past the retry limit, failure of everything sent), owed ACKs. Then
     /// sets the timers afresh.
     pub fn on_timeout(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        if self.timers.is_expired(Timer::Handshake, now) {
+            self.on_handshake_timeout(now, cx);
+        }
         let mut unreachable = false;
         for ch in 0..NUM_CHANNELS {
             if self.timers.is_expired(Timer::Pause(ch), now) {
@@ -204,7 +317,7 @@ impl<A: Copy> Peer<A> {
         }
         for ch in 0..NUM_CHANNELS {
             if self.timers.is_expired(Timer::Ack(ch), now) {
-                self.send_ack(ch, cx.local_id, cx.out);
+                self.send_ack(ch, cx);
             }
         }
         for ch in 0..NUM_CHANNELS {
@@ -289,11 +402,10 @@ impl<A: Copy> Peer<A> {
 
     /// The header of a control packet about receive channel `ch`: its epoch
     /// and next expected sequence number, with both piggybacked acks.
-    fn control_header(&self, local_id: u32, ch: usize) -> Common {
+    fn control_header(&self, ch: usize) -> Common {
         let rx = &self.rx[ch];
         Common {
-            src_id: local_id,
-            dst_id: self.remote_id,
+            vtag: self.assoc.peer_tag,
             channel: ch as u8,
             epoch: rx.epoch,
             seq: rx.next,
@@ -302,11 +414,12 @@ impl<A: Copy> Peer<A> {
     }
 
     /// Sends the ACK of receive channel `ch` (with its SACK bitmap).
-    pub fn send_ack(&mut self, ch: usize, local_id: u32, out: &mut Outbox<A>) {
-        let c = self.control_header(local_id, ch);
+    pub fn send_ack(&mut self, ch: usize, cx: &mut Ctx<'_, A>) {
+        let c = self.control_header(ch);
         let sack = self.rx[ch].sack_bits();
+        let out = &mut *cx.out;
         let start = out.start();
-        wire::encode_ack(&mut out.bytes, &c, sack);
+        wire::encode_ack(&mut out.bytes, &cx.cfg.integrity, &c, sack);
         out.stats.acks_sent += 1;
         out.push(self.addr, start);
         self.rx[ch].ack_paid();
@@ -314,9 +427,9 @@ impl<A: Copy> Peer<A> {
     }
 
     fn send_nack(&mut self, ch: usize, last: bool, cx: &mut Ctx<'_, A>) {
-        let c = self.control_header(cx.local_id, ch);
+        let c = self.control_header(ch);
         let start = cx.out.start();
-        wire::encode_nack(&mut cx.out.bytes, &c, last);
+        wire::encode_nack(&mut cx.out.bytes, &cx.cfg.integrity, &c, last);
         cx.out.stats.nacks_sent += 1;
         cx.out.push(self.addr, start);
     }

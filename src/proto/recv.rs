@@ -32,7 +32,8 @@ pub struct Reassembly {
 
 #[derive(Debug, Default)]
 pub struct RecvChannel {
-    /// Whether any packet of this channel has been seen (the epoch is known).
+    /// Whether any packet of this channel has been taken (acks are worth
+    /// piggybacking).
     pub known: bool,
     pub epoch: u16,
     pub next: u32,
@@ -48,25 +49,29 @@ pub struct RecvChannel {
 }
 
 impl RecvChannel {
-    /// Adopts `epoch` if it is the first seen or newer; returns false for a
-    /// packet of an older epoch.
-    pub fn accept_epoch(&mut self, epoch: u16) -> bool {
-        if !self.known {
+    /// Whether DATA packet `seq` of `epoch` belongs to the channel's
+    /// current epoch, or starts the next one. Every association starts both
+    /// ends of a channel at epoch 0; the sender moves to a newer epoch only
+    /// when it gives messages up (final NACK, retry limit) and then numbers
+    /// from 0 again: a newer epoch is adopted only together with sequence
+    /// number 0, never from whatever a packet says (an older epoch, or a
+    /// newer one at another number, is stale). Newer, not only the next:
+    /// a sender cut off twice in a row skips one.
+    pub fn accept_epoch(&mut self, epoch: u16, seq: u32) -> bool {
+        let d = epoch.wrapping_sub(self.epoch) as i16;
+        if d == 0 {
             self.known = true;
-            self.epoch = epoch;
             return true;
         }
-        let d = epoch.wrapping_sub(self.epoch) as i16;
-        if d < 0 {
+        if d < 0 || seq != 0 {
             return false;
         }
-        if d > 0 {
-            self.epoch = epoch;
-            self.next = 0;
-            self.held.clear();
-            self.reassembly = None;
-            self.refused = None;
-        }
+        self.known = true;
+        self.epoch = epoch;
+        self.next = 0;
+        self.held.clear();
+        self.reassembly = None;
+        self.refused = None;
         true
     }
 
@@ -134,7 +139,7 @@ impl RecvChannel {
         f: InFrag<'_>,
         cx: &mut RecvCx<'_, A>,
     ) -> Option<bool> {
-        if !self.accept_epoch(epoch) {
+        if !self.accept_epoch(epoch, seq) {
             cx.out.stats.stale_dropped += 1;
             return None;
         }
@@ -296,21 +301,27 @@ mod tests {
     }
 
     #[test]
-    fn epochs_first_older_newer_and_wrapping() {
+    fn epochs_start_at_0_and_move_only_with_sequence_number_0() {
         let mut rx = RecvChannel::default();
-        assert!(rx.accept_epoch(7), "the first epoch seen is adopted");
-        assert_eq!((rx.known, rx.epoch), (true, 7));
+        assert!(rx.accept_epoch(0, 5), "epoch 0 from the start");
+        assert!(rx.known);
         rx.next = 40;
         rx.held.insert(42, held());
-        assert!(!rx.accept_epoch(6), "an older epoch is stale");
-        assert!(rx.accept_epoch(7));
+        assert!(!rx.accept_epoch(1, 40), "a newer epoch at another number");
+        assert!(!rx.accept_epoch(7, 1));
+        assert_eq!((rx.epoch, rx.next, rx.held.len()), (0, 40, 1), "unchanged");
+        assert!(!rx.accept_epoch(u16::MAX, 0), "an older epoch is stale");
+        assert!(rx.accept_epoch(0, 41));
         assert_eq!(rx.next, 40, "the same epoch changes nothing");
-        assert!(rx.accept_epoch(8), "a newer epoch restarts the channel");
-        assert_eq!((rx.epoch, rx.next, rx.held.len()), (8, 0, 0));
-        let mut rx = RecvChannel::default();
-        rx.accept_epoch(u16::MAX);
-        assert!(rx.accept_epoch(0), "0 follows 65535");
-        assert!(!rx.accept_epoch(u16::MAX));
+        assert!(rx.accept_epoch(1, 0), "the next epoch, from 0, restarts");
+        assert_eq!((rx.epoch, rx.next, rx.held.len()), (1, 0, 0));
+        assert!(rx.accept_epoch(3, 0), "one skipped (cut off twice)");
+        let mut rx = RecvChannel {
+            epoch: u16::MAX,
+            ..Default::default()
+        };
+        assert!(rx.accept_epoch(0, 0), "0 follows 65535");
+        assert!(!rx.accept_epoch(u16::MAX, 0));
     }
 
     #[test]

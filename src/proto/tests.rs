@@ -1,5 +1,7 @@
 //! Unit tests of `Protocol` that look at its private state: sequence numbers
-//! across the wrap, the timer queue, the reordering timer.
+//! across the wrap, the timer queue, the reordering timer. Their nodes start
+//! with an association in place (`associate`); the handshake itself is
+//! tested in `tests/proto_sim.rs`.
 
 use super::*;
 use crate::time::{MICROS, MILLIS};
@@ -9,15 +11,28 @@ fn meta(k: u32) -> MsgMeta {
     MsgMeta::new(MsgKind::User, Category::Short, 1, &[k])
 }
 
-/// Node 0 and node 1; each calls the other by its number.
+/// Node 0 and node 1, associated (tags 0xA0 and 0xB1); each calls the
+/// other by its number.
 fn pair() -> [Protocol<u32>; 2] {
-    [
-        Protocol::new(ProtoConfig::default(), 0x10),
-        Protocol::new(ProtoConfig::default(), 0x20),
-    ]
+    let mut n = [
+        Protocol::new(ProtoConfig::default(), &[0x10; 32]),
+        Protocol::new(ProtoConfig::default(), &[0x20; 32]),
+    ];
+    n[0].associate(1, 0xA0, 0xB1);
+    n[1].associate(0, 0xB1, 0xA0);
+    n
 }
 
 impl Protocol<u32> {
+    /// An established association with `addr`: our tag `local`, its `peer`.
+    fn associate(&mut self, addr: u32, local: u64, peer: u64) {
+        let s = self.peer_entry(addr);
+        let a = &mut self.peers[s].assoc;
+        a.state = AssocState::Established;
+        a.local_tag = local;
+        a.peer_tag = peer;
+    }
+
     fn peer_mut(&mut self, addr: u32) -> &mut Peer<u32> {
         let s = self.slots[&addr] as usize;
         &mut self.peers[s]
@@ -104,9 +119,10 @@ fn sequence_numbers_wrap_under_loss_and_reordering() {
 fn timer_queue_serves_due_peers_and_forgets_finished_ones() {
     let cfg = ProtoConfig::default();
     let rto = cfg.rto_initial;
-    let mut a: Protocol<u32> = Protocol::new(cfg, 0x10);
+    let mut a: Protocol<u32> = Protocol::new(cfg, &[0x10; 32]);
     let t0 = Instant(1_000_000);
     for peer in 1..=3 {
+        a.associate(peer, 0x50 + peer as u64, 0x60 + peer as u64);
         a.send(t0, peer, CHANNEL_REQUEST, meta(peer), vec![]);
     }
     assert_eq!(out(&mut a).len(), 3);
@@ -115,15 +131,15 @@ fn timer_queue_serves_due_peers_and_forgets_finished_ones() {
     assert_eq!(out(&mut a).len(), 0, "nothing is due before the deadline");
     // Peer 1 acknowledges its packet: nothing is left to time for it.
     let mut ack = Vec::new();
-    let c = Common {
-        src_id: 0x51,
-        dst_id: 0x10,
+    let c = wire::Common {
+        vtag: 0x51,
         channel: CHANNEL_REQUEST,
         epoch: 0,
         seq: 1,
         ..Default::default()
     };
-    wire::encode_ack(&mut ack, &c, 0);
+    let integ = wire::Integrity::default();
+    wire::encode_ack(&mut ack, &integ, &c, 0);
     feed(&mut a, t0.plus(MILLIS), 1, &ack);
     assert_eq!(a.unfinished_to(&1), 0);
     // Peers 2 and 3 time out and are served once each, peer 1 not at all.
@@ -134,9 +150,9 @@ fn timer_queue_serves_due_peers_and_forgets_finished_ones() {
     assert_eq!(sent, [2, 3], "served in slot order");
     assert_eq!(a.next_timeout(), Some(t0.plus(rto + 2 * rto)), "backed off");
     // Now they answer too: after one more look, no timer is left at all.
-    for (peer, id) in [(2u32, 0x52u32), (3, 0x53)] {
+    for (peer, tag) in [(2u32, 0x52u64), (3, 0x53)] {
         let mut ack = Vec::new();
-        wire::encode_ack(&mut ack, &Common { src_id: id, ..c }, 0);
+        wire::encode_ack(&mut ack, &integ, &wire::Common { vtag: tag, ..c }, 0);
         feed(&mut a, t0.plus(rto + MILLIS), peer, &ack);
     }
     assert!(a.is_idle());

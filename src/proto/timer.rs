@@ -15,9 +15,11 @@ pub(super) enum Timer {
     Pause(usize),
     /// The owed ACK of the receive channel is due.
     Ack(usize),
+    /// Send the INIT or the COOKIE_ECHO again (the association's handshake).
+    Handshake,
 }
 
-const COUNT: usize = 3 * NUM_CHANNELS;
+const COUNT: usize = 3 * NUM_CHANNELS + 1;
 
 impl Timer {
     #[inline]
@@ -26,6 +28,7 @@ impl Timer {
             Timer::Retransmit(ch) => ch,
             Timer::Pause(ch) => NUM_CHANNELS + ch,
             Timer::Ack(ch) => 2 * NUM_CHANNELS + ch,
+            Timer::Handshake => 3 * NUM_CHANNELS,
         }
     }
 }

@@ -25,6 +25,15 @@ pub fn lan() -> FaultConfig {
     }
 }
 
+/// 32 bytes of a node's secret, from the simulation's seeded RNG.
+pub fn secret(rng: &mut Rng) -> [u8; 32] {
+    let mut s = [0u8; 32];
+    for c in s.chunks_exact_mut(8) {
+        c.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    s
+}
+
 /// Counters of what the simulated network did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SimStats {
@@ -69,11 +78,11 @@ pub struct SimNet {
 
 impl SimNet {
     /// `n` nodes joined by a network that does what `faults` says (see
-    /// [`lan`] for a clean one); node ids and faults derive from its seed.
+    /// [`lan`] for a clean one); node secrets and faults derive from its seed.
     pub fn new(n: usize, proto: ProtoConfig, faults: FaultConfig) -> SimNet {
         let mut rng = Rng::new(faults.seed);
         let nodes = (0..n)
-            .map(|_| Protocol::new(proto.clone(), (rng.next_u64() as u32) | 1))
+            .map(|_| Protocol::new(proto.clone(), &secret(&mut rng)))
             .collect();
         SimNet {
             nodes,

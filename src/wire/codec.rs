@@ -1,23 +1,29 @@
-//! Encoding and decoding of packets. Layout (all big-endian):
+//! Encoding and decoding of packets. Layout, wire version 2 (all big-endian):
 //!
 //! ```text
 //! common (32 bytes, every packet)
-//!   0 magic u16 | 2 version u8 | 3 type u8 | 4 src_id u32 | 8 dst_id u32
+//!   0 magic u16 | 2 version u8 | 3 type u8 | 4 vtag u64
 //!  12 channel u8 | 13 flags u8 | 14 epoch u16 | 16 seq u32
 //!  20 ack_next[request] u32 | 24 ack_next[reply] u32
 //!  28 ack_epoch[request] u16 | 30 ack_epoch[reply] u16
+//! vtag: the verification tag of the association, the RECEIVER's tag (0
+//! only in INIT). Handshake packets leave bytes 12..32 zero.
 //! ACK:  32 sack bitmap u64 (bit i: seq+1+i has arrived)
 //! NACK: (nothing more; seq is the refused sequence number; flag 8: the
 //!       refusal is final, the message is given up with ECONGESTION)
 //! DATA: 32 txn u32 | 36 handler u8 | 37 kind<<4|category u8 | 38 nargs u8
 //!       39 status u8 | 40 tag u64 | 48 dest_offset u64 | 56 msg_len u32
 //!       60 frag_off u32 | 64 frag_len u32 | 68 args (4*nargs) | payload
-//! then CRC32C (u32) over everything before it
+//! INIT:        32 initiator tag u64 | 40 zero padding to the INIT_ACK's size
+//! INIT_ACK:    32 responder tag u64 | 40 cookie (COOKIE_LEN)
+//! COOKIE_ECHO: 32 cookie (COOKIE_LEN)
+//! COOKIE_ACK, ABORT: nothing more
+//! then the integrity trailer (`Integrity`: CRC32C today) over everything before it
 //! ```
 
 use super::{
-    crc32c, AckField, Category, MsgKind, MsgMeta, PacketType, ACK_LEN, COMMON_LEN, CRC_LEN,
-    DATA_HEADER_LEN, MAGIC, MAX_ARGS, NUM_CHANNELS, VERSION,
+    AckField, Category, DecodeError, Integrity, MsgKind, MsgMeta, PacketType, ACK_LEN, COMMON_LEN,
+    COOKIE_LEN, DATA_HEADER_LEN, INIT_ACK_LEN, MAGIC, MAX_ARGS, NUM_CHANNELS, VERSION,
 };
 
 const FLAG_ACK_REQ: u8 = 1;
@@ -25,11 +31,11 @@ const FLAG_ACK_REP: u8 = 2;
 const FLAG_RETURNED_REQUEST: u8 = 4;
 const FLAG_FINAL: u8 = 8;
 
-/// Fields every packet carries.
+/// Fields every packet of an association (DATA, ACK, NACK) carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Common {
-    pub src_id: u32,
-    pub dst_id: u32,
+    /// The receiver's verification tag of the association.
+    pub vtag: u64,
     pub channel: u8,
     pub epoch: u16,
     pub seq: u32,
@@ -37,7 +43,7 @@ pub struct Common {
     pub acks: [AckField; NUM_CHANNELS],
 }
 
-/// A parsed, checksum-verified packet borrowing its payload from the datagram.
+/// A parsed, checked packet borrowing its payload from the datagram.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Packet<'a> {
     Data {
@@ -57,29 +63,30 @@ pub enum Packet<'a> {
         /// sender gives the message up (ECONGESTION).
         last: bool,
     },
-}
-
-impl Packet<'_> {
-    pub fn common(&self) -> &Common {
-        match self {
-            Packet::Data { common, .. }
-            | Packet::Ack { common, .. }
-            | Packet::Nack { common, .. } => common,
-        }
-    }
-}
-
-/// Why a datagram was not accepted as a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DecodeError {
-    /// Shorter than its header says, or longer.
-    Truncated,
-    /// Not a ramp packet (magic), or another protocol version.
-    Foreign,
-    /// The checksum does not match.
-    Checksum,
-    /// A field holds a value no sender produces.
-    Malformed,
+    /// Opens an association: the initiator's tag (never 0). Its vtag is 0.
+    Init {
+        init_tag: u64,
+    },
+    /// The answer to an INIT (vtag: the initiator's tag): the responder's
+    /// tag and the cookie to echo.
+    InitAck {
+        vtag: u64,
+        resp_tag: u64,
+        cookie: &'a [u8; COOKIE_LEN],
+    },
+    /// The cookie sent back (vtag: the responder's tag).
+    CookieEcho {
+        vtag: u64,
+        cookie: &'a [u8; COOKIE_LEN],
+    },
+    /// The association is established (vtag: the initiator's tag).
+    CookieAck {
+        vtag: u64,
+    },
+    /// Ends the association whose tag it carries.
+    Abort {
+        vtag: u64,
+    },
 }
 
 /// Writes `v` big-endian at `at` of a fixed-size header (constant offsets
@@ -112,8 +119,7 @@ fn put_common<const N: usize>(h: &mut [u8; N], ptype: PacketType, c: &Common, ex
     put16(h, 0, MAGIC);
     h[2] = VERSION;
     h[3] = ptype as u8;
-    put32(h, 4, c.src_id);
-    put32(h, 8, c.dst_id);
+    put64(h, 4, c.vtag);
     h[12] = c.channel;
     h[13] = flags;
     put16(h, 14, c.epoch);
@@ -124,16 +130,11 @@ fn put_common<const N: usize>(h: &mut [u8; N], ptype: PacketType, c: &Common, ex
     put16(h, 30, c.acks[1].epoch);
 }
 
-#[inline]
-fn put_crc(buf: &mut Vec<u8>, start: usize) {
-    let crc = crc32c(&buf[start..]);
-    buf.extend_from_slice(&crc.to_be_bytes());
-}
-
 /// Appends a DATA packet carrying `payload` (one fragment of a message of
 /// `msg_len` bytes starting at `frag_off`) to `buf`.
 pub fn encode_data(
     buf: &mut Vec<u8>,
+    integ: &Integrity,
     common: &Common,
     meta: &MsgMeta,
     msg_len: u32,
@@ -142,7 +143,7 @@ pub fn encode_data(
 ) {
     let start = buf.len();
     let head_len = DATA_HEADER_LEN + 4 * meta.nargs as usize;
-    buf.reserve(head_len + payload.len() + CRC_LEN);
+    buf.reserve(head_len + payload.len() + integ.trailer_len());
     let flags = if meta.returned_request {
         FLAG_RETURNED_REQUEST
     } else {
@@ -169,25 +170,25 @@ pub fn encode_data(
     }
     buf.extend_from_slice(&h[..head_len]);
     buf.extend_from_slice(payload);
-    put_crc(buf, start);
+    integ.seal(buf, start);
 }
 
 /// Appends an ACK packet: `common.seq` is the cumulative next-expected number
 /// of channel `common.channel`; `sack` marks later packets that have arrived.
-pub fn encode_ack(buf: &mut Vec<u8>, common: &Common, sack: u64) {
+pub fn encode_ack(buf: &mut Vec<u8>, integ: &Integrity, common: &Common, sack: u64) {
     let start = buf.len();
     let mut h = [0u8; ACK_LEN];
     put_common(&mut h, PacketType::Ack, common, 0);
     put64(&mut h, 32, sack);
-    buf.reserve(ACK_LEN + CRC_LEN);
+    buf.reserve(ACK_LEN + integ.trailer_len());
     buf.extend_from_slice(&h);
-    put_crc(buf, start);
+    integ.seal(buf, start);
 }
 
 /// Appends a NACK packet: the receiver has no buffer for `common.seq` of
 /// `common.channel`; the sender goes back to it, or, when `last`, gives the
 /// message up.
-pub fn encode_nack(buf: &mut Vec<u8>, common: &Common, last: bool) {
+pub fn encode_nack(buf: &mut Vec<u8>, integ: &Integrity, common: &Common, last: bool) {
     let start = buf.len();
     let mut h = [0u8; COMMON_LEN];
     put_common(
@@ -196,9 +197,71 @@ pub fn encode_nack(buf: &mut Vec<u8>, common: &Common, last: bool) {
         common,
         if last { FLAG_FINAL } else { 0 },
     );
-    buf.reserve(COMMON_LEN + CRC_LEN);
+    buf.reserve(COMMON_LEN + integ.trailer_len());
     buf.extend_from_slice(&h);
-    put_crc(buf, start);
+    integ.seal(buf, start);
+}
+
+/// Appends a handshake packet of type `ptype` with `vtag`, then `body`
+/// (its length is the type's).
+fn encode_handshake(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    ptype: PacketType,
+    vtag: u64,
+    body: &[&[u8]],
+) {
+    let start = buf.len();
+    let mut h = [0u8; COMMON_LEN];
+    put16(&mut h, 0, MAGIC);
+    h[2] = VERSION;
+    h[3] = ptype as u8;
+    put64(&mut h, 4, vtag);
+    buf.extend_from_slice(&h);
+    for b in body {
+        buf.extend_from_slice(b);
+    }
+    integ.seal(buf, start);
+}
+
+/// Appends an INIT offering `init_tag`, padded to the size of the INIT_ACK
+/// it provokes (an INIT never buys a larger answer).
+pub fn encode_init(buf: &mut Vec<u8>, integ: &Integrity, init_tag: u64) {
+    let pad = [0u8; INIT_ACK_LEN - COMMON_LEN - 8];
+    let tag = init_tag.to_be_bytes();
+    encode_handshake(buf, integ, PacketType::Init, 0, &[&tag, &pad]);
+}
+
+/// Appends an INIT_ACK to the initiator whose tag is `vtag`.
+pub fn encode_init_ack(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    vtag: u64,
+    resp_tag: u64,
+    cookie: &[u8; COOKIE_LEN],
+) {
+    let tag = resp_tag.to_be_bytes();
+    encode_handshake(buf, integ, PacketType::InitAck, vtag, &[&tag, cookie]);
+}
+
+/// Appends a COOKIE_ECHO to the responder whose tag is `vtag`.
+pub fn encode_cookie_echo(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    vtag: u64,
+    cookie: &[u8; COOKIE_LEN],
+) {
+    encode_handshake(buf, integ, PacketType::CookieEcho, vtag, &[cookie]);
+}
+
+/// Appends a COOKIE_ACK to the initiator whose tag is `vtag`.
+pub fn encode_cookie_ack(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64) {
+    encode_handshake(buf, integ, PacketType::CookieAck, vtag, &[]);
+}
+
+/// Appends an ABORT carrying `vtag`.
+pub fn encode_abort(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64) {
+    encode_handshake(buf, integ, PacketType::Abort, vtag, &[]);
 }
 
 /// Reads a big-endian field of a fixed-size header (constant offsets compile
@@ -224,31 +287,26 @@ fn be64<const N: usize>(b: &[u8; N], at: usize) -> u64 {
     u64::from_be_bytes(x)
 }
 
-/// Checks and parses one datagram. Never panics.
-pub fn decode(dgram: &[u8]) -> Result<Packet<'_>, DecodeError> {
+/// Checks (magic, version, trailer) and parses one datagram. Never panics.
+pub fn decode<'a>(integ: &Integrity, dgram: &'a [u8]) -> Result<Packet<'a>, DecodeError> {
     let Some(magic) = dgram.first_chunk::<4>() else {
         return Err(DecodeError::Truncated);
     };
     if be16(magic, 0) != MAGIC || magic[2] != VERSION {
         return Err(DecodeError::Foreign);
     }
-    let Some((body, crc)) = dgram.split_last_chunk::<CRC_LEN>() else {
-        return Err(DecodeError::Truncated);
-    };
+    let body = integ.open(dgram)?;
     let Some(h) = body.first_chunk::<COMMON_LEN>() else {
         return Err(DecodeError::Truncated);
     };
-    if crc32c(body) != u32::from_be_bytes(*crc) {
-        return Err(DecodeError::Checksum);
-    }
+    let vtag = be64(h, 4);
     let flags = h[13];
     let channel = h[12];
     if channel as usize >= NUM_CHANNELS {
         return Err(DecodeError::Malformed);
     }
     let common = Common {
-        src_id: be32(h, 4),
-        dst_id: be32(h, 8),
+        vtag,
         channel,
         epoch: be16(h, 14),
         seq: be32(h, 16),
@@ -265,8 +323,12 @@ pub fn decode(dgram: &[u8]) -> Result<Packet<'_>, DecodeError> {
             },
         ],
     };
+    const DATA: u8 = PacketType::Data as u8;
+    const ACK: u8 = PacketType::Ack as u8;
+    const NACK: u8 = PacketType::Nack as u8;
     match h[3] {
-        t if t == PacketType::Ack as u8 => {
+        DATA => decode_data(body, common, flags),
+        ACK => {
             let Ok(a) = <&[u8; ACK_LEN]>::try_from(body) else {
                 return Err(DecodeError::Truncated);
             };
@@ -275,7 +337,7 @@ pub fn decode(dgram: &[u8]) -> Result<Packet<'_>, DecodeError> {
                 sack: be64(a, 32),
             })
         }
-        t if t == PacketType::Nack as u8 => {
+        NACK => {
             if body.len() != COMMON_LEN {
                 return Err(DecodeError::Truncated);
             }
@@ -284,7 +346,61 @@ pub fn decode(dgram: &[u8]) -> Result<Packet<'_>, DecodeError> {
                 last: flags & FLAG_FINAL != 0,
             })
         }
-        t if t == PacketType::Data as u8 => decode_data(body, common, flags),
+        t => decode_handshake(t, vtag, &body[COMMON_LEN..]),
+    }
+}
+
+/// The body (after the common header) of a handshake packet of type `t`.
+fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeError> {
+    const INIT: u8 = PacketType::Init as u8;
+    const INIT_ACK: u8 = PacketType::InitAck as u8;
+    const COOKIE_ECHO: u8 = PacketType::CookieEcho as u8;
+    const COOKIE_ACK: u8 = PacketType::CookieAck as u8;
+    const ABORT: u8 = PacketType::Abort as u8;
+    match t {
+        INIT => {
+            let Ok(b) = <&[u8; INIT_ACK_LEN - COMMON_LEN]>::try_from(rest) else {
+                return Err(DecodeError::Truncated);
+            };
+            let init_tag = be64(b, 0);
+            if vtag != 0 || init_tag == 0 {
+                return Err(DecodeError::Malformed);
+            }
+            Ok(Packet::Init { init_tag })
+        }
+        INIT_ACK => {
+            let Ok(b) = <&[u8; INIT_ACK_LEN - COMMON_LEN]>::try_from(rest) else {
+                return Err(DecodeError::Truncated);
+            };
+            let resp_tag = be64(b, 0);
+            let Ok(cookie) = <&[u8; COOKIE_LEN]>::try_from(&rest[8..]) else {
+                return Err(DecodeError::Truncated);
+            };
+            if vtag == 0 || resp_tag == 0 {
+                return Err(DecodeError::Malformed);
+            }
+            Ok(Packet::InitAck {
+                vtag,
+                resp_tag,
+                cookie,
+            })
+        }
+        COOKIE_ECHO => {
+            let Ok(cookie) = <&[u8; COOKIE_LEN]>::try_from(rest) else {
+                return Err(DecodeError::Truncated);
+            };
+            Ok(Packet::CookieEcho { vtag, cookie })
+        }
+        COOKIE_ACK | ABORT => {
+            if !rest.is_empty() {
+                return Err(DecodeError::Truncated);
+            }
+            Ok(if t == ABORT {
+                Packet::Abort { vtag }
+            } else {
+                Packet::CookieAck { vtag }
+            })
+        }
         _ => Err(DecodeError::Malformed),
     }
 }
@@ -343,10 +459,11 @@ fn decode_data(body: &[u8], common: Common, flags: u8) -> Result<Packet<'_>, Dec
 mod tests {
     use super::*;
 
+    const I: Integrity = Integrity::Crc32c;
+
     fn sample_common() -> Common {
         Common {
-            src_id: 0xdead_beef,
-            dst_id: 7,
+            vtag: 0xdead_beef_0000_0007,
             channel: 1,
             epoch: 3,
             seq: 42,
@@ -371,8 +488,8 @@ mod tests {
             meta.txn = 5;
             let payload: Vec<u8> = (0..n * 3).map(|i| i as u8).collect();
             let mut buf = Vec::new();
-            encode_data(&mut buf, &sample_common(), &meta, 1000, 10, &payload);
-            match decode(&buf).unwrap() {
+            encode_data(&mut buf, &I, &sample_common(), &meta, 1000, 10, &payload);
+            match decode(&I, &buf).unwrap() {
                 Packet::Data {
                     common,
                     meta: m,
@@ -393,9 +510,9 @@ mod tests {
     #[test]
     fn ack_and_nack_round_trip() {
         let mut buf = Vec::new();
-        encode_ack(&mut buf, &sample_common(), 0xf0f0);
+        encode_ack(&mut buf, &I, &sample_common(), 0xf0f0);
         assert_eq!(
-            decode(&buf).unwrap(),
+            decode(&I, &buf).unwrap(),
             Packet::Ack {
                 common: sample_common(),
                 sack: 0xf0f0
@@ -403,9 +520,9 @@ mod tests {
         );
         for last in [false, true] {
             buf.clear();
-            encode_nack(&mut buf, &sample_common(), last);
+            encode_nack(&mut buf, &I, &sample_common(), last);
             assert_eq!(
-                decode(&buf).unwrap(),
+                decode(&I, &buf).unwrap(),
                 Packet::Nack {
                     common: sample_common(),
                     last
@@ -418,14 +535,17 @@ mod tests {
     fn every_single_bit_flip_and_truncation_is_rejected() {
         let meta = MsgMeta::new(MsgKind::User, Category::Short, 3, &[1, 2, 3]);
         let mut buf = Vec::new();
-        encode_data(&mut buf, &sample_common(), &meta, 5, 0, b"hello");
+        encode_data(&mut buf, &I, &sample_common(), &meta, 5, 0, b"hello");
         for i in 0..buf.len() * 8 {
             let mut b = buf.clone();
             b[i / 8] ^= 1 << (i % 8);
-            assert!(decode(&b).is_err(), "bit {i} flip accepted");
+            assert!(decode(&I, &b).is_err(), "bit {i} flip accepted");
         }
         for len in 0..buf.len() {
-            assert!(decode(&buf[..len]).is_err(), "truncation to {len} accepted");
+            assert!(
+                decode(&I, &buf[..len]).is_err(),
+                "truncation to {len} accepted"
+            );
         }
     }
 
@@ -441,7 +561,44 @@ mod tests {
                     x as u8
                 })
                 .collect();
-            let _ = decode(&v);
+            let _ = decode(&I, &v);
         }
+    }
+
+    #[test]
+    fn handshake_round_trip_and_init_is_never_smaller_than_its_answer() {
+        let cookie = [0xa5u8; COOKIE_LEN];
+        let mut init = Vec::new();
+        encode_init(&mut init, &I, 42);
+        let mut ack = Vec::new();
+        encode_init_ack(&mut ack, &I, 42, 77, &cookie);
+        assert!(init.len() >= ack.len(), "{} < {}", init.len(), ack.len());
+        assert_eq!(decode(&I, &init).unwrap(), Packet::Init { init_tag: 42 });
+        assert_eq!(
+            decode(&I, &ack).unwrap(),
+            Packet::InitAck {
+                vtag: 42,
+                resp_tag: 77,
+                cookie: &cookie
+            }
+        );
+        let mut b = Vec::new();
+        encode_cookie_echo(&mut b, &I, 77, &cookie);
+        assert_eq!(
+            decode(&I, &b).unwrap(),
+            Packet::CookieEcho {
+                vtag: 77,
+                cookie: &cookie
+            }
+        );
+        b.clear();
+        encode_cookie_ack(&mut b, &I, 42);
+        assert_eq!(decode(&I, &b).unwrap(), Packet::CookieAck { vtag: 42 });
+        b.clear();
+        encode_abort(&mut b, &I, 9);
+        assert_eq!(decode(&I, &b).unwrap(), Packet::Abort { vtag: 9 });
+        b.clear();
+        encode_init(&mut b, &I, 0);
+        assert_eq!(decode(&I, &b), Err(DecodeError::Malformed), "tag 0");
     }
 }

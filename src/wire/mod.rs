@@ -1,19 +1,44 @@
-//! The wire format: one fixed header in network byte order, up to 16 32-bit
-//! arguments, the payload fragment, then a CRC32C over everything before it.
+//! The wire format (version 2): one fixed header in network byte order
+//! whose verification tag names the association, up to 16 32-bit
+//! arguments, the payload fragment, then the integrity trailer (`Integrity`:
+//! a CRC32C today) over everything before it. The layout is in `codec.rs`.
 //!
 //! Parsing is split from encoding: `decode` checks length, magic, version and
-//! checksum once, then yields a parsed `Packet`; nothing panics on any input.
+//! trailer once, then yields a parsed `Packet`; nothing panics on any input.
 
 mod codec;
+mod integrity;
 pub mod mac;
 mod message;
 
-pub use codec::{decode, encode_ack, encode_data, encode_nack, Common, Packet};
+pub use codec::{
+    decode, encode_abort, encode_ack, encode_cookie_ack, encode_cookie_echo, encode_data,
+    encode_init, encode_init_ack, encode_nack, Common, Packet,
+};
+pub use integrity::Integrity;
 pub use message::{Category, MsgKind, MsgMeta, MAX_ARGS};
 
 /// Packet magic ("RA") and version.
 pub const MAGIC: u16 = 0x5241;
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
+
+/// Why a datagram was not accepted as a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Shorter than its header says, or longer.
+    Truncated,
+    /// Not a ramp packet (magic), or another protocol version.
+    Foreign,
+    /// The integrity trailer does not match.
+    Checksum,
+    /// A field holds a value no sender produces.
+    Malformed,
+}
+
+/// Size of the cookie an INIT_ACK carries and a COOKIE_ECHO returns.
+pub const COOKIE_LEN: usize = 48;
+/// Size of an INIT_ACK without the trailer (an INIT is as large).
+pub const INIT_ACK_LEN: usize = COMMON_LEN + 8 + COOKIE_LEN;
 
 /// Size of the header shared by every packet type.
 pub const COMMON_LEN: usize = 32;
@@ -21,7 +46,7 @@ pub const COMMON_LEN: usize = 32;
 pub const DATA_HEADER_LEN: usize = 68;
 /// Size of an ACK packet without the checksum.
 pub const ACK_LEN: usize = 40;
-/// Size of the trailing CRC32C.
+/// Size of the CRC32C trailer (`Integrity::Crc32c`).
 pub const CRC_LEN: usize = 4;
 
 /// The two logical channels between a pair of endpoints. Replies have their own
@@ -30,8 +55,11 @@ pub const CHANNEL_REQUEST: u8 = 0;
 pub const CHANNEL_REPLY: u8 = 1;
 pub const NUM_CHANNELS: usize = 2;
 
-/// Largest packet a DATA header plus 16 arguments plus checksum takes.
-pub const MAX_OVERHEAD: usize = DATA_HEADER_LEN + 4 * MAX_ARGS + CRC_LEN;
+/// The longest integrity trailer any `Integrity` variant adds (a 16-byte MAC).
+pub const MAX_TRAILER_LEN: usize = 16;
+
+/// Largest packet a DATA header plus 16 arguments plus trailer takes.
+pub const MAX_OVERHEAD: usize = DATA_HEADER_LEN + 4 * MAX_ARGS + MAX_TRAILER_LEN;
 
 /// Packet types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +68,12 @@ pub enum PacketType {
     Data = 1,
     Ack = 2,
     Nack = 3,
+    Init = 4,
+    InitAck = 5,
+    CookieEcho = 6,
+    CookieAck = 7,
+    Abort = 8,
+    // 9 and 10 are reserved for HEARTBEAT and HEARTBEAT_ACK.
 }
 
 /// A piggybacked cumulative acknowledgement for one reverse channel.

@@ -16,7 +16,7 @@ use super::rtt::RttEstimator;
 use super::stats;
 use crate::stats::Statistics;
 use crate::time::{Instant, Nanos};
-use crate::wire::{self, Common};
+use crate::wire::{self, Common, Integrity};
 
 /// Retransmission allowance per byte sent ahead in the same burst (2 ns per
 /// byte: a receiver that takes in 500 MB/s).
@@ -171,6 +171,16 @@ impl SendChannel {
         self.next_seq = 0;
     }
 
+    /// Back to the start of a new association: every fragment not yet
+    /// acknowledged waits again, in order, to be numbered from 0 in epoch 0.
+    pub fn rewind(&mut self) {
+        while let Some(p) = self.in_flight.pop_back() {
+            self.pending.push_front(p.frag);
+        }
+        self.epoch = 0;
+        self.next_seq = 0;
+    }
+
     /// Whether `transmit` has anything to send.
     #[inline]
     pub fn has_to_send(&self) -> bool {
@@ -186,6 +196,7 @@ impl SendChannel {
         now: Instant,
         t: &Transmission,
         to: A,
+        integ: &Integrity,
         out: &mut Outbox<A>,
     ) -> Option<Instant> {
         let ch = t.header.channel as usize;
@@ -197,7 +208,7 @@ impl SendChannel {
             p.deadline = now.plus(t.rto);
             let cat = p.frag.msg.meta.category.index();
             stats::count_retransmit(&mut out.stats, ch, cat);
-            let start = encode_fragment(out, &t.header, p.seq, &p.frag);
+            let start = encode_fragment(out, integ, &t.header, p.seq, &p.frag);
             out.push(to, start);
             first_deadline.get_or_insert(p.deadline);
         }
@@ -209,7 +220,7 @@ impl SendChannel {
             };
             let seq = self.next_seq;
             self.next_seq = self.next_seq.wrapping_add(1);
-            let start = encode_fragment(out, &t.header, seq, &frag);
+            let start = encode_fragment(out, integ, &t.header, seq, &frag);
             let cat = frag.msg.meta.category.index();
             let len = (out.bytes.len() - start) as u64;
             stats::count_data_sent(&mut out.stats, ch, cat, len);
@@ -466,12 +477,19 @@ pub struct Expired {
 
 /// Appends the DATA packet of `f`, numbered `seq`, to the outbox; returns
 /// where it starts.
-fn encode_fragment<A>(out: &mut Outbox<A>, header: &Common, seq: u32, f: &Fragment) -> usize {
+fn encode_fragment<A>(
+    out: &mut Outbox<A>,
+    integ: &Integrity,
+    header: &Common,
+    seq: u32,
+    f: &Fragment,
+) -> usize {
     let start = out.start();
     let c = Common { seq, ..*header };
     let (off, len) = (f.off as usize, f.len as usize);
     wire::encode_data(
         &mut out.bytes,
+        integ,
         &c,
         &f.msg.meta,
         f.msg.payload.len() as u32,

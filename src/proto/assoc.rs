@@ -1,0 +1,349 @@
+//! Associations (after SCTP, RFC 9260): the state a peer's association is
+//! in, the endpoint's secrets (verification tags, cookies), and the token
+//! bucket that bounds unsolicited answers.
+//!
+//! The handshake, as `Protocol` and `Peer` run it:
+//!
+//! ```text
+//! initiator (Peer created by send)          responder (no state)
+//!   INIT vtag 0 {init_tag a} ------------->
+//!                                           cookie = {r, a, H(addr), t} + MAC
+//!       <------------- INIT_ACK vtag a {resp_tag r, cookie}
+//!   COOKIE_ECHO vtag r {cookie} ---------->  MAC, addr, age checked:
+//!                                            Peer created, Established (r, a)
+//!       <------------- COOKIE_ACK vtag a     (its DATA may follow at once)
+//!   Established: DATA vtag r ------------->
+//! ```
+//!
+//! Every later packet carries the receiver's tag (`vtag`): DATA/ACK/NACK
+//! from `addr` count only if their vtag is our tag of the association with
+//! `addr`. Tags are 64-bit outputs of a keyed PRF (BLAKE3) of the
+//! endpoint's secret, so seeing some of them tells nothing of the others.
+
+use std::hash::{Hash, Hasher};
+
+use crate::time::{Instant, Nanos};
+use crate::wire::COOKIE_LEN;
+
+/// Where a peer's association stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AssocState {
+    /// None: a send starts the handshake.
+    Closed,
+    /// INIT sent (with `local_tag`), waiting for the INIT_ACK.
+    CookieWait,
+    /// COOKIE_ECHO sent; the COOKIE_ACK, or the first packet with our
+    /// tag, establishes.
+    CookieEchoed,
+    Established,
+}
+
+/// One peer's association.
+#[derive(Debug)]
+pub struct Assoc {
+    pub state: AssocState,
+    /// Our tag: what the peer's packets carry as `vtag`.
+    pub local_tag: u64,
+    /// The peer's tag: what our packets to it carry.
+    pub peer_tag: u64,
+    /// When it was established (local time): a cookie made before cannot
+    /// restart it (a late or duplicated COOKIE_ECHO).
+    pub since: Instant,
+    /// The cookie to echo again while the COOKIE_ACK is missing.
+    pub cookie: Option<Box<[u8; COOKIE_LEN]>>,
+    /// INITs or COOKIE_ECHOs sent again without an answer.
+    pub tries: u32,
+    /// When the first INIT went (its answer times a round trip).
+    pub init_sent: Instant,
+}
+
+impl Default for Assoc {
+    fn default() -> Self {
+        Assoc {
+            state: AssocState::Closed,
+            local_tag: 0,
+            peer_tag: 0,
+            since: Instant::ZERO,
+            cookie: None,
+            tries: 0,
+            init_sent: Instant::ZERO,
+        }
+    }
+}
+
+impl Assoc {
+    /// Whether DATA may be sent: only once established, when the peer
+    /// surely has the association (DATA sent right after the COOKIE_ECHO
+    /// could overtake it and be dropped, costing a retransmission on a
+    /// clean network; first contact costs half a round trip more instead).
+    #[inline]
+    pub fn can_send(&self) -> bool {
+        self.state == AssocState::Established
+    }
+
+    /// Whether a DATA/ACK/NACK carrying `vtag` belongs to this association
+    /// (after COOKIE_ECHO, a packet with our tag confirms it as the
+    /// COOKIE_ACK would: the peer sends only once established).
+    #[inline]
+    pub fn accepts(&self, vtag: u64) -> bool {
+        vtag == self.local_tag
+            && matches!(
+                self.state,
+                AssocState::Established | AssocState::CookieEchoed
+            )
+    }
+
+    /// Whether an ABORT carrying `vtag` ends it: our own tag (the peer ends
+    /// it), or, once established, the peer's tag reflected by a peer that
+    /// has no association with us (it restarted or lost it). Before
+    /// establishment a reflected tag is the answer to DATA that overtook
+    /// our COOKIE_ECHO, and is ignored.
+    pub fn aborted_by(&self, vtag: u64) -> bool {
+        match self.state {
+            AssocState::Closed => false,
+            AssocState::CookieWait | AssocState::CookieEchoed => vtag == self.local_tag,
+            AssocState::Established => vtag == self.local_tag || vtag == self.peer_tag,
+        }
+    }
+}
+
+/// What a valid cookie says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CookieTags {
+    pub resp_tag: u64,
+    pub init_tag: u64,
+    pub created: Instant,
+}
+
+/// Why a cookie is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CookieError {
+    /// Its MAC does not match: not ours, or altered.
+    Forged,
+    /// Made for another address.
+    WrongAddress,
+    /// Older than the lifetime (or from the future).
+    Expired,
+}
+
+/// The endpoint's secrets, from 32 random bytes given to `Protocol::new`.
+pub struct Secrets {
+    cookie_key: [u8; 32],
+    addr_key: [u8; 32],
+    tag_key: [u8; 32],
+    tags_made: u64,
+}
+
+/// Feeds a `Hash` implementation into a keyed BLAKE3.
+struct KeyedHasher(blake3::Hasher);
+
+impl Hasher for KeyedHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        let h = self.0.finalize();
+        u64::from_le_bytes(h.as_bytes()[..8].try_into().unwrap_or([0; 8]))
+    }
+}
+
+const MAC_LEN: usize = 16;
+const COOKIE_FIELDS: usize = COOKIE_LEN - MAC_LEN;
+
+impl Secrets {
+    pub fn new(secret: &[u8; 32]) -> Secrets {
+        Secrets {
+            cookie_key: blake3::derive_key("ramp 2026 association cookie MAC", secret),
+            addr_key: blake3::derive_key("ramp 2026 association address digest", secret),
+            tag_key: blake3::derive_key("ramp 2026 association verification tags", secret),
+            tags_made: 0,
+        }
+    }
+
+    /// A fresh verification tag: non-zero, unpredictable without the secret.
+    pub fn next_tag(&mut self) -> u64 {
+        loop {
+            self.tags_made += 1;
+            let h = blake3::keyed_hash(&self.tag_key, &self.tags_made.to_le_bytes());
+            let t = u64::from_le_bytes(h.as_bytes()[..8].try_into().unwrap_or([0; 8]));
+            if t != 0 {
+                return t;
+            }
+        }
+    }
+
+    /// A keyed digest of a peer's address (its `Hash`).
+    pub fn addr_digest<A: Hash>(&self, addr: &A) -> u64 {
+        let mut h = KeyedHasher(blake3::Hasher::new_keyed(&self.addr_key));
+        addr.hash(&mut h);
+        h.finish()
+    }
+
+    fn mac(&self, fields: &[u8]) -> [u8; MAC_LEN] {
+        let h = blake3::keyed_hash(&self.cookie_key, fields);
+        let mut m = [0u8; MAC_LEN];
+        m.copy_from_slice(&h.as_bytes()[..MAC_LEN]);
+        m
+    }
+
+    /// The cookie of an INIT_ACK: {resp_tag, init_tag, digest of `addr`,
+    /// `now`} (big-endian u64s) and a 128-bit MAC over them.
+    pub fn make_cookie<A: Hash>(
+        &self,
+        resp_tag: u64,
+        init_tag: u64,
+        addr: &A,
+        now: Instant,
+    ) -> [u8; COOKIE_LEN] {
+        let mut c = [0u8; COOKIE_LEN];
+        c[0..8].copy_from_slice(&resp_tag.to_be_bytes());
+        c[8..16].copy_from_slice(&init_tag.to_be_bytes());
+        c[16..24].copy_from_slice(&self.addr_digest(addr).to_be_bytes());
+        c[24..32].copy_from_slice(&now.0.to_be_bytes());
+        let mac = self.mac(&c[..COOKIE_FIELDS]);
+        c[COOKIE_FIELDS..].copy_from_slice(&mac);
+        c
+    }
+
+    /// Checks a cookie echoed from `addr` at `now`.
+    pub fn open_cookie<A: Hash>(
+        &self,
+        c: &[u8; COOKIE_LEN],
+        addr: &A,
+        now: Instant,
+        lifetime: Nanos,
+    ) -> Result<CookieTags, CookieError> {
+        let mac = self.mac(&c[..COOKIE_FIELDS]);
+        // Constant time: every byte is compared.
+        let diff = mac
+            .iter()
+            .zip(&c[COOKIE_FIELDS..])
+            .fold(0u8, |d, (a, b)| d | (a ^ b));
+        if diff != 0 {
+            return Err(CookieError::Forged);
+        }
+        let field = |i: usize| u64::from_be_bytes(c[i..i + 8].try_into().unwrap_or([0; 8]));
+        if field(16) != self.addr_digest(addr) {
+            return Err(CookieError::WrongAddress);
+        }
+        let created = Instant(field(24));
+        if created > now || now.since(created) > lifetime {
+            return Err(CookieError::Expired);
+        }
+        Ok(CookieTags {
+            resp_tag: field(0),
+            init_tag: field(8),
+            created,
+        })
+    }
+}
+
+/// A token bucket: `rate` tokens per second, at most `burst` saved.
+#[derive(Debug)]
+pub struct TokenBucket {
+    tokens: u64,
+    /// The time up to which tokens have been added.
+    filled_to: Instant,
+}
+
+impl TokenBucket {
+    pub fn new(burst: u64) -> TokenBucket {
+        TokenBucket {
+            tokens: burst,
+            filled_to: Instant::ZERO,
+        }
+    }
+
+    /// Takes one token if there is one.
+    pub fn take(&mut self, now: Instant, rate: u64, burst: u64) -> bool {
+        const NS: u128 = 1_000_000_000;
+        let elapsed = now.since(self.filled_to) as u128;
+        let add = elapsed * rate as u128 / NS;
+        if add > 0 {
+            let room = burst.saturating_sub(self.tokens) as u128;
+            if add >= room {
+                self.tokens = burst;
+                self.filled_to = now;
+            } else {
+                self.tokens += add as u64;
+                // keep the fraction of a token not yet earned
+                let used = (add * NS / rate as u128) as u64;
+                self.filled_to = self.filled_to.plus(used);
+            }
+        }
+        if self.tokens == 0 {
+            return false;
+        }
+        self.tokens -= 1;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::MILLIS;
+
+    #[test]
+    fn cookie_refused_when_forged_elsewhere_or_old() {
+        let s = Secrets::new(&[7; 32]);
+        let t0 = Instant(5 * MILLIS);
+        let c = s.make_cookie(11, 22, &1000u32, t0);
+        let life = 60_000 * MILLIS;
+        let ok = s.open_cookie(&c, &1000u32, t0.plus(MILLIS), life).unwrap();
+        assert_eq!((ok.resp_tag, ok.init_tag, ok.created), (11, 22, t0));
+        assert_eq!(
+            s.open_cookie(&c, &1001u32, t0, life),
+            Err(CookieError::WrongAddress)
+        );
+        assert_eq!(
+            s.open_cookie(&c, &1000u32, t0.plus(life + 1), life),
+            Err(CookieError::Expired)
+        );
+        for bit in 0..COOKIE_LEN * 8 {
+            let mut b = c;
+            b[bit / 8] ^= 1 << (bit % 8);
+            assert_eq!(
+                s.open_cookie(&b, &1000u32, t0, life),
+                Err(CookieError::Forged),
+                "bit {bit}"
+            );
+        }
+        let other = Secrets::new(&[8; 32]);
+        assert_eq!(
+            other.open_cookie(&c, &1000u32, t0, life),
+            Err(CookieError::Forged)
+        );
+    }
+
+    #[test]
+    fn tags_are_non_zero_distinct_and_secret_dependent() {
+        let mut a = Secrets::new(&[1; 32]);
+        let mut b = Secrets::new(&[2; 32]);
+        let ta: Vec<u64> = (0..100).map(|_| a.next_tag()).collect();
+        let tb: Vec<u64> = (0..100).map(|_| b.next_tag()).collect();
+        assert!(ta.iter().all(|&t| t != 0));
+        let mut u = ta.clone();
+        u.sort_unstable();
+        u.dedup();
+        assert_eq!(u.len(), 100);
+        assert!(ta.iter().all(|t| !tb.contains(t)));
+    }
+
+    #[test]
+    fn token_bucket_rate_and_burst() {
+        let mut b = TokenBucket::new(4);
+        let t = Instant(1_000_000_000);
+        let taken = (0..10).filter(|_| b.take(t, 1000, 4)).count();
+        assert_eq!(taken, 4, "the burst");
+        // 1000/s: one more per millisecond, fractions kept
+        assert!(!b.take(t.plus(MILLIS / 2), 1000, 4));
+        assert!(b.take(t.plus(MILLIS), 1000, 4));
+        assert!(!b.take(t.plus(MILLIS), 1000, 4));
+        let taken = (0..10)
+            .filter(|_| b.take(t.plus(100 * MILLIS), 1000, 4))
+            .count();
+        assert_eq!(taken, 4, "never more than the burst saved");
+    }
+}
