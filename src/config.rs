@@ -9,7 +9,7 @@ use once_cell::sync::Lazy;
 
 pub use crate::fault::FaultConfig;
 use crate::proto::ProtoConfig;
-use crate::time::MICROS;
+use crate::time::{MICROS, MILLIS};
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -244,8 +244,20 @@ pub const VARIABLES: &[Var] = &[
     Var {
         name: "RAMP_RETRY_LIMIT",
         aliases: &[],
-        meaning: "retransmissions of a packet before the peer is unreachable (default 30)",
+        meaning: "retransmissions of a packet before its messages return EUNREACHABLE; a second bound behind RAMP_PEER_TIMEOUT_MS (default 30)",
         set: |c, v| int(v, 0, 1_000_000).map(|x| c.proto.retry_limit = x as u32),
+    },
+    Var {
+        name: "RAMP_PEER_TIMEOUT_MS",
+        aliases: &[],
+        meaning: "silence from a peer with messages outstanding after which it is dead: they and new ones return EUNREACHABLE at once until a new handshake succeeds (default 10000)",
+        set: |c, v| int(v, 1, HOUR_US / 1000).map(|x| c.proto.peer_timeout = x * MILLIS),
+    },
+    Var {
+        name: "RAMP_PEER_BUFFER",
+        aliases: &[],
+        meaning: "bytes one peer may make us hold (out-of-order packets, partial messages); beyond it out-of-order packets are dropped and resent (default 4194304)",
+        set: |c, v| int(v, 4096, 1 << 40).map(|x| c.proto.peer_buffer = x as usize),
     },
     Var {
         name: "RAMP_ACK_DELAY_US",

@@ -2014,15 +2014,23 @@ fn cookie_altered_from_elsewhere_or_expired_is_refused() {
     duo.feed(1, &echo);
     assert_eq!(duo.p[1].stats().stale_dropped, 1);
     assert_eq!(duo.p[1].peer_count(), 0);
-    // node 0 keeps trying: the echo again is refused again, then its
-    // retry limit fails the message (PeerUnreachable), and a new send
-    // opens a new association that works.
+    // node 0 keeps trying: the echo again is refused again, then the peer
+    // timeout declares node 1 dead and fails the message
+    // (PeerUnreachable); the next send fails at once too but opens a new
+    // association, and once it is up messages go through.
     let mut l0 = Ledger::default();
     assert!(duo.run(120 * SECOND, |d| {
         d.drain(0, &mut l0);
         !l0.failed.is_empty()
     }));
     assert_eq!(failures(&l0)[0].1, FailReason::PeerUnreachable);
+    assert!(duo.p[0].is_dead(&1));
+    duo.send(0, CHANNEL_REQUEST, 0, 8);
+    assert!(duo.run(SECOND, |d| {
+        d.drain(0, &mut l0);
+        l0.failed.len() == 2 && d.p[0].association(&1).is_some()
+    }));
+    assert!(!duo.p[0].is_dead(&1));
     let mut l1 = Ledger::default();
     duo.send(0, CHANNEL_REQUEST, 0, 8);
     assert!(duo.run(SECOND, |d| {

@@ -212,7 +212,12 @@ impl Endpoint {
         self.with(|s| {
             s.table.get(index)?;
             Self::before_resources(s)?;
-            s.table.unmap(index)
+            // The last entry for an address: its protocol state goes too
+            // (unless messages to it are unfinished; see `Protocol::forget`).
+            if let Some(addr) = s.table.unmap(index)? {
+                s.proto.forget(&addr);
+            }
+            Ok(())
         })
     }
 

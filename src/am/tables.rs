@@ -115,7 +115,9 @@ impl TranslationTable {
         Ok(i as u32)
     }
 
-    pub fn unmap(&mut self, index: i64) -> Result<()> {
+    /// Unmaps entry `index`; returns its address when no other entry maps
+    /// it (its protocol state may then be freed).
+    pub fn unmap(&mut self, index: i64) -> Result<Option<SocketAddr>> {
         let i = self.slot(index)?;
         let old = self.entries[i]
             .take()
@@ -129,9 +131,11 @@ impl TranslationTable {
                 .position(|e| e.as_ref().is_some_and(|t| t.addr == old.addr))
             {
                 self.by_addr.insert(old.addr, j as u32);
+                return Ok(None);
             }
+            return Ok(Some(old.addr));
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Resizes; below 256 means 256. Refuses sizes over the maximum and a

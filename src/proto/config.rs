@@ -11,9 +11,21 @@ pub struct ProtoConfig {
     /// Lower and upper bounds of the retransmission timeout.
     pub rto_min: Nanos,
     pub rto_max: Nanos,
-    /// Retransmissions of one packet without any answer before the peer is
-    /// declared unreachable.
+    /// Retransmissions of one packet without any answer before every
+    /// unfinished message to the peer fails: a second bound, behind
+    /// `peer_timeout`, which decides death.
     pub retry_limit: u32,
+    /// Silence from a peer we have something to say to (messages queued or
+    /// in flight, a handshake, an unanswered HEARTBEAT) after which it is
+    /// dead: every unfinished message to it fails (`PeerUnreachable`), and
+    /// so does every new one at once, until a new association succeeds.
+    /// HEARTBEATs go after a quarter of it without a word from the peer.
+    pub peer_timeout: Nanos,
+    /// Bytes one peer may make us hold before the application has them:
+    /// packets held ahead of a gap and partly reassembled messages, both
+    /// channels. An out-of-order packet beyond it is dropped (and counted);
+    /// the sender sends it again.
+    pub peer_buffer: usize,
     /// How long an acknowledgement may wait for a packet to ride on.
     pub ack_delay: Nanos,
     /// Times a receiver out of buffer refuses (NACKs) one message; the next
@@ -52,6 +64,8 @@ impl Default for ProtoConfig {
             rto_min: 5 * MILLIS,
             rto_max: 1000 * MILLIS,
             retry_limit: 30,
+            peer_timeout: 10_000 * MILLIS,
+            peer_buffer: 4 << 20,
             ack_delay: 200 * MICROS,
             nack_limit: 200,
             nack_backoff: MILLIS,
@@ -71,6 +85,17 @@ impl Default for ProtoConfig {
 pub const MAX_WINDOW: usize = 64;
 
 impl ProtoConfig {
+    /// Silence from a busy peer after which a HEARTBEAT goes.
+    pub fn heartbeat_interval(&self) -> Nanos {
+        (self.peer_timeout / 4).max(1)
+    }
+
+    /// How long a dead peer keeps its (small) state, so that new messages
+    /// to it fail at once, before its slot is freed.
+    pub fn dead_linger(&self) -> Nanos {
+        self.peer_timeout.saturating_mul(6)
+    }
+
     /// Bytes of payload one datagram carries for a message with `nargs` arguments.
     pub fn fragment_capacity(&self, nargs: usize) -> usize {
         self.max_datagram - crate::wire::DATA_HEADER_LEN - 4 * nargs - self.integrity.trailer_len()

@@ -27,8 +27,10 @@ pub enum Event<A> {
 /// Why a message was given up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FailReason {
-    /// The peer did not answer within the retry limit, or restarted (a new
-    /// incarnation cannot finish what the old one was sent).
+    /// The peer is dead (silent for the peer timeout while we had something
+    /// to say; or a packet past the retry limit), or restarted (a new
+    /// incarnation cannot finish what the old one was sent). Also every
+    /// message sent to a dead peer before a new association succeeds.
     PeerUnreachable,
     /// The receiver refused it for want of buffer, and its last NACK said
     /// it gives up.

@@ -23,12 +23,27 @@
 //! address before the association is established. A restarted peer is
 //! recognised only by a new handshake (a valid cookie with other tags from
 //! its address), or ends the old association by an ABORT carrying its tag.
+//! HEARTBEAT and HEARTBEAT_ACK count only with our tag, like DATA.
 //! Unsolicited answers (INIT_ACK, ABORT) are rate-limited; an INIT is
 //! never smaller than its INIT_ACK. All randomness (tags) comes from the
 //! secret given to `Protocol::new`: same secret and inputs, same outputs.
 //! Tags stop a sender that cannot see the traffic; one that sees it and
 //! can spoof a peer's address can still forge packets within the window
 //! until every packet carries the MAC of a job key (`wire::Integrity`).
+//!
+//! A peer is dead when nothing has been heard from it for
+//! `ProtoConfig::peer_timeout` (`RAMP_PEER_TIMEOUT_MS`) while we have
+//! something to say; HEARTBEATs ask after a quarter of it (only while busy:
+//! an idle association is quiet). Then every unfinished message fails
+//! (`PeerUnreachable`), and every new one at once, each starting a handshake
+//! (one at a time) whose success makes the peer usable again; there is no
+//! background probing. The per-packet retry limit is a second bound. A dead
+//! peer's slot is freed after six peer timeouts, and `forget` (the AM
+//! layer's unmap of an address's last entry) frees an idle peer's.
+//! Memory a peer makes us hold (held packets, reassembly) is claimed as data
+//! arrives, within `ProtoConfig::peer_buffer`; beyond it out-of-order
+//! packets are dropped (the sender resends them). `memory_bytes` estimates
+//! the whole state.
 //!
 //! The state lives beside its behaviour: a send channel (`send`) and a
 //! receive channel (`recv`) per direction and channel, a `peer` joining them
@@ -83,8 +98,11 @@ pub struct Protocol<A: PeerAddr> {
     unsolicited: TokenBucket,
     /// Unsolicited answers not sent for want of tokens.
     suppressed: u64,
-    /// Every peer, by slot (peers are never removed).
+    /// Every peer, by slot; a freed slot (dead and lingered, or forgotten)
+    /// holds an empty placeholder, out of `slots`, and goes on `free`.
     peers: Vec<Peer<A>>,
+    /// Freed slots, reused before the vector grows.
+    free: Vec<u32>,
     /// The slot of each peer's address: one lookup per datagram or message.
     slots: FxHashMap<A, u32>,
     /// The slot of the last peer looked up (checked before `slots`).
@@ -118,6 +136,7 @@ impl<A: PeerAddr> Protocol<A> {
             secrets: Secrets::new(secret),
             suppressed: 0,
             peers: Vec::new(),
+            free: Vec::new(),
             slots: FxHashMap::default(),
             last_slot: usize::MAX,
             timers: BinaryHeap::new(),
@@ -177,6 +196,26 @@ impl<A: PeerAddr> Protocol<A> {
             });
             return id;
         }
+        let slot = self.peer_entry(to);
+        if self.peers[slot].dead.is_some() {
+            // Dead: fails at once. One handshake at a time tries the peer
+            // again (started by a send, not in the background); its
+            // success ends the death.
+            self.out.events.push_back(Event::Failed {
+                to,
+                channel,
+                id,
+                meta,
+                reason: FailReason::PeerUnreachable,
+            });
+            if self.peers[slot].assoc.state == AssocState::Closed {
+                let tag = self.secrets.next_tag();
+                let (peer, mut cx) = self.peer_cx(slot);
+                peer.start_handshake(now, tag, &mut cx);
+            }
+            self.schedule(slot);
+            return id;
+        }
         let cap = self.fragment_capacity(meta.nargs as usize);
         let m = OutMsg { id, meta, payload };
         let msg = if m.payload.len() <= cap {
@@ -184,7 +223,6 @@ impl<A: PeerAddr> Protocol<A> {
         } else {
             MsgRef::Shared(Arc::new(m))
         };
-        let slot = self.peer_entry(to);
         let ch = channel as usize & 1;
         let tag = if self.peers[slot].assoc.state == AssocState::Closed {
             Some(self.secrets.next_tag())
@@ -192,7 +230,9 @@ impl<A: PeerAddr> Protocol<A> {
             None
         };
         let (peer, mut cx) = self.peer_cx(slot);
+        let was_busy = peer.busy();
         push_fragments(&mut peer.tx[ch].pending, msg, cap);
+        peer.arm_live(now, was_busy, cx.cfg);
         match tag {
             Some(tag) => peer.start_handshake(now, tag, &mut cx),
             None => peer.pump(now, ch, &mut cx),
@@ -246,6 +286,10 @@ impl<A: PeerAddr> Protocol<A> {
             }
             Packet::CookieAck { vtag } => return self.on_cookie_ack(now, from, vtag),
             Packet::Abort { vtag } => return self.on_abort(from, vtag),
+            Packet::Heartbeat { vtag, nonce } => {
+                return self.on_heartbeat(now, from, vtag, Some(nonce))
+            }
+            Packet::HeartbeatAck { vtag, .. } => return self.on_heartbeat(now, from, vtag, None),
         };
         // Inside an association with `from`, or nothing.
         let Some(slot) = self
@@ -257,6 +301,7 @@ impl<A: PeerAddr> Protocol<A> {
         let (peer, mut cx) = self.peer_cx(slot);
         // A packet with our tag: the peer has our COOKIE_ECHO.
         peer.confirm(now, &mut cx);
+        peer.hear(now);
         for ch in 0..NUM_CHANNELS {
             let a = c.acks[ch];
             if a.valid {
@@ -455,6 +500,29 @@ impl<A: PeerAddr> Protocol<A> {
         }
     }
 
+    /// A HEARTBEAT (`nonce`: answered with a HEARTBEAT_ACK) or its answer
+    /// (None), inside an association with `from` or dropped: the peer is
+    /// alive.
+    fn on_heartbeat(&mut self, now: Instant, from: A, vtag: u64, nonce: Option<u64>) {
+        let Some(slot) = self
+            .find_peer(&from)
+            .filter(|&s| self.peers[s].assoc.accepts(vtag))
+        else {
+            self.out.stats.stale_dropped += 1;
+            return;
+        };
+        let (peer, mut cx) = self.peer_cx(slot);
+        peer.confirm(now, &mut cx);
+        peer.hear(now);
+        if let Some(nonce) = nonce {
+            let start = cx.out.start();
+            let integ = &cx.cfg.integrity;
+            wire::encode_heartbeat(&mut cx.out.bytes, integ, peer.assoc.peer_tag, true, nonce);
+            cx.out.push(from, start);
+        }
+        self.schedule(slot);
+    }
+
     /// Runs the timers due at `now`: retransmissions, delayed ACKs, the end of
     /// a NACK pause. Cheap when nothing is due.
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -472,14 +540,22 @@ impl<A: PeerAddr> Protocol<A> {
                 due.push(slot);
             }
         }
+        let mut freed = Vec::new();
         for &slot in &due {
             let slot = slot as usize;
             let (peer, mut cx) = self.peer_cx(slot);
-            peer.on_timeout(now, &mut cx);
+            if peer.on_timeout(now, &mut cx) {
+                // dead long enough: freed below
+                freed.push(slot);
+                continue;
+            }
             peer.timers.take_wake();
             if let Some(at) = peer.timers.next() {
                 self.queue(slot, at);
             }
+        }
+        for slot in freed {
+            self.free_slot(slot);
         }
         self.due = due;
         // Drop stale entries on top, so that `next_timeout` is exact.
@@ -548,7 +624,69 @@ impl<A: PeerAddr> Protocol<A> {
     /// Number of peers with protocol state.
     #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
     pub fn peer_count(&self) -> usize {
-        self.peers.len()
+        self.slots.len()
+    }
+
+    /// Whether `to` is dead (new messages to it fail at once).
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn is_dead(&self, to: &A) -> bool {
+        self.slots
+            .get(to)
+            .is_some_and(|&s| self.peers[s as usize].dead.is_some())
+    }
+
+    /// Peers declared dead so far, and out-of-order packets dropped for
+    /// want of a peer's buffer budget.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn life_counts(&self) -> (u64, u64) {
+        (self.out.peers_died, self.out.budget_dropped)
+    }
+
+    /// Frees the state kept for `addr` (the AM layer unmapped its last
+    /// translation entry), unless messages to it are unfinished or it
+    /// holds data from it (then it stays; it is freed when dead, or by a
+    /// later call). Its association ends silently: a DATA it sends later
+    /// is answered with an ABORT, and the next message either way opens a
+    /// new one. Returns whether it was freed.
+    pub fn forget(&mut self, addr: &A) -> bool {
+        let Some(slot) = self.find_peer(addr) else {
+            return false;
+        };
+        let p = &self.peers[slot];
+        let holds =
+            p.rx.iter()
+                .any(|r| !r.held.is_empty() || r.reassembly.is_some());
+        if p.busy() || holds {
+            return false;
+        }
+        self.free_slot(slot);
+        true
+    }
+
+    /// An honest estimate of the bytes this protocol state takes: peers
+    /// (slots, maps, timer heap), their channels, held packets, partly
+    /// reassembled messages, queued messages, datagrams and events waiting.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let fixed = size_of::<Self>()
+            + self.peers.capacity() * size_of::<Peer<A>>()
+            + self.free.capacity() * 4
+            // a hash map entry: key, value, control byte, at 8/7 load
+            + self.slots.capacity() * (size_of::<A>() + 4 + 1) * 8 / 7
+            + self.timers.capacity() * size_of::<Reverse<(Instant, u32)>>()
+            + self.due.capacity() * 4
+            + self.spare_msgs.capacity() * size_of::<Box<OutMsg>>()
+            + self.spare_msgs.len() * size_of::<OutMsg>();
+        fixed + self.out.memory_bytes() + self.peers.iter().map(Peer::heap_bytes).sum::<usize>()
+    }
+
+    /// The bytes `addr`'s peer takes (its slot and what it holds), if it
+    /// has state.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn peer_memory_bytes(&self, addr: &A) -> Option<usize> {
+        let p = &self.peers[*self.slots.get(addr)? as usize];
+        Some(std::mem::size_of::<Peer<A>>() + p.heap_bytes())
     }
 
     /// Messages queued or in flight to `to`.
@@ -591,16 +729,38 @@ impl<A: PeerAddr> Protocol<A> {
         Some(s)
     }
 
-    /// The slot of the peer at `addr`, created on first contact.
+    /// The slot of the peer at `addr`, created on first contact (in a
+    /// freed slot if there is one).
     fn peer_entry(&mut self, addr: A) -> usize {
         if let Some(s) = self.find_peer(&addr) {
             return s;
         }
-        let slot = self.peers.len();
-        self.peers.push(Peer::new(&self.cfg, addr));
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.peers[s as usize] = Peer::new(&self.cfg, addr);
+                s as usize
+            }
+            None => {
+                self.peers.push(Peer::new(&self.cfg, addr));
+                self.peers.len() - 1
+            }
+        };
         self.slots.insert(addr, slot as u32);
         self.last_slot = slot;
         slot
+    }
+
+    /// Frees `slot`: out of the map, an empty placeholder in its place
+    /// (not queued: its entries left in the timer heap are stale and
+    /// skipped), on the free list.
+    fn free_slot(&mut self, slot: usize) {
+        let addr = self.peers[slot].addr;
+        if self.slots.get(&addr) == Some(&(slot as u32)) {
+            self.slots.remove(&addr);
+        }
+        self.peers[slot] = Peer::new(&self.cfg, addr);
+        self.free.push(slot as u32);
+        self.last_slot = usize::MAX;
     }
 
     /// Makes sure `handle_timeout` looks at the peer in `slot` by the

@@ -16,6 +16,10 @@ pub(super) struct Outbox<A> {
     transmits: VecDeque<(A, u32)>,
     pub events: VecDeque<Event<A>>,
     pub stats: Statistics,
+    /// Peers declared dead (silent for the peer timeout while busy).
+    pub peers_died: u64,
+    /// Out-of-order packets dropped for want of the peer's buffer budget.
+    pub budget_dropped: u64,
 }
 
 impl<A> Outbox<A> {
@@ -26,7 +30,25 @@ impl<A> Outbox<A> {
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             stats: Statistics::initial(),
+            peers_died: 0,
+            budget_dropped: 0,
         }
+    }
+
+    /// Bytes this outbox holds (an estimate: buffers' capacities).
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn memory_bytes(&self) -> usize {
+        self.bytes.capacity()
+            + self.transmits.capacity() * std::mem::size_of::<(A, u32)>()
+            + self.events.capacity() * std::mem::size_of::<Event<A>>()
+            + self
+                .events
+                .iter()
+                .map(|e| match e {
+                    Event::Delivered { payload, .. } => payload.capacity(),
+                    _ => 0,
+                })
+                .sum::<usize>()
     }
 
     /// Where the next datagram is to be encoded (appended to `bytes`).

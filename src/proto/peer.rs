@@ -33,6 +33,14 @@ pub(super) struct Peer<A> {
     pub tx: [SendChannel; NUM_CHANNELS],
     pub rx: [RecvChannel; NUM_CHANNELS],
     pub rtt: RttEstimator,
+    /// When we last heard from the peer inside the association, or began
+    /// to have something to say to it (whichever is later).
+    pub heard: Instant,
+    /// When the last HEARTBEAT went.
+    pub last_heartbeat: Instant,
+    /// Dead since then (silent for `peer_timeout` while we had something
+    /// to say): new messages fail at once until an association succeeds.
+    pub dead: Option<Instant>,
 }
 
 impl<A: Copy> Peer<A> {
@@ -45,7 +53,122 @@ impl<A: Copy> Peer<A> {
             tx: Default::default(),
             rx: Default::default(),
             rtt: RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
+            heard: Instant::ZERO,
+            last_heartbeat: Instant::ZERO,
+            dead: None,
         }
+    }
+
+    /// Bytes this peer holds beyond its slot (an estimate): queued and
+    /// in-flight fragments and their messages, held packets, reassembly.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let tx: usize = self
+            .tx
+            .iter()
+            .map(|t| {
+                let frags = t.in_flight.iter().map(|p| &p.frag).chain(t.pending.iter());
+                t.in_flight.capacity() * size_of::<super::send::InFlight>()
+                    + t.pending.capacity() * size_of::<super::send::Fragment>()
+                    + frags
+                        .map(|f| {
+                            let first = if f.off == 0 {
+                                size_of::<super::send::OutMsg>() + 16
+                            } else {
+                                0
+                            };
+                            f.len as usize + first
+                        })
+                        .sum::<usize>()
+            })
+            .sum();
+        let rx: usize = self.rx.iter().map(RecvChannel::heap_bytes).sum();
+        let cookie = self.assoc.cookie.as_ref().map_or(0, |_| COOKIE_LEN);
+        tx + rx + cookie
+    }
+
+    /// Whether we have something to say: messages queued or in flight.
+    pub fn busy(&self) -> bool {
+        !self.tx.iter().all(|t| t.is_idle())
+    }
+
+    /// A message is queued: the silence that can kill the peer counts from
+    /// now if it had nothing to say before (`was_busy`).
+    pub fn arm_live(&mut self, now: Instant, was_busy: bool, cfg: &ProtoConfig) {
+        if !was_busy {
+            self.heard = self.heard.max(now);
+            let at = now.plus(cfg.heartbeat_interval());
+            if self.timers.get(Timer::Live).is_none_or(|t| t > at) {
+                self.timers.set(Timer::Live, Some(at));
+            }
+        }
+    }
+
+    /// The liveness timer: declare the peer dead after `peer_timeout` of
+    /// silence while busy, send a HEARTBEAT after a quarter of it, and say
+    /// (true) when a dead peer's slot may be freed.
+    fn on_live(&mut self, now: Instant, cx: &mut Ctx<'_, A>) -> bool {
+        let cfg = cx.cfg;
+        let hb = cfg.heartbeat_interval();
+        if let Some(since) = self.dead {
+            let until = since.plus(cfg.dead_linger());
+            if self.assoc.state == AssocState::Closed && !self.busy() && now >= until {
+                return true;
+            }
+            self.timers.set(Timer::Live, Some(until.max(now.plus(hb))));
+            return false;
+        }
+        if !self.busy() {
+            self.timers.stop(Timer::Live);
+            return false;
+        }
+        let deadline = self.heard.plus(cfg.peer_timeout);
+        if now >= deadline {
+            self.die(now, cx);
+            return false;
+        }
+        let silent = now.since(self.heard);
+        if self.assoc.state == AssocState::Established
+            && silent >= hb
+            && now.since(self.last_heartbeat) >= hb
+        {
+            self.last_heartbeat = now;
+            let start = cx.out.start();
+            let nonce = now.0;
+            wire::encode_heartbeat(
+                &mut cx.out.bytes,
+                &cx.cfg.integrity,
+                self.assoc.peer_tag,
+                false,
+                nonce,
+            );
+            cx.out.push(self.addr, start);
+        }
+        let hb_at = self.heard.max(self.last_heartbeat).plus(hb);
+        let hb_at = if hb_at > now { hb_at } else { now.plus(hb) };
+        self.timers.set(Timer::Live, Some(deadline.min(hb_at)));
+        false
+    }
+
+    /// Silent for the peer timeout: every unfinished message fails, the
+    /// association ends, and new messages fail at once until a new one
+    /// succeeds. What the channels hold is freed.
+    pub fn die(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        cx.out.peers_died += 1;
+        self.close(cx);
+        for t in &mut self.tx {
+            *t = Default::default();
+        }
+        self.dead = Some(now);
+        self.timers
+            .set(Timer::Live, Some(now.plus(cx.cfg.dead_linger())));
+    }
+
+    /// Something came from the peer inside the association.
+    #[inline]
+    pub fn hear(&mut self, now: Instant) {
+        self.heard = now;
     }
 
     #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
@@ -105,6 +228,7 @@ impl<A: Copy> Peer<A> {
             self.rtt.sample(now.since(self.assoc.init_sent));
         }
         self.rtt.on_progress();
+        self.heard = now;
         self.assoc.state = AssocState::CookieEchoed;
         self.assoc.peer_tag = resp_tag;
         self.assoc.cookie = Some(Box::new(*cookie));
@@ -122,6 +246,8 @@ impl<A: Copy> Peer<A> {
         if self.assoc.state == AssocState::CookieEchoed {
             self.assoc.state = AssocState::Established;
             self.assoc.since = now;
+            self.dead = None;
+            self.heard = now;
             self.assoc.cookie = None;
             self.assoc.tries = 0;
             self.rtt.on_progress();
@@ -160,6 +286,8 @@ impl<A: Copy> Peer<A> {
             ..Assoc::default()
         };
         self.timers.stop(Timer::Handshake);
+        self.dead = None;
+        self.heard = now;
         let start = cx.out.start();
         wire::encode_cookie_ack(&mut cx.out.bytes, &cx.cfg.integrity, peer_tag);
         cx.out.push(self.addr, start);
@@ -246,6 +374,7 @@ impl<A: Copy> Peer<A> {
         }
         if o.progress {
             self.pump(now, ch, cx);
+            self.unwatch_if_idle();
         }
     }
 
@@ -274,11 +403,13 @@ impl<A: Copy> Peer<A> {
     #[inline]
     pub fn on_data(&mut self, now: Instant, c: &Common, f: InFrag<'_>, cx: &mut Ctx<'_, A>) {
         let ch = c.channel as usize;
+        let used = self.rx[0].buffered() + self.rx[1].buffered();
         let mut rcx = RecvCx {
             from: self.addr,
             ch,
             recv_depth: cx.cfg.recv_depth,
             nack_limit: cx.cfg.nack_limit,
+            budget: cx.cfg.peer_buffer.saturating_sub(used),
             queued_requests: cx.queued_requests,
             out: cx.out,
         };
@@ -289,9 +420,13 @@ impl<A: Copy> Peer<A> {
     }
 
     /// Runs what is due at `now`: the end of a pause, retransmissions (or,
-    /// past the retry limit, failure of everything sent), owed ACKs. Then
-    /// sets the timers afresh.
-    pub fn on_timeout(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+    /// past the retry limit, failure of everything sent), owed ACKs,
+    /// liveness. Then sets the timers afresh. True: this dead peer's slot
+    /// may be freed.
+    pub fn on_timeout(&mut self, now: Instant, cx: &mut Ctx<'_, A>) -> bool {
+        if self.timers.is_expired(Timer::Live, now) && self.on_live(now, cx) {
+            return true;
+        }
         if self.timers.is_expired(Timer::Handshake, now) {
             self.on_handshake_timeout(now, cx);
         }
@@ -329,6 +464,7 @@ impl<A: Copy> Peer<A> {
             };
             self.timers.set(Timer::Retransmit(ch), rto);
         }
+        false
     }
 
     /// Gives up every unfinished message to this peer with `reason`.
@@ -350,6 +486,7 @@ impl<A: Copy> Peer<A> {
                 });
             }
         }
+        self.unwatch_if_idle();
     }
 
     /// Gives up one message; the others on the channel start over in a new epoch.
@@ -373,6 +510,15 @@ impl<A: Copy> Peer<A> {
         }
         self.timers.stop(Timer::Pause(ch));
         self.pump(now, ch, cx);
+        self.unwatch_if_idle();
+    }
+
+    /// Nothing left to say to a live peer: no liveness to watch.
+    #[inline]
+    fn unwatch_if_idle(&mut self) {
+        if self.dead.is_none() && !self.busy() {
+            self.timers.stop(Timer::Live);
+        }
     }
 
     fn piggyback(&self) -> [AckField; NUM_CHANNELS] {

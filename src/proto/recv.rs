@@ -39,6 +39,8 @@ pub struct RecvChannel {
     pub next: u32,
     /// Packets after a gap, by sequence number (distance 1..=64 from `next`).
     pub held: BTreeMap<u32, HeldPacket>,
+    /// What `held` costs, as `held_cost` counts it.
+    pub held_bytes: usize,
     pub reassembly: Option<Reassembly>,
     /// An ACK is owed since this time.
     pub ack_owed_since: Option<Instant>,
@@ -70,9 +72,29 @@ impl RecvChannel {
         self.epoch = epoch;
         self.next = 0;
         self.held.clear();
+        self.held_bytes = 0;
         self.reassembly = None;
         self.refused = None;
         true
+    }
+
+    /// Bytes held for the peer's budget: held packets and the partly
+    /// reassembled message (what arrived, not what its header promised).
+    pub fn buffered(&self) -> usize {
+        self.held_bytes + self.reassembly.as_ref().map_or(0, |r| r.buf.capacity())
+    }
+
+    /// Bytes this channel holds on the heap (an estimate).
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn heap_bytes(&self) -> usize {
+        self.buffered()
+    }
+
+    /// Removes held packet `seq`.
+    fn unhold(&mut self, seq: u32) -> Option<HeldPacket> {
+        let h = self.held.remove(&seq)?;
+        self.held_bytes -= held_cost(h.payload.len());
+        Some(h)
     }
 
     /// The SACK bitmap: bit i set when `next + 1 + i` is held.
@@ -155,6 +177,14 @@ impl RecvChannel {
         }
         if d > 0 {
             stats::count_out_of_order(&mut cx.out.stats, cx.ch);
+            let cost = held_cost(f.bytes.len());
+            if cost > cx.budget {
+                // Beyond the peer's budget: dropped, not SACKed; the
+                // sender sends it again.
+                cx.out.budget_dropped += 1;
+                return None;
+            }
+            self.held_bytes += cost;
             self.held.insert(
                 seq,
                 HeldPacket {
@@ -174,7 +204,7 @@ impl RecvChannel {
             return Some(last);
         }
         if filled_gap {
-            while let Some(h) = self.held.remove(&self.next) {
+            while let Some(h) = self.unhold(self.next) {
                 let f = InFrag {
                     meta: &h.meta,
                     msg_len: h.msg_len,
@@ -240,8 +270,9 @@ impl RecvChannel {
                     .push_back(delivered(*f.meta, f.bytes.to_vec()));
                 return true;
             }
-            let mut buf = Vec::with_capacity(f.msg_len as usize);
-            buf.extend_from_slice(f.bytes);
+            // As large as what arrived, not as the header promises: the
+            // buffer grows with the data (doubling, at most to the length).
+            let buf = f.bytes.to_vec();
             self.reassembly = Some(Reassembly {
                 meta: *f.meta,
                 len: f.msg_len,
@@ -251,6 +282,11 @@ impl RecvChannel {
         }
         match self.reassembly.take() {
             Some(mut r) if r.buf.len() == f.frag_off as usize && r.len == f.msg_len => {
+                let need = r.buf.len() + f.bytes.len();
+                if need > r.buf.capacity() {
+                    let want = (2 * r.buf.capacity()).max(need).min(r.len as usize);
+                    r.buf.reserve_exact(want.max(need) - r.buf.len());
+                }
                 r.buf.extend_from_slice(f.bytes);
                 if r.buf.len() == f.msg_len as usize {
                     cx.out.events.push_back(delivered(r.meta, r.buf));
@@ -267,6 +303,12 @@ impl RecvChannel {
     }
 }
 
+/// What holding a packet of `len` payload bytes costs the peer's budget:
+/// the payload and the entry around it.
+pub fn held_cost(len: usize) -> usize {
+    len + std::mem::size_of::<HeldPacket>() + 16
+}
+
 /// One DATA packet's fragment, as received or as held.
 pub struct InFrag<'a> {
     pub meta: &'a MsgMeta,
@@ -281,6 +323,9 @@ pub struct RecvCx<'a, A> {
     pub ch: usize,
     pub recv_depth: usize,
     pub nack_limit: u32,
+    /// Bytes the peer may still make us hold (`ProtoConfig::peer_buffer`
+    /// less what its channels buffer).
+    pub budget: usize,
     /// Delivered requests not yet taken by the layer above (all peers).
     pub queued_requests: &'a mut usize,
     pub out: &'a mut Outbox<A>,

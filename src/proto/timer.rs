@@ -17,9 +17,12 @@ pub(super) enum Timer {
     Ack(usize),
     /// Send the INIT or the COOKIE_ECHO again (the association's handshake).
     Handshake,
+    /// Liveness: send a HEARTBEAT, declare the peer dead, or free a dead
+    /// peer's slot (set only while there is something to say, or while dead).
+    Live,
 }
 
-const COUNT: usize = 3 * NUM_CHANNELS + 1;
+const COUNT: usize = 3 * NUM_CHANNELS + 2;
 
 impl Timer {
     #[inline]
@@ -29,6 +32,7 @@ impl Timer {
             Timer::Pause(ch) => NUM_CHANNELS + ch,
             Timer::Ack(ch) => 2 * NUM_CHANNELS + ch,
             Timer::Handshake => 3 * NUM_CHANNELS,
+            Timer::Live => 3 * NUM_CHANNELS + 1,
         }
     }
 }

@@ -87,6 +87,17 @@ pub enum Packet<'a> {
     Abort {
         vtag: u64,
     },
+    /// Asks the peer of an association (vtag: its tag) to answer; `nonce`
+    /// comes back in the HEARTBEAT_ACK.
+    Heartbeat {
+        vtag: u64,
+        nonce: u64,
+    },
+    /// The answer to a HEARTBEAT (vtag: the asker's tag).
+    HeartbeatAck {
+        vtag: u64,
+        nonce: u64,
+    },
 }
 
 /// Writes `v` big-endian at `at` of a fixed-size header (constant offsets
@@ -264,6 +275,16 @@ pub fn encode_abort(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64) {
     encode_handshake(buf, integ, PacketType::Abort, vtag, &[]);
 }
 
+/// Appends a HEARTBEAT (or, `ack`, its answer) carrying `vtag` and `nonce`.
+pub fn encode_heartbeat(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64, ack: bool, nonce: u64) {
+    let t = if ack {
+        PacketType::HeartbeatAck
+    } else {
+        PacketType::Heartbeat
+    };
+    encode_handshake(buf, integ, t, vtag, &[&nonce.to_be_bytes()]);
+}
+
 /// Reads a big-endian field of a fixed-size header (constant offsets compile
 /// to plain loads, without bounds checks).
 #[inline(always)]
@@ -357,6 +378,8 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
     const COOKIE_ECHO: u8 = PacketType::CookieEcho as u8;
     const COOKIE_ACK: u8 = PacketType::CookieAck as u8;
     const ABORT: u8 = PacketType::Abort as u8;
+    const HEARTBEAT: u8 = PacketType::Heartbeat as u8;
+    const HEARTBEAT_ACK: u8 = PacketType::HeartbeatAck as u8;
     match t {
         INIT => {
             let Ok(b) = <&[u8; INIT_ACK_LEN - COMMON_LEN]>::try_from(rest) else {
@@ -399,6 +422,20 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
                 Packet::Abort { vtag }
             } else {
                 Packet::CookieAck { vtag }
+            })
+        }
+        HEARTBEAT | HEARTBEAT_ACK => {
+            let Ok(b) = <&[u8; 8]>::try_from(rest) else {
+                return Err(DecodeError::Truncated);
+            };
+            let nonce = be64(b, 0);
+            if vtag == 0 {
+                return Err(DecodeError::Malformed);
+            }
+            Ok(if t == HEARTBEAT {
+                Packet::Heartbeat { vtag, nonce }
+            } else {
+                Packet::HeartbeatAck { vtag, nonce }
             })
         }
         _ => Err(DecodeError::Malformed),
@@ -597,6 +634,17 @@ mod tests {
         b.clear();
         encode_abort(&mut b, &I, 9);
         assert_eq!(decode(&I, &b).unwrap(), Packet::Abort { vtag: 9 });
+        for ack in [false, true] {
+            b.clear();
+            encode_heartbeat(&mut b, &I, 11, ack, 0xfeed);
+            let (vtag, nonce) = (11, 0xfeed);
+            let want = if ack {
+                Packet::HeartbeatAck { vtag, nonce }
+            } else {
+                Packet::Heartbeat { vtag, nonce }
+            };
+            assert_eq!(decode(&I, &b).unwrap(), want);
+        }
         b.clear();
         encode_init(&mut b, &I, 0);
         assert_eq!(decode(&I, &b), Err(DecodeError::Malformed), "tag 0");

@@ -13,7 +13,7 @@ mod message;
 
 pub use codec::{
     decode, encode_abort, encode_ack, encode_cookie_ack, encode_cookie_echo, encode_data,
-    encode_init, encode_init_ack, encode_nack, Common, Packet,
+    encode_heartbeat, encode_init, encode_init_ack, encode_nack, Common, Packet,
 };
 pub use integrity::Integrity;
 pub use message::{Category, MsgKind, MsgMeta, MAX_ARGS};
@@ -73,7 +73,10 @@ pub enum PacketType {
     CookieEcho = 6,
     CookieAck = 7,
     Abort = 8,
-    // 9 and 10 are reserved for HEARTBEAT and HEARTBEAT_ACK.
+    /// Are you there? (vtag: the receiver's; 8 bytes the answer echoes)
+    Heartbeat = 9,
+    /// Here: the echo of a HEARTBEAT's 8 bytes.
+    HeartbeatAck = 10,
 }
 
 /// A piggybacked cumulative acknowledgement for one reverse channel.

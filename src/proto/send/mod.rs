@@ -91,7 +91,7 @@ pub fn seq_diff(a: u32, b: u32) -> i32 {
 }
 
 impl SendChannel {
-    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    #[inline]
     pub fn is_idle(&self) -> bool {
         self.in_flight.is_empty() && self.pending.is_empty()
     }
