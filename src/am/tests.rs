@@ -263,3 +263,30 @@ fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
         .expect("the real reply gave the credit back");
     assert_eq!(ran0.load(Ordering::SeqCst), 0);
 }
+
+/// AM-2 fixes the table at `AM_SetExpectedResources`, so an unmap comes
+/// before any traffic; protocol state can exist then (a peer that opened
+/// an association with us first, here `connect`): the last entry's unmap
+/// frees it, another entry for the address keeps it.
+#[test]
+fn unmapping_the_last_entry_of_an_address_frees_its_protocol_state() {
+    let net = MemNetwork::new();
+    super::init().unwrap();
+    let cfg = Config::from_lookup(|_| None).unwrap();
+    let b = super::allocate_bundle(BundleMode::Seq).unwrap();
+    let open = || {
+        let t = Transports::new(Box::new(net.attach()));
+        super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
+    };
+    let (e0, e1) = (open(), open());
+    e0.map(1, e1.name(), TAG).unwrap();
+    e0.map(2, e1.name(), TAG).unwrap();
+    let to = e1.addr();
+    e0.with(|s| s.proto.connect(crate::time::Instant::now(), to));
+    let peers = |e: &Endpoint| e.with(|s| s.proto.peer_count());
+    assert_eq!(peers(&e0), 1);
+    e0.unmap(1).unwrap();
+    assert_eq!(peers(&e0), 1, "another entry maps the address");
+    e0.unmap(2).unwrap();
+    assert_eq!(peers(&e0), 0, "the last entry's unmap frees the peer");
+}
