@@ -132,6 +132,11 @@ typedef void (*am_handler_fn_t)();
 #define EBADENDPOINT     7  /* destination endpoint unknown / sender not known to the receiver */
 #define ECONGESTION      8  /* receiver kept refusing for lack of buffer */
 #define EUNREACHABLE     9  /* no answer: retries exhausted */
+/* EUNREACHABLE: the peer said nothing for RAMP_PEER_TIMEOUT_MS (default 10 s) while
+ * messages to it were outstanding; they, and every new one, come back at once until a new
+ * association with it succeeds. A process that neither polls nor sends for that long
+ * looks dead to its peers: raise RAMP_PEER_TIMEOUT_MS for long computations without
+ * AM_Poll. */
 #define EREPLYREJECTED  10  /* destination refused the reply */
 /* EREPLYREJECTED: never produced by ramp (nor AMUDP): a reply the destination refuses
  * comes back to handler 0 with the specific reason instead (EBADTAG, EBADHANDLER,
