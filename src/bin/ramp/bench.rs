@@ -4,6 +4,9 @@
 //! The parent starts a server and a client process (pinned to different
 //! cores with `taskset` when there are two), relays the endpoint names
 //! between them, and prints the client's figures. Both sides busy-poll.
+//! It does so twice: without the packet MAC (`RAMP_AUTH=off`: CRC32C) and
+//! with it (a fresh random `RAMP_JOB_KEY`, `RAMP_AUTH=on`), then prints
+//! the ratios of the two (round trip and Xfer bandwidth, MAC / plain).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -39,7 +42,12 @@ fn have_taskset() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn spawn_role(exe: &str, cpu: Option<usize>, args: &[String]) -> std::io::Result<Child> {
+fn spawn_role(
+    exe: &str,
+    cpu: Option<usize>,
+    args: &[String],
+    env: &[(&str, String)],
+) -> std::io::Result<Child> {
     let mut cmd = match cpu {
         Some(c) => {
             let mut c0 = Command::new("taskset");
@@ -49,6 +57,7 @@ fn spawn_role(exe: &str, cpu: Option<usize>, args: &[String]) -> std::io::Result
         None => Command::new(exe),
     };
     cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -64,6 +73,25 @@ fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
     }
 }
 
+/// The client's figures: raw UDP, ramp 0 and 4 args round trips (us,
+/// medians), Xfer bandwidth (MiB/s, median).
+struct Figures {
+    raw: f64,
+    rt0: f64,
+    rt4: f64,
+    bw: f64,
+}
+
+/// A fresh job key: 64 hex digits from /dev/urandom.
+fn random_job_key() -> Result<String, String> {
+    use std::io::Read;
+    let mut k = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut k))
+        .map_err(|e| format!("/dev/urandom: {e}"))?;
+    Ok(k.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Runs the whole benchmark; prints the figures on stdout.
 pub fn run(opts: &BenchOptions) -> Result<(), String> {
     let exe = std::env::current_exe()
@@ -72,28 +100,6 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         .into_owned();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = opts.pin && cores >= 2 && have_taskset();
-    let (c_srv, c_cli) = if pin {
-        (Some(1), Some(0))
-    } else {
-        (None, None)
-    };
-    let mut server =
-        spawn_role(&exe, c_srv, &["bench-server".into()]).map_err(|e| e.to_string())?;
-    let mut srv_out = BufReader::new(server.stdout.take().unwrap());
-    let ready = read_line(&mut srv_out, "server")?;
-    let mut args: Vec<String> = vec!["bench-client".into()];
-    args.extend(ready.split_whitespace().map(String::from));
-    args.extend([
-        opts.iters.to_string(),
-        opts.runs.to_string(),
-        opts.xfer_mib.to_string(),
-    ]);
-    let mut client = spawn_role(&exe, c_cli, &args).map_err(|e| e.to_string())?;
-    let mut cli_out = BufReader::new(client.stdout.take().unwrap());
-    let client_name = read_line(&mut cli_out, "client")?;
-    let mut srv_in = server.stdin.take().unwrap();
-    writeln!(srv_in, "{client_name}").map_err(|e| e.to_string())?;
-    srv_in.flush().map_err(|e| e.to_string())?;
     println!(
         "ramp bench: two processes on loopback{}, {} round trips per figure, median of {} runs",
         if pin {
@@ -104,9 +110,71 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         opts.iters,
         opts.runs
     );
+    println!("-- without the packet MAC (RAMP_AUTH=off: CRC32C)");
+    let plain = run_pair(&exe, pin, opts, &[("RAMP_AUTH", "off".into())])?;
+    println!("-- with the packet MAC (a random RAMP_JOB_KEY, RAMP_AUTH=on: AES-128-GMAC)");
+    let key = random_job_key()?;
+    let mac = run_pair(
+        &exe,
+        pin,
+        opts,
+        &[("RAMP_AUTH", "on".into()), ("RAMP_JOB_KEY", key)],
+    )?;
+    println!(
+        "MAC / plain: round trip 0 args {:.3}x, 4 args {:.3}x; Xfer 64 KiB bandwidth {:.3}x \
+         (raw UDP ping-pong {:.2} / {:.2} us)",
+        mac.rt0 / plain.rt0,
+        mac.rt4 / plain.rt4,
+        mac.bw / plain.bw,
+        plain.raw,
+        mac.raw
+    );
+    Ok(())
+}
+
+/// One server and client pair with `env`; prints the client's lines.
+fn run_pair(
+    exe: &str,
+    pin: bool,
+    opts: &BenchOptions,
+    env: &[(&str, String)],
+) -> Result<Figures, String> {
+    let (c_srv, c_cli) = if pin {
+        (Some(1), Some(0))
+    } else {
+        (None, None)
+    };
+    let mut server =
+        spawn_role(exe, c_srv, &["bench-server".into()], env).map_err(|e| e.to_string())?;
+    let mut srv_out = BufReader::new(server.stdout.take().unwrap());
+    let ready = read_line(&mut srv_out, "server")?;
+    let mut args: Vec<String> = vec!["bench-client".into()];
+    args.extend(ready.split_whitespace().map(String::from));
+    args.extend([
+        opts.iters.to_string(),
+        opts.runs.to_string(),
+        opts.xfer_mib.to_string(),
+    ]);
+    let mut client = spawn_role(exe, c_cli, &args, env).map_err(|e| e.to_string())?;
+    let mut cli_out = BufReader::new(client.stdout.take().unwrap());
+    let client_name = read_line(&mut cli_out, "client")?;
+    let mut srv_in = server.stdin.take().unwrap();
+    writeln!(srv_in, "{client_name}").map_err(|e| e.to_string())?;
+    srv_in.flush().map_err(|e| e.to_string())?;
+    let mut figures = None;
     loop {
         match read_line(&mut cli_out, "client") {
             Ok(l) if l == "DONE" => break,
+            Ok(l) if l.starts_with("FIGURES ") => {
+                let v: Vec<f64> = l
+                    .split_whitespace()
+                    .skip(1)
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                if let [raw, rt0, rt4, bw] = v[..] {
+                    figures = Some(Figures { raw, rt0, rt4, bw });
+                }
+            }
             Ok(l) => println!("{l}"),
             Err(e) => {
                 let _ = server.kill();
@@ -120,5 +188,5 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
     if !cs.success() || !ss.success() {
         return Err(format!("bench roles ended badly: client {cs}, server {ss}"));
     }
-    Ok(())
+    figures.ok_or_else(|| "the bench client printed no figures".to_string())
 }
