@@ -53,7 +53,7 @@ fn run_relay(
     e1: std::net::SocketAddr,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<Seen> {
-    let job = Integrity::JobMac(MacKey::from_job_key(key));
+    let job = Integrity::job(&MacKey::from_job_key(key), [0; 12]);
     std::thread::spawn(move || {
         let mut seen = Seen::default();
         // tags: the INIT's (initiator, from e0) and the INIT_ACK's (responder)

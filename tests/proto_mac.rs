@@ -127,7 +127,7 @@ fn same_key_associates_and_every_packet_carries_the_mac() {
     let (a, b) = n.p[0].association(&1).expect("associated");
     assert_eq!(n.p[1].association(&0), Some((b, a)));
     assert!(n.seen.len() >= 8, "{} datagrams", n.seen.len());
-    let job = Integrity::JobMac(MacKey::from_job_key(KEY_A));
+    let job = Integrity::job(&MacKey::from_job_key(KEY_A), [0; 12]);
     // the association's key per direction, as each end derives it
     let (a_tx, a_rx) = job.for_association(a, b);
     let mut data = 0;

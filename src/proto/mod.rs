@@ -115,7 +115,11 @@ impl<A: PeerAddr> Protocol<A> {
         cfg.max_datagram = cfg.max_datagram.max(wire::MAX_OVERHEAD + 64);
         cfg.unsolicited_rate = cfg.unsolicited_rate.max(1);
         if let Some(k) = &cfg.mac {
-            cfg.integrity = wire::Integrity::JobMac(k.clone());
+            // the handshake nonces' random start, from the secret
+            let d = blake3::derive_key("ramp job key mac nonce start v1", secret);
+            let mut start = [0u8; wire::mac::NONCE_LEN];
+            start.copy_from_slice(&d[..wire::mac::NONCE_LEN]);
+            cfg.integrity = wire::Integrity::job(k, start);
         }
         Protocol {
             unsolicited: TokenBucket::new(cfg.unsolicited_burst),

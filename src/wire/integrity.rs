@@ -8,23 +8,28 @@
 //!   the trailer is the 96-bit nonce (12 bytes) then the tag (16); the
 //!   receiver reads the nonce from it:
 //!   - handshake packets (INIT, INIT_ACK, COOKIE_ECHO, COOKIE_ACK, ABORT):
-//!     the job key itself ([`Integrity::JobMac`], `ProtoConfig::integrity`)
-//!     with a random nonce;
+//!     the job key itself ([`Integrity::JobMac`], `ProtoConfig::integrity`);
+//!     nonce = a random 96-bit start drawn per endpoint (from its secret)
+//!     plus the count of packets it sealed under the job key: two
+//!     endpoints of a job repeat a nonce only if their 32-bit high parts
+//!     agree and their 64-bit ranges overlap (with 10^4 endpoints, 10^9
+//!     packets each: about 10^-12); no random generator per packet;
 //!   - DATA, ACK, NACK: a key per association and direction, derived once
 //!     when both tags are known ([`Integrity::for_association`]); nonce =
-//!     a 32-bit random prefix drawn with the key, then the 64-bit count of
-//!     packets sealed under it. The counter is shared by every copy of the
-//!     sealing key (an `Arc`), starts at 0 and never goes back while the
-//!     key lives. The prefix keeps nonces apart if the same pair of tags is
-//!     ever keyed twice (a replayed COOKIE_ECHO re-establishing an
-//!     association that was closed): the derived key is the same then,
-//!     the prefix is not (but with probability 2^-32). Replays of a whole
-//!     packet pass the MAC and are the protocol's duplicates.
+//!     a 32-bit prefix, the number of the keying at this endpoint, then the
+//!     64-bit count of packets sealed under the key. The counter is shared
+//!     by every copy of the sealing key (an `Arc`), starts at 0 and never
+//!     goes back while the key lives. Only the endpoint whose tag comes
+//!     first in the key's context seals under it; the prefix keeps its
+//!     nonces apart if it keys the same pair of tags twice (a replayed
+//!     COOKIE_ECHO re-establishing an association that was closed gives
+//!     the same key). Replays of a whole packet pass the MAC and are the
+//!     protocol's duplicates.
 //!
 //! A packet whose trailer does not check is refused with
 //! `DecodeError::Checksum` (the protocol drops and counts it).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::mac::{MacKey, MAC_LEN, NONCE_LEN};
@@ -51,23 +56,43 @@ impl AssocMac {
     }
 }
 
+/// The job key with its nonce state at one endpoint.
+#[derive(Debug)]
+pub struct JobMac {
+    key: MacKey,
+    /// The endpoint's random nonce start: high 32 bits, low 64 bits.
+    hi: [u8; 4],
+    lo: u64,
+    sent: AtomicU64,
+    /// Associations keyed so far (the prefix of their nonces).
+    keyings: AtomicU32,
+}
+
 /// How datagrams are sealed and checked.
 #[derive(Clone, Debug, Default)]
 pub enum Integrity {
     /// A CRC32C over everything before it (big-endian u32).
     #[default]
     Crc32c,
-    /// The job key's MAC with a random nonce (handshake packets).
-    JobMac(MacKey),
+    /// The job key's MAC (handshake packets). Clones share the counters.
+    JobMac(Arc<JobMac>),
     /// An association's key for one direction with a counter nonce (DATA,
     /// ACK, NACK). Clones share the counter.
     AssocMac(Arc<AssocMac>),
 }
 
 impl Integrity {
-    /// The job key's integrity (`None`: CRC32C).
-    pub fn from_job_key(key: Option<&MacKey>) -> Integrity {
-        key.map_or(Integrity::Crc32c, |k| Integrity::JobMac(k.clone()))
+    /// The job key's integrity at an endpoint whose nonces start at
+    /// `nonce_start` (random per endpoint).
+    pub fn job(key: &MacKey, nonce_start: [u8; NONCE_LEN]) -> Integrity {
+        let (hi, lo) = nonce_start.split_at(4);
+        Integrity::JobMac(Arc::new(JobMac {
+            key: key.clone(),
+            hi: hi.try_into().expect("4 bytes"),
+            lo: u64::from_be_bytes(lo.try_into().expect("8 bytes")),
+            sent: AtomicU64::new(0),
+            keyings: AtomicU32::new(0),
+        }))
     }
 
     /// Whether packets carry a MAC.
@@ -84,15 +109,14 @@ impl Integrity {
         let Integrity::JobMac(job) = self else {
             return (self.clone(), self.clone());
         };
+        let prefix = job.keyings.fetch_add(1, Ordering::Relaxed).to_be_bytes();
         let dir = |from: u64, to: u64| {
             let mut ctx = [0u8; 21];
             ctx[..5].copy_from_slice(b"assoc");
             ctx[5..13].copy_from_slice(&from.to_be_bytes());
             ctx[13..].copy_from_slice(&to.to_be_bytes());
-            let mut prefix = [0u8; 4];
-            aws_lc_rs::rand::fill(&mut prefix).expect("the system's random generator");
             Integrity::AssocMac(Arc::new(AssocMac {
-                key: job.derive(&ctx),
+                key: job.key.derive(&ctx),
                 prefix,
                 sent: AtomicU64::new(0),
             }))
@@ -145,7 +169,7 @@ impl Integrity {
                 }
                 Ok(body)
             }
-            Integrity::JobMac(k) => open_mac(k, dgram),
+            Integrity::JobMac(j) => open_mac(&j.key, dgram),
             Integrity::AssocMac(a) => open_mac(&a.key, dgram),
         }
     }
@@ -166,13 +190,14 @@ fn open_mac<'a>(k: &MacKey, dgram: &'a [u8]) -> Result<&'a [u8], DecodeError> {
     Ok(body)
 }
 
-/// A handshake packet under the job key: a random 96-bit nonce (rare
-/// packets: far below the 2^32 a key allows, NIST SP 800-38D).
+/// A handshake packet under the job key (rare packets).
 #[cold]
-fn seal_job(k: &MacKey, buf: &mut Vec<u8>, start: usize) {
+fn seal_job(j: &JobMac, buf: &mut Vec<u8>, start: usize) {
     let mut nonce = [0u8; NONCE_LEN];
-    aws_lc_rs::rand::fill(&mut nonce).expect("the system's random generator");
-    let tag = k.tag(&nonce, &buf[start..]);
+    nonce[..4].copy_from_slice(&j.hi);
+    let n = j.lo.wrapping_add(j.sent.fetch_add(1, Ordering::Relaxed));
+    nonce[4..].copy_from_slice(&n.to_be_bytes());
+    let tag = j.key.tag(&nonce, &buf[start..]);
     buf.extend_from_slice(&nonce);
     buf.extend_from_slice(&tag);
 }
@@ -182,7 +207,8 @@ mod tests {
     use super::*;
 
     fn job() -> Integrity {
-        Integrity::JobMac(MacKey::from_job_key("0123456789abcdef0123456789abcdef"))
+        let k = MacKey::from_job_key("0123456789abcdef0123456789abcdef");
+        Integrity::job(&k, [9; NONCE_LEN])
     }
 
     #[test]
@@ -193,7 +219,10 @@ mod tests {
         i.seal(&mut a, 0);
         i.seal(&mut b, 0);
         assert_eq!(a.len(), 18 + MAC_TRAILER_LEN);
-        assert_ne!(a, b, "random nonces");
+        assert_ne!(a, b, "another nonce each time");
+        assert_eq!(a[18..22], [9; 4]);
+        assert_eq!(a[22..30], 0x0909090909090909u64.to_be_bytes());
+        assert_eq!(b[22..30], 0x090909090909090au64.to_be_bytes());
         assert_eq!(i.open(&a).unwrap(), b"header and payload");
         for bit in 0..a.len() * 8 {
             let mut f = a.clone();
