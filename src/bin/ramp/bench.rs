@@ -124,7 +124,12 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
             "-- round {r}/{}: without the packet MAC (RAMP_AUTH=off: CRC32C)",
             opts.runs
         );
-        plain.push(run_pair(&exe, pin, &one, &[("RAMP_AUTH", "off".into())])?);
+        plain.push(run_pair(
+            &exe,
+            pin,
+            &one,
+            &[(ramp::config::AUTH, "off".into())],
+        )?);
         println!(
             "-- round {r}/{}: with the packet MAC (a random RAMP_JOB_KEY, RAMP_AUTH=on: AES-128-GMAC)",
             opts.runs
@@ -133,7 +138,10 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
             &exe,
             pin,
             &one,
-            &[("RAMP_AUTH", "on".into()), ("RAMP_JOB_KEY", key.clone())],
+            &[
+                (ramp::config::AUTH, "on".into()),
+                (ramp::config::JOB_KEY, key.clone()),
+            ],
         )?);
     }
     let med = |v: &mut Vec<f64>| {
