@@ -23,7 +23,7 @@
 use std::hash::{Hash, Hasher};
 
 use crate::time::{Instant, Nanos};
-use crate::wire::COOKIE_LEN;
+use crate::wire::{Integrity, COOKIE_LEN};
 
 /// Where a peer's association stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +55,11 @@ pub struct Assoc {
     pub tries: u32,
     /// When the first INIT went (its answer times a round trip).
     pub init_sent: Instant,
+    /// How our DATA, ACK, NACK are sealed and the peer's are opened: CRC32C,
+    /// or with a job key the association's key per direction, set once
+    /// both tags are known (`keyed`).
+    pub tx: Integrity,
+    pub rx: Integrity,
 }
 
 impl Default for Assoc {
@@ -67,11 +72,19 @@ impl Default for Assoc {
             cookie: None,
             tries: 0,
             init_sent: Instant::ZERO,
+            tx: Integrity::Crc32c,
+            rx: Integrity::Crc32c,
         }
     }
 }
 
 impl Assoc {
+    /// Sets the keys of the tags `local_tag`, `peer_tag` under the
+    /// endpoint's integrity (derived once here, not per packet).
+    pub fn keyed(&mut self, integ: &Integrity) {
+        (self.tx, self.rx) = integ.for_association(self.local_tag, self.peer_tag);
+    }
+
     /// Whether DATA may be sent: only once established, when the peer
     /// surely has the association (DATA sent right after the COOKIE_ECHO
     /// could overtake it and be dropped, costing a retransmission on a

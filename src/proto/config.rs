@@ -44,7 +44,9 @@ pub struct ProtoConfig {
     /// The job's packet MAC key (`RAMP_JOB_KEY`, `RAMP_AUTH`): when set,
     /// every packet carries a MAC instead of the CRC32C (`wire::mac`).
     pub mac: Option<crate::wire::mac::MacKey>,
-    /// How every datagram is sealed and checked (CRC32C; the job key's MAC).
+    /// How handshake packets are sealed and checked: CRC32C, or the job
+    /// key's MAC (`Protocol::new` sets it from `mac`); DATA, ACK and NACK
+    /// use the association's keys derived from it (`wire::Integrity`).
     pub integrity: Integrity,
     /// How long a cookie this endpoint handed out (INIT_ACK) is honoured.
     pub cookie_lifetime: Nanos,

@@ -26,10 +26,12 @@
 //! HEARTBEAT and HEARTBEAT_ACK count only with our tag, like DATA.
 //! Unsolicited answers (INIT_ACK, ABORT) are rate-limited; an INIT is
 //! never smaller than its INIT_ACK. All randomness (tags) comes from the
-//! secret given to `Protocol::new`: same secret and inputs, same outputs.
-//! Tags stop a sender that cannot see the traffic; one that sees it and
-//! can spoof a peer's address can still forge packets within the window
-//! until every packet carries the MAC of a job key (`wire::Integrity`).
+//! secret given to `Protocol::new` (and, under a job key, the MAC nonces'
+//! random parts, which change no behaviour). Tags stop a sender that
+//! cannot see the traffic; one that sees it and can spoof a peer's address
+//! can still forge packets within the window unless every packet carries
+//! the MAC of a job key (`ProtoConfig::mac`, `wire::Integrity`): then only
+//! a holder of the key can (replaying a packet whole gives a duplicate).
 //!
 //! A peer is dead when nothing has been heard from it for
 //! `ProtoConfig::peer_timeout` (`RAMP_PEER_TIMEOUT_MS`) while we have
@@ -130,6 +132,13 @@ impl<A: PeerAddr> Protocol<A> {
         cfg.window = cfg.window.clamp(1, MAX_WINDOW);
         cfg.max_datagram = cfg.max_datagram.max(wire::MAX_OVERHEAD + 64);
         cfg.unsolicited_rate = cfg.unsolicited_rate.max(1);
+        if let Some(k) = &cfg.mac {
+            // the handshake nonces' random start, from the secret
+            let d = blake3::derive_key("ramp job key mac nonce start v1", secret);
+            let mut start = [0u8; wire::mac::NONCE_LEN];
+            start.copy_from_slice(&d[..wire::mac::NONCE_LEN]);
+            cfg.integrity = wire::Integrity::job(k, start);
+        }
         Protocol {
             unsolicited: TokenBucket::new(cfg.unsolicited_burst),
             cfg,
@@ -263,8 +272,36 @@ impl<A: PeerAddr> Protocol<A> {
     /// Takes one datagram received from `from`.
     pub fn handle_datagram(&mut self, now: Instant, from: A, dgram: &[u8]) {
         self.out.stats.packets_received += 1;
-        match wire::decode(&self.cfg.integrity, dgram) {
+        let decoded = match self.cfg.integrity {
+            wire::Integrity::Crc32c => wire::decode(&self.cfg.integrity, dgram),
+            _ => return self.handle_sealed(now, from, dgram),
+        };
+        match decoded {
             // By reference: the parsed packet (~170 bytes) is not copied.
+            Ok(ref pkt) => self.handle_packet(now, from, pkt),
+            Err(_) => self.out.stats.corrupt_dropped += 1,
+        }
+    }
+
+    /// A datagram under the job key's MAC: a handshake packet is checked
+    /// with the job key; a DATA, ACK or NACK with the key of the
+    /// association its tag names (none: dropped, unchecked, as stale).
+    /// What fails is dropped and counted in `corrupt_dropped`.
+    fn handle_sealed(&mut self, now: Instant, from: A, dgram: &[u8]) {
+        let decoded = match wire::association_vtag(dgram) {
+            None => wire::decode(&self.cfg.integrity, dgram),
+            Some(vtag) => match self
+                .find_peer(&from)
+                .filter(|&s| self.peers[s].assoc.accepts(vtag))
+            {
+                Some(s) => wire::decode(&self.peers[s].assoc.rx, dgram),
+                None => {
+                    let is_data = dgram[3] == wire::PacketType::Data as u8;
+                    return self.outside_association(now, from, is_data.then_some(vtag));
+                }
+            },
+        };
+        match decoded {
             Ok(ref pkt) => self.handle_packet(now, from, pkt),
             Err(_) => self.out.stats.corrupt_dropped += 1,
         }
@@ -296,7 +333,11 @@ impl<A: PeerAddr> Protocol<A> {
             .find_peer(&from)
             .filter(|&s| self.peers[s].assoc.accepts(c.vtag))
         else {
-            return self.outside_association(now, from, pkt);
+            let data_vtag = match pkt {
+                Packet::Data { common, .. } => Some(common.vtag),
+                _ => None,
+            };
+            return self.outside_association(now, from, data_vtag);
         };
         let (peer, mut cx) = self.peer_cx(slot);
         // A packet with our tag: the peer has our COOKIE_ECHO.
@@ -344,9 +385,13 @@ impl<A: PeerAddr> Protocol<A> {
     /// (rate-limited), so that a sender whose association we do not have
     /// (we restarted, or ended it) starts a new one; not while we are
     /// opening one with it ourselves (the DATA overtook its COOKIE_ECHO).
-    fn outside_association(&mut self, now: Instant, from: A, pkt: &Packet<'_>) {
+    /// `data_vtag`: the tag of a DATA (None: an ACK or NACK). Under a MAC
+    /// the packet cannot be checked without its association's key: the
+    /// ABORT goes all the same (it is how a restarted peer is learnt), and
+    /// it carries the job key's MAC, so only a member of the job takes it.
+    fn outside_association(&mut self, now: Instant, from: A, data_vtag: Option<u64>) {
         self.out.stats.stale_dropped += 1;
-        let Packet::Data { common, .. } = pkt else {
+        let Some(vtag) = data_vtag else {
             return;
         };
         let opening = self.find_peer(&from).is_some_and(|s| {
@@ -357,7 +402,7 @@ impl<A: PeerAddr> Protocol<A> {
         });
         if !opening && self.take_unsolicited(now) {
             let start = self.out.start();
-            wire::encode_abort(&mut self.out.bytes, &self.cfg.integrity, common.vtag);
+            wire::encode_abort(&mut self.out.bytes, &self.cfg.integrity, vtag);
             self.out.push(from, start);
         }
     }

@@ -231,6 +231,8 @@ impl<A: Copy> Peer<A> {
         self.heard = now;
         self.assoc.state = AssocState::CookieEchoed;
         self.assoc.peer_tag = resp_tag;
+        // the peer may send DATA (which confirms) as soon as it has our echo
+        self.assoc.keyed(&cx.cfg.integrity);
         self.assoc.cookie = Some(Box::new(*cookie));
         self.assoc.tries = 0;
         self.send_handshake(cx);
@@ -272,12 +274,19 @@ impl<A: Copy> Peer<A> {
         let a = &self.assoc;
         let same =
             a.state != AssocState::Closed && (a.local_tag, a.peer_tag) == (local_tag, peer_tag);
-        if !same {
+        let keys = if same {
+            // the same association: its keys, and their packet counters, go on
+            Some((
+                std::mem::take(&mut self.assoc.tx),
+                std::mem::take(&mut self.assoc.rx),
+            ))
+        } else {
             if a.state == AssocState::Established {
                 self.fail_all(FailReason::PeerUnreachable, cx.out);
             }
             self.reset_channels();
-        }
+            None
+        };
         self.assoc = Assoc {
             state: AssocState::Established,
             local_tag,
@@ -285,6 +294,10 @@ impl<A: Copy> Peer<A> {
             since: now,
             ..Assoc::default()
         };
+        match keys {
+            Some((tx, rx)) => (self.assoc.tx, self.assoc.rx) = (tx, rx),
+            None => self.assoc.keyed(&cx.cfg.integrity),
+        }
         self.timers.stop(Timer::Handshake);
         self.dead = None;
         self.heard = now;
@@ -356,7 +369,7 @@ impl<A: Copy> Peer<A> {
                 .map(|srtt| (2 * srtt).max(srtt + 4 * rtt.rttvar()) + 2 * cx.cfg.ack_delay),
             window: cx.cfg.window,
         };
-        if let Some(d) = self.tx[ch].transmit(now, &t, self.addr, &cx.cfg.integrity, cx.out) {
+        if let Some(d) = self.tx[ch].transmit(now, &t, self.addr, &self.assoc.tx, cx.out) {
             self.acks_carried(cx.cfg);
             self.timers.lower(Timer::Retransmit(ch), d);
         }
@@ -565,7 +578,7 @@ impl<A: Copy> Peer<A> {
         let sack = self.rx[ch].sack_bits();
         let out = &mut *cx.out;
         let start = out.start();
-        wire::encode_ack(&mut out.bytes, &cx.cfg.integrity, &c, sack);
+        wire::encode_ack(&mut out.bytes, &self.assoc.tx, &c, sack);
         out.stats.acks_sent += 1;
         out.push(self.addr, start);
         self.rx[ch].ack_paid();
@@ -575,7 +588,7 @@ impl<A: Copy> Peer<A> {
     fn send_nack(&mut self, ch: usize, last: bool, cx: &mut Ctx<'_, A>) {
         let c = self.control_header(ch);
         let start = cx.out.start();
-        wire::encode_nack(&mut cx.out.bytes, &cx.cfg.integrity, &c, last);
+        wire::encode_nack(&mut cx.out.bytes, &self.assoc.tx, &c, last);
         cx.out.stats.nacks_sent += 1;
         cx.out.push(self.addr, start);
     }

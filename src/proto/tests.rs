@@ -31,6 +31,7 @@ impl Protocol<u32> {
         a.state = AssocState::Established;
         a.local_tag = local;
         a.peer_tag = peer;
+        a.keyed(&self.cfg.integrity);
     }
 
     fn peer_mut(&mut self, addr: u32) -> &mut Peer<u32> {

@@ -18,7 +18,8 @@
 //! INIT_ACK:    32 responder tag u64 | 40 cookie (COOKIE_LEN)
 //! COOKIE_ECHO: 32 cookie (COOKIE_LEN)
 //! COOKIE_ACK, ABORT: nothing more
-//! then the integrity trailer (`Integrity`: CRC32C today) over everything before it
+//! then the integrity trailer (`Integrity`: CRC32C, or with a job key the
+//! nonce (12) and MAC tag (16)) over everything before it
 //! ```
 
 use super::{
@@ -306,6 +307,17 @@ fn be64<const N: usize>(b: &[u8; N], at: usize) -> u64 {
     let mut x = [0u8; 8];
     x.copy_from_slice(&b[at..at + 8]);
     u64::from_be_bytes(x)
+}
+
+/// The verification tag of a datagram that claims to be a DATA, ACK or
+/// NACK (what an association's key protects), None for anything else
+/// (handshake packets, under the job key). Trusts nothing: `decode` still
+/// checks the whole datagram under the key this chose.
+pub fn association_vtag(dgram: &[u8]) -> Option<u64> {
+    let h = dgram.first_chunk::<COMMON_LEN>()?;
+    const DATA: u8 = PacketType::Data as u8;
+    const NACK: u8 = PacketType::Nack as u8;
+    matches!(h[3], DATA..=NACK).then(|| be64(h, 4))
 }
 
 /// Checks (magic, version, trailer) and parses one datagram. Never panics.

@@ -1,28 +1,135 @@
 //! The trailer that protects every datagram: how it is written (`seal`) and
-//! checked (`open`). One type, carried by `ProtoConfig`, so that the packet
-//! codec does not care which protection is in use.
+//! checked (`open`). One type, so that the packet codec does not care which
+//! protection is in use.
 //!
-//! Today: CRC32C (catches corruption, not forgery). The MAC keyed by the
-//! job key (`wire::mac::MacKey`, a 16-byte tag over header and payload)
-//! plugs in as one more variant: `trailer_len` 16, `seal` appends the tag,
-//! `open` checks it in constant time.
+//! - Without a job key: CRC32C (catches corruption, not forgery).
+//! - With a job key (`wire::mac::MacKey`, AES-128-GMAC over the whole
+//!   packet, header and payload), following the nonce rule of `wire::mac`,
+//!   the trailer is the 96-bit nonce (12 bytes) then the tag (16); the
+//!   receiver reads the nonce from it:
+//!   - handshake packets (INIT, INIT_ACK, COOKIE_ECHO, COOKIE_ACK, ABORT):
+//!     the job key itself ([`Integrity::JobMac`], `ProtoConfig::integrity`);
+//!     nonce = a random 96-bit start drawn per endpoint (from its secret)
+//!     plus the count of packets it sealed under the job key: two
+//!     endpoints of a job repeat a nonce only if their 32-bit high parts
+//!     agree and their 64-bit ranges overlap (with 10^4 endpoints, 10^9
+//!     packets each: about 10^-12); no random generator per packet;
+//!   - DATA, ACK, NACK: a key per association and direction, derived once
+//!     when both tags are known ([`Integrity::for_association`]); nonce =
+//!     a 32-bit prefix, the number of the keying at this endpoint, then the
+//!     64-bit count of packets sealed under the key. The counter is shared
+//!     by every copy of the sealing key (an `Arc`), starts at 0 and never
+//!     goes back while the key lives. Only the endpoint whose tag comes
+//!     first in the key's context seals under it; the prefix keeps its
+//!     nonces apart if it keys the same pair of tags twice (a replayed
+//!     COOKIE_ECHO re-establishing an association that was closed gives
+//!     the same key). Replays of a whole packet pass the MAC and are the
+//!     protocol's duplicates.
+//!
+//! A packet whose trailer does not check is refused with
+//! `DecodeError::Checksum` (the protocol drops and counts it).
 
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::mac::{MacKey, MAC_LEN, NONCE_LEN};
 use super::{crc32c, DecodeError, CRC_LEN};
 
+/// Trailer of a packet that carries a MAC: nonce and tag.
+pub const MAC_TRAILER_LEN: usize = NONCE_LEN + MAC_LEN;
+
+/// An association's key for one direction and, when it seals, the count of
+/// packets it sealed (the next nonce).
+#[derive(Debug)]
+pub struct AssocMac {
+    key: MacKey,
+    /// The first 4 bytes of every nonce under this copy of the key.
+    prefix: [u8; 4],
+    sent: AtomicU64,
+}
+
+impl AssocMac {
+    /// Packets sealed so far under this key.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
+    }
+}
+
+/// The job key with its nonce state at one endpoint.
+#[derive(Debug)]
+pub struct JobMac {
+    key: MacKey,
+    /// The endpoint's random nonce start: high 32 bits, low 64 bits.
+    hi: [u8; 4],
+    lo: u64,
+    sent: AtomicU64,
+    /// Associations keyed so far (the prefix of their nonces).
+    keyings: AtomicU32,
+}
+
 /// How datagrams are sealed and checked.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub enum Integrity {
     /// A CRC32C over everything before it (big-endian u32).
     #[default]
     Crc32c,
+    /// The job key's MAC (handshake packets). Clones share the counters.
+    JobMac(Arc<JobMac>),
+    /// An association's key for one direction with a counter nonce (DATA,
+    /// ACK, NACK). Clones share the counter.
+    AssocMac(Arc<AssocMac>),
 }
 
 impl Integrity {
+    /// The job key's integrity at an endpoint whose nonces start at
+    /// `nonce_start` (random per endpoint).
+    pub fn job(key: &MacKey, nonce_start: [u8; NONCE_LEN]) -> Integrity {
+        let (hi, lo) = nonce_start.split_at(4);
+        Integrity::JobMac(Arc::new(JobMac {
+            key: key.clone(),
+            hi: hi.try_into().expect("4 bytes"),
+            lo: u64::from_be_bytes(lo.try_into().expect("8 bytes")),
+            sent: AtomicU64::new(0),
+            keyings: AtomicU32::new(0),
+        }))
+    }
+
+    /// Whether packets carry a MAC.
+    pub fn is_mac(&self) -> bool {
+        !matches!(self, Integrity::Crc32c)
+    }
+
+    /// The sealing and the opening integrity of the association whose tags
+    /// are `local_tag` (ours) and `peer_tag`, under this (the endpoint's)
+    /// integrity: CRC32C stays CRC32C; the job key gives a derived key per
+    /// direction, each counting its nonces from 0. Called once per
+    /// association (a key derivation costs microseconds).
+    pub fn for_association(&self, local_tag: u64, peer_tag: u64) -> (Integrity, Integrity) {
+        let Integrity::JobMac(job) = self else {
+            return (self.clone(), self.clone());
+        };
+        let prefix = job.keyings.fetch_add(1, Ordering::Relaxed).to_be_bytes();
+        let dir = |from: u64, to: u64| {
+            let mut ctx = [0u8; 21];
+            ctx[..5].copy_from_slice(b"assoc");
+            ctx[5..13].copy_from_slice(&from.to_be_bytes());
+            ctx[13..].copy_from_slice(&to.to_be_bytes());
+            Integrity::AssocMac(Arc::new(AssocMac {
+                key: job.key.derive(&ctx),
+                prefix,
+                sent: AtomicU64::new(0),
+            }))
+        };
+        (dir(local_tag, peer_tag), dir(peer_tag, local_tag))
+    }
+
     /// Bytes the trailer adds to every datagram.
     #[inline]
     pub fn trailer_len(&self) -> usize {
         match self {
             Integrity::Crc32c => CRC_LEN,
+            Integrity::JobMac(_) | Integrity::AssocMac(_) => MAC_TRAILER_LEN,
         }
     }
 
@@ -33,6 +140,18 @@ impl Integrity {
             Integrity::Crc32c => {
                 let crc = crc32c(&buf[start..]);
                 buf.extend_from_slice(&crc.to_be_bytes());
+            }
+            Integrity::JobMac(k) => seal_job(k, buf, start),
+            Integrity::AssocMac(a) => {
+                // Never repeats under this key: 2^64 packets at 10^9 a
+                // second take 584 years.
+                let mut nonce = [0u8; NONCE_LEN];
+                nonce[..4].copy_from_slice(&a.prefix);
+                let n = a.sent.fetch_add(1, Ordering::Relaxed);
+                nonce[4..].copy_from_slice(&n.to_be_bytes());
+                let tag = a.key.tag(&nonce, &buf[start..]);
+                buf.extend_from_slice(&nonce);
+                buf.extend_from_slice(&tag);
             }
         }
     }
@@ -50,6 +169,105 @@ impl Integrity {
                 }
                 Ok(body)
             }
+            Integrity::JobMac(j) => open_mac(&j.key, dgram),
+            Integrity::AssocMac(a) => open_mac(&a.key, dgram),
         }
+    }
+}
+
+/// Checks the nonce-and-tag trailer of `dgram` under `k`.
+#[inline]
+fn open_mac<'a>(k: &MacKey, dgram: &'a [u8]) -> Result<&'a [u8], DecodeError> {
+    let Some((body, t)) = dgram.split_last_chunk::<MAC_TRAILER_LEN>() else {
+        return Err(DecodeError::Truncated);
+    };
+    let (nonce, tag) = t
+        .split_first_chunk::<NONCE_LEN>()
+        .expect("trailer holds a nonce");
+    if !k.verify(nonce, body, tag) {
+        return Err(DecodeError::Checksum);
+    }
+    Ok(body)
+}
+
+/// A handshake packet under the job key (rare packets).
+#[cold]
+fn seal_job(j: &JobMac, buf: &mut Vec<u8>, start: usize) {
+    let mut nonce = [0u8; NONCE_LEN];
+    nonce[..4].copy_from_slice(&j.hi);
+    let n = j.lo.wrapping_add(j.sent.fetch_add(1, Ordering::Relaxed));
+    nonce[4..].copy_from_slice(&n.to_be_bytes());
+    let tag = j.key.tag(&nonce, &buf[start..]);
+    buf.extend_from_slice(&nonce);
+    buf.extend_from_slice(&tag);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> Integrity {
+        let k = MacKey::from_job_key("0123456789abcdef0123456789abcdef");
+        Integrity::job(&k, [9; NONCE_LEN])
+    }
+
+    #[test]
+    fn job_mac_seals_and_opens_with_fresh_nonces() {
+        let i = job();
+        let mut a = b"header and payload".to_vec();
+        let mut b = a.clone();
+        i.seal(&mut a, 0);
+        i.seal(&mut b, 0);
+        assert_eq!(a.len(), 18 + MAC_TRAILER_LEN);
+        assert_ne!(a, b, "another nonce each time");
+        assert_eq!(a[18..22], [9; 4]);
+        assert_eq!(a[22..30], 0x0909090909090909u64.to_be_bytes());
+        assert_eq!(b[22..30], 0x090909090909090au64.to_be_bytes());
+        assert_eq!(i.open(&a).unwrap(), b"header and payload");
+        for bit in 0..a.len() * 8 {
+            let mut f = a.clone();
+            f[bit / 8] ^= 1 << (bit % 8);
+            assert_eq!(i.open(&f), Err(DecodeError::Checksum), "bit {bit}");
+        }
+        assert!(Integrity::Crc32c.open(&a).is_err());
+        assert_eq!(i.open(&a[..5]), Err(DecodeError::Truncated));
+    }
+
+    #[test]
+    fn association_keys_count_per_direction_and_do_not_cross() {
+        let i = job();
+        let (a_tx, a_rx) = i.for_association(1, 2);
+        let (b_tx, b_rx) = i.for_association(2, 1);
+        let mut p = b"DATA".to_vec();
+        let mut q = p.clone();
+        a_tx.seal(&mut p, 0);
+        a_tx.clone().seal(&mut q, 0);
+        assert_eq!(&p[8..16], &0u64.to_be_bytes(), "first packet: count 0");
+        assert_eq!(&q[8..16], &1u64.to_be_bytes(), "clones share the counter");
+        assert_eq!(p[4..8], q[4..8], "one prefix per key");
+        assert_eq!(b_rx.open(&p).unwrap(), b"DATA");
+        assert_eq!(b_rx.open(&q).unwrap(), b"DATA");
+        // reflected, or under the job key, or another association: refused
+        assert!(a_rx.open(&p).is_err());
+        assert!(b_tx.open(&p).is_err());
+        assert!(i.open(&p).is_err());
+        assert!(i.for_association(1, 3).1.open(&p).is_err());
+        // a counter changed in flight changes the nonce: refused
+        let mut f = p.clone();
+        f[15] ^= 1;
+        assert_eq!(b_rx.open(&f), Err(DecodeError::Checksum));
+        let Integrity::AssocMac(m) = &a_tx else {
+            panic!()
+        };
+        assert_eq!(m.sent(), 2);
+        // the same tags keyed again: another prefix, so other nonces
+        let (again, _) = i.for_association(1, 2);
+        let mut r = b"DATA".to_vec();
+        again.seal(&mut r, 0);
+        assert_ne!(r[4..8], p[4..8]);
+        assert_eq!(b_rx.open(&r).unwrap(), b"DATA");
+        // without a job key: CRC32C both ways
+        let (t, r) = Integrity::Crc32c.for_association(1, 2);
+        assert!(!t.is_mac() && !r.is_mac());
     }
 }

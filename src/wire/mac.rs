@@ -20,19 +20,19 @@
 //!   many jobs).
 //! - Under such a key the nonce is a 64-bit counter of the packets sent
 //!   (transmissions, not sequence numbers: a retransmission carrying other
-//!   ACKs is another packet), carried in the header and covered by the tag;
-//!   it starts at 0 with the association and never goes back, and an
-//!   association that would reach 2^64 packets ends first.
+//!   ACKs is another packet) after a 32-bit prefix (the endpoint's
+//!   keying number: two keyings of the same pair of tags stay apart),
+//!   carried in the trailer (`wire::Integrity`); the counter starts at 0
+//!   with the association and never goes back (2^64 packets take
+//!   centuries).
 //! - Packets before the association exists (the handshake) use the job key
-//!   with a random 96-bit nonce: fine for up to 2^32 packets per key
-//!   (NIST SP 800-38D), and handshakes are a few packets per peer.
+//!   with a nonce that is a random 96-bit start per endpoint plus a count:
+//!   unique within the endpoint, and across a job's endpoints but with a
+//!   negligible chance (`wire::Integrity`); handshakes are a few packets
+//!   per peer.
 //!
 //! The key string goes through HKDF-SHA256 (RFC 5869), so a human-typed key
 //! works too; it is never printed: logs show [`MacKey::fingerprint`].
-
-// The packet codec (being rewritten for associations) calls tag/verify/derive;
-// until it does, only the tests do.
-#![cfg_attr(not(feature = "testing"), allow(dead_code))]
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The wire format (version 2): one fixed header in network byte order
 //! whose verification tag names the association, up to 16 32-bit
 //! arguments, the payload fragment, then the integrity trailer (`Integrity`:
-//! a CRC32C today) over everything before it. The layout is in `codec.rs`.
+//! a CRC32C, or with a job key a MAC) over everything before it. The layout is in `codec.rs`.
 //!
 //! Parsing is split from encoding: `decode` checks length, magic, version and
 //! trailer once, then yields a parsed `Packet`; nothing panics on any input.
@@ -12,10 +12,10 @@ pub mod mac;
 mod message;
 
 pub use codec::{
-    decode, encode_abort, encode_ack, encode_cookie_ack, encode_cookie_echo, encode_data,
-    encode_heartbeat, encode_init, encode_init_ack, encode_nack, Common, Packet,
+    association_vtag, decode, encode_abort, encode_ack, encode_cookie_ack, encode_cookie_echo,
+    encode_data, encode_heartbeat, encode_init, encode_init_ack, encode_nack, Common, Packet,
 };
-pub use integrity::Integrity;
+pub use integrity::{Integrity, MAC_TRAILER_LEN};
 pub use message::{Category, MsgKind, MsgMeta, MAX_ARGS};
 
 /// Packet magic ("RA") and version.
@@ -55,8 +55,9 @@ pub const CHANNEL_REQUEST: u8 = 0;
 pub const CHANNEL_REPLY: u8 = 1;
 pub const NUM_CHANNELS: usize = 2;
 
-/// The longest integrity trailer any `Integrity` variant adds (a 16-byte MAC).
-pub const MAX_TRAILER_LEN: usize = 16;
+/// The longest integrity trailer any `Integrity` variant adds (the job
+/// key's MAC: a 12-byte nonce and a 16-byte tag).
+pub const MAX_TRAILER_LEN: usize = MAC_TRAILER_LEN;
 
 /// Largest packet a DATA header plus 16 arguments plus trailer takes.
 pub const MAX_OVERHEAD: usize = DATA_HEADER_LEN + 4 * MAX_ARGS + MAX_TRAILER_LEN;

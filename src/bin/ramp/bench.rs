@@ -4,6 +4,9 @@
 //! The parent starts a server and a client process (pinned to different
 //! cores with `taskset` when there are two), relays the endpoint names
 //! between them, and prints the client's figures. Both sides busy-poll.
+//! It does so twice: without the packet MAC (`RAMP_AUTH=off`: CRC32C) and
+//! with it (a fresh random `RAMP_JOB_KEY`, `RAMP_AUTH=on`), then prints
+//! the ratios of the two (round trip and Xfer bandwidth, MAC / plain).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -39,7 +42,12 @@ fn have_taskset() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn spawn_role(exe: &str, cpu: Option<usize>, args: &[String]) -> std::io::Result<Child> {
+fn spawn_role(
+    exe: &str,
+    cpu: Option<usize>,
+    args: &[String],
+    env: &[(&str, String)],
+) -> std::io::Result<Child> {
     let mut cmd = match cpu {
         Some(c) => {
             let mut c0 = Command::new("taskset");
@@ -49,6 +57,7 @@ fn spawn_role(exe: &str, cpu: Option<usize>, args: &[String]) -> std::io::Result
         None => Command::new(exe),
     };
     cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -64,6 +73,25 @@ fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
     }
 }
 
+/// The client's figures: raw UDP, ramp 0 and 4 args round trips (us,
+/// medians), Xfer bandwidth (MiB/s, median).
+struct Figures {
+    raw: f64,
+    rt0: f64,
+    rt4: f64,
+    bw: f64,
+}
+
+/// A fresh job key: 64 hex digits from /dev/urandom.
+fn random_job_key() -> Result<String, String> {
+    use std::io::Read;
+    let mut k = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut k))
+        .map_err(|e| format!("/dev/urandom: {e}"))?;
+    Ok(k.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Runs the whole benchmark; prints the figures on stdout.
 pub fn run(opts: &BenchOptions) -> Result<(), String> {
     let exe = std::env::current_exe()
@@ -72,13 +100,97 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         .into_owned();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = opts.pin && cores >= 2 && have_taskset();
+    println!(
+        "ramp bench: two processes on loopback{}, {} round trips per figure, {} rounds",
+        if pin {
+            " pinned to cores 1 (server) and 0 (client)"
+        } else {
+            " (not pinned)"
+        },
+        opts.iters,
+        opts.runs
+    );
+    // The machine drifts (other load) more than the MAC costs: the pairs
+    // alternate, plain then MAC, one run each, and the ratios are taken
+    // per round (neighbours in time), their median printed.
+    let key = random_job_key()?;
+    let one = BenchOptions {
+        runs: 1,
+        ..opts.clone()
+    };
+    let (mut plain, mut mac) = (Vec::new(), Vec::new());
+    for r in 1..=opts.runs {
+        println!(
+            "-- round {r}/{}: without the packet MAC (RAMP_AUTH=off: CRC32C)",
+            opts.runs
+        );
+        plain.push(run_pair(
+            &exe,
+            pin,
+            &one,
+            &[(ramp::config::AUTH, "off".into())],
+        )?);
+        println!(
+            "-- round {r}/{}: with the packet MAC (a random RAMP_JOB_KEY, RAMP_AUTH=on: AES-128-GMAC)",
+            opts.runs
+        );
+        mac.push(run_pair(
+            &exe,
+            pin,
+            &one,
+            &[
+                (ramp::config::AUTH, "on".into()),
+                (ramp::config::JOB_KEY, key.clone()),
+            ],
+        )?);
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let ratio = |f: fn(&Figures) -> f64| {
+        let mut v: Vec<f64> = plain.iter().zip(&mac).map(|(p, m)| f(m) / f(p)).collect();
+        med(&mut v)
+    };
+    let fig = |v: &[Figures], f: fn(&Figures) -> f64| {
+        let mut x: Vec<f64> = v.iter().map(f).collect();
+        med(&mut x)
+    };
+    println!("== medians of {} rounds:", opts.runs);
+    for (name, v) in [("plain (CRC32C)", &plain), ("MAC (GMAC)    ", &mac)] {
+        println!(
+            "{name}: raw UDP ping-pong {:6.2} us, ramp round trip 0 args {:6.2} us, 4 args {:6.2} us, Xfer 64 KiB {:7.1} MiB/s",
+            fig(v, |f| f.raw),
+            fig(v, |f| f.rt0),
+            fig(v, |f| f.rt4),
+            fig(v, |f| f.bw)
+        );
+    }
+    println!(
+        "MAC / plain (median of per-round ratios): round trip 0 args {:.3}x, 4 args {:.3}x; \
+         Xfer 64 KiB bandwidth {:.3}x; raw UDP ping-pong {:.3}x (the noise floor)",
+        ratio(|f| f.rt0),
+        ratio(|f| f.rt4),
+        ratio(|f| f.bw),
+        ratio(|f| f.raw)
+    );
+    Ok(())
+}
+
+/// One server and client pair with `env`; prints the client's lines.
+fn run_pair(
+    exe: &str,
+    pin: bool,
+    opts: &BenchOptions,
+    env: &[(&str, String)],
+) -> Result<Figures, String> {
     let (c_srv, c_cli) = if pin {
         (Some(1), Some(0))
     } else {
         (None, None)
     };
     let mut server =
-        spawn_role(&exe, c_srv, &["bench-server".into()]).map_err(|e| e.to_string())?;
+        spawn_role(exe, c_srv, &["bench-server".into()], env).map_err(|e| e.to_string())?;
     let mut srv_out = BufReader::new(server.stdout.take().unwrap());
     let ready = read_line(&mut srv_out, "server")?;
     let mut args: Vec<String> = vec!["bench-client".into()];
@@ -88,25 +200,26 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         opts.runs.to_string(),
         opts.xfer_mib.to_string(),
     ]);
-    let mut client = spawn_role(&exe, c_cli, &args).map_err(|e| e.to_string())?;
+    let mut client = spawn_role(exe, c_cli, &args, env).map_err(|e| e.to_string())?;
     let mut cli_out = BufReader::new(client.stdout.take().unwrap());
     let client_name = read_line(&mut cli_out, "client")?;
     let mut srv_in = server.stdin.take().unwrap();
     writeln!(srv_in, "{client_name}").map_err(|e| e.to_string())?;
     srv_in.flush().map_err(|e| e.to_string())?;
-    println!(
-        "ramp bench: two processes on loopback{}, {} round trips per figure, median of {} runs",
-        if pin {
-            " pinned to cores 1 (server) and 0 (client)"
-        } else {
-            " (not pinned)"
-        },
-        opts.iters,
-        opts.runs
-    );
+    let mut figures = None;
     loop {
         match read_line(&mut cli_out, "client") {
             Ok(l) if l == "DONE" => break,
+            Ok(l) if l.starts_with("FIGURES ") => {
+                let v: Vec<f64> = l
+                    .split_whitespace()
+                    .skip(1)
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                if let [raw, rt0, rt4, bw] = v[..] {
+                    figures = Some(Figures { raw, rt0, rt4, bw });
+                }
+            }
             Ok(l) => println!("{l}"),
             Err(e) => {
                 let _ = server.kill();
@@ -120,5 +233,5 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
     if !cs.success() || !ss.success() {
         return Err(format!("bench roles ended badly: client {cs}, server {ss}"));
     }
-    Ok(())
+    figures.ok_or_else(|| "the bench client printed no figures".to_string())
 }

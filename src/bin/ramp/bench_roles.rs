@@ -269,15 +269,22 @@ pub fn client_main(args: &[String]) -> i32 {
         bw.push((total * XFER_SIZE) as f64 / secs / (1024.0 * 1024.0));
     }
     let s = ep.statistics();
+    let bw_med = median(&mut bw);
     println!(
         "{:<34} median {:7.1} MiB/s ({} x 64 KiB per run)",
-        "ramp Xfer bandwidth, 64 KiB",
-        median(&mut bw),
-        total
+        "ramp Xfer bandwidth, 64 KiB", bw_med, total
     );
     println!(
         "client packets sent {} retransmitted {} acks sent {} (standalone)",
         s.packets_sent, s.packets_retransmitted, s.acks_sent
+    );
+    // for the parent (not shown): the figures it compares across runs
+    println!(
+        "FIGURES {} {} {} {}",
+        raw_med,
+        median(&mut r0_m),
+        median(&mut r4_m),
+        bw_med
     );
     println!("DONE");
     0
