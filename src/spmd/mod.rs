@@ -24,6 +24,8 @@
 mod bootstrap;
 mod foreign;
 mod frame;
+#[cfg(feature = "testing")]
+pub mod fuzz;
 mod local;
 pub(crate) mod master;
 mod notice;
