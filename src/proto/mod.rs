@@ -394,13 +394,15 @@ impl<A: PeerAddr> Protocol<A> {
         let Some(vtag) = data_vtag else {
             return;
         };
-        let opening = self.find_peer(&from).is_some_and(|s| {
-            matches!(
-                self.peers[s].assoc.state,
-                AssocState::CookieWait | AssocState::CookieEchoed
-            )
-        });
-        if !opening && self.take_unsolicited(now) {
+        // Only a sender we hold no association with learns that it lost
+        // one. With an association (or one being opened) in place, a DATA
+        // under another tag is stale, forged or our own packet reflected back
+        // from the peer's address: dropped without a word (RFC 9260 8.5), or
+        // its ABORT, carrying the peer's own tag, would end the real one.
+        let known = self
+            .find_peer(&from)
+            .is_some_and(|s| self.peers[s].assoc.state != AssocState::Closed);
+        if !known && self.take_unsolicited(now) {
             let start = self.out.start();
             wire::encode_abort(&mut self.out.bytes, &self.cfg.integrity, vtag);
             self.out.push(from, start);
