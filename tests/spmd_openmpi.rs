@@ -119,3 +119,28 @@ fn every_rank_gets_the_job_key_under_mpirun() {
     let (a, b) = (run(), run());
     assert_ne!(a, b, "two jobs share a key");
 }
+
+#[test]
+#[ignore = "needs Open MPI (openmpi-bin); scripts/test-all.sh runs it when mpirun.openmpi runs"]
+fn rank_killed_by_sigkill_ends_the_job() {
+    let _watchdog = common::watchdog(
+        "spmd_openmpi::rank_killed_by_sigkill_ends_the_job",
+        Duration::from_secs(200),
+    );
+    let hello = example("spmd_hello");
+    // rank 1 dies by SIGKILL before start-up: mpirun notices, ends the
+    // others and exits non-zero within the time limit
+    let script = format!(
+        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then kill -KILL $$; fi; exec {}",
+        hello.display()
+    );
+    let o = mpirun(4, &["bash", "-c", &script]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{:?}: {err}", o.status);
+    // (which process mpirun names depends on the order it sees them end:
+    // rank 1's signal 9, or a survivor whose collective failed)
+    assert!(
+        err.contains("signal 9") || err.contains("non-zero exit code"),
+        "{err}"
+    );
+}

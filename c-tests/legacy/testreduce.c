@@ -3,11 +3,13 @@
  * itself: loopback); the handler does not reply (the library replies automatically);
  * rank 0 waits with AM_SetEventMask / AM_WaitSema / AM_Poll until it has numprocs calls,
  * then checks the sum.
- * Usage: testreduce [exitrank [exit|fatal]]   -- with exitrank, that rank calls
- * AMX_SPMDExit(3) (or AMX_FatalErr with "fatal") right after start-up, to check that the
- * launcher reports a failing job.
+ * Usage: testreduce [exitrank [exit|fatal|kill]]   -- with exitrank, that rank calls
+ * AMX_SPMDExit(3) (or AMX_FatalErr with "fatal", or raise(SIGKILL) with "kill") right
+ * after start-up, to check that the launcher reports a failing job.
  */
 #include "apputils.h"
+
+#include <signal.h>
 
 #define REDUCE_HANDLER 1
 
@@ -34,13 +36,18 @@ int main(int argc, char **argv) {
   uint64_t networkpid;
   int myproc, numprocs;
 
-  TEST_STARTUP(argc, argv, networkpid, eb, ep, 0, 2, "[exitrank [exit|fatal]]");
+  TEST_STARTUP(argc, argv, networkpid, eb, ep, 0, 2, "[exitrank [exit|fatal|kill]]");
   myproc = AMX_SPMDMyProc();
   numprocs = AMX_SPMDNumProcs();
 
   if (argc > 1 && atoi(argv[1]) == myproc) {
     if (argc > 2 && strcmp(argv[2], "fatal") == 0)
       AMX_FatalErr("testreduce: node %i calls AMX_FatalErr on request", myproc);
+    if (argc > 2 && strcmp(argv[2], "kill") == 0) {
+      fprintf(stderr, "testreduce: node %i kills itself with SIGKILL on request\n", myproc);
+      fflush(stderr);
+      raise(SIGKILL);
+    }
     fprintf(stderr, "testreduce: node %i exits with code 3 on request\n", myproc);
     fflush(stderr);
     AMX_SPMDExit(3);

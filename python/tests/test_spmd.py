@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import ramp
-from conftest import SCRIPTS, describe, ramp_run
+from conftest import ROOT, SCRIPTS, describe, ramp_run
 
 JOB = os.path.join(SCRIPTS, "spmd_job.py")
 MODES = os.path.join(SCRIPTS, "spmd_modes.py")
@@ -101,3 +101,86 @@ def test_calls_before_startup():
         spmd.startup(nproc=0)
     with pytest.raises(ValueError, match="unknown spawner"):
         spmd._spawner_fn("Q")
+
+
+# ---- the same Python job under the launchers of a batch system --------------------------
+# srun (Slurm, --mpi=pmi2 and --mpi=pmix) and Open MPI's mpirun (PMIx); each is skipped,
+# with the reason, where it cannot run (scripts/test-all.sh brings up a one-node Slurm with
+# scripts/slurm.sh up and installs openmpi-bin).  srun gets -K (--kill-on-bad-exit): a rank
+# that dies takes the job down instead of leaving the others waiting.
+MPIRUN_OPENMPI = "/usr/bin/mpirun.openmpi"
+FOREIGN = {
+    "srun-pmi2": ["srun", "-O", "-K", "--mpi=pmi2", "-n"],
+    "srun-pmix": ["srun", "-O", "-K", "--mpi=pmix", "-n"],
+    "mpirun": [MPIRUN_OPENMPI, "--allow-run-as-root", "--oversubscribe", "-n"],
+}
+_why_not: dict = {}
+
+
+def _cannot_run(launcher: str):
+    """Why `launcher` cannot run here, or None (probed once per launcher)."""
+    import subprocess
+
+    if launcher in _why_not:
+        return _why_not[launcher]
+    why = None
+    if launcher.startswith("srun"):
+        r = subprocess.run(
+            ["bash", os.path.join(ROOT, "scripts", "slurm.sh"), "check"],
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode != 0:
+            why = "no working Slurm here: " + (r.stderr.strip().splitlines() or ["?"])[0]
+        elif launcher[5:] not in r.stdout:
+            why = "this Slurm has no mpi/%s plugin" % launcher[5:]
+    elif not os.access(MPIRUN_OPENMPI, os.X_OK):
+        why = "Open MPI's mpirun is not installed (apt-get install openmpi-bin)"
+    _why_not[launcher] = why
+    return why
+
+
+def _foreign(launcher: str, n: int, *cmd: str, env=None):
+    import subprocess
+
+    why = _cannot_run(launcher)
+    if why is not None:
+        pytest.skip("%s: %s" % (launcher, why))
+    e = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RAMP_SPMD_", "PMI", "SLURM_", "OMPI_"))
+    }
+    e.update(env or {})
+    return subprocess.run(
+        FOREIGN[launcher] + [str(n), *cmd], capture_output=True, text=True, timeout=180, env=e
+    )
+
+
+@pytest.mark.parametrize("launcher", sorted(FOREIGN))
+def test_four_process_job_under(launcher):
+    """The job of test_four_process_job, unchanged, under srun (pmi2, pmix) and mpirun;
+    ending with spmd.exit(0) (mpirun fails a rank that returns without finalizing)."""
+    r = _foreign(
+        launcher,
+        4,
+        sys.executable,
+        JOB,
+        "exit",
+        env={"RAMP_PYTEST_MARK": "hello-from-the-launcher"},
+    )
+    assert r.returncode == 0, describe(r)
+    assert sorted(r.stdout.split("\n")[:-1]) == ["rank %d OK" % i for i in range(4)], describe(r)
+
+
+@pytest.mark.parametrize("launcher", sorted(FOREIGN))
+def test_exit_code_under(launcher):
+    """spmd.exit(3) on rank 1 is the launcher's exit status."""
+    r = _foreign(launcher, 3, sys.executable, MODES, "exit3")
+    if launcher == "srun-pmix" and r.returncode == 137 and "status = -61" in r.stderr:
+        # the open srun --mpi=pmix bug of c-tests/legacy/run.sh: a notified rank exits
+        # without PMIx_Finalize and Slurm cancels the step
+        pytest.skip("srun-pmix exited 137: known bug, a notified rank exits without PMIx_Finalize")
+    assert r.returncode == 3, describe(r)
+    assert "rank 1 exits with 3" in r.stdout, describe(r)
+    assert "should not get here" not in r.stdout, describe(r)

@@ -36,7 +36,11 @@ def main() -> int:
     rank, size = job.rank, job.size
     ep = job.endpoint
     check(size == 4 and spmd.num_procs() == 4 and spmd.my_proc() == rank, "rank/size")
-    check(rank == int(os.environ["RAMP_SPMD_RANK"]), "rank matches the launcher's")
+    # the launcher's own rank variable: ramp-run, srun, Open MPI's mpirun (PMIx)
+    launcher_rank = next(
+        os.environ[k] for k in ("RAMP_SPMD_RANK", "SLURM_PROCID", "PMIX_RANK") if k in os.environ
+    )
+    check(rank == int(launcher_rank), "rank matches the launcher's")
     check(repr(job) == "<ramp.spmd.Job rank %d of 4>" % rank, "repr")
     check(spmd.process_label() == "Node %d" % rank, "process label %r" % spmd.process_label())
     check(job.getenv_master("RAMP_PYTEST_MARK") == "hello-from-the-launcher", "getenv_master")
@@ -179,6 +183,11 @@ def main() -> int:
     )
     job.barrier()
     print("rank %d OK" % rank)
+    if sys.argv[1:] == ["exit"]:
+        # Open MPI's mpirun takes a rank that ends without finalizing its PMIx client
+        # (returning instead of spmd.exit) for an abnormal termination: exit 1
+        sys.stdout.flush()
+        spmd.exit(0)
     return 0
 
 
