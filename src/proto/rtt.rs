@@ -28,6 +28,12 @@ pub struct RttEstimator {
 /// learned from late answers is dropped.
 const FLOOR_PERSIST: u32 = 16;
 
+/// The floor is at most this many minimum RTOs: a peer that does not poll
+/// for longer (on purpose, or stopped) is the business of the backed-off
+/// RTO, and a lasting floor of seconds would make every later loss that
+/// slow to repair.
+const FLOOR_CAP_RTO_MIN: u64 = 2;
+
 /// Clock granularity term of RFC 6298 (G).
 const GRANULARITY: Nanos = 1_000;
 
@@ -119,7 +125,8 @@ impl RttEstimator {
             return;
         };
         if since_last > prompt {
-            self.floor = self.floor.max(since_first + since_first / 4).min(self.max);
+            let cap = FLOOR_CAP_RTO_MIN.saturating_mul(self.min).min(self.max);
+            self.floor = self.floor.max(since_first + since_first / 4).min(cap);
             self.floor_persist = FLOOR_PERSIST;
         } else if self.floor_persist > 0 {
             self.floor_persist -= 1;
@@ -188,8 +195,11 @@ mod tests {
         r.on_retransmit_answered(2_500_000, 3_000_000);
         assert_eq!(r.probe_timeout(), Some(3_750_000));
         assert_eq!(r.rto(), 5_000_000);
-        r.on_retransmit_answered(6_000_000, 8_000_000);
-        assert_eq!(r.probe_timeout(), Some(10_000_000), "at most the RTO");
+        r.on_retransmit_answered(6_000_000, 7_000_000);
+        assert_eq!(r.probe_timeout(), Some(8_750_000), "at most the RTO");
+        assert_eq!(r.rto(), 8_750_000);
+        // a peer that did not poll for a second: at most twice the minimum RTO
+        r.on_retransmit_answered(900_000_000, 1_000_000_000);
         assert_eq!(r.rto(), 10_000_000);
         for _ in 0..FLOOR_PERSIST - 1 {
             r.on_retransmit_answered(50_000, 500_000);
