@@ -979,6 +979,58 @@ fn ping_pong_acks_ride_on_replies_and_requests() {
     assert_eq!(sum_stats(&mut slow, retransmits), 0);
 }
 
+/// Issue 8: on a lossless network, a peer that answers late (a process
+/// descheduled for a few ms on an oversubscribed host) must not make the
+/// sender retransmit: its timers learn that the peer answers late. Node 0
+/// sends a request as soon as the previous reply is in; after sending, it
+/// is descheduled, half the time, for 0.5 to 5 ms, so that the reply (and
+/// its ACK) waits in its socket.
+#[test]
+fn descheduled_receiver_causes_almost_no_retransmission() {
+    let _watchdog = common::watchdog(
+        "proto_sim::descheduled_receiver_causes_almost_no_retransmission",
+        Duration::from_secs(180),
+    );
+    let rounds = 2000u64;
+    let mut net = SimNet::new(2, ProtoConfig::default(), lan());
+    let mut rng = ramp::sim::Rng::new(8);
+    let mut tx = Sender::default();
+    let mut ledger = Ledger::default();
+    let request = |net: &mut SimNet, rng: &mut ramp::sim::Rng, tx: &mut Sender| {
+        tx.send(net, 0, 1, CHANNEL_REQUEST, 24);
+        if rng.chance(0.5) {
+            let d = 500 * MICROS + rng.below(4500 * MICROS);
+            let until = net.now().plus(d);
+            net.deschedule(0, until);
+        }
+    };
+    request(&mut net, &mut rng, &mut tx);
+    let done = net.run_until(600 * SECOND, |net| {
+        while let Some(ev) = net.poll_event(1) {
+            ledger.take(1, ev);
+            tx.send(net, 1, 0, CHANNEL_REPLY, 24);
+        }
+        while let Some(ev) = net.poll_event(0) {
+            ledger.take(0, ev);
+            if ledger.delivered < 2 * rounds {
+                request(net, &mut rng, &mut tx);
+            }
+        }
+        ledger.delivered == 2 * rounds && net.node(0).is_idle() && net.node(1).is_idle()
+    });
+    assert!(done && ledger.failed.is_empty());
+    let rexmit = sum_stats(&mut net, retransmits);
+    let data = 2 * rounds;
+    eprintln!(
+        "descheduled receiver: {rexmit} retransmissions for {data} packets ({:.2}%)",
+        100.0 * rexmit as f64 / data as f64
+    );
+    assert!(
+        rexmit * 200 < data,
+        "{rexmit} retransmissions for {data} packets, none lost"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 6. Corrupt, truncated and stale datagrams; peer restarts.
 // ---------------------------------------------------------------------------

@@ -52,7 +52,8 @@ impl<A: Copy> Peer<A> {
             assoc: Assoc::default(),
             tx: Default::default(),
             rx: Default::default(),
-            rtt: RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
+            rtt: RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max)
+                .with_ack_delay(cfg.ack_delay),
             heard: Instant::ZERO,
             last_heartbeat: Instant::ZERO,
             dead: None,
@@ -364,9 +365,7 @@ impl<A: Copy> Peer<A> {
                 acks: self.piggyback(),
             },
             rto: rtt.rto(),
-            probe_after: rtt
-                .srtt()
-                .map(|srtt| (2 * srtt).max(srtt + 4 * rtt.rttvar()) + 2 * cx.cfg.ack_delay),
+            probe_after: rtt.probe_timeout(),
             window: cx.cfg.window,
         };
         if let Some(d) = self.tx[ch].transmit(now, &t, self.addr, &self.assoc.tx, cx.out) {

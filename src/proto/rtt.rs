@@ -1,5 +1,6 @@
 //! Round-trip estimation and retransmission timeout (RFC 6298), with
-//! exponential backoff.
+//! exponential backoff; the tail-loss probe timeout; and a learned floor
+//! under both for a peer that answers late (a descheduled receiver).
 
 use crate::time::Nanos;
 
@@ -12,7 +13,26 @@ pub struct RttEstimator {
     initial: Nanos,
     min: Nanos,
     max: Nanos,
+    /// The peer's delayed-ACK time: part of every probe timeout.
+    ack_delay: Nanos,
+    /// Learned from retransmissions the peer answered late (see
+    /// `on_retransmit_answered`): how long it has lately taken to answer.
+    /// Neither the probe nor the retransmission timeout is shorter.
+    floor: Nanos,
+    /// Prompt answers to retransmissions (real losses) left before the
+    /// floor is dropped (after RFC 8985's reo_wnd_persist).
+    floor_persist: u32,
 }
+
+/// Prompt answers to retransmissions (real losses) after which a floor
+/// learned from late answers is dropped.
+const FLOOR_PERSIST: u32 = 16;
+
+/// The floor is at most this many minimum RTOs: a peer that does not poll
+/// for longer (on purpose, or stopped) is the business of the backed-off
+/// RTO, and a lasting floor of seconds would make every later loss that
+/// slow to repair.
+const FLOOR_CAP_RTO_MIN: u64 = 2;
 
 /// Clock granularity term of RFC 6298 (G).
 const GRANULARITY: Nanos = 1_000;
@@ -26,7 +46,16 @@ impl RttEstimator {
             initial,
             min,
             max: max.max(min),
+            ack_delay: 0,
+            floor: 0,
+            floor_persist: 0,
         }
+    }
+
+    /// Sets the peer's delayed-ACK time (part of the probe timeout).
+    pub fn with_ack_delay(mut self, ack_delay: Nanos) -> RttEstimator {
+        self.ack_delay = ack_delay;
+        self
     }
 
     /// Feeds one sample (from a packet never retransmitted: Karn's rule).
@@ -59,7 +88,52 @@ impl RttEstimator {
             None => self.initial,
             Some(s) => s + (4 * self.rttvar).max(GRANULARITY),
         };
-        rto.clamp(self.min, self.max)
+        rto.max(self.floor).clamp(self.min, self.max)
+    }
+
+    /// How long a peer that is being scheduled takes at most to answer a
+    /// packet (about two round trips plus twice its ACK delay: a delayed
+    /// ACK goes out when the receiver next polls). None before any round
+    /// trip is known.
+    fn prompt_answer(&self) -> Option<Nanos> {
+        let s = self.srtt?;
+        Some((2 * s).max(s + 4 * self.rttvar) + 2 * self.ack_delay)
+    }
+
+    /// The tail-loss probe timeout (after RFC 8985 TLP): a prompt answer's
+    /// time, or longer when the peer has lately answered late (`floor`),
+    /// never past the retransmission timeout. None before any round trip
+    /// is known.
+    pub fn probe_timeout(&self) -> Option<Nanos> {
+        let pto = self.prompt_answer()?.max(self.floor);
+        Some(pto.min(self.rto()))
+    }
+
+    /// An ACK covered a retransmitted packet `since_last` after its last
+    /// copy was sent and `since_first` after its first. Karn's rule keeps
+    /// this from the round-trip estimate, but it tells whether the timer
+    /// was too short: when even the last copy was answered later than a
+    /// prompt answer's time, the peer was not answering (descheduled, on
+    /// an oversubscribed host), the first copy most likely arrived, and the
+    /// retransmission was needless (the spurious timeout of F-RTO/Eifel).
+    /// The timers then wait at least as long as this answer took
+    /// (`since_first`), until 16 prompt answers to retransmissions, the
+    /// sign of real losses, have come back (as RFC 8985 keeps a widened
+    /// reordering window for 16 recoveries): loss recovery is fast again.
+    pub fn on_retransmit_answered(&mut self, since_last: Nanos, since_first: Nanos) {
+        let Some(prompt) = self.prompt_answer() else {
+            return;
+        };
+        if since_last > prompt {
+            let cap = FLOOR_CAP_RTO_MIN.saturating_mul(self.min).min(self.max);
+            self.floor = self.floor.max(since_first + since_first / 4).min(cap);
+            self.floor_persist = FLOOR_PERSIST;
+        } else if self.floor_persist > 0 {
+            self.floor_persist -= 1;
+            if self.floor_persist == 0 {
+                self.floor = 0;
+            }
+        }
     }
 
     /// Timeout with the current backoff applied.
@@ -104,5 +178,35 @@ mod tests {
             r.on_timeout();
         }
         assert_eq!(r.rto(), 1_000_000_000, "capped at the maximum");
+    }
+
+    #[test]
+    fn late_answers_raise_the_timers_until_real_losses() {
+        let mut r = RttEstimator::new(20_000_000, 5_000_000, 1_000_000_000).with_ack_delay(200_000);
+        for _ in 0..50 {
+            r.sample(20_000);
+        }
+        let pto = r.probe_timeout().unwrap();
+        assert!((440_000..=450_000).contains(&pto), "{pto}");
+        // a prompt answer without a floor changes nothing
+        r.on_retransmit_answered(50_000, 500_000);
+        assert_eq!(r.probe_timeout(), Some(pto));
+        // the peer answered the probe 2.5 ms after it, 3 ms after the original
+        r.on_retransmit_answered(2_500_000, 3_000_000);
+        assert_eq!(r.probe_timeout(), Some(3_750_000));
+        assert_eq!(r.rto(), 5_000_000);
+        r.on_retransmit_answered(6_000_000, 7_000_000);
+        assert_eq!(r.probe_timeout(), Some(8_750_000), "at most the RTO");
+        assert_eq!(r.rto(), 8_750_000);
+        // a peer that did not poll for a second: at most twice the minimum RTO
+        r.on_retransmit_answered(900_000_000, 1_000_000_000);
+        assert_eq!(r.rto(), 10_000_000);
+        for _ in 0..FLOOR_PERSIST - 1 {
+            r.on_retransmit_answered(50_000, 500_000);
+        }
+        assert_eq!(r.rto(), 10_000_000);
+        r.on_retransmit_answered(50_000, 500_000);
+        assert_eq!(r.probe_timeout(), Some(pto), "16 real losses: fast again");
+        assert_eq!(r.rto(), 5_000_000);
     }
 }

@@ -64,6 +64,8 @@ pub struct SimNet {
     pub stats: SimStats,
     /// Nodes whose datagrams, in and out, all vanish (a partition or a crash).
     down: Vec<bool>,
+    /// Until when each node is descheduled (see `deschedule`).
+    asleep: Vec<Instant>,
     /// Each node's next timer as last seen, and a queue of them (entries
     /// that no longer match `armed` are skipped), so that a step costs
     /// O(log n), not O(n), with thousands of nodes.
@@ -92,6 +94,7 @@ impl SimNet {
             faults: FaultInjector::with_rng(faults, rng),
             stats: SimStats::default(),
             down: vec![false; n],
+            asleep: vec![Instant(0); n],
             armed: vec![None; n],
             timers: BinaryHeap::new(),
             touched: Vec::new(),
@@ -122,6 +125,14 @@ impl SimNet {
     /// Cuts a node off the network (or brings it back).
     pub fn set_down(&mut self, i: u32, down: bool) {
         self.down[i as usize] = down;
+    }
+
+    /// Deschedules node `i` until `until` (a process that does not run, on
+    /// an oversubscribed host): what arrives for it and its timers wait
+    /// until then; nothing is lost.
+    pub fn deschedule(&mut self, i: u32, until: Instant) {
+        let a = &mut self.asleep[i as usize];
+        *a = (*a).max(until);
     }
 
     pub fn send(
@@ -205,8 +216,16 @@ impl SimNet {
         match (next_packet, next_timer) {
             (None, None) => false,
             (Some(p), t) if t.is_none_or(|(t, _)| p <= t) => {
-                let Reverse(pkt) = self.transit.pop().unwrap();
+                let Reverse(mut pkt) = self.transit.pop().unwrap();
                 self.now = self.now.max(pkt.at);
+                let wake = self.asleep[pkt.to as usize];
+                if wake > self.now {
+                    // taken in when the node runs again, in order
+                    self.order += 1;
+                    (pkt.at, pkt.order) = (wake, self.order);
+                    self.transit.push(Reverse(pkt));
+                    return true;
+                }
                 if !self.down[pkt.to as usize] {
                     self.stats.delivered += 1;
                     let now = self.now;
@@ -219,6 +238,12 @@ impl SimNet {
             }
             (_, Some((t, i))) => {
                 self.now = self.now.max(t);
+                let wake = self.asleep[i];
+                if wake > self.now {
+                    self.armed[i] = Some(wake);
+                    self.timers.push(Reverse((wake, i as u32)));
+                    return true;
+                }
                 let now = self.now;
                 self.nodes[i].handle_timeout(now);
                 self.collect(i as u32);

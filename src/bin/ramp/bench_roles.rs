@@ -106,10 +106,46 @@ pub fn server_main() -> i32 {
             b.poll().unwrap();
         }
     }
+    let st = ep.statistics();
     if ramp::config::global().is_ok_and(|c| c.bench_server_stats) {
-        eprintln!("{}", ep.statistics().report(false));
+        eprintln!("{}", st.report(false));
     }
+    let (sent, retx) = (st.packets_sent, st.packets_retransmitted);
+    eprintln!(
+        "server packets sent {sent} retransmitted {retx} ({})",
+        rate(retx, sent)
+    );
     0
+}
+
+/// Retransmitted packets per packet sent, in percent.
+fn rate(retx: u64, sent: u64) -> String {
+    format!("{:.2}%", 100.0 * retx as f64 / sent.max(1) as f64)
+}
+
+/// Packets sent and retransmitted, accumulated over the runs of one phase.
+#[derive(Default)]
+struct Retx {
+    sent: u64,
+    retx: u64,
+}
+
+impl Retx {
+    /// Adds what was sent between the statistics `before` and now.
+    fn add_since(&mut self, ep: &am::Endpoint, before: &am::Statistics) {
+        let now = ep.statistics();
+        self.sent += now.packets_sent - before.packets_sent;
+        self.retx += now.packets_retransmitted - before.packets_retransmitted;
+    }
+
+    fn show(&self, name: &str) -> String {
+        format!(
+            "{name} {}/{} ({})",
+            self.retx,
+            self.sent,
+            rate(self.retx, self.sent)
+        )
+    }
 }
 
 fn stdin_closed_flag() -> Arc<AtomicBool> {
@@ -189,6 +225,8 @@ pub fn client_main(args: &[String]) -> i32 {
     let (mut raw_m, mut raw_p) = (vec![], vec![]);
     let (mut r0_m, mut r0_p) = (vec![], vec![]);
     let (mut r4_m, mut r4_p) = (vec![], vec![]);
+    let (mut r0_retx, mut r4_retx, mut xfer_retx) =
+        (Retx::default(), Retx::default(), Retx::default());
     let mut in_raw = true; // the server starts in the raw phase
     for _ in 0..runs {
         if !in_raw {
@@ -215,10 +253,11 @@ pub fn client_main(args: &[String]) -> i32 {
         raw_p.push(p99);
         raw.send_to(RAW_END, raw_addr).unwrap();
         in_raw = false;
-        for (args, ms, ps) in [
-            (&[][..], &mut r0_m, &mut r0_p),
-            (&[1u32, 2, 3, 4][..], &mut r4_m, &mut r4_p),
+        for (args, ms, ps, rx) in [
+            (&[][..], &mut r0_m, &mut r0_p, &mut r0_retx),
+            (&[1u32, 2, 3, 4][..], &mut r4_m, &mut r4_p, &mut r4_retx),
         ] {
+            let before = ep.statistics();
             let (m, p99) = time_round_trips(iters, || {
                 let want = pongs.load(Ordering::Relaxed) + 1;
                 ep.request(1, &Message::short(H_ECHO, args), false).unwrap();
@@ -228,6 +267,7 @@ pub fn client_main(args: &[String]) -> i32 {
             });
             ms.push(m);
             ps.push(p99);
+            rx.add_since(&ep, &before);
         }
     }
     let raw_med = median(&mut raw_m);
@@ -253,6 +293,7 @@ pub fn client_main(args: &[String]) -> i32 {
     let mut bw = vec![];
     for _ in 0..runs {
         let base = acks.load(Ordering::Relaxed);
+        let before = ep.statistics();
         let t = StdInstant::now();
         for i in 0..total {
             ep.request(
@@ -266,6 +307,7 @@ pub fn client_main(args: &[String]) -> i32 {
             b.poll().unwrap();
         }
         let secs = t.elapsed().as_secs_f64();
+        xfer_retx.add_since(&ep, &before);
         bw.push((total * XFER_SIZE) as f64 / secs / (1024.0 * 1024.0));
     }
     let s = ep.statistics();
@@ -277,6 +319,13 @@ pub fn client_main(args: &[String]) -> i32 {
     println!(
         "client packets sent {} retransmitted {} acks sent {} (standalone)",
         s.packets_sent, s.packets_retransmitted, s.acks_sent
+    );
+    println!(
+        "client retransmitted/sent: {}, {}, {}, all {}",
+        r0_retx.show("0 args"),
+        r4_retx.show("4 args"),
+        xfer_retx.show("Xfer"),
+        rate(s.packets_retransmitted, s.packets_sent)
     );
     // for the parent (not shown): the figures it compares across runs
     println!(

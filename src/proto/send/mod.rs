@@ -296,6 +296,17 @@ impl SendChannel {
         stats: &mut Statistics,
         spare: &mut SpareMsgs,
     ) -> AckOutcome {
+        // Retransmitted packets acknowledged now: were they needless?
+        for p in self.in_flight.iter() {
+            let d = seq_diff(p.seq, next);
+            let newly =
+                d < 0 || ((1..=64).contains(&d) && sack & (1u64 << (d - 1)) != 0 && !p.sacked);
+            if newly && p.first_sent != p.last_sent && p.nacks == 0 {
+                rtt.on_retransmit_answered(now.since(p.last_sent), now.since(p.first_sent));
+            } else if d >= 64 {
+                break;
+            }
+        }
         // One round-trip sample per ACK, from the newest packet it acknowledges
         // for the first time (as TCP does).
         let done = self.ack_cumulative(next, spare);
@@ -440,10 +451,11 @@ pub struct Transmission {
     pub rto: Nanos,
     /// Tail-loss probe (after RFC 8985 TLP): the last packet of what goes
     /// out now is resent once, without backoff, if no ACK came within this
-    /// (about two round trips plus twice the receiver's ACK delay: a delayed
-    /// ACK goes out when the receiver next polls). A lost last packet has no
-    /// later one whose SACK would reveal the loss, and would otherwise wait
-    /// a whole retransmission timeout. None before any round trip is known.
+    /// (`RttEstimator::probe_timeout`: about two round trips plus twice the
+    /// receiver's ACK delay, or as long as the peer lately took to answer).
+    /// A lost last packet has no later one whose SACK would reveal the loss,
+    /// and would otherwise wait a whole retransmission timeout. None before
+    /// any round trip is known.
     pub probe_after: Option<Nanos>,
     pub window: usize,
 }
