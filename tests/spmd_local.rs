@@ -13,15 +13,7 @@ fn ramp_run() -> PathBuf {
 }
 
 /// An example program built next to ramp-run (cargo test builds examples).
-fn example(name: &str) -> PathBuf {
-    let p = ramp_run().parent().unwrap().join("examples").join(name);
-    assert!(
-        p.exists(),
-        "{} is not built (cargo test builds the examples)",
-        p.display()
-    );
-    p
-}
+use common::example;
 
 fn run(args: &[&str]) -> Output {
     Command::new("timeout")

@@ -14,15 +14,7 @@ use std::time::Duration;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn example(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_BIN_EXE_ramp-run"))
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(p.exists(), "{} is not built", p.display());
-    p
-}
+use common::example;
 
 fn need_mpiexec() {
     let ok = Command::new("mpiexec")

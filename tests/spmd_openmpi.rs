@@ -10,21 +10,12 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
 const MPIRUN: &str = "/usr/bin/mpirun.openmpi";
 
-fn example(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_BIN_EXE_ramp-run"))
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(p.exists(), "{} is not built", p.display());
-    p
-}
+use common::example;
 
 fn mpirun(n: usize, args: &[&str]) -> Output {
     assert!(

@@ -11,19 +11,10 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-fn example(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_BIN_EXE_ramp-run"))
-        .parent()
-        .unwrap()
-        .join("examples")
-        .join(name);
-    assert!(p.exists(), "{} is not built", p.display());
-    p
-}
+use common::example;
 
 fn need_slurm() {
     let root = env!("CARGO_MANIFEST_DIR");

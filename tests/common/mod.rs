@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests: time limits, so that a hang
+//! Helpers shared by the integration tests: where the built examples are,
+//! and time limits, so that a hang
 //! (a credit leak, a lost wakeup, a stuck child) fails the test with a
 //! message instead of stalling `cargo test` until CI's own limit.
 //!
@@ -7,6 +8,7 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -102,4 +104,20 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
         String::from_utf8_lossy(&o.stderr)
     );
     o
+}
+
+/// The example program `name`, built beside `ramp-run` (`cargo test` builds
+/// the examples).
+pub fn example(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_BIN_EXE_ramp-run"))
+        .parent()
+        .expect("ramp-run has a directory")
+        .join("examples")
+        .join(name);
+    assert!(
+        p.exists(),
+        "{} is not built (cargo test builds the examples)",
+        p.display()
+    );
+    p
 }
