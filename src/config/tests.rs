@@ -1,0 +1,190 @@
+//! Unit tests of `config.rs`.
+
+use super::*;
+use std::collections::HashMap;
+
+fn cfg(pairs: &[(&str, &str)]) -> Result<Config, Vec<String>> {
+    let m: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::from_lookup(|k| m.get(k).cloned())
+}
+
+#[test]
+fn defaults_and_values() {
+    let c = cfg(&[]).unwrap();
+    assert!(!c.fault.enabled());
+    let c = cfg(&[("RAMP_FAULT_LOSS", "0.05"), ("RAMP_RETRY_LIMIT", "4")]).unwrap();
+    assert_eq!(c.fault.loss, 0.05);
+    assert_eq!(c.proto.retry_limit, 4);
+}
+
+#[test]
+fn every_bad_value_is_named() {
+    let e = cfg(&[
+        ("RAMP_FAULT_LOSS", "lots"),
+        ("RAMP_WINDOW", "100"),
+        ("RAMP_VERBOSE", "maybe"),
+    ])
+    .unwrap_err();
+    assert_eq!(e.len(), 3);
+    assert!(e[0].contains("RAMP_FAULT_LOSS"));
+    assert!(e.iter().any(|m| m.contains("RAMP_WINDOW")));
+    let e = cfg(&[("RAMP_RTO_MIN_US", "5000"), ("RAMP_RTO_MAX_US", "10")]).unwrap_err();
+    assert!(e[0].contains("larger"));
+}
+
+#[test]
+fn every_variable_names_itself_when_refused() {
+    for var in VARIABLES {
+        let r = cfg(&[(var.name, "not-a-value!")]);
+        if var.name == JOB_KEY {
+            // a secret: refused without being shown
+            let e = r.unwrap_err();
+            assert_eq!(e.len(), 1, "{e:?}");
+            assert!(
+                e[0].starts_with("RAMP_JOB_KEY (not shown, 12 characters): expected ")
+                    && !e[0].contains("not-a-value!"),
+                "{e:?}"
+            );
+            continue;
+        }
+        if var.name == INTERFACE {
+            // any name may be an interface; choosing the address checks it
+            assert_eq!(r.unwrap().interface.as_deref(), Some("not-a-value!"));
+            continue;
+        }
+        let e = r
+            .err()
+            .unwrap_or_else(|| panic!("{} took a bad value", var.name));
+        assert_eq!(e.len(), 1, "{e:?}");
+        let head = format!("{}=\"not-a-value!\": expected ", var.name);
+        assert!(e[0].starts_with(&head), "{e:?}");
+        for alias in var.aliases {
+            let e = cfg(&[(alias, "not-a-value!")]).unwrap_err();
+            assert!(e[0].starts_with(&format!("{alias}=")), "{e:?}");
+        }
+    }
+}
+
+#[test]
+fn network_depth_is_checked_and_older_names_are_read() {
+    for bad in ["abc", "0", "99999", "-1", ""] {
+        let e = cfg(&[("RAMP_NETWORK_DEPTH", bad)]).unwrap_err();
+        assert_eq!(
+            e,
+            vec![format!(
+                "RAMP_NETWORK_DEPTH={bad:?}: expected an integer between 1 and 1024"
+            )]
+        );
+    }
+    assert_eq!(cfg(&[]).unwrap().spmd, SpmdConfig::default());
+    let depth = |pairs: &[(&str, &str)]| cfg(pairs).unwrap().spmd.network_depth;
+    assert_eq!(depth(&[("RAMP_NETWORK_DEPTH", " 1024 ")]), Some(1024));
+    assert_eq!(depth(&[("NETWORKDEPTH", "64")]), Some(64));
+    assert_eq!(depth(&[("AMUDP_NETWORKDEPTH", "8")]), Some(8));
+    assert_eq!(
+        depth(&[("RAMP_NETWORK_DEPTH", "32"), ("NETWORKDEPTH", "64")]),
+        Some(32)
+    );
+    let e = cfg(&[("NETWORKDEPTH", "lots")]).unwrap_err();
+    assert!(e[0].starts_with("NETWORKDEPTH=\"lots\""), "{e:?}");
+}
+
+#[test]
+fn spmd_variables() {
+    let c = cfg(&[
+        ("RAMP_PMI", "2"),
+        ("RAMP_LABEL_OUTPUT", "1"),
+        ("ROUTE_OUTPUT", "0"),
+        ("SPAWNFN", "l"),
+        ("RAMP_SPMD_MASTER", "127.0.0.1:4000"),
+        ("RAMP_SPMD_RANK", "3"),
+        ("RAMP_SPMD_SIZE", "4"),
+    ])
+    .unwrap()
+    .spmd;
+    assert_eq!(c.pmi, Some(2));
+    assert!(c.label_output && !c.route_output);
+    assert_eq!(c.spawnfn, Some('L'));
+    assert_eq!(c.master, Some("127.0.0.1:4000".parse().unwrap()));
+    assert_eq!((c.rank, c.size), (Some(3), Some(4)));
+    let e = cfg(&[("RAMP_SPMD_MASTER", "127.0.0.1:4000")]).unwrap_err();
+    assert_eq!(
+        e,
+        vec![
+            "RAMP_SPMD_MASTER is set but RAMP_SPMD_RANK is missing",
+            "RAMP_SPMD_MASTER is set but RAMP_SPMD_SIZE is missing"
+        ]
+    );
+    let e = cfg(&[
+        ("RAMP_SPMD_MASTER", "127.0.0.1:4000"),
+        ("RAMP_SPMD_RANK", "4"),
+        ("RAMP_SPMD_SIZE", "4"),
+    ])
+    .unwrap_err();
+    assert_eq!(e, vec!["RAMP_SPMD_RANK=4 is not below RAMP_SPMD_SIZE=4"]);
+    let e = cfg(&[("RAMP_SPAWNFN", "LS"), ("RAMP_PMI", "3")]).unwrap_err();
+    assert_eq!(e.len(), 2, "{e:?}");
+}
+
+#[test]
+fn job_key_and_auth() {
+    let key = "0123456789abcdef";
+    // defaults: auto, no key, no MAC
+    let c = cfg(&[]).unwrap();
+    assert_eq!((c.auth, c.job_key.clone()), (Auth::Auto, None));
+    // the RUNTIME_JOB_KEY is process-wide: this is the only test that sets it
+    assert_eq!(c.mac_job_key(), Ok(None));
+    // auto with a key: MAC
+    let c = cfg(&[(JOB_KEY, key)]).unwrap();
+    assert_eq!(c.mac_job_key().unwrap().unwrap().expose(), key);
+    // off: no MAC even with a key
+    for off in ["off", "OFF", "0", " off "] {
+        let c = cfg(&[(JOB_KEY, key), (AUTH, off)]).unwrap();
+        assert_eq!(c.auth, Auth::Off);
+        assert_eq!(c.mac_job_key(), Ok(None));
+    }
+    // on without a key: refused when an endpoint asks, naming both variables
+    let c = cfg(&[(AUTH, "on")]).unwrap();
+    let e = c.mac_job_key().unwrap_err();
+    assert!(
+        e.contains("RAMP_AUTH=on") && e.contains("RAMP_JOB_KEY"),
+        "{e}"
+    );
+    assert_eq!(
+        cfg(&[(AUTH, "on"), (JOB_KEY, key)])
+            .unwrap()
+            .mac_job_key()
+            .unwrap()
+            .map(|k| k.expose().to_string()),
+        Some(key.to_string())
+    );
+    // short keys are refused, without being shown
+    let e = cfg(&[(JOB_KEY, "short-secret")]).unwrap_err();
+    assert_eq!(
+        e,
+        vec!["RAMP_JOB_KEY (not shown, 12 characters): expected a job key of at least 16 characters (ramp-run and the AMUDP master form make one: leave it unset)"]
+    );
+    assert!(cfg(&[(JOB_KEY, " 0123456789abcdef")]).is_err());
+    assert!(cfg(&[(JOB_KEY, "")]).is_err());
+    assert!(
+        cfg(&[(AUTH, "maybe")]).unwrap_err()[0].starts_with("RAMP_AUTH=\"maybe\": expected auto")
+    );
+    // never in Debug
+    let c = cfg(&[(JOB_KEY, key)]).unwrap();
+    assert!(!format!("{c:?}").contains(key));
+    // a key set at run time (PMI) wins over the environment's; off still wins
+    assert!(set_job_key("too short").is_err());
+    let runtime = "fedcba9876543210fedcba9876543210";
+    set_job_key(runtime).unwrap();
+    assert_eq!(c.mac_job_key().unwrap().unwrap().expose(), runtime);
+    assert_eq!(
+        cfg(&[]).unwrap().mac_job_key().unwrap().unwrap().expose(),
+        runtime
+    );
+    let off = cfg(&[(AUTH, "off")]).unwrap();
+    assert_eq!(off.mac_job_key(), Ok(None));
+    *RUNTIME_JOB_KEY.lock() = None;
+}

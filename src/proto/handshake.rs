@@ -1,0 +1,205 @@
+//! The association's handshake and the answers that need no state: INIT
+//! (answered with a cookie, nothing kept), INIT_ACK, COOKIE_ECHO (the only
+//! packet that creates a peer for a sender), COOKIE_ACK, ABORT, HEARTBEAT,
+//! and what a packet outside any association gets (at most one rate-limited
+//! ABORT). `mod.rs` dispatches to these.
+
+use super::*;
+
+impl<A: PeerAddr> Protocol<A> {
+    /// A DATA, ACK or NACK that no association of `from` takes: dropped
+    /// and counted. A DATA is answered with an ABORT carrying its tag
+    /// (rate-limited), so that a sender whose association we do not have
+    /// (we restarted, or ended it) starts a new one; not while we are
+    /// opening one with it ourselves (the DATA overtook its COOKIE_ECHO).
+    /// `data_vtag`: the tag of a DATA (None: an ACK or NACK). Under a MAC
+    /// the packet cannot be checked without its association's key: the
+    /// ABORT goes all the same (it is how a restarted peer is learnt), and
+    /// it carries the job key's MAC, so only a member of the job takes it.
+    pub(super) fn outside_association(&mut self, now: Instant, from: A, data_vtag: Option<u64>) {
+        self.out.stats.stale_dropped += 1;
+        let Some(vtag) = data_vtag else {
+            return;
+        };
+        // Only a sender we hold no association with learns that it lost
+        // one. With an association (or one being opened) in place, a DATA
+        // under another tag is stale, forged or our own packet reflected back
+        // from the peer's address: dropped without a word (RFC 9260 8.5), or
+        // its ABORT, carrying the peer's own tag, would end the real one.
+        let known = self
+            .find_peer(&from)
+            .is_some_and(|s| self.peers[s].assoc.state != AssocState::Closed);
+        if !known && self.take_unsolicited(now) {
+            let start = self.out.start();
+            wire::encode_abort(&mut self.out.bytes, &self.cfg.integrity, vtag);
+            self.out.push(from, start);
+        }
+    }
+
+    /// Whether an unsolicited answer may go now (else it is counted).
+    pub(super) fn take_unsolicited(&mut self, now: Instant) -> bool {
+        let (rate, burst) = (self.cfg.unsolicited_rate, self.cfg.unsolicited_burst);
+        let ok = self.unsolicited.take(now, rate, burst);
+        if !ok {
+            self.suppressed += 1;
+        }
+        ok
+    }
+
+    /// An INIT: answered with a cookie, and nothing else: no peer, no slot,
+    /// no map entry. While we are opening an association with `from`
+    /// ourselves (simultaneous open), our pending tag goes in the cookie,
+    /// so that both ends settle on the same pair of tags.
+    pub(super) fn on_init(&mut self, now: Instant, from: A, init_tag: u64) {
+        if !self.take_unsolicited(now) {
+            self.out.stats.stale_dropped += 1;
+            return;
+        }
+        let pending = self.find_peer(&from).and_then(|s| {
+            let a = &self.peers[s].assoc;
+            matches!(a.state, AssocState::CookieWait | AssocState::CookieEchoed)
+                .then_some(a.local_tag)
+        });
+        let resp_tag = pending.unwrap_or_else(|| self.secrets.next_tag());
+        let cookie = self.secrets.make_cookie(resp_tag, init_tag, &from, now);
+        let start = self.out.start();
+        wire::encode_init_ack(
+            &mut self.out.bytes,
+            &self.cfg.integrity,
+            init_tag,
+            resp_tag,
+            &cookie,
+        );
+        self.out.push(from, start);
+    }
+
+    pub(super) fn on_init_ack(
+        &mut self,
+        now: Instant,
+        from: A,
+        vtag: u64,
+        resp_tag: u64,
+        cookie: &[u8; COOKIE_LEN],
+    ) {
+        let Some(slot) = self.find_peer(&from) else {
+            self.out.stats.stale_dropped += 1;
+            return;
+        };
+        if self.peers[slot].assoc.local_tag != vtag {
+            self.out.stats.stale_dropped += 1;
+            return;
+        }
+        let (peer, mut cx) = self.peer_cx(slot);
+        let late = peer.assoc.state == AssocState::Established && peer.assoc.peer_tag == resp_tag;
+        // A late answer agreeing with the association (simultaneous open)
+        // is nothing new; one that does not is stale.
+        if !peer.on_init_ack(now, resp_tag, cookie, &mut cx) && !late {
+            cx.out.stats.stale_dropped += 1;
+        }
+        self.schedule(slot);
+    }
+
+    /// A COOKIE_ECHO: with a cookie of ours, made for `from`, not too old,
+    /// it creates the peer's state (the first time anything does for a
+    /// peer that did not send to first) and establishes the association.
+    pub(super) fn on_cookie_echo(
+        &mut self,
+        now: Instant,
+        from: A,
+        vtag: u64,
+        cookie: &[u8; COOKIE_LEN],
+    ) {
+        let lifetime = self.cfg.cookie_lifetime;
+        let tags = match self.secrets.open_cookie(cookie, &from, now, lifetime) {
+            Ok(t) if t.resp_tag == vtag => t,
+            _ => {
+                self.out.stats.stale_dropped += 1;
+                return;
+            }
+        };
+        if let Some(s) = self.find_peer(&from) {
+            let a = &self.peers[s].assoc;
+            let has_peer_tag =
+                matches!(a.state, AssocState::CookieEchoed | AssocState::Established);
+            if has_peer_tag && a.peer_tag == tags.init_tag && a.local_tag != tags.resp_tag {
+                // Two handshakes crossed (simultaneous open where our first
+                // answer carried a fresh tag): the same peer, and we have
+                // echoed (or took) its cookie carrying our tag; it will take
+                // ours, so this one, with another tag of ours, is dropped.
+                return;
+            }
+            if a.state == AssocState::Established {
+                if (a.local_tag, a.peer_tag) == (tags.resp_tag, tags.init_tag) {
+                    // The echo of this association again (its COOKIE_ACK
+                    // was lost, or both ends echoed: simultaneous open):
+                    // answer it again, change nothing.
+                    let start = self.out.start();
+                    wire::encode_cookie_ack(&mut self.out.bytes, &self.cfg.integrity, a.peer_tag);
+                    self.out.push(from, start);
+                    return;
+                }
+                if tags.created < a.since {
+                    // Made before this association: a late copy, not a restart.
+                    self.out.stats.stale_dropped += 1;
+                    return;
+                }
+            }
+        }
+        let slot = self.peer_entry(from);
+        let (peer, mut cx) = self.peer_cx(slot);
+        peer.accept_association(now, tags.resp_tag, tags.init_tag, &mut cx);
+        self.schedule(slot);
+    }
+
+    pub(super) fn on_cookie_ack(&mut self, now: Instant, from: A, vtag: u64) {
+        match self.find_peer(&from) {
+            Some(s)
+                if self.peers[s].assoc.state == AssocState::CookieEchoed
+                    && self.peers[s].assoc.local_tag == vtag =>
+            {
+                let (peer, mut cx) = self.peer_cx(s);
+                peer.confirm(now, &mut cx);
+                self.schedule(s);
+            }
+            // the COOKIE_ACK of a simultaneous open: nothing new
+            Some(s)
+                if self.peers[s].assoc.state == AssocState::Established
+                    && self.peers[s].assoc.local_tag == vtag => {}
+            _ => self.out.stats.stale_dropped += 1,
+        }
+    }
+
+    pub(super) fn on_abort(&mut self, from: A, vtag: u64) {
+        match self.find_peer(&from) {
+            Some(s) if self.peers[s].assoc.aborted_by(vtag) => {
+                let (peer, mut cx) = self.peer_cx(s);
+                peer.close(&mut cx);
+                self.schedule(s);
+            }
+            _ => self.out.stats.stale_dropped += 1,
+        }
+    }
+
+    /// A HEARTBEAT (`nonce`: answered with a HEARTBEAT_ACK) or its answer
+    /// (None), inside an association with `from` or dropped: the peer is
+    /// alive.
+    pub(super) fn on_heartbeat(&mut self, now: Instant, from: A, vtag: u64, nonce: Option<u64>) {
+        let Some(slot) = self
+            .find_peer(&from)
+            .filter(|&s| self.peers[s].assoc.accepts(vtag))
+        else {
+            self.out.stats.stale_dropped += 1;
+            return;
+        };
+        let (peer, mut cx) = self.peer_cx(slot);
+        peer.confirm(now, &mut cx);
+        peer.hear(now);
+        if let Some(nonce) = nonce {
+            let start = cx.out.start();
+            let integ = &cx.cfg.integrity;
+            wire::encode_heartbeat(&mut cx.out.bytes, integ, peer.assoc.peer_tag, true, nonce);
+            cx.out.push(from, start);
+        }
+        self.schedule(slot);
+    }
+}

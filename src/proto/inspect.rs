@@ -1,0 +1,109 @@
+//! Looking at a protocol from outside: idleness, associations, liveness,
+//! memory (`memory_bytes`), and forgetting a peer the layer above unmapped.
+//! Mostly for tests and the simulator; `forget` and the memory estimate
+//! serve the AM layer too.
+
+use super::*;
+
+impl<A: PeerAddr> Protocol<A> {
+    /// Nothing in flight, nothing pending, no ACK owed.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn is_idle(&self) -> bool {
+        self.peers.iter().all(Peer::is_idle)
+    }
+
+    /// Unsolicited answers (INIT_ACK, ABORT) the rate limit held back.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn suppressed_answers(&self) -> u64 {
+        self.suppressed
+    }
+
+    /// The tags (ours, the peer's) of the established association with `to`.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn association(&self, to: &A) -> Option<(u64, u64)> {
+        let a = &self.peers[*self.slots.get(to)? as usize].assoc;
+        (a.state == AssocState::Established).then_some((a.local_tag, a.peer_tag))
+    }
+
+    /// Number of peers with protocol state.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn peer_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether `to` is dead (new messages to it fail at once).
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn is_dead(&self, to: &A) -> bool {
+        self.slots
+            .get(to)
+            .is_some_and(|&s| self.peers[s as usize].dead.is_some())
+    }
+
+    /// Peers declared dead so far, and out-of-order packets dropped for
+    /// want of a peer's buffer budget.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn life_counts(&self) -> (u64, u64) {
+        (self.out.peers_died, self.out.budget_dropped)
+    }
+
+    /// Frees the state kept for `addr` (the AM layer unmapped its last
+    /// translation entry), unless messages to it are unfinished or it
+    /// holds data from it (then it stays; it is freed when dead, or by a
+    /// later call). Its association ends silently: a DATA it sends later
+    /// is answered with an ABORT, and the next message either way opens a
+    /// new one. Returns whether it was freed.
+    pub fn forget(&mut self, addr: &A) -> bool {
+        let Some(slot) = self.find_peer(addr) else {
+            return false;
+        };
+        let p = &self.peers[slot];
+        let holds =
+            p.rx.iter()
+                .any(|r| !r.held.is_empty() || r.reassembly.is_some());
+        if p.busy() || holds {
+            return false;
+        }
+        self.free_slot(slot);
+        true
+    }
+
+    /// An honest estimate of the bytes this protocol state takes: peers
+    /// (slots, maps, timer heap), their channels, held packets, partly
+    /// reassembled messages, queued messages, datagrams and events waiting.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let fixed = size_of::<Self>()
+            + self.peers.capacity() * size_of::<Peer<A>>()
+            + self.free.capacity() * 4
+            // a hash map entry: key, value, control byte, at 8/7 load
+            + self.slots.capacity() * (size_of::<A>() + 4 + 1) * 8 / 7
+            + self.timers.capacity() * size_of::<Reverse<(Instant, u32)>>()
+            + self.due.capacity() * 4
+            + self.spare_msgs.capacity() * size_of::<Box<OutMsg>>()
+            + self.spare_msgs.len() * size_of::<OutMsg>();
+        fixed + self.out.memory_bytes() + self.peers.iter().map(Peer::heap_bytes).sum::<usize>()
+    }
+
+    /// The bytes `addr`'s peer takes (its slot and what it holds), if it
+    /// has state.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn peer_memory_bytes(&self, addr: &A) -> Option<usize> {
+        let p = &self.peers[*self.slots.get(addr)? as usize];
+        Some(std::mem::size_of::<Peer<A>>() + p.heap_bytes())
+    }
+
+    /// Messages queued or in flight to `to`.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn unfinished_to(&self, to: &A) -> usize {
+        self.slots
+            .get(to)
+            .map(|&s| {
+                let p = &self.peers[s as usize];
+                p.tx.iter()
+                    .map(|t| t.in_flight.len() + t.pending.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+}

@@ -1,0 +1,157 @@
+//! Unit tests of `codec.rs`.
+
+use super::*;
+
+const I: Integrity = Integrity::Crc32c;
+
+fn sample_common() -> Common {
+    Common {
+        vtag: 0xdead_beef_0000_0007,
+        channel: 1,
+        epoch: 3,
+        seq: 42,
+        acks: [
+            AckField {
+                valid: true,
+                epoch: 1,
+                next: 9,
+            },
+            AckField::default(),
+        ],
+    }
+}
+
+#[test]
+fn data_round_trip_every_arity() {
+    for n in 0..=MAX_ARGS {
+        let args: Vec<u32> = (0..n as u32).map(|k| 0xBABE_7001 + k).collect();
+        let mut meta = MsgMeta::new(MsgKind::User, Category::Medium, 200, &args);
+        meta.tag = 0x1234_5678_9abc_def0;
+        meta.dest_offset = 77;
+        meta.txn = 5;
+        let payload: Vec<u8> = (0..n * 3).map(|i| i as u8).collect();
+        let mut buf = Vec::new();
+        encode_data(&mut buf, &I, &sample_common(), &meta, 1000, 10, &payload);
+        match decode(&I, &buf).unwrap() {
+            Packet::Data {
+                common,
+                meta: m,
+                msg_len,
+                frag_off,
+                payload: p,
+            } => {
+                assert_eq!(common, sample_common());
+                assert_eq!(m, meta);
+                assert_eq!((msg_len, frag_off), (1000, 10));
+                assert_eq!(p, &payload[..]);
+            }
+            other => panic!("not data: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn ack_and_nack_round_trip() {
+    let mut buf = Vec::new();
+    encode_ack(&mut buf, &I, &sample_common(), 0xf0f0);
+    assert_eq!(
+        decode(&I, &buf).unwrap(),
+        Packet::Ack {
+            common: sample_common(),
+            sack: 0xf0f0
+        }
+    );
+    for last in [false, true] {
+        buf.clear();
+        encode_nack(&mut buf, &I, &sample_common(), last);
+        assert_eq!(
+            decode(&I, &buf).unwrap(),
+            Packet::Nack {
+                common: sample_common(),
+                last
+            }
+        );
+    }
+}
+
+#[test]
+fn every_single_bit_flip_and_truncation_is_rejected() {
+    let meta = MsgMeta::new(MsgKind::User, Category::Short, 3, &[1, 2, 3]);
+    let mut buf = Vec::new();
+    encode_data(&mut buf, &I, &sample_common(), &meta, 5, 0, b"hello");
+    for i in 0..buf.len() * 8 {
+        let mut b = buf.clone();
+        b[i / 8] ^= 1 << (i % 8);
+        assert!(decode(&I, &b).is_err(), "bit {i} flip accepted");
+    }
+    for len in 0..buf.len() {
+        assert!(
+            decode(&I, &buf[..len]).is_err(),
+            "truncation to {len} accepted"
+        );
+    }
+}
+
+#[test]
+fn garbage_never_panics() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for len in 0..300 {
+        let v: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let _ = decode(&I, &v);
+    }
+}
+
+#[test]
+fn handshake_round_trip_and_init_is_never_smaller_than_its_answer() {
+    let cookie = [0xa5u8; COOKIE_LEN];
+    let mut init = Vec::new();
+    encode_init(&mut init, &I, 42);
+    let mut ack = Vec::new();
+    encode_init_ack(&mut ack, &I, 42, 77, &cookie);
+    assert!(init.len() >= ack.len(), "{} < {}", init.len(), ack.len());
+    assert_eq!(decode(&I, &init).unwrap(), Packet::Init { init_tag: 42 });
+    assert_eq!(
+        decode(&I, &ack).unwrap(),
+        Packet::InitAck {
+            vtag: 42,
+            resp_tag: 77,
+            cookie: &cookie
+        }
+    );
+    let mut b = Vec::new();
+    encode_cookie_echo(&mut b, &I, 77, &cookie);
+    assert_eq!(
+        decode(&I, &b).unwrap(),
+        Packet::CookieEcho {
+            vtag: 77,
+            cookie: &cookie
+        }
+    );
+    b.clear();
+    encode_cookie_ack(&mut b, &I, 42);
+    assert_eq!(decode(&I, &b).unwrap(), Packet::CookieAck { vtag: 42 });
+    b.clear();
+    encode_abort(&mut b, &I, 9);
+    assert_eq!(decode(&I, &b).unwrap(), Packet::Abort { vtag: 9 });
+    for ack in [false, true] {
+        b.clear();
+        encode_heartbeat(&mut b, &I, 11, ack, 0xfeed);
+        let (vtag, nonce) = (11, 0xfeed);
+        let want = if ack {
+            Packet::HeartbeatAck { vtag, nonce }
+        } else {
+            Packet::Heartbeat { vtag, nonce }
+        };
+        assert_eq!(decode(&I, &b).unwrap(), want);
+    }
+    b.clear();
+    encode_init(&mut b, &I, 0);
+    assert_eq!(decode(&I, &b), Err(DecodeError::Malformed), "tag 0");
+}
