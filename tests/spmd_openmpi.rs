@@ -92,20 +92,7 @@ fn every_rank_gets_the_job_key_under_mpirun() {
         let out = String::from_utf8_lossy(&o.stdout).into_owned();
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success(), "{:?}\n{err}", o.status);
-        let fps: Vec<String> = out
-            .lines()
-            .filter(|l| l.starts_with("rank "))
-            .map(|l| {
-                assert!(
-                    l.ends_with("in-cmdline false in-environ false"),
-                    "leak: {l}"
-                );
-                l.split_whitespace().nth(3).unwrap_or("").to_string()
-            })
-            .collect();
-        assert_eq!(fps.len(), 3, "{out}\n{err}");
-        assert!(fps.iter().all(|f| *f == fps[0] && f.len() == 16), "{out}");
-        fps[0].clone()
+        common::one_fingerprint(&out, &err, 3)
     };
     let (a, b) = (run(), run());
     assert_ne!(a, b, "two jobs share a key");

@@ -168,25 +168,6 @@ fn exit_code_is_srun_status_pmix() {
     }
 }
 
-/// Every rank's `job_key` line; asserts they are `n` and name one key,
-/// which is neither on the command line nor in the environment.
-fn one_fingerprint(out: &str, err: &str, n: usize) -> String {
-    let fps: Vec<&str> = out
-        .lines()
-        .filter(|l| l.starts_with("rank "))
-        .map(|l| {
-            assert!(
-                l.ends_with("in-cmdline false in-environ false"),
-                "the key leaked: {l}"
-            );
-            l.split_whitespace().nth(3).unwrap_or("")
-        })
-        .collect();
-    assert_eq!(fps.len(), n, "{out}\n{err}");
-    assert!(fps.iter().all(|f| *f == fps[0] && f.len() == 16), "{out}");
-    fps[0].to_string()
-}
-
 #[test]
 #[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
 fn every_rank_gets_the_job_key_under_srun() {
@@ -202,7 +183,7 @@ fn every_rank_gets_the_job_key_under_srun() {
             let o = srun(mpi, 3, &[], &[prog]);
             let (out, err) = text(&o);
             assert!(o.status.success(), "{mpi}: {:?}\n{err}", o.status);
-            one_fingerprint(&out, &err, 3)
+            common::one_fingerprint(&out, &err, 3)
         };
         let (a, b) = (run(), run());
         assert_ne!(a, b, "{mpi}: two jobs share a key");

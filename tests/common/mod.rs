@@ -121,3 +121,45 @@ pub fn example(name: &str) -> PathBuf {
     );
     p
 }
+
+/// The `job_key` example's reports in a job's output, whatever the launcher
+/// did to its lines (Open MPI's forwarding may join two ranks' lines): each
+/// `rank R fingerprint F in-cmdline B in-environ B` as (rank, fingerprint,
+/// in-cmdline, in-environ). Asserts every report is whole.
+pub fn job_key_reports(out: &str) -> Vec<(usize, String, bool, bool)> {
+    let mut reports = Vec::new();
+    for piece in out.split("rank ").skip(1) {
+        let t: Vec<&str> = piece.split_whitespace().take(7).collect();
+        if t.get(1) != Some(&"fingerprint") {
+            continue; // some other line that mentions a rank
+        }
+        assert!(
+            t.len() == 7 && t[3] == "in-cmdline" && t[5] == "in-environ",
+            "a cut report: rank {piece}"
+        );
+        let flag = |s: &str| s.starts_with("true");
+        reports.push((
+            t[0].parse().expect("a rank number"),
+            t[2].to_string(),
+            flag(t[4]),
+            flag(t[6]),
+        ));
+    }
+    reports
+}
+
+/// The one job key fingerprint of `n` ranks' reports; asserts the key was
+/// neither on a command line nor in an environment.
+pub fn one_fingerprint(out: &str, err: &str, n: usize) -> String {
+    let reports = job_key_reports(out);
+    assert_eq!(reports.len(), n, "{out}\n{err}");
+    for (r, _, cmdline, environ) in &reports {
+        assert!(!cmdline && !environ, "rank {r}: the key leaked\n{out}");
+    }
+    let fp = &reports[0].1;
+    assert!(
+        reports.iter().all(|x| x.1 == *fp) && fp.len() == 16,
+        "{out}"
+    );
+    fp.clone()
+}
