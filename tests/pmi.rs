@@ -10,7 +10,6 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -138,39 +137,12 @@ fn run(mpiexec: &Path, version: u8, np: usize, extra: &[&str], args: &[&str]) ->
         args.join(" ")
     );
     let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
     // A backstop for when `timeout` is missing or itself stuck.
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait for mpiexec") {
-            break st;
-        }
-        if start.elapsed() > LIMIT + Duration::from_secs(10) {
-            let _ = child.kill();
-            break child.wait().expect("wait for killed mpiexec");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let o = common::output_within(&mut cmd, LIMIT + Duration::from_secs(10));
     Run {
-        status: status.code(),
-        stdout: t_out.join().unwrap(),
-        stderr: t_err.join().unwrap(),
+        status: o.status.code(),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         elapsed: start.elapsed(),
         what,
     }
