@@ -37,23 +37,7 @@ const MAGIC: u32 = 0x5EED;
 /// Requests per sender in flight at most (the credits are 8 per peer).
 const WINDOW: u64 = 6;
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use common::{env_u64, rss_kib};
 
 /// Datagrams seen by the relay: (direction 0 = e0 -> e1, 1 = e1 -> e0).
 type Captured = Arc<Mutex<Vec<(u8, Vec<u8>)>>>;

@@ -22,23 +22,7 @@ use ramp::wire::{self, Category, Common, Integrity, MsgKind, MsgMeta};
 const TAG: u64 = 77;
 const I: Integrity = Integrity::Crc32c;
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use common::{env_u64, rss_kib};
 
 #[test]
 fn rss_stays_flat_with_50000_forged_source_ports() {

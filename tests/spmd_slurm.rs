@@ -52,18 +52,17 @@ fn text(o: &Output) -> (String, String) {
     )
 }
 
-#[test]
-#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
-fn hello_under_srun_pmi2() {
+/// The 1-2-4-16 rank job under `srun --mpi=MPI`.
+fn hello_under_srun(mpi: &str) {
     let _watchdog = common::watchdog(
-        "spmd_slurm::hello_under_srun_pmi2",
+        &format!("spmd_slurm::hello_under_srun_{mpi}"),
         Duration::from_secs(400),
     );
     need_slurm();
     let hello = example("spmd_hello");
     let hello = hello.to_str().unwrap();
     for n in [1usize, 2, 4, 16] {
-        let o = srun("pmi2", n, &[], &[hello]);
+        let o = srun(mpi, n, &[], &[hello]);
         let (out, err) = text(&o);
         assert!(o.status.success(), "n={n}: {:?}\n{err}", o.status);
         for r in 0..n {
@@ -75,19 +74,18 @@ fn hello_under_srun_pmi2() {
     }
 }
 
-#[test]
-#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
-fn exit_code_is_srun_status_pmi2() {
+/// The last rank calls SPMDExit(3); the others are told and exit with 0:
+/// srun's status is 3 and no task was killed.
+fn exit_code_is_srun_status(mpi: &str) {
     let _watchdog = common::watchdog(
-        "spmd_slurm::exit_code_is_srun_status_pmi2",
+        &format!("spmd_slurm::exit_code_is_srun_status_{mpi}"),
         Duration::from_secs(400),
     );
     need_slurm();
     let hello = example("spmd_hello");
     let hello = hello.to_str().unwrap();
-    // the last rank calls SPMDExit(3); the others are told, and exit with 0
     for (n, extra) in [(1usize, &[][..]), (4, &[]), (4, &["-K"]), (16, &[])] {
-        let o = srun("pmi2", n, extra, &[hello, "3"]);
+        let o = srun(mpi, n, extra, &[hello, "3"]);
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(3), "n={n} {extra:?}: {err}");
         assert!(
@@ -95,6 +93,30 @@ fn exit_code_is_srun_status_pmi2() {
             "n={n} {extra:?}: a task was killed: {err}"
         );
     }
+}
+
+#[test]
+#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
+fn hello_under_srun_pmi2() {
+    hello_under_srun("pmi2");
+}
+
+#[test]
+#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
+fn exit_code_is_srun_status_pmi2() {
+    exit_code_is_srun_status("pmi2");
+}
+
+#[test]
+#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
+fn hello_under_srun_pmix() {
+    hello_under_srun("pmix");
+}
+
+#[test]
+#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
+fn exit_code_is_srun_status_pmix() {
+    exit_code_is_srun_status("pmix");
 }
 
 #[test]
@@ -122,50 +144,6 @@ fn rank_killed_by_sigkill_ends_the_job() {
         o.status
     );
     assert!(err.contains("task 1: Killed"), "{err}");
-}
-
-#[test]
-#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
-fn hello_under_srun_pmix() {
-    let _watchdog = common::watchdog(
-        "spmd_slurm::hello_under_srun_pmix",
-        Duration::from_secs(400),
-    );
-    need_slurm();
-    let hello = example("spmd_hello");
-    let hello = hello.to_str().unwrap();
-    for n in [1usize, 2, 4, 16] {
-        let o = srun("pmix", n, &[], &[hello]);
-        let (out, err) = text(&o);
-        assert!(o.status.success(), "n={n}: {:?}\n{err}", o.status);
-        for r in 0..n {
-            assert!(
-                out.contains(&format!("rank {r} of {n}: all-gather and 10 barriers ok")),
-                "n={n}: rank {r} missing in\n{out}\n{err}"
-            );
-        }
-    }
-}
-
-#[test]
-#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
-fn exit_code_is_srun_status_pmix() {
-    let _watchdog = common::watchdog(
-        "spmd_slurm::exit_code_is_srun_status_pmix",
-        Duration::from_secs(400),
-    );
-    need_slurm();
-    let hello = example("spmd_hello");
-    let hello = hello.to_str().unwrap();
-    for (n, extra) in [(1usize, &[][..]), (4, &[]), (4, &["-K"]), (16, &[])] {
-        let o = srun("pmix", n, extra, &[hello, "3"]);
-        let (_, err) = text(&o);
-        assert_eq!(o.status.code(), Some(3), "n={n} {extra:?}: {err}");
-        assert!(
-            !err.contains("Killed"),
-            "n={n} {extra:?}: a task was killed: {err}"
-        );
-    }
 }
 
 #[test]

@@ -163,3 +163,23 @@ pub fn one_fingerprint(out: &str, err: &str, n: usize) -> String {
     );
     fp.clone()
 }
+
+/// This process's resident memory (VmRSS) in KiB; 0 if unreadable.
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// A numeric test knob from the environment (e.g. `RAMP_FUZZ_ITERS`).
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
