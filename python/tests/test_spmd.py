@@ -181,10 +181,6 @@ def test_four_process_job_under(launcher):
 def test_exit_code_under(launcher):
     """spmd.exit(3) on rank 1 is the launcher's exit status."""
     r = _foreign(launcher, 3, sys.executable, MODES, "exit3")
-    if launcher == "srun-pmix" and r.returncode == 137 and "status = -61" in r.stderr:
-        # the open srun --mpi=pmix bug of c-tests/legacy/run.sh: a notified rank exits
-        # without PMIx_Finalize and Slurm cancels the step
-        pytest.skip("srun-pmix exited 137: known bug, a notified rank exits without PMIx_Finalize")
     assert r.returncode == 3, describe(r)
     assert "rank 1 exits with 3" in r.stdout, describe(r)
     assert "should not get here" not in r.stdout, describe(r)

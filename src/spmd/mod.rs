@@ -39,7 +39,7 @@ mod pmix;
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use once_cell::sync::Lazy;
@@ -128,6 +128,38 @@ static EXIT_CALLBACK: Lazy<Mutex<Option<ExitHook>>> = Lazy::new(|| Mutex::new(No
 /// How the process ends (the C ABI installs one that flushes C stdio and
 /// calls the application's kill-my-process pointer).
 static KILL: Lazy<Mutex<Option<ExitHook>>> = Lazy::new(|| Mutex::new(None));
+
+/// How a rank leaves its launcher from any thread (PMIx: `PMIx_Finalize`,
+/// at most once); set by bootstraps that need it.
+type FinalizeHook = Box<dyn FnOnce() + Send>;
+static LAUNCHER_FINALIZE: Lazy<Mutex<Option<FinalizeHook>>> = Lazy::new(|| Mutex::new(None));
+
+pub(crate) fn set_launcher_finalize(f: FinalizeHook) {
+    *LAUNCHER_FINALIZE.lock() = Some(f);
+}
+
+/// Set once a job-end notice is ending this process from the watcher's
+/// thread: a collective of the main thread that fails from then on (the
+/// launcher connection was just finalized under it) waits for the exit
+/// instead of reporting an error the application would act on.
+static ENDING: AtomicBool = AtomicBool::new(false);
+
+/// Parks the calling thread when the process is being ended by a notice.
+pub(crate) fn park_if_ending() {
+    while ENDING.load(Ordering::Acquire) {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+/// Runs the launcher finalize hook, if any (the notice watcher, before it
+/// ends its process).
+pub(crate) fn finalize_launcher() {
+    ENDING.store(true, Ordering::Release);
+    let hook = LAUNCHER_FINALIZE.lock().take();
+    if let Some(f) = hook {
+        f();
+    }
+}
 
 pub fn rank() -> Option<usize> {
     usize::try_from(RANK.load(Ordering::Relaxed)).ok()

@@ -206,6 +206,10 @@ fn watch_notices(sock: UdpSocket, secret: Secret) {
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
+        // Leave the launcher properly before the acknowledgement lets the
+        // exiting rank go (PMIx: a client gone without PMIx_Finalize makes
+        // Slurm cancel the step, and srun says 137).
+        super::finalize_launcher();
         let _ = sock.send_to(&ack, from);
         // Not end_process: the main thread may hold the AM layer's locks.
         if let Some(cb) = super::EXIT_CALLBACK.lock().take() {

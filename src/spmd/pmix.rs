@@ -9,6 +9,8 @@
 //! the caller's progress, so AM handlers keep running meanwhile.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::bootstrap::{Bootstrap, Progress};
 use super::pmi_wire::{hash64, kvs_allgather, kvs_share_job_key, Kvs};
@@ -19,7 +21,10 @@ pub(super) fn present() -> bool {
     std::env::var_os("PMIX_RANK").is_some() && std::env::var_os("PMIX_NAMESPACE").is_some()
 }
 
+/// A failed PMIx call as an error; never returns while a job-end notice is
+/// ending this process (the watcher finalized the library under the call).
 fn err(what: &str, e: PmixError) -> io::Error {
+    super::park_if_ending();
     io::Error::other(format!("PMIx {what}: {e}"))
 }
 
@@ -30,7 +35,9 @@ pub struct PmixBoot {
     size: usize,
     seq: u64,
     job_id: u64,
-    finalized: bool,
+    /// Set by whichever finalizes first: `finalize`, or the launcher
+    /// finalize hook (`super::finalize_launcher`) of a notified rank.
+    finalized: Arc<AtomicBool>,
 }
 
 impl PmixBoot {
@@ -69,13 +76,25 @@ impl PmixBoot {
             )));
         }
         let job_id = hash64(&lib.namespace());
+        let finalized = Arc::new(AtomicBool::new(false));
+        // A rank ended by a job-end notice (notice.rs) exits from the
+        // watcher's thread, while this boot may be inside a fence on the
+        // main thread: it finalizes through this hook, since Slurm's
+        // mpi/pmix plugin cancels the whole step (srun then says 137) when
+        // a client goes away without PMIx_Finalize.
+        let (fin, flag) = (lib.finalizer(), finalized.clone());
+        super::set_launcher_finalize(Box::new(move || {
+            if !flag.swap(true, Ordering::AcqRel) {
+                let _ = fin.run();
+            }
+        }));
         Ok(PmixBoot {
             lib,
             rank,
             size,
             seq: 0,
             job_id,
-            finalized: false,
+            finalized,
         })
     }
 
@@ -140,10 +159,9 @@ impl Bootstrap for PmixBoot {
     }
 
     fn finalize(&mut self, code: i32) -> io::Result<()> {
-        if self.finalized {
+        if self.finalized.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.finalized = true;
         if code != 0 && self.size > 1 && super::under_slurm() {
             // Under srun (when the job-end notices could not end the others)
             // a non-zero exit ends nothing without `-K`: the others would
@@ -159,7 +177,7 @@ impl Bootstrap for PmixBoot {
     }
 
     fn abort(&mut self, code: i32, msg: &str) {
-        if !self.finalized {
+        if !self.finalized.load(Ordering::Acquire) {
             self.lib.abort(code, msg);
         }
     }

@@ -342,9 +342,30 @@ impl Pmix {
     }
 
     pub fn finalize(&self) -> Result<(), PmixError> {
-        // SAFETY: no info array.
-        let rc = unsafe { (self.f.finalize)(std::ptr::null(), 0) };
-        self.check(rc)
+        self.check(self.finalizer().run())
+    }
+
+    /// `PMIx_Finalize` as a value another thread can call (the job-end
+    /// notice watcher ends its process from its own thread).
+    pub fn finalizer(&self) -> Finalizer {
+        Finalizer {
+            finalize: self.f.finalize,
+        }
+    }
+}
+
+/// `PMIx_Finalize` of a loaded library (never unloaded).
+#[derive(Clone, Copy)]
+pub struct Finalizer {
+    finalize: FinalizeFn,
+}
+
+impl Finalizer {
+    /// Calls `PMIx_Finalize`; its status (0: success).
+    pub fn run(&self) -> c_int {
+        // SAFETY: no info array; the library stays loaded for the process's
+        // life, and PMIx's client calls are thread-safe.
+        unsafe { (self.finalize)(std::ptr::null(), 0) }
     }
 }
 
