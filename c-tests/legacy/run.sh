@@ -201,7 +201,7 @@ launch() {
     master)   env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 60 "$BUILD/$prog" "$n" L "$@" >"$log" 2>&1 ;;
     mpiexec)  env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 60 mpiexec -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
     srun-pmi2|srun-pmix)
-              env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 60 srun -O -K --mpi="${launcher#srun-}" -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
+              env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 60 srun -O ${SRUN_K--K} --mpi="${launcher#srun-}" -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
     mpirun)   env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 60 "$MPIRUN_OPENMPI" --allow-run-as-root --oversubscribe -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
   esac
 }
@@ -358,14 +358,18 @@ if [ $NEGATIVE -eq 1 ] && [[ " $BUILT " == *" testreduce "* ]]; then
       srun-pmi2|srun-pmix|mpirun)
         if [ -z "${LAUNCHER_OK[$launcher]:-}" ]; then
           if [ -n "${LAUNCHER_WHY[$launcher]:-}" ]; then
-            SKIPPED=$((SKIPPED + 3))
-            echo "SKIPPED negative: testreduce $launcher N=4 (3 runs): ${LAUNCHER_WHY[$launcher]}"
+            runs=3; [[ $launcher == srun-* ]] && runs=4
+            SKIPPED=$((SKIPPED + runs))
+            echo "SKIPPED negative: testreduce $launcher N=4 ($runs runs): ${LAUNCHER_WHY[$launcher]}"
           fi
           continue
         fi ;;
       *) continue ;;
     esac
-    for how in exit fatal kill; do
+    hows="exit fatal kill"
+    # without -K srun ends nothing when a task dies: the survivors must find it
+    [[ $launcher == srun-* ]] && hows="$hows kill-noK"
+    for how in $hows; do
       log="$LOGS/testreduce.$launcher.$how.log"
       case $how in
         exit)  label="negative: testreduce $launcher N=4, rank 1 calls AMX_SPMDExit(3)"; want=3 ;;
@@ -374,9 +378,19 @@ if [ $NEGATIVE -eq 1 ] && [[ " $BUILT " == *" testreduce "* ]]; then
                # srun -K: 128 + the highest signal of any task (the survivors' SIGTERM
                # when Slurm kills them: 143)
                case "$launcher" in ramp-run|master) want=137 ;; srun-*) want="137 143" ;; *) want=nonzero ;; esac ;;
+        kill-noK) label="negative: testreduce $launcher without -K N=4, rank 1 raises SIGKILL"
+               # the survivors find the death (src/spmd/notice.rs: probes in collectives,
+               # RAMP_PEER_TIMEOUT_MS) and end with 137; pmix: Slurm cancels the step
+               want="137 143" ;;
       esac
       t0=$SECONDS
-      launch "$launcher" 4 "$log" testreduce 1 $how
+      if [ $how = kill-noK ]; then
+        EXTRA_ENV=(RAMP_PEER_TIMEOUT_MS=3000); SRUN_K=" "
+        launch "$launcher" 4 "$log" testreduce 1 kill
+        rc=$?; EXTRA_ENV=(); unset SRUN_K; (exit $rc)
+      else
+        launch "$launcher" 4 "$log" testreduce 1 $how
+      fi
       rc=$?
       if [ $rc -eq 124 ] || [ $((SECONDS - t0)) -ge 60 ]; then fail "$label" "$log" "timed out (60 s)"
       elif [ $rc -eq 0 ]; then fail "$label" "$log" "launcher exited 0"

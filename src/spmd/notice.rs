@@ -22,6 +22,16 @@
 //! same all-gather, which travels through the launcher, not the network; a
 //! notice to rank r carries r's secret, an acknowledgement its sender's own.
 //! Anything else that reaches the socket is ignored.
+//!
+//! A rank that dies by a signal cannot send a notice. Under `srun -K`
+//! Slurm ends the step; without it (and under `--mpi=pmi2`, whose plugin
+//! does not notice a lost task) the others would wait in the next
+//! collective forever. So while a rank waits in a collective it probes the
+//! others' watcher threads (which answer whatever their main thread is
+//! doing): a PING carrying the receiver's secret every [`PROBE_EVERY`], a
+//! PONG carrying the sender's; a rank silent for the peer timeout
+//! (`RAMP_PEER_TIMEOUT_MS`) is dead, and every survivor ends with 137 (a
+//! death by signal, as under `srun -K`), so srun's status says so.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -32,6 +42,12 @@ use crate::am::EndpointName;
 
 const NOTICE: &[u8; 8] = b"rampEXIT";
 const ACK: &[u8; 8] = b"rampEACK";
+const PING: &[u8; 8] = b"rampPING";
+const PONG: &[u8; 8] = b"rampPONG";
+/// How often a rank in a collective probes the others.
+const PROBE_EVERY: Duration = Duration::from_millis(500);
+/// The job's status when a rank died without a notice (128 + SIGKILL).
+const DIED: i32 = 137;
 /// Bytes of each rank's secret.
 const SECRET_LEN: usize = 16;
 /// What each rank contributes to the names all-gather: endpoint name,
@@ -65,6 +81,12 @@ pub(super) struct Notifying {
     /// Every rank's control address (None: that rank has none) and secret.
     peers: Vec<(Option<SocketAddr>, Secret)>,
     names_done: bool,
+    /// The socket PINGs leave from and PONGs come back to.
+    probe: Option<UdpSocket>,
+    /// When each rank last answered (reset as each collective starts).
+    heard: Vec<Instant>,
+    /// This rank's secret (PONGs carry the sender's own).
+    secret: Secret,
 }
 
 impl Notifying {
@@ -74,6 +96,9 @@ impl Notifying {
             sock: None,
             peers: Vec::new(),
             names_done: false,
+            probe: None,
+            heard: Vec::new(),
+            secret: [0; SECRET_LEN],
         }
     }
 
@@ -115,7 +140,13 @@ impl Notifying {
             s.copy_from_slice(&chunk[64..]);
             self.peers.push((EndpointName(n).to_addr(), s));
         }
+        self.secret = secret;
         if let Some(s) = sock {
+            self.probe = s
+                .local_addr()
+                .and_then(|a| UdpSocket::bind(SocketAddr::new(a.ip(), 0)))
+                .and_then(|p| p.set_nonblocking(true).map(|()| p))
+                .ok();
             if let Ok(watch) = s.try_clone() {
                 let spawned = std::thread::Builder::new()
                     .name("ramp job-end notices".into())
@@ -195,14 +226,16 @@ fn watch_notices(sock: UdpSocket, secret: Secret) {
         let Ok((n, from)) = sock.recv_from(&mut buf) else {
             continue;
         };
+        if is_probe_for(&buf[..n], &secret) {
+            let me = super::rank().unwrap_or(0) as u32;
+            let _ = sock.send_to(&signed(PONG, &secret, me), from);
+            continue;
+        }
         if !is_notice_for(&buf[..n], &secret) {
             continue;
         }
         let me = super::rank().unwrap_or(0) as u32;
-        let mut ack = Vec::with_capacity(ACK_LEN);
-        ack.extend_from_slice(ACK);
-        ack.extend_from_slice(&secret);
-        ack.extend_from_slice(&me.to_be_bytes());
+        let ack = signed(ACK, &secret, me);
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
@@ -222,17 +255,124 @@ fn watch_notices(sock: UdpSocket, secret: Secret) {
     }
 }
 
-/// Whether `msg` is a job-end notice carrying this rank's secret (compared
-/// without an early exit, so timing tells nothing about the secret).
+/// Whether `msg` is a job-end notice carrying this rank's secret.
 fn is_notice_for(msg: &[u8], secret: &Secret) -> bool {
-    if msg.len() != NOTICE_LEN || &msg[..8] != NOTICE {
-        return false;
+    msg.len() == NOTICE_LEN && &msg[..8] == NOTICE && same_secret(&msg[8..8 + SECRET_LEN], secret)
+}
+
+/// Whether `msg` is a PING carrying this rank's secret.
+fn is_probe_for(msg: &[u8], secret: &Secret) -> bool {
+    msg.len() == ACK_LEN && &msg[..8] == PING && same_secret(&msg[8..8 + SECRET_LEN], secret)
+}
+
+/// Compared without an early exit, so timing tells nothing about the secret.
+fn same_secret(got: &[u8], secret: &Secret) -> bool {
+    got.len() == SECRET_LEN && got.iter().zip(secret).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+}
+
+/// A PING, PONG or acknowledgement: magic, a secret, a rank.
+fn signed(magic: &[u8; 8], secret: &Secret, rank: u32) -> Vec<u8> {
+    let mut m = Vec::with_capacity(ACK_LEN);
+    m.extend_from_slice(magic);
+    m.extend_from_slice(secret);
+    m.extend_from_slice(&rank.to_be_bytes());
+    m
+}
+
+/// Probes the other ranks while this one waits in a collective: wraps
+/// `progress`, and ends the job (through the launcher's abort) when a rank
+/// has not answered for the peer timeout.
+struct Prober<'a> {
+    probe: &'a UdpSocket,
+    peers: &'a [(Option<SocketAddr>, Secret)],
+    heard: &'a mut Vec<Instant>,
+    me: usize,
+    timeout: Duration,
+    last_probe: Option<Instant>,
+}
+
+impl Prober<'_> {
+    /// The first rank silent for the timeout, after sending the PINGs due
+    /// and reading the PONGs that came.
+    fn dead_rank(&mut self) -> Option<usize> {
+        let now = Instant::now();
+        let mut buf = [0u8; 64];
+        while let Ok((n, _)) = self.probe.recv_from(&mut buf) {
+            if n != ACK_LEN || &buf[..8] != PONG {
+                continue;
+            }
+            let r = &buf[8 + SECRET_LEN..ACK_LEN];
+            let r = u32::from_be_bytes([r[0], r[1], r[2], r[3]]) as usize;
+            if let Some((_, secret)) = self.peers.get(r) {
+                if same_secret(&buf[8..8 + SECRET_LEN], secret) {
+                    self.heard[r] = now;
+                }
+            }
+        }
+        if self
+            .last_probe
+            .is_none_or(|t| now.duration_since(t) >= PROBE_EVERY)
+        {
+            self.last_probe = Some(now);
+            for (r, (addr, secret)) in self.peers.iter().enumerate() {
+                if let (Some(a), true) = (addr, r != self.me) {
+                    let _ = self.probe.send_to(&signed(PING, secret, r as u32), a);
+                }
+            }
+        }
+        (0..self.peers.len()).find(|&r| {
+            r != self.me
+                && self.peers[r].0.is_some()
+                && now.duration_since(self.heard[r]) > self.timeout
+        })
     }
-    let diff = msg[8..8 + SECRET_LEN]
-        .iter()
-        .zip(secret)
-        .fold(0u8, |d, (a, b)| d | (a ^ b));
-    diff == 0
+}
+
+impl Notifying {
+    /// Runs a collective of the launcher while probing the other ranks.
+    fn probing<T>(
+        &mut self,
+        progress: &mut Progress<'_>,
+        op: impl FnOnce(&mut dyn Bootstrap, &mut Progress<'_>) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let Some(probe) = &self.probe else {
+            return op(&mut *self.inner, progress);
+        };
+        let timeout = super::config()
+            .map(|c| Duration::from_nanos(c.proto.peer_timeout))
+            .unwrap_or(Duration::from_secs(10));
+        let now = Instant::now();
+        self.heard.clear();
+        self.heard.resize(self.peers.len(), now);
+        let me = self.inner.rank();
+        let mut prober = Prober {
+            probe,
+            peers: &self.peers,
+            heard: &mut self.heard,
+            me,
+            timeout,
+            last_probe: None,
+        };
+        let mut dead = None;
+        let mut wrapped = |fd: Option<std::os::fd::RawFd>| {
+            if dead.is_none() {
+                dead = prober.dead_rank();
+            }
+            if let Some(r) = dead {
+                eprintln!(
+                    "ramp: rank {me}: rank {r} stopped answering for {} ms while the job \
+                     waited in a collective (it died?); ending the job with {DIED}",
+                    timeout.as_millis()
+                );
+                // Each survivor finds the death itself and ends with the
+                // same code, so the launcher's status is 137 whether or not
+                // it ends the others (srun without -K does not).
+                super::end_process(DIED);
+            }
+            progress(fd)
+        };
+        op(&mut *self.inner, &mut wrapped)
+    }
 }
 
 impl Bootstrap for Notifying {
@@ -248,11 +388,11 @@ impl Bootstrap for Notifying {
         if !self.names_done && data.len() == 32 {
             return self.names_allgather(data, progress);
         }
-        self.inner.allgather(data, progress)
+        self.probing(progress, |inner, p| inner.allgather(data, p))
     }
 
     fn barrier(&mut self, progress: &mut Progress<'_>) -> io::Result<()> {
-        self.inner.barrier(progress)
+        self.probing(progress, |inner, p| inner.barrier(p))
     }
 
     fn getenv_master(&self, key: &str) -> Option<String> {
@@ -316,6 +456,22 @@ mod tests {
         let mut ack = good.clone();
         ack[..8].copy_from_slice(ACK);
         assert!(!is_notice_for(&ack, &secret));
+    }
+
+    #[test]
+    fn only_a_ping_with_the_receivers_secret_is_answered() {
+        let secret = [9u8; SECRET_LEN];
+        let ping = signed(PING, &secret, 2);
+        assert!(is_probe_for(&ping, &secret));
+        for i in 0..8 + SECRET_LEN {
+            let mut forged = ping.clone();
+            forged[i] ^= 1;
+            assert!(!is_probe_for(&forged, &secret), "byte {i} flipped");
+        }
+        assert!(!is_probe_for(&ping[..ACK_LEN - 1], &secret));
+        // a notice or an acknowledgement is no probe, a probe no notice
+        assert!(!is_probe_for(&signed(ACK, &secret, 2), &secret));
+        assert!(!is_notice_for(&ping, &secret));
     }
 
     #[test]
