@@ -64,7 +64,14 @@ int ramp_SPMDIsWorker(char **argv);
 int ramp_SPMDNumProcs(void);
 /* Returns this process's rank (0-based), or -1 before start-up. */
 int ramp_SPMDMyProc(void);
-/* Barrier over all ranks; polls the SPMD bundle while waiting (handlers may run). */
+/* Barrier over all ranks; polls the SPMD bundle while waiting (handlers may run).
+ * It returns only after (1) every rank has called it and (2) every request the calling
+ * rank sent from its SPMD endpoint before the call has run its handler at its target
+ * (its reply, or automatic reply, came back; or it was refused or failed and went to
+ * handler 0). So "send requests, ramp_SPMDBarrier(), read what your handlers counted"
+ * is correct on every rank, with no polling protocol of your own. Requests sent by
+ * handlers while the barrier waits are waited for too. Not callable from a handler
+ * (AM_ERR_RESOURCE). Also AMUDP_SPMDBarrier / AMX_SPMDBarrier. */
 int ramp_SPMDBarrier(void);
 /* All-gather: dest (len * nproc bytes) receives every rank's len bytes in rank order;
  * polls while waiting. */

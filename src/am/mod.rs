@@ -48,7 +48,7 @@ pub use message::Message;
 pub use name::EndpointName;
 pub use reply::reply;
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
-pub use token::TokenId;
+pub use token::{in_handler, TokenId};
 
 use crate::error::{Error, Result};
 use crate::fxhash::FxHashMap;

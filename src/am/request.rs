@@ -98,6 +98,12 @@ impl Endpoint {
         }
     }
 
+    /// Requests sent and not yet answered (by a reply, an automatic reply,
+    /// a refusal or a failure): until then their handlers may not have run.
+    pub fn unanswered_requests(&self) -> usize {
+        self.with(|s| s.outstanding.len())
+    }
+
     fn owning_bundle(&self) -> Option<Arc<super::Bundle>> {
         super::bundle(*self.bundle.lock())
     }

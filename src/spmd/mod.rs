@@ -326,10 +326,39 @@ fn collective<T>(
 }
 
 /// Flushes our stdout, then every rank waits for all the others.
+/// The SPMD barrier: returns once every rank has called it AND every
+/// request this rank sent before it has run its handler at its target
+/// (its reply, automatic or not, has come back, or it was refused or
+/// failed), so "send, barrier, read what arrived" is correct on every rank.
+/// The launcher's barrier alone does not wait for messages in flight.
 pub fn barrier() -> Result<()> {
     use std::io::Write;
     let _ = std::io::stdout().flush();
+    drain_requests()?;
     collective(|b, p| b.barrier(p))
+}
+
+/// Polls the job's bundle (handlers run) until the job endpoint has no
+/// unanswered request. A dead target ends the wait too: its requests fail
+/// after the peer timeout and come back to handler 0.
+fn drain_requests() -> Result<()> {
+    let Some((bundle, ep, _)) = job_endpoint() else {
+        return Err(Error::NotInit("the SPMD job is not started"));
+    };
+    if am::in_handler() {
+        return Err(Error::Resource(
+            "the SPMD barrier was called inside a handler (handlers must not block)",
+        ));
+    }
+    let mut spins = 0u32;
+    while ep.unanswered_requests() > 0 {
+        bundle.poll()?;
+        spins += 1;
+        if spins > 1000 {
+            bundle.wait_for_activity(1);
+        }
+    }
+    Ok(())
 }
 
 /// Every rank gives `data` (same length everywhere); all get the
