@@ -389,6 +389,14 @@ int ramp_SetTranslationTag(ep_t ea, int index, tag_t tag);
 
 const char *ramp_ErrorName(int code);
 
+/**
+ * The reason of the calling thread's last failing ramp call
+ * ("AM_Request1 returned AM_ERR_BAD_ARG: medium payload larger than
+ * AM_MaxMedium()"), or "" if none failed yet. Never NULL; valid until the
+ * thread's next failing call.
+ */
+const char *ramp_LastError(void);
+
 const char *ramp_StatusName(int status);
 
 const char *ramp_Version(void);
@@ -480,6 +488,14 @@ int ramp_enToString(en_t name, char *buf, size_t len);
 int ramp_SetTranslationTag(ep_t ea, int index, tag_t tag);
 
 const char *ramp_ErrorName(int code);
+
+/**
+ * The reason of the calling thread's last failing ramp call
+ * ("AM_Request1 returned AM_ERR_BAD_ARG: medium payload larger than
+ * AM_MaxMedium()"), or "" if none failed yet. Never NULL; valid until the
+ * thread's next failing call.
+ */
+const char *ramp_LastError(void);
 
 const char *ramp_StatusName(int status);
 

@@ -128,6 +128,9 @@ static void freed_handles(void) {
   EXPECT_RC(AM_Map(ep2, 0, n2, 5), AM_ERR_BAD_ARG);
   EXPECT_RC(AM_SetExpectedResources(ep2, 1, 1), AM_ERR_BAD_ARG);
   EXPECT_RC(AM_Request0(ep2, 0, H_LOOP), AM_ERR_BAD_ARG);
+  /* the reason of the thread's last failure, for a program that only has the code */
+  CHECK(strstr(ramp_LastError(), "AM_Request") && strstr(ramp_LastError(), "not a live endpoint"),
+        "ramp_LastError() after a request on a freed endpoint: \"%s\"", ramp_LastError());
   AM_SAFE(AM_Poll(eb2)); /* the bundle is still fine */
   AM_SAFE(AM_FreeBundle(eb2));
   EXPECT_RC(AM_FreeBundle(eb2), AM_ERR_BAD_ARG);

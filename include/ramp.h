@@ -105,6 +105,12 @@ const char *ramp_ErrorName(int code);
 const char *ramp_StatusName(int status);
 /* Returns the library's version string, e.g. "0.1.0" (compare with RAMP_VERSION_STRING). */
 const char *ramp_Version(void);
+/* Returns why the calling thread's last failing ramp call failed, e.g.
+ * "AM_Request1 returned AM_ERR_BAD_ARG: medium payload larger than AM_MaxMedium()",
+ * or "" if none failed yet; never NULL. Per thread, like errno: a successful call
+ * leaves it as it was; the text stays valid until the thread's next failing call.
+ * RAMP_VERBOSE=1 prints the same text on stderr as each call fails. */
+const char *ramp_LastError(void);
 
 /* ------------------------------------------------------------------------------------
  * Statistics

@@ -184,6 +184,7 @@ _PROTOTYPES = {
     "ramp_ErrorName": (c_char_p, [c_int]),
     "ramp_StatusName": (c_char_p, [c_int]),
     "ramp_Version": (c_char_p, []),
+    "ramp_LastError": (c_char_p, []),
     "ramp_GetEndpointStatistics": (_I, [_P, POINTER(ramp_stats_t)]),
     "ramp_ResetEndpointStatistics": (_I, [_P]),
     "ramp_AggregateStatistics": (_I, [POINTER(ramp_stats_t), POINTER(ramp_stats_t)]),

@@ -103,9 +103,29 @@ _BY_CODE: Dict[int, Type[AMError]] = {
 
 
 def error_for(code: int, function: str = "", detail: str = "") -> AMError:
-    """Returns the :class:`AMError` subclass instance for an ``AM_*`` code."""
+    """Returns the :class:`AMError` subclass instance for an ``AM_*`` code.
+
+    Without a ``detail`` of the caller's, the detail is the library's reason for the
+    calling thread's last failure (``ramp_LastError``), e.g. "destination index is not
+    mapped"; called right after the failing call, that reason is this call's.
+    """
+    if not detail:
+        detail = _library_reason()
     cls = _BY_CODE.get(int(code), AMError)
     return cls(code, function, detail)
+
+
+def _library_reason() -> str:
+    """The text after "returned AM_ERR_...: " of ``ramp_LastError()``, or ""."""
+    try:
+        from . import _lib
+
+        raw = _lib.lib().ramp_LastError()
+    except Exception:  # no library (yet), or an older one without ramp_LastError
+        return ""
+    text = raw.decode("utf-8", "replace") if raw else ""
+    _, sep, reason = text.partition(": ")
+    return reason if sep else text
 
 
 class ReturnedMessageError(RampError):

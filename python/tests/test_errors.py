@@ -349,8 +349,11 @@ def test_bad_arguments(pair):
         x.request(0, 1, -(2**31) - 1)
     with pytest.raises(TypeError, match="integers"):
         x.request(0, 1, 1.5)
-    with pytest.raises(ramp.BadArgError):
+    # the library's reason travels with the code (ramp_LastError)
+    with pytest.raises(ramp.BadArgError, match="not mapped"):
         x.request(5, 1)  # translation entry 5 is not mapped
+    with pytest.raises(ramp.BadArgError, match="medium limit|MaxMedium"):
+        x.request_medium(0, 1, bytes(ramp.MAX_MEDIUM + 1))
     with pytest.raises(ramp.BadArgError):
         x.set_expected_resources(0, 2000)
 

@@ -60,8 +60,15 @@ extern "C" {
     static ramp_VerboseErrors: c_int;
 }
 
+/// `RAMP_VERBOSE` as the configuration read it (also in SPMD jobs, whose
+/// start-up initialises the AM layer without `AM_Init`, and before any
+/// initialisation).
+static VERBOSE_ENV: once_cell::sync::Lazy<bool> =
+    once_cell::sync::Lazy::new(|| crate::config::global().is_ok_and(|c| c.verbose));
+
 pub fn verbose() -> bool {
     VERBOSE.load(Ordering::Relaxed)
+        || *VERBOSE_ENV
         // SAFETY: a plain int exported by the shim; a racy read of an int the
         // application sets once is harmless (at worst one message more or less).
         || unsafe { std::ptr::read_volatile(&raw const ramp_VerboseErrors) } != 0
@@ -219,11 +226,31 @@ pub(crate) fn boundary(name: &str, f: impl FnOnce() -> Result<()>) -> c_int {
     })
 }
 
-/// Prints an error an entry point is about to return when verbose.
+thread_local! {
+    /// The calling thread's last error: `ramp_LastError`.
+    static LAST_ERROR: std::cell::RefCell<std::ffi::CString> =
+        std::cell::RefCell::new(std::ffi::CString::default());
+}
+
+/// Records an error an entry point is about to return as the thread's last
+/// error (`ramp_LastError`), and prints it when verbose.
 pub(crate) fn report(name: &str, e: &Error) {
+    let text = format!("{name} returned {e}");
     if verbose() {
-        eprintln!("ramp: {name} returned {e}");
+        eprintln!("ramp: {text}");
     }
+    set_last_error(text);
+}
+
+/// Sets the thread's last error text (NUL bytes replaced).
+pub(crate) fn set_last_error(text: String) {
+    let c = std::ffi::CString::new(text.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|l| *l.borrow_mut() = c);
+}
+
+/// The thread's last error text; valid until the thread's next failing call.
+pub(crate) fn last_error_ptr() -> *const std::os::raw::c_char {
+    LAST_ERROR.with(|l| l.borrow().as_ptr())
 }
 
 pub(crate) fn endpoint(ep: ep_t) -> Result<Arc<Endpoint>> {

@@ -236,6 +236,15 @@ pub extern "C" fn ramp_ErrorName(code: c_int) -> *const c_char {
     )
 }
 
+/// The reason of the calling thread's last failing ramp call
+/// ("AM_Request1 returned AM_ERR_BAD_ARG: medium payload larger than
+/// AM_MaxMedium()"), or "" if none failed yet. Never NULL; valid until the
+/// thread's next failing call.
+#[no_mangle]
+pub extern "C" fn ramp_LastError() -> *const c_char {
+    guard_or("ramp_LastError", cstr!(""), super::last_error_ptr)
+}
+
 #[no_mangle]
 pub extern "C" fn ramp_StatusName(status: c_int) -> *const c_char {
     // Never NULL (ramp.h), not even after a panic.
