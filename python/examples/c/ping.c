@@ -88,6 +88,9 @@ int main(int argc, char **argv) {
     long seen = served;
     while (!stop_flag) {
       ok(AM_Poll(eb), "AM_Poll");
+      /* the stop handler runs inside AM_Poll: look at its flag before blocking, or
+       * AM_WaitSema waits for a message that never comes */
+      if (stop_flag) break;
       if (served != seen) { /* progress: keep spinning */
         seen = served;
         idle_since = now_us();
