@@ -8,6 +8,10 @@ then where the package loads the library from when ``RAMP_LIB`` is not set:
   2. ``../target/release/libramp.so`` next to this directory (the ramp source tree,
      after ``cargo build --release``).
 
+With the library, ``ramp-run`` (ramp's local launcher, ``$RAMP_RUN`` or
+``../target/release/ramp-run``) is copied to ``ramp/_lib/ramp-run``: the ``ramp-run``
+console command of the package (``ramp/run.py``) runs it.
+
 Set ``RAMP_PY_BUNDLE=0`` to build a package without a copy (it then uses
 ``RAMP_LIB`` or the system's loader path at run time).  A package with a copy is
 marked platform-specific.
@@ -40,6 +44,22 @@ def find_built_library():
 LIBRARY = find_built_library()
 
 
+def find_built_launcher():
+    """ramp-run, the local launcher, built beside the library (or $RAMP_RUN)."""
+    if LIBRARY is None:
+        return None
+    env = os.environ.get("RAMP_RUN")
+    cands = [env] if env else []
+    cands.append(os.path.join(os.path.dirname(HERE), "target", "release", "ramp-run"))
+    for c in cands:
+        if os.path.isfile(c) and os.access(c, os.X_OK):
+            return os.path.realpath(c)
+    return None
+
+
+LAUNCHER = find_built_launcher()
+
+
 class BuildPyWithLibrary(build_py):
     """build_py that also copies libramp.so into ramp/_lib/."""
 
@@ -53,6 +73,11 @@ class BuildPyWithLibrary(build_py):
         dest = os.path.join(dest_dir, "libramp.so.0")
         shutil.copy2(LIBRARY, dest)
         print("ramp: bundled %s as ramp/_lib/libramp.so.0" % LIBRARY)
+        if LAUNCHER is not None:
+            shutil.copy2(LAUNCHER, os.path.join(dest_dir, "ramp-run"))
+            print("ramp: bundled %s as ramp/_lib/ramp-run (the ramp-run command)" % LAUNCHER)
+        else:
+            print("ramp: no built ramp-run found; the ramp-run command will look for one")
 
 
 class MaybeBinaryDistribution(Distribution):

@@ -244,6 +244,9 @@ def test_pip_install(tmp_path, bundle):
     )
     (repo / "target" / "release").mkdir(parents=True)
     shutil.copy(LIB, repo / "target" / "release" / "libramp.so")
+    launcher = os.path.join(os.path.dirname(os.path.realpath(LIB)), "ramp-run")
+    if os.path.exists(launcher):
+        shutil.copy(launcher, repo / "target" / "release" / "ramp-run")
     site = tmp_path / "site"
     env = clean_env("")
     if not bundle:
@@ -284,3 +287,24 @@ def test_pip_install(tmp_path, bundle):
     elif not system_has_ramp():
         assert r.returncode == 1 and "cannot load libramp.so" in r.stderr
     assert (site / "ramp" / "py.typed").exists()
+    # the ramp-run command: a console script, running the bundled launcher
+    script = site / "bin" / "ramp-run"
+    assert script.exists(), "pip installed no ramp-run command: %s" % sorted(os.listdir(site))
+    if bundle and os.path.exists(launcher):
+        assert (site / "ramp" / "_lib" / "ramp-run").exists()
+        env = clean_env(str(site))
+        r = subprocess.run(
+            [str(script), "-n", "2", sys.executable, "-c", "print('ran')"],
+            capture_output=True, text=True, env=env, timeout=120,
+        )
+        assert r.returncode != 127 and "ran" in r.stdout, describe(r)
+    if not bundle:
+        env = clean_env(str(site))
+        env["PATH"] = "/usr/bin:/bin"
+        env.pop("RAMP_RUN", None)
+        r = subprocess.run(
+            [sys.executable, "-m", "ramp.run", "-n", "2", "true"],
+            capture_output=True, text=True, env=env, timeout=60,
+        )
+        if not system_has_ramp():
+            assert r.returncode == 127 and "RAMP_RUN" in r.stderr, describe(r)
