@@ -95,6 +95,32 @@ fn a_worker_exiting_badly_before_start_up_stops_the_job() {
 }
 
 #[test]
+fn a_rank_that_never_joins_fails_the_job_and_is_named() {
+    let _watchdog = common::watchdog(
+        "spmd_local::a_rank_that_never_joins_fails_the_job_and_is_named",
+        Duration::from_secs(180),
+    );
+    // exits 0 without start-up: not a job that ran
+    let o = run(&["-n", "2", "true"]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("rank ")
+            && err.contains("without joining the job")
+            && err.contains("ramp_SPMDStartup"),
+        "{err}"
+    );
+    // 127: a program or library not found, said so
+    let o = run(&["-n", "2", "sh", "-c", "exit 127"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(127), "{err}");
+    assert!(
+        err.contains("127 means the program, or a library it needs, was not found"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_missing_program_is_a_clear_error() {
     let _watchdog = common::watchdog(
         "spmd_local::a_missing_program_is_a_clear_error",

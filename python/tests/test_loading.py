@@ -224,6 +224,10 @@ def _offline_build_possible() -> bool:
     return True
 
 
+# a rank that joins its job, says so and leaves
+JOINS = "import ramp.spmd as s; s.startup(); print('ran'); s.exit(0)"
+
+
 @pytest.mark.skipif(
     subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode != 0,
     reason="pip is unavailable",
@@ -294,7 +298,7 @@ def test_pip_install(tmp_path, bundle):
         assert (site / "ramp" / "_lib" / "ramp-run").exists()
         env = clean_env(str(site))
         r = subprocess.run(
-            [str(script), "-n", "2", sys.executable, "-c", "print('ran')"],
+            [str(script), "-n", "2", sys.executable, "-c", JOINS],
             capture_output=True, text=True, env=env, timeout=120,
         )
         assert r.returncode != 127 and "ran" in r.stdout, describe(r)

@@ -460,15 +460,30 @@ impl Master {
             }
             if let Ok(Some(st)) = c.try_wait() {
                 w.status = Some(st);
-                if !st.success() && !w.said_exit && self.stopping.is_none() {
-                    failed = Some((w.rank, w.pid.unwrap_or(0), st));
+                // A rank that never joined (no start-up call) would leave
+                // the others waiting for it in start-up: the job fails.
+                let unjoined = w.stream.is_none();
+                if (!st.success() || unjoined) && !w.said_exit && self.stopping.is_none() {
+                    failed = Some((w.rank, w.pid.unwrap_or(0), st, unjoined));
                 }
             }
         }
-        if let Some((rank, pid, st)) = failed {
+        if let Some((rank, pid, st, unjoined)) = failed {
             let running = self.workers.iter().filter(|w| w.status.is_none()).count();
+            let why = match (unjoined, st.code()) {
+                (true, Some(127)) => {
+                    " without joining the job: 127 means the program, or a library it \
+                     needs, was not found (check the program's path, and LD_LIBRARY_PATH \
+                     or the rpath for libramp.so)"
+                }
+                (true, _) => {
+                    " without joining the job: every rank must call ramp_SPMDStartup \
+                     (AMUDP_SPMDStartup; Python: ramp.spmd.startup()) first"
+                }
+                (false, _) => " before the job ended",
+            };
             eprintln!(
-                "ramp: rank {rank} (pid {pid}) {} before the job ended; stopping the job ({running} other process(es) still running)",
+                "ramp: rank {rank} (pid {pid}) {}{why}; stopping the job ({running} other process(es) still running)",
                 describe(&st)
             );
             let code = *self.job_code.get_or_insert(code_of(&st).max(1));
