@@ -1348,7 +1348,11 @@ class Endpoint:
     def __repr__(self) -> str:
         if self._handle is None:
             return "<ramp.Endpoint (closed)>"
-        return "<ramp.Endpoint %#x %s>" % (self._handle, self._name if self._name else "?")
+        try:
+            name = str(self.name)
+        except RampError:
+            name = "?"
+        return "<ramp.Endpoint %#x at %s>" % (self._handle, name)
 
 
 # --------------------------------------------------------------------------------------

@@ -91,6 +91,10 @@ class Job:
         """:func:`allgather`."""
         return allgather(data)
 
+    def allgather_into(self, source: BufferLike, dest: BufferLike) -> None:
+        """:func:`allgather_into`."""
+        allgather_into(source, dest)
+
     def exit(self, code: int = 0) -> NoReturn:
         """:func:`exit`."""
         exit(code)
