@@ -289,6 +289,21 @@ if [ $PAIR_BUILT -eq 1 ]; then
     RAMP_FAULT_LOSS=0.05 RAMP_FAULT_DUP=0.02 RAMP_FAULT_REORDER=0.05 RAMP_FAULT_SEED=7
 fi
 
+# ---- examples/c/histogram.c: an SPMD job built against the install, run by its ramp-run ----
+HIST="$TMP/hist"
+mkdir -p "$HIST"
+cp examples/c/histogram.c "$HIST/histogram.c"
+log="$TMP/histogram.log"
+# shellcheck disable=SC2046
+if (cd "$HIST" && cc -Wall -Wextra -Werror -std=c11 histogram.c \
+      $(PKG_CONFIG_PATH="$PCPATH" pkg-config --cflags --libs ramp) -o histogram) >"$log" 2>&1 &&
+   (cd "$HIST" && LD_LIBRARY_PATH="$PREFIX/lib" timeout 120 "$PREFIX/bin/ramp-run" -n 4 ./histogram 20000) >>"$log" 2>&1 &&
+   grep -q "total 80000 of 80000: OK" "$log"; then
+  pass "examples/c/histogram.c: built with pkg-config, PREFIX/bin/ramp-run -n 4: every value counted once"
+else
+  fail "examples/c/histogram.c: built with pkg-config, PREFIX/bin/ramp-run -n 4: every value counted once" "$log"
+fi
+
 # In-tree: a program linked against the build directory itself, as a developer
 # would before installing (build.rs puts libramp.so.0 beside libramp.so there).
 log="$TMP/in-tree.log"
