@@ -54,10 +54,10 @@ impl<'a> Message<'a> {
         match self.category {
             Category::Short if len != 0 => Err(Error::BadArg("short messages carry no payload")),
             Category::Medium if len > MAX_MEDIUM => {
-                Err(Error::BadArg("medium payload larger than AM_MaxMedium()"))
+                Err(Error::BadArg("medium payload larger than AM_MaxMedium() (65000 bytes): send more with a long message (AM_RequestXfer into the peer's segment) or in pieces"))
             }
             Category::Long if len > MAX_LONG => {
-                Err(Error::BadArg("long payload larger than AM_MaxLong()"))
+                Err(Error::BadArg("long payload larger than AM_MaxLong() (1 MiB): send it in pieces of at most AM_MaxLong() bytes"))
             }
             _ => Ok(()),
         }

@@ -51,8 +51,8 @@ unsafe fn message_parts<'a>(
     if nbytes > limit {
         return Err(Error::BadArg(match cat {
             Category::Short => "short messages carry no payload",
-            Category::Medium => "medium payload larger than AM_MaxMedium()",
-            Category::Long => "long payload larger than AM_MaxLong()",
+            Category::Medium => "medium payload larger than AM_MaxMedium() (65000 bytes): send more with a long message (AM_RequestXfer into the peer's segment) or in pieces",
+            Category::Long => "long payload larger than AM_MaxLong() (1 MiB): send it in pieces of at most AM_MaxLong() bytes",
         }));
     }
     if nbytes > 0 && src.is_null() {

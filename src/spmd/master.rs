@@ -78,6 +78,8 @@ struct Worker {
     gather: Option<(u32, Vec<u8>)>,
     /// It sent Exit or Abort: its end is expected.
     said_exit: bool,
+    /// It connected and said hello (called start-up) at some point.
+    joined: bool,
     status: Option<ExitStatus>,
 }
 
@@ -238,6 +240,7 @@ impl Master {
                 reader: FrameReader::default(),
                 gather: None,
                 said_exit: false,
+                joined: false,
                 status: None,
             });
         }
@@ -363,6 +366,7 @@ impl Master {
                 let _ = s.set_nonblocking(true);
                 let w = &mut self.workers[rank];
                 w.stream = Some(s);
+                w.joined = true;
                 w.reader = r;
             }
             Ok(None) if open && t0.elapsed() < Duration::from_secs(10) => {
@@ -462,7 +466,7 @@ impl Master {
                 w.status = Some(st);
                 // A rank that never joined (no start-up call) would leave
                 // the others waiting for it in start-up: the job fails.
-                let unjoined = w.stream.is_none();
+                let unjoined = !w.joined;
                 if (!st.success() || unjoined) && !w.said_exit && self.stopping.is_none() {
                     failed = Some((w.rank, w.pid.unwrap_or(0), st, unjoined));
                 }

@@ -119,6 +119,11 @@ struct Job {
     network_pid: u64,
 }
 
+/// What a call needing the job says before start-up.
+const NOT_STARTED: &str = "the SPMD job is not started: call ramp_SPMDStartup \
+     (AMUDP_SPMDStartup; Python: ramp.spmd.startup()) first, in a process a launcher \
+     started (ramp-run -n N prog)";
+
 static JOB: Lazy<Mutex<Option<Job>>> = Lazy::new(|| Mutex::new(None));
 static RANK: AtomicI64 = AtomicI64::new(-1);
 static SIZE: AtomicI64 = AtomicI64::new(-1);
@@ -302,9 +307,7 @@ fn collective<T>(
     let mut guard = JOB.try_lock().ok_or(Error::Resource(
         "an SPMD collective is already running (inside a handler?)",
     ))?;
-    let job = guard
-        .as_mut()
-        .ok_or(Error::NotInit("the SPMD job is not started"))?;
+    let job = guard.as_mut().ok_or(Error::NotInit(NOT_STARTED))?;
     let bundle = job.bundle.clone();
     let r = f(job.boot.as_mut(), &mut |fd| progress_on(&bundle, fd));
     match r {
@@ -343,7 +346,7 @@ pub fn barrier() -> Result<()> {
 /// after the peer timeout and come back to handler 0.
 fn drain_requests() -> Result<()> {
     let Some((bundle, ep, _)) = job_endpoint() else {
-        return Err(Error::NotInit("the SPMD job is not started"));
+        return Err(Error::NotInit(NOT_STARTED));
     };
     if am::in_handler() {
         return Err(Error::Resource(
@@ -412,9 +415,7 @@ pub fn end_process(code: i32) -> ! {
 pub fn exit(code: i32) -> Result<std::convert::Infallible> {
     {
         let mut g = JOB.lock();
-        let job = g
-            .as_mut()
-            .ok_or(Error::NotInit("the SPMD job is not started"))?;
+        let job = g.as_mut().ok_or(Error::NotInit(NOT_STARTED))?;
         use std::io::Write;
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
