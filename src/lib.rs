@@ -7,7 +7,7 @@
 //! -> `sys` (the OS calls).
 //!
 //! The Rust API is `am` (bundles, endpoints, handlers, messages), `spmd` (job
-//! start-up), `config` and `error`. The `testing` feature, which only tests,
+//! start-up), `config`, `error` and `txlog` (the transaction log's files). The `testing` feature, which only tests,
 //! benches and examples turn on, also exposes the internals they drive
 //! (`proto`, `wire`, `time`, the simulator `sim`, the PMI clients); the
 //! shipped library is built without it.
@@ -28,6 +28,8 @@ pub mod spmd;
 mod stats;
 #[allow(unsafe_code)]
 mod sys;
+/// The transaction log's file format (read by `ramp log FILE`).
+pub mod txlog;
 
 #[cfg(feature = "testing")]
 pub mod proto;
@@ -39,6 +41,7 @@ pub mod sim;
 pub mod time;
 #[cfg(not(feature = "testing"))]
 mod time;
+
 #[cfg(feature = "testing")]
 pub mod wire;
 #[cfg(not(feature = "testing"))]

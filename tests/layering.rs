@@ -23,6 +23,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("fault", &["rng", "time"]),
     // the sans-IO protocol core: no socket, no clock, no AM notion
     ("proto", &["wire", "time", "rng", "fxhash", "stats"]),
+    // the transaction log's files (a locked memory-mapped file)
+    ("txlog", &["sys"]),
     // configuration: read once, handed down
     ("config", &["proto", "fault", "time", "error"]),
     // transports
@@ -35,7 +37,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "am",
         &[
             "proto", "net", "wire", "time", "config", "error", "fxhash", "rng", "sys", "fault",
-            "stats",
+            "stats", "txlog",
         ],
     ),
     // job start-up, over the AM layer
@@ -55,7 +57,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "ffi",
         &[
             "am", "spmd", "config", "error", "wire", "time", "sys", "net", "proto", "fxhash",
-            "stats",
+            "stats", "txlog",
         ],
     ),
 ];

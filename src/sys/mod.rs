@@ -1,11 +1,13 @@
 //! The ground floor: every call into the operating system that std does not
 //! offer safely (interface addresses, the raw clock, poll, recvmmsg, signals,
-//! inherited descriptors, the PMIx library opened with dlopen), as thin safe functions. With `ffi/` it is the only
+//! inherited descriptors, the PMIx library opened with dlopen, a locked
+//! memory-mapped file), as thin safe functions. With `ffi/` it is the only
 //! module allowed `unsafe` (the crate root denies it elsewhere); each block
 //! says why it is sound in a `SAFETY:` comment. It imports nothing of ramp's.
 
 mod clock;
 mod ifaddrs;
+mod mmap;
 pub(crate) mod pmix;
 mod poll;
 mod process;
@@ -13,6 +15,7 @@ mod socket;
 
 pub(crate) use clock::monotonic_nanos;
 pub(crate) use ifaddrs::{interface_addresses, IfAddr};
+pub(crate) use mmap::MappedFile;
 pub(crate) use poll::{poll_fds, wait_readable};
 pub(crate) use process::{adopt_inherited_socket, kill};
 pub(crate) use socket::BatchReceiver;

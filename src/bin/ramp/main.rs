@@ -1,15 +1,19 @@
-//! The `ramp` command: `ramp bench` (round trip and bandwidth beside raw UDP).
+//! The `ramp` command: `ramp bench` (round trip and bandwidth beside raw UDP),
+//! `ramp log FILE` (print and check a transaction log).
 
 use std::process::ExitCode;
 
 mod bench;
 mod bench_roles;
+mod log;
 
 use bench::BenchOptions;
 
 const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--no-pin]
+       ramp log FILE
   bench     round trip of short requests and Xfer bandwidth between two processes
-            on loopback, beside a raw UDP ping-pong measured in the same run";
+            on loopback, beside a raw UDP ping-pong measured in the same run
+  log       print a transaction log and check it (exit 1 when ramp would refuse it)";
 
 fn parse_bench(args: &[String]) -> Result<BenchOptions, String> {
     let mut o = BenchOptions::default();
@@ -45,6 +49,13 @@ fn main() -> ExitCode {
             },
             Err(e) => {
                 eprintln!("ramp bench: {e}\n{USAGE}");
+                2
+            }
+        },
+        Some("log") => match &args[1..] {
+            [path] => log::run(path),
+            _ => {
+                eprintln!("ramp log: give one log file\n{USAGE}");
                 2
             }
         },

@@ -1,0 +1,518 @@
+//! The transaction log (`ramp_LogOpen`, `RAMP_LOG_DIR`): an endpoint's
+//! identity, the transactions it issued with their states, and at the
+//! target what it acknowledged, started and finished with the kept
+//! replies, in a memory-mapped file that survives a crash of the process.
+//!
+//! Layout (little-endian):
+//!
+//! ```text
+//!   0     header, HEADER_LEN bytes: magic "RAMPTXLG", version, header length,
+//!         capacity of the record area, generation (compactions), creation
+//!         time, the endpoint's 32-byte secret and its address; CRC32C of it
+//!   4096  records, each at an 8-byte boundary:
+//!           commit u32 | crc u32 | len u32 | kind u8 | 0 0 0 | seq u64 | body[len]
+//!         crc is CRC32C over len..body; seq counts from 1 without a gap.
+//! ```
+//!
+//! A record is written whole and its commit word last (after a compiler
+//! and CPU fence), so a process killed mid-write leaves a record without
+//! its commit word: the end of the log. A record whose commit word is there
+//! but whose CRC fails is a torn write (a machine crash wrote pages out of
+//! order): dropped when it is the last, and the file refused when valid
+//! records follow it (never trusted). A file that is not a log, of another
+//! version, or whose records contradict each other (a handler finished that
+//! never started) is refused with a message naming the file and the
+//! problem. Durability: every record is in the page cache as soon as it is
+//! written, which survives a crash of the process (kill -9); `sync` mode
+//! (RAMP_LOG_SYNC=1) also msyncs each record, which survives a crash of the
+//! machine, at the cost of a disk write per record.
+//!
+//! When the record area is full the log is compacted: the live state is
+//! written as the fewest records that rebuild it into a new file, which
+//! replaces the old one by rename (atomic); the area doubles when the live
+//! state alone fills half of it.
+
+pub mod record;
+pub mod state;
+#[cfg(test)]
+mod tests;
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, Ordering};
+
+use record::Record;
+use state::LogState;
+
+use crate::sys::MappedFile;
+
+pub const MAGIC: &[u8; 8] = b"RAMPTXLG";
+pub const VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 4096;
+/// The part of the header the CRC covers (the CRC follows it).
+const HEADER_USED: usize = 72 + record::ADDR_LEN;
+const COMMIT: u32 = 0x5458_4C47; // "GLXT"
+const FRAME_LEN: usize = 24;
+/// The default record area: 16 MiB (the file is sparse until written).
+pub const DEFAULT_CAPACITY: u64 = 16 << 20;
+
+/// Who the endpoint is: what a restarted process needs to come back as the
+/// same endpoint at the same name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub secret: [u8; 32],
+    pub addr: SocketAddr,
+    pub created_unix_ns: u64,
+}
+
+/// A log that cannot be opened or trusted: the file and the problem.
+#[derive(Debug)]
+pub struct LogError {
+    pub path: PathBuf,
+    pub problem: String,
+}
+
+impl std::fmt::Display for LogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "transaction log {}: {}",
+            self.path.display(),
+            self.problem
+        )
+    }
+}
+
+impl std::error::Error for LogError {}
+
+fn fail<T>(path: &Path, problem: impl Into<String>) -> Result<T, LogError> {
+    Err(LogError {
+        path: path.to_path_buf(),
+        problem: problem.into(),
+    })
+}
+
+/// What reading a log found besides its state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadReport {
+    pub records: u64,
+    /// Bytes of records in use.
+    pub used: usize,
+    pub capacity: usize,
+    pub generation: u64,
+    /// A last record with a bad CRC was dropped at this offset.
+    pub torn_tail_at: Option<usize>,
+}
+
+/// An open log, locked for this process.
+pub struct TxLog {
+    path: PathBuf,
+    file: MappedFile,
+    identity: Identity,
+    generation: u64,
+    /// Offset (from the file's start) where the next record goes.
+    end: usize,
+    seq: u64,
+    state: LogState,
+    sync: bool,
+    scratch: Vec<u8>,
+}
+
+impl TxLog {
+    /// Opens the log at `path`, or creates it with the identity `fresh()`
+    /// gives when no file is there. Returns the log and what reading it
+    /// found. A foreign, corrupt or inconsistent file is refused; so is a
+    /// log another process has open.
+    pub fn open(
+        path: &Path,
+        fresh: impl FnOnce() -> Identity,
+        sync: bool,
+    ) -> Result<(TxLog, ReadReport), LogError> {
+        let existed = path.exists();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .or_else(|e| fail(path, format!("cannot open: {e}")))?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if !existed || len == 0 {
+            let id = fresh();
+            let log = TxLog::create(path, file, id, DEFAULT_CAPACITY, 0, sync)?;
+            let report = log.report(None);
+            return Ok((log, report));
+        }
+        if len < HEADER_LEN as u64 {
+            return fail(
+                path,
+                format!("{len} bytes: too short to be a ramp transaction log"),
+            );
+        }
+        let header = read_header(path, &file)?;
+        let total = HEADER_LEN as u64 + header.capacity;
+        if len < total {
+            return fail(
+                path,
+                format!("{len} bytes, but its header says {total}: truncated"),
+            );
+        }
+        let mapped = map(path, file, total)?;
+        let (state, report, end, seq) = replay(path, mapped.bytes(), header.generation)?;
+        let mut log = TxLog {
+            path: path.to_path_buf(),
+            file: mapped,
+            identity: header.identity,
+            generation: header.generation,
+            end,
+            seq,
+            state,
+            sync,
+            scratch: Vec::new(),
+        };
+        if report.torn_tail_at.is_some() {
+            // the torn record and whatever followed it are gone for good
+            let bytes = log.file.bytes_mut();
+            bytes[end..].fill(0);
+        }
+        Ok((log, report))
+    }
+
+    fn create(
+        path: &Path,
+        file: File,
+        identity: Identity,
+        capacity: u64,
+        generation: u64,
+        sync: bool,
+    ) -> Result<TxLog, LogError> {
+        let mut mapped = map(path, file, HEADER_LEN as u64 + capacity)?;
+        let h = encode_header(&identity, capacity, generation);
+        mapped.bytes_mut()[..HEADER_LEN].copy_from_slice(&h);
+        if sync {
+            mapped
+                .sync_range(0, HEADER_LEN)
+                .or_else(|e| fail(path, format!("msync: {e}")))?;
+        }
+        Ok(TxLog {
+            path: path.to_path_buf(),
+            file: mapped,
+            identity,
+            generation,
+            end: HEADER_LEN,
+            seq: 0,
+            state: LogState::default(),
+            sync,
+            scratch: Vec::new(),
+        })
+    }
+
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    pub fn state(&self) -> &LogState {
+        &self.state
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn report(&self, torn: Option<usize>) -> ReadReport {
+        ReadReport {
+            records: self.seq,
+            used: self.end - HEADER_LEN,
+            capacity: self.file.bytes().len() - HEADER_LEN,
+            generation: self.generation,
+            torn_tail_at: torn,
+        }
+    }
+
+    /// Appends a record (after checking it against the state: a record
+    /// that contradicts it is refused and nothing is written).
+    pub fn append(&mut self, rec: &Record) -> Result<(), LogError> {
+        let mut next = self.state.clone();
+        if let Err(why) = next.apply(rec) {
+            return fail(&self.path, format!("refused a record: {why}"));
+        }
+        let mut body = std::mem::take(&mut self.scratch);
+        body.clear();
+        rec.encode(&mut body);
+        let need = frame_size(body.len());
+        if self.end + need > self.file.bytes().len() {
+            self.compact(need)?;
+        }
+        self.seq += 1;
+        write_frame(self.file.bytes_mut(), self.end, rec.kind(), self.seq, &body);
+        if self.sync {
+            self.file
+                .sync_range(self.end, need)
+                .or_else(|e| fail(&self.path, format!("msync: {e}")))?;
+        }
+        self.scratch = body;
+        self.end += need;
+        self.state = next;
+        Ok(())
+    }
+
+    /// Rewrites the live state into a new file that replaces this one;
+    /// `room` more bytes must fit after it.
+    fn compact(&mut self, room: usize) -> Result<(), LogError> {
+        let records = self.state.records();
+        let mut bodies = Vec::with_capacity(records.len());
+        let mut live = 0usize;
+        for r in &records {
+            let mut b = Vec::new();
+            r.encode(&mut b);
+            live += frame_size(b.len());
+            bodies.push((r.kind(), b));
+        }
+        let mut capacity = (self.file.bytes().len() - HEADER_LEN) as u64;
+        while (live + room) as u64 * 2 > capacity {
+            capacity *= 2;
+        }
+        let tmp = self.path.with_extension("compacting");
+        let _ = std::fs::remove_file(&tmp);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .or_else(|e| fail(&tmp, format!("cannot create: {e}")))?;
+        let mut new = TxLog::create(
+            &tmp,
+            file,
+            self.identity.clone(),
+            capacity,
+            self.generation + 1,
+            self.sync,
+        )?;
+        for (kind, body) in &bodies {
+            new.seq += 1;
+            write_frame(new.file.bytes_mut(), new.end, *kind, new.seq, body);
+            new.end += frame_size(body.len());
+        }
+        if self.sync {
+            new.file
+                .sync_range(0, new.end)
+                .or_else(|e| fail(&tmp, format!("msync: {e}")))?;
+        }
+        std::fs::rename(&tmp, &self.path).or_else(|e| {
+            fail(
+                &self.path,
+                format!("cannot replace it when compacting: {e}"),
+            )
+        })?;
+        new.path = self.path.clone();
+        new.state = std::mem::take(&mut self.state);
+        *self = new;
+        Ok(())
+    }
+}
+
+fn map(path: &Path, file: File, len: u64) -> Result<MappedFile, LogError> {
+    MappedFile::map(file, len).or_else(|e| {
+        if e.kind() == io::ErrorKind::WouldBlock {
+            fail(path, "in use by another process (it holds the file's lock)")
+        } else {
+            fail(path, format!("cannot map: {e}"))
+        }
+    })
+}
+
+fn frame_size(body: usize) -> usize {
+    (FRAME_LEN + body).next_multiple_of(8)
+}
+
+fn write_frame(bytes: &mut [u8], at: usize, kind: u8, seq: u64, body: &[u8]) {
+    let f = &mut bytes[at..at + frame_size(body.len())];
+    f[8..12].copy_from_slice(&(body.len() as u32).to_le_bytes());
+    f[12..16].copy_from_slice(&[kind, 0, 0, 0]);
+    f[16..24].copy_from_slice(&seq.to_le_bytes());
+    f[24..24 + body.len()].copy_from_slice(body);
+    let crc = crc32c::crc32c(&f[8..24 + body.len()]);
+    f[4..8].copy_from_slice(&crc.to_le_bytes());
+    // the commit word last: a record without it was never written
+    fence(Ordering::Release);
+    f[0..4].copy_from_slice(&COMMIT.to_le_bytes());
+}
+
+struct Header {
+    identity: Identity,
+    capacity: u64,
+    generation: u64,
+}
+
+fn encode_header(id: &Identity, capacity: u64, generation: u64) -> Vec<u8> {
+    let mut h = vec![0u8; HEADER_LEN];
+    h[0..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+    h[16..24].copy_from_slice(&capacity.to_le_bytes());
+    h[24..32].copy_from_slice(&generation.to_le_bytes());
+    h[32..40].copy_from_slice(&id.created_unix_ns.to_le_bytes());
+    h[40..72].copy_from_slice(&id.secret);
+    h[72..HEADER_USED].copy_from_slice(&record::encode_addr(&id.addr));
+    let crc = crc32c::crc32c(&h[..HEADER_USED]);
+    h[HEADER_USED..HEADER_USED + 4].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+fn read_header(path: &Path, file: &File) -> Result<Header, LogError> {
+    use std::os::unix::fs::FileExt;
+    let mut h = vec![0u8; HEADER_LEN];
+    file.read_exact_at(&mut h, 0)
+        .or_else(|e| fail(path, format!("cannot read its header: {e}")))?;
+    decode_header(path, &h)
+}
+
+fn decode_header(path: &Path, h: &[u8]) -> Result<Header, LogError> {
+    let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap_or([0; 4]));
+    let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap_or([0; 8]));
+    if &h[0..8] != MAGIC {
+        return fail(path, "not a ramp transaction log (no RAMPTXLG magic)");
+    }
+    if u32_at(8) != VERSION {
+        return fail(
+            path,
+            format!(
+                "log format version {}, this library reads {VERSION}",
+                u32_at(8)
+            ),
+        );
+    }
+    if u32_at(12) as usize != HEADER_LEN {
+        return fail(
+            path,
+            format!("header length {}, expected {HEADER_LEN}", u32_at(12)),
+        );
+    }
+    if crc32c::crc32c(&h[..HEADER_USED]) != u32_at(HEADER_USED) {
+        return fail(path, "its header fails its checksum (corrupt)");
+    }
+    let capacity = u64_at(16);
+    if capacity == 0 || capacity % 8 != 0 || capacity > 1 << 40 {
+        return fail(path, format!("impossible record area of {capacity} bytes"));
+    }
+    let addr = record::decode_addr(&h[72..HEADER_USED])
+        .ok_or(())
+        .or_else(|()| fail(path, "its endpoint address is malformed"))?;
+    let mut secret = [0u8; 32];
+    secret.copy_from_slice(&h[40..72]);
+    Ok(Header {
+        identity: Identity {
+            secret,
+            addr,
+            created_unix_ns: u64_at(32),
+        },
+        capacity,
+        generation: u64_at(24),
+    })
+}
+
+/// Reads every record after the header: the state, the report, where the
+/// next record goes and the last sequence number.
+fn replay(
+    path: &Path,
+    bytes: &[u8],
+    generation: u64,
+) -> Result<(LogState, ReadReport, usize, u64), LogError> {
+    let mut state = LogState::default();
+    let mut at = HEADER_LEN;
+    let mut seq = 0u64;
+    let mut torn = None;
+    while at + FRAME_LEN <= bytes.len() {
+        let f = &bytes[at..];
+        let word = |i: usize| u32::from_le_bytes(f[i..i + 4].try_into().unwrap_or([0; 4]));
+        if word(0) != COMMIT {
+            break; // never committed: the end
+        }
+        let len = word(8) as usize;
+        let size = frame_size(len);
+        let whole = len <= record::MAX_PAYLOAD + 4096 && at + size <= bytes.len();
+        let crc_ok = whole && crc32c::crc32c(&f[8..24 + len]) == word(4);
+        if !crc_ok {
+            // torn: only acceptable as the very last record
+            let next = at
+                + if whole {
+                    size
+                } else {
+                    FRAME_LEN.next_multiple_of(8)
+                };
+            let more = next + 4 <= bytes.len() && bytes[next..next + 4] == COMMIT.to_le_bytes();
+            if more {
+                return fail(
+                    path,
+                    format!(
+                        "record {} at offset {at} is corrupt and records follow it",
+                        seq + 1
+                    ),
+                );
+            }
+            torn = Some(at);
+            break;
+        }
+        let rseq = u64::from_le_bytes(f[16..24].try_into().unwrap_or([0; 8]));
+        if rseq != seq + 1 {
+            return fail(
+                path,
+                format!(
+                    "record at offset {at} has sequence number {rseq}, expected {}",
+                    seq + 1
+                ),
+            );
+        }
+        let rec = Record::decode(f[12], &f[24..24 + len])
+            .ok_or(())
+            .or_else(|()| {
+                fail(
+                    path,
+                    format!("record {rseq} at offset {at} is malformed (kind {})", f[12]),
+                )
+            })?;
+        state
+            .apply(&rec)
+            .or_else(|why| fail(path, format!("record {rseq} at offset {at}: {why}")))?;
+        seq = rseq;
+        at += size;
+    }
+    let report = ReadReport {
+        records: seq,
+        used: at - HEADER_LEN,
+        capacity: bytes.len() - HEADER_LEN,
+        generation,
+        torn_tail_at: torn,
+    };
+    Ok((state, report, at, seq))
+}
+
+/// Reads a log without opening it for writing (a copy of its bytes; also
+/// while its process runs): `ramp log FILE`.
+pub fn inspect(path: &Path) -> Result<(Identity, LogState, ReadReport), LogError> {
+    let bytes = std::fs::read(path).or_else(|e| fail(path, format!("cannot read: {e}")))?;
+    if bytes.len() < HEADER_LEN {
+        return fail(
+            path,
+            format!(
+                "{} bytes: too short to be a ramp transaction log",
+                bytes.len()
+            ),
+        );
+    }
+    let header = decode_header(path, &bytes[..HEADER_LEN])?;
+    let total = HEADER_LEN as u64 + header.capacity;
+    if (bytes.len() as u64) < total {
+        return fail(
+            path,
+            format!(
+                "{} bytes, but its header says {total}: truncated",
+                bytes.len()
+            ),
+        );
+    }
+    let (state, report, _, _) = replay(path, &bytes[..total as usize], header.generation)?;
+    Ok((header.identity, state, report))
+}

@@ -1,0 +1,148 @@
+//! What a log says, replayed: the initiator's transactions and states, and
+//! at the target what was acknowledged, started and finished (with kept
+//! replies). The log's records change it one at a time (`apply`); a
+//! compaction writes it back as the fewest records that rebuild it
+//! (`records`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use super::record::{LoggedMsg, Record, TargetKey, TxnState};
+
+/// A transaction this endpoint issued.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issued {
+    pub dest: SocketAddr,
+    pub msg: LoggedMsg,
+    pub state: TxnState,
+}
+
+/// How far a transaction got at its target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetPhase {
+    /// Acknowledged; the handler has not started: the request is kept, to run.
+    Acked(LoggedMsg),
+    /// The handler started and had not finished when last logged.
+    Started,
+    /// The handler finished; its reply (if any) is kept for duplicates.
+    Finished(Option<LoggedMsg>),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogState {
+    /// By transaction id.
+    pub issued: BTreeMap<u64, Issued>,
+    pub target: BTreeMap<TargetKey, TargetPhase>,
+    /// The lowest transaction id not used yet.
+    pub next_txn: u64,
+}
+
+/// Why a record cannot follow the ones before it.
+pub type Inconsistency = &'static str;
+
+impl LogState {
+    /// Applies one record; Err when it contradicts the state (the log is
+    /// then not trusted).
+    pub fn apply(&mut self, rec: &Record) -> Result<(), Inconsistency> {
+        match rec {
+            Record::Issued { txn, dest, msg } => {
+                if self.issued.contains_key(txn) || *txn < self.next_txn {
+                    return Err("a transaction id issued twice");
+                }
+                self.next_txn = txn + 1;
+                self.issued.insert(
+                    *txn,
+                    Issued {
+                        dest: *dest,
+                        msg: msg.clone(),
+                        state: TxnState::default(),
+                    },
+                );
+            }
+            Record::State { txn, state } => {
+                self.issued
+                    .get_mut(txn)
+                    .ok_or("a state for a transaction never issued")?
+                    .state = *state;
+            }
+            Record::Released { txn } => {
+                self.issued
+                    .remove(txn)
+                    .ok_or("a release of a transaction never issued")?;
+            }
+            Record::TxnFloor { next } => self.next_txn = self.next_txn.max(*next),
+            Record::Acked { key, msg } => {
+                if self.target.contains_key(key) {
+                    return Err("a request acknowledged twice");
+                }
+                self.target.insert(*key, TargetPhase::Acked(msg.clone()));
+            }
+            Record::Started { key } => match self.target.get_mut(key) {
+                Some(p @ TargetPhase::Acked(_)) => *p = TargetPhase::Started,
+                _ => return Err("a handler started without its request acknowledged"),
+            },
+            Record::Finished { key, reply } => match self.target.get_mut(key) {
+                Some(p @ TargetPhase::Started) => *p = TargetPhase::Finished(reply.clone()),
+                _ => return Err("a handler finished without having started"),
+            },
+            Record::Forgotten { key } => {
+                self.target
+                    .remove(key)
+                    .ok_or("a transaction forgotten that was never acknowledged")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The fewest records that rebuild this state from nothing.
+    pub fn records(&self) -> Vec<Record> {
+        let mut out = Vec::new();
+        for (txn, i) in &self.issued {
+            out.push(Record::Issued {
+                txn: *txn,
+                dest: i.dest,
+                msg: i.msg.clone(),
+            });
+            if i.state != TxnState::default() {
+                out.push(Record::State {
+                    txn: *txn,
+                    state: i.state,
+                });
+            }
+        }
+        for (key, phase) in &self.target {
+            let placeholder = LoggedMsg {
+                handler: 0,
+                category: 0,
+                args: Vec::new(),
+                dest_offset: 0,
+                payload: Vec::new(),
+            };
+            match phase {
+                TargetPhase::Acked(m) => out.push(Record::Acked {
+                    key: *key,
+                    msg: m.clone(),
+                }),
+                TargetPhase::Started | TargetPhase::Finished(_) => {
+                    // the request itself is no longer needed once started
+                    out.push(Record::Acked {
+                        key: *key,
+                        msg: placeholder,
+                    });
+                    out.push(Record::Started { key: *key });
+                    if let TargetPhase::Finished(r) = phase {
+                        out.push(Record::Finished {
+                            key: *key,
+                            reply: r.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        // last: the ids below it that were released are used too
+        out.push(Record::TxnFloor {
+            next: self.next_txn,
+        });
+        out
+    }
+}

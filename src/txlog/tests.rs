@@ -1,0 +1,350 @@
+//! The log over real files: round trips, crash tails, corruption, foreign
+//! files, locking, compaction.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::record::{LoggedMsg, Record, TargetKey, TxnState};
+use super::state::TargetPhase;
+use super::*;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ramp-txlog-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn id() -> Identity {
+    Identity {
+        secret: [7; 32],
+        addr: "10.1.2.3:4567".parse().unwrap(),
+        created_unix_ns: 42,
+    }
+}
+
+fn msg(h: u8, n: usize) -> LoggedMsg {
+    LoggedMsg {
+        handler: h,
+        category: 1,
+        args: vec![1, 2, 3],
+        dest_offset: 0,
+        payload: vec![h; n],
+    }
+}
+
+fn key(txn: u64) -> TargetKey {
+    TargetKey {
+        peer: "[fe80::1]:9".parse::<SocketAddr>().unwrap(),
+        incarnation: 99,
+        txn,
+    }
+}
+
+/// A few records of every kind.
+fn history() -> Vec<Record> {
+    vec![
+        Record::Issued {
+            txn: 1,
+            dest: "10.0.0.9:1".parse().unwrap(),
+            msg: msg(5, 10),
+        },
+        Record::State {
+            txn: 1,
+            state: TxnState {
+                ack: 1,
+                progress: 2,
+                abandon: 0,
+                status: 0,
+            },
+        },
+        Record::Issued {
+            txn: 2,
+            dest: "10.0.0.9:1".parse().unwrap(),
+            msg: msg(6, 0),
+        },
+        Record::Released { txn: 1 },
+        Record::Acked {
+            key: key(10),
+            msg: msg(7, 3),
+        },
+        Record::Started { key: key(10) },
+        Record::Finished {
+            key: key(10),
+            reply: Some(msg(8, 2)),
+        },
+        Record::Acked {
+            key: key(11),
+            msg: msg(7, 1),
+        },
+        Record::Acked {
+            key: key(12),
+            msg: msg(7, 1),
+        },
+        Record::Started { key: key(12) },
+        Record::Acked {
+            key: key(13),
+            msg: msg(7, 1),
+        },
+        Record::Forgotten { key: key(13) },
+    ]
+}
+
+#[test]
+fn records_survive_a_reopen_and_rebuild_the_state() {
+    let d = dir("reopen");
+    let p = d.join("ep.log");
+    let (mut log, rep) = TxLog::open(&p, id, false).unwrap();
+    assert_eq!(rep.records, 0);
+    for r in history() {
+        log.append(&r).unwrap();
+    }
+    let want = log.state().clone();
+    drop(log);
+    let (log, rep) = TxLog::open(&p, || panic!("exists"), false).unwrap();
+    assert_eq!(log.identity(), &id());
+    assert_eq!(rep.records, history().len() as u64);
+    assert_eq!(rep.torn_tail_at, None);
+    assert_eq!(log.state(), &want);
+    let s = log.state();
+    assert_eq!(s.next_txn, 3);
+    assert_eq!(s.issued.keys().copied().collect::<Vec<_>>(), vec![2]);
+    assert_eq!(s.target[&key(10)], TargetPhase::Finished(Some(msg(8, 2))));
+    assert_eq!(s.target[&key(11)], TargetPhase::Acked(msg(7, 1)));
+    assert_eq!(s.target[&key(12)], TargetPhase::Started);
+    assert!(!s.target.contains_key(&key(13)));
+    // read-only inspection agrees
+    let (i, st, r) = inspect(&p).unwrap();
+    assert_eq!((i, &st, r.records), (id(), &want, rep.records));
+}
+
+#[test]
+fn every_record_kind_round_trips_and_bad_bodies_are_refused() {
+    for r in history() {
+        let mut b = Vec::new();
+        r.encode(&mut b);
+        assert_eq!(Record::decode(r.kind(), &b), Some(r.clone()));
+        // any shorter or longer body is not that record
+        assert_eq!(Record::decode(r.kind(), &b[..b.len() - 1]), None, "{r:?}");
+        let mut longer = b.clone();
+        longer.push(0);
+        assert_eq!(Record::decode(r.kind(), &longer), None, "{r:?}");
+    }
+    assert_eq!(Record::decode(0, &[]), None);
+    assert_eq!(Record::decode(200, &[0; 64]), None);
+}
+
+#[test]
+fn a_record_without_its_commit_word_is_the_end_and_is_overwritten() {
+    let d = dir("uncommitted");
+    let p = d.join("ep.log");
+    let (mut log, _) = TxLog::open(&p, id, false).unwrap();
+    for r in &history()[..3] {
+        log.append(r).unwrap();
+    }
+    let end = log.end;
+    drop(log);
+    // a process killed while writing record 4: everything but the commit word
+    let mut bytes = std::fs::read(&p).unwrap();
+    let mut body = Vec::new();
+    history()[3].encode(&mut body);
+    bytes[end + 8..end + 12].copy_from_slice(&(body.len() as u32).to_le_bytes());
+    bytes[end + 24..end + 24 + body.len()].copy_from_slice(&body);
+    std::fs::write(&p, &bytes).unwrap();
+    let (mut log, rep) = TxLog::open(&p, || panic!(), false).unwrap();
+    assert_eq!(rep.records, 3);
+    assert_eq!(rep.torn_tail_at, None);
+    log.append(&history()[3]).unwrap();
+    drop(log);
+    let (_, rep) = TxLog::open(&p, || panic!(), false).unwrap();
+    assert_eq!(rep.records, 4);
+}
+
+#[test]
+fn a_torn_last_record_is_dropped_and_a_torn_middle_refuses_the_file() {
+    let d = dir("torn");
+    let p = d.join("ep.log");
+    let (mut log, _) = TxLog::open(&p, id, false).unwrap();
+    let mut offsets = Vec::new();
+    for r in &history()[..4] {
+        offsets.push(log.end);
+        log.append(r).unwrap();
+    }
+    drop(log);
+    let good = std::fs::read(&p).unwrap();
+    // the last record's body torn (its commit word written, a page not)
+    let mut bytes = good.clone();
+    bytes[offsets[3] + 24] ^= 0xff;
+    std::fs::write(&p, &bytes).unwrap();
+    let (log, rep) = TxLog::open(&p, || panic!(), false).unwrap();
+    assert_eq!(rep.records, 3);
+    assert_eq!(rep.torn_tail_at, Some(offsets[3]));
+    assert!(
+        log.state().issued.contains_key(&1),
+        "the release was dropped"
+    );
+    drop(log);
+    // a corrupt record with good ones after it: refused, never trusted
+    let mut bytes = good.clone();
+    bytes[offsets[1] + 30] ^= 0x01;
+    std::fs::write(&p, &bytes).unwrap();
+    let e = TxLog::open(&p, || panic!(), false).err().unwrap();
+    assert!(
+        e.to_string().contains("is corrupt and records follow it"),
+        "{e}"
+    );
+    assert!(e.to_string().contains(p.to_str().unwrap()), "{e}");
+    assert!(inspect(&p).is_err());
+}
+
+#[test]
+fn foreign_and_damaged_files_are_refused_with_the_reason() {
+    let d = dir("foreign");
+    let p = d.join("ep.log");
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (b"#!/bin/sh\necho not a log\n".to_vec(), "too short"),
+        (vec![0x55; 8192], "not a ramp transaction log"),
+    ];
+    for (bytes, why) in cases {
+        std::fs::write(&p, &bytes).unwrap();
+        let e = TxLog::open(&p, || panic!(), false).err().unwrap();
+        assert!(e.to_string().contains(why), "{e}");
+        // and the file is left as it was
+        assert_eq!(std::fs::read(&p).unwrap(), bytes);
+    }
+    // a real log with one header byte changed, another version, a cut file
+    let _ = std::fs::remove_file(&p);
+    drop(TxLog::open(&p, id, false).unwrap());
+    let good = std::fs::read(&p).unwrap();
+    for (at, why) in [(45usize, "checksum"), (8, "version")] {
+        let mut b = good.clone();
+        b[at] ^= 1;
+        std::fs::write(&p, &b).unwrap();
+        let e = TxLog::open(&p, || panic!(), false).err().unwrap();
+        assert!(e.to_string().contains(why), "{at}: {e}");
+    }
+    std::fs::write(&p, &good[..HEADER_LEN + 100]).unwrap();
+    let e = TxLog::open(&p, || panic!(), false).err().unwrap();
+    assert!(e.to_string().contains("truncated"), "{e}");
+}
+
+#[test]
+fn records_that_contradict_the_state_are_refused() {
+    let d = dir("contradict");
+    let p = d.join("ep.log");
+    let (mut log, _) = TxLog::open(&p, id, false).unwrap();
+    // a handler cannot finish before it started, nor start twice
+    assert!(log
+        .append(&Record::Finished {
+            key: key(1),
+            reply: None
+        })
+        .is_err());
+    log.append(&Record::Acked {
+        key: key(1),
+        msg: msg(1, 0),
+    })
+    .unwrap();
+    log.append(&Record::Started { key: key(1) }).unwrap();
+    assert!(log.append(&Record::Started { key: key(1) }).is_err());
+    assert!(log
+        .append(&Record::Acked {
+            key: key(1),
+            msg: msg(1, 0)
+        })
+        .is_err());
+    assert!(log
+        .append(&Record::State {
+            txn: 5,
+            state: TxnState::default()
+        })
+        .is_err());
+    log.append(&Record::Issued {
+        txn: 5,
+        dest: id().addr,
+        msg: msg(1, 0),
+    })
+    .unwrap();
+    assert!(log
+        .append(&Record::Issued {
+            txn: 5,
+            dest: id().addr,
+            msg: msg(1, 0)
+        })
+        .is_err());
+    assert!(log
+        .append(&Record::Issued {
+            txn: 4,
+            dest: id().addr,
+            msg: msg(1, 0)
+        })
+        .is_err());
+    drop(log);
+    let (_, rep) = TxLog::open(&p, || panic!(), false).unwrap();
+    assert_eq!(rep.records, 3, "refused records were not written");
+}
+
+#[test]
+fn a_log_is_used_by_one_process_at_a_time() {
+    let d = dir("lock");
+    let p = d.join("ep.log");
+    let (_log, _) = TxLog::open(&p, id, false).unwrap();
+    // a second open (another descriptor: flock excludes it like another process)
+    let e = TxLog::open(&p, || panic!(), false).err().unwrap();
+    assert!(e.to_string().contains("in use by another process"), "{e}");
+}
+
+#[test]
+fn a_full_log_is_compacted_and_grows_when_the_live_state_needs_it() {
+    let d = dir("compact");
+    let p = d.join("ep.log");
+    let (mut log, _) = TxLog::open(&p, id, false).unwrap();
+    // 60 MiB of short-lived transactions through a 16 MiB area, while a few
+    // stay open (and the open ones grow past half of the area)
+    let mut next = 0u64;
+    for round in 0..120u64 {
+        for _ in 0..8 {
+            log.append(&Record::Issued {
+                txn: next,
+                dest: id().addr,
+                msg: msg(2, 60_000),
+            })
+            .unwrap();
+            log.append(&Record::Released { txn: next }).unwrap();
+            next += 1;
+        }
+        if round % 4 == 0 {
+            log.append(&Record::Issued {
+                txn: next,
+                dest: id().addr,
+                msg: msg(3, 300_000),
+            })
+            .unwrap();
+            next += 1;
+        }
+    }
+    assert!(log.generation > 0, "compacted");
+    let want = log.state().clone();
+    assert_eq!(want.issued.len(), 30);
+    assert_eq!(want.next_txn, next);
+    let cap = log.file.bytes().len() - HEADER_LEN;
+    assert!(cap as u64 > DEFAULT_CAPACITY, "grew: {cap}");
+    drop(log);
+    let (log, rep) = TxLog::open(&p, || panic!(), false).unwrap();
+    assert_eq!(log.state(), &want);
+    assert!(rep.generation > 0);
+    assert!(!p.with_extension("compacting").exists());
+}
+
+#[test]
+fn sync_mode_writes_the_same_log() {
+    let d = dir("sync");
+    let p = d.join("ep.log");
+    let (mut log, _) = TxLog::open(&p, id, true).unwrap();
+    for r in history() {
+        log.append(&r).unwrap();
+    }
+    let want = log.state().clone();
+    drop(log);
+    assert_eq!(inspect(&p).unwrap().1, want);
+}
