@@ -225,7 +225,9 @@ impl Endpoint {
                     return Err(Error::Resource("the peer is unreachable"))
                 }
                 Some(None) => {
-                    return Err(Error::Resource("the peer did not answer the name query in time"))
+                    return Err(Error::Resource(
+                        "the peer did not answer the name query in time",
+                    ))
                 }
                 None => {}
             }

@@ -24,7 +24,21 @@ pub enum Kind {
     Kill = 6,
     /// worker -> master: stop the whole job with code i32, then a message
     Abort = 7,
+    /// worker -> master: seq u32, key length u8, key, value: publish
+    /// (`spmd/names.rs`); answered by `KvReply`
+    Put = 8,
+    /// worker -> master: seq u32, key: one look-up try; answered by `KvReply`
+    Get = 9,
+    /// master -> worker: seq u32, status u8 (`KV_OK`, `KV_ABSENT`,
+    /// `KV_REFUSED`), then the value (a found `Get`)
+    KvReply = 10,
 }
+
+/// `KvReply` statuses: done (put) or found (get); no such key (get); the
+/// put is refused (the key exists, bad lengths, the store is full).
+pub const KV_OK: u8 = 0;
+pub const KV_ABSENT: u8 = 1;
+pub const KV_REFUSED: u8 = 2;
 
 impl Kind {
     fn from_u8(v: u8) -> Option<Kind> {
@@ -36,6 +50,9 @@ impl Kind {
             5 => Kind::Exit,
             6 => Kind::Kill,
             7 => Kind::Abort,
+            8 => Kind::Put,
+            9 => Kind::Get,
+            10 => Kind::KvReply,
             _ => return None,
         })
     }

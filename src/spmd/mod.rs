@@ -28,6 +28,7 @@ mod frame;
 pub mod fuzz;
 mod local;
 pub(crate) mod master;
+mod names;
 mod notice;
 #[cfg(feature = "testing")]
 pub mod pmi1;
@@ -47,6 +48,7 @@ use parking_lot::Mutex;
 
 pub use bootstrap::{Bootstrap, Progress};
 pub use master::{run_job, JobSpec};
+pub use names::{lookup as name_lookup, publish as name_publish, valid_service, MAX_SERVICE};
 
 use crate::am::{self, Bundle, BundleMode, Endpoint, EndpointName};
 use crate::error::{Error, Result};

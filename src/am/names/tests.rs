@@ -25,8 +25,7 @@ fn endpoints(net: &MemNetwork, n: usize) -> (Arc<Bundle>, Vec<Arc<Endpoint>>) {
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
     let eps: Vec<_> = (0..n)
         .map(|_| {
-            am::allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach())))
-                .unwrap()
+            am::allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach()))).unwrap()
         })
         .collect();
     for e in &eps {
@@ -81,7 +80,11 @@ fn lookups_find_handlers_installed_in_other_orders() {
     // cached: no query goes out
     let sent = e0.statistics().packets_sent;
     assert_eq!(e0.lookup_handler(1, b"ping").unwrap(), 7);
-    assert_eq!(e0.statistics().packets_sent, sent, "a cached lookup sent packets");
+    assert_eq!(
+        e0.statistics().packets_sent,
+        sent,
+        "a cached lookup sent packets"
+    );
     assert!(matches!(
         e0.lookup_handler(1, b"nope"),
         Err(Error::BadArg(_))
@@ -98,14 +101,26 @@ fn bad_names_and_uninstalled_handlers_are_refused() {
     let e0 = &eps[0];
     let hits: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     install(e0, 3, &hits, 0);
-    for bad in [&b""[..], &[b'a'; 64][..], b"tab\there", b"nul\0", "é".as_bytes()] {
+    for bad in [
+        &b""[..],
+        &[b'a'; 64][..],
+        b"tab\there",
+        b"nul\0",
+        "é".as_bytes(),
+    ] {
         assert!(matches!(e0.set_handler_name(3, bad), Err(Error::BadArg(_))));
         assert!(matches!(e0.lookup_handler(1, bad), Err(Error::BadArg(_))));
     }
     e0.set_handler_name(3, &[b'~'; 63]).unwrap();
     e0.set_handler_name(3, b"with space").unwrap();
-    assert!(matches!(e0.set_handler_name(4, b"x"), Err(Error::BadArg(_))));
-    assert!(matches!(e0.lookup_handler(200, b"x"), Err(Error::BadArg(_))));
+    assert!(matches!(
+        e0.set_handler_name(4, b"x"),
+        Err(Error::BadArg(_))
+    ));
+    assert!(matches!(
+        e0.lookup_handler(200, b"x"),
+        Err(Error::BadArg(_))
+    ));
     // a name moves: the old handler loses it, a handler's old name goes
     install(e0, 4, &hits, 1);
     e0.set_handler_name(4, b"with space").unwrap();
@@ -207,11 +222,18 @@ fn a_flood_of_queries_does_not_grow_memory() {
     }
     let most = std::cell::Cell::new(0);
     poll_until(&b, "every query to arrive", || {
-        let (unfinished, dropped) = e0.with(|s| (s.proto.unfinished_to(&a1), s.stats.stale_dropped));
+        let (unfinished, dropped) =
+            e0.with(|s| (s.proto.unfinished_to(&a1), s.stats.stale_dropped));
         most.set(most.get().max(unfinished));
-        assert!(unfinished <= MAX_QUEUED_TO_PEER, "{unfinished} answers queued");
+        assert!(
+            unfinished <= MAX_QUEUED_TO_PEER,
+            "{unfinished} answers queued"
+        );
         dropped as usize >= total - MAX_QUEUED_TO_PEER
     });
-    assert!(most.get() >= MAX_QUEUED_TO_PEER / 2, "the flood never filled the queue");
+    assert!(
+        most.get() >= MAX_QUEUED_TO_PEER / 2,
+        "the flood never filled the queue"
+    );
     assert_eq!(hits[0].load(Ordering::SeqCst), 0);
 }

@@ -1,0 +1,157 @@
+//! Published endpoint names (`ramp_NamePublish`, `ramp_NameLookup`): an
+//! endpoint's name stored under a service string in the job's key-value
+//! space, found by any rank of the job.
+//!
+//! The store is the launcher's: ramp's local launcher keeps it in its
+//! master (`Put` / `Get` frames, `frame.rs`; a put is visible to every
+//! rank at once); under PMI-1 / PMI-2 (mpiexec, srun --mpi=pmi2) it is the
+//! PMI key-value space, where a put usually becomes visible to other ranks
+//! only after the publisher's next barrier (fence), so a program publishes,
+//! calls `ramp_SPMDBarrier` on every rank, then looks up. Under PMIx the
+//! call fails (`Resource`, said on stderr with RAMP_VERBOSE=1).
+//!
+//! Key `ramp-svc-<service>`; value: the 32-byte name as 64 hex digits.
+//! A service is 1..=48 bytes of `A-Z a-z 0-9 . _ -` (what every key-value
+//! encoding carries as is, within PMI's 64-byte keys). A service is
+//! published once per job: publishing it again is refused by ramp's
+//! launcher (PMI launchers differ: MPICH's Hydra keeps the first value).
+//! A look-up asks again every few milliseconds until the name appears or
+//! `timeout_ms` passes, polling the job's endpoints meanwhile.
+
+use std::time::{Duration, Instant};
+
+use super::{progress_on, JOB};
+use crate::am::{Endpoint, EndpointName};
+use crate::error::{Error, Result};
+
+/// Longest service string, in bytes.
+pub const MAX_SERVICE: usize = 48;
+
+/// Whether `s` is a service string: 1..=48 of `A-Z a-z 0-9 . _ -`.
+pub fn valid_service(s: &[u8]) -> bool {
+    (1..=MAX_SERVICE).contains(&s.len())
+        && s.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+fn key(service: &[u8]) -> Result<String> {
+    if !valid_service(service) {
+        return Err(Error::BadArg(
+            "a service is 1..48 characters of A-Z a-z 0-9 . _ -",
+        ));
+    }
+    Ok(format!("ramp-svc-{}", String::from_utf8_lossy(service)))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex32(s: &str) -> Option<[u8; 32]> {
+    let s = s.trim().as_bytes();
+    if s.len() != 64 || !s.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        let d = std::str::from_utf8(&s[2 * i..2 * i + 2]).ok()?;
+        *o = u8::from_str_radix(d, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn outside() -> Error {
+    Error::Resource("not in an SPMD job (no launcher to publish names with)")
+}
+
+fn launcher_failed(what: &str, e: std::io::Error) -> Error {
+    if crate::config::global().is_ok_and(|c| c.verbose) {
+        eprintln!("ramp: {what}: {e}");
+    }
+    Error::Resource("the job's launcher refused or failed the name operation")
+}
+
+/// Publishes `ep`'s name under `service` in the job's key-value space.
+pub fn publish(ep: &Endpoint, service: &[u8]) -> Result<()> {
+    let key = key(service)?;
+    let mut g = JOB.try_lock().ok_or(Error::Resource(
+        "an SPMD call is already running (inside a handler?)",
+    ))?;
+    let job = g.as_mut().ok_or_else(outside)?;
+    let bundle = job.bundle.clone();
+    job.boot
+        .kv_put(&key, &hex(&ep.name().0), &mut |fd| progress_on(&bundle, fd))
+        .map_err(|e| launcher_failed("publishing a name", e))
+}
+
+/// The name published under `service`, waiting up to `timeout_ms` (0:
+/// one try) for it to appear.
+pub fn lookup(service: &[u8], timeout_ms: i32) -> Result<EndpointName> {
+    let key = key(service)?;
+    let timeout_ms = u64::try_from(timeout_ms).map_err(|_| Error::BadArg("negative timeout"))?;
+    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+    loop {
+        let bundle = {
+            let mut g = JOB.try_lock().ok_or(Error::Resource(
+                "an SPMD call is already running (inside a handler?)",
+            ))?;
+            let job = g.as_mut().ok_or_else(outside)?;
+            let bundle = job.bundle.clone();
+            let got = job
+                .boot
+                .kv_get(&key, &mut |fd| progress_on(&bundle, fd))
+                .map_err(|e| launcher_failed("looking a name up", e))?;
+            if let Some(v) = got {
+                return unhex32(&v).map(EndpointName).ok_or(Error::Resource(
+                    "the value published under that service is not an endpoint name",
+                ));
+            }
+            bundle
+        };
+        if Instant::now() >= deadline {
+            return Err(Error::Resource(
+                "nothing is published under that service (timeout)",
+            ));
+        }
+        // between tries: handlers run, at most ~5 ms pass
+        let _ = bundle.poll();
+        bundle.wait_for_activity(5);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn services_and_values_are_checked() {
+        assert!(valid_service(b"a"));
+        assert!(valid_service(b"Svc-1.two_3"));
+        assert!(valid_service(&[b'x'; MAX_SERVICE]));
+        for bad in [
+            &b""[..],
+            &[b'x'; MAX_SERVICE + 1],
+            b"a b",
+            b"a=b",
+            b"a;b",
+            b"a\\b",
+            b"\xc3\xa9",
+        ] {
+            assert!(!valid_service(bad), "{bad:?}");
+            assert!(matches!(key(bad), Err(Error::BadArg(_))));
+        }
+        assert!(key(&[b'x'; MAX_SERVICE]).unwrap().len() < 64);
+        let n: [u8; 32] = std::array::from_fn(|i| i as u8 * 7);
+        assert_eq!(unhex32(&hex(&n)), Some(n));
+        assert_eq!(unhex32("00"), None);
+        assert_eq!(unhex32(&"zz".repeat(32)), None);
+        assert_eq!(unhex32(&"+1".repeat(32)), None);
+    }
+
+    #[test]
+    fn outside_a_job_is_a_resource_error() {
+        assert!(matches!(lookup(b"nobody", 0), Err(Error::Resource(_))));
+        assert!(matches!(lookup(b"bad service", 0), Err(Error::BadArg(_))));
+        assert!(matches!(lookup(b"x", -1), Err(Error::BadArg(_))));
+    }
+}
