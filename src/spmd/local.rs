@@ -20,6 +20,9 @@ pub struct LocalWorker {
     job_id: u64,
     env: Vec<(String, String)>,
     seq: u32,
+    /// Sequence numbers of key-value calls: apart from `seq`, which must
+    /// stay in step across ranks (the master matches gathers by it).
+    kv_seq: u32,
     killed: Option<i32>,
 }
 
@@ -99,6 +102,7 @@ impl LocalWorker {
             job_id,
             env,
             seq: 0,
+            kv_seq: 0,
             killed: None,
         }))
     }
@@ -116,13 +120,13 @@ impl LocalWorker {
         body: &[u8],
         progress: &mut Progress<'_>,
     ) -> io::Result<(u8, Vec<u8>)> {
-        self.seq += 1;
-        let mut p = self.seq.to_be_bytes().to_vec();
+        self.kv_seq += 1;
+        let mut p = self.kv_seq.to_be_bytes().to_vec();
         p.extend_from_slice(body);
         self.stream.set_nonblocking(false)?;
         write_frame(&mut self.stream, kind, &p)?;
         self.stream.set_nonblocking(true)?;
-        let r = self.wait_for(Kind::KvReply, self.seq, progress)?;
+        let r = self.wait_for(Kind::KvReply, self.kv_seq, progress)?;
         let (&status, value) = r
             .split_first()
             .ok_or_else(|| bad("an empty key-value reply from the master".into()))?;
