@@ -163,7 +163,8 @@ int ramp_SetHandlerName(ep_t ep, handler_t handler, const char *name);
 int ramp_LookupHandler(ep_t ep, uint32_t dest, const char *name, handler_t *handler);
 /* Publishes ep's endpoint name under `service` for the whole job, through the job's
  * launcher. A service is 1..48 characters of A-Z a-z 0-9 . _ - (else AM_ERR_BAD_ARG),
- * published once per job (ramp-run refuses a second publish: AM_ERR_RESOURCE).
+ * published once per job (ramp-run refuses a second publish: AM_ERR_RESOURCE; PMI
+ * launchers such as MPICH's Hydra accept it, and which value a look-up sees is theirs).
  * Outside an SPMD job (no ramp_SPMDStartup), or under a launcher without a key-value
  * space ramp uses (PMIx: srun --mpi=pmix, Open MPI), AM_ERR_RESOURCE.
  * Visibility: under ramp-run a published name is visible to every rank at once. Under

@@ -14,7 +14,10 @@
 //! A service is 1..=48 bytes of `A-Z a-z 0-9 . _ -` (what every key-value
 //! encoding carries as is, within PMI's 64-byte keys). A service is
 //! published once per job: publishing it again is refused by ramp's
-//! launcher (PMI launchers differ: MPICH's Hydra keeps the first value).
+//! launcher (PMI launchers such as MPICH's Hydra accept it; which value a
+//! look-up sees is then theirs). Under Hydra's PMI-1 a put is not visible
+//! to the other ranks before the publisher's next barrier (tried:
+//! examples/names.rs, mode `late`).
 //! A look-up asks again every few milliseconds until the name appears or
 //! `timeout_ms` passes, polling the job's endpoints meanwhile.
 
