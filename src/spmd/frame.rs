@@ -163,6 +163,24 @@ mod tests {
     }
 
     #[test]
+    fn key_value_frames_round_trip() {
+        let mut wire = Vec::new();
+        write_frame(&mut wire, Kind::Put, b"\0\0\0\x01\x01kv").unwrap();
+        write_frame(&mut wire, Kind::Get, b"\0\0\0\x02k").unwrap();
+        write_frame(&mut wire, Kind::KvReply, &[0, 0, 0, 2, KV_OK, b'v']).unwrap();
+        let mut r = FrameReader::default();
+        let mut c: &[u8] = &wire;
+        r.fill(&mut c).unwrap();
+        for k in [Kind::Put, Kind::Get, Kind::KvReply] {
+            assert_eq!(r.next().unwrap().map(|f| f.0), Some(k));
+        }
+        let mut r = FrameReader::default();
+        let mut c: &[u8] = &[0, 0, 0, 1, 11];
+        r.fill(&mut c).unwrap();
+        assert!(r.next().is_err(), "kind 11 is not a frame");
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_panic() {
         let mut r = FrameReader::default();
         let mut c: &[u8] = &[0, 0, 0, 2, 99, 1];

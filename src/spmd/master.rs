@@ -13,19 +13,14 @@ use std::time::{Duration, Instant};
 
 mod output;
 
-use super::frame::{u32_at, write_frame, FrameReader, Kind, KV_ABSENT, KV_OK, KV_REFUSED};
+use super::frame::{u32_at, write_frame, FrameReader, Kind, KV_ABSENT, KV_OK};
+use super::names::KvStore;
 use crate::sys as os;
 use output::{OutputPipe, PipeSrc};
 
 /// Environment variables that make a process a worker of a local job
 /// (named, read and checked in `config`).
 pub use crate::config::{SPMD_MASTER as ENV_MASTER, SPMD_RANK as ENV_RANK, SPMD_SIZE as ENV_SIZE};
-
-/// The job's key-value store (published names): at most this many keys,
-/// each at most `MAX_KV_KEY` bytes, values at most `MAX_KV_VALUE`.
-const MAX_KV_KEYS: usize = 4096;
-const MAX_KV_KEY: usize = 128;
-const MAX_KV_VALUE: usize = 1024;
 
 /// How long workers get to finish on their own after one called exit(0).
 const EXIT_GRACE: Duration = Duration::from_secs(5);
@@ -158,7 +153,7 @@ struct Master {
     exit_grace_until: Option<Instant>,
     pending: HashMap<RawFd, (TcpStream, FrameReader, Instant)>,
     /// The job's key-value store (published names), `kv`.
-    kv: HashMap<Vec<u8>, Vec<u8>>,
+    kv: KvStore,
 }
 
 impl Master {
@@ -261,7 +256,7 @@ impl Master {
             stopping: None,
             exit_grace_until: None,
             pending: HashMap::new(),
-            kv: HashMap::new(),
+            kv: KvStore::default(),
         })
     }
 
@@ -436,27 +431,14 @@ impl Master {
     }
 
     /// A `Put` or `Get` of rank `rank`: answered with a `KvReply` at once
-    /// (a look-up that finds nothing says so; the worker tries again). A
-    /// malformed one is refused, never trusted.
+    /// (a look-up that finds nothing says so; the worker tries again).
     fn kv(&mut self, rank: usize, kind: Kind, p: &[u8]) {
         let Ok(seq) = u32_at(p, 0) else { return };
-        let body = &p[4..];
         let mut reply = seq.to_be_bytes().to_vec();
         if kind == Kind::Put {
-            let klen = body.first().map_or(0, |&l| l as usize);
-            let ok = klen > 0
-                && klen <= MAX_KV_KEY
-                && body.len() > klen
-                && body.len() - 1 - klen <= MAX_KV_VALUE
-                && self.kv.len() < MAX_KV_KEYS
-                && !self.kv.contains_key(&body[1..1 + klen]);
-            if ok {
-                self.kv
-                    .insert(body[1..1 + klen].to_vec(), body[1 + klen..].to_vec());
-            }
-            reply.push(if ok { KV_OK } else { KV_REFUSED });
+            reply.push(self.kv.put(&p[4..]));
         } else {
-            match self.kv.get(body) {
+            match self.kv.get(&p[4..]) {
                 Some(v) => {
                     reply.push(KV_OK);
                     reply.extend_from_slice(v);

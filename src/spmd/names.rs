@@ -23,6 +23,9 @@
 
 use std::time::{Duration, Instant};
 
+use std::collections::HashMap;
+
+use super::frame::{KV_OK, KV_REFUSED};
 use super::{progress_on, JOB};
 use crate::am::{Endpoint, EndpointName};
 use crate::error::{Error, Result};
@@ -122,9 +125,72 @@ pub fn lookup(service: &[u8], timeout_ms: i32) -> Result<EndpointName> {
     }
 }
 
+/// The key-value store of ramp's local launcher (its master): at most
+/// `MAX_KV_KEYS` keys of at most `MAX_KV_KEY` bytes, values at most
+/// `MAX_KV_VALUE` bytes, each key put once. What a worker sends is checked,
+/// never trusted.
+#[derive(Default)]
+pub(crate) struct KvStore {
+    map: HashMap<Vec<u8>, Vec<u8>>,
+}
+
+const MAX_KV_KEYS: usize = 4096;
+const MAX_KV_KEY: usize = 128;
+const MAX_KV_VALUE: usize = 1024;
+
+impl KvStore {
+    /// A `Put` frame's body (key length u8, key, value): `KV_OK`, or
+    /// `KV_REFUSED` (bad lengths, the key exists, the store is full).
+    pub(crate) fn put(&mut self, body: &[u8]) -> u8 {
+        let Some((&klen, rest)) = body.split_first() else {
+            return KV_REFUSED;
+        };
+        let klen = klen as usize;
+        if klen == 0 || klen > MAX_KV_KEY || rest.len() < klen || rest.len() - klen > MAX_KV_VALUE {
+            return KV_REFUSED;
+        }
+        let (key, value) = rest.split_at(klen);
+        if self.map.len() >= MAX_KV_KEYS || self.map.contains_key(key) {
+            return KV_REFUSED;
+        }
+        self.map.insert(key.to_vec(), value.to_vec());
+        KV_OK
+    }
+
+    pub(crate) fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        self.map.get(key).map(|v| v.as_slice())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_launchers_store_refuses_what_it_should() {
+        let mut s = KvStore::default();
+        let put = |s: &mut KvStore, k: &[u8], v: &[u8]| {
+            let mut b = vec![k.len() as u8];
+            b.extend_from_slice(k);
+            b.extend_from_slice(v);
+            s.put(&b)
+        };
+        assert_eq!(put(&mut s, b"k", b"v"), KV_OK);
+        assert_eq!(s.get(b"k"), Some(&b"v"[..]));
+        assert_eq!(s.get(b"other"), None);
+        assert_eq!(put(&mut s, b"k", b"w"), KV_REFUSED, "a second put");
+        assert_eq!(s.get(b"k"), Some(&b"v"[..]));
+        assert_eq!(s.put(&[]), KV_REFUSED);
+        assert_eq!(s.put(&[0, b'v']), KV_REFUSED, "empty key");
+        assert_eq!(s.put(&[5, b'a']), KV_REFUSED, "key longer than the frame");
+        assert_eq!(put(&mut s, &[b'k'; MAX_KV_KEY + 1], b""), KV_REFUSED);
+        assert_eq!(put(&mut s, b"big", &vec![0; MAX_KV_VALUE + 1]), KV_REFUSED);
+        assert_eq!(put(&mut s, b"max", &vec![0; MAX_KV_VALUE]), KV_OK);
+        for i in 0..2 * MAX_KV_KEYS {
+            put(&mut s, format!("f{i}").as_bytes(), b"x");
+        }
+        assert_eq!(s.map.len(), MAX_KV_KEYS, "the store is bounded");
+    }
 
     #[test]
     fn services_and_values_are_checked() {

@@ -436,6 +436,45 @@ mod tests {
         )
     }
 
+    /// Published names: a put, then gets that find nothing (rc other
+    /// than 0, as Hydra answers before the publisher's barrier), the value,
+    /// and a reply of the wrong kind (an error, not "absent").
+    #[test]
+    fn name_gets_tell_absent_from_found_from_broken() {
+        let mut s = init_script();
+        s.push((
+            "cmd=put kvsname=kvs_7_0 key=ramp-svc-a value=00ff",
+            "cmd=put_result rc=0 msg=success\n",
+        ));
+        s.push((
+            "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
+            "cmd=get_result rc=-1 msg=key_ramp-svc-b_not_found\n",
+        ));
+        s.push((
+            "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
+            "cmd=get_result rc=0 found=false\n",
+        ));
+        s.push((
+            "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
+            "cmd=get_result rc=0 msg=success value=00ff\n",
+        ));
+        s.push((
+            "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
+            "cmd=barrier_out\n",
+        ));
+        let (p, h) = client(s);
+        let mut p = p.unwrap();
+        p.kv_put("ramp-svc-a", "00ff", &mut idle).unwrap();
+        assert_eq!(p.kv_get("ramp-svc-b", &mut idle).unwrap(), None);
+        assert_eq!(p.kv_get("ramp-svc-b", &mut idle).unwrap(), None);
+        assert_eq!(
+            p.kv_get("ramp-svc-b", &mut idle).unwrap().as_deref(),
+            Some("00ff")
+        );
+        assert!(p.kv_get("ramp-svc-b", &mut idle).is_err());
+        h.join().unwrap();
+    }
+
     #[test]
     fn allgather_chunks_and_checks() {
         let mut s = init_script();
