@@ -9,7 +9,8 @@
 //! Modes (first argument): `local` (ramp-run: also a second publish is
 //! refused, a look-up times out, a late publish is found while waiting),
 //! `pmi` (mpiexec: puts become visible after a barrier; nothing else),
-//! `late` (only the late publish without a barrier: to try a launcher).
+//! `late` (only the late publish without a barrier: to try a launcher),
+//! `nokv` (PMIx: handler names work, publish and look-up are `Resource`).
 //! Run with: ramp-run -n 4 target/release/examples/names local
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,6 +119,20 @@ fn main() {
 
     // -- published endpoint names
     let svc = format!("svc-{rank}");
+    if mode == "nokv" {
+        // a launcher without a key-value space ramp uses (PMIx)
+        assert!(matches!(
+            spmd::name_publish(&ep, svc.as_bytes()),
+            Err(Error::Resource(_))
+        ));
+        assert!(matches!(
+            spmd::name_lookup(svc.as_bytes(), 100),
+            Err(Error::Resource(_))
+        ));
+        println!("rank {rank} of {size}: names ok");
+        spmd::barrier().unwrap();
+        let _ = spmd::exit(0);
+    }
     spmd::name_publish(&ep, svc.as_bytes()).expect("publish");
     assert!(matches!(
         spmd::name_publish(&ep, b"bad service"),
