@@ -1,7 +1,9 @@
 /* t_names: handler names (ramp_SetHandlerName, ramp_LookupHandler) between two
  * processes that installed their handlers at different indices, in different orders,
  * and the name calls' argument checks; ramp_NamePublish / ramp_NameLookup outside an
- * SPMD job (AM_ERR_RESOURCE).
+ * SPMD job (AM_ERR_RESOURCE), then inside one: the test runs itself with the argument
+ * "spmd" as the master of a 3-rank job (AMUDP's master form, ramp's local launcher),
+ * whose ranks publish "svc-<rank>", pass a barrier and look every rank's name up.
  *
  * Rank 0 installs "ping" at 10 and "pong" at 20 (ping first); rank 1 installs "pong" at
  * 100, then "ping" at 200. Each rank looks up "ping" at the other, sends it a request
@@ -11,6 +13,10 @@
  * AM_ERR_BAD_ARG.
  */
 #include "common.h"
+
+#include <sys/wait.h>
+
+#include "ramp_spmd.h"
 
 static pair_t P;
 static int pings, pongs;
@@ -41,8 +47,41 @@ static void setup(pair_t *p, void *arg) {
   AM_SAFE(ramp_SetHandlerName(p->ep, my_pong, "pong"));
 }
 
-int main(void) {
+/* One rank of the 3-rank job: publish, barrier, look up every rank's name. */
+static int spmd_part(int argc, char **argv) {
+  eb_t eb;
+  ep_t ep;
+  AM_SAFE(ramp_SPMDStartup(&argc, &argv, 3, 0, NULL, NULL, &eb, &ep));
+  int rank = ramp_SPMDMyProc(), n = ramp_SPMDNumProcs();
+  char suffix[32], svc[32];
+  snprintf(suffix, sizeof suffix, " rank %d", rank);
+  ct_label_suffix(suffix);
+  PHASE("publish");
+  snprintf(svc, sizeof svc, "svc-%d", rank);
+  AM_SAFE(ramp_NamePublish(ep, svc));
+  EXPECT_RC(ramp_NamePublish(ep, svc), AM_ERR_RESOURCE); /* published already */
+  EXPECT_RC(ramp_NamePublish(ep, "no spaces"), AM_ERR_BAD_ARG);
+  AM_SAFE(ramp_SPMDBarrier());
+  PHASE("look up");
+  for (int r = 0; r < n; r++) {
+    en_t got, want;
+    snprintf(svc, sizeof svc, "svc-%d", r);
+    AM_SAFE(ramp_NameLookup(svc, &got, 10000));
+    AM_SAFE(AM_GetTranslationName(ep, r, &want));
+    CHECK(ramp_enEqual(got, want), "svc-%d is %s, rank %d is %s", r, en_str(got), r, en_str(want));
+  }
+  en_t none;
+  EXPECT_RC(ramp_NameLookup("never-published", &none, 100), AM_ERR_RESOURCE);
+  ct_note("publish and look-up in the job: ok");
+  AM_SAFE(ramp_SPMDBarrier());
+  ramp_SPMDExit(0);
+  return 1;
+}
+
+int main(int argc, char **argv) {
   ct_init("t_names", 60);
+  if (ramp_SPMDIsWorker(argv) || (argc > 1 && strcmp(argv[1], "spmd") == 0))
+    return spmd_part(argc, argv);
 
   PHASE("outside a job");
   AM_SAFE(AM_Init());
@@ -111,6 +150,18 @@ int main(void) {
   ct_note("rank %d: peer's ping at %d, pong received", P.rank, (int)h);
 
   pair_finish(&P, 100);
+  if (P.rank != 0) return 0; /* pair_finish ends the child; never here */
+
+  PHASE("a 3-rank job (master form)");
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    execl("/proc/self/exe", argv[0], "spmd", (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the job ended with status 0x%x", st);
   ct_note("t_names: ok");
   return 0;
 }
