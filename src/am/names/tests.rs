@@ -237,3 +237,47 @@ fn a_flood_of_queries_does_not_grow_memory() {
     );
     assert_eq!(hits[0].load(Ordering::SeqCst), 0);
 }
+
+/// A peer restarted at its old address with other handler indices: the
+/// cache keeps the old index until the new process's association shows
+/// (a restart is recognised only through a new handshake), then the next
+/// look-up asks again.
+#[test]
+fn a_restarted_peer_is_asked_again() {
+    let net = MemNetwork::new();
+    let (b, mut eps) = endpoints(&net, 2);
+    let hits: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
+    install(&eps[1], 5, &hits, 0);
+    eps[1].set_handler_name(5, b"h").unwrap();
+    install(&eps[0], 7, &hits, 1);
+    assert_eq!(eps[0].lookup_handler(1, b"h").unwrap(), 5);
+    // the peer's process ends; a new one starts at the same address
+    let old = eps.pop().unwrap();
+    let addr = old.addr();
+    am::free_endpoint(old.id).unwrap();
+    drop(old);
+    let cfg = Config::from_lookup(|_| None).unwrap();
+    let e1 = am::allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach_at(addr))))
+        .unwrap();
+    e1.set_tag(TAG);
+    e1.map(0, eps[0].name(), TAG).unwrap();
+    e1.map(1, e1.name(), TAG).unwrap();
+    e1.set_expected_resources(2, 4).unwrap();
+    install(&e1, 9, &hits, 2);
+    e1.set_handler_name(9, b"h").unwrap();
+    let e0 = &eps[0];
+    assert_eq!(
+        e0.lookup_handler(1, b"h").unwrap(),
+        5,
+        "before the new process talks, nothing shows the restart"
+    );
+    e1.request(0, &Message::short(7, &[]), false).unwrap();
+    poll_until(&b, "the new process's request", || {
+        hits[1].load(Ordering::SeqCst) == 1
+    });
+    assert_eq!(
+        e0.lookup_handler(1, b"h").unwrap(),
+        9,
+        "the stale index was used"
+    );
+}
