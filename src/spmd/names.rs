@@ -166,6 +166,30 @@ impl KvStore {
 mod tests {
     use super::*;
 
+    /// Random `Put` bodies (lengths that lie, empty and huge values):
+    /// never a panic, never more than the bounds.
+    #[test]
+    fn random_puts_stay_within_bounds() {
+        let mut rng = crate::rng::Rng::new(7);
+        let mut s = KvStore::default();
+        for _ in 0..20_000 {
+            let len = rng.below(1200) as usize;
+            let mut b: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+            if !b.is_empty() && rng.chance(0.5) {
+                b[0] = rng.below(8) as u8; // a short key, so some puts succeed
+            }
+            let r = s.put(&b);
+            assert!(r == KV_OK || r == KV_REFUSED);
+            let _ = s.get(&b);
+        }
+        assert!(s.map.len() <= MAX_KV_KEYS);
+        assert!(s
+            .map
+            .iter()
+            .all(|(k, v)| k.len() <= MAX_KV_KEY && v.len() <= MAX_KV_VALUE));
+        assert!(!s.map.is_empty(), "no put ever succeeded");
+    }
+
     #[test]
     fn the_launchers_store_refuses_what_it_should() {
         let mut s = KvStore::default();
