@@ -237,7 +237,11 @@ impl Endpoint {
                 None => self.poll()?,
             }
             rounds += 1;
-            if rounds > 100 {
+            // sleep (until a datagram or a timer) only when the poll did not
+            // just take the answer
+            let answered =
+                || self.with(|s| s.names.pending.get(&qid).is_none_or(|p| p.answer.is_some()));
+            if rounds > 100 && !answered() {
                 if let Some(b) = bundle {
                     b.wait_for_activity(5);
                 }
