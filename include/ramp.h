@@ -144,8 +144,9 @@ int ramp_ReplyArgv(void *token, handler_t handler, int category,
 
 /* Names the handler installed at index `handler` of ep: 1..63 bytes of printable ASCII
  * (space to '~'), NUL-terminated. A name names one handler: naming another handler with
- * it moves it; a handler's new name replaces its old one. AM_ERR_BAD_ARG for a bad
- * name or a handler that is not installed. Name handlers before peers look them up. */
+ * it moves it; a handler's new name replaces its old one; the name stays with the index
+ * when AM_SetHandler installs another function there. AM_ERR_BAD_ARG for a bad name or
+ * a handler that is not installed. Name handlers before peers look them up. */
 int ramp_SetHandlerName(ep_t ep, handler_t handler, const char *name);
 /* Asks the peer at translation index dest for the index of its handler named `name`
  * (so processes that installed handlers in different orders still talk) and writes it

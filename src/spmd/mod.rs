@@ -20,6 +20,9 @@
 //!   proxies carry it between hosts in the clear, like the rest of PMI.)
 //! - The endpoint reads the key when it builds its protocol configuration
 //!   (`Config::mac_job_key`: the key set at run time, else `RAMP_JOB_KEY`).
+//!
+//! Published endpoint names (`ramp_NamePublish`, `ramp_NameLookup`) live in
+//! the same key-value spaces: `names.rs`.
 
 mod bootstrap;
 mod foreign;
