@@ -19,7 +19,7 @@
 //! endpoint accepts (else `REFUSED`). Memory: an answer is queued only while
 //! fewer than `MAX_QUEUED_TO_PEER` messages to that peer are unfinished (a
 //! flood of queries from a peer that does not take its answers is dropped,
-//! not queued); at most `MAX_PENDING` lookups wait at once; the cache holds
+//! not queued, and counted in `stale_dropped`); at most `MAX_PENDING` lookups wait at once; the cache holds
 //! what our own lookups found, at most `NUM_HANDLERS` names per peer.
 //!
 //! Cache: a found index is kept per peer address together with the peer's
