@@ -347,6 +347,14 @@ int AM_GetMsgTag(void *token, tag_t *tagp);
 
 int AM_Poll(eb_t bundle_);
 
+int ramp_SetHandlerName(ep_t ep, handler_t handler, const char *name);
+
+int ramp_LookupHandler(ep_t ep, uint32_t dest, const char *name, handler_t *handler);
+
+int ramp_NamePublish(ep_t ep, const char *service);
+
+int ramp_NameLookup(const char *service, en_t *name, int timeout_ms);
+
 /**
  * The request every `AM_Request*` macro ends in (through the variadic shim).
  */
@@ -446,6 +454,14 @@ int ramp_SPMDLocalSpawn(int _n, int _argc, char **_argv, char **_env);
 int ramp_SPMDSshSpawn(int _n, int _argc, char **_argv, char **_env);
 
 int ramp_SPMDCustomSpawn(int _n, int _argc, char **_argv, char **_env);
+
+int ramp_SetHandlerName(ep_t ep, handler_t handler, const char *name);
+
+int ramp_LookupHandler(ep_t ep, uint32_t dest, const char *name, handler_t *handler);
+
+int ramp_NamePublish(ep_t ep, const char *service);
+
+int ramp_NameLookup(const char *service, en_t *name, int timeout_ms);
 
 /**
  * The request every `AM_Request*` macro ends in (through the variadic shim).

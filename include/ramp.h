@@ -143,6 +143,50 @@ int ramp_ReplyArgv(void *token, handler_t handler, int category,
                    const void *source_addr, size_t nbytes, uintptr_t dest_offset,
                    int numargs, const int32_t *args);
 
+/* ---- names ---- */
+/* ------------------------------------------------------------------------------------
+ * Names (ramp-ext.md section 2): handler names, and endpoint names published job-wide.
+ * ---------------------------------------------------------------------------------- */
+
+/* Names the handler installed at index `handler` of ep: 1..63 bytes of printable ASCII
+ * (space to '~'), NUL-terminated. A name names one handler: naming another handler with
+ * it moves it; a handler's new name replaces its old one; the name stays with the index
+ * when AM_SetHandler installs another function there. AM_ERR_BAD_ARG for a bad name or
+ * a handler that is not installed. Name handlers before peers look them up. */
+int ramp_SetHandlerName(ep_t ep, handler_t handler, const char *name);
+/* Asks the peer at translation index dest for the index of its handler named `name`
+ * (so processes that installed handlers in different orders still talk) and writes it
+ * to *handler. One round trip of internal messages that run no user handler and take
+ * no credit, after AM_SetExpectedResources on both sides; the answer is cached per
+ * peer, and the cache is dropped when the peer restarts (a new association). A name
+ * the peer moves to another handler while it lives is not noticed: the cache keeps
+ * the old index. Waits making progress (handlers may run, as in AM_Poll) until the
+ * answer comes; the peer must poll to answer. Returns AM_ERR_BAD_ARG when the peer has
+ * no handler of that name (never cached), for a bad name or an unmapped dest;
+ * AM_ERR_RESOURCE when the peer refuses (we are not in its translation table, or its
+ * tag does not accept ours), is unreachable, or has not answered within
+ * RAMP_PEER_TIMEOUT_MS plus one second; AM_ERR_NOT_INIT before
+ * AM_SetExpectedResources. dest may be ep itself (its own table, no message). */
+int ramp_LookupHandler(ep_t ep, uint32_t dest, const char *name, handler_t *handler);
+/* Publishes ep's endpoint name under `service` for the whole job, through the job's
+ * launcher. A service is 1..48 characters of A-Z a-z 0-9 . _ - (else AM_ERR_BAD_ARG),
+ * published once per job (ramp-run refuses a second publish: AM_ERR_RESOURCE; PMI
+ * launchers such as MPICH's Hydra accept it, and which value a look-up sees is theirs).
+ * Outside an SPMD job (no ramp_SPMDStartup), or under a launcher without a key-value
+ * space ramp uses (PMIx: srun --mpi=pmix, Open MPI), AM_ERR_RESOURCE.
+ * Visibility: under ramp-run a published name is visible to every rank at once. Under
+ * PMI launchers (mpiexec of MPICH, srun --mpi=pmi2) the key-value space shows a put to
+ * other ranks only after the publisher's next barrier: publish, then call
+ * ramp_SPMDBarrier on every rank, then look up. */
+int ramp_NamePublish(ep_t ep, const char *service);
+/* Looks up the endpoint name published under `service` and writes it to *name,
+ * asking again every few milliseconds, up to timeout_ms (0: one try; negative:
+ * AM_ERR_BAD_ARG) for it to appear, polling the job's endpoints meanwhile (handlers
+ * may run). AM_ERR_RESOURCE when nothing appeared in time, outside a job, or when the
+ * launcher fails. */
+int ramp_NameLookup(const char *service, en_t *name, int timeout_ms);
+/* ---- end of names ---- */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

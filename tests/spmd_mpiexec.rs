@@ -148,3 +148,32 @@ fn job_key_is_shared_through_pmi() {
         }
     }
 }
+
+/// Handler names and published endpoint names (examples/names.rs, mode
+/// `pmi`: publish, barrier, look-up) through Hydra's PMI-1 and PMI-2
+/// key-value space.
+#[test]
+#[ignore = "needs mpiexec (MPICH); scripts/test-all.sh runs it when mpiexec is installed"]
+fn names_publish_and_lookup_under_mpiexec_pmi1_and_pmi2() {
+    let _watchdog = common::watchdog(
+        "spmd_mpiexec::names_publish_and_lookup_under_mpiexec_pmi1_and_pmi2",
+        Duration::from_secs(300),
+    );
+    need_mpiexec();
+    let names = example("names");
+    for pmi in ["1", "2"] {
+        for n in [1usize, 3] {
+            let o = mpiexec(pmi, n, &names, &["pmi"]);
+            let out = String::from_utf8_lossy(&o.stdout);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "PMI-{pmi} n={n}: {out}\n{err}");
+            for r in 0..n {
+                let line = format!("rank {r} of {n}: names ok");
+                assert!(
+                    out.contains(&line),
+                    "PMI-{pmi} n={n}: no {line:?} in\n{out}\n{err}"
+                );
+            }
+        }
+    }
+}

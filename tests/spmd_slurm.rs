@@ -167,3 +167,39 @@ fn every_rank_gets_the_job_key_under_srun() {
         assert_ne!(a, b, "{mpi}: two jobs share a key");
     }
 }
+
+/// Handler names, and published names through Slurm's PMI-2 key-value
+/// space (examples/names.rs, mode `pmi`: publish, barrier, look-up); under
+/// PMIx handler names work and publish / look-up are refused (`nokv`).
+fn names_under_srun(mpi: &str, mode: &str) {
+    let _watchdog = common::watchdog(
+        &format!("spmd_slurm::names_under_srun_{mpi}"),
+        Duration::from_secs(300),
+    );
+    need_slurm();
+    let names = example("names");
+    let names = names.to_str().unwrap();
+    for n in [1usize, 3] {
+        let o = srun(mpi, n, &[], &[names, mode]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "n={n}: {:?}\n{out}\n{err}", o.status);
+        for r in 0..n {
+            assert!(
+                out.contains(&format!("rank {r} of {n}: names ok")),
+                "n={n}: rank {r} missing in\n{out}\n{err}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
+fn names_under_srun_pmi2() {
+    names_under_srun("pmi2", "pmi");
+}
+
+#[test]
+#[ignore = "needs slurm; scripts/test-all.sh runs it when scripts/slurm.sh check succeeds"]
+fn names_under_srun_pmix_refuse_publishing() {
+    names_under_srun("pmix", "nokv");
+}

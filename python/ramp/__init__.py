@@ -25,7 +25,7 @@ Which libramp.so is used: ``RAMP_LIB``, else the package's own copy, else the
 system's loader path (see :func:`library_info`, ``python -m ramp``).
 """
 
-from . import spmd
+from . import names, spmd
 from ._lib import LibraryInfo
 from .constants import *  # noqa: F401,F403
 from .constants import __all__ as _constants_all
@@ -69,6 +69,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__",
+    "names",
     "spmd",
     "LibraryInfo",
     "Bundle",

@@ -14,7 +14,12 @@ import ramp
 import ramp.install_lib
 from conftest import TESTS
 
-MODULES = {"ramp": ramp, "ramp.spmd": ramp.spmd, "ramp.install_lib": ramp.install_lib}
+MODULES = {
+    "ramp": ramp,
+    "ramp.spmd": ramp.spmd,
+    "ramp.install_lib": ramp.install_lib,
+    "ramp.names": ramp.names,
+}
 
 
 def public_names():

@@ -140,6 +140,11 @@ impl EpState {
                 meta,
                 payload,
             } => {
+                if meta.kind.is_name() {
+                    // handler names: answered or taken here, no handler runs
+                    self.name_delivered(from, channel, &meta, &payload, now);
+                    return None;
+                }
                 let is_request = channel == CHANNEL_REQUEST;
                 let c = meta.category.index();
                 if !is_request {
@@ -148,6 +153,8 @@ impl EpState {
                     // proved the address): else it is dropped and counted,
                     // before any handler, credit or segment is touched.
                     match meta.kind {
+                        // taken by `name_delivered` above
+                        MsgKind::NameQuery | MsgKind::NameAnswer => return None,
                         MsgKind::AutoReply => {
                             self.complete_from(from, meta.txn, now);
                             return None;
@@ -228,6 +235,10 @@ impl EpState {
                 reason,
                 ..
             } => {
+                if meta.kind.is_name() {
+                    self.name_failed(to, &meta);
+                    return None;
+                }
                 let status = returned_status(reason);
                 let is_request = channel == CHANNEL_REQUEST;
                 if is_request {

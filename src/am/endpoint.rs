@@ -43,6 +43,8 @@ pub(crate) struct EpState {
     pub(super) tag: u64,
     pub(super) table: TranslationTable,
     pub(super) handlers: HandlerTable,
+    /// Handler names, the cache of peers' names, lookups (`names.rs`).
+    pub(super) names: super::names::Names,
     pub(super) segment: Option<Arc<dyn SegmentMemory>>,
     /// Network depth once `set_expected_resources` ran.
     pub(super) depth: Option<u32>,
@@ -142,6 +144,7 @@ impl Endpoint {
             tag: TAG_NONE,
             table: TranslationTable::default(),
             handlers: HandlerTable::default(),
+            names: Default::default(),
             segment: None,
             depth: None,
             next_txn: 1,

@@ -16,6 +16,7 @@
 //! | `returned.rs` | checks on arrival, refusals, handler 0 for returned messages |
 //! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
 //! | `tables.rs`, `name.rs` | translation/handler tables, names |
+//! | `names.rs` | handler names: naming, lookups at peers (wire kinds 8, 9), their cache |
 //! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
 mod bundle;
@@ -26,6 +27,7 @@ mod handler;
 mod loopback;
 mod message;
 mod name;
+mod names;
 mod reply;
 mod request;
 mod returned;
@@ -46,6 +48,7 @@ pub use endpoint::{Endpoint, TAG_ALL, TAG_NONE};
 pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 pub use message::Message;
 pub use name::EndpointName;
+pub use names::{valid_handler_name, MAX_HANDLER_NAME};
 pub use reply::reply;
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use token::{in_handler, TokenId};

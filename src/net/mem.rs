@@ -62,6 +62,18 @@ impl MemNetwork {
         }
     }
 
+    /// A transport at `addr`, which no transport may hold now: a process
+    /// restarted at its old address.
+    pub fn attach_at(&self, addr: SocketAddr) -> MemTransport {
+        let mut hub = self.hub.lock();
+        assert!(!hub.inboxes.contains_key(&addr), "{addr} is in use");
+        hub.inboxes.insert(addr, VecDeque::new());
+        MemTransport {
+            hub: self.hub.clone(),
+            local: addr,
+        }
+    }
+
     /// From now on, holds every datagram for which `f(receiver, datagram)`.
     pub fn hold_if(&self, f: impl Fn(SocketAddr, &[u8]) -> bool + Send + 'static) {
         self.hub.lock().hold = Some(Box::new(f));

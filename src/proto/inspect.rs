@@ -18,8 +18,9 @@ impl<A: PeerAddr> Protocol<A> {
         self.suppressed
     }
 
-    /// The tags (ours, the peer's) of the established association with `to`.
-    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    /// The tags (ours, the peer's) of the established association with `to`
+    /// (the AM layer's handler-name cache keeps the peer's: a restarted
+    /// peer has another).
     pub fn association(&self, to: &A) -> Option<(u64, u64)> {
         let a = &self.peers[*self.slots.get(to)? as usize].assoc;
         (a.state == AssocState::Established).then_some((a.local_tag, a.peer_tag))
@@ -93,8 +94,8 @@ impl<A: PeerAddr> Protocol<A> {
         Some(std::mem::size_of::<Peer<A>>() + p.heap_bytes())
     }
 
-    /// Messages queued or in flight to `to`.
-    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    /// Messages queued or in flight to `to` (also the AM layer's bound on
+    /// the name answers it queues for a peer).
     pub fn unfinished_to(&self, to: &A) -> usize {
         self.slots
             .get(to)

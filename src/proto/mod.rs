@@ -159,7 +159,7 @@ impl<A: PeerAddr> Protocol<A> {
         }
     }
 
-    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    /// The configuration (the AM layer bounds its name lookups by the peer timeout).
     pub fn config(&self) -> &ProtoConfig {
         &self.cfg
     }

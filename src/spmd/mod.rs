@@ -20,6 +20,9 @@
 //!   proxies carry it between hosts in the clear, like the rest of PMI.)
 //! - The endpoint reads the key when it builds its protocol configuration
 //!   (`Config::mac_job_key`: the key set at run time, else `RAMP_JOB_KEY`).
+//!
+//! Published endpoint names (`ramp_NamePublish`, `ramp_NameLookup`) live in
+//! the same key-value spaces: `names.rs`.
 
 mod bootstrap;
 mod foreign;
@@ -28,6 +31,7 @@ mod frame;
 pub mod fuzz;
 mod local;
 pub(crate) mod master;
+mod names;
 mod notice;
 #[cfg(feature = "testing")]
 pub mod pmi1;
@@ -47,6 +51,7 @@ use parking_lot::Mutex;
 
 pub use bootstrap::{Bootstrap, Progress};
 pub use master::{run_job, JobSpec};
+pub use names::{lookup as name_lookup, publish as name_publish, valid_service, MAX_SERVICE};
 
 use crate::am::{self, Bundle, BundleMode, Endpoint, EndpointName};
 use crate::error::{Error, Result};

@@ -36,14 +36,28 @@ pub enum MsgKind {
     AutoReply = 1,
     /// A message refused by its receiver, sent back with a status.
     Returned = 2,
+    /// Handler names (`am/names.rs`): "which handler is named X?", on the
+    /// request channel; medium, one argument (the query id), the name as
+    /// payload. Runs no handler.
+    NameQuery = 8,
+    /// Handler names: the answer, on the reply channel; short, three
+    /// arguments (query id, status, handler index). Runs no handler.
+    NameAnswer = 9,
 }
 
 impl MsgKind {
+    /// A message of the handler-name exchange (`am/names.rs`).
+    pub fn is_name(self) -> bool {
+        matches!(self, MsgKind::NameQuery | MsgKind::NameAnswer)
+    }
+
     pub fn from_u8(v: u8) -> Option<MsgKind> {
         match v {
             0 => Some(MsgKind::User),
             1 => Some(MsgKind::AutoReply),
             2 => Some(MsgKind::Returned),
+            8 => Some(MsgKind::NameQuery),
+            9 => Some(MsgKind::NameAnswer),
             _ => None,
         }
     }
