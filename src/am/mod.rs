@@ -16,6 +16,10 @@
 //! | `returned.rs` | checks on arrival, refusals, handler 0 for returned messages |
 //! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
 //! | `tables.rs`, `name.rs` | translation/handler tables, names |
+//! | `region.rs` | memory regions: registry, rights, bounds |
+//! | `rma.rs` | one-sided put/get at the initiator: chunks, completion, test/wait/fence |
+//! | `rma_target.rs` | remote memory on the wire and at the target; in-order event draining |
+//! | `progress.rs` | the bundle's progress thread |
 //! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
 mod bundle;
@@ -26,9 +30,13 @@ mod handler;
 mod loopback;
 mod message;
 mod name;
+mod progress;
+mod region;
 mod reply;
 mod request;
 mod returned;
+mod rma;
+mod rma_target;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -46,7 +54,10 @@ pub use endpoint::{Endpoint, TAG_ALL, TAG_NONE};
 pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 pub use message::Message;
 pub use name::EndpointName;
+pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
 pub use reply::reply;
+pub use rma::MAX_OPS;
+pub use rma_target::CHUNK as RMA_CHUNK;
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use token::TokenId;
 
@@ -90,8 +101,12 @@ pub fn terminate() -> Result<()> {
     }
     r.init_count -= 1;
     if r.init_count == 0 {
-        r.bundles.clear();
+        let bundles: Vec<_> = r.bundles.drain().map(|(_, b)| b).collect();
         r.endpoints.clear();
+        drop(r);
+        for b in bundles {
+            b.set_progress_thread(false)?;
+        }
     }
     Ok(())
 }
@@ -116,6 +131,10 @@ pub fn allocate_bundle(mode: BundleMode) -> Result<Arc<Bundle>> {
     }
     let b = Bundle::new(mode);
     r.bundles.insert(b.id, b.clone());
+    drop(r);
+    if crate::config::global().is_ok_and(|c| c.progress_thread) {
+        b.set_progress_thread(true)?;
+    }
     Ok(b)
 }
 
@@ -136,7 +155,8 @@ pub fn free_bundle(id: u64) -> Result<()> {
     for ep in b.endpoints().iter() {
         r.endpoints.remove(&ep.id);
     }
-    Ok(())
+    drop(r);
+    b.set_progress_thread(false)
 }
 
 pub fn allocate_endpoint(bundle_id: u64) -> Result<Arc<Endpoint>> {

@@ -36,6 +36,7 @@
 
 pub mod am2;
 pub mod ramp;
+pub mod rma;
 mod segment;
 #[cfg(test)]
 mod source_checks;

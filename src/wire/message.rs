@@ -36,14 +36,35 @@ pub enum MsgKind {
     AutoReply = 1,
     /// A message refused by its receiver, sent back with a status.
     Returned = 2,
+    /// One-sided remote memory (`am/rma.rs`), request channel: a chunk of a
+    /// put, written into a region at the target without a handler.
+    Put = 3,
+    /// Request channel: a chunk of a get, read from a region at the target.
+    Get = 4,
+    /// Reply channel: a get chunk's bytes (or its refusal status).
+    GetReply = 5,
+    /// Reply channel: a put chunk is in the target's memory (or its refusal status).
+    RmaDone = 6,
 }
 
 impl MsgKind {
+    /// Whether the kind is one of remote memory's (performed without a handler).
+    pub fn is_rma(self) -> bool {
+        matches!(
+            self,
+            MsgKind::Put | MsgKind::Get | MsgKind::GetReply | MsgKind::RmaDone
+        )
+    }
+
     pub fn from_u8(v: u8) -> Option<MsgKind> {
         match v {
             0 => Some(MsgKind::User),
             1 => Some(MsgKind::AutoReply),
             2 => Some(MsgKind::Returned),
+            3 => Some(MsgKind::Put),
+            4 => Some(MsgKind::Get),
+            5 => Some(MsgKind::GetReply),
+            6 => Some(MsgKind::RmaDone),
             _ => None,
         }
     }
