@@ -215,8 +215,9 @@ int ramp_Test(ep_t ep, ramp_op_t op, int *done, int *status);
 /* Waits (polling) until op completes; stores its status; releases the handle. */
 int ramp_Wait(ep_t ep, ramp_op_t op, int *status);
 /* Waits for every put and get the endpoint has issued so far: AM_OK if all of them
- * succeeded, AM_ERR_RESOURCE if any failed since the last fence (one with a handle
- * still reports its own status through ramp_Test / ramp_Wait). */
+ * succeeded, AM_ERR_RESOURCE if one failed whose failure has not been reported yet
+ * (by an earlier ramp_Fence, or by ramp_Test / ramp_Wait for one with a handle; a
+ * failed operation with a handle still reports its own status through them). */
 int ramp_Fence(ep_t ep);
 /* Polls ep until *flag == value (flag: a uint32_t-aligned word, e.g. a put's
  * notification word in a region of ep). */

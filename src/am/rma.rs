@@ -38,7 +38,7 @@ pub(crate) struct RmaState {
     ops: FxHashMap<u32, Op>,
     /// The last handle handed out (its low 32 bits are the id on the wire).
     last_handle: u64,
-    /// An operation failed since the last fence.
+    /// An operation without a handle failed since the last fence.
     fence_failed: bool,
     /// AM messages drained from the protocol, waiting for a poll (`rma_target.rs`).
     pub(super) pending: VecDeque<Event<SocketAddr>>,
@@ -54,6 +54,8 @@ struct Op {
     status: Option<ReturnStatus>,
     /// A caller holds the handle (else the op is forgotten when done).
     kept: bool,
+    /// A fence has reported its failure already.
+    fenced: bool,
     /// A get's destination.
     dst: Option<Arc<dyn SegmentMemory>>,
 }
@@ -195,6 +197,7 @@ impl Endpoint {
                 total: o.total,
                 status: None,
                 kept: o.keep,
+                fenced: false,
                 dst: o.dst,
             },
         );
@@ -253,13 +256,24 @@ impl Endpoint {
     }
 
     /// Waits until every put and get issued so far has completed. Err
-    /// (`Resource`) when one failed since the last fence.
+    /// (`Resource`) when one failed whose failure was not reported yet (by
+    /// an earlier fence, or by `test_op` / `wait_op`, which still report a
+    /// failed operation with a handle).
     pub fn fence(self: &Arc<Self>) -> Result<()> {
         let mut rounds = 0;
         while self.with(|s| s.rma.ops.values().any(|o| o.remaining > 0)) {
             self.wait_round(&mut rounds)?;
         }
-        let failed = self.with(|s| std::mem::take(&mut s.rma.fence_failed));
+        let failed = self.with(|s| {
+            let mut failed = std::mem::take(&mut s.rma.fence_failed);
+            for o in s.rma.ops.values_mut() {
+                if o.status.is_some() && !o.fenced {
+                    o.fenced = true;
+                    failed = true;
+                }
+            }
+            failed
+        });
         if failed {
             Err(Error::Resource("a put or get failed"))
         } else {
@@ -378,10 +392,8 @@ impl EpState {
             return;
         }
         op.dst = None; // the destination is not touched again
-        if op.status.is_some() {
-            self.rma.fence_failed = true;
-        }
         if !op.kept {
+            self.rma.fence_failed |= op.status.is_some();
             self.rma.ops.remove(&id);
         }
     }
