@@ -13,7 +13,11 @@ const BLOCK: usize = (1 << 20) + 17;
 
 fn pattern(from: usize, to: usize) -> Vec<u8> {
     (0..BLOCK)
-        .map(|i| (i as u32).wrapping_mul(31).wrapping_add((from * 7 + to * 13) as u32) as u8)
+        .map(|i| {
+            (i as u32)
+                .wrapping_mul(31)
+                .wrapping_add((from * 7 + to * 13) as u32) as u8
+        })
         .collect()
 }
 
@@ -39,8 +43,15 @@ fn main() {
     let t0 = std::time::Instant::now();
     for peer in (0..size).filter(|&p| p != rank) {
         let off = (rank * BLOCK) as u64;
-        ep.put(peer as u32, ids[peer], off, &pattern(rank, peer), None, false)
-            .expect("put");
+        ep.put(
+            peer as u32,
+            ids[peer],
+            off,
+            &pattern(rank, peer),
+            None,
+            false,
+        )
+        .expect("put");
     }
     ep.fence().expect("every put succeeded");
     let put_time = t0.elapsed();
@@ -57,7 +68,13 @@ fn main() {
     for peer in (0..size).filter(|&p| p != rank) {
         let dst = VecSegment::new(BLOCK);
         let op = ep
-            .get(peer as u32, ids[peer], (rank * BLOCK) as u64, dst.clone(), true)
+            .get(
+                peer as u32,
+                ids[peer],
+                (rank * BLOCK) as u64,
+                dst.clone(),
+                true,
+            )
             .expect("get");
         ops.push((peer, op, dst));
     }
@@ -71,7 +88,14 @@ fn main() {
     let get_time = t1.elapsed();
     let peer = (rank + 1) % size;
     let op = ep
-        .put(peer as u32, ids[peer], (size * BLOCK) as u64 - 2, &[1, 2, 3], None, true)
+        .put(
+            peer as u32,
+            ids[peer],
+            (size * BLOCK) as u64 - 2,
+            &[1, 2, 3],
+            None,
+            true,
+        )
         .expect("put");
     assert_eq!(
         ep.wait_op(op).expect("wait"),

@@ -37,6 +37,8 @@ mod request;
 mod returned;
 mod rma;
 mod rma_target;
+#[cfg(test)]
+mod rma_tests;
 mod tables;
 #[cfg(test)]
 mod tests;
