@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 mod bench;
+mod bench_rma;
 mod bench_roles;
 
 use bench::BenchOptions;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
         },
         Some("bench-server") => bench::server_main(),
         Some("bench-client") => bench::client_main(&args[1..]),
+        Some(r) if r.starts_with("bench-rma-") => bench_rma::role(&args),
         Some("-h") | Some("--help") | Some("help") => {
             println!("{USAGE}");
             0
