@@ -168,7 +168,11 @@ int ramp_ReplyArgv(void *token, handler_t handler, int category,
  * continuously while the bundle's progress thread is on (ramp_SetProgressThread or
  * RAMP_PROGRESS_THREAD=1).  AM handlers still run only in the application's own
  * AM_Poll / AM_WaitSema / request calls.  Every call here that waits makes progress
- * (handlers may run inside it, as in AM_Poll).
+ * (handlers may run inside it, as in AM_Poll).  Flow control: AM messages received
+ * ahead of the application's poll wait in order (up to the receive depth; beyond it the
+ * sender is refused and retries), and a put or get behind them waits too; a target
+ * whose answers to a peer back up (a peer that does not take its get data) performs
+ * nothing more until they drain, so what it holds for a peer stays bounded.
  *
  * Ordering: a put or get that an endpoint issues to a peer is performed at the target
  * before any AM request the same endpoint sends later to the same peer runs its

@@ -42,6 +42,9 @@ pub(crate) struct RmaState {
     fence_failed: bool,
     /// AM messages drained from the protocol, waiting for a poll (`rma_target.rs`).
     pub(super) pending: VecDeque<Event<SocketAddr>>,
+    /// The first remote memory request not performed yet, while the answers
+    /// to its peer back up (`rma_target.rs`); nothing behind it is drained.
+    pub(super) stalled: Option<Event<SocketAddr>>,
 }
 
 struct Op {

@@ -43,9 +43,12 @@ use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 /// The largest chunk of a put or get (below the protocol's `MAX_MESSAGE`,
 /// so that several chunks of a large operation are in flight at once).
 pub const CHUNK: usize = 256 << 10;
-/// AM messages drained ahead of the application's poll, at most (beyond,
-/// they wait in the protocol, whose receive buffer then refuses more).
-const MAX_PENDING: usize = 4096;
+/// Fragments queued or in flight to a peer beyond which its puts and gets
+/// wait (are not performed, nor anything behind them drained) until they
+/// drain: a peer asking for gets faster than it takes the answers makes
+/// the target hold at most this much for it, and its requests back up into
+/// the protocol's receive buffer, which refuses more.
+pub(super) const MAX_BACKLOG: usize = 1024;
 const FLAG_NOTIFY: u32 = 1;
 const NARGS: usize = 11;
 
@@ -151,11 +154,30 @@ impl Chunk {
 impl EpState {
     /// Moves the protocol's events, in order, into the queue of AM messages,
     /// performing (or completing) remote memory ones as they come out.
+    /// AM messages wait here (taken from the protocol, so no longer counted
+    /// in its receive buffer) up to the receive depth; beyond, they wait in
+    /// the protocol, whose receive buffer then refuses more.
     pub(super) fn drain_events(&mut self, now: Instant) {
-        while self.rma.pending.len() < MAX_PENDING {
-            let Some(ev) = self.proto.poll_event() else {
+        let max_pending = self.proto.recv_depth().max(1);
+        while self.rma.pending.len() < max_pending {
+            let Some(ev) = self.rma.stalled.take().or_else(|| self.proto.poll_event()) else {
                 break;
             };
+            if let Event::Delivered {
+                from,
+                channel,
+                meta,
+                ..
+            } = &ev
+            {
+                let backlog = *channel == CHANNEL_REQUEST
+                    && meta.kind.is_rma()
+                    && self.proto.unfinished_to(from) >= MAX_BACKLOG;
+                if backlog {
+                    self.rma.stalled = Some(ev);
+                    break;
+                }
+            }
             match ev {
                 Event::Delivered {
                     from,

@@ -20,8 +20,22 @@ const TAG: u64 = 0x7a9;
 
 /// `n` endpoints on `net` in one bundle; the first two mapped to each other.
 fn endpoints(net: &MemNetwork, n: usize) -> (Arc<Bundle>, Vec<Arc<Endpoint>>) {
+    endpoints_with(net, n, None)
+}
+
+/// Like `endpoints`, with datagrams of at most `max_datagram` bytes.
+fn endpoints_with(
+    net: &MemNetwork,
+    n: usize,
+    max_datagram: Option<&str>,
+) -> (Arc<Bundle>, Vec<Arc<Endpoint>>) {
     super::init().unwrap();
-    let cfg = Config::from_lookup(|_| None).unwrap();
+    let cfg = Config::from_lookup(|k| {
+        (k == "RAMP_MAX_DATAGRAM")
+            .then(|| max_datagram.map(String::from))
+            .flatten()
+    })
+    .unwrap();
     let b = super::allocate_bundle(BundleMode::Seq).unwrap();
     let eps: Vec<_> = (0..n)
         .map(|_| {
@@ -196,4 +210,39 @@ fn forged_answers_do_not_complete_or_corrupt_an_operation() {
     poll_until(&b, "e1's late answer", || {
         e[0].statistics().stale_dropped > drop0 + 3
     });
+}
+
+#[test]
+fn a_peer_that_does_not_take_its_gets_holds_a_bounded_backlog() {
+    let net = MemNetwork::new();
+    // small datagrams: one answer is ~180 fragments
+    let (b, e) = endpoints_with(&net, 2, Some("1500"));
+    let mem = VecSegment::new(CHUNK);
+    let r = e[1].register_region(mem.clone(), REGION_READ).unwrap();
+    // associations first
+    let warm = e[0].get(1, r, 0, VecSegment::new(1), true).unwrap();
+    assert_eq!(e[0].wait_op(warm).unwrap(), 0);
+    let n = 60; // 60 x 256 KiB answers, ~180 datagrams each
+    for _ in 0..n {
+        e[0].get(1, r, 0, VecSegment::new(CHUNK), false).unwrap();
+    }
+    // e0 stops taking packets; e1 is polled on and on
+    let to = e[0].addr();
+    let mut most = 0;
+    for _ in 0..2000 {
+        e[1].poll().unwrap();
+        most = most.max(e[1].with(|s| s.proto.unfinished_to(&to)));
+    }
+    let one_chunk = CHUNK.div_ceil(e[1].with(|s| s.proto.fragment_capacity(1)));
+    assert!(
+        most <= super::rma_target::MAX_BACKLOG + one_chunk,
+        "{most} fragments queued for a peer that takes none"
+    );
+    assert!(
+        most >= super::rma_target::MAX_BACKLOG,
+        "the test did not fill the backlog"
+    );
+    // once e0 takes them again, everything completes
+    poll_until(&b, "every get", || e[0].rma_counts().1 == 0);
+    e[0].fence().unwrap();
 }

@@ -93,8 +93,8 @@ impl<A: PeerAddr> Protocol<A> {
         Some(std::mem::size_of::<Peer<A>>() + p.heap_bytes())
     }
 
-    /// Messages queued or in flight to `to`.
-    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    /// Messages (fragments) queued or in flight to `to`. The AM layer's
+    /// remote memory waits while its answers to a peer back up (`am/rma_target.rs`).
     pub fn unfinished_to(&self, to: &A) -> usize {
         self.slots
             .get(to)

@@ -168,6 +168,11 @@ impl<A: PeerAddr> Protocol<A> {
         self.cfg.recv_depth = depth.max(1);
     }
 
+    /// Delivered requests held before the receive buffer refuses more.
+    pub fn recv_depth(&self) -> usize {
+        self.cfg.recv_depth
+    }
+
     /// The protocol's counters: only its own fields of `Statistics` move.
     pub fn stats(&self) -> &Statistics {
         &self.out.stats
