@@ -27,15 +27,13 @@ fn endpoints(net: &MemNetwork, n: usize) -> (Arc<Bundle>, Vec<Arc<Endpoint>>) {
 fn endpoints_with(
     net: &MemNetwork,
     n: usize,
-    max_datagram: Option<&str>,
+    max_datagram: Option<usize>,
 ) -> (Arc<Bundle>, Vec<Arc<Endpoint>>) {
     super::init().unwrap();
-    let cfg = Config::from_lookup(|k| {
-        (k == "RAMP_MAX_DATAGRAM")
-            .then(|| max_datagram.map(String::from))
-            .flatten()
-    })
-    .unwrap();
+    let mut cfg = Config::from_lookup(|_| None).unwrap();
+    if let Some(d) = max_datagram {
+        cfg.proto.max_datagram = d;
+    }
     let b = super::allocate_bundle(BundleMode::Seq).unwrap();
     let eps: Vec<_> = (0..n)
         .map(|_| {
@@ -216,7 +214,7 @@ fn forged_answers_do_not_complete_or_corrupt_an_operation() {
 fn a_peer_that_does_not_take_its_gets_holds_a_bounded_backlog() {
     let net = MemNetwork::new();
     // small datagrams: one answer is ~180 fragments
-    let (b, e) = endpoints_with(&net, 2, Some("1500"));
+    let (b, e) = endpoints_with(&net, 2, Some(1500));
     let mem = VecSegment::new(CHUNK);
     let r = e[1].register_region(mem.clone(), REGION_READ).unwrap();
     // associations first
