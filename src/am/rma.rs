@@ -264,7 +264,14 @@ impl Endpoint {
     /// failed operation with a handle).
     pub fn fence(self: &Arc<Self>) -> Result<()> {
         let mut rounds = 0;
-        while self.with(|s| s.rma.ops.values().any(|o| o.remaining > 0)) {
+        // issued so far: not those other threads issue meanwhile
+        let upto = self.with(|s| s.rma.last_handle);
+        while self.with(|s| {
+            s.rma
+                .ops
+                .values()
+                .any(|o| o.remaining > 0 && o.handle <= upto)
+        }) {
             self.wait_round(&mut rounds)?;
         }
         let failed = self.with(|s| {
