@@ -395,3 +395,34 @@ fn a_progress_thread_serves_a_target_that_never_polls() {
     assert!(!b1.has_progress_thread());
     am::free_bundle(b0.id).unwrap();
 }
+
+#[test]
+fn operations_to_a_silent_peer_fail_with_eunreachable() {
+    let _w = common::watchdog("rma_udp::unreachable", Duration::from_secs(120));
+    let cfg = ramp::config::Config::from_lookup(|k| match k {
+        "RAMP_PEER_TIMEOUT_MS" => Some("400".into()),
+        _ => std::env::var(k).ok(),
+    })
+    .unwrap();
+    am::init().unwrap();
+    let b0 = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let b1 = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e0 = am::allocate_endpoint_with(b0.id, &cfg).unwrap();
+    // the peer: a socket that never answers (its bundle is never polled)
+    let e1 = am::allocate_endpoint(b1.id).unwrap();
+    e0.set_tag(5);
+    e0.map(1, e1.name(), 5).unwrap();
+    e0.set_expected_resources(2, 4).unwrap();
+    let put = e0.put(1, 1, 0, &[1u8; 300_000], None, true).unwrap();
+    let dst = VecSegment::new(1000);
+    let get = e0.get(1, 1, 0, dst.clone(), true).unwrap();
+    e0.put(1, 1, 0, &[1], None, false).unwrap();
+    let unreachable = ReturnStatus::Unreachable as u8;
+    assert_eq!(e0.wait_op(put).unwrap(), unreachable);
+    assert_eq!(e0.wait_op(get).unwrap(), unreachable);
+    assert!(matches!(e0.fence(), Err(Error::Resource(_))));
+    assert!(dst.snapshot().iter().all(|&x| x == 0));
+    assert_eq!(e0.rma_counts().1, 0);
+    am::free_bundle(b0.id).unwrap();
+    am::free_bundle(b1.id).unwrap();
+}
