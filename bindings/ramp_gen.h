@@ -206,6 +206,16 @@ typedef struct {
   uint64_t RttSamples;
 } ramp_stats_t;
 
+/**
+ * A memory region of an endpoint (0: its AM-2 segment).
+ */
+typedef uint32_t ramp_region_t;
+
+/**
+ * The handle of one put or get; 0 is never a handle.
+ */
+typedef uint64_t ramp_op_t;
+
 typedef int (*ramp_spawnfn_t)(int, int, char**, char**);
 
 typedef void (*ramp_exitcallback_t)(int);
@@ -422,6 +432,81 @@ int ramp_AggregateStatistics(ramp_stats_t *runningsum, const ramp_stats_t *newva
  */
 const char *ramp_DumpStatistics(void *fp, const ramp_stats_t *stats, int globalAnalysis);
 
+/**
+ * Registers `[base, base + len)` as a region with `access`
+ * (RAMP_REGION_READ and/or RAMP_REGION_WRITE) and stores its id in `*region`.
+ */
+int ramp_RegisterRegion(ep_t ep,
+                        void *base,
+                        size_t len,
+                        unsigned int access,
+                        ramp_region_t *region);
+
+/**
+ * Deregisters a region: once this returns its memory is never touched again.
+ */
+int ramp_DeregisterRegion(ep_t ep, ramp_region_t region);
+
+/**
+ * Puts `nbytes` from `src` at `offset` of region `region` of `dest`.
+ */
+int ramp_Put(ep_t ep,
+             uint32_t dest,
+             ramp_region_t region,
+             uint64_t offset,
+             const void *src,
+             size_t nbytes,
+             ramp_op_t *op);
+
+/**
+ * A put that then sets the 32-bit word at `flag_offset` of the region to `flag_value`.
+ */
+int ramp_PutNotify(ep_t ep,
+                   uint32_t dest,
+                   ramp_region_t region,
+                   uint64_t offset,
+                   const void *src,
+                   size_t nbytes,
+                   uint64_t flag_offset,
+                   uint32_t flag_value,
+                   ramp_op_t *op);
+
+/**
+ * Gets `nbytes` from `offset` of region `region` of `dest` into `dst`.
+ */
+int ramp_Get(ep_t ep,
+             uint32_t dest,
+             ramp_region_t region,
+             uint64_t offset,
+             void *dst,
+             size_t nbytes,
+             ramp_op_t *op);
+
+/**
+ * Sets `*done` (1 when complete, then `*status` too and the handle is released).
+ */
+int ramp_Test(ep_t ep, ramp_op_t op, int *done, int *status);
+
+/**
+ * Waits until `op` completes; its status in `*status`; releases the handle.
+ */
+int ramp_Wait(ep_t ep, ramp_op_t op, int *status);
+
+/**
+ * Waits for every put and get issued so far; AM_ERR_RESOURCE if one failed.
+ */
+int ramp_Fence(ep_t ep);
+
+/**
+ * Polls `ep` until `*flag == value`.
+ */
+int ramp_WaitFlag(ep_t ep, const uint32_t *flag, uint32_t value);
+
+/**
+ * Starts (`on` != 0) or stops the bundle's progress thread.
+ */
+int ramp_SetProgressThread(eb_t bundle_, int on);
+
 int ramp_SPMDStartup(int *argc,
                      char ***argv,
                      int nproc,
@@ -529,6 +614,81 @@ int ramp_AggregateStatistics(ramp_stats_t *runningsum, const ramp_stats_t *newva
  * NULL after an error or a panic.
  */
 const char *ramp_DumpStatistics(void *fp, const ramp_stats_t *stats, int globalAnalysis);
+
+/**
+ * Registers `[base, base + len)` as a region with `access`
+ * (RAMP_REGION_READ and/or RAMP_REGION_WRITE) and stores its id in `*region`.
+ */
+int ramp_RegisterRegion(ep_t ep,
+                        void *base,
+                        size_t len,
+                        unsigned int access,
+                        ramp_region_t *region);
+
+/**
+ * Deregisters a region: once this returns its memory is never touched again.
+ */
+int ramp_DeregisterRegion(ep_t ep, ramp_region_t region);
+
+/**
+ * Puts `nbytes` from `src` at `offset` of region `region` of `dest`.
+ */
+int ramp_Put(ep_t ep,
+             uint32_t dest,
+             ramp_region_t region,
+             uint64_t offset,
+             const void *src,
+             size_t nbytes,
+             ramp_op_t *op);
+
+/**
+ * A put that then sets the 32-bit word at `flag_offset` of the region to `flag_value`.
+ */
+int ramp_PutNotify(ep_t ep,
+                   uint32_t dest,
+                   ramp_region_t region,
+                   uint64_t offset,
+                   const void *src,
+                   size_t nbytes,
+                   uint64_t flag_offset,
+                   uint32_t flag_value,
+                   ramp_op_t *op);
+
+/**
+ * Gets `nbytes` from `offset` of region `region` of `dest` into `dst`.
+ */
+int ramp_Get(ep_t ep,
+             uint32_t dest,
+             ramp_region_t region,
+             uint64_t offset,
+             void *dst,
+             size_t nbytes,
+             ramp_op_t *op);
+
+/**
+ * Sets `*done` (1 when complete, then `*status` too and the handle is released).
+ */
+int ramp_Test(ep_t ep, ramp_op_t op, int *done, int *status);
+
+/**
+ * Waits until `op` completes; its status in `*status`; releases the handle.
+ */
+int ramp_Wait(ep_t ep, ramp_op_t op, int *status);
+
+/**
+ * Waits for every put and get issued so far; AM_ERR_RESOURCE if one failed.
+ */
+int ramp_Fence(ep_t ep);
+
+/**
+ * Polls `ep` until `*flag == value`.
+ */
+int ramp_WaitFlag(ep_t ep, const uint32_t *flag, uint32_t value);
+
+/**
+ * Starts (`on` != 0) or stops the bundle's progress thread.
+ */
+int ramp_SetProgressThread(eb_t bundle_, int on);
 
 int ramp_SPMDStartup(int *argc,
                      char ***argv,

@@ -10,7 +10,8 @@
 #
 # Every c-tests/t_*.c is compiled and run (timeout 120 s each); then the tests that are
 # meaningful under loss run again with RAMP_FAULT_LOSS=0.05 RAMP_FAULT_DUP=0.02
-# RAMP_FAULT_REORDER=0.05 RAMP_FAULT_SEED=<n>. c-tests/header_compile.c, if present,
+# RAMP_FAULT_REORDER=0.05 RAMP_FAULT_SEED=<n>; t_rma also runs with RAMP_PROGRESS_THREAD=1.
+# c-tests/header_compile.c, if present,
 # is compiled only. Logs: c-tests/build/<name>.log. Exit status non-zero on any failure.
 set -u
 
@@ -49,7 +50,7 @@ BUILD="c-tests/build"
 mkdir -p "$BUILD"
 
 # Tests meaningful under packet loss, duplication and reordering.
-FAULT_TESTS="t_exchange t_flood t_par t_waitsema t_many t_segbound t_barrier"
+FAULT_TESTS="t_exchange t_flood t_par t_waitsema t_many t_segbound t_barrier t_rma t_names"
 FAULT_ENV="RAMP_FAULT_LOSS=0.05 RAMP_FAULT_DUP=0.02 RAMP_FAULT_REORDER=0.05"
 
 PASSED=0
@@ -135,6 +136,10 @@ run_one() { # run_one LABEL NAME [ENV...]
 for name in $BUILT; do
   run_one "$name" "$name"
 done
+
+# Remote memory again with every bundle's progress thread on (RAMP_PROGRESS_THREAD=1):
+# handlers must still run only in the program's own calls.
+case " $BUILT " in *" t_rma "*) run_one "t_rma[progress-thread]" t_rma RAMP_PROGRESS_THREAD=1 ;; esac
 
 if [ $FAULT -eq 1 ]; then
   i=0

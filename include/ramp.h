@@ -143,6 +143,102 @@ int ramp_ReplyArgv(void *token, handler_t handler, int category,
                    const void *source_addr, size_t nbytes, uintptr_t dest_offset,
                    int numargs, const int32_t *args);
 
+/* ------------------------------------------------------------------------------------
+ * Remote memory: one-sided put / get / notify
+ *
+ * An endpoint exposes memory regions; a peer puts bytes into them and gets bytes out
+ * of them without any handler running at the target.  Region ids are chosen by the
+ * owner (ramp_RegisterRegion; never 0, never reused while the endpoint lives) and
+ * learned by peers from the program (an AM message, an all-gather).  Region 0
+ * (RAMP_SEGMENT) always means the endpoint's AM-2 segment (AM_SetSeg), readable and
+ * writable.
+ *
+ * Completion is remote: a put completes when its bytes are in the target's memory, a
+ * get when its bytes are in dst.  Then ramp_Test sets *done = 1 and *status, or
+ * ramp_Wait returns with *status: 0, or
+ *   EBADSEGOFF    no such region at the target, no access right (a put into a
+ *                 region without RAMP_REGION_WRITE, a get from one without
+ *                 RAMP_REGION_READ), or offset/length (or the flag word) outside it:
+ *                 checked at the target for the whole operation, nothing is written;
+ *   EBADTAG       the target's tag refuses the translation entry's tag;
+ *   EBADENDPOINT  the target has not mapped the initiator;
+ *   EUNREACHABLE  the peer is dead (RAMP_PEER_TIMEOUT_MS).
+ * A handle is released by the call that reports its completion (later calls with it
+ * return AM_ERR_BAD_ARG).  `op` may be NULL: then only ramp_Fence waits for it.
+ *
+ * Sizes: any nbytes up to the region's size (not limited by AM_MaxLong).  Large
+ * operations travel in chunks of 256 KiB, several in flight at once.
+ *
+ * Progress: the target performs puts and gets whenever its endpoint makes progress:
+ * in AM_Poll, in any call that polls (requests, AM_WaitSema, ramp_Wait, ...), or
+ * continuously while the bundle's progress thread is on (ramp_SetProgressThread or
+ * RAMP_PROGRESS_THREAD=1).  AM handlers still run only in the application's own
+ * AM_Poll / AM_WaitSema / request calls.  Every call here that waits makes progress
+ * (handlers may run inside it, as in AM_Poll).  Flow control: AM messages received
+ * ahead of the application's poll wait in order (up to the receive depth; beyond it the
+ * sender is refused and retries), and a put or get behind them waits too; a target
+ * whose answers to a peer back up (a peer that does not take its get data) performs
+ * nothing more until they drain, so what it holds for a peer stays bounded.
+ *
+ * Ordering: a put or get that an endpoint issues to a peer is performed at the target
+ * before any AM request the same endpoint sends later to the same peer runs its
+ * handler ("put, then tell with an AM" is correct without waiting for the put).
+ * Nothing else is promised between puts and gets: two puts to overlapping memory may
+ * land in either order, and a get may or may not see an earlier put that has not
+ * completed.
+ *
+ * Deregistration: once ramp_DeregisterRegion returns, no put or get touches the
+ * region's memory again; operations arriving later are refused with EBADSEGOFF.
+ * ---------------------------------------------------------------------------------- */
+
+typedef uint64_t ramp_op_t;       /* handle of one put or get; 0 is never a handle */
+typedef uint32_t ramp_region_t;   /* a memory region of an endpoint */
+#define RAMP_SEGMENT      0u      /* region 0: the endpoint's AM-2 segment (AM_SetSeg) */
+#define RAMP_REGION_READ  1u      /* peers may get from the region */
+#define RAMP_REGION_WRITE 2u      /* peers may put into the region */
+
+/* Registers [base, base+len) with access RAMP_REGION_READ and/or RAMP_REGION_WRITE;
+ * stores its id in *region.  The memory must stay valid until deregistered.
+ * AM_ERR_BAD_ARG for NULL base or region, len 0, or other access bits. */
+int ramp_RegisterRegion(ep_t ep, void *base, size_t len, unsigned access, ramp_region_t *region);
+/* Deregisters a region (AM_ERR_BAD_ARG for region 0 or an unknown id). */
+int ramp_DeregisterRegion(ep_t ep, ramp_region_t region);
+
+/* Puts nbytes from src at `offset` of region `region` of translation index dest.
+ * Returns once src may be reused; *op (when op is not NULL) is the handle. */
+int ramp_Put(ep_t ep, uint32_t dest, ramp_region_t region, uint64_t offset,
+             const void *src, size_t nbytes, ramp_op_t *op);
+/* A put that then writes the 32-bit word at flag_offset of the same region to
+ * flag_value, after every byte of the put is visible at the target (the target waits
+ * with ramp_WaitFlag or reads the word itself). */
+int ramp_PutNotify(ep_t ep, uint32_t dest, ramp_region_t region, uint64_t offset,
+                   const void *src, size_t nbytes,
+                   uint64_t flag_offset, uint32_t flag_value, ramp_op_t *op);
+/* Gets nbytes from `offset` of region `region` of dest into dst, which must stay
+ * valid until the operation completes. */
+int ramp_Get(ep_t ep, uint32_t dest, ramp_region_t region, uint64_t offset,
+             void *dst, size_t nbytes, ramp_op_t *op);
+
+/* Makes progress, then sets *done to 1 and *status when op has completed (releasing
+ * the handle), else *done to 0 (and *status to 0). */
+int ramp_Test(ep_t ep, ramp_op_t op, int *done, int *status);
+/* Waits (polling) until op completes; stores its status; releases the handle. */
+int ramp_Wait(ep_t ep, ramp_op_t op, int *status);
+/* Waits for every put and get the endpoint has issued so far: AM_OK if all of them
+ * succeeded, AM_ERR_RESOURCE if one failed whose failure has not been reported yet
+ * (by an earlier ramp_Fence, or by ramp_Test / ramp_Wait for one with a handle; a
+ * failed operation with a handle still reports its own status through them). */
+int ramp_Fence(ep_t ep);
+/* Polls ep until *flag == value (flag: a uint32_t-aligned word, e.g. a put's
+ * notification word in a region of ep). */
+int ramp_WaitFlag(ep_t ep, const volatile uint32_t *flag, uint32_t value);
+/* Starts (on != 0) or stops the bundle's progress thread: it moves the bundle's
+ * packets and performs remote puts and gets while the program computes, never runs a
+ * handler, sleeps in poll() between datagrams, and stops with AM_FreeBundle and
+ * AM_Terminate.  RAMP_PROGRESS_THREAD=1 starts one for every bundle.  With it on, a
+ * thread that waits in AM_WaitSema may see messages up to ~0.1 s late. */
+int ramp_SetProgressThread(eb_t bundle, int on);
+
 /* ---- names ---- */
 /* ------------------------------------------------------------------------------------
  * Names (ramp-ext.md section 2): handler names, and endpoint names published job-wide.

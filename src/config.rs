@@ -23,6 +23,8 @@ pub struct Config {
     pub socket_buffer: usize,
     /// `RAMP_VERBOSE`: print every error return on stderr.
     pub verbose: bool,
+    /// `RAMP_PROGRESS_THREAD`: every bundle starts with its progress thread on.
+    pub progress_thread: bool,
     pub spmd: SpmdConfig,
     /// `RAMP_BENCH_SERVER_STATS`: the benchmark's server prints its statistics.
     pub bench_server_stats: bool,
@@ -138,6 +140,7 @@ impl Default for Config {
             recv_depth: None,
             socket_buffer: 4 << 20,
             verbose: false,
+            progress_thread: false,
             spmd: SpmdConfig::default(),
             bench_server_stats: false,
             auth: Auth::Auto,
@@ -306,6 +309,12 @@ pub const VARIABLES: &[Var] = &[
         aliases: &[],
         meaning: "1: print every error return on stderr",
         set: |c, v| flag(v).map(|x| c.verbose = x),
+    },
+    Var {
+        name: "RAMP_PROGRESS_THREAD",
+        aliases: &[],
+        meaning: "1: every bundle starts with a progress thread that performs remote puts and gets while the program computes (ramp_SetProgressThread)",
+        set: |c, v| flag(v).map(|x| c.progress_thread = x),
     },
     Var {
         name: "RAMP_NETWORK_DEPTH",

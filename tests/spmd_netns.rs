@@ -51,17 +51,23 @@ impl Drop for Namespaces {
     }
 }
 
-#[test]
-#[ignore = "needs network namespaces (root or CAP_NET_ADMIN); scripts/test-all.sh runs it when `scripts/netns.sh check` succeeds"]
-fn job_across_four_network_namespaces() {
-    let _watchdog = common::watchdog(
-        "spmd_netns::job_across_four_network_namespaces",
-        Duration::from_secs(180),
-    );
+/// The namespaces are machine-wide: the tests of this file take turns.
+static NAMESPACES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The namespaces, removed (first) and the turn, given back (then).
+struct Turn {
+    _cleanup: Namespaces,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+/// Makes the four namespaces (removed when the guard drops), then runs the
+/// example `name` as a job of 4, one worker per namespace; its output.
+fn job_in_namespaces(name: &str) -> (Turn, String) {
+    let turn = NAMESPACES.lock().unwrap_or_else(|e| e.into_inner());
     let script = root().join("scripts/netns.sh");
     // leftovers of an earlier run that was killed before its guard ran
     Namespaces::down("stale, before the test");
-    let _cleanup = Namespaces;
+    let cleanup = Namespaces;
     let up = Command::new("bash")
         .arg(&script)
         .args(["up", "4"])
@@ -74,7 +80,7 @@ fn job_across_four_network_namespaces() {
         String::from_utf8_lossy(&up.stderr)
     );
     let run = PathBuf::from(env!("CARGO_BIN_EXE_ramp-run"));
-    let scale = run.parent().unwrap().join("examples/spmd_scale");
+    let example = run.parent().unwrap().join("examples").join(name);
     let o = Command::new("timeout")
         .args(["90"])
         .arg(&run)
@@ -86,11 +92,40 @@ fn job_across_four_network_namespaces() {
             "--wrap",
             "ip netns exec ramp{rank}",
         ])
-        .arg(&scale)
+        .arg(&example)
         .output()
         .expect("ramp-run runs");
-    let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let turn = Turn {
+        _cleanup: cleanup,
+        _turn: turn,
+    };
+    (turn, String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+#[test]
+#[ignore = "needs network namespaces (root or CAP_NET_ADMIN); scripts/test-all.sh runs it when `scripts/netns.sh check` succeeds"]
+fn remote_memory_across_four_network_namespaces() {
+    let _watchdog = common::watchdog(
+        "spmd_netns::remote_memory_across_four_network_namespaces",
+        Duration::from_secs(180),
+    );
+    let (_turn, out) = job_in_namespaces("spmd_rma");
+    assert!(
+        out.contains("4 processes: puts and gets of 1048593 bytes between every pair ok"),
+        "{out}"
+    );
+}
+
+#[test]
+#[ignore = "needs network namespaces (root or CAP_NET_ADMIN); scripts/test-all.sh runs it when `scripts/netns.sh check` succeeds"]
+fn job_across_four_network_namespaces() {
+    let _watchdog = common::watchdog(
+        "spmd_netns::job_across_four_network_namespaces",
+        Duration::from_secs(180),
+    );
+    let (_turn, out) = job_in_namespaces("spmd_scale");
+    let out = &out;
     assert!(
         out.contains("4 processes: every rank pinged all 4 ranks"),
         "{out}"

@@ -29,6 +29,8 @@ pub struct Bundle {
     pub mode: BundleMode,
     endpoints: RwLock<Arc<Vec<Arc<Endpoint>>>>,
     mask: AtomicI32,
+    /// The progress thread, when on (`progress.rs`).
+    pub(super) progress: parking_lot::Mutex<Option<super::progress::ProgressThread>>,
 }
 
 impl Bundle {
@@ -38,6 +40,7 @@ impl Bundle {
             mode,
             endpoints: RwLock::new(Arc::new(Vec::new())),
             mask: AtomicI32::new(NOEVENTS),
+            progress: parking_lot::Mutex::new(None),
         })
     }
 

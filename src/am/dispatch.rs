@@ -62,7 +62,7 @@ impl Endpoint {
         for _ in 0..limit {
             let work = {
                 let mut st = g.borrow_mut();
-                let Some(ev) = st.proto.poll_event() else {
+                let Some(ev) = st.next_event(now) else {
                     break;
                 };
                 st.prepare(self, ev, now)
@@ -189,6 +189,11 @@ impl EpState {
                                 return None;
                             }
                             self.stats.replies_received[c] += 1;
+                        }
+                        // taken by `drain_events` before they get here
+                        _ => {
+                            self.stats.corrupt_dropped += 1;
+                            return None;
                         }
                     }
                 } else {

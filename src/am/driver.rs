@@ -18,7 +18,7 @@ impl Endpoint {
 
     /// Whether messages wait to be handled.
     pub(crate) fn has_events(&self) -> bool {
-        self.with(|s| s.proto.has_events())
+        self.with(|s| s.has_pending())
     }
 
     /// The next time the protocol or a transport needs a call.
@@ -70,6 +70,8 @@ impl EpState {
         self.last_pump = now;
         self.transports.flush_due(now);
         self.proto.handle_timeout(now);
+        // remote memory is performed now, AM messages queued in order
+        self.drain_events(now);
         self.flush(now);
         Ok(())
     }

@@ -57,6 +57,8 @@ pub(crate) struct EpState {
     pub(super) dispatch_nesting: u32,
     recv_depth_env: Option<usize>,
     pub(super) verbose: bool,
+    /// Regions, remote memory operations, AM messages drained in order.
+    pub(super) rma: super::rma::RmaState,
 }
 
 pub struct Endpoint {
@@ -154,6 +156,7 @@ impl Endpoint {
             dispatch_nesting: 0,
             recv_depth_env: cfg.recv_depth,
             verbose: cfg.verbose,
+            rma: Default::default(),
         };
         Arc::new(Endpoint {
             id: NEXT_ENDPOINT_ID.fetch_add(1, Ordering::Relaxed),
@@ -176,6 +179,13 @@ impl Endpoint {
         let g = self.state.lock();
         let mut st = g.borrow_mut();
         f(&mut st)
+    }
+
+    /// Like `with`, unless another thread holds the endpoint (None then).
+    pub(super) fn try_with<R>(&self, f: impl FnOnce(&mut EpState) -> R) -> Option<R> {
+        let g = self.state.try_lock()?;
+        let mut st = g.try_borrow_mut().ok()?;
+        Some(f(&mut st))
     }
 
     pub fn tag(&self) -> u64 {

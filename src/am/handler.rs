@@ -45,6 +45,13 @@ pub trait SegmentMemory: Send + Sync {
     fn write(&self, off: usize, data: &[u8]);
     /// Copies `len` bytes from `off` (the caller checked the bounds).
     fn read(&self, off: usize, len: usize) -> Vec<u8>;
+    /// Stores the 32-bit word `v` at `off` (the caller checked `off + 4 <=
+    /// len`) after every byte written before it: a reader that sees the word
+    /// sees those bytes too (the notification word of a put, `am/rma.rs`).
+    fn write_word(&self, off: usize, v: u32) {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        self.write(off, &v.to_ne_bytes())
+    }
 }
 
 /// A segment owned by Rust code.

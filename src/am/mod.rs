@@ -17,6 +17,10 @@
 //! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
 //! | `tables.rs`, `name.rs` | translation/handler tables, names |
 //! | `names.rs` | handler names: naming, lookups at peers (wire kinds 8, 9), their cache |
+//! | `region.rs` | memory regions: registry, rights, bounds |
+//! | `rma.rs` | one-sided put/get at the initiator: chunks, completion, test/wait/fence |
+//! | `rma_target.rs` | remote memory on the wire and at the target; in-order event draining |
+//! | `progress.rs` | the bundle's progress thread |
 //! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
 mod bundle;
@@ -28,9 +32,15 @@ mod loopback;
 mod message;
 mod name;
 mod names;
+mod progress;
+mod region;
 mod reply;
 mod request;
 mod returned;
+mod rma;
+mod rma_target;
+#[cfg(test)]
+mod rma_tests;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -49,7 +59,10 @@ pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegme
 pub use message::Message;
 pub use name::EndpointName;
 pub use names::{valid_handler_name, MAX_HANDLER_NAME};
+pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
 pub use reply::reply;
+pub use rma::MAX_OPS;
+pub use rma_target::CHUNK as RMA_CHUNK;
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use token::{in_handler, TokenId};
 
@@ -93,8 +106,12 @@ pub fn terminate() -> Result<()> {
     }
     r.init_count -= 1;
     if r.init_count == 0 {
-        r.bundles.clear();
+        let bundles: Vec<_> = r.bundles.drain().map(|(_, b)| b).collect();
         r.endpoints.clear();
+        drop(r);
+        for b in bundles {
+            b.set_progress_thread(false)?;
+        }
     }
     Ok(())
 }
@@ -119,6 +136,10 @@ pub fn allocate_bundle(mode: BundleMode) -> Result<Arc<Bundle>> {
     }
     let b = Bundle::new(mode);
     r.bundles.insert(b.id, b.clone());
+    drop(r);
+    if crate::config::global().is_ok_and(|c| c.progress_thread) {
+        b.set_progress_thread(true)?;
+    }
     Ok(b)
 }
 
@@ -139,7 +160,8 @@ pub fn free_bundle(id: u64) -> Result<()> {
     for ep in b.endpoints().iter() {
         r.endpoints.remove(&ep.id);
     }
-    Ok(())
+    drop(r);
+    b.set_progress_thread(false)
 }
 
 pub fn allocate_endpoint(bundle_id: u64) -> Result<Arc<Endpoint>> {

@@ -104,12 +104,12 @@ impl Endpoint {
         self.with(|s| s.outstanding.len())
     }
 
-    fn owning_bundle(&self) -> Option<Arc<super::Bundle>> {
+    pub(super) fn owning_bundle(&self) -> Option<Arc<super::Bundle>> {
         super::bundle(*self.bundle.lock())
     }
 
     /// AM_Poll of the bundle this endpoint belongs to.
-    fn poll_bundle(self: &Arc<Self>) -> Result<()> {
+    pub(super) fn poll_bundle(self: &Arc<Self>) -> Result<()> {
         match self.owning_bundle() {
             Some(b) => b.poll(),
             None => self.poll(),

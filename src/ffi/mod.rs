@@ -37,6 +37,7 @@
 pub mod am2;
 pub mod names;
 pub mod ramp;
+pub mod rma;
 mod segment;
 #[cfg(test)]
 mod source_checks;

@@ -1,4 +1,8 @@
-//! A segment given by the application as a raw address and length.
+//! Memory given by the application as a raw address and length: the AM-2
+//! segment, a remote memory region (`ramp_RegisterRegion`), a get's
+//! destination (`ramp_Get`).
+
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::am::SegmentMemory;
 
@@ -18,17 +22,41 @@ impl SegmentMemory for CSegment {
 
     fn write(&self, off: usize, data: &[u8]) {
         debug_assert!(off + data.len() <= self.len);
-        // SAFETY: the application registered [base, base+len) with AM_SetSeg
-        // as writable memory it keeps alive; the caller checked the bounds.
-        // `copy` has memmove semantics, so overlap with `data` is fine.
+        if data.is_empty() {
+            return;
+        }
+        // SAFETY: the application registered [base, base+len) (AM_SetSeg,
+        // ramp_RegisterRegion, or a get's destination) as writable memory it
+        // keeps alive; the caller checked the bounds. `copy` has memmove
+        // semantics, so overlap with `data` is fine.
         unsafe { std::ptr::copy(data.as_ptr(), (self.base + off) as *mut u8, data.len()) }
     }
 
     fn read(&self, off: usize, len: usize) -> Vec<u8> {
         debug_assert!(off + len <= self.len);
         let mut v = vec![0u8; len];
-        // SAFETY: as for `write`; the range is inside the registered segment.
+        if len == 0 {
+            return v;
+        }
+        // SAFETY: as for `write`; the range is inside the registered memory.
         unsafe { std::ptr::copy((self.base + off) as *const u8, v.as_mut_ptr(), len) }
         v
+    }
+
+    fn write_word(&self, off: usize, v: u32) {
+        debug_assert!(off + 4 <= self.len);
+        let p = self.base + off;
+        if p.is_multiple_of(std::mem::align_of::<AtomicU32>()) {
+            // SAFETY: inside the registered memory (bounds checked by the
+            // caller), aligned for a u32; the application reads the word
+            // with volatile or atomic loads (ramp_WaitFlag). A release store
+            // orders every byte written before it.
+            let a = unsafe { AtomicU32::from_ptr(p as *mut u32) };
+            a.store(v, Ordering::Release);
+        } else {
+            std::sync::atomic::fence(Ordering::Release);
+            // SAFETY: as above; unaligned, so a plain unaligned write.
+            unsafe { (p as *mut u32).write_unaligned(v) }
+        }
     }
 }

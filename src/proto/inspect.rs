@@ -94,8 +94,9 @@ impl<A: PeerAddr> Protocol<A> {
         Some(std::mem::size_of::<Peer<A>>() + p.heap_bytes())
     }
 
-    /// Messages queued or in flight to `to` (also the AM layer's bound on
-    /// the name answers it queues for a peer).
+    /// Messages (fragments) queued or in flight to `to`. The AM layer's
+    /// remote memory waits while its answers to a peer back up
+    /// (`am/rma_target.rs`); it also bounds the name answers it queues.
     pub fn unfinished_to(&self, to: &A) -> usize {
         self.slots
             .get(to)

@@ -168,6 +168,11 @@ impl<A: PeerAddr> Protocol<A> {
         self.cfg.recv_depth = depth.max(1);
     }
 
+    /// Delivered requests held before the receive buffer refuses more.
+    pub fn recv_depth(&self) -> usize {
+        self.cfg.recv_depth
+    }
+
     /// The protocol's counters: only its own fields of `Statistics` move.
     pub fn stats(&self) -> &Statistics {
         &self.out.stats
@@ -457,6 +462,7 @@ impl<A: PeerAddr> Protocol<A> {
         Some(ev)
     }
 
+    #[cfg(any(test, feature = "testing"))] // the AM layer drains events in order (am/rma_target.rs)
     pub fn has_events(&self) -> bool {
         !self.out.events.is_empty()
     }

@@ -36,6 +36,15 @@ pub enum MsgKind {
     AutoReply = 1,
     /// A message refused by its receiver, sent back with a status.
     Returned = 2,
+    /// One-sided remote memory (`am/rma.rs`), request channel: a chunk of a
+    /// put, written into a region at the target without a handler.
+    Put = 3,
+    /// Request channel: a chunk of a get, read from a region at the target.
+    Get = 4,
+    /// Reply channel: a get chunk's bytes (or its refusal status).
+    GetReply = 5,
+    /// Reply channel: a put chunk is in the target's memory (or its refusal status).
+    RmaDone = 6,
     /// Handler names (`am/names.rs`): "which handler is named X?", on the
     /// request channel; medium, one argument (the query id), the name as
     /// payload. Runs no handler.
@@ -46,6 +55,14 @@ pub enum MsgKind {
 }
 
 impl MsgKind {
+    /// Whether the kind is one of remote memory's (performed without a handler).
+    pub fn is_rma(self) -> bool {
+        matches!(
+            self,
+            MsgKind::Put | MsgKind::Get | MsgKind::GetReply | MsgKind::RmaDone
+        )
+    }
+
     /// A message of the handler-name exchange (`am/names.rs`).
     pub fn is_name(self) -> bool {
         matches!(self, MsgKind::NameQuery | MsgKind::NameAnswer)
@@ -56,6 +73,10 @@ impl MsgKind {
             0 => Some(MsgKind::User),
             1 => Some(MsgKind::AutoReply),
             2 => Some(MsgKind::Returned),
+            3 => Some(MsgKind::Put),
+            4 => Some(MsgKind::Get),
+            5 => Some(MsgKind::GetReply),
+            6 => Some(MsgKind::RmaDone),
             8 => Some(MsgKind::NameQuery),
             9 => Some(MsgKind::NameAnswer),
             _ => None,

@@ -174,7 +174,7 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         ratio(|f| f.bw),
         ratio(|f| f.raw)
     );
-    Ok(())
+    crate::bench_rma::run(&exe, pin, opts.runs)
 }
 
 /// One server and client pair with `env`; prints the client's lines.

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 mod bench;
+mod bench_rma;
 mod bench_roles;
 mod log;
 
@@ -61,6 +62,7 @@ fn main() -> ExitCode {
         },
         Some("bench-server") => bench::server_main(),
         Some("bench-client") => bench::client_main(&args[1..]),
+        Some(r) if r.starts_with("bench-rma-") => bench_rma::role(&args),
         Some("-h") | Some("--help") | Some("help") => {
             println!("{USAGE}");
             0

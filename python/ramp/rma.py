@@ -1,0 +1,274 @@
+"""One-sided remote memory (ramp.h, "Remote memory"): regions, put, put with a
+notification word, get, test/wait/fence, waiting for a flag, the progress thread.
+
+Buffers are used in place, never copied by this module: a region is any writable,
+C-contiguous buffer (``bytearray``, numpy array, ``mmap``...), pinned while it is
+registered; a put reads its source during the call (the library copies it before
+returning); a get writes into its destination, which stays pinned until the
+operation completes (its :class:`Op` is reported done, or :func:`fence` returns).
+
+>>> r = rma.register_region(y, numpy.zeros(1 << 20, numpy.uint8))   # at the target
+>>> op = rma.put(x, 0, r.id, 0, numpy.arange(100, dtype=numpy.uint8))
+>>> op.wait()          # 0, or an AM-2 status code such as ramp.Status.EBADSEGOFF
+0
+
+Statuses: 0, or EBADSEGOFF (no such region, no access right, out of bounds: nothing
+was written), EBADTAG, EBADENDPOINT, EUNREACHABLE.  Ordering: a put or get is
+performed at the target before any AM request the same endpoint sends it later runs
+its handler; nothing else is promised between puts.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import POINTER, byref, c_int, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import _lib
+from ._buffers import BufferLike, SendBuffer, flat_writable
+from .core import Bundle, Endpoint, _after, _check
+from .errors import BadArgError, RampError
+from .constants import ErrorCode
+
+__all__ = [
+    "SEGMENT",
+    "READ",
+    "WRITE",
+    "Region",
+    "Op",
+    "register_region",
+    "put",
+    "get",
+    "fence",
+    "wait_flag",
+    "set_progress_thread",
+]
+
+#: Region 0: the endpoint's AM-2 segment (``Endpoint.set_segment``).
+SEGMENT = 0
+#: Access rights of a region.
+READ = 1
+WRITE = 2
+
+_I = c_int
+_P = c_void_p
+_PROTOTYPES = {
+    "ramp_RegisterRegion": (_I, [_P, _P, c_size_t, c_uint, POINTER(c_uint32)]),
+    "ramp_DeregisterRegion": (_I, [_P, c_uint32]),
+    "ramp_Put": (_I, [_P, c_uint32, c_uint32, c_uint64, _P, c_size_t, POINTER(c_uint64)]),
+    "ramp_PutNotify": (
+        _I,
+        [_P, c_uint32, c_uint32, c_uint64, _P, c_size_t, c_uint64, c_uint32, POINTER(c_uint64)],
+    ),
+    "ramp_Get": (_I, [_P, c_uint32, c_uint32, c_uint64, _P, c_size_t, POINTER(c_uint64)]),
+    "ramp_Test": (_I, [_P, c_uint64, POINTER(c_int), POINTER(c_int)]),
+    "ramp_Wait": (_I, [_P, c_uint64, POINTER(c_int)]),
+    "ramp_Fence": (_I, [_P]),
+    "ramp_WaitFlag": (_I, [_P, _P, c_uint32]),
+    "ramp_SetProgressThread": (_I, [_P, c_int]),
+}
+_declared: Optional[ctypes.CDLL] = None
+
+#: Registered regions by (endpoint handle, id): their buffers stay pinned (and
+#: alive) until deregistered, whatever the caller keeps.
+_regions: Dict[Tuple[int, int], "Region"] = {}
+#: Destinations of gets without a handle, by endpoint handle, until a fence.
+_unfenced: Dict[int, List[Any]] = {}
+
+
+def _L() -> ctypes.CDLL:
+    global _declared
+    lib = _lib.lib()
+    if _declared is not lib:
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            f = getattr(lib, name)
+            f.restype = restype
+            f.argtypes = argtypes
+        _declared = lib
+    return lib
+
+
+def _u64(v: int, what: str, function: str) -> int:
+    v = int(v)
+    if not 0 <= v < 2**64:
+        raise BadArgError(ErrorCode.AM_ERR_BAD_ARG, function, "%s %d is outside 0..2**64-1" % (what, v))
+    return v
+
+
+def _u32(v: int, what: str, function: str) -> int:
+    v = int(v)
+    if not 0 <= v < 2**32:
+        raise BadArgError(ErrorCode.AM_ERR_BAD_ARG, function, "%s %d is outside 0..2**32-1" % (what, v))
+    return v
+
+
+class Region:
+    """A registered region of an endpoint: ``id`` is what peers name it by."""
+
+    __slots__ = ("id", "endpoint", "buffer", "_flat", "_addr", "_pin", "_key")
+
+    def __init__(self, endpoint: Endpoint, buffer: BufferLike, access: int) -> None:
+        flat, addr, pin = flat_writable(buffer)
+        rid = c_uint32()
+        h = endpoint._h()
+        _check(
+            _L().ramp_RegisterRegion(h, addr or None, flat.nbytes, int(access), byref(rid)),
+            "ramp_RegisterRegion",
+        )
+        self.id: int = rid.value
+        self.endpoint = endpoint
+        self.buffer = buffer
+        self._flat, self._addr, self._pin = flat, addr, pin
+        self._key: Optional[Tuple[int, int]] = (h, self.id)
+        _regions[self._key] = self
+
+    @property
+    def address(self) -> int:
+        return self._addr
+
+    @property
+    def nbytes(self) -> int:
+        return self._flat.nbytes
+
+    def deregister(self) -> None:
+        """``ramp_DeregisterRegion``: from now on peers' puts and gets are refused."""
+        if self._key is None:
+            return
+        _check(_L().ramp_DeregisterRegion(self.endpoint._h(), self.id), "ramp_DeregisterRegion")
+        _regions.pop(self._key, None)
+        self._key = None
+        self._pin = None
+
+    def __enter__(self) -> "Region":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.deregister()
+
+    def __repr__(self) -> str:
+        state = "registered" if self._key else "deregistered"
+        return "<ramp.rma.Region %d, %d bytes, %s>" % (self.id, self.nbytes, state)
+
+
+def register_region(endpoint: Endpoint, buffer: BufferLike, access: int = READ | WRITE) -> Region:
+    """``ramp_RegisterRegion``: exposes ``buffer`` (used in place) to peers' puts and gets."""
+    return Region(endpoint, buffer, access)
+
+
+class Op:
+    """One put or get with a handle: :meth:`test` or :meth:`wait` reports it once."""
+
+    __slots__ = ("endpoint", "handle", "status", "_pin")
+
+    def __init__(self, endpoint: Endpoint, handle: int, pin: Any = None) -> None:
+        self.endpoint = endpoint
+        self.handle = handle
+        #: The status once reported (0 or an AM-2 status code), else None.
+        self.status: Optional[int] = None
+        self._pin = pin
+
+    def test(self) -> Optional[int]:
+        """``ramp_Test`` (makes progress): the status once complete, else None."""
+        if self.status is not None:
+            return self.status
+        done, status = c_int(), c_int()
+        rc = _L().ramp_Test(self.endpoint._h(), self.handle, byref(done), byref(status))
+        _after(rc, "ramp_Test")
+        if done.value:
+            self.status, self._pin = status.value, None
+        return self.status
+
+    def wait(self) -> int:
+        """``ramp_Wait``: waits (polling; handlers may run) and returns the status."""
+        if self.status is not None:
+            return self.status
+        status = c_int()
+        rc = _L().ramp_Wait(self.endpoint._h(), self.handle, byref(status))
+        _after(rc, "ramp_Wait")
+        self.status, self._pin = status.value, None
+        return self.status
+
+    @property
+    def done(self) -> bool:
+        return self.test() is not None
+
+    def __repr__(self) -> str:
+        return "<ramp.rma.Op %d status %r>" % (self.handle, self.status)
+
+
+def put(
+    endpoint: Endpoint,
+    dest: int,
+    region: int,
+    offset: int,
+    data: BufferLike,
+    notify: Optional[Tuple[int, int]] = None,
+    handle: bool = True,
+) -> Optional[Op]:
+    """``ramp_Put`` (``ramp_PutNotify`` with ``notify=(flag_offset, value)``): puts
+    ``data`` at ``offset`` of region ``region`` of translation index ``dest``.
+    Returns once ``data`` may be reused: an :class:`Op`, or None with
+    ``handle=False`` (then only :func:`fence` waits for it)."""
+    fn = "ramp_PutNotify" if notify is not None else "ramp_Put"
+    off = _u64(offset, "offset", fn)
+    h = c_uint64()
+    out = byref(h) if handle else None
+    with SendBuffer(data) as src:
+        if notify is None:
+            rc = _L().ramp_Put(endpoint._h(), _u32(dest, "dest", fn), _u32(region, "region", fn),
+                               off, src.ptr, src.nbytes, out)
+        else:
+            foff, value = notify
+            rc = _L().ramp_PutNotify(endpoint._h(), _u32(dest, "dest", fn), _u32(region, "region", fn),
+                                     off, src.ptr, src.nbytes, _u64(foff, "flag offset", fn),
+                                     _u32(value, "flag value", fn), out)
+    _after(rc, fn)
+    return Op(endpoint, h.value) if handle else None
+
+
+def get(
+    endpoint: Endpoint, dest: int, region: int, offset: int, out: BufferLike, handle: bool = True
+) -> Optional[Op]:
+    """``ramp_Get``: fills ``out`` (a writable, C-contiguous buffer, pinned until the
+    operation completes) from ``offset`` of region ``region`` of ``dest``."""
+    flat, addr, pin = flat_writable(out)
+    h = c_uint64()
+    rc = _L().ramp_Get(endpoint._h(), _u32(dest, "dest", "ramp_Get"), _u32(region, "region", "ramp_Get"),
+                       _u64(offset, "offset", "ramp_Get"), addr or None, flat.nbytes,
+                       byref(h) if handle else None)
+    _after(rc, "ramp_Get")
+    keep = (out, flat, pin)
+    if handle:
+        return Op(endpoint, h.value, keep)
+    _unfenced.setdefault(endpoint._h(), []).append(keep)
+    return None
+
+
+def fence(endpoint: Endpoint) -> None:
+    """``ramp_Fence``: waits for every put and get issued so far; raises
+    :class:`ramp.ResourceError` if one failed that was not reported yet."""
+    h = endpoint._h()
+    rc = _L().ramp_Fence(h)
+    _unfenced.pop(h, None)
+    _after(rc, "ramp_Fence")
+
+
+def wait_flag(endpoint: Endpoint, buffer: BufferLike, offset: int, value: int) -> None:
+    """``ramp_WaitFlag``: polls ``endpoint`` until the 32-bit word at byte ``offset`` of
+    ``buffer`` (e.g. a region's array) equals ``value``."""
+    flat, addr, pin = flat_writable(buffer)
+    off = int(offset)
+    if not 0 <= off <= flat.nbytes - 4:
+        raise BadArgError(ErrorCode.AM_ERR_BAD_ARG, "ramp_WaitFlag",
+                          "flag offset %d outside the buffer of %d bytes" % (off, flat.nbytes))
+    rc = _L().ramp_WaitFlag(endpoint._h(), addr + off, _u32(value, "value", "ramp_WaitFlag"))
+    del pin
+    _after(rc, "ramp_WaitFlag")
+
+
+def set_progress_thread(bundle: Bundle, on: bool = True) -> None:
+    """``ramp_SetProgressThread``: the bundle's progress thread performs peers' puts
+    and gets while Python computes (it never runs a handler)."""
+    if not isinstance(bundle, Bundle):
+        raise RampError("set_progress_thread needs a ramp.Bundle")
+    _check(_L().ramp_SetProgressThread(bundle._h(), 1 if on else 0), "ramp_SetProgressThread")

@@ -1,0 +1,121 @@
+//! A bundle's progress thread (`ramp_SetProgressThread`,
+//! `RAMP_PROGRESS_THREAD=1`): it moves its endpoints' packets and so
+//! performs remote memory operations (`rma_target.rs`) while the
+//! application computes. It never runs a handler: AM messages it receives
+//! wait, in order, for the application's poll.
+//!
+//! It sleeps in poll(2) on the endpoints' descriptors until a datagram
+//! arrives or a protocol timer is due (at most [`MAX_SLEEP_MS`], when it also
+//! looks at its stop flag), and never waits for an endpoint another thread
+//! holds (it comes back to it a moment later).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use super::bundle::Bundle;
+use crate::error::{Error, Result};
+use crate::sys::wait_readable;
+use crate::time::{Instant, MILLIS};
+
+/// The longest sleep between looks at the stop flag.
+const MAX_SLEEP_MS: u64 = 20;
+/// The sleep when an endpoint was busy in another thread.
+const BUSY_SLEEP_MS: u64 = 1;
+
+pub(crate) struct ProgressThread {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<()>,
+}
+
+impl ProgressThread {
+    fn start(b: Arc<Bundle>) -> Result<ProgressThread> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("ramp-progress-{}", b.id))
+            .spawn(move || run(&b, &flag))
+            .map_err(|_| Error::Resource("cannot start the progress thread"))?;
+        Ok(ProgressThread { stop, handle })
+    }
+
+    /// Stops the thread and waits for it (at most one sleep).
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if self.handle.thread().id() != std::thread::current().id() {
+            let _ = self.handle.join();
+        }
+    }
+}
+
+fn run(b: &Bundle, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let eps = b.endpoints();
+        let mut fds = Vec::new();
+        let mut deadline: Option<Instant> = None;
+        let mut busy = false;
+        for ep in eps.iter() {
+            match ep.try_progress() {
+                Some((f, d)) => {
+                    fds.extend(f);
+                    deadline = match (deadline, d) {
+                        (Some(x), Some(y)) => Some(x.min(y)),
+                        (x, y) => x.or(y),
+                    };
+                }
+                None => busy = true,
+            }
+        }
+        let max = if busy { BUSY_SLEEP_MS } else { MAX_SLEEP_MS };
+        let timeout = match deadline {
+            None => max,
+            Some(d) => d.since(Instant::now()).div_ceil(MILLIS).min(max),
+        };
+        wait_readable(&fds, timeout as i32);
+    }
+}
+
+impl Bundle {
+    /// Starts (`on`) or stops the bundle's progress thread; idempotent.
+    pub fn set_progress_thread(self: &Arc<Self>, on: bool) -> Result<()> {
+        let mut slot = self.progress.lock();
+        match (on, slot.is_some()) {
+            (true, false) => *slot = Some(ProgressThread::start(self.clone())?),
+            (false, true) => {
+                if let Some(t) = slot.take() {
+                    drop(slot);
+                    t.stop();
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    pub fn has_progress_thread(&self) -> bool {
+        self.progress.lock().is_some()
+    }
+}
+
+impl super::Endpoint {
+    /// One pump of the network for the progress thread, unless another
+    /// thread holds the endpoint (None): the descriptors to sleep on and
+    /// the next deadline.
+    pub(crate) fn try_progress(&self) -> Option<(Vec<std::os::fd::RawFd>, Option<Instant>)> {
+        self.try_with(|s| {
+            if s.depth.is_none() {
+                return (Vec::new(), None);
+            }
+            let now = Instant::now();
+            // a failed socket is reported to the application's own calls
+            let _ = s.pump_network(now);
+            let a = s.proto.next_timeout();
+            let b = s.transports.flush_due(now);
+            let d = match (a, b) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            };
+            (s.transports.fds().collect(), d)
+        })
+    }
+}

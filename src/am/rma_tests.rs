@@ -1,0 +1,246 @@
+//! Remote memory against a peer that sends what ramp never would: chunk
+//! headers out of line, lengths that disagree, answers for chunks never
+//! asked, from unmapped sources or with the wrong tag. Over the in-memory
+//! network (`net::mem`); the messages are handed to the sender's protocol
+//! as they are, past every check of `put`/`get`.
+
+use std::sync::Arc;
+
+use super::region::{REGION_READ, REGION_WRITE};
+use super::rma_target::{Chunk, CHUNK};
+use super::{Bundle, BundleMode, Endpoint, SegmentMemory, VecSegment};
+use crate::config::Config;
+use crate::error::ReturnStatus;
+use crate::net::mem::MemNetwork;
+use crate::net::Transports;
+use crate::time::Instant;
+use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
+
+const TAG: u64 = 0x7a9;
+
+/// `n` endpoints on `net` in one bundle; the first two mapped to each other.
+fn endpoints(net: &MemNetwork, n: usize) -> (Arc<Bundle>, Vec<Arc<Endpoint>>) {
+    endpoints_with(net, n, None)
+}
+
+/// Like `endpoints`, with datagrams of at most `max_datagram` bytes.
+fn endpoints_with(
+    net: &MemNetwork,
+    n: usize,
+    max_datagram: Option<usize>,
+) -> (Arc<Bundle>, Vec<Arc<Endpoint>>) {
+    super::init().unwrap();
+    let mut cfg = Config::from_lookup(|_| None).unwrap();
+    if let Some(d) = max_datagram {
+        cfg.proto.max_datagram = d;
+    }
+    let b = super::allocate_bundle(BundleMode::Seq).unwrap();
+    let eps: Vec<_> = (0..n)
+        .map(|_| {
+            let t = Transports::new(Box::new(net.attach()));
+            super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
+        })
+        .collect();
+    for e in &eps {
+        e.set_tag(TAG);
+        e.map(0, eps[0].name(), TAG).unwrap();
+        e.map(1, eps[1].name(), TAG).unwrap();
+        e.set_expected_resources(2, 8).unwrap();
+    }
+    (b, eps)
+}
+
+fn poll_until(b: &Bundle, what: &str, done: impl Fn() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !done() {
+        b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 5, "timed out waiting for {what}");
+    }
+}
+
+/// Sends `meta` + `payload` from `from` to `to` on `channel`, unchecked.
+fn raw(from: &Endpoint, to: &Endpoint, channel: u8, meta: MsgMeta, payload: Vec<u8>) {
+    let addr = to.addr();
+    from.with(|s| s.send_message(Instant::now(), addr, channel, meta, payload));
+}
+
+fn put_chunk(region: u32, total: u64, index: u32) -> Chunk {
+    let rel = index as u64 * CHUNK as u64;
+    Chunk {
+        region,
+        notify: None,
+        start: 0,
+        total,
+        index,
+        len: (total - rel.min(total)).min(CHUNK as u64) as u32,
+    }
+}
+
+#[test]
+fn malformed_chunks_are_refused_and_write_nothing() {
+    let net = MemNetwork::new();
+    let (b, e) = endpoints(&net, 3);
+    let mem = VecSegment::new(1 << 20);
+    let r = e[1]
+        .register_region(mem.clone(), REGION_READ | REGION_WRITE)
+        .unwrap();
+    let stale = || e[0].statistics().stale_dropped;
+    let send = |meta: MsgMeta, payload: Vec<u8>| raw(&e[0], &e[1], CHANNEL_REQUEST, meta, payload);
+    let base = stale();
+    // the chunk's length argument disagrees with its payload
+    let c = put_chunk(r, 100, 0);
+    send(c.meta(MsgKind::Put, 900, TAG), vec![1; 99]);
+    // arguments missing
+    let mut m = c.meta(MsgKind::Put, 901, TAG);
+    m.nargs = 3;
+    send(m, vec![1; 100]);
+    // an offset outside its operation
+    let mut m = c.meta(MsgKind::Put, 902, TAG);
+    m.dest_offset = 5000;
+    send(m, vec![1; 100]);
+    // a chunk index past the operation's end
+    let mut m = put_chunk(r, 100, 0).meta(MsgKind::Put, 903, TAG);
+    m.args[6] = 7;
+    send(m, vec![1; 100]);
+    // a get that carries bytes
+    send(c.meta(MsgKind::Get, 904, TAG), vec![1; 100]);
+    // unknown flag bits
+    let mut m = c.meta(MsgKind::Put, 905, TAG);
+    m.args[1] = 0x80;
+    send(m, vec![1; 100]);
+    // a put whose notification word lies outside the region
+    let mut cn = c;
+    cn.notify = Some(((1 << 20) - 2, 1));
+    send(cn.meta(MsgKind::Put, 906, TAG), vec![1; 100]);
+    // a wrong tag
+    send(c.meta(MsgKind::Put, 907, TAG + 1), vec![1; 100]);
+    // answers come back for transactions e0 never issued: dropped, counted
+    let want = base + 8;
+    poll_until(&b, "the refusals", || stale() >= want);
+    assert!(
+        mem.snapshot().iter().all(|&x| x == 0),
+        "a refused chunk wrote"
+    );
+    // from a source e1 has not mapped: refused too
+    raw(
+        &e[2],
+        &e[1],
+        CHANNEL_REQUEST,
+        c.meta(MsgKind::Put, 908, TAG),
+        vec![1; 100],
+    );
+    poll_until(&b, "the unmapped source's refusal", || {
+        e[2].statistics().stale_dropped >= 1
+    });
+    assert!(mem.snapshot().iter().all(|&x| x == 0));
+    // a well-formed one from the mapped peer is performed
+    raw(
+        &e[0],
+        &e[1],
+        CHANNEL_REQUEST,
+        c.meta(MsgKind::Put, 909, TAG),
+        vec![3; 100],
+    );
+    poll_until(&b, "the good chunk", || mem.snapshot()[99] == 3);
+}
+
+#[test]
+fn forged_answers_do_not_complete_or_corrupt_an_operation() {
+    let net = MemNetwork::new();
+    let (b, e) = endpoints(&net, 3);
+    let mem = VecSegment::new(1 << 20);
+    let r = e[1].register_region(mem.clone(), REGION_READ).unwrap();
+    mem.write(0, &[9; 64]);
+    // associations first (a handshake needs both ends polled)
+    let warm = e[0].put(1, r, 0, &[1], None, true).unwrap();
+    assert_eq!(e[0].wait_op(warm).unwrap(), ReturnStatus::BadSegOff as u8);
+    let warm = e[2].put(0, 0, 0, &[1], None, true).unwrap();
+    // e0 has not mapped e2
+    assert_eq!(e[2].wait_op(warm).unwrap(), ReturnStatus::BadEndpoint as u8);
+    // an operation of e0 that e1 has not answered yet (e1 is not polled:
+    // only e0's endpoint moves, by hand)
+    let dst = VecSegment::new(64);
+    let op = e[0].get(1, r, 0, dst.clone(), true).unwrap();
+    let id = op as u32;
+    let answer = |index: u32, status: u8, data: Vec<u8>| {
+        let meta = MsgMeta {
+            txn: id,
+            status,
+            ..MsgMeta::new(MsgKind::GetReply, Category::Long, 0, &[index])
+        };
+        (meta, data)
+    };
+    // from a third endpoint: not the operation's peer
+    let (m, d) = answer(0, 0, vec![6; 64]);
+    raw(&e[2], &e[0], CHANNEL_REPLY, m, d);
+    // a chunk index the operation does not have
+    let (m, d) = answer(5, 0, vec![6; 64]);
+    raw(&e[1], &e[0], CHANNEL_REPLY, m, d);
+    // an RmaDone for a get
+    let m = MsgMeta {
+        txn: id,
+        ..MsgMeta::new(MsgKind::RmaDone, Category::Short, 0, &[0])
+    };
+    raw(&e[1], &e[0], CHANNEL_REPLY, m, Vec::new());
+    let drop0 = e[0].statistics().stale_dropped;
+    let t0 = std::time::Instant::now();
+    // e1 is not polled yet: its answer cannot come first
+    while e[0].statistics().stale_dropped < drop0 + 3 {
+        e[0].poll().unwrap();
+        e[2].poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 5, "forged answers not dropped");
+    }
+    assert_eq!(dst.snapshot(), vec![0; 64], "a forged answer wrote");
+    assert_eq!(e[0].wait_op(op).unwrap(), 0);
+    assert_eq!(dst.snapshot(), vec![9; 64]);
+    // a reply of the wrong length fails the operation, writing nothing
+    let dst2 = VecSegment::new(64);
+    let op2 = e[0].get(1, r, 0, dst2.clone(), true).unwrap();
+    let (m, d) = answer(0, 0, vec![6; 63]);
+    let m = MsgMeta {
+        txn: op2 as u32,
+        ..m
+    };
+    raw(&e[1], &e[0], CHANNEL_REPLY, m, d);
+    // it arrives before e1's own answer (same channel, sent first)
+    assert_eq!(e[0].wait_op(op2).unwrap(), ReturnStatus::BadLength as u8);
+    assert_eq!(dst2.snapshot(), vec![0; 64]);
+    poll_until(&b, "e1's late answer", || {
+        e[0].statistics().stale_dropped > drop0 + 3
+    });
+}
+
+#[test]
+fn a_peer_that_does_not_take_its_gets_holds_a_bounded_backlog() {
+    let net = MemNetwork::new();
+    // small datagrams: one answer is ~180 fragments
+    let (b, e) = endpoints_with(&net, 2, Some(1500));
+    let mem = VecSegment::new(CHUNK);
+    let r = e[1].register_region(mem.clone(), REGION_READ).unwrap();
+    // associations first
+    let warm = e[0].get(1, r, 0, VecSegment::new(1), true).unwrap();
+    assert_eq!(e[0].wait_op(warm).unwrap(), 0);
+    let n = 60; // 60 x 256 KiB answers, ~180 datagrams each
+    for _ in 0..n {
+        e[0].get(1, r, 0, VecSegment::new(CHUNK), false).unwrap();
+    }
+    // e0 stops taking packets; e1 is polled on and on
+    let to = e[0].addr();
+    let mut most = 0;
+    for _ in 0..2000 {
+        e[1].poll().unwrap();
+        most = most.max(e[1].with(|s| s.proto.unfinished_to(&to)));
+    }
+    let one_chunk = CHUNK.div_ceil(e[1].with(|s| s.proto.fragment_capacity(1)));
+    assert!(
+        most <= super::rma_target::MAX_BACKLOG + one_chunk,
+        "{most} fragments queued for a peer that takes none"
+    );
+    assert!(
+        most >= super::rma_target::MAX_BACKLOG,
+        "the test did not fill the backlog"
+    );
+    // once e0 takes them again, everything completes
+    poll_until(&b, "every get", || e[0].rma_counts().1 == 0);
+    e[0].fence().unwrap();
+}

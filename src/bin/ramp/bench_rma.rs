@@ -1,0 +1,253 @@
+//! `ramp bench`'s remote memory figures: put and get bandwidth of 64 KiB
+//! and 1 MiB operations between two processes on loopback, beside the AM
+//! Xfer bandwidth (64 KiB long requests) measured in the same run (the
+//! floor the ratios are taken to). The server busy-polls; the client keeps
+//! up to `WINDOW` operations outstanding.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant as StdInstant;
+
+use ramp::am::{
+    self, handler, BundleMode, EndpointName, Message, VecSegment, REGION_READ, REGION_WRITE,
+};
+
+const TAG: u64 = 0xbe7d;
+const DEPTH: i32 = 32;
+const H_XFER: u8 = 13;
+const H_XFER_ACK: u8 = 14;
+const XFER_SIZE: usize = 64 << 10;
+/// Operations outstanding at once.
+const WINDOW: usize = 16;
+/// Bytes moved per figure and run.
+const TOTAL: usize = 128 << 20;
+const REGION: usize = 2 << 20;
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn name_from_hex(s: &str) -> Option<EndpointName> {
+    let s = s.trim();
+    if s.len() != 64 {
+        return None;
+    }
+    let mut n = [0u8; 32];
+    for (i, b) in n.iter_mut().enumerate() {
+        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(EndpointName(n))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
+    let mut l = String::new();
+    match r.read_line(&mut l) {
+        Ok(0) => Err(format!("the rma bench {who} exited before answering")),
+        Ok(_) => Ok(l.trim_end().to_string()),
+        Err(e) => Err(format!("reading from the rma bench {who}: {e}")),
+    }
+}
+
+/// Runs the pair and prints its lines (called by `ramp bench`).
+pub fn run(exe: &str, pin: bool, runs: usize) -> Result<(), String> {
+    println!(
+        "-- remote memory: put/get bandwidth, {WINDOW} operations outstanding, beside AM Xfer"
+    );
+    let spawn = |cpu: usize, args: &[String]| {
+        let mut c = if pin {
+            let mut c = Command::new("taskset");
+            c.arg("-c").arg(cpu.to_string()).arg(exe);
+            c
+        } else {
+            Command::new(exe)
+        };
+        c.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| e.to_string())
+    };
+    let mut server = spawn(1, &["bench-rma-server".into()])?;
+    let mut srv_out = BufReader::new(server.stdout.take().unwrap());
+    let mut srv_in = server.stdin.take().unwrap();
+    let mut client = spawn(0, &["bench-rma-client".into(), runs.to_string()])?;
+    let mut cli_out = BufReader::new(client.stdout.take().unwrap());
+    let mut cli_in = client.stdin.take().unwrap();
+    // names crosswise, then the server's region id to the client
+    let srv_name = read_line(&mut srv_out, "server")?;
+    let cli_name = read_line(&mut cli_out, "client")?;
+    writeln!(srv_in, "{cli_name}").map_err(|e| e.to_string())?;
+    let region = read_line(&mut srv_out, "server")?;
+    writeln!(cli_in, "{srv_name} {region}").map_err(|e| e.to_string())?;
+    cli_in.flush().map_err(|e| e.to_string())?;
+    srv_in.flush().map_err(|e| e.to_string())?;
+    loop {
+        match read_line(&mut cli_out, "client") {
+            Ok(l) if l == "DONE" => break,
+            Ok(l) => println!("{l}"),
+            Err(e) => {
+                let _ = server.kill();
+                return Err(e);
+            }
+        }
+    }
+    drop(srv_in);
+    drop(cli_in);
+    let cs = client.wait().map_err(|e| e.to_string())?;
+    let ss = server.wait().map_err(|e| e.to_string())?;
+    if !cs.success() || !ss.success() {
+        return Err(format!("rma bench ended badly: client {cs}, server {ss}"));
+    }
+    Ok(())
+}
+
+/// `ramp bench-rma-server` / `ramp bench-rma-client RUNS`.
+pub fn role(args: &[String]) -> i32 {
+    match args.first().map(String::as_str) {
+        Some("bench-rma-server") => server(),
+        Some("bench-rma-client") => client(args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3)),
+        _ => 2,
+    }
+}
+
+fn stdin_line() -> Option<String> {
+    let mut l = String::new();
+    match std::io::stdin().read_line(&mut l) {
+        Ok(n) if n > 0 => Some(l),
+        _ => None,
+    }
+}
+
+fn server() -> i32 {
+    // the endpoint's name first: open with a placeholder peer, map it later
+    am::init().expect("ramp configuration");
+    let b = am::allocate_bundle(BundleMode::Seq).expect("bundle");
+    let ep = am::allocate_endpoint(b.id).expect("endpoint");
+    println!("{}", hex(&ep.name().0));
+    let Some(peer) = stdin_line().and_then(|l| name_from_hex(&l)) else {
+        return 1;
+    };
+    ep.set_tag(TAG);
+    ep.map(0, ep.name(), TAG).unwrap();
+    ep.map(1, peer, TAG).unwrap();
+    ep.set_expected_resources(2, DEPTH).unwrap();
+    ep.set_segment(Some(VecSegment::new(2 * XFER_SIZE)));
+    ep.set_handler(
+        H_XFER,
+        handler(|h| am::reply(h.token, &Message::short(H_XFER_ACK, &[])).unwrap()),
+    );
+    let region = ep
+        .register_region(VecSegment::new(REGION), REGION_READ | REGION_WRITE)
+        .unwrap();
+    println!("{region}");
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    std::thread::spawn(move || {
+        while stdin_line().is_some() {}
+        s.store(true, Ordering::Relaxed);
+    });
+    while !stop.load(Ordering::Relaxed) {
+        b.poll().unwrap();
+    }
+    0
+}
+
+/// MiB/s of `TOTAL` bytes moved by `issue(i)` calls, `WINDOW` outstanding.
+fn bandwidth(ep: &Arc<am::Endpoint>, size: usize, mut issue: impl FnMut(usize) -> u64) -> f64 {
+    let n = (TOTAL / size).max(WINDOW);
+    let mut ops = std::collections::VecDeque::new();
+    let t = StdInstant::now();
+    for i in 0..n {
+        if ops.len() == WINDOW {
+            let op = ops.pop_front().unwrap();
+            assert_eq!(ep.wait_op(op).unwrap(), 0);
+        }
+        ops.push_back(issue(i));
+    }
+    for op in ops {
+        assert_eq!(ep.wait_op(op).unwrap(), 0);
+    }
+    (n * size) as f64 / t.elapsed().as_secs_f64() / (1024.0 * 1024.0)
+}
+
+fn client(runs: usize) -> i32 {
+    am::init().expect("ramp configuration");
+    let b = am::allocate_bundle(BundleMode::Seq).expect("bundle");
+    let ep = am::allocate_endpoint(b.id).expect("endpoint");
+    println!("{}", hex(&ep.name().0));
+    let Some(line) = stdin_line() else {
+        return 1;
+    };
+    let mut it = line.split_whitespace();
+    let (Some(peer), Some(region)) = (
+        it.next().and_then(name_from_hex),
+        it.next().and_then(|r| r.parse::<u32>().ok()),
+    ) else {
+        return 1;
+    };
+    ep.set_tag(TAG);
+    ep.map(0, ep.name(), TAG).unwrap();
+    ep.map(1, peer, TAG).unwrap();
+    ep.set_expected_resources(2, DEPTH).unwrap();
+    let acks = Arc::new(AtomicU64::new(0));
+    let a = acks.clone();
+    ep.set_handler(
+        H_XFER_ACK,
+        handler(move |_| {
+            a.fetch_add(1, Ordering::Relaxed);
+        }),
+    );
+    let src = vec![0x5au8; 1 << 20];
+    let (mut xfer, mut figs) = (vec![], vec![vec![]; 4]);
+    for _ in 0..runs {
+        // the floor: AM Xfer of 64 KiB, up to DEPTH outstanding
+        let n = TOTAL / XFER_SIZE;
+        let base = acks.load(Ordering::Relaxed);
+        let t = StdInstant::now();
+        for i in 0..n {
+            let off = ((i % 2) * XFER_SIZE) as u64;
+            let m = Message::long(H_XFER, &[], &src[..XFER_SIZE], off);
+            ep.request(1, &m, false).unwrap();
+        }
+        while acks.load(Ordering::Relaxed) < base + n as u64 {
+            b.poll().unwrap();
+        }
+        xfer.push(TOTAL as f64 / t.elapsed().as_secs_f64() / (1024.0 * 1024.0));
+        for (k, size) in [64 << 10, 1 << 20].into_iter().enumerate() {
+            let slots = REGION / size;
+            figs[2 * k].push(bandwidth(&ep, size, |i| {
+                let off = ((i % slots) * size) as u64;
+                ep.put(1, region, off, &src[..size], None, true).unwrap()
+            }));
+            let dsts: Vec<_> = (0..WINDOW + 1).map(|_| VecSegment::new(size)).collect();
+            figs[2 * k + 1].push(bandwidth(&ep, size, |i| {
+                let off = ((i % slots) * size) as u64;
+                let dst = dsts[i % dsts.len()].clone();
+                ep.get(1, region, off, dst, true).unwrap()
+            }));
+        }
+    }
+    let floor = median(&mut xfer);
+    println!(
+        "{:<30} median {floor:8.1} MiB/s (the floor)",
+        "AM Xfer 64 KiB"
+    );
+    let names = ["put 64 KiB", "get 64 KiB", "put 1 MiB", "get 1 MiB"];
+    for (name, v) in names.iter().zip(figs.iter_mut()) {
+        let m = median(v);
+        println!(
+            "{name:<30} median {m:8.1} MiB/s   ratio to Xfer {:.2}x",
+            m / floor
+        );
+    }
+    println!("DONE");
+    0
+}
