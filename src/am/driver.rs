@@ -96,13 +96,14 @@ impl EpState {
     }
 
     fn transmit(&mut self, now: Instant) {
-        while let Some(to) = self.proto.poll_transmit(&mut self.tx_buf) {
-            if let Err(e) = self.transports.send(now, to, &self.tx_buf) {
+        let (transports, verbose) = (&mut self.transports, self.verbose);
+        self.proto.drain_transmits(|to, dgram| {
+            if let Err(e) = transports.send(now, to, dgram) {
                 // The datagram is lost; the protocol's timers resend it.
-                if self.verbose {
+                if verbose {
                     eprintln!("ramp: send to {to} failed: {e}");
                 }
             }
-        }
+        });
     }
 }

@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 
+use super::bufpool::BufPool;
 use super::event::Event;
 use crate::stats::Statistics;
 
@@ -20,6 +21,9 @@ pub(super) struct Outbox<A> {
     pub peers_died: u64,
     /// Out-of-order packets dropped for want of the peer's buffer budget.
     pub budget_dropped: u64,
+    /// Buffers for received payloads (delivered, held, reassembled), given
+    /// back by the layer above (`Protocol::recycle`).
+    pub pool: BufPool,
 }
 
 impl<A> Outbox<A> {
@@ -32,6 +36,7 @@ impl<A> Outbox<A> {
             stats: Statistics::initial(),
             peers_died: 0,
             budget_dropped: 0,
+            pool: BufPool::default(),
         }
     }
 
@@ -39,6 +44,7 @@ impl<A> Outbox<A> {
     #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
     pub fn memory_bytes(&self) -> usize {
         self.bytes.capacity()
+            + self.pool.memory_bytes()
             + self.transmits.capacity() * std::mem::size_of::<(A, u32)>()
             + self.events.capacity() * std::mem::size_of::<Event<A>>()
             + self
@@ -68,7 +74,22 @@ impl<A> Outbox<A> {
         !self.transmits.is_empty()
     }
 
+    /// Hands every queued datagram to `each` in order, from where it was
+    /// encoded (no copy), then empties the queue.
+    #[inline]
+    pub fn drain(&mut self, mut each: impl FnMut(A, &[u8])) {
+        let mut at = self.head;
+        while let Some((to, len)) = self.transmits.pop_front() {
+            let end = at + len as usize;
+            each(to, &self.bytes[at..end]);
+            at = end;
+        }
+        self.bytes.clear();
+        self.head = 0;
+    }
+
     /// Puts the next datagram into `buf` (replacing its contents).
+    #[cfg(any(test, feature = "testing"))] // the simulator; the AM layer drains
     #[inline]
     pub fn pop(&mut self, buf: &mut Vec<u8>) -> Option<A> {
         let (to, len) = self.transmits.pop_front()?;

@@ -1,0 +1,99 @@
+//! Reused payload buffers: a message's bytes land in a buffer that an
+//! earlier message gave back, so the steady state allocates nothing and
+//! touches no fresh page per message (a fresh 64 KiB buffer costs 16 page
+//! faults and the kernel's zeroing of each page).
+//!
+//! Bounded: at most `POOL_BUFS` buffers and `POOL_BYTES` bytes of capacity
+//! are kept; a buffer past `MAX_KEPT` is freed, not kept.
+
+use super::MAX_MESSAGE;
+
+/// Buffers kept at most.
+const POOL_BUFS: usize = 32;
+/// Capacity kept at most, all buffers together.
+const POOL_BYTES: usize = 8 << 20;
+/// The largest buffer kept (a whole message).
+const MAX_KEPT: usize = MAX_MESSAGE;
+
+#[derive(Debug, Default)]
+pub struct BufPool {
+    bufs: Vec<Vec<u8>>,
+    /// Capacity of the buffers in `bufs`.
+    bytes: usize,
+}
+
+impl BufPool {
+    /// An empty buffer with room for `len` bytes: a kept one when there is
+    /// one (no allocation when it is large enough), a new one otherwise.
+    /// Nothing is allocated for `len == 0`.
+    #[inline]
+    pub fn take(&mut self, len: usize) -> Vec<u8> {
+        if len == 0 {
+            return Vec::new();
+        }
+        let mut v = match self.bufs.pop() {
+            Some(v) => {
+                self.bytes -= v.capacity();
+                v
+            }
+            None => Vec::new(),
+        };
+        v.reserve(len);
+        v
+    }
+
+    /// An empty buffer holding a copy of `bytes` (one copy).
+    #[inline]
+    pub fn copy_of(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut v = self.take(bytes.len());
+        v.extend_from_slice(bytes);
+        v
+    }
+
+    /// Keeps `v` for reuse (its contents are dropped), within the bounds.
+    #[inline]
+    pub fn give(&mut self, mut v: Vec<u8>) {
+        let cap = v.capacity();
+        if cap == 0
+            || cap > MAX_KEPT
+            || self.bufs.len() >= POOL_BUFS
+            || self.bytes + cap > POOL_BYTES
+        {
+            return;
+        }
+        v.clear();
+        self.bytes += cap;
+        self.bufs.push(v);
+    }
+
+    /// Bytes the kept buffers hold.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn memory_bytes(&self) -> usize {
+        self.bytes + self.bufs.capacity() * std::mem::size_of::<Vec<u8>>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_reused_and_the_pool_is_bounded() {
+        let mut p = BufPool::default();
+        assert_eq!(p.take(0).capacity(), 0, "nothing for an empty message");
+        let v = p.copy_of(&[1, 2, 3]);
+        let ptr = v.as_ptr();
+        p.give(v);
+        let w = p.take(2);
+        assert_eq!((w.as_ptr(), w.len()), (ptr, 0), "the same buffer, empty");
+        p.give(w);
+        p.give(Vec::with_capacity(MAX_KEPT + 1));
+        assert_eq!(p.bufs.len(), 1, "a buffer past the largest is freed");
+        for _ in 0..100 {
+            p.give(Vec::with_capacity(MAX_KEPT));
+        }
+        assert!(p.bufs.len() <= POOL_BUFS && p.bytes <= POOL_BYTES);
+        let kept: usize = p.bufs.iter().map(|v| v.capacity()).sum();
+        assert_eq!(kept, p.bytes);
+    }
+}
