@@ -442,12 +442,12 @@ impl<A: PeerAddr> Protocol<A> {
         self.out.pop(buf)
     }
 
-    /// Hands every datagram to put on the network to `each` (its
-    /// destination and bytes, straight from where it was encoded: no copy),
-    /// in order.
+    /// Hands every datagram to put on the network to `each`, in order, in
+    /// batches of at most `N` (destination and bytes, straight from where
+    /// they were encoded: no copy).
     #[inline]
-    pub fn drain_transmits(&mut self, each: impl FnMut(A, &[u8])) {
-        self.out.drain(each)
+    pub fn drain_transmits<const N: usize>(&mut self, each: impl FnMut(&[(A, &[u8])])) {
+        self.out.drain_batches::<N>(each)
     }
 
     /// An empty buffer holding a copy of `payload`, for `send`: a buffer of

@@ -74,16 +74,33 @@ impl<A> Outbox<A> {
         !self.transmits.is_empty()
     }
 
-    /// Hands every queued datagram to `each` in order, from where it was
-    /// encoded (no copy), then empties the queue.
+    /// Hands every queued datagram to `each` in order, in batches of at
+    /// most `N`, from where it was encoded (no copy), then empties the
+    /// queue.
     #[inline]
-    pub fn drain(&mut self, mut each: impl FnMut(A, &[u8])) {
-        let mut at = self.head;
-        while let Some((to, len)) = self.transmits.pop_front() {
+    pub fn drain_batches<const N: usize>(&mut self, mut each: impl FnMut(&[(A, &[u8])]))
+    where
+        A: Copy,
+    {
+        let Some(&(first, _)) = self.transmits.front() else {
+            return;
+        };
+        let mut batch: [(A, &[u8]); N] = [(first, &[]); N];
+        let (mut n, mut at) = (0, self.head);
+        for &(to, len) in self.transmits.iter() {
             let end = at + len as usize;
-            each(to, &self.bytes[at..end]);
+            batch[n] = (to, &self.bytes[at..end]);
             at = end;
+            n += 1;
+            if n == N {
+                each(&batch[..n]);
+                n = 0;
+            }
         }
+        if n > 0 {
+            each(&batch[..n]);
+        }
+        self.transmits.clear();
         self.bytes.clear();
         self.head = 0;
     }
