@@ -237,6 +237,38 @@ fn blast_sender(raw: &UdpSocket, to: SocketAddr, total: u64) -> f64 {
     (counted * BLAST_SIZE as u64) as f64 / secs / (1024.0 * 1024.0)
 }
 
+/// Nanoseconds per byte of the integrity check over 64 KiB datagrams, as
+/// each end pays it once per datagram: CRC32C and AES-128-GMAC (the
+/// crates ramp uses, the same calls).
+fn integrity_ns_per_byte() -> (f64, f64) {
+    use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
+    let data = vec![0x5au8; XFER_SIZE];
+    let rounds = 2000;
+    let t = StdInstant::now();
+    let mut x = 0u32;
+    for _ in 0..rounds {
+        x ^= crc32c::crc32c(std::hint::black_box(&data));
+    }
+    std::hint::black_box(x);
+    let crc = t.elapsed().as_nanos() as f64 / (rounds * XFER_SIZE) as f64;
+    let key = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &[7u8; 16]).unwrap());
+    let t = StdInstant::now();
+    for i in 0..rounds {
+        let mut nonce = [0u8; 12];
+        nonce[..8].copy_from_slice(&(i as u64).to_be_bytes());
+        let tag = key
+            .seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(std::hint::black_box(&data[..])),
+                &mut [],
+            )
+            .unwrap();
+        let _ = std::hint::black_box(tag);
+    }
+    let gmac = t.elapsed().as_nanos() as f64 / (rounds * XFER_SIZE) as f64;
+    (crc, gmac)
+}
+
 /// Retransmitted packets per packet sent, in percent.
 fn rate(retx: u64, sent: u64) -> String {
     format!("{:.2}%", 100.0 * retx as f64 / sent.max(1) as f64)
@@ -434,6 +466,21 @@ pub fn client_main(args: &[String]) -> i32 {
     println!(
         "{:<34} median {:7.1} MiB/s ({} x 64 KiB per run)",
         "ramp Xfer bandwidth, 64 KiB", bw_med, total
+    );
+
+    // What the integrity check costs each end of the Xfer: one pass over
+    // every byte sent (sender) or received (receiver).
+    let (crc_ns, gmac_ns) = integrity_ns_per_byte();
+    let xfer_ns_per_byte = 1e9 / (bw_med * 1024.0 * 1024.0);
+    println!(
+        "integrity per byte (64 KiB): CRC32C {:.3} ns ({:.1} GB/s), GMAC {:.3} ns ({:.1} GB/s); \
+         share of each end's Xfer time: CRC32C {:.1}%, GMAC {:.1}% (target < 5%)",
+        crc_ns,
+        1.0 / crc_ns,
+        gmac_ns,
+        1.0 / gmac_ns,
+        100.0 * crc_ns / xfer_ns_per_byte,
+        100.0 * gmac_ns / xfer_ns_per_byte
     );
 
     // 0-argument request rate: requests one way, pipelined (up to DEPTH
