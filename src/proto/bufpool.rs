@@ -31,8 +31,29 @@ impl BufPool {
         if len == 0 {
             return Vec::new();
         }
-        let mut v = match self.bufs.pop() {
-            Some(v) => {
+        // The smallest kept buffer that holds `len` (a 1 MiB message takes
+        // a 1 MiB buffer, not a 64 KiB one that would have to grow into
+        // fresh pages), else the largest.
+        let mut best: Option<usize> = None;
+        for (i, b) in self.bufs.iter().enumerate() {
+            let better = match best {
+                None => true,
+                Some(j) => {
+                    let (c, cj) = (b.capacity(), self.bufs[j].capacity());
+                    if cj >= len {
+                        c >= len && c < cj
+                    } else {
+                        c > cj
+                    }
+                }
+            };
+            if better {
+                best = Some(i);
+            }
+        }
+        let mut v = match best {
+            Some(i) => {
+                let v = self.bufs.swap_remove(i);
                 self.bytes -= v.capacity();
                 v
             }
@@ -40,6 +61,19 @@ impl BufPool {
         };
         v.reserve(len);
         v
+    }
+
+    /// An empty buffer for a message of `whole` bytes whose first `len`
+    /// arrived: a kept one that holds the whole message when there is one
+    /// (memory held already), else one for `len` bytes only (a header's
+    /// claim allocates nothing).
+    #[inline]
+    pub fn take_for(&mut self, len: usize, whole: usize) -> Vec<u8> {
+        if self.bufs.iter().any(|b| b.capacity() >= whole) {
+            self.take(whole)
+        } else {
+            self.take(len)
+        }
     }
 
     /// An empty buffer holding a copy of `bytes` (one copy).
@@ -87,6 +121,21 @@ mod tests {
         let w = p.take(2);
         assert_eq!((w.as_ptr(), w.len()), (ptr, 0), "the same buffer, empty");
         p.give(w);
+        p.give(Vec::with_capacity(1000));
+        p.give(Vec::with_capacity(100));
+        assert_eq!(p.take(500).capacity(), 1000, "the smallest that holds it");
+        assert_eq!(p.take(5000).capacity(), 5000, "else the largest, grown");
+        p.give(Vec::with_capacity(2000));
+        assert_eq!(
+            p.take_for(10, 1 << 20).capacity(),
+            2000,
+            "only what arrived"
+        );
+        p.give(Vec::with_capacity(1 << 20));
+        assert!(
+            p.take_for(10, 100_000).capacity() >= 1 << 20,
+            "a kept whole"
+        );
         p.give(Vec::with_capacity(MAX_KEPT + 1));
         assert_eq!(p.bufs.len(), 1, "a buffer past the largest is freed");
         for _ in 0..100 {

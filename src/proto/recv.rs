@@ -274,7 +274,8 @@ impl RecvChannel {
             // As large as what arrived, not as the header promises: the
             // buffer grows with the data (doubling, at most to the length).
             // A reused buffer may be larger already (its capacity counts).
-            let buf = cx.out.pool.copy_of(f.bytes);
+            let mut buf = cx.out.pool.take_for(f.bytes.len(), f.msg_len as usize);
+            buf.extend_from_slice(f.bytes);
             self.reassembly = Some(Reassembly {
                 meta: *f.meta,
                 len: f.msg_len,
