@@ -106,7 +106,7 @@ fn long_and_medium_requests_allocate_no_payload_buffer_in_steady_state() {
         }
     };
     run(1000); // warm-up: the pools and queues reach their size
-    // the counter counts
+               // the counter counts
     COUNTING.store(true, Ordering::Relaxed);
     drop(std::hint::black_box(vec![0u8; 5000]));
     COUNTING.store(false, Ordering::Relaxed);

@@ -159,7 +159,7 @@ fn blast_receiver(raw: &UdpSocket, buf: &mut [u8], client: SocketAddr, stop: &At
                 }
                 if n == BLAST_SIZE {
                     count += 1;
-                    if count % BLAST_ACK_EVERY == 0 {
+                    if count.is_multiple_of(BLAST_ACK_EVERY) {
                         let _ = raw.send_to(&count.to_le_bytes(), from);
                     }
                 }
