@@ -82,9 +82,18 @@ impl<A> Outbox<A> {
     where
         A: Copy,
     {
-        let Some(&(first, _)) = self.transmits.front() else {
+        let Some(&(first, len)) = self.transmits.front() else {
             return;
         };
+        if self.transmits.len() == 1 {
+            // one datagram (a round trip's): no batch to build
+            let end = self.head + len as usize;
+            each(&[(first, &self.bytes[self.head..end])]);
+            self.transmits.clear();
+            self.bytes.clear();
+            self.head = 0;
+            return;
+        }
         let mut batch: [(A, &[u8]); N] = [(first, &[]); N];
         let (mut n, mut at) = (0, self.head);
         for &(to, len) in self.transmits.iter() {
@@ -127,5 +136,36 @@ impl<A> Outbox<A> {
             self.head = end;
         }
         Some(to)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drained_in_order_in_batches_then_empty() {
+        let mut o: Outbox<u32> = Outbox::new();
+        for n in [1usize, 70] {
+            for i in 0..n {
+                let s = o.start();
+                o.bytes.extend(std::iter::repeat_n(i as u8, i + 1));
+                o.push(i as u32, s);
+            }
+            let mut sizes = Vec::new();
+            let mut next = 0u32;
+            o.drain_batches::<32>(|b| {
+                sizes.push(b.len());
+                for &(to, d) in b {
+                    assert_eq!(to, next);
+                    assert_eq!(d, &vec![next as u8; next as usize + 1][..]);
+                    next += 1;
+                }
+            });
+            assert_eq!(next as usize, n);
+            assert_eq!(sizes, if n == 1 { vec![1] } else { vec![32, 32, 6] });
+            assert!(!o.has_transmits() && o.bytes.is_empty());
+        }
+        o.drain_batches::<32>(|_| panic!("nothing to drain"));
     }
 }
