@@ -91,7 +91,7 @@ impl Endpoint {
         let nargs = info.nargs as usize;
         let live = LiveToken::push(info);
         let id = live.id();
-        let mut medium;
+        let mut medium = Vec::new();
         let data = match data {
             WorkData::None => Data::None,
             WorkData::Medium(v) => {
@@ -111,6 +111,10 @@ impl Endpoint {
             None => default_returned_handler(&ha),
         }
         let replied = live.finish().is_some_and(|t| t.replied);
+        if medium.capacity() > 0 {
+            // its buffer takes the next message that arrives
+            g.borrow_mut().proto.recycle(medium);
+        }
         if let Some(to) = auto_reply_to {
             if !replied {
                 let meta = MsgMeta {
@@ -218,9 +222,11 @@ impl EpState {
                     Admitted::Long(seg) => {
                         let off = meta.dest_offset as usize;
                         seg.write(off, &payload);
+                        let len = payload.len();
+                        self.proto.recycle(payload);
                         WorkData::Long {
                             addr: seg.base() + off,
-                            len: payload.len(),
+                            len,
                         }
                     }
                 };

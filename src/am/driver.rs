@@ -76,7 +76,10 @@ impl EpState {
         Ok(())
     }
 
-    /// Gives the protocol a message for `to` on `channel` and transmits.
+    /// Gives the protocol a message for `to` on `channel` and transmits,
+    /// at once, or, from a handler, when the dispatch that runs it ends:
+    /// the replies of a whole batch of requests leave together (one
+    /// `sendmmsg`), each carrying the ACKs of what came before it.
     pub(super) fn send_message(
         &mut self,
         now: Instant,
@@ -86,7 +89,9 @@ impl EpState {
         payload: Vec<u8>,
     ) {
         self.proto.send(now, to, channel, meta, payload);
-        self.flush(now);
+        if self.dispatch_nesting == 0 {
+            self.flush(now);
+        }
     }
 
     /// Hands every datagram the protocol produced to the transports.
@@ -98,13 +103,16 @@ impl EpState {
     }
 
     fn transmit(&mut self, now: Instant) {
-        while let Some(to) = self.proto.poll_transmit(&mut self.tx_buf) {
-            if let Err(e) = self.transports.send(now, to, &self.tx_buf) {
-                // The datagram is lost; the protocol's timers resend it.
-                if self.verbose {
-                    eprintln!("ramp: send to {to} failed: {e}");
+        let (transports, verbose) = (&mut self.transports, self.verbose);
+        self.proto
+            .drain_transmits::<{ crate::net::SEND_BATCH }>(|batch| {
+                if let Err(e) = transports.send_batch(now, batch) {
+                    // The rest of the batch is lost; the protocol's timers
+                    // resend it.
+                    if verbose {
+                        eprintln!("ramp: send to {} failed: {e}", batch[0].0);
+                    }
                 }
-            }
-        }
+            });
     }
 }

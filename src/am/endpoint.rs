@@ -37,8 +37,6 @@ static NEXT_ENDPOINT_ID: AtomicU64 = AtomicU64::new(1);
 
 pub(crate) struct EpState {
     pub(super) proto: Protocol<SocketAddr>,
-    /// The buffer the protocol writes each datagram to send into.
-    pub(super) tx_buf: Vec<u8>,
     pub(super) transports: Transports,
     pub(super) tag: u64,
     pub(super) table: TranslationTable,
@@ -141,7 +139,6 @@ impl Endpoint {
         let proto = Protocol::new(proto_config(cfg), &endpoint_secret());
         let st = EpState {
             proto,
-            tx_buf: Vec::new(),
             transports,
             tag: TAG_NONE,
             table: TranslationTable::default(),

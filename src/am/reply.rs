@@ -34,12 +34,13 @@ pub fn reply(token: TokenId, msg: &Message<'_>) -> Result<()> {
             .mapped_entry(t.source_id.max(0) as u32)
             .map_or(TAG_NONE, |e| e.tag);
         let now = Instant::now();
+        let payload = st.proto.payload_buffer(msg.payload);
         st.send_message(
             now,
             t.source_addr,
             CHANNEL_REPLY,
             msg.meta(t.txn, tag),
-            msg.payload.to_vec(),
+            payload,
         );
         let c = msg.category.index();
         st.stats.replies_sent[c] += 1;

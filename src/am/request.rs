@@ -130,13 +130,8 @@ impl EpState {
     ) {
         let txn = self.next_txn;
         self.next_txn = self.next_txn.wrapping_add(1).max(1);
-        self.send_message(
-            now,
-            addr,
-            CHANNEL_REQUEST,
-            msg.meta(txn, tag),
-            msg.payload.to_vec(),
-        );
+        let payload = self.proto.payload_buffer(msg.payload);
+        self.send_message(now, addr, CHANNEL_REQUEST, msg.meta(txn, tag), payload);
         // The bookkeeping waits until the datagram is out (off the round
         // trip's critical path): the reply is taken by a poll, which needs
         // this endpoint's lock, held until this returns.

@@ -25,6 +25,8 @@ use crate::time::Instant;
 
 /// Datagrams taken per receive call.
 pub const RECV_BATCH: usize = 16;
+/// Datagrams handed to the transports per batch (`Transport::send_batch`).
+pub const SEND_BATCH: usize = 32;
 /// Receive slot size: the largest UDP payload fits.
 pub const RECV_SLOT: usize = 65536;
 
@@ -36,6 +38,14 @@ pub trait Transport: Send {
     /// Sends one datagram. A full kernel buffer is not an error: the datagram
     /// counts as lost and the protocol retransmits it.
     fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()>;
+    /// Sends datagrams in order, as `send` each (UDP: one `sendmmsg` call
+    /// for the batch).
+    fn send_batch(&mut self, now: Instant, dgrams: &[(SocketAddr, &[u8])]) -> io::Result<()> {
+        for &(to, d) in dgrams {
+            self.send(now, to, d)?;
+        }
+        Ok(())
+    }
     /// Receives what is waiting, in one system call when possible, handing
     /// each datagram to `each` (None for one that was cut short or whose
     /// sender is unknown). Returns how many there were; fewer than

@@ -67,6 +67,19 @@ impl Transports {
         self.list[i].send(now, to, dgram)
     }
 
+    /// Sends datagrams in order, each on the transport that reaches its
+    /// peer; with one transport, as one batch.
+    #[inline]
+    pub fn send_batch(&mut self, now: Instant, dgrams: &[(SocketAddr, &[u8])]) -> io::Result<()> {
+        if let [t] = &mut self.list[..] {
+            return t.send_batch(now, dgrams);
+        }
+        for &(to, d) in dgrams {
+            self.send(now, to, d)?;
+        }
+        Ok(())
+    }
+
     /// Receives what waits on every transport (see `Transport::recv_batch`);
     /// returns how many datagrams there were in all.
     #[inline]

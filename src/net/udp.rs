@@ -7,13 +7,14 @@ use std::os::fd::{AsRawFd, RawFd};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use super::{DatagramSink, Transport, RECV_BATCH, RECV_SLOT};
-use crate::sys::BatchReceiver;
+use crate::sys::{BatchReceiver, BatchSender};
 use crate::time::Instant;
 
 pub struct UdpTransport {
     sock: UdpSocket,
     local: SocketAddr,
     batch: BatchReceiver,
+    sender: BatchSender,
     last_batch: usize,
 }
 
@@ -42,6 +43,7 @@ impl UdpTransport {
             sock,
             local,
             batch: BatchReceiver::new(RECV_BATCH, RECV_SLOT),
+            sender: BatchSender::new(),
             last_batch: 0,
         })
     }
@@ -63,6 +65,14 @@ impl Transport for UdpTransport {
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    fn send_batch(&mut self, now: Instant, dgrams: &[(SocketAddr, &[u8])]) -> io::Result<()> {
+        match dgrams {
+            // one datagram: plain sendto costs the kernel less
+            [(to, d)] => self.send(now, *to, d),
+            _ => self.sender.send(self.sock.as_raw_fd(), dgrams),
         }
     }
 

@@ -81,8 +81,7 @@ impl<A: PeerAddr> Protocol<A> {
             + self.slots.capacity() * (size_of::<A>() + 4 + 1) * 8 / 7
             + self.timers.capacity() * size_of::<Reverse<(Instant, u32)>>()
             + self.due.capacity() * 4
-            + self.spare_msgs.capacity() * size_of::<Box<OutMsg>>()
-            + self.spare_msgs.len() * size_of::<OutMsg>();
+            + self.spare_msgs.memory_bytes();
         fixed + self.out.memory_bytes() + self.peers.iter().map(Peer::heap_bytes).sum::<usize>()
     }
 

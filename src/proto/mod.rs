@@ -54,6 +54,7 @@
 //! out what the `outbox` collected.
 
 mod assoc;
+mod bufpool;
 pub mod config;
 pub mod event;
 mod handshake;
@@ -155,7 +156,7 @@ impl<A: PeerAddr> Protocol<A> {
             out: Outbox::new(),
             queued_requests: 0,
             next_msg_id: 1,
-            spare_msgs: Vec::new(),
+            spare_msgs: SpareMsgs::default(),
         }
     }
 
@@ -441,8 +442,32 @@ impl<A: PeerAddr> Protocol<A> {
     /// `buf` may come back in another allocation (the protocol keeps the
     /// caller's for its queue rather than copy): no allocation either way
     /// once both have grown.
+    #[cfg(any(test, feature = "testing"))] // the simulator; the AM layer drains
     pub fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<A> {
         self.out.pop(buf)
+    }
+
+    /// Hands every datagram to put on the network to `each`, in order, in
+    /// batches of at most `N` (destination and bytes, straight from where
+    /// they were encoded: no copy).
+    #[inline]
+    pub fn drain_transmits<const N: usize>(&mut self, each: impl FnMut(&[(A, &[u8])])) {
+        self.out.drain_batches::<N>(each)
+    }
+
+    /// An empty buffer holding a copy of `payload`, for `send`: a buffer of
+    /// an acknowledged message when there is one (no allocation, no fresh
+    /// page per message in steady state).
+    #[inline]
+    pub fn payload_buffer(&mut self, payload: &[u8]) -> Vec<u8> {
+        self.spare_msgs.bufs.copy_of(payload)
+    }
+
+    /// Gives back the payload of a delivered event once the layer above is
+    /// done with it: the next received message lands in it.
+    #[inline]
+    pub fn recycle(&mut self, payload: Vec<u8>) {
+        self.out.pool.give(payload)
     }
 
     #[inline]

@@ -191,7 +191,7 @@ impl RecvChannel {
                     meta: *f.meta,
                     msg_len: f.msg_len,
                     frag_off: f.frag_off,
-                    payload: f.bytes.to_vec(),
+                    payload: cx.out.pool.copy_of(f.bytes),
                 },
             );
             self.owe_ack(now, true);
@@ -211,7 +211,9 @@ impl RecvChannel {
                     frag_off: h.frag_off,
                     bytes: &h.payload,
                 };
-                if let Err(last) = self.take_in_order(now, filled_gap, f, cx) {
+                let r = self.take_in_order(now, filled_gap, f, cx);
+                cx.out.pool.give(h.payload);
+                if let Err(last) = r {
                     return Some(last);
                 }
             }
@@ -265,14 +267,15 @@ impl RecvChannel {
                 stats.corrupt_dropped += 1;
             }
             if f.bytes.len() == f.msg_len as usize {
-                cx.out
-                    .events
-                    .push_back(delivered(*f.meta, f.bytes.to_vec()));
+                let payload = cx.out.pool.copy_of(f.bytes);
+                cx.out.events.push_back(delivered(*f.meta, payload));
                 return true;
             }
             // As large as what arrived, not as the header promises: the
             // buffer grows with the data (doubling, at most to the length).
-            let buf = f.bytes.to_vec();
+            // A reused buffer may be larger already (its capacity counts).
+            let mut buf = cx.out.pool.take_for(f.bytes.len(), f.msg_len as usize);
+            buf.extend_from_slice(f.bytes);
             self.reassembly = Some(Reassembly {
                 meta: *f.meta,
                 len: f.msg_len,

@@ -1,6 +1,7 @@
-//! Batched datagram receives (recvmmsg) and socket addresses from C.
+//! Batched datagram receives (recvmmsg) and sends (sendmmsg), and socket
+//! addresses from C.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::RawFd;
 
 /// Receives up to `slots` datagrams with one `recvmmsg` call.
@@ -95,8 +96,112 @@ impl BatchReceiver {
     }
 }
 
+/// Sends batches of datagrams with one `sendmmsg` call each.
+pub struct BatchSender {
+    names: Vec<libc::sockaddr_storage>,
+    name_lens: Vec<libc::socklen_t>,
+    iov: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the raw pointers inside `iov`/`hdrs` are rebuilt before every use
+// and only point into the sender's own vectors and the caller's datagrams
+// for the length of one call.
+unsafe impl Send for BatchSender {}
+
+impl Default for BatchSender {
+    fn default() -> Self {
+        BatchSender::new()
+    }
+}
+
+impl BatchSender {
+    pub fn new() -> BatchSender {
+        BatchSender {
+            names: Vec::new(),
+            name_lens: Vec::new(),
+            iov: Vec::new(),
+            hdrs: Vec::new(),
+        }
+    }
+
+    /// Sends every datagram of `dgrams` on non-blocking `fd`, as few calls
+    /// as the kernel allows. A datagram the kernel will not take now (full
+    /// buffer, an ICMP error of an earlier send) counts as lost and is
+    /// skipped: the protocol resends it. Other errors end the call.
+    pub fn send(&mut self, fd: RawFd, dgrams: &[(SocketAddr, &[u8])]) -> std::io::Result<()> {
+        let n = dgrams.len();
+        if n == 0 {
+            return Ok(());
+        }
+        self.names.clear();
+        self.name_lens.clear();
+        self.iov.clear();
+        for (to, d) in dgrams {
+            let a = socket2::SockAddr::from(*to);
+            // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
+            let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+            let len = (a.len() as usize).min(std::mem::size_of::<libc::sockaddr_storage>());
+            // SAFETY: `a` holds `len` valid bytes of a socket address and
+            // `st` has room for them (bounded above); the regions are
+            // distinct.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    a.as_ptr().cast::<u8>(),
+                    (&mut st as *mut libc::sockaddr_storage).cast::<u8>(),
+                    len,
+                );
+            }
+            self.names.push(st);
+            self.name_lens.push(len as libc::socklen_t);
+            self.iov.push(libc::iovec {
+                iov_base: d.as_ptr() as *mut libc::c_void,
+                iov_len: d.len(),
+            });
+        }
+        // SAFETY: mmsghdr is plain old data; all-zero is valid.
+        self.hdrs.resize(n, unsafe { std::mem::zeroed() });
+        for i in 0..n {
+            let h = &mut self.hdrs[i];
+            h.msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
+            h.msg_hdr.msg_namelen = self.name_lens[i];
+            h.msg_hdr.msg_iov = &mut self.iov[i];
+            h.msg_hdr.msg_iovlen = 1;
+            h.msg_hdr.msg_control = std::ptr::null_mut();
+            h.msg_hdr.msg_controllen = 0;
+            h.msg_hdr.msg_flags = 0;
+            h.msg_len = 0;
+        }
+        let mut i = 0;
+        while i < n {
+            // SAFETY: headers i..n point into `self`'s vectors and into the
+            // caller's datagrams, all alive for the call, with their lengths.
+            let r = unsafe {
+                libc::sendmmsg(
+                    fd,
+                    self.hdrs[i..].as_mut_ptr(),
+                    (n - i) as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if r > 0 {
+                i += r as usize;
+                continue;
+            }
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                std::io::ErrorKind::Interrupted => continue,
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::ConnectionRefused => i += 1,
+                _ if e.raw_os_error() == Some(libc::ENOBUFS) => i += 1,
+                _ => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
 fn sockaddr_to_std(s: &libc::sockaddr_storage) -> Option<std::net::SocketAddr> {
-    use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
+    use std::net::{SocketAddrV4, SocketAddrV6};
     match s.ss_family as i32 {
         libc::AF_INET => {
             // SAFETY: the family says the storage holds a sockaddr_in.
@@ -117,5 +222,33 @@ fn sockaddr_to_std(s: &libc::sockaddr_storage) -> Option<std::net::SocketAddr> {
             )))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn a_batch_reaches_each_destination_in_order() {
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let (pa, pb) = (a.local_addr().unwrap(), b.local_addr().unwrap());
+        let big = vec![7u8; 60_000];
+        let batch: Vec<(SocketAddr, &[u8])> =
+            vec![(pa, b"one"), (pb, &big), (pa, b"three"), (pa, b"")];
+        let mut s = BatchSender::new();
+        s.send(tx.as_raw_fd(), &batch).unwrap();
+        s.send(tx.as_raw_fd(), &[]).unwrap();
+        let mut buf = vec![0u8; 65536];
+        for want in [&b"one"[..], b"three", b""] {
+            let (n, from) = a.recv_from(&mut buf).unwrap();
+            assert_eq!((&buf[..n], from), (want, tx.local_addr().unwrap()));
+        }
+        let (n, _) = b.recv_from(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &big[..]);
     }
 }

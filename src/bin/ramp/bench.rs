@@ -80,6 +80,10 @@ struct Figures {
     rt0: f64,
     rt4: f64,
     bw: f64,
+    /// 0-argument requests per second, pipelined.
+    rate: f64,
+    /// Raw UDP blast, MiB/s.
+    blast: f64,
 }
 
 /// A fresh job key: 64 hex digits from /dev/urandom.
@@ -166,6 +170,20 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
             fig(v, |f| f.bw)
         );
     }
+    for (name, v) in [("plain (CRC32C)", &plain), ("MAC (GMAC)    ", &mac)] {
+        let per_round = |f: fn(&Figures) -> f64| {
+            let mut x: Vec<f64> = v.iter().map(f).collect();
+            med(&mut x)
+        };
+        println!(
+            "{name}: 0-arg request rate {:9.0} req/s, raw UDP blast {:7.1} MiB/s; \
+             Xfer / blast {:.2} (target >= 0.70), round trip 0 args / raw ping-pong {:.2} (target <= 1.10)",
+            fig(v, |f| f.rate),
+            fig(v, |f| f.blast),
+            per_round(|f| f.bw / f.blast),
+            per_round(|f| f.rt0 / f.raw)
+        );
+    }
     println!(
         "MAC / plain (median of per-round ratios): round trip 0 args {:.3}x, 4 args {:.3}x; \
          Xfer 64 KiB bandwidth {:.3}x; raw UDP ping-pong {:.3}x (the noise floor)",
@@ -216,8 +234,15 @@ fn run_pair(
                     .skip(1)
                     .filter_map(|x| x.parse().ok())
                     .collect();
-                if let [raw, rt0, rt4, bw] = v[..] {
-                    figures = Some(Figures { raw, rt0, rt4, bw });
+                if let [raw, rt0, rt4, bw, rate, blast] = v[..] {
+                    figures = Some(Figures {
+                        raw,
+                        rt0,
+                        rt4,
+                        bw,
+                        rate,
+                        blast,
+                    });
                 }
             }
             Ok(l) => println!("{l}"),

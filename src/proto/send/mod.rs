@@ -212,7 +212,19 @@ impl SendChannel {
             out.push(to, start);
             first_deadline.get_or_insert(p.deadline);
         }
-        let mut burst_bytes = 0u64;
+        // A new packet waits at the receiver behind what is still in flight
+        // (sent, not yet acknowledged or SACKed): its timer allows for those
+        // bytes too, so that a window of large fragments sent one by one as
+        // ACKs come back is not resent while it queues.
+        let mut burst_bytes: u64 = if self.pending.is_empty() {
+            0
+        } else {
+            self.in_flight
+                .iter()
+                .filter(|p| !p.sacked)
+                .map(|p| p.frag.len as u64)
+                .sum()
+        };
         let mut new_sent = false;
         while self.in_flight.len() < t.window {
             let Some(frag) = self.pending.pop_front() else {

@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::proto::bufpool::BufPool;
 use crate::proto::event::MsgId;
 use crate::wire::MsgMeta;
 
@@ -38,15 +39,42 @@ impl std::ops::Deref for MsgRef {
 /// Boxes of acknowledged one-fragment messages kept for reuse.
 const SPARE_MSGS: usize = 32;
 
-/// Spare boxes: the allocations themselves are what is kept (a message
-/// moves into a box without allocating).
-#[allow(clippy::vec_box)]
-pub type SpareMsgs = Vec<Box<OutMsg>>;
+/// Spare boxes and payload buffers of acknowledged messages: the
+/// allocations themselves are what is kept (a message moves into a box
+/// without allocating; the layer above copies the next payload into a
+/// kept buffer, `Protocol::payload_buffer`).
+#[derive(Debug, Default)]
+pub struct SpareMsgs {
+    #[allow(clippy::vec_box)]
+    pub(super) boxes: Vec<Box<OutMsg>>,
+    pub bufs: BufPool,
+}
+
+impl SpareMsgs {
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.boxes.len()
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.boxes.is_empty()
+    }
+
+    /// Bytes kept (boxes and buffers).
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.boxes.capacity() * size_of::<Box<OutMsg>>()
+            + self.boxes.len() * size_of::<OutMsg>()
+            + self.bufs.memory_bytes()
+    }
+}
 
 impl MsgRef {
     /// A one-fragment message, in a spare box when there is one.
     pub fn one(m: OutMsg, spare: &mut SpareMsgs) -> MsgRef {
-        match spare.pop() {
+        match spare.boxes.pop() {
             Some(mut b) => {
                 *b = m;
                 MsgRef::One(b)
@@ -55,13 +83,21 @@ impl MsgRef {
         }
     }
 
-    /// Done with: a one-fragment message's box goes to `spare` (payload freed).
+    /// Done with: a one-fragment message's box goes to `spare`, and the
+    /// payload buffer of a message no fragment holds any more.
     #[inline]
     pub fn recycle(self, spare: &mut SpareMsgs) {
-        if let MsgRef::One(mut b) = self {
-            if spare.len() < SPARE_MSGS {
-                b.payload = Vec::new();
-                spare.push(b);
+        match self {
+            MsgRef::One(mut b) => {
+                spare.bufs.give(std::mem::take(&mut b.payload));
+                if spare.boxes.len() < SPARE_MSGS {
+                    spare.boxes.push(b);
+                }
+            }
+            MsgRef::Shared(a) => {
+                if let Ok(m) = Arc::try_unwrap(a) {
+                    spare.bufs.give(m.payload);
+                }
             }
         }
     }

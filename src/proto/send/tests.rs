@@ -56,7 +56,7 @@ fn wrapping_channel() -> SendChannel {
 #[test]
 fn cumulative_ack_across_the_wrap() {
     let mut ch = wrapping_channel();
-    let mut spare = Vec::new();
+    let mut spare = SpareMsgs::default();
     assert!(!ch.acks_any(u32::MAX - 2));
     let none = ch.ack_cumulative(u32::MAX - 2, &mut spare);
     assert_eq!(none.count, 0, "acks nothing");
@@ -89,8 +89,14 @@ fn cumulative_ack_across_the_wrap() {
     ch.in_flight.push_back(p);
     assert_eq!(ch.ack_cumulative(4, &mut spare).count, 1);
     assert_eq!(spare.len(), 1);
-    assert!(spare[0].payload.is_empty(), "its payload is freed");
-    let meta = spare[0].meta;
+    assert!(spare.boxes[0].payload.is_empty(), "its payload is taken");
+    let kept = spare.bufs.take(1);
+    assert_eq!(
+        kept.capacity(),
+        10,
+        "its payload buffer is kept for the next payload"
+    );
+    let meta = spare.boxes[0].meta;
     let m = MsgRef::one(
         OutMsg {
             id: 9,

@@ -1,0 +1,148 @@
+//! Reused payload buffers: a message's bytes land in a buffer that an
+//! earlier message gave back, so the steady state allocates nothing and
+//! touches no fresh page per message (a fresh 64 KiB buffer costs 16 page
+//! faults and the kernel's zeroing of each page).
+//!
+//! Bounded: at most `POOL_BUFS` buffers and `POOL_BYTES` bytes of capacity
+//! are kept; a buffer past `MAX_KEPT` is freed, not kept.
+
+use super::MAX_MESSAGE;
+
+/// Buffers kept at most.
+const POOL_BUFS: usize = 32;
+/// Capacity kept at most, all buffers together.
+const POOL_BYTES: usize = 8 << 20;
+/// The largest buffer kept (a whole message).
+const MAX_KEPT: usize = MAX_MESSAGE;
+
+#[derive(Debug, Default)]
+pub struct BufPool {
+    bufs: Vec<Vec<u8>>,
+    /// Capacity of the buffers in `bufs`.
+    bytes: usize,
+}
+
+impl BufPool {
+    /// An empty buffer with room for `len` bytes: a kept one when there is
+    /// one (no allocation when it is large enough), a new one otherwise.
+    /// Nothing is allocated for `len == 0`.
+    #[inline]
+    pub fn take(&mut self, len: usize) -> Vec<u8> {
+        if len == 0 {
+            return Vec::new();
+        }
+        // The smallest kept buffer that holds `len` (a 1 MiB message takes
+        // a 1 MiB buffer, not a 64 KiB one that would have to grow into
+        // fresh pages), else the largest.
+        let mut best: Option<usize> = None;
+        for (i, b) in self.bufs.iter().enumerate() {
+            let better = match best {
+                None => true,
+                Some(j) => {
+                    let (c, cj) = (b.capacity(), self.bufs[j].capacity());
+                    if cj >= len {
+                        c >= len && c < cj
+                    } else {
+                        c > cj
+                    }
+                }
+            };
+            if better {
+                best = Some(i);
+            }
+        }
+        let mut v = match best {
+            Some(i) => {
+                let v = self.bufs.swap_remove(i);
+                self.bytes -= v.capacity();
+                v
+            }
+            None => Vec::new(),
+        };
+        v.reserve(len);
+        v
+    }
+
+    /// An empty buffer for a message of `whole` bytes whose first `len`
+    /// arrived: a kept one that holds the whole message when there is one
+    /// (memory held already), else one for `len` bytes only (a header's
+    /// claim allocates nothing).
+    #[inline]
+    pub fn take_for(&mut self, len: usize, whole: usize) -> Vec<u8> {
+        if self.bufs.iter().any(|b| b.capacity() >= whole) {
+            self.take(whole)
+        } else {
+            self.take(len)
+        }
+    }
+
+    /// An empty buffer holding a copy of `bytes` (one copy).
+    #[inline]
+    pub fn copy_of(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut v = self.take(bytes.len());
+        v.extend_from_slice(bytes);
+        v
+    }
+
+    /// Keeps `v` for reuse (its contents are dropped), within the bounds.
+    #[inline]
+    pub fn give(&mut self, mut v: Vec<u8>) {
+        let cap = v.capacity();
+        if cap == 0
+            || cap > MAX_KEPT
+            || self.bufs.len() >= POOL_BUFS
+            || self.bytes + cap > POOL_BYTES
+        {
+            return;
+        }
+        v.clear();
+        self.bytes += cap;
+        self.bufs.push(v);
+    }
+
+    /// Bytes the kept buffers hold.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn memory_bytes(&self) -> usize {
+        self.bytes + self.bufs.capacity() * std::mem::size_of::<Vec<u8>>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_reused_and_the_pool_is_bounded() {
+        let mut p = BufPool::default();
+        assert_eq!(p.take(0).capacity(), 0, "nothing for an empty message");
+        let v = p.copy_of(&[1, 2, 3]);
+        let ptr = v.as_ptr();
+        p.give(v);
+        let w = p.take(2);
+        assert_eq!((w.as_ptr(), w.len()), (ptr, 0), "the same buffer, empty");
+        p.give(w);
+        p.give(Vec::with_capacity(1000));
+        p.give(Vec::with_capacity(100));
+        assert_eq!(p.take(500).capacity(), 1000, "the smallest that holds it");
+        assert_eq!(p.take(5000).capacity(), 5000, "else the largest, grown");
+        p.give(Vec::with_capacity(2000));
+        assert_eq!(
+            p.take_for(10, 1 << 20).capacity(),
+            2000,
+            "only what arrived"
+        );
+        p.give(Vec::with_capacity(1 << 20));
+        assert!(
+            p.take_for(10, 100_000).capacity() >= 1 << 20,
+            "a kept whole"
+        );
+        p.give(Vec::with_capacity(MAX_KEPT + 1));
+        assert_eq!(p.bufs.len(), 1, "a buffer past the largest is freed");
+        for _ in 0..100 {
+            p.give(Vec::with_capacity(MAX_KEPT));
+        }
+        assert!(p.bufs.len() <= POOL_BUFS && p.bytes <= POOL_BYTES);
+        let kept: usize = p.bufs.iter().map(|v| v.capacity()).sum();
+        assert_eq!(kept, p.bytes);
+    }
+}
