@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import ctypes
 import inspect
+import struct
 import threading
 import time
 from ctypes import byref, c_int, c_int32, c_size_t, c_uint8, c_uint64, c_void_p
@@ -103,6 +104,15 @@ HandlerFunction = Callable[..., None]
 #: A Python handler 0: ``fn(status, opcode, token)`` for a returned message.
 ErrorHandlerFunction = Callable[["Status", "Opcode", "Token"], None]
 
+# ramp_msg_t (include/ramp.h, "pull-style receive"): token, ep, buf, nbytes,
+# args[16], source_id, status, opcode, handler, category, nargs, flags: the tuple of
+# unpack_from has them at 0, 1, 2, 3, 4..19, 20, 21, 22, 23, 24, 25, 26
+_MSG = struct.Struct("=QQQQ16i3i4B")
+_MSG_SIZE = _MSG.size  # 112
+_DRAIN_BATCH = 32
+_MSG_REQUEST = 1
+_MSG_RETURNED = 2
+
 _INT32_MIN = -(1 << 31)
 _UINT32_END = 1 << 32
 _ARGV = [c_int32 * n for n in range(MAX_SHORT + 1)]
@@ -122,6 +132,18 @@ class _ThreadState(threading.local):
         # ramp_GetTokenInfo's three out-parameters, then ramp_GetTokenArgCount's
         self.info = (c_int * 4)()
         self.addr = ctypes.addressof(self.info)
+        # Python handlers running on this thread (a poll inside one uses AM_Poll)
+        self.depth = 0
+        # ramp_Drain's message array and count (see "Pull-style receive")
+        self.msgs = (ctypes.c_char * (_MSG_SIZE * _DRAIN_BATCH))()
+        self.msgs_addr = ctypes.addressof(self.msgs)
+        self.ndrained = (c_int * 1)()
+        self.ndrained_addr = ctypes.addressof(self.ndrained)
+        self.msgs_p = c_void_p(self.msgs_addr)
+        self.ndrained_p = c_void_p(self.ndrained_addr)
+        # the argument vector of this thread's short requests and replies (the C call
+        # copies it before anything else, so a nested call may reuse it)
+        self.argv = (c_int32 * MAX_SHORT)()
 
 
 _st = _ThreadState()
@@ -295,6 +317,32 @@ def _argv(args: Tuple[int, ...], function: str) -> Tuple[int, Any]:
     return n, argv
 
 
+def _short_argv(args: Tuple[int, ...], function: str) -> Tuple[int, Any]:
+    """_argv for the hot paths: 1 or 2 plain int arguments go into the thread's vector."""
+    n = len(args)
+    if n == 1:
+        x = args[0]
+        if x.__class__ is int and _INT32_MIN <= x < _UINT32_END:
+            a = _st.argv
+            a[0] = x
+            return 1, a
+    elif n == 2:
+        x, y = args
+        if (
+            x.__class__ is int
+            and y.__class__ is int
+            and _INT32_MIN <= x < _UINT32_END
+            and _INT32_MIN <= y < _UINT32_END
+        ):
+            a = _st.argv
+            a[0] = x
+            a[1] = y
+            return 2, a
+    elif n == 0:
+        return 0, _EMPTY_ARGV
+    return _argv(args, function)
+
+
 def _dest_index(dest: int, function: str) -> int:
     d = int(dest)
     if not 0 <= d < _UINT32_END:
@@ -345,12 +393,13 @@ class Token:
     returns without replying makes ramp send an automatic empty reply.
     """
 
-    __slots__ = ("_ptr", "_ep", "_raw", "returned")
+    __slots__ = ("_ptr", "_ep", "_raw", "returned", "_replied")
 
     def __init__(self, ptr: int, endpoint: "Endpoint", returned: bool = False) -> None:
         self._ptr: Optional[int] = ptr
         self._ep = endpoint
         self._raw: Optional[Tuple[int, int, int]] = None  # (handler, category, is_req)
+        self._replied = False
         #: True for the token of a returned (undeliverable) message, in handler 0.
         self.returned = returned
 
@@ -432,12 +481,13 @@ class Token:
         p = self._ptr
         if p is None:
             raise TokenExpiredError("token used after its handler returned")
-        if not 0 <= handler < MAX_NUM_HANDLERS:
-            _handler_index(handler, "AM_Reply")
-        n, argv = _argv(args, "AM_Reply") if args else (0, _EMPTY_ARGV)
-        rc = self._ep._reply(p, handler, 0, None, 0, 0, n, argv)
+        if handler.__class__ is not int or not 0 <= handler < MAX_NUM_HANDLERS:
+            handler = _handler_index(handler, "AM_Reply")
+        n, argv = _short_argv(args, "AM_Reply")
+        rc = _Fast.reply(c_void_p(p), handler, 0, None, _SZ0, _SZ0, n, argv)
         if rc or _st.pending:
             _after(rc, "AM_Reply")
+        self._replied = True
 
     def reply_medium(self, handler: int, data: BufferLike, *args: int) -> None:
         """Medium reply (``AM_ReplyIM``): ``data`` (any bytes-like, at most MAX_MEDIUM bytes)
@@ -448,6 +498,7 @@ class Token:
         with SendBuffer(data) as b:
             rc = self._ep._reply(p, h, 1, b.ptr, b.nbytes, 0, n, argv)
         _after(rc, "AM_ReplyI", _size_hint(rc, b.nbytes, 1))
+        self._replied = True
 
     def reply_long(self, handler: int, data: BufferLike, dest_offset: int, *args: int) -> None:
         """Long reply (``AM_ReplyXferM``): ``data`` is written at ``dest_offset`` bytes into the
@@ -460,6 +511,7 @@ class Token:
                 p, h, 2, b.ptr, b.nbytes, _offset(dest_offset, "AM_ReplyXfer"), n, argv
             )
         _after(rc, "AM_ReplyXfer", _size_hint(rc, b.nbytes, 2))
+        self._replied = True
 
     def __repr__(self) -> str:
         if self._ptr is None:
@@ -582,6 +634,20 @@ def _token_info_fn() -> Any:
     return _fast_token_info
 
 
+def _play_entry(
+    fn: HandlerFunction, kind: str, nargs: int
+) -> Tuple[HandlerFunction, bool, bool, bool, int, str]:
+    """How _play_drained calls fn: (fn, short?, medium?, long?, nargs, kind)."""
+    return (
+        fn,
+        kind == "short",
+        kind in ("medium", "bulk"),
+        kind in ("long", "bulk"),
+        nargs,
+        kind,
+    )
+
+
 def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int) -> Any:
     get_info = _token_info_fn()
     get_count = _arg_count_fn()
@@ -611,6 +677,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
         def short_trampoline(ptr: int, *args: int) -> None:
             tok = Token(ptr, ep)
             s = st  # the calling thread's state (threading.local)
+            s.depth += 1
             try:
                 s.count += 1
                 a = s.addr
@@ -628,6 +695,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
                 s.pending.append(e)
             finally:
                 tok._ptr = None
+                s.depth -= 1
 
         return SHORT_PROTOS[nargs](short_trampoline)
 
@@ -639,6 +707,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
         s = st
         view: Optional[memoryview] = None
         release = False
+        s.depth += 1
         try:
             s.count += 1
             a = s.addr
@@ -661,6 +730,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
             s.pending.append(e)
         finally:
             tok._ptr = None
+            s.depth -= 1
             if release and view is not None:
                 try:
                     view.release()
@@ -676,34 +746,199 @@ def _make_returned_trampoline(ep: "Endpoint") -> Any:
     def returned_trampoline(status: int, opcode: int, ptr: int) -> None:
         tok = Token(ptr, ep, returned=True)
         s = st
+        s.depth += 1
         try:
             s.count += 1
-            try:
-                stv: Any = Status(status)
-            except ValueError:
-                stv = status
-            try:
-                op: Any = Opcode(opcode)
-            except ValueError:
-                op = opcode
-            eh = ep._error_handler
-            if eh is not None:
-                eh(stv, op, tok)
-            else:
-                handler = tag = source = None
-                try:
-                    handler = tok.handler
-                    tag = tok.tag
-                    source = tok.source
-                except RampError:
-                    pass
-                raise ReturnedMessageError(stv, op, handler, tag, source)
+            _play_returned(ep, tok, status, opcode)
         except BaseException as e:  # never unwind into C
             s.pending.append(e)
         finally:
             tok._ptr = None
+            s.depth -= 1
 
     return RETURNED_PROTO(returned_trampoline)
+
+
+def _play_returned(ep: "Endpoint", tok: Token, status: int, opcode: int) -> None:
+    """Handler 0 for a returned message: the error handler, or ReturnedMessageError."""
+    try:
+        stv: Any = Status(status)
+    except ValueError:
+        stv = status
+    try:
+        op: Any = Opcode(opcode)
+    except ValueError:
+        op = opcode
+    eh = ep._error_handler
+    if eh is not None:
+        eh(stv, op, tok)
+        return
+    handler = tag = source = None
+    try:
+        handler = tok.handler
+        tag = tok.tag
+        source = tok.source
+    except RampError:
+        pass
+    raise ReturnedMessageError(stv, op, handler, tag, source)
+
+
+# --------------------------------------------------------------------------------------
+# Pull-style receive: ramp_Drain hands delivered messages to Python, which plays their
+# handlers itself (no C-to-Python callback per message).  The drained messages stay held
+# by the thread until its next ramp_Drain (their tokens live, their medium buffers
+# allocated); Python ends a handler's Token when the handler returns, as for a
+# trampoline, and calls ramp_DrainRelease after a batch holding a request that was not
+# replied to, so that its automatic reply goes out at once, as AM_Poll would send it.
+# A poll inside a handler (depth > 0) uses AM_Poll: handlers then run through the
+# trampolines, and the batch being played stays valid.
+# --------------------------------------------------------------------------------------
+
+class _Fast:
+    """The hot calls without ctypes argtypes (argument conversion through argtypes costs
+    about 2 us per call): called only with ints known to fit a C int, None, and ready
+    ctypes objects (c_void_p handles, c_size_t zeros, c_int32 vectors).  Set by
+    :func:`_fast`; ``drain`` is None with a library that lacks ramp_Drain."""
+
+    ready = False
+    drain: Any = None
+    release: Any = None
+    am_poll: Any = None
+    request: Any = None
+    reply: Any = None
+
+
+_SZ0 = c_size_t(0)
+_INT_END = 1 << 31
+
+
+def _fast() -> None:
+    if _Fast.ready:
+        return
+    L = _L()
+    try:
+        _Fast.drain = L["ramp_Drain"]  # separate function objects: own argtypes
+        _Fast.release = L["ramp_DrainRelease"]
+    except AttributeError:
+        _Fast.drain = _Fast.release = None
+    _Fast.am_poll = L.AM_Poll
+    _Fast.request = L["ramp_RequestArgv"]
+    _Fast.reply = L["ramp_ReplyArgv"]
+    for f in (_Fast.drain, _Fast.release, _Fast.request, _Fast.reply):
+        if f is not None:
+            f.argtypes = None
+            f.restype = c_int
+    _Fast.ready = True
+
+
+def _poll_bundle(b: "Bundle") -> None:
+    """AM_Poll for Python: ramp_Drain, then the drained messages' handlers, here."""
+    hp = b._hp
+    if hp is None:
+        raise RampError("the bundle is closed")
+    s = _st
+    drain = _Fast.drain
+    if s.depth or drain is None:
+        rc = _Fast.am_poll(hp)
+        if rc or s.pending:
+            _after(rc, "AM_Poll")
+        return
+    rc = drain(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p)
+    n = s.ndrained[0]
+    if n and _play_drained(s, n):
+        _Fast.release()
+    if rc or s.pending:
+        _after(rc, "ramp_Drain")
+
+
+def _play_drained(s: _ThreadState, n: int) -> bool:
+    """Plays the handlers of the n drained messages; True when a request among them
+    was not replied to (its automatic reply is then owed now)."""
+    owed = False
+    msgs = s.msgs
+    unpack = _MSG.unpack_from
+    eps = _endpoints
+    s.depth += 1
+    try:
+        for i in range(n):
+            m = unpack(msgs, i * _MSG_SIZE)
+            s.count += 1
+            ep = eps.get(m[1])
+            if ep is None:  # freed meanwhile, or not made by this package
+                owed = True
+                continue
+            flags = m[26]
+            tok = Token(m[0], ep, returned=bool(flags & _MSG_RETURNED))
+            cat = m[24]
+            tok._raw = (m[23], cat, flags & _MSG_REQUEST)
+            view: Optional[memoryview] = None
+            try:
+                if flags & _MSG_RETURNED:
+                    _play_returned(ep, tok, m[21], m[22])
+                    continue
+                play = ep._play[m[23]]
+                if play is None:
+                    raise HandlerKindError(
+                        "handler %d of %s has no Python function (a %s %s was not handled)"
+                        % (m[23], ep, _CATEGORIES[cat].name.lower(),
+                           "request" if flags & _MSG_REQUEST else "reply")
+                    )
+                fn, want_short, want_medium, want_long, nargs, kind = play
+                got = m[25]
+                if cat == 0:
+                    if not want_short:
+                        raise _kind_error(ep, tok, kind, nargs, cat)
+                    if got != nargs:
+                        raise _arity_error(ep, tok, nargs, got)
+                    if nargs:
+                        fn(tok, *m[4 : 4 + nargs])
+                    else:
+                        fn(tok)
+                else:
+                    if cat == 1 and want_medium:
+                        view = view_of(m[2], m[3])
+                    elif cat == 2 and want_long:
+                        view = ep._long_view(m[2], m[3])
+                    else:
+                        raise _kind_error(ep, tok, kind, nargs, cat)
+                    if got != nargs:
+                        raise _arity_error(ep, tok, nargs, got)
+                    fn(tok, view, *m[4 : 4 + nargs])
+            except BaseException as e:  # what a trampoline would do: raised after the call
+                s.pending.append(e)
+            finally:
+                tok._ptr = None
+                if flags == _MSG_REQUEST and not tok._replied:
+                    owed = True
+                if view is not None and cat == 1:
+                    try:
+                        view.release()
+                    except BufferError:
+                        pass  # the handler exported it (e.g. numpy.frombuffer): its problem
+    finally:
+        s.depth -= 1
+    return owed
+
+
+def _kind_error(ep: "Endpoint", tok: Token, kind: str, nargs: int, cat: int) -> HandlerKindError:
+    return HandlerKindError(
+        "handler %d of %s was registered for %s messages (nargs=%d) but received a %s %s"
+        % (
+            tok.handler,
+            ep,
+            _describe_kind(kind),
+            nargs,
+            _CATEGORIES[cat].name.lower(),
+            "request" if tok.is_request else "reply",
+        )
+    )
+
+
+def _arity_error(ep: "Endpoint", tok: Token, nargs: int, got: int) -> HandlerKindError:
+    return HandlerKindError(
+        "handler %d of %s was registered for %d argument(s) but a message with %d arrived"
+        % (tok.handler, ep, nargs, got)
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -734,6 +969,8 @@ class Bundle:
             L.AM_Terminate()
             raise error_for(rc, "AM_AllocateBundle")
         self._handle: Optional[int] = h.value
+        self._hp: Optional[c_void_p] = c_void_p(h.value)
+        _fast()
         self._mode = int(mode)
         self._owned = True
         self._endpoints: Dict[int, Endpoint] = {}
@@ -744,6 +981,8 @@ class Bundle:
         """A Bundle object for a bundle allocated elsewhere (SPMD start-up); not owned."""
         b = cls.__new__(cls)
         b._handle = handle
+        b._hp = c_void_p(handle)
+        _fast()
         b._mode = mode
         b._owned = False
         b._endpoints = {}
@@ -799,12 +1038,7 @@ class Bundle:
 
     def poll(self) -> None:
         """``AM_Poll``: receives and dispatches pending messages (handlers run here)."""
-        h = self._handle
-        if h is None:
-            raise RampError("the bundle is closed")
-        rc = _L().AM_Poll(h)
-        if rc or _st.pending:
-            _after(rc, "AM_Poll")
+        _poll_bundle(self)
 
     def wait_sema(self) -> None:
         """``AM_WaitSema``: sleeps until a message arrives, then polls once.
@@ -832,9 +1066,8 @@ class Bundle:
         sleeps in short steps otherwise.  ``until`` must become true through handlers (or
         other threads, with a ``timeout``): a blocked wait wakes only on messages.
         """
-        h = self._h()
-        L = _L()
-        poll = L.AM_Poll
+        self._h()
+        poll = _poll_bundle
         if until is None:
             start = _handler_count()
 
@@ -848,8 +1081,7 @@ class Bundle:
         spin_end = t0 + spin
         seen = _handler_count()
         while True:
-            rc = poll(h)
-            _after(rc, "AM_Poll")
+            poll(self)
             if until():
                 return True
             now = time.monotonic()
@@ -891,6 +1123,7 @@ class Bundle:
             ep._forget()
         _bundles.pop(self._handle or 0, None)
         self._handle = None
+        self._hp = None
 
     def __enter__(self) -> "Bundle":
         return self
@@ -935,11 +1168,15 @@ class Endpoint:
         self._reply = L.ramp_ReplyArgv
         self._poll = L.AM_Poll
         self._handle: Optional[int] = handle
+        self._hp: Optional[c_void_p] = c_void_p(handle)
+        _fast()
         self._bundle = bundle
         self._name = name
         self._owned = owned
         self._callbacks: Dict[int, Any] = {}
         self._functions: Dict[int, Tuple[HandlerFunction, str, int]] = {}
+        # per handler index: how drained messages play it (see _play_drained)
+        self._play: List[Optional[Tuple[Any, bool, bool, bool, int, str]]] = [None] * 256
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
         self._segment: Any = None
@@ -1111,6 +1348,7 @@ class Endpoint:
             self._retired.append(old)  # it may be running right now
         self._callbacks[h] = cb
         self._functions[h] = (fn, kind, nargs)
+        self._play[h] = _play_entry(fn, kind, nargs)
 
     def set_handler_any(
         self, fn: HandlerFunction, kind: Optional[str] = None, nargs: Optional[int] = None
@@ -1125,6 +1363,7 @@ class Endpoint:
         )
         self._callbacks[hv.value] = cb
         self._functions[hv.value] = (fn, kind, nargs)
+        self._play[hv.value] = _play_entry(fn, kind, nargs)
         return hv.value
 
     def handler(
@@ -1214,15 +1453,17 @@ class Endpoint:
         """Short request (``AM_RequestM``) to translation entry ``dest``, handler ``handler``,
         with 0..16 int arguments.  Polls first (handlers may run) and blocks (polling)
         while no send credit is free."""
-        ep = self._handle
-        if ep is None:
+        hp = self._hp
+        if hp is None:
             raise RampError("the endpoint is closed")
-        if not 0 <= handler < MAX_NUM_HANDLERS:
-            _handler_index(handler, "AM_Request")
-        if not 0 <= dest < _UINT32_END:
-            _dest_index(dest, "AM_Request")
-        n, argv = _argv(args, "AM_Request") if args else (0, _EMPTY_ARGV)
-        rc = self._request(ep, dest, handler, 0, None, 0, 0, 0, n, argv)
+        if handler.__class__ is not int or not 0 <= handler < MAX_NUM_HANDLERS:
+            handler = _handler_index(handler, "AM_Request")
+        n, argv = _short_argv(args, "AM_Request")
+        if dest.__class__ is int and 0 <= dest < _INT_END:
+            rc = _Fast.request(hp, dest, handler, 0, None, _SZ0, _SZ0, 0, n, argv)
+        else:
+            d = _dest_index(dest, "AM_Request")
+            rc = self._request(self._handle, d, handler, 0, None, 0, 0, 0, n, argv)
         if rc or _st.pending:
             _after(rc, "AM_Request")
 
@@ -1272,13 +1513,7 @@ class Endpoint:
 
     def poll(self) -> None:
         """``AM_Poll`` on this endpoint's bundle."""
-        b = self._bundle
-        h = b._handle
-        if h is None:
-            raise RampError("the bundle is closed")
-        rc = self._poll(h)
-        if rc or _st.pending:
-            _after(rc, "AM_Poll")
+        _poll_bundle(self._bundle)
 
     def wait(
         self,
@@ -1333,8 +1568,10 @@ class Endpoint:
         self._bundle._endpoints.pop(h, None)
         _endpoints.pop(h, None)
         self._handle = None
+        self._hp = None
         self._callbacks.clear()
         self._functions.clear()
+        self._play = [None] * 256
         self._retired.clear()
         self._segment = self._seg_flat = self._seg_pin = None
         self._seg_addr = 0

@@ -15,6 +15,7 @@
 //! | `dispatch.rs` | AM_Poll: protocol events -> handler calls, automatic replies |
 //! | `returned.rs` | checks on arrival, refusals, handler 0 for returned messages |
 //! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
+//! | `pull.rs` | pull-style receive: delivered messages handed to the caller, held until the next drain |
 //! | `tables.rs`, `name.rs` | translation/handler tables, names |
 //! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
@@ -26,6 +27,7 @@ mod handler;
 mod loopback;
 mod message;
 mod name;
+mod pull;
 mod reply;
 mod request;
 mod returned;
@@ -46,6 +48,7 @@ pub use endpoint::{Endpoint, TAG_ALL, TAG_NONE};
 pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 pub use message::Message;
 pub use name::EndpointName;
+pub use pull::{release as release_drained, Pulled};
 pub use reply::reply;
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use token::TokenId;
