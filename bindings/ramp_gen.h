@@ -346,6 +346,8 @@ int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
 
 int ramp_DrainRelease(void);
 
+int ramp_DrainEnd(void *token);
+
 int AM_Init(void);
 
 int AM_Terminate(void);
@@ -413,6 +415,8 @@ int AM_Poll(eb_t bundle_);
 int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
 
 int ramp_DrainRelease(void);
+
+int ramp_DrainEnd(void *token);
 
 /**
  * The request every `AM_Request*` macro ends in (through the variadic shim).

@@ -153,9 +153,12 @@ int ramp_ReplyArgv(void *token, handler_t handler, int category,
  *    it, the token is dead (AM_ERR_BAD_ARG, as for a handler that returned);
  *  - buf of a medium message is the library's buffer, writable, valid until then
  *    (no copy: read it in place); buf of a long message points into the segment;
- *  - a request not replied to by then gets its automatic empty reply then (call
- *    ramp_DrainRelease soon after playing its handler: until then the requester's
- *    credit stays taken);
+ *  - a request not replied to by then gets its automatic empty reply then; to send
+ *    it when its handler is done, as AM_Poll would, call ramp_DrainEnd(token) (or
+ *    ramp_DrainRelease once the whole batch is played): until then the requester's
+ *    credit stays taken, and a request of yours that waits for a credit (polling
+ *    with AM_Poll, which does not end held messages) may wait for a peer doing the
+ *    same;
  *  - no handler is running meanwhile: requests sent while messages are held poll
  *    and wait for credits as outside a handler.
  * Only the thread that drained may use the tokens.  Messages that arrive during
@@ -192,6 +195,12 @@ int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
 /* Ends the messages of this thread's last ramp_Drain now: their tokens die and the
  * requests among them not replied to get their automatic reply.  Always AM_OK. */
 int ramp_DrainRelease(void);
+
+/* Ends one message of this thread's last ramp_Drain now, as if its handler returned:
+ * its token dies and, a request not replied to, it gets its automatic reply at once
+ * (its medium buffer stays valid until the next ramp_Drain / ramp_DrainRelease).
+ * AM_ERR_BAD_ARG when token is not a live message of this thread's last drain. */
+int ramp_DrainEnd(void *token);
 
 /* ---- end of pull-style receive ---- */
 

@@ -788,8 +788,8 @@ def _play_returned(ep: "Endpoint", tok: Token, status: int, opcode: int) -> None
 # handlers itself (no C-to-Python callback per message).  The drained messages stay held
 # by the thread until its next ramp_Drain (their tokens live, their medium buffers
 # allocated); Python ends a handler's Token when the handler returns, as for a
-# trampoline, and calls ramp_DrainRelease after a batch holding a request that was not
-# replied to, so that its automatic reply goes out at once, as AM_Poll would send it.
+# trampoline, and ends a request its handler did not reply to with ramp_DrainEnd, so
+# that its automatic reply goes out at once, as AM_Poll would send it.
 # A poll inside a handler (depth > 0) uses AM_Poll: handlers then run through the
 # trampolines, and the batch being played stays valid.
 # --------------------------------------------------------------------------------------
@@ -803,6 +803,7 @@ class _Fast:
     ready = False
     drain: Any = None
     release: Any = None
+    end: Any = None
     am_poll: Any = None
     request: Any = None
     reply: Any = None
@@ -819,12 +820,13 @@ def _fast() -> None:
     try:
         _Fast.drain = L["ramp_Drain"]  # separate function objects: own argtypes
         _Fast.release = L["ramp_DrainRelease"]
+        _Fast.end = L["ramp_DrainEnd"]
     except AttributeError:
-        _Fast.drain = _Fast.release = None
+        _Fast.drain = _Fast.release = _Fast.end = None
     _Fast.am_poll = L.AM_Poll
     _Fast.request = L["ramp_RequestArgv"]
     _Fast.reply = L["ramp_ReplyArgv"]
-    for f in (_Fast.drain, _Fast.release, _Fast.request, _Fast.reply):
+    for f in (_Fast.drain, _Fast.release, _Fast.end, _Fast.request, _Fast.reply):
         if f is not None:
             f.argtypes = None
             f.restype = c_int
@@ -845,16 +847,16 @@ def _poll_bundle(b: "Bundle") -> None:
         return
     rc = drain(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p)
     n = s.ndrained[0]
-    if n and _play_drained(s, n):
-        _Fast.release()
+    if n:
+        _play_drained(s, n)
     if rc or s.pending:
         _after(rc, "ramp_Drain")
 
 
-def _play_drained(s: _ThreadState, n: int) -> bool:
-    """Plays the handlers of the n drained messages; True when a request among them
-    was not replied to (its automatic reply is then owed now)."""
-    owed = False
+def _play_drained(s: _ThreadState, n: int) -> None:
+    """Plays the handlers of the n drained messages; a request not replied to by its
+    handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
+    returns, as AM_Poll would."""
     msgs = s.msgs
     unpack = _MSG.unpack_from
     eps = _endpoints
@@ -865,7 +867,7 @@ def _play_drained(s: _ThreadState, n: int) -> bool:
             s.count += 1
             ep = eps.get(m[1])
             if ep is None:  # freed meanwhile, or not made by this package
-                owed = True
+                _Fast.end(c_void_p(m[0]))
                 continue
             flags = m[26]
             tok = Token(m[0], ep, returned=bool(flags & _MSG_RETURNED))
@@ -909,7 +911,7 @@ def _play_drained(s: _ThreadState, n: int) -> bool:
             finally:
                 tok._ptr = None
                 if flags == _MSG_REQUEST and not tok._replied:
-                    owed = True
+                    _Fast.end(c_void_p(m[0]))
                 if view is not None and cat == 1:
                     try:
                         view.release()
@@ -917,7 +919,6 @@ def _play_drained(s: _ThreadState, n: int) -> bool:
                         pass  # the handler exported it (e.g. numpy.frombuffer): its problem
     finally:
         s.depth -= 1
-    return owed
 
 
 def _kind_error(ep: "Endpoint", tok: Token, kind: str, nargs: int, cat: int) -> HandlerKindError:

@@ -60,18 +60,34 @@ pub fn release() {
     BUFFERS.with(|b| b.borrow_mut().clear());
     let now = Instant::now();
     for t in held {
-        if !t.is_request || t.returned || t.replied || t.loopback {
-            continue;
-        }
-        if super::endpoint(t.endpoint.id).is_none() {
-            continue; // freed: AM_FreeEndpoint ends its messages
-        }
-        let g = t.endpoint.state.lock();
-        let mut st = g.borrow_mut();
-        if st.depth.is_some() {
-            st.send_auto_reply(now, t.source_addr, t.txn);
-            st.flush(now);
-        }
+        finish(t, now);
+    }
+}
+
+/// Ends one message of this thread's last drain now (its handler is done):
+/// its token dies and, a request not replied to, it gets its automatic reply
+/// at once. Its medium buffer stays until the next drain or `release`.
+pub fn end(id: TokenId) -> Result<()> {
+    let t = token::take_one_held(id).ok_or(Error::BadArg(
+        "not the token of a message of this thread's last drain",
+    ))?;
+    finish(t, Instant::now());
+    Ok(())
+}
+
+/// Sends the automatic reply a dead held token's request is owed, if any.
+fn finish(t: token::TokenInfo, now: Instant) {
+    if !t.is_request || t.returned || t.replied || t.loopback {
+        return;
+    }
+    if super::endpoint(t.endpoint.id).is_none() {
+        return; // freed: AM_FreeEndpoint ends its messages
+    }
+    let g = t.endpoint.state.lock();
+    let mut st = g.borrow_mut();
+    if st.depth.is_some() {
+        st.send_auto_reply(now, t.source_addr, t.txn);
+        st.flush(now);
     }
 }
 

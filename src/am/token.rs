@@ -174,6 +174,16 @@ pub fn take_held() -> Vec<TokenInfo> {
     LIVE.with(|l| std::mem::take(&mut l.borrow_mut().held))
 }
 
+/// Ends the life of held token `id` of this thread; returns its last state
+/// (None when it is not one).
+pub fn take_one_held(id: TokenId) -> Option<TokenInfo> {
+    LIVE.with(|l| {
+        let held = &mut l.borrow_mut().held;
+        let i = held.iter().position(|t| t.id == id)?;
+        Some(held.remove(i))
+    })
+}
+
 /// Whether this thread holds tokens.
 pub fn holds_any() -> bool {
     LIVE.with(|l| !l.borrow().held.is_empty())

@@ -109,6 +109,11 @@ pub extern "C" fn ramp_DrainRelease() -> c_int {
     })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn ramp_DrainEnd(token: *mut c_void) -> c_int {
+    boundary("ramp_DrainEnd", || am::end_drained(token as usize as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
