@@ -123,8 +123,26 @@ _EMPTY_ARGV = _ARGV[0]()
 # --------------------------------------------------------------------------------------
 
 
-class _ThreadState(threading.local):
-    """Per-thread state: exceptions raised by handlers, handler count, scratch space."""
+class _ThreadState:
+    """Per-thread state: exceptions raised by handlers, handler count, scratch space.
+    A plain object reached through one threading.local attribute (_tls.s): every
+    attribute of a threading.local costs a per-thread dictionary look-up, too slow for
+    the receive path."""
+
+    __slots__ = (
+        "pending",
+        "count",
+        "info",
+        "addr",
+        "depth",
+        "msgs",
+        "msgs_addr",
+        "ndrained",
+        "ndrained_addr",
+        "msgs_p",
+        "ndrained_p",
+        "argv",
+    )
 
     def __init__(self) -> None:
         self.pending: List[BaseException] = []
@@ -146,16 +164,21 @@ class _ThreadState(threading.local):
         self.argv = (c_int32 * MAX_SHORT)()
 
 
-_st = _ThreadState()
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.s = _ThreadState()
+
+
+_tls = _Local()
 
 
 def _handler_count() -> int:
-    return _st.count
+    return _tls.s.count
 
 
 def _after(rc: int, function: str, detail: str = "") -> None:
     """Raises what a handler raised during the call, else the call's error code."""
-    p = _st.pending
+    p = _tls.s.pending
     if p:
         raise p.pop(0)
     if rc:
@@ -323,7 +346,7 @@ def _short_argv(args: Tuple[int, ...], function: str) -> Tuple[int, Any]:
     if n == 1:
         x = args[0]
         if x.__class__ is int and _INT32_MIN <= x < _UINT32_END:
-            a = _st.argv
+            a = _tls.s.argv
             a[0] = x
             return 1, a
     elif n == 2:
@@ -334,7 +357,7 @@ def _short_argv(args: Tuple[int, ...], function: str) -> Tuple[int, Any]:
             and _INT32_MIN <= x < _UINT32_END
             and _INT32_MIN <= y < _UINT32_END
         ):
-            a = _st.argv
+            a = _tls.s.argv
             a[0] = x
             a[1] = y
             return 2, a
@@ -485,7 +508,7 @@ class Token:
             handler = _handler_index(handler, "AM_Reply")
         n, argv = _short_argv(args, "AM_Reply")
         rc = _Fast.reply(c_void_p(p), handler, 0, None, _SZ0, _SZ0, n, argv)
-        if rc or _st.pending:
+        if rc or _tls.s.pending:
             _after(rc, "AM_Reply")
         self._replied = True
 
@@ -634,24 +657,17 @@ def _token_info_fn() -> Any:
     return _fast_token_info
 
 
-def _play_entry(
-    fn: HandlerFunction, kind: str, nargs: int
-) -> Tuple[HandlerFunction, bool, bool, bool, int, str]:
-    """How _play_drained calls fn: (fn, short?, medium?, long?, nargs, kind)."""
-    return (
-        fn,
-        kind == "short",
-        kind in ("medium", "bulk"),
-        kind in ("long", "bulk"),
-        nargs,
-        kind,
-    )
+def _play_entry(fn: HandlerFunction, kind: str, nargs: int) -> Tuple[HandlerFunction, int, int, str]:
+    """How _play_drained calls fn: (fn, categories accepted as bits 1 << category,
+    nargs, kind)."""
+    accepts = {"short": 1, "medium": 2, "long": 4, "bulk": 6}[kind]
+    return (fn, accepts, nargs, kind)
 
 
 def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int) -> Any:
     get_info = _token_info_fn()
     get_count = _arg_count_fn()
-    st = _st
+    tls = _tls
 
     def arity_error(tok: Token, got: int) -> HandlerKindError:
         return HandlerKindError(
@@ -676,7 +692,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
 
         def short_trampoline(ptr: int, *args: int) -> None:
             tok = Token(ptr, ep)
-            s = st  # the calling thread's state (threading.local)
+            s = tls.s  # the calling thread's state
             s.depth += 1
             try:
                 s.count += 1
@@ -704,7 +720,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
 
     def bulk_trampoline(ptr: int, buf: Optional[int], nbytes: int, *args: int) -> None:
         tok = Token(ptr, ep)
-        s = st
+        s = tls.s
         view: Optional[memoryview] = None
         release = False
         s.depth += 1
@@ -741,11 +757,11 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
 
 
 def _make_returned_trampoline(ep: "Endpoint") -> Any:
-    st = _st
+    tls = _tls
 
     def returned_trampoline(status: int, opcode: int, ptr: int) -> None:
         tok = Token(ptr, ep, returned=True)
-        s = st
+        s = tls.s
         s.depth += 1
         try:
             s.count += 1
@@ -838,7 +854,7 @@ def _poll_bundle(b: "Bundle") -> None:
     hp = b._hp
     if hp is None:
         raise RampError("the bundle is closed")
-    s = _st
+    s = _tls.s
     drain = _Fast.drain
     if s.depth or drain is None:
         rc = _Fast.am_poll(hp)
@@ -856,69 +872,71 @@ def _poll_bundle(b: "Bundle") -> None:
 def _play_drained(s: _ThreadState, n: int) -> None:
     """Plays the handlers of the n drained messages; a request not replied to by its
     handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
-    returns, as AM_Poll would."""
+    returns, as AM_Poll would.  (The hot path of every Python receive: kept lean.)"""
     msgs = s.msgs
     unpack = _MSG.unpack_from
     eps = _endpoints
+    T = Token
+    s.count += n
     s.depth += 1
     try:
-        for i in range(n):
-            m = unpack(msgs, i * _MSG_SIZE)
-            s.count += 1
+        for off in range(0, n * 112, 112):  # 112: _MSG_SIZE
+            m = unpack(msgs, off)
             ep = eps.get(m[1])
             if ep is None:  # freed meanwhile, or not made by this package
                 _Fast.end(c_void_p(m[0]))
                 continue
-            flags = m[26]
-            tok = Token(m[0], ep, returned=bool(flags & _MSG_RETURNED))
-            cat = m[24]
-            tok._raw = (m[23], cat, flags & _MSG_REQUEST)
-            view: Optional[memoryview] = None
+            flags = m[26]  # 1: request, 2: returned
+            tok = T(m[0], ep, flags > 1)
+            view = None
             try:
-                if flags & _MSG_RETURNED:
+                if flags > 1:
                     _play_returned(ep, tok, m[21], m[22])
                     continue
                 play = ep._play[m[23]]
                 if play is None:
-                    raise HandlerKindError(
-                        "handler %d of %s has no Python function (a %s %s was not handled)"
-                        % (m[23], ep, _CATEGORIES[cat].name.lower(),
-                           "request" if flags & _MSG_REQUEST else "reply")
-                    )
-                fn, want_short, want_medium, want_long, nargs, kind = play
-                got = m[25]
+                    raise _no_function(ep, m[23], m[24], flags)
+                fn, accepts, nargs, kind = play
+                cat = m[24]
+                if not accepts >> cat & 1:
+                    raise _kind_error(ep, tok, kind, nargs, cat)
+                if m[25] != nargs:
+                    raise _arity_error(ep, tok, nargs, m[25])
                 if cat == 0:
-                    if not want_short:
-                        raise _kind_error(ep, tok, kind, nargs, cat)
-                    if got != nargs:
-                        raise _arity_error(ep, tok, nargs, got)
-                    if nargs:
-                        fn(tok, *m[4 : 4 + nargs])
-                    else:
+                    if nargs == 1:
+                        fn(tok, m[4])
+                    elif nargs == 0:
                         fn(tok)
-                else:
-                    if cat == 1 and want_medium:
-                        view = view_of(m[2], m[3])
-                    elif cat == 2 and want_long:
-                        view = ep._long_view(m[2], m[3])
+                    elif nargs == 2:
+                        fn(tok, m[4], m[5])
                     else:
-                        raise _kind_error(ep, tok, kind, nargs, cat)
-                    if got != nargs:
-                        raise _arity_error(ep, tok, nargs, got)
+                        fn(tok, *m[4 : 4 + nargs])
+                else:
+                    if cat == 1:
+                        view = view_of(m[2], m[3])
+                    else:
+                        view = ep._long_view(m[2], m[3])
                     fn(tok, view, *m[4 : 4 + nargs])
             except BaseException as e:  # what a trampoline would do: raised after the call
                 s.pending.append(e)
             finally:
                 tok._ptr = None
-                if flags == _MSG_REQUEST and not tok._replied:
+                if flags == 1 and not tok._replied:
                     _Fast.end(c_void_p(m[0]))
-                if view is not None and cat == 1:
+                if view is not None and m[24] == 1:
                     try:
                         view.release()
                     except BufferError:
                         pass  # the handler exported it (e.g. numpy.frombuffer): its problem
     finally:
         s.depth -= 1
+
+
+def _no_function(ep: "Endpoint", h: int, cat: int, flags: int) -> HandlerKindError:
+    return HandlerKindError(
+        "handler %d of %s has no Python function (a %s %s was not handled)"
+        % (h, ep, _CATEGORIES[cat].name.lower(), "request" if flags & 1 else "reply")
+    )
 
 
 def _kind_error(ep: "Endpoint", tok: Token, kind: str, nargs: int, cat: int) -> HandlerKindError:
@@ -1177,7 +1195,7 @@ class Endpoint:
         self._callbacks: Dict[int, Any] = {}
         self._functions: Dict[int, Tuple[HandlerFunction, str, int]] = {}
         # per handler index: how drained messages play it (see _play_drained)
-        self._play: List[Optional[Tuple[Any, bool, bool, bool, int, str]]] = [None] * 256
+        self._play: List[Optional[Tuple[Any, int, int, str]]] = [None] * 256
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
         self._segment: Any = None
@@ -1465,7 +1483,7 @@ class Endpoint:
         else:
             d = _dest_index(dest, "AM_Request")
             rc = self._request(self._handle, d, handler, 0, None, 0, 0, 0, n, argv)
-        if rc or _st.pending:
+        if rc or _tls.s.pending:
             _after(rc, "AM_Request")
 
     def request_medium(self, dest: int, handler: int, data: BufferLike, *args: int) -> None:

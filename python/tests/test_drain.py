@@ -25,7 +25,7 @@ except ImportError:  # numpy is optional: its test skips
 def test_poll_drains_and_no_handler_is_called_back_from_c(pair):
     b, x, y = pair
     calls = []
-    y.set_handler(1, lambda tok, a, c: calls.append((a, c, core._st.depth)))
+    y.set_handler(1, lambda tok, a, c: calls.append((a, c, core._tls.s.depth)))
     ready(x, y)
     x.request(0, 1, 5, -6)
     drained = []
@@ -33,7 +33,7 @@ def test_poll_drains_and_no_handler_is_called_back_from_c(pair):
 
     def counting(*a):
         rc = real(*a)
-        drained.append(core._st.ndrained[0])
+        drained.append(core._tls.s.ndrained[0])
         return rc
 
     core._Fast.drain = counting
