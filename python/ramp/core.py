@@ -506,9 +506,14 @@ class Token:
             raise TokenExpiredError("token used after its handler returned")
         if handler.__class__ is not int or not 0 <= handler < MAX_NUM_HANDLERS:
             handler = _handler_index(handler, "AM_Reply")
-        n, argv = _short_argv(args, "AM_Reply")
+        s = _tls.s
+        if len(args) == 1 and args[0].__class__ is int and _INT32_MIN <= args[0] < _UINT32_END:
+            n, argv = 1, s.argv
+            argv[0] = args[0]
+        else:
+            n, argv = _short_argv(args, "AM_Reply")
         rc = _Fast.reply(c_void_p(p), handler, 0, None, _SZ0, _SZ0, n, argv)
-        if rc or _tls.s.pending:
+        if rc or s.pending:
             _after(rc, "AM_Reply")
         self._replied = True
 
@@ -1087,26 +1092,28 @@ class Bundle:
         """
         self._h()
         poll = _poll_bundle
+        s = _tls.s  # this thread's: handlers run on it
         if until is None:
-            start = _handler_count()
+            start = s.count
 
             def until() -> bool:
-                return _handler_count() != start
+                return s.count != start
 
         if until():
             return True
-        t0 = time.monotonic()
+        monotonic = time.monotonic
+        t0 = monotonic()
         deadline = None if timeout is None else t0 + timeout
         spin_end = t0 + spin
-        seen = _handler_count()
+        seen = s.count
         while True:
             poll(self)
             if until():
                 return True
-            now = time.monotonic()
+            now = monotonic()
             if deadline is not None and now >= deadline:
                 return False
-            c = _handler_count()
+            c = s.count
             if c != seen:  # progress: keep spinning
                 seen = c
                 spin_end = now + spin
@@ -1477,13 +1484,18 @@ class Endpoint:
             raise RampError("the endpoint is closed")
         if handler.__class__ is not int or not 0 <= handler < MAX_NUM_HANDLERS:
             handler = _handler_index(handler, "AM_Request")
-        n, argv = _short_argv(args, "AM_Request")
+        s = _tls.s
+        if len(args) == 1 and args[0].__class__ is int and _INT32_MIN <= args[0] < _UINT32_END:
+            n, argv = 1, s.argv
+            argv[0] = args[0]
+        else:
+            n, argv = _short_argv(args, "AM_Request")
         if dest.__class__ is int and 0 <= dest < _INT_END:
             rc = _Fast.request(hp, dest, handler, 0, None, _SZ0, _SZ0, 0, n, argv)
         else:
             d = _dest_index(dest, "AM_Request")
             rc = self._request(self._handle, d, handler, 0, None, 0, 0, 0, n, argv)
-        if rc or _tls.s.pending:
+        if rc or s.pending:
             _after(rc, "AM_Request")
 
     def request_medium(self, dest: int, handler: int, data: BufferLike, *args: int) -> None:
