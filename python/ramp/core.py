@@ -16,11 +16,17 @@ unless given: ``def h(token, a, b)`` is a short handler of 2 arguments;
 ``bytes`` or ``bytearray``) is a bulk handler of 1 argument.  A function taking
 ``*args`` needs an explicit ``nargs``.
 
-On every call the trampoline asks ramp (``ramp_GetTokenInfo``,
-``ramp_GetTokenArgCount``) for the message's category and argument count: a message
-of the wrong kind (say a short message to a bulk handler, whose ``buf`` would be
-garbage) or with another number of arguments than the handler declares is not
-passed to the function; a :class:`HandlerKindError` is raised instead.
+How handlers are called: :meth:`Bundle.poll`, :meth:`Endpoint.poll` and the waits
+receive with ``ramp_Drain`` (ramp.h, "pull-style receive"): one C call describes the
+delivered messages in a per-thread array, and Python calls their functions itself (no
+C-to-Python callback per message).  Messages that arrive during other C calls (the
+poll inside a request, ``AM_WaitSema``, a poll from inside a handler, a request to the
+endpoint itself) reach the same functions through ctypes trampolines.  Either way the
+message's category and argument count are checked first: a message of the wrong kind
+(say a short message to a bulk handler) or with another number of arguments than the
+handler declares is not passed to the function; a :class:`HandlerKindError` is raised
+instead.  A drained request whose handler did not reply gets its automatic reply as
+soon as the handler returns (``ramp_DrainEnd``).
 
 Python handler functions are called as ``fn(token, a0, ..., aN-1)`` (short) or
 ``fn(token, buf, a0, ..., aN-1)`` (medium/long).  For a **medium** message ``buf`` is
