@@ -348,6 +348,10 @@ int ramp_DrainRelease(void);
 
 int ramp_DrainEnd(void *token);
 
+int ramp_DrainReply(int index, handler_t handler, int numargs, const int32_t *args);
+
+int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs, const int32_t *args);
+
 int AM_Init(void);
 
 int AM_Terminate(void);
@@ -417,6 +421,10 @@ int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
 int ramp_DrainRelease(void);
 
 int ramp_DrainEnd(void *token);
+
+int ramp_DrainReply(int index, handler_t handler, int numargs, const int32_t *args);
+
+int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs, const int32_t *args);
 
 /**
  * The request every `AM_Request*` macro ends in (through the variadic shim).

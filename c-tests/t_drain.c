@@ -17,6 +17,8 @@
  *     echoed from it; long payloads point into the segment;
  *   - a message returned to handler 0 is described with RAMP_MSG_RETURNED, its status and
  *     opcode, and cannot be replied to;
+ *   - ramp_RequestShort and ramp_DrainReply (by index in the last drain) check their
+ *     arguments, reply once, refuse an ended or released message;
  *   - ramp_Drain inside a running handler is refused (AM_ERR_RESOURCE), and messages that
  *     arrive during AM_Poll still go to the installed handlers.
  * Meaningful under loss too (run.sh's fault pass): every wait is a drain or poll loop.
@@ -149,6 +151,35 @@ int main(void) {
   AM_SAFE(ramp_DrainRelease());
   EXPECT_RC(ramp_GetTokenInfo(m[0].token, &h, &cat, &is_req), AM_ERR_BAD_ARG);
   CHECK(c_handler_calls == 0, "no installed handler ran (%d)", c_handler_calls);
+
+  PHASE("the fast calls: ramp_RequestShort, ramp_DrainReply");
+  {
+    int32_t av[3] = {4, 5, 6};
+    int32_t one = 77;
+    EXPECT_RC(ramp_RequestShort(NULL, 0, H_REQ, 3, av), AM_ERR_BAD_ARG);
+    EXPECT_RC(ramp_RequestShort(A, 0, H_REQ, 17, av), AM_ERR_BAD_ARG);
+    EXPECT_RC(ramp_RequestShort(A, 0, H_REQ, 3, NULL), AM_ERR_BAD_ARG);
+    AM_SAFE(ramp_RequestShort(A, 0, H_REQ, 3, av));
+    n = drain_some(m, "the request of ramp_RequestShort");
+    CHECK(n == 1 && m[0].ep == B && m[0].nargs == 3 && m[0].args[0] == 4 && m[0].args[2] == 6,
+          "n %d nargs %d", n, m[0].nargs);
+    EXPECT_RC(ramp_DrainReply(-1, H_REP, 1, &one), AM_ERR_BAD_ARG);
+    EXPECT_RC(ramp_DrainReply(1, H_REP, 1, &one), AM_ERR_BAD_ARG); /* no message 1 */
+    EXPECT_RC(ramp_DrainReply(0, H_REP, 17, &one), AM_ERR_BAD_ARG);
+    AM_SAFE(ramp_DrainReply(0, H_REP, 1, &one));
+    EXPECT_RC(ramp_DrainReply(0, H_REP, 1, &one), AM_ERR_RESOURCE); /* once only */
+    n = drain_some(m, "the reply of ramp_DrainReply");
+    CHECK(n == 1 && m[0].ep == A && m[0].handler == H_REP && m[0].args[0] == 77,
+          "n %d handler %d arg %d", n, m[0].handler, m[0].args[0]);
+    EXPECT_RC(ramp_DrainReply(0, H_REP, 1, &one), AM_ERR_RESOURCE); /* a reply now */
+    AM_SAFE(ramp_RequestShort(A, 0, H_REQ, 0, NULL));
+    n = drain_some(m, "a request to end");
+    AM_SAFE(ramp_DrainEnd(m[0].token)); /* its automatic reply */
+    EXPECT_RC(ramp_DrainReply(0, H_REP, 0, NULL), AM_ERR_BAD_ARG); /* ended */
+    AM_SAFE(ramp_DrainRelease());
+    EXPECT_RC(ramp_DrainReply(0, H_REP, 0, NULL), AM_ERR_BAD_ARG); /* released */
+    CHECK(c_handler_calls == 0, "no installed handler ran (%d)", c_handler_calls);
+  }
 
   PHASE("automatic reply at release");
   AM_SAFE(AM_Request3(A, 0, H_REQ, 7, 8, 9));

@@ -202,6 +202,16 @@ int ramp_DrainRelease(void);
  * AM_ERR_BAD_ARG when token is not a live message of this thread's last drain. */
 int ramp_DrainEnd(void *token);
 
+/* The short reply and request with few arguments, for callers through a foreign-function
+ * interface (each argument converted costs them): */
+/* Short reply to message `index` (0-based) of this thread's last ramp_Drain, as
+ * AM_ReplyM on its token; AM_ERR_BAD_ARG when there is no such message, or when it was
+ * ended (ramp_DrainEnd) or released since; numargs 0..16. */
+int ramp_DrainReply(int index, handler_t handler, int numargs, const int32_t *args);
+/* Short request, as ramp_RequestArgv(ep, dest, handler, 0, NULL, 0, 0, 0, numargs, args). */
+int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs,
+                      const int32_t *args);
+
 /* ---- end of pull-style receive ---- */
 
 #ifdef __cplusplus

@@ -422,13 +422,14 @@ class Token:
     returns without replying makes ramp send an automatic empty reply.
     """
 
-    __slots__ = ("_ptr", "_ep", "_raw", "returned", "_replied")
+    __slots__ = ("_ptr", "_ep", "_raw", "returned", "_replied", "_idx")
 
     def __init__(self, ptr: int, endpoint: "Endpoint", returned: bool = False) -> None:
         self._ptr: Optional[int] = ptr
         self._ep = endpoint
         self._raw: Optional[Tuple[int, int, int]] = None  # (handler, category, is_req)
         self._replied = False
+        self._idx = -1  # a drained message: its index in the thread's last drain
         #: True for the token of a returned (undeliverable) message, in handler 0.
         self.returned = returned
 
@@ -518,7 +519,11 @@ class Token:
             argv[0] = args[0]
         else:
             n, argv = _short_argv(args, "AM_Reply")
-        rc = _Fast.reply(c_void_p(p), handler, 0, None, _SZ0, _SZ0, n, argv)
+        i = self._idx
+        if i >= 0 and _Fast.dreply is not None:
+            rc = _Fast.dreply(i, handler, n, argv)
+        else:
+            rc = _Fast.reply(c_void_p(p), handler, 0, None, _SZ0, _SZ0, n, argv)
         if rc or s.pending:
             _after(rc, "AM_Reply")
         self._replied = True
@@ -831,6 +836,8 @@ class _Fast:
     drain: Any = None
     release: Any = None
     end: Any = None
+    dreply: Any = None
+    rshort: Any = None
     am_poll: Any = None
     request: Any = None
     reply: Any = None
@@ -848,12 +855,18 @@ def _fast() -> None:
         _Fast.drain = L["ramp_Drain"]  # separate function objects: own argtypes
         _Fast.release = L["ramp_DrainRelease"]
         _Fast.end = L["ramp_DrainEnd"]
+        _Fast.dreply = L["ramp_DrainReply"]
+        _Fast.rshort = L["ramp_RequestShort"]
     except AttributeError:
-        _Fast.drain = _Fast.release = _Fast.end = None
+        _Fast.drain = _Fast.release = _Fast.end = _Fast.dreply = _Fast.rshort = None
     _Fast.am_poll = L.AM_Poll
     _Fast.request = L["ramp_RequestArgv"]
     _Fast.reply = L["ramp_ReplyArgv"]
-    for f in (_Fast.drain, _Fast.release, _Fast.end, _Fast.request, _Fast.reply):
+    for f in (_Fast.drain, _Fast.release, _Fast.end, _Fast.dreply, _Fast.rshort):
+        if f is not None:
+            f.argtypes = None
+            f.restype = c_int
+    for f in (_Fast.request, _Fast.reply):
         if f is not None:
             f.argtypes = None
             f.restype = c_int
@@ -899,6 +912,7 @@ def _play_drained(s: _ThreadState, n: int) -> None:
                 continue
             flags = m[26]  # 1: request, 2: returned
             tok = T(m[0], ep, flags > 1)
+            tok._idx = off // 112
             view = None
             try:
                 if flags > 1:
@@ -1497,7 +1511,11 @@ class Endpoint:
         else:
             n, argv = _short_argv(args, "AM_Request")
         if dest.__class__ is int and 0 <= dest < _INT_END:
-            rc = _Fast.request(hp, dest, handler, 0, None, _SZ0, _SZ0, 0, n, argv)
+            f = _Fast.rshort
+            if f is not None:
+                rc = f(hp, dest, handler, n, argv)
+            else:
+                rc = _Fast.request(hp, dest, handler, 0, None, _SZ0, _SZ0, 0, n, argv)
         else:
             d = _dest_index(dest, "AM_Request")
             rc = self._request(self._handle, d, handler, 0, None, 0, 0, 0, n, argv)

@@ -48,7 +48,7 @@ pub use endpoint::{Endpoint, TAG_ALL, TAG_NONE};
 pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 pub use message::Message;
 pub use name::EndpointName;
-pub use pull::{end as end_drained, release as release_drained, Pulled};
+pub use pull::{drained_token, end as end_drained, release as release_drained, Pulled};
 pub use reply::reply;
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use token::TokenId;

@@ -47,17 +47,26 @@ pub struct Pulled<'a> {
 thread_local! {
     /// The medium buffers of this thread's held messages.
     static BUFFERS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    /// The tokens of this thread's last drain, in the order handed out.
+    static TOKENS: RefCell<Vec<TokenId>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The token of message `index` of this thread's last drain, if it has one.
+pub fn drained_token(index: usize) -> Option<TokenId> {
+    TOKENS.with(|t| t.borrow().get(index).copied())
 }
 
 /// Ends the messages this thread's last drain handed out: their tokens die,
 /// their medium buffers are freed, and each request not replied to gets its
 /// automatic reply now (unless its endpoint was freed meanwhile).
 pub fn release() {
-    if !token::holds_any() {
+    // Every message handed out left its token id here (also when ended since).
+    if TOKENS.with(|t| t.borrow().is_empty()) {
         return;
     }
     let held = token::take_held();
     BUFFERS.with(|b| b.borrow_mut().clear());
+    TOKENS.with(|t| t.borrow_mut().clear());
     let now = Instant::now();
     for t in held {
         finish(t, now);
@@ -155,6 +164,7 @@ impl Endpoint {
                 WorkData::Returned { status, opcode } => (0, 0, Some((status, opcode))),
             };
             let token = token::hold(w.info);
+            TOKENS.with(|t| t.borrow_mut().push(token));
             sink(&Pulled {
                 token,
                 endpoint: self.id,

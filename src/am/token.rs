@@ -184,11 +184,6 @@ pub fn take_one_held(id: TokenId) -> Option<TokenInfo> {
     })
 }
 
-/// Whether this thread holds tokens.
-pub fn holds_any() -> bool {
-    LIVE.with(|l| !l.borrow().held.is_empty())
-}
-
 /// Runs `f` on the live token `id` of this thread; None when there is none.
 /// `f` must not start a handler (the live list is borrowed meanwhile).
 pub fn with<R>(id: TokenId, f: impl FnOnce(&TokenInfo) -> R) -> Option<R> {

@@ -6,11 +6,12 @@
 
 use std::os::raw::{c_int, c_void};
 
+use super::ramp::message_parts;
 use super::types::{eb_t, ep_t, handler_t};
-use super::{boundary, bundle, ep_handle, need};
-use crate::am::{self, Pulled};
-use crate::error::Error;
-use crate::wire::MAX_ARGS;
+use super::{boundary, bundle, endpoint, ep_handle, need};
+use crate::am::{self, Message, Pulled};
+use crate::error::{Error, Result};
+use crate::wire::{Category, MAX_ARGS};
 
 /// `ramp_msg_t.flags`: the message is a request (its handler may reply unless
 /// it was returned).
@@ -112,6 +113,50 @@ pub extern "C" fn ramp_DrainRelease() -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn ramp_DrainEnd(token: *mut c_void) -> c_int {
     boundary("ramp_DrainEnd", || am::end_drained(token as usize as u64))
+}
+
+/// The short message of the fast calls, its arguments checked.
+///
+/// # Safety
+/// `args` must hold `numargs` ints when non-NULL.
+unsafe fn short_args(numargs: c_int, args: *const i32) -> Result<([u32; MAX_ARGS], usize)> {
+    // SAFETY: as this function's contract; no payload.
+    let (a, n, _) = unsafe { message_parts(Category::Short, std::ptr::null(), 0, numargs, args)? };
+    Ok((a, n))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_DrainReply(
+    index: c_int,
+    handler: handler_t,
+    numargs: c_int,
+    args: *const i32,
+) -> c_int {
+    boundary("ramp_DrainReply", || {
+        // SAFETY: `args` holds `numargs` ints, as documented in ramp.h.
+        let (a, n) = unsafe { short_args(numargs, args)? };
+        let id = usize::try_from(index)
+            .ok()
+            .and_then(am::drained_token)
+            .ok_or(Error::BadArg("no such message in this thread's last drain"))?;
+        am::reply(id, &Message::short(handler, &a[..n]))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_RequestShort(
+    ep: ep_t,
+    dest: u32,
+    handler: handler_t,
+    numargs: c_int,
+    args: *const i32,
+) -> c_int {
+    boundary("ramp_RequestShort", || {
+        let e = endpoint(ep)?;
+        // SAFETY: `args` holds `numargs` ints, as documented in ramp.h.
+        let (a, n) = unsafe { short_args(numargs, args)? };
+        e.request(dest, &Message::short(handler, &a[..n]), false)
+    })
 }
 
 #[cfg(test)]
