@@ -873,6 +873,13 @@ def _fast() -> None:
     _Fast.ready = True
 
 
+def _release_drained() -> None:
+    """Ends this thread's drained messages now (unless their handlers are being played),
+    so that no endpoint about to be freed stays held by them."""
+    if _Fast.release is not None and not _tls.s.depth:
+        _Fast.release()
+
+
 def _poll_bundle(b: "Bundle") -> None:
     """AM_Poll for Python: ramp_Drain, then the drained messages' handlers, here."""
     hp = b._hp
@@ -1155,6 +1162,7 @@ class Bundle:
         if self._handle is None or not self._owned:
             return
         L = _L()
+        _release_drained()
         rc = L.AM_FreeBundle(self._handle)
         if rc and rc != ErrorCode.AM_ERR_BAD_ARG:  # BAD_ARG: already freed by AM_Terminate
             raise error_for(rc, "AM_FreeBundle")
@@ -1609,6 +1617,7 @@ class Endpoint:
         """
         if self._handle is None or not self._owned:
             return
+        _release_drained()
         rc = _L().AM_FreeEndpoint(self._handle)
         if rc and rc != ErrorCode.AM_ERR_BAD_ARG:  # BAD_ARG: already freed with its bundle
             raise error_for(rc, "AM_FreeEndpoint")
