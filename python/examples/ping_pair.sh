@@ -5,11 +5,13 @@
 # Python layer adds per round trip).
 #
 #   bash python/examples/ping_pair.sh [--runs N] [--iters N] [--warmup N] [--no-pin]
+#                                     [--python-dir DIR]
 #
 # Needs target/release/{libramp.so,ramp-run} (cargo build --release) and a C compiler.
 # Each rank is pinned to its own CPU with taskset when there are 2 CPUs or more
 # (RAMP_SPMD_RANK modulo the CPU count), unless --no-pin.  The alternation C, Python,
-# C, Python... spreads the machine's load over both.
+# C, Python... spreads the machine's load over both.  --python-dir runs the ramp
+# package found in DIR (e.g. an older version, to compare) instead of this tree's.
 set -u
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -17,13 +19,15 @@ RUNS=3
 ITERS=5000
 WARMUP=500
 PIN=1
+PYDIR="$ROOT/python"
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS="${2:?}"; shift 2 ;;
     --iters) ITERS="${2:?}"; shift 2 ;;
     --warmup) WARMUP="${2:?}"; shift 2 ;;
     --no-pin) PIN=0; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --python-dir) PYDIR="${2:?}"; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "ping_pair.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -34,7 +38,7 @@ for f in "$REL/libramp.so" "$RUN"; do
   [ -e "$f" ] || { echo "ping_pair.sh: $f missing: run cargo build --release" >&2; exit 2; }
 done
 export RAMP_LIB="${RAMP_LIB:-$REL/libramp.so}"
-export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PYDIR${PYTHONPATH:+:$PYTHONPATH}"
 
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
