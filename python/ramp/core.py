@@ -673,7 +673,9 @@ def _token_info_fn() -> Any:
     return _fast_token_info
 
 
-def _play_entry(fn: HandlerFunction, kind: str, nargs: int) -> Tuple[HandlerFunction, int, int, str]:
+def _play_entry(
+    fn: HandlerFunction, kind: str, nargs: int
+) -> Tuple[HandlerFunction, int, int, str]:
     """How _play_drained calls fn: (fn, categories accepted as bits 1 << category,
     nargs, kind)."""
     accepts = {"short": 1, "medium": 2, "long": 4, "bulk": 6}[kind]
