@@ -25,6 +25,17 @@
 #define AM_ERR_IN_USE 5
 
 /**
+ * `ramp_msg_t.flags`: the message is a request (its handler may reply unless
+ * it was returned).
+ */
+#define RAMP_MSG_REQUEST 1
+
+/**
+ * `ramp_msg_t.flags`: a message of ours returned to handler 0.
+ */
+#define RAMP_MSG_RETURNED 2
+
+/**
  * Message categories, also the index of the `[3]` arrays of `ramp_stats_t`.
  */
 typedef enum {
@@ -76,6 +87,54 @@ typedef uint8_t handler_t;
  * A handler function of any of the AM-2 prototypes.
  */
 typedef void (*am_handler_fn_t)(void);
+
+/**
+ * One delivered message, as `ramp_Drain` reports it (112 bytes on LP64).
+ */
+typedef struct {
+  /**
+   * Live until this thread's next ramp_Drain or ramp_DrainRelease.
+   */
+  void *token;
+  /**
+   * The endpoint that received the message.
+   */
+  ep_t ep;
+  /**
+   * Medium: the library's buffer (writable); long: in the segment; else NULL.
+   */
+  void *buf;
+  size_t nbytes;
+  /**
+   * The first `nargs` are the message's; the others are 0.
+   */
+  int32_t args[16];
+  /**
+   * The sender's index in the receiver's translation table (-1 if none).
+   */
+  int32_t source_id;
+  /**
+   * Returned messages: the E* status (as handler 0 gets it); else 0.
+   */
+  int32_t status;
+  /**
+   * Returned messages: the op_t opcode (as handler 0 gets it); else 0.
+   */
+  int32_t opcode;
+  /**
+   * The handler index the message was sent to.
+   */
+  handler_t handler;
+  /**
+   * A ramp_category_t value.
+   */
+  uint8_t category;
+  uint8_t nargs;
+  /**
+   * RAMP_MSG_REQUEST, RAMP_MSG_RETURNED.
+   */
+  uint8_t flags;
+} ramp_msg_t;
 
 /**
  * Counters of one endpoint (or a sum of several). Arrays are indexed by
@@ -293,6 +352,16 @@ int AM_GetMsgTag(void *token, tag_t *tagp);
 
 int AM_Poll(eb_t bundle_);
 
+int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
+
+int ramp_DrainRelease(void);
+
+int ramp_DrainEnd(void *token);
+
+int ramp_DrainReply(int index, handler_t handler, int numargs, const int32_t *args);
+
+int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs, const int32_t *args);
+
 int AM_Init(void);
 
 int AM_Terminate(void);
@@ -356,6 +425,16 @@ int AM_GetDestEndpoint(void *token, ep_t *endp);
 int AM_GetMsgTag(void *token, tag_t *tagp);
 
 int AM_Poll(eb_t bundle_);
+
+int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
+
+int ramp_DrainRelease(void);
+
+int ramp_DrainEnd(void *token);
+
+int ramp_DrainReply(int index, handler_t handler, int numargs, const int32_t *args);
+
+int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs, const int32_t *args);
 
 int ramp_SetHandlerName(ep_t ep, handler_t handler, const char *name);
 

@@ -283,6 +283,83 @@ int ramp_NamePublish(ep_t ep, const char *service);
 int ramp_NameLookup(const char *service, en_t *name, int timeout_ms);
 /* ---- end of names ---- */
 
+/* ---- pull-style receive ---- */
+/*
+ * ramp_Drain is AM_Poll for bindings that play handlers themselves (Python's
+ * ctypes package uses it: no C-to-Python callback per message).  It moves packets
+ * like AM_Poll and runs the same arrival checks (tags, handler table, segment
+ * bounds; refusals go back to the sender's handler 0 as usual), but instead of
+ * calling the handler of each admitted message it describes the message in the
+ * caller's array; the caller then plays the handler itself.
+ *
+ * Lifetime (AM-2's rules kept): the messages one ramp_Drain hands out are *held* by
+ * the calling thread until that thread's next ramp_Drain or ramp_DrainRelease:
+ *  - their tokens stay valid until then: every token function works on them, and a
+ *    request may be replied to once (ramp_ReplyArgv, AM_Reply*) until then; after
+ *    it, the token is dead (AM_ERR_BAD_ARG, as for a handler that returned);
+ *  - buf of a medium message is the library's buffer, writable, valid until then
+ *    (no copy: read it in place); buf of a long message points into the segment;
+ *  - a request not replied to by then gets its automatic empty reply then; to send
+ *    it when its handler is done, as AM_Poll would, call ramp_DrainEnd(token) (or
+ *    ramp_DrainRelease once the whole batch is played): until then the requester's
+ *    credit stays taken, and a request of yours that waits for a credit (polling
+ *    with AM_Poll, which does not end held messages) may wait for a peer doing the
+ *    same;
+ *  - no handler is running meanwhile: requests sent while messages are held poll
+ *    and wait for credits as outside a handler.
+ * Only the thread that drained may use the tokens.  Messages that arrive during
+ * other calls (AM_Poll, AM_WaitSema, the poll inside a request, a request to the
+ * endpoint itself) still go to the installed handlers.
+ */
+
+/* ramp_msg_t.flags */
+#define RAMP_MSG_REQUEST  1  /* a request (its handler may reply, unless RAMP_MSG_RETURNED) */
+#define RAMP_MSG_RETURNED 2  /* a message of ours returned to handler 0 (status, opcode) */
+
+/* One delivered message (112 bytes on LP64; field offsets fixed). */
+typedef struct ramp_msg {
+  void *token;          /* live until this thread's next ramp_Drain / ramp_DrainRelease */
+  ep_t ep;              /* the endpoint that received it */
+  void *buf;            /* medium: the library's buffer; long: in the segment; else NULL */
+  size_t nbytes;        /* bytes at buf */
+  int32_t args[16];     /* the first nargs are the message's, the others 0 */
+  int32_t source_id;    /* the sender's translation index at the receiver, -1 if none */
+  int32_t status;       /* returned: the E* status handler 0 would get; else 0 */
+  int32_t opcode;       /* returned: the op_t handler 0 would get; else 0 */
+  handler_t handler;    /* the handler index it was sent to (also when returned) */
+  uint8_t category;     /* a ramp_category_t value */
+  uint8_t nargs;        /* 0..16 */
+  uint8_t flags;        /* RAMP_MSG_REQUEST, RAMP_MSG_RETURNED */
+} ramp_msg_t;
+
+/* Ends the messages of this thread's last ramp_Drain, then moves packets on every
+ * endpoint of eb and describes up to max delivered messages in msgs[0..max-1]
+ * (handlers are not called); *count is how many (also when an error is returned).
+ * AM_ERR_RESOURCE inside a running handler (use AM_Poll there); AM_ERR_BAD_ARG for
+ * a NULL count, a negative max, or a NULL msgs with max > 0. */
+int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
+/* Ends the messages of this thread's last ramp_Drain now: their tokens die and the
+ * requests among them not replied to get their automatic reply.  Always AM_OK. */
+int ramp_DrainRelease(void);
+
+/* Ends one message of this thread's last ramp_Drain now, as if its handler returned:
+ * its token dies and, a request not replied to, it gets its automatic reply at once
+ * (its medium buffer stays valid until the next ramp_Drain / ramp_DrainRelease).
+ * AM_ERR_BAD_ARG when token is not a live message of this thread's last drain. */
+int ramp_DrainEnd(void *token);
+
+/* The short reply and request with few arguments, for callers through a foreign-function
+ * interface (each argument converted costs them): */
+/* Short reply to message `index` (0-based) of this thread's last ramp_Drain, as
+ * AM_ReplyM on its token; AM_ERR_BAD_ARG when there is no such message, or when it was
+ * ended (ramp_DrainEnd) or released since; numargs 0..16. */
+int ramp_DrainReply(int index, handler_t handler, int numargs, const int32_t *args);
+/* Short request, as ramp_RequestArgv(ep, dest, handler, 0, NULL, 0, 0, 0, numargs, args). */
+int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs,
+                      const int32_t *args);
+
+/* ---- end of pull-style receive ---- */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

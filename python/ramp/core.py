@@ -16,11 +16,17 @@ unless given: ``def h(token, a, b)`` is a short handler of 2 arguments;
 ``bytes`` or ``bytearray``) is a bulk handler of 1 argument.  A function taking
 ``*args`` needs an explicit ``nargs``.
 
-On every call the trampoline asks ramp (``ramp_GetTokenInfo``,
-``ramp_GetTokenArgCount``) for the message's category and argument count: a message
-of the wrong kind (say a short message to a bulk handler, whose ``buf`` would be
-garbage) or with another number of arguments than the handler declares is not
-passed to the function; a :class:`HandlerKindError` is raised instead.
+How handlers are called: :meth:`Bundle.poll`, :meth:`Endpoint.poll` and the waits
+receive with ``ramp_Drain`` (ramp.h, "pull-style receive"): one C call describes the
+delivered messages in a per-thread array, and Python calls their functions itself (no
+C-to-Python callback per message).  Messages that arrive during other C calls (the
+poll inside a request, ``AM_WaitSema``, a poll from inside a handler, a request to the
+endpoint itself) reach the same functions through ctypes trampolines.  Either way the
+message's category and argument count are checked first: a message of the wrong kind
+(say a short message to a bulk handler) or with another number of arguments than the
+handler declares is not passed to the function; a :class:`HandlerKindError` is raised
+instead.  A drained request whose handler did not reply gets its automatic reply as
+soon as the handler returns (``ramp_DrainEnd``).
 
 Python handler functions are called as ``fn(token, a0, ..., aN-1)`` (short) or
 ``fn(token, buf, a0, ..., aN-1)`` (medium/long).  For a **medium** message ``buf`` is
@@ -49,6 +55,7 @@ from __future__ import annotations
 
 import ctypes
 import inspect
+import struct
 import threading
 import time
 from ctypes import byref, c_int, c_int32, c_size_t, c_uint8, c_uint64, c_void_p
@@ -103,6 +110,15 @@ HandlerFunction = Callable[..., None]
 #: A Python handler 0: ``fn(status, opcode, token)`` for a returned message.
 ErrorHandlerFunction = Callable[["Status", "Opcode", "Token"], None]
 
+# ramp_msg_t (include/ramp.h, "pull-style receive"): token, ep, buf, nbytes,
+# args[16], source_id, status, opcode, handler, category, nargs, flags: the tuple of
+# unpack_from has them at 0, 1, 2, 3, 4..19, 20, 21, 22, 23, 24, 25, 26
+_MSG = struct.Struct("=QQQQ16i3i4B")
+_MSG_SIZE = _MSG.size  # 112
+_DRAIN_BATCH = 32
+_MSG_REQUEST = 1
+_MSG_RETURNED = 2
+
 _INT32_MIN = -(1 << 31)
 _UINT32_END = 1 << 32
 _ARGV = [c_int32 * n for n in range(MAX_SHORT + 1)]
@@ -113,8 +129,26 @@ _EMPTY_ARGV = _ARGV[0]()
 # --------------------------------------------------------------------------------------
 
 
-class _ThreadState(threading.local):
-    """Per-thread state: exceptions raised by handlers, handler count, scratch space."""
+class _ThreadState:
+    """Per-thread state: exceptions raised by handlers, handler count, scratch space.
+    A plain object reached through one threading.local attribute (_tls.s): every
+    attribute of a threading.local costs a per-thread dictionary look-up, too slow for
+    the receive path."""
+
+    __slots__ = (
+        "pending",
+        "count",
+        "info",
+        "addr",
+        "depth",
+        "msgs",
+        "msgs_addr",
+        "ndrained",
+        "ndrained_addr",
+        "msgs_p",
+        "ndrained_p",
+        "argv",
+    )
 
     def __init__(self) -> None:
         self.pending: List[BaseException] = []
@@ -122,18 +156,35 @@ class _ThreadState(threading.local):
         # ramp_GetTokenInfo's three out-parameters, then ramp_GetTokenArgCount's
         self.info = (c_int * 4)()
         self.addr = ctypes.addressof(self.info)
+        # Python handlers running on this thread (a poll inside one uses AM_Poll)
+        self.depth = 0
+        # ramp_Drain's message array and count (see "Pull-style receive")
+        self.msgs = (ctypes.c_char * (_MSG_SIZE * _DRAIN_BATCH))()
+        self.msgs_addr = ctypes.addressof(self.msgs)
+        self.ndrained = (c_int * 1)()
+        self.ndrained_addr = ctypes.addressof(self.ndrained)
+        self.msgs_p = c_void_p(self.msgs_addr)
+        self.ndrained_p = c_void_p(self.ndrained_addr)
+        # the argument vector of this thread's short requests and replies (the C call
+        # copies it before anything else, so a nested call may reuse it)
+        self.argv = (c_int32 * MAX_SHORT)()
 
 
-_st = _ThreadState()
+class _Local(threading.local):
+    def __init__(self) -> None:
+        self.s = _ThreadState()
+
+
+_tls = _Local()
 
 
 def _handler_count() -> int:
-    return _st.count
+    return _tls.s.count
 
 
 def _after(rc: int, function: str, detail: str = "") -> None:
     """Raises what a handler raised during the call, else the call's error code."""
-    p = _st.pending
+    p = _tls.s.pending
     if p:
         raise p.pop(0)
     if rc:
@@ -295,6 +346,32 @@ def _argv(args: Tuple[int, ...], function: str) -> Tuple[int, Any]:
     return n, argv
 
 
+def _short_argv(args: Tuple[int, ...], function: str) -> Tuple[int, Any]:
+    """_argv for the hot paths: 1 or 2 plain int arguments go into the thread's vector."""
+    n = len(args)
+    if n == 1:
+        x = args[0]
+        if x.__class__ is int and _INT32_MIN <= x < _UINT32_END:
+            a = _tls.s.argv
+            a[0] = x
+            return 1, a
+    elif n == 2:
+        x, y = args
+        if (
+            x.__class__ is int
+            and y.__class__ is int
+            and _INT32_MIN <= x < _UINT32_END
+            and _INT32_MIN <= y < _UINT32_END
+        ):
+            a = _tls.s.argv
+            a[0] = x
+            a[1] = y
+            return 2, a
+    elif n == 0:
+        return 0, _EMPTY_ARGV
+    return _argv(args, function)
+
+
 def _dest_index(dest: int, function: str) -> int:
     d = int(dest)
     if not 0 <= d < _UINT32_END:
@@ -345,12 +422,14 @@ class Token:
     returns without replying makes ramp send an automatic empty reply.
     """
 
-    __slots__ = ("_ptr", "_ep", "_raw", "returned")
+    __slots__ = ("_ptr", "_ep", "_raw", "returned", "_replied", "_idx")
 
     def __init__(self, ptr: int, endpoint: "Endpoint", returned: bool = False) -> None:
         self._ptr: Optional[int] = ptr
         self._ep = endpoint
         self._raw: Optional[Tuple[int, int, int]] = None  # (handler, category, is_req)
+        self._replied = False
+        self._idx = -1  # a drained message: its index in the thread's last drain
         #: True for the token of a returned (undeliverable) message, in handler 0.
         self.returned = returned
 
@@ -432,12 +511,22 @@ class Token:
         p = self._ptr
         if p is None:
             raise TokenExpiredError("token used after its handler returned")
-        if not 0 <= handler < MAX_NUM_HANDLERS:
-            _handler_index(handler, "AM_Reply")
-        n, argv = _argv(args, "AM_Reply") if args else (0, _EMPTY_ARGV)
-        rc = self._ep._reply(p, handler, 0, None, 0, 0, n, argv)
-        if rc or _st.pending:
+        if handler.__class__ is not int or not 0 <= handler < MAX_NUM_HANDLERS:
+            handler = _handler_index(handler, "AM_Reply")
+        s = _tls.s
+        if len(args) == 1 and args[0].__class__ is int and _INT32_MIN <= args[0] < _UINT32_END:
+            n, argv = 1, s.argv
+            argv[0] = args[0]
+        else:
+            n, argv = _short_argv(args, "AM_Reply")
+        i = self._idx
+        if i >= 0 and _Fast.dreply is not None:
+            rc = _Fast.dreply(i, handler, n, argv)
+        else:
+            rc = _Fast.reply(c_void_p(p), handler, 0, None, _SZ0, _SZ0, n, argv)
+        if rc or s.pending:
             _after(rc, "AM_Reply")
+        self._replied = True
 
     def reply_medium(self, handler: int, data: BufferLike, *args: int) -> None:
         """Medium reply (``AM_ReplyIM``): ``data`` (any bytes-like, at most MAX_MEDIUM bytes)
@@ -448,6 +537,7 @@ class Token:
         with SendBuffer(data) as b:
             rc = self._ep._reply(p, h, 1, b.ptr, b.nbytes, 0, n, argv)
         _after(rc, "AM_ReplyI", _size_hint(rc, b.nbytes, 1))
+        self._replied = True
 
     def reply_long(self, handler: int, data: BufferLike, dest_offset: int, *args: int) -> None:
         """Long reply (``AM_ReplyXferM``): ``data`` is written at ``dest_offset`` bytes into the
@@ -460,6 +550,7 @@ class Token:
                 p, h, 2, b.ptr, b.nbytes, _offset(dest_offset, "AM_ReplyXfer"), n, argv
             )
         _after(rc, "AM_ReplyXfer", _size_hint(rc, b.nbytes, 2))
+        self._replied = True
 
     def __repr__(self) -> str:
         if self._ptr is None:
@@ -582,10 +673,19 @@ def _token_info_fn() -> Any:
     return _fast_token_info
 
 
+def _play_entry(
+    fn: HandlerFunction, kind: str, nargs: int
+) -> Tuple[HandlerFunction, int, int, str]:
+    """How _play_drained calls fn: (fn, categories accepted as bits 1 << category,
+    nargs, kind)."""
+    accepts = {"short": 1, "medium": 2, "long": 4, "bulk": 6}[kind]
+    return (fn, accepts, nargs, kind)
+
+
 def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int) -> Any:
     get_info = _token_info_fn()
     get_count = _arg_count_fn()
-    st = _st
+    tls = _tls
 
     def arity_error(tok: Token, got: int) -> HandlerKindError:
         return HandlerKindError(
@@ -610,7 +710,8 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
 
         def short_trampoline(ptr: int, *args: int) -> None:
             tok = Token(ptr, ep)
-            s = st  # the calling thread's state (threading.local)
+            s = tls.s  # the calling thread's state
+            s.depth += 1
             try:
                 s.count += 1
                 a = s.addr
@@ -628,6 +729,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
                 s.pending.append(e)
             finally:
                 tok._ptr = None
+                s.depth -= 1
 
         return SHORT_PROTOS[nargs](short_trampoline)
 
@@ -636,9 +738,10 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
 
     def bulk_trampoline(ptr: int, buf: Optional[int], nbytes: int, *args: int) -> None:
         tok = Token(ptr, ep)
-        s = st
+        s = tls.s
         view: Optional[memoryview] = None
         release = False
+        s.depth += 1
         try:
             s.count += 1
             a = s.addr
@@ -661,6 +764,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
             s.pending.append(e)
         finally:
             tok._ptr = None
+            s.depth -= 1
             if release and view is not None:
                 try:
                     view.release()
@@ -671,39 +775,223 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
 
 
 def _make_returned_trampoline(ep: "Endpoint") -> Any:
-    st = _st
+    tls = _tls
 
     def returned_trampoline(status: int, opcode: int, ptr: int) -> None:
         tok = Token(ptr, ep, returned=True)
-        s = st
+        s = tls.s
+        s.depth += 1
         try:
             s.count += 1
-            try:
-                stv: Any = Status(status)
-            except ValueError:
-                stv = status
-            try:
-                op: Any = Opcode(opcode)
-            except ValueError:
-                op = opcode
-            eh = ep._error_handler
-            if eh is not None:
-                eh(stv, op, tok)
-            else:
-                handler = tag = source = None
-                try:
-                    handler = tok.handler
-                    tag = tok.tag
-                    source = tok.source
-                except RampError:
-                    pass
-                raise ReturnedMessageError(stv, op, handler, tag, source)
+            _play_returned(ep, tok, status, opcode)
         except BaseException as e:  # never unwind into C
             s.pending.append(e)
         finally:
             tok._ptr = None
+            s.depth -= 1
 
     return RETURNED_PROTO(returned_trampoline)
+
+
+def _play_returned(ep: "Endpoint", tok: Token, status: int, opcode: int) -> None:
+    """Handler 0 for a returned message: the error handler, or ReturnedMessageError."""
+    try:
+        stv: Any = Status(status)
+    except ValueError:
+        stv = status
+    try:
+        op: Any = Opcode(opcode)
+    except ValueError:
+        op = opcode
+    eh = ep._error_handler
+    if eh is not None:
+        eh(stv, op, tok)
+        return
+    handler = tag = source = None
+    try:
+        handler = tok.handler
+        tag = tok.tag
+        source = tok.source
+    except RampError:
+        pass
+    raise ReturnedMessageError(stv, op, handler, tag, source)
+
+
+# --------------------------------------------------------------------------------------
+# Pull-style receive: ramp_Drain hands delivered messages to Python, which plays their
+# handlers itself (no C-to-Python callback per message).  The drained messages stay held
+# by the thread until its next ramp_Drain (their tokens live, their medium buffers
+# allocated); Python ends a handler's Token when the handler returns, as for a
+# trampoline, and ends a request its handler did not reply to with ramp_DrainEnd, so
+# that its automatic reply goes out at once, as AM_Poll would send it.
+# A poll inside a handler (depth > 0) uses AM_Poll: handlers then run through the
+# trampolines, and the batch being played stays valid.
+# --------------------------------------------------------------------------------------
+
+class _Fast:
+    """The hot calls without ctypes argtypes (argument conversion through argtypes costs
+    about 2 us per call): called only with ints known to fit a C int, None, and ready
+    ctypes objects (c_void_p handles, c_size_t zeros, c_int32 vectors).  Set by
+    :func:`_fast`; ``drain`` is None with a library that lacks ramp_Drain."""
+
+    ready = False
+    drain: Any = None
+    release: Any = None
+    end: Any = None
+    dreply: Any = None
+    rshort: Any = None
+    am_poll: Any = None
+    request: Any = None
+    reply: Any = None
+
+
+_SZ0 = c_size_t(0)
+_INT_END = 1 << 31
+
+
+def _fast() -> None:
+    if _Fast.ready:
+        return
+    L = _L()
+    try:
+        _Fast.drain = L["ramp_Drain"]  # separate function objects: own argtypes
+        _Fast.release = L["ramp_DrainRelease"]
+        _Fast.end = L["ramp_DrainEnd"]
+        _Fast.dreply = L["ramp_DrainReply"]
+        _Fast.rshort = L["ramp_RequestShort"]
+    except AttributeError:
+        _Fast.drain = _Fast.release = _Fast.end = _Fast.dreply = _Fast.rshort = None
+    _Fast.am_poll = L.AM_Poll
+    _Fast.request = L["ramp_RequestArgv"]
+    _Fast.reply = L["ramp_ReplyArgv"]
+    for f in (_Fast.drain, _Fast.release, _Fast.end, _Fast.dreply, _Fast.rshort):
+        if f is not None:
+            f.argtypes = None
+            f.restype = c_int
+    for f in (_Fast.request, _Fast.reply):
+        if f is not None:
+            f.argtypes = None
+            f.restype = c_int
+    _Fast.ready = True
+
+
+def _release_drained() -> None:
+    """Ends this thread's drained messages now (unless their handlers are being played),
+    so that no endpoint about to be freed stays held by them."""
+    if _Fast.release is not None and not _tls.s.depth:
+        _Fast.release()
+
+
+def _poll_bundle(b: "Bundle") -> None:
+    """AM_Poll for Python: ramp_Drain, then the drained messages' handlers, here."""
+    hp = b._hp
+    if hp is None:
+        raise RampError("the bundle is closed")
+    s = _tls.s
+    drain = _Fast.drain
+    if s.depth or drain is None:
+        rc = _Fast.am_poll(hp)
+        if rc or s.pending:
+            _after(rc, "AM_Poll")
+        return
+    rc = drain(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p)
+    n = s.ndrained[0]
+    if n:
+        _play_drained(s, n)
+    if rc or s.pending:
+        _after(rc, "ramp_Drain")
+
+
+def _play_drained(s: _ThreadState, n: int) -> None:
+    """Plays the handlers of the n drained messages; a request not replied to by its
+    handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
+    returns, as AM_Poll would.  (The hot path of every Python receive: kept lean.)"""
+    msgs = s.msgs
+    unpack = _MSG.unpack_from
+    eps = _endpoints
+    T = Token
+    s.count += n
+    s.depth += 1
+    try:
+        for off in range(0, n * 112, 112):  # 112: _MSG_SIZE
+            m = unpack(msgs, off)
+            ep = eps.get(m[1])
+            if ep is None:  # freed meanwhile, or not made by this package
+                _Fast.end(c_void_p(m[0]))
+                continue
+            flags = m[26]  # 1: request, 2: returned
+            tok = T(m[0], ep, flags > 1)
+            tok._idx = off // 112
+            view = None
+            try:
+                if flags > 1:
+                    _play_returned(ep, tok, m[21], m[22])
+                    continue
+                play = ep._play[m[23]]
+                if play is None:
+                    raise _no_function(ep, m[23], m[24], flags)
+                fn, accepts, nargs, kind = play
+                cat = m[24]
+                if not accepts >> cat & 1:
+                    raise _kind_error(ep, tok, kind, nargs, cat)
+                if m[25] != nargs:
+                    raise _arity_error(ep, tok, nargs, m[25])
+                if cat == 0:
+                    if nargs == 1:
+                        fn(tok, m[4])
+                    elif nargs == 0:
+                        fn(tok)
+                    elif nargs == 2:
+                        fn(tok, m[4], m[5])
+                    else:
+                        fn(tok, *m[4 : 4 + nargs])
+                else:
+                    if cat == 1:
+                        view = view_of(m[2], m[3])
+                    else:
+                        view = ep._long_view(m[2], m[3])
+                    fn(tok, view, *m[4 : 4 + nargs])
+            except BaseException as e:  # what a trampoline would do: raised after the call
+                s.pending.append(e)
+            finally:
+                tok._ptr = None
+                if flags == 1 and not tok._replied:
+                    _Fast.end(c_void_p(m[0]))
+                if view is not None and m[24] == 1:
+                    try:
+                        view.release()
+                    except BufferError:
+                        pass  # the handler exported it (e.g. numpy.frombuffer): its problem
+    finally:
+        s.depth -= 1
+
+
+def _no_function(ep: "Endpoint", h: int, cat: int, flags: int) -> HandlerKindError:
+    return HandlerKindError(
+        "handler %d of %s has no Python function (a %s %s was not handled)"
+        % (h, ep, _CATEGORIES[cat].name.lower(), "request" if flags & 1 else "reply")
+    )
+
+
+def _kind_error(ep: "Endpoint", tok: Token, kind: str, nargs: int, cat: int) -> HandlerKindError:
+    return HandlerKindError(
+        "handler %d of %s was registered for %s messages (nargs=%d) but received a %s %s"
+        % (
+            tok.handler,
+            ep,
+            _describe_kind(kind),
+            nargs,
+            _CATEGORIES[cat].name.lower(),
+            "request" if tok.is_request else "reply",
+        )
+    )
+
+
+def _arity_error(ep: "Endpoint", tok: Token, nargs: int, got: int) -> HandlerKindError:
+    return HandlerKindError(
+        "handler %d of %s was registered for %d argument(s) but a message with %d arrived"
+        % (tok.handler, ep, nargs, got)
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -734,6 +1022,8 @@ class Bundle:
             L.AM_Terminate()
             raise error_for(rc, "AM_AllocateBundle")
         self._handle: Optional[int] = h.value
+        self._hp: Optional[c_void_p] = c_void_p(h.value)
+        _fast()
         self._mode = int(mode)
         self._owned = True
         self._endpoints: Dict[int, Endpoint] = {}
@@ -744,6 +1034,8 @@ class Bundle:
         """A Bundle object for a bundle allocated elsewhere (SPMD start-up); not owned."""
         b = cls.__new__(cls)
         b._handle = handle
+        b._hp = c_void_p(handle)
+        _fast()
         b._mode = mode
         b._owned = False
         b._endpoints = {}
@@ -799,12 +1091,7 @@ class Bundle:
 
     def poll(self) -> None:
         """``AM_Poll``: receives and dispatches pending messages (handlers run here)."""
-        h = self._handle
-        if h is None:
-            raise RampError("the bundle is closed")
-        rc = _L().AM_Poll(h)
-        if rc or _st.pending:
-            _after(rc, "AM_Poll")
+        _poll_bundle(self)
 
     def wait_sema(self) -> None:
         """``AM_WaitSema``: sleeps until a message arrives, then polls once.
@@ -832,30 +1119,30 @@ class Bundle:
         sleeps in short steps otherwise.  ``until`` must become true through handlers (or
         other threads, with a ``timeout``): a blocked wait wakes only on messages.
         """
-        h = self._h()
-        L = _L()
-        poll = L.AM_Poll
+        self._h()
+        poll = _poll_bundle
+        s = _tls.s  # this thread's: handlers run on it
         if until is None:
-            start = _handler_count()
+            start = s.count
 
             def until() -> bool:
-                return _handler_count() != start
+                return s.count != start
 
         if until():
             return True
-        t0 = time.monotonic()
+        monotonic = time.monotonic
+        t0 = monotonic()
         deadline = None if timeout is None else t0 + timeout
         spin_end = t0 + spin
-        seen = _handler_count()
+        seen = s.count
         while True:
-            rc = poll(h)
-            _after(rc, "AM_Poll")
+            poll(self)
             if until():
                 return True
-            now = time.monotonic()
+            now = monotonic()
             if deadline is not None and now >= deadline:
                 return False
-            c = _handler_count()
+            c = s.count
             if c != seen:  # progress: keep spinning
                 seen = c
                 spin_end = now + spin
@@ -877,6 +1164,7 @@ class Bundle:
         if self._handle is None or not self._owned:
             return
         L = _L()
+        _release_drained()
         rc = L.AM_FreeBundle(self._handle)
         if rc and rc != ErrorCode.AM_ERR_BAD_ARG:  # BAD_ARG: already freed by AM_Terminate
             raise error_for(rc, "AM_FreeBundle")
@@ -891,6 +1179,7 @@ class Bundle:
             ep._forget()
         _bundles.pop(self._handle or 0, None)
         self._handle = None
+        self._hp = None
 
     def __enter__(self) -> "Bundle":
         return self
@@ -935,11 +1224,15 @@ class Endpoint:
         self._reply = L.ramp_ReplyArgv
         self._poll = L.AM_Poll
         self._handle: Optional[int] = handle
+        self._hp: Optional[c_void_p] = c_void_p(handle)
+        _fast()
         self._bundle = bundle
         self._name = name
         self._owned = owned
         self._callbacks: Dict[int, Any] = {}
         self._functions: Dict[int, Tuple[HandlerFunction, str, int]] = {}
+        # per handler index: how drained messages play it (see _play_drained)
+        self._play: List[Optional[Tuple[Any, int, int, str]]] = [None] * 256
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
         self._segment: Any = None
@@ -1111,6 +1404,7 @@ class Endpoint:
             self._retired.append(old)  # it may be running right now
         self._callbacks[h] = cb
         self._functions[h] = (fn, kind, nargs)
+        self._play[h] = _play_entry(fn, kind, nargs)
 
     def set_handler_any(
         self, fn: HandlerFunction, kind: Optional[str] = None, nargs: Optional[int] = None
@@ -1125,6 +1419,7 @@ class Endpoint:
         )
         self._callbacks[hv.value] = cb
         self._functions[hv.value] = (fn, kind, nargs)
+        self._play[hv.value] = _play_entry(fn, kind, nargs)
         return hv.value
 
     def handler(
@@ -1214,16 +1509,27 @@ class Endpoint:
         """Short request (``AM_RequestM``) to translation entry ``dest``, handler ``handler``,
         with 0..16 int arguments.  Polls first (handlers may run) and blocks (polling)
         while no send credit is free."""
-        ep = self._handle
-        if ep is None:
+        hp = self._hp
+        if hp is None:
             raise RampError("the endpoint is closed")
-        if not 0 <= handler < MAX_NUM_HANDLERS:
-            _handler_index(handler, "AM_Request")
-        if not 0 <= dest < _UINT32_END:
-            _dest_index(dest, "AM_Request")
-        n, argv = _argv(args, "AM_Request") if args else (0, _EMPTY_ARGV)
-        rc = self._request(ep, dest, handler, 0, None, 0, 0, 0, n, argv)
-        if rc or _st.pending:
+        if handler.__class__ is not int or not 0 <= handler < MAX_NUM_HANDLERS:
+            handler = _handler_index(handler, "AM_Request")
+        s = _tls.s
+        if len(args) == 1 and args[0].__class__ is int and _INT32_MIN <= args[0] < _UINT32_END:
+            n, argv = 1, s.argv
+            argv[0] = args[0]
+        else:
+            n, argv = _short_argv(args, "AM_Request")
+        if dest.__class__ is int and 0 <= dest < _INT_END:
+            f = _Fast.rshort
+            if f is not None:
+                rc = f(hp, dest, handler, n, argv)
+            else:
+                rc = _Fast.request(hp, dest, handler, 0, None, _SZ0, _SZ0, 0, n, argv)
+        else:
+            d = _dest_index(dest, "AM_Request")
+            rc = self._request(self._handle, d, handler, 0, None, 0, 0, 0, n, argv)
+        if rc or s.pending:
             _after(rc, "AM_Request")
 
     def request_medium(self, dest: int, handler: int, data: BufferLike, *args: int) -> None:
@@ -1272,13 +1578,7 @@ class Endpoint:
 
     def poll(self) -> None:
         """``AM_Poll`` on this endpoint's bundle."""
-        b = self._bundle
-        h = b._handle
-        if h is None:
-            raise RampError("the bundle is closed")
-        rc = self._poll(h)
-        if rc or _st.pending:
-            _after(rc, "AM_Poll")
+        _poll_bundle(self._bundle)
 
     def wait(
         self,
@@ -1319,6 +1619,7 @@ class Endpoint:
         """
         if self._handle is None or not self._owned:
             return
+        _release_drained()
         rc = _L().AM_FreeEndpoint(self._handle)
         if rc and rc != ErrorCode.AM_ERR_BAD_ARG:  # BAD_ARG: already freed with its bundle
             raise error_for(rc, "AM_FreeEndpoint")
@@ -1333,8 +1634,10 @@ class Endpoint:
         self._bundle._endpoints.pop(h, None)
         _endpoints.pop(h, None)
         self._handle = None
+        self._hp = None
         self._callbacks.clear()
         self._functions.clear()
+        self._play = [None] * 256
         self._retired.clear()
         self._segment = self._seg_flat = self._seg_pin = None
         self._seg_addr = 0

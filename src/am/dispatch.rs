@@ -117,18 +117,22 @@ impl Endpoint {
         }
         if let Some(to) = auto_reply_to {
             if !replied {
-                let meta = MsgMeta {
-                    txn,
-                    ..MsgMeta::new(MsgKind::AutoReply, Category::Short, 0, &[])
-                };
-                g.borrow_mut()
-                    .send_message(now, to, CHANNEL_REPLY, meta, Vec::new());
+                g.borrow_mut().send_auto_reply(now, to, txn);
             }
         }
     }
 }
 
 impl EpState {
+    /// The automatic reply of request `txn` from `to`, whose handler did not reply.
+    pub(super) fn send_auto_reply(&mut self, now: Instant, to: SocketAddr, txn: u32) {
+        let meta = MsgMeta {
+            txn,
+            ..MsgMeta::new(MsgKind::AutoReply, Category::Short, 0, &[])
+        };
+        self.send_message(now, to, CHANNEL_REPLY, meta, Vec::new());
+    }
+
     /// The sender's index in the translation table, -1 if none.
     fn source_id(&self, peer: &SocketAddr) -> i32 {
         self.table.index_of(peer).map_or(-1, |i| i as i32)
@@ -136,7 +140,12 @@ impl EpState {
 
     /// Turns one protocol event into the handler call it asks for, after
     /// the checks; refusals are sent back here.
-    fn prepare(&mut self, ep: &Arc<Endpoint>, ev: Event<SocketAddr>, now: Instant) -> Option<Work> {
+    pub(super) fn prepare(
+        &mut self,
+        ep: &Arc<Endpoint>,
+        ev: Event<SocketAddr>,
+        now: Instant,
+    ) -> Option<Work> {
         match ev {
             Event::Delivered {
                 from,

@@ -15,6 +15,7 @@
 //! | `dispatch.rs` | AM_Poll: protocol events -> handler calls, automatic replies |
 //! | `returned.rs` | checks on arrival, refusals, handler 0 for returned messages |
 //! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
+//! | `pull.rs` | pull-style receive: delivered messages handed to the caller, held until the next drain |
 //! | `tables.rs`, `name.rs` | translation/handler tables, names |
 //! | `names.rs` | handler names: naming, lookups at peers (wire kinds 8, 9), their cache |
 //! | `region.rs` | memory regions: registry, rights, bounds |
@@ -33,6 +34,7 @@ mod message;
 mod name;
 mod names;
 mod progress;
+mod pull;
 mod region;
 mod reply;
 mod request;
@@ -59,6 +61,7 @@ pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegme
 pub use message::Message;
 pub use name::EndpointName;
 pub use names::{valid_handler_name, MAX_HANDLER_NAME};
+pub use pull::{drained_token, end as end_drained, release as release_drained, Pulled};
 pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
 pub use reply::reply;
 pub use rma::MAX_OPS;

@@ -77,6 +77,10 @@ impl TokenInfo {
 /// This thread's live tokens, and the ids it hands out.
 struct Live {
     tokens: Vec<TokenInfo>,
+    /// Tokens of messages a pull-style receive (`pull.rs`) handed to the
+    /// caller: live until the thread's next drain or release, but no
+    /// handler is running for them (`in_handler` does not count them).
+    held: Vec<TokenInfo>,
     /// The next id of this thread's block of ids, and the block's end.
     next: TokenId,
     end: TokenId,
@@ -99,6 +103,7 @@ thread_local! {
     static LIVE: RefCell<Live> = const {
         RefCell::new(Live {
             tokens: Vec::new(),
+            held: Vec::new(),
             next: 0,
             end: 0,
         })
@@ -152,10 +157,41 @@ impl Drop for LiveToken {
     }
 }
 
+/// Makes `info` live under a new id as a held token (see `Live::held`).
+pub fn hold(mut info: TokenInfo) -> TokenId {
+    LIVE.with(|l| {
+        let mut l = l.borrow_mut();
+        info.id = l.fresh_id();
+        let id = info.id;
+        l.held.push(info);
+        id
+    })
+}
+
+/// Ends the life of every held token of this thread; returns their last
+/// states, in the order they were held.
+pub fn take_held() -> Vec<TokenInfo> {
+    LIVE.with(|l| std::mem::take(&mut l.borrow_mut().held))
+}
+
+/// Ends the life of held token `id` of this thread; returns its last state
+/// (None when it is not one).
+pub fn take_one_held(id: TokenId) -> Option<TokenInfo> {
+    LIVE.with(|l| {
+        let held = &mut l.borrow_mut().held;
+        let i = held.iter().position(|t| t.id == id)?;
+        Some(held.remove(i))
+    })
+}
+
 /// Runs `f` on the live token `id` of this thread; None when there is none.
 /// `f` must not start a handler (the live list is borrowed meanwhile).
 pub fn with<R>(id: TokenId, f: impl FnOnce(&TokenInfo) -> R) -> Option<R> {
-    LIVE.with(|l| l.borrow().tokens.iter().rev().find(|t| t.id == id).map(f))
+    LIVE.with(|l| {
+        let l = l.borrow();
+        let found = l.tokens.iter().rev().find(|t| t.id == id);
+        found.or_else(|| l.held.iter().find(|t| t.id == id)).map(f)
+    })
 }
 
 /// Runs `f` on the live token `id` of this thread, which it may change;
@@ -163,8 +199,11 @@ pub fn with<R>(id: TokenId, f: impl FnOnce(&TokenInfo) -> R) -> Option<R> {
 /// (the live list is borrowed meanwhile).
 pub fn with_mut<R>(id: TokenId, f: impl FnOnce(&mut TokenInfo) -> R) -> Option<R> {
     LIVE.with(|l| {
-        let mut l = l.borrow_mut();
-        l.tokens.iter_mut().rev().find(|t| t.id == id).map(f)
+        let l = &mut *l.borrow_mut();
+        let found = l.tokens.iter_mut().rev().find(|t| t.id == id);
+        found
+            .or_else(|| l.held.iter_mut().find(|t| t.id == id))
+            .map(f)
     })
 }
 

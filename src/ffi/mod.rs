@@ -35,6 +35,7 @@
 //! written only on success.
 
 pub mod am2;
+pub mod drain;
 pub mod names;
 pub mod ramp;
 pub mod rma;

@@ -29,7 +29,7 @@ fn category(c: c_int) -> Result<Category> {
 ///
 /// # Safety
 /// `args` must hold `numargs` ints and `src` `nbytes` bytes, when non-NULL.
-unsafe fn message_parts<'a>(
+pub(super) unsafe fn message_parts<'a>(
     cat: Category,
     src: *const c_void,
     nbytes: usize,

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# ping_pair.sh -- the ping pair: the C ping (python/examples/c/ping.c) and the Python
+# ping (python/examples/ping.py) on 2 ranks, one after the other, RUNS times (default 3);
+# prints each short round trip and the medians: C, Python and the difference (what the
+# Python layer adds per round trip).
+#
+#   bash python/examples/ping_pair.sh [--runs N] [--iters N] [--warmup N] [--no-pin]
+#                                     [--python-dir DIR]
+#
+# Needs target/release/{libramp.so,ramp-run} (cargo build --release) and a C compiler.
+# Each rank is pinned to its own CPU with taskset when there are 2 CPUs or more
+# (RAMP_SPMD_RANK modulo the CPU count), unless --no-pin.  The alternation C, Python,
+# C, Python... spreads the machine's load over both.  --python-dir runs the ramp
+# package found in DIR (e.g. an older version, to compare) instead of this tree's.
+set -u
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+RUNS=3
+ITERS=5000
+WARMUP=500
+PIN=1
+PYDIR="$ROOT/python"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) RUNS="${2:?}"; shift 2 ;;
+    --iters) ITERS="${2:?}"; shift 2 ;;
+    --warmup) WARMUP="${2:?}"; shift 2 ;;
+    --no-pin) PIN=0; shift ;;
+    --python-dir) PYDIR="${2:?}"; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "ping_pair.sh: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+
+REL="$ROOT/target/release"
+RUN="$REL/ramp-run"
+for f in "$REL/libramp.so" "$RUN"; do
+  [ -e "$f" ] || { echo "ping_pair.sh: $f missing: run cargo build --release" >&2; exit 2; }
+done
+export RAMP_LIB="${RAMP_LIB:-$REL/libramp.so}"
+export PYTHONPATH="$PYDIR${PYTHONPATH:+:$PYTHONPATH}"
+
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+"${CC:-cc}" -O2 -std=c11 "$HERE/c/ping.c" -I "$ROOT/include" -L "$REL" -lramp \
+  -Wl,-rpath,"$REL" -o "$TMP/ping_c" || { echo "ping_pair.sh: cannot build ping.c" >&2; exit 2; }
+
+NCPU="$(nproc 2>/dev/null || echo 1)"
+# the per-rank wrapper: pins rank r to CPU r mod NCPU
+cat >"$TMP/pin.sh" <<EOF
+#!/usr/bin/env bash
+if [ "$PIN" = 1 ] && [ "$NCPU" -ge 2 ] && command -v taskset >/dev/null; then
+  exec taskset -c \$(( \${RAMP_SPMD_RANK:-0} % $NCPU )) "\$@"
+fi
+exec "\$@"
+EOF
+chmod +x "$TMP/pin.sh"
+
+# one job; prints the median short round trip in us (the program's summary line)
+one() {
+  local out
+  out="$("$RUN" -n 2 "$TMP/pin.sh" "$@" --iters "$ITERS" --warmup "$WARMUP" 2>&1)" || {
+    echo "ping_pair.sh: job failed: $*" >&2
+    echo "$out" >&2
+    return 1
+  }
+  echo "$out" | sed -n 's/^ping: [a-z]* short round-trip median \([0-9.]*\) us.*/\1/p'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+CS=()
+PS=()
+for r in $(seq 1 "$RUNS"); do
+  c="$(one "$TMP/ping_c")" || exit 1
+  p="$(one python3 "$HERE/ping.py")" || exit 1
+  printf 'ping_pair: run %d: C %8.2f us   Python %8.2f us   difference %+.2f us\n' \
+    "$r" "$c" "$p" "$(awk -v a="$p" -v b="$c" 'BEGIN { print a - b }')"
+  CS+=("$c")
+  PS+=("$p")
+done
+cm="$(printf '%s\n' "${CS[@]}" | median)"
+pm="$(printf '%s\n' "${PS[@]}" | median)"
+printf 'ping_pair: medians of %d runs (%d round trips each, pinned: %s): C %.2f us, Python %.2f us, difference %+.2f us\n' \
+  "$RUNS" "$ITERS" "$([ "$PIN" = 1 ] && [ "$NCPU" -ge 2 ] && echo yes || echo no)" \
+  "$cm" "$pm" "$(awk -v a="$pm" -v b="$cm" 'BEGIN { print a - b }')"

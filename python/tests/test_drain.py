@@ -1,0 +1,192 @@
+"""Pull-style receive (ramp_Drain): Python plays the handlers of drained messages.
+
+poll and wait drain; these tests check that AM-2's rules hold on that path: a token
+dies when its handler returns, a request may be replied to once, an unreplied request
+gets its automatic reply when its handler returns (not at the next poll), a poll inside
+a handler leaves the batch being played intact, medium payloads are read in place.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import ramp
+import ramp.core as core
+from conftest import TAG, ready
+
+try:
+    import numpy as np
+except ImportError:  # numpy is optional: its test skips
+    np = None
+
+
+def test_poll_drains_and_no_handler_is_called_back_from_c(pair):
+    b, x, y = pair
+    calls = []
+    y.set_handler(1, lambda tok, a, c: calls.append((a, c, core._tls.s.depth)))
+    ready(x, y)
+    x.request(0, 1, 5, -6)
+    drained = []
+    real = core._Fast.drain
+
+    def counting(*a):
+        rc = real(*a)
+        drained.append(core._tls.s.ndrained[0])
+        return rc
+
+    core._Fast.drain = counting
+    try:
+        assert b.wait(lambda: calls, timeout=30)
+    finally:
+        core._Fast.drain = real
+    assert calls == [(5, -6, 1)]
+    assert sum(drained) >= 1, "the message came through ramp_Drain"
+
+
+def test_token_dies_when_the_drained_handler_returns(pair):
+    b, x, y = pair
+    kept = []
+
+    def on_req(tok, n):
+        assert tok.valid and tok.is_request and tok.handler == 1
+        assert tok.source_id == 0 and tok.source == x.name
+        tok.reply(2, n * 2)
+        with pytest.raises(ramp.ResourceError):
+            tok.reply(2, n)  # once only
+        kept.append(tok)
+
+    got = []
+    y.set_handler(1, on_req)
+    x.set_handler(2, lambda tok, n: got.append((n, tok.is_request)))
+    ready(x, y)
+    x.request(0, 1, 21)
+    assert b.wait(lambda: got, timeout=30)
+    assert got == [(42, False)]
+    (tok,) = kept
+    assert not tok.valid
+    with pytest.raises(ramp.TokenExpiredError):
+        tok.reply(2, 1)
+    with pytest.raises(ramp.TokenExpiredError):
+        tok.info()
+
+
+def test_unreplied_request_gets_its_automatic_reply_when_the_handler_returns():
+    # two bundles: after y's handler ran, only x's bundle is polled, so the automatic
+    # reply must have left y when the handler returned (not at y's next drain)
+    with ramp.Bundle() as bx, ramp.Bundle() as by:
+        x, y = bx.allocate_endpoint(), by.allocate_endpoint()
+        for ep, peer in ((x, y), (y, x)):
+            ep.tag = TAG
+            ep.map(0, peer.name, TAG)
+        seen = []
+        y.set_handler(1, lambda tok, n: seen.append(n))  # never replies
+        ready(x, y, depth=1)
+        # warm-up with both bundles polled: the association's handshake needs both
+        x.request(0, 1, -1)
+        for _ in range(100000):
+            bx.poll()
+            by.poll()
+            if seen and x.statistics()["RequestLatencySamples"] == 1:
+                break
+        assert seen == [-1]
+        del seen[:]
+        for i in range(3):
+            x.request(0, 1, i)
+            assert by.wait(lambda: len(seen) == i + 1, timeout=30)
+            # x's bundle moved with AM_Poll: a drain would end the thread's held
+            # messages (y's too) and send the reply the handler's end should have sent
+            # (bounded below the 10 s peer timeout, which would end the request with
+            # EUNREACHABLE instead; a loopback reply takes microseconds)
+            t_end = time.monotonic() + 5
+            while x.statistics()["RequestLatencySamples"] != i + 2:
+                assert core._L().AM_Poll(bx.handle) == 0
+                assert time.monotonic() < t_end, "no automatic reply for request %d" % i
+        assert seen == [0, 1, 2]
+
+
+def test_handler_exception_still_sends_the_automatic_reply(pair):
+    b, x, y = pair
+    n = [0]
+
+    def boom(tok, v):
+        n[0] += 1
+        raise ValueError("boom %d" % v)
+
+    y.set_handler(1, boom)
+    ready(x, y, depth=1)
+    x.request(0, 1, 1)
+    with pytest.raises(ValueError, match="boom 1"):
+        b.wait(lambda: n[0] == 1, timeout=30)
+    x.request(0, 1, 2)  # the credit came back: the automatic reply went out
+    with pytest.raises(ValueError, match="boom 2"):
+        b.wait(lambda: n[0] == 2, timeout=30)
+
+
+def test_poll_inside_a_drained_handler_keeps_the_batch_valid(pair):
+    b, x, y = pair
+    seen = []
+
+    def on_med(tok, buf: memoryview, i):
+        if i == 0:
+            b.poll()  # nested: AM_Poll, handlers through the trampolines
+            x.request(0, 3, 9)  # a request from inside the handler
+        seen.append((i, bytes(buf)))
+
+    inner = []
+    y.set_handler(2, on_med)
+    y.set_handler(3, lambda tok, v: inner.append(v))
+    ready(x, y)
+    for i in range(4):
+        x.request_medium(0, 2, bytes([i]) * (100 + i), i)
+    assert b.wait(lambda: len(seen) == 4 and inner, timeout=30)
+    assert sorted(seen) == [(i, bytes([i]) * (100 + i)) for i in range(4)]
+    assert inner == [9]
+
+
+def test_medium_payload_is_read_in_place_and_numpy_views_it(pair):
+    if np is None:
+        pytest.skip("numpy is not installed")
+    b, x, y = pair
+    sums = []
+    addrs = []
+
+    def on_med(tok, buf: memoryview, k):
+        a = np.frombuffer(buf, dtype=np.float64)  # no copy
+        addrs.append(a.__array_interface__["data"][0])
+        sums.append(float(a.sum()))
+        a[0] = -1.0  # the library's buffer is writable
+        tok.reply_medium(4, buf, k)
+
+    echoed = []
+    y.set_handler(3, on_med)
+    def on_echo(tok, buf: memoryview, k):
+        echoed.append(np.frombuffer(buf, np.float64).copy())
+
+    x.set_handler(4, on_echo)
+    ready(x, y)
+    data = np.arange(1000, dtype=np.float64)
+    x.request_medium(0, 3, data, 7)
+    assert b.wait(lambda: echoed, timeout=30)
+    assert sums == [float(data.sum())]
+    assert addrs[0] != data.__array_interface__["data"][0]
+    expect = data.copy()
+    expect[0] = -1.0
+    assert np.array_equal(echoed[0], expect)
+
+
+def test_returned_message_through_drain(pair):
+    b, x, y = pair
+    got = []
+
+    def on_returned(status, opcode, tok):
+        got.append((status, opcode, tok.handler, tok.is_request, tok.returned))
+        with pytest.raises(ramp.ResourceError):
+            tok.reply(1)
+
+    x.set_error_handler(on_returned)
+    ready(x, y)
+    x.request(0, 77, 1)  # y has no handler 77
+    assert b.wait(lambda: got, timeout=30)
+    assert got == [(ramp.EBADHANDLER, ramp.AM_REQUEST_M, 77, True, True)]

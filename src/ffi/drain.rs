@@ -1,0 +1,175 @@
+//! Pull-style receive (`include/ramp.h`, section "pull-style receive"):
+//! `ramp_Drain` fills a caller's array with the delivered messages instead
+//! of calling their handlers; `ramp_DrainRelease` ends them early. The AM
+//! layer's side, and the lifetime rules, are in `am/pull.rs`.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::os::raw::{c_int, c_void};
+
+use super::ramp::message_parts;
+use super::types::{eb_t, ep_t, handler_t};
+use super::{boundary, bundle, endpoint, ep_handle, need};
+use crate::am::{self, Message, Pulled};
+use crate::error::{Error, Result};
+use crate::wire::{Category, MAX_ARGS};
+
+/// `ramp_msg_t.flags`: the message is a request (its handler may reply unless
+/// it was returned).
+pub const RAMP_MSG_REQUEST: u8 = 1;
+/// `ramp_msg_t.flags`: a message of ours returned to handler 0.
+pub const RAMP_MSG_RETURNED: u8 = 2;
+
+/// One delivered message, as `ramp_Drain` reports it (112 bytes on LP64).
+#[repr(C)]
+pub struct ramp_msg_t {
+    /// Live until this thread's next ramp_Drain or ramp_DrainRelease.
+    pub token: *mut c_void,
+    /// The endpoint that received the message.
+    pub ep: ep_t,
+    /// Medium: the library's buffer (writable); long: in the segment; else NULL.
+    pub buf: *mut c_void,
+    pub nbytes: usize,
+    /// The first `nargs` are the message's; the others are 0.
+    pub args: [i32; 16],
+    /// The sender's index in the receiver's translation table (-1 if none).
+    pub source_id: i32,
+    /// Returned messages: the E* status (as handler 0 gets it); else 0.
+    pub status: i32,
+    /// Returned messages: the op_t opcode (as handler 0 gets it); else 0.
+    pub opcode: i32,
+    /// The handler index the message was sent to.
+    pub handler: handler_t,
+    /// A ramp_category_t value.
+    pub category: u8,
+    pub nargs: u8,
+    /// RAMP_MSG_REQUEST, RAMP_MSG_RETURNED.
+    pub flags: u8,
+}
+
+fn fill(m: &mut ramp_msg_t, p: &Pulled<'_>) {
+    m.token = p.token as usize as *mut c_void;
+    m.ep = ep_handle(p.endpoint);
+    m.buf = p.addr as *mut c_void;
+    m.nbytes = p.len;
+    let n = p.args.len().min(MAX_ARGS);
+    for (i, a) in m.args.iter_mut().enumerate() {
+        *a = if i < n { p.args[i] as i32 } else { 0 };
+    }
+    m.source_id = p.source_id;
+    let (status, opcode) = p.returned.map_or((0, 0), |(s, o)| (s as i32, o));
+    m.status = status;
+    m.opcode = opcode;
+    m.handler = p.handler;
+    m.category = p.category as u8;
+    m.nargs = n as u8;
+    m.flags = if p.is_request { RAMP_MSG_REQUEST } else { 0 }
+        | if p.returned.is_some() {
+            RAMP_MSG_RETURNED
+        } else {
+            0
+        };
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_Drain(
+    eb: eb_t,
+    msgs: *mut ramp_msg_t,
+    max: c_int,
+    count: *mut c_int,
+) -> c_int {
+    boundary("ramp_Drain", || {
+        need(count)?;
+        // SAFETY: checked non-null; the caller passes a pointer to an int it owns.
+        unsafe { count.write(0) };
+        if max < 0 {
+            return Err(Error::BadArg("max must not be negative"));
+        }
+        if max > 0 && msgs.is_null() {
+            return Err(Error::BadArg("NULL message array"));
+        }
+        let b = bundle(eb)?;
+        let mut i = 0usize;
+        let r = b.drain(max as usize, |p| {
+            // SAFETY: the caller's array holds `max` elements and drain hands
+            // out at most `max` messages, so `i < max` here.
+            let m = unsafe { &mut *msgs.add(i) };
+            fill(m, p);
+            i += 1;
+        });
+        // SAFETY: checked non-null above.
+        unsafe { count.write(i as c_int) };
+        r.map(|_| ())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn ramp_DrainRelease() -> c_int {
+    boundary("ramp_DrainRelease", || {
+        am::release_drained();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_DrainEnd(token: *mut c_void) -> c_int {
+    boundary("ramp_DrainEnd", || am::end_drained(token as usize as u64))
+}
+
+/// The short message of the fast calls, its arguments checked.
+///
+/// # Safety
+/// `args` must hold `numargs` ints when non-NULL.
+unsafe fn short_args(numargs: c_int, args: *const i32) -> Result<([u32; MAX_ARGS], usize)> {
+    // SAFETY: as this function's contract; no payload.
+    let (a, n, _) = unsafe { message_parts(Category::Short, std::ptr::null(), 0, numargs, args)? };
+    Ok((a, n))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_DrainReply(
+    index: c_int,
+    handler: handler_t,
+    numargs: c_int,
+    args: *const i32,
+) -> c_int {
+    boundary("ramp_DrainReply", || {
+        // SAFETY: `args` holds `numargs` ints, as documented in ramp.h.
+        let (a, n) = unsafe { short_args(numargs, args)? };
+        let id = usize::try_from(index)
+            .ok()
+            .and_then(am::drained_token)
+            .ok_or(Error::BadArg("no such message in this thread's last drain"))?;
+        am::reply(id, &Message::short(handler, &a[..n]))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn ramp_RequestShort(
+    ep: ep_t,
+    dest: u32,
+    handler: handler_t,
+    numargs: c_int,
+    args: *const i32,
+) -> c_int {
+    boundary("ramp_RequestShort", || {
+        let e = endpoint(ep)?;
+        // SAFETY: `args` holds `numargs` ints, as documented in ramp.h.
+        let (a, n) = unsafe { short_args(numargs, args)? };
+        e.request(dest, &Message::short(handler, &a[..n]), false)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_record_has_the_documented_layout() {
+        // python/ramp/core.py reads it with struct "=QQQQ16i3i4B".
+        assert_eq!(std::mem::size_of::<ramp_msg_t>(), 112);
+        assert_eq!(std::mem::offset_of!(ramp_msg_t, args), 32);
+        assert_eq!(std::mem::offset_of!(ramp_msg_t, source_id), 96);
+        assert_eq!(std::mem::offset_of!(ramp_msg_t, handler), 108);
+        assert_eq!(std::mem::offset_of!(ramp_msg_t, flags), 111);
+    }
+}
