@@ -476,6 +476,12 @@ int ramp_GetTokenInfo(void *token, handler_t *handler, ramp_category_t *cat, int
 
 int ramp_GetTokenArgCount(void *token, int *nargs);
 
+/**
+ * Sends the message whose handler holds `token` back to its sender with
+ * `status` (an E* code, e.g. EBADARGS): the sender's handler 0 runs.
+ */
+int ramp_ReturnMessage(void *token, int status);
+
 int ramp_GetEndpointName(ep_t ea, en_t *name);
 
 int ramp_enEqual(en_t a, en_t b);
@@ -658,6 +664,12 @@ int ramp_GetSourceId(void *token, int *srcid);
 int ramp_GetTokenInfo(void *token, handler_t *handler, ramp_category_t *cat, int *is_req);
 
 int ramp_GetTokenArgCount(void *token, int *nargs);
+
+/**
+ * Sends the message whose handler holds `token` back to its sender with
+ * `status` (an E* code, e.g. EBADARGS): the sender's handler 0 runs.
+ */
+int ramp_ReturnMessage(void *token, int status);
 
 int ramp_GetEndpointName(ep_t ea, en_t *name);
 

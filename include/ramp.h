@@ -138,6 +138,14 @@ extern const ramp_stats_t ramp_initial_stats;
 int ramp_RequestArgv(ep_t ep, uint32_t dest, handler_t handler, int category,
                      const void *source_addr, size_t nbytes, uintptr_t dest_offset,
                      int async, int numargs, const int32_t *args);
+/* Sends the message whose handler holds `token` back to its sender instead of
+ * handling it: the sender's handler 0 runs with `status` (an E* code of am.h, e.g.
+ * EBADARGS when the message carries another number of arguments than the handler
+ * takes), the message's opcode and its header and arguments intact; a request's
+ * credit comes back and no automatic reply follows. AM_ERR_BAD_ARG for a status that
+ * is not an E* code or a token that is not live; AM_ERR_RESOURCE for a request already
+ * replied to, a returned message, or a message the endpoint sent itself. */
+int ramp_ReturnMessage(void *token, int status);
 /* Sends a reply of `category` from inside a request handler with args[0..numargs-1]. */
 int ramp_ReplyArgv(void *token, handler_t handler, int category,
                    const void *source_addr, size_t nbytes, uintptr_t dest_offset,

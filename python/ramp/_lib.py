@@ -193,6 +193,7 @@ _PROTOTYPES = {
         _I,
         [_P, c_uint32, c_uint8, c_int, _P, c_size_t, c_size_t, c_int, c_int, POINTER(c_int32)],
     ),
+    "ramp_ReturnMessage": (_I, [_P, c_int]),
     "ramp_ReplyArgv": (_I, [_P, c_uint8, c_int, _P, c_size_t, c_size_t, c_int, POINTER(c_int32)]),
     # ramp_spmd.h
     "ramp_SPMDStartup": (

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import ctypes
 import inspect
+import sys
 import struct
 import threading
 import time
@@ -723,6 +724,8 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
                     raise kind_error(tok, c)
                 get_count(ptr, a + 12)
                 if i[3] != nargs:
+                    if _return_bad_args(ep, tok, nargs, i[3]):
+                        return
                     raise arity_error(tok, i[3])
                 fn(tok, *args)
             except BaseException as e:  # never unwind into C
@@ -758,6 +761,8 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
                 raise kind_error(tok, c)
             get_count(ptr, a + 12)
             if i[3] != nargs:
+                if _return_bad_args(ep, tok, nargs, i[3]):
+                    return
                 raise arity_error(tok, i[3])
             fn(tok, view, *args)
         except BaseException as e:  # never unwind into C
@@ -935,6 +940,8 @@ def _play_drained(s: _ThreadState, n: int) -> None:
                 if not accepts >> cat & 1:
                     raise _kind_error(ep, tok, kind, nargs, cat)
                 if m[25] != nargs:
+                    if _return_bad_args(ep, tok, nargs, m[25]):
+                        continue
                     raise _arity_error(ep, tok, nargs, m[25])
                 if cat == 0:
                     if nargs == 1:
@@ -985,6 +992,22 @@ def _kind_error(ep: "Endpoint", tok: Token, kind: str, nargs: int, cat: int) -> 
             "request" if tok.is_request else "reply",
         )
     )
+
+
+def _return_bad_args(ep: "Endpoint", tok: Token, nargs: int, got: int) -> bool:
+    """A message whose argument count does not fit its handler goes back to its sender,
+    whose handler 0 gets EBADARGS (``ramp_ReturnMessage``); this endpoint says so on
+    stderr and keeps running.  False when it cannot go back (a message this endpoint
+    sent itself): the caller raises HandlerKindError here instead."""
+    if _L().ramp_ReturnMessage(c_void_p(tok._ptr), int(Status.EBADARGS)) != 0:
+        return False
+    tok._replied = True
+    sys.stderr.write(
+        "ramp: handler %d of %s takes %d argument(s); a %s with %d came and was returned "
+        "to its sender (EBADARGS)\n"
+        % (tok.handler, ep, nargs, "request" if tok.is_request else "reply", got)
+    )
+    return True
 
 
 def _arity_error(ep: "Endpoint", tok: Token, nargs: int, got: int) -> HandlerKindError:

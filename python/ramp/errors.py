@@ -167,7 +167,23 @@ class ReturnedMessageError(RampError):
         if source is not None:
             msg += ", from %s" % source
         msg += ")"
+        hint = _RETURN_HINTS.get(sname)
+        if hint:
+            msg += ": " + hint
         super().__init__(msg)
+
+
+# What each return status tells the sender to look at.
+_RETURN_HINTS = {
+    "EBADARGS": "the target's handler takes another number of arguments than were sent",
+    "EBADHANDLER": "no handler is installed at that index at the target",
+    "EBADTAG": "the message's tag is not the target endpoint's tag (set_tag / map)",
+    "EBADENDPOINT": "the target has not mapped the sender in its translation table",
+    "EBADSEGOFF": "the target has no segment, or the offset is outside it",
+    "EBADLENGTH": "the payload does not fit (medium limit, or past the segment's end)",
+    "EUNREACHABLE": "the target did not answer within RAMP_PEER_TIMEOUT_MS (dead?)",
+    "ECONGESTION": "the target kept refusing for want of buffer",
+}
 
 
 class HandlerKindError(RampError):

@@ -63,7 +63,7 @@ pub use name::EndpointName;
 pub use names::{valid_handler_name, MAX_HANDLER_NAME};
 pub use pull::{drained_token, end as end_drained, release as release_drained, Pulled};
 pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
-pub use reply::reply;
+pub use reply::{reply, return_to_sender};
 pub use rma::MAX_OPS;
 pub use rma_target::CHUNK as RMA_CHUNK;
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};

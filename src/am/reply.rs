@@ -7,6 +7,43 @@ use crate::error::{Error, Result};
 use crate::time::Instant;
 use crate::wire::CHANNEL_REPLY;
 
+/// Sends the message whose handler holds `token` back to its sender, whose
+/// handler 0 then runs with `status` (e.g. `EBADARGS`: the handler takes
+/// another number of arguments). The message counts as answered: no
+/// automatic reply follows. Not for a message this endpoint sent itself,
+/// a returned message, or a request already replied to.
+pub fn return_to_sender(token: TokenId, status: crate::error::ReturnStatus) -> Result<()> {
+    token::with_mut(token, |t| {
+        if t.returned {
+            return Err(Error::Resource(
+                "a returned message cannot be returned again",
+            ));
+        }
+        if t.loopback {
+            return Err(Error::Resource(
+                "a message an endpoint sent itself cannot be returned to it",
+            ));
+        }
+        if t.is_request && t.replied {
+            return Err(Error::Resource("this request was already replied to"));
+        }
+        t.replied = true;
+        let mut meta = crate::wire::MsgMeta::new(
+            crate::wire::MsgKind::User,
+            t.category,
+            t.handler,
+            &t.args[..t.nargs as usize],
+        );
+        meta.txn = t.txn;
+        meta.tag = t.tag;
+        let g = t.endpoint.state.lock();
+        let mut st = g.borrow_mut();
+        st.send_returned(Instant::now(), t.source_addr, meta, status, t.is_request);
+        Ok(())
+    })
+    .ok_or(Error::BadArg("not the token of a running handler"))?
+}
+
 /// Sends `msg` as the reply to the request whose handler holds `token`.
 pub fn reply(token: TokenId, msg: &Message<'_>) -> Result<()> {
     msg.check()?;

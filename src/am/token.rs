@@ -31,6 +31,9 @@ pub struct TokenInfo {
     pub category: Category,
     /// How many arguments the message carries.
     pub nargs: u8,
+    /// Its arguments (the first `nargs`): a message returned to its sender
+    /// (`return_to_sender`) carries them back intact.
+    pub args: [u32; crate::wire::MAX_ARGS],
     pub is_request: bool,
     /// A message returned to handler 0: nothing may be sent with its token.
     pub returned: bool,
@@ -60,6 +63,7 @@ impl TokenInfo {
             handler: meta.handler,
             category: meta.category,
             nargs: meta.nargs,
+            args: meta.args,
             is_request,
             returned: false,
             loopback: false,

@@ -171,6 +171,21 @@ pub unsafe extern "C" fn ramp_GetTokenArgCount(token: *mut c_void, nargs: *mut c
     })
 }
 
+/// Sends the message whose handler holds `token` back to its sender with
+/// `status` (an E* code, e.g. EBADARGS): the sender's handler 0 runs.
+#[no_mangle]
+pub extern "C" fn ramp_ReturnMessage(token: *mut c_void, status: c_int) -> c_int {
+    boundary("ramp_ReturnMessage", || {
+        let st = u8::try_from(status)
+            .ok()
+            .and_then(crate::error::ReturnStatus::from_u8)
+            .ok_or(Error::BadArg(
+                "status is not an E* return-status code (1..10)",
+            ))?;
+        am::return_to_sender(token as usize as u64, st)
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn ramp_GetEndpointName(ea: ep_t, name: *mut en_t) -> c_int {
     boundary("ramp_GetEndpointName", || {
