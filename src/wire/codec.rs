@@ -18,6 +18,7 @@
 //! INIT_ACK:    32 responder tag u64 | 40 cookie (COOKIE_LEN)
 //! COOKIE_ECHO: 32 cookie (COOKIE_LEN)
 //! COOKIE_ACK, ABORT: nothing more
+//! HEARTBEAT, HEARTBEAT_ACK, SHUTDOWN, SHUTDOWN_ACK: 32 nonce u64
 //! then the integrity trailer (`Integrity`: CRC32C, or with a job key the
 //! nonce (12) and MAC tag (16)) over everything before it
 //! ```
@@ -96,6 +97,18 @@ pub enum Packet<'a> {
     },
     /// The answer to a HEARTBEAT (vtag: the asker's tag).
     HeartbeatAck {
+        vtag: u64,
+        nonce: u64,
+    },
+    /// Asks the peer to free the idle association (vtag: its tag);
+    /// `nonce` grows with every SHUTDOWN of the association.
+    Shutdown {
+        vtag: u64,
+        nonce: u64,
+    },
+    /// The association is freed (vtag: the asker's tag, or its SHUTDOWN's
+    /// tag reflected); `nonce` echoes the SHUTDOWN's.
+    ShutdownAck {
         vtag: u64,
         nonce: u64,
     },
@@ -286,6 +299,16 @@ pub fn encode_heartbeat(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64, ack: bo
     encode_handshake(buf, integ, t, vtag, &[&nonce.to_be_bytes()]);
 }
 
+/// Appends a SHUTDOWN (or, `ack`, its answer) carrying `vtag` and `nonce`.
+pub fn encode_shutdown(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64, ack: bool, nonce: u64) {
+    let t = if ack {
+        PacketType::ShutdownAck
+    } else {
+        PacketType::Shutdown
+    };
+    encode_handshake(buf, integ, t, vtag, &[&nonce.to_be_bytes()]);
+}
+
 /// Reads a big-endian field of a fixed-size header (constant offsets compile
 /// to plain loads, without bounds checks).
 #[inline(always)]
@@ -392,6 +415,8 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
     const ABORT: u8 = PacketType::Abort as u8;
     const HEARTBEAT: u8 = PacketType::Heartbeat as u8;
     const HEARTBEAT_ACK: u8 = PacketType::HeartbeatAck as u8;
+    const SHUTDOWN: u8 = PacketType::Shutdown as u8;
+    const SHUTDOWN_ACK: u8 = PacketType::ShutdownAck as u8;
     match t {
         INIT => {
             let Ok(b) = <&[u8; INIT_ACK_LEN - COMMON_LEN]>::try_from(rest) else {
@@ -436,7 +461,7 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
                 Packet::CookieAck { vtag }
             })
         }
-        HEARTBEAT | HEARTBEAT_ACK => {
+        HEARTBEAT | HEARTBEAT_ACK | SHUTDOWN | SHUTDOWN_ACK => {
             let Ok(b) = <&[u8; 8]>::try_from(rest) else {
                 return Err(DecodeError::Truncated);
             };
@@ -444,10 +469,11 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
             if vtag == 0 {
                 return Err(DecodeError::Malformed);
             }
-            Ok(if t == HEARTBEAT {
-                Packet::Heartbeat { vtag, nonce }
-            } else {
-                Packet::HeartbeatAck { vtag, nonce }
+            Ok(match t {
+                HEARTBEAT => Packet::Heartbeat { vtag, nonce },
+                HEARTBEAT_ACK => Packet::HeartbeatAck { vtag, nonce },
+                SHUTDOWN => Packet::Shutdown { vtag, nonce },
+                _ => Packet::ShutdownAck { vtag, nonce },
             })
         }
         _ => Err(DecodeError::Malformed),
