@@ -41,7 +41,11 @@
 //! (one at a time) whose success makes the peer usable again; there is no
 //! background probing. The per-packet retry limit is a second bound. A dead
 //! peer's slot is freed after six peer timeouts, and `forget` (the AM
-//! layer's unmap of an address's last entry) frees an idle peer's.
+//! layer's unmap of an address's last entry) frees an idle peer's. A live
+//! association quiet for `ProtoConfig::idle_timeout` is shut down by a
+//! SHUTDOWN exchange and both ends free the peer (`shutdown`); the tags
+//! of ended associations are remembered for a cookie lifetime, so that a
+//! replayed COOKIE_ECHO cannot bring one back.
 //! Memory a peer makes us hold (held packets, reassembly) is claimed as data
 //! arrives, within `ProtoConfig::peer_buffer`; beyond it out-of-order
 //! packets are dropped (the sender resends them). `memory_bytes` estimates
