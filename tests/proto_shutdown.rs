@@ -59,7 +59,8 @@ fn exchange(net: &mut SimNet, k: u32) {
     }));
     assert!(failed.is_empty(), "{failed:?}");
     // the ACKs owed go out
-    assert!(net.run_until(SECOND, |net| net.node(0).is_idle() && net.node(1).is_idle()));
+    assert!(net.run_until(5 * SECOND, |net| net.node(0).is_idle()
+        && net.node(1).is_idle()));
 }
 
 #[test]

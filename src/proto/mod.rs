@@ -369,9 +369,17 @@ impl<A: PeerAddr> Protocol<A> {
             }
         }
         match *pkt {
-            Packet::Ack { ref common, sack } => {
+            Packet::Ack {
+                ref common,
+                sack,
+                dup,
+            } => {
                 cx.out.stats.acks_received += 1;
                 let ch = common.channel as usize;
+                if dup {
+                    // a copy we resent was needless (D-SACK)
+                    peer.tx[ch].needless_copy(&mut peer.rtt);
+                }
                 peer.on_ack(now, ch, (common.epoch, common.seq, sack), &mut cx);
             }
             Packet::Nack { ref common, last } => {

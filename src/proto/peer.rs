@@ -576,7 +576,7 @@ impl<A: Copy> Peer<A> {
     /// unless a SACK is needed too.
     fn acks_carried(&mut self, cfg: &ProtoConfig) {
         for ch in 0..NUM_CHANNELS {
-            if self.rx[ch].held.is_empty() {
+            if self.rx[ch].held.is_empty() && !self.rx[ch].dup {
                 self.rx[ch].ack_paid();
                 self.sync_ack_timer(ch, cfg);
             }
@@ -605,9 +605,10 @@ impl<A: Copy> Peer<A> {
     pub fn send_ack(&mut self, ch: usize, cx: &mut Ctx<'_, A>) {
         let c = self.control_header(ch);
         let sack = self.rx[ch].sack_bits();
+        let dup = std::mem::take(&mut self.rx[ch].dup);
         let out = &mut *cx.out;
         let start = out.start();
-        wire::encode_ack(&mut out.bytes, &self.assoc.tx, &c, sack);
+        wire::encode_ack_dup(&mut out.bytes, &self.assoc.tx, &c, sack, dup);
         out.stats.acks_sent += 1;
         out.push(self.addr, start);
         self.rx[ch].ack_paid();

@@ -8,7 +8,9 @@
 //!  28 ack_epoch[request] u16 | 30 ack_epoch[reply] u16
 //! vtag: the verification tag of the association, the RECEIVER's tag (0
 //! only in INIT). Handshake packets leave bytes 12..32 zero.
-//! ACK:  32 sack bitmap u64 (bit i: seq+1+i has arrived)
+//! ACK:  32 sack bitmap u64 (bit i: seq+1+i has arrived); flag 16: a
+//!       DATA of this channel arrived twice since the last ACK (a resent
+//!       copy was needless: the sender's timer was short, after D-SACK)
 //! NACK: (nothing more; seq is the refused sequence number; flag 8: the
 //!       refusal is final, the message is given up with ECONGESTION)
 //! DATA: 32 txn u32 | 36 handler u8 | 37 kind<<4|category u8 | 38 nargs u8
@@ -32,6 +34,7 @@ const FLAG_ACK_REQ: u8 = 1;
 const FLAG_ACK_REP: u8 = 2;
 const FLAG_RETURNED_REQUEST: u8 = 4;
 const FLAG_FINAL: u8 = 8;
+const FLAG_DUP: u8 = 16;
 
 /// Fields every packet of an association (DATA, ACK, NACK) carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -58,6 +61,8 @@ pub enum Packet<'a> {
     Ack {
         common: Common,
         sack: u64,
+        /// A DATA arrived twice since the last ACK of the channel.
+        dup: bool,
     },
     Nack {
         common: Common,
@@ -66,9 +71,7 @@ pub enum Packet<'a> {
         last: bool,
     },
     /// Opens an association: the initiator's tag (never 0). Its vtag is 0.
-    Init {
-        init_tag: u64,
-    },
+    Init { init_tag: u64 },
     /// The answer to an INIT (vtag: the initiator's tag): the responder's
     /// tag and the cookie to echo.
     InitAck {
@@ -82,36 +85,20 @@ pub enum Packet<'a> {
         cookie: &'a [u8; COOKIE_LEN],
     },
     /// The association is established (vtag: the initiator's tag).
-    CookieAck {
-        vtag: u64,
-    },
+    CookieAck { vtag: u64 },
     /// Ends the association whose tag it carries.
-    Abort {
-        vtag: u64,
-    },
+    Abort { vtag: u64 },
     /// Asks the peer of an association (vtag: its tag) to answer; `nonce`
     /// comes back in the HEARTBEAT_ACK.
-    Heartbeat {
-        vtag: u64,
-        nonce: u64,
-    },
+    Heartbeat { vtag: u64, nonce: u64 },
     /// The answer to a HEARTBEAT (vtag: the asker's tag).
-    HeartbeatAck {
-        vtag: u64,
-        nonce: u64,
-    },
+    HeartbeatAck { vtag: u64, nonce: u64 },
     /// Asks the peer to free the idle association (vtag: its tag);
     /// `nonce` grows with every SHUTDOWN of the association.
-    Shutdown {
-        vtag: u64,
-        nonce: u64,
-    },
+    Shutdown { vtag: u64, nonce: u64 },
     /// The association is freed (vtag: the asker's tag, or its SHUTDOWN's
     /// tag reflected); `nonce` echoes the SHUTDOWN's.
-    ShutdownAck {
-        vtag: u64,
-        nonce: u64,
-    },
+    ShutdownAck { vtag: u64, nonce: u64 },
 }
 
 /// Writes `v` big-endian at `at` of a fixed-size header (constant offsets
@@ -200,10 +187,22 @@ pub fn encode_data(
 
 /// Appends an ACK packet: `common.seq` is the cumulative next-expected number
 /// of channel `common.channel`; `sack` marks later packets that have arrived.
+#[cfg(any(test, feature = "testing"))] // tests forge ACKs; the protocol says `dup`
 pub fn encode_ack(buf: &mut Vec<u8>, integ: &Integrity, common: &Common, sack: u64) {
+    encode_ack_dup(buf, integ, common, sack, false);
+}
+
+/// `encode_ack`, saying (`dup`) whether a DATA arrived twice since the
+/// last ACK of the channel.
+pub fn encode_ack_dup(buf: &mut Vec<u8>, integ: &Integrity, common: &Common, sack: u64, dup: bool) {
     let start = buf.len();
     let mut h = [0u8; ACK_LEN];
-    put_common(&mut h, PacketType::Ack, common, 0);
+    put_common(
+        &mut h,
+        PacketType::Ack,
+        common,
+        if dup { FLAG_DUP } else { 0 },
+    );
     put64(&mut h, 32, sack);
     buf.reserve(ACK_LEN + integ.trailer_len());
     buf.extend_from_slice(&h);
@@ -391,6 +390,7 @@ pub fn decode<'a>(integ: &Integrity, dgram: &'a [u8]) -> Result<Packet<'a>, Deco
             Ok(Packet::Ack {
                 common,
                 sack: be64(a, 32),
+                dup: flags & FLAG_DUP != 0,
             })
         }
         NACK => {

@@ -11,8 +11,10 @@ mod integrity;
 pub mod mac;
 mod message;
 
+#[cfg(any(test, feature = "testing"))]
+pub use codec::encode_ack;
 pub use codec::{
-    association_vtag, decode, encode_abort, encode_ack, encode_cookie_ack, encode_cookie_echo,
+    association_vtag, decode, encode_abort, encode_ack_dup, encode_cookie_ack, encode_cookie_echo,
     encode_data, encode_heartbeat, encode_init, encode_init_ack, encode_nack, encode_shutdown,
     Common, Packet,
 };

@@ -58,7 +58,18 @@ fn ack_and_nack_round_trip() {
         decode(&I, &buf).unwrap(),
         Packet::Ack {
             common: sample_common(),
-            sack: 0xf0f0
+            sack: 0xf0f0,
+            dup: false
+        }
+    );
+    buf.clear();
+    encode_ack_dup(&mut buf, &I, &sample_common(), 3, true);
+    assert_eq!(
+        decode(&I, &buf).unwrap(),
+        Packet::Ack {
+            common: sample_common(),
+            sack: 3,
+            dup: true
         }
     );
     for last in [false, true] {
