@@ -10,6 +10,7 @@ mod codec;
 mod integrity;
 pub mod mac;
 mod message;
+mod polyhash;
 
 #[cfg(any(test, feature = "testing"))]
 pub use codec::encode_ack;
