@@ -148,9 +148,14 @@ impl RttEstimator {
     /// `NEEDLESS_CAP_RTO_MIN` minimum RTOs, beyond the cap of the guess by
     /// timing alone (`on_retransmit_answered`): here the copy is known to
     /// be needless. It lasts until 16 prompt answers to retransmissions
-    /// (real losses). Answered promptly, an ACK was lost: nothing learnt.
+    /// (real losses). Answered promptly (an ACK was lost, or the peer woke
+    /// just after the copy went), nothing is learnt, but the copy does not
+    /// count as a real loss either (`on_retransmit_answered` counted it so).
     pub fn on_needless_copy(&mut self, since_last: Nanos, since_first: Nanos) {
         if self.prompt_answer().is_none_or(|p| since_last <= p) {
+            if self.floor > 0 {
+                self.floor_persist = (self.floor_persist + 1).min(FLOOR_PERSIST);
+            }
             return;
         }
         let cap = NEEDLESS_CAP_RTO_MIN.saturating_mul(self.min).min(self.max);
