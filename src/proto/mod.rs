@@ -376,9 +376,9 @@ impl<A: PeerAddr> Protocol<A> {
             } => {
                 cx.out.stats.acks_received += 1;
                 let ch = common.channel as usize;
-                if dup {
-                    // a copy we resent was needless (D-SACK)
-                    peer.tx[ch].needless_copy(&mut peer.rtt);
+                if let Some(seq) = dup {
+                    // a copy we resent may have been needless (D-SACK)
+                    peer.tx[ch].needless_copy(seq, &mut peer.rtt);
                 }
                 peer.on_ack(now, ch, (common.epoch, common.seq, sack), &mut cx);
             }

@@ -576,7 +576,7 @@ impl<A: Copy> Peer<A> {
     /// unless a SACK is needed too.
     fn acks_carried(&mut self, cfg: &ProtoConfig) {
         for ch in 0..NUM_CHANNELS {
-            if self.rx[ch].held.is_empty() && !self.rx[ch].dup {
+            if self.rx[ch].held.is_empty() && self.rx[ch].dup.is_none() {
                 self.rx[ch].ack_paid();
                 self.sync_ack_timer(ch, cfg);
             }

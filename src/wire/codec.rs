@@ -10,7 +10,8 @@
 //! only in INIT). Handshake packets leave bytes 12..32 zero.
 //! ACK:  32 sack bitmap u64 (bit i: seq+1+i has arrived); flag 16: a
 //!       DATA of this channel arrived twice since the last ACK (a resent
-//!       copy was needless: the sender's timer was short, after D-SACK)
+//!       copy was needless: the sender's timer was short, after D-SACK),
+//!       then 40 its sequence number u32
 //! NACK: (nothing more; seq is the refused sequence number; flag 8: the
 //!       refusal is final, the message is given up with ECONGESTION)
 //! DATA: 32 txn u32 | 36 handler u8 | 37 kind<<4|category u8 | 38 nargs u8
@@ -61,8 +62,9 @@ pub enum Packet<'a> {
     Ack {
         common: Common,
         sack: u64,
-        /// A DATA arrived twice since the last ACK of the channel.
-        dup: bool,
+        /// The sequence number of a DATA that arrived twice since the last
+        /// ACK of the channel.
+        dup: Option<u32>,
     },
     Nack {
         common: Common,
@@ -189,23 +191,27 @@ pub fn encode_data(
 /// of channel `common.channel`; `sack` marks later packets that have arrived.
 #[cfg(any(test, feature = "testing"))] // tests forge ACKs; the protocol says `dup`
 pub fn encode_ack(buf: &mut Vec<u8>, integ: &Integrity, common: &Common, sack: u64) {
-    encode_ack_dup(buf, integ, common, sack, false);
+    encode_ack_dup(buf, integ, common, sack, None);
 }
 
-/// `encode_ack`, saying (`dup`) whether a DATA arrived twice since the
-/// last ACK of the channel.
-pub fn encode_ack_dup(buf: &mut Vec<u8>, integ: &Integrity, common: &Common, sack: u64, dup: bool) {
+/// `encode_ack`, with (`dup`) the sequence number of a DATA that arrived
+/// twice since the last ACK of the channel.
+pub fn encode_ack_dup(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    common: &Common,
+    sack: u64,
+    dup: Option<u32>,
+) {
     let start = buf.len();
-    let mut h = [0u8; ACK_LEN];
-    put_common(
-        &mut h,
-        PacketType::Ack,
-        common,
-        if dup { FLAG_DUP } else { 0 },
-    );
+    let mut h = [0u8; ACK_LEN + 4];
+    let flag = if dup.is_some() { FLAG_DUP } else { 0 };
+    put_common(&mut h, PacketType::Ack, common, flag);
     put64(&mut h, 32, sack);
-    buf.reserve(ACK_LEN + integ.trailer_len());
-    buf.extend_from_slice(&h);
+    put32(&mut h, ACK_LEN, dup.unwrap_or(0));
+    let len = if dup.is_some() { ACK_LEN + 4 } else { ACK_LEN };
+    buf.reserve(len + integ.trailer_len());
+    buf.extend_from_slice(&h[..len]);
     integ.seal(buf, start);
 }
 
@@ -384,13 +390,21 @@ pub fn decode<'a>(integ: &Integrity, dgram: &'a [u8]) -> Result<Packet<'a>, Deco
     match h[3] {
         DATA => decode_data(body, common, flags),
         ACK => {
-            let Ok(a) = <&[u8; ACK_LEN]>::try_from(body) else {
+            let (a, dup) = if flags & FLAG_DUP != 0 {
+                let Ok(a) = <&[u8; ACK_LEN + 4]>::try_from(body) else {
+                    return Err(DecodeError::Truncated);
+                };
+                (&a[..ACK_LEN], Some(be32(a, ACK_LEN)))
+            } else {
+                (body, None)
+            };
+            let Ok(a) = <&[u8; ACK_LEN]>::try_from(a) else {
                 return Err(DecodeError::Truncated);
             };
             Ok(Packet::Ack {
                 common,
                 sack: be64(a, 32),
-                dup: flags & FLAG_DUP != 0,
+                dup,
             })
         }
         NACK => {

@@ -55,7 +55,7 @@ pub struct SendChannel {
     /// How long after its last and its first copy the last resent packet
     /// was acknowledged: if the receiver then reports a duplicate, the
     /// copy was needless and the timers may learn that (`needless_copy`).
-    pub resent_answered: Option<(Nanos, Nanos)>,
+    pub resent_answered: Option<(u32, Nanos, Nanos)>,
     /// A retransmission timeout resent only the oldest packet at this
     /// time; the others expired with it wait (`DEFERRED`) for the first
     /// ACK after it (F-RTO, RFC 5682): if it acknowledges a packet not
@@ -315,7 +315,8 @@ impl SendChannel {
             let newly =
                 d < 0 || ((1..=64).contains(&d) && sack & (1u64 << (d - 1)) != 0 && !p.sacked);
             if newly && p.first_sent != p.last_sent && p.nacks == 0 {
-                self.resent_answered = Some((now.since(p.last_sent), now.since(p.first_sent)));
+                let answered = (p.seq, now.since(p.last_sent), now.since(p.first_sent));
+                self.resent_answered = Some(answered);
                 rtt.on_retransmit_answered(now.since(p.last_sent), now.since(p.first_sent));
             } else if d >= 64 {
                 break;
@@ -399,9 +400,13 @@ impl SendChannel {
     /// the last copy we resent was needless, its first had arrived (a
     /// network that does not duplicate), and the timers wait at least as
     /// long as its answer took from then on (Eifel/F-RTO's undo).
-    pub fn needless_copy(&mut self, rtt: &mut RttEstimator) {
-        if let Some((since_last, since_first)) = self.resent_answered.take() {
-            rtt.on_needless_copy(since_last, since_first);
+    pub fn needless_copy(&mut self, seq: u32, rtt: &mut RttEstimator) {
+        match self.resent_answered {
+            Some((s, since_last, since_first)) if s == seq => {
+                self.resent_answered = None;
+                rtt.on_needless_copy(since_last, since_first);
+            }
+            _ => {}
         }
     }
 

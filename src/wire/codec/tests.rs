@@ -59,17 +59,17 @@ fn ack_and_nack_round_trip() {
         Packet::Ack {
             common: sample_common(),
             sack: 0xf0f0,
-            dup: false
+            dup: None
         }
     );
     buf.clear();
-    encode_ack_dup(&mut buf, &I, &sample_common(), 3, true);
+    encode_ack_dup(&mut buf, &I, &sample_common(), 3, Some(77));
     assert_eq!(
         decode(&I, &buf).unwrap(),
         Packet::Ack {
             common: sample_common(),
             sack: 3,
-            dup: true
+            dup: Some(77)
         }
     );
     for last in [false, true] {
