@@ -136,7 +136,12 @@ impl Default for Config {
         Config {
             interface: None,
             fault: FaultConfig::default(),
-            proto: ProtoConfig::default(),
+            proto: ProtoConfig {
+                // the protocol core's default is never (the simulator's
+                // runs go quiet); an endpoint reclaims idle associations
+                idle_timeout: crate::proto::DEFAULT_IDLE_TIMEOUT,
+                ..ProtoConfig::default()
+            },
             recv_depth: None,
             socket_buffer: 4 << 20,
             verbose: false,
@@ -255,6 +260,12 @@ pub const VARIABLES: &[Var] = &[
         aliases: &[],
         meaning: "silence from a peer with messages outstanding after which it is dead: they and new ones return EUNREACHABLE at once until a new handshake succeeds (default 10000)",
         set: |c, v| int(v, 1, HOUR_US / 1000).map(|x| c.proto.peer_timeout = x * MILLIS),
+    },
+    Var {
+        name: "RAMP_IDLE_TIMEOUT_MS",
+        aliases: &[],
+        meaning: "quiet time after which an association with nothing queued, in flight or held is shut down (SHUTDOWN exchange) and both ends free its state; the next message opens a new one; 0 never (default 120000)",
+        set: |c, v| int(v, 0, 24 * HOUR_US / 1000).map(|x| c.proto.idle_timeout = x * MILLIS),
     },
     Var {
         name: "RAMP_PEER_BUFFER",

@@ -36,6 +36,10 @@ pub enum AssocState {
     /// tag, establishes.
     CookieEchoed,
     Established,
+    /// Idle for the idle timeout: SHUTDOWN sent, waiting for the
+    /// SHUTDOWN_ACK (then both ends free it). DATA from the peer (it had
+    /// something to say) takes it back to `Established`; ours waits.
+    ShutdownSent,
 }
 
 /// One peer's association.
@@ -60,6 +64,13 @@ pub struct Assoc {
     /// both tags are known (`keyed`).
     pub tx: Integrity,
     pub rx: Integrity,
+    /// The last SHUTDOWN nonce we sent, and the first of the current
+    /// shutdown (its answer echoes one of them).
+    pub shutdown_sent: u64,
+    pub shutdown_from: u64,
+    /// The highest SHUTDOWN nonce the peer sent: a SHUTDOWN counts once
+    /// (a replayed one is dropped), busy or not.
+    pub shutdown_seen: u64,
 }
 
 impl Default for Assoc {
@@ -74,6 +85,9 @@ impl Default for Assoc {
             init_sent: Instant::ZERO,
             tx: Integrity::Crc32c,
             rx: Integrity::Crc32c,
+            shutdown_sent: 0,
+            shutdown_from: 0,
+            shutdown_seen: 0,
         }
     }
 }
@@ -102,7 +116,7 @@ impl Assoc {
         vtag == self.local_tag
             && matches!(
                 self.state,
-                AssocState::Established | AssocState::CookieEchoed
+                AssocState::Established | AssocState::CookieEchoed | AssocState::ShutdownSent
             )
     }
 
@@ -115,8 +129,79 @@ impl Assoc {
         match self.state {
             AssocState::Closed => false,
             AssocState::CookieWait | AssocState::CookieEchoed => vtag == self.local_tag,
-            AssocState::Established => vtag == self.local_tag || vtag == self.peer_tag,
+            AssocState::Established | AssocState::ShutdownSent => {
+                vtag == self.local_tag || vtag == self.peer_tag
+            }
         }
+    }
+
+    /// Whether a SHUTDOWN_ACK (`vtag`, `nonce`) answers our SHUTDOWN: our
+    /// tag, or the tag our SHUTDOWN carried reflected by a peer that had
+    /// freed the association already (its first answer was lost), and the
+    /// nonce of one of this shutdown's SHUTDOWNs.
+    pub fn shut_by(&self, vtag: u64, nonce: u64) -> bool {
+        self.state == AssocState::ShutdownSent
+            && (vtag == self.local_tag || vtag == self.peer_tag)
+            && nonce >= self.shutdown_from
+            && nonce <= self.shutdown_sent
+    }
+}
+
+/// Our tags of associations that ended (closed, aborted, dead, shut down,
+/// freed) in the last cookie lifetime: a cookie naming one of them is
+/// refused, so that a COOKIE_ECHO replayed after the end cannot create the
+/// association again. Bounded: beyond `CLOSED_TAGS_MAX` the oldest entry
+/// goes, and every cookie made up to its end is refused from then on.
+#[derive(Debug, Default)]
+pub struct ClosedTags {
+    at: crate::fxhash::FxHashMap<u64, ()>,
+    order: std::collections::VecDeque<(Instant, u64)>,
+    /// Cookies made at or before it are refused (an entry was dropped).
+    refuse_until: Option<Instant>,
+    /// The protocol's latest time (set by each of its entry points).
+    pub now: Instant,
+}
+
+/// At most this many ended tags are remembered (~40 bytes each).
+pub const CLOSED_TAGS_MAX: usize = 16384;
+
+impl ClosedTags {
+    /// The association with our tag `tag` ended now.
+    pub fn record(&mut self, tag: u64, lifetime: Nanos) {
+        if tag == 0 {
+            return;
+        }
+        let now = self.now;
+        while let Some(&(t, old)) = self.order.front() {
+            if now.since(t) <= lifetime && self.order.len() < CLOSED_TAGS_MAX {
+                break;
+            }
+            self.order.pop_front();
+            self.at.remove(&old);
+            if now.since(t) <= lifetime {
+                // dropped while its cookies may still be valid
+                self.refuse_until = Some(self.refuse_until.map_or(t, |r| r.max(t)));
+            }
+        }
+        if self.at.insert(tag, ()).is_none() {
+            self.order.push_back((now, tag));
+        }
+    }
+
+    /// Whether a cookie for our tag `tag`, made at `created`, is refused.
+    pub fn refuses(&self, tag: u64, created: Instant) -> bool {
+        self.refuse_until.is_some_and(|r| created <= r) || self.at.contains_key(&tag)
+    }
+
+    /// Tags remembered.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn memory_bytes(&self) -> usize {
+        self.at.capacity() * 9 * 8 / 7 + self.order.capacity() * 16
     }
 }
 
@@ -342,6 +427,35 @@ mod tests {
         u.dedup();
         assert_eq!(u.len(), 100);
         assert!(ta.iter().all(|t| !tb.contains(t)));
+    }
+
+    #[test]
+    fn closed_tags_refuse_their_cookies_for_a_lifetime_within_a_bound() {
+        let life = 60_000 * MILLIS;
+        let mut c = ClosedTags {
+            now: Instant(100 * MILLIS),
+            ..Default::default()
+        };
+        c.record(7, life);
+        assert!(c.refuses(7, Instant(MILLIS)));
+        assert!(!c.refuses(8, Instant(MILLIS)));
+        // after a lifetime the entry goes (every cookie that named it has expired)
+        c.now = c.now.plus(life + 1);
+        c.record(9, life);
+        assert_eq!(c.len(), 1);
+        assert!(!c.refuses(7, c.now));
+        // full: the oldest goes, and cookies made by its end are refused
+        for t in 0..CLOSED_TAGS_MAX as u64 {
+            c.now = c.now.plus(1);
+            c.record(1000 + t, life);
+        }
+        assert_eq!(c.len(), CLOSED_TAGS_MAX);
+        assert!(
+            c.refuses(9, Instant(0)),
+            "dropped, covered by the watermark"
+        );
+        assert!(!c.refuses(9, c.now), "a cookie made later is fine");
+        assert!(c.refuses(1000 + CLOSED_TAGS_MAX as u64 - 1, c.now));
     }
 
     #[test]

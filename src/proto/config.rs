@@ -21,6 +21,13 @@ pub struct ProtoConfig {
     /// so does every new one at once, until a new association succeeds.
     /// HEARTBEATs go after a quarter of it without a word from the peer.
     pub peer_timeout: Nanos,
+    /// Quiet time after which an established association with nothing
+    /// queued, in flight, held or owed is shut down (SHUTDOWN, answered by
+    /// SHUTDOWN_ACK once the peer has nothing either): both ends free the
+    /// peer's state; the next message opens a new association. 0: never,
+    /// the default here; endpoints take `RAMP_IDLE_TIMEOUT_MS`
+    /// (`DEFAULT_IDLE_TIMEOUT` unless set).
+    pub idle_timeout: Nanos,
     /// Bytes one peer may make us hold before the application has them:
     /// packets held ahead of a gap and partly reassembled messages, both
     /// channels. An out-of-order packet beyond it is dropped (and counted);
@@ -67,6 +74,7 @@ impl Default for ProtoConfig {
             rto_max: 1000 * MILLIS,
             retry_limit: 30,
             peer_timeout: 10_000 * MILLIS,
+            idle_timeout: 0,
             peer_buffer: 4 << 20,
             ack_delay: 200 * MICROS,
             nack_limit: 200,
@@ -82,6 +90,9 @@ impl Default for ProtoConfig {
         }
     }
 }
+
+/// An endpoint's idle timeout unless `RAMP_IDLE_TIMEOUT_MS` says otherwise.
+pub const DEFAULT_IDLE_TIMEOUT: Nanos = 120_000 * MILLIS;
 
 /// Largest SACK distance (bits in the bitmap) and so the largest window.
 pub const MAX_WINDOW: usize = 64;

@@ -111,7 +111,8 @@ impl<A: PeerAddr> Protocol<A> {
     ) {
         let lifetime = self.cfg.cookie_lifetime;
         let tags = match self.secrets.open_cookie(cookie, &from, now, lifetime) {
-            Ok(t) if t.resp_tag == vtag => t,
+            // not for an association that ended since (a replayed echo)
+            Ok(t) if t.resp_tag == vtag && !self.closed.refuses(t.resp_tag, t.created) => t,
             _ => {
                 self.out.stats.stale_dropped += 1;
                 return;

@@ -47,6 +47,13 @@ impl<A: PeerAddr> Protocol<A> {
         (self.out.peers_died, self.out.budget_dropped)
     }
 
+    /// Associations shut down for idleness, and our tags of ended
+    /// associations remembered (their cookies are refused).
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn shutdown_counts(&self) -> (u64, usize) {
+        (self.shutdowns, self.closed.len())
+    }
+
     /// Frees the state kept for `addr` (the AM layer unmapped its last
     /// translation entry), unless messages to it are unfinished or it
     /// holds data from it (then it stays; it is freed when dead, or by a
@@ -81,7 +88,8 @@ impl<A: PeerAddr> Protocol<A> {
             + self.slots.capacity() * (size_of::<A>() + 4 + 1) * 8 / 7
             + self.timers.capacity() * size_of::<Reverse<(Instant, u32)>>()
             + self.due.capacity() * 4
-            + self.spare_msgs.memory_bytes();
+            + self.spare_msgs.memory_bytes()
+            + self.closed.memory_bytes();
         fixed + self.out.memory_bytes() + self.peers.iter().map(Peer::heap_bytes).sum::<usize>()
     }
 

@@ -41,7 +41,11 @@
 //! (one at a time) whose success makes the peer usable again; there is no
 //! background probing. The per-packet retry limit is a second bound. A dead
 //! peer's slot is freed after six peer timeouts, and `forget` (the AM
-//! layer's unmap of an address's last entry) frees an idle peer's.
+//! layer's unmap of an address's last entry) frees an idle peer's. A live
+//! association quiet for `ProtoConfig::idle_timeout` is shut down by a
+//! SHUTDOWN exchange and both ends free the peer (`shutdown`); the tags
+//! of ended associations are remembered for a cookie lifetime, so that a
+//! replayed COOKIE_ECHO cannot bring one back.
 //! Memory a peer makes us hold (held packets, reassembly) is claimed as data
 //! arrives, within `ProtoConfig::peer_buffer`; beyond it out-of-order
 //! packets are dropped (the sender resends them). `memory_bytes` estimates
@@ -64,6 +68,7 @@ mod peer;
 mod recv;
 pub mod rtt;
 mod send;
+mod shutdown;
 mod stats;
 #[cfg(test)]
 mod tests;
@@ -74,14 +79,14 @@ use std::collections::BinaryHeap;
 use std::hash::Hash;
 use std::sync::Arc;
 
-pub use config::{ProtoConfig, MAX_WINDOW};
+pub use config::{ProtoConfig, DEFAULT_IDLE_TIMEOUT, MAX_WINDOW};
 pub use event::{Event, FailReason, MsgId};
 
 use crate::fxhash::FxHashMap;
 use crate::stats::Statistics;
 use crate::time::Instant;
 use crate::wire::{self, MsgMeta, Packet, COOKIE_LEN, NUM_CHANNELS};
-use assoc::{AssocState, Secrets, TokenBucket};
+use assoc::{AssocState, ClosedTags, Secrets, TokenBucket};
 use outbox::Outbox;
 use peer::{Ctx, Peer};
 use recv::InFrag;
@@ -103,6 +108,10 @@ pub struct Protocol<A: PeerAddr> {
     unsolicited: TokenBucket,
     /// Unsolicited answers not sent for want of tokens.
     suppressed: u64,
+    /// Our tags of associations that ended lately: their cookies are refused.
+    closed: ClosedTags,
+    /// Associations shut down for idleness (a SHUTDOWN_ACK sent or taken).
+    shutdowns: u64,
     /// Every peer, by slot; a freed slot (dead and lingered, or forgotten)
     /// holds an empty placeholder, out of `slots`, and goes on `free`.
     peers: Vec<Peer<A>>,
@@ -147,6 +156,8 @@ impl<A: PeerAddr> Protocol<A> {
             cfg,
             secrets: Secrets::new(secret),
             suppressed: 0,
+            closed: ClosedTags::default(),
+            shutdowns: 0,
             peers: Vec::new(),
             free: Vec::new(),
             slots: FxHashMap::default(),
@@ -200,6 +211,7 @@ impl<A: PeerAddr> Protocol<A> {
         payload: Vec<u8>,
     ) -> MsgId {
         debug_assert!((channel as usize) < NUM_CHANNELS);
+        self.closed.now = now;
         let id = self.next_msg_id;
         self.next_msg_id += 1;
         if payload.len() > MAX_MESSAGE {
@@ -280,6 +292,7 @@ impl<A: PeerAddr> Protocol<A> {
     /// Takes one datagram received from `from`.
     pub fn handle_datagram(&mut self, now: Instant, from: A, dgram: &[u8]) {
         self.out.stats.packets_received += 1;
+        self.closed.now = now;
         let decoded = match self.cfg.integrity {
             wire::Integrity::Crc32c => wire::decode(&self.cfg.integrity, dgram),
             _ => return self.handle_sealed(now, from, dgram),
@@ -335,6 +348,10 @@ impl<A: PeerAddr> Protocol<A> {
                 return self.on_heartbeat(now, from, vtag, Some(nonce))
             }
             Packet::HeartbeatAck { vtag, .. } => return self.on_heartbeat(now, from, vtag, None),
+            Packet::Shutdown { vtag, nonce } => return self.on_shutdown(now, from, vtag, nonce),
+            Packet::ShutdownAck { vtag, nonce } => {
+                return self.on_shutdown_ack(now, from, vtag, nonce)
+            }
         };
         // Inside an association with `from`, or nothing.
         let Some(slot) = self
@@ -358,9 +375,17 @@ impl<A: PeerAddr> Protocol<A> {
             }
         }
         match *pkt {
-            Packet::Ack { ref common, sack } => {
+            Packet::Ack {
+                ref common,
+                sack,
+                dup,
+            } => {
                 cx.out.stats.acks_received += 1;
                 let ch = common.channel as usize;
+                if let Some(seq) = dup {
+                    // a copy we resent may have been needless (D-SACK)
+                    peer.tx[ch].needless_copy(seq, &mut peer.rtt);
+                }
                 peer.on_ack(now, ch, (common.epoch, common.seq, sack), &mut cx);
             }
             Packet::Nack { ref common, last } => {
@@ -381,6 +406,8 @@ impl<A: PeerAddr> Protocol<A> {
                     frag_off,
                     bytes: payload,
                 };
+                // the peer had something to say: no shutdown
+                peer.resume(now, &mut cx);
                 peer.on_data(now, common, f, &mut cx);
             }
             _ => {}
@@ -391,6 +418,7 @@ impl<A: PeerAddr> Protocol<A> {
     /// Runs the timers due at `now`: retransmissions, delayed ACKs, the end of
     /// a NACK pause. Cheap when nothing is due.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.closed.now = now;
         // The peers due now, each once; what they arm now waits for the next call.
         let mut due = std::mem::take(&mut self.due);
         due.clear();
@@ -399,7 +427,10 @@ impl<A: PeerAddr> Protocol<A> {
                 break;
             }
             self.timers.pop();
-            let peer = &mut self.peers[slot as usize];
+            // (a slot past the end was compacted away: stale)
+            let Some(peer) = self.peers.get_mut(slot as usize) else {
+                continue;
+            };
             if peer.queued == Some(t) {
                 peer.queued = None;
                 due.push(slot);
@@ -425,7 +456,11 @@ impl<A: PeerAddr> Protocol<A> {
         self.due = due;
         // Drop stale entries on top, so that `next_timeout` is exact.
         while let Some(&Reverse((t, slot))) = self.timers.peek() {
-            if self.peers[slot as usize].queued == Some(t) {
+            if self
+                .peers
+                .get(slot as usize)
+                .is_some_and(|p| p.queued == Some(t))
+            {
                 break;
             }
             self.timers.pop();
@@ -499,6 +534,7 @@ impl<A: PeerAddr> Protocol<A> {
             out: &mut self.out,
             spare_msgs: &mut self.spare_msgs,
             queued_requests: &mut self.queued_requests,
+            closed: &mut self.closed,
         };
         (&mut self.peers[slot], cx)
     }
@@ -543,13 +579,46 @@ impl<A: PeerAddr> Protocol<A> {
     /// (not queued: its entries left in the timer heap are stale and
     /// skipped), on the free list.
     fn free_slot(&mut self, slot: usize) {
-        let addr = self.peers[slot].addr;
+        let p = &self.peers[slot];
+        if p.assoc.state != AssocState::Closed {
+            self.closed
+                .record(p.assoc.local_tag, self.cfg.cookie_lifetime);
+        }
+        let addr = p.addr;
         if self.slots.get(&addr) == Some(&(slot as u32)) {
             self.slots.remove(&addr);
         }
         self.peers[slot] = Peer::new(&self.cfg, addr);
         self.free.push(slot as u32);
         self.last_slot = usize::MAX;
+        if self.free.len() >= 64 && self.free.len() * 2 > self.peers.len() {
+            self.compact();
+        }
+    }
+
+    /// Most slots are free (peers reclaimed): the free slots at the end go
+    /// and the tables shrink, so that memory follows the live peers.
+    /// Timer-heap entries of slots gone are skipped as stale.
+    fn compact(&mut self) {
+        let live = |p: &Peer<A>, i: usize, slots: &FxHashMap<A, u32>| {
+            slots.get(&p.addr) == Some(&(i as u32))
+        };
+        while let Some(p) = self.peers.last() {
+            if live(p, self.peers.len() - 1, &self.slots) {
+                break;
+            }
+            self.peers.pop();
+        }
+        let n = self.peers.len() as u32;
+        self.free.retain(|&s| s < n);
+        if self.peers.capacity() > 2 * self.peers.len() {
+            self.peers.shrink_to_fit();
+            self.free.shrink_to_fit();
+            self.slots.shrink_to_fit();
+        }
+        if self.peers.is_empty() {
+            self.timers = BinaryHeap::new();
+        }
     }
 
     /// Makes sure `handle_timeout` looks at the peer in `slot` by the

@@ -4,7 +4,7 @@
 //! channels, a NACK pauses a send channel, a silent peer fails both, and
 //! DATA goes only inside an association.
 
-use super::assoc::{Assoc, AssocState};
+use super::assoc::{Assoc, AssocState, ClosedTags};
 use super::config::ProtoConfig;
 use super::event::{Event, FailReason, MsgId};
 use super::outbox::Outbox;
@@ -22,6 +22,8 @@ pub(super) struct Ctx<'a, A> {
     pub spare_msgs: &'a mut SpareMsgs,
     /// Delivered requests not yet taken by the layer above (all peers).
     pub queued_requests: &'a mut usize,
+    /// Our tags of associations that ended (their cookies are refused).
+    pub closed: &'a mut ClosedTags,
 }
 
 pub(super) struct Peer<A> {
@@ -255,6 +257,7 @@ impl<A: Copy> Peer<A> {
             self.assoc.tries = 0;
             self.rtt.on_progress();
             self.timers.stop(Timer::Handshake);
+            self.arm_idle(now, cx.cfg);
             for ch in 0..NUM_CHANNELS {
                 self.pump(now, ch, cx);
             }
@@ -272,6 +275,7 @@ impl<A: Copy> Peer<A> {
         peer_tag: u64,
         cx: &mut Ctx<'_, A>,
     ) {
+        let (old_state, old_tag) = (self.assoc.state, self.assoc.local_tag);
         let a = &self.assoc;
         let same =
             a.state != AssocState::Closed && (a.local_tag, a.peer_tag) == (local_tag, peer_tag);
@@ -282,8 +286,14 @@ impl<A: Copy> Peer<A> {
                 std::mem::take(&mut self.assoc.rx),
             ))
         } else {
-            if a.state == AssocState::Established {
+            if matches!(
+                old_state,
+                AssocState::Established | AssocState::ShutdownSent
+            ) {
                 self.fail_all(FailReason::PeerUnreachable, cx.out);
+            }
+            if old_state != AssocState::Closed && old_tag != local_tag {
+                cx.closed.record(old_tag, cx.cfg.cookie_lifetime);
             }
             self.reset_channels();
             None
@@ -300,6 +310,7 @@ impl<A: Copy> Peer<A> {
             None => self.assoc.keyed(&cx.cfg.integrity),
         }
         self.timers.stop(Timer::Handshake);
+        self.arm_idle(now, cx.cfg);
         self.dead = None;
         self.heard = now;
         let start = cx.out.start();
@@ -314,15 +325,26 @@ impl<A: Copy> Peer<A> {
     /// new send starts a new handshake.
     pub fn close(&mut self, cx: &mut Ctx<'_, A>) {
         self.fail_all(FailReason::PeerUnreachable, cx.out);
+        self.end_association(cx);
+    }
+
+    /// The association is over (its messages dealt with): its tag is
+    /// remembered (a cookie for it is refused), the channels start afresh.
+    pub fn end_association(&mut self, cx: &mut Ctx<'_, A>) {
+        if self.assoc.state != AssocState::Closed {
+            cx.closed
+                .record(self.assoc.local_tag, cx.cfg.cookie_lifetime);
+        }
         self.reset_channels();
         self.assoc = Assoc::default();
         self.timers.stop(Timer::Handshake);
+        self.timers.stop(Timer::Idle);
     }
 
     /// Both directions start afresh for a new association: nothing held
     /// or owed; unacknowledged fragments go back to be numbered anew, from
     /// epoch 0 (a peer with a new association has none of them).
-    fn reset_channels(&mut self) {
+    pub(super) fn reset_channels(&mut self) {
         self.rx = Default::default();
         for ch in 0..NUM_CHANNELS {
             self.tx[ch].rewind();
@@ -333,17 +355,22 @@ impl<A: Copy> Peer<A> {
     }
 
     /// The handshake timer: send again, or past the retry limit give up
-    /// everything queued for the peer.
-    fn on_handshake_timeout(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+    /// everything queued for the peer. True: an unanswered shutdown of an
+    /// idle association ends, the slot may be freed.
+    fn on_handshake_timeout(&mut self, now: Instant, cx: &mut Ctx<'_, A>) -> bool {
+        if self.assoc.state == AssocState::ShutdownSent {
+            return self.on_shutdown_timeout(now, cx);
+        }
         self.assoc.tries += 1;
         if self.assoc.tries > cx.cfg.retry_limit {
             self.close(cx);
-            return;
+            return false;
         }
         self.rtt.on_timeout();
         self.send_handshake(cx);
         self.timers
             .set(Timer::Handshake, Some(now.plus(self.rtt.rto())));
+        false
     }
 
     /// Sends what send channel `ch` may send now: packets marked for
@@ -439,8 +466,11 @@ impl<A: Copy> Peer<A> {
         if self.timers.is_expired(Timer::Live, now) && self.on_live(now, cx) {
             return true;
         }
-        if self.timers.is_expired(Timer::Handshake, now) {
-            self.on_handshake_timeout(now, cx);
+        if self.timers.is_expired(Timer::Handshake, now) && self.on_handshake_timeout(now, cx) {
+            return true;
+        }
+        if self.timers.is_expired(Timer::Idle, now) {
+            self.on_idle(now, cx);
         }
         let mut unreachable = false;
         for ch in 0..NUM_CHANNELS {
@@ -546,7 +576,7 @@ impl<A: Copy> Peer<A> {
     /// unless a SACK is needed too.
     fn acks_carried(&mut self, cfg: &ProtoConfig) {
         for ch in 0..NUM_CHANNELS {
-            if self.rx[ch].held.is_empty() {
+            if self.rx[ch].held.is_empty() && self.rx[ch].dup.is_none() {
                 self.rx[ch].ack_paid();
                 self.sync_ack_timer(ch, cfg);
             }
@@ -575,9 +605,10 @@ impl<A: Copy> Peer<A> {
     pub fn send_ack(&mut self, ch: usize, cx: &mut Ctx<'_, A>) {
         let c = self.control_header(ch);
         let sack = self.rx[ch].sack_bits();
+        let dup = std::mem::take(&mut self.rx[ch].dup);
         let out = &mut *cx.out;
         let start = out.start();
-        wire::encode_ack(&mut out.bytes, &self.assoc.tx, &c, sack);
+        wire::encode_ack_dup(&mut out.bytes, &self.assoc.tx, &c, sack, dup);
         out.stats.acks_sent += 1;
         out.push(self.addr, start);
         self.rx[ch].ack_paid();

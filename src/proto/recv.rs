@@ -48,6 +48,9 @@ pub struct RecvChannel {
     pub ack_urgent: bool,
     /// The packet `next` refused for want of buffer, and how many times.
     pub refused: Option<(u32, u32)>,
+    /// A packet that arrived twice since the last ACK: the next ACK says
+    /// which (`wire::encode_ack_dup`), and goes on its own.
+    pub dup: Option<u32>,
 }
 
 impl RecvChannel {
@@ -168,6 +171,7 @@ impl RecvChannel {
         let d = seq_diff(seq, self.next);
         if d < 0 || self.held.contains_key(&seq) {
             cx.out.stats.duplicates_dropped += 1;
+            self.dup = Some(seq);
             self.owe_ack(now, true);
             return None;
         }

@@ -34,6 +34,10 @@ const FLOOR_PERSIST: u32 = 16;
 /// slow to repair.
 const FLOOR_CAP_RTO_MIN: u64 = 2;
 
+/// The floor learned from copies known to be needless (the receiver
+/// reported the duplicate) is at most this many minimum RTOs.
+const NEEDLESS_CAP_RTO_MIN: u64 = 50;
+
 /// Clock granularity term of RFC 6298 (G).
 const GRANULARITY: Nanos = 1_000;
 
@@ -134,6 +138,30 @@ impl RttEstimator {
                 self.floor = 0;
             }
         }
+    }
+
+    /// A copy resent was reported needless (the receiver got the packet
+    /// twice), answered `since_last` after it and `since_first` after the
+    /// first copy. Answered late even so, the peer was not running (a
+    /// descheduled process, not a lost ACK): the timers wait at least as
+    /// long as the answer took (and a quarter more), up to
+    /// `NEEDLESS_CAP_RTO_MIN` minimum RTOs, beyond the cap of the guess by
+    /// timing alone (`on_retransmit_answered`): here the copy is known to
+    /// be needless. It lasts until 16 prompt answers to retransmissions
+    /// (real losses). Answered promptly (an ACK was lost, or the peer woke
+    /// just after the copy went), nothing is learnt, but the copy does not
+    /// count as a real loss either (`on_retransmit_answered` counted it so).
+    pub fn on_needless_copy(&mut self, since_last: Nanos, since_first: Nanos) {
+        if self.prompt_answer().is_none_or(|p| since_last <= p) {
+            if self.floor > 0 {
+                self.floor_persist = (self.floor_persist + 1).min(FLOOR_PERSIST);
+            }
+            return;
+        }
+        let cap = NEEDLESS_CAP_RTO_MIN.saturating_mul(self.min).min(self.max);
+        self.floor = self.floor.max(since_first + since_first / 4).min(cap);
+        self.floor_persist = FLOOR_PERSIST;
+        self.backoff = 0;
     }
 
     /// Timeout with the current backoff applied.

@@ -20,9 +20,12 @@ pub(super) enum Timer {
     /// Liveness: send a HEARTBEAT, declare the peer dead, or free a dead
     /// peer's slot (set only while there is something to say, or while dead).
     Live,
+    /// The association has been quiet for the idle timeout: shut it down
+    /// (set while established; looked at lazily, once per idle timeout).
+    Idle,
 }
 
-const COUNT: usize = 3 * NUM_CHANNELS + 2;
+const COUNT: usize = 3 * NUM_CHANNELS + 3;
 
 impl Timer {
     #[inline]
@@ -33,6 +36,7 @@ impl Timer {
             Timer::Ack(ch) => 2 * NUM_CHANNELS + ch,
             Timer::Handshake => 3 * NUM_CHANNELS,
             Timer::Live => 3 * NUM_CHANNELS + 1,
+            Timer::Idle => 3 * NUM_CHANNELS + 2,
         }
     }
 }

@@ -8,7 +8,10 @@
 //!  28 ack_epoch[request] u16 | 30 ack_epoch[reply] u16
 //! vtag: the verification tag of the association, the RECEIVER's tag (0
 //! only in INIT). Handshake packets leave bytes 12..32 zero.
-//! ACK:  32 sack bitmap u64 (bit i: seq+1+i has arrived)
+//! ACK:  32 sack bitmap u64 (bit i: seq+1+i has arrived); flag 16: a
+//!       DATA of this channel arrived twice since the last ACK (a resent
+//!       copy was needless: the sender's timer was short, after D-SACK),
+//!       then 40 its sequence number u32
 //! NACK: (nothing more; seq is the refused sequence number; flag 8: the
 //!       refusal is final, the message is given up with ECONGESTION)
 //! DATA: 32 txn u32 | 36 handler u8 | 37 kind<<4|category u8 | 38 nargs u8
@@ -18,6 +21,7 @@
 //! INIT_ACK:    32 responder tag u64 | 40 cookie (COOKIE_LEN)
 //! COOKIE_ECHO: 32 cookie (COOKIE_LEN)
 //! COOKIE_ACK, ABORT: nothing more
+//! HEARTBEAT, HEARTBEAT_ACK, SHUTDOWN, SHUTDOWN_ACK: 32 nonce u64
 //! then the integrity trailer (`Integrity`: CRC32C, or with a job key the
 //! nonce (12) and MAC tag (16)) over everything before it
 //! ```
@@ -31,6 +35,7 @@ const FLAG_ACK_REQ: u8 = 1;
 const FLAG_ACK_REP: u8 = 2;
 const FLAG_RETURNED_REQUEST: u8 = 4;
 const FLAG_FINAL: u8 = 8;
+const FLAG_DUP: u8 = 16;
 
 /// Fields every packet of an association (DATA, ACK, NACK) carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -57,6 +62,9 @@ pub enum Packet<'a> {
     Ack {
         common: Common,
         sack: u64,
+        /// The sequence number of a DATA that arrived twice since the last
+        /// ACK of the channel.
+        dup: Option<u32>,
     },
     Nack {
         common: Common,
@@ -65,9 +73,7 @@ pub enum Packet<'a> {
         last: bool,
     },
     /// Opens an association: the initiator's tag (never 0). Its vtag is 0.
-    Init {
-        init_tag: u64,
-    },
+    Init { init_tag: u64 },
     /// The answer to an INIT (vtag: the initiator's tag): the responder's
     /// tag and the cookie to echo.
     InitAck {
@@ -81,24 +87,20 @@ pub enum Packet<'a> {
         cookie: &'a [u8; COOKIE_LEN],
     },
     /// The association is established (vtag: the initiator's tag).
-    CookieAck {
-        vtag: u64,
-    },
+    CookieAck { vtag: u64 },
     /// Ends the association whose tag it carries.
-    Abort {
-        vtag: u64,
-    },
+    Abort { vtag: u64 },
     /// Asks the peer of an association (vtag: its tag) to answer; `nonce`
     /// comes back in the HEARTBEAT_ACK.
-    Heartbeat {
-        vtag: u64,
-        nonce: u64,
-    },
+    Heartbeat { vtag: u64, nonce: u64 },
     /// The answer to a HEARTBEAT (vtag: the asker's tag).
-    HeartbeatAck {
-        vtag: u64,
-        nonce: u64,
-    },
+    HeartbeatAck { vtag: u64, nonce: u64 },
+    /// Asks the peer to free the idle association (vtag: its tag);
+    /// `nonce` grows with every SHUTDOWN of the association.
+    Shutdown { vtag: u64, nonce: u64 },
+    /// The association is freed (vtag: the asker's tag, or its SHUTDOWN's
+    /// tag reflected); `nonce` echoes the SHUTDOWN's.
+    ShutdownAck { vtag: u64, nonce: u64 },
 }
 
 /// Writes `v` big-endian at `at` of a fixed-size header (constant offsets
@@ -187,13 +189,29 @@ pub fn encode_data(
 
 /// Appends an ACK packet: `common.seq` is the cumulative next-expected number
 /// of channel `common.channel`; `sack` marks later packets that have arrived.
+#[cfg(any(test, feature = "testing"))] // tests forge ACKs; the protocol says `dup`
 pub fn encode_ack(buf: &mut Vec<u8>, integ: &Integrity, common: &Common, sack: u64) {
+    encode_ack_dup(buf, integ, common, sack, None);
+}
+
+/// `encode_ack`, with (`dup`) the sequence number of a DATA that arrived
+/// twice since the last ACK of the channel.
+pub fn encode_ack_dup(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    common: &Common,
+    sack: u64,
+    dup: Option<u32>,
+) {
     let start = buf.len();
-    let mut h = [0u8; ACK_LEN];
-    put_common(&mut h, PacketType::Ack, common, 0);
+    let mut h = [0u8; ACK_LEN + 4];
+    let flag = if dup.is_some() { FLAG_DUP } else { 0 };
+    put_common(&mut h, PacketType::Ack, common, flag);
     put64(&mut h, 32, sack);
-    buf.reserve(ACK_LEN + integ.trailer_len());
-    buf.extend_from_slice(&h);
+    put32(&mut h, ACK_LEN, dup.unwrap_or(0));
+    let len = if dup.is_some() { ACK_LEN + 4 } else { ACK_LEN };
+    buf.reserve(len + integ.trailer_len());
+    buf.extend_from_slice(&h[..len]);
     integ.seal(buf, start);
 }
 
@@ -286,6 +304,16 @@ pub fn encode_heartbeat(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64, ack: bo
     encode_handshake(buf, integ, t, vtag, &[&nonce.to_be_bytes()]);
 }
 
+/// Appends a SHUTDOWN (or, `ack`, its answer) carrying `vtag` and `nonce`.
+pub fn encode_shutdown(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64, ack: bool, nonce: u64) {
+    let t = if ack {
+        PacketType::ShutdownAck
+    } else {
+        PacketType::Shutdown
+    };
+    encode_handshake(buf, integ, t, vtag, &[&nonce.to_be_bytes()]);
+}
+
 /// Reads a big-endian field of a fixed-size header (constant offsets compile
 /// to plain loads, without bounds checks).
 #[inline(always)]
@@ -362,12 +390,21 @@ pub fn decode<'a>(integ: &Integrity, dgram: &'a [u8]) -> Result<Packet<'a>, Deco
     match h[3] {
         DATA => decode_data(body, common, flags),
         ACK => {
-            let Ok(a) = <&[u8; ACK_LEN]>::try_from(body) else {
+            let (a, dup) = if flags & FLAG_DUP != 0 {
+                let Ok(a) = <&[u8; ACK_LEN + 4]>::try_from(body) else {
+                    return Err(DecodeError::Truncated);
+                };
+                (&a[..ACK_LEN], Some(be32(a, ACK_LEN)))
+            } else {
+                (body, None)
+            };
+            let Ok(a) = <&[u8; ACK_LEN]>::try_from(a) else {
                 return Err(DecodeError::Truncated);
             };
             Ok(Packet::Ack {
                 common,
                 sack: be64(a, 32),
+                dup,
             })
         }
         NACK => {
@@ -392,6 +429,8 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
     const ABORT: u8 = PacketType::Abort as u8;
     const HEARTBEAT: u8 = PacketType::Heartbeat as u8;
     const HEARTBEAT_ACK: u8 = PacketType::HeartbeatAck as u8;
+    const SHUTDOWN: u8 = PacketType::Shutdown as u8;
+    const SHUTDOWN_ACK: u8 = PacketType::ShutdownAck as u8;
     match t {
         INIT => {
             let Ok(b) = <&[u8; INIT_ACK_LEN - COMMON_LEN]>::try_from(rest) else {
@@ -436,7 +475,7 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
                 Packet::CookieAck { vtag }
             })
         }
-        HEARTBEAT | HEARTBEAT_ACK => {
+        HEARTBEAT | HEARTBEAT_ACK | SHUTDOWN | SHUTDOWN_ACK => {
             let Ok(b) = <&[u8; 8]>::try_from(rest) else {
                 return Err(DecodeError::Truncated);
             };
@@ -444,10 +483,11 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
             if vtag == 0 {
                 return Err(DecodeError::Malformed);
             }
-            Ok(if t == HEARTBEAT {
-                Packet::Heartbeat { vtag, nonce }
-            } else {
-                Packet::HeartbeatAck { vtag, nonce }
+            Ok(match t {
+                HEARTBEAT => Packet::Heartbeat { vtag, nonce },
+                HEARTBEAT_ACK => Packet::HeartbeatAck { vtag, nonce },
+                SHUTDOWN => Packet::Shutdown { vtag, nonce },
+                _ => Packet::ShutdownAck { vtag, nonce },
             })
         }
         _ => Err(DecodeError::Malformed),

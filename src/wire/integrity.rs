@@ -3,8 +3,8 @@
 //! protection is in use.
 //!
 //! - Without a job key: CRC32C (catches corruption, not forgery).
-//! - With a job key (`wire::mac::MacKey`, AES-128-GMAC over the whole
-//!   packet, header and payload), following the nonce rule of `wire::mac`,
+//! - With a job key (`wire::mac::MacKey`, AES-128-GMAC, or Poly1305-AES
+//!   for short packets, over the whole packet, header and payload), following the nonce rule of `wire::mac`,
 //!   the trailer is the 96-bit nonce (12 bytes) then the tag (16); the
 //!   receiver reads the nonce from it:
 //!   - handshake packets (INIT, INIT_ACK, COOKIE_ECHO, COOKIE_ACK, ABORT):

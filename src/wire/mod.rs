@@ -10,10 +10,14 @@ mod codec;
 mod integrity;
 pub mod mac;
 mod message;
+mod polyhash;
 
+#[cfg(any(test, feature = "testing"))]
+pub use codec::encode_ack;
 pub use codec::{
-    association_vtag, decode, encode_abort, encode_ack, encode_cookie_ack, encode_cookie_echo,
-    encode_data, encode_heartbeat, encode_init, encode_init_ack, encode_nack, Common, Packet,
+    association_vtag, decode, encode_abort, encode_ack_dup, encode_cookie_ack, encode_cookie_echo,
+    encode_data, encode_heartbeat, encode_init, encode_init_ack, encode_nack, encode_shutdown,
+    Common, Packet,
 };
 pub use integrity::{Integrity, MAC_TRAILER_LEN};
 pub use message::{Category, MsgKind, MsgMeta, MAX_ARGS};
@@ -78,6 +82,13 @@ pub enum PacketType {
     Heartbeat = 9,
     /// Here: the echo of a HEARTBEAT's 8 bytes.
     HeartbeatAck = 10,
+    /// Ends an idle association gracefully (vtag: the receiver's; 8 bytes,
+    /// a number that grows with every try, echoed by the answer).
+    Shutdown = 11,
+    /// Done: both ends have freed the association (vtag: the asker's, or
+    /// the asker's SHUTDOWN's own tag reflected by an end that had already
+    /// freed it).
+    ShutdownAck = 12,
 }
 
 /// A piggybacked cumulative acknowledgement for one reverse channel.

@@ -52,7 +52,20 @@ pub struct SendChannel {
     pub in_flight: VecDeque<InFlight>,
     /// Fragments not yet given a sequence number.
     pub pending: VecDeque<Fragment>,
+    /// How long after its last and its first copy the last resent packet
+    /// was acknowledged: if the receiver then reports a duplicate, the
+    /// copy was needless and the timers may learn that (`needless_copy`).
+    pub resent_answered: Option<(u32, Nanos, Nanos)>,
+    /// A retransmission timeout resent only the oldest packet at this
+    /// time; the others expired with it wait (`DEFERRED`) for the first
+    /// ACK after it (F-RTO, RFC 5682): if it acknowledges a packet not
+    /// resent since, the timeout was spurious and nothing more goes; else
+    /// they are resent.
+    pub rto_at: Option<Instant>,
 }
+
+/// The deadline of a packet waiting out a retransmission timeout's answer.
+const DEFERRED: Instant = Instant(u64::MAX);
 
 /// What a cumulative acknowledgement took off the channel.
 #[derive(Default, Debug, PartialEq, Eq)]
@@ -314,15 +327,38 @@ impl SendChannel {
             let newly =
                 d < 0 || ((1..=64).contains(&d) && sack & (1u64 << (d - 1)) != 0 && !p.sacked);
             if newly && p.first_sent != p.last_sent && p.nacks == 0 {
+                let answered = (p.seq, now.since(p.last_sent), now.since(p.first_sent));
+                self.resent_answered = Some(answered);
                 rtt.on_retransmit_answered(now.since(p.last_sent), now.since(p.first_sent));
             } else if d >= 64 {
                 break;
             }
         }
+        // The first news after a retransmission timeout: did a packet not
+        // resent since arrive (the timeout was spurious)?
+        let frto = self.rto_at.take().map(|t| {
+            self.in_flight.iter().any(|p| {
+                let d = seq_diff(p.seq, next);
+                let newly = d < 0 || ((1..=64).contains(&d) && sack & (1u64 << (d - 1)) != 0);
+                newly && !p.sacked && p.last_sent < t
+            })
+        });
         // One round-trip sample per ACK, from the newest packet it acknowledges
         // for the first time (as TCP does).
         let done = self.ack_cumulative(next, spare);
         let sacked = self.ack_selective(next, sack);
+        let mut rearmed = None;
+        if let Some(spurious) = frto {
+            let rto = rtt.base_rto();
+            for p in self.in_flight.iter_mut().filter(|p| p.deadline == DEFERRED) {
+                if spurious || p.sacked {
+                    p.deadline = now.plus(rto);
+                    rearmed = Some(p.deadline);
+                } else {
+                    p.resend = true;
+                }
+            }
+        }
         let sample_from = sacked.sample_from.or(done.sample_from);
         if done.count > 0 || sacked.newly_sacked {
             rtt.on_progress();
@@ -332,7 +368,7 @@ impl SendChannel {
             rtt.sample(r);
             stats.record_rtt(r);
         }
-        let mut reorder_at = None;
+        let mut reorder_at = rearmed;
         if let Some(highest) = sacked.highest {
             // Fast retransmit (after RACK, RFC 8985): a packet sent later
             // arrived, an earlier one did not. It is lost if it was sent
@@ -369,6 +405,20 @@ impl SendChannel {
         AckOutcome {
             progress: done.count > 0 || sack != 0,
             reorder_at,
+        }
+    }
+
+    /// The receiver reports a packet that arrived twice (D-SACK, RFC 2883):
+    /// the last copy we resent was needless, its first had arrived (a
+    /// network that does not duplicate), and the timers wait at least as
+    /// long as its answer took from then on (Eifel/F-RTO's undo).
+    pub fn needless_copy(&mut self, seq: u32, rtt: &mut RttEstimator) {
+        match self.resent_answered {
+            Some((s, since_last, since_first)) if s == seq => {
+                self.resent_answered = None;
+                rtt.on_needless_copy(since_last, since_first);
+            }
+            _ => {}
         }
     }
 
@@ -409,20 +459,33 @@ impl SendChannel {
     /// it, and the NACK may be lost.
     pub fn on_timeout(&mut self, now: Instant, retry_limit: u32) -> Expired {
         let mut e = Expired::default();
+        let mut deferred = false;
         for (i, p) in self.in_flight.iter_mut().enumerate() {
             if (!p.sacked || i == 0) && !p.resend && p.deadline <= now {
-                p.sacked = false;
-                p.resend = true;
                 if p.reorder_timer {
                     // lost, by the reordering rule: no backoff
+                    p.sacked = false;
+                    p.resend = true;
                     continue;
                 }
+                if e.backoff {
+                    // a timeout resends the oldest only; the rest wait
+                    // for the first ACK after it (F-RTO)
+                    p.deadline = DEFERRED;
+                    deferred = true;
+                    continue;
+                }
+                p.sacked = false;
+                p.resend = true;
                 p.retries += 1;
                 e.backoff = true;
                 if p.retries > retry_limit {
                     e.unreachable = true;
                 }
             }
+        }
+        if deferred {
+            self.rto_at = Some(now);
         }
         e
     }

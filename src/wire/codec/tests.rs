@@ -58,7 +58,18 @@ fn ack_and_nack_round_trip() {
         decode(&I, &buf).unwrap(),
         Packet::Ack {
             common: sample_common(),
-            sack: 0xf0f0
+            sack: 0xf0f0,
+            dup: None
+        }
+    );
+    buf.clear();
+    encode_ack_dup(&mut buf, &I, &sample_common(), 3, Some(77));
+    assert_eq!(
+        decode(&I, &buf).unwrap(),
+        Packet::Ack {
+            common: sample_common(),
+            sack: 3,
+            dup: Some(77)
         }
     );
     for last in [false, true] {
@@ -150,7 +161,24 @@ fn handshake_round_trip_and_init_is_never_smaller_than_its_answer() {
             Packet::Heartbeat { vtag, nonce }
         };
         assert_eq!(decode(&I, &b).unwrap(), want);
+        b.clear();
+        encode_shutdown(&mut b, &I, 11, ack, 0xfeed);
+        let want = if ack {
+            Packet::ShutdownAck { vtag, nonce }
+        } else {
+            Packet::Shutdown { vtag, nonce }
+        };
+        assert_eq!(decode(&I, &b).unwrap(), want);
+        b.truncate(b.len() - 5);
+        assert!(decode(&I, &b).is_err(), "short");
     }
+    b.clear();
+    encode_shutdown(&mut b, &I, 0, false, 1);
+    assert_eq!(
+        decode(&I, &b),
+        Err(DecodeError::Malformed),
+        "shutdown tag 0"
+    );
     b.clear();
     encode_init(&mut b, &I, 0);
     assert_eq!(decode(&I, &b), Err(DecodeError::Malformed), "tag 0");
