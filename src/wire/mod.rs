@@ -13,7 +13,8 @@ mod message;
 
 pub use codec::{
     association_vtag, decode, encode_abort, encode_ack, encode_cookie_ack, encode_cookie_echo,
-    encode_data, encode_heartbeat, encode_init, encode_init_ack, encode_nack, Common, Packet,
+    encode_data, encode_data_gathered, encode_heartbeat, encode_init, encode_init_ack, encode_nack,
+    Common, Packet,
 };
 pub use integrity::{Integrity, MAC_TRAILER_LEN};
 pub use message::{Category, MsgKind, MsgMeta, MAX_ARGS};
