@@ -1,6 +1,7 @@
 //! Steady state allocates no payload buffer per message: after a warm-up,
 //! thousands of long and medium requests (and their replies) over real UDP
-//! sockets take their buffers from the protocol's pools (`proto/bufpool.rs`).
+//! sockets take their buffers from the protocol's pools (`proto/bufpool.rs`);
+//! so do puts and gets of remote memory (their chunks at both ends).
 //! Counted by a global allocator that counts allocations of 4 KiB and more
 //! (what a payload takes; a fresh one also costs page faults).
 
@@ -121,5 +122,43 @@ fn long_and_medium_requests_allocate_no_payload_buffer_in_steady_state() {
     assert!(
         large * 20 < n,
         "{large} large allocations for {n} messages: payload buffers are not reused"
+    );
+
+    // Remote memory too: the chunks of puts (a whole 256 KiB chunk and a
+    // part of one each) and of gets land in reused buffers, at the target
+    // (reassembled puts, the bytes a get reads) and at the initiator (the
+    // put's copy of `src`, a get's answer).
+    const RMA: usize = 300 << 10;
+    let region = e1
+        .register_region(
+            VecSegment::new(RMA),
+            ramp::am::REGION_READ | ramp::am::REGION_WRITE,
+        )
+        .unwrap();
+    let src = vec![7u8; RMA];
+    let dst: Arc<dyn ramp::am::SegmentMemory> = VecSegment::new(RMA);
+    let rma = |n: u64| {
+        for _ in 0..n {
+            let op = e0.put(1, region, 0, &src, None, true).unwrap();
+            assert_eq!(e0.wait_op(op).unwrap(), 0);
+            let op = e0.get(1, region, 0, dst.clone(), true).unwrap();
+            assert_eq!(e0.wait_op(op).unwrap(), 0);
+        }
+    };
+    rma(50); // warm-up
+    LARGE.store(0, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::Relaxed);
+    let n = 200;
+    rma(n);
+    COUNTING.store(false, Ordering::Relaxed);
+    let large = LARGE.load(Ordering::Relaxed);
+    eprintln!(
+        "{n} puts and gets of {RMA} bytes in steady state: {large} allocations of 4 KiB or more"
+    );
+    // 4 chunks per round (2 put, 2 get): far fewer large allocations than chunks
+    assert!(
+        large * 20 < 4 * n,
+        "{large} large allocations for {} chunks: remote memory buffers are not reused",
+        4 * n
     );
 }

@@ -43,8 +43,15 @@ pub trait SegmentMemory: Send + Sync {
     }
     /// Copies `data` to `off` (the caller checked `off + data.len() <= len`).
     fn write(&self, off: usize, data: &[u8]);
+    /// Appends `len` bytes from `off` to `out` (the caller checked the
+    /// bounds): into a reused buffer, no fresh pages.
+    fn read_into(&self, off: usize, len: usize, out: &mut Vec<u8>);
     /// Copies `len` bytes from `off` (the caller checked the bounds).
-    fn read(&self, off: usize, len: usize) -> Vec<u8>;
+    fn read(&self, off: usize, len: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(len);
+        self.read_into(off, len, &mut v);
+        v
+    }
     /// Stores the 32-bit word `v` at `off` (the caller checked `off + 4 <=
     /// len`) after every byte written before it: a reader that sees the word
     /// sees those bytes too (the notification word of a put, `am/rma.rs`).
@@ -88,8 +95,8 @@ impl SegmentMemory for VecSegment {
     fn write(&self, off: usize, data: &[u8]) {
         self.mem.lock()[off..off + data.len()].copy_from_slice(data);
     }
-    fn read(&self, off: usize, len: usize) -> Vec<u8> {
-        self.mem.lock()[off..off + len].to_vec()
+    fn read_into(&self, off: usize, len: usize, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.mem.lock()[off..off + len]);
     }
 }
 

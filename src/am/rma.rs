@@ -226,12 +226,15 @@ impl Endpoint {
                 // To itself: performed at once, under the same lock.
                 let (status, index, data) = st.perform(addr, &meta, payload);
                 let data = (o.kind == MsgKind::Get).then_some(data);
-                st.chunk_answered(addr, id, index, status, data);
+                if let Some(spent) = st.chunk_answered(addr, id, index, status, data) {
+                    st.proto.recycle(spent);
+                }
             } else {
                 let c = meta.category.index();
                 st.stats.requests_sent[c] += 1;
                 st.stats.request_data_bytes_sent[c] += payload.len() as u64;
-                st.send_message(now, addr, CHANNEL_REQUEST, meta, payload.to_vec());
+                let payload = st.proto.payload_buffer(payload);
+                st.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
             }
         }
         Ok(if o.keep { handle } else { 0 })
@@ -351,7 +354,7 @@ impl RmaState {
 impl EpState {
     /// A chunk of operation `id` was answered by `from` (a get's bytes in
     /// `data`). Anything that does not answer a waiting chunk of ours to
-    /// that peer is dropped and counted.
+    /// that peer is dropped and counted. Gives `data` back, for reuse.
     pub(super) fn chunk_answered(
         &mut self,
         from: SocketAddr,
@@ -359,27 +362,28 @@ impl EpState {
         index: u32,
         status: Option<ReturnStatus>,
         data: Option<Vec<u8>>,
-    ) {
+    ) -> Option<Vec<u8>> {
         let Some(op) = self.rma.ops.get_mut(&id) else {
             self.stats.stale_dropped += 1;
-            return;
+            return data;
         };
         if op.peer != from || op.dst.is_some() != data.is_some() || !op.answer(index) {
             self.stats.stale_dropped += 1;
-            return;
+            return data;
         }
         let mut status = status;
-        if let (None, Some(bytes), Some(dst)) = (status, data, op.dst.as_ref()) {
+        if let (None, Some(bytes), Some(dst)) = (status, data.as_ref(), op.dst.as_ref()) {
             let rel = index as u64 * CHUNK as u64;
             let len = (op.total - rel).min(CHUNK as u64);
             if bytes.len() as u64 == len {
-                dst.write(rel as usize, &bytes);
+                dst.write(rel as usize, bytes);
             } else {
                 status = Some(ReturnStatus::BadLength);
             }
         }
         self.stats.replies_received[0] += 1;
         self.finish_chunk(id, status);
+        data
     }
 
     /// A chunk of operation `id` could not be delivered.

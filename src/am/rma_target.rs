@@ -231,6 +231,8 @@ impl EpState {
         match (channel, meta.kind) {
             (CHANNEL_REQUEST, MsgKind::Put | MsgKind::Get) => {
                 let (status, index, data) = self.perform(from, &meta, &payload);
+                // the next message lands in the buffer of this one
+                self.proto.recycle(payload);
                 let kind = if meta.kind == MsgKind::Put {
                     MsgKind::RmaDone
                 } else {
@@ -254,7 +256,10 @@ impl EpState {
                     s => Some(ReturnStatus::from_u8(s).unwrap_or(ReturnStatus::BadArgs)),
                 };
                 let data = (meta.kind == MsgKind::GetReply).then_some(payload);
-                self.chunk_answered(from, meta.txn, meta.args[0], status, data);
+                if let Some(spent) = self.chunk_answered(from, meta.txn, meta.args[0], status, data)
+                {
+                    self.proto.recycle(spent);
+                }
             }
             _ => self.stats.corrupt_dropped += 1,
         }
@@ -312,7 +317,10 @@ impl EpState {
             }
             (None, index, Vec::new())
         } else {
-            (None, index, mem.read(off, c.len as usize))
+            // into a buffer of an acknowledged message: no fresh pages
+            let mut data = self.proto.empty_buffer(c.len as usize);
+            mem.read_into(off, c.len as usize, &mut data);
+            (None, index, data)
         }
     }
 }

@@ -32,15 +32,15 @@ impl SegmentMemory for CSegment {
         unsafe { std::ptr::copy(data.as_ptr(), (self.base + off) as *mut u8, data.len()) }
     }
 
-    fn read(&self, off: usize, len: usize) -> Vec<u8> {
+    fn read_into(&self, off: usize, len: usize, out: &mut Vec<u8>) {
         debug_assert!(off + len <= self.len);
-        let mut v = vec![0u8; len];
         if len == 0 {
-            return v;
+            return;
         }
-        // SAFETY: as for `write`; the range is inside the registered memory.
-        unsafe { std::ptr::copy((self.base + off) as *const u8, v.as_mut_ptr(), len) }
-        v
+        // SAFETY: as for `write`; the range is inside the registered memory
+        // and stays alive and unchanged by us for the call.
+        let src = unsafe { std::slice::from_raw_parts((self.base + off) as *const u8, len) };
+        out.extend_from_slice(src);
     }
 
     fn write_word(&self, off: usize, v: u32) {

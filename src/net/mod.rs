@@ -21,6 +21,7 @@ pub use iface::choose_bind_address;
 pub use transports::Transports;
 pub use udp::UdpTransport;
 
+pub(crate) use crate::sys::Gathered;
 use crate::time::Instant;
 
 /// Datagrams taken per receive call.
@@ -33,18 +34,42 @@ pub const RECV_SLOT: usize = 65536;
 /// Receives each datagram of a batch (None: one that could not be read whole).
 pub type DatagramSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>) + 'a;
 
+/// Sends each datagram of `dgrams` with `t.send`: a datagram in one piece
+/// as it is, one in several pieces copied together first.
+pub(crate) fn send_each<T: Transport + ?Sized>(
+    t: &mut T,
+    now: Instant,
+    dgrams: &[(SocketAddr, Gathered<'_>)],
+) -> io::Result<()> {
+    let mut joined = Vec::new();
+    for &(to, parts) in dgrams {
+        match parts {
+            [d, [], []] => t.send(now, to, d)?,
+            _ => {
+                joined.clear();
+                for p in parts {
+                    joined.extend_from_slice(p);
+                }
+                t.send(now, to, &joined)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A datagram transport serving one endpoint.
 pub trait Transport: Send {
     /// Sends one datagram. A full kernel buffer is not an error: the datagram
     /// counts as lost and the protocol retransmits it.
     fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()>;
     /// Sends datagrams in order, as `send` each (UDP: one `sendmmsg` call
-    /// for the batch).
-    fn send_batch(&mut self, now: Instant, dgrams: &[(SocketAddr, &[u8])]) -> io::Result<()> {
-        for &(to, d) in dgrams {
-            self.send(now, to, d)?;
-        }
-        Ok(())
+    /// for the batch, each datagram gathered from its pieces).
+    fn send_batch(
+        &mut self,
+        now: Instant,
+        dgrams: &[(SocketAddr, Gathered<'_>)],
+    ) -> io::Result<()> {
+        send_each(self, now, dgrams)
     }
     /// Receives what is waiting, in one system call when possible, handing
     /// each datagram to `each` (None for one that was cut short or whose

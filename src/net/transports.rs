@@ -11,7 +11,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use super::{DatagramSink, Transport};
+use super::{DatagramSink, Gathered, Transport};
 use crate::time::Instant;
 
 /// Which transport of a set (its position: lower is preferred).
@@ -61,7 +61,7 @@ impl Transports {
     }
 
     /// Sends one datagram on the transport that reaches `to`.
-    #[inline]
+    #[cfg(test)]
     pub fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
         let i = self.route(to);
         self.list[i].send(now, to, dgram)
@@ -70,12 +70,17 @@ impl Transports {
     /// Sends datagrams in order, each on the transport that reaches its
     /// peer; with one transport, as one batch.
     #[inline]
-    pub fn send_batch(&mut self, now: Instant, dgrams: &[(SocketAddr, &[u8])]) -> io::Result<()> {
+    pub fn send_batch(
+        &mut self,
+        now: Instant,
+        dgrams: &[(SocketAddr, Gathered<'_>)],
+    ) -> io::Result<()> {
         if let [t] = &mut self.list[..] {
             return t.send_batch(now, dgrams);
         }
-        for &(to, d) in dgrams {
-            self.send(now, to, d)?;
+        for d in dgrams {
+            let i = self.route(d.0);
+            self.list[i].send_batch(now, std::slice::from_ref(d))?;
         }
         Ok(())
     }

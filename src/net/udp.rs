@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::{DatagramSink, Transport, RECV_BATCH, RECV_SLOT};
+use super::{DatagramSink, Gathered, Transport, RECV_BATCH, RECV_SLOT};
 use crate::sys::{BatchReceiver, BatchSender};
 use crate::time::Instant;
 
@@ -68,10 +68,14 @@ impl Transport for UdpTransport {
         }
     }
 
-    fn send_batch(&mut self, now: Instant, dgrams: &[(SocketAddr, &[u8])]) -> io::Result<()> {
+    fn send_batch(
+        &mut self,
+        now: Instant,
+        dgrams: &[(SocketAddr, Gathered<'_>)],
+    ) -> io::Result<()> {
         match dgrams {
-            // one datagram: plain sendto costs the kernel less
-            [(to, d)] => self.send(now, *to, d),
+            // one datagram in one piece: plain sendto costs the kernel less
+            [(to, [d, [], []])] => self.send(now, *to, d),
             _ => self.sender.send(self.sock.as_raw_fd(), dgrams),
         }
     }

@@ -247,7 +247,9 @@ impl<A: PeerAddr> Protocol<A> {
         }
         let cap = self.fragment_capacity(meta.nargs as usize);
         let m = OutMsg { id, meta, payload };
-        let msg = if m.payload.len() <= cap {
+        // A large payload is shared (with the outbox, which sends it from
+        // where it lies: `send::GATHER_MIN`) even when it fits one datagram.
+        let msg = if m.payload.len() <= cap && m.payload.len() < send::GATHER_MIN {
             MsgRef::one(m, &mut self.spare_msgs)
         } else {
             MsgRef::Shared(Arc::new(m))
@@ -483,10 +485,11 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// Hands every datagram to put on the network to `each`, in order, in
-    /// batches of at most `N` (destination and bytes, straight from where
-    /// they were encoded: no copy).
+    /// batches of at most `N` (destination and the datagram's pieces, to be
+    /// sent back to back, straight from where they were encoded or lie: no
+    /// copy).
     #[inline]
-    pub fn drain_transmits<const N: usize>(&mut self, each: impl FnMut(&[(A, &[u8])])) {
+    pub fn drain_transmits<const N: usize>(&mut self, each: impl FnMut(&[(A, [&[u8]; 3])])) {
         self.out.drain_batches::<N>(each)
     }
 
@@ -496,6 +499,14 @@ impl<A: PeerAddr> Protocol<A> {
     #[inline]
     pub fn payload_buffer(&mut self, payload: &[u8]) -> Vec<u8> {
         self.spare_msgs.bufs.copy_of(payload)
+    }
+
+    /// An empty buffer with room for `len` bytes, for a payload to `send`
+    /// that the layer above fills itself: a buffer of an acknowledged
+    /// message when there is one.
+    #[inline]
+    pub fn empty_buffer(&mut self, len: usize) -> Vec<u8> {
+        self.spare_msgs.bufs.take(len)
     }
 
     /// Gives back the payload of a delivered event once the layer above is

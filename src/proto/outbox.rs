@@ -1,10 +1,36 @@
 //! What the protocol hands out: encoded datagrams, events, and the counters.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use super::bufpool::BufPool;
 use super::event::Event;
+use super::send::OutMsg;
 use crate::stats::Statistics;
+
+/// A fragment's payload sent from the message that holds it (the datagram
+/// is gathered around it, the payload not copied into `Outbox::bytes`).
+pub(super) struct Piece {
+    pub msg: Arc<OutMsg>,
+    pub off: u32,
+    pub len: u32,
+}
+
+impl Piece {
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        &self.msg.payload[self.off as usize..(self.off + self.len) as usize]
+    }
+}
+
+/// One queued datagram: `head` bytes in `Outbox::bytes`, then the piece
+/// if any, then `tail` bytes (the trailer) in `Outbox::bytes`.
+struct Tx<A> {
+    to: A,
+    head: u32,
+    piece: Option<Piece>,
+    tail: u32,
+}
 
 /// Datagrams and events on their way out, and the counters.
 pub(super) struct Outbox<A> {
@@ -13,8 +39,8 @@ pub(super) struct Outbox<A> {
     /// per datagram.
     pub bytes: Vec<u8>,
     head: usize,
-    /// The destination and length of each datagram in `bytes`, in order.
-    transmits: VecDeque<(A, u32)>,
+    /// The destination and pieces of each datagram, in order.
+    transmits: VecDeque<Tx<A>>,
     pub events: VecDeque<Event<A>>,
     pub stats: Statistics,
     /// Peers declared dead (silent for the peer timeout while busy).
@@ -45,7 +71,7 @@ impl<A> Outbox<A> {
     pub fn memory_bytes(&self) -> usize {
         self.bytes.capacity()
             + self.pool.memory_bytes()
-            + self.transmits.capacity() * std::mem::size_of::<(A, u32)>()
+            + self.transmits.capacity() * std::mem::size_of::<Tx<A>>()
             + self.events.capacity() * std::mem::size_of::<Event<A>>()
             + self
                 .events
@@ -67,47 +93,74 @@ impl<A> Outbox<A> {
         let len = self.bytes.len() - start;
         self.stats.packets_sent += 1;
         self.stats.total_bytes_sent += len as u64;
-        self.transmits.push_back((to, len as u32));
+        self.transmits.push_back(Tx {
+            to,
+            head: len as u32,
+            piece: None,
+            tail: 0,
+        });
+    }
+
+    /// Queues for `to` the datagram gathered from `bytes[start..trailer]`,
+    /// `piece` and `bytes[trailer..]`.
+    pub fn push_gathered(&mut self, to: A, start: usize, trailer: usize, piece: Piece) {
+        let (head, tail) = (trailer - start, self.bytes.len() - trailer);
+        self.stats.packets_sent += 1;
+        self.stats.total_bytes_sent += (head + tail) as u64 + u64::from(piece.len);
+        self.transmits.push_back(Tx {
+            to,
+            head: head as u32,
+            piece: Some(piece),
+            tail: tail as u32,
+        });
     }
 
     pub fn has_transmits(&self) -> bool {
         !self.transmits.is_empty()
     }
 
-    /// Hands every queued datagram to `each` in order, in batches of at
-    /// most `N`, from where it was encoded (no copy), then empties the
-    /// queue.
+    /// The pieces of `t`, whose bytes in `bytes` start at `at`; and where
+    /// the next datagram's start.
     #[inline]
-    pub fn drain_batches<const N: usize>(&mut self, mut each: impl FnMut(&[(A, &[u8])]))
+    fn pieces<'a>(bytes: &'a [u8], t: &'a Tx<A>, at: usize) -> ([&'a [u8]; 3], usize) {
+        let mid = at + t.head as usize;
+        let end = mid + t.tail as usize;
+        let piece: &[u8] = t.piece.as_ref().map_or(&[], Piece::bytes);
+        ([&bytes[at..mid], piece, &bytes[mid..end]], end)
+    }
+
+    /// Hands every queued datagram to `each` in order, in batches of at
+    /// most `N`, as its pieces from where they were encoded or lie (no
+    /// copy), then empties the queue.
+    #[inline]
+    pub fn drain_batches<const N: usize>(&mut self, mut each: impl FnMut(&[(A, [&[u8]; 3])]))
     where
         A: Copy,
     {
-        let Some(&(first, len)) = self.transmits.front() else {
+        let Some(first) = self.transmits.front() else {
             return;
         };
         if self.transmits.len() == 1 {
             // one datagram (a round trip's): no batch to build
-            let end = self.head + len as usize;
-            each(&[(first, &self.bytes[self.head..end])]);
-            self.transmits.clear();
-            self.bytes.clear();
-            self.head = 0;
-            return;
-        }
-        let mut batch: [(A, &[u8]); N] = [(first, &[]); N];
-        let (mut n, mut at) = (0, self.head);
-        for &(to, len) in self.transmits.iter() {
-            let end = at + len as usize;
-            batch[n] = (to, &self.bytes[at..end]);
-            at = end;
-            n += 1;
-            if n == N {
-                each(&batch[..n]);
-                n = 0;
+            let (p, _) = Self::pieces(&self.bytes, first, self.head);
+            each(&[(first.to, p)]);
+        } else {
+            let e: &[u8] = &[];
+            let mut batch: [(A, [&[u8]; 3]); N] = [(first.to, [e, e, e]); N];
+            let (mut n, mut at) = (0, self.head);
+            for t in self.transmits.iter() {
+                let (p, end) = Self::pieces(&self.bytes, t, at);
+                batch[n] = (t.to, p);
+                at = end;
+                n += 1;
+                if n == N {
+                    each(&batch[..n]);
+                    n = 0;
+                }
             }
-        }
-        if n > 0 {
-            each(&batch[..n]);
+            if n > 0 {
+                each(&batch[..n]);
+            }
         }
         self.transmits.clear();
         self.bytes.clear();
@@ -118,24 +171,26 @@ impl<A> Outbox<A> {
     #[cfg(any(test, feature = "testing"))] // the simulator; the AM layer drains
     #[inline]
     pub fn pop(&mut self, buf: &mut Vec<u8>) -> Option<A> {
-        let (to, len) = self.transmits.pop_front()?;
-        if self.head == 0 && self.transmits.is_empty() {
+        let t = self.transmits.pop_front()?;
+        if self.head == 0 && self.transmits.is_empty() && t.piece.is_none() {
             // The only one (the usual case): no copy, the two buffers are
             // exchanged and the caller's becomes the queue.
             std::mem::swap(buf, &mut self.bytes);
             self.bytes.clear();
-            return Some(to);
+            return Some(t.to);
         }
-        let end = self.head + len as usize;
+        let (p, end) = Self::pieces(&self.bytes, &t, self.head);
         buf.clear();
-        buf.extend_from_slice(&self.bytes[self.head..end]);
+        for part in p {
+            buf.extend_from_slice(part);
+        }
         if self.transmits.is_empty() {
             self.bytes.clear();
             self.head = 0;
         } else {
             self.head = end;
         }
-        Some(to)
+        Some(t.to)
     }
 }
 
@@ -158,7 +213,8 @@ mod tests {
                 sizes.push(b.len());
                 for &(to, d) in b {
                     assert_eq!(to, next);
-                    assert_eq!(d, &vec![next as u8; next as usize + 1][..]);
+                    assert_eq!(d[0], &vec![next as u8; next as usize + 1][..]);
+                    assert!(d[1].is_empty() && d[2].is_empty());
                     next += 1;
                 }
             });
@@ -167,5 +223,59 @@ mod tests {
             assert!(!o.has_transmits() && o.bytes.is_empty());
         }
         o.drain_batches::<32>(|_| panic!("nothing to drain"));
+    }
+
+    #[test]
+    fn gathered_datagrams_come_out_in_their_pieces_and_pop_joined() {
+        use crate::proto::event::MsgId;
+        use crate::wire::{Category, MsgKind, MsgMeta};
+        let m = Arc::new(OutMsg {
+            id: 1 as MsgId,
+            meta: MsgMeta::new(MsgKind::User, Category::Long, 0, &[]),
+            payload: (0..100u8).collect(),
+        });
+        let mut o: Outbox<u32> = Outbox::new();
+        for (to, off) in [(1u32, 0u32), (2, 50)] {
+            let s = o.start();
+            o.bytes.extend_from_slice(b"head");
+            let t = o.bytes.len();
+            o.bytes.extend_from_slice(b"tl");
+            let piece = Piece {
+                msg: m.clone(),
+                off,
+                len: 50,
+            };
+            o.push_gathered(to, s, t, piece);
+        }
+        let s = o.start();
+        o.bytes.extend_from_slice(b"plain");
+        o.push(3, s);
+        assert_eq!(o.stats.total_bytes_sent, 2 * 56 + 5);
+        let mut seen = Vec::new();
+        o.drain_batches::<2>(|b| {
+            for &(to, p) in b {
+                seen.push((to, p.concat()));
+            }
+        });
+        let mid = |off: usize| [&b"head"[..], &m.payload[off..off + 50], b"tl"].concat();
+        assert_eq!(
+            seen,
+            vec![(1, mid(0)), (2, mid(50)), (3, b"plain".to_vec())]
+        );
+        assert_eq!(Arc::strong_count(&m), 1, "the outbox let the message go");
+        // the simulator's pop joins the pieces
+        let s = o.start();
+        o.bytes.extend_from_slice(b"head");
+        let t = o.bytes.len();
+        let piece = Piece {
+            msg: m.clone(),
+            off: 10,
+            len: 5,
+        };
+        o.push_gathered(7, s, t, piece);
+        let mut buf = Vec::new();
+        assert_eq!(o.pop(&mut buf), Some(7));
+        assert_eq!(buf, [&b"head"[..], &m.payload[10..15]].concat());
+        assert_eq!(o.pop(&mut buf), None);
     }
 }

@@ -18,4 +18,4 @@ pub(crate) use ifaddrs::{interface_addresses, IfAddr};
 pub(crate) use mmap::MappedFile;
 pub(crate) use poll::{poll_fds, wait_readable};
 pub(crate) use process::{adopt_inherited_socket, kill};
-pub(crate) use socket::{BatchReceiver, BatchSender};
+pub(crate) use socket::{BatchReceiver, BatchSender, Gathered};

@@ -101,8 +101,13 @@ pub struct BatchSender {
     names: Vec<libc::sockaddr_storage>,
     name_lens: Vec<libc::socklen_t>,
     iov: Vec<libc::iovec>,
+    /// Where each datagram's pieces start in `iov`, and how many.
+    iov_at: Vec<(usize, usize)>,
     hdrs: Vec<libc::mmsghdr>,
 }
+
+/// A datagram as up to three pieces sent back to back (empty ones skipped).
+pub type Gathered<'a> = [&'a [u8]; 3];
 
 // SAFETY: the raw pointers inside `iov`/`hdrs` are rebuilt before every use
 // and only point into the sender's own vectors and the caller's datagrams
@@ -121,15 +126,22 @@ impl BatchSender {
             names: Vec::new(),
             name_lens: Vec::new(),
             iov: Vec::new(),
+            iov_at: Vec::new(),
             hdrs: Vec::new(),
         }
     }
 
     /// Sends every datagram of `dgrams` on non-blocking `fd`, as few calls
-    /// as the kernel allows. A datagram the kernel will not take now (full
+    /// as the kernel allows. A datagram is gathered from its (up to three)
+    /// pieces in order, empty pieces skipped: header, payload, trailer go
+    /// out without being copied together first. A datagram the kernel will not take now (full
     /// buffer, an ICMP error of an earlier send) counts as lost and is
     /// skipped: the protocol resends it. Other errors end the call.
-    pub fn send(&mut self, fd: RawFd, dgrams: &[(SocketAddr, &[u8])]) -> std::io::Result<()> {
+    pub fn send(
+        &mut self,
+        fd: RawFd,
+        dgrams: &[(SocketAddr, Gathered<'_>)],
+    ) -> std::io::Result<()> {
         let n = dgrams.len();
         if n == 0 {
             return Ok(());
@@ -137,7 +149,8 @@ impl BatchSender {
         self.names.clear();
         self.name_lens.clear();
         self.iov.clear();
-        for (to, d) in dgrams {
+        self.iov_at.clear();
+        for (to, parts) in dgrams {
             let a = socket2::SockAddr::from(*to);
             // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
             let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
@@ -154,10 +167,14 @@ impl BatchSender {
             }
             self.names.push(st);
             self.name_lens.push(len as libc::socklen_t);
-            self.iov.push(libc::iovec {
-                iov_base: d.as_ptr() as *mut libc::c_void,
-                iov_len: d.len(),
-            });
+            let first = self.iov.len();
+            for d in parts.iter().filter(|d| !d.is_empty()) {
+                self.iov.push(libc::iovec {
+                    iov_base: d.as_ptr() as *mut libc::c_void,
+                    iov_len: d.len(),
+                });
+            }
+            self.iov_at.push((first, self.iov.len() - first));
         }
         // SAFETY: mmsghdr is plain old data; all-zero is valid.
         self.hdrs.resize(n, unsafe { std::mem::zeroed() });
@@ -165,8 +182,13 @@ impl BatchSender {
             let h = &mut self.hdrs[i];
             h.msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
             h.msg_hdr.msg_namelen = self.name_lens[i];
-            h.msg_hdr.msg_iov = &mut self.iov[i];
-            h.msg_hdr.msg_iovlen = 1;
+            let (first, count) = self.iov_at[i];
+            h.msg_hdr.msg_iov = if count == 0 {
+                std::ptr::null_mut()
+            } else {
+                &mut self.iov[first]
+            };
+            h.msg_hdr.msg_iovlen = count as _;
             h.msg_hdr.msg_control = std::ptr::null_mut();
             h.msg_hdr.msg_controllen = 0;
             h.msg_hdr.msg_flags = 0;
@@ -238,8 +260,13 @@ mod tests {
         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
         let (pa, pb) = (a.local_addr().unwrap(), b.local_addr().unwrap());
         let big = vec![7u8; 60_000];
-        let batch: Vec<(SocketAddr, &[u8])> =
-            vec![(pa, b"one"), (pb, &big), (pa, b"three"), (pa, b"")];
+        let e: &[u8] = &[];
+        let batch: Vec<(SocketAddr, Gathered<'_>)> = vec![
+            (pa, [b"o", b"n", b"e"]),
+            (pb, [e, &big, e]),
+            (pa, [b"three", e, e]),
+            (pa, [e, e, e]),
+        ];
         let mut s = BatchSender::new();
         s.send(tx.as_raw_fd(), &batch).unwrap();
         s.send(tx.as_raw_fd(), &[]).unwrap();

@@ -156,8 +156,48 @@ pub fn encode_data(
     payload: &[u8],
 ) {
     let start = buf.len();
+    buf.reserve(DATA_HEADER_LEN + 4 * meta.nargs as usize + payload.len() + integ.trailer_len());
+    encode_data_header(buf, common, meta, msg_len, frag_off, payload.len() as u32);
+    buf.extend_from_slice(payload);
+    integ.seal(buf, start);
+}
+
+/// Appends the DATA packet of `payload` as two pieces around it, for a
+/// datagram gathered from the header, `payload` where it lies, and the
+/// trailer (no copy of the payload). Returns where the trailer starts in
+/// `buf`, or None (nothing appended) when the integrity cannot seal
+/// pieces: a MAC covers one contiguous packet (`Integrity::seal_gathered`).
+#[allow(clippy::too_many_arguments)]
+pub fn encode_data_gathered(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    common: &Common,
+    meta: &MsgMeta,
+    msg_len: u32,
+    frag_off: u32,
+    payload: &[u8],
+) -> Option<usize> {
+    if integ.is_mac() {
+        return None;
+    }
+    let start = buf.len();
+    encode_data_header(buf, common, meta, msg_len, frag_off, payload.len() as u32);
+    let trailer = buf.len();
+    integ.seal_gathered(buf, start, payload);
+    Some(trailer)
+}
+
+/// Appends a DATA packet's header and arguments for a fragment of
+/// `frag_len` bytes.
+fn encode_data_header(
+    buf: &mut Vec<u8>,
+    common: &Common,
+    meta: &MsgMeta,
+    msg_len: u32,
+    frag_off: u32,
+    frag_len: u32,
+) {
     let head_len = DATA_HEADER_LEN + 4 * meta.nargs as usize;
-    buf.reserve(head_len + payload.len() + integ.trailer_len());
     let flags = if meta.returned_request {
         FLAG_RETURNED_REQUEST
     } else {
@@ -175,7 +215,7 @@ pub fn encode_data(
     put64(&mut h, 48, meta.dest_offset);
     put32(&mut h, 56, msg_len);
     put32(&mut h, 60, frag_off);
-    put32(&mut h, 64, payload.len() as u32);
+    put32(&mut h, 64, frag_len);
     for (d, a) in h[DATA_HEADER_LEN..head_len]
         .chunks_exact_mut(4)
         .zip(meta.args())
@@ -183,8 +223,6 @@ pub fn encode_data(
         d.copy_from_slice(&a.to_be_bytes());
     }
     buf.extend_from_slice(&h[..head_len]);
-    buf.extend_from_slice(payload);
-    integ.seal(buf, start);
 }
 
 /// Appends an ACK packet: `common.seq` is the cumulative next-expected number

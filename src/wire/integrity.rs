@@ -156,6 +156,20 @@ impl Integrity {
         }
     }
 
+    /// Appends the trailer of the datagram whose first piece starts at
+    /// `buf[start..]` and whose second piece is `rest` (sent from where it
+    /// lies, between the two): CRC32C only, which runs on across pieces.
+    /// A MAC (AES-GMAC with the whole packet as its associated data: GHASH
+    /// pads each associated-data input to 16 bytes, and aws-lc-rs takes
+    /// one `Aad` slice) needs the packet contiguous; its callers copy
+    /// (`codec::encode_data_gathered` refuses).
+    #[inline]
+    pub fn seal_gathered(&self, buf: &mut Vec<u8>, start: usize, rest: &[u8]) {
+        debug_assert!(!self.is_mac(), "a MAC seals contiguous packets only");
+        let crc = crc32c::crc32c_append(crc32c(&buf[start..]), rest);
+        buf.extend_from_slice(&crc.to_be_bytes());
+    }
+
     /// Checks the trailer of `dgram`; returns what it protects.
     #[inline]
     pub fn open<'a>(&self, dgram: &'a [u8]) -> Result<&'a [u8], DecodeError> {

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 pub use msg::{push_fragments, Fragment, MsgRef, OutMsg, SpareMsgs};
 
 use super::event::MsgId;
-use super::outbox::Outbox;
+use super::outbox::{Outbox, Piece};
 use super::rtt::RttEstimator;
 use super::stats;
 use crate::stats::Statistics;
@@ -221,8 +221,7 @@ impl SendChannel {
             p.deadline = now.plus(t.rto);
             let cat = p.frag.msg.meta.category.index();
             stats::count_retransmit(&mut out.stats, ch, cat);
-            let start = encode_fragment(out, integ, &t.header, p.seq, &p.frag);
-            out.push(to, start);
+            send_fragment(out, to, integ, &t.header, p.seq, &p.frag);
             first_deadline.get_or_insert(p.deadline);
         }
         // A new packet waits at the receiver behind what is still in flight
@@ -245,11 +244,9 @@ impl SendChannel {
             };
             let seq = self.next_seq;
             self.next_seq = self.next_seq.wrapping_add(1);
-            let start = encode_fragment(out, integ, &t.header, seq, &frag);
+            let len = send_fragment(out, to, integ, &t.header, seq, &frag) as u64;
             let cat = frag.msg.meta.category.index();
-            let len = (out.bytes.len() - start) as u64;
             stats::count_data_sent(&mut out.stats, ch, cat, len);
-            out.push(to, start);
             // A burst takes time to leave and to be taken in at the other
             // end: each packet's timer allows for the bytes sent before it
             // in this burst, so a large message is not resent while its
@@ -562,10 +559,18 @@ pub struct Expired {
     pub unreachable: bool,
 }
 
-/// Appends the DATA packet of `f`, numbered `seq`, to the outbox; returns
-/// where it starts.
-fn encode_fragment<A>(
+/// Fragments of at least this many bytes of a shared message go out
+/// gathered (header, the payload where it lies, trailer) rather than
+/// copied into the outbox: below it the copy costs less than the extra
+/// piece.
+pub const GATHER_MIN: usize = 2048;
+
+/// Queues the DATA packet of `f`, numbered `seq`, for `to`; returns its
+/// length. Under CRC32C a large fragment of a shared message is gathered
+/// (its payload is not copied); otherwise the packet is encoded whole.
+fn send_fragment<A>(
     out: &mut Outbox<A>,
+    to: A,
     integ: &Integrity,
     header: &Common,
     seq: u32,
@@ -574,14 +579,32 @@ fn encode_fragment<A>(
     let start = out.start();
     let c = Common { seq, ..*header };
     let (off, len) = (f.off as usize, f.len as usize);
+    let payload = &f.msg.payload[off..off + len];
+    let msg_len = f.msg.payload.len() as u32;
+    if let (MsgRef::Shared(m), true) = (&f.msg, len >= GATHER_MIN) {
+        let meta = &f.msg.meta;
+        if let Some(trailer) =
+            wire::encode_data_gathered(&mut out.bytes, integ, &c, meta, msg_len, f.off, payload)
+        {
+            let whole = out.bytes.len() - start + len;
+            let piece = Piece {
+                msg: m.clone(),
+                off: f.off,
+                len: f.len,
+            };
+            out.push_gathered(to, start, trailer, piece);
+            return whole;
+        }
+    }
     wire::encode_data(
         &mut out.bytes,
         integ,
         &c,
         &f.msg.meta,
-        f.msg.payload.len() as u32,
+        msg_len,
         f.off,
-        &f.msg.payload[off..off + len],
+        payload,
     );
-    start
+    out.push(to, start);
+    out.bytes.len() - start
 }

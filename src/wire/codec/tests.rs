@@ -51,6 +51,39 @@ fn data_round_trip_every_arity() {
 }
 
 #[test]
+fn a_gathered_data_packet_is_the_contiguous_one_in_pieces() {
+    for n in [0usize, 3, MAX_ARGS] {
+        let args: Vec<u32> = (0..n as u32).map(|k| 0xC0DE_0000 + k).collect();
+        let meta = MsgMeta::new(MsgKind::User, Category::Long, 9, &args);
+        let payload: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
+        let mut whole = vec![0xAA; 5]; // after an earlier datagram
+        encode_data(
+            &mut whole,
+            &I,
+            &sample_common(),
+            &meta,
+            9000,
+            4000,
+            &payload,
+        );
+        let mut buf = vec![0xAA; 5];
+        let trailer =
+            encode_data_gathered(&mut buf, &I, &sample_common(), &meta, 9000, 4000, &payload)
+                .expect("CRC32C seals pieces");
+        let joined = [&buf[..trailer], &payload[..], &buf[trailer..]].concat();
+        assert_eq!(joined, whole);
+        assert!(decode(&I, &joined[5..]).is_ok());
+    }
+    // A MAC needs the packet contiguous: refused, nothing appended.
+    let key = crate::wire::mac::MacKey::from_job_key("0123456789abcdef0123456789abcdef");
+    let mac = Integrity::job(&key, [3; 12]);
+    let meta = MsgMeta::new(MsgKind::User, Category::Long, 9, &[]);
+    let mut buf = vec![1, 2];
+    let r = encode_data_gathered(&mut buf, &mac, &sample_common(), &meta, 10, 0, &[0; 10]);
+    assert_eq!((r, buf), (None, vec![1, 2]));
+}
+
+#[test]
 fn ack_and_nack_round_trip() {
     let mut buf = Vec::new();
     encode_ack(&mut buf, &I, &sample_common(), 0xf0f0);
