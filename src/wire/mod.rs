@@ -17,8 +17,7 @@ pub use codec::encode_ack;
 pub use codec::{
     association_vtag, decode, encode_abort, encode_ack_dup, encode_cookie_ack, encode_cookie_echo,
     encode_data, encode_data_gathered, encode_heartbeat, encode_init, encode_init_ack, encode_nack,
-    encode_shutdown,
-    Common, Packet,
+    encode_shutdown, Common, Packet,
 };
 pub use integrity::{Integrity, MAC_TRAILER_LEN};
 pub use message::{Category, MsgKind, MsgMeta, MAX_ARGS};
