@@ -9,6 +9,7 @@ use super::endpoint::{Endpoint, EpState, Guard};
 use super::handler::{Data, HandlerArgs, HandlerFn};
 use super::returned::{default_returned_handler, Admitted};
 use super::token::{LiveToken, TokenInfo};
+use super::txn::{take_trailer, TXN_FLAG};
 use crate::error::{Result, ReturnStatus};
 use crate::proto::{Event, FailReason};
 use crate::time::Instant;
@@ -126,6 +127,9 @@ impl Endpoint {
 impl EpState {
     /// The automatic reply of request `txn` from `to`, whose handler did not reply.
     pub(super) fn send_auto_reply(&mut self, now: Instant, to: SocketAddr, txn: u32) {
+        if !self.txn.target.is_empty() {
+            self.txn.target.finish(to, txn, None);
+        }
         let meta = MsgMeta {
             txn,
             ..MsgMeta::new(MsgKind::AutoReply, Category::Short, 0, &[])
@@ -169,7 +173,13 @@ impl EpState {
                         // taken by `name_delivered` above
                         MsgKind::NameQuery | MsgKind::NameAnswer => return None,
                         MsgKind::AutoReply => {
-                            self.complete_from(from, meta.txn, now);
+                            if self.complete_from(from, meta.txn, now) && self.txn.any() {
+                                self.txn_replied(from, meta.txn);
+                            }
+                            return None;
+                        }
+                        MsgKind::TxnAck => {
+                            self.txn_acked(from, meta.txn, now);
                             return None;
                         }
                         MsgKind::Returned => {
@@ -184,6 +194,13 @@ impl EpState {
                                 if !meta.returned_request {
                                     self.stats.stale_dropped += 1;
                                 }
+                                return None;
+                            }
+                            if meta.returned_request
+                                && self.txn.any()
+                                && self.txn_refused(from, meta.txn, meta.status)
+                            {
+                                // its state says it; handler 0 is for AM-2's
                                 return None;
                             }
                             let status =
@@ -201,6 +218,9 @@ impl EpState {
                             if !self.complete_from(from, meta.txn, now) {
                                 return None;
                             }
+                            if self.txn.any() {
+                                self.txn_replied(from, meta.txn);
+                            }
                             self.stats.replies_received[c] += 1;
                         }
                         // taken by `drain_events` before they get here
@@ -217,6 +237,19 @@ impl EpState {
                     }
                     self.stats.requests_received[c] += 1;
                 }
+                let mut payload = payload;
+                // a kept transaction (`txn.rs`): its trailer comes off first
+                let trailer = if is_request && meta.status & TXN_FLAG != 0 {
+                    match take_trailer(&mut payload) {
+                        Some(t) => Some(t),
+                        None => {
+                            self.send_returned(now, from, meta, ReturnStatus::BadArgs, true);
+                            return None;
+                        }
+                    }
+                } else {
+                    None
+                };
                 let source = self.table.index_of(&from);
                 let admitted = match self.admit(source, &meta, payload.len(), is_request) {
                     Ok(a) => a,
@@ -225,6 +258,11 @@ impl EpState {
                         return None;
                     }
                 };
+                if let Some((incarnation, floor)) = trailer {
+                    if !self.txn_arrive(from, &meta, incarnation, floor, now) {
+                        return None;
+                    }
+                }
                 let data = match admitted {
                     Admitted::Short => WorkData::None,
                     Admitted::Medium => WorkData::Medium(payload),
@@ -263,6 +301,9 @@ impl EpState {
                 let is_request = channel == CHANNEL_REQUEST;
                 if is_request {
                     self.complete(meta.txn, meta.category, now);
+                    if self.txn.any() && self.txn_failed(to, meta.txn, reason) {
+                        return None;
+                    }
                 } else if meta.kind != MsgKind::User {
                     // An automatic reply or a returned message could not be
                     // delivered: the peer is gone; nothing waits for it here.
@@ -276,7 +317,10 @@ impl EpState {
                     }
                     return None;
                 }
-                let info = TokenInfo::new(ep.clone(), to, self.source_id(&to), &meta, is_request);
+                let mut info =
+                    TokenInfo::new(ep.clone(), to, self.source_id(&to), &meta, is_request);
+                // given up in the network: a request may have been handled
+                info.may_have_run = is_request && reason == FailReason::PeerUnreachable;
                 Some(self.returned_work(info, meta.args, status))
             }
         }

@@ -57,6 +57,8 @@ pub(crate) struct EpState {
     pub(super) verbose: bool,
     /// Regions, remote memory operations, AM messages drained in order.
     pub(super) rma: super::rma::RmaState,
+    /// Kept transactions, as initiator and as target (`txn.rs`).
+    pub(super) txn: super::txn::Txns,
 }
 
 pub struct Endpoint {
@@ -136,7 +138,11 @@ impl Endpoint {
     /// An endpoint on the given transports; its name is their address.
     pub(crate) fn over(cfg: &Config, bundle: u64, transports: Transports) -> Arc<Endpoint> {
         let addr = transports.local_addr();
-        let proto = Protocol::new(proto_config(cfg), &endpoint_secret());
+        let secret = endpoint_secret();
+        let proto = Protocol::new(proto_config(cfg), &secret);
+        let incarnation = blake3::keyed_hash(&secret, b"ramp transaction incarnation");
+        let incarnation =
+            u64::from_le_bytes(incarnation.as_bytes()[..8].try_into().unwrap_or([1; 8]));
         let st = EpState {
             proto,
             transports,
@@ -154,6 +160,7 @@ impl Endpoint {
             recv_depth_env: cfg.recv_depth,
             verbose: cfg.verbose,
             rma: Default::default(),
+            txn: super::txn::Txns::new(incarnation),
         };
         Arc::new(Endpoint {
             id: NEXT_ENDPOINT_ID.fetch_add(1, Ordering::Relaxed),

@@ -52,6 +52,9 @@ pub enum MsgKind {
     /// Handler names: the answer, on the reply channel; short, three
     /// arguments (query id, status, handler index). Runs no handler.
     NameAnswer = 9,
+    /// Transactions (`am/txn.rs`): the target has started the handler of
+    /// request `txn` (reply channel, short, no arguments). Runs no handler.
+    TxnAck = 10,
 }
 
 impl MsgKind {
@@ -79,6 +82,7 @@ impl MsgKind {
             6 => Some(MsgKind::RmaDone),
             8 => Some(MsgKind::NameQuery),
             9 => Some(MsgKind::NameAnswer),
+            10 => Some(MsgKind::TxnAck),
             _ => None,
         }
     }
