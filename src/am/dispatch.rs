@@ -163,6 +163,10 @@ impl EpState {
                     return None;
                 }
                 let is_request = channel == CHANNEL_REQUEST;
+                if is_request && meta.kind == MsgKind::TxnProbe {
+                    self.txn_probed(from, &meta, now);
+                    return None;
+                }
                 let c = meta.category.index();
                 if !is_request {
                     // A reply or a returned request must answer a request
@@ -179,7 +183,7 @@ impl EpState {
                             return None;
                         }
                         MsgKind::TxnAck => {
-                            self.txn_acked(from, meta.txn, now);
+                            self.txn_acked(from, &meta, now);
                             return None;
                         }
                         MsgKind::Returned => {
@@ -295,6 +299,13 @@ impl EpState {
             } => {
                 if meta.kind.is_name() {
                     self.name_failed(to, &meta);
+                    return None;
+                }
+                if meta.kind == MsgKind::TxnProbe {
+                    // the target went silent while a transaction waited
+                    if self.txn_failed(to, meta.txn, reason) {
+                        self.complete(meta.txn, meta.category, now);
+                    }
                     return None;
                 }
                 let status = returned_status(reason);

@@ -21,11 +21,17 @@ use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
 use crate::proto::FailReason;
 use crate::time::{Instant, MICROS};
+use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST};
 
 /// Status bit of a request's header: a kept transaction (trailer, ack).
 pub(super) const TXN_FLAG: u8 = 1;
 /// incarnation u64 | floor u32 | reserved u32, big-endian, after the payload.
 pub(super) const TRAILER_LEN: usize = 16;
+/// A transaction waiting this long is probed (then again as long).
+const PROBE_EVERY: u64 = 200 * crate::time::MILLIS;
+/// A `TxnAck`'s status when it answers a probe for a transaction the
+/// target does not keep.
+pub(super) const PROBE_UNKNOWN: u8 = 1;
 /// Kept transactions at once (until `ramp_TxnRelease`).
 pub const MAX_KEPT_TXNS: usize = 1 << 16;
 
@@ -103,6 +109,8 @@ pub(super) struct TxnRecord {
     assoc: Option<(u64, u64)>,
     /// When the ack came (the handler-time bound counts from it).
     acked_at: Instant,
+    /// When it was sent or last probed (`TxnProbe`).
+    probed_at: Instant,
 }
 
 /// The endpoint's transactions (in `EpState::txn`).
@@ -183,6 +191,7 @@ impl EpState {
                 addr,
                 assoc,
                 acked_at: now,
+                probed_at: now,
             },
         );
     }
@@ -225,6 +234,7 @@ impl EpState {
                 addr,
                 assoc: None,
                 acked_at: Instant::ZERO,
+                probed_at: Instant::ZERO,
             },
         );
     }
@@ -236,9 +246,25 @@ impl EpState {
             .filter(|r| r.addr == from && !r.state.is_final())
     }
 
-    /// The target's `TxnAck` for `txn` arrived from `from`.
-    pub(super) fn txn_acked(&mut self, from: SocketAddr, txn: u32, now: Instant) {
+    /// The target's `TxnAck` for `meta.txn` arrived from `from` (status
+    /// `PROBE_UNKNOWN`: the answer to a probe the target cannot place).
+    pub(super) fn txn_acked(&mut self, from: SocketAddr, meta: &MsgMeta, now: Instant) {
         let assoc = self.proto.association(&from);
+        let txn = meta.txn;
+        if meta.status == PROBE_UNKNOWN {
+            let Some(r) = self.live_record(txn, from) else {
+                return;
+            };
+            // it keeps no such transaction: it restarted (without a log)
+            r.state.abandon = if r.state.ack == Ack::Acked {
+                Abandon::NoReply
+            } else {
+                Abandon::NotAcked
+            };
+            r.state.status = ReturnStatus::Unreachable as i32;
+            self.complete(txn, Category::Short, now);
+            return;
+        }
         match self.live_record(txn, from) {
             Some(r) => {
                 if r.state.ack == Ack::None {
@@ -298,13 +324,22 @@ impl EpState {
         true
     }
 
-    /// Abandons what the handler-time bound or a restarted peer ended.
+    /// Abandons what the handler-time bound or a restarted peer ended;
+    /// probes the targets of transactions that waited `PROBE_EVERY` (so a
+    /// target that died while nothing else was in flight is noticed: the
+    /// probe fails after the peer timeout).
     fn txn_refresh(&mut self, now: Instant) {
         let bound = self.txn.handler_timeout;
         let mut ended = Vec::new();
+        let mut probes = Vec::new();
+        let inc = self.txn.incarnation;
         for (&id, r) in self.txn.records.iter_mut() {
             if r.state.is_final() {
                 continue;
+            }
+            if now.since(r.probed_at) >= PROBE_EVERY {
+                r.probed_at = now;
+                probes.push((id, r.addr));
             }
             if let (Some(b), Progress::Processing) = (bound, r.state.progress) {
                 if now.since(r.acked_at) > b {
@@ -331,7 +366,15 @@ impl EpState {
         }
         for id in ended {
             // its credit is free again; a late answer is dropped
-            self.complete(id, crate::wire::Category::Short, now);
+            self.complete(id, Category::Short, now);
+        }
+        for (id, addr) in probes {
+            let args = [(inc >> 32) as u32, inc as u32];
+            let meta = MsgMeta {
+                txn: id,
+                ..MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &args)
+            };
+            self.send_message(now, addr, CHANNEL_REQUEST, meta, Vec::new());
         }
     }
 
@@ -349,9 +392,7 @@ impl EpState {
 impl Endpoint {
     /// `request` that keeps the transaction's state: its id.
     pub fn request_txn(self: &Arc<Self>, dest: u32, msg: &super::Message<'_>) -> Result<u64> {
-        if msg.category == crate::wire::Category::Long
-            && msg.payload.len() + TRAILER_LEN > super::MAX_LONG
-        {
+        if msg.category == Category::Long && msg.payload.len() + TRAILER_LEN > super::MAX_LONG {
             return Err(Error::BadArg(
                 "a transaction's long payload is at most AM_MaxLong() - 16 bytes",
             ));
@@ -418,7 +459,7 @@ impl Endpoint {
             let pending = s.txn.records.get(&id).is_some_and(|r| !r.state.is_final());
             s.txn.records.remove(&id);
             if pending {
-                s.complete(id, crate::wire::Category::Short, Instant::now());
+                s.complete(id, Category::Short, Instant::now());
             }
             Ok(())
         })

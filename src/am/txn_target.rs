@@ -13,7 +13,7 @@
 use std::net::SocketAddr;
 
 use super::endpoint::EpState;
-use super::txn::before;
+use super::txn::{before, PROBE_UNKNOWN};
 use crate::error::ReturnStatus;
 use crate::fxhash::FxHashMap;
 use crate::time::Instant;
@@ -152,6 +152,25 @@ impl TxnTarget {
         }
     }
 
+    /// What the table says of `txn` from `from`, run `incarnation`: None
+    /// when it keeps no such transaction; Some(None) while it runs;
+    /// Some(Some(reply)) when finished (None inside: the automatic reply).
+    fn probe(
+        &self,
+        from: SocketAddr,
+        incarnation: u64,
+        txn: u32,
+    ) -> Option<Option<Option<KeptReply>>> {
+        let p = self
+            .peers
+            .get(&from)
+            .filter(|p| p.incarnation == incarnation)?;
+        match p.entries.get(&txn)? {
+            Entry::Started => Some(None),
+            Entry::Finished(r) => Some(Some(r.clone())),
+        }
+    }
+
     /// The handler of `txn` from `to` finished with `reply` (None: the
     /// automatic reply).
     pub(super) fn finish(&mut self, to: SocketAddr, txn: u32, reply: Option<KeptReply>) {
@@ -204,6 +223,31 @@ impl EpState {
                 self.send_returned(now, from, *meta, ReturnStatus::Congestion, true);
                 false
             }
+        }
+    }
+
+    /// A probe from the initiator: ack again while it runs, the kept reply
+    /// when finished, "unknown" when it keeps no such transaction.
+    pub(super) fn txn_probed(&mut self, from: SocketAddr, meta: &MsgMeta, now: Instant) {
+        let a = meta.args();
+        if a.len() != 2 {
+            self.stats.corrupt_dropped += 1;
+            return;
+        }
+        let inc = (a[0] as u64) << 32 | a[1] as u64;
+        match self.txn.target.probe(from, inc, meta.txn) {
+            None => {
+                let mut m = MsgMeta::new(MsgKind::TxnAck, Category::Short, 0, &[]);
+                m.txn = meta.txn;
+                m.status = PROBE_UNKNOWN;
+                self.send_message(now, from, CHANNEL_REPLY, m, Vec::new());
+            }
+            Some(None) => self.send_txn_ack(now, from, meta.txn),
+            Some(Some(Some(r))) => {
+                let payload = self.proto.payload_buffer(&r.payload);
+                self.send_message(now, from, CHANNEL_REPLY, r.meta, payload);
+            }
+            Some(Some(None)) => self.send_auto_reply(now, from, meta.txn),
         }
     }
 
