@@ -674,6 +674,11 @@ int ramp_SetHandlerTimeout(ep_t ep, uint64_t usec);
  */
 int ramp_ReturnedMayHaveRun(void *token, int *may);
 
+/**
+ * Keeps ep's transactions in the log at `path` (RAMP_LOG_SYNC=1: msync per record).
+ */
+int ramp_LogOpen(ep_t ep, const char *path);
+
 int ramp_SetHandlerName(ep_t ep, handler_t handler, const char *name);
 
 int ramp_LookupHandler(ep_t ep, uint32_t dest, const char *name, handler_t *handler);
@@ -895,6 +900,11 @@ int ramp_SetHandlerTimeout(ep_t ep, uint64_t usec);
  * arrived; 0: refused by the target or never sent, it did not run).
  */
 int ramp_ReturnedMayHaveRun(void *token, int *may);
+
+/**
+ * Keeps ep's transactions in the log at `path` (RAMP_LOG_SYNC=1: msync per record).
+ */
+int ramp_LogOpen(ep_t ep, const char *path);
 
 #ifdef __cplusplus
 }  // extern "C"

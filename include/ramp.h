@@ -423,6 +423,20 @@ int ramp_SetHandlerTimeout(ep_t ep, uint64_t usec);
  * not resend it blindly, or send it as a transaction), 0 when it did not run (refused
  * by the target, or never sent).  AM_ERR_BAD_ARG for another token. */
 int ramp_ReturnedMayHaveRun(void *token, int *may);
+/* Keeps ep's transactions in a memory-mapped log at path (created when missing), before
+ * ep maps any peer (else AM_ERR_RESOURCE).  An existing log makes ep the endpoint it
+ * names: ep binds the logged address and takes the logged protocol secret, so a restarted
+ * process comes back at the same name (peers see a new handshake).  As a target ep logs
+ * each transaction's ack and start before its handler runs, its end and reply before the
+ * reply leaves; after a crash (kill -9) and a restart with the same path, a finished
+ * transaction is never run again (a duplicate gets the logged reply) and one that had
+ * started answers RAMP_ABANDON_TARGET_CRASHED.  Records are in the page cache at once
+ * (they survive a process crash); RAMP_LOG_SYNC=1 msyncs each (a machine crash).  A
+ * foreign, torn or inconsistent file is refused (AM_ERR_RESOURCE, the file and the
+ * problem on stderr); so is a log another process has open.  RAMP_LOG_DIR=dir opens
+ * dir/endpoint-N.ramplog for the process's N-th endpoint.  Not done yet: the initiator's
+ * side (its issued transactions are not logged, nothing is resumed after its restart). */
+int ramp_LogOpen(ep_t ep, const char *path);
 /* ---- end of transactions ---- */
 
 #ifdef __cplusplus

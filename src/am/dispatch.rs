@@ -128,7 +128,7 @@ impl EpState {
     /// The automatic reply of request `txn` from `to`, whose handler did not reply.
     pub(super) fn send_auto_reply(&mut self, now: Instant, to: SocketAddr, txn: u32) {
         if !self.txn.target.is_empty() {
-            self.txn.target.finish(to, txn, None);
+            self.txn_finished(to, txn, None);
         }
         let meta = MsgMeta {
             txn,
@@ -177,7 +177,10 @@ impl EpState {
                         // taken by `name_delivered` above
                         MsgKind::NameQuery | MsgKind::NameAnswer => return None,
                         MsgKind::AutoReply => {
-                            if self.complete_from(from, meta.txn, now) && self.txn.any() {
+                            // (a kept transaction's answer may come after its
+                            // request was given up: to a probe)
+                            self.complete_from(from, meta.txn, now);
+                            if self.txn.any() {
                                 self.txn_replied(from, meta.txn);
                             }
                             return None;
@@ -219,11 +222,12 @@ impl EpState {
                             return Some(self.returned_work(info, meta.args, status));
                         }
                         MsgKind::User => {
-                            if !self.complete_from(from, meta.txn, now) {
+                            let answers = self.complete_from(from, meta.txn, now);
+                            // a kept transaction's may come after its request
+                            // was given up: to a probe
+                            let kept = self.txn.any() && self.txn_replied(from, meta.txn);
+                            if !answers && !kept {
                                 return None;
-                            }
-                            if self.txn.any() {
-                                self.txn_replied(from, meta.txn);
                             }
                             self.stats.replies_received[c] += 1;
                         }
@@ -263,7 +267,7 @@ impl EpState {
                     }
                 };
                 if let Some((incarnation, floor)) = trailer {
-                    if !self.txn_arrive(from, &meta, incarnation, floor, now) {
+                    if !self.txn_arrive(from, &meta, &payload, incarnation, floor, now) {
                         return None;
                     }
                 }
@@ -303,7 +307,7 @@ impl EpState {
                 }
                 if meta.kind == MsgKind::TxnProbe {
                     // the target went silent while a transaction waited
-                    if self.txn_failed(to, meta.txn, reason) {
+                    if self.txn_failed(to, meta.txn, reason, true, now) {
                         self.complete(meta.txn, meta.category, now);
                     }
                     return None;
@@ -312,7 +316,7 @@ impl EpState {
                 let is_request = channel == CHANNEL_REQUEST;
                 if is_request {
                     self.complete(meta.txn, meta.category, now);
-                    if self.txn.any() && self.txn_failed(to, meta.txn, reason) {
+                    if self.txn.any() && self.txn_failed(to, meta.txn, reason, false, now) {
                         return None;
                     }
                 } else if meta.kind != MsgKind::User {

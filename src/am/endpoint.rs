@@ -59,12 +59,17 @@ pub(crate) struct EpState {
     pub(super) rma: super::rma::RmaState,
     /// Kept transactions, as initiator and as target (`txn.rs`).
     pub(super) txn: super::txn::Txns,
+    /// The protocol's secret (a transaction log keeps it: `txn_log.rs`).
+    pub(super) secret: [u8; 32],
 }
 
 pub struct Endpoint {
     pub id: u64,
     name: EndpointName,
-    pub(super) addr: SocketAddr,
+    addr: SocketAddr,
+    /// The address a transaction log gave back (`txn_log.rs`): the
+    /// endpoint's address and name from then on.
+    pub(super) logged: std::sync::OnceLock<SocketAddr>,
     pub(super) state: ReentrantMutex<RefCell<EpState>>,
     /// Id of the bundle holding this endpoint.
     pub(crate) bundle: Mutex<u64>,
@@ -140,9 +145,7 @@ impl Endpoint {
         let addr = transports.local_addr();
         let secret = endpoint_secret();
         let proto = Protocol::new(proto_config(cfg), &secret);
-        let incarnation = blake3::keyed_hash(&secret, b"ramp transaction incarnation");
-        let incarnation =
-            u64::from_le_bytes(incarnation.as_bytes()[..8].try_into().unwrap_or([1; 8]));
+        let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {
             proto,
             transports,
@@ -161,6 +164,7 @@ impl Endpoint {
             verbose: cfg.verbose,
             rma: Default::default(),
             txn: super::txn::Txns::new(incarnation),
+            secret,
         };
         Arc::new(Endpoint {
             id: NEXT_ENDPOINT_ID.fetch_add(1, Ordering::Relaxed),
@@ -168,15 +172,23 @@ impl Endpoint {
             addr,
             state: ReentrantMutex::new(RefCell::new(st)),
             bundle: Mutex::new(bundle),
+            logged: std::sync::OnceLock::new(),
         })
     }
 
     pub fn name(&self) -> EndpointName {
-        self.name
+        match self.logged.get() {
+            None => self.name,
+            Some(a) => EndpointName::from_addr(*a),
+        }
     }
 
+    #[inline]
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        match self.logged.get() {
+            None => self.addr,
+            Some(a) => *a,
+        }
     }
 
     pub(super) fn with<R>(&self, f: impl FnOnce(&mut EpState) -> R) -> R {

@@ -43,7 +43,7 @@ pub fn reply(token: TokenId, msg: &Message<'_>) -> Result<()> {
                 meta,
                 payload: msg.payload.to_vec(),
             };
-            st.txn.target.finish(t.source_addr, t.txn, Some(kept));
+            st.txn_finished(t.source_addr, t.txn, Some(kept));
         }
         st.send_message(now, t.source_addr, CHANNEL_REPLY, meta, payload);
         let c = msg.category.index();

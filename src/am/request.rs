@@ -73,7 +73,7 @@ impl Endpoint {
                         .ok_or(Error::BadArg("destination index is not mapped"))?
                         .addr
                 };
-                if addr == self.addr {
+                if addr == self.addr() {
                     if !keep {
                         return self.deliver_loopback(&g, dest, true, msg).map(|_| None);
                     }

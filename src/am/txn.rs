@@ -32,6 +32,9 @@ const PROBE_EVERY: u64 = 200 * crate::time::MILLIS;
 /// A `TxnAck`'s status when it answers a probe for a transaction the
 /// target does not keep.
 pub(super) const PROBE_UNKNOWN: u8 = 1;
+/// A `TxnAck`'s status when the target restarted from its log while the
+/// transaction's handler ran.
+pub(super) const PROBE_CRASHED: u8 = 2;
 /// Kept transactions at once (until `ramp_TxnRelease`).
 pub const MAX_KEPT_TXNS: usize = 1 << 16;
 
@@ -117,6 +120,8 @@ pub(super) struct TxnRecord {
 pub(crate) struct Txns {
     /// Names this process's run of the endpoint to targets.
     pub(super) incarnation: u64,
+    /// The transaction log, when open (`txn_log.rs`).
+    pub(super) log: Option<crate::txlog::TxLog>,
     records: FxHashMap<u32, TxnRecord>,
     /// The handler-time bound, nanoseconds (None: no bound, as AM-2).
     handler_timeout: Option<u64>,
@@ -131,6 +136,7 @@ impl Txns {
             records: FxHashMap::default(),
             handler_timeout: None,
             target: Default::default(),
+            log: None,
         }
     }
 
@@ -139,6 +145,15 @@ impl Txns {
     pub(super) fn any(&self) -> bool {
         !self.records.is_empty()
     }
+}
+
+/// The incarnation of an endpoint whose protocol secret is `secret` (the
+/// same again when it comes back from its log).
+pub(super) fn incarnation_of(secret: &[u8; 32]) -> u64 {
+    let h = blake3::keyed_hash(secret, b"ramp transaction incarnation");
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&h.as_bytes()[..8]);
+    u64::from_le_bytes(b)
 }
 
 /// `a` comes before `b` in the wrapping order of transaction ids.
@@ -251,6 +266,16 @@ impl EpState {
     pub(super) fn txn_acked(&mut self, from: SocketAddr, meta: &MsgMeta, now: Instant) {
         let assoc = self.proto.association(&from);
         let txn = meta.txn;
+        if meta.status == PROBE_CRASHED {
+            let Some(r) = self.live_record(txn, from) else {
+                return;
+            };
+            r.state.ack = Ack::Acked;
+            r.state.abandon = Abandon::TargetCrashed;
+            r.state.status = ReturnStatus::Unreachable as i32;
+            self.complete(txn, Category::Short, now);
+            return;
+        }
         if meta.status == PROBE_UNKNOWN {
             let Some(r) = self.live_record(txn, from) else {
                 return;
@@ -306,10 +331,27 @@ impl EpState {
     }
 
     /// The protocol gave kept transaction `txn` up: true when it is one.
-    pub(super) fn txn_failed(&mut self, to: SocketAddr, txn: u32, reason: FailReason) -> bool {
+    /// `probe_failed`: the message that failed was a probe (else the
+    /// request itself). A request given up because the peer went silent
+    /// or restarted is not concluded yet: the target may have run it and
+    /// come back from its log, so it is probed first (the probe's own
+    /// failure concludes).
+    pub(super) fn txn_failed(
+        &mut self,
+        to: SocketAddr,
+        txn: u32,
+        reason: FailReason,
+        probe_failed: bool,
+        now: Instant,
+    ) -> bool {
         let Some(r) = self.live_record(txn, to) else {
             return false;
         };
+        if reason == FailReason::PeerUnreachable && !probe_failed {
+            r.probed_at = now;
+            self.send_probe(txn, to, now);
+            return true;
+        }
         let status = match reason {
             FailReason::PeerUnreachable => ReturnStatus::Unreachable,
             FailReason::Refused => ReturnStatus::Congestion,
@@ -332,7 +374,6 @@ impl EpState {
         let bound = self.txn.handler_timeout;
         let mut ended = Vec::new();
         let mut probes = Vec::new();
-        let inc = self.txn.incarnation;
         for (&id, r) in self.txn.records.iter_mut() {
             if r.state.is_final() {
                 continue;
@@ -353,13 +394,13 @@ impl EpState {
             match (r.assoc, cur) {
                 (None, Some(c)) => r.assoc = Some(c),
                 (Some(a), Some(c)) if a != c => {
-                    r.state.abandon = if r.state.ack == Ack::Acked {
-                        Abandon::NoReply
-                    } else {
-                        Abandon::NotAcked
-                    };
-                    r.state.status = ReturnStatus::Unreachable as i32;
-                    ended.push(id);
+                    // the peer restarted: ask the new one (from its log it
+                    // knows; else it answers "unknown")
+                    r.assoc = Some(c);
+                    if r.probed_at != now {
+                        r.probed_at = now;
+                        probes.push((id, r.addr));
+                    }
                 }
                 _ => {}
             }
@@ -369,13 +410,19 @@ impl EpState {
             self.complete(id, Category::Short, now);
         }
         for (id, addr) in probes {
-            let args = [(inc >> 32) as u32, inc as u32];
-            let meta = MsgMeta {
-                txn: id,
-                ..MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &args)
-            };
-            self.send_message(now, addr, CHANNEL_REQUEST, meta, Vec::new());
+            self.send_probe(id, addr, now);
         }
+    }
+
+    /// Asks `addr` how far kept transaction `txn` got.
+    fn send_probe(&mut self, txn: u32, addr: SocketAddr, now: Instant) {
+        let inc = self.txn.incarnation;
+        let args = [(inc >> 32) as u32, inc as u32];
+        let meta = MsgMeta {
+            txn,
+            ..MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &args)
+        };
+        self.send_message(now, addr, CHANNEL_REQUEST, meta, Vec::new());
     }
 
     fn txn_get(&self, txn: u64) -> Result<TxnState> {

@@ -13,7 +13,7 @@
 use std::net::SocketAddr;
 
 use super::endpoint::EpState;
-use super::txn::{before, PROBE_UNKNOWN};
+use super::txn::{before, PROBE_CRASHED, PROBE_UNKNOWN};
 use crate::error::ReturnStatus;
 use crate::fxhash::FxHashMap;
 use crate::time::Instant;
@@ -29,9 +29,12 @@ pub(super) struct KeptReply {
     pub(super) payload: Vec<u8>,
 }
 
-enum Entry {
+pub(super) enum Entry {
     Started,
     Finished(Option<KeptReply>),
+    /// Started before the process crashed, restored from its log: it ran
+    /// at most once and will not finish.
+    Crashed,
 }
 
 struct PeerTxns {
@@ -66,6 +69,10 @@ pub(crate) struct TxnTarget {
     peers: FxHashMap<SocketAddr, PeerTxns>,
     kept_bytes: usize,
     counts: TargetCounts,
+    /// A log is open: freed entries are listed in `freed` (to log them
+    /// forgotten).
+    pub(super) logging: bool,
+    pub(super) freed: Vec<(SocketAddr, u64, u32)>,
 }
 
 /// What to do with an arriving kept request.
@@ -76,6 +83,8 @@ pub(super) enum Seen {
     Finished(Option<KeptReply>),
     /// Its handler runs now: ack again, the reply follows.
     Running,
+    /// Its handler started before a crash: it will not finish.
+    Crashed,
     /// Below the floor: its answer arrived long ago; drop it.
     Old,
     /// No room: refuse it.
@@ -110,20 +119,29 @@ impl TxnTarget {
             floor,
             entries: FxHashMap::default(),
         });
+        let freed = &mut self.freed;
+        let logging = self.logging;
         if p.incarnation != incarnation {
             // another run of the endpoint at that address: the old one's
             // transactions cannot come back (it had other ids)
             *kept -= p.entries.values().map(entry_bytes).sum::<usize>();
+            if logging {
+                freed.extend(p.entries.keys().map(|&t| (from, p.incarnation, t)));
+            }
             p.entries.clear();
             p.incarnation = incarnation;
             p.floor = floor;
         }
         if before(p.floor, floor) {
             p.floor = floor;
+            let inc = p.incarnation;
             p.entries.retain(|&id, e| {
                 let keep = !before(id, floor) || matches!(e, Entry::Started);
                 if !keep {
                     *kept -= entry_bytes(e);
+                    if logging {
+                        freed.push((from, inc, id));
+                    }
                 }
                 keep
             });
@@ -141,6 +159,10 @@ impl TxnTarget {
                 self.counts.duplicates += 1;
                 Seen::Finished(r.clone())
             }
+            Some(Entry::Crashed) => {
+                self.counts.duplicates += 1;
+                Seen::Crashed
+            }
             None => {
                 if p.entries.len() >= MAX_ENTRIES_PER_PEER || *kept >= MAX_KEPT_BYTES {
                     self.counts.refused_full += 1;
@@ -152,22 +174,54 @@ impl TxnTarget {
         }
     }
 
-    /// What the table says of `txn` from `from`, run `incarnation`: None
-    /// when it keeps no such transaction; Some(None) while it runs;
-    /// Some(Some(reply)) when finished (None inside: the automatic reply).
-    fn probe(
-        &self,
-        from: SocketAddr,
-        incarnation: u64,
-        txn: u32,
-    ) -> Option<Option<Option<KeptReply>>> {
+    /// What the table says of `txn` from `from`, run `incarnation`
+    /// (Running, Finished or Crashed); None when it keeps no such one.
+    fn probe(&self, from: SocketAddr, incarnation: u64, txn: u32) -> Option<Seen> {
         let p = self
             .peers
             .get(&from)
             .filter(|p| p.incarnation == incarnation)?;
-        match p.entries.get(&txn)? {
-            Entry::Started => Some(None),
-            Entry::Finished(r) => Some(Some(r.clone())),
+        Some(match p.entries.get(&txn)? {
+            Entry::Started => Seen::Running,
+            Entry::Finished(r) => Seen::Finished(r.clone()),
+            Entry::Crashed => Seen::Crashed,
+        })
+    }
+
+    /// The incarnation of `peer` the table keeps.
+    pub(super) fn incarnation(&self, peer: SocketAddr) -> Option<u64> {
+        self.peers.get(&peer).map(|p| p.incarnation)
+    }
+
+    /// Puts back an entry a log kept (`txn_log.rs`); the peer's latest
+    /// incarnation in the log wins.
+    pub(super) fn restore(&mut self, peer: SocketAddr, incarnation: u64, txn: u32, e: Entry) {
+        let p = self.peers.entry(peer).or_insert_with(|| PeerTxns {
+            incarnation,
+            floor: txn,
+            entries: FxHashMap::default(),
+        });
+        if p.incarnation != incarnation {
+            return;
+        }
+        if before(txn, p.floor) {
+            p.floor = txn;
+        }
+        self.kept_bytes += entry_bytes(&e);
+        p.entries.insert(txn, e);
+    }
+
+    /// Whether `txn` from `peer` is running (started, not finished).
+    pub(super) fn is_started(&self, peer: SocketAddr, txn: u32) -> bool {
+        self.peers
+            .get(&peer)
+            .is_some_and(|p| matches!(p.entries.get(&txn), Some(Entry::Started)))
+    }
+
+    /// Takes a new entry back out (its log record could not be written).
+    pub(super) fn unstart(&mut self, peer: SocketAddr, txn: u32) {
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.entries.remove(&txn);
         }
     }
 
@@ -194,12 +248,24 @@ impl EpState {
         &mut self,
         from: SocketAddr,
         meta: &MsgMeta,
+        payload: &[u8],
         incarnation: u64,
         floor: u32,
         now: Instant,
     ) -> bool {
-        match self.txn.target.arrive(from, incarnation, floor, meta.txn) {
+        let seen = self.txn.target.arrive(from, incarnation, floor, meta.txn);
+        if !self.txn.target.freed.is_empty() {
+            self.log_forgotten();
+        }
+        match seen {
             Seen::New => {
+                // logged (Acked, Started) before the ack leaves and the
+                // handler runs
+                if self.txn.log.is_some() && !self.log_started(from, incarnation, meta, payload) {
+                    self.txn.target.unstart(from, meta.txn);
+                    self.send_returned(now, from, *meta, ReturnStatus::Congestion, true);
+                    return false;
+                }
                 self.send_txn_ack(now, from, meta.txn);
                 true
             }
@@ -209,13 +275,11 @@ impl EpState {
             }
             Seen::Finished(r) => {
                 self.send_txn_ack(now, from, meta.txn);
-                match r {
-                    Some(r) => {
-                        let payload = self.proto.payload_buffer(&r.payload);
-                        self.send_message(now, from, CHANNEL_REPLY, r.meta, payload);
-                    }
-                    None => self.send_auto_reply(now, from, meta.txn),
-                }
+                self.send_kept(now, from, meta.txn, r);
+                false
+            }
+            Seen::Crashed => {
+                self.send_txn_status(now, from, meta.txn, PROBE_CRASHED);
                 false
             }
             Seen::Old => false,
@@ -236,19 +300,37 @@ impl EpState {
         }
         let inc = (a[0] as u64) << 32 | a[1] as u64;
         match self.txn.target.probe(from, inc, meta.txn) {
-            None => {
-                let mut m = MsgMeta::new(MsgKind::TxnAck, Category::Short, 0, &[]);
-                m.txn = meta.txn;
-                m.status = PROBE_UNKNOWN;
-                self.send_message(now, from, CHANNEL_REPLY, m, Vec::new());
-            }
-            Some(None) => self.send_txn_ack(now, from, meta.txn),
-            Some(Some(Some(r))) => {
-                let payload = self.proto.payload_buffer(&r.payload);
-                self.send_message(now, from, CHANNEL_REPLY, r.meta, payload);
-            }
-            Some(Some(None)) => self.send_auto_reply(now, from, meta.txn),
+            None => self.send_txn_status(now, from, meta.txn, PROBE_UNKNOWN),
+            Some(Seen::Crashed) => self.send_txn_status(now, from, meta.txn, PROBE_CRASHED),
+            Some(Seen::Finished(r)) => self.send_kept(now, from, meta.txn, r),
+            Some(_) => self.send_txn_ack(now, from, meta.txn),
         }
+    }
+
+    /// A kept reply sent again (None: the automatic reply); its tag is
+    /// the sender's translation entry's (a restored reply has none).
+    fn send_kept(&mut self, now: Instant, to: SocketAddr, txn: u32, r: Option<KeptReply>) {
+        match r {
+            Some(r) => {
+                let mut meta = r.meta;
+                if let Some(i) = self.table.index_of(&to) {
+                    if let Some(e) = self.table.mapped_entry(i) {
+                        meta.tag = e.tag;
+                    }
+                }
+                let payload = self.proto.payload_buffer(&r.payload);
+                self.send_message(now, to, CHANNEL_REPLY, meta, payload);
+            }
+            None => self.send_auto_reply(now, to, txn),
+        }
+    }
+
+    /// A `TxnAck` carrying `status` (`PROBE_UNKNOWN`, `PROBE_CRASHED`).
+    fn send_txn_status(&mut self, now: Instant, to: SocketAddr, txn: u32, status: u8) {
+        let mut m = MsgMeta::new(MsgKind::TxnAck, Category::Short, 0, &[]);
+        m.txn = txn;
+        m.status = status;
+        self.send_message(now, to, CHANNEL_REPLY, m, Vec::new());
     }
 
     /// The ack of kept request `txn`: its handler starts. It leaves now,

@@ -174,3 +174,23 @@ pub unsafe extern "C" fn ramp_ReturnedMayHaveRun(token: *mut c_void, may: *mut c
         unsafe { out(may, c_int::from(m)) }
     })
 }
+
+/// Keeps ep's transactions in the log at `path` (RAMP_LOG_SYNC=1: msync per record).
+#[no_mangle]
+pub unsafe extern "C" fn ramp_LogOpen(ep: ep_t, path: *const std::os::raw::c_char) -> c_int {
+    boundary("ramp_LogOpen", || {
+        let e = endpoint(ep)?;
+        if path.is_null() {
+            return Err(Error::BadArg("NULL log path"));
+        }
+        // SAFETY: non-null and NUL-terminated by the contract.
+        let p = unsafe { std::ffi::CStr::from_ptr(path) };
+        let p = std::str::from_utf8(p.to_bytes())
+            .map_err(|_| Error::BadArg("the log path is not UTF-8"))?;
+        if p.is_empty() {
+            return Err(Error::BadArg("empty log path"));
+        }
+        let cfg = crate::config::global().map_err(|_| Error::BadArg("bad RAMP_* configuration"))?;
+        e.log_open(std::path::Path::new(p), cfg.log_sync, cfg)
+    })
+}
