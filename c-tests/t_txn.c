@@ -88,8 +88,37 @@ static size_t count_at(ramp_progress_t pr) {
   return n;
 }
 
+/* ramp_LogOpen's refusals, and a fresh log (the crash tests are tests/txn_crash.rs). */
+static void log_open_checks(void) {
+  char dir[] = "/tmp/t_txn_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+  char path[256], junk[256];
+  snprintf(path, sizeof path, "%s/ep.ramplog", dir);
+  snprintf(junk, sizeof junk, "%s/junk", dir);
+  FILE *f = fopen(junk, "w");
+  CHECK(f != NULL, "create %s", junk);
+  for (int i = 0; i < 5000; i++) fputs("not a log ", f);
+  fclose(f);
+  EXPECT_RC(ramp_LogOpen(P.ep, path), AM_ERR_RESOURCE); /* it has mapped peers */
+  EXPECT_RC(ramp_LogOpen(P.ep, NULL), AM_ERR_BAD_ARG);
+  eb_t eb;
+  ep_t ep;
+  AM_SAFE(AM_AllocateBundle(AM_SEQ, &eb));
+  en_t en;
+  AM_SAFE(AM_AllocateEndpoint(eb, &ep, &en));
+  EXPECT_RC(ramp_LogOpen(ep, junk), AM_ERR_RESOURCE); /* a foreign file: refused */
+  AM_SAFE(ramp_LogOpen(ep, path));
+  EXPECT_RC(ramp_LogOpen(ep, path), AM_ERR_RESOURCE); /* open already */
+  AM_SAFE(AM_FreeBundle(eb));
+  unlink(path);
+  unlink(junk);
+  rmdir(dir);
+}
+
 static void initiator(void) {
   int32_t a = 5;
+  PHASE("ramp_LogOpen");
+  log_open_checks();
   ramp_txn_t t = 0;
   ramp_txn_state_t st;
 

@@ -325,13 +325,13 @@ pub const VARIABLES: &[Var] = &[
     Var {
         name: "RAMP_LOG_DIR",
         aliases: &[],
-        meaning: "a directory: every endpoint keeps its transactions in a log there (ramp_LogOpen), endpoint-N.ramplog for the process's N-th endpoint (from 0), so a restarted process comes back as the same endpoints",
+        meaning: "an existing directory: every endpoint keeps its transactions in a log there (ramp_LogOpen), endpoint-N.ramplog for the process's N-th endpoint (from 0), so a restarted process comes back as the same endpoints",
         set: |c, v| {
-            if v.is_empty() {
-                Err("an empty directory name".to_string())
-            } else {
+            if std::path::Path::new(v).is_dir() {
                 c.log_dir = Some(v.into());
                 Ok(())
+            } else {
+                Err("expected an existing directory".to_string())
             }
         },
     },

@@ -222,7 +222,10 @@ fn a_logged_target_killed_at_random_runs_no_handler_twice() {
                 crashed += 1;
                 assert!(n <= 1)
             }
-            other => assert!(n <= 1, "{a} {other:?} ran {n} times"),
+            other => {
+                eprintln!("txn_crash: {a} ended {other:?}, ran {n} times");
+                assert!(n <= 1, "{a} {other:?} ran {n} times")
+            }
         }
     }
     eprintln!(

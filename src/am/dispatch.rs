@@ -307,7 +307,10 @@ impl EpState {
                 }
                 if meta.kind == MsgKind::TxnProbe {
                     // the target went silent while a transaction waited
-                    if self.txn_failed(to, meta.txn, reason, true, now) {
+                    if self.txn_failed(to, meta.txn, reason, true, now)
+                        && self.outstanding.contains_key(&meta.txn)
+                        && self.txn_is_final(meta.txn)
+                    {
                         self.complete(meta.txn, meta.category, now);
                     }
                     return None;

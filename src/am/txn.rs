@@ -29,6 +29,8 @@ pub(super) const TXN_FLAG: u8 = 1;
 pub(super) const TRAILER_LEN: usize = 16;
 /// A transaction waiting this long is probed (then again as long).
 const PROBE_EVERY: u64 = 200 * crate::time::MILLIS;
+/// Probes of one transaction given up before it is concluded.
+const MAX_PROBE_FAILURES: u8 = 3;
 /// A `TxnAck`'s status when it answers a probe for a transaction the
 /// target does not keep.
 pub(super) const PROBE_UNKNOWN: u8 = 1;
@@ -114,6 +116,8 @@ pub(super) struct TxnRecord {
     acked_at: Instant,
     /// When it was sent or last probed (`TxnProbe`).
     probed_at: Instant,
+    /// Probes given up in a row (a restarted peer fails the first).
+    probe_failures: u8,
 }
 
 /// The endpoint's transactions (in `EpState::txn`).
@@ -207,6 +211,7 @@ impl EpState {
                 assoc,
                 acked_at: now,
                 probed_at: now,
+                probe_failures: 0,
             },
         );
     }
@@ -250,6 +255,7 @@ impl EpState {
                 assoc: None,
                 acked_at: Instant::ZERO,
                 probed_at: Instant::ZERO,
+                probe_failures: 0,
             },
         );
     }
@@ -292,6 +298,7 @@ impl EpState {
         }
         match self.live_record(txn, from) {
             Some(r) => {
+                r.probe_failures = 0;
                 if r.state.ack == Ack::None {
                     r.state.ack = Ack::Acked;
                     r.state.progress = Progress::Processing;
@@ -347,7 +354,12 @@ impl EpState {
         let Some(r) = self.live_record(txn, to) else {
             return false;
         };
-        if reason == FailReason::PeerUnreachable && !probe_failed {
+        if probe_failed {
+            r.probe_failures += 1;
+        }
+        // a probe given up because the peer restarted goes again, in the
+        // new association; a dead peer fails the next ones at once
+        if reason == FailReason::PeerUnreachable && r.probe_failures < MAX_PROBE_FAILURES {
             r.probed_at = now;
             self.send_probe(txn, to, now);
             return true;
@@ -423,6 +435,10 @@ impl EpState {
             ..MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &args)
         };
         self.send_message(now, addr, CHANNEL_REQUEST, meta, Vec::new());
+    }
+
+    pub(super) fn txn_is_final(&self, txn: u32) -> bool {
+        self.txn.records.get(&txn).is_some_and(|r| r.state.is_final())
     }
 
     fn txn_get(&self, txn: u64) -> Result<TxnState> {
