@@ -438,7 +438,10 @@ impl EpState {
     }
 
     pub(super) fn txn_is_final(&self, txn: u32) -> bool {
-        self.txn.records.get(&txn).is_some_and(|r| r.state.is_final())
+        self.txn
+            .records
+            .get(&txn)
+            .is_some_and(|r| r.state.is_final())
     }
 
     fn txn_get(&self, txn: u64) -> Result<TxnState> {
