@@ -274,6 +274,7 @@ impl EpState {
         let txn = meta.txn;
         if meta.status == PROBE_CRASHED {
             let Some(r) = self.live_record(txn, from) else {
+                self.stats.stale_dropped += 1;
                 return;
             };
             r.state.ack = Ack::Acked;
@@ -284,6 +285,7 @@ impl EpState {
         }
         if meta.status == PROBE_UNKNOWN {
             let Some(r) = self.live_record(txn, from) else {
+                self.stats.stale_dropped += 1;
                 return;
             };
             // it keeps no such transaction: it restarted (without a log)

@@ -290,3 +290,50 @@ fn the_target_table_is_bounded_and_a_new_incarnation_clears_it() {
     assert!(matches!(t.arrive(a, 8, 1, 5), Seen::New));
     assert_eq!(t.counts().entries, 1);
 }
+
+#[test]
+fn acks_and_probe_answers_from_another_endpoint_change_nothing() {
+    use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY};
+    let net = MemNetwork::new();
+    let (b, _, e0, _e1) = pair(&net, false);
+    let cfg = Config::from_lookup(|_| None).unwrap();
+    let e2 =
+        super::allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach()))).unwrap();
+    e2.set_tag(TAG);
+    e2.map(0, e0.name(), TAG).unwrap();
+    e2.set_expected_resources(1, 4).unwrap();
+    // e1 never answers handler 10: the transaction waits
+    let t = e0.request_txn(1, &Message::short(10, &[1])).unwrap();
+    for status in [
+        0u8,
+        super::txn::PROBE_UNKNOWN,
+        super::txn::PROBE_CRASHED,
+        77,
+    ] {
+        e2.with(|s| {
+            let mut m = MsgMeta::new(MsgKind::TxnAck, Category::Short, 0, &[]);
+            m.txn = t as u32;
+            m.status = status;
+            s.send_message(Instant::now(), e0.addr(), CHANNEL_REPLY, m, Vec::new());
+        });
+    }
+    // a probe with bad arguments, and one for nothing: no handler runs
+    e2.with(|s| {
+        let m = MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &[1]);
+        s.send_message(Instant::now(), e0.addr(), CHANNEL_REQUEST, m, Vec::new());
+        let m = MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &[1, 2]);
+        s.send_message(Instant::now(), e0.addr(), CHANNEL_REQUEST, m, Vec::new());
+    });
+    let t0 = std::time::Instant::now();
+    while t0.elapsed().as_millis() < 100 {
+        b.poll().unwrap();
+    }
+    let st = e0.txn_state(t).unwrap();
+    assert_eq!(
+        st.abandon,
+        Abandon::Refused,
+        "refused by e1 (no handler 10)"
+    );
+    assert_eq!(st.ack, Ack::Nacked, "{st:?}");
+    assert!(e0.statistics().stale_dropped >= 4);
+}
