@@ -123,7 +123,9 @@ fn ran_counts(file: &Path) -> HashMap<u32, usize> {
 #[test]
 fn a_logged_target_killed_at_random_runs_no_handler_twice() {
     let _w = common::watchdog("txn_crash", Duration::from_secs(240));
-    if std::env::var_os("RAMP_CRASH_CHILD").is_some() {
+    if std::env::var_os("RAMP_CRASH_CHILD").is_some()
+        || std::env::var_os("RAMP_CRASH_INIT").is_some()
+    {
         return;
     }
     let dir = std::env::temp_dir().join(format!("ramp-crash-{}", std::process::id()));
@@ -235,6 +237,167 @@ fn a_logged_target_killed_at_random_runs_no_handler_twice() {
     assert!(
         kills >= 1,
         "the target was never killed: the test proved nothing"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A logged initiator: issues transactions (handler 40, argument i) in
+/// batches of 8 until killed; with `RAMP_CRASH_RESUME=1` it reopens its
+/// log, lists what it had unfinished, waits for each (they are sent
+/// again) and prints how each ended.
+#[test]
+fn child_logged_initiator() {
+    if std::env::var_os("RAMP_CRASH_INIT").is_none() {
+        return;
+    }
+    let cfg = ramp::config::Config::from_lookup(|k| std::env::var(k).ok()).unwrap();
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint(b.id).unwrap();
+    e.log_open(
+        Path::new(&std::env::var("RAMP_CRASH_LOG").unwrap()),
+        false,
+        &cfg,
+    )
+    .unwrap();
+    e.set_tag(TAG);
+    e.map(
+        1,
+        parse_name(&std::env::var("RAMP_CRASH_PARENT").unwrap()),
+        TAG,
+    )
+    .unwrap();
+    e.set_expected_resources(2, 8).unwrap();
+    e.set_handler(41, handler(|_| {}));
+    println!("NAME {}", hex(&e.name()));
+    if std::env::var_os("RAMP_CRASH_RESUME").is_some() {
+        let mut open = Vec::new();
+        for p in [
+            Progress::NotSent,
+            Progress::RequestSent,
+            Progress::Processing,
+        ] {
+            open.extend(e.txn_list(p));
+        }
+        println!("LISTED {}", open.len());
+        for t in open {
+            let (done, st) = e.txn_wait(t, 30_000).unwrap();
+            println!("OUT {t} {done} {:?} {:?}", st.progress, st.abandon);
+        }
+        println!("END");
+        return;
+    }
+    for i in 0..100_000u32 {
+        let batch: Vec<u64> = (0..8)
+            .map(|k| e.request_txn(1, &Message::short(40, &[i * 8 + k])).unwrap())
+            .collect();
+        for t in batch {
+            let (done, _) = e.txn_wait(t, 30_000).unwrap();
+            assert!(done);
+            e.txn_release(t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_logged_initiator_killed_at_random_resumes_its_transactions() {
+    let _w = common::watchdog("txn_crash_init", Duration::from_secs(240));
+    if std::env::var_os("RAMP_CRASH_INIT").is_some()
+        || std::env::var_os("RAMP_CRASH_CHILD").is_some()
+    {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ramp-crash-init-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint(b.id).unwrap();
+    // replies to the killed initiator come back here: expected
+    e.set_handler(0, handler(|_| {}));
+    let runs: Arc<Mutex<HashMap<u32, usize>>> = Default::default();
+    let r = runs.clone();
+    e.set_handler(
+        40,
+        handler(move |h| {
+            *r.lock().unwrap().entry(h.args[0]).or_default() += 1;
+            am::reply(h.token, &Message::short(41, &[])).unwrap();
+        }),
+    );
+    let start = |resume: bool| {
+        let mut c = Command::new(std::env::current_exe().unwrap());
+        c.args([
+            "--exact",
+            "child_logged_initiator",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RAMP_CRASH_INIT", "1")
+        .env("RAMP_CRASH_PARENT", hex(&e.name()))
+        .env("RAMP_CRASH_LOG", dir.join("init.ramplog"))
+        .stdout(Stdio::piped());
+        if resume {
+            c.env("RAMP_CRASH_RESUME", "1");
+        }
+        let mut child = c.spawn().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        (child, lines)
+    };
+    let (mut child, mut lines) = start(false);
+    let name = loop {
+        let l = lines.next().expect("child output ended").unwrap();
+        if let Some(h) = l.split("NAME ").nth(1) {
+            break parse_name(h);
+        }
+    };
+    e.set_tag(TAG);
+    e.map(0, name, TAG).unwrap();
+    e.set_expected_resources(2, 16).unwrap();
+    let seed = std::process::id() as u64;
+    let t0 = Instant::now();
+    let run_for = Duration::from_millis(100 + seed % 200);
+    while t0.elapsed() < run_for {
+        b.poll().unwrap();
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before: usize = runs.lock().unwrap().values().sum();
+    let (mut child, lines) = start(true);
+    // poll while the restarted initiator resumes
+    let out = std::thread::spawn(move || lines.map(|l| l.unwrap()).collect::<Vec<String>>());
+    while !out.is_finished() {
+        b.poll().unwrap();
+    }
+    child.wait().unwrap();
+    let out = out.join().unwrap();
+    let name2 = out
+        .iter()
+        .find_map(|l| l.split("NAME ").nth(1))
+        .map(parse_name);
+    assert_eq!(
+        name2,
+        Some(name),
+        "the restarted initiator has another name"
+    );
+    assert!(out.iter().any(|l| l == "END"), "{out:?}");
+    let listed: usize = out
+        .iter()
+        .find_map(|l| l.strip_prefix("LISTED ").map(|n| n.parse().unwrap()))
+        .unwrap();
+    for l in out.iter().filter(|l| l.starts_with("OUT ")) {
+        assert!(
+            l.contains(" true Processed None"),
+            "a resumed transaction: {l}"
+        );
+    }
+    let runs = runs.lock().unwrap();
+    for (a, n) in runs.iter() {
+        assert!(*n <= 1, "the handler of {a} ran {n} times");
+    }
+    let after: usize = runs.values().sum();
+    eprintln!("txn_crash_init: {before} ran before the kill, {listed} resumed, {after} ran in all");
+    assert!(
+        before > 0,
+        "nothing ran before the kill: the test proved nothing"
     );
     std::fs::remove_dir_all(&dir).ok();
 }

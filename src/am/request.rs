@@ -26,7 +26,6 @@ pub(super) struct Outstanding {
 }
 
 impl Outstanding {
-    #[cfg(test)] // resumed transactions (txn_tests.rs)
     pub(super) fn new(index: u32, addr: SocketAddr, sent: Instant) -> Outstanding {
         Outstanding { index, addr, sent }
     }
@@ -158,6 +157,9 @@ impl EpState {
         if keep {
             // recorded first: the floor counts this one as waiting
             self.txn_sent(txn, addr, now);
+            if self.txn.log.is_some() {
+                self.log_issued(txn, addr, &meta, msg.payload);
+            }
             let floor = self.txn_floor(addr);
             super::txn::put_trailer(&mut payload, self.txn.incarnation, floor);
             meta.status = super::txn::TXN_FLAG;

@@ -15,7 +15,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::endpoint::{Endpoint, EpState};
-#[cfg(test)]
 use super::request::Outstanding;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
@@ -118,6 +117,8 @@ pub(super) struct TxnRecord {
     probed_at: Instant,
     /// Probes given up in a row (a restarted peer fails the first).
     probe_failures: u8,
+    /// The state the log has (`txn_log.rs`: written when it is next read).
+    pub(super) logged: TxnState,
 }
 
 /// The endpoint's transactions (in `EpState::txn`).
@@ -126,6 +127,9 @@ pub(crate) struct Txns {
     pub(super) incarnation: u64,
     /// The transaction log, when open (`txn_log.rs`).
     pub(super) log: Option<crate::txlog::TxLog>,
+    /// Transactions the log had unfinished, to send again once their
+    /// target is mapped: (id, target, message).
+    pub(super) to_resume: Vec<(u32, SocketAddr, crate::txlog::record::LoggedMsg)>,
     records: FxHashMap<u32, TxnRecord>,
     /// The handler-time bound, nanoseconds (None: no bound, as AM-2).
     handler_timeout: Option<u64>,
@@ -141,7 +145,38 @@ impl Txns {
             handler_timeout: None,
             target: Default::default(),
             log: None,
+            to_resume: Vec::new(),
         }
+    }
+
+    /// Kept transactions whose state changed since the log had it.
+    pub(super) fn changed_states(&self) -> impl Iterator<Item = (u32, TxnState)> + '_ {
+        self.records
+            .iter()
+            .filter(|(_, r)| r.state != r.logged)
+            .map(|(&id, r)| (id, r.state))
+    }
+
+    pub(super) fn set_logged(&mut self, txn: u32, s: TxnState) {
+        if let Some(r) = self.records.get_mut(&txn) {
+            r.logged = s;
+        }
+    }
+
+    /// A transaction the log had (`txn_log.rs`), with its last logged state.
+    pub(super) fn restore_record(&mut self, txn: u32, addr: SocketAddr, s: TxnState) {
+        self.records.insert(
+            txn,
+            TxnRecord {
+                state: s,
+                addr,
+                assoc: None,
+                acked_at: Instant::ZERO,
+                probed_at: Instant::ZERO,
+                probe_failures: 0,
+                logged: s,
+            },
+        );
     }
 
     /// Whether any transaction is kept (the plain path checks only this).
@@ -212,13 +247,13 @@ impl EpState {
                 acked_at: now,
                 probed_at: now,
                 probe_failures: 0,
+                logged: TxnState::default(),
             },
         );
     }
 
     /// Kept transaction `txn` to translation index `index` (at `addr`) is
     /// sent again (resumed): it waits for its answer anew, holding a credit.
-    #[cfg(test)] // until the log resumes transactions after a restart
     pub(super) fn txn_resumed(&mut self, txn: u32, index: u32, addr: SocketAddr, now: Instant) {
         if self
             .outstanding
@@ -256,6 +291,7 @@ impl EpState {
                 acked_at: Instant::ZERO,
                 probed_at: Instant::ZERO,
                 probe_failures: 0,
+                logged: TxnState::default(),
             },
         );
     }
@@ -426,6 +462,12 @@ impl EpState {
         for (id, addr) in probes {
             self.send_probe(id, addr, now);
         }
+        if self.txn.log.is_some() {
+            self.log_states();
+            if !self.txn.to_resume.is_empty() && self.depth.is_some() {
+                self.txn_resume(now);
+            }
+        }
     }
 
     /// Asks `addr` how far kept transaction `txn` got.
@@ -526,6 +568,7 @@ impl Endpoint {
             let id = txn as u32;
             let pending = s.txn.records.get(&id).is_some_and(|r| !r.state.is_final());
             s.txn.records.remove(&id);
+            s.log_released(id);
             if pending {
                 s.complete(id, Category::Short, Instant::now());
             }

@@ -2,8 +2,8 @@
 //! `RAMP_LOG_DIR`; the file itself is `txlog/`). Opening it before the
 //! endpoint maps any peer makes the endpoint the one the log names: a
 //! restarted process binds the logged address and takes the logged
-//! protocol secret (so its incarnation, which derives from the secret, is
-//! the same too). As a target it logs, for every kept transaction, Acked
+//! secret, from which its incarnation derives (its association secret
+//! mixes it with the run's own randomness: a new handshake each run). As a target it logs, for every kept transaction, Acked
 //! and Started before the ack leaves and the handler runs, Finished (with
 //! the kept reply) before the reply leaves, Forgotten when the initiator's
 //! floor passes it. On reopening: a finished transaction answers
@@ -17,15 +17,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::endpoint::{Endpoint, EpState};
-use super::txn::incarnation_of;
+use super::txn::{incarnation_of, put_trailer, Abandon, Ack, Progress, TxnState, TXN_FLAG};
 use super::txn_target::{Entry, KeptReply};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::proto::Protocol;
-use crate::txlog::record::{LoggedMsg, Record, TargetKey};
+use crate::time::Instant;
+use crate::txlog::record::{LoggedMsg, Record, TargetKey, TxnState as LogTxnState};
 use crate::txlog::state::TargetPhase;
 use crate::txlog::{Identity, TxLog};
-use crate::wire::{Category, MsgKind, MsgMeta, MAX_ARGS};
+use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST, MAX_ARGS};
 
 fn logged(meta: &MsgMeta, payload: &[u8]) -> LoggedMsg {
     LoggedMsg {
@@ -50,6 +51,17 @@ fn kept(txn: u32, m: &LoggedMsg) -> Option<KeptReply> {
         meta,
         payload: m.payload.clone(),
     })
+}
+
+fn abandon_from(v: u8) -> Abandon {
+    match v {
+        1 => Abandon::NotAcked,
+        2 => Abandon::Refused,
+        3 => Abandon::HandlerTimeout,
+        4 => Abandon::NoReply,
+        5 => Abandon::TargetCrashed,
+        _ => Abandon::None,
+    }
 }
 
 fn key(peer: SocketAddr, incarnation: u64, txn: u32) -> TargetKey {
@@ -103,6 +115,76 @@ impl EpState {
             }
         }
         self.txn.target.finish(to, txn, reply);
+    }
+
+    /// The initiator issued kept transaction `txn` to `dest` (logged
+    /// before it is sent: a restarted initiator sends it again).
+    pub(super) fn log_issued(
+        &mut self,
+        txn: u32,
+        dest: SocketAddr,
+        meta: &MsgMeta,
+        payload: &[u8],
+    ) {
+        self.log_append(&Record::Issued {
+            txn: txn as u64,
+            dest,
+            msg: logged(meta, payload),
+        });
+    }
+
+    /// The states that changed since they were logged (read lazily: a
+    /// state lost in a crash is found again by resuming the transaction).
+    pub(super) fn log_states(&mut self) {
+        let changed: Vec<(u32, TxnState)> = self.txn.changed_states().collect();
+        for (txn, s) in changed {
+            let state = LogTxnState {
+                ack: s.ack as u8,
+                progress: s.progress as u8,
+                abandon: s.abandon as u8,
+                status: s.status,
+            };
+            if self.log_append(&Record::State {
+                txn: txn as u64,
+                state,
+            }) {
+                self.txn.set_logged(txn, s);
+            }
+        }
+    }
+
+    pub(super) fn log_released(&mut self, txn: u32) {
+        if self.txn.log.is_some() {
+            self.log_append(&Record::Released { txn: txn as u64 });
+        }
+    }
+
+    /// Sends again what the log had unfinished, to targets now mapped.
+    pub(super) fn txn_resume(&mut self, now: Instant) {
+        let todo = std::mem::take(&mut self.txn.to_resume);
+        for (txn, addr, m) in todo {
+            let Some(index) = self.table.index_of(&addr) else {
+                self.txn.to_resume.push((txn, addr, m));
+                continue;
+            };
+            let tag = self.table.mapped_entry(index).map_or(0, |e| e.tag);
+            let Some(cat) = Category::from_u8(m.category) else {
+                continue;
+            };
+            if m.args.len() > MAX_ARGS {
+                continue;
+            }
+            self.txn_resumed(txn, index, addr, now);
+            let mut meta = MsgMeta::new(MsgKind::User, cat, m.handler, &m.args);
+            meta.txn = txn;
+            meta.tag = tag;
+            meta.dest_offset = m.dest_offset;
+            meta.status = TXN_FLAG;
+            let floor = self.txn_floor(addr);
+            let mut payload = self.proto.payload_buffer(&m.payload);
+            put_trailer(&mut payload, self.txn.incarnation, floor);
+            self.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
+        }
     }
 
     /// Logs the entries the table freed as forgotten.
@@ -161,7 +243,13 @@ impl Endpoint {
                 );
                 Error::Resource("cannot bind the address the transaction log names")
             })?;
-            let mut proto = Protocol::new(st.proto.config().clone(), &id.secret);
+            // The association secret of this run mixes the logged one with
+            // this run's randomness: the protocol derives its verification
+            // tags from it in sequence, and a run repeating the last one's
+            // tags would look like a late copy of its association. The
+            // identity (address, incarnation) is the logged secret's.
+            let run = blake3::keyed_hash(&id.secret, &st.secret);
+            let mut proto = Protocol::new(st.proto.config().clone(), run.as_bytes());
             proto.set_recv_depth(st.proto.recv_depth());
             st.transports = transports;
             st.proto = proto;
@@ -190,6 +278,29 @@ impl Endpoint {
         for k in forget {
             if let Err(e) = log.append(&Record::Forgotten { key: k }) {
                 eprintln!("ramp: {e}");
+            }
+        }
+        // what the initiator had issued: listed again; unfinished ones are
+        // sent again once their target is mapped
+        let ls = log.state();
+        if ls.next_txn > 0 {
+            st.next_txn = (ls.next_txn as u32).max(1);
+        }
+        for (&txn, i) in &ls.issued {
+            let txn = txn as u32;
+            let s = TxnState {
+                ack: match i.state.ack {
+                    1 => Ack::Acked,
+                    2 => Ack::Nacked,
+                    _ => Ack::None,
+                },
+                progress: Progress::from_i32(i.state.progress as i32).unwrap_or_default(),
+                abandon: abandon_from(i.state.abandon),
+                status: i.state.status,
+            };
+            st.txn.restore_record(txn, i.dest, s);
+            if !s.is_final() {
+                st.txn.to_resume.push((txn, i.dest, i.msg.clone()));
             }
         }
         st.txn.target.logging = true;
