@@ -434,8 +434,11 @@ int ramp_ReturnedMayHaveRun(void *token, int *may);
  * (they survive a process crash); RAMP_LOG_SYNC=1 msyncs each (a machine crash).  A
  * foreign, torn or inconsistent file is refused (AM_ERR_RESOURCE, the file and the
  * problem on stderr); so is a log another process has open.  RAMP_LOG_DIR=dir opens
- * dir/endpoint-N.ramplog for the process's N-th endpoint.  Not done yet: the initiator's
- * side (its issued transactions are not logged, nothing is resumed after its restart). */
+ * dir/endpoint-N.ramplog for the process's N-th endpoint.  As an initiator ep logs each
+ * ramp_RequestTxn before sending it (states are logged when read, releases at once): a
+ * restarted initiator lists its unreleased transactions with ramp_TxnList and the unfinished
+ * ones are sent again once their target is mapped (the target's at-most-once rule answers
+ * them); their progress starts again from REQUEST_SENT. */
 int ramp_LogOpen(ep_t ep, const char *path);
 /* ---- end of transactions ---- */
 
