@@ -279,6 +279,22 @@ typedef int (*ramp_spawnfn_t)(int, int, char**, char**);
 
 typedef void (*ramp_exitcallback_t)(int);
 
+/**
+ * A transaction id (`ramp_RequestTxn`).
+ */
+typedef uint64_t ramp_txn_t;
+
+/**
+ * `ramp_txn_state_t`: the fields hold the values of the header's enums
+ * (`ramp_ack_t`, `ramp_progress_t`, `ramp_abandon_t`; int-sized).
+ */
+typedef struct {
+  int ack;
+  int progress;
+  int abandon;
+  int status;
+} ramp_txn_state_t;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -625,6 +641,50 @@ int ramp_SPMDSshSpawn(int _n, int _argc, char **_argv, char **_env);
 
 int ramp_SPMDCustomSpawn(int _n, int _argc, char **_argv, char **_env);
 
+int ramp_RequestTxn(ep_t ep,
+                    uint32_t dest,
+                    handler_t handler,
+                    int category,
+                    const void *source_addr,
+                    size_t nbytes,
+                    size_t dest_offset,
+                    int numargs,
+                    const int32_t *args,
+                    ramp_txn_t *txn);
+
+int ramp_TxnState(ep_t ep, ramp_txn_t txn, ramp_txn_state_t *state);
+
+/**
+ * AM_OK once PROCESSED or abandoned; AM_ERR_RESOURCE with the current
+ * state when `timeout_ms` passed first (negative: no limit).
+ */
+int ramp_TxnWait(ep_t ep, ramp_txn_t txn, int timeout_ms, ramp_txn_state_t *state);
+
+/**
+ * Writes up to `max` ids of kept transactions at `progress` to `out_ids`
+ * (oldest first); `*count` is how many there are (may exceed `max`).
+ */
+int ramp_TxnList(ep_t ep, int progress, ramp_txn_t *out_ids, size_t max, size_t *count);
+
+int ramp_TxnRelease(ep_t ep, ramp_txn_t txn);
+
+/**
+ * The handler-time bound in microseconds (0: none, the default).
+ */
+int ramp_SetHandlerTimeout(ep_t ep, uint64_t usec);
+
+/**
+ * In handler 0, for a returned request: whether its handler may have run
+ * at the target (1: it was given up in the network after it may have
+ * arrived; 0: refused by the target or never sent, it did not run).
+ */
+int ramp_ReturnedMayHaveRun(void *token, int *may);
+
+/**
+ * Keeps ep's transactions in the log at `path` (RAMP_LOG_SYNC=1: msync per record).
+ */
+int ramp_LogOpen(ep_t ep, const char *path);
+
 int ramp_SetHandlerName(ep_t ep, handler_t handler, const char *name);
 
 int ramp_LookupHandler(ep_t ep, uint32_t dest, const char *name, handler_t *handler);
@@ -813,6 +873,50 @@ int ramp_SPMDLocalSpawn(int _n, int _argc, char **_argv, char **_env);
 int ramp_SPMDSshSpawn(int _n, int _argc, char **_argv, char **_env);
 
 int ramp_SPMDCustomSpawn(int _n, int _argc, char **_argv, char **_env);
+
+int ramp_RequestTxn(ep_t ep,
+                    uint32_t dest,
+                    handler_t handler,
+                    int category,
+                    const void *source_addr,
+                    size_t nbytes,
+                    size_t dest_offset,
+                    int numargs,
+                    const int32_t *args,
+                    ramp_txn_t *txn);
+
+int ramp_TxnState(ep_t ep, ramp_txn_t txn, ramp_txn_state_t *state);
+
+/**
+ * AM_OK once PROCESSED or abandoned; AM_ERR_RESOURCE with the current
+ * state when `timeout_ms` passed first (negative: no limit).
+ */
+int ramp_TxnWait(ep_t ep, ramp_txn_t txn, int timeout_ms, ramp_txn_state_t *state);
+
+/**
+ * Writes up to `max` ids of kept transactions at `progress` to `out_ids`
+ * (oldest first); `*count` is how many there are (may exceed `max`).
+ */
+int ramp_TxnList(ep_t ep, int progress, ramp_txn_t *out_ids, size_t max, size_t *count);
+
+int ramp_TxnRelease(ep_t ep, ramp_txn_t txn);
+
+/**
+ * The handler-time bound in microseconds (0: none, the default).
+ */
+int ramp_SetHandlerTimeout(ep_t ep, uint64_t usec);
+
+/**
+ * In handler 0, for a returned request: whether its handler may have run
+ * at the target (1: it was given up in the network after it may have
+ * arrived; 0: refused by the target or never sent, it did not run).
+ */
+int ramp_ReturnedMayHaveRun(void *token, int *may);
+
+/**
+ * Keeps ep's transactions in the log at `path` (RAMP_LOG_SYNC=1: msync per record).
+ */
+int ramp_LogOpen(ep_t ep, const char *path);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -79,6 +79,10 @@ ALIASES = {
     "op_t": "int",                        # am.h
     "am_handler_fn_t": "void (*)(void)",  # am.h: typedef void (*am_handler_fn_t)();
     "size_t": "uintptr_t",                # Rust usize: cbindgen emits uintptr_t
+    "ramp_txn_t": "uint64_t",             # ramp.h: transactions
+    "ramp_ack_t": "int",                  # ramp.h: C enums, ints in Rust (src/ffi/txn.rs)
+    "ramp_progress_t": "int",
+    "ramp_abandon_t": "int",
 }
 
 # The directional rule: generated `int32_t` accepted where include/ says `int`.

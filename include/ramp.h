@@ -368,6 +368,88 @@ int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs,
 
 /* ---- end of pull-style receive ---- */
 
+/* ---- transactions ---- */
+/* ------------------------------------------------------------------------------------
+ * Transactions (ramp-ext.md section 3): requests whose progress the program can ask.
+ * A transaction is a request, the target's ack when its handler starts, then the reply
+ * when it is done.  The request handler runs at most once per transaction, also when the
+ * request is retransmitted, duplicated or replayed: a duplicate gets the reply the target
+ * kept (kept replies are freed once later requests of the initiator show they arrived;
+ * at most 4096 kept transactions a peer and 64 MiB of kept replies at a target, past
+ * which a new transaction is refused: RAMP_ABANDON_REFUSED with status ECONGESTION; it
+ * never ran).  Plain AM-2 requests keep no state and cost what they did.
+ * ---------------------------------------------------------------------------------- */
+typedef uint64_t ramp_txn_t;
+typedef enum { RAMP_ACK_NONE = 0, RAMP_ACK_ACKED = 1, RAMP_ACK_NACKED = 2 } ramp_ack_t;
+typedef enum {
+  RAMP_TXN_NOT_SENT = 0, RAMP_TXN_REQUEST_SENT = 1,
+  RAMP_TXN_PROCESSING = 2, RAMP_TXN_PROCESSED = 3
+} ramp_progress_t;
+typedef enum {
+  RAMP_ABANDON_NONE = 0,
+  RAMP_ABANDON_NOT_ACKED = 1,      /* retries exhausted before any ack: the handler never ran */
+  RAMP_ABANDON_REFUSED = 2,        /* the target refused it (no handler, bad tag, segment): never ran */
+  RAMP_ABANDON_HANDLER_TIMEOUT = 3,/* the handler started and did not finish within the bound */
+  RAMP_ABANDON_NO_REPLY = 4,       /* acked, then no reply within the retries: the handler may have run */
+  RAMP_ABANDON_TARGET_CRASHED = 5  /* the target restarted from its log while the handler ran: it ran at most once */
+} ramp_abandon_t;
+typedef struct {
+  ramp_ack_t ack; ramp_progress_t progress; ramp_abandon_t abandon;
+  int status;                      /* the AM-2 status code when abandoned, else 0 */
+} ramp_txn_state_t;
+
+/* ramp_RequestArgv (never asynchronous) that keeps the transaction's state until
+ * ramp_TxnRelease and writes its id to *txn.  A long payload is at most AM_MaxLong() - 16
+ * bytes (a transaction carries 16 bytes more).  AM_ERR_RESOURCE when 65536 transactions
+ * are kept (release finished ones).  A failed or refused transaction does not call
+ * handler 0: its state says where it failed. */
+int ramp_RequestTxn(ep_t ep, uint32_t dest, handler_t handler, int category,
+                    const void *source_addr, size_t nbytes, uintptr_t dest_offset,
+                    int numargs, const int32_t *args, ramp_txn_t *txn);
+/* The status of an abandoned transaction is the returned-message code (am.h): EBADHANDLER,
+ * EBADTAG... when refused, EUNREACHABLE when given up in the network or past the handler
+ * bound, ECONGESTION when the target had no room. */
+/* The state of kept transaction txn; AM_ERR_BAD_ARG when it is not one (released, or a
+ * plain request's). */
+int ramp_TxnState(ep_t ep, ramp_txn_t txn, ramp_txn_state_t *state);
+/* Waits, making progress (handlers may run, as in AM_Poll), until txn is PROCESSED or
+ * abandoned (AM_OK) or timeout_ms passed (AM_ERR_RESOURCE; negative: no limit); writes
+ * its state either way. */
+int ramp_TxnWait(ep_t ep, ramp_txn_t txn, int timeout_ms, ramp_txn_state_t *state);
+/* Writes the ids of up to max kept transactions whose progress is `progress` to out,
+ * oldest first; *count is how many there are (it may exceed max).  An abandoned
+ * transaction keeps the progress it had. */
+int ramp_TxnList(ep_t ep, ramp_progress_t progress, ramp_txn_t *out, size_t max, size_t *count);
+/* Forgets txn's state (an answer that comes later is dropped). */
+int ramp_TxnRelease(ep_t ep, ramp_txn_t txn);
+/* Bounds the time a transaction's handler may run, from its ack (microseconds; 0: no
+ * bound, the default, as AM-2): past it the transaction is abandoned with
+ * RAMP_ABANDON_HANDLER_TIMEOUT (checked when its state is read or waited for). */
+int ramp_SetHandlerTimeout(ep_t ep, uint64_t usec);
+/* In handler 0, for a returned request: *may = 1 when its handler may have run at the
+ * target (it was given up in the network, EUNREACHABLE, after it may have arrived: do
+ * not resend it blindly, or send it as a transaction), 0 when it did not run (refused
+ * by the target, or never sent).  AM_ERR_BAD_ARG for another token. */
+int ramp_ReturnedMayHaveRun(void *token, int *may);
+/* Keeps ep's transactions in a memory-mapped log at path (created when missing), before
+ * ep maps any peer (else AM_ERR_RESOURCE).  An existing log makes ep the endpoint it
+ * names: ep binds the logged address and takes the logged protocol secret, so a restarted
+ * process comes back at the same name (peers see a new handshake).  As a target ep logs
+ * each transaction's ack and start before its handler runs, its end and reply before the
+ * reply leaves; after a crash (kill -9) and a restart with the same path, a finished
+ * transaction is never run again (a duplicate gets the logged reply) and one that had
+ * started answers RAMP_ABANDON_TARGET_CRASHED.  Records are in the page cache at once
+ * (they survive a process crash); RAMP_LOG_SYNC=1 msyncs each (a machine crash).  A
+ * foreign, torn or inconsistent file is refused (AM_ERR_RESOURCE, the file and the
+ * problem on stderr); so is a log another process has open.  RAMP_LOG_DIR=dir opens
+ * dir/endpoint-N.ramplog for the process's N-th endpoint.  As an initiator ep logs each
+ * ramp_RequestTxn before sending it (states are logged when read, releases at once): a
+ * restarted initiator lists its unreleased transactions with ramp_TxnList and the unfinished
+ * ones are sent again once their target is mapped (the target's at-most-once rule answers
+ * them); their progress starts again from REQUEST_SENT. */
+int ramp_LogOpen(ep_t ep, const char *path);
+/* ---- end of transactions ---- */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

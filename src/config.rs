@@ -25,6 +25,10 @@ pub struct Config {
     pub verbose: bool,
     /// `RAMP_PROGRESS_THREAD`: every bundle starts with its progress thread on.
     pub progress_thread: bool,
+    /// `RAMP_LOG_DIR`: every endpoint opens a transaction log there.
+    pub log_dir: Option<std::path::PathBuf>,
+    /// `RAMP_LOG_SYNC`: msync every log record (survives a machine crash).
+    pub log_sync: bool,
     pub spmd: SpmdConfig,
     /// `RAMP_BENCH_SERVER_STATS`: the benchmark's server prints its statistics.
     pub bench_server_stats: bool,
@@ -146,6 +150,8 @@ impl Default for Config {
             socket_buffer: 4 << 20,
             verbose: false,
             progress_thread: false,
+            log_dir: None,
+            log_sync: false,
             spmd: SpmdConfig::default(),
             bench_server_stats: false,
             auth: Auth::Auto,
@@ -326,6 +332,25 @@ pub const VARIABLES: &[Var] = &[
         aliases: &[],
         meaning: "1: every bundle starts with a progress thread that performs remote puts and gets while the program computes (ramp_SetProgressThread)",
         set: |c, v| flag(v).map(|x| c.progress_thread = x),
+    },
+    Var {
+        name: "RAMP_LOG_DIR",
+        aliases: &[],
+        meaning: "an existing directory: every endpoint keeps its transactions in a log there (ramp_LogOpen), endpoint-N.ramplog for the process's N-th endpoint (from 0), so a restarted process comes back as the same endpoints",
+        set: |c, v| {
+            if std::path::Path::new(v).is_dir() {
+                c.log_dir = Some(v.into());
+                Ok(())
+            } else {
+                Err("expected an existing directory".to_string())
+            }
+        },
+    },
+    Var {
+        name: "RAMP_LOG_SYNC",
+        aliases: &[],
+        meaning: "1: msync every transaction log record (survives a machine crash, at a disk write each); default 0 (survives a process crash)",
+        set: |c, v| flag(v).map(|x| c.log_sync = x),
     },
     Var {
         name: "RAMP_NETWORK_DEPTH",

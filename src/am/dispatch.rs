@@ -9,6 +9,7 @@ use super::endpoint::{Endpoint, EpState, Guard};
 use super::handler::{Data, HandlerArgs, HandlerFn};
 use super::returned::{default_returned_handler, Admitted};
 use super::token::{LiveToken, TokenInfo};
+use super::txn::{take_trailer, TXN_FLAG};
 use crate::error::{Result, ReturnStatus};
 use crate::proto::{Event, FailReason};
 use crate::time::Instant;
@@ -126,6 +127,9 @@ impl Endpoint {
 impl EpState {
     /// The automatic reply of request `txn` from `to`, whose handler did not reply.
     pub(super) fn send_auto_reply(&mut self, now: Instant, to: SocketAddr, txn: u32) {
+        if !self.txn.target.is_empty() {
+            self.txn_finished(to, txn, None);
+        }
         let meta = MsgMeta {
             txn,
             ..MsgMeta::new(MsgKind::AutoReply, Category::Short, 0, &[])
@@ -159,6 +163,10 @@ impl EpState {
                     return None;
                 }
                 let is_request = channel == CHANNEL_REQUEST;
+                if is_request && meta.kind == MsgKind::TxnProbe {
+                    self.txn_probed(from, &meta, now);
+                    return None;
+                }
                 let c = meta.category.index();
                 if !is_request {
                     // A reply or a returned request must answer a request
@@ -169,7 +177,16 @@ impl EpState {
                         // taken by `name_delivered` above
                         MsgKind::NameQuery | MsgKind::NameAnswer => return None,
                         MsgKind::AutoReply => {
+                            // (a kept transaction's answer may come after its
+                            // request was given up: to a probe)
                             self.complete_from(from, meta.txn, now);
+                            if self.txn.any() {
+                                self.txn_replied(from, meta.txn);
+                            }
+                            return None;
+                        }
+                        MsgKind::TxnAck => {
+                            self.txn_acked(from, &meta, now);
                             return None;
                         }
                         MsgKind::Returned => {
@@ -186,6 +203,13 @@ impl EpState {
                                 }
                                 return None;
                             }
+                            if meta.returned_request
+                                && self.txn.any()
+                                && self.txn_refused(from, meta.txn, meta.status)
+                            {
+                                // its state says it; handler 0 is for AM-2's
+                                return None;
+                            }
                             let status =
                                 ReturnStatus::from_u8(meta.status).unwrap_or(ReturnStatus::BadArgs);
                             let info = TokenInfo::new(
@@ -198,7 +222,11 @@ impl EpState {
                             return Some(self.returned_work(info, meta.args, status));
                         }
                         MsgKind::User => {
-                            if !self.complete_from(from, meta.txn, now) {
+                            let answers = self.complete_from(from, meta.txn, now);
+                            // a kept transaction's may come after its request
+                            // was given up: to a probe
+                            let kept = self.txn.any() && self.txn_replied(from, meta.txn);
+                            if !answers && !kept {
                                 return None;
                             }
                             self.stats.replies_received[c] += 1;
@@ -217,6 +245,19 @@ impl EpState {
                     }
                     self.stats.requests_received[c] += 1;
                 }
+                let mut payload = payload;
+                // a kept transaction (`txn.rs`): its trailer comes off first
+                let trailer = if is_request && meta.status & TXN_FLAG != 0 {
+                    match take_trailer(&mut payload) {
+                        Some(t) => Some(t),
+                        None => {
+                            self.send_returned(now, from, meta, ReturnStatus::BadArgs, true);
+                            return None;
+                        }
+                    }
+                } else {
+                    None
+                };
                 let source = self.table.index_of(&from);
                 let admitted = match self.admit(source, &meta, payload.len(), is_request) {
                     Ok(a) => a,
@@ -225,6 +266,11 @@ impl EpState {
                         return None;
                     }
                 };
+                if let Some((incarnation, floor)) = trailer {
+                    if !self.txn_arrive(from, &meta, &payload, incarnation, floor, now) {
+                        return None;
+                    }
+                }
                 let data = match admitted {
                     Admitted::Short => WorkData::None,
                     Admitted::Medium => WorkData::Medium(payload),
@@ -259,10 +305,23 @@ impl EpState {
                     self.name_failed(to, &meta);
                     return None;
                 }
+                if meta.kind == MsgKind::TxnProbe {
+                    // the target went silent while a transaction waited
+                    if self.txn_failed(to, meta.txn, reason, true, now)
+                        && self.outstanding.contains_key(&meta.txn)
+                        && self.txn_is_final(meta.txn)
+                    {
+                        self.complete(meta.txn, meta.category, now);
+                    }
+                    return None;
+                }
                 let status = returned_status(reason);
                 let is_request = channel == CHANNEL_REQUEST;
                 if is_request {
                     self.complete(meta.txn, meta.category, now);
+                    if self.txn.any() && self.txn_failed(to, meta.txn, reason, false, now) {
+                        return None;
+                    }
                 } else if meta.kind != MsgKind::User {
                     // An automatic reply or a returned message could not be
                     // delivered: the peer is gone; nothing waits for it here.
@@ -276,7 +335,10 @@ impl EpState {
                     }
                     return None;
                 }
-                let info = TokenInfo::new(ep.clone(), to, self.source_id(&to), &meta, is_request);
+                let mut info =
+                    TokenInfo::new(ep.clone(), to, self.source_id(&to), &meta, is_request);
+                // given up in the network: a request may have been handled
+                info.may_have_run = is_request && reason == FailReason::PeerUnreachable;
                 Some(self.returned_work(info, meta.args, status))
             }
         }

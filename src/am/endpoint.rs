@@ -57,12 +57,19 @@ pub(crate) struct EpState {
     pub(super) verbose: bool,
     /// Regions, remote memory operations, AM messages drained in order.
     pub(super) rma: super::rma::RmaState,
+    /// Kept transactions, as initiator and as target (`txn.rs`).
+    pub(super) txn: super::txn::Txns,
+    /// The protocol's secret (a transaction log keeps it: `txn_log.rs`).
+    pub(super) secret: [u8; 32],
 }
 
 pub struct Endpoint {
     pub id: u64,
     name: EndpointName,
-    pub(super) addr: SocketAddr,
+    addr: SocketAddr,
+    /// The address a transaction log gave back (`txn_log.rs`): the
+    /// endpoint's address and name from then on.
+    pub(super) logged: std::sync::OnceLock<SocketAddr>,
     pub(super) state: ReentrantMutex<RefCell<EpState>>,
     /// Id of the bundle holding this endpoint.
     pub(crate) bundle: Mutex<u64>,
@@ -136,7 +143,9 @@ impl Endpoint {
     /// An endpoint on the given transports; its name is their address.
     pub(crate) fn over(cfg: &Config, bundle: u64, transports: Transports) -> Arc<Endpoint> {
         let addr = transports.local_addr();
-        let proto = Protocol::new(proto_config(cfg), &endpoint_secret());
+        let secret = endpoint_secret();
+        let proto = Protocol::new(proto_config(cfg), &secret);
+        let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {
             proto,
             transports,
@@ -154,6 +163,8 @@ impl Endpoint {
             recv_depth_env: cfg.recv_depth,
             verbose: cfg.verbose,
             rma: Default::default(),
+            txn: super::txn::Txns::new(incarnation),
+            secret,
         };
         Arc::new(Endpoint {
             id: NEXT_ENDPOINT_ID.fetch_add(1, Ordering::Relaxed),
@@ -161,15 +172,23 @@ impl Endpoint {
             addr,
             state: ReentrantMutex::new(RefCell::new(st)),
             bundle: Mutex::new(bundle),
+            logged: std::sync::OnceLock::new(),
         })
     }
 
     pub fn name(&self) -> EndpointName {
-        self.name
+        match self.logged.get() {
+            None => self.name,
+            Some(a) => EndpointName::from_addr(*a),
+        }
     }
 
+    #[inline]
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        match self.logged.get() {
+            None => self.addr,
+            Some(a) => *a,
+        }
     }
 
     pub(super) fn with<R>(&self, f: impl FnOnce(&mut EpState) -> R) -> R {

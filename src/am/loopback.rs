@@ -66,7 +66,8 @@ impl Endpoint {
                 None
             };
             let meta = msg.meta(0, entry_tag);
-            let mut info = TokenInfo::new(self.clone(), self.addr, index as i32, &meta, is_request);
+            let mut info =
+                TokenInfo::new(self.clone(), self.addr(), index as i32, &meta, is_request);
             info.loopback = true;
             match refusal {
                 None => Work {

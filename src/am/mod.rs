@@ -22,6 +22,10 @@
 //! | `rma.rs` | one-sided put/get at the initiator: chunks, completion, test/wait/fence |
 //! | `rma_target.rs` | remote memory on the wire and at the target; in-order event draining |
 //! | `progress.rs` | the bundle's progress thread |
+//! | `txn.rs` | transactions at the initiator: state tuple, ack, abandon reasons, wait, list |
+//! | `txn_log.rs` | the transaction log wired in: identity, target records, restore |
+//! | `txn_target.rs` | transactions at the target: at-most-once, kept replies, floor, bounds |
+//! | `txn_tests.rs` | transactions over the in-memory network: duplication, replays, refusals |
 //! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
 mod bundle;
@@ -47,6 +51,11 @@ mod tables;
 #[cfg(test)]
 mod tests;
 pub(crate) mod token;
+mod txn;
+mod txn_log;
+mod txn_target;
+#[cfg(test)]
+mod txn_tests;
 
 use std::sync::Arc;
 
@@ -68,6 +77,8 @@ pub use rma::MAX_OPS;
 pub use rma_target::CHUNK as RMA_CHUNK;
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use token::{in_handler, TokenId};
+pub use txn::{Abandon, Ack, Progress, TxnState, MAX_KEPT_TXNS};
+pub use txn_target::{TargetCounts, MAX_ENTRIES_PER_PEER, MAX_KEPT_BYTES};
 
 use crate::error::{Error, Result};
 use crate::fxhash::FxHashMap;
@@ -187,6 +198,15 @@ pub fn allocate_endpoint_with(
             .ok_or(Error::BadArg("not a live bundle"))?
     };
     let ep = Endpoint::open(cfg, bundle_id)?;
+    if let Some(dir) = &cfg.log_dir {
+        static LOGGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = LOGGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ep.log_open(
+            &dir.join(format!("endpoint-{n}.ramplog")),
+            cfg.log_sync,
+            cfg,
+        )?;
+    }
     register(&b, ep)
 }
 

@@ -169,7 +169,7 @@ impl Endpoint {
                 .mapped_entry(dest)
                 .ok_or(Error::BadArg("destination index is not mapped"))?;
             let (addr, tag) = (e.addr, e.tag);
-            if addr == self.addr {
+            if addr == self.addr() {
                 return st
                     .names
                     .local(name)

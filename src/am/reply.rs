@@ -2,6 +2,7 @@
 
 use super::message::Message;
 use super::token::{self, TokenId};
+use super::txn_target::KeptReply;
 use super::TAG_NONE;
 use crate::error::{Error, Result};
 use crate::time::Instant;
@@ -72,13 +73,16 @@ pub fn reply(token: TokenId, msg: &Message<'_>) -> Result<()> {
             .map_or(TAG_NONE, |e| e.tag);
         let now = Instant::now();
         let payload = st.proto.payload_buffer(msg.payload);
-        st.send_message(
-            now,
-            t.source_addr,
-            CHANNEL_REPLY,
-            msg.meta(t.txn, tag),
-            payload,
-        );
+        let meta = msg.meta(t.txn, tag);
+        if t.keep {
+            // kept for duplicates (`txn_target.rs`)
+            let kept = KeptReply {
+                meta,
+                payload: msg.payload.to_vec(),
+            };
+            st.txn_finished(t.source_addr, t.txn, Some(kept));
+        }
+        st.send_message(now, t.source_addr, CHANNEL_REPLY, meta, payload);
         let c = msg.category.index();
         st.stats.replies_sent[c] += 1;
         st.stats.reply_data_bytes_sent[c] += msg.payload.len() as u64;

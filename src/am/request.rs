@@ -25,6 +25,12 @@ pub(super) struct Outstanding {
     sent: Instant,
 }
 
+impl Outstanding {
+    pub(super) fn new(index: u32, addr: SocketAddr, sent: Instant) -> Outstanding {
+        Outstanding { index, addr, sent }
+    }
+}
+
 impl Endpoint {
     /// Sends a request to translation index `dest`. Polls first; waits (by
     /// polling) for a credit unless `nonblocking`, which returns `InUse`
@@ -36,6 +42,17 @@ impl Endpoint {
         msg: &Message<'_>,
         nonblocking: bool,
     ) -> Result<()> {
+        self.request_kept(dest, msg, nonblocking, false).map(|_| ())
+    }
+
+    /// `request`; when `keep`, a kept transaction (`txn.rs`): its id.
+    pub(super) fn request_kept(
+        self: &Arc<Self>,
+        dest: u32,
+        msg: &Message<'_>,
+        nonblocking: bool,
+        keep: bool,
+    ) -> Result<Option<u32>> {
         msg.check()?;
         let nested = token::in_handler();
         let mut first = true;
@@ -55,8 +72,14 @@ impl Endpoint {
                         .ok_or(Error::BadArg("destination index is not mapped"))?
                         .addr
                 };
-                if addr == self.addr {
-                    return self.deliver_loopback(&g, dest, true, msg);
+                if addr == self.addr() {
+                    if !keep {
+                        return self.deliver_loopback(&g, dest, true, msg).map(|_| None);
+                    }
+                    let txn = g.borrow_mut().take_txn_id();
+                    let ran = self.deliver_loopback(&g, dest, true, msg);
+                    g.borrow_mut().txn_loopback(txn, addr, ran);
+                    return Ok(Some(txn));
                 }
                 let mut now = Instant::now();
                 // AM-2: a request polls before it sends (the whole bundle),
@@ -78,8 +101,7 @@ impl Endpoint {
                     e.outstanding += 1;
                     let tag = e.tag;
                     now = now.max(st.last_pump);
-                    st.send_request(now, dest, addr, tag, msg);
-                    return Ok(());
+                    return Ok(st.send_request(now, dest, addr, tag, msg, keep));
                 }
             }
             if nonblocking {
@@ -127,11 +149,22 @@ impl EpState {
         addr: SocketAddr,
         tag: u64,
         msg: &Message<'_>,
-    ) {
-        let txn = self.next_txn;
-        self.next_txn = self.next_txn.wrapping_add(1).max(1);
-        let payload = self.proto.payload_buffer(msg.payload);
-        self.send_message(now, addr, CHANNEL_REQUEST, msg.meta(txn, tag), payload);
+        keep: bool,
+    ) -> Option<u32> {
+        let txn = self.take_txn_id();
+        let mut payload = self.proto.payload_buffer(msg.payload);
+        let mut meta = msg.meta(txn, tag);
+        if keep {
+            // recorded first: the floor counts this one as waiting
+            self.txn_sent(txn, addr, now);
+            if self.txn.log.is_some() {
+                self.log_issued(txn, addr, &meta, msg.payload);
+            }
+            let floor = self.txn_floor(addr);
+            super::txn::put_trailer(&mut payload, self.txn.incarnation, floor);
+            meta.status = super::txn::TXN_FLAG;
+        }
+        self.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
         // The bookkeeping waits until the datagram is out (off the round
         // trip's critical path): the reply is taken by a poll, which needs
         // this endpoint's lock, held until this returns.
@@ -146,6 +179,14 @@ impl EpState {
         let c = msg.category.index();
         self.stats.requests_sent[c] += 1;
         self.stats.request_data_bytes_sent[c] += msg.payload.len() as u64;
+        keep.then_some(txn)
+    }
+
+    /// The next transaction id (never 0).
+    pub(super) fn take_txn_id(&mut self) -> u32 {
+        let txn = self.next_txn;
+        self.next_txn = self.next_txn.wrapping_add(1).max(1);
+        txn
     }
 
     /// A reply, an automatic reply or a returned request from `from` for

@@ -222,7 +222,7 @@ impl Endpoint {
             } else {
                 &[][..]
             };
-            if addr == self.addr {
+            if addr == self.addr() {
                 // To itself: performed at once, under the same lock.
                 let (status, index, data) = st.perform(addr, &meta, payload);
                 let data = (o.kind == MsgKind::Get).then_some(data);

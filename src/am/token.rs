@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::endpoint::Endpoint;
 use super::name::EndpointName;
-use crate::wire::{Category, MsgMeta};
+use crate::wire::{Category, MsgKind, MsgMeta};
 
 /// The value a handler sees as its token (never 0).
 pub type TokenId = u64;
@@ -41,6 +41,11 @@ pub struct TokenInfo {
     pub loopback: bool,
     pub txn: u32,
     pub replied: bool,
+    /// A kept transaction's request (`txn.rs`): its reply is kept.
+    pub keep: bool,
+    /// A returned request: whether its handler may have run (it was given
+    /// up in the network, not refused by the target).
+    pub may_have_run: bool,
 }
 
 impl TokenInfo {
@@ -69,6 +74,10 @@ impl TokenInfo {
             loopback: false,
             txn: meta.txn,
             replied: false,
+            keep: is_request
+                && meta.status & super::txn::TXN_FLAG != 0
+                && meta.kind == MsgKind::User,
+            may_have_run: false,
         }
     }
 

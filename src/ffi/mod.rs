@@ -44,6 +44,7 @@ mod segment;
 mod source_checks;
 pub mod spmd;
 pub mod trampolines;
+pub mod txn;
 pub mod types;
 
 use std::os::raw::c_int;

@@ -97,7 +97,13 @@ pub trait Transport: Send {
 /// behind fault injection when any `RAMP_FAULT_*` is set.
 pub fn open(cfg: &crate::config::Config) -> io::Result<Transports> {
     let ip = choose_bind_address(cfg.interface.as_deref())?;
-    let udp = UdpTransport::bind(SocketAddr::new(ip, 0), cfg.socket_buffer)?;
+    open_at(cfg, SocketAddr::new(ip, 0))
+}
+
+/// `open` at a given address (an endpoint that comes back from its
+/// transaction log binds the address it had).
+pub fn open_at(cfg: &crate::config::Config, addr: SocketAddr) -> io::Result<Transports> {
+    let udp = UdpTransport::bind(addr, cfg.socket_buffer)?;
     let udp: Box<dyn Transport> = if cfg.fault.enabled() {
         Box::new(FaultyTransport::new(udp, cfg.fault.clone()))
     } else {

@@ -52,6 +52,13 @@ pub enum MsgKind {
     /// Handler names: the answer, on the reply channel; short, three
     /// arguments (query id, status, handler index). Runs no handler.
     NameAnswer = 9,
+    /// Transactions (`am/txn.rs`): the target has started the handler of
+    /// request `txn` (reply channel, short, no arguments). Runs no handler.
+    TxnAck = 10,
+    /// Transactions: "how far is `txn`?", on the request channel (short,
+    /// two arguments: the initiator's incarnation). Answered with a
+    /// `TxnAck` (status 1: unknown there) or the kept reply. Runs no handler.
+    TxnProbe = 11,
 }
 
 impl MsgKind {
@@ -79,6 +86,8 @@ impl MsgKind {
             6 => Some(MsgKind::RmaDone),
             8 => Some(MsgKind::NameQuery),
             9 => Some(MsgKind::NameAnswer),
+            10 => Some(MsgKind::TxnAck),
+            11 => Some(MsgKind::TxnProbe),
             _ => None,
         }
     }

@@ -375,6 +375,7 @@ pub fn client_main(args: &[String]) -> i32 {
 
     let (mut raw_m, mut raw_p) = (vec![], vec![]);
     let (mut r0_m, mut r0_p) = (vec![], vec![]);
+    let (mut rt_m, mut rt_p) = (vec![], vec![]);
     let (mut r4_m, mut r4_p) = (vec![], vec![]);
     let (mut r0_retx, mut r4_retx, mut xfer_retx) =
         (Retx::default(), Retx::default(), Retx::default());
@@ -420,6 +421,17 @@ pub fn client_main(args: &[String]) -> i32 {
             ps.push(p99);
             rx.add_since(&ep, &before);
         }
+        // the same 0-arg round trip as a kept transaction (issue 10)
+        let (m, p99) = time_round_trips(iters, || {
+            let want = pongs.load(Ordering::Relaxed) + 1;
+            let t = ep.request_txn(1, &Message::short(H_ECHO, &[])).unwrap();
+            while pongs.load(Ordering::Relaxed) < want {
+                b.poll().unwrap();
+            }
+            ep.txn_release(t).unwrap();
+        });
+        rt_m.push(m);
+        rt_p.push(p99);
     }
     let raw_med = median(&mut raw_m);
     let line = |name: &str, m: &mut Vec<f64>, p: &mut Vec<f64>| {
@@ -437,6 +449,13 @@ pub fn client_main(args: &[String]) -> i32 {
     );
     line("ramp short request/reply, 0 args", &mut r0_m, &mut r0_p);
     line("ramp short request/reply, 4 args", &mut r4_m, &mut r4_p);
+    let (rt_med, r0_med) = (median(&mut rt_m), median(&mut r0_m));
+    println!(
+        "{:<34} median {rt_med:7.2} us   p99 {:7.2} us   ratio to the plain 0-arg {:.2}x",
+        "ramp transaction round trip, 0 args",
+        median(&mut rt_p),
+        rt_med / r0_med
+    );
 
     // Xfer bandwidth: 64 KiB long requests, up to DEPTH outstanding.
     let src = vec![0x5au8; XFER_SIZE];

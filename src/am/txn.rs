@@ -1,0 +1,585 @@
+//! Transactions at the initiator (issue 10): the state tuple of every
+//! request issued with `request_txn` (`ramp_RequestTxn`), kept until
+//! released; its three steps on the wire (the request, the target's
+//! `TxnAck` when the handler starts, the reply when it is done); where it
+//! was abandoned; waiting and listing.
+//!
+//! A kept request is marked by `TXN_FLAG` in its header's status byte (0 in
+//! every other request) and carries a trailer after its payload: the
+//! initiator's incarnation and its floor for that target (every kept
+//! transaction to it below the floor has its answer here), which lets the
+//! target free the replies it keeps (`txn_target.rs`). Plain AM-2 requests
+//! carry neither and cost what they did.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::endpoint::{Endpoint, EpState};
+use super::request::Outstanding;
+use crate::error::{Error, Result, ReturnStatus};
+use crate::fxhash::FxHashMap;
+use crate::proto::FailReason;
+use crate::time::{Instant, MICROS};
+use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST};
+
+/// Status bit of a request's header: a kept transaction (trailer, ack).
+pub(super) const TXN_FLAG: u8 = 1;
+/// incarnation u64 | floor u32 | reserved u32, big-endian, after the payload.
+pub(super) const TRAILER_LEN: usize = 16;
+/// A transaction waiting this long is probed (then again as long).
+const PROBE_EVERY: u64 = 200 * crate::time::MILLIS;
+/// Probes of one transaction given up before it is concluded.
+const MAX_PROBE_FAILURES: u8 = 3;
+/// A `TxnAck`'s status when it answers a probe for a transaction the
+/// target does not keep.
+pub(super) const PROBE_UNKNOWN: u8 = 1;
+/// A `TxnAck`'s status when the target restarted from its log while the
+/// transaction's handler ran.
+pub(super) const PROBE_CRASHED: u8 = 2;
+/// Kept transactions at once (until `ramp_TxnRelease`).
+pub const MAX_KEPT_TXNS: usize = 1 << 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
+pub enum Ack {
+    #[default]
+    None = 0,
+    Acked = 1,
+    Nacked = 2,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
+pub enum Progress {
+    #[default]
+    NotSent = 0,
+    RequestSent = 1,
+    Processing = 2,
+    Processed = 3,
+}
+
+impl Progress {
+    pub fn from_i32(v: i32) -> Option<Progress> {
+        Some(match v {
+            0 => Progress::NotSent,
+            1 => Progress::RequestSent,
+            2 => Progress::Processing,
+            3 => Progress::Processed,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
+pub enum Abandon {
+    #[default]
+    None = 0,
+    /// Given up before any ack: the handler never ran.
+    NotAcked = 1,
+    /// Refused by the target (handler, tag, segment, length, full): never ran.
+    Refused = 2,
+    /// Started and not finished within the bound of `set_handler_timeout`.
+    HandlerTimeout = 3,
+    /// Acked, then no reply: the handler may have run.
+    NoReply = 4,
+    /// The target restarted from its log while the handler ran.
+    TargetCrashed = 5,
+}
+
+/// The contract's `ramp_txn_state_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct TxnState {
+    pub ack: Ack,
+    pub progress: Progress,
+    pub abandon: Abandon,
+    /// The AM-2 status code when abandoned, else 0.
+    pub status: i32,
+}
+
+impl TxnState {
+    /// PROCESSED or abandoned: nothing more will happen to it.
+    pub fn is_final(&self) -> bool {
+        self.progress == Progress::Processed || self.abandon != Abandon::None
+    }
+}
+
+pub(super) struct TxnRecord {
+    state: TxnState,
+    addr: SocketAddr,
+    /// The association (tags) the transaction travels in, once known: a
+    /// new one means the peer restarted and will not answer.
+    assoc: Option<(u64, u64)>,
+    /// When the ack came (the handler-time bound counts from it).
+    acked_at: Instant,
+    /// When it was sent or last probed (`TxnProbe`).
+    probed_at: Instant,
+    /// Probes given up in a row (a restarted peer fails the first).
+    probe_failures: u8,
+    /// The state the log has (`txn_log.rs`: written when it is next read).
+    pub(super) logged: TxnState,
+}
+
+/// The endpoint's transactions (in `EpState::txn`).
+pub(crate) struct Txns {
+    /// Names this process's run of the endpoint to targets.
+    pub(super) incarnation: u64,
+    /// The transaction log, when open (`txn_log.rs`).
+    pub(super) log: Option<crate::txlog::TxLog>,
+    /// Transactions the log had unfinished, to send again once their
+    /// target is mapped: (id, target, message).
+    pub(super) to_resume: Vec<(u32, SocketAddr, crate::txlog::record::LoggedMsg)>,
+    records: FxHashMap<u32, TxnRecord>,
+    /// The handler-time bound, nanoseconds (None: no bound, as AM-2).
+    handler_timeout: Option<u64>,
+    /// What this endpoint keeps as a target (`txn_target.rs`).
+    pub(super) target: super::txn_target::TxnTarget,
+}
+
+impl Txns {
+    pub(super) fn new(incarnation: u64) -> Txns {
+        Txns {
+            incarnation,
+            records: FxHashMap::default(),
+            handler_timeout: None,
+            target: Default::default(),
+            log: None,
+            to_resume: Vec::new(),
+        }
+    }
+
+    /// Kept transactions whose state changed since the log had it.
+    pub(super) fn changed_states(&self) -> impl Iterator<Item = (u32, TxnState)> + '_ {
+        self.records
+            .iter()
+            .filter(|(_, r)| r.state != r.logged)
+            .map(|(&id, r)| (id, r.state))
+    }
+
+    pub(super) fn set_logged(&mut self, txn: u32, s: TxnState) {
+        if let Some(r) = self.records.get_mut(&txn) {
+            r.logged = s;
+        }
+    }
+
+    /// A transaction the log had (`txn_log.rs`), with its last logged state.
+    pub(super) fn restore_record(&mut self, txn: u32, addr: SocketAddr, s: TxnState) {
+        self.records.insert(
+            txn,
+            TxnRecord {
+                state: s,
+                addr,
+                assoc: None,
+                acked_at: Instant::ZERO,
+                probed_at: Instant::ZERO,
+                probe_failures: 0,
+                logged: s,
+            },
+        );
+    }
+
+    /// Whether any transaction is kept (the plain path checks only this).
+    #[inline]
+    pub(super) fn any(&self) -> bool {
+        !self.records.is_empty()
+    }
+}
+
+/// The incarnation of an endpoint whose protocol secret is `secret` (the
+/// same again when it comes back from its log).
+pub(super) fn incarnation_of(secret: &[u8; 32]) -> u64 {
+    let h = blake3::keyed_hash(secret, b"ramp transaction incarnation");
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&h.as_bytes()[..8]);
+    u64::from_le_bytes(b)
+}
+
+/// `a` comes before `b` in the wrapping order of transaction ids.
+pub(super) fn before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// Appends the trailer of a kept request to its payload.
+pub(super) fn put_trailer(payload: &mut Vec<u8>, incarnation: u64, floor: u32) {
+    payload.extend_from_slice(&incarnation.to_be_bytes());
+    payload.extend_from_slice(&floor.to_be_bytes());
+    payload.extend_from_slice(&0u32.to_be_bytes());
+}
+
+/// Takes the trailer off a kept request's payload: (incarnation, floor);
+/// None when the payload is too short to hold one.
+pub(super) fn take_trailer(payload: &mut Vec<u8>) -> Option<(u64, u32)> {
+    let at = payload.len().checked_sub(TRAILER_LEN)?;
+    let t = &payload[at..];
+    let inc = u64::from_be_bytes(t[..8].try_into().ok()?);
+    let floor = u32::from_be_bytes(t[8..12].try_into().ok()?);
+    payload.truncate(at);
+    Some((inc, floor))
+}
+
+impl EpState {
+    /// The floor for `addr`: the oldest kept transaction to it still
+    /// waiting for its answer, else the next id.
+    pub(super) fn txn_floor(&self, addr: SocketAddr) -> u32 {
+        let next = self.next_txn;
+        self.txn
+            .records
+            .iter()
+            .filter(|(_, r)| r.addr == addr && r.state.progress != Progress::Processed)
+            .filter(|(_, r)| r.state.abandon == Abandon::None)
+            .map(|(&id, _)| id)
+            .fold(next, |m, id| if before(id, m) { id } else { m })
+    }
+
+    /// Starts the record of kept transaction `txn`, sent to `addr`.
+    pub(super) fn txn_sent(&mut self, txn: u32, addr: SocketAddr, now: Instant) {
+        let assoc = self.proto.association(&addr);
+        self.txn.records.insert(
+            txn,
+            TxnRecord {
+                state: TxnState {
+                    progress: Progress::RequestSent,
+                    ..Default::default()
+                },
+                addr,
+                assoc,
+                acked_at: now,
+                probed_at: now,
+                probe_failures: 0,
+                logged: TxnState::default(),
+            },
+        );
+    }
+
+    /// Kept transaction `txn` to translation index `index` (at `addr`) is
+    /// sent again (resumed): it waits for its answer anew, holding a credit.
+    pub(super) fn txn_resumed(&mut self, txn: u32, index: u32, addr: SocketAddr, now: Instant) {
+        if self
+            .outstanding
+            .insert(txn, Outstanding::new(index, addr, now))
+            .is_none()
+        {
+            if let Some(e) = self.table.get_mut(index) {
+                e.outstanding += 1;
+            }
+        }
+        self.txn_sent(txn, addr, now);
+    }
+
+    /// A loopback transaction: its handler ran (or was refused) already.
+    pub(super) fn txn_loopback(&mut self, txn: u32, addr: SocketAddr, ran: Result<()>) {
+        let state = match ran {
+            Ok(()) => TxnState {
+                ack: Ack::Acked,
+                progress: Progress::Processed,
+                ..Default::default()
+            },
+            Err(_) => TxnState {
+                ack: Ack::Nacked,
+                progress: Progress::RequestSent,
+                abandon: Abandon::Refused,
+                status: ReturnStatus::BadArgs as i32,
+            },
+        };
+        self.txn.records.insert(
+            txn,
+            TxnRecord {
+                state,
+                addr,
+                assoc: None,
+                acked_at: Instant::ZERO,
+                probed_at: Instant::ZERO,
+                probe_failures: 0,
+                logged: TxnState::default(),
+            },
+        );
+    }
+
+    fn live_record(&mut self, txn: u32, from: SocketAddr) -> Option<&mut TxnRecord> {
+        self.txn
+            .records
+            .get_mut(&txn)
+            .filter(|r| r.addr == from && !r.state.is_final())
+    }
+
+    /// The target's `TxnAck` for `meta.txn` arrived from `from` (status
+    /// `PROBE_UNKNOWN`: the answer to a probe the target cannot place).
+    pub(super) fn txn_acked(&mut self, from: SocketAddr, meta: &MsgMeta, now: Instant) {
+        let assoc = self.proto.association(&from);
+        let txn = meta.txn;
+        if meta.status == PROBE_CRASHED {
+            let Some(r) = self.live_record(txn, from) else {
+                self.stats.stale_dropped += 1;
+                return;
+            };
+            r.state.ack = Ack::Acked;
+            r.state.abandon = Abandon::TargetCrashed;
+            r.state.status = ReturnStatus::Unreachable as i32;
+            self.complete(txn, Category::Short, now);
+            return;
+        }
+        if meta.status == PROBE_UNKNOWN {
+            let Some(r) = self.live_record(txn, from) else {
+                self.stats.stale_dropped += 1;
+                return;
+            };
+            // it keeps no such transaction: it restarted (without a log)
+            r.state.abandon = if r.state.ack == Ack::Acked {
+                Abandon::NoReply
+            } else {
+                Abandon::NotAcked
+            };
+            r.state.status = ReturnStatus::Unreachable as i32;
+            self.complete(txn, Category::Short, now);
+            return;
+        }
+        match self.live_record(txn, from) {
+            Some(r) => {
+                r.probe_failures = 0;
+                if r.state.ack == Ack::None {
+                    r.state.ack = Ack::Acked;
+                    r.state.progress = Progress::Processing;
+                    r.acked_at = now;
+                    r.assoc = assoc.or(r.assoc);
+                }
+            }
+            None => self.stats.stale_dropped += 1,
+        }
+    }
+
+    /// The reply (or automatic reply) of `txn` arrived: true when it is a
+    /// kept transaction.
+    pub(super) fn txn_replied(&mut self, from: SocketAddr, txn: u32) -> bool {
+        match self.live_record(txn, from) {
+            Some(r) => {
+                r.state.ack = Ack::Acked;
+                r.state.progress = Progress::Processed;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Kept transaction `txn` was returned by its target with `status`:
+    /// true when it is one (then handler 0 is not called).
+    pub(super) fn txn_refused(&mut self, from: SocketAddr, txn: u32, status: u8) -> bool {
+        match self.live_record(txn, from) {
+            Some(r) => {
+                r.state.ack = Ack::Nacked;
+                r.state.abandon = Abandon::Refused;
+                r.state.status = status as i32;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The protocol gave kept transaction `txn` up: true when it is one.
+    /// `probe_failed`: the message that failed was a probe (else the
+    /// request itself). A request given up because the peer went silent
+    /// or restarted is not concluded yet: the target may have run it and
+    /// come back from its log, so it is probed first (the probe's own
+    /// failure concludes).
+    pub(super) fn txn_failed(
+        &mut self,
+        to: SocketAddr,
+        txn: u32,
+        reason: FailReason,
+        probe_failed: bool,
+        now: Instant,
+    ) -> bool {
+        let Some(r) = self.live_record(txn, to) else {
+            return false;
+        };
+        if probe_failed {
+            r.probe_failures += 1;
+        }
+        // a probe given up because the peer restarted goes again, in the
+        // new association; a dead peer fails the next ones at once
+        if reason == FailReason::PeerUnreachable && r.probe_failures < MAX_PROBE_FAILURES {
+            r.probed_at = now;
+            self.send_probe(txn, to, now);
+            return true;
+        }
+        let status = match reason {
+            FailReason::PeerUnreachable => ReturnStatus::Unreachable,
+            FailReason::Refused => ReturnStatus::Congestion,
+            FailReason::TooLong => ReturnStatus::BadLength,
+        };
+        r.state.status = status as i32;
+        r.state.abandon = if r.state.ack == Ack::Acked {
+            Abandon::NoReply
+        } else {
+            Abandon::NotAcked
+        };
+        true
+    }
+
+    /// Abandons what the handler-time bound or a restarted peer ended;
+    /// probes the targets of transactions that waited `PROBE_EVERY` (so a
+    /// target that died while nothing else was in flight is noticed: the
+    /// probe fails after the peer timeout).
+    fn txn_refresh(&mut self, now: Instant) {
+        let bound = self.txn.handler_timeout;
+        let mut ended = Vec::new();
+        let mut probes = Vec::new();
+        for (&id, r) in self.txn.records.iter_mut() {
+            if r.state.is_final() {
+                continue;
+            }
+            if now.since(r.probed_at) >= PROBE_EVERY {
+                r.probed_at = now;
+                probes.push((id, r.addr));
+            }
+            if let (Some(b), Progress::Processing) = (bound, r.state.progress) {
+                if now.since(r.acked_at) > b {
+                    r.state.abandon = Abandon::HandlerTimeout;
+                    r.state.status = ReturnStatus::Unreachable as i32;
+                    ended.push(id);
+                    continue;
+                }
+            }
+            let cur = self.proto.association(&r.addr);
+            match (r.assoc, cur) {
+                (None, Some(c)) => r.assoc = Some(c),
+                (Some(a), Some(c)) if a != c => {
+                    // the peer restarted: ask the new one (from its log it
+                    // knows; else it answers "unknown")
+                    r.assoc = Some(c);
+                    if r.probed_at != now {
+                        r.probed_at = now;
+                        probes.push((id, r.addr));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for id in ended {
+            // its credit is free again; a late answer is dropped
+            self.complete(id, Category::Short, now);
+        }
+        for (id, addr) in probes {
+            self.send_probe(id, addr, now);
+        }
+        if self.txn.log.is_some() {
+            self.log_states();
+            if !self.txn.to_resume.is_empty() && self.depth.is_some() {
+                self.txn_resume(now);
+            }
+        }
+    }
+
+    /// Asks `addr` how far kept transaction `txn` got.
+    fn send_probe(&mut self, txn: u32, addr: SocketAddr, now: Instant) {
+        let inc = self.txn.incarnation;
+        let args = [(inc >> 32) as u32, inc as u32];
+        let meta = MsgMeta {
+            txn,
+            ..MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &args)
+        };
+        self.send_message(now, addr, CHANNEL_REQUEST, meta, Vec::new());
+    }
+
+    pub(super) fn txn_is_final(&self, txn: u32) -> bool {
+        self.txn
+            .records
+            .get(&txn)
+            .is_some_and(|r| r.state.is_final())
+    }
+
+    fn txn_get(&self, txn: u64) -> Result<TxnState> {
+        u32::try_from(txn)
+            .ok()
+            .and_then(|t| self.txn.records.get(&t))
+            .map(|r| r.state)
+            .ok_or(Error::BadArg(
+                "not a kept transaction (ramp_RequestTxn's id, not yet released)",
+            ))
+    }
+}
+
+impl Endpoint {
+    /// `request` that keeps the transaction's state: its id.
+    pub fn request_txn(self: &Arc<Self>, dest: u32, msg: &super::Message<'_>) -> Result<u64> {
+        if msg.category == Category::Long && msg.payload.len() + TRAILER_LEN > super::MAX_LONG {
+            return Err(Error::BadArg(
+                "a transaction's long payload is at most AM_MaxLong() - 16 bytes",
+            ));
+        }
+        if self.with(|s| s.txn.records.len()) >= MAX_KEPT_TXNS {
+            return Err(Error::Resource(
+                "too many kept transactions: release finished ones with ramp_TxnRelease",
+            ));
+        }
+        self.request_kept(dest, msg, false, true)
+            .map(|t| t.unwrap_or(0) as u64)
+    }
+
+    /// The state of kept transaction `txn`.
+    pub fn txn_state(self: &Arc<Self>, txn: u64) -> Result<TxnState> {
+        self.with(|s| {
+            s.txn_refresh(Instant::now());
+            s.txn_get(txn)
+        })
+    }
+
+    /// Waits (polling) until `txn` is PROCESSED or abandoned, at most
+    /// `timeout_ms` (negative: no limit). (done, state).
+    pub fn txn_wait(self: &Arc<Self>, txn: u64, timeout_ms: i32) -> Result<(bool, TxnState)> {
+        let t0 = Instant::now();
+        let limit = (timeout_ms >= 0).then(|| timeout_ms as u64 * 1000 * MICROS);
+        loop {
+            let st = self.txn_state(txn)?;
+            if st.is_final() {
+                return Ok((true, st));
+            }
+            if limit.is_some_and(|l| Instant::now().since(t0) >= l) {
+                return Ok((false, st));
+            }
+            self.poll_bundle()?;
+            if let Some(b) = self.owning_bundle() {
+                b.wait_for_activity(1);
+            }
+        }
+    }
+
+    /// Kept transactions whose progress is `progress`, oldest first.
+    pub fn txn_list(self: &Arc<Self>, progress: Progress) -> Vec<u64> {
+        self.with(|s| {
+            s.txn_refresh(Instant::now());
+            let next = s.next_txn;
+            let mut ids: Vec<u32> = s
+                .txn
+                .records
+                .iter()
+                .filter(|(_, r)| r.state.progress == progress)
+                .map(|(&id, _)| id)
+                .collect();
+            ids.sort_by_key(|&id| std::cmp::Reverse(next.wrapping_sub(id)));
+            ids.into_iter().map(u64::from).collect()
+        })
+    }
+
+    /// Forgets kept transaction `txn` (its answer, if any comes, is dropped).
+    pub fn txn_release(self: &Arc<Self>, txn: u64) -> Result<()> {
+        self.with(|s| {
+            s.txn_get(txn)?;
+            let id = txn as u32;
+            let pending = s.txn.records.get(&id).is_some_and(|r| !r.state.is_final());
+            s.txn.records.remove(&id);
+            s.log_released(id);
+            if pending {
+                s.complete(id, Category::Short, Instant::now());
+            }
+            Ok(())
+        })
+    }
+
+    /// The handler-time bound (0: none).
+    pub fn set_handler_timeout(&self, usec: u64) {
+        self.with(|s| {
+            s.txn.handler_timeout = (usec > 0).then(|| usec.saturating_mul(MICROS));
+        })
+    }
+}

@@ -1,0 +1,310 @@
+//! The transaction log wired into an endpoint (`ramp_LogOpen`,
+//! `RAMP_LOG_DIR`; the file itself is `txlog/`). Opening it before the
+//! endpoint maps any peer makes the endpoint the one the log names: a
+//! restarted process binds the logged address and takes the logged
+//! secret, from which its incarnation derives (its association secret
+//! mixes it with the run's own randomness: a new handshake each run). As a target it logs, for every kept transaction, Acked
+//! and Started before the ack leaves and the handler runs, Finished (with
+//! the kept reply) before the reply leaves, Forgotten when the initiator's
+//! floor passes it. On reopening: a finished transaction answers
+//! duplicates with the logged reply; one that had started answers
+//! "crashed" (the initiator sees RAMP_ABANDON_TARGET_CRASHED); one only
+//! acked in the log never had its ack sent, and is forgotten (its
+//! retransmission runs it).
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::endpoint::{Endpoint, EpState};
+use super::txn::{incarnation_of, put_trailer, Abandon, Ack, Progress, TxnState, TXN_FLAG};
+use super::txn_target::{Entry, KeptReply};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::proto::Protocol;
+use crate::time::Instant;
+use crate::txlog::record::{LoggedMsg, Record, TargetKey, TxnState as LogTxnState};
+use crate::txlog::state::TargetPhase;
+use crate::txlog::{Identity, TxLog};
+use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST, MAX_ARGS};
+
+fn logged(meta: &MsgMeta, payload: &[u8]) -> LoggedMsg {
+    LoggedMsg {
+        handler: meta.handler,
+        category: meta.category as u8,
+        args: meta.args().to_vec(),
+        dest_offset: meta.dest_offset,
+        payload: payload.to_vec(),
+    }
+}
+
+/// A logged reply as the table keeps it (None when the record is unusable).
+fn kept(txn: u32, m: &LoggedMsg) -> Option<KeptReply> {
+    let cat = Category::from_u8(m.category)?;
+    if m.args.len() > MAX_ARGS {
+        return None;
+    }
+    let mut meta = MsgMeta::new(MsgKind::User, cat, m.handler, &m.args);
+    meta.txn = txn;
+    meta.dest_offset = m.dest_offset;
+    Some(KeptReply {
+        meta,
+        payload: m.payload.clone(),
+    })
+}
+
+fn abandon_from(v: u8) -> Abandon {
+    match v {
+        1 => Abandon::NotAcked,
+        2 => Abandon::Refused,
+        3 => Abandon::HandlerTimeout,
+        4 => Abandon::NoReply,
+        5 => Abandon::TargetCrashed,
+        _ => Abandon::None,
+    }
+}
+
+fn key(peer: SocketAddr, incarnation: u64, txn: u32) -> TargetKey {
+    TargetKey {
+        peer,
+        incarnation,
+        txn: txn as u64,
+    }
+}
+
+impl EpState {
+    /// Appends `rec` when a log is open; false when it could not be written.
+    fn log_append(&mut self, rec: &Record) -> bool {
+        let Some(log) = self.txn.log.as_mut() else {
+            return true;
+        };
+        match log.append(rec) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("ramp: {e}");
+                false
+            }
+        }
+    }
+
+    /// A kept request is about to be acked and run: logged first.
+    pub(super) fn log_started(
+        &mut self,
+        from: SocketAddr,
+        incarnation: u64,
+        meta: &MsgMeta,
+        payload: &[u8],
+    ) -> bool {
+        let k = key(from, incarnation, meta.txn);
+        self.log_append(&Record::Acked {
+            key: k,
+            msg: logged(meta, payload),
+        }) && self.log_append(&Record::Started { key: k })
+    }
+
+    /// The handler of kept transaction `txn` from `to` finished: logged
+    /// (with its reply) before the reply leaves, then kept.
+    pub(super) fn txn_finished(&mut self, to: SocketAddr, txn: u32, reply: Option<KeptReply>) {
+        if self.txn.log.is_some() && self.txn.target.is_started(to, txn) {
+            if let Some(inc) = self.txn.target.incarnation(to) {
+                let r = reply.as_ref().map(|r| logged(&r.meta, &r.payload));
+                self.log_append(&Record::Finished {
+                    key: key(to, inc, txn),
+                    reply: r,
+                });
+            }
+        }
+        self.txn.target.finish(to, txn, reply);
+    }
+
+    /// The initiator issued kept transaction `txn` to `dest` (logged
+    /// before it is sent: a restarted initiator sends it again).
+    pub(super) fn log_issued(
+        &mut self,
+        txn: u32,
+        dest: SocketAddr,
+        meta: &MsgMeta,
+        payload: &[u8],
+    ) {
+        self.log_append(&Record::Issued {
+            txn: txn as u64,
+            dest,
+            msg: logged(meta, payload),
+        });
+    }
+
+    /// The states that changed since they were logged (read lazily: a
+    /// state lost in a crash is found again by resuming the transaction).
+    pub(super) fn log_states(&mut self) {
+        let changed: Vec<(u32, TxnState)> = self.txn.changed_states().collect();
+        for (txn, s) in changed {
+            let state = LogTxnState {
+                ack: s.ack as u8,
+                progress: s.progress as u8,
+                abandon: s.abandon as u8,
+                status: s.status,
+            };
+            if self.log_append(&Record::State {
+                txn: txn as u64,
+                state,
+            }) {
+                self.txn.set_logged(txn, s);
+            }
+        }
+    }
+
+    pub(super) fn log_released(&mut self, txn: u32) {
+        if self.txn.log.is_some() {
+            self.log_append(&Record::Released { txn: txn as u64 });
+        }
+    }
+
+    /// Sends again what the log had unfinished, to targets now mapped.
+    pub(super) fn txn_resume(&mut self, now: Instant) {
+        let todo = std::mem::take(&mut self.txn.to_resume);
+        for (txn, addr, m) in todo {
+            let Some(index) = self.table.index_of(&addr) else {
+                self.txn.to_resume.push((txn, addr, m));
+                continue;
+            };
+            let tag = self.table.mapped_entry(index).map_or(0, |e| e.tag);
+            let Some(cat) = Category::from_u8(m.category) else {
+                continue;
+            };
+            if m.args.len() > MAX_ARGS {
+                continue;
+            }
+            self.txn_resumed(txn, index, addr, now);
+            let mut meta = MsgMeta::new(MsgKind::User, cat, m.handler, &m.args);
+            meta.txn = txn;
+            meta.tag = tag;
+            meta.dest_offset = m.dest_offset;
+            meta.status = TXN_FLAG;
+            let floor = self.txn_floor(addr);
+            let mut payload = self.proto.payload_buffer(&m.payload);
+            put_trailer(&mut payload, self.txn.incarnation, floor);
+            self.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
+        }
+    }
+
+    /// Logs the entries the table freed as forgotten.
+    pub(super) fn log_forgotten(&mut self) {
+        let freed = std::mem::take(&mut self.txn.target.freed);
+        for (peer, inc, txn) in freed {
+            self.log_append(&Record::Forgotten {
+                key: key(peer, inc, txn),
+            });
+        }
+    }
+}
+
+impl Endpoint {
+    /// `ramp_LogOpen`: keeps this endpoint's transactions in the log at
+    /// `path` (created when missing). Before the endpoint maps any peer.
+    /// An existing log makes this endpoint the one it names (its address,
+    /// its secret); a foreign, torn or inconsistent file is refused, with
+    /// a message naming the file and the problem on stderr.
+    pub fn log_open(self: &Arc<Self>, path: &Path, sync: bool, cfg: &Config) -> Result<()> {
+        let g = self.state.lock();
+        let mut st = g.borrow_mut();
+        if st.txn.log.is_some() {
+            return Err(Error::Resource("this endpoint's log is open already"));
+        }
+        if st.table.mapped() > 0 {
+            return Err(Error::Resource(
+                "ramp_LogOpen must come before the endpoint maps any peer",
+            ));
+        }
+        let (secret, addr) = (st.secret, self.addr());
+        let created_unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let fresh = || Identity {
+            secret,
+            addr,
+            created_unix_ns,
+        };
+        let (mut log, _) = TxLog::open(path, fresh, sync).map_err(|e| {
+            eprintln!("ramp: {e}");
+            Error::Resource("cannot open the transaction log (the message above says why)")
+        })?;
+        let id = log.identity().clone();
+        if id.addr != addr || id.secret != secret {
+            if self.logged.get().is_some() {
+                return Err(Error::Resource(
+                    "this endpoint came back from a log already",
+                ));
+            }
+            let transports = crate::net::open_at(cfg, id.addr).map_err(|e| {
+                eprintln!(
+                    "ramp: transaction log {}: cannot bind its address {}: {e}",
+                    path.display(),
+                    id.addr
+                );
+                Error::Resource("cannot bind the address the transaction log names")
+            })?;
+            // The association secret of this run mixes the logged one with
+            // this run's randomness: the protocol derives its verification
+            // tags from it in sequence, and a run repeating the last one's
+            // tags would look like a late copy of its association. The
+            // identity (address, incarnation) is the logged secret's.
+            let run = blake3::keyed_hash(&id.secret, &st.secret);
+            let mut proto = Protocol::new(st.proto.config().clone(), run.as_bytes());
+            proto.set_recv_depth(st.proto.recv_depth());
+            st.transports = transports;
+            st.proto = proto;
+            st.secret = id.secret;
+            st.txn.incarnation = incarnation_of(&id.secret);
+            let _ = self.logged.set(id.addr);
+        }
+        // what the target had acked, started, finished
+        let mut forget = Vec::new();
+        for (k, phase) in &log.state().target {
+            let txn = k.txn as u32;
+            let entry = match phase {
+                // its ack never left (it follows Started): not run, not owed
+                TargetPhase::Acked(_) => {
+                    forget.push(*k);
+                    continue;
+                }
+                TargetPhase::Started => Entry::Crashed,
+                TargetPhase::Finished(r) => Entry::Finished(r.as_ref().and_then(|m| kept(txn, m))),
+            };
+            st.txn.target.restore(k.peer, k.incarnation, txn, entry);
+            if st.txn.target.incarnation(k.peer) != Some(k.incarnation) {
+                forget.push(*k);
+            }
+        }
+        for k in forget {
+            if let Err(e) = log.append(&Record::Forgotten { key: k }) {
+                eprintln!("ramp: {e}");
+            }
+        }
+        // what the initiator had issued: listed again; unfinished ones are
+        // sent again once their target is mapped
+        let ls = log.state();
+        if ls.next_txn > 0 {
+            st.next_txn = (ls.next_txn as u32).max(1);
+        }
+        for (&txn, i) in &ls.issued {
+            let txn = txn as u32;
+            let s = TxnState {
+                ack: match i.state.ack {
+                    1 => Ack::Acked,
+                    2 => Ack::Nacked,
+                    _ => Ack::None,
+                },
+                progress: Progress::from_i32(i.state.progress as i32).unwrap_or_default(),
+                abandon: abandon_from(i.state.abandon),
+                status: i.state.status,
+            };
+            st.txn.restore_record(txn, i.dest, s);
+            if !s.is_final() {
+                st.txn.to_resume.push((txn, i.dest, i.msg.clone()));
+            }
+        }
+        st.txn.target.logging = true;
+        st.txn.log = Some(log);
+        Ok(())
+    }
+}

@@ -1,0 +1,339 @@
+//! Transactions over the in-memory network: the state tuple, refusals,
+//! duplicates answered with the kept reply (never a second run), old
+//! copies below the floor, bounded memory, the handler-time bound.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::txn::{put_trailer, TxnState, TXN_FLAG};
+use super::txn_target::{Seen, TxnTarget, MAX_ENTRIES_PER_PEER};
+use super::{handler, Abandon, Ack, Bundle, BundleMode, Endpoint, Message, Progress};
+use crate::config::Config;
+use crate::net::mem::MemNetwork;
+use crate::net::Transports;
+use crate::time::Instant;
+use crate::wire::CHANNEL_REQUEST;
+
+const TAG: u64 = 0x7a7a;
+
+/// e0 and e1 on `net`, mapped to each other (0 is e0, 1 is e1); in one
+/// bundle, or each in its own when `apart`.
+fn pair(net: &MemNetwork, apart: bool) -> (Arc<Bundle>, Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
+    super::init().unwrap();
+    let cfg = Config::from_lookup(|_| None).unwrap();
+    let b0 = super::allocate_bundle(BundleMode::Seq).unwrap();
+    let b1 = if apart {
+        super::allocate_bundle(BundleMode::Seq).unwrap()
+    } else {
+        b0.clone()
+    };
+    let open = |b: &Bundle| {
+        let t = Transports::new(Box::new(net.attach()));
+        super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
+    };
+    let (e0, e1) = (open(&b0), open(&b1));
+    for e in [&e0, &e1] {
+        e.set_tag(TAG);
+        e.map(0, e0.name(), TAG).unwrap();
+        e.map(1, e1.name(), TAG).unwrap();
+        e.set_expected_resources(2, 8).unwrap();
+    }
+    (b0, b1, e0, e1)
+}
+
+/// e1's handler 10 counts its runs and replies (handler 11) with arg+1000;
+/// e0's handler 11 adds the reply's argument to `sum`.
+fn counting(e0: &Endpoint, e1: &Endpoint) -> (Arc<AtomicU64>, Arc<AtomicU64>) {
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    e1.set_handler(
+        10,
+        handler(move |h| {
+            r.fetch_add(1, Ordering::SeqCst);
+            super::reply(h.token, &Message::medium(11, &[h.args[0] + 1000], b"kept")).unwrap();
+        }),
+    );
+    let sum = Arc::new(AtomicU64::new(0));
+    let s = sum.clone();
+    e0.set_handler(
+        11,
+        handler(move |h| {
+            s.fetch_add(h.args[0] as u64, Ordering::SeqCst);
+        }),
+    );
+    (runs, sum)
+}
+
+fn wait(e: &Arc<Endpoint>, txn: u64) -> TxnState {
+    let (done, st) = e.txn_wait(txn, 5000).unwrap();
+    assert!(done, "transaction {txn} did not end: {st:?}");
+    st
+}
+
+/// Sends again, from `e0`, the kept request `txn` (handler 10, argument
+/// `arg`) with `floor`, as a new message: what a resumed transaction, a
+/// retransmission in a new association or a replay looks like to the AM
+/// layer of the target.
+fn send_again(e0: &Endpoint, to: SocketAddr, txn: u32, arg: u32, floor: u32) {
+    e0.with(|s| {
+        let mut meta = Message::short(10, &[arg]).meta(txn, TAG);
+        meta.status = TXN_FLAG;
+        let mut payload = Vec::new();
+        put_trailer(&mut payload, s.txn.incarnation, floor);
+        s.send_message(Instant::now(), to, CHANNEL_REQUEST, meta, payload);
+    });
+}
+
+#[test]
+fn a_transaction_goes_through_its_states_and_is_kept_until_released() {
+    let net = MemNetwork::new();
+    let (_b, _, e0, e1) = pair(&net, false);
+    let (runs, sum) = counting(&e0, &e1);
+    let t = e0.request_txn(1, &Message::short(10, &[5])).unwrap();
+    assert_ne!(t, 0);
+    let st = e0.txn_state(t).unwrap();
+    assert_eq!(st.progress, Progress::RequestSent);
+    assert_eq!(e0.txn_list(Progress::RequestSent), vec![t]);
+    let st = wait(&e0, t);
+    assert_eq!(
+        st,
+        TxnState {
+            ack: Ack::Acked,
+            progress: Progress::Processed,
+            abandon: Abandon::None,
+            status: 0
+        }
+    );
+    assert_eq!(
+        (runs.load(Ordering::SeqCst), sum.load(Ordering::SeqCst)),
+        (1, 1005)
+    );
+    assert_eq!(e0.txn_list(Progress::Processed), vec![t]);
+    e0.txn_release(t).unwrap();
+    assert!(e0.txn_state(t).is_err(), "released");
+    assert!(e0.txn_release(t).is_err());
+    assert!(e0.txn_state(1 << 40).is_err(), "not an id");
+    // a plain request keeps nothing
+    e0.request(1, &Message::short(10, &[1]), false).unwrap();
+    assert!(e0.txn_list(Progress::RequestSent).is_empty());
+    // long and medium transactions, their trailer taken off before the data lands
+    let seg = super::VecSegment::new(4096);
+    e1.set_segment(Some(seg.clone()));
+    let t2 = e0
+        .request_txn(1, &Message::long(10, &[7], &[9u8; 100], 8))
+        .unwrap();
+    let t3 = e0
+        .request_txn(1, &Message::medium(10, &[8], &[1u8; 10]))
+        .unwrap();
+    assert_eq!(wait(&e0, t2).progress, Progress::Processed);
+    assert_eq!(wait(&e0, t3).progress, Progress::Processed);
+    assert_eq!(&seg.snapshot()[8..108], &[9u8; 100][..]);
+    assert_eq!(seg.snapshot()[108], 0, "no trailer in the segment");
+    assert_eq!(e0.txn_list(Progress::Processed), vec![t2, t3]);
+}
+
+#[test]
+fn a_refused_transaction_is_abandoned_refused_and_handler_0_is_not_called() {
+    let net = MemNetwork::new();
+    let (_b, _, e0, e1) = pair(&net, false);
+    let _ = counting(&e0, &e1);
+    let zero = Arc::new(AtomicU64::new(0));
+    let z = zero.clone();
+    e0.set_handler(
+        0,
+        handler(move |_| {
+            z.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let t = e0.request_txn(1, &Message::short(77, &[])).unwrap();
+    let st = wait(&e0, t);
+    assert_eq!(st.ack, Ack::Nacked);
+    assert_eq!(st.abandon, Abandon::Refused);
+    assert_eq!(st.status, crate::error::ReturnStatus::BadHandler as i32);
+    assert_eq!(zero.load(Ordering::SeqCst), 0);
+    // the same refusal of a plain request still reaches handler 0
+    e0.request(1, &Message::short(77, &[]), false).unwrap();
+    let t0 = std::time::Instant::now();
+    while zero.load(Ordering::SeqCst) == 0 {
+        e0.poll_bundle().unwrap();
+        assert!(t0.elapsed().as_secs() < 5);
+    }
+}
+
+#[test]
+fn duplicates_get_the_kept_reply_and_never_run_the_handler_again() {
+    let net = MemNetwork::new();
+    let (b, _, e0, e1) = pair(&net, false);
+    let (runs, sum) = counting(&e0, &e1);
+    let t = e0.request_txn(1, &Message::short(10, &[5])).unwrap();
+    wait(&e0, t);
+    // a storm of copies of the same transaction, not yet below the floor
+    for _ in 0..50 {
+        send_again(&e0, e1.addr(), t as u32, 5, t as u32);
+    }
+    let t0 = std::time::Instant::now();
+    while e1.txn_target_counts().duplicates < 50 {
+        b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 5);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "ran once");
+    // the kept replies came back; e0 had its answer, so they ran nothing
+    assert_eq!(sum.load(Ordering::SeqCst), 1005);
+    // a restarted initiator resuming it would take the kept reply: the
+    // record is made live again and one more copy is sent
+    e0.with(|s| s.txn_resumed(t as u32, 1, e1.addr(), Instant::now()));
+    send_again(&e0, e1.addr(), t as u32, 5, t as u32);
+    let st = wait(&e0, t);
+    assert_eq!(st.progress, Progress::Processed);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "still once");
+    assert_eq!(
+        sum.load(Ordering::SeqCst),
+        2010,
+        "the kept reply ran its handler"
+    );
+}
+
+#[test]
+fn the_floor_frees_kept_replies_and_old_copies_are_dropped() {
+    let net = MemNetwork::new();
+    let (b, _, e0, e1) = pair(&net, false);
+    let (runs, _) = counting(&e0, &e1);
+    let mut first = 0;
+    for i in 0..200u32 {
+        let t = e0.request_txn(1, &Message::short(10, &[i])).unwrap();
+        if i == 0 {
+            first = t;
+        }
+        wait(&e0, t);
+        e0.txn_release(t).unwrap();
+        let c = e1.txn_target_counts();
+        assert!(c.entries <= 2, "entries bounded: {c:?}");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 200);
+    // a copy of the first, long below the floor: dropped, not run
+    let floor = e0.with(|s| s.txn_floor(e1.addr()));
+    send_again(&e0, e1.addr(), first as u32, 0, floor);
+    let t0 = std::time::Instant::now();
+    while e1.txn_target_counts().old_dropped == 0 {
+        b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 5);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 200);
+}
+
+#[test]
+fn a_handler_past_the_bound_is_abandoned_handler_timeout() {
+    let net = MemNetwork::new();
+    let (b0, b1, e0, e1) = pair(&net, true);
+    let release = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicBool::new(false));
+    let (r, s) = (release.clone(), started.clone());
+    e1.set_handler(
+        10,
+        handler(move |_| {
+            s.store(true, Ordering::SeqCst);
+            while !r.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+        }),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let st2 = stop.clone();
+    let target = std::thread::spawn(move || {
+        while !st2.load(Ordering::SeqCst) {
+            b1.poll().unwrap();
+            std::thread::yield_now();
+        }
+    });
+    e0.set_handler_timeout(20_000);
+    let t = e0.request_txn(1, &Message::short(10, &[1])).unwrap();
+    // the handler runs until released: the bound ends the transaction
+    let st = wait(&e0, t);
+    assert!(started.load(Ordering::SeqCst));
+    assert_eq!(st.ack, Ack::Acked);
+    assert_eq!(st.progress, Progress::Processing);
+    assert_eq!(st.abandon, Abandon::HandlerTimeout);
+    release.store(true, Ordering::SeqCst);
+    // its late automatic reply changes nothing
+    let t0 = std::time::Instant::now();
+    while e1.txn_target_counts().entries > 0 && t0.elapsed().as_millis() < 200 {
+        b0.poll().unwrap();
+    }
+    assert_eq!(e0.txn_state(t).unwrap().abandon, Abandon::HandlerTimeout);
+    stop.store(true, Ordering::SeqCst);
+    target.join().unwrap();
+}
+
+#[test]
+fn the_target_table_is_bounded_and_a_new_incarnation_clears_it() {
+    let mut t = TxnTarget::default();
+    let a: SocketAddr = "10.0.0.9:1".parse().unwrap();
+    for i in 0..MAX_ENTRIES_PER_PEER as u32 {
+        assert!(matches!(t.arrive(a, 7, 1, 1 + i), Seen::New));
+    }
+    assert!(matches!(t.arrive(a, 7, 1, 1 << 20), Seen::Full));
+    assert!(matches!(t.arrive(a, 7, 1, 5), Seen::Running));
+    t.finish(a, 5, None);
+    assert!(matches!(t.arrive(a, 7, 1, 5), Seen::Finished(None)));
+    // the floor past them frees the finished ones, not the running ones
+    assert!(matches!(
+        t.arrive(a, 7, 100, 100),
+        Seen::Finished(None) | Seen::Running
+    ));
+    assert!(matches!(t.arrive(a, 7, 100, 5), Seen::Old));
+    assert_eq!(t.counts().entries, MAX_ENTRIES_PER_PEER - 1);
+    // ids wrap
+    assert!(super::txn::before(u32::MAX, 1));
+    assert!(!super::txn::before(1, u32::MAX));
+    // another process at the same address starts afresh
+    assert!(matches!(t.arrive(a, 8, 1, 5), Seen::New));
+    assert_eq!(t.counts().entries, 1);
+}
+
+#[test]
+fn acks_and_probe_answers_from_another_endpoint_change_nothing() {
+    use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY};
+    let net = MemNetwork::new();
+    let (b, _, e0, _e1) = pair(&net, false);
+    let cfg = Config::from_lookup(|_| None).unwrap();
+    let e2 =
+        super::allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach()))).unwrap();
+    e2.set_tag(TAG);
+    e2.map(0, e0.name(), TAG).unwrap();
+    e2.set_expected_resources(1, 4).unwrap();
+    // e1 never answers handler 10: the transaction waits
+    let t = e0.request_txn(1, &Message::short(10, &[1])).unwrap();
+    for status in [
+        0u8,
+        super::txn::PROBE_UNKNOWN,
+        super::txn::PROBE_CRASHED,
+        77,
+    ] {
+        e2.with(|s| {
+            let mut m = MsgMeta::new(MsgKind::TxnAck, Category::Short, 0, &[]);
+            m.txn = t as u32;
+            m.status = status;
+            s.send_message(Instant::now(), e0.addr(), CHANNEL_REPLY, m, Vec::new());
+        });
+    }
+    // a probe with bad arguments, and one for nothing: no handler runs
+    e2.with(|s| {
+        let m = MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &[1]);
+        s.send_message(Instant::now(), e0.addr(), CHANNEL_REQUEST, m, Vec::new());
+        let m = MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &[1, 2]);
+        s.send_message(Instant::now(), e0.addr(), CHANNEL_REQUEST, m, Vec::new());
+    });
+    let t0 = std::time::Instant::now();
+    while t0.elapsed().as_millis() < 100 {
+        b.poll().unwrap();
+    }
+    let st = e0.txn_state(t).unwrap();
+    assert_eq!(
+        st.abandon,
+        Abandon::Refused,
+        "refused by e1 (no handler 10)"
+    );
+    assert_eq!(st.ack, Ack::Nacked, "{st:?}");
+    assert!(e0.statistics().stale_dropped >= 4);
+}

@@ -1,0 +1,403 @@
+//! At-most-once across real crashes: the target keeps a transaction log
+//! (`Endpoint::log_open`) and is killed with SIGKILL at random moments
+//! while the initiator keeps transactions in flight, then restarted with
+//! the same log (it comes back at the same name). Its handler appends
+//! "ran <arg>" to a file outside ramp before it replies. Asserted: no
+//! argument ran twice; every PROCESSED one ran exactly once; one
+//! abandoned NOT_ACKED had not run (and is sent again as a new
+//! transaction); TARGET_CRASHED and NO_REPLY ones ran at most once.
+//!
+//! The target is this test binary again (`RAMP_CRASH_CHILD=1`, only
+//! `child_logged_target` selected).
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ramp::am::{self, handler, Abandon, BundleMode, EndpointName, Message, Progress};
+
+const TAG: u64 = 0xc4a5;
+
+fn hex(n: &EndpointName) -> String {
+    n.0.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn parse_name(h: &str) -> EndpointName {
+    let mut n = [0u8; 32];
+    for (i, b) in n.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap();
+    }
+    EndpointName(n)
+}
+
+#[test]
+fn child_logged_target() {
+    if std::env::var_os("RAMP_CRASH_CHILD").is_none() {
+        return;
+    }
+    let cfg = ramp::config::Config::from_lookup(|k| std::env::var(k).ok()).unwrap();
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint(b.id).unwrap();
+    let log = PathBuf::from(std::env::var("RAMP_CRASH_LOG").unwrap());
+    e.log_open(&log, false, &cfg).unwrap();
+    e.set_tag(TAG);
+    e.map(
+        0,
+        parse_name(&std::env::var("RAMP_CRASH_PARENT").unwrap()),
+        TAG,
+    )
+    .unwrap();
+    e.set_expected_resources(2, 16).unwrap();
+    let effects = std::env::var("RAMP_CRASH_EFFECTS").unwrap();
+    let spin = std::sync::atomic::AtomicU64::new(std::process::id() as u64);
+    e.set_handler(
+        30,
+        handler(move |h| {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&effects)
+                .unwrap();
+            f.write_all(format!("ran {}\n", h.args[0]).as_bytes())
+                .unwrap();
+            drop(f);
+            // a while between the side effect and the reply: kills land here too
+            let r = spin
+                .load(Ordering::Relaxed)
+                .wrapping_mul(6364136223846793005)
+                | 1;
+            spin.store(r, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_micros(r >> 54));
+            am::reply(h.token, &Message::short(31, &[h.args[0]])).unwrap();
+        }),
+    );
+    println!("NAME {}", hex(&e.name()));
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(100) {
+        b.poll().unwrap();
+        b.wait_for_activity(10);
+    }
+}
+
+fn spawn(dir: &Path, parent: &EndpointName) -> (Child, EndpointName) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_logged_target",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RAMP_CRASH_CHILD", "1")
+        .env("RAMP_CRASH_PARENT", hex(parent))
+        .env("RAMP_CRASH_LOG", dir.join("target.ramplog"))
+        .env("RAMP_CRASH_EFFECTS", dir.join("effects"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let name = loop {
+        let l = lines.next().expect("child output ended").unwrap();
+        if let Some(h) = l.split("NAME ").nth(1) {
+            break parse_name(h);
+        }
+    };
+    (child, name)
+}
+
+fn ran_counts(file: &Path) -> HashMap<u32, usize> {
+    let mut m = HashMap::new();
+    for l in std::fs::read_to_string(file).unwrap_or_default().lines() {
+        let a: u32 = l.trim_start_matches("ran ").parse().unwrap();
+        *m.entry(a).or_default() += 1;
+    }
+    m
+}
+
+#[test]
+fn a_logged_target_killed_at_random_runs_no_handler_twice() {
+    let _w = common::watchdog("txn_crash", Duration::from_secs(240));
+    if std::env::var_os("RAMP_CRASH_CHILD").is_some()
+        || std::env::var_os("RAMP_CRASH_INIT").is_some()
+    {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ramp-crash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = ramp::config::Config::from_lookup(|k| match k {
+        "RAMP_PEER_TIMEOUT_MS" => Some("5000".into()),
+        _ => std::env::var(k).ok(),
+    })
+    .unwrap();
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let me = e.name();
+    let (child, name) = spawn(&dir, &me);
+    e.set_tag(TAG);
+    e.map(1, name, TAG).unwrap();
+    e.set_expected_resources(2, 8).unwrap();
+    e.set_handler(31, handler(|_| {}));
+
+    // the killer: kills the target at random moments and restarts it from its log
+    let child = Arc::new(Mutex::new(child));
+    let stop = Arc::new(AtomicBool::new(false));
+    let seed = std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    eprintln!("txn_crash: seed {seed:#x}");
+    let killer = {
+        let (child, stop, dir) = (child.clone(), stop.clone(), dir.clone());
+        std::thread::spawn(move || {
+            let mut r = seed;
+            let mut kills = 0;
+            while !stop.load(Ordering::SeqCst) && kills < 4 {
+                r = r
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                std::thread::sleep(Duration::from_millis(50 + (r >> 56)));
+                let mut c = child.lock().unwrap();
+                c.kill().unwrap(); // SIGKILL
+                c.wait().unwrap();
+                let (n, again) = spawn(&dir, &me);
+                assert_eq!(again, name, "the restarted target has another name");
+                *c = n;
+                kills += 1;
+            }
+            kills
+        })
+    };
+
+    let mut outcome: HashMap<u32, Abandon> = HashMap::new();
+    let mut processed = 0;
+    let total = 600u32;
+    let mut next = 0u32;
+    let mut resend: Vec<u32> = Vec::new();
+    while next < total || !resend.is_empty() {
+        let mut batch = Vec::new();
+        for _ in 0..8 {
+            let a = match resend.pop() {
+                Some(a) => a,
+                None if next < total => {
+                    next += 1;
+                    next - 1
+                }
+                None => break,
+            };
+            batch.push((a, e.request_txn(1, &Message::short(30, &[a])).unwrap()));
+        }
+        for (a, t) in batch {
+            let (done, st) = e.txn_wait(t, 60_000).unwrap();
+            assert!(done, "transaction of {a} not ended: {st:?}");
+            e.txn_release(t).unwrap();
+            if st.progress == Progress::Processed {
+                processed += 1;
+                outcome.insert(a, Abandon::None);
+            } else if st.abandon == Abandon::NotAcked {
+                resend.push(a);
+            } else {
+                outcome.insert(a, st.abandon);
+            }
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    let kills = killer.join().unwrap();
+    {
+        let mut c = child.lock().unwrap();
+        c.kill().ok();
+        c.wait().ok();
+    }
+    let ran = ran_counts(&dir.join("effects"));
+    let mut crashed = 0;
+    for (a, n) in &ran {
+        assert!(*n <= 1, "the handler of {a} ran {n} times");
+    }
+    for (a, o) in &outcome {
+        let n = ran.get(a).copied().unwrap_or(0);
+        match o {
+            Abandon::None => assert_eq!(n, 1, "{a} PROCESSED but ran {n} times"),
+            Abandon::TargetCrashed => {
+                crashed += 1;
+                assert!(n <= 1)
+            }
+            other => {
+                eprintln!("txn_crash: {a} ended {other:?}, ran {n} times");
+                assert!(n <= 1, "{a} {other:?} ran {n} times")
+            }
+        }
+    }
+    eprintln!(
+        "txn_crash: {kills} kills, {processed} processed, {crashed} target crashed, {} others",
+        outcome.len() - processed - crashed
+    );
+    assert!(
+        kills >= 1,
+        "the target was never killed: the test proved nothing"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A logged initiator: issues transactions (handler 40, argument i) in
+/// batches of 8 until killed; with `RAMP_CRASH_RESUME=1` it reopens its
+/// log, lists what it had unfinished, waits for each (they are sent
+/// again) and prints how each ended.
+#[test]
+fn child_logged_initiator() {
+    if std::env::var_os("RAMP_CRASH_INIT").is_none() {
+        return;
+    }
+    let cfg = ramp::config::Config::from_lookup(|k| std::env::var(k).ok()).unwrap();
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint(b.id).unwrap();
+    e.log_open(
+        Path::new(&std::env::var("RAMP_CRASH_LOG").unwrap()),
+        false,
+        &cfg,
+    )
+    .unwrap();
+    e.set_tag(TAG);
+    e.map(
+        1,
+        parse_name(&std::env::var("RAMP_CRASH_PARENT").unwrap()),
+        TAG,
+    )
+    .unwrap();
+    e.set_expected_resources(2, 8).unwrap();
+    e.set_handler(41, handler(|_| {}));
+    println!("NAME {}", hex(&e.name()));
+    if std::env::var_os("RAMP_CRASH_RESUME").is_some() {
+        let mut open = Vec::new();
+        for p in [
+            Progress::NotSent,
+            Progress::RequestSent,
+            Progress::Processing,
+        ] {
+            open.extend(e.txn_list(p));
+        }
+        println!("LISTED {}", open.len());
+        for t in open {
+            let (done, st) = e.txn_wait(t, 30_000).unwrap();
+            println!("OUT {t} {done} {:?} {:?}", st.progress, st.abandon);
+        }
+        println!("END");
+        return;
+    }
+    for i in 0..100_000u32 {
+        let batch: Vec<u64> = (0..8)
+            .map(|k| e.request_txn(1, &Message::short(40, &[i * 8 + k])).unwrap())
+            .collect();
+        for t in batch {
+            let (done, _) = e.txn_wait(t, 30_000).unwrap();
+            assert!(done);
+            e.txn_release(t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_logged_initiator_killed_at_random_resumes_its_transactions() {
+    let _w = common::watchdog("txn_crash_init", Duration::from_secs(240));
+    if std::env::var_os("RAMP_CRASH_INIT").is_some()
+        || std::env::var_os("RAMP_CRASH_CHILD").is_some()
+    {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ramp-crash-init-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint(b.id).unwrap();
+    // replies to the killed initiator come back here: expected
+    e.set_handler(0, handler(|_| {}));
+    let runs: Arc<Mutex<HashMap<u32, usize>>> = Default::default();
+    let r = runs.clone();
+    e.set_handler(
+        40,
+        handler(move |h| {
+            *r.lock().unwrap().entry(h.args[0]).or_default() += 1;
+            am::reply(h.token, &Message::short(41, &[])).unwrap();
+        }),
+    );
+    let start = |resume: bool| {
+        let mut c = Command::new(std::env::current_exe().unwrap());
+        c.args([
+            "--exact",
+            "child_logged_initiator",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RAMP_CRASH_INIT", "1")
+        .env("RAMP_CRASH_PARENT", hex(&e.name()))
+        .env("RAMP_CRASH_LOG", dir.join("init.ramplog"))
+        .stdout(Stdio::piped());
+        if resume {
+            c.env("RAMP_CRASH_RESUME", "1");
+        }
+        let mut child = c.spawn().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        (child, lines)
+    };
+    let (mut child, mut lines) = start(false);
+    let name = loop {
+        let l = lines.next().expect("child output ended").unwrap();
+        if let Some(h) = l.split("NAME ").nth(1) {
+            break parse_name(h);
+        }
+    };
+    e.set_tag(TAG);
+    e.map(0, name, TAG).unwrap();
+    e.set_expected_resources(2, 16).unwrap();
+    let seed = std::process::id() as u64;
+    let t0 = Instant::now();
+    let run_for = Duration::from_millis(100 + seed % 200);
+    while t0.elapsed() < run_for {
+        b.poll().unwrap();
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before: usize = runs.lock().unwrap().values().sum();
+    let (mut child, lines) = start(true);
+    // poll while the restarted initiator resumes
+    let out = std::thread::spawn(move || lines.map(|l| l.unwrap()).collect::<Vec<String>>());
+    while !out.is_finished() {
+        b.poll().unwrap();
+    }
+    child.wait().unwrap();
+    let out = out.join().unwrap();
+    let name2 = out
+        .iter()
+        .find_map(|l| l.split("NAME ").nth(1))
+        .map(parse_name);
+    assert_eq!(
+        name2,
+        Some(name),
+        "the restarted initiator has another name"
+    );
+    assert!(out.iter().any(|l| l == "END"), "{out:?}");
+    let listed: usize = out
+        .iter()
+        .find_map(|l| l.strip_prefix("LISTED ").map(|n| n.parse().unwrap()))
+        .unwrap();
+    for l in out.iter().filter(|l| l.starts_with("OUT ")) {
+        assert!(
+            l.contains(" true Processed None"),
+            "a resumed transaction: {l}"
+        );
+    }
+    let runs = runs.lock().unwrap();
+    for (a, n) in runs.iter() {
+        assert!(*n <= 1, "the handler of {a} ran {n} times");
+    }
+    let after: usize = runs.values().sum();
+    eprintln!("txn_crash_init: {before} ran before the kill, {listed} resumed, {after} ran in all");
+    assert!(
+        before > 0,
+        "nothing ran before the kill: the test proved nothing"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
