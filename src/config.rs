@@ -34,6 +34,20 @@ pub struct Config {
     /// for their workers; under PMI it comes through the key-value space
     /// instead, see [`set_job_key`]).
     pub job_key: Option<JobKey>,
+    /// `RAMP_TRANSPORT`: which transports reach same-host peers.
+    pub transport: TransportChoice,
+}
+
+/// `RAMP_TRANSPORT`: `auto` (default) reaches same-host peers through
+/// shared memory when it can, else UDP; `udp` uses UDP only; `shm` is like
+/// `auto` but an endpoint that cannot set up its shared-memory ring fails to
+/// open instead of falling back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TransportChoice {
+    #[default]
+    Auto,
+    Udp,
+    Shm,
 }
 
 /// `RAMP_AUTH`: `auto` (default) authenticates packets when a job key is
@@ -145,6 +159,7 @@ impl Default for Config {
             bench_server_stats: false,
             auth: Auth::Auto,
             job_key: None,
+            transport: TransportChoice::Auto,
         }
     }
 }
@@ -407,6 +422,20 @@ pub const VARIABLES: &[Var] = &[
                 "on" | "1" => Auth::On,
                 "off" | "0" => Auth::Off,
                 _ => return Err("expected auto, on or off".into()),
+            };
+            Ok(())
+        },
+    },
+    Var {
+        name: "RAMP_TRANSPORT",
+        aliases: &[],
+        meaning: "auto (default): peers on the same host are reached through shared memory (rings in /dev/shm), others through UDP; udp: UDP only; shm: like auto, but an endpoint that cannot set up shared memory fails to open",
+        set: |c, v| {
+            c.transport = match v.trim().to_ascii_lowercase().as_str() {
+                "auto" | "" => TransportChoice::Auto,
+                "udp" => TransportChoice::Udp,
+                "shm" => TransportChoice::Shm,
+                _ => return Err("expected auto, udp or shm".into()),
             };
             Ok(())
         },

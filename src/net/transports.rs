@@ -20,7 +20,14 @@ pub type TransportId = usize;
 pub struct Transports {
     /// In order of preference; the last reaches every peer.
     list: Vec<Box<dyn Transport>>,
+    /// Receives since the fallback was last polled.
+    skipped: std::cell::Cell<u32>,
 }
+
+/// While a preferred transport (shared memory) carries traffic, the
+/// fallback's receive (a system call, dearer than a whole shared-memory
+/// round trip) is tried only every this many receives, and before a sleep.
+const FALLBACK_EVERY: u32 = 8;
 
 impl Transports {
     /// A set of one transport, which must reach every peer: it is the
@@ -28,12 +35,12 @@ impl Transports {
     pub fn new(fallback: Box<dyn Transport>) -> Transports {
         Transports {
             list: vec![fallback],
+            skipped: std::cell::Cell::new(0),
         }
     }
 
     /// Adds a transport preferred to those already there for the peers it
     /// reaches.
-    #[cfg(test)] // until a second transport (shared memory) exists
     pub fn prefer(&mut self, t: Box<dyn Transport>) {
         self.list.insert(0, t);
     }
@@ -84,15 +91,30 @@ impl Transports {
     /// returns how many datagrams there were in all.
     #[inline]
     pub fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+        let Some((fallback, preferred)) = self.list.split_last_mut() else {
+            return Ok(0);
+        };
         let mut n = 0;
-        for t in &mut self.list {
+        let mut active = false;
+        for t in preferred.iter_mut() {
             n += t.recv_batch(each)?;
+            active |= t.active();
         }
-        Ok(n)
+        let skipped = self.skipped.get() + 1;
+        if active && skipped < FALLBACK_EVERY {
+            self.skipped.set(skipped);
+            return Ok(n);
+        }
+        self.skipped.set(0);
+        Ok(n + fallback.recv_batch(each)?)
     }
 
-    /// The descriptors that become readable when a datagram arrives.
+    /// The descriptors that become readable when a datagram arrives; asked
+    /// just before the endpoint sleeps on them.
+    /// (The fallback is polled at the next receive: it may be what wakes
+    /// the endpoint.)
     pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.skipped.set(FALLBACK_EVERY);
         self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
     }
 
@@ -160,11 +182,20 @@ mod tests {
         set.send(Instant::ZERO, near, b"a").unwrap();
         set.send(Instant::ZERO, far, b"b").unwrap();
         assert_eq!(*log.lock(), [("shm", near), ("udp", far)]);
+        assert_eq!(set.fds().collect::<Vec<_>>(), [7]);
+        // after the sleep `fds` prepares, every transport is polled
         let mut got = Vec::new();
         let n = set
             .recv_batch(&mut |d| got.push(d.unwrap().0.to_vec()))
             .unwrap();
         assert_eq!((n, got), (2, vec![b"shm".to_vec(), b"udp".to_vec()]));
-        assert_eq!(set.fds().collect::<Vec<_>>(), [7]);
+        // then, while the preferred one is busy, the fallback's receive
+        // (a system call) only every FALLBACK_EVERY calls
+        let mut udp = 0;
+        for _ in 0..2 * FALLBACK_EVERY {
+            set.recv_batch(&mut |d| udp += usize::from(d.unwrap().0 == b"udp"))
+                .unwrap();
+        }
+        assert_eq!(udp, 2);
     }
 }
