@@ -188,6 +188,7 @@ pub const RTO_MIN_US: &str = "RAMP_RTO_MIN_US";
 pub const RTO_MAX_US: &str = "RAMP_RTO_MAX_US";
 pub const JOB_KEY: &str = "RAMP_JOB_KEY";
 pub const AUTH: &str = "RAMP_AUTH";
+pub const TRANSPORT: &str = "RAMP_TRANSPORT";
 
 const HOUR_US: u64 = 3_600_000_000;
 
@@ -427,7 +428,7 @@ pub const VARIABLES: &[Var] = &[
         },
     },
     Var {
-        name: "RAMP_TRANSPORT",
+        name: TRANSPORT,
         aliases: &[],
         meaning: "auto (default): peers on the same host are reached through shared memory (rings in /dev/shm), others through UDP; udp: UDP only; shm: like auto, but an endpoint that cannot set up shared memory fails to open",
         set: |c, v| {
