@@ -39,7 +39,9 @@ pub type DatagramSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>) + 'a;
 /// A datagram transport serving one endpoint.
 pub trait Transport: Send {
     /// Sends one datagram. A full kernel buffer is not an error: the datagram
-    /// counts as lost and the protocol retransmits it.
+    /// counts as lost and the protocol retransmits it. A transport before
+    /// the fallback may refuse one with `WouldBlock` (its ring is full): the
+    /// set then sends it on the fallback.
     fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()>;
     /// Sends datagrams in order, as `send` each (UDP: one `sendmmsg` call
     /// for the batch).

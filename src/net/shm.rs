@@ -13,7 +13,7 @@
 //! Records are `[u32 len][pad to 8][bytes, padded to 8]`; a record that does
 //! not fit before the end of the ring is preceded by a wrap marker. Head
 //! (consumer) and tail (producer) are byte counters on cache lines of their
-//! own. A full ring drops the datagram, as a full socket buffer would.
+//! own. A full ring refuses the datagram, which then goes by UDP.
 //!
 //! Wake-ups: a receiver about to sleep (`fd()` is asked only then) sets the
 //! sleep word; a sender that finds it set clears it and sends one byte to
@@ -47,9 +47,10 @@ const DIR: &str = "/dev/shm";
 const PREFIX: &str = "ramp-shm.";
 const MAGIC: u64 = u64::from_le_bytes(*b"RAMPSHM1");
 /// Sending endpoints one receiver serves through shared memory.
-pub const SLOTS: usize = 32;
+pub const SLOTS: usize = 32; // one bit each of a u32 (see `recv_batch`)
+const _: () = assert!(SLOTS == 32);
 /// Bytes of one ring (a power of two).
-pub const RING: usize = 512 << 10;
+pub const RING: usize = 1 << 20;
 const HDR: usize = 4096;
 const SLOT_HDR: usize = 4096;
 const SLOT_SIZE: usize = SLOT_HDR + RING;
@@ -443,13 +444,14 @@ impl Transport for ShmTransport {
         let Some(ring) = tx.rings[*k].as_mut() else {
             return Ok(());
         };
-        // full: lost like a datagram on a full socket; the protocol resends
-        if ring.push(dgram) {
-            let sleep = ring.map.u32_at(H_SLEEP);
-            fence(SeqCst);
-            if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
-                let _ = self.wake.send_to_addr(&[1], &ring.wake);
-            }
+        if !ring.push(dgram) {
+            // full: the set sends this one by UDP (the protocol reorders)
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let sleep = ring.map.u32_at(H_SLEEP);
+        fence(SeqCst);
+        if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
+            let _ = self.wake.send_to_addr(&[1], &ring.wake);
         }
         Ok(())
     }
@@ -464,15 +466,15 @@ impl Transport for ShmTransport {
             return Ok(0);
         }
         let mut n = 0;
-        let start = self.next;
-        for j in 0..SLOTS {
-            let i = (start + j) % SLOTS;
-            if active & (1 << i) != 0 {
-                n += self.drain_slot(i, RECV_BATCH - n, each);
-                if n == RECV_BATCH {
-                    self.next = (i + 1) % SLOTS;
-                    break;
-                }
+        // the slots in use, from `next` round (fairness between senders)
+        let mut bits = (active as u32).rotate_right(self.next as u32);
+        while bits != 0 {
+            let i = (self.next + bits.trailing_zeros() as usize) % SLOTS;
+            bits &= bits - 1;
+            n += self.drain_slot(i, RECV_BATCH - n, each);
+            if n == RECV_BATCH {
+                self.next = (i + 1) % SLOTS;
+                break;
             }
         }
         Ok(n)

@@ -71,7 +71,13 @@ impl Transports {
     #[inline]
     pub fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
         let i = self.route(to);
-        self.list[i].send(now, to, dgram)
+        match self.list[i].send(now, to, dgram) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && i + 1 < self.list.len() => {
+                let last = self.list.len() - 1;
+                self.list[last].send(now, to, dgram)
+            }
+            r => r,
+        }
     }
 
     /// Sends datagrams in order, each on the transport that reaches its

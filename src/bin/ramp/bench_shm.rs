@@ -12,14 +12,32 @@ use crate::bench::{run_pair, BenchOptions, Figures};
 #[repr(align(128))]
 struct Line(AtomicU64);
 
-/// Microseconds per round trip of a raw flag ping-pong (median of 5).
-fn raw_shm_pingpong(iters: u64) -> f64 {
+/// Pins the calling thread to `cpu` (taskset on its thread id), as the
+/// benchmark's processes are.
+fn pin_thread(cpu: Option<usize>) {
+    let Some(cpu) = cpu else { return };
+    let tid = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name()?.to_str()?.parse::<u32>().ok());
+    if let Some(tid) = tid {
+        let _ = std::process::Command::new("taskset")
+            .args(["-cp", &cpu.to_string(), &tid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+/// Microseconds per round trip of a raw flag ping-pong (median of 5), the
+/// two threads on cores 0 and 1 when `pin`.
+fn raw_shm_pingpong(iters: u64, pin: bool) -> f64 {
     let mut v: Vec<f64> = (0..5)
         .map(|_| {
             let f = Arc::new([Line(AtomicU64::new(0)), Line(AtomicU64::new(0))]);
             let g = f.clone();
             let warm = iters / 10;
             let peer = std::thread::spawn(move || {
+                pin_thread(pin.then_some(1));
                 for i in 1..=warm + iters {
                     while g[0].0.load(Ordering::Acquire) != i {
                         std::hint::spin_loop();
@@ -27,17 +45,21 @@ fn raw_shm_pingpong(iters: u64) -> f64 {
                     g[1].0.store(i, Ordering::Release);
                 }
             });
-            let mut t0 = std::time::Instant::now();
-            for i in 1..=warm + iters {
-                if i == warm + 1 {
-                    t0 = std::time::Instant::now();
+            let main = std::thread::spawn(move || {
+                pin_thread(pin.then_some(0));
+                let mut t0 = std::time::Instant::now();
+                for i in 1..=warm + iters {
+                    if i == warm + 1 {
+                        t0 = std::time::Instant::now();
+                    }
+                    f[0].0.store(i, Ordering::Release);
+                    while f[1].0.load(Ordering::Acquire) != i {
+                        std::hint::spin_loop();
+                    }
                 }
-                f[0].0.store(i, Ordering::Release);
-                while f[1].0.load(Ordering::Acquire) != i {
-                    std::hint::spin_loop();
-                }
-            }
-            let us = t0.elapsed().as_secs_f64() * 1e6 / iters as f64;
+                t0.elapsed().as_secs_f64() * 1e6 / iters as f64
+            });
+            let us = main.join().unwrap();
             peer.join().unwrap();
             us
         })
@@ -60,10 +82,13 @@ pub fn run(exe: &str, pin: bool, opts: &BenchOptions) -> Result<(), String> {
     let (mut raw, mut udp, mut shm) = (Vec::new(), Vec::new(), Vec::new());
     for r in 1..=opts.runs {
         println!("-- round {r}/{}: raw shared-memory ping-pong", opts.runs);
-        let x = raw_shm_pingpong(200_000);
+        let x = raw_shm_pingpong(200_000, pin);
         println!("raw shared-memory ping-pong: {x:.3} us round trip");
         raw.push(x);
-        println!("-- round {r}/{}: ramp over UDP (RAMP_TRANSPORT=udp)", opts.runs);
+        println!(
+            "-- round {r}/{}: ramp over UDP (RAMP_TRANSPORT=udp)",
+            opts.runs
+        );
         udp.push(run_pair(exe, pin, &one, &env("udp"))?);
         println!(
             "-- round {r}/{}: ramp over shared memory (RAMP_TRANSPORT=shm)",
@@ -82,10 +107,7 @@ pub fn run(exe: &str, pin: bool, opts: &BenchOptions) -> Result<(), String> {
         "== transports, medians of {} rounds (RAMP_AUTH=off):",
         opts.runs
     );
-    println!(
-        "raw shared-memory ping-pong {:.3} us",
-        med(raw.clone())
-    );
+    println!("raw shared-memory ping-pong {:.3} us", med(raw.clone()));
     for (name, v) in [("udp", &udp), ("shm", &shm)] {
         println!(
             "ramp over {name}: round trip 0 args {:7.3} us, 4 args {:7.3} us, \
