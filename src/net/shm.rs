@@ -561,3 +561,7 @@ impl Drop for ShmTransport {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "shm_tests.rs"]
+mod tests;
