@@ -73,7 +73,7 @@ fn files_of(pid: u32) -> Vec<(std::path::PathBuf, u64)> {
 /// A peer process: `server` answers handler 10 (a short reply with the sum
 /// of its arguments and its data length) and 12 (a medium reply echoing the
 /// payload) until its stdin closes; `client` (given `RAMP_SHM_SERVER`)
-/// sends to the server until it is killed.
+/// sends to the server until it is killed; `staller` never polls.
 #[test]
 fn child() {
     let Ok(role) = std::env::var("RAMP_SHM_CHILD") else {
@@ -121,6 +121,13 @@ fn child() {
         let _ = std::io::stdin().read_to_end(&mut Vec::new());
         d.store(true, Ordering::SeqCst);
     });
+    if role == "staller" {
+        // never polls: what is sent to it waits
+        while !done.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        return;
+    }
     if role == "client" {
         while !done.load(Ordering::SeqCst) {
             e.request(1, &Message::short(10, &[1]), false).unwrap();
@@ -327,6 +334,67 @@ fn killed_peer_returns_unreachable_and_kill_9_of_all_leaves_no_files() {
     am::remove_stale_shm_files();
     assert!(files_of(server.id()).is_empty());
     assert!(files_of(client.id()).is_empty());
+    am::free_endpoint(e.id).unwrap();
+    drop(e);
+}
+
+#[test]
+fn a_receiver_that_stops_polling_holds_up_only_its_own_traffic() {
+    let _watchdog = common::watchdog(
+        "shm::a_receiver_that_stops_polling_holds_up_only_its_own_traffic",
+        Duration::from_secs(120),
+    );
+    if std::env::var_os("RAMP_SHM_CHILD").is_some() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint_with(b.id, &config(&[])).unwrap();
+    let (mut staller, stalled) = spawn("staller", &e.name(), None);
+    let (mut server, busy) = spawn("server", &e.name(), None);
+    e.set_tag(TAG);
+    e.map(1, stalled, TAG).unwrap();
+    e.map(2, busy, TAG).unwrap();
+    let depth = 8u32;
+    e.set_expected_resources(3, depth as i32).unwrap();
+    let replies = Arc::new(AtomicU64::new(0));
+    let returned = Arc::new(AtomicU64::new(0));
+    let r = replies.clone();
+    e.set_handler(
+        11,
+        handler(move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let rt = returned.clone();
+    e.set_handler(
+        0,
+        handler(move |_| {
+            rt.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    // every credit towards the stalled receiver spent, with large messages
+    let big = vec![3u8; 60_000];
+    for k in 0..depth {
+        e.request(1, &Message::medium(10, &[k], &big), false)
+            .unwrap();
+    }
+    // the other receiver's traffic flows all the same
+    let n = 3000u64;
+    for k in 0..n {
+        e.request(2, &Message::medium(10, &[k as u32], &big[..1000]), false)
+            .unwrap();
+    }
+    while replies.load(Ordering::SeqCst) < n {
+        b.poll().unwrap();
+    }
+    assert_eq!(replies.load(Ordering::SeqCst), n);
+    assert_eq!(returned.load(Ordering::SeqCst), 0, "nothing came back");
+    drop(staller.stdin.take());
+    drop(server.stdin.take());
+    assert!(staller.wait().unwrap().success());
+    assert!(server.wait().unwrap().success());
     am::free_endpoint(e.id).unwrap();
     drop(e);
 }

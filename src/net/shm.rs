@@ -1,7 +1,8 @@
 //! Shared memory: a faster datagram pipe to endpoints on the same host.
 //!
 //! Each endpoint owns one file in /dev/shm named after its UDP address (and
-//! the network namespace, since two namespaces may bind the same address):
+//! the network and pid namespaces: two may bind the same address, pids are
+//! compared):
 //! a header (magic, owner pid, address, boot id, a sleep word, a bitmask of
 //! slots in use) and `SLOTS` slots, each a single-producer single-consumer
 //! ring one sending endpoint claims (with its pid). The sender finds the
@@ -83,20 +84,24 @@ const CHECK_EVERY: u64 = 100 * MILLIS;
 /// How long a peer without a ring is reached by UDP before looking again.
 const RETRY_AFTER: u64 = 200 * MILLIS;
 
-/// This host and network namespace: the boot id and the namespace inode.
+/// This host, network namespace (two may bind the same address) and pid
+/// namespace (liveness checks compare pids): the boot id and the two
+/// namespaces' inodes.
 static HOST: Lazy<(String, String)> = Lazy::new(|| {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    let ns = std::fs::read_link("/proc/self/ns/net")
-        .map(|p| {
-            p.to_string_lossy()
-                .chars()
-                .filter(char::is_ascii_digit)
-                .collect()
-        })
-        .unwrap_or_default();
-    (boot, ns)
+    let ns = |n: &str| -> String {
+        std::fs::read_link(format!("/proc/self/ns/{n}"))
+            .map(|p| {
+                p.to_string_lossy()
+                    .chars()
+                    .filter(char::is_ascii_digit)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    (boot, format!("{}.{}", ns("net"), ns("pid")))
 });
 
 fn stem(addr: SocketAddr) -> String {

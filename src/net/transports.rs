@@ -11,7 +11,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use super::{DatagramSink, Transport};
+use super::{DatagramSink, Transport, SEND_BATCH};
 use crate::time::Instant;
 
 /// Which transport of a set (its position: lower is preferred).
@@ -67,8 +67,9 @@ impl Transports {
             .unwrap_or(last)
     }
 
-    /// Sends one datagram on the transport that reaches `to`.
-    #[inline]
+    /// Sends one datagram on the transport that reaches `to` (a full ring
+    /// spills to the fallback), as `send_batch` does for each.
+    #[cfg(test)]
     pub fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
         let i = self.route(to);
         match self.list[i].send(now, to, dgram) {
@@ -81,14 +82,34 @@ impl Transports {
     }
 
     /// Sends datagrams in order, each on the transport that reaches its
-    /// peer; with one transport, as one batch.
+    /// peer; what goes on the fallback (UDP) leaves as one batch.
     #[inline]
     pub fn send_batch(&mut self, now: Instant, dgrams: &[(SocketAddr, &[u8])]) -> io::Result<()> {
         if let [t] = &mut self.list[..] {
             return t.send_batch(now, dgrams);
         }
-        for &(to, d) in dgrams {
-            self.send(now, to, d)?;
+        let last = self.list.len() - 1;
+        let none = SocketAddr::from(([0, 0, 0, 0], 0));
+        for chunk in dgrams.chunks(SEND_BATCH) {
+            let mut rest = [(none, &[][..]); SEND_BATCH];
+            let mut n = 0;
+            for &(to, d) in chunk {
+                let i = self.route(to);
+                if i < last {
+                    match self.list[i].send(now, to, d) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {} // full: spills
+                        r => {
+                            r?;
+                            continue;
+                        }
+                    }
+                }
+                rest[n] = (to, d);
+                n += 1;
+            }
+            if n > 0 {
+                self.list[last].send_batch(now, &rest[..n])?;
+            }
         }
         Ok(())
     }
