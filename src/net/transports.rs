@@ -20,14 +20,16 @@ pub type TransportId = usize;
 pub struct Transports {
     /// In order of preference; the last reaches every peer.
     list: Vec<Box<dyn Transport>>,
-    /// Receives since the fallback was last polled.
-    skipped: std::cell::Cell<u32>,
+    /// When the fallback was last polled (`Instant::ZERO`: at the next
+    /// receive).
+    polled: std::cell::Cell<Instant>,
 }
 
 /// While a preferred transport (shared memory) carries traffic, the
 /// fallback's receive (a system call, dearer than a whole shared-memory
-/// round trip) is tried only every this many receives, and before a sleep.
-const FALLBACK_EVERY: u32 = 8;
+/// round trip) is tried only this often while busy-polling (bounding what it
+/// adds to a UDP datagram's latency), and after every sleep.
+const FALLBACK_GAP: crate::time::Nanos = 2 * crate::time::MICROS;
 
 impl Transports {
     /// A set of one transport, which must reach every peer: it is the
@@ -35,7 +37,7 @@ impl Transports {
     pub fn new(fallback: Box<dyn Transport>) -> Transports {
         Transports {
             list: vec![fallback],
-            skipped: std::cell::Cell::new(0),
+            polled: std::cell::Cell::new(Instant::ZERO),
         }
     }
 
@@ -127,12 +129,13 @@ impl Transports {
             n += t.recv_batch(each)?;
             active |= t.active();
         }
-        let skipped = self.skipped.get() + 1;
-        if active && skipped < FALLBACK_EVERY {
-            self.skipped.set(skipped);
-            return Ok(n);
+        if active {
+            let now = Instant::now();
+            if now.since(self.polled.get()) < FALLBACK_GAP {
+                return Ok(n);
+            }
+            self.polled.set(now);
         }
-        self.skipped.set(0);
         Ok(n + fallback.recv_batch(each)?)
     }
 
@@ -141,7 +144,7 @@ impl Transports {
     /// (The fallback is polled at the next receive: it may be what wakes
     /// the endpoint.)
     pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
-        self.skipped.set(FALLBACK_EVERY);
+        self.polled.set(Instant::ZERO);
         self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
     }
 
@@ -217,12 +220,12 @@ mod tests {
             .unwrap();
         assert_eq!((n, got), (2, vec![b"shm".to_vec(), b"udp".to_vec()]));
         // then, while the preferred one is busy, the fallback's receive
-        // (a system call) only every FALLBACK_EVERY calls
+        // (a system call) at most once per FALLBACK_GAP, but still
         let mut udp = 0;
-        for _ in 0..2 * FALLBACK_EVERY {
-            set.recv_batch(&mut |d| udp += usize::from(d.unwrap().0 == b"udp"))
-                .unwrap();
-        }
-        assert_eq!(udp, 2);
+        let t = Instant::now();
+        while Instant::now().since(t) <= FALLBACK_GAP {}
+        set.recv_batch(&mut |d| udp += usize::from(d.unwrap().0 == b"udp"))
+            .unwrap();
+        assert_eq!(udp, 1);
     }
 }
