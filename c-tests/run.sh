@@ -7,8 +7,10 @@
 #   --only         run only these tests (names with or without the t_ prefix)
 #   --no-fault     skip the fault-injection pass
 #   --seed N       RAMP_FAULT_SEED base for the fault pass (default 4242)
+#   --transports L comma-separated RAMP_TRANSPORT values the tests run over
+#                  (default shm,udp: every test once over shared memory, once over UDP)
 #
-# Every c-tests/t_*.c is compiled and run (timeout 120 s each); then the tests that are
+# Every c-tests/t_*.c is compiled and run (timeout 120 s each) over each transport; then the tests that are
 # meaningful under loss run again with RAMP_FAULT_LOSS=0.05 RAMP_FAULT_DUP=0.02
 # RAMP_FAULT_REORDER=0.05 RAMP_FAULT_SEED=<n>; t_rma also runs with RAMP_PROGRESS_THREAD=1.
 # c-tests/header_compile.c, if present,
@@ -22,6 +24,7 @@ LIB_DIR="target/release"
 ONLY=""
 FAULT=1
 SEED=4242
+TRANSPORTS="shm,udp"
 while [ $# -gt 0 ]; do
   case "$1" in
     --lib-dir) LIB_DIR="${2:?--lib-dir needs a directory}"; shift 2 ;;
@@ -30,7 +33,9 @@ while [ $# -gt 0 ]; do
     --only=*) ONLY="${1#--only=}"; shift ;;
     --no-fault) FAULT=0; shift ;;
     --seed) SEED="${2:?--seed needs a number}"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --transports) TRANSPORTS="${2:?--transports needs a list}"; shift 2 ;;
+    --transports=*) TRANSPORTS="${1#--transports=}"; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -67,7 +72,7 @@ selected() {
 }
 
 report() { # report STATUS NAME SECONDS LOG
-  printf '%s %-22s %6.2fs\n' "$1" "$2" "$3"
+  printf '%s %-30s %6.2fs\n' "$1" "$2" "$3"
   if [ "$1" = FAIL ]; then
     FAILED=$((FAILED + 1))
     FAILED_NAMES="$FAILED_NAMES $2"
@@ -133,13 +138,14 @@ run_one() { # run_one LABEL NAME [ENV...]
   fi
 }
 
-for name in $BUILT; do
-  run_one "$name" "$name"
+for transport in ${TRANSPORTS//,/ }; do
+  for name in $BUILT; do
+    run_one "$name[$transport]" "$name" RAMP_TRANSPORT="$transport"
+  done
+  # Remote memory again with every bundle's progress thread on (RAMP_PROGRESS_THREAD=1):
+  # handlers must still run only in the program's own calls.
+  case " $BUILT " in *" t_rma "*) run_one "t_rma[$transport,progress-thread]" t_rma RAMP_PROGRESS_THREAD=1 RAMP_TRANSPORT="$transport" ;; esac
 done
-
-# Remote memory again with every bundle's progress thread on (RAMP_PROGRESS_THREAD=1):
-# handlers must still run only in the program's own calls.
-case " $BUILT " in *" t_rma "*) run_one "t_rma[progress-thread]" t_rma RAMP_PROGRESS_THREAD=1 ;; esac
 
 if [ $FAULT -eq 1 ]; then
   i=0

@@ -38,6 +38,20 @@ pub struct Config {
     /// for their workers; under PMI it comes through the key-value space
     /// instead, see [`set_job_key`]).
     pub job_key: Option<JobKey>,
+    /// `RAMP_TRANSPORT`: which transports reach same-host peers.
+    pub transport: TransportChoice,
+}
+
+/// `RAMP_TRANSPORT`: `auto` (default) reaches same-host peers through
+/// shared memory when it can, else UDP; `udp` uses UDP only; `shm` is like
+/// `auto` but an endpoint that cannot set up its shared-memory ring fails to
+/// open instead of falling back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TransportChoice {
+    #[default]
+    Auto,
+    Udp,
+    Shm,
 }
 
 /// `RAMP_AUTH`: `auto` (default) authenticates packets when a job key is
@@ -156,6 +170,7 @@ impl Default for Config {
             bench_server_stats: false,
             auth: Auth::Auto,
             job_key: None,
+            transport: TransportChoice::Auto,
         }
     }
 }
@@ -184,6 +199,7 @@ pub const RTO_MIN_US: &str = "RAMP_RTO_MIN_US";
 pub const RTO_MAX_US: &str = "RAMP_RTO_MAX_US";
 pub const JOB_KEY: &str = "RAMP_JOB_KEY";
 pub const AUTH: &str = "RAMP_AUTH";
+pub const TRANSPORT: &str = "RAMP_TRANSPORT";
 
 const HOUR_US: u64 = 3_600_000_000;
 
@@ -443,6 +459,20 @@ pub const VARIABLES: &[Var] = &[
                 "on" | "1" => Auth::On,
                 "off" | "0" => Auth::Off,
                 _ => return Err("expected auto, on or off".into()),
+            };
+            Ok(())
+        },
+    },
+    Var {
+        name: TRANSPORT,
+        aliases: &[],
+        meaning: "auto (default): peers on the same host are reached through shared memory (rings in /dev/shm), others through UDP; udp: UDP only; shm: like auto, but an endpoint that cannot set up shared memory fails to open",
+        set: |c, v| {
+            c.transport = match v.trim().to_ascii_lowercase().as_str() {
+                "auto" | "" => TransportChoice::Auto,
+                "udp" => TransportChoice::Udp,
+                "shm" => TransportChoice::Shm,
+                _ => return Err("expected auto, udp or shm".into()),
             };
             Ok(())
         },

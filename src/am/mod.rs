@@ -72,6 +72,13 @@ pub use name::EndpointName;
 pub use names::{valid_handler_name, MAX_HANDLER_NAME};
 pub use pull::{drained_token, end as end_drained, release as release_drained, Pulled};
 pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
+
+/// Removes the shared-memory files (in /dev/shm) of endpoints whose process
+/// is gone, such as killed workers' (launchers call it when a job ends).
+/// Returns how many.
+pub fn remove_stale_shm_files() -> usize {
+    crate::net::remove_stale_files()
+}
 pub use reply::{reply, return_to_sender};
 pub use rma::MAX_OPS;
 pub use rma_target::CHUNK as RMA_CHUNK;

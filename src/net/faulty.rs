@@ -68,15 +68,24 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.fd()
     }
 
+    fn reaches(&self, to: SocketAddr) -> bool {
+        self.inner.reaches(to)
+    }
+
+    fn active(&self) -> bool {
+        self.inner.active()
+    }
+
     fn flush_due(&mut self, now: Instant) -> Option<Instant> {
+        let inner = self.inner.flush_due(now);
         while let Some(Reverse((at, ..))) = self.held.peek() {
             if *at > now {
-                return Some(*at);
+                return Some(inner.map_or(*at, |t| t.min(*at)));
             }
             let Reverse((_, _, to, d)) = self.held.pop().unwrap();
             // A send error here is a lost datagram, as on a real network.
             let _ = self.inner.send(now, to, &d);
         }
-        None
+        inner
     }
 }

@@ -1,7 +1,8 @@
 //! Transports: how datagrams leave and reach an endpoint. One trait
 //! (`Transport`), a UDP implementation (`udp.rs`: one non-blocking socket per
 //! endpoint, serving every peer), a fault-injecting wrapper configured by
-//! `RAMP_FAULT_*` (`faulty.rs`), the set of transports an endpoint owns and
+//! `RAMP_FAULT_*` (`faulty.rs`), shared-memory rings to endpoints on the same
+//! host (`shm.rs`), the set of transports an endpoint owns and
 //! routes by (`transports.rs`), and, in tests, an in-memory network whose
 //! delivery the test controls (`mem.rs`).
 
@@ -9,6 +10,7 @@ mod faulty;
 mod iface;
 #[cfg(test)]
 pub(crate) mod mem;
+mod shm;
 mod transports;
 mod udp;
 
@@ -18,6 +20,7 @@ use std::os::fd::RawFd;
 
 pub use faulty::FaultyTransport;
 pub use iface::choose_bind_address;
+pub use shm::{remove_stale_files, ShmTransport};
 pub use transports::Transports;
 pub use udp::UdpTransport;
 
@@ -60,7 +63,9 @@ pub(crate) fn send_each<T: Transport + ?Sized>(
 /// A datagram transport serving one endpoint.
 pub trait Transport: Send {
     /// Sends one datagram. A full kernel buffer is not an error: the datagram
-    /// counts as lost and the protocol retransmits it.
+    /// counts as lost and the protocol retransmits it. A transport before
+    /// the fallback may refuse one with `WouldBlock` (its ring is full): the
+    /// set then sends it on the fallback.
     fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()>;
     /// Sends datagrams in order, as `send` each (UDP: one `sendmmsg` call
     /// for the batch, each datagram gathered from its pieces).
@@ -79,11 +84,17 @@ pub trait Transport: Send {
     /// The address peers reach this endpoint at.
     fn local_addr(&self) -> SocketAddr;
     /// A descriptor that becomes readable when a datagram arrives (negative:
-    /// none; the endpoint then wakes only on its timers).
+    /// none; the endpoint then wakes only on its timers). Asked just before
+    /// the endpoint sleeps on it (shared memory arms its wake-up then).
     fn fd(&self) -> RawFd;
     /// Whether this transport has a path to `to` (only the last transport of
     /// a `Transports` set, which must reach every peer, is not asked).
     fn reaches(&self, _to: SocketAddr) -> bool {
+        true
+    }
+    /// Whether the transport carries traffic now; a set then polls the
+    /// transports after it (a system call each) only every few receives.
+    fn active(&self) -> bool {
         true
     }
     /// Datagrams the transport itself holds back (fault injection) that are
@@ -94,6 +105,7 @@ pub trait Transport: Send {
 }
 
 /// Opens the transports an endpoint uses: UDP on the configured interface,
+/// preceded by shared memory for same-host peers (`RAMP_TRANSPORT`), each
 /// behind fault injection when any `RAMP_FAULT_*` is set.
 pub fn open(cfg: &crate::config::Config) -> io::Result<Transports> {
     let ip = choose_bind_address(cfg.interface.as_deref())?;
@@ -103,11 +115,25 @@ pub fn open(cfg: &crate::config::Config) -> io::Result<Transports> {
 /// `open` at a given address (an endpoint that comes back from its
 /// transaction log binds the address it had).
 pub fn open_at(cfg: &crate::config::Config, addr: SocketAddr) -> io::Result<Transports> {
+    use crate::config::TransportChoice;
     let udp = UdpTransport::bind(addr, cfg.socket_buffer)?;
-    let udp: Box<dyn Transport> = if cfg.fault.enabled() {
-        Box::new(FaultyTransport::new(udp, cfg.fault.clone()))
-    } else {
-        Box::new(udp)
+    let local = udp.local_addr();
+    let mut set = Transports::new(faulty(udp, cfg));
+    let shm = match cfg.transport {
+        TransportChoice::Udp => None,
+        TransportChoice::Auto => ShmTransport::open(local).ok(),
+        TransportChoice::Shm => Some(ShmTransport::open(local)?),
     };
-    Ok(Transports::new(udp))
+    if let Some(shm) = shm {
+        set.prefer(faulty(shm, cfg));
+    }
+    Ok(set)
+}
+
+fn faulty<T: Transport + 'static>(t: T, cfg: &crate::config::Config) -> Box<dyn Transport> {
+    if cfg.fault.enabled() {
+        Box::new(FaultyTransport::new(t, cfg.fault.clone()))
+    } else {
+        Box::new(t)
+    }
 }

@@ -11,7 +11,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use super::{DatagramSink, Gathered, Transport};
+use super::{DatagramSink, Gathered, Transport, SEND_BATCH};
 use crate::time::Instant;
 
 /// Which transport of a set (its position: lower is preferred).
@@ -20,7 +20,16 @@ pub type TransportId = usize;
 pub struct Transports {
     /// In order of preference; the last reaches every peer.
     list: Vec<Box<dyn Transport>>,
+    /// When the fallback was last polled (`Instant::ZERO`: at the next
+    /// receive).
+    polled: std::cell::Cell<Instant>,
 }
+
+/// While a preferred transport (shared memory) carries traffic, the
+/// fallback's receive (a system call, dearer than a whole shared-memory
+/// round trip) is tried only this often while busy-polling (bounding what it
+/// adds to a UDP datagram's latency), and after every sleep.
+const FALLBACK_GAP: crate::time::Nanos = 2 * crate::time::MICROS;
 
 impl Transports {
     /// A set of one transport, which must reach every peer: it is the
@@ -28,12 +37,12 @@ impl Transports {
     pub fn new(fallback: Box<dyn Transport>) -> Transports {
         Transports {
             list: vec![fallback],
+            polled: std::cell::Cell::new(Instant::ZERO),
         }
     }
 
     /// Adds a transport preferred to those already there for the peers it
     /// reaches.
-    #[cfg(test)] // until a second transport (shared memory) exists
     pub fn prefer(&mut self, t: Box<dyn Transport>) {
         self.list.insert(0, t);
     }
@@ -60,15 +69,22 @@ impl Transports {
             .unwrap_or(last)
     }
 
-    /// Sends one datagram on the transport that reaches `to`.
+    /// Sends one datagram on the transport that reaches `to` (a full ring
+    /// spills to the fallback), as `send_batch` does for each.
     #[cfg(test)]
     pub fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
         let i = self.route(to);
-        self.list[i].send(now, to, dgram)
+        match self.list[i].send(now, to, dgram) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && i + 1 < self.list.len() => {
+                let last = self.list.len() - 1;
+                self.list[last].send(now, to, dgram)
+            }
+            r => r,
+        }
     }
 
     /// Sends datagrams in order, each on the transport that reaches its
-    /// peer; with one transport, as one batch.
+    /// peer; what goes on the fallback (UDP) leaves as one batch.
     #[inline]
     pub fn send_batch(
         &mut self,
@@ -78,9 +94,41 @@ impl Transports {
         if let [t] = &mut self.list[..] {
             return t.send_batch(now, dgrams);
         }
-        for d in dgrams {
-            let i = self.route(d.0);
-            self.list[i].send_batch(now, std::slice::from_ref(d))?;
+        let last = self.list.len() - 1;
+        let none = SocketAddr::from(([0, 0, 0, 0], 0));
+        let mut joined = Vec::new();
+        for chunk in dgrams.chunks(SEND_BATCH) {
+            let mut rest: [(SocketAddr, Gathered<'_>); SEND_BATCH] =
+                [(none, [&[][..]; 3]); SEND_BATCH];
+            let mut n = 0;
+            for &(to, parts) in chunk {
+                let i = self.route(to);
+                if i < last {
+                    // a ring takes the datagram whole
+                    let d: &[u8] = match parts {
+                        [d, [], []] => d,
+                        _ => {
+                            joined.clear();
+                            for p in parts {
+                                joined.extend_from_slice(p);
+                            }
+                            &joined
+                        }
+                    };
+                    match self.list[i].send(now, to, d) {
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {} // full: spills
+                        r => {
+                            r?;
+                            continue;
+                        }
+                    }
+                }
+                rest[n] = (to, parts);
+                n += 1;
+            }
+            if n > 0 {
+                self.list[last].send_batch(now, &rest[..n])?;
+            }
         }
         Ok(())
     }
@@ -89,15 +137,31 @@ impl Transports {
     /// returns how many datagrams there were in all.
     #[inline]
     pub fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+        let Some((fallback, preferred)) = self.list.split_last_mut() else {
+            return Ok(0);
+        };
         let mut n = 0;
-        for t in &mut self.list {
+        let mut active = false;
+        for t in preferred.iter_mut() {
             n += t.recv_batch(each)?;
+            active |= t.active();
         }
-        Ok(n)
+        if active {
+            let now = Instant::now();
+            if now.since(self.polled.get()) < FALLBACK_GAP {
+                return Ok(n);
+            }
+            self.polled.set(now);
+        }
+        Ok(n + fallback.recv_batch(each)?)
     }
 
-    /// The descriptors that become readable when a datagram arrives.
+    /// The descriptors that become readable when a datagram arrives; asked
+    /// just before the endpoint sleeps on them.
+    /// (The fallback is polled at the next receive: it may be what wakes
+    /// the endpoint.)
     pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.polled.set(Instant::ZERO);
         self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
     }
 
@@ -165,11 +229,20 @@ mod tests {
         set.send(Instant::ZERO, near, b"a").unwrap();
         set.send(Instant::ZERO, far, b"b").unwrap();
         assert_eq!(*log.lock(), [("shm", near), ("udp", far)]);
+        assert_eq!(set.fds().collect::<Vec<_>>(), [7]);
+        // after the sleep `fds` prepares, every transport is polled
         let mut got = Vec::new();
         let n = set
             .recv_batch(&mut |d| got.push(d.unwrap().0.to_vec()))
             .unwrap();
         assert_eq!((n, got), (2, vec![b"shm".to_vec(), b"udp".to_vec()]));
-        assert_eq!(set.fds().collect::<Vec<_>>(), [7]);
+        // then, while the preferred one is busy, the fallback's receive
+        // (a system call) at most once per FALLBACK_GAP, but still
+        let mut udp = 0;
+        let t = Instant::now();
+        while Instant::now().since(t) <= FALLBACK_GAP {}
+        set.recv_batch(&mut |d| udp += usize::from(d.unwrap().0 == b"udp"))
+            .unwrap();
+        assert_eq!(udp, 1);
     }
 }

@@ -132,13 +132,16 @@ fn env_blob() -> Vec<u8> {
 
 /// Runs a whole job; returns the code the launcher exits with.
 pub fn run_job(spec: &JobSpec) -> i32 {
-    match Master::start(spec) {
+    let code = match Master::start(spec) {
         Ok(mut m) => m.serve(),
         Err(e) => {
             eprintln!("ramp: cannot start the job: {e}");
             1
         }
-    }
+    };
+    // workers killed (kill -9) leave their shared-memory files behind
+    crate::am::remove_stale_shm_files();
+    code
 }
 
 struct Master {

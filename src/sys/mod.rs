@@ -1,6 +1,6 @@
 //! The ground floor: every call into the operating system that std does not
 //! offer safely (interface addresses, the raw clock, poll, recvmmsg and sendmmsg,
-//! signals, inherited descriptors, the PMIx library opened with dlopen, a locked
+//! signals, inherited descriptors, shared-memory mappings, the PMIx library opened with dlopen, a locked
 //! memory-mapped file), as thin safe functions. With `ffi/` it is the only
 //! module allowed `unsafe` (the crate root denies it elsewhere); each block
 //! says why it is sound in a `SAFETY:` comment. It imports nothing of ramp's.
@@ -11,6 +11,7 @@ mod mmap;
 pub(crate) mod pmix;
 mod poll;
 mod process;
+mod shm;
 mod socket;
 
 pub(crate) use clock::monotonic_nanos;
@@ -18,4 +19,5 @@ pub(crate) use ifaddrs::{interface_addresses, IfAddr};
 pub(crate) use mmap::MappedFile;
 pub(crate) use poll::{poll_fds, wait_readable};
 pub(crate) use process::{adopt_inherited_socket, kill};
+pub(crate) use shm::{keep_at_exit, pid_alive, remove_at_exit, SharedMap};
 pub(crate) use socket::{BatchReceiver, BatchSender, Gathered};

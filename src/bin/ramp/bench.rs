@@ -6,7 +6,9 @@
 //! between them, and prints the client's figures. Both sides busy-poll.
 //! It does so twice: without the packet MAC (`RAMP_AUTH=off`: CRC32C) and
 //! with it (a fresh random `RAMP_JOB_KEY`, `RAMP_AUTH=on`), then prints
-//! the ratios of the two (round trip and Xfer bandwidth, MAC / plain).
+//! the ratios of the two (round trip and Xfer bandwidth, MAC / plain), all
+//! over UDP (`RAMP_TRANSPORT=udp`); then UDP against shared memory beside a
+//! raw shared-memory ping-pong (`bench_shm.rs`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -75,13 +77,13 @@ fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
 
 /// The client's figures: raw UDP, ramp 0 and 4 args round trips (us,
 /// medians), Xfer bandwidth (MiB/s, median).
-struct Figures {
+pub(crate) struct Figures {
     raw: f64,
-    rt0: f64,
-    rt4: f64,
-    bw: f64,
+    pub(crate) rt0: f64,
+    pub(crate) rt4: f64,
+    pub(crate) bw: f64,
     /// 0-argument requests per second, pipelined.
-    rate: f64,
+    pub(crate) rate: f64,
     /// Raw UDP blast, MiB/s.
     blast: f64,
 }
@@ -132,7 +134,10 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
             &exe,
             pin,
             &one,
-            &[(ramp::config::AUTH, "off".into())],
+            &[
+                (ramp::config::AUTH, "off".into()),
+                (ramp::config::TRANSPORT, "udp".into()),
+            ],
         )?);
         println!(
             "-- round {r}/{}: with the packet MAC (a random RAMP_JOB_KEY, RAMP_AUTH=on: AES-128-GMAC)",
@@ -145,6 +150,7 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
             &[
                 (ramp::config::AUTH, "on".into()),
                 (ramp::config::JOB_KEY, key.clone()),
+                (ramp::config::TRANSPORT, "udp".into()),
             ],
         )?);
     }
@@ -192,11 +198,12 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         ratio(|f| f.bw),
         ratio(|f| f.raw)
     );
+    crate::bench_shm::run(&exe, pin, opts)?;
     crate::bench_rma::run(&exe, pin, opts.runs)
 }
 
 /// One server and client pair with `env`; prints the client's lines.
-fn run_pair(
+pub(crate) fn run_pair(
     exe: &str,
     pin: bool,
     opts: &BenchOptions,

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 mod bench;
 mod bench_rma;
 mod bench_roles;
+mod bench_shm;
 mod log;
 
 use bench::BenchOptions;

@@ -1,0 +1,572 @@
+//! Shared memory: a faster datagram pipe to endpoints on the same host.
+//!
+//! Each endpoint owns one file in /dev/shm named after its UDP address (and
+//! the network and pid namespaces: two may bind the same address, pids are
+//! compared):
+//! a header (magic, owner pid, address, boot id, a sleep word, a bitmask of
+//! slots in use) and `SLOTS` slots, each a single-producer single-consumer
+//! ring one sending endpoint claims (with its pid). The sender finds the
+//! ring from the peer's address alone, so the protocol above keeps naming
+//! peers by `SocketAddr` and carries the same datagrams as over UDP
+//! (sequence, ACKs, MAC, credits unchanged). No file or free slot, or a
+//! peer whose owner is gone: UDP.
+//!
+//! Records are `[u32 len][pad to 8][bytes, padded to 8]`; a record that does
+//! not fit before the end of the ring is preceded by a wrap marker. Head
+//! (consumer) and tail (producer) are byte counters on cache lines of their
+//! own. A full ring refuses the datagram, which then goes by UDP.
+//!
+//! Wake-ups: a receiver about to sleep (`fd()` is asked only then) sets the
+//! sleep word; a sender that finds it set clears it and sends one byte to
+//! the receiver's abstract Unix datagram socket, which `AM_WaitSema` and the
+//! progress thread poll. Everything read from the mapping is hostile input:
+//! another process of the same user writes it.
+//!
+//! Failure: senders and receivers check each other's pid now and then
+//! (`flush_due`); a dead receiver's ring is dropped (its messages fail by
+//! the protocol's peer timeout, as over UDP), a dead sender's slot freed.
+//! Files of dead owners are removed by the next endpoint opened on the host
+//! and by `ramp-run` when a job ends ([`remove_stale_files`]).
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
+use std::path::PathBuf;
+use std::sync::atomic::{fence, Ordering::*};
+
+use once_cell::sync::Lazy;
+
+use super::{DatagramSink, Transport, RECV_BATCH, RECV_SLOT};
+use crate::fxhash::FxHashMap;
+use crate::sys::{keep_at_exit, pid_alive, remove_at_exit, SharedMap};
+use crate::time::{Instant, MILLIS};
+
+const DIR: &str = "/dev/shm";
+const PREFIX: &str = "ramp-shm.";
+const MAGIC: u64 = u64::from_le_bytes(*b"RAMPSHM1");
+/// Sending endpoints one receiver serves through shared memory.
+pub const SLOTS: usize = 32; // one bit each of a u32 (see `recv_batch`)
+const _: () = assert!(SLOTS == 32);
+/// Bytes of one ring (a power of two).
+pub const RING: usize = 1 << 20;
+const HDR: usize = 4096;
+const SLOT_HDR: usize = 4096;
+const SLOT_SIZE: usize = SLOT_HDR + RING;
+const FILE_LEN: usize = HDR + SLOTS * SLOT_SIZE;
+const LAYOUT: u64 = ((SLOTS as u64) << 32) | RING as u64;
+
+// header offsets
+const H_MAGIC: usize = 0;
+const H_PID: usize = 8;
+const H_CLOSED: usize = 12;
+const H_LAYOUT: usize = 16;
+const H_ADDR: usize = 64;
+const H_BOOT: usize = 128;
+const H_SLEEP: usize = 256;
+const H_ACTIVE: usize = 384;
+const TEXT: usize = 64;
+// slot header offsets
+const S_OWNER: usize = 0;
+const S_STATE: usize = 4;
+const S_FROM: usize = 64;
+const S_TAIL: usize = 128;
+const S_HEAD: usize = 256;
+const FREE: u32 = 0;
+const OPEN: u32 = 1;
+const CLOSING: u32 = 2;
+const WRAP: u32 = u32::MAX;
+
+/// How often each side checks that the other is alive.
+const CHECK_EVERY: u64 = 100 * MILLIS;
+/// How long a peer without a ring is reached by UDP before looking again.
+const RETRY_AFTER: u64 = 200 * MILLIS;
+
+/// This host, network namespace (two may bind the same address) and pid
+/// namespace (liveness checks compare pids): the boot id and the two
+/// namespaces' inodes.
+static HOST: Lazy<(String, String)> = Lazy::new(|| {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let ns = |n: &str| -> String {
+        std::fs::read_link(format!("/proc/self/ns/{n}"))
+            .map(|p| {
+                p.to_string_lossy()
+                    .chars()
+                    .filter(char::is_ascii_digit)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    (boot, format!("{}.{}", ns("net"), ns("pid")))
+});
+
+fn stem(addr: SocketAddr) -> String {
+    let a: String = addr
+        .to_string()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("{PREFIX}{}.{a}", HOST.1)
+}
+
+fn file_path(addr: SocketAddr) -> PathBuf {
+    PathBuf::from(DIR).join(stem(addr))
+}
+
+fn wake_addr(addr: SocketAddr) -> io::Result<UnixAddr> {
+    UnixAddr::from_abstract_name(stem(addr).as_bytes())
+}
+
+fn put_text(m: &SharedMap, off: usize, s: &str) {
+    let mut b = [0u8; TEXT];
+    let n = s.len().min(TEXT);
+    b[..n].copy_from_slice(&s.as_bytes()[..n]);
+    m.write(off, &b);
+}
+
+fn get_text(m: &SharedMap, off: usize) -> String {
+    let mut b = [0u8; TEXT];
+    m.read(off, &mut b);
+    let n = b.iter().position(|&c| c == 0).unwrap_or(TEXT);
+    String::from_utf8_lossy(&b[..n]).into_owned()
+}
+
+fn slot_off(i: usize) -> usize {
+    HDR + i * SLOT_SIZE
+}
+
+/// Whether the file's header is ours and its owner `addr` is alive here.
+fn owner_alive(m: &SharedMap) -> bool {
+    m.u64_at(H_MAGIC).load(Acquire) == MAGIC
+        && m.u32_at(H_CLOSED).load(Acquire) == 0
+        && pid_alive(m.u32_at(H_PID).load(Relaxed))
+}
+
+/// Removes the files in /dev/shm whose owner process is gone (killed before
+/// it could remove its own). Returns how many.
+pub fn remove_stale_files() -> usize {
+    let Ok(dir) = std::fs::read_dir(DIR) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in dir.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(PREFIX) {
+            continue;
+        }
+        let path = e.path();
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|d| d.as_secs() >= 10);
+        let stale = match SharedMap::open(&path, HDR) {
+            Ok(m) if m.u64_at(H_MAGIC).load(Acquire) == MAGIC => {
+                !pid_alive(m.u32_at(H_PID).load(Relaxed))
+            }
+            // never finished: its creator died while making it
+            _ => old,
+        };
+        if stale && std::fs::remove_file(&path).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// What the receiver knows of one slot.
+#[derive(Clone, Copy, Default)]
+struct RxSlot {
+    head: u64,
+    from: Option<SocketAddr>,
+}
+
+/// A ring this endpoint writes, in a peer's file.
+struct TxRing {
+    map: SharedMap,
+    slot: usize,
+    tail: u64,
+    wake: UnixAddr,
+}
+
+enum Route {
+    Ring(usize),
+    Udp { retry_at: Instant },
+}
+
+#[derive(Default)]
+struct Tx {
+    routes: FxHashMap<SocketAddr, Route>,
+    rings: Vec<Option<TxRing>>,
+}
+
+pub struct ShmTransport {
+    local: SocketAddr,
+    path: PathBuf,
+    map: SharedMap,
+    wake: UnixDatagram,
+    slots: [RxSlot; SLOTS],
+    /// The slot the next receive starts at (fairness between senders).
+    next: usize,
+    buf: Vec<u8>,
+    tx: RefCell<Tx>,
+    next_check: Cell<Instant>,
+    pid: u32,
+}
+
+impl ShmTransport {
+    /// Creates the receiving file and wake-up socket of the endpoint whose
+    /// UDP address is `local`.
+    pub fn open(local: SocketAddr) -> io::Result<ShmTransport> {
+        static CLEANED: std::sync::Once = std::sync::Once::new();
+        CLEANED.call_once(|| {
+            remove_stale_files();
+        });
+        let path = file_path(local);
+        let map = match SharedMap::create(&path, FILE_LEN) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // left by an endpoint that had this address before
+                if SharedMap::open(&path, HDR).is_ok_and(|m| owner_alive(&m)) {
+                    return Err(e);
+                }
+                std::fs::remove_file(&path)?;
+                SharedMap::create(&path, FILE_LEN)?
+            }
+            Err(e) => return Err(e),
+        };
+        let pid = std::process::id();
+        let opened = (|| {
+            let wake = UnixDatagram::bind_addr(&wake_addr(local)?)?;
+            wake.set_nonblocking(true)?;
+            put_text(&map, H_ADDR, &local.to_string());
+            put_text(&map, H_BOOT, &HOST.0);
+            map.u32_at(H_PID).store(pid, Relaxed);
+            map.u64_at(H_LAYOUT).store(LAYOUT, Relaxed);
+            map.u64_at(H_MAGIC).store(MAGIC, Release);
+            remove_at_exit(&path);
+            Ok(wake)
+        })();
+        let wake = match opened {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
+        Ok(ShmTransport {
+            local,
+            path,
+            map,
+            wake,
+            slots: [RxSlot::default(); SLOTS],
+            next: 0,
+            buf: vec![0; RECV_SLOT],
+            tx: RefCell::new(Tx::default()),
+            next_check: Cell::new(Instant::now().plus(CHECK_EVERY)),
+            pid,
+        })
+    }
+
+    /// Maps the file of the endpoint at `to` and claims a slot in it.
+    fn connect(&self, to: SocketAddr) -> Option<TxRing> {
+        let path = file_path(to);
+        let map = SharedMap::open(&path, FILE_LEN).ok()?;
+        if map.u64_at(H_MAGIC).load(Acquire) != MAGIC
+            || map.u64_at(H_LAYOUT).load(Relaxed) != LAYOUT
+            || get_text(&map, H_ADDR) != to.to_string()
+            || get_text(&map, H_BOOT) != HOST.0
+        {
+            return None;
+        }
+        if !owner_alive(&map) {
+            if map.u32_at(H_CLOSED).load(Acquire) == 0 {
+                let _ = std::fs::remove_file(&path); // its owner was killed
+            }
+            return None;
+        }
+        let slot = (0..SLOTS).find(|&i| {
+            map.u32_at(slot_off(i) + S_OWNER)
+                .compare_exchange(0, self.pid, AcqRel, Relaxed)
+                .is_ok()
+        })?;
+        let s = slot_off(slot);
+        put_text(&map, s + S_FROM, &self.local.to_string());
+        let tail = map.u64_at(s + S_TAIL).load(Relaxed);
+        map.u64_at(s + S_HEAD).store(tail, Relaxed);
+        map.u32_at(s + S_STATE).store(OPEN, Release);
+        map.u64_at(H_ACTIVE).fetch_or(1 << slot, AcqRel);
+        Some(TxRing {
+            map,
+            slot,
+            tail,
+            wake: wake_addr(to).ok()?,
+        })
+    }
+
+    /// Frees slot `i` of our file (its sender is gone or misbehaved).
+    fn free_slot(&mut self, i: usize) {
+        let s = slot_off(i);
+        let m = &self.map;
+        m.u64_at(H_ACTIVE).fetch_and(!(1 << i), AcqRel);
+        m.u32_at(s + S_STATE).store(FREE, Relaxed);
+        m.u64_at(s + S_TAIL).store(0, Relaxed);
+        m.u64_at(s + S_HEAD).store(0, Relaxed);
+        m.u32_at(s + S_OWNER).store(0, Release);
+        self.slots[i] = RxSlot::default();
+    }
+
+    /// Takes up to `budget` datagrams from slot `i`.
+    fn drain_slot(&mut self, i: usize, budget: usize, each: &mut DatagramSink<'_>) -> usize {
+        let s = slot_off(i);
+        let from = match self.slots[i].from {
+            Some(a) => a,
+            None => {
+                if self.map.u32_at(s + S_STATE).load(Acquire) == FREE {
+                    return 0;
+                }
+                match get_text(&self.map, s + S_FROM).parse() {
+                    Ok(a) => {
+                        let head = self.map.u64_at(s + S_HEAD).load(Relaxed);
+                        self.slots[i] = RxSlot {
+                            head,
+                            from: Some(a),
+                        };
+                        a
+                    }
+                    Err(_) => {
+                        self.free_slot(i);
+                        return 0;
+                    }
+                }
+            }
+        };
+        let tail = self.map.u64_at(s + S_TAIL).load(Acquire);
+        let mut head = self.slots[i].head;
+        if tail == head {
+            return 0;
+        }
+        let ring = s + SLOT_HDR;
+        let mut n = 0;
+        while head != tail && n < budget {
+            let avail = tail.wrapping_sub(head);
+            let pos = (head % RING as u64) as usize;
+            let len = self.map.u32_at(ring + pos).load(Relaxed);
+            if len == WRAP && (RING - pos) as u64 <= avail {
+                head += (RING - pos) as u64;
+                continue;
+            }
+            let len = len as usize;
+            let rec = 8 + len.next_multiple_of(8);
+            if avail > RING as u64 || len > RECV_SLOT || pos + rec > RING || rec as u64 > avail {
+                // not what a ramp sender writes
+                self.free_slot(i);
+                return n;
+            }
+            self.map.read(ring + pos + 8, &mut self.buf[..len]);
+            each(Some((&self.buf[..len], from)));
+            head += rec as u64;
+            n += 1;
+        }
+        self.slots[i].head = head;
+        self.map.u64_at(s + S_HEAD).store(head, Release);
+        n
+    }
+
+    /// Frees the slots of senders that are gone, forgets rings of receivers
+    /// that are gone.
+    fn check_peers(&mut self, now: Instant) {
+        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
+        for i in (0..SLOTS).filter(|i| active & (1 << i) != 0) {
+            let s = slot_off(i);
+            let owner = self.map.u32_at(s + S_OWNER).load(Acquire);
+            let closing = self.map.u32_at(s + S_STATE).load(Acquire) == CLOSING
+                && self.map.u64_at(s + S_TAIL).load(Acquire) == self.slots[i].head;
+            if closing || !pid_alive(owner) {
+                self.free_slot(i);
+            }
+        }
+        let tx = self.tx.get_mut();
+        for r in tx.routes.values_mut() {
+            if let Route::Ring(k) = *r {
+                let gone = tx.rings[k].as_ref().is_none_or(|t| !owner_alive(&t.map));
+                if gone {
+                    tx.rings[k] = None;
+                    *r = Route::Udp {
+                        retry_at: now.plus(RETRY_AFTER),
+                    };
+                }
+            }
+        }
+    }
+}
+
+impl TxRing {
+    /// Appends one datagram; false when the ring is full.
+    fn push(&mut self, d: &[u8]) -> bool {
+        let s = slot_off(self.slot);
+        let ring = s + SLOT_HDR;
+        let rec = 8 + d.len().next_multiple_of(8);
+        if rec > RING / 2 {
+            return false;
+        }
+        let head = self.map.u64_at(s + S_HEAD).load(Acquire);
+        let used = self.tail.wrapping_sub(head);
+        if used > RING as u64 {
+            return false; // not what a ramp receiver writes
+        }
+        let free = RING - used as usize;
+        let pos = (self.tail % RING as u64) as usize;
+        let room = RING - pos;
+        let need = if room < rec { room + rec } else { rec };
+        if need > free {
+            return false;
+        }
+        let mut at = pos;
+        if room < rec {
+            self.map.u32_at(ring + pos).store(WRAP, Relaxed);
+            self.tail += room as u64;
+            at = 0;
+        }
+        self.map.write(ring + at + 8, d);
+        self.map.u32_at(ring + at).store(d.len() as u32, Relaxed);
+        self.tail += rec as u64;
+        self.map.u64_at(s + S_TAIL).store(self.tail, Release);
+        true
+    }
+}
+
+impl Transport for ShmTransport {
+    fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
+        let tx = self.tx.get_mut();
+        let Some(Route::Ring(k)) = tx.routes.get(&to) else {
+            return Ok(()); // `reaches` said no: the set does not call us
+        };
+        let Some(ring) = tx.rings[*k].as_mut() else {
+            return Ok(());
+        };
+        if !ring.push(dgram) {
+            // full: the set sends this one by UDP (the protocol reorders)
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let sleep = ring.map.u32_at(H_SLEEP);
+        fence(SeqCst);
+        if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
+            let _ = self.wake.send_to_addr(&[1], &ring.wake);
+        }
+        Ok(())
+    }
+
+    fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+        let sleep = self.map.u32_at(H_SLEEP);
+        if sleep.load(Relaxed) != 0 {
+            sleep.store(0, Relaxed);
+        }
+        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
+        if active == 0 {
+            return Ok(0);
+        }
+        let mut n = 0;
+        // the slots in use, from `next` round (fairness between senders)
+        let mut bits = (active as u32).rotate_right(self.next as u32);
+        while bits != 0 {
+            let i = (self.next + bits.trailing_zeros() as usize) % SLOTS;
+            bits &= bits - 1;
+            n += self.drain_slot(i, RECV_BATCH - n, each);
+            if n == RECV_BATCH {
+                self.next = (i + 1) % SLOTS;
+                break;
+            }
+        }
+        Ok(n)
+    }
+
+    fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Asked just before the endpoint sleeps: arms the sleep word.
+    fn fd(&self) -> RawFd {
+        let mut b = [0u8; 64];
+        while self.wake.recv(&mut b).is_ok() {}
+        let sleep = self.map.u32_at(H_SLEEP);
+        sleep.store(1, SeqCst);
+        fence(SeqCst);
+        // a datagram that came before the word was set would sleep unseen
+        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
+        let waiting = (0..SLOTS).filter(|i| active & (1 << i) != 0).any(|i| {
+            self.slots[i].from.is_none()
+                || self.map.u64_at(slot_off(i) + S_TAIL).load(Acquire) != self.slots[i].head
+        });
+        if waiting {
+            if let Ok(a) = wake_addr(self.local) {
+                let _ = self.wake.send_to_addr(&[1], &a);
+            }
+        }
+        self.wake.as_raw_fd()
+    }
+
+    fn reaches(&self, to: SocketAddr) -> bool {
+        let mut tx = self.tx.borrow_mut();
+        match tx.routes.get(&to) {
+            Some(Route::Ring(_)) => return true,
+            Some(Route::Udp { retry_at }) if Instant::now() < *retry_at => return false,
+            _ => {}
+        }
+        match self.connect(to) {
+            Some(ring) => {
+                let k = match tx.rings.iter().position(Option::is_none) {
+                    Some(k) => {
+                        tx.rings[k] = Some(ring);
+                        k
+                    }
+                    None => {
+                        tx.rings.push(Some(ring));
+                        tx.rings.len() - 1
+                    }
+                };
+                tx.routes.insert(to, Route::Ring(k));
+                true
+            }
+            None => {
+                let retry_at = Instant::now().plus(RETRY_AFTER);
+                tx.routes.insert(to, Route::Udp { retry_at });
+                false
+            }
+        }
+    }
+
+    fn flush_due(&mut self, now: Instant) -> Option<Instant> {
+        if now >= self.next_check.get() {
+            self.next_check.set(now.plus(CHECK_EVERY));
+            self.check_peers(now);
+        }
+        None
+    }
+
+    fn active(&self) -> bool {
+        self.map.u64_at(H_ACTIVE).load(Relaxed) != 0
+            || self.tx.borrow().rings.iter().any(Option::is_some)
+    }
+}
+
+impl Drop for ShmTransport {
+    fn drop(&mut self) {
+        self.map.u32_at(H_CLOSED).store(1, Release);
+        let _ = std::fs::remove_file(&self.path);
+        keep_at_exit(&self.path);
+        for t in self.tx.get_mut().rings.iter().flatten() {
+            t.map
+                .u32_at(slot_off(t.slot) + S_STATE)
+                .store(CLOSING, Release);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "shm_tests.rs"]
+mod tests;

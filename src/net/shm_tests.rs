@@ -1,0 +1,128 @@
+//! The shared-memory transport between endpoints of this process, over real
+//! files in /dev/shm: independent rings, a full ring refusing, hostile ring
+//! contents, wake-ups, closing.
+
+use std::net::{SocketAddr, UdpSocket};
+
+use super::*;
+
+/// A fresh address no live endpoint has (a bound, kept UDP socket's).
+fn fresh() -> (UdpSocket, SocketAddr) {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let a = s.local_addr().unwrap();
+    (s, a)
+}
+
+fn take(t: &mut ShmTransport) -> Vec<(Vec<u8>, SocketAddr)> {
+    let mut got = Vec::new();
+    loop {
+        let n = t
+            .recv_batch(&mut |d| {
+                let (b, a) = d.unwrap();
+                got.push((b.to_vec(), a));
+            })
+            .unwrap();
+        if n == 0 {
+            return got;
+        }
+    }
+}
+
+#[test]
+fn a_stalled_receiver_fills_only_its_own_ring() {
+    let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
+    let mut stalled = ShmTransport::open(a1).unwrap();
+    let mut busy = ShmTransport::open(a2).unwrap();
+    let mut tx = ShmTransport::open(a3).unwrap();
+    assert!(tx.reaches(a1) && tx.reaches(a2));
+    let d = [7u8; 1000];
+    let mut sent = 0;
+    // the stalled receiver never reads: its ring refuses at last
+    while tx.send(Instant::ZERO, a1, &d).is_ok() {
+        sent += 1;
+        assert!(sent < RING, "a ring that never fills");
+    }
+    assert!(sent >= RING / 1100, "{sent} datagrams filled the ring");
+    // the other receiver's ring is untouched by it
+    for k in 0..5000u32 {
+        tx.send(Instant::ZERO, a2, &k.to_le_bytes()).unwrap();
+        if k % 100 == 99 {
+            assert_eq!(take(&mut busy).len(), 100);
+        }
+    }
+    // the stalled one drains, and its ring takes datagrams again
+    let got = take(&mut stalled);
+    assert_eq!(got.len(), sent);
+    assert!(got.iter().all(|(b, a)| b[..] == d[..] && *a == a3));
+    tx.send(Instant::ZERO, a1, &d).unwrap();
+    assert_eq!(take(&mut stalled).len(), 1);
+}
+
+#[test]
+fn datagrams_wrap_around_the_ring_whole_and_in_order() {
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    assert!(tx.reaches(a1));
+    let mut next = 0u32;
+    for round in 0..50usize {
+        let mut want = Vec::new();
+        for j in 0..20 {
+            let len = 4 + (round * 7919 + j * 104_729) % 60_000;
+            let mut d = vec![(next % 251) as u8; len];
+            d[..4].copy_from_slice(&next.to_le_bytes());
+            tx.send(Instant::ZERO, a1, &d).unwrap();
+            want.push(d);
+            next += 1;
+        }
+        let got: Vec<Vec<u8>> = take(&mut rx).into_iter().map(|(b, _)| b).collect();
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn hostile_ring_contents_free_the_slot_without_reading_out_of_bounds() {
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    assert!(tx.reaches(a1));
+    tx.send(Instant::ZERO, a1, b"fine").unwrap();
+    assert_eq!(take(&mut rx).len(), 1);
+    // a writer of the same user scribbles: a huge length, then a tail
+    // far ahead of the head
+    let Route::Ring(k) = tx.tx.get_mut().routes[&a1] else {
+        panic!()
+    };
+    let (slot, map) = {
+        let r = tx.tx.get_mut().rings[k].as_ref().unwrap();
+        (slot_off(r.slot), &r.map)
+    };
+    let head = map.u64_at(slot + S_TAIL).load(Relaxed);
+    let pos = (head % RING as u64) as usize;
+    map.u32_at(slot + SLOT_HDR + pos)
+        .store(u32::MAX - 1, Relaxed);
+    map.u64_at(slot + S_TAIL).store(head + 64, Release);
+    assert!(take(&mut rx).is_empty());
+    assert_eq!(rx.map.u64_at(H_ACTIVE).load(Relaxed), 0, "slot freed");
+    map.u64_at(slot + S_TAIL).store(u64::MAX / 2, Release);
+    assert!(take(&mut rx).is_empty());
+}
+
+#[test]
+fn an_armed_receiver_is_woken_and_a_closed_one_is_forgotten() {
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    assert!(tx.reaches(a1));
+    assert!(take(&mut rx).is_empty()); // (a new sender's slot is noticed)
+    let fd = rx.fd(); // arms the sleep word: nothing waits
+    assert!(!crate::sys::wait_readable(&[fd], 0));
+    tx.send(Instant::ZERO, a1, b"wake").unwrap();
+    assert!(crate::sys::wait_readable(&[fd], 5000), "no wake-up");
+    let path = file_path(a1);
+    assert!(path.exists());
+    drop(rx);
+    assert!(!path.exists(), "the file goes with the endpoint");
+    tx.flush_due(Instant::now().plus(CHECK_EVERY));
+    assert!(!tx.reaches(a1), "a closed receiver is reached by UDP");
+}
