@@ -23,6 +23,8 @@ pub struct Transports {
     /// When the fallback was last polled (`Instant::ZERO`: at the next
     /// receive).
     polled: std::cell::Cell<Instant>,
+    /// A gathered datagram joined for a ring (kept: no allocation per send).
+    joined: Vec<u8>,
 }
 
 /// While a preferred transport (shared memory) carries traffic, the
@@ -36,6 +38,7 @@ impl Transports {
     /// fallback, and its address is the endpoint's name.
     pub fn new(fallback: Box<dyn Transport>) -> Transports {
         Transports {
+            joined: Vec::new(),
             list: vec![fallback],
             polled: std::cell::Cell::new(Instant::ZERO),
         }
@@ -96,7 +99,8 @@ impl Transports {
         }
         let last = self.list.len() - 1;
         let none = SocketAddr::from(([0, 0, 0, 0], 0));
-        let mut joined = Vec::new();
+        // taken for the loop and put back (an error drops it: allocated again)
+        let mut joined = std::mem::take(&mut self.joined);
         for chunk in dgrams.chunks(SEND_BATCH) {
             let mut rest: [(SocketAddr, Gathered<'_>); SEND_BATCH] =
                 [(none, [&[][..]; 3]); SEND_BATCH];
@@ -112,7 +116,7 @@ impl Transports {
                             for p in parts {
                                 joined.extend_from_slice(p);
                             }
-                            &joined
+                            &joined[..]
                         }
                     };
                     match self.list[i].send(now, to, d) {
@@ -130,6 +134,7 @@ impl Transports {
                 self.list[last].send_batch(now, &rest[..n])?;
             }
         }
+        self.joined = joined;
         Ok(())
     }
 
