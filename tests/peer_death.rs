@@ -14,21 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ramp::am::{self, handler, BundleMode, Data, EndpointName, Message};
+use ramp::am::{self, handler, BundleMode, Data, Message};
 
 const TAG: u64 = 0x11fe;
-
-fn hex(n: &EndpointName) -> String {
-    n.0.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn parse_name(h: &str) -> EndpointName {
-    let mut n = [0u8; 32];
-    for (i, b) in n.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap();
-    }
-    EndpointName(n)
-}
 
 /// The receiver: prints its name, then polls (handler 20 takes requests)
 /// until it is killed (or 60 s pass).
@@ -42,10 +30,10 @@ fn child_receiver() {
     let e = am::allocate_endpoint(b.id).unwrap();
     e.set_tag(TAG);
     let parent = std::env::var("RAMP_LIFE_PARENT").unwrap();
-    e.map(0, parse_name(&parent), TAG).unwrap();
+    e.map(0, common::parse_name_hex(&parent), TAG).unwrap();
     e.set_expected_resources(2, 64).unwrap();
     e.set_handler(20, handler(|_| {}));
-    println!("NAME {}", hex(&e.name()));
+    println!("NAME {}", common::name_hex(&e.name()));
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(60) {
         b.poll().unwrap();
@@ -80,7 +68,7 @@ fn receiver_killed_every_request_returns_unreachable_by_the_timeout() {
             "--test-threads=1",
         ])
         .env("RAMP_LIFE_CHILD", "1")
-        .env("RAMP_LIFE_PARENT", hex(&e.name()))
+        .env("RAMP_LIFE_PARENT", common::name_hex(&e.name()))
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -89,7 +77,7 @@ fn receiver_killed_every_request_returns_unreachable_by_the_timeout() {
         let l = lines.next().expect("child output ended").unwrap();
         // (after the harness's "test child_receiver ... " on the same line)
         if let Some(h) = l.split("NAME ").nth(1) {
-            break parse_name(h);
+            break common::parse_name_hex(h);
         }
     };
 

@@ -21,18 +21,6 @@ const TAG: u64 = 0x5117;
 /// The tests count this process's files: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn hex(n: &EndpointName) -> String {
-    n.0.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn parse_name(h: &str) -> EndpointName {
-    let mut n = [0u8; 32];
-    for (i, b) in n.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap();
-    }
-    EndpointName(n)
-}
-
 fn config(extra: &[(&str, &str)]) -> ramp::config::Config {
     ramp::config::Config::from_lookup(|k| {
         if k == "RAMP_TRANSPORT" {
@@ -107,14 +95,14 @@ fn child() {
     e.set_handler(11, handler(|_| {}));
     // the client's requests are refused (not mapped there): they come back
     e.set_handler(0, handler(|_| {}));
-    let parent = parse_name(&std::env::var("RAMP_SHM_PARENT").unwrap());
+    let parent = common::parse_name_hex(&std::env::var("RAMP_SHM_PARENT").unwrap());
     e.map(0, parent, TAG).unwrap();
     let server = std::env::var("RAMP_SHM_SERVER").ok();
     if let Some(s) = &server {
-        e.map(1, parse_name(s), TAG).unwrap();
+        e.map(1, common::parse_name_hex(s), TAG).unwrap();
     }
     e.set_expected_resources(2, 4).unwrap();
-    println!("NAME {}", hex(&e.name()));
+    println!("NAME {}", common::name_hex(&e.name()));
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
     std::thread::spawn(move || {
@@ -150,11 +138,11 @@ fn spawn(
     cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
         .env("RAMP_SHM_CHILD", role)
         .env("RAMP_TRANSPORT", "shm")
-        .env("RAMP_SHM_PARENT", hex(parent))
+        .env("RAMP_SHM_PARENT", common::name_hex(parent))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
     if let Some(s) = server {
-        cmd.env("RAMP_SHM_SERVER", hex(s));
+        cmd.env("RAMP_SHM_SERVER", common::name_hex(s));
     }
     let mut child = cmd.spawn().unwrap();
     let name = read_name(child.stdout.take().unwrap());
@@ -168,7 +156,7 @@ fn read_name(out: ChildStdout) -> EndpointName {
         if let Some(h) = l.split("NAME ").nth(1) {
             // the harness writes more: keep reading, or it fails on EPIPE
             std::thread::spawn(move || lines.for_each(drop));
-            return parse_name(h);
+            return common::parse_name_hex(h);
         }
     }
 }

@@ -24,18 +24,6 @@ use ramp::am::{self, handler, Abandon, BundleMode, EndpointName, Message, Progre
 
 const TAG: u64 = 0xc4a5;
 
-fn hex(n: &EndpointName) -> String {
-    n.0.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn parse_name(h: &str) -> EndpointName {
-    let mut n = [0u8; 32];
-    for (i, b) in n.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap();
-    }
-    EndpointName(n)
-}
-
 #[test]
 fn child_logged_target() {
     if std::env::var_os("RAMP_CRASH_CHILD").is_none() {
@@ -50,7 +38,7 @@ fn child_logged_target() {
     e.set_tag(TAG);
     e.map(
         0,
-        parse_name(&std::env::var("RAMP_CRASH_PARENT").unwrap()),
+        common::parse_name_hex(&std::env::var("RAMP_CRASH_PARENT").unwrap()),
         TAG,
     )
     .unwrap();
@@ -78,7 +66,7 @@ fn child_logged_target() {
             am::reply(h.token, &Message::short(31, &[h.args[0]])).unwrap();
         }),
     );
-    println!("NAME {}", hex(&e.name()));
+    println!("NAME {}", common::name_hex(&e.name()));
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(100) {
         b.poll().unwrap();
@@ -95,7 +83,7 @@ fn spawn(dir: &Path, parent: &EndpointName) -> (Child, EndpointName) {
             "--test-threads=1",
         ])
         .env("RAMP_CRASH_CHILD", "1")
-        .env("RAMP_CRASH_PARENT", hex(parent))
+        .env("RAMP_CRASH_PARENT", common::name_hex(parent))
         .env("RAMP_CRASH_LOG", dir.join("target.ramplog"))
         .env("RAMP_CRASH_EFFECTS", dir.join("effects"))
         .stdout(Stdio::piped())
@@ -105,7 +93,7 @@ fn spawn(dir: &Path, parent: &EndpointName) -> (Child, EndpointName) {
     let name = loop {
         let l = lines.next().expect("child output ended").unwrap();
         if let Some(h) = l.split("NAME ").nth(1) {
-            break parse_name(h);
+            break common::parse_name_hex(h);
         }
     };
     (child, name)
@@ -263,13 +251,13 @@ fn child_logged_initiator() {
     e.set_tag(TAG);
     e.map(
         1,
-        parse_name(&std::env::var("RAMP_CRASH_PARENT").unwrap()),
+        common::parse_name_hex(&std::env::var("RAMP_CRASH_PARENT").unwrap()),
         TAG,
     )
     .unwrap();
     e.set_expected_resources(2, 8).unwrap();
     e.set_handler(41, handler(|_| {}));
-    println!("NAME {}", hex(&e.name()));
+    println!("NAME {}", common::name_hex(&e.name()));
     if std::env::var_os("RAMP_CRASH_RESUME").is_some() {
         let mut open = Vec::new();
         for p in [
@@ -332,7 +320,7 @@ fn a_logged_initiator_killed_at_random_resumes_its_transactions() {
             "--test-threads=1",
         ])
         .env("RAMP_CRASH_INIT", "1")
-        .env("RAMP_CRASH_PARENT", hex(&e.name()))
+        .env("RAMP_CRASH_PARENT", common::name_hex(&e.name()))
         .env("RAMP_CRASH_LOG", dir.join("init.ramplog"))
         .stdout(Stdio::piped());
         if resume {
@@ -346,7 +334,7 @@ fn a_logged_initiator_killed_at_random_resumes_its_transactions() {
     let name = loop {
         let l = lines.next().expect("child output ended").unwrap();
         if let Some(h) = l.split("NAME ").nth(1) {
-            break parse_name(h);
+            break common::parse_name_hex(h);
         }
     };
     e.set_tag(TAG);
@@ -372,7 +360,7 @@ fn a_logged_initiator_killed_at_random_resumes_its_transactions() {
     let name2 = out
         .iter()
         .find_map(|l| l.split("NAME ").nth(1))
-        .map(parse_name);
+        .map(common::parse_name_hex);
     assert_eq!(
         name2,
         Some(name),

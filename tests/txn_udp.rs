@@ -15,23 +15,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ramp::am::{
-    self, handler, Abandon, Ack, Bundle, BundleMode, Endpoint, EndpointName, Message, Progress,
-};
+use ramp::am::{self, handler, Abandon, Ack, Bundle, BundleMode, Endpoint, Message, Progress};
 
 const TAG: u64 = 0x7a11;
-
-fn hex(n: &EndpointName) -> String {
-    n.0.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn parse_name(h: &str) -> EndpointName {
-    let mut n = [0u8; 32];
-    for (i, b) in n.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap();
-    }
-    EndpointName(n)
-}
 
 /// The target: handler 20 replies; handler 21 appends a line to
 /// `RAMP_TXN_FILE` and then never returns (until killed).
@@ -46,7 +32,7 @@ fn child_target() {
     e.set_tag(TAG);
     e.map(
         0,
-        parse_name(&std::env::var("RAMP_TXN_PARENT").unwrap()),
+        common::parse_name_hex(&std::env::var("RAMP_TXN_PARENT").unwrap()),
         TAG,
     )
     .unwrap();
@@ -71,7 +57,7 @@ fn child_target() {
             }
         }),
     );
-    println!("NAME {}", hex(&e.name()));
+    println!("NAME {}", common::name_hex(&e.name()));
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(60) {
         b.poll().unwrap();
@@ -93,7 +79,7 @@ fn setup(file: &std::path::Path) -> (Arc<Bundle>, Arc<Endpoint>, Child) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_target", "--nocapture", "--test-threads=1"])
         .env("RAMP_TXN_CHILD", "1")
-        .env("RAMP_TXN_PARENT", hex(&e.name()))
+        .env("RAMP_TXN_PARENT", common::name_hex(&e.name()))
         .env("RAMP_TXN_FILE", file)
         .stdout(Stdio::piped())
         .spawn()
@@ -102,7 +88,7 @@ fn setup(file: &std::path::Path) -> (Arc<Bundle>, Arc<Endpoint>, Child) {
     let name = loop {
         let l = lines.next().expect("child output ended").unwrap();
         if let Some(h) = l.split("NAME ").nth(1) {
-            break parse_name(h);
+            break common::parse_name_hex(h);
         }
     };
     e.set_tag(TAG);

@@ -183,3 +183,17 @@ pub fn env_u64(name: &str, default: u64) -> u64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+/// An endpoint name as 64 hex digits (how child processes pass theirs on).
+pub fn name_hex(n: &ramp::am::EndpointName) -> String {
+    n.0.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The endpoint name `name_hex` wrote.
+pub fn parse_name_hex(h: &str) -> ramp::am::EndpointName {
+    let mut n = [0u8; 32];
+    for (i, b) in n.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap();
+    }
+    ramp::am::EndpointName(n)
+}
