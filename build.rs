@@ -73,6 +73,9 @@ fn main() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        // mod.rs declares the other files as modules: cbindgen would read
+        // them a second time through it (and write some items twice)
+        .filter(|p| p.file_name().is_none_or(|n| n != "mod.rs"))
         .collect();
     ffi_files.push(Path::new(&dir).join("src/error.rs"));
     ffi_files.push(Path::new(&dir).join("src/stats.rs"));
