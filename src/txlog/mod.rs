@@ -234,27 +234,29 @@ impl TxLog {
     /// Appends a record (after checking it against the state: a record
     /// that contradicts it is refused and nothing is written).
     pub fn append(&mut self, rec: &Record) -> Result<(), LogError> {
-        let mut next = self.state.clone();
-        if let Err(why) = next.apply(rec) {
-            return fail(&self.path, format!("refused a record: {why}"));
-        }
         let mut body = std::mem::take(&mut self.scratch);
         body.clear();
         rec.encode(&mut body);
         let need = frame_size(body.len());
+        // room first: a compaction writes the state as it is before this record
         if self.end + need > self.file.bytes().len() {
             self.compact(need)?;
         }
+        // `apply` changes nothing when it refuses a record (every arm checks
+        // before it writes), so the state need not be copied to try it
+        if let Err(why) = self.state.apply(rec) {
+            self.scratch = body;
+            return fail(&self.path, format!("refused a record: {why}"));
+        }
         self.seq += 1;
         write_frame(self.file.bytes_mut(), self.end, rec.kind(), self.seq, &body);
+        self.end += need;
+        self.scratch = body;
         if self.sync {
             self.file
-                .sync_range(self.end, need)
+                .sync_range(self.end - need, need)
                 .or_else(|e| fail(&self.path, format!("msync: {e}")))?;
         }
-        self.scratch = body;
-        self.end += need;
-        self.state = next;
         Ok(())
     }
 

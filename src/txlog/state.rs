@@ -42,7 +42,8 @@ pub type Inconsistency = &'static str;
 
 impl LogState {
     /// Applies one record; Err when it contradicts the state (the log is
-    /// then not trusted).
+    /// then not trusted). A refused record changes nothing: every arm
+    /// checks before it writes (`TxLog::append` relies on it).
     pub fn apply(&mut self, rec: &Record) -> Result<(), Inconsistency> {
         match rec {
             Record::Issued { txn, dest, msg } => {

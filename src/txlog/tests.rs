@@ -246,7 +246,9 @@ fn records_that_contradict_the_state_are_refused() {
     })
     .unwrap();
     log.append(&Record::Started { key: key(1) }).unwrap();
+    let before = log.state().clone();
     assert!(log.append(&Record::Started { key: key(1) }).is_err());
+    assert_eq!(log.state(), &before, "a refused record changes nothing");
     assert!(log
         .append(&Record::Acked {
             key: key(1),
