@@ -62,6 +62,10 @@ pub struct SendChannel {
     /// resent since, the timeout was spurious and nothing more goes; else
     /// they are resent.
     pub rto_at: Option<Instant>,
+    /// How many packets deferred by a timeout went at the last step (see
+    /// `take_ack`): each ACK that does not show the timeout spurious lets
+    /// twice as many go.
+    pub frto_sent: usize,
 }
 
 /// The deadline of a packet waiting out a retransmission timeout's answer.
@@ -238,6 +242,9 @@ impl SendChannel {
                 .sum()
         };
         let mut new_sent = false;
+        if t.probe_after.is_some() && !self.pending.is_empty() && self.in_flight.len() < t.window {
+            self.unprobe_newest(t.rto);
+        }
         while self.in_flight.len() < t.window {
             let Some(frag) = self.pending.pop_front() else {
                 break;
@@ -283,6 +290,23 @@ impl SendChannel {
             }
         }
         first_deadline
+    }
+
+    /// New packets are about to go, and the newest carries the probe from
+    /// now on: the packet that carried it so far (the newest before them;
+    /// a reordering timer is only ever set on a packet before a later one
+    /// that arrived, so on the newest it is the probe) gets back its
+    /// retransmission timeout. One probe per channel is outstanding at any
+    /// time (RFC 8985 TLP: one probe timer): a receiver off the CPU for
+    /// longer than the probe timeout costs one needless copy, not one per
+    /// packet sent since it stopped.
+    fn unprobe_newest(&mut self, rto: Nanos) {
+        if let Some(p) = self.in_flight.back_mut() {
+            if p.reorder_timer && !p.sacked && !p.resend {
+                p.reorder_timer = false;
+                p.deadline = p.deadline.max(p.last_sent.plus(rto));
+            }
+        }
     }
 
     /// Takes an acknowledgement of everything before `next` and, in `sack`,
@@ -347,14 +371,32 @@ impl SendChannel {
         let mut rearmed = None;
         if let Some(spurious) = frto {
             let rto = rtt.base_rto();
+            // Not shown spurious: the ACK covered only packets resent
+            // since. Either the packets deferred were lost too, or the ACK
+            // left the receiver before they arrived (it answered the first
+            // copy, then was descheduled before it sent that answer): the
+            // oldest of them go now, twice as many as went last time, the
+            // rest wait for the next ACK (as after a timeout TCP sends one
+            // packet, then two per ACK: slow start), which decides again.
+            let mut budget = if spurious {
+                0
+            } else {
+                2 * self.frto_sent.max(1)
+            };
+            let mut resent = 0;
             for p in self.in_flight.iter_mut().filter(|p| p.deadline == DEFERRED) {
                 if spurious || p.sacked {
                     p.deadline = now.plus(rto);
                     rearmed = Some(p.deadline);
+                } else if budget == 0 {
+                    self.rto_at = Some(now);
                 } else {
+                    budget -= 1;
+                    resent += 1;
                     p.resend = true;
                 }
             }
+            self.frto_sent = resent;
         }
         let sample_from = sacked.sample_from.or(done.sample_from);
         if done.count > 0 || sacked.newly_sacked {
@@ -483,6 +525,7 @@ impl SendChannel {
         }
         if deferred {
             self.rto_at = Some(now);
+            self.frto_sent = 1;
         }
         e
     }

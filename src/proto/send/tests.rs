@@ -147,3 +147,96 @@ fn drain_unfinished_gives_each_message_once_in_order() {
     ch.new_epoch();
     assert_eq!((ch.epoch, ch.next_seq), (1, 0));
 }
+
+fn queue(ch: &mut SendChannel, m: &Arc<OutMsg>) {
+    ch.pending.push_back(Fragment {
+        msg: MsgRef::Shared(m.clone()),
+        off: 0,
+        len: 10,
+    });
+}
+
+fn tx(rto: Nanos, probe: Option<Nanos>) -> Transmission {
+    Transmission {
+        header: Common::default(),
+        rto,
+        probe_after: probe,
+        window: 64,
+    }
+}
+
+/// Packets sent one by one (each the newest when it went) while the
+/// receiver is off the CPU: one tail-loss probe fires, not one per packet.
+#[test]
+fn one_probe_per_channel_however_many_packets_went_one_by_one() {
+    let m = msg(1);
+    let mut ch = SendChannel::default();
+    let mut out: Outbox<u32> = Outbox::new();
+    let integ = Integrity::Crc32c;
+    for t in 0..5u64 {
+        queue(&mut ch, &m);
+        ch.transmit(
+            Instant(t * 10),
+            &tx(5_000, Some(1_000)),
+            0,
+            &integ,
+            &mut out,
+        );
+    }
+    let probes: Vec<bool> = ch.in_flight.iter().map(|p| p.reorder_timer).collect();
+    assert_eq!(probes, [false, false, false, false, true]);
+    assert_eq!(ch.in_flight[0].deadline, Instant(5_000));
+    assert!(
+        ch.in_flight[4].deadline < Instant(5_000),
+        "the newest is probed"
+    );
+    let e = ch.on_timeout(Instant(2_000), 10);
+    assert!(!e.backoff);
+    let resent: Vec<u32> = ch
+        .in_flight
+        .iter()
+        .filter(|p| p.resend)
+        .map(|p| p.seq)
+        .collect();
+    assert_eq!(resent, [4], "the newest only");
+}
+
+/// After a timeout, an ACK that covers only the packet resent (it may
+/// have left the receiver before the others arrived) lets two more go,
+/// not all; the next ACK, covering packets never resent, shows the
+/// timeout spurious and the rest get a timer again.
+#[test]
+fn an_ack_of_the_resent_packet_only_lets_two_more_go_not_all() {
+    let m = msg(1);
+    let mut ch = SendChannel::default();
+    let mut out: Outbox<u32> = Outbox::new();
+    let integ = Integrity::Crc32c;
+    let mut rtt = RttEstimator::new(5_000, 5_000, 1_000_000);
+    let mut stats = Statistics::initial();
+    let mut spare = SpareMsgs::default();
+    for _ in 0..8 {
+        queue(&mut ch, &m);
+    }
+    ch.transmit(Instant(0), &tx(5_000, None), 0, &integ, &mut out);
+    let e = ch.on_timeout(Instant(7_000), 10);
+    assert!(e.backoff);
+    let resend = |ch: &SendChannel| -> Vec<u32> {
+        ch.in_flight
+            .iter()
+            .filter(|p| p.resend)
+            .map(|p| p.seq)
+            .collect()
+    };
+    assert_eq!(resend(&ch), [0], "a timeout resends the oldest only");
+    ch.transmit(Instant(7_000), &tx(10_000, None), 0, &integ, &mut out);
+    // covers seq 0 only: ambiguous
+    let o = ch.on_ack(Instant(7_100), (0, 1, 0), &mut rtt, &mut stats, &mut spare);
+    assert!(o.is_some());
+    assert_eq!(resend(&ch), [1, 2], "two more, not all seven");
+    ch.transmit(Instant(7_100), &tx(10_000, None), 0, &integ, &mut out);
+    // covers packets 3 and 4, never resent: the timeout was spurious
+    ch.on_ack(Instant(7_200), (0, 5, 0), &mut rtt, &mut stats, &mut spare);
+    assert!(resend(&ch).is_empty());
+    assert!(ch.in_flight.iter().all(|p| p.deadline != DEFERRED));
+    assert!(ch.retransmit_deadline() > Some(Instant(7_200)));
+}
