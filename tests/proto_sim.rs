@@ -1031,6 +1031,53 @@ fn descheduled_receiver_causes_almost_no_retransmission() {
     );
 }
 
+/// Issue 8: a receiver descheduled for 30 ms (its arrivals and timers wait,
+/// nothing is lost) while the sender sends 32 requests one by one, each the
+/// newest packet when it went. Its tail-loss probe and its timeout may each
+/// resend one packet needlessly per stall (fewer once the floor is
+/// learned), never one per packet sent since the stall began, nor the
+/// whole window when the first ACK after the timeout left the receiver
+/// before the others arrived. The receiver counts the needless copies as
+/// duplicates.
+#[test]
+fn a_stalled_receiver_costs_at_most_two_needless_copies_per_stall() {
+    let _watchdog = common::watchdog(
+        "proto_sim::a_stalled_receiver_costs_at_most_two_needless_copies_per_stall",
+        Duration::from_secs(180),
+    );
+    let (stalls, per_stall) = (20u64, 32u64);
+    let mut net = SimNet::new(2, ProtoConfig::default(), lan());
+    let mut tx = Sender::default();
+    let mut ledger = Ledger::default();
+    let mut drain = |net: &mut SimNet, ledger: &mut Ledger| {
+        while let Some(ev) = net.poll_event(1) {
+            ledger.take(1, ev);
+        }
+    };
+    for stall in 0..stalls {
+        let until = net.now().plus(30 * MILLIS);
+        net.deschedule(1, until);
+        for _ in 0..per_stall {
+            tx.send(&mut net, 0, 1, CHANNEL_REQUEST, 24);
+            net.run_for(20 * MICROS);
+        }
+        let want = (stall + 1) * per_stall;
+        assert!(net.run_until(10 * SECOND, |net| {
+            drain(net, &mut ledger);
+            ledger.delivered == want && net.node(0).is_idle() && net.node(1).is_idle()
+        }));
+    }
+    assert!(ledger.failed.is_empty());
+    let rexmit = sum_stats(&mut net, retransmits);
+    let dups = net.node(1).stats().duplicates_dropped;
+    eprintln!("stalled receiver: {rexmit} retransmissions, {dups} duplicates, {stalls} stalls");
+    assert_eq!(rexmit, dups, "nothing was lost: every copy is a duplicate");
+    assert!(
+        dups <= 2 * stalls,
+        "{dups} needless copies in {stalls} stalls of {per_stall} packets"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 6. Corrupt, truncated and stale datagrams; peer restarts.
 // ---------------------------------------------------------------------------

@@ -164,6 +164,24 @@ impl RttEstimator {
         self.backoff = 0;
     }
 
+    /// The floor learned from late answers (0: none).
+    pub fn floor(&self) -> Nanos {
+        self.floor
+    }
+
+    /// Another peer of the endpoint learned `floor` from a needless copy:
+    /// the peers share one host's scheduler (the endpoint's own process
+    /// and, on one machine, the other processes it talks to), so a late
+    /// answer from one says how late the others may answer too. Taken
+    /// when higher, until 16 prompt answers to retransmissions to this
+    /// peer, as if learned here.
+    pub fn share_floor(&mut self, floor: Nanos) {
+        if floor > self.floor {
+            self.floor = floor;
+            self.floor_persist = FLOOR_PERSIST;
+        }
+    }
+
     /// Timeout with the current backoff applied.
     pub fn rto(&self) -> Nanos {
         let shift = self.backoff.min(20);
@@ -236,5 +254,22 @@ mod tests {
         r.on_retransmit_answered(50_000, 500_000);
         assert_eq!(r.probe_timeout(), Some(pto), "16 real losses: fast again");
         assert_eq!(r.rto(), 5_000_000);
+    }
+
+    #[test]
+    fn a_floor_shared_by_another_peer_lasts_until_real_losses_here() {
+        let mut r = RttEstimator::new(20_000_000, 5_000_000, 1_000_000_000).with_ack_delay(200_000);
+        for _ in 0..50 {
+            r.sample(20_000);
+        }
+        let (pto, rto) = (r.probe_timeout().unwrap(), r.rto());
+        r.share_floor(30_000_000);
+        assert_eq!((r.probe_timeout(), r.rto()), (Some(30_000_000), 30_000_000));
+        r.share_floor(10_000_000);
+        assert_eq!(r.floor(), 30_000_000, "a lower floor changes nothing");
+        for _ in 0..FLOOR_PERSIST {
+            r.on_retransmit_answered(50_000, 500_000);
+        }
+        assert_eq!((r.probe_timeout(), r.rto()), (Some(pto), rto));
     }
 }
