@@ -293,11 +293,17 @@ impl Statistics {
                 sent as i128 - recv as i128
             );
             if self.packets_sent > 0 {
+                // A copy of a packet the receiver already had arrives as a
+                // duplicate: needless (or a network duplicate); the rest
+                // replaced a lost packet or answered a lost ACK.
+                let pct = |n: u64| 100.0 * n as f64 / self.packets_sent as f64;
                 let _ = writeln!(
                     s,
-                    "retransmitted {:.2}% of packets; {} duplicates suppressed (useless retransmissions or network duplicates)",
-                    100.0 * retx as f64 / self.packets_sent as f64,
-                    self.duplicates_dropped
+                    "retransmitted {:.2}% of packets: needless {:.2}% ({} duplicates received: useless retransmissions or network duplicates), needed {:.2}%",
+                    pct(retx),
+                    pct(self.duplicates_dropped),
+                    self.duplicates_dropped,
+                    pct(retx.saturating_sub(self.duplicates_dropped))
                 );
             }
         }
