@@ -1049,7 +1049,7 @@ fn a_stalled_receiver_costs_at_most_two_needless_copies_per_stall() {
     let mut net = SimNet::new(2, ProtoConfig::default(), lan());
     let mut tx = Sender::default();
     let mut ledger = Ledger::default();
-    let mut drain = |net: &mut SimNet, ledger: &mut Ledger| {
+    let drain = |net: &mut SimNet, ledger: &mut Ledger| {
         while let Some(ev) = net.poll_event(1) {
             ledger.take(1, ev);
         }
