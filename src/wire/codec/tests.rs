@@ -68,19 +68,27 @@ fn a_gathered_data_packet_is_the_contiguous_one_in_pieces() {
         );
         let mut buf = vec![0xAA; 5];
         let trailer =
-            encode_data_gathered(&mut buf, &I, &sample_common(), &meta, 9000, 4000, &payload)
-                .expect("CRC32C seals pieces");
+            encode_data_gathered(&mut buf, &I, &sample_common(), &meta, 9000, 4000, &payload);
         let joined = [&buf[..trailer], &payload[..], &buf[trailer..]].concat();
         assert_eq!(joined, whole);
         assert!(decode(&I, &joined[5..]).is_ok());
     }
-    // A MAC needs the packet contiguous: refused, nothing appended.
+    // Under a MAC too: the gathered packet decodes (its own nonce), and a
+    // payload byte changed in flight is refused.
     let key = crate::wire::mac::MacKey::from_job_key("0123456789abcdef0123456789abcdef");
     let mac = Integrity::job(&key, [3; 12]);
-    let meta = MsgMeta::new(MsgKind::User, Category::Long, 9, &[]);
+    let meta = MsgMeta::new(MsgKind::User, Category::Long, 9, &[1, 2]);
+    let payload: Vec<u8> = (0..3000u32).map(|i| (i * 5) as u8).collect();
     let mut buf = vec![1, 2];
-    let r = encode_data_gathered(&mut buf, &mac, &sample_common(), &meta, 10, 0, &[0; 10]);
-    assert_eq!((r, buf), (None, vec![1, 2]));
+    let t = encode_data_gathered(&mut buf, &mac, &sample_common(), &meta, 3000, 0, &payload);
+    let joined = [&buf[2..t], &payload[..], &buf[t..]].concat();
+    match decode(&mac, &joined) {
+        Ok(Packet::Data { payload: p, .. }) => assert_eq!(p, &payload[..]),
+        other => panic!("{other:?}"),
+    }
+    let mut f = joined.clone();
+    f[t - 2 + 1500] ^= 1;
+    assert_eq!(decode(&mac, &f), Err(DecodeError::Checksum));
 }
 
 #[test]
