@@ -69,9 +69,10 @@ const SALT: &[u8] = b"ramp job key v1";
 pub struct MacKey {
     prk: Prk,
     aead: Arc<LessSafeKey>,
-    /// The same GMAC key in a context that takes a packet in pieces (a
-    /// gathered DATA packet: `tag_pieces`); one tag at a time.
-    pieces: Arc<parking_lot::Mutex<GmacCtx>>,
+    /// The same GMAC key for a packet in pieces (a gathered DATA packet:
+    /// `tag_pieces`), in a context made on first use (only keys that seal
+    /// large packets pay for one); one tag at a time.
+    pieces: Arc<PieceMac>,
     short: Arc<ShortMac>,
     fingerprint: [u8; 8],
 }
@@ -109,6 +110,18 @@ impl ShortMac {
     }
 }
 
+/// The GMAC key and its context for packets in pieces (`sys::gmac`).
+struct PieceMac {
+    key: [u8; 16],
+    ctx: parking_lot::Mutex<Option<GmacCtx>>,
+}
+
+impl Drop for PieceMac {
+    fn drop(&mut self) {
+        self.key.fill(0);
+    }
+}
+
 /// HKDF output of `len` bytes.
 struct Len(usize);
 
@@ -137,7 +150,10 @@ impl MacKey {
         let mut k = [0u8; 16];
         expand(&prk, b"packet mac aes-128-gmac", &mut k);
         let aead = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &k).expect("16-byte key"));
-        let pieces = Arc::new(parking_lot::Mutex::new(GmacCtx::new(&k)));
+        let pieces = Arc::new(PieceMac {
+            key: k,
+            ctx: parking_lot::Mutex::new(None),
+        });
         // Poly1305's r (clamped by the crate) and s = 0, and the AES key
         let mut rk = [0u8; 16];
         expand(&prk, b"packet mac poly1305-aes r", &mut rk);
@@ -208,7 +224,9 @@ impl MacKey {
             }
             return self.short.tag(nonce, &joined[..len]);
         }
-        self.pieces.lock().tag(nonce, pieces)
+        let mut ctx = self.pieces.ctx.lock();
+        ctx.get_or_insert_with(|| GmacCtx::new(&self.pieces.key))
+            .tag(nonce, pieces)
     }
 
     /// Whether `tag` is the tag of `bytes` under `nonce`; constant time in

@@ -251,7 +251,15 @@ fn send_cost_per_byte_whole_and_gathered() {
                             &mut buf, integ, &c, &meta, 65_000, 0, &payload,
                         ));
                     } else {
-                        encode_data(&mut buf, integ, &sample_common(), &meta, 65_000, 0, &payload);
+                        encode_data(
+                            &mut buf,
+                            integ,
+                            &sample_common(),
+                            &meta,
+                            65_000,
+                            0,
+                            &payload,
+                        );
                     }
                     std::hint::black_box(&buf);
                 }
