@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ramp::am::{self, handler, BundleMode, Data, EndpointName, Message};
+use ramp::am::{self, handler, BundleMode, Data, EndpointName, Message, SegmentMemory};
 use ramp::config::Config;
 use ramp::wire::mac::MacKey;
 use ramp::wire::{self, Integrity, Packet};
@@ -52,6 +52,7 @@ fn run_relay(
     e0: std::net::SocketAddr,
     e1: std::net::SocketAddr,
     stop: Arc<AtomicBool>,
+    flip: fn(u64, usize) -> Option<usize>,
 ) -> std::thread::JoinHandle<Seen> {
     let job = Integrity::job(&MacKey::from_job_key(key), [0; 12]);
     std::thread::spawn(move || {
@@ -98,9 +99,7 @@ fn run_relay(
                     }
                     if from_e0 && d[3] == 1 {
                         n_data += 1;
-                        if n_data.is_multiple_of(5) {
-                            // a payload (or header) bit, tags left intact
-                            let at = 40 + (n_data as usize * 7) % (n - 40 - 28);
+                        if let Some(at) = flip(n_data, n) {
                             d[at] ^= 0x04;
                             seen.flipped += 1;
                         }
@@ -143,6 +142,12 @@ fn same_key_every_packet_carries_the_mac_and_flipped_ones_are_dropped() {
         e0.name().to_addr().unwrap(),
         e1.name().to_addr().unwrap(),
         stop.clone(),
+        // every fifth DATA: a payload (or header) bit, tags left intact
+        |n_data, n| {
+            n_data
+                .is_multiple_of(5)
+                .then(|| 40 + (n_data as usize * 7) % (n - 40 - 28))
+        },
     );
     let n = 60u32;
     let handled = Arc::new(parking_lot::Mutex::new(vec![0u32; n as usize]));
@@ -187,6 +192,89 @@ fn same_key_every_packet_carries_the_mac_and_flipped_ones_are_dropped() {
     assert!(seen.flipped >= 5);
     assert_eq!(e1.statistics().corrupt_dropped, seen.flipped);
     assert_eq!(e0.statistics().corrupt_dropped, 0);
+}
+
+/// Long messages of 60 KiB under the MAC travel in large fragments whose
+/// payload is sent gathered, where it lies (`Integrity::seal_gathered`):
+/// every third large DATA packet gets one payload byte changed by the
+/// relay (header and trailer intact); each is dropped and counted, resent,
+/// and every message lands in the segment whole, exactly once.
+#[test]
+fn a_changed_payload_byte_of_a_large_gathered_packet_is_refused() {
+    let _watchdog = common::watchdog(
+        "am_mac::a_changed_payload_byte_of_a_large_gathered_packet_is_refused",
+        Duration::from_secs(120),
+    );
+    am::init().unwrap();
+    let cfg = config(Some(KEY_A), None);
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e0 = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let a0 = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let a1 = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (addr0, addr1) = (a0.local_addr().unwrap(), a1.local_addr().unwrap());
+    e0.set_tag(5);
+    e1.set_tag(5);
+    e0.map(1, EndpointName::from_addr(addr1), 5).unwrap();
+    e1.map(0, EndpointName::from_addr(addr0), 5).unwrap();
+    for e in [&e0, &e1] {
+        e.set_expected_resources(2, 8).unwrap();
+    }
+    const LEN: usize = 60 << 10;
+    let seg = am::VecSegment::new(LEN);
+    e1.set_segment(Some(seg.clone()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let r = run_relay(
+        KEY_A,
+        a0,
+        a1,
+        e0.name().to_addr().unwrap(),
+        e1.name().to_addr().unwrap(),
+        stop.clone(),
+        // a large packet's payload byte: past the header and arguments
+        // (at most 32 + 36 + 64 bytes), before the trailer (28)
+        |n_data, n| {
+            (n > 4096 && n_data % 3 == 0).then(|| 200 + (n_data as usize * 977) % (n - 400))
+        },
+    );
+    let n = 12u32;
+    let handled = Arc::new(parking_lot::Mutex::new(vec![0u32; n as usize]));
+    let h2 = handled.clone();
+    e1.set_handler(
+        30,
+        handler(move |h| {
+            let k = h.args[0];
+            let Data::Long { addr, len } = h.data else {
+                panic!("not a long message")
+            };
+            assert_eq!(len, LEN);
+            // the handler runs with the whole message in the segment
+            let _ = addr;
+            h2.lock()[k as usize] += 1;
+        }),
+    );
+    e0.set_handler(0, handler(|h| panic!("returned: {:?}", h.args)));
+    let seg_check = seg.clone();
+    for k in 0..n {
+        let payload: Vec<u8> = (0..LEN).map(|i| (i as u32 * 7 + k) as u8).collect();
+        e0.request(1, &Message::long(30, &[k], &payload, 0), false)
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while handled.lock()[k as usize] == 0 {
+            b.poll().unwrap();
+            assert!(t0.elapsed().as_secs() < 60, "stuck");
+        }
+        assert!(
+            seg_check.read(0, LEN) == payload,
+            "message {k} in the segment whole"
+        );
+    }
+    stop.store(true, Ordering::SeqCst);
+    let seen = r.join().unwrap();
+    assert!(handled.lock().iter().all(|&c| c == 1), "exactly once");
+    assert_eq!(seen.bad, 0, "a datagram without the right MAC");
+    assert!(seen.flipped >= 4, "flipped {}", seen.flipped);
+    assert_eq!(e1.statistics().corrupt_dropped, seen.flipped);
 }
 
 /// Requests from an endpoint configured `a` to one configured `b` come back

@@ -165,8 +165,7 @@ pub fn encode_data(
 /// Appends the DATA packet of `payload` as two pieces around it, for a
 /// datagram gathered from the header, `payload` where it lies, and the
 /// trailer (no copy of the payload). Returns where the trailer starts in
-/// `buf`, or None (nothing appended) when the integrity cannot seal
-/// pieces: a MAC covers one contiguous packet (`Integrity::seal_gathered`).
+/// `buf` (every integrity seals pieces: `Integrity::seal_gathered`).
 #[allow(clippy::too_many_arguments)]
 pub fn encode_data_gathered(
     buf: &mut Vec<u8>,
@@ -176,15 +175,12 @@ pub fn encode_data_gathered(
     msg_len: u32,
     frag_off: u32,
     payload: &[u8],
-) -> Option<usize> {
-    if integ.is_mac() {
-        return None;
-    }
+) -> usize {
     let start = buf.len();
     encode_data_header(buf, common, meta, msg_len, frag_off, payload.len() as u32);
     let trailer = buf.len();
     integ.seal_gathered(buf, start, payload);
-    Some(trailer)
+    trailer
 }
 
 /// Appends a DATA packet's header and arguments for a fragment of

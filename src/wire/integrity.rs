@@ -56,6 +56,32 @@ impl AssocMac {
     }
 }
 
+impl AssocMac {
+    /// The nonce of the next packet sealed under this key. Never repeats
+    /// under it: 2^64 packets at 10^9 a second take 584 years.
+    #[inline]
+    fn next_nonce(&self) -> [u8; NONCE_LEN] {
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce[..4].copy_from_slice(&self.prefix);
+        let n = self.sent.fetch_add(1, Ordering::Relaxed);
+        nonce[4..].copy_from_slice(&n.to_be_bytes());
+        nonce
+    }
+}
+
+impl JobMac {
+    /// The nonce of the next handshake packet sealed under the job key.
+    fn next_nonce(&self) -> [u8; NONCE_LEN] {
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce[..4].copy_from_slice(&self.hi);
+        let n = self
+            .lo
+            .wrapping_add(self.sent.fetch_add(1, Ordering::Relaxed));
+        nonce[4..].copy_from_slice(&n.to_be_bytes());
+        nonce
+    }
+}
+
 /// The job key with its nonce state at one endpoint.
 #[derive(Debug)]
 pub struct JobMac {
@@ -143,12 +169,7 @@ impl Integrity {
             }
             Integrity::JobMac(k) => seal_job(k, buf, start),
             Integrity::AssocMac(a) => {
-                // Never repeats under this key: 2^64 packets at 10^9 a
-                // second take 584 years.
-                let mut nonce = [0u8; NONCE_LEN];
-                nonce[..4].copy_from_slice(&a.prefix);
-                let n = a.sent.fetch_add(1, Ordering::Relaxed);
-                nonce[4..].copy_from_slice(&n.to_be_bytes());
+                let nonce = a.next_nonce();
                 let tag = a.key.tag(&nonce, &buf[start..]);
                 buf.extend_from_slice(&nonce);
                 buf.extend_from_slice(&tag);
@@ -158,16 +179,24 @@ impl Integrity {
 
     /// Appends the trailer of the datagram whose first piece starts at
     /// `buf[start..]` and whose second piece is `rest` (sent from where it
-    /// lies, between the two): CRC32C only, which runs on across pieces.
-    /// A MAC (AES-GMAC with the whole packet as its associated data: GHASH
-    /// pads each associated-data input to 16 bytes, and aws-lc-rs takes
-    /// one `Aad` slice) needs the packet contiguous; its callers copy
-    /// (`codec::encode_data_gathered` refuses).
+    /// lies, between the two): the same trailer as `seal` of the two
+    /// joined, without joining them. CRC32C runs on across the pieces; the
+    /// MAC too (`MacKey::tag_pieces`: AWS-LC's GHASH carries the partial
+    /// block from one piece to the next), at the same cost per byte.
     #[inline]
     pub fn seal_gathered(&self, buf: &mut Vec<u8>, start: usize, rest: &[u8]) {
-        debug_assert!(!self.is_mac(), "a MAC seals contiguous packets only");
-        let crc = crc32c::crc32c_append(crc32c(&buf[start..]), rest);
-        buf.extend_from_slice(&crc.to_be_bytes());
+        let (nonce, key) = match self {
+            Integrity::Crc32c => {
+                let crc = crc32c::crc32c_append(crc32c(&buf[start..]), rest);
+                buf.extend_from_slice(&crc.to_be_bytes());
+                return;
+            }
+            Integrity::JobMac(j) => (j.next_nonce(), &j.key),
+            Integrity::AssocMac(a) => (a.next_nonce(), &a.key),
+        };
+        let tag = key.tag_pieces(&nonce, &[&buf[start..], rest]);
+        buf.extend_from_slice(&nonce);
+        buf.extend_from_slice(&tag);
     }
 
     /// Checks the trailer of `dgram`; returns what it protects.
@@ -207,10 +236,7 @@ fn open_mac<'a>(k: &MacKey, dgram: &'a [u8]) -> Result<&'a [u8], DecodeError> {
 /// A handshake packet under the job key (rare packets).
 #[cold]
 fn seal_job(j: &JobMac, buf: &mut Vec<u8>, start: usize) {
-    let mut nonce = [0u8; NONCE_LEN];
-    nonce[..4].copy_from_slice(&j.hi);
-    let n = j.lo.wrapping_add(j.sent.fetch_add(1, Ordering::Relaxed));
-    nonce[4..].copy_from_slice(&n.to_be_bytes());
+    let nonce = j.next_nonce();
     let tag = j.key.tag(&nonce, &buf[start..]);
     buf.extend_from_slice(&nonce);
     buf.extend_from_slice(&tag);
@@ -245,6 +271,33 @@ mod tests {
         }
         assert!(Integrity::Crc32c.open(&a).is_err());
         assert_eq!(i.open(&a[..5]), Err(DecodeError::Truncated));
+    }
+
+    /// A gathered packet under an association's MAC opens like a whole
+    /// one; a byte changed in either piece (header or payload) is refused.
+    #[test]
+    fn a_mac_seals_a_packet_in_pieces() {
+        let (tx, rx) = job().for_association(5, 6);
+        let (_, peer_rx) = job().for_association(6, 5);
+        let _ = rx;
+        let head = vec![0x11u8; 77];
+        let rest: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        let mut buf = vec![0xEE; 3]; // after an earlier datagram
+        buf.extend_from_slice(&head);
+        tx.seal_gathered(&mut buf, 3, &rest);
+        let joined = [&buf[3..3 + head.len()], &rest[..], &buf[3 + head.len()..]].concat();
+        assert_eq!(joined.len(), head.len() + rest.len() + MAC_TRAILER_LEN);
+        let body = peer_rx.open(&joined).expect("opens as a whole packet");
+        assert_eq!(body.len(), head.len() + rest.len());
+        for at in [0, 76, 77, 2000, head.len() + rest.len() - 1] {
+            let mut f = joined.clone();
+            f[at] ^= 4;
+            assert_eq!(peer_rx.open(&f), Err(DecodeError::Checksum), "byte {at}");
+        }
+        // the next packet gets the next nonce, as with `seal`
+        let mut again = head.clone();
+        tx.seal(&mut again, 0);
+        assert_eq!(again[head.len() + 4..head.len() + 12], 1u64.to_be_bytes());
     }
 
     #[test]

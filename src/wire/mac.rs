@@ -45,6 +45,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::polyhash::PolyKey;
+use crate::sys::gmac::GmacCtx;
 use aes::cipher::{BlockEncrypt, KeyInit};
 use aes::Aes128;
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
@@ -68,6 +69,10 @@ const SALT: &[u8] = b"ramp job key v1";
 pub struct MacKey {
     prk: Prk,
     aead: Arc<LessSafeKey>,
+    /// The same GMAC key for a packet in pieces (a gathered DATA packet:
+    /// `tag_pieces`), in a context made on first use (only keys that seal
+    /// large packets pay for one); one tag at a time.
+    pieces: Arc<PieceMac>,
     short: Arc<ShortMac>,
     fingerprint: [u8; 8],
 }
@@ -105,6 +110,18 @@ impl ShortMac {
     }
 }
 
+/// The GMAC key and its context for packets in pieces (`sys::gmac`).
+struct PieceMac {
+    key: [u8; 16],
+    ctx: parking_lot::Mutex<Option<GmacCtx>>,
+}
+
+impl Drop for PieceMac {
+    fn drop(&mut self) {
+        self.key.fill(0);
+    }
+}
+
 /// HKDF output of `len` bytes.
 struct Len(usize);
 
@@ -133,6 +150,10 @@ impl MacKey {
         let mut k = [0u8; 16];
         expand(&prk, b"packet mac aes-128-gmac", &mut k);
         let aead = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &k).expect("16-byte key"));
+        let pieces = Arc::new(PieceMac {
+            key: k,
+            ctx: parking_lot::Mutex::new(None),
+        });
         // Poly1305's r (clamped by the crate) and s = 0, and the AES key
         let mut rk = [0u8; 16];
         expand(&prk, b"packet mac poly1305-aes r", &mut rk);
@@ -148,6 +169,7 @@ impl MacKey {
         MacKey {
             prk,
             aead: Arc::new(aead),
+            pieces,
             short: Arc::new(short),
             fingerprint,
         }
@@ -185,6 +207,26 @@ impl MacKey {
         let mut out = [0u8; MAC_LEN];
         out.copy_from_slice(t.as_ref());
         out
+    }
+
+    /// The tag of the concatenation of `pieces` under `nonce`: the same as
+    /// `tag` of the pieces joined, without joining them (GMAC: AWS-LC's
+    /// GHASH runs on across the pieces; a short packet is joined on the
+    /// stack for Poly1305-AES).
+    pub fn tag_pieces(&self, nonce: &[u8; NONCE_LEN], pieces: &[&[u8]]) -> [u8; MAC_LEN] {
+        let len: usize = pieces.iter().map(|p| p.len()).sum();
+        if len <= SHORT_MAX {
+            let mut joined = [0u8; SHORT_MAX];
+            let mut at = 0;
+            for p in pieces {
+                joined[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+            return self.short.tag(nonce, &joined[..len]);
+        }
+        let mut ctx = self.pieces.ctx.lock();
+        ctx.get_or_insert_with(|| GmacCtx::new(&self.pieces.key))
+            .tag(nonce, pieces)
     }
 
     /// Whether `tag` is the tag of `bytes` under `nonce`; constant time in
@@ -360,6 +402,49 @@ mod tests {
             longer.push(0);
             assert!(!k.verify(&N, &longer, &t), "{len}: extended");
             assert!(!k.derive(b"x").verify(&N, &d, &t), "{len}: other key");
+        }
+    }
+
+    /// A packet's tag computed over its pieces is its tag: GHASH carries
+    /// the partial blocks across pieces of any length (the split points
+    /// at, before and after 16-byte boundaries, empty pieces, many pieces).
+    #[test]
+    fn the_tag_of_pieces_is_the_tag_of_the_packet() {
+        let k = MacKey::from_job_key(KEY).derive(b"pieces");
+        for len in [0, 1, 100, SHORT_MAX, SHORT_MAX + 1, 257, 1000, 4096, 65_000] {
+            let d: Vec<u8> = (0..len as u32).map(|i| (i * 31 + 7) as u8).collect();
+            let t = k.tag(&N, &d);
+            assert_eq!(k.tag_pieces(&N, &[&d]), t, "{len}: one piece");
+            for cut in [
+                0,
+                1,
+                15,
+                16,
+                17,
+                31,
+                68,
+                100,
+                len / 2,
+                len.saturating_sub(1),
+                len,
+            ] {
+                let a = cut.min(len);
+                let b = (a + 3 * cut / 2 + 5).min(len);
+                let p = [&d[..a], &d[a..b], &[][..], &d[b..]];
+                assert_eq!(k.tag_pieces(&N, &p), t, "{len}: cut at {a}, {b}");
+                assert!(k.verify(&N, &d, &k.tag_pieces(&N, &p)));
+            }
+            let bytes: Vec<&[u8]> = d.chunks(7).collect();
+            assert_eq!(k.tag_pieces(&N, &bytes), t, "{len}: pieces of 7");
+            if len > 0 {
+                let mut e = d.clone();
+                e[len - 1] ^= 0x80;
+                let (x, y) = e.split_at(len / 3);
+                assert!(!k.verify(&N, &d, &k.tag_pieces(&N, &[x, y])), "{len}");
+            }
+            let mut n = N;
+            n[0] ^= 1;
+            assert_ne!(k.tag_pieces(&n, &[&d]), t, "{len}: nonce");
         }
     }
 

@@ -609,8 +609,9 @@ pub struct Expired {
 pub const GATHER_MIN: usize = 2048;
 
 /// Queues the DATA packet of `f`, numbered `seq`, for `to`; returns its
-/// length. Under CRC32C a large fragment of a shared message is gathered
-/// (its payload is not copied); otherwise the packet is encoded whole.
+/// length. A large fragment of a shared message is gathered (its payload
+/// is not copied; CRC32C or the MAC runs on across the pieces); otherwise
+/// the packet is encoded whole.
 fn send_fragment<A>(
     out: &mut Outbox<A>,
     to: A,
@@ -626,18 +627,16 @@ fn send_fragment<A>(
     let msg_len = f.msg.payload.len() as u32;
     if let (MsgRef::Shared(m), true) = (&f.msg, len >= GATHER_MIN) {
         let meta = &f.msg.meta;
-        if let Some(trailer) =
-            wire::encode_data_gathered(&mut out.bytes, integ, &c, meta, msg_len, f.off, payload)
-        {
-            let whole = out.bytes.len() - start + len;
-            let piece = Piece {
-                msg: m.clone(),
-                off: f.off,
-                len: f.len,
-            };
-            out.push_gathered(to, start, trailer, piece);
-            return whole;
-        }
+        let trailer =
+            wire::encode_data_gathered(&mut out.bytes, integ, &c, meta, msg_len, f.off, payload);
+        let whole = out.bytes.len() - start + len;
+        let piece = Piece {
+            msg: m.clone(),
+            off: f.off,
+            len: f.len,
+        };
+        out.push_gathered(to, start, trailer, piece);
+        return whole;
     }
     wire::encode_data(
         &mut out.bytes,
