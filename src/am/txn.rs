@@ -254,10 +254,17 @@ impl EpState {
 
     /// Kept transaction `txn` to translation index `index` (at `addr`) is
     /// sent again (resumed): it waits for its answer anew, holding a credit.
-    pub(super) fn txn_resumed(&mut self, txn: u32, index: u32, addr: SocketAddr, now: Instant) {
+    pub(super) fn txn_resumed(
+        &mut self,
+        txn: u32,
+        index: u32,
+        addr: SocketAddr,
+        meta: MsgMeta,
+        now: Instant,
+    ) {
         if self
             .outstanding
-            .insert(txn, Outstanding::new(index, addr, now))
+            .insert(txn, Outstanding::new(index, addr, now, meta))
             .is_none()
         {
             if let Some(e) = self.table.get_mut(index) {
@@ -479,6 +486,11 @@ impl EpState {
             ..MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &args)
         };
         self.send_message(now, addr, CHANNEL_REQUEST, meta, Vec::new());
+    }
+
+    /// Whether `txn` is a kept transaction (its state says how it ended).
+    pub(super) fn txn_is_kept(&self, txn: u32) -> bool {
+        self.txn.records.contains_key(&txn)
     }
 
     pub(super) fn txn_is_final(&self, txn: u32) -> bool {

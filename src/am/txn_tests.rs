@@ -182,7 +182,13 @@ fn duplicates_get_the_kept_reply_and_never_run_the_handler_again() {
     assert_eq!(sum.load(Ordering::SeqCst), 1005);
     // a restarted initiator resuming it would take the kept reply: the
     // record is made live again and one more copy is sent
-    e0.with(|s| s.txn_resumed(t as u32, 1, e1.addr(), Instant::now()));
+    let meta = crate::wire::MsgMeta::new(
+        crate::wire::MsgKind::User,
+        crate::wire::Category::Short,
+        5,
+        &[],
+    );
+    e0.with(|s| s.txn_resumed(t as u32, 1, e1.addr(), meta, Instant::now()));
     send_again(&e0, e1.addr(), t as u32, 5, t as u32);
     let st = wait(&e0, t);
     assert_eq!(st.progress, Progress::Processed);
