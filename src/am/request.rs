@@ -188,11 +188,19 @@ impl EpState {
         keep.then_some(txn)
     }
 
-    /// The next transaction id (never 0).
+    /// The next transaction id: never 0, never one in use (a request
+    /// waiting for its answer, a kept transaction not released) when the
+    /// 32-bit ids wrap around.
     pub(super) fn take_txn_id(&mut self) -> u32 {
-        let txn = self.next_txn;
-        self.next_txn = self.next_txn.wrapping_add(1).max(1);
-        txn
+        loop {
+            let txn = self.next_txn;
+            self.next_txn = self.next_txn.wrapping_add(1).max(1);
+            let in_use =
+                self.outstanding.contains_key(&txn) || (self.txn.any() && self.txn_is_kept(txn));
+            if !in_use {
+                return txn;
+            }
+        }
     }
 
     /// A reply, an automatic reply or a returned request from `from` for

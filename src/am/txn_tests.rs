@@ -343,3 +343,46 @@ fn acks_and_probe_answers_from_another_endpoint_change_nothing() {
     assert_eq!(st.ack, Ack::Nacked, "{st:?}");
     assert!(e0.statistics().stale_dropped >= 4);
 }
+
+#[test]
+fn wrapped_ids_skip_kept_transactions_and_floors_stay_within_reach() {
+    let net = MemNetwork::new();
+    let (_b, _, e0, e1) = pair(&net, false);
+    let (runs, sum) = counting(&e0, &e1);
+    // a kept transaction that is not released...
+    let t = e0.request_txn(1, &Message::short(10, &[5])).unwrap();
+    assert_eq!(wait(&e0, t).progress, Progress::Processed);
+    // ...when the 32-bit ids come round to it again
+    e0.with(|s| s.next_txn = t as u32);
+    let u = e0.request_txn(1, &Message::short(10, &[6])).unwrap();
+    assert_ne!(u, t, "an id in use is skipped");
+    assert_eq!(wait(&e0, u).progress, Progress::Processed);
+    assert_eq!(e0.txn_state(t).unwrap().progress, Progress::Processed);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    // a transaction left waiting (here: its record made unfinished) while
+    // more than half the id space goes by: the floor the next one carries
+    // is at most MAX_FLOOR_LAG behind, so the target does not take the new
+    // one for a copy below its floor
+    e0.with(|s| {
+        s.txn_resumed(
+            t as u32,
+            1,
+            e1.addr(),
+            crate::wire::MsgMeta::new(
+                crate::wire::MsgKind::User,
+                crate::wire::Category::Short,
+                10,
+                &[],
+            ),
+            Instant::now(),
+        );
+        s.next_txn = (t as u32).wrapping_add(0x8000_0005);
+        let f = s.txn_floor(e1.addr());
+        assert_eq!(s.next_txn.wrapping_sub(f), super::txn::MAX_FLOOR_LAG);
+    });
+    let v = e0.request_txn(1, &Message::short(10, &[7])).unwrap();
+    let st = wait(&e0, v);
+    assert_eq!(st.progress, Progress::Processed, "{st:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert_eq!(sum.load(Ordering::SeqCst), 3 * 1000 + 5 + 6 + 7);
+}
