@@ -69,13 +69,41 @@ fn queued_plain_requests_of_a_killed_target_say_whether_they_may_have_run() {
     if std::env::var_os("RAMP_STARTED_CHILD").is_some() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("ramp-started-{}", std::process::id()));
+    killed_with_requests_queued(false);
+}
+
+/// The same with 5% loss, 2% duplication and 5% reordering at both ends.
+#[test]
+fn under_loss_too() {
+    let _w = common::watchdog("plain_started (loss)", Duration::from_secs(120));
+    if std::env::var_os("RAMP_STARTED_CHILD").is_some() {
+        return;
+    }
+    killed_with_requests_queued(true);
+}
+
+fn killed_with_requests_queued(loss: bool) {
+    let faults: Vec<(&str, String)> = if loss {
+        vec![
+            ("RAMP_FAULT_LOSS", "0.05".into()),
+            ("RAMP_FAULT_DUP", "0.02".into()),
+            ("RAMP_FAULT_REORDER", "0.05".into()),
+            ("RAMP_FAULT_SEED", (std::process::id() % 10_000).to_string()),
+        ]
+    } else {
+        Vec::new()
+    };
+    let dir = std::env::temp_dir().join(format!("ramp-started-{}-{loss}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let effects = dir.join("effects");
     let _ = std::fs::remove_file(&effects);
     let cfg = ramp::config::Config::from_lookup(|k| match k {
         "RAMP_PEER_TIMEOUT_MS" => Some("500".into()),
-        _ => std::env::var(k).ok(),
+        _ => faults
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(k).ok()),
     })
     .unwrap();
     am::init().unwrap();
@@ -86,6 +114,7 @@ fn queued_plain_requests_of_a_killed_target_say_whether_they_may_have_run() {
         .env("RAMP_STARTED_CHILD", "1")
         .env("RAMP_STARTED_PARENT", common::name_hex(&e.name()))
         .env("RAMP_STARTED_EFFECTS", &effects)
+        .envs(faults.iter().map(|(k, v)| (*k, v.as_str())))
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

@@ -153,7 +153,7 @@ pub fn run(iters: usize, runs: usize) -> Result<(), String> {
     }
     let m: Vec<f64> = v.iter_mut().map(|x| median(x)).collect();
     println!(
-        "transactions, one thread, loopback UDP, medians of {} rounds of {iters}:",
+        "transactions, one thread, one host (RAMP_TRANSPORT), medians of {} rounds of {iters}:",
         runs.max(1)
     );
     println!(
