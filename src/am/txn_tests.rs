@@ -386,3 +386,61 @@ fn wrapped_ids_skip_kept_transactions_and_floors_stay_within_reach() {
     assert_eq!(runs.load(Ordering::SeqCst), 3);
     assert_eq!(sum.load(Ordering::SeqCst), 3 * 1000 + 5 + 6 + 7);
 }
+
+/// The start window (`started.rs`): while the initiator's acknowledgements
+/// of the answers do not reach the target, exactly `START_WINDOW` request
+/// handlers start; the rest wait, and run once the acknowledgements come.
+#[test]
+fn a_target_starts_no_more_handlers_than_the_window_while_answers_are_unacknowledged() {
+    use super::started::START_WINDOW;
+    super::init().unwrap();
+    let net = MemNetwork::new();
+    let cfg = Config::from_lookup(|_| None).unwrap();
+    let b0 = super::allocate_bundle(BundleMode::Seq).unwrap();
+    let b1 = super::allocate_bundle(BundleMode::Seq).unwrap();
+    let open = |b: &Bundle| {
+        let t = Transports::new(Box::new(net.attach()));
+        super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
+    };
+    let (e0, e1) = (open(&b0), open(&b1));
+    for e in [&e0, &e1] {
+        e.set_tag(TAG);
+        e.map(0, e0.name(), TAG).unwrap();
+        e.map(1, e1.name(), TAG).unwrap();
+        e.set_expected_resources(2, 2 * START_WINDOW as i32).unwrap();
+    }
+    let (runs, _sum) = counting(&e0, &e1);
+    // the association first (its handshake, a request and its reply)
+    e0.request(1, &Message::short(10, &[0]), false).unwrap();
+    while runs.load(Ordering::SeqCst) < 1 || e0.unanswered_requests() > 0 {
+        b1.poll().unwrap();
+        b0.poll().unwrap();
+    }
+    // from now on e0's ACKs (packet type 2) to e1 are held; its requests
+    // are sent before any answer comes, so none carries an acknowledgement
+    let target = e1.addr();
+    net.hold_if(move |to, d| to == target && d.get(3) == Some(&2));
+    let n = START_WINDOW as u32 + 10;
+    for k in 1..=n {
+        e0.request(1, &Message::short(10, &[k]), true).unwrap();
+    }
+    for _ in 0..200 {
+        b1.poll().unwrap();
+        b0.poll().unwrap();
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1 + START_WINDOW as u64,
+        "handlers started with their answers unacknowledged"
+    );
+    net.release_all();
+    let t0 = std::time::Instant::now();
+    while runs.load(Ordering::SeqCst) < 1 + n as u64 {
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "the waiting requests never ran"
+        );
+        b1.poll().unwrap();
+        b0.poll().unwrap();
+    }
+}

@@ -4,7 +4,7 @@
 //! (`request_txn`, ack + reply, released when done) to a target without a
 //! log and to a target that logs each one (memory-mapped records, no
 //! msync), plus plain AM-2 requests as the floor. Round trip (one at a
-//! time) and request rate (16 credits in flight), rounds interleaved,
+//! time) and request rate (32 credits in flight, as `ramp bench`), rounds interleaved,
 //! medians; the ratio logged / unlogged is the log's cost (target: the
 //! log adds at most 15% to the round trip).
 
@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use ramp::am::{self, handler, Bundle, BundleMode, Endpoint, Message};
 
-const DEPTH: i32 = 16;
+const DEPTH: i32 = 32;
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
