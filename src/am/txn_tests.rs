@@ -407,7 +407,8 @@ fn a_target_starts_no_more_handlers_than_the_window_while_answers_are_unacknowle
         e.set_tag(TAG);
         e.map(0, e0.name(), TAG).unwrap();
         e.map(1, e1.name(), TAG).unwrap();
-        e.set_expected_resources(2, 2 * START_WINDOW as i32).unwrap();
+        e.set_expected_resources(2, 2 * START_WINDOW as i32)
+            .unwrap();
     }
     let (runs, _sum) = counting(&e0, &e1);
     // the association first (its handshake, a request and its reply)
