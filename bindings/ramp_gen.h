@@ -602,7 +602,8 @@ int ramp_SetHandlerTimeout(ep_t ep, uint64_t usec);
 /**
  * In handler 0, for a returned request: whether its handler may have run
  * at the target (1: it was given up in the network after it may have
- * arrived; 0: refused by the target or never sent, it did not run).
+ * arrived; 0: refused by the target, never sent, or behind the target's
+ * start window when its association ended: it did not run; `am/started.rs`).
  */
 int ramp_ReturnedMayHaveRun(void *token, int *may);
 

@@ -429,7 +429,11 @@ int ramp_SetHandlerTimeout(ep_t ep, uint64_t usec);
 /* In handler 0, for a returned request: *may = 1 when its handler may have run at the
  * target (it was given up in the network, EUNREACHABLE, after it may have arrived: do
  * not resend it blindly, or send it as a transaction), 0 when it did not run (refused
- * by the target, or never sent).  AM_ERR_BAD_ARG for another token. */
+ * by the target, or never sent, or, when its target died or restarted, it was waiting
+ * behind at least 64 older requests to that target (a target starts
+ * a handler only while fewer than 64 of its answers to the sender are unacknowledged)).
+ * A plain request acknowledged by its target is returned too when the target dies.
+ * AM_ERR_BAD_ARG for another token. */
 int ramp_ReturnedMayHaveRun(void *token, int *may);
 /* Keeps ep's transactions in a memory-mapped log at path (created when missing), before
  * ep maps any peer (else AM_ERR_RESOURCE).  An existing log makes ep the endpoint it

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ramp::am::{self, handler, Abandon, BundleMode, EndpointName, Message, Progress};
+use ramp::am::{self, handler, Abandon, Ack, BundleMode, EndpointName, Message, Progress};
 
 const TAG: u64 = 0xc4a5;
 
@@ -74,7 +74,21 @@ fn child_logged_target() {
     }
 }
 
-fn spawn(dir: &Path, parent: &EndpointName) -> (Child, EndpointName) {
+/// `RAMP_FAULT_*` for both ends of a run under injected faults.
+fn fault_env(loss: bool) -> Vec<(&'static str, String)> {
+    if !loss {
+        return Vec::new();
+    }
+    let seed = (std::process::id() % 10_000).to_string();
+    vec![
+        ("RAMP_FAULT_LOSS", "0.05".into()),
+        ("RAMP_FAULT_DUP", "0.02".into()),
+        ("RAMP_FAULT_REORDER", "0.05".into()),
+        ("RAMP_FAULT_SEED", seed),
+    ]
+}
+
+fn spawn(dir: &Path, parent: &EndpointName, loss: bool) -> (Child, EndpointName) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -86,6 +100,7 @@ fn spawn(dir: &Path, parent: &EndpointName) -> (Child, EndpointName) {
         .env("RAMP_CRASH_PARENT", common::name_hex(parent))
         .env("RAMP_CRASH_LOG", dir.join("target.ramplog"))
         .env("RAMP_CRASH_EFFECTS", dir.join("effects"))
+        .envs(fault_env(loss))
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -116,18 +131,45 @@ fn a_logged_target_killed_at_random_runs_no_handler_twice() {
     {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("ramp-crash-{}", std::process::id()));
+    kill_at_random(false);
+}
+
+/// The same under injected faults at both ends (`RAMP_FAULT_LOSS=0.05`,
+/// `DUP=0.02`, `REORDER=0.05`, as c-tests/run.sh's loss pass).
+#[test]
+fn a_logged_target_killed_at_random_under_loss_runs_no_handler_twice() {
+    let _w = common::watchdog("txn_crash (loss)", Duration::from_secs(300));
+    if std::env::var_os("RAMP_CRASH_CHILD").is_some()
+        || std::env::var_os("RAMP_CRASH_INIT").is_some()
+    {
+        return;
+    }
+    kill_at_random(true);
+}
+
+/// Kills the logged target at random moments (4 times) while 600
+/// transactions go to it; checks every handler ran at most once, every
+/// PROCESSED one and every acknowledged one exactly once unless the target
+/// crashed while it ran (TARGET_CRASHED).
+fn kill_at_random(loss: bool) {
+    let tag = if loss { "loss" } else { "plain" };
+    let dir = std::env::temp_dir().join(format!("ramp-crash-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let faults = fault_env(loss);
     let cfg = ramp::config::Config::from_lookup(|k| match k {
         "RAMP_PEER_TIMEOUT_MS" => Some("5000".into()),
-        _ => std::env::var(k).ok(),
+        _ => faults
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(k).ok()),
     })
     .unwrap();
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
     let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
     let me = e.name();
-    let (child, name) = spawn(&dir, &me);
+    let (child, name) = spawn(&dir, &me, loss);
     e.set_tag(TAG);
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(2, 8).unwrap();
@@ -151,7 +193,7 @@ fn a_logged_target_killed_at_random_runs_no_handler_twice() {
                 let mut c = child.lock().unwrap();
                 c.kill().unwrap(); // SIGKILL
                 c.wait().unwrap();
-                let (n, again) = spawn(&dir, &me);
+                let (n, again) = spawn(&dir, &me, loss);
                 assert_eq!(again, name, "the restarted target has another name");
                 *c = n;
                 kills += 1;
@@ -160,7 +202,7 @@ fn a_logged_target_killed_at_random_runs_no_handler_twice() {
         })
     };
 
-    let mut outcome: HashMap<u32, Abandon> = HashMap::new();
+    let mut outcome: HashMap<u32, (Abandon, Ack)> = HashMap::new();
     let mut processed = 0;
     let total = 600u32;
     let mut next = 0u32;
@@ -184,16 +226,25 @@ fn a_logged_target_killed_at_random_runs_no_handler_twice() {
             e.txn_release(t).unwrap();
             if st.progress == Progress::Processed {
                 processed += 1;
-                outcome.insert(a, Abandon::None);
+                outcome.insert(a, (Abandon::None, st.ack));
             } else if st.abandon == Abandon::NotAcked {
                 resend.push(a);
             } else {
-                outcome.insert(a, st.abandon);
+                outcome.insert(a, (st.abandon, st.ack));
             }
         }
     }
     stop.store(true, Ordering::SeqCst);
     let kills = killer.join().unwrap();
+    let st = e.statistics();
+    eprintln!(
+        "txn_crash ({tag}): {} packets sent, {} retransmitted, {} duplicates dropped",
+        st.packets_sent, st.packets_retransmitted, st.duplicates_dropped
+    );
+    if loss {
+        // the faults were there (5% of the datagrams lost each way)
+        assert!(st.packets_retransmitted > 0, "no retransmission under loss");
+    }
     {
         let mut c = child.lock().unwrap();
         c.kill().ok();
@@ -204,8 +255,12 @@ fn a_logged_target_killed_at_random_runs_no_handler_twice() {
     for (a, n) in &ran {
         assert!(*n <= 1, "the handler of {a} ran {n} times");
     }
-    for (a, o) in &outcome {
+    for (a, (o, ack)) in &outcome {
         let n = ran.get(a).copied().unwrap_or(0);
+        if *ack == Ack::Acked && *o != Abandon::TargetCrashed {
+            // acked: the target logged its start before the ack; it ran
+            assert_eq!(n, 1, "{a} acked ({o:?}) but ran {n} times");
+        }
         match o {
             Abandon::None => assert_eq!(n, 1, "{a} PROCESSED but ran {n} times"),
             Abandon::TargetCrashed => {
@@ -219,7 +274,7 @@ fn a_logged_target_killed_at_random_runs_no_handler_twice() {
         }
     }
     eprintln!(
-        "txn_crash: {kills} kills, {processed} processed, {crashed} target crashed, {} others",
+        "txn_crash ({tag}): {kills} kills, {processed} processed, {crashed} target crashed, {} others",
         outcome.len() - processed - crashed
     );
     assert!(

@@ -20,6 +20,7 @@ handler: its state says where it failed.
 from __future__ import annotations
 
 import ctypes
+import os
 from ctypes import POINTER, byref, c_int, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
 from typing import List, NamedTuple, Optional
 
@@ -34,6 +35,7 @@ __all__ = [
     "request_medium",
     "list_txns",
     "set_handler_timeout",
+    "log_open",
     "NONE",
     "ACKED",
     "NACKED",
@@ -85,6 +87,7 @@ _PROTOTYPES = {
     "ramp_TxnList": (_I, [_P, _I, POINTER(c_uint64), c_size_t, POINTER(c_size_t)]),
     "ramp_TxnRelease": (_I, [_P, c_uint64]),
     "ramp_SetHandlerTimeout": (_I, [_P, c_uint64]),
+    "ramp_LogOpen": (_I, [_P, ctypes.c_char_p]),
 }
 _declared: Optional[ctypes.CDLL] = None
 
@@ -182,3 +185,13 @@ def list_txns(ep: Endpoint, progress: int) -> List[int]:
 def set_handler_timeout(ep: Endpoint, usec: int) -> None:
     """``ramp_SetHandlerTimeout``: the handler-time bound (0: none)."""
     _check(_L().ramp_SetHandlerTimeout(ep._h(), int(usec)), "ramp_SetHandlerTimeout")
+
+
+def log_open(ep: Endpoint, path: str) -> None:
+    """``ramp_LogOpen``: keeps ep's transactions in the log at ``path`` (before ep maps
+    any peer).  An existing log makes ep the endpoint it names (same address), so a
+    process killed with SIGKILL and started again with the same path comes back as
+    the same endpoint: a finished handler never runs again, one that had started
+    answers TARGET_CRASHED."""
+    _check(_L().ramp_LogOpen(ep._h(), os.fsencode(path)), "ramp_LogOpen")
+    ep._name = None  # the logged name, read again

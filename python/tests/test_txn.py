@@ -3,6 +3,8 @@ handler-time bound, at-most-once under many transactions in flight."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import ramp
@@ -86,3 +88,93 @@ def test_a_handler_past_the_bound_is_abandoned():
             go.set()
             stop.set()
             th.join()
+
+
+def test_a_logged_target_killed_with_sigkill_runs_no_handler_twice(tmp_path):
+    """kill -9 of a logged target process (a Python script) at random moments while
+    transactions go to it, restarted each time with the same log: no handler ran
+    twice, every PROCESSED one and every acknowledged one ran exactly once unless
+    the target crashed while it ran (TARGET_CRASHED); NOT_ACKED ones are sent again."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from conftest import SCRIPTS, TAG
+
+    log, effects = str(tmp_path / "target.ramplog"), str(tmp_path / "effects")
+    with ramp.Bundle() as bx:
+        x = bx.allocate_endpoint()
+        env = dict(os.environ, RAMP_T_LOG=log, RAMP_T_EFFECTS=effects,
+                   RAMP_T_PARENT=bytes(x.name).hex(), RAMP_PEER_TIMEOUT_MS="5000")
+
+        def spawn():
+            p = subprocess.Popen([sys.executable, os.path.join(SCRIPTS, "txn_logged_target.py")],
+                                 env=env, stdout=subprocess.PIPE, text=True)
+            line = p.stdout.readline()
+            assert line.startswith("NAME "), "the target did not start: %r" % line
+            return p, line.split()[1]
+
+        child, name = spawn()
+        x.tag = TAG
+        x.map(0, ramp.EndpointName.from_bytes(bytes.fromhex(name)), TAG)
+        ready(x, depth=8)
+        x.set_handler(31, lambda tok, a: None)
+        lock, stop, kills = threading.Lock(), threading.Event(), [0]
+        seed = os.getpid()
+        print("seed", seed)
+        rnd = random.Random(seed)
+
+        def killer():
+            nonlocal child
+            while not stop.is_set() and kills[0] < 3:
+                time.sleep(0.1 + rnd.random() * 0.3)
+                with lock:
+                    child.send_signal(signal.SIGKILL)
+                    child.wait()
+                    child, again = spawn()
+                    assert again == name, "the restarted target has another name"
+                    kills[0] += 1
+
+        th = threading.Thread(target=killer)
+        th.start()
+        outcome, todo, nxt, total = {}, [], 0, 200
+        try:
+            while nxt < total or todo:
+                batch = []
+                for _ in range(8):
+                    if todo:
+                        a = todo.pop()
+                    elif nxt < total:
+                        a, nxt = nxt, nxt + 1
+                    else:
+                        break
+                    batch.append((a, txn.request(x, 0, 30, a)))
+                for a, t in batch:
+                    st = t.wait(60000)
+                    assert st is not None, "transaction of %d did not end" % a
+                    t.release()
+                    if st.abandon == txn.NOT_ACKED:
+                        todo.append(a)
+                    else:
+                        outcome[a] = st
+        finally:
+            stop.set()
+            th.join()
+            with lock:
+                child.send_signal(signal.SIGKILL)
+                child.wait()
+        ran = {}
+        with open(effects) as f:
+            for line in f:
+                a = int(line.split()[1])
+                ran[a] = ran.get(a, 0) + 1
+        assert all(n == 1 for n in ran.values()), "a handler ran twice"
+        for a, st in outcome.items():
+            n = ran.get(a, 0)
+            if st.progress == txn.PROCESSED or (st.ack == txn.ACKED
+                                                 and st.abandon != txn.TARGET_CRASHED):
+                assert n == 1, "%d ended %r but ran %d times" % (a, st, n)
+        assert kills[0] >= 1, "the target was never killed: the test proved nothing"

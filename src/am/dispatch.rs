@@ -117,9 +117,11 @@ impl Endpoint {
             g.borrow_mut().proto.recycle(medium);
         }
         if let Some(to) = auto_reply_to {
+            let mut st = g.borrow_mut();
             if !replied {
-                g.borrow_mut().send_auto_reply(now, to, txn);
+                st.send_auto_reply(now, to, txn);
             }
+            st.request_closed();
         }
     }
 }
@@ -286,6 +288,10 @@ impl EpState {
                     }
                 };
                 let source_id = source.map_or(-1, |i| i as i32);
+                if is_request {
+                    // open until answered (`started.rs`)
+                    self.request_opened();
+                }
                 Some(Work {
                     f: self.handlers.get(meta.handler).cloned(),
                     info: TokenInfo::new(ep.clone(), from, source_id, &meta, is_request),
@@ -301,6 +307,14 @@ impl EpState {
                 reason,
                 ..
             } => {
+                if reason == FailReason::PeerUnreachable
+                    && channel == CHANNEL_REQUEST
+                    && self.proto.association(&to).is_none()
+                {
+                    // the association ended: every request waiting for an
+                    // answer from `to` is returned (`started.rs`)
+                    self.conclude_ended(to, meta.txn);
+                }
                 if meta.kind.is_name() {
                     self.name_failed(to, &meta);
                     return None;
@@ -317,7 +331,14 @@ impl EpState {
                 }
                 let status = returned_status(reason);
                 let is_request = channel == CHANNEL_REQUEST;
+                let mut may_run = reason == FailReason::PeerUnreachable;
                 if is_request {
+                    match self.outstanding.get(&meta.txn) {
+                        Some(o) => may_run = o.may_run.unwrap_or(may_run),
+                        // returned already, when its association ended
+                        None if meta.kind == MsgKind::User => return None,
+                        None => {}
+                    }
                     self.complete(meta.txn, meta.category, now);
                     if self.txn.any() && self.txn_failed(to, meta.txn, reason, false, now) {
                         return None;
@@ -337,8 +358,9 @@ impl EpState {
                 }
                 let mut info =
                     TokenInfo::new(ep.clone(), to, self.source_id(&to), &meta, is_request);
-                // given up in the network: a request may have been handled
-                info.may_have_run = is_request && reason == FailReason::PeerUnreachable;
+                // given up in the network: a request may have been handled,
+                // unless its place says it cannot have started (`started.rs`)
+                info.may_have_run = is_request && may_run;
                 Some(self.returned_work(info, meta.args, status))
             }
         }

@@ -53,6 +53,8 @@ pub(crate) struct EpState {
     /// When the network was last moved (a request skips its poll right after one).
     pub(super) last_pump: Instant,
     pub(super) dispatch_nesting: u32,
+    /// Request handlers started and not yet answered (`started.rs`).
+    pub(super) open_requests: u32,
     recv_depth_env: Option<usize>,
     pub(super) verbose: bool,
     /// Regions, remote memory operations, AM messages drained in order.
@@ -160,6 +162,7 @@ impl Endpoint {
             stats: Statistics::initial(),
             last_pump: Instant::ZERO,
             dispatch_nesting: 0,
+            open_requests: 0,
             recv_depth_env: cfg.recv_depth,
             verbose: cfg.verbose,
             rma: Default::default(),

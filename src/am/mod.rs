@@ -47,6 +47,7 @@ mod rma;
 mod rma_target;
 #[cfg(test)]
 mod rma_tests;
+mod started;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -82,6 +83,7 @@ pub fn remove_stale_shm_files() -> usize {
 pub use reply::{reply, return_to_sender};
 pub use rma::MAX_OPS;
 pub use rma_target::CHUNK as RMA_CHUNK;
+pub use started::{returned_may_have_run, START_WINDOW};
 pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use token::{in_handler, TokenId};
 pub use txn::{Abandon, Ack, Progress, TxnState, MAX_KEPT_TXNS};

@@ -86,7 +86,7 @@ pub fn end(id: TokenId) -> Result<()> {
 
 /// Sends the automatic reply a dead held token's request is owed, if any.
 fn finish(t: token::TokenInfo, now: Instant) {
-    if !t.is_request || t.returned || t.replied || t.loopback {
+    if !t.is_request || t.returned || t.loopback {
         return;
     }
     if super::endpoint(t.endpoint.id).is_none() {
@@ -94,7 +94,9 @@ fn finish(t: token::TokenInfo, now: Instant) {
     }
     let g = t.endpoint.state.lock();
     let mut st = g.borrow_mut();
-    if st.depth.is_some() {
+    // answered now (`started.rs`)
+    st.request_closed();
+    if st.depth.is_some() && !t.replied {
         st.send_auto_reply(now, t.source_addr, t.txn);
         st.flush(now);
     }

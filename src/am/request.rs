@@ -10,7 +10,7 @@ use super::message::Message;
 use super::token;
 use crate::error::{Error, Result};
 use crate::time::Instant;
-use crate::wire::{Category, CHANNEL_REQUEST};
+use crate::wire::{Category, MsgMeta, CHANNEL_REQUEST};
 
 /// A request polls before sending, unless the endpoint was polled this
 /// recently (in a poll loop the extra empty receive only adds latency).
@@ -21,13 +21,25 @@ pub(super) struct Outstanding {
     /// The destination's translation index (whose credit it holds).
     index: u32,
     /// Where it went: only that peer's reply (or refusal) completes it.
-    addr: SocketAddr,
-    sent: Instant,
+    pub(super) addr: SocketAddr,
+    pub(super) sent: Instant,
+    /// Its header: the peer's death returns it to handler 0 even after its
+    /// request was acknowledged (`started.rs`).
+    pub(super) meta: MsgMeta,
+    /// Set when its peer died: whether its handler may have run there
+    /// (`started.rs`: its place among the requests to that peer).
+    pub(super) may_run: Option<bool>,
 }
 
 impl Outstanding {
-    pub(super) fn new(index: u32, addr: SocketAddr, sent: Instant) -> Outstanding {
-        Outstanding { index, addr, sent }
+    pub(super) fn new(index: u32, addr: SocketAddr, sent: Instant, meta: MsgMeta) -> Outstanding {
+        Outstanding {
+            index,
+            addr,
+            sent,
+            meta,
+            may_run: None,
+        }
     }
 }
 
@@ -168,25 +180,27 @@ impl EpState {
         // The bookkeeping waits until the datagram is out (off the round
         // trip's critical path): the reply is taken by a poll, which needs
         // this endpoint's lock, held until this returns.
-        self.outstanding.insert(
-            txn,
-            Outstanding {
-                index: dest,
-                addr,
-                sent: now,
-            },
-        );
+        self.outstanding
+            .insert(txn, Outstanding::new(dest, addr, now, meta));
         let c = msg.category.index();
         self.stats.requests_sent[c] += 1;
         self.stats.request_data_bytes_sent[c] += msg.payload.len() as u64;
         keep.then_some(txn)
     }
 
-    /// The next transaction id (never 0).
+    /// The next transaction id: never 0, never one in use (a request
+    /// waiting for its answer, a kept transaction not released) when the
+    /// 32-bit ids wrap around.
     pub(super) fn take_txn_id(&mut self) -> u32 {
-        let txn = self.next_txn;
-        self.next_txn = self.next_txn.wrapping_add(1).max(1);
-        txn
+        loop {
+            let txn = self.next_txn;
+            self.next_txn = self.next_txn.wrapping_add(1).max(1);
+            let in_use =
+                self.outstanding.contains_key(&txn) || (self.txn.any() && self.txn_is_kept(txn));
+            if !in_use {
+                return txn;
+            }
+        }
     }
 
     /// A reply, an automatic reply or a returned request from `from` for

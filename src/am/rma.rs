@@ -42,6 +42,9 @@ pub(crate) struct RmaState {
     fence_failed: bool,
     /// AM messages drained from the protocol, waiting for a poll (`rma_target.rs`).
     pub(super) pending: VecDeque<Event<SocketAddr>>,
+    /// Beside each of `pending`: for a request, our tag of the association
+    /// it arrived in (0: none; `started.rs`), else 0.
+    pub(super) arrived: VecDeque<u64>,
     /// The first remote memory request not performed yet, while the answers
     /// to its peer back up (`rma_target.rs`); nothing behind it is drained.
     pub(super) stalled: Option<Event<SocketAddr>>,

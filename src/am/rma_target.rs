@@ -203,7 +203,19 @@ impl EpState {
                         self.stats.returned_messages += 1;
                     }
                 }
-                ev => self.rma.pending.push_back(ev),
+                ev => {
+                    let tag = match &ev {
+                        Event::Delivered {
+                            from,
+                            channel: CHANNEL_REQUEST,
+                            meta,
+                            ..
+                        } if meta.kind == MsgKind::User => super::started::arrival_tag(self, from),
+                        _ => 0,
+                    };
+                    self.rma.pending.push_back(ev);
+                    self.rma.arrived.push_back(tag);
+                }
             }
         }
     }
@@ -213,11 +225,12 @@ impl EpState {
         if self.rma.pending.is_empty() {
             self.drain_events(now);
         }
-        self.rma.pending.pop_front()
+        // a request waits while its sender has many answers open
+        self.take_head(now)
     }
 
     pub(super) fn has_pending(&self) -> bool {
-        !self.rma.pending.is_empty()
+        !self.rma.pending.is_empty() && self.head_gate() != super::started::Gate::Hold
     }
 
     fn rma_delivered(

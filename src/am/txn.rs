@@ -36,6 +36,8 @@ pub(super) const PROBE_UNKNOWN: u8 = 1;
 /// A `TxnAck`'s status when the target restarted from its log while the
 /// transaction's handler ran.
 pub(super) const PROBE_CRASHED: u8 = 2;
+/// How far behind the next id a floor may be (`txn_floor`).
+pub(super) const MAX_FLOOR_LAG: u32 = 1 << 30;
 /// Kept transactions at once (until `ramp_TxnRelease`).
 pub const MAX_KEPT_TXNS: usize = 1 << 16;
 
@@ -220,16 +222,24 @@ pub(super) fn take_trailer(payload: &mut Vec<u8>) -> Option<(u64, u32)> {
 
 impl EpState {
     /// The floor for `addr`: the oldest kept transaction to it still
-    /// waiting for its answer, else the next id.
+    /// waiting for its answer, else the next id; never more than
+    /// `MAX_FLOOR_LAG` ids behind the next one (ids are 32 bits on the wire
+    /// and compared in wrapping order: a floor half the id space behind
+    /// would make the target take new transactions for old ones and drop
+    /// them; an older one still waiting loses only its kept reply there,
+    /// a copy of it below the floor is dropped, never run again).
     pub(super) fn txn_floor(&self, addr: SocketAddr) -> u32 {
         let next = self.next_txn;
-        self.txn
+        let lag = self
+            .txn
             .records
             .iter()
             .filter(|(_, r)| r.addr == addr && r.state.progress != Progress::Processed)
             .filter(|(_, r)| r.state.abandon == Abandon::None)
-            .map(|(&id, _)| id)
-            .fold(next, |m, id| if before(id, m) { id } else { m })
+            .map(|(&id, _)| next.wrapping_sub(id))
+            .max()
+            .unwrap_or(0);
+        next.wrapping_sub(lag.min(MAX_FLOOR_LAG))
     }
 
     /// Starts the record of kept transaction `txn`, sent to `addr`.
@@ -254,10 +264,17 @@ impl EpState {
 
     /// Kept transaction `txn` to translation index `index` (at `addr`) is
     /// sent again (resumed): it waits for its answer anew, holding a credit.
-    pub(super) fn txn_resumed(&mut self, txn: u32, index: u32, addr: SocketAddr, now: Instant) {
+    pub(super) fn txn_resumed(
+        &mut self,
+        txn: u32,
+        index: u32,
+        addr: SocketAddr,
+        meta: MsgMeta,
+        now: Instant,
+    ) {
         if self
             .outstanding
-            .insert(txn, Outstanding::new(index, addr, now))
+            .insert(txn, Outstanding::new(index, addr, now, meta))
             .is_none()
         {
             if let Some(e) = self.table.get_mut(index) {
@@ -479,6 +496,11 @@ impl EpState {
             ..MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &args)
         };
         self.send_message(now, addr, CHANNEL_REQUEST, meta, Vec::new());
+    }
+
+    /// Whether `txn` is a kept transaction (its state says how it ended).
+    pub(super) fn txn_is_kept(&self, txn: u32) -> bool {
+        self.txn.records.contains_key(&txn)
     }
 
     pub(super) fn txn_is_final(&self, txn: u32) -> bool {

@@ -174,12 +174,12 @@ impl EpState {
             if m.args.len() > MAX_ARGS {
                 continue;
             }
-            self.txn_resumed(txn, index, addr, now);
             let mut meta = MsgMeta::new(MsgKind::User, cat, m.handler, &m.args);
             meta.txn = txn;
             meta.tag = tag;
             meta.dest_offset = m.dest_offset;
             meta.status = TXN_FLAG;
+            self.txn_resumed(txn, index, addr, meta, now);
             let floor = self.txn_floor(addr);
             let mut payload = self.proto.payload_buffer(&m.payload);
             put_trailer(&mut payload, self.txn.incarnation, floor);

@@ -182,7 +182,13 @@ fn duplicates_get_the_kept_reply_and_never_run_the_handler_again() {
     assert_eq!(sum.load(Ordering::SeqCst), 1005);
     // a restarted initiator resuming it would take the kept reply: the
     // record is made live again and one more copy is sent
-    e0.with(|s| s.txn_resumed(t as u32, 1, e1.addr(), Instant::now()));
+    let meta = crate::wire::MsgMeta::new(
+        crate::wire::MsgKind::User,
+        crate::wire::Category::Short,
+        5,
+        &[],
+    );
+    e0.with(|s| s.txn_resumed(t as u32, 1, e1.addr(), meta, Instant::now()));
     send_again(&e0, e1.addr(), t as u32, 5, t as u32);
     let st = wait(&e0, t);
     assert_eq!(st.progress, Progress::Processed);
@@ -336,4 +342,106 @@ fn acks_and_probe_answers_from_another_endpoint_change_nothing() {
     );
     assert_eq!(st.ack, Ack::Nacked, "{st:?}");
     assert!(e0.statistics().stale_dropped >= 4);
+}
+
+#[test]
+fn wrapped_ids_skip_kept_transactions_and_floors_stay_within_reach() {
+    let net = MemNetwork::new();
+    let (_b, _, e0, e1) = pair(&net, false);
+    let (runs, sum) = counting(&e0, &e1);
+    // a kept transaction that is not released...
+    let t = e0.request_txn(1, &Message::short(10, &[5])).unwrap();
+    assert_eq!(wait(&e0, t).progress, Progress::Processed);
+    // ...when the 32-bit ids come round to it again
+    e0.with(|s| s.next_txn = t as u32);
+    let u = e0.request_txn(1, &Message::short(10, &[6])).unwrap();
+    assert_ne!(u, t, "an id in use is skipped");
+    assert_eq!(wait(&e0, u).progress, Progress::Processed);
+    assert_eq!(e0.txn_state(t).unwrap().progress, Progress::Processed);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    // a transaction left waiting (here: its record made unfinished) while
+    // more than half the id space goes by: the floor the next one carries
+    // is at most MAX_FLOOR_LAG behind, so the target does not take the new
+    // one for a copy below its floor
+    e0.with(|s| {
+        s.txn_resumed(
+            t as u32,
+            1,
+            e1.addr(),
+            crate::wire::MsgMeta::new(
+                crate::wire::MsgKind::User,
+                crate::wire::Category::Short,
+                10,
+                &[],
+            ),
+            Instant::now(),
+        );
+        s.next_txn = (t as u32).wrapping_add(0x8000_0005);
+        let f = s.txn_floor(e1.addr());
+        assert_eq!(s.next_txn.wrapping_sub(f), super::txn::MAX_FLOOR_LAG);
+    });
+    let v = e0.request_txn(1, &Message::short(10, &[7])).unwrap();
+    let st = wait(&e0, v);
+    assert_eq!(st.progress, Progress::Processed, "{st:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    assert_eq!(sum.load(Ordering::SeqCst), 3 * 1000 + 5 + 6 + 7);
+}
+
+/// The start window (`started.rs`): while the initiator's acknowledgements
+/// of the answers do not reach the target, exactly `START_WINDOW` request
+/// handlers start; the rest wait, and run once the acknowledgements come.
+#[test]
+fn a_target_starts_no_more_handlers_than_the_window_while_answers_are_unacknowledged() {
+    use super::started::START_WINDOW;
+    super::init().unwrap();
+    let net = MemNetwork::new();
+    let cfg = Config::from_lookup(|_| None).unwrap();
+    let b0 = super::allocate_bundle(BundleMode::Seq).unwrap();
+    let b1 = super::allocate_bundle(BundleMode::Seq).unwrap();
+    let open = |b: &Bundle| {
+        let t = Transports::new(Box::new(net.attach()));
+        super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
+    };
+    let (e0, e1) = (open(&b0), open(&b1));
+    for e in [&e0, &e1] {
+        e.set_tag(TAG);
+        e.map(0, e0.name(), TAG).unwrap();
+        e.map(1, e1.name(), TAG).unwrap();
+        e.set_expected_resources(2, 2 * START_WINDOW as i32)
+            .unwrap();
+    }
+    let (runs, _sum) = counting(&e0, &e1);
+    // the association first (its handshake, a request and its reply)
+    e0.request(1, &Message::short(10, &[0]), false).unwrap();
+    while runs.load(Ordering::SeqCst) < 1 || e0.unanswered_requests() > 0 {
+        b1.poll().unwrap();
+        b0.poll().unwrap();
+    }
+    // from now on e0's ACKs (packet type 2) to e1 are held; its requests
+    // are sent before any answer comes, so none carries an acknowledgement
+    let target = e1.addr();
+    net.hold_if(move |to, d| to == target && d.get(3) == Some(&2));
+    let n = START_WINDOW as u32 + 10;
+    for k in 1..=n {
+        e0.request(1, &Message::short(10, &[k]), true).unwrap();
+    }
+    for _ in 0..200 {
+        b1.poll().unwrap();
+        b0.poll().unwrap();
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1 + START_WINDOW as u64,
+        "handlers started with their answers unacknowledged"
+    );
+    net.release_all();
+    let t0 = std::time::Instant::now();
+    while runs.load(Ordering::SeqCst) < 1 + n as u64 {
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "the waiting requests never ran"
+        );
+        b1.poll().unwrap();
+        b0.poll().unwrap();
+    }
 }

@@ -157,7 +157,8 @@ pub extern "C" fn ramp_SetHandlerTimeout(ep: ep_t, usec: u64) -> c_int {
 
 /// In handler 0, for a returned request: whether its handler may have run
 /// at the target (1: it was given up in the network after it may have
-/// arrived; 0: refused by the target or never sent, it did not run).
+/// arrived; 0: refused by the target, never sent, or behind the target's
+/// start window when its association ended: it did not run; `am/started.rs`).
 #[no_mangle]
 pub unsafe extern "C" fn ramp_ReturnedMayHaveRun(token: *mut c_void, may: *mut c_int) -> c_int {
     boundary("ramp_ReturnedMayHaveRun", || {

@@ -115,4 +115,37 @@ impl<A: PeerAddr> Protocol<A> {
             })
             .unwrap_or(0)
     }
+
+    /// Messages on `channel` to `to` not yet cumulatively acknowledged
+    /// (queued, in flight, or held by the peer behind a gap), counted up
+    /// to `at_least` exactly (fragments count first: a message has at
+    /// least one). The AM layer starts a request's handler only while its
+    /// sender has few answers unacknowledged (`am/started.rs`).
+    pub fn unacked_messages(&self, to: &A, channel: u8, at_least: usize) -> usize {
+        let Some(t) = self
+            .slots
+            .get(to)
+            .and_then(|&s| self.peers[s as usize].tx.get(channel as usize))
+        else {
+            return 0;
+        };
+        let frags = t.in_flight.len() + t.pending.len();
+        if frags < at_least {
+            return frags;
+        }
+        let mut n = 0;
+        let mut last = None;
+        for id in t
+            .in_flight
+            .iter()
+            .map(|p| p.frag.msg.id)
+            .chain(t.pending.iter().map(|f| f.msg.id))
+        {
+            if last != Some(id) {
+                n += 1;
+                last = Some(id);
+            }
+        }
+        n
+    }
 }

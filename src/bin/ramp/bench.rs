@@ -199,7 +199,8 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         ratio(|f| f.raw)
     );
     crate::bench_shm::run(&exe, pin, opts)?;
-    crate::bench_rma::run(&exe, pin, opts.runs)
+    crate::bench_rma::run(&exe, pin, opts.runs)?;
+    crate::bench_txn::run(opts.iters, opts.runs)
 }
 
 /// One server and client pair with `env`; prints the client's lines.

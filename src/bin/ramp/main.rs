@@ -7,14 +7,17 @@ mod bench;
 mod bench_rma;
 mod bench_roles;
 mod bench_shm;
+mod bench_txn;
 mod log;
 
 use bench::BenchOptions;
 
 const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--no-pin]
+       ramp bench txn [--iters N] [--runs N]
        ramp log FILE
   bench     round trip of short requests and Xfer bandwidth between two processes
             on loopback, beside a raw UDP ping-pong measured in the same run
+  bench txn what the transaction log costs (log off and on; also the end of ramp bench)
   log       print a transaction log and check it (exit 1 when ramp would refuse it)";
 
 fn parse_bench(args: &[String]) -> Result<BenchOptions, String> {
@@ -41,6 +44,15 @@ fn parse_bench(args: &[String]) -> Result<BenchOptions, String> {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match args.first().map(String::as_str) {
+        Some("bench") if args.get(1).map(String::as_str) == Some("txn") => {
+            match parse_bench(&args[2..]).and_then(|o| bench_txn::run(o.iters, o.runs)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("ramp bench txn: {e}");
+                    1
+                }
+            }
+        }
         Some("bench") => match parse_bench(&args[1..]) {
             Ok(o) => match bench::run(&o) {
                 Ok(()) => 0,
