@@ -10,9 +10,9 @@
 //!   to the return of the `k`-th (the answers are drained untimed after):
 //!   for small bursts (send-only regime) it is the send overhead `o_s`;
 //!   past the window it tends to the gap;
-//! - gap `g`: the steady state, `n` requests pipelined (a window of
-//!   outstanding ones), time until the last answer over `n` (1/g is the
-//!   message rate);
+//! - gap `g`: the steady state, requests pipelined (a window of
+//!   outstanding ones), time until the last answer over their number, in
+//!   short runs of 8 windows, their median (1/g is the message rate);
 //! - receive overhead `o_r`: a request, then a computed delay (twice the
 //!   round trip, so the answer is surely there) spent without polling,
 //!   then the time to take the answer in;
@@ -220,14 +220,15 @@ fn pipelined(ch: &mut impl Chan, data: &[u8], n: usize) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// Repetitions of a pipelined figure (their median: a repetition the
-/// scheduler interrupted does not count).
-const REPS: usize = 5;
+/// Repetitions of a bandwidth figure: short ones, their median (on a
+/// shared machine a repetition the scheduler interrupted does not count).
+const REPS: usize = 15;
 
-/// The steady-state gap, microseconds per message.
+/// The steady-state gap, microseconds per message: the median of short
+/// pipelined runs of 8 windows each.
 pub fn gap(ch: &mut impl Chan, iters: usize) -> f64 {
-    let n = iters.max(8 * WINDOW);
-    let v = (0..REPS)
+    let n = 8 * WINDOW;
+    let v = (0..(iters / n).clamp(5, 200))
         .map(|_| pipelined(ch, &[7u8; SHORT], n) * 1e6 / n as f64)
         .collect();
     median(v)
@@ -262,7 +263,7 @@ pub fn bandwidth(ch: &mut impl Chan, p: &Params, max: usize) -> Vec<(usize, f64)
     sizes
         .into_iter()
         .map(|s| {
-            let n = (p.total_bytes / s / REPS).clamp(8, 20_000);
+            let n = (p.total_bytes / s / REPS).clamp(16, 2_000);
             let v = (0..REPS)
                 .map(|_| (n * s) as f64 / pipelined(ch, &data[..s], n) / (1024.0 * 1024.0))
                 .collect();

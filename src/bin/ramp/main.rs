@@ -19,8 +19,7 @@ use bench::BenchOptions;
 
 const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--no-pin]
        ramp bench --loggp [--plot FILE.png] [--iters N] [--runs N] [--mib N] [--max-burst N]
-                    [--no-pin]
-                    [--font FILE.ttf]
+                    [--no-pin] [--font FILE.ttf]
        ramp log FILE
   bench     round trip of short requests and Xfer bandwidth between two processes
             on loopback, beside a raw UDP ping-pong measured in the same run;
