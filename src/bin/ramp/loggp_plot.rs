@@ -88,18 +88,20 @@ fn panel(
     let mut chart = b
         .build_cartesian_2d(xr.log_scale(), yr.log_scale())
         .map_err(e)?;
-    let mut mesh = chart.configure_mesh();
-    mesh.light_line_style(RGBColor(236, 236, 236));
+    // the mesh draws its labels even when asked for none: without a font,
+    // no mesh (the lines only)
     if text {
-        mesh.x_desc(x_desc)
+        chart
+            .configure_mesh()
+            .light_line_style(RGBColor(236, 236, 236))
+            .x_desc(x_desc)
             .y_desc(y_desc)
             .x_label_formatter(&tick)
             .y_label_formatter(&tick)
-            .label_style(("sans-serif", 14));
-    } else {
-        mesh.x_labels(0).y_labels(0);
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(e)?;
     }
-    mesh.draw().map_err(e)?;
     for (i, l) in lines.iter().enumerate() {
         if l.points.is_empty() {
             continue;
