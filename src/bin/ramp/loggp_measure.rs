@@ -220,8 +220,9 @@ fn pipelined(ch: &mut impl Chan, data: &[u8], n: usize) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// Repetitions of a bandwidth figure: short ones, their median (on a
-/// shared machine a repetition the scheduler interrupted does not count).
+/// Repetitions of a bandwidth figure: short ones (at most 8 windows, as
+/// the gap), their median (on a shared machine a repetition the scheduler
+/// interrupted does not count).
 const REPS: usize = 15;
 
 /// The steady-state gap, microseconds per message: the median of short
@@ -263,7 +264,7 @@ pub fn bandwidth(ch: &mut impl Chan, p: &Params, max: usize) -> Vec<(usize, f64)
     sizes
         .into_iter()
         .map(|s| {
-            let n = (p.total_bytes / s / REPS).clamp(16, 2_000);
+            let n = (p.total_bytes / s / REPS).clamp(16, 8 * WINDOW);
             let v = (0..REPS)
                 .map(|_| (n * s) as f64 / pipelined(ch, &data[..s], n) / (1024.0 * 1024.0))
                 .collect();
