@@ -14,7 +14,7 @@ struct Line(AtomicU64);
 
 /// Pins the calling thread to `cpu` (taskset on its thread id), as the
 /// benchmark's processes are.
-fn pin_thread(cpu: Option<usize>) {
+pub(crate) fn pin_thread(cpu: Option<usize>) {
     let Some(cpu) = cpu else { return };
     let tid = std::fs::read_link("/proc/thread-self")
         .ok()

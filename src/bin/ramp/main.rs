@@ -9,14 +9,25 @@ mod bench_roles;
 mod bench_shm;
 mod bench_txn;
 mod log;
+mod loggp;
+mod loggp_measure;
+mod loggp_plot;
+mod loggp_raw;
+mod loggp_roles;
+mod loggp_ucx;
 
 use bench::BenchOptions;
 
 const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--no-pin]
        ramp bench txn [--iters N] [--runs N]
+       ramp bench --loggp [--plot FILE.png] [--iters N] [--runs N] [--mib N] [--max-burst N]
+                    [--no-pin] [--font FILE.ttf]
        ramp log FILE
   bench     round trip of short requests and Xfer bandwidth between two processes
-            on loopback, beside a raw UDP ping-pong measured in the same run
+            on loopback, beside a raw UDP ping-pong measured in the same run;
+            --loggp: LogGP parameters (L, o_s, o_r, g, G) of ramp over udp and shm
+            beside raw UDP, raw shared memory, memcpy and UCX's ucx_perftest (when
+            installed), a table and with --plot a PNG (also `ramp loggp`)
   bench txn what the transaction log costs (log off and on; also the end of ramp bench)
   log       print a transaction log and check it (exit 1 when ramp would refuse it)";
 
@@ -44,6 +55,10 @@ fn parse_bench(args: &[String]) -> Result<BenchOptions, String> {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match args.first().map(String::as_str) {
+        Some("bench") if args.iter().any(|a| a == "--loggp") => loggp::main(&args[1..]),
+        Some("loggp") => loggp::main(&args[1..]),
+        Some("loggp-server") => loggp_roles::server(&args[1..]),
+        Some("loggp-client") => loggp_roles::client(&args[1..]),
         Some("bench") if args.get(1).map(String::as_str) == Some("txn") => {
             match parse_bench(&args[2..]).and_then(|o| bench_txn::run(o.iters, o.runs)) {
                 Ok(()) => 0,

@@ -1,0 +1,321 @@
+//! The LogGP measurements of `ramp bench --loggp` (after Culler et al.,
+//! "LogP performance assessment of fast network interfaces", 1996, and
+//! Alexandrov et al.'s G), written once over a request/reply channel
+//! (`Chan`) so that ramp's endpoints and the raw baselines are measured by
+//! the same code:
+//!
+//! - round trip: one short message and its answer, timed one by one
+//!   (median);
+//! - cost per message of a burst of `k` sends, timed from the first send
+//!   to the return of the `k`-th (the answers are drained untimed after):
+//!   for small bursts (send-only regime) it is the send overhead `o_s`;
+//!   past the window it tends to the gap;
+//! - gap `g`: the steady state, requests pipelined (a window of
+//!   outstanding ones), time until the last answer over their number, in
+//!   short runs of 8 windows, their median (1/g is the message rate);
+//! - receive overhead `o_r`: a request, then a computed delay (twice the
+//!   round trip, so the answer is surely there) spent without polling,
+//!   then the time to take the answer in;
+//! - `L = RTT/2 - o_s - o_r`;
+//! - bandwidth per message size (bursts of large messages, each answered
+//!   by a short acknowledgement, a window outstanding), and `G`, the time
+//!   per byte of the largest.
+
+use std::time::Instant;
+
+/// Short messages: the size of a ramp short request with no argument on
+/// the wire, so the raw baselines move the same bytes.
+pub const SHORT: usize = 72;
+/// Messages outstanding in the steady state and in bandwidth runs: ramp's
+/// credits per peer in the benchmark (`AM_SetExpectedResources` depth).
+pub const WINDOW: usize = 32;
+
+/// A request/reply channel to an echo server: a message of at most
+/// `SHORT` bytes comes back as it is, a longer one is answered by an
+/// 8-byte acknowledgement.
+pub trait Chan {
+    /// Sends `data` if there is room now (false: try again).
+    fn try_send(&mut self, data: &[u8]) -> bool;
+    /// Takes in what arrived (answers), without waiting: how many.
+    fn poll(&mut self) -> usize;
+}
+
+/// How much to measure.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// Round trips timed; the other counts follow from it.
+    pub iters: usize,
+    /// Largest burst (powers of two from 1).
+    pub max_burst: usize,
+    /// Bytes moved per bandwidth point.
+    pub total_bytes: usize,
+    /// Message sizes of the bandwidth curve.
+    pub sizes: Vec<usize>,
+}
+
+impl Params {
+    pub fn bursts(&self) -> Vec<usize> {
+        let mut v = vec![];
+        let mut k = 1;
+        while k <= self.max_burst {
+            v.push(k);
+            k *= 2;
+        }
+        v
+    }
+}
+
+/// The figures of one line of the table (microseconds unless said).
+#[derive(Clone, Debug, Default)]
+pub struct Figures {
+    pub rtt: Option<f64>,
+    pub o_s: Option<f64>,
+    pub o_r: Option<f64>,
+    pub g: Option<f64>,
+    /// (burst size, microseconds per message)
+    pub burst: Vec<(usize, f64)>,
+    /// (message size, MiB/s)
+    pub bw: Vec<(usize, f64)>,
+    /// put and get of 1 MiB (remote memory), MiB/s
+    pub put1m: Option<f64>,
+    pub get1m: Option<f64>,
+}
+
+impl Figures {
+    /// `L = RTT/2 - o_s - o_r`.
+    pub fn latency(&self) -> Option<f64> {
+        Some(self.rtt? / 2.0 - self.o_s? - self.o_r?)
+    }
+
+    /// `G`, nanoseconds per byte, from the largest message measured.
+    pub fn big_g(&self) -> Option<f64> {
+        let &(size, mibs) = self.bw.iter().max_by_key(|p| p.0)?;
+        (size > 0 && mibs > 0.0).then(|| 1e9 / (mibs * 1024.0 * 1024.0))
+    }
+
+    /// Bandwidth at `size` (or within 1% of it: raw UDP's largest
+    /// datagram stands for 64 KiB), MiB/s.
+    pub fn bw_at(&self, size: usize) -> Option<f64> {
+        self.bw
+            .iter()
+            .find(|p| p.0.abs_diff(size) * 100 <= size)
+            .map(|p| p.1)
+    }
+
+    /// `o_s`: the cost per message of a burst of 8 (or the largest below),
+    /// well inside the window: the send-only regime, the timer's own cost
+    /// spread over the burst.
+    pub fn set_o_s_from_bursts(&mut self) {
+        self.o_s = self
+            .burst
+            .iter()
+            .filter(|p| p.0 <= 8)
+            .max_by_key(|p| p.0)
+            .map(|p| p.1);
+    }
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn us(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e6
+}
+
+/// Waits until `poll` has counted `want` answers; false when nothing came
+/// for `patience` seconds (raw UDP may lose datagrams: the caller goes on).
+fn drain(ch: &mut impl Chan, want: usize, patience: f64) -> bool {
+    let mut got = 0;
+    let mut last = Instant::now();
+    while got < want {
+        let n = ch.poll();
+        if n > 0 {
+            got += n;
+            last = Instant::now();
+        } else if last.elapsed().as_secs_f64() > patience {
+            return false;
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    true
+}
+
+fn send(ch: &mut impl Chan, data: &[u8], outstanding: &mut usize) {
+    while !ch.try_send(data) {
+        *outstanding = outstanding.saturating_sub(ch.poll());
+        std::hint::spin_loop();
+    }
+    *outstanding += 1;
+}
+
+/// Median round trip, microseconds.
+pub fn round_trip(ch: &mut impl Chan, iters: usize) -> f64 {
+    let msg = [7u8; SHORT];
+    let mut v = Vec::with_capacity(iters);
+    for i in 0..iters + iters / 10 {
+        let t = Instant::now();
+        let mut o = 0;
+        send(ch, &msg, &mut o);
+        if !drain(ch, 1, 0.1) {
+            continue;
+        }
+        if i >= iters / 10 {
+            v.push(us(t));
+        }
+    }
+    median(v)
+}
+
+/// Cost per message of bursts of each size (median of repetitions).
+pub fn bursts(ch: &mut impl Chan, p: &Params) -> Vec<(usize, f64)> {
+    let msg = [7u8; SHORT];
+    p.bursts()
+        .into_iter()
+        .map(|k| {
+            let reps = (p.iters / k).clamp(5, 2000);
+            let v = (0..reps)
+                .map(|_| {
+                    let mut o = 0;
+                    let t = Instant::now();
+                    for _ in 0..k {
+                        send(ch, &msg, &mut o);
+                    }
+                    let c = us(t) / k as f64;
+                    drain(ch, o, 0.1);
+                    c
+                })
+                .collect();
+            (k, median(v))
+        })
+        .collect()
+}
+
+/// Pipelines `n` messages of `data` with at most `WINDOW` outstanding;
+/// seconds until the last answer.
+fn pipelined(ch: &mut impl Chan, data: &[u8], n: usize) -> f64 {
+    let t = Instant::now();
+    let mut o = 0usize;
+    let mut last = Instant::now();
+    for _ in 0..n {
+        while o >= WINDOW {
+            let got = ch.poll();
+            if got > 0 {
+                o -= got.min(o);
+                last = Instant::now();
+            } else if last.elapsed().as_millis() > 20 {
+                o = 0; // lost (raw UDP): forgiven
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        send(ch, data, &mut o);
+    }
+    drain(ch, o, 0.05);
+    t.elapsed().as_secs_f64()
+}
+
+/// Repetitions of a bandwidth figure: short ones (at most 8 windows, as
+/// the gap), their median (on a shared machine a repetition the scheduler
+/// interrupted does not count).
+const REPS: usize = 15;
+
+/// The steady-state gap, microseconds per message: the median of short
+/// pipelined runs of 8 windows each.
+pub fn gap(ch: &mut impl Chan, iters: usize) -> f64 {
+    let n = 8 * WINDOW;
+    let v = (0..(iters / n).clamp(5, 200))
+        .map(|_| pipelined(ch, &[7u8; SHORT], n) * 1e6 / n as f64)
+        .collect();
+    median(v)
+}
+
+/// Receive overhead: a request, a delay of `delay_us` without polling,
+/// then the time to take the answer in (median), microseconds.
+pub fn recv_overhead(ch: &mut impl Chan, iters: usize, delay_us: f64) -> f64 {
+    let msg = [7u8; SHORT];
+    let reps = (iters / 10).max(5);
+    let v = (0..reps)
+        .filter_map(|_| {
+            let mut o = 0;
+            send(ch, &msg, &mut o);
+            let t = Instant::now();
+            while us(t) < delay_us {
+                std::hint::spin_loop();
+            }
+            let t = Instant::now();
+            drain(ch, 1, 0.1).then(|| us(t))
+        })
+        .collect();
+    median(v)
+}
+
+/// Bandwidth of each size (MiB/s); sizes above `max` become one point
+/// at `max`.
+pub fn bandwidth(ch: &mut impl Chan, p: &Params, max: usize) -> Vec<(usize, f64)> {
+    let data = vec![0x5au8; p.sizes.iter().copied().max().unwrap_or(0)];
+    let mut sizes: Vec<usize> = p.sizes.iter().map(|&s| s.min(max)).collect();
+    sizes.dedup();
+    sizes
+        .into_iter()
+        .map(|s| {
+            let n = (p.total_bytes / s / REPS).clamp(16, 8 * WINDOW);
+            let v = (0..REPS)
+                .map(|_| (n * s) as f64 / pipelined(ch, &data[..s], n) / (1024.0 * 1024.0))
+                .collect();
+            (s, median(v))
+        })
+        .collect()
+}
+
+/// Everything but remote memory, over `ch`.
+pub fn measure(
+    ch: &mut impl Chan,
+    p: &Params,
+    max_size: usize,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Figures {
+    let mut f = Figures::default();
+    progress("round trip");
+    let rtt = round_trip(ch, p.iters);
+    f.rtt = Some(rtt);
+    progress("bursts");
+    f.burst = bursts(ch, p);
+    f.set_o_s_from_bursts();
+    progress("gap");
+    f.g = Some(gap(ch, p.iters));
+    progress("receive overhead");
+    f.o_r = Some(recv_overhead(ch, p.iters, 2.0 * rtt + 1.0));
+    progress("bandwidth");
+    f.bw = bandwidth(ch, p, max_size);
+    f
+}
+
+/// memcpy bandwidth of each size (MiB/s): the floor of every copy.
+pub fn memcpy_bw(p: &Params) -> Vec<(usize, f64)> {
+    let max = p.sizes.iter().copied().max().unwrap_or(0);
+    let src = vec![0x5au8; max];
+    let mut dst = vec![0u8; max];
+    p.sizes
+        .iter()
+        .map(|&s| {
+            let n = (p.total_bytes / s).clamp(64, 1 << 20);
+            let v = (0..3)
+                .map(|_| {
+                    let t = Instant::now();
+                    for _ in 0..n {
+                        dst[..s].copy_from_slice(std::hint::black_box(&src[..s]));
+                        std::hint::black_box(&mut dst);
+                    }
+                    (n * s) as f64 / t.elapsed().as_secs_f64() / (1024.0 * 1024.0)
+                })
+                .collect();
+            (s, median(v))
+        })
+        .collect()
+}

@@ -1,0 +1,169 @@
+//! The PNG of `ramp bench --loggp --plot FILE.png`: cost per message
+//! against burst size and bandwidth against message size (both log-log),
+//! one line per transport and baseline. Drawn with `plotters` (bitmap
+//! backend, its pure-Rust PNG encoder); text with `ab_glyph` from a
+//! TrueType font read at run time (Debian's fonts-dejavu-core). Without a
+//! font the lines are drawn without any text, and the caller says so.
+
+use plotters::prelude::*;
+
+/// Where a sans-serif TrueType font is looked for.
+const FONTS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+];
+
+/// One line: its name and its points.
+pub struct Line {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Registers the first font found (`font`, else the usual places) as
+/// "sans-serif": its path, or None.
+fn load_font(font: Option<&str>) -> Option<String> {
+    let places: Vec<&str> = font.map_or(FONTS.to_vec(), |f| vec![f]);
+    for path in places {
+        if let Ok(bytes) = std::fs::read(path) {
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                return Some(path.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The range of the positive values `v`, widened a little, for a log axis.
+fn log_range(v: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    let (lo, hi) = v
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    if lo > hi {
+        return 1.0..10.0;
+    }
+    lo / 1.5..(hi * 1.5).max(lo * 2.0)
+}
+
+/// An axis label: 3 significant digits at most, k and M for thousands and
+/// millions.
+fn tick(v: &f64) -> String {
+    let v = *v;
+    if v >= 1e6 {
+        format!("{}M", tick(&(v / 1e6)))
+    } else if v >= 1e4 {
+        format!("{}k", tick(&(v / 1e3)))
+    } else if v >= 10.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.1}")
+    } else if v >= 0.1 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn panel(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    text: bool,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    lines: &[Line],
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<_>| format!("plot: {e}");
+    let pts = || lines.iter().flat_map(|l| l.points.iter());
+    let xr = log_range(pts().map(|p| p.0));
+    let yr = log_range(pts().map(|p| p.1));
+    let mut b = ChartBuilder::on(area);
+    b.margin(12)
+        .x_label_area_size(if text { 45 } else { 5 })
+        .y_label_area_size(if text { 70 } else { 5 });
+    if text {
+        b.caption(title, ("sans-serif", 20));
+    }
+    let mut chart = b
+        .build_cartesian_2d(xr.log_scale(), yr.log_scale())
+        .map_err(e)?;
+    // the mesh draws its labels even when asked for none: without a font,
+    // no mesh (the lines only)
+    if text {
+        chart
+            .configure_mesh()
+            .light_line_style(RGBColor(236, 236, 236))
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(e)?;
+    }
+    for (i, l) in lines.iter().enumerate() {
+        if l.points.is_empty() {
+            continue;
+        }
+        let color = Palette99::pick(i).to_rgba();
+        let s = chart
+            .draw_series(LineSeries::new(
+                l.points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(e)?;
+        if text {
+            s.label(l.name.clone()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        }
+        chart
+            .draw_series(l.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(e)?;
+    }
+    if text {
+        chart
+            .configure_series_labels()
+            .label_font(("sans-serif", 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Writes the two panels to `path`; the font used, or None (no text).
+pub fn write(
+    path: &str,
+    font: Option<&str>,
+    bursts: &[Line],
+    bandwidth: &[Line],
+) -> Result<Option<String>, String> {
+    let font = load_font(font);
+    let text = font.is_some();
+    let root = BitMapBackend::new(path, (1400, 600)).into_drawing_area();
+    let e = |e: DrawingAreaErrorKind<_>| format!("plot {path}: {e}");
+    root.fill(&WHITE).map_err(e)?;
+    let (left, right) = root.split_horizontally(700);
+    panel(
+        &left,
+        text,
+        "LogGP: cost per message against burst size",
+        "burst size (messages)",
+        "microseconds per message",
+        bursts,
+    )?;
+    panel(
+        &right,
+        text,
+        "bandwidth against message size",
+        "message size (bytes)",
+        "MiB/s",
+        bandwidth,
+    )?;
+    root.present().map_err(e)?;
+    Ok(font)
+}

@@ -1,0 +1,147 @@
+//! UCX's `ucx_perftest` beside `ramp bench --loggp`, when it is installed
+//! (Debian: ucx-utils): server and client on loopback over shared memory
+//! (`UCX_TLS=posix,self`), pinned to cores 1 and 0 as ramp's processes,
+//! `ucp_am_lat` (8 bytes) and `ucp_am_bw` (8 and 65536 bytes); its CSV
+//! output (`-f -v`) parsed into the table's figures. Its latency is half a
+//! round trip (the median, `50.0_percentile_lat`); its "MB/s" are MiB/s.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::loggp_measure::Figures;
+
+const TOOL: &str = "ucx_perftest";
+
+/// Whether `ucx_perftest` can be run.
+pub fn installed() -> bool {
+    Command::new(TOOL)
+        .arg("-h")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+fn free_port() -> Option<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+    Some(l.local_addr().ok()?.port())
+}
+
+fn command(pin: Option<usize>) -> Command {
+    let mut c = match pin {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.arg("-c").arg(cpu.to_string()).arg(TOOL);
+            c
+        }
+        None => Command::new(TOOL),
+    };
+    c.env("UCX_TLS", "posix,self").stdin(Stdio::null());
+    c
+}
+
+/// Waits for `child` at most `secs`; its standard output, or None.
+fn wait_output(mut child: std::process::Child, secs: u64) -> Option<String> {
+    let t = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if t.elapsed() < Duration::from_secs(secs) => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let out = child.wait_with_output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The values of the CSV line after the `iterations,...` header, by name.
+pub fn parse_csv(out: &str) -> Option<Vec<(String, f64)>> {
+    let mut lines = out.lines().skip_while(|l| !l.starts_with("iterations,"));
+    let head: Vec<String> = lines.next()?.split(',').map(String::from).collect();
+    let vals: Vec<f64> = lines
+        .next()?
+        .split(',')
+        .map(|x| x.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    (head.len() == vals.len()).then(|| head.into_iter().zip(vals).collect())
+}
+
+fn field(v: &[(String, f64)], name: &str) -> Option<f64> {
+    v.iter().find(|(k, _)| k == name).map(|p| p.1)
+}
+
+/// One test: a server, then a client against it; the client's figures.
+fn run_test(pin: bool, test: &str, size: usize, iters: usize) -> Option<Vec<(String, f64)>> {
+    let port = free_port()?.to_string();
+    let mut server = command(pin.then_some(1))
+        .args(["-p", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    // the server listens within a moment; the client is tried a few times
+    let mut result = None;
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(200));
+        let client = command(pin.then_some(0))
+            .args(["127.0.0.1", "-p", &port, "-t", test])
+            .args(["-s", &size.to_string(), "-n", &iters.to_string()])
+            .args(["-f", "-v"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        if let Some(out) = wait_output(client, 120) {
+            result = parse_csv(&out);
+            break;
+        }
+        if matches!(server.try_wait(), Ok(Some(_))) {
+            break;
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    result
+}
+
+/// UCX's figures: round trip (twice the median latency), gap (1 / the
+/// message rate of 8-byte messages), bandwidth of 8 and 65536 bytes.
+pub fn measure(pin: bool, iters: usize, total_bytes: usize) -> Option<Figures> {
+    let lat = run_test(pin, "ucp_am_lat", 8, (iters * 5).max(1000))?;
+    let bw8 = run_test(pin, "ucp_am_bw", 8, (iters * 20).max(1000))?;
+    let bw64 = run_test(pin, "ucp_am_bw", 65536, (total_bytes / 65536).max(100))?;
+    let mr = field(&bw8, "overall_mr")?;
+    Some(Figures {
+        rtt: Some(2.0 * field(&lat, "50.0_percentile_lat")?),
+        g: (mr > 0.0).then(|| 1e6 / mr),
+        bw: vec![
+            (8, field(&bw8, "overall_bw")?),
+            (65536, field(&bw64, "overall_bw")?),
+        ],
+        ..Figures::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_perftest_csv() {
+        let out = "+----+\niterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr\n\
+                   100000,0.150,4.447,4.447,1.72,1.72,224869,224869\n";
+        let v = parse_csv(out).unwrap();
+        assert_eq!(field(&v, "50.0_percentile_lat"), Some(0.150));
+        assert_eq!(field(&v, "overall_mr"), Some(224869.0));
+        assert!(parse_csv("no figures\n").is_none());
+        assert!(parse_csv("iterations,a\n1,x\n").is_none());
+    }
+}

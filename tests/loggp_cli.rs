@@ -1,0 +1,140 @@
+//! `ramp bench --loggp` with tiny counts (a smoke test, no timing checked):
+//! it runs ramp over UDP and shared memory (real processes), the raw
+//! baselines and memcpy, prints a table with every line and every target,
+//! and writes a PNG.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn loggp_mode_prints_every_row_and_writes_a_png() {
+    let _w = common::watchdog("loggp_mode", Duration::from_secs(300));
+    let png = std::env::temp_dir().join(format!("ramp-loggp-{}.png", std::process::id()));
+    let _ = std::fs::remove_file(&png);
+    let o = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_ramp"))
+            .args([
+                "bench", "--loggp", "--no-pin", "--runs", "1", "--iters", "40",
+            ])
+            .args(["--mib", "1", "--max-burst", "4", "--plot"])
+            .arg(&png),
+        Duration::from_secs(240),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "ramp bench --loggp failed\n{out}\n{err}"
+    );
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("== LogGP"))
+        .take_while(|l| !l.starts_with("== cost per message"))
+        .collect();
+    assert!(table.len() >= 2, "no table:\n{out}");
+    for col in [
+        "RTT us", "L us", "o_s us", "o_r us", "g us", "G ns/B", "put 1M",
+    ] {
+        assert!(table[1].contains(col), "no column {col:?}:\n{out}");
+    }
+    for row in [
+        "ramp udp",
+        "ramp shm",
+        "raw udp",
+        "raw shm",
+        "memcpy",
+        "ucx posix",
+    ] {
+        let line = table
+            .iter()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row:?}:\n{out}"));
+        // every line has its 11 cells, figures or "-"
+        assert_eq!(line[row.len()..].split_whitespace().count(), 11, "{line}");
+    }
+    // ramp's lines have figures in every LogGP cell (a number, not "-")
+    for row in ["ramp udp", "ramp shm", "raw udp", "raw shm"] {
+        let line = table.iter().find(|l| l.starts_with(row)).unwrap();
+        let cells: Vec<&str> = line[row.len()..].split_whitespace().collect();
+        for c in &cells[..7] {
+            assert!(
+                c.parse::<f64>().is_ok(),
+                "{row}: cell {c:?} is no number: {line}"
+            );
+        }
+    }
+    for target in [
+        "shm short round trip",
+        "shm message rate",
+        "ramp shm 1 MiB / memcpy",
+    ] {
+        assert!(out.contains(target), "no target line {target:?}:\n{out}");
+    }
+    assert!(
+        err.contains("run 1/1: ramp shm: bursts"),
+        "no progress:\n{err}"
+    );
+    let bytes = std::fs::read(&png).expect("the PNG is written");
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 1000,
+        "not a PNG ({} bytes)",
+        bytes.len()
+    );
+    let _ = std::fs::remove_file(&png);
+}
+
+/// Without a font the plot is drawn without text, and the output says so.
+#[test]
+fn loggp_plot_without_a_font_has_no_text_but_is_a_png() {
+    let _w = common::watchdog("loggp_no_font", Duration::from_secs(300));
+    let png = std::env::temp_dir().join(format!("ramp-loggp-nofont-{}.png", std::process::id()));
+    let _ = std::fs::remove_file(&png);
+    let o = common::output_within(
+        Command::new(env!("CARGO_BIN_EXE_ramp"))
+            .args([
+                "loggp", "--no-pin", "--runs", "1", "--iters", "20", "--mib", "1",
+            ])
+            .args([
+                "--max-burst",
+                "2",
+                "--font",
+                "/nonexistent/font.ttf",
+                "--plot",
+            ])
+            .arg(&png),
+        Duration::from_secs(240),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("WITHOUT text"), "{out}");
+    let bytes = std::fs::read(&png).expect("the PNG is written");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    let _ = std::fs::remove_file(&png);
+}
+
+#[test]
+fn loggp_mode_refuses_bad_options() {
+    for args in [
+        &["--plot"][..],
+        &["--font"],
+        &["--iters", "0"],
+        &["--frobnicate"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ramp"))
+            .args(["bench", "--loggp"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("usage"),
+            "{args:?}"
+        );
+    }
+}
