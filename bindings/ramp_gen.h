@@ -370,6 +370,8 @@ int AM_Poll(eb_t bundle_);
 
 int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
 
+int ramp_DrainWait(eb_t eb, ramp_msg_t *msgs, int max, int *count, int spin_us);
+
 int ramp_DrainRelease(void);
 
 int ramp_DrainEnd(void *token);

@@ -346,6 +346,13 @@ typedef struct ramp_msg {
  * AM_ERR_RESOURCE inside a running handler (use AM_Poll there); AM_ERR_BAD_ARG for
  * a NULL count, a negative max, or a NULL msgs with max > 0. */
 int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
+/* ramp_Drain, repeated (busy: the calling thread spins) while no message is
+ * delivered, for up to spin_us microseconds (0..1000000): returns at the first
+ * drain that hands out a message, at an error, or with *count 0 when the time is
+ * up.  For a binding's wait loop: an arrival is noticed at the library's speed,
+ * not at the speed of the binding's own loop.  Errors as ramp_Drain; also
+ * AM_ERR_BAD_ARG for spin_us out of range. */
+int ramp_DrainWait(eb_t eb, ramp_msg_t *msgs, int max, int *count, int spin_us);
 /* Ends the messages of this thread's last ramp_Drain now: their tokens die and the
  * requests among them not replied to get their automatic reply.  Always AM_OK. */
 int ramp_DrainRelease(void);

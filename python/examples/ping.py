@@ -85,20 +85,24 @@ def main() -> int:
         % (size, args.iters, args.warmup, ", medium %d bytes" % args.size if args.size else "")
     )
     medians: List[float] = []
-    poll = ep.poll
+    wait = ep.wait
+    target = [0]
+
+    def until() -> bool:
+        return pongs[0] >= target[0]
     for peer in peers:
         kinds = [("short", None)] + ([("medium", payload)] if args.size else [])
         for kind, data in kinds:
             samples = []
             for i in range(args.warmup + args.iters):
-                want = pongs[0] + 1
+                want = target[0] = pongs[0] + 1
                 t0 = time.perf_counter_ns()
                 if data is None:
                     ep.request(peer, H_PING, i)
                 else:
                     ep.request_medium(peer, H_PING_M, data, i)
-                while pongs[0] < want:
-                    poll()
+                if pongs[0] < want:
+                    wait(until)
                 t1 = time.perf_counter_ns()
                 if i >= args.warmup:
                     samples.append((t1 - t0) / 1000.0)

@@ -116,6 +116,9 @@ ErrorHandlerFunction = Callable[["Status", "Opcode", "Token"], None]
 # unpack_from has them at 0, 1, 2, 3, 4..19, 20, 21, 22, 23, 24, 25, 26
 _MSG = struct.Struct("=QQQQ16i3i4B")
 _MSG_SIZE = _MSG.size  # 112
+# what every message needs first: token, ep, args[0], args[1], handler, category, nargs,
+# flags (8 values: unpacking the whole record makes 27 Python objects per message)
+_MSG_HEAD = struct.Struct("=QQ16x2i56x12x4B")
 _DRAIN_BATCH = 32
 _MSG_REQUEST = 1
 _MSG_RETURNED = 2
@@ -425,12 +428,14 @@ class Token:
 
     __slots__ = ("_ptr", "_ep", "_raw", "returned", "_replied", "_idx")
 
-    def __init__(self, ptr: int, endpoint: "Endpoint", returned: bool = False) -> None:
+    def __init__(
+        self, ptr: int, endpoint: "Endpoint", returned: bool = False, idx: int = -1
+    ) -> None:
         self._ptr: Optional[int] = ptr
         self._ep = endpoint
         self._raw: Optional[Tuple[int, int, int]] = None  # (handler, category, is_req)
         self._replied = False
-        self._idx = -1  # a drained message: its index in the thread's last drain
+        self._idx = idx  # a drained message: its index in the thread's last drain
         #: True for the token of a returned (undeliverable) message, in handler 0.
         self.returned = returned
 
@@ -841,6 +846,7 @@ class _Fast:
 
     ready = False
     drain: Any = None
+    dwait: Any = None
     release: Any = None
     end: Any = None
     dreply: Any = None
@@ -866,10 +872,14 @@ def _fast() -> None:
         _Fast.rshort = L["ramp_RequestShort"]
     except AttributeError:
         _Fast.drain = _Fast.release = _Fast.end = _Fast.dreply = _Fast.rshort = None
+    try:
+        _Fast.dwait = L["ramp_DrainWait"]
+    except AttributeError:
+        _Fast.dwait = None
     _Fast.am_poll = L.AM_Poll
     _Fast.request = L["ramp_RequestArgv"]
     _Fast.reply = L["ramp_ReplyArgv"]
-    for f in (_Fast.drain, _Fast.release, _Fast.end, _Fast.dreply, _Fast.rshort):
+    for f in (_Fast.drain, _Fast.dwait, _Fast.release, _Fast.end, _Fast.dreply, _Fast.rshort):
         if f is not None:
             f.argtypes = None
             f.restype = c_int
@@ -907,70 +917,102 @@ def _poll_bundle(b: "Bundle") -> None:
         _after(rc, "ramp_Drain")
 
 
+def _wait_bundle(b: "Bundle", spin_us: int) -> None:
+    """_poll_bundle that spins in the library (ramp_DrainWait) for up to spin_us
+    microseconds while nothing arrives: an arrival is noticed at C's speed."""
+    hp = b._hp
+    if hp is None:
+        raise RampError("the bundle is closed")
+    s = _tls.s
+    rc = _Fast.dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, spin_us)
+    n = s.ndrained[0]
+    if n:
+        _play_drained(s, n)
+    if rc or s.pending:
+        _after(rc, "ramp_DrainWait")
+
+
 def _play_drained(s: _ThreadState, n: int) -> None:
     """Plays the handlers of the n drained messages; a request not replied to by its
     handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
-    returns, as AM_Poll would.  (The hot path of every Python receive: kept lean.)"""
+    returns, as AM_Poll would.  (The hot path of every Python receive: kept lean.  A
+    short message with at most 2 arguments for a handler that fits it is played from
+    the record's head alone; anything else reads the whole record.)"""
     msgs = s.msgs
-    unpack = _MSG.unpack_from
+    head = _MSG_HEAD.unpack_from
     eps = _endpoints
     T = Token
     s.count += n
     s.depth += 1
     try:
-        for off in range(0, n * 112, 112):  # 112: _MSG_SIZE
-            m = unpack(msgs, off)
-            ep = eps.get(m[1])
+        for i in range(n):
+            tp, eid, a0, a1, h, cat, nargs, flags = head(msgs, i * 112)  # 112: _MSG_SIZE
+            ep = eps.get(eid)
             if ep is None:  # freed meanwhile, or not made by this package
-                _Fast.end(c_void_p(m[0]))
+                _Fast.end(c_void_p(tp))
                 continue
-            flags = m[26]  # 1: request, 2: returned
-            tok = T(m[0], ep, flags > 1)
-            tok._idx = off // 112
-            view = None
+            tok = T(tp, ep, flags > 1, i)
+            play = ep._play[h]
+            if cat or flags > 1 or nargs > 2 or play is None or play[2] != nargs or play[1] != 1:
+                _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
+                continue
             try:
-                if flags > 1:
-                    _play_returned(ep, tok, m[21], m[22])
-                    continue
-                play = ep._play[m[23]]
-                if play is None:
-                    raise _no_function(ep, m[23], m[24], flags)
-                fn, accepts, nargs, kind = play
-                cat = m[24]
-                if not accepts >> cat & 1:
-                    raise _kind_error(ep, tok, kind, nargs, cat)
-                if m[25] != nargs:
-                    if _return_bad_args(ep, tok, nargs, m[25]):
-                        continue
-                    raise _arity_error(ep, tok, nargs, m[25])
-                if cat == 0:
-                    if nargs == 1:
-                        fn(tok, m[4])
-                    elif nargs == 0:
-                        fn(tok)
-                    elif nargs == 2:
-                        fn(tok, m[4], m[5])
-                    else:
-                        fn(tok, *m[4 : 4 + nargs])
+                if nargs == 1:
+                    play[0](tok, a0)
+                elif nargs == 0:
+                    play[0](tok)
                 else:
-                    if cat == 1:
-                        view = view_of(m[2], m[3])
-                    else:
-                        view = ep._long_view(m[2], m[3])
-                    fn(tok, view, *m[4 : 4 + nargs])
+                    play[0](tok, a0, a1)
             except BaseException as e:  # what a trampoline would do: raised after the call
                 s.pending.append(e)
             finally:
                 tok._ptr = None
-                if flags == 1 and not tok._replied:
-                    _Fast.end(c_void_p(m[0]))
-                if view is not None and m[24] == 1:
-                    try:
-                        view.release()
-                    except BufferError:
-                        pass  # the handler exported it (e.g. numpy.frombuffer): its problem
+                if flags and not tok._replied:
+                    _Fast.end(c_void_p(tp))
     finally:
         s.depth -= 1
+
+
+def _play_one(s: _ThreadState, ep: "Endpoint", tok: Token, m: Tuple[int, ...]) -> None:
+    """Plays one drained message from its whole record ``m`` (_MSG): returned messages,
+    medium and long ones, many arguments, and the errors (no function, wrong kind or
+    argument count)."""
+    flags = m[26]  # 1: request, 2: returned
+    view = None
+    try:
+        if flags > 1:
+            _play_returned(ep, tok, m[21], m[22])
+            return
+        play = ep._play[m[23]]
+        if play is None:
+            raise _no_function(ep, m[23], m[24], flags)
+        fn, accepts, nargs, kind = play
+        cat = m[24]
+        if not accepts >> cat & 1:
+            raise _kind_error(ep, tok, kind, nargs, cat)
+        if m[25] != nargs:
+            if _return_bad_args(ep, tok, nargs, m[25]):
+                return
+            raise _arity_error(ep, tok, nargs, m[25])
+        if cat == 0:
+            fn(tok, *m[4 : 4 + nargs])
+        else:
+            if cat == 1:
+                view = view_of(m[2], m[3])
+            else:
+                view = ep._long_view(m[2], m[3])
+            fn(tok, view, *m[4 : 4 + nargs])
+    except BaseException as e:  # what a trampoline would do: raised after the call
+        s.pending.append(e)
+    finally:
+        tok._ptr = None
+        if flags == 1 and not tok._replied:
+            _Fast.end(c_void_p(m[0]))
+        if view is not None and m[24] == 1:
+            try:
+                view.release()
+            except BufferError:
+                pass  # the handler exported it (e.g. numpy.frombuffer): its problem
 
 
 def _no_function(ep: "Endpoint", h: int, cat: int, flags: int) -> HandlerKindError:
@@ -1158,8 +1200,15 @@ class Bundle:
         deadline = None if timeout is None else t0 + timeout
         spin_end = t0 + spin
         seen = s.count
+        # spin in the library between looks at until() (at most 100 us at a time, as
+        # handlers, which alone make until() true, run only after a message came)
+        spin_us = max(0, min(100, int(spin * 1e6)))
+        dwait = _wait_bundle if _Fast.dwait is not None and spin_us else None
         while True:
-            poll(self)
+            if dwait is not None and not s.depth:
+                dwait(self, spin_us)
+            else:
+                poll(self)
             if until():
                 return True
             now = monotonic()

@@ -29,18 +29,23 @@ def test_poll_drains_and_no_handler_is_called_back_from_c(pair):
     ready(x, y)
     x.request(0, 1, 5, -6)
     drained = []
-    real = core._Fast.drain
+    real, real_wait = core._Fast.drain, core._Fast.dwait
 
-    def counting(*a):
-        rc = real(*a)
-        drained.append(core._tls.s.ndrained[0])
-        return rc
+    def counting(real):
+        def call(*a):
+            rc = real(*a)
+            drained.append(core._tls.s.ndrained[0])
+            return rc
 
-    core._Fast.drain = counting
+        return call
+
+    core._Fast.drain = counting(real)
+    if real_wait is not None:  # wait() spins in the library: ramp_DrainWait
+        core._Fast.dwait = counting(real_wait)
     try:
         assert b.wait(lambda: calls, timeout=30)
     finally:
-        core._Fast.drain = real
+        core._Fast.drain, core._Fast.dwait = real, real_wait
     assert calls == [(5, -6, 1)]
     assert sum(drained) >= 1, "the message came through ramp_Drain"
 
@@ -190,3 +195,39 @@ def test_returned_message_through_drain(pair):
     x.request(0, 77, 1)  # y has no handler 77
     assert b.wait(lambda: got, timeout=30)
     assert got == [(ramp.EBADHANDLER, ramp.AM_REQUEST_M, 77, True, True)]
+
+
+def test_wait_spins_in_the_library_and_still_plays_every_message(pair):
+    # ramp_DrainWait: wait() notices arrivals inside the library; every message is
+    # played once, in order, and a wait with nothing to come still times out
+    b, x, y = pair
+    got = []
+    y.set_handler(1, lambda tok, n: tok.reply(2, n + 1))
+    x.set_handler(2, lambda tok, n: got.append(n))
+    ready(x, y)
+    for i in range(200):
+        x.request(0, 1, i)
+        assert b.wait(lambda: len(got) == i + 1, timeout=30)
+    assert got == [i + 1 for i in range(200)]
+    t0 = time.monotonic()
+    assert not b.wait(lambda: False, timeout=0.05)
+    assert time.monotonic() - t0 < 5
+
+
+def test_drain_wait_checks_its_arguments():
+    import ctypes
+
+    f = core._L()["ramp_DrainWait"]
+    f.restype = ctypes.c_int
+    n = ctypes.c_int(-1)
+    with ramp.Bundle() as bb:
+        msgs = (ctypes.c_char * (112 * 4))()
+        h = ctypes.c_void_p(bb.handle)
+        assert f(h, msgs, 4, ctypes.byref(n), -1) == int(ramp.ErrorCode.AM_ERR_BAD_ARG)
+        assert f(h, msgs, 4, ctypes.byref(n), 1_000_001) == int(ramp.ErrorCode.AM_ERR_BAD_ARG)
+        assert f(h, None, 4, ctypes.byref(n), 10) == int(ramp.ErrorCode.AM_ERR_BAD_ARG)
+        assert f(h, msgs, 4, None, 10) == int(ramp.ErrorCode.AM_ERR_BAD_ARG)
+        t0 = time.monotonic()
+        assert f(h, msgs, 4, ctypes.byref(n), 2000) == 0  # nothing comes: 2 ms spin
+        assert n.value == 0
+        assert time.monotonic() - t0 >= 0.0015

@@ -129,6 +129,25 @@ impl Bundle {
         }
         first.map(|()| n)
     }
+
+    /// `drain`, repeated while nothing is delivered, busy, for up to `spin`
+    /// (a binding's wait loop then notices an arrival at the library's
+    /// speed, not its own). Returns at the first message or error.
+    pub fn drain_wait(
+        &self,
+        max: usize,
+        spin: crate::time::Nanos,
+        mut sink: impl FnMut(&Pulled<'_>),
+    ) -> Result<usize> {
+        let start = Instant::now();
+        loop {
+            let n = self.drain(max, &mut sink)?;
+            if n > 0 || max == 0 || Instant::now().since(start) >= spin {
+                return Ok(n);
+            }
+            std::hint::spin_loop();
+        }
+    }
 }
 
 impl Endpoint {

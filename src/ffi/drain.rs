@@ -103,6 +103,46 @@ pub unsafe extern "C" fn ramp_Drain(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn ramp_DrainWait(
+    eb: eb_t,
+    msgs: *mut ramp_msg_t,
+    max: c_int,
+    count: *mut c_int,
+    spin_us: c_int,
+) -> c_int {
+    boundary("ramp_DrainWait", || {
+        need(count)?;
+        // SAFETY: checked non-null; the caller passes a pointer to an int it owns.
+        unsafe { count.write(0) };
+        if max < 0 {
+            return Err(Error::BadArg("max must not be negative"));
+        }
+        if !(0..=1_000_000).contains(&spin_us) {
+            return Err(Error::BadArg(
+                "spin_us must be 0..1000000 (at most a second)",
+            ));
+        }
+        if max > 0 && msgs.is_null() {
+            return Err(Error::BadArg("NULL message array"));
+        }
+        let b = bundle(eb)?;
+        let mut i = 0usize;
+        let spin = spin_us as u64 * crate::time::MICROS;
+        let r = b.drain_wait(max as usize, spin, |p| {
+            // SAFETY: the caller's array holds `max` elements and one drain
+            // hands out at most `max` messages (drain_wait returns after the
+            // first drain that hands out any), so `i < max` here.
+            let m = unsafe { &mut *msgs.add(i) };
+            fill(m, p);
+            i += 1;
+        });
+        // SAFETY: checked non-null above.
+        unsafe { count.write(i as c_int) };
+        r.map(|_| ())
+    })
+}
+
+#[no_mangle]
 pub extern "C" fn ramp_DrainRelease() -> c_int {
     boundary("ramp_DrainRelease", || {
         am::release_drained();
