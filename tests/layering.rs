@@ -19,7 +19,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("stats", &[]),
     ("time", &["sys"]),
-    ("wire", &[]),
+    // (sys: the CPU's CRC32C instruction)
+    ("wire", &["sys"]),
     ("fault", &["rng", "time"]),
     // the sans-IO protocol core: no socket, no clock, no AM notion
     ("proto", &["wire", "time", "rng", "fxhash", "stats"]),
