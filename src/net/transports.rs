@@ -91,7 +91,8 @@ impl Transports {
     }
 
     /// Sends datagrams in order, each on the transport that reaches its
-    /// peer; what goes on the fallback (UDP) leaves as one batch.
+    /// peer; each run of datagrams for the fallback (UDP) leaves as one
+    /// batch.
     #[inline]
     pub fn send_batch(
         &mut self,
@@ -102,43 +103,55 @@ impl Transports {
             return t.send_batch(now, dgrams);
         }
         let last = self.list.len() - 1;
-        let none = SocketAddr::from(([0, 0, 0, 0], 0));
         // taken for the loop and put back (an error drops it: allocated again)
         let mut joined = std::mem::take(&mut self.joined);
-        for chunk in dgrams.chunks(SEND_BATCH) {
-            let mut rest: [(SocketAddr, Gathered<'_>); SEND_BATCH] =
-                [(none, [&[][..]; 3]); SEND_BATCH];
-            let mut n = 0;
-            for &(to, parts) in chunk {
-                let i = self.route(to);
-                if i < last {
-                    // a ring takes the datagram whole
-                    let d: &[u8] = match parts {
-                        [d, [], []] => d,
-                        _ => {
-                            joined.clear();
-                            for p in parts {
-                                joined.extend_from_slice(p);
-                            }
-                            &joined[..]
+        // dgrams[s..i]: datagrams for the fallback, sent as one batch when
+        // a ring's datagram or the end comes (no array to fill per call)
+        let mut run: Option<usize> = None;
+        for (i, &(to, parts)) in dgrams.iter().enumerate() {
+            let t = self.route(to);
+            if t < last {
+                // a ring takes the datagram whole
+                let d: &[u8] = match parts {
+                    [d, [], []] => d,
+                    _ => {
+                        joined.clear();
+                        for p in parts {
+                            joined.extend_from_slice(p);
                         }
-                    };
-                    match self.list[i].send(now, to, d) {
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {} // full: spills
-                        r => {
-                            r?;
-                            continue;
+                        &joined[..]
+                    }
+                };
+                match self.list[t].send(now, to, d) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {} // full: spills
+                    r => {
+                        r?;
+                        if let Some(s) = run.take() {
+                            self.send_fallback(now, &dgrams[s..i])?;
                         }
+                        continue;
                     }
                 }
-                rest[n] = (to, parts);
-                n += 1;
             }
-            if n > 0 {
-                self.list[last].send_batch(now, &rest[..n])?;
-            }
+            run.get_or_insert(i);
+        }
+        if let Some(s) = run {
+            self.send_fallback(now, &dgrams[s..])?;
         }
         self.joined = joined;
+        Ok(())
+    }
+
+    /// Sends `dgrams` on the fallback, in batches of at most `SEND_BATCH`.
+    fn send_fallback(
+        &mut self,
+        now: Instant,
+        dgrams: &[(SocketAddr, Gathered<'_>)],
+    ) -> io::Result<()> {
+        let last = self.list.len() - 1;
+        for c in dgrams.chunks(SEND_BATCH) {
+            self.list[last].send_batch(now, c)?;
+        }
         Ok(())
     }
 
