@@ -19,7 +19,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("stats", &[]),
     ("time", &["sys"]),
-    // the packet MAC over pieces calls AWS-LC through `sys::gmac`
+    // the packet MAC over pieces calls AWS-LC through `sys::gmac`; the CPU's CRC32C instruction
     ("wire", &["sys"]),
     ("fault", &["rng", "time"]),
     // the sans-IO protocol core: no socket, no clock, no AM notion

@@ -50,7 +50,7 @@ impl EpState {
     pub(super) fn pump_network(&mut self, now: Instant) -> Result<()> {
         let proto = &mut self.proto;
         for _ in 0..64 {
-            let r = self.transports.recv_batch(&mut |d| match d {
+            let r = self.transports.recv_batch(now, &mut |d| match d {
                 Some((bytes, from)) => proto.handle_datagram(now, from, bytes),
                 None => proto.count_malformed(),
             });

@@ -25,6 +25,9 @@ pub struct Transports {
     polled: std::cell::Cell<Instant>,
     /// A gathered datagram joined for a ring (kept: no allocation per send).
     joined: Vec<u8>,
+    /// The fallback's last receive found datagrams: the next one does not
+    /// wait for the gap.
+    fallback_busy: bool,
 }
 
 /// While a preferred transport (shared memory) carries traffic, the
@@ -32,6 +35,10 @@ pub struct Transports {
 /// round trip) is tried only this often while busy-polling (bounding what it
 /// adds to a UDP datagram's latency), and after every sleep.
 const FALLBACK_GAP: crate::time::Nanos = 2 * crate::time::MICROS;
+/// The fallback's longest wait while every pump finds datagrams in a ring
+/// (a stream over shared memory does not starve UDP: datagrams a full
+/// ring spilled, peers on other hosts).
+const FALLBACK_GAP_BUSY: crate::time::Nanos = 50 * crate::time::MICROS;
 
 impl Transports {
     /// A set of one transport, which must reach every peer: it is the
@@ -39,6 +46,7 @@ impl Transports {
     pub fn new(fallback: Box<dyn Transport>) -> Transports {
         Transports {
             joined: Vec::new(),
+            fallback_busy: false,
             list: vec![fallback],
             polled: std::cell::Cell::new(Instant::ZERO),
         }
@@ -87,7 +95,8 @@ impl Transports {
     }
 
     /// Sends datagrams in order, each on the transport that reaches its
-    /// peer; what goes on the fallback (UDP) leaves as one batch.
+    /// peer; each run of datagrams for the fallback (UDP) leaves as one
+    /// batch.
     #[inline]
     pub fn send_batch(
         &mut self,
@@ -98,50 +107,63 @@ impl Transports {
             return t.send_batch(now, dgrams);
         }
         let last = self.list.len() - 1;
-        let none = SocketAddr::from(([0, 0, 0, 0], 0));
         // taken for the loop and put back (an error drops it: allocated again)
         let mut joined = std::mem::take(&mut self.joined);
-        for chunk in dgrams.chunks(SEND_BATCH) {
-            let mut rest: [(SocketAddr, Gathered<'_>); SEND_BATCH] =
-                [(none, [&[][..]; 3]); SEND_BATCH];
-            let mut n = 0;
-            for &(to, parts) in chunk {
-                let i = self.route(to);
-                if i < last {
-                    // a ring takes the datagram whole
-                    let d: &[u8] = match parts {
-                        [d, [], []] => d,
-                        _ => {
-                            joined.clear();
-                            for p in parts {
-                                joined.extend_from_slice(p);
-                            }
-                            &joined[..]
+        // dgrams[s..i]: datagrams for the fallback, sent as one batch when
+        // a ring's datagram or the end comes (no array to fill per call)
+        let mut run: Option<usize> = None;
+        for (i, &(to, parts)) in dgrams.iter().enumerate() {
+            let t = self.route(to);
+            if t < last {
+                // a ring takes the datagram whole
+                let d: &[u8] = match parts {
+                    [d, [], []] => d,
+                    _ => {
+                        joined.clear();
+                        for p in parts {
+                            joined.extend_from_slice(p);
                         }
-                    };
-                    match self.list[i].send(now, to, d) {
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {} // full: spills
-                        r => {
-                            r?;
-                            continue;
+                        &joined[..]
+                    }
+                };
+                match self.list[t].send(now, to, d) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {} // full: spills
+                    r => {
+                        r?;
+                        if let Some(s) = run.take() {
+                            self.send_fallback(now, &dgrams[s..i])?;
                         }
+                        continue;
                     }
                 }
-                rest[n] = (to, parts);
-                n += 1;
             }
-            if n > 0 {
-                self.list[last].send_batch(now, &rest[..n])?;
-            }
+            run.get_or_insert(i);
+        }
+        if let Some(s) = run {
+            self.send_fallback(now, &dgrams[s..])?;
         }
         self.joined = joined;
         Ok(())
     }
 
+    /// Sends `dgrams` on the fallback, in batches of at most `SEND_BATCH`.
+    fn send_fallback(
+        &mut self,
+        now: Instant,
+        dgrams: &[(SocketAddr, Gathered<'_>)],
+    ) -> io::Result<()> {
+        let last = self.list.len() - 1;
+        for c in dgrams.chunks(SEND_BATCH) {
+            self.list[last].send_batch(now, c)?;
+        }
+        Ok(())
+    }
+
     /// Receives what waits on every transport (see `Transport::recv_batch`);
-    /// returns how many datagrams there were in all.
+    /// returns how many datagrams there were in all. `now`: the caller's
+    /// time of this pump (no clock read here).
     #[inline]
-    pub fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+    pub fn recv_batch(&mut self, now: Instant, each: &mut DatagramSink<'_>) -> io::Result<usize> {
         let Some((fallback, preferred)) = self.list.split_last_mut() else {
             return Ok(0);
         };
@@ -151,14 +173,25 @@ impl Transports {
             n += t.recv_batch(each)?;
             active |= t.active();
         }
-        if active {
-            let now = Instant::now();
-            if now.since(self.polled.get()) < FALLBACK_GAP {
+        if active && !self.fallback_busy {
+            // A pump that took datagrams from a ring goes on to handle them
+            // (and send the answers) without a system call in between:
+            // the fallback waits for the next pump, or at most
+            // `FALLBACK_GAP_BUSY` while every pump finds ring traffic.
+            let gap = if n > 0 {
+                FALLBACK_GAP_BUSY
+            } else {
+                FALLBACK_GAP
+            };
+            if now.since(self.polled.get()) < gap {
                 return Ok(n);
             }
             self.polled.set(now);
         }
-        Ok(n + fallback.recv_batch(each)?)
+        let m = fallback.recv_batch(each)?;
+        // a burst on the fallback is drained at once, gap or not
+        self.fallback_busy = m > 0;
+        Ok(n + m)
     }
 
     /// The descriptors that become readable when a datagram arrives; asked
@@ -237,17 +270,67 @@ mod tests {
         assert_eq!(set.fds().collect::<Vec<_>>(), [7]);
         // after the sleep `fds` prepares, every transport is polled
         let mut got = Vec::new();
+        let t0 = Instant(1_000_000);
         let n = set
-            .recv_batch(&mut |d| got.push(d.unwrap().0.to_vec()))
+            .recv_batch(t0, &mut |d| got.push(d.unwrap().0.to_vec()))
             .unwrap();
         assert_eq!((n, got), (2, vec![b"shm".to_vec(), b"udp".to_vec()]));
-        // then, while the preferred one is busy, the fallback's receive
-        // (a system call) at most once per FALLBACK_GAP, but still
+        // a fallback that had datagrams is read again at once (a burst)
         let mut udp = 0;
-        let t = Instant::now();
-        while Instant::now().since(t) <= FALLBACK_GAP {}
-        set.recv_batch(&mut |d| udp += usize::from(d.unwrap().0 == b"udp"))
-            .unwrap();
+        set.recv_batch(t0.plus(1), &mut |d| {
+            udp += usize::from(d.unwrap().0 == b"udp")
+        })
+        .unwrap();
         assert_eq!(udp, 1);
+    }
+
+    /// Brings `n` datagrams per receive and counts its receives.
+    struct Counting {
+        n: usize,
+        calls: Arc<Mutex<usize>>,
+    }
+
+    impl Transport for Counting {
+        fn send(&mut self, _now: Instant, _to: SocketAddr, _d: &[u8]) -> io::Result<()> {
+            Ok(())
+        }
+        fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+            *self.calls.lock() += 1;
+            for _ in 0..self.n {
+                each(Some((b"x", self.local_addr())));
+            }
+            Ok(self.n)
+        }
+        fn local_addr(&self) -> SocketAddr {
+            SocketAddr::from(([10, 0, 0, 1], 1))
+        }
+        fn fd(&self) -> RawFd {
+            -1
+        }
+    }
+
+    /// A quiet fallback is polled every FALLBACK_GAP while the ring is
+    /// quiet, and only every FALLBACK_GAP_BUSY while every receive finds
+    /// datagrams in the ring (none between a ring's datagram and its answer).
+    #[test]
+    fn the_fallback_waits_its_gap_and_longer_while_the_ring_brings_datagrams() {
+        for (ring, gap) in [(0, FALLBACK_GAP), (1, FALLBACK_GAP_BUSY)] {
+            let calls = Arc::new(Mutex::new(0));
+            let mut set = Transports::new(Box::new(Counting {
+                n: 0,
+                calls: calls.clone(),
+            }));
+            set.prefer(Box::new(Counting {
+                n: ring,
+                calls: Arc::new(Mutex::new(0)),
+            }));
+            let t0 = Instant(1_000_000);
+            set.recv_batch(t0, &mut |_| {}).unwrap();
+            assert_eq!(*calls.lock(), 1);
+            set.recv_batch(t0.plus(gap - 1), &mut |_| {}).unwrap();
+            assert_eq!(*calls.lock(), 1, "ring {ring}: polled before its gap");
+            set.recv_batch(t0.plus(gap), &mut |_| {}).unwrap();
+            assert_eq!(*calls.lock(), 2, "ring {ring}: not polled after its gap");
+        }
     }
 }
