@@ -466,7 +466,7 @@ pub const VARIABLES: &[Var] = &[
     Var {
         name: TRANSPORT,
         aliases: &[],
-        meaning: "auto (default): peers on the same host are reached through shared memory (rings in /dev/shm), others through UDP; udp: UDP only; shm: like auto, but an endpoint that cannot set up shared memory fails to open",
+        meaning: "auto (default): peers on the same host are reached through shared memory (rings in anonymous shared memory handed over between the processes; nothing is left in /dev/shm), others through UDP; udp: UDP only; shm: like auto, but an endpoint that cannot set up shared memory fails to open",
         set: |c, v| {
             c.transport = match v.trim().to_ascii_lowercase().as_str() {
                 "auto" | "" => TransportChoice::Auto,

@@ -1,7 +1,8 @@
 //! The shared-memory transport between real processes (`RAMP_TRANSPORT=shm`):
 //! every category with few credits, returned messages, a peer killed with
 //! SIGKILL (its messages return EUNREACHABLE, nothing hangs), and no file
-//! left in /dev/shm after a clean exit or after kill -9 of every process.
+//! left in /dev/shm after a clean exit or after kill -9 of every process
+//! (the files are memfds: nothing has a name), the dead peer's unmapped.
 //!
 //! The peers are this test binary again, run with `RAMP_SHM_CHILD` set and
 //! only `child` selected.
@@ -35,12 +36,19 @@ fn config(extra: &[(&str, &str)]) -> ramp::config::Config {
     .unwrap()
 }
 
-/// The ramp files in /dev/shm owned by `pid` (the header: magic, then the
-/// owner's pid), with the bitmask of sending slots in use.
-fn files_of(pid: u32) -> Vec<(std::path::PathBuf, u64)> {
+/// The shared-memory files (memfds) process `pid` holds open, each with the
+/// bitmask of sending slots in use (the header: magic, the owner's pid, ...,
+/// the mask at byte 384), read through /proc/PID/fd.
+fn memfds_of(pid: u32) -> Vec<(std::path::PathBuf, u64)> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir("/dev/shm").unwrap().flatten() {
-        if !e.file_name().to_string_lossy().starts_with("ramp-shm.") {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return out; // gone
+    };
+    for e in dir.flatten() {
+        let Ok(link) = std::fs::read_link(e.path()) else {
+            continue;
+        };
+        if !link.to_string_lossy().starts_with("/memfd:ramp-shm.") {
             continue;
         }
         let mut h = [0u8; 392];
@@ -56,6 +64,45 @@ fn files_of(pid: u32) -> Vec<(std::path::PathBuf, u64)> {
         }
     }
     out
+}
+
+/// Files in /dev/shm with a ramp header naming `pid` as owner (what
+/// versions before the memfd left when killed).
+fn dev_shm_files_of(pid: u32) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir("/dev/shm").unwrap().flatten() {
+        let mut h = [0u8; 12];
+        let ok = std::fs::File::open(e.path()).and_then(|mut f| f.read_exact(&mut h));
+        if ok.is_ok()
+            && &h[..8] == b"RAMPSHM1"
+            && u32::from_le_bytes(h[8..12].try_into().unwrap()) == pid
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Shared-memory mappings of this process that belong to another
+/// endpoint's file (a sender's rings), by /proc/self/maps.
+fn mapped_rings_of_others() -> usize {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let ours: Vec<String> = memfds_of(std::process::id())
+        .iter()
+        .filter_map(|(p, _)| std::fs::read_link(p).ok())
+        .map(|l| {
+            l.to_string_lossy()
+                .trim_end_matches(" (deleted)")
+                .to_string()
+        })
+        .collect();
+    maps.lines()
+        .filter_map(|l| {
+            l.find("/memfd:ramp-shm.")
+                .map(|i| l[i..].trim_end_matches(" (deleted)"))
+        })
+        .filter(|m| !ours.iter().any(|o| o == m))
+        .count()
 }
 
 /// A peer process: `server` answers handler 10 (a short reply with the sum
@@ -238,24 +285,25 @@ fn every_category_with_few_credits_between_processes() {
     let st = e.statistics();
     assert_eq!(st.requests_sent, [n as u64 + 1, n as u64, n as u64]);
 
-    // both ends have a ring file, and ours writes into the server's
-    let theirs = files_of(child.id());
+    // both ends have a ring file, and ours writes into the server's;
+    // neither has a name in /dev/shm
+    let theirs = memfds_of(child.id());
     assert_eq!(theirs.len(), 1, "the server has one ring file");
     assert_ne!(
         theirs[0].1, 0,
         "a sender slot of the server's file is in use"
     );
-    assert_eq!(files_of(std::process::id()).len(), 1);
+    assert_eq!(memfds_of(std::process::id()).len(), 1);
+    assert!(mapped_rings_of_others() >= 1, "we map the server's file");
+    assert_eq!(dev_shm_files_of(child.id()), 0);
+    assert_eq!(dev_shm_files_of(std::process::id()), 0);
 
     drop(child.stdin.take()); // the server ends, exiting normally
     assert!(child.wait().unwrap().success());
-    assert!(
-        files_of(child.id()).is_empty(),
-        "the server's file went at exit"
-    );
     am::free_endpoint(e.id).unwrap();
     drop(e);
-    assert!(files_of(std::process::id()).is_empty());
+    assert!(memfds_of(std::process::id()).is_empty());
+    assert_eq!(mapped_rings_of_others(), 0, "the server's file is unmapped");
 }
 
 #[test]
@@ -301,7 +349,7 @@ fn killed_peer_returns_unreachable_and_kill_9_of_all_leaves_no_files() {
         b.wait_for_activity(5);
     }
     // the server and the client that floods it die holding their rings
-    assert_eq!(files_of(server.id()).len(), 1);
+    assert_eq!(memfds_of(server.id()).len(), 1);
     server.kill().unwrap();
     client.kill().unwrap();
     server.wait().unwrap();
@@ -316,12 +364,20 @@ fn killed_peer_returns_unreachable_and_kill_9_of_all_leaves_no_files() {
         b.poll().unwrap();
         b.wait_for_activity(5);
     }
-    // what kill -9 left is removed by the next clean-up (launchers run it
-    // when a job ends; every process's first endpoint too; a sender that
-    // finds its receiver dead)
-    am::remove_stale_shm_files();
-    assert!(files_of(server.id()).is_empty());
-    assert!(files_of(client.id()).is_empty());
+    // kill -9 left nothing to clean up: no file has a name, and the dead
+    // server's file is no longer mapped here (its memory is gone)
+    assert_eq!(dev_shm_files_of(server.id()), 0);
+    assert_eq!(dev_shm_files_of(client.id()), 0);
+    let t0 = Instant::now();
+    while mapped_rings_of_others() > 0 && t0.elapsed() < Duration::from_secs(10) {
+        b.poll().unwrap();
+        b.wait_for_activity(5);
+    }
+    assert_eq!(
+        mapped_rings_of_others(),
+        0,
+        "the dead server's file is unmapped"
+    );
     am::free_endpoint(e.id).unwrap();
     drop(e);
 }

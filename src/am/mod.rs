@@ -74,7 +74,8 @@ pub use names::{valid_handler_name, MAX_HANDLER_NAME};
 pub use pull::{drained_token, end as end_drained, release as release_drained, Pulled};
 pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
 
-/// Removes the shared-memory files (in /dev/shm) of endpoints whose process
+/// Removes the shared-memory files in /dev/shm that versions of ramp before
+/// the memfd left behind when killed: those of endpoints whose process
 /// is gone, such as killed workers' (launchers call it when a job ends).
 /// Returns how many.
 pub fn remove_stale_shm_files() -> usize {

@@ -1,15 +1,21 @@
 //! Shared memory: a faster datagram pipe to endpoints on the same host.
 //!
-//! Each endpoint owns one file in /dev/shm named after its UDP address (and
-//! the network and pid namespaces: two may bind the same address, pids are
-//! compared):
-//! a header (magic, owner pid, address, boot id, a sleep word, a bitmask of
-//! slots in use) and `SLOTS` slots, each a single-producer single-consumer
-//! ring one sending endpoint claims (with its pid). The sender finds the
-//! ring from the peer's address alone, so the protocol above keeps naming
-//! peers by `SocketAddr` and carries the same datagrams as over UDP
-//! (sequence, ACKs, MAC, credits unchanged). No file or free slot, or a
-//! peer whose owner is gone: UDP.
+//! Each endpoint owns one anonymous shared memory file (a memfd, sealed
+//! against any change of size; it has no name in /dev/shm or anywhere, so
+//! nothing is left behind however the processes end): a header (magic,
+//! owner pid, address, boot id, a sleep word, a bitmask of slots in use) and
+//! `SLOTS` slots, each a single-producer single-consumer ring one sending
+//! endpoint claims (with its pid). Each endpoint also binds an abstract Unix
+//! datagram socket named after its UDP address (and the network and pid
+//! namespaces: two may bind the same address, pids are compared); the name
+//! goes with the process. A sender that wants to reach a peer sends HELLO
+//! to the peer's socket; the peer answers with its file's descriptor
+//! (SCM_RIGHTS) to the sender's socket, only to a process of its own user
+//! (the kernel's SCM_CREDENTIALS), and the sender maps it only from the
+//! socket of that address and only sealed. Until then, and whenever there
+//! is no answer or free slot, or the owner is gone: UDP. The protocol above
+//! keeps naming peers by `SocketAddr` and carries the same datagrams as over
+//! UDP (sequence, ACKs, MAC, credits unchanged).
 //!
 //! Records are `[u32 len][pad to 8][bytes, padded to 8]`; a record that does
 //! not fit before the end of the ring is preceded by a wrap marker. Head
@@ -18,30 +24,34 @@
 //!
 //! Wake-ups: a receiver about to sleep (`fd()` is asked only then) sets the
 //! sleep word; a sender that finds it set clears it and sends one byte to
-//! the receiver's abstract Unix datagram socket, which `AM_WaitSema` and the
-//! progress thread poll. Everything read from the mapping is hostile input:
-//! another process of the same user writes it.
+//! the receiver's socket, which `AM_WaitSema` and the progress thread poll.
+//! The socket is read before sleeping and every `WAKE_CHECK` while busy
+//! (HELLOs answered, descriptors taken). Everything read from the mapping
+//! or the socket is hostile input: another process of the same user writes
+//! the one, anyone in the network namespace the other.
 //!
 //! Failure: senders and receivers check each other's pid now and then
 //! (`flush_due`); a dead receiver's ring is dropped (its messages fail by
-//! the protocol's peer timeout, as over UDP), a dead sender's slot freed.
-//! Files of dead owners are removed by the next endpoint opened on the host
-//! and by `ramp-run` when a job ends ([`remove_stale_files`]).
+//! the protocol's peer timeout, as over UDP), a dead sender's slot freed;
+//! the memory goes with the last process that maps it. Files that versions
+//! before the memfd left in /dev/shm when killed are removed by the first
+//! endpoint of a process and by `ramp-run` when a job ends
+//! ([`remove_stale_files`]).
 
 use std::cell::{Cell, RefCell};
+use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
-use std::path::PathBuf;
 use std::sync::atomic::{fence, Ordering::*};
 
 use once_cell::sync::Lazy;
 
 use super::{DatagramSink, Transport, RECV_BATCH, RECV_SLOT};
 use crate::fxhash::FxHashMap;
-use crate::sys::{keep_at_exit, pid_alive, remove_at_exit, SharedMap};
+use crate::sys::{euid, memfd, pid_alive, recv_with_fd, send_with_fd, size_sealed, SharedMap};
 use crate::time::{Instant, MILLIS};
 
 const DIR: &str = "/dev/shm";
@@ -83,6 +93,14 @@ const WRAP: u32 = u32::MAX;
 const CHECK_EVERY: u64 = 100 * MILLIS;
 /// How long a peer without a ring is reached by UDP before looking again.
 const RETRY_AFTER: u64 = 200 * MILLIS;
+/// How often a busy endpoint reads its socket (HELLOs, descriptors).
+const WAKE_CHECK: u64 = MILLIS;
+/// Socket messages besides the one-byte wake-up: a request for the file,
+/// and the answer that carries its descriptor.
+const HELLO: &[u8; 8] = b"RAMPHI1\0";
+const GIVE: &[u8; 8] = b"RAMPFD1\0";
+/// Socket messages read at most per look (a flood waits for the next).
+const WAKE_BUDGET: usize = 64;
 
 /// This host, network namespace (two may bind the same address) and pid
 /// namespace (liveness checks compare pids): the boot id and the two
@@ -111,10 +129,6 @@ fn stem(addr: SocketAddr) -> String {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     format!("{PREFIX}{}.{a}", HOST.1)
-}
-
-fn file_path(addr: SocketAddr) -> PathBuf {
-    PathBuf::from(DIR).join(stem(addr))
 }
 
 fn wake_addr(addr: SocketAddr) -> io::Result<UnixAddr> {
@@ -195,7 +209,13 @@ struct TxRing {
 
 enum Route {
     Ring(usize),
-    Udp { retry_at: Instant },
+    /// HELLO sent, no descriptor yet: UDP meanwhile, ask again at `retry_at`
+    Asked {
+        retry_at: Instant,
+    },
+    Udp {
+        retry_at: Instant,
+    },
 }
 
 #[derive(Default)]
@@ -206,7 +226,8 @@ struct Tx {
 
 pub struct ShmTransport {
     local: SocketAddr,
-    path: PathBuf,
+    /// the memfd behind `map`, handed to senders that ask
+    file: File,
     map: SharedMap,
     wake: UnixDatagram,
     slots: [RxSlot; SLOTS],
@@ -215,67 +236,104 @@ pub struct ShmTransport {
     buf: Vec<u8>,
     tx: RefCell<Tx>,
     next_check: Cell<Instant>,
+    next_wake_check: Cell<Instant>,
     pid: u32,
 }
 
 impl ShmTransport {
-    /// Creates the receiving file and wake-up socket of the endpoint whose
-    /// UDP address is `local`.
+    /// Creates the receiving file and the socket of the endpoint whose UDP
+    /// address is `local` (`AddrInUse`: a live endpoint of this host has it).
     pub fn open(local: SocketAddr) -> io::Result<ShmTransport> {
         static CLEANED: std::sync::Once = std::sync::Once::new();
         CLEANED.call_once(|| {
             remove_stale_files();
         });
-        let path = file_path(local);
-        let map = match SharedMap::create(&path, FILE_LEN) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                // left by an endpoint that had this address before
-                if SharedMap::open(&path, HDR).is_ok_and(|m| owner_alive(&m)) {
-                    return Err(e);
-                }
-                std::fs::remove_file(&path)?;
-                SharedMap::create(&path, FILE_LEN)?
-            }
-            Err(e) => return Err(e),
-        };
+        let wake = UnixDatagram::bind_addr(&wake_addr(local)?)?;
+        wake.set_nonblocking(true)?;
+        socket2::SockRef::from(&wake).set_passcred(true)?;
+        let file = memfd(&stem(local), FILE_LEN)?;
+        let map = SharedMap::of_file(&file, FILE_LEN)?;
         let pid = std::process::id();
-        let opened = (|| {
-            let wake = UnixDatagram::bind_addr(&wake_addr(local)?)?;
-            wake.set_nonblocking(true)?;
-            put_text(&map, H_ADDR, &local.to_string());
-            put_text(&map, H_BOOT, &HOST.0);
-            map.u32_at(H_PID).store(pid, Relaxed);
-            map.u64_at(H_LAYOUT).store(LAYOUT, Relaxed);
-            map.u64_at(H_MAGIC).store(MAGIC, Release);
-            remove_at_exit(&path);
-            Ok(wake)
-        })();
-        let wake = match opened {
-            Ok(w) => w,
-            Err(e) => {
-                let _ = std::fs::remove_file(&path);
-                return Err(e);
-            }
-        };
+        put_text(&map, H_ADDR, &local.to_string());
+        put_text(&map, H_BOOT, &HOST.0);
+        map.u32_at(H_PID).store(pid, Relaxed);
+        map.u64_at(H_LAYOUT).store(LAYOUT, Relaxed);
+        map.u64_at(H_MAGIC).store(MAGIC, Release);
+        let now = Instant::now();
         Ok(ShmTransport {
             local,
-            path,
+            file,
             map,
             wake,
             slots: [RxSlot::default(); SLOTS],
             next: 0,
             buf: vec![0; RECV_SLOT],
             tx: RefCell::new(Tx::default()),
-            next_check: Cell::new(Instant::now().plus(CHECK_EVERY)),
+            next_check: Cell::new(now.plus(CHECK_EVERY)),
+            next_wake_check: Cell::new(now.plus(WAKE_CHECK)),
             pid,
         })
     }
 
-    /// Maps the file of the endpoint at `to` and claims a slot in it.
-    fn connect(&self, to: SocketAddr) -> Option<TxRing> {
-        let path = file_path(to);
-        let map = SharedMap::open(&path, FILE_LEN).ok()?;
+    /// Asks the endpoint at `to` for its file (an error: no endpoint of
+    /// this host has that address, or its socket is full).
+    fn ask(&self, to: SocketAddr) -> io::Result<()> {
+        self.wake.send_to_addr(HELLO, &wake_addr(to)?).map(|_| ())
+    }
+
+    /// Reads the socket: answers HELLOs of this user's processes with our
+    /// file, maps the files of peers we asked. Returns whether anything came.
+    fn read_socket(&self) -> bool {
+        let mut b = [0u8; 16];
+        let mut any = false;
+        for _ in 0..WAKE_BUDGET {
+            let Ok(m) = recv_with_fd(&self.wake, &mut b) else {
+                break;
+            };
+            any = true;
+            let ours = m.uid == Some(euid()) && !m.from.is_empty();
+            if ours && b[..m.len] == HELLO[..] {
+                // a full socket on their side: they ask again
+                let _ = send_with_fd(&self.wake, &m.from, GIVE, self.file.as_raw_fd());
+            } else if ours && b[..m.len] == GIVE[..] {
+                if let Some(fd) = m.fd {
+                    self.adopt(&m.from, fd);
+                }
+            } // a wake-up byte, or not ours: nothing (a descriptor is closed)
+        }
+        any
+    }
+
+    /// Takes the file the socket named `from` sent, if we asked that peer.
+    fn adopt(&self, from: &[u8], fd: OwnedFd) {
+        let mut tx = self.tx.borrow_mut();
+        let Some(to) = tx.routes.iter().find_map(|(a, r)| {
+            (matches!(r, Route::Asked { .. }) && stem(*a).as_bytes() == from).then_some(*a)
+        }) else {
+            return;
+        };
+        let Some(ring) = self.connect(to, File::from(fd)) else {
+            return; // asked again later
+        };
+        let k = match tx.rings.iter().position(Option::is_none) {
+            Some(k) => {
+                tx.rings[k] = Some(ring);
+                k
+            }
+            None => {
+                tx.rings.push(Some(ring));
+                tx.rings.len() - 1
+            }
+        };
+        tx.routes.insert(to, Route::Ring(k));
+    }
+
+    /// Maps `file`, which the endpoint at `to` sent, and claims a slot in it.
+    fn connect(&self, to: SocketAddr, file: File) -> Option<TxRing> {
+        if !size_sealed(&file) {
+            return None; // could shrink under us: a fault on access
+        }
+        let map = SharedMap::of_file(&file, FILE_LEN).ok()?;
         if map.u64_at(H_MAGIC).load(Acquire) != MAGIC
             || map.u64_at(H_LAYOUT).load(Relaxed) != LAYOUT
             || get_text(&map, H_ADDR) != to.to_string()
@@ -284,9 +342,6 @@ impl ShmTransport {
             return None;
         }
         if !owner_alive(&map) {
-            if map.u32_at(H_CLOSED).load(Acquire) == 0 {
-                let _ = std::fs::remove_file(&path); // its owner was killed
-            }
             return None;
         }
         let slot = (0..SLOTS).find(|&i| {
@@ -491,8 +546,7 @@ impl Transport for ShmTransport {
 
     /// Asked just before the endpoint sleeps: arms the sleep word.
     fn fd(&self) -> RawFd {
-        let mut b = [0u8; 64];
-        while self.wake.recv(&mut b).is_ok() {}
+        self.read_socket();
         let sleep = self.map.u32_at(H_SLEEP);
         sleep.store(1, SeqCst);
         fence(SeqCst);
@@ -511,36 +565,29 @@ impl Transport for ShmTransport {
     }
 
     fn reaches(&self, to: SocketAddr) -> bool {
+        let now = Instant::now();
         let mut tx = self.tx.borrow_mut();
         match tx.routes.get(&to) {
             Some(Route::Ring(_)) => return true,
-            Some(Route::Udp { retry_at }) if Instant::now() < *retry_at => return false,
+            Some(Route::Udp { retry_at } | Route::Asked { retry_at }) if now < *retry_at => {
+                return false
+            }
             _ => {}
         }
-        match self.connect(to) {
-            Some(ring) => {
-                let k = match tx.rings.iter().position(Option::is_none) {
-                    Some(k) => {
-                        tx.rings[k] = Some(ring);
-                        k
-                    }
-                    None => {
-                        tx.rings.push(Some(ring));
-                        tx.rings.len() - 1
-                    }
-                };
-                tx.routes.insert(to, Route::Ring(k));
-                true
-            }
-            None => {
-                let retry_at = Instant::now().plus(RETRY_AFTER);
-                tx.routes.insert(to, Route::Udp { retry_at });
-                false
-            }
-        }
+        let retry_at = now.plus(RETRY_AFTER);
+        let route = match self.ask(to) {
+            Ok(()) => Route::Asked { retry_at },
+            Err(_) => Route::Udp { retry_at },
+        };
+        tx.routes.insert(to, route);
+        false
     }
 
     fn flush_due(&mut self, now: Instant) -> Option<Instant> {
+        if now >= self.next_wake_check.get() {
+            self.next_wake_check.set(now.plus(WAKE_CHECK));
+            self.read_socket();
+        }
         if now >= self.next_check.get() {
             self.next_check.set(now.plus(CHECK_EVERY));
             self.check_peers(now);
@@ -557,8 +604,6 @@ impl Transport for ShmTransport {
 impl Drop for ShmTransport {
     fn drop(&mut self) {
         self.map.u32_at(H_CLOSED).store(1, Release);
-        let _ = std::fs::remove_file(&self.path);
-        keep_at_exit(&self.path);
         for t in self.tx.get_mut().rings.iter().flatten() {
             t.map
                 .u32_at(slot_off(t.slot) + S_STATE)

@@ -1,6 +1,7 @@
 //! The shared-memory transport between endpoints of this process, over real
-//! files in /dev/shm: independent rings, a full ring refusing, hostile ring
-//! contents, wake-ups, closing.
+//! memfds passed on real sockets: the HELLO/descriptor exchange, independent
+//! rings, a full ring refusing, hostile ring contents and socket messages,
+//! wake-ups, closing.
 
 use std::net::{SocketAddr, UdpSocket};
 
@@ -11,6 +12,15 @@ fn fresh() -> (UdpSocket, SocketAddr) {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     let a = s.local_addr().unwrap();
     (s, a)
+}
+
+/// Runs the exchange that gives `tx` a ring in `rx` (at `a`): HELLO, the
+/// descriptor, its mapping. Returns whether `tx` then reaches `a`.
+fn link(tx: &ShmTransport, rx: &ShmTransport, a: SocketAddr) -> bool {
+    assert!(!tx.reaches(a), "first messages go by UDP while asking");
+    rx.read_socket();
+    tx.read_socket();
+    tx.reaches(a)
 }
 
 fn take(t: &mut ShmTransport) -> Vec<(Vec<u8>, SocketAddr)> {
@@ -34,7 +44,7 @@ fn a_stalled_receiver_fills_only_its_own_ring() {
     let mut stalled = ShmTransport::open(a1).unwrap();
     let mut busy = ShmTransport::open(a2).unwrap();
     let mut tx = ShmTransport::open(a3).unwrap();
-    assert!(tx.reaches(a1) && tx.reaches(a2));
+    assert!(link(&tx, &stalled, a1) && link(&tx, &busy, a2));
     let d = [7u8; 1000];
     let mut sent = 0;
     // the stalled receiver never reads: its ring refuses at last
@@ -63,7 +73,7 @@ fn datagrams_wrap_around_the_ring_whole_and_in_order() {
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
     let mut rx = ShmTransport::open(a1).unwrap();
     let mut tx = ShmTransport::open(a2).unwrap();
-    assert!(tx.reaches(a1));
+    assert!(link(&tx, &rx, a1));
     let mut next = 0u32;
     for round in 0..50usize {
         let mut want = Vec::new();
@@ -85,7 +95,7 @@ fn hostile_ring_contents_free_the_slot_without_reading_out_of_bounds() {
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
     let mut rx = ShmTransport::open(a1).unwrap();
     let mut tx = ShmTransport::open(a2).unwrap();
-    assert!(tx.reaches(a1));
+    assert!(link(&tx, &rx, a1));
     tx.send(Instant::ZERO, a1, b"fine").unwrap();
     assert_eq!(take(&mut rx).len(), 1);
     // a writer of the same user scribbles: a huge length, then a tail
@@ -113,16 +123,77 @@ fn an_armed_receiver_is_woken_and_a_closed_one_is_forgotten() {
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
     let mut rx = ShmTransport::open(a1).unwrap();
     let mut tx = ShmTransport::open(a2).unwrap();
-    assert!(tx.reaches(a1));
+    assert!(link(&tx, &rx, a1));
     assert!(take(&mut rx).is_empty()); // (a new sender's slot is noticed)
     let fd = rx.fd(); // arms the sleep word: nothing waits
     assert!(!crate::sys::wait_readable(&[fd], 0));
     tx.send(Instant::ZERO, a1, b"wake").unwrap();
     assert!(crate::sys::wait_readable(&[fd], 5000), "no wake-up");
-    let path = file_path(a1);
-    assert!(path.exists());
     drop(rx);
-    assert!(!path.exists(), "the file goes with the endpoint");
     tx.flush_due(Instant::now().plus(CHECK_EVERY));
     assert!(!tx.reaches(a1), "a closed receiver is reached by UDP");
+    // its address is free for a new endpoint, which is reached again
+    let rx = ShmTransport::open(a1).unwrap();
+    let until = Instant::now().plus(CHECK_EVERY + RETRY_AFTER);
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+    assert!(link(&tx, &rx, a1), "a new endpoint at the address");
+}
+
+#[test]
+fn a_live_address_cannot_be_opened_twice() {
+    let (_k, a) = fresh();
+    let _first = ShmTransport::open(a).unwrap();
+    let e = ShmTransport::open(a)
+        .err()
+        .expect("a second endpoint at a live address");
+    assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
+}
+
+#[test]
+fn an_address_with_no_endpoint_is_reached_by_udp_without_asking_again() {
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let tx = ShmTransport::open(a1).unwrap();
+    assert!(!tx.reaches(a2));
+    assert!(matches!(tx.tx.borrow().routes[&a2], Route::Udp { .. }));
+    assert!(!tx.reaches(a2));
+}
+
+/// Socket messages that are not what a ramp peer sends: junk, descriptors
+/// from a socket without a name or with another name, an unsealed file or a
+/// foreign one from a process that took the name of an address with no
+/// endpoint. None gives a ring or a fault; every descriptor is closed.
+#[test]
+fn hostile_socket_messages_give_no_ring() {
+    let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
+    let rx = ShmTransport::open(a1).unwrap();
+    let tx = ShmTransport::open(a2).unwrap();
+    let me = stem(a2);
+    // an impostor holds the name of a3, which has no endpoint
+    let imp = UnixDatagram::bind_addr(&wake_addr(a3).unwrap()).unwrap();
+    assert!(!tx.reaches(a1) && !tx.reaches(a3), "both asked");
+    assert!(matches!(tx.tx.borrow().routes[&a3], Route::Asked { .. }));
+    let unsealed = File::from(crate::sys::memfd_unsealed(FILE_LEN));
+    let nameless = UnixDatagram::unbound().unwrap();
+    nameless
+        .send_to_addr(&[0u8; 3000], &wake_addr(a2).unwrap())
+        .unwrap();
+    send_with_fd(&nameless, me.as_bytes(), GIVE, unsealed.as_raw_fd()).unwrap();
+    send_with_fd(&imp, me.as_bytes(), GIVE, unsealed.as_raw_fd()).unwrap();
+    // a sealed file, but another endpoint's (its header names a2)
+    send_with_fd(&imp, me.as_bytes(), GIVE, tx.file.as_raw_fd()).unwrap();
+    let fds_before = open_fds();
+    assert!(tx.read_socket());
+    assert!(open_fds() <= fds_before, "descriptors received were closed");
+    assert!(!tx.reaches(a3), "no ring from an impostor");
+    assert!(tx.tx.borrow().rings.iter().all(Option::is_none));
+    // the real exchange still works
+    rx.read_socket();
+    tx.read_socket();
+    assert!(tx.reaches(a1));
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
 }

@@ -1,12 +1,13 @@
 //! The ground floor: every call into the operating system that std does not
 //! offer safely (interface addresses, the raw clock, poll, recvmmsg and sendmmsg,
-//! signals, inherited descriptors, AWS-LC's GCM context for a MAC over pieces, the CPU's CRC32C instruction, shared-memory mappings, the PMIx library opened with dlopen, a locked
+//! signals, inherited descriptors, AWS-LC's GCM context for a MAC over pieces, the CPU's CRC32C instruction, shared-memory mappings (memfd) and passing their descriptors (SCM_RIGHTS), the PMIx library opened with dlopen, a locked
 //! memory-mapped file), as thin safe functions. With `ffi/` it is the only
 //! module allowed `unsafe` (the crate root denies it elsewhere); each block
 //! says why it is sound in a `SAFETY:` comment. It imports nothing of ramp's.
 
 mod clock;
 mod crc;
+mod fdpass;
 pub(crate) mod gmac;
 mod ifaddrs;
 mod mmap;
@@ -18,9 +19,12 @@ mod socket;
 
 pub(crate) use clock::monotonic_nanos;
 pub(crate) use crc::crc32c_short;
+#[cfg(test)]
+pub(crate) use fdpass::memfd_unsealed;
+pub(crate) use fdpass::{euid, memfd, recv_with_fd, send_with_fd, size_sealed};
 pub(crate) use ifaddrs::{interface_addresses, IfAddr};
 pub(crate) use mmap::MappedFile;
 pub(crate) use poll::{poll_fds, wait_readable};
 pub(crate) use process::{adopt_inherited_socket, kill};
-pub(crate) use shm::{keep_at_exit, pid_alive, remove_at_exit, SharedMap};
+pub(crate) use shm::{pid_alive, SharedMap};
 pub(crate) use socket::{BatchReceiver, BatchSender, Gathered};

@@ -1,4 +1,5 @@
-//! A file in /dev/shm mapped shared between processes (memmap2), accessed
+//! Shared memory (a memfd, see `fdpass.rs`) mapped by several processes
+//! (memmap2), accessed
 //! only through atomics and bounds-checked copies; and process liveness
 //! (kill with signal 0).
 //!
@@ -10,7 +11,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
@@ -21,22 +21,8 @@ pub(crate) struct SharedMap {
 }
 
 impl SharedMap {
-    /// Creates `path` (which must not exist; mode 0600) of `len` bytes, all
-    /// zero (a sparse file: pages cost memory only once touched), and maps it.
-    pub(crate) fn create(path: &Path, len: usize) -> io::Result<SharedMap> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)?;
-        file.set_len(len as u64)?;
-        Self::map(&file, len)
-    }
-
-    /// Maps an existing file, which must be at least `min_len` bytes.
-    pub(crate) fn open(path: &Path, min_len: usize) -> io::Result<SharedMap> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
+    /// Maps all of `file` (a memfd), which must be at least `min_len` bytes.
+    pub(crate) fn of_file(file: &File, min_len: usize) -> io::Result<SharedMap> {
         let len = usize::try_from(file.metadata()?.len()).unwrap_or(0);
         if len < min_len {
             return Err(io::Error::new(
@@ -44,7 +30,16 @@ impl SharedMap {
                 "shared-memory file too short",
             ));
         }
-        Self::map(&file, len)
+        Self::map(file, len)
+    }
+
+    /// Maps an existing file (a /dev/shm file of an earlier version), which
+    /// must be at least `min_len` bytes.
+    pub(crate) fn open(path: &Path, min_len: usize) -> io::Result<SharedMap> {
+        Self::of_file(
+            &OpenOptions::new().read(true).write(true).open(path)?,
+            min_len,
+        )
     }
 
     fn map(file: &File, len: usize) -> io::Result<SharedMap> {
@@ -110,36 +105,4 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks for the process; no memory is involved.
     let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
     rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// Files removed when the process exits normally (`exit`, a return from
-/// `main`), for endpoints a program never freed.
-static AT_EXIT: parking_lot::Mutex<Vec<std::path::PathBuf>> = parking_lot::Mutex::new(Vec::new());
-
-extern "C" fn remove_files_at_exit() {
-    // never block or panic here: exit may come from a thread holding the lock
-    if let Some(mut files) = AT_EXIT.try_lock() {
-        for p in files.drain(..) {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
-/// Removes `path` when the process exits normally, unless
-/// [`keep_at_exit`] is called for it first.
-pub(crate) fn remove_at_exit(path: &Path) {
-    static REGISTER: std::sync::Once = std::sync::Once::new();
-    REGISTER.call_once(|| {
-        // SAFETY: registers a plain function of ours that takes no
-        // arguments and cannot unwind (it catches nothing that panics).
-        unsafe {
-            libc::atexit(remove_files_at_exit);
-        }
-    });
-    AT_EXIT.lock().push(path.to_path_buf());
-}
-
-/// Forgets a file given to [`remove_at_exit`] (removed already).
-pub(crate) fn keep_at_exit(path: &Path) {
-    AT_EXIT.lock().retain(|p| p != path);
 }
