@@ -17,7 +17,7 @@ mod shm;
 mod socket;
 
 pub(crate) use clock::monotonic_nanos;
-pub(crate) use crc::crc32c_short;
+pub(crate) use crc::{crc32c_append_long, crc32c_short};
 pub(crate) use ifaddrs::{interface_addresses, IfAddr};
 pub(crate) use mmap::MappedFile;
 pub(crate) use poll::{poll_fds, wait_readable};
