@@ -26,6 +26,10 @@ const ONE: usize = 60_000;
 const TWO: usize = 70_000;
 const FIRST: usize = 40_000;
 
+/// What the handler saw: argument, offset, length, every byte equal to
+/// the argument.
+type Run = (u32, usize, usize, bool);
+
 /// A DATA packet on the request channel: `frag` of a Long request of
 /// `msg_len` bytes for handler `H` (argument `arg`) into offset `dest`.
 fn long_frag(
@@ -129,8 +133,7 @@ fn flipped_bits_in_long_packets_never_reach_the_segment() {
         .unwrap();
     e.set_expected_resources(1, 8).unwrap();
     e.set_segment(Some(seg.clone()));
-    // (argument, offset, length, every byte equal to the argument) per run
-    let runs: Arc<Mutex<Vec<(u32, usize, usize, bool)>>> = Arc::default();
+    let runs: Arc<Mutex<Vec<Run>>> = Arc::default();
     let r = runs.clone();
     let seg_in = seg.clone();
     e.set_handler(
