@@ -46,3 +46,36 @@ mod time;
 pub mod wire;
 #[cfg(not(feature = "testing"))]
 mod wire;
+
+/// What `ramp bench` times of the packet path itself: the integrity
+/// checks a bulk packet pays at each end, the very functions the wire uses
+/// (not an API; the `ramp` binary is built without the `testing` feature).
+#[doc(hidden)]
+pub mod bench_support {
+    /// The wire's CRC32C of `bytes` (`wire::crc32c`).
+    pub fn packet_crc32c(bytes: &[u8]) -> u32 {
+        crate::wire::crc32c(bytes)
+    }
+
+    /// The packet MAC of a job key, as the sender seals a gathered
+    /// datagram (`MacKey::tag_pieces`) and the receiver checks one
+    /// (`MacKey::verify`).
+    pub struct PacketMac(crate::wire::mac::MacKey);
+
+    impl PacketMac {
+        /// The MAC of `job_key` (any string).
+        pub fn new(job_key: &str) -> PacketMac {
+            PacketMac(crate::wire::mac::MacKey::from_job_key(job_key))
+        }
+
+        /// The sender's tag of `pieces` under `nonce`.
+        pub fn seal(&self, nonce: &[u8; 12], pieces: &[&[u8]]) -> [u8; 16] {
+            self.0.tag_pieces(nonce, pieces)
+        }
+
+        /// The receiver's check of `bytes` against `tag`.
+        pub fn check(&self, nonce: &[u8; 12], bytes: &[u8], tag: &[u8]) -> bool {
+            self.0.verify(nonce, bytes, tag)
+        }
+    }
+}

@@ -18,7 +18,7 @@ mod shm;
 mod socket;
 
 pub(crate) use clock::monotonic_nanos;
-pub(crate) use crc::crc32c_short;
+pub(crate) use crc::{crc32c_append_long, crc32c_short};
 #[cfg(test)]
 pub(crate) use fdpass::memfd_unsealed;
 pub(crate) use fdpass::{euid, memfd, recv_with_fd, send_with_fd, size_sealed};

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::mac::{MacKey, MAC_LEN, NONCE_LEN};
-use super::{crc32c, DecodeError, CRC_LEN};
+use super::{crc32c, crc32c_append, DecodeError, CRC_LEN};
 
 /// Trailer of a packet that carries a MAC: nonce and tag.
 pub const MAC_TRAILER_LEN: usize = NONCE_LEN + MAC_LEN;
@@ -187,7 +187,7 @@ impl Integrity {
     pub fn seal_gathered(&self, buf: &mut Vec<u8>, start: usize, rest: &[u8]) {
         let (nonce, key) = match self {
             Integrity::Crc32c => {
-                let crc = crc32c::crc32c_append(crc32c(&buf[start..]), rest);
+                let crc = crc32c_append(crc32c(&buf[start..]), rest);
                 buf.extend_from_slice(&crc.to_be_bytes());
                 return;
             }

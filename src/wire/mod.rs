@@ -101,8 +101,19 @@ pub struct AckField {
 }
 
 /// Computes the CRC32C used by the wire format (a short packet's with the
-/// CPU's instruction directly: `sys::crc32c_short`, the same sum).
+/// CPU's instruction directly: `sys::crc32c_short`; a long one folded with
+/// VPCLMULQDQ where the CPU has it: `sys::crc32c_append_long`; else the
+/// crate's: the same sum).
 #[inline]
 pub fn crc32c(bytes: &[u8]) -> u32 {
-    crate::sys::crc32c_short(bytes).unwrap_or_else(|| crc32c::crc32c(bytes))
+    crate::sys::crc32c_short(bytes)
+        .or_else(|| crate::sys::crc32c_append_long(0, bytes))
+        .unwrap_or_else(|| crc32c::crc32c(bytes))
+}
+
+/// The CRC32C `crc` continued over `bytes` (`crc32c::crc32c_append`'s
+/// sum; a gathered datagram's second piece).
+#[inline]
+pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
+    crate::sys::crc32c_append_long(crc, bytes).unwrap_or_else(|| crc32c::crc32c_append(crc, bytes))
 }

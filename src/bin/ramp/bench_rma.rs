@@ -55,10 +55,14 @@ fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
     }
 }
 
-/// Runs the pair and prints its lines (called by `ramp bench`).
-pub fn run(exe: &str, pin: bool, runs: usize) -> Result<(), String> {
+/// Runs the pair over UDP without the packet MAC (`RAMP_TRANSPORT=udp`,
+/// `RAMP_AUTH=off`: the same setting as the plain rounds, whose raw UDP
+/// blast, `blast` MiB/s, the 1 MiB put is compared with) and prints its
+/// lines (called by `ramp bench`).
+pub fn run(exe: &str, pin: bool, runs: usize, blast: f64) -> Result<(), String> {
     println!(
-        "-- remote memory: put/get bandwidth, {WINDOW} operations outstanding, beside AM Xfer"
+        "-- remote memory over UDP (RAMP_TRANSPORT=udp, RAMP_AUTH=off): put/get bandwidth, \
+         {WINDOW} operations outstanding, beside AM Xfer"
     );
     let spawn = |cpu: usize, args: &[String]| {
         let mut c = if pin {
@@ -69,6 +73,8 @@ pub fn run(exe: &str, pin: bool, runs: usize) -> Result<(), String> {
             Command::new(exe)
         };
         c.args(args)
+            .env(ramp::config::TRANSPORT, "udp")
+            .env(ramp::config::AUTH, "off")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -78,7 +84,14 @@ pub fn run(exe: &str, pin: bool, runs: usize) -> Result<(), String> {
     let mut server = spawn(1, &["bench-rma-server".into()])?;
     let mut srv_out = BufReader::new(server.stdout.take().unwrap());
     let mut srv_in = server.stdin.take().unwrap();
-    let mut client = spawn(0, &["bench-rma-client".into(), runs.to_string()])?;
+    let mut client = spawn(
+        0,
+        &[
+            "bench-rma-client".into(),
+            runs.to_string(),
+            blast.to_string(),
+        ],
+    )?;
     let mut cli_out = BufReader::new(client.stdout.take().unwrap());
     let mut cli_in = client.stdin.take().unwrap();
     // names crosswise, then the server's region id to the client
@@ -113,7 +126,10 @@ pub fn run(exe: &str, pin: bool, runs: usize) -> Result<(), String> {
 pub fn role(args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
         Some("bench-rma-server") => server(),
-        Some("bench-rma-client") => client(args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3)),
+        Some("bench-rma-client") => client(
+            args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3),
+            args.get(2).and_then(|r| r.parse().ok()),
+        ),
         _ => 2,
     }
 }
@@ -178,7 +194,9 @@ fn bandwidth(ep: &Arc<am::Endpoint>, size: usize, mut issue: impl FnMut(usize) -
     (n * size) as f64 / t.elapsed().as_secs_f64() / (1024.0 * 1024.0)
 }
 
-fn client(runs: usize) -> i32 {
+/// `blast`: the raw UDP blast of the same `ramp bench` run (MiB/s), when
+/// known.
+fn client(runs: usize, blast: Option<f64>) -> i32 {
     am::init().expect("ramp configuration");
     let b = am::allocate_bundle(BundleMode::Seq).expect("bundle");
     let ep = am::allocate_endpoint(b.id).expect("endpoint");
@@ -247,6 +265,12 @@ fn client(runs: usize) -> i32 {
             "{name:<30} median {m:8.1} MiB/s   ratio to Xfer {:.2}x",
             m / floor
         );
+        if let (&"put 1 MiB", Some(blast)) = (name, blast) {
+            println!(
+                "put 1 MiB / raw UDP blast of the plain rounds ({blast:.1} MiB/s): {:.2} (target >= 0.70)",
+                m / blast
+            );
+        }
     }
     println!("DONE");
     0
