@@ -101,3 +101,29 @@ fn ramp_log_prints_a_log_and_refuses_a_damaged_one() {
     assert!(err.contains("cannot read"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn help_prints_the_usage_and_succeeds() {
+    for args in [
+        &["--help"][..],
+        &["bench", "--help"],
+        &["bench", "txn", "-h"],
+        &["bench", "--loggp", "--help"],
+        &["log", "--help"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ramp"))
+            .args(args)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{args:?}: {:?}", o.status);
+        assert!(out.contains("usage: ramp bench"), "{args:?}: {out}");
+    }
+    // an unknown option is still an error, with the usage
+    let o = Command::new(env!("CARGO_BIN_EXE_ramp"))
+        .args(["bench", "--bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown option \"--bogus\""));
+}

@@ -54,7 +54,13 @@ fn parse_bench(args: &[String]) -> Result<BenchOptions, String> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let help = |a: &String| matches!(a.as_str(), "-h" | "--help");
     let code = match args.first().map(String::as_str) {
+        // `ramp bench --help`, `ramp log -h`: the usage, not an error
+        Some("bench" | "loggp" | "log") if args.iter().any(help) => {
+            println!("{USAGE}");
+            0
+        }
         Some("bench") if args.iter().any(|a| a == "--loggp") => loggp::main(&args[1..]),
         Some("loggp") => loggp::main(&args[1..]),
         Some("loggp-server") => loggp_roles::server(&args[1..]),
