@@ -175,8 +175,10 @@ class _ThreadState:
         self.msgs_addr = ctypes.addressof(self.msgs)
         self.ndrained = (c_int * 1)()
         self.ndrained_addr = ctypes.addressof(self.ndrained)
-        self.msgs_p = c_void_p(self.msgs_addr)
-        self.ndrained_p = c_void_p(self.ndrained_addr)
+        # made once: ctypes passes a byref object as it is, where a c_void_p argument
+        # costs it a new parameter object every call (made and freed around the call)
+        self.msgs_p = byref(self.msgs)
+        self.ndrained_p = byref(self.ndrained)
         # the argument vector of this thread's short requests and replies (the C call
         # copies it before anything else, so a nested call may reuse it)
         self.argv = (c_int32 * MAX_SHORT)()
@@ -1061,7 +1063,6 @@ def _play_drained(s: _ThreadState, n: int) -> None:
     eps = _endpoints
     T = Token
     refs = sys.getrefcount
-    s.count += n
     s.depth += 1
     try:
         for i in range(n):
@@ -1105,6 +1106,7 @@ def _play_drained(s: _ThreadState, n: int) -> None:
                     s.spare = tok
     finally:
         s.depth -= 1
+        s.count += n  # after the handlers: nothing on the way to the first one
 
 
 def _play_one(s: _ThreadState, ep: "Endpoint", tok: Token, m: Tuple[int, ...]) -> None:
