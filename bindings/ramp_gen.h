@@ -380,6 +380,17 @@ int ramp_DrainReply(int index, handler_t handler, int numargs, const int32_t *ar
 
 int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs, const int32_t *args);
 
+/**
+ * `ramp_DrainReply` of one argument, passed by value (no array to fill and
+ * convert: each argument a foreign-function interface converts costs it).
+ */
+int ramp_DrainReply1(int index, handler_t handler, int32_t a0);
+
+/**
+ * `ramp_RequestShort` of one argument, passed by value.
+ */
+int ramp_RequestShort1(ep_t ep, uint32_t dest, handler_t handler, int32_t a0);
+
 int ramp_SetHandlerName(ep_t ep, handler_t handler, const char *name);
 
 int ramp_LookupHandler(ep_t ep, uint32_t dest, const char *name, handler_t *handler);

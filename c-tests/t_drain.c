@@ -17,7 +17,8 @@
  *     echoed from it; long payloads point into the segment;
  *   - a message returned to handler 0 is described with RAMP_MSG_RETURNED, its status and
  *     opcode, and cannot be replied to;
- *   - ramp_RequestShort and ramp_DrainReply (by index in the last drain) check their
+ *   - ramp_RequestShort and ramp_DrainReply (by index in the last drain), and their
+ *     one-argument forms ramp_RequestShort1 and ramp_DrainReply1, check their
  *     arguments, reply once, refuse an ended or released message;
  *   - ramp_Drain inside a running handler is refused (AM_ERR_RESOURCE), and messages that
  *     arrive during AM_Poll still go to the installed handlers.
@@ -172,6 +173,26 @@ int main(void) {
     CHECK(n == 1 && m[0].ep == A && m[0].handler == H_REP && m[0].args[0] == 77,
           "n %d handler %d arg %d", n, m[0].handler, m[0].args[0]);
     EXPECT_RC(ramp_DrainReply(0, H_REP, 1, &one), AM_ERR_RESOURCE); /* a reply now */
+    /* the one-argument forms, by value */
+    EXPECT_RC(ramp_RequestShort1(NULL, 0, H_REQ, 5), AM_ERR_BAD_ARG);
+    EXPECT_RC(ramp_RequestShort1((ep_t)(uintptr_t)0x7fff0001, 0, H_REQ, 5), AM_ERR_BAD_ARG);
+    AM_SAFE(ramp_RequestShort1(A, 0, H_REQ, -5));
+    n = drain_some(m, "the request of ramp_RequestShort1");
+    CHECK(n == 1 && m[0].ep == B && m[0].handler == H_REQ && m[0].nargs == 1 &&
+              m[0].args[0] == -5 && (m[0].flags & RAMP_MSG_REQUEST),
+          "n %d nargs %d arg %d", n, m[0].nargs, m[0].args[0]);
+    EXPECT_RC(ramp_DrainReply1(-1, H_REP, 1), AM_ERR_BAD_ARG);
+    EXPECT_RC(ramp_DrainReply1(1, H_REP, 1), AM_ERR_BAD_ARG); /* no message 1 */
+    AM_SAFE(ramp_DrainReply1(0, H_REP, (int32_t)0x80000001));
+    EXPECT_RC(ramp_DrainReply1(0, H_REP, 2), AM_ERR_RESOURCE); /* once only */
+    EXPECT_RC(ramp_DrainReply(0, H_REP, 1, &one), AM_ERR_RESOURCE); /* either way */
+    n = drain_some(m, "the reply of ramp_DrainReply1");
+    CHECK(n == 1 && m[0].ep == A && m[0].handler == H_REP && m[0].nargs == 1 &&
+              m[0].args[0] == (int32_t)0x80000001 && m[0].flags == 0,
+          "n %d handler %d nargs %d arg %d", n, m[0].handler, m[0].nargs, m[0].args[0]);
+    EXPECT_RC(ramp_DrainReply1(0, H_REP, 3), AM_ERR_RESOURCE); /* a reply now */
+    AM_SAFE(ramp_DrainRelease());
+    EXPECT_RC(ramp_DrainReply1(0, H_REP, 3), AM_ERR_BAD_ARG); /* released */
     AM_SAFE(ramp_RequestShort(A, 0, H_REQ, 0, NULL));
     n = drain_some(m, "a request to end");
     AM_SAFE(ramp_DrainEnd(m[0].token)); /* its automatic reply */

@@ -372,6 +372,11 @@ int ramp_DrainReply(int index, handler_t handler, int numargs, const int32_t *ar
 /* Short request, as ramp_RequestArgv(ep, dest, handler, 0, NULL, 0, 0, 0, numargs, args). */
 int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs,
                       const int32_t *args);
+/* The same with one argument, passed by value (no array for the caller to fill): as
+ * ramp_DrainReply(index, handler, 1, &a0) and ramp_RequestShort(ep, dest, handler, 1, &a0),
+ * with the same errors. */
+int ramp_DrainReply1(int index, handler_t handler, int32_t a0);
+int ramp_RequestShort1(ep_t ep, uint32_t dest, handler_t handler, int32_t a0);
 
 /* ---- end of pull-style receive ---- */
 

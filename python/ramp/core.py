@@ -46,7 +46,9 @@ raised there and the others by the following calls, in order.
 Threads
 -------
 Handlers run on the thread that made the call running them.  ctypes releases the
-GIL during every C call, so other Python threads run while one polls or waits; an
+GIL during every C call that may block or wait (the few that never do -- ending and
+replying to drained messages -- keep it: cheaper), so other Python threads run while
+one polls or waits; an
 ``AM_PAR`` bundle may be used from several threads at once, an ``AM_SEQ`` one by one
 thread at a time.
 """
@@ -116,9 +118,14 @@ ErrorHandlerFunction = Callable[["Status", "Opcode", "Token"], None]
 # unpack_from has them at 0, 1, 2, 3, 4..19, 20, 21, 22, 23, 24, 25, 26
 _MSG = struct.Struct("=QQQQ16i3i4B")
 _MSG_SIZE = _MSG.size  # 112
-# what every message needs first: token, ep, args[0], args[1], handler, category, nargs,
-# flags (8 values: unpacking the whole record makes 27 Python objects per message)
-_MSG_HEAD = struct.Struct("=QQ16x2i56x12x4B")
+# what every message needs first: token, ep, args[0], args[1], and its kind: handler,
+# category, nargs and flags read as one little-endian uint32 (handler | category << 8 |
+# nargs << 16 | flags << 24): 5 values, where unpacking the whole record makes 27
+# (the four bytes as one uint32 in that order: little-endian hosts, all ramp builds for)
+_MSG_HEAD = struct.Struct("=QQ16x2i56x12xI")
+assert sys.byteorder == "little", "ramp's Python binding reads ramp_msg_t little-endian"
+_KIND_REQUEST = 1 << 24  # kind >= this: a request (flags & 1) or a returned message
+_KIND_RETURNED = 2 << 24  # kind >= this: a returned message (flags & 2)
 _DRAIN_BATCH = 32
 _MSG_REQUEST = 1
 _MSG_RETURNED = 2
@@ -152,6 +159,7 @@ class _ThreadState:
         "msgs_p",
         "ndrained_p",
         "argv",
+        "spare",
     )
 
     def __init__(self) -> None:
@@ -167,11 +175,16 @@ class _ThreadState:
         self.msgs_addr = ctypes.addressof(self.msgs)
         self.ndrained = (c_int * 1)()
         self.ndrained_addr = ctypes.addressof(self.ndrained)
-        self.msgs_p = c_void_p(self.msgs_addr)
-        self.ndrained_p = c_void_p(self.ndrained_addr)
+        # made once: ctypes passes a byref object as it is, where a c_void_p argument
+        # costs it a new parameter object every call (made and freed around the call)
+        self.msgs_p = byref(self.msgs)
+        self.ndrained_p = byref(self.ndrained)
         # the argument vector of this thread's short requests and replies (the C call
         # copies it before anything else, so a nested call may reuse it)
         self.argv = (c_int32 * MAX_SHORT)()
+        # a Token of a drained message that nothing kept after its handler returned
+        # (see _play_drained): the next one reuses it instead of making a new object
+        self.spare: Optional[Token] = None
 
 
 class _Local(threading.local):
@@ -514,6 +527,18 @@ class Token:
 
     def reply(self, handler: int, *args: int) -> None:
         """Short reply (``AM_ReplyM``) to the requester's handler ``handler`` with 0..16 int args."""
+        # the round trip's path: one int argument to a drained request (ramp_DrainReply)
+        i = self._idx
+        if i >= 0 and len(args) == 1 and handler.__class__ is int and self._ptr is not None:
+            a = args[0]
+            if a.__class__ is int and -0x80000000 <= a <= 0x7FFFFFFF and 0 <= handler <= 255:
+                f = _Fast.dreply1
+                if f is not None:
+                    rc = f(i, handler, a)
+                    if rc or _tls.s.pending:
+                        _after(rc, "AM_Reply")
+                    self._replied = True
+                    return
         p = self._ptr
         if p is None:
             raise TokenExpiredError("token used after its handler returned")
@@ -851,6 +876,8 @@ class _Fast:
     end: Any = None
     dreply: Any = None
     rshort: Any = None
+    dreply1: Any = None
+    rshort1: Any = None
     am_poll: Any = None
     request: Any = None
     reply: Any = None
@@ -864,11 +891,12 @@ def _fast() -> None:
     if _Fast.ready:
         return
     L = _L()
+    P = _lib.pylib()  # the calls that never block: the GIL kept (cheaper)
     try:
         _Fast.drain = L["ramp_Drain"]  # separate function objects: own argtypes
-        _Fast.release = L["ramp_DrainRelease"]
-        _Fast.end = L["ramp_DrainEnd"]
-        _Fast.dreply = L["ramp_DrainReply"]
+        _Fast.release = P["ramp_DrainRelease"]
+        _Fast.end = P["ramp_DrainEnd"]
+        _Fast.dreply = P["ramp_DrainReply"]
         _Fast.rshort = L["ramp_RequestShort"]
     except AttributeError:
         _Fast.drain = _Fast.release = _Fast.end = _Fast.dreply = _Fast.rshort = None
@@ -876,10 +904,24 @@ def _fast() -> None:
         _Fast.dwait = L["ramp_DrainWait"]
     except AttributeError:
         _Fast.dwait = None
+    try:  # one argument by value: each argument ctypes converts costs about 0.05 us
+        _Fast.dreply1 = P["ramp_DrainReply1"]
+        _Fast.rshort1 = L["ramp_RequestShort1"]
+    except AttributeError:
+        _Fast.dreply1 = _Fast.rshort1 = None
     _Fast.am_poll = L.AM_Poll
     _Fast.request = L["ramp_RequestArgv"]
     _Fast.reply = L["ramp_ReplyArgv"]
-    for f in (_Fast.drain, _Fast.dwait, _Fast.release, _Fast.end, _Fast.dreply, _Fast.rshort):
+    for f in (
+        _Fast.drain,
+        _Fast.dwait,
+        _Fast.release,
+        _Fast.end,
+        _Fast.dreply,
+        _Fast.rshort,
+        _Fast.dreply1,
+        _Fast.rshort1,
+    ):
         if f is not None:
             f.argtypes = None
             f.restype = c_int
@@ -932,45 +974,139 @@ def _wait_bundle(b: "Bundle", spin_us: int) -> None:
         _after(rc, "ramp_DrainWait")
 
 
+_SPIN_CHUNK_US = 100  # Bundle.wait spins in the library this long between looks at until()
+
+
+def _wait(
+    b: "Bundle", until: Optional[Callable[[], bool]], timeout: Optional[float], spin: float
+) -> bool:
+    """Bundle.wait (and Endpoint.wait).  The first round (one ramp_DrainWait chunk, its
+    handlers, one look at until()) comes before any bookkeeping: most waits of a
+    request-reply exchange end there, and every instruction of it is on the round trip."""
+    hp = b._hp
+    if hp is None:
+        raise RampError("the bundle is closed")
+    s = _tls.s  # this thread's: handlers run on it
+    if until is None:
+        start = s.count
+
+        def until() -> bool:
+            return s.count != start
+
+    if until():
+        return True
+    t0 = time.monotonic()
+    dwait = _Fast.dwait
+    if dwait is not None and not s.depth and spin >= _SPIN_CHUNK_US * 1e-6:
+        rc = dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, _SPIN_CHUNK_US)
+        n = s.ndrained[0]
+        if n:
+            _play_drained(s, n)
+        if rc or s.pending:
+            _after(rc, "ramp_DrainWait")
+        if until():
+            return True
+    return _wait_loop(b, until, timeout, spin, s, t0)
+
+
+def _wait_loop(
+    b: "Bundle",
+    until: Callable[[], bool],
+    timeout: Optional[float],
+    spin: float,
+    s: _ThreadState,
+    t0: float,
+) -> bool:
+    """The rest of _wait: polls (spinning in the library between looks at until()) until
+    until() is true or the timeout expires; blocks in AM_WaitSema after ``spin`` seconds
+    without a handler run (no timeout), or sleeps in short steps (with one)."""
+    monotonic = time.monotonic
+    deadline = None if timeout is None else t0 + timeout
+    spin_end = t0 + spin
+    seen = s.count
+    # spin in the library between looks at until() (at most 100 us at a time, as
+    # handlers, which alone make until() true, run only after a message came)
+    spin_us = max(0, min(_SPIN_CHUNK_US, int(spin * 1e6)))
+    dwait = _wait_bundle if _Fast.dwait is not None and spin_us else None
+    while True:
+        if dwait is not None and not s.depth:
+            dwait(b, spin_us)
+        else:
+            _poll_bundle(b)
+        if until():
+            return True
+        now = monotonic()
+        if deadline is not None and now >= deadline:
+            return False
+        c = s.count
+        if c != seen:  # progress: keep spinning
+            seen = c
+            spin_end = now + spin
+        elif now >= spin_end:
+            if deadline is None:
+                b.wait_sema()
+            else:
+                time.sleep(min(0.0002, max(0.0, deadline - now)))
+            if until():
+                return True
+
+
 def _play_drained(s: _ThreadState, n: int) -> None:
     """Plays the handlers of the n drained messages; a request not replied to by its
     handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
     returns, as AM_Poll would.  (The hot path of every Python receive: kept lean.  A
-    short message with at most 2 arguments for a handler that fits it is played from
-    the record's head alone; anything else reads the whole record.)"""
+    short message of at most 2 arguments to a short handler of as many arguments, found
+    in the endpoint's ``_quick`` table, is played from the record's head alone; anything
+    else reads the whole record, in _play_one.)"""
     msgs = s.msgs
     head = _MSG_HEAD.unpack_from
     eps = _endpoints
     T = Token
-    s.count += n
+    refs = sys.getrefcount
     s.depth += 1
     try:
         for i in range(n):
-            tp, eid, a0, a1, h, cat, nargs, flags = head(msgs, i * 112)  # 112: _MSG_SIZE
+            tp, eid, a0, a1, kind = head(msgs, i * 112)  # 112: _MSG_SIZE
             ep = eps.get(eid)
             if ep is None:  # freed meanwhile, or not made by this package
                 _Fast.end(c_void_p(tp))
                 continue
-            tok = T(tp, ep, flags > 1, i)
-            play = ep._play[h]
-            if cat or flags > 1 or nargs > 2 or play is None or play[2] != nargs or play[1] != 1:
+            # kind & 0xFFFFFF: handler | nargs << 16 (category 0, short) for a quick one
+            fn = ep._quick.get(kind & 0xFFFFFF)
+            if fn is None or kind >= _KIND_RETURNED:
+                tok = T(tp, ep, kind >= _KIND_RETURNED, i)
                 _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
                 continue
+            tok = s.spare
+            if tok is None:
+                tok = T(tp, ep, False, i)
+            else:  # a fresh token in all but identity (nobody else can see it)
+                s.spare = None
+                tok._ptr = tp
+                tok._ep = ep
+                tok._idx = i
+                tok._raw = None
+                tok._replied = False
             try:
-                if nargs == 1:
-                    play[0](tok, a0)
-                elif nargs == 0:
-                    play[0](tok)
+                if kind & 0x30000 == 0x10000:  # nargs 1
+                    fn(tok, a0)
+                elif kind & 0x30000:  # 2
+                    fn(tok, a0, a1)
                 else:
-                    play[0](tok, a0, a1)
+                    fn(tok)
             except BaseException as e:  # what a trampoline would do: raised after the call
                 s.pending.append(e)
             finally:
                 tok._ptr = None
-                if flags and not tok._replied:
+                if kind >= _KIND_REQUEST and not tok._replied:
                     _Fast.end(c_void_p(tp))
+                # reused only when no one kept it (2: this frame's name and the call's
+                # argument): a kept token stays expired for good
+                if refs(tok) == 2:
+                    s.spare = tok
     finally:
         s.depth -= 1
+        s.count += n  # after the handlers: nothing on the way to the first one
 
 
 def _play_one(s: _ThreadState, ep: "Endpoint", tok: Token, m: Tuple[int, ...]) -> None:
@@ -1184,47 +1320,7 @@ class Bundle:
         sleeps in short steps otherwise.  ``until`` must become true through handlers (or
         other threads, with a ``timeout``): a blocked wait wakes only on messages.
         """
-        self._h()
-        poll = _poll_bundle
-        s = _tls.s  # this thread's: handlers run on it
-        if until is None:
-            start = s.count
-
-            def until() -> bool:
-                return s.count != start
-
-        if until():
-            return True
-        monotonic = time.monotonic
-        t0 = monotonic()
-        deadline = None if timeout is None else t0 + timeout
-        spin_end = t0 + spin
-        seen = s.count
-        # spin in the library between looks at until() (at most 100 us at a time, as
-        # handlers, which alone make until() true, run only after a message came)
-        spin_us = max(0, min(100, int(spin * 1e6)))
-        dwait = _wait_bundle if _Fast.dwait is not None and spin_us else None
-        while True:
-            if dwait is not None and not s.depth:
-                dwait(self, spin_us)
-            else:
-                poll(self)
-            if until():
-                return True
-            now = monotonic()
-            if deadline is not None and now >= deadline:
-                return False
-            c = s.count
-            if c != seen:  # progress: keep spinning
-                seen = c
-                spin_end = now + spin
-            elif now >= spin_end:
-                if deadline is None:
-                    self.wait_sema()
-                else:
-                    time.sleep(min(0.0002, max(0.0, deadline - now)))
-                if until():
-                    return True
+        return _wait(self, until, timeout, spin)
 
     # -- lifetime ------------------------------------------------------------------
 
@@ -1305,6 +1401,8 @@ class Endpoint:
         self._functions: Dict[int, Tuple[HandlerFunction, str, int]] = {}
         # per handler index: how drained messages play it (see _play_drained)
         self._play: List[Optional[Tuple[Any, int, int, str]]] = [None] * 256
+        # short handlers of 0..2 arguments, by handler | nargs << 16 (see _play_drained)
+        self._quick: Dict[int, HandlerFunction] = {}
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
         self._segment: Any = None
@@ -1476,7 +1574,15 @@ class Endpoint:
             self._retired.append(old)  # it may be running right now
         self._callbacks[h] = cb
         self._functions[h] = (fn, kind, nargs)
+        self._set_play(h, fn, kind, nargs)
+
+    def _set_play(self, h: int, fn: HandlerFunction, kind: str, nargs: int) -> None:
+        """How drained messages to handler h play fn (_play_drained)."""
         self._play[h] = _play_entry(fn, kind, nargs)
+        for k in [k for k in self._quick if k & 0xFF == h]:
+            del self._quick[k]
+        if kind == "short" and nargs <= 2:
+            self._quick[h | nargs << 16] = fn
 
     def set_handler_any(
         self, fn: HandlerFunction, kind: Optional[str] = None, nargs: Optional[int] = None
@@ -1491,7 +1597,7 @@ class Endpoint:
         )
         self._callbacks[hv.value] = cb
         self._functions[hv.value] = (fn, kind, nargs)
-        self._play[hv.value] = _play_entry(fn, kind, nargs)
+        self._set_play(hv.value, fn, kind, nargs)
         return hv.value
 
     def handler(
@@ -1582,6 +1688,22 @@ class Endpoint:
         with 0..16 int arguments.  Polls first (handlers may run) and blocks (polling)
         while no send credit is free."""
         hp = self._hp
+        # the round trip's path: one int argument (ramp_RequestShort)
+        if len(args) == 1 and dest.__class__ is int and handler.__class__ is int:
+            a = args[0]
+            if (
+                a.__class__ is int
+                and -0x80000000 <= a <= 0x7FFFFFFF
+                and 0 <= handler <= 255
+                and 0 <= dest <= 0x7FFFFFFF
+                and hp is not None
+            ):
+                f = _Fast.rshort1
+                if f is not None:
+                    rc = f(hp, dest, handler, a)
+                    if rc or _tls.s.pending:
+                        _after(rc, "AM_Request")
+                    return
         if hp is None:
             raise RampError("the endpoint is closed")
         if handler.__class__ is not int or not 0 <= handler < MAX_NUM_HANDLERS:
@@ -1659,7 +1781,7 @@ class Endpoint:
         spin: float = 0.0005,
     ) -> bool:
         """:meth:`Bundle.wait` on this endpoint's bundle."""
-        return self._bundle.wait(until, timeout, spin)
+        return _wait(self._bundle, until, timeout, spin)
 
     # -- statistics ----------------------------------------------------------------
 
@@ -1710,6 +1832,7 @@ class Endpoint:
         self._callbacks.clear()
         self._functions.clear()
         self._play = [None] * 256
+        self._quick = {}
         self._retired.clear()
         self._segment = self._seg_flat = self._seg_pin = None
         self._seg_addr = 0

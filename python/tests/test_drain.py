@@ -231,3 +231,78 @@ def test_drain_wait_checks_its_arguments():
         assert f(h, msgs, 4, ctypes.byref(n), 2000) == 0  # nothing comes: 2 ms spin
         assert n.value == 0
         assert time.monotonic() - t0 >= 0.0015
+
+
+def test_a_kept_token_stays_expired_while_later_tokens_are_fresh(pair):
+    # _play_drained reuses the Token object of a handler that kept nothing; a token a
+    # handler kept is never reused: it stays expired, and later messages get their own
+    b, x, y = pair
+    kept = []
+    seen = []
+
+    def on_req(tok, n):
+        seen.append(id(tok))
+        if n % 3 == 0:
+            kept.append(tok)
+        tok.reply(2, n)
+
+    got = []
+    y.set_handler(1, on_req)
+    x.set_handler(2, lambda tok, n: got.append(n))
+    ready(x, y)
+    for i in range(30):
+        x.request(0, 1, i)
+        assert b.wait(lambda: len(got) == i + 1, timeout=30)
+    assert got == list(range(30))
+    assert len(kept) == 10
+    assert len({id(t) for t in kept}) == 10, "a kept token was handed out again"
+    for tok in kept:
+        assert not tok.valid
+        with pytest.raises(ramp.TokenExpiredError):
+            tok.reply(2, 1)
+    # a kept token (alive, so its id is its own) is not handed out after it was kept
+    for k, tok in enumerate(kept):
+        assert id(tok) not in seen[3 * k + 1 :], "message after %d reused a kept token" % (3 * k)
+
+
+@pytest.mark.parametrize(
+    "value, expect",
+    [
+        (0, 0),
+        (-(1 << 31), -(1 << 31)),
+        ((1 << 31) - 1, (1 << 31) - 1),
+        (1 << 31, -(1 << 31)),  # past the one-argument calls: the array path, wrapped
+        ((1 << 32) - 1, -1),
+    ],
+)
+def test_one_argument_request_and_reply_carry_every_int32(pair, value, expect):
+    # ramp_RequestShort1 / ramp_DrainReply1 take the argument by value (C int); values
+    # of 2**31..2**32-1 go through the array calls, as unsigned 32-bit ints
+    b, x, y = pair
+    got = []
+    y.set_handler(1, lambda tok, n: tok.reply(2, n) if n == expect else tok.reply(2, 12345))
+    x.set_handler(2, lambda tok, n: got.append(n))
+    ready(x, y)
+    x.request(0, 1, value)
+    assert b.wait(lambda: got, timeout=30)
+    assert got == [expect]
+    # and back: the reply's argument at the edges
+    got.clear()
+    y.set_handler(3, lambda tok, n: tok.reply(2, value))
+    x.request(0, 3, 0)
+    assert b.wait(lambda: got, timeout=30)
+    assert got == [expect]
+    with pytest.raises(OverflowError):
+        x.request(0, 1, 1 << 32)  # too big for 32 bits: refused, not truncated
+
+
+def test_one_argument_calls_check_their_arguments():
+    import ctypes
+
+    L = core._L()
+    req1, rep1 = L["ramp_RequestShort1"], L["ramp_DrainReply1"]
+    bad = int(ramp.ErrorCode.AM_ERR_BAD_ARG)
+    assert req1(None, 0, 1, 5) == bad  # NULL endpoint
+    assert req1(ctypes.c_void_p(0x7FFF0001), 0, 1, 5) == bad  # not an endpoint
+    assert rep1(-1, 1, 5) == bad  # no such message
+    assert rep1(0, 1, 5) == bad  # nothing drained on this thread

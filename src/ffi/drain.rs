@@ -199,6 +199,28 @@ pub unsafe extern "C" fn ramp_RequestShort(
     })
 }
 
+/// `ramp_DrainReply` of one argument, passed by value (no array to fill and
+/// convert: each argument a foreign-function interface converts costs it).
+#[no_mangle]
+pub extern "C" fn ramp_DrainReply1(index: c_int, handler: handler_t, a0: i32) -> c_int {
+    boundary("ramp_DrainReply1", || {
+        let id = usize::try_from(index)
+            .ok()
+            .and_then(am::drained_token)
+            .ok_or(Error::BadArg("no such message in this thread's last drain"))?;
+        am::reply(id, &Message::short(handler, &[a0 as u32]))
+    })
+}
+
+/// `ramp_RequestShort` of one argument, passed by value.
+#[no_mangle]
+pub extern "C" fn ramp_RequestShort1(ep: ep_t, dest: u32, handler: handler_t, a0: i32) -> c_int {
+    boundary("ramp_RequestShort1", || {
+        let e = endpoint(ep)?;
+        e.request(dest, &Message::short(handler, &[a0 as u32]), false)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
