@@ -4,7 +4,7 @@
 //! restarted process binds the logged address and takes the logged
 //! secret, from which its incarnation derives (its association secret
 //! mixes it with the run's own randomness: a new handshake each run). As a target it logs, for every kept transaction, Acked
-//! and Started before the ack leaves and the handler runs, Finished (with
+//! and Started (one record, `AckedStarted`) before the ack leaves and the handler runs, Finished (with
 //! the kept reply) before the reply leaves, Forgotten when the initiator's
 //! floor passes it. On reopening: a finished transaction answers
 //! duplicates with the logged reply; one that had started answers
@@ -95,11 +95,11 @@ impl EpState {
         meta: &MsgMeta,
         payload: &[u8],
     ) -> bool {
-        let k = key(from, incarnation, meta.txn);
-        self.log_append(&Record::Acked {
-            key: k,
+        // one record: a crash falls before both or after both
+        self.log_append(&Record::AckedStarted {
+            key: key(from, incarnation, meta.txn),
             msg: logged(meta, payload),
-        }) && self.log_append(&Record::Started { key: k })
+        })
     }
 
     /// The handler of kept transaction `txn` from `to` finished: logged

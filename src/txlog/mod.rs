@@ -3,20 +3,35 @@
 //! target what it acknowledged, started and finished with the kept
 //! replies, in a memory-mapped file that survives a crash of the process.
 //!
-//! Layout (little-endian):
+//! Layout (little-endian), version 2:
 //!
 //! ```text
 //!   0     header, HEADER_LEN bytes: magic "RAMPTXLG", version, header length,
-//!         capacity of the record area, generation (compactions), creation
-//!         time, the endpoint's 32-byte secret and its address; CRC32C of it
-//!   4096  records, each at an 8-byte boundary:
+//!         capacity of each record area, generation when the file was made,
+//!         creation time, the endpoint's 32-byte secret and its address;
+//!         CRC32C of it
+//!   4096  record area 0, capacity bytes; then record area 1, as long
+//!   each area: an epoch frame (kind 0, seq 0, body: its generation), then
+//!         records, each at an 8-byte boundary:
 //!           commit u32 | crc u32 | len u32 | kind u8 | 0 0 0 | seq u64 | body[len]
-//!         crc is CRC32C over len..body; seq counts from 1 without a gap.
+//!         crc is CRC32C over len..body; seq counts from 1 without a gap;
+//!         commit is COMMIT xor the area's generation.
 //! ```
+//!
+//! The live area is the one whose epoch frame is whole with the higher
+//! generation. A compaction writes the live state into the other area
+//! with the next generation and commits that area's epoch frame last: the
+//! switch is that one word, and the two areas' pages are written over
+//! again and again (a page of the file touched for the first time costs a
+//! page fault and the file system's block allocation, several
+//! microseconds: more than the records on it).
 //!
 //! A record is written whole and its commit word last (after a compiler
 //! and CPU fence), so a process killed mid-write leaves a record without
-//! its commit word: the end of the log. A record whose commit word is there
+//! its commit word: the end of the log. Before a record is committed the
+//! commit word of the slot after it is cleared, so what an area held in an
+//! earlier generation (or a record's body) is never read as a record: the
+//! end is the first slot without the area's commit word. A record whose commit word is there
 //! but whose CRC fails is a torn write (a machine crash wrote pages out of
 //! order): dropped when it is the last, and the file refused when valid
 //! records follow it (never trusted). A file that is not a log, of another
@@ -27,10 +42,11 @@
 //! (RAMP_LOG_SYNC=1) also msyncs each record, which survives a crash of the
 //! machine, at the cost of a disk write per record.
 //!
-//! When the record area is full the log is compacted: the live state is
-//! written as the fewest records that rebuild it into a new file, which
-//! replaces the old one by rename (atomic); the area doubles when the live
-//! state alone fills half of it.
+//! When the live area is full the log is compacted: the live state is
+//! written as the fewest records that rebuild it into the other area (see
+//! above); when the live state alone fills half of an area, the areas
+//! double instead, in a new file which replaces the old one by rename
+//! (atomic).
 
 pub mod record;
 pub mod state;
@@ -49,14 +65,23 @@ use state::LogState;
 use crate::sys::MappedFile;
 
 pub const MAGIC: &[u8; 8] = b"RAMPTXLG";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const HEADER_LEN: usize = 4096;
 /// The part of the header the CRC covers (the CRC follows it).
 const HEADER_USED: usize = 72 + record::ADDR_LEN;
 const COMMIT: u32 = 0x5458_4C47; // "GLXT"
 const FRAME_LEN: usize = 24;
-/// The default record area: 16 MiB (the file is sparse until written).
-pub const DEFAULT_CAPACITY: u64 = 16 << 20;
+/// An area's epoch frame: a frame whose body is the generation.
+const EPOCH_LEN: usize = FRAME_LEN + 8;
+/// The default size of each of the two record areas: 1 MiB (a record area
+/// is reused from one compaction to the next; it doubles when the live
+/// state needs it).
+pub const DEFAULT_CAPACITY: u64 = 1 << 20;
+
+/// The commit word of records of generation `g`.
+fn commit_word(g: u64) -> u32 {
+    COMMIT ^ g as u32
+}
 
 /// Who the endpoint is: what a restarted process needs to come back as the
 /// same endpoint at the same name.
@@ -112,6 +137,9 @@ pub struct TxLog {
     file: MappedFile,
     identity: Identity,
     generation: u64,
+    /// The live area: its offset from the file's start, and its end.
+    area: usize,
+    area_end: usize,
     /// Offset (from the file's start) where the next record goes.
     end: usize,
     seq: u64,
@@ -152,7 +180,7 @@ impl TxLog {
             );
         }
         let header = read_header(path, &file)?;
-        let total = HEADER_LEN as u64 + header.capacity;
+        let total = HEADER_LEN as u64 + 2 * header.capacity;
         if len < total {
             return fail(
                 path,
@@ -160,12 +188,16 @@ impl TxLog {
             );
         }
         let mapped = map(path, file, total)?;
-        let (state, report, end, seq) = replay(path, mapped.bytes(), header.generation)?;
+        let capacity = header.capacity as usize;
+        let (state, report, end, seq) = replay(path, mapped.bytes(), &header)?;
+        let area = live_area(mapped.bytes(), capacity).map_or(HEADER_LEN, |(a, _)| a);
         let mut log = TxLog {
             path: path.to_path_buf(),
             file: mapped,
             identity: header.identity,
-            generation: header.generation,
+            generation: report.generation,
+            area,
+            area_end: area + capacity,
             end,
             seq,
             state,
@@ -174,8 +206,9 @@ impl TxLog {
         };
         if report.torn_tail_at.is_some() {
             // the torn record and whatever followed it are gone for good
+            let area_end = log.area_end;
             let bytes = log.file.bytes_mut();
-            bytes[end..].fill(0);
+            bytes[end..area_end].fill(0);
         }
         Ok((log, report))
     }
@@ -188,12 +221,13 @@ impl TxLog {
         generation: u64,
         sync: bool,
     ) -> Result<TxLog, LogError> {
-        let mut mapped = map(path, file, HEADER_LEN as u64 + capacity)?;
+        let mut mapped = map(path, file, HEADER_LEN as u64 + 2 * capacity)?;
         let h = encode_header(&identity, capacity, generation);
         mapped.bytes_mut()[..HEADER_LEN].copy_from_slice(&h);
+        write_epoch(mapped.bytes_mut(), HEADER_LEN, generation);
         if sync {
             mapped
-                .sync_range(0, HEADER_LEN)
+                .sync_range(0, HEADER_LEN + EPOCH_LEN)
                 .or_else(|e| fail(path, format!("msync: {e}")))?;
         }
         Ok(TxLog {
@@ -201,7 +235,9 @@ impl TxLog {
             file: mapped,
             identity,
             generation,
-            end: HEADER_LEN,
+            area: HEADER_LEN,
+            area_end: HEADER_LEN + capacity as usize,
+            end: HEADER_LEN + EPOCH_LEN,
             seq: 0,
             state: LogState::default(),
             sync,
@@ -224,8 +260,8 @@ impl TxLog {
     fn report(&self, torn: Option<usize>) -> ReadReport {
         ReadReport {
             records: self.seq,
-            used: self.end - HEADER_LEN,
-            capacity: self.file.bytes().len() - HEADER_LEN,
+            used: self.end - self.area,
+            capacity: self.area_end - self.area,
             generation: self.generation,
             torn_tail_at: torn,
         }
@@ -239,7 +275,7 @@ impl TxLog {
         rec.encode(&mut body);
         let need = frame_size(body.len());
         // room first: a compaction writes the state as it is before this record
-        if self.end + need > self.file.bytes().len() {
+        if self.end + need > self.area_end {
             self.compact(need)?;
         }
         // `apply` changes nothing when it refuses a record (every arm checks
@@ -249,32 +285,73 @@ impl TxLog {
             return fail(&self.path, format!("refused a record: {why}"));
         }
         self.seq += 1;
-        write_frame(self.file.bytes_mut(), self.end, rec.kind(), self.seq, &body);
+        let commit = commit_word(self.generation);
+        let f = Frame {
+            commit,
+            kind: rec.kind(),
+            seq: self.seq,
+        };
+        let cleared = write_frame(self.file.bytes_mut(), self.end, self.area_end, f, &body);
         self.end += need;
         self.scratch = body;
         if self.sync {
             self.file
-                .sync_range(self.end - need, need)
+                .sync_range(self.end - need, need + cleared)
                 .or_else(|e| fail(&self.path, format!("msync: {e}")))?;
         }
         Ok(())
     }
 
-    /// Rewrites the live state into a new file that replaces this one;
-    /// `room` more bytes must fit after it.
+    /// Rewrites the live state into the other area (or, when it needs
+    /// more room, into a new file with larger areas that replaces this
+    /// one); `room` more bytes must fit after it.
     fn compact(&mut self, room: usize) -> Result<(), LogError> {
         let records = self.state.records();
         let mut bodies = Vec::with_capacity(records.len());
-        let mut live = 0usize;
+        let mut live = EPOCH_LEN;
         for r in &records {
             let mut b = Vec::new();
             r.encode(&mut b);
             live += frame_size(b.len());
             bodies.push((r.kind(), b));
         }
-        let mut capacity = (self.file.bytes().len() - HEADER_LEN) as u64;
-        while (live + room) as u64 * 2 > capacity {
+        let old = self.area_end - self.area;
+        let mut capacity = old;
+        while (live + room) * 2 > capacity {
             capacity *= 2;
+        }
+        let generation = self.generation + 1;
+        if capacity == old {
+            // the other area, written whole before its epoch commits
+            let other = if self.area == HEADER_LEN {
+                HEADER_LEN + old
+            } else {
+                HEADER_LEN
+            };
+            let (end, seq) = write_records(
+                self.file.bytes_mut(),
+                other,
+                other + old,
+                generation,
+                &bodies,
+            );
+            if self.sync {
+                self.file
+                    .sync_range(other, (end + 4).min(other + old) - other)
+                    .or_else(|e| fail(&self.path, format!("msync: {e}")))?;
+            }
+            write_epoch(self.file.bytes_mut(), other, generation);
+            if self.sync {
+                self.file
+                    .sync_range(other, EPOCH_LEN)
+                    .or_else(|e| fail(&self.path, format!("msync: {e}")))?;
+            }
+            self.area = other;
+            self.area_end = other + old;
+            self.end = end;
+            self.seq = seq;
+            self.generation = generation;
+            return Ok(());
         }
         let tmp = self.path.with_extension("compacting");
         let _ = std::fs::remove_file(&tmp);
@@ -284,19 +361,24 @@ impl TxLog {
             .create_new(true)
             .open(&tmp)
             .or_else(|e| fail(&tmp, format!("cannot create: {e}")))?;
+        // its epoch frame is written first: nothing reads it before the rename
         let mut new = TxLog::create(
             &tmp,
             file,
             self.identity.clone(),
-            capacity,
-            self.generation + 1,
+            capacity as u64,
+            generation,
             self.sync,
         )?;
-        for (kind, body) in &bodies {
-            new.seq += 1;
-            write_frame(new.file.bytes_mut(), new.end, *kind, new.seq, body);
-            new.end += frame_size(body.len());
-        }
+        let (end, seq) = write_records(
+            new.file.bytes_mut(),
+            new.area,
+            new.area_end,
+            generation,
+            &bodies,
+        );
+        new.end = end;
+        new.seq = seq;
         if self.sync {
             new.file
                 .sync_range(0, new.end)
@@ -315,6 +397,75 @@ impl TxLog {
     }
 }
 
+/// Writes `bodies` as records 1.. of generation `generation` into the area
+/// at `area..area_end` (after its epoch frame, which is not touched):
+/// where the next record goes and the last sequence number.
+fn write_records(
+    bytes: &mut [u8],
+    area: usize,
+    area_end: usize,
+    generation: u64,
+    bodies: &[(u8, Vec<u8>)],
+) -> (usize, u64) {
+    let mut at = area + EPOCH_LEN;
+    let mut seq = 0;
+    let commit = commit_word(generation);
+    // an empty area ends at once (whatever an older generation left there)
+    bytes[at..at + 4].fill(0);
+    for (kind, body) in bodies {
+        seq += 1;
+        let f = Frame {
+            commit,
+            kind: *kind,
+            seq,
+        };
+        write_frame(bytes, at, area_end, f, body);
+        at += frame_size(body.len());
+    }
+    (at, seq)
+}
+
+/// Writes the epoch frame of the area at `area` (its commit word last):
+/// from then on it is the live area, if its generation is the higher.
+fn write_epoch(bytes: &mut [u8], area: usize, generation: u64) {
+    let f = &mut bytes[area..area + EPOCH_LEN];
+    f[8..12].copy_from_slice(&8u32.to_le_bytes());
+    f[12..24].fill(0);
+    f[24..32].copy_from_slice(&generation.to_le_bytes());
+    let crc = crc(&f[8..EPOCH_LEN]);
+    f[4..8].copy_from_slice(&crc.to_le_bytes());
+    fence(Ordering::Release);
+    f[0..4].copy_from_slice(&commit_word(generation).to_le_bytes());
+}
+
+/// The generation of the area at `area`, when its epoch frame is whole.
+fn epoch_of(bytes: &[u8], area: usize) -> Option<u64> {
+    let f = bytes.get(area..area + EPOCH_LEN)?;
+    let word = |i: usize| u32::from_le_bytes(f[i..i + 4].try_into().unwrap_or([0; 4]));
+    let g = u64::from_le_bytes(f[24..32].try_into().unwrap_or([0; 8]));
+    let whole = word(8) == 8
+        && f[12..24].iter().all(|&b| b == 0)
+        && word(0) == commit_word(g)
+        && word(4) == crc(&f[8..EPOCH_LEN]);
+    whole.then_some(g)
+}
+
+/// The live area of a file whose areas are `capacity` bytes long: its
+/// offset and generation (None when neither area has a whole epoch frame).
+fn live_area(bytes: &[u8], capacity: usize) -> Option<(usize, u64)> {
+    let a = epoch_of(bytes, HEADER_LEN).map(|g| (HEADER_LEN, g));
+    let b = epoch_of(bytes, HEADER_LEN + capacity).map(|g| (HEADER_LEN + capacity, g));
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.1 > x.1 { y } else { x }),
+        (x, y) => x.or(y),
+    }
+}
+
+/// CRC32C with the CPU's instruction for a short record, else the crate's.
+fn crc(data: &[u8]) -> u32 {
+    crate::sys::crc32c_short(data).unwrap_or_else(|| crc32c::crc32c(data))
+}
+
 fn map(path: &Path, file: File, len: u64) -> Result<MappedFile, LogError> {
     MappedFile::map(file, len).or_else(|e| {
         if e.kind() == io::ErrorKind::WouldBlock {
@@ -329,17 +480,36 @@ fn frame_size(body: usize) -> usize {
     (FRAME_LEN + body).next_multiple_of(8)
 }
 
-fn write_frame(bytes: &mut [u8], at: usize, kind: u8, seq: u64, body: &[u8]) {
-    let f = &mut bytes[at..at + frame_size(body.len())];
+/// A frame's fields besides its body.
+struct Frame {
+    commit: u32,
+    kind: u8,
+    seq: u64,
+}
+
+/// Writes a record at `at` (it fits before `area_end`) and clears the
+/// commit word of the slot after it first: how many bytes past the record
+/// were written (0 or 4).
+fn write_frame(bytes: &mut [u8], at: usize, area_end: usize, fr: Frame, body: &[u8]) -> usize {
+    let size = frame_size(body.len());
+    let next = at + size;
+    let cleared = if next + 4 <= area_end {
+        bytes[next..next + 4].fill(0);
+        4
+    } else {
+        0
+    };
+    let f = &mut bytes[at..next];
     f[8..12].copy_from_slice(&(body.len() as u32).to_le_bytes());
-    f[12..16].copy_from_slice(&[kind, 0, 0, 0]);
-    f[16..24].copy_from_slice(&seq.to_le_bytes());
+    f[12..16].copy_from_slice(&[fr.kind, 0, 0, 0]);
+    f[16..24].copy_from_slice(&fr.seq.to_le_bytes());
     f[24..24 + body.len()].copy_from_slice(body);
-    let crc = crc32c::crc32c(&f[8..24 + body.len()]);
+    let crc = crc(&f[8..24 + body.len()]);
     f[4..8].copy_from_slice(&crc.to_le_bytes());
     // the commit word last: a record without it was never written
     fence(Ordering::Release);
-    f[0..4].copy_from_slice(&COMMIT.to_le_bytes());
+    f[0..4].copy_from_slice(&fr.commit.to_le_bytes());
+    cleared
 }
 
 struct Header {
@@ -396,7 +566,7 @@ fn decode_header(path: &Path, h: &[u8]) -> Result<Header, LogError> {
         return fail(path, "its header fails its checksum (corrupt)");
     }
     let capacity = u64_at(16);
-    if capacity == 0 || capacity % 8 != 0 || capacity > 1 << 40 {
+    if capacity < 4096 || capacity % 8 != 0 || capacity > 1 << 40 {
         return fail(path, format!("impossible record area of {capacity} bytes"));
     }
     let addr = record::decode_addr(&h[72..HEADER_USED])
@@ -415,27 +585,46 @@ fn decode_header(path: &Path, h: &[u8]) -> Result<Header, LogError> {
     })
 }
 
-/// Reads every record after the header: the state, the report, where the
-/// next record goes and the last sequence number.
+/// Reads every record of the live area (the file's areas are `capacity`
+/// bytes long): the state, the report, where the next record goes and the
+/// last sequence number.
 fn replay(
     path: &Path,
     bytes: &[u8],
-    generation: u64,
+    header: &Header,
 ) -> Result<(LogState, ReadReport, usize, u64), LogError> {
+    let capacity = header.capacity as usize;
+    let (area, generation) = live_area(bytes, capacity).ok_or(()).or_else(|()| {
+        fail(
+            path,
+            "neither record area starts with a whole epoch frame (corrupt)",
+        )
+    })?;
+    if generation < header.generation {
+        return fail(
+            path,
+            format!(
+                "its live record area is of generation {generation}, older than the file ({})",
+                header.generation
+            ),
+        );
+    }
+    let bytes = &bytes[..area + capacity];
+    let commit = commit_word(generation);
     let mut state = LogState::default();
-    let mut at = HEADER_LEN;
+    let mut at = area + EPOCH_LEN;
     let mut seq = 0u64;
     let mut torn = None;
     while at + FRAME_LEN <= bytes.len() {
         let f = &bytes[at..];
         let word = |i: usize| u32::from_le_bytes(f[i..i + 4].try_into().unwrap_or([0; 4]));
-        if word(0) != COMMIT {
+        if word(0) != commit {
             break; // never committed: the end
         }
         let len = word(8) as usize;
         let size = frame_size(len);
         let whole = len <= record::MAX_PAYLOAD + 4096 && at + size <= bytes.len();
-        let crc_ok = whole && crc32c::crc32c(&f[8..24 + len]) == word(4);
+        let crc_ok = whole && crc(&f[8..24 + len]) == word(4);
         if !crc_ok {
             // torn: only acceptable as the very last record
             let next = at
@@ -444,7 +633,7 @@ fn replay(
                 } else {
                     FRAME_LEN.next_multiple_of(8)
                 };
-            let more = next + 4 <= bytes.len() && bytes[next..next + 4] == COMMIT.to_le_bytes();
+            let more = next + 4 <= bytes.len() && bytes[next..next + 4] == commit.to_le_bytes();
             if more {
                 return fail(
                     path,
@@ -483,8 +672,8 @@ fn replay(
     }
     let report = ReadReport {
         records: seq,
-        used: at - HEADER_LEN,
-        capacity: bytes.len() - HEADER_LEN,
+        used: at - area,
+        capacity,
         generation,
         torn_tail_at: torn,
     };
@@ -505,7 +694,7 @@ pub fn inspect(path: &Path) -> Result<(Identity, LogState, ReadReport), LogError
         );
     }
     let header = decode_header(path, &bytes[..HEADER_LEN])?;
-    let total = HEADER_LEN as u64 + header.capacity;
+    let total = HEADER_LEN as u64 + 2 * header.capacity;
     if (bytes.len() as u64) < total {
         return fail(
             path,
@@ -515,6 +704,6 @@ pub fn inspect(path: &Path) -> Result<(Identity, LogState, ReadReport), LogError
             ),
         );
     }
-    let (state, report, _, _) = replay(path, &bytes[..total as usize], header.generation)?;
+    let (state, report, _, _) = replay(path, &bytes[..total as usize], &header)?;
     Ok((header.identity, state, report))
 }

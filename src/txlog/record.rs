@@ -50,6 +50,10 @@ pub enum Record {
     Acked { key: TargetKey, msg: LoggedMsg },
     /// The target started the handler.
     Started { key: TargetKey },
+    /// The target acknowledged a request and started its handler: `Acked`
+    /// and `Started` in one record (what a target writes before the ack
+    /// leaves; a crash can fall before both or after both, never between).
+    AckedStarted { key: TargetKey, msg: LoggedMsg },
     /// The handler finished; the reply (if it sent one) is kept.
     Finished {
         key: TargetKey,
@@ -69,6 +73,7 @@ const STARTED: u8 = 5;
 const FINISHED: u8 = 6;
 const FORGOTTEN: u8 = 7;
 const TXN_FLOOR: u8 = 8;
+const ACKED_STARTED: u8 = 9;
 
 /// Most arguments a message carries (AM-2).
 const MAX_ARGS: usize = 16;
@@ -86,6 +91,7 @@ impl Record {
             Record::Finished { .. } => FINISHED,
             Record::Forgotten { .. } => FORGOTTEN,
             Record::TxnFloor { .. } => TXN_FLOOR,
+            Record::AckedStarted { .. } => ACKED_STARTED,
         }
     }
 
@@ -105,7 +111,7 @@ impl Record {
             Record::Released { txn } | Record::TxnFloor { next: txn } => {
                 out.extend_from_slice(&txn.to_le_bytes())
             }
-            Record::Acked { key, msg } => {
+            Record::Acked { key, msg } | Record::AckedStarted { key, msg } => {
                 put_key(out, key);
                 put_msg(out, msg);
             }
@@ -148,6 +154,10 @@ impl Record {
             RELEASED => Record::Released { txn: r.u64()? },
             TXN_FLOOR => Record::TxnFloor { next: r.u64()? },
             ACKED => Record::Acked {
+                key: r.key()?,
+                msg: r.msg()?,
+            },
+            ACKED_STARTED => Record::AckedStarted {
                 key: r.key()?,
                 msg: r.msg()?,
             },

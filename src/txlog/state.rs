@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use super::record::{LoggedMsg, Record, TargetKey, TxnState};
+use crate::fxhash::FxHashMap;
 
 /// A transaction this endpoint issued.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,7 +33,9 @@ pub enum TargetPhase {
 pub struct LogState {
     /// By transaction id.
     pub issued: BTreeMap<u64, Issued>,
-    pub target: BTreeMap<TargetKey, TargetPhase>,
+    /// By (peer, incarnation, id); a hash map: a target looks one up for
+    /// every record it writes (`ramp log` sorts them to print).
+    pub target: FxHashMap<TargetKey, TargetPhase>,
     /// The lowest transaction id not used yet.
     pub next_txn: u64,
 }
@@ -77,6 +80,13 @@ impl LogState {
                     return Err("a request acknowledged twice");
                 }
                 self.target.insert(*key, TargetPhase::Acked(msg.clone()));
+            }
+            Record::AckedStarted { key, .. } => {
+                if self.target.contains_key(key) {
+                    return Err("a request acknowledged twice");
+                }
+                // the request itself is no longer needed once started
+                self.target.insert(*key, TargetPhase::Started);
             }
             Record::Started { key } => match self.target.get_mut(key) {
                 Some(p @ TargetPhase::Acked(_)) => *p = TargetPhase::Started,
@@ -126,11 +136,10 @@ impl LogState {
                 }),
                 TargetPhase::Started | TargetPhase::Finished(_) => {
                     // the request itself is no longer needed once started
-                    out.push(Record::Acked {
+                    out.push(Record::AckedStarted {
                         key: *key,
                         msg: placeholder,
                     });
-                    out.push(Record::Started { key: *key });
                     if let TargetPhase::Finished(r) = phase {
                         out.push(Record::Finished {
                             key: *key,

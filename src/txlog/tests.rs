@@ -329,7 +329,7 @@ fn a_full_log_is_compacted_and_grows_when_the_live_state_needs_it() {
     let want = log.state().clone();
     assert_eq!(want.issued.len(), 30);
     assert_eq!(want.next_txn, next);
-    let cap = log.file.bytes().len() - HEADER_LEN;
+    let cap = log.area_end - log.area;
     assert!(cap as u64 > DEFAULT_CAPACITY, "grew: {cap}");
     drop(log);
     let (log, rep) = TxLog::open(&p, || panic!(), false).unwrap();
