@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::record::{LoggedMsg, Record, TargetKey, TxnState};
-use super::state::TargetPhase;
+use super::state::{LogState, TargetPhase};
 use super::*;
 
 fn dir(name: &str) -> PathBuf {
@@ -87,6 +87,10 @@ fn history() -> Vec<Record> {
             msg: msg(7, 1),
         },
         Record::Forgotten { key: key(13) },
+        Record::AckedStarted {
+            key: key(14),
+            msg: msg(7, 2),
+        },
     ]
 }
 
@@ -113,6 +117,7 @@ fn records_survive_a_reopen_and_rebuild_the_state() {
     assert_eq!(s.target[&key(11)], TargetPhase::Acked(msg(7, 1)));
     assert_eq!(s.target[&key(12)], TargetPhase::Started);
     assert!(!s.target.contains_key(&key(13)));
+    assert_eq!(s.target[&key(14)], TargetPhase::Started);
     // read-only inspection agrees
     let (i, st, r) = inspect(&p).unwrap();
     assert_eq!((i, &st, r.records), (id(), &want, rep.records));
@@ -349,4 +354,88 @@ fn sync_mode_writes_the_same_log() {
     let want = log.state().clone();
     drop(log);
     assert_eq!(inspect(&p).unwrap().1, want);
+}
+
+/// Short-lived target transactions as a logging target writes them, with
+/// `open` of them left unfinished; returns the log's state before each
+/// compaction (the generation it left).
+fn churn(log: &mut TxLog, n: u64, open: u64) -> Vec<(u64, LogState)> {
+    let mut before = Vec::new();
+    let mut append = |log: &mut TxLog, r: Record| {
+        let g = log.generation;
+        let prev = log.state().clone();
+        log.append(&r).unwrap();
+        if log.generation != g {
+            before.push((g, prev));
+        }
+    };
+    for t in 0..n {
+        let k = key(t);
+        append(
+            log,
+            Record::AckedStarted {
+                key: k,
+                msg: msg(1, 16),
+            },
+        );
+        if t % (n / open.max(1)) == 0 {
+            continue; // stays started
+        }
+        let reply = Some(msg(2, 8));
+        append(log, Record::Finished { key: k, reply });
+        append(log, Record::Forgotten { key: k });
+    }
+    before
+}
+
+#[test]
+fn compactions_write_over_the_two_areas_in_turn_and_the_file_keeps_its_size() {
+    let d = dir("areas");
+    let p = d.join("ep.log");
+    let (mut log, _) = TxLog::open(&p, id, false).unwrap();
+    let len = std::fs::metadata(&p).unwrap().len();
+    assert_eq!(len, HEADER_LEN as u64 + 2 * DEFAULT_CAPACITY);
+    let before = churn(&mut log, 40_000, 20);
+    assert!(before.len() >= 4, "compacted {} times", before.len());
+    assert_eq!(log.generation, before.len() as u64);
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), len, "no new file");
+    let want = log.state().clone();
+    assert_eq!(want.target.len(), 20);
+    drop(log);
+    // what the other area holds from two generations ago is not read
+    let (log, rep) = TxLog::open(&p, || panic!("exists"), false).unwrap();
+    assert_eq!(log.state(), &want);
+    assert_eq!(rep.generation, before.len() as u64);
+    assert_eq!(rep.torn_tail_at, None);
+    assert_eq!(inspect(&p).unwrap().1, want);
+}
+
+#[test]
+fn a_compaction_cut_short_before_its_epoch_leaves_the_old_area_live() {
+    let d = dir("cut");
+    let p = d.join("ep.log");
+    let (mut log, _) = TxLog::open(&p, id, false).unwrap();
+    let before = churn(&mut log, 12_000, 5);
+    let (g, at_compaction) = before.last().cloned().unwrap();
+    let (live, next) = (log.area, log.generation);
+    assert_eq!(next, g + 1);
+    drop(log);
+    // killed after writing the new area's records, before its epoch's
+    // commit word: the area written before stays the live one, whole
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[live..live + 4].fill(0);
+    std::fs::write(&p, &bytes).unwrap();
+    let (log, rep) = TxLog::open(&p, || panic!("exists"), false).unwrap();
+    assert_eq!(rep.generation, g);
+    assert_eq!(log.state(), &at_compaction);
+    assert_ne!(log.area, live);
+    drop(log);
+    // no area with a whole epoch frame: refused, not read as empty
+    let cap = DEFAULT_CAPACITY as usize;
+    bytes[HEADER_LEN..HEADER_LEN + 4].fill(0);
+    bytes[HEADER_LEN + cap..HEADER_LEN + cap + 4].fill(0);
+    std::fs::write(&p, &bytes).unwrap();
+    let e = TxLog::open(&p, || panic!(), false).err().unwrap();
+    assert!(e.to_string().contains("epoch frame"), "{e}");
+    assert!(e.to_string().contains(p.to_str().unwrap()), "{e}");
 }
