@@ -87,7 +87,10 @@ impl EpState {
         }
     }
 
-    /// A kept request is about to be acked and run: logged first.
+    /// A kept request is about to be acked and run: logged first, in one
+    /// record (a crash falls before both or after both) with the entries
+    /// of the same peer and run its arrival freed; other freed entries
+    /// (an earlier run's) are logged forgotten before it.
     pub(super) fn log_started(
         &mut self,
         from: SocketAddr,
@@ -95,18 +98,51 @@ impl EpState {
         meta: &MsgMeta,
         payload: &[u8],
     ) -> bool {
-        // one record: a crash falls before both or after both
-        self.log_append(&Record::AckedStarted {
+        let mut forgotten = std::mem::take(&mut self.txn.target.forgotten);
+        forgotten.clear();
+        let mut freed = std::mem::take(&mut self.txn.target.freed);
+        for &(peer, inc, txn) in &freed {
+            if (peer, inc) == (from, incarnation) {
+                forgotten.push(txn as u64);
+            } else {
+                self.log_append(&Record::Forgotten {
+                    key: key(peer, inc, txn),
+                });
+            }
+        }
+        freed.clear();
+        self.txn.target.freed = freed;
+        forgotten.sort_unstable();
+        let mut rec = Record::AckedStarted {
             key: key(from, incarnation, meta.txn),
             msg: logged(meta, payload),
-        })
+            forgotten,
+        };
+        let mut ok = self.log_append(&rec);
+        if let Record::AckedStarted { forgotten, .. } = &mut rec {
+            if !ok && !forgotten.is_empty() {
+                // one of them the log does not keep (said above): the
+                // others are forgotten one by one, the request logged alone
+                for &txn in forgotten.iter() {
+                    self.log_append(&Record::Forgotten {
+                        key: key(from, incarnation, txn as u32),
+                    });
+                }
+                forgotten.clear();
+                ok = self.log_append(&rec);
+            }
+        }
+        if let Record::AckedStarted { forgotten, .. } = rec {
+            self.txn.target.forgotten = forgotten;
+        }
+        ok
     }
 
     /// The handler of kept transaction `txn` from `to` finished: logged
     /// (with its reply) before the reply leaves, then kept.
     pub(super) fn txn_finished(&mut self, to: SocketAddr, txn: u32, reply: Option<KeptReply>) {
-        if self.txn.log.is_some() && self.txn.target.is_started(to, txn) {
-            if let Some(inc) = self.txn.target.incarnation(to) {
+        if self.txn.log.is_some() {
+            if let Some(inc) = self.txn.target.started_by(to, txn) {
                 let r = reply.as_ref().map(|r| logged(&r.meta, &r.payload));
                 self.log_append(&Record::Finished {
                     key: key(to, inc, txn),
@@ -189,12 +225,14 @@ impl EpState {
 
     /// Logs the entries the table freed as forgotten.
     pub(super) fn log_forgotten(&mut self) {
-        let freed = std::mem::take(&mut self.txn.target.freed);
-        for (peer, inc, txn) in freed {
+        let mut freed = std::mem::take(&mut self.txn.target.freed);
+        for &(peer, inc, txn) in &freed {
             self.log_append(&Record::Forgotten {
                 key: key(peer, inc, txn),
             });
         }
+        freed.clear();
+        self.txn.target.freed = freed;
     }
 }
 

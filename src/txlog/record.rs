@@ -52,8 +52,15 @@ pub enum Record {
     Started { key: TargetKey },
     /// The target acknowledged a request and started its handler: `Acked`
     /// and `Started` in one record (what a target writes before the ack
-    /// leaves; a crash can fall before both or after both, never between).
-    AckedStarted { key: TargetKey, msg: LoggedMsg },
+    /// leaves; a crash can fall before both or after both, never between),
+    /// with the transactions of the same peer and incarnation forgotten as
+    /// it arrived (the floor it carried passed them), as `Forgotten` would;
+    /// their ids in increasing order.
+    AckedStarted {
+        key: TargetKey,
+        msg: LoggedMsg,
+        forgotten: Vec<u64>,
+    },
     /// The handler finished; the reply (if it sent one) is kept.
     Finished {
         key: TargetKey,
@@ -111,8 +118,20 @@ impl Record {
             Record::Released { txn } | Record::TxnFloor { next: txn } => {
                 out.extend_from_slice(&txn.to_le_bytes())
             }
-            Record::Acked { key, msg } | Record::AckedStarted { key, msg } => {
+            Record::Acked { key, msg } => {
                 put_key(out, key);
+                put_msg(out, msg);
+            }
+            Record::AckedStarted {
+                key,
+                msg,
+                forgotten,
+            } => {
+                put_key(out, key);
+                out.extend_from_slice(&(forgotten.len() as u32).to_le_bytes());
+                for t in forgotten {
+                    out.extend_from_slice(&t.to_le_bytes());
+                }
                 put_msg(out, msg);
             }
             Record::Started { key } | Record::Forgotten { key } => put_key(out, key),
@@ -157,10 +176,22 @@ impl Record {
                 key: r.key()?,
                 msg: r.msg()?,
             },
-            ACKED_STARTED => Record::AckedStarted {
-                key: r.key()?,
-                msg: r.msg()?,
-            },
+            ACKED_STARTED => {
+                let key = r.key()?;
+                let n = r.u32()? as usize;
+                if n > r.0.len() / 8 {
+                    return None;
+                }
+                let mut forgotten = Vec::with_capacity(n);
+                for _ in 0..n {
+                    forgotten.push(r.u64()?);
+                }
+                Record::AckedStarted {
+                    key,
+                    msg: r.msg()?,
+                    forgotten,
+                }
+            }
             STARTED => Record::Started { key: r.key()? },
             FORGOTTEN => Record::Forgotten { key: r.key()? },
             FINISHED => {

@@ -81,9 +81,19 @@ impl LogState {
                 }
                 self.target.insert(*key, TargetPhase::Acked(msg.clone()));
             }
-            Record::AckedStarted { key, .. } => {
+            Record::AckedStarted { key, forgotten, .. } => {
                 if self.target.contains_key(key) {
                     return Err("a request acknowledged twice");
+                }
+                // increasing (so no id twice), each one kept: checked whole
+                // before anything changes
+                let increasing = forgotten.windows(2).all(|w| w[0] < w[1]);
+                let kept = |&txn: &u64| self.target.contains_key(&TargetKey { txn, ..*key });
+                if !increasing || !forgotten.iter().all(kept) {
+                    return Err("a transaction forgotten that was never acknowledged");
+                }
+                for &txn in forgotten {
+                    self.target.remove(&TargetKey { txn, ..*key });
                 }
                 // the request itself is no longer needed once started
                 self.target.insert(*key, TargetPhase::Started);
@@ -139,6 +149,7 @@ impl LogState {
                     out.push(Record::AckedStarted {
                         key: *key,
                         msg: placeholder,
+                        forgotten: Vec::new(),
                     });
                     if let TargetPhase::Finished(r) = phase {
                         out.push(Record::Finished {

@@ -87,9 +87,18 @@ fn history() -> Vec<Record> {
             msg: msg(7, 1),
         },
         Record::Forgotten { key: key(13) },
+        Record::Acked {
+            key: key(15),
+            msg: msg(7, 1),
+        },
+        Record::Acked {
+            key: key(16),
+            msg: msg(7, 1),
+        },
         Record::AckedStarted {
             key: key(14),
             msg: msg(7, 2),
+            forgotten: vec![15, 16],
         },
     ]
 }
@@ -118,6 +127,7 @@ fn records_survive_a_reopen_and_rebuild_the_state() {
     assert_eq!(s.target[&key(12)], TargetPhase::Started);
     assert!(!s.target.contains_key(&key(13)));
     assert_eq!(s.target[&key(14)], TargetPhase::Started);
+    assert!(!s.target.contains_key(&key(15)) && !s.target.contains_key(&key(16)));
     // read-only inspection agrees
     let (i, st, r) = inspect(&p).unwrap();
     assert_eq!((i, &st, r.records), (id(), &want, rep.records));
@@ -254,6 +264,16 @@ fn records_that_contradict_the_state_are_refused() {
     let before = log.state().clone();
     assert!(log.append(&Record::Started { key: key(1) }).is_err());
     assert_eq!(log.state(), &before, "a refused record changes nothing");
+    // a start that forgets what was never acked, or one id twice
+    for forgotten in [vec![1, 2], vec![1, 1], vec![2]] {
+        let r = Record::AckedStarted {
+            key: key(3),
+            msg: msg(1, 0),
+            forgotten,
+        };
+        assert!(log.append(&r).is_err(), "{r:?}");
+        assert_eq!(log.state(), &before, "a refused record changes nothing");
+    }
     assert!(log
         .append(&Record::Acked {
             key: key(1),
@@ -376,6 +396,7 @@ fn churn(log: &mut TxLog, n: u64, open: u64) -> Vec<(u64, LogState)> {
             Record::AckedStarted {
                 key: k,
                 msg: msg(1, 16),
+                forgotten: Vec::new(),
             },
         );
         if t % (n / open.max(1)) == 0 {
