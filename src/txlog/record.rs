@@ -26,12 +26,31 @@ pub struct TxnState {
 }
 
 /// A transaction at its target: who issued it (address, incarnation) and its id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TargetKey {
     pub peer: SocketAddr,
     /// The initiator's incarnation (stable across restarts with a log).
     pub incarnation: u64,
     pub txn: u64,
+}
+
+/// Hashed as a few words (a target looks one up for every record it
+/// writes): the same fields as `Eq` compares, so equal keys hash alike.
+impl std::hash::Hash for TargetKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        match self.peer {
+            SocketAddr::V4(a) => {
+                h.write_u64(u64::from(a.ip().to_bits()) << 16 | u64::from(a.port()))
+            }
+            SocketAddr::V6(a) => {
+                h.write_u128(a.ip().to_bits());
+                h.write_u64(u64::from(a.port()) | u64::from(a.scope_id()) << 16);
+                h.write_u32(a.flowinfo());
+            }
+        }
+        h.write_u64(self.incarnation);
+        h.write_u64(self.txn);
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
