@@ -74,11 +74,11 @@ fn key(peer: SocketAddr, incarnation: u64, txn: u32) -> TargetKey {
 
 impl EpState {
     /// Appends `rec` when a log is open; false when it could not be written.
-    fn log_append(&mut self, rec: &Record) -> bool {
+    fn log_append(&mut self, rec: &mut Record) -> bool {
         let Some(log) = self.txn.log.as_mut() else {
             return true;
         };
-        match log.append(rec) {
+        match log.append_mut(rec) {
             Ok(()) => true,
             Err(e) => {
                 eprintln!("ramp: {e}");
@@ -105,7 +105,7 @@ impl EpState {
             if (peer, inc) == (from, incarnation) {
                 forgotten.push(txn as u64);
             } else {
-                self.log_append(&Record::Forgotten {
+                self.log_append(&mut Record::Forgotten {
                     key: key(peer, inc, txn),
                 });
             }
@@ -118,18 +118,18 @@ impl EpState {
             msg: logged(meta, payload),
             forgotten,
         };
-        let mut ok = self.log_append(&rec);
+        let mut ok = self.log_append(&mut rec);
         if let Record::AckedStarted { forgotten, .. } = &mut rec {
             if !ok && !forgotten.is_empty() {
                 // one of them the log does not keep (said above): the
                 // others are forgotten one by one, the request logged alone
                 for &txn in forgotten.iter() {
-                    self.log_append(&Record::Forgotten {
+                    self.log_append(&mut Record::Forgotten {
                         key: key(from, incarnation, txn as u32),
                     });
                 }
                 forgotten.clear();
-                ok = self.log_append(&rec);
+                ok = self.log_append(&mut rec);
             }
         }
         if let Record::AckedStarted { forgotten, .. } = rec {
@@ -144,7 +144,7 @@ impl EpState {
         if self.txn.log.is_some() {
             if let Some(inc) = self.txn.target.started_by(to, txn) {
                 let r = reply.as_ref().map(|r| logged(&r.meta, &r.payload));
-                self.log_append(&Record::Finished {
+                self.log_append(&mut Record::Finished {
                     key: key(to, inc, txn),
                     reply: r,
                 });
@@ -162,7 +162,7 @@ impl EpState {
         meta: &MsgMeta,
         payload: &[u8],
     ) {
-        self.log_append(&Record::Issued {
+        self.log_append(&mut Record::Issued {
             txn: txn as u64,
             dest,
             msg: logged(meta, payload),
@@ -180,7 +180,7 @@ impl EpState {
                 abandon: s.abandon as u8,
                 status: s.status,
             };
-            if self.log_append(&Record::State {
+            if self.log_append(&mut Record::State {
                 txn: txn as u64,
                 state,
             }) {
@@ -191,7 +191,7 @@ impl EpState {
 
     pub(super) fn log_released(&mut self, txn: u32) {
         if self.txn.log.is_some() {
-            self.log_append(&Record::Released { txn: txn as u64 });
+            self.log_append(&mut Record::Released { txn: txn as u64 });
         }
     }
 
@@ -227,7 +227,7 @@ impl EpState {
     pub(super) fn log_forgotten(&mut self) {
         let mut freed = std::mem::take(&mut self.txn.target.freed);
         for &(peer, inc, txn) in &freed {
-            self.log_append(&Record::Forgotten {
+            self.log_append(&mut Record::Forgotten {
                 key: key(peer, inc, txn),
             });
         }

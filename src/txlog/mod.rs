@@ -270,6 +270,12 @@ impl TxLog {
     /// Appends a record (after checking it against the state: a record
     /// that contradicts it is refused and nothing is written).
     pub fn append(&mut self, rec: &Record) -> Result<(), LogError> {
+        self.append_mut(&mut rec.clone())
+    }
+
+    /// `append`, moving the messages the state keeps out of `rec` rather
+    /// than copying them (what is left of `rec` is for its allocations).
+    pub fn append_mut(&mut self, rec: &mut Record) -> Result<(), LogError> {
         let mut body = std::mem::take(&mut self.scratch);
         body.clear();
         rec.encode(&mut body);
@@ -664,8 +670,9 @@ fn replay(
                     format!("record {rseq} at offset {at} is malformed (kind {})", f[12]),
                 )
             })?;
+        let mut rec = rec;
         state
-            .apply(&rec)
+            .apply(&mut rec)
             .or_else(|why| fail(path, format!("record {rseq} at offset {at}: {why}")))?;
         seq = rseq;
         at += size;

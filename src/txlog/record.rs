@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// A message as the log keeps it: enough to send it again (an issued
 /// request), to run it after a restart (an acknowledged request) or to
 /// answer a duplicate (a kept reply).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoggedMsg {
     pub handler: u8,
     /// AM-2 category: 0 short, 1 medium, 2 long.

@@ -4,6 +4,7 @@
 //! compaction writes it back as the fewest records that rebuild it
 //! (`records`).
 
+use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
@@ -46,19 +47,20 @@ pub type Inconsistency = &'static str;
 impl LogState {
     /// Applies one record; Err when it contradicts the state (the log is
     /// then not trusted). A refused record changes nothing: every arm
-    /// checks before it writes (`TxLog::append` relies on it).
-    pub fn apply(&mut self, rec: &Record) -> Result<(), Inconsistency> {
+    /// checks before it writes (`TxLog::append` relies on it). The
+    /// messages the state keeps are moved out of `rec`, not copied.
+    pub fn apply(&mut self, rec: &mut Record) -> Result<(), Inconsistency> {
         match rec {
             Record::Issued { txn, dest, msg } => {
                 if self.issued.contains_key(txn) || *txn < self.next_txn {
                     return Err("a transaction id issued twice");
                 }
-                self.next_txn = txn + 1;
+                self.next_txn = *txn + 1;
                 self.issued.insert(
                     *txn,
                     Issued {
                         dest: *dest,
-                        msg: msg.clone(),
+                        msg: std::mem::take(msg),
                         state: TxnState::default(),
                     },
                 );
@@ -79,20 +81,43 @@ impl LogState {
                 if self.target.contains_key(key) {
                     return Err("a request acknowledged twice");
                 }
-                self.target.insert(*key, TargetPhase::Acked(msg.clone()));
+                self.target
+                    .insert(*key, TargetPhase::Acked(std::mem::take(msg)));
             }
             Record::AckedStarted { key, forgotten, .. } => {
+                const TWICE: Inconsistency = "a request acknowledged twice";
+                const NEVER: Inconsistency = "a transaction forgotten that was never acknowledged";
+                let one = match forgotten[..] {
+                    [txn] if txn != key.txn => Some(txn),
+                    _ => None,
+                };
+                if let Some(txn) = one {
+                    // the usual case, in two lookups: the one forgotten
+                    // entry out, the new one in (or the old one back)
+                    let old = TargetKey { txn, ..*key };
+                    let phase = self.target.remove(&old).ok_or(NEVER)?;
+                    return match self.target.entry(*key) {
+                        Entry::Vacant(v) => {
+                            v.insert(TargetPhase::Started);
+                            Ok(())
+                        }
+                        Entry::Occupied(_) => {
+                            self.target.insert(old, phase);
+                            Err(TWICE)
+                        }
+                    };
+                }
                 if self.target.contains_key(key) {
-                    return Err("a request acknowledged twice");
+                    return Err(TWICE);
                 }
                 // increasing (so no id twice), each one kept: checked whole
                 // before anything changes
                 let increasing = forgotten.windows(2).all(|w| w[0] < w[1]);
                 let kept = |&txn: &u64| self.target.contains_key(&TargetKey { txn, ..*key });
                 if !increasing || !forgotten.iter().all(kept) {
-                    return Err("a transaction forgotten that was never acknowledged");
+                    return Err(NEVER);
                 }
-                for &txn in forgotten {
+                for &txn in forgotten.iter() {
                     self.target.remove(&TargetKey { txn, ..*key });
                 }
                 // the request itself is no longer needed once started
@@ -103,7 +128,7 @@ impl LogState {
                 _ => return Err("a handler started without its request acknowledged"),
             },
             Record::Finished { key, reply } => match self.target.get_mut(key) {
-                Some(p @ TargetPhase::Started) => *p = TargetPhase::Finished(reply.clone()),
+                Some(p @ TargetPhase::Started) => *p = TargetPhase::Finished(reply.take()),
                 _ => return Err("a handler finished without having started"),
             },
             Record::Forgotten { key } => {

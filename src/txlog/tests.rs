@@ -265,9 +265,25 @@ fn records_that_contradict_the_state_are_refused() {
     assert!(log.append(&Record::Started { key: key(1) }).is_err());
     assert_eq!(log.state(), &before, "a refused record changes nothing");
     // a start that forgets what was never acked, or one id twice
-    for forgotten in [vec![1, 2], vec![1, 1], vec![2]] {
+    // (with 1 started and 2 acked)
+    let cases = [
+        (3, vec![1, 1]),
+        (3, vec![4]),
+        (3, vec![2, 4]),
+        (3, vec![2, 1]),
+        (3, vec![3]),
+        (1, vec![2]),
+        (1, vec![]),
+    ];
+    log.append(&Record::Acked {
+        key: key(2),
+        msg: msg(1, 0),
+    })
+    .unwrap();
+    let before = log.state().clone();
+    for (k, forgotten) in cases {
         let r = Record::AckedStarted {
-            key: key(3),
+            key: key(k),
             msg: msg(1, 0),
             forgotten,
         };
@@ -308,7 +324,7 @@ fn records_that_contradict_the_state_are_refused() {
         .is_err());
     drop(log);
     let (_, rep) = TxLog::open(&p, || panic!(), false).unwrap();
-    assert_eq!(rep.records, 3, "refused records were not written");
+    assert_eq!(rep.records, 4, "refused records were not written");
 }
 
 #[test]
