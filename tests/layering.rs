@@ -25,7 +25,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // the sans-IO protocol core: no socket, no clock, no AM notion
     ("proto", &["wire", "time", "rng", "fxhash", "stats"]),
     // the transaction log's files (a locked memory-mapped file)
-    ("txlog", &["sys"]),
+    ("txlog", &["sys", "fxhash"]),
     // configuration: read once, handed down
     ("config", &["proto", "fault", "time", "error"]),
     // transports

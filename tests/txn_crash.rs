@@ -131,7 +131,7 @@ fn a_logged_target_killed_at_random_runs_no_handler_twice() {
     {
         return;
     }
-    kill_at_random(false);
+    kill_at_random(false, 600);
 }
 
 /// The same under injected faults at both ends (`RAMP_FAULT_LOSS=0.05`,
@@ -144,15 +144,34 @@ fn a_logged_target_killed_at_random_under_loss_runs_no_handler_twice() {
     {
         return;
     }
-    kill_at_random(true);
+    kill_at_random(true, 600);
 }
 
-/// Kills the logged target at random moments (4 times) while 600
+/// Enough transactions that the target's log is compacted (its live state
+/// written into its other record area) several times between and after
+/// the kills: a restarted target reads the area of the latest generation
+/// and nothing an area held before.
+#[test]
+fn a_logged_target_killed_at_random_through_compactions_runs_no_handler_twice() {
+    let _w = common::watchdog("txn_crash (compactions)", Duration::from_secs(300));
+    if std::env::var_os("RAMP_CRASH_CHILD").is_some()
+        || std::env::var_os("RAMP_CRASH_INIT").is_some()
+    {
+        return;
+    }
+    kill_at_random(false, 12_000);
+}
+
+/// Kills the logged target at random moments (4 times) while `total`
 /// transactions go to it; checks every handler ran at most once, every
 /// PROCESSED one and every acknowledged one exactly once unless the target
 /// crashed while it ran (TARGET_CRASHED).
-fn kill_at_random(loss: bool) {
-    let tag = if loss { "loss" } else { "plain" };
+fn kill_at_random(loss: bool, total: u32) {
+    let tag = match (loss, total) {
+        (true, _) => "loss",
+        (false, 600) => "plain",
+        _ => "long",
+    };
     let dir = std::env::temp_dir().join(format!("ramp-crash-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let faults = fault_env(loss);
@@ -204,7 +223,6 @@ fn kill_at_random(loss: bool) {
 
     let mut outcome: HashMap<u32, (Abandon, Ack)> = HashMap::new();
     let mut processed = 0;
-    let total = 600u32;
     let mut next = 0u32;
     let mut resend: Vec<u32> = Vec::new();
     while next < total || !resend.is_empty() {
@@ -249,6 +267,15 @@ fn kill_at_random(loss: bool) {
         let mut c = child.lock().unwrap();
         c.kill().ok();
         c.wait().ok();
+    }
+    let log = ramp::txlog::inspect(&dir.join("target.ramplog"));
+    let (_, _, report) = log.unwrap_or_else(|e| panic!("the target's log: {e}"));
+    eprintln!(
+        "txn_crash ({tag}): the target's log is of generation {} (compactions)",
+        report.generation
+    );
+    if total > 10_000 {
+        assert!(report.generation >= 2, "{report:?}");
     }
     let ran = ran_counts(&dir.join("effects"));
     let mut crashed = 0;

@@ -4,7 +4,7 @@
 //! restarted process binds the logged address and takes the logged
 //! secret, from which its incarnation derives (its association secret
 //! mixes it with the run's own randomness: a new handshake each run). As a target it logs, for every kept transaction, Acked
-//! and Started before the ack leaves and the handler runs, Finished (with
+//! and Started (one record, `AckedStarted`) before the ack leaves and the handler runs, Finished (with
 //! the kept reply) before the reply leaves, Forgotten when the initiator's
 //! floor passes it. On reopening: a finished transaction answers
 //! duplicates with the logged reply; one that had started answers
@@ -74,11 +74,11 @@ fn key(peer: SocketAddr, incarnation: u64, txn: u32) -> TargetKey {
 
 impl EpState {
     /// Appends `rec` when a log is open; false when it could not be written.
-    fn log_append(&mut self, rec: &Record) -> bool {
+    fn log_append(&mut self, rec: &mut Record) -> bool {
         let Some(log) = self.txn.log.as_mut() else {
             return true;
         };
-        match log.append(rec) {
+        match log.append_mut(rec) {
             Ok(()) => true,
             Err(e) => {
                 eprintln!("ramp: {e}");
@@ -87,7 +87,10 @@ impl EpState {
         }
     }
 
-    /// A kept request is about to be acked and run: logged first.
+    /// A kept request is about to be acked and run: logged first, in one
+    /// record (a crash falls before both or after both) with the entries
+    /// of the same peer and run its arrival freed; other freed entries
+    /// (an earlier run's) are logged forgotten before it.
     pub(super) fn log_started(
         &mut self,
         from: SocketAddr,
@@ -95,20 +98,53 @@ impl EpState {
         meta: &MsgMeta,
         payload: &[u8],
     ) -> bool {
-        let k = key(from, incarnation, meta.txn);
-        self.log_append(&Record::Acked {
-            key: k,
+        let mut forgotten = std::mem::take(&mut self.txn.target.forgotten);
+        forgotten.clear();
+        let mut freed = std::mem::take(&mut self.txn.target.freed);
+        for &(peer, inc, txn) in &freed {
+            if (peer, inc) == (from, incarnation) {
+                forgotten.push(txn as u64);
+            } else {
+                self.log_append(&mut Record::Forgotten {
+                    key: key(peer, inc, txn),
+                });
+            }
+        }
+        freed.clear();
+        self.txn.target.freed = freed;
+        forgotten.sort_unstable();
+        let mut rec = Record::AckedStarted {
+            key: key(from, incarnation, meta.txn),
             msg: logged(meta, payload),
-        }) && self.log_append(&Record::Started { key: k })
+            forgotten,
+        };
+        let mut ok = self.log_append(&mut rec);
+        if let Record::AckedStarted { forgotten, .. } = &mut rec {
+            if !ok && !forgotten.is_empty() {
+                // one of them the log does not keep (said above): the
+                // others are forgotten one by one, the request logged alone
+                for &txn in forgotten.iter() {
+                    self.log_append(&mut Record::Forgotten {
+                        key: key(from, incarnation, txn as u32),
+                    });
+                }
+                forgotten.clear();
+                ok = self.log_append(&mut rec);
+            }
+        }
+        if let Record::AckedStarted { forgotten, .. } = rec {
+            self.txn.target.forgotten = forgotten;
+        }
+        ok
     }
 
     /// The handler of kept transaction `txn` from `to` finished: logged
     /// (with its reply) before the reply leaves, then kept.
     pub(super) fn txn_finished(&mut self, to: SocketAddr, txn: u32, reply: Option<KeptReply>) {
-        if self.txn.log.is_some() && self.txn.target.is_started(to, txn) {
-            if let Some(inc) = self.txn.target.incarnation(to) {
+        if self.txn.log.is_some() {
+            if let Some(inc) = self.txn.target.started_by(to, txn) {
                 let r = reply.as_ref().map(|r| logged(&r.meta, &r.payload));
-                self.log_append(&Record::Finished {
+                self.log_append(&mut Record::Finished {
                     key: key(to, inc, txn),
                     reply: r,
                 });
@@ -126,7 +162,7 @@ impl EpState {
         meta: &MsgMeta,
         payload: &[u8],
     ) {
-        self.log_append(&Record::Issued {
+        self.log_append(&mut Record::Issued {
             txn: txn as u64,
             dest,
             msg: logged(meta, payload),
@@ -144,7 +180,7 @@ impl EpState {
                 abandon: s.abandon as u8,
                 status: s.status,
             };
-            if self.log_append(&Record::State {
+            if self.log_append(&mut Record::State {
                 txn: txn as u64,
                 state,
             }) {
@@ -155,7 +191,7 @@ impl EpState {
 
     pub(super) fn log_released(&mut self, txn: u32) {
         if self.txn.log.is_some() {
-            self.log_append(&Record::Released { txn: txn as u64 });
+            self.log_append(&mut Record::Released { txn: txn as u64 });
         }
     }
 
@@ -189,12 +225,14 @@ impl EpState {
 
     /// Logs the entries the table freed as forgotten.
     pub(super) fn log_forgotten(&mut self) {
-        let freed = std::mem::take(&mut self.txn.target.freed);
-        for (peer, inc, txn) in freed {
-            self.log_append(&Record::Forgotten {
+        let mut freed = std::mem::take(&mut self.txn.target.freed);
+        for &(peer, inc, txn) in &freed {
+            self.log_append(&mut Record::Forgotten {
                 key: key(peer, inc, txn),
             });
         }
+        freed.clear();
+        self.txn.target.freed = freed;
     }
 }
 

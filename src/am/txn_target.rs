@@ -73,6 +73,8 @@ pub(crate) struct TxnTarget {
     /// forgotten).
     pub(super) logging: bool,
     pub(super) freed: Vec<(SocketAddr, u64, u32)>,
+    /// The ids a logged arrival forgets (kept for its allocation).
+    pub(super) forgotten: Vec<u64>,
 }
 
 /// What to do with an arriving kept request.
@@ -211,11 +213,11 @@ impl TxnTarget {
         p.entries.insert(txn, e);
     }
 
-    /// Whether `txn` from `peer` is running (started, not finished).
-    pub(super) fn is_started(&self, peer: SocketAddr, txn: u32) -> bool {
-        self.peers
-            .get(&peer)
-            .is_some_and(|p| matches!(p.entries.get(&txn), Some(Entry::Started)))
+    /// The incarnation of `peer` when its `txn` is running (started, not
+    /// finished).
+    pub(super) fn started_by(&self, peer: SocketAddr, txn: u32) -> Option<u64> {
+        let p = self.peers.get(&peer)?;
+        matches!(p.entries.get(&txn), Some(Entry::Started)).then_some(p.incarnation)
     }
 
     /// Takes a new entry back out (its log record could not be written).
@@ -254,14 +256,16 @@ impl EpState {
         now: Instant,
     ) -> bool {
         let seen = self.txn.target.arrive(from, incarnation, floor, meta.txn);
-        if !self.txn.target.freed.is_empty() {
+        let logged_start = matches!(seen, Seen::New) && self.txn.log.is_some();
+        // a logged start writes them in its own record
+        if !self.txn.target.freed.is_empty() && !logged_start {
             self.log_forgotten();
         }
         match seen {
             Seen::New => {
                 // logged (Acked, Started) before the ack leaves and the
                 // handler runs
-                if self.txn.log.is_some() && !self.log_started(from, incarnation, meta, payload) {
+                if logged_start && !self.log_started(from, incarnation, meta, payload) {
                     self.txn.target.unstart(from, meta.txn);
                     self.send_returned(now, from, *meta, ReturnStatus::Congestion, true);
                     return false;

@@ -3,20 +3,35 @@
 //! target what it acknowledged, started and finished with the kept
 //! replies, in a memory-mapped file that survives a crash of the process.
 //!
-//! Layout (little-endian):
+//! Layout (little-endian), version 2:
 //!
 //! ```text
 //!   0     header, HEADER_LEN bytes: magic "RAMPTXLG", version, header length,
-//!         capacity of the record area, generation (compactions), creation
-//!         time, the endpoint's 32-byte secret and its address; CRC32C of it
-//!   4096  records, each at an 8-byte boundary:
+//!         capacity of each record area, generation when the file was made,
+//!         creation time, the endpoint's 32-byte secret and its address;
+//!         CRC32C of it
+//!   4096  record area 0, capacity bytes; then record area 1, as long
+//!   each area: an epoch frame (kind 0, seq 0, body: its generation), then
+//!         records, each at an 8-byte boundary:
 //!           commit u32 | crc u32 | len u32 | kind u8 | 0 0 0 | seq u64 | body[len]
-//!         crc is CRC32C over len..body; seq counts from 1 without a gap.
+//!         crc is CRC32C over len..body; seq counts from 1 without a gap;
+//!         commit is COMMIT xor the area's generation.
 //! ```
+//!
+//! The live area is the one whose epoch frame is whole with the higher
+//! generation. A compaction writes the live state into the other area
+//! with the next generation and commits that area's epoch frame last: the
+//! switch is that one word, and the two areas' pages are written over
+//! again and again (a page of the file touched for the first time costs a
+//! page fault and the file system's block allocation, several
+//! microseconds: more than the records on it).
 //!
 //! A record is written whole and its commit word last (after a compiler
 //! and CPU fence), so a process killed mid-write leaves a record without
-//! its commit word: the end of the log. A record whose commit word is there
+//! its commit word: the end of the log. Before a record is committed the
+//! commit word of the slot after it is cleared, so what an area held in an
+//! earlier generation (or a record's body) is never read as a record: the
+//! end is the first slot without the area's commit word. A record whose commit word is there
 //! but whose CRC fails is a torn write (a machine crash wrote pages out of
 //! order): dropped when it is the last, and the file refused when valid
 //! records follow it (never trusted). A file that is not a log, of another
@@ -27,11 +42,13 @@
 //! (RAMP_LOG_SYNC=1) also msyncs each record, which survives a crash of the
 //! machine, at the cost of a disk write per record.
 //!
-//! When the record area is full the log is compacted: the live state is
-//! written as the fewest records that rebuild it into a new file, which
-//! replaces the old one by rename (atomic); the area doubles when the live
-//! state alone fills half of it.
+//! When the live area is full the log is compacted: the live state is
+//! written as the fewest records that rebuild it into the other area (see
+//! above); when the live state alone fills half of an area, the areas
+//! double instead, in a new file which replaces the old one by rename
+//! (atomic).
 
+mod area;
 pub mod record;
 pub mod state;
 #[cfg(test)]
@@ -41,22 +58,25 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{fence, Ordering};
 
+use area::{
+    commit_word, frame_size, live_area, replay, write_epoch, write_frame, write_records, Frame,
+    EPOCH_LEN,
+};
 use record::Record;
 use state::LogState;
 
 use crate::sys::MappedFile;
 
 pub const MAGIC: &[u8; 8] = b"RAMPTXLG";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const HEADER_LEN: usize = 4096;
 /// The part of the header the CRC covers (the CRC follows it).
 const HEADER_USED: usize = 72 + record::ADDR_LEN;
-const COMMIT: u32 = 0x5458_4C47; // "GLXT"
-const FRAME_LEN: usize = 24;
-/// The default record area: 16 MiB (the file is sparse until written).
-pub const DEFAULT_CAPACITY: u64 = 16 << 20;
+/// The default size of each of the two record areas: 1 MiB (a record area
+/// is reused from one compaction to the next; it doubles when the live
+/// state needs it).
+pub const DEFAULT_CAPACITY: u64 = 1 << 20;
 
 /// Who the endpoint is: what a restarted process needs to come back as the
 /// same endpoint at the same name.
@@ -87,7 +107,7 @@ impl std::fmt::Display for LogError {
 
 impl std::error::Error for LogError {}
 
-fn fail<T>(path: &Path, problem: impl Into<String>) -> Result<T, LogError> {
+pub(super) fn fail<T>(path: &Path, problem: impl Into<String>) -> Result<T, LogError> {
     Err(LogError {
         path: path.to_path_buf(),
         problem: problem.into(),
@@ -112,6 +132,9 @@ pub struct TxLog {
     file: MappedFile,
     identity: Identity,
     generation: u64,
+    /// The live area: its offset from the file's start, and its end.
+    area: usize,
+    area_end: usize,
     /// Offset (from the file's start) where the next record goes.
     end: usize,
     seq: u64,
@@ -152,7 +175,7 @@ impl TxLog {
             );
         }
         let header = read_header(path, &file)?;
-        let total = HEADER_LEN as u64 + header.capacity;
+        let total = HEADER_LEN as u64 + 2 * header.capacity;
         if len < total {
             return fail(
                 path,
@@ -160,12 +183,16 @@ impl TxLog {
             );
         }
         let mapped = map(path, file, total)?;
-        let (state, report, end, seq) = replay(path, mapped.bytes(), header.generation)?;
+        let capacity = header.capacity as usize;
+        let (state, report, end, seq) = replay(path, mapped.bytes(), &header)?;
+        let area = live_area(mapped.bytes(), capacity).map_or(HEADER_LEN, |(a, _)| a);
         let mut log = TxLog {
             path: path.to_path_buf(),
             file: mapped,
             identity: header.identity,
-            generation: header.generation,
+            generation: report.generation,
+            area,
+            area_end: area + capacity,
             end,
             seq,
             state,
@@ -174,8 +201,9 @@ impl TxLog {
         };
         if report.torn_tail_at.is_some() {
             // the torn record and whatever followed it are gone for good
+            let area_end = log.area_end;
             let bytes = log.file.bytes_mut();
-            bytes[end..].fill(0);
+            bytes[end..area_end].fill(0);
         }
         Ok((log, report))
     }
@@ -188,12 +216,13 @@ impl TxLog {
         generation: u64,
         sync: bool,
     ) -> Result<TxLog, LogError> {
-        let mut mapped = map(path, file, HEADER_LEN as u64 + capacity)?;
+        let mut mapped = map(path, file, HEADER_LEN as u64 + 2 * capacity)?;
         let h = encode_header(&identity, capacity, generation);
         mapped.bytes_mut()[..HEADER_LEN].copy_from_slice(&h);
+        write_epoch(mapped.bytes_mut(), HEADER_LEN, generation);
         if sync {
             mapped
-                .sync_range(0, HEADER_LEN)
+                .sync_range(0, HEADER_LEN + EPOCH_LEN)
                 .or_else(|e| fail(path, format!("msync: {e}")))?;
         }
         Ok(TxLog {
@@ -201,7 +230,9 @@ impl TxLog {
             file: mapped,
             identity,
             generation,
-            end: HEADER_LEN,
+            area: HEADER_LEN,
+            area_end: HEADER_LEN + capacity as usize,
+            end: HEADER_LEN + EPOCH_LEN,
             seq: 0,
             state: LogState::default(),
             sync,
@@ -224,8 +255,8 @@ impl TxLog {
     fn report(&self, torn: Option<usize>) -> ReadReport {
         ReadReport {
             records: self.seq,
-            used: self.end - HEADER_LEN,
-            capacity: self.file.bytes().len() - HEADER_LEN,
+            used: self.end - self.area,
+            capacity: self.area_end - self.area,
             generation: self.generation,
             torn_tail_at: torn,
         }
@@ -234,12 +265,18 @@ impl TxLog {
     /// Appends a record (after checking it against the state: a record
     /// that contradicts it is refused and nothing is written).
     pub fn append(&mut self, rec: &Record) -> Result<(), LogError> {
+        self.append_mut(&mut rec.clone())
+    }
+
+    /// `append`, moving the messages the state keeps out of `rec` rather
+    /// than copying them (what is left of `rec` is for its allocations).
+    pub fn append_mut(&mut self, rec: &mut Record) -> Result<(), LogError> {
         let mut body = std::mem::take(&mut self.scratch);
         body.clear();
         rec.encode(&mut body);
         let need = frame_size(body.len());
         // room first: a compaction writes the state as it is before this record
-        if self.end + need > self.file.bytes().len() {
+        if self.end + need > self.area_end {
             self.compact(need)?;
         }
         // `apply` changes nothing when it refuses a record (every arm checks
@@ -249,32 +286,73 @@ impl TxLog {
             return fail(&self.path, format!("refused a record: {why}"));
         }
         self.seq += 1;
-        write_frame(self.file.bytes_mut(), self.end, rec.kind(), self.seq, &body);
+        let commit = commit_word(self.generation);
+        let f = Frame {
+            commit,
+            kind: rec.kind(),
+            seq: self.seq,
+        };
+        let cleared = write_frame(self.file.bytes_mut(), self.end, self.area_end, f, &body);
         self.end += need;
         self.scratch = body;
         if self.sync {
             self.file
-                .sync_range(self.end - need, need)
+                .sync_range(self.end - need, need + cleared)
                 .or_else(|e| fail(&self.path, format!("msync: {e}")))?;
         }
         Ok(())
     }
 
-    /// Rewrites the live state into a new file that replaces this one;
-    /// `room` more bytes must fit after it.
+    /// Rewrites the live state into the other area (or, when it needs
+    /// more room, into a new file with larger areas that replaces this
+    /// one); `room` more bytes must fit after it.
     fn compact(&mut self, room: usize) -> Result<(), LogError> {
         let records = self.state.records();
         let mut bodies = Vec::with_capacity(records.len());
-        let mut live = 0usize;
+        let mut live = EPOCH_LEN;
         for r in &records {
             let mut b = Vec::new();
             r.encode(&mut b);
             live += frame_size(b.len());
             bodies.push((r.kind(), b));
         }
-        let mut capacity = (self.file.bytes().len() - HEADER_LEN) as u64;
-        while (live + room) as u64 * 2 > capacity {
+        let old = self.area_end - self.area;
+        let mut capacity = old;
+        while (live + room) * 2 > capacity {
             capacity *= 2;
+        }
+        let generation = self.generation + 1;
+        if capacity == old {
+            // the other area, written whole before its epoch commits
+            let other = if self.area == HEADER_LEN {
+                HEADER_LEN + old
+            } else {
+                HEADER_LEN
+            };
+            let (end, seq) = write_records(
+                self.file.bytes_mut(),
+                other,
+                other + old,
+                generation,
+                &bodies,
+            );
+            if self.sync {
+                self.file
+                    .sync_range(other, (end + 4).min(other + old) - other)
+                    .or_else(|e| fail(&self.path, format!("msync: {e}")))?;
+            }
+            write_epoch(self.file.bytes_mut(), other, generation);
+            if self.sync {
+                self.file
+                    .sync_range(other, EPOCH_LEN)
+                    .or_else(|e| fail(&self.path, format!("msync: {e}")))?;
+            }
+            self.area = other;
+            self.area_end = other + old;
+            self.end = end;
+            self.seq = seq;
+            self.generation = generation;
+            return Ok(());
         }
         let tmp = self.path.with_extension("compacting");
         let _ = std::fs::remove_file(&tmp);
@@ -284,19 +362,24 @@ impl TxLog {
             .create_new(true)
             .open(&tmp)
             .or_else(|e| fail(&tmp, format!("cannot create: {e}")))?;
+        // its epoch frame is written first: nothing reads it before the rename
         let mut new = TxLog::create(
             &tmp,
             file,
             self.identity.clone(),
-            capacity,
-            self.generation + 1,
+            capacity as u64,
+            generation,
             self.sync,
         )?;
-        for (kind, body) in &bodies {
-            new.seq += 1;
-            write_frame(new.file.bytes_mut(), new.end, *kind, new.seq, body);
-            new.end += frame_size(body.len());
-        }
+        let (end, seq) = write_records(
+            new.file.bytes_mut(),
+            new.area,
+            new.area_end,
+            generation,
+            &bodies,
+        );
+        new.end = end;
+        new.seq = seq;
         if self.sync {
             new.file
                 .sync_range(0, new.end)
@@ -325,24 +408,7 @@ fn map(path: &Path, file: File, len: u64) -> Result<MappedFile, LogError> {
     })
 }
 
-fn frame_size(body: usize) -> usize {
-    (FRAME_LEN + body).next_multiple_of(8)
-}
-
-fn write_frame(bytes: &mut [u8], at: usize, kind: u8, seq: u64, body: &[u8]) {
-    let f = &mut bytes[at..at + frame_size(body.len())];
-    f[8..12].copy_from_slice(&(body.len() as u32).to_le_bytes());
-    f[12..16].copy_from_slice(&[kind, 0, 0, 0]);
-    f[16..24].copy_from_slice(&seq.to_le_bytes());
-    f[24..24 + body.len()].copy_from_slice(body);
-    let crc = crc32c::crc32c(&f[8..24 + body.len()]);
-    f[4..8].copy_from_slice(&crc.to_le_bytes());
-    // the commit word last: a record without it was never written
-    fence(Ordering::Release);
-    f[0..4].copy_from_slice(&COMMIT.to_le_bytes());
-}
-
-struct Header {
+pub(super) struct Header {
     identity: Identity,
     capacity: u64,
     generation: u64,
@@ -396,7 +462,7 @@ fn decode_header(path: &Path, h: &[u8]) -> Result<Header, LogError> {
         return fail(path, "its header fails its checksum (corrupt)");
     }
     let capacity = u64_at(16);
-    if capacity == 0 || capacity % 8 != 0 || capacity > 1 << 40 {
+    if capacity < 4096 || capacity % 8 != 0 || capacity > 1 << 40 {
         return fail(path, format!("impossible record area of {capacity} bytes"));
     }
     let addr = record::decode_addr(&h[72..HEADER_USED])
@@ -415,82 +481,6 @@ fn decode_header(path: &Path, h: &[u8]) -> Result<Header, LogError> {
     })
 }
 
-/// Reads every record after the header: the state, the report, where the
-/// next record goes and the last sequence number.
-fn replay(
-    path: &Path,
-    bytes: &[u8],
-    generation: u64,
-) -> Result<(LogState, ReadReport, usize, u64), LogError> {
-    let mut state = LogState::default();
-    let mut at = HEADER_LEN;
-    let mut seq = 0u64;
-    let mut torn = None;
-    while at + FRAME_LEN <= bytes.len() {
-        let f = &bytes[at..];
-        let word = |i: usize| u32::from_le_bytes(f[i..i + 4].try_into().unwrap_or([0; 4]));
-        if word(0) != COMMIT {
-            break; // never committed: the end
-        }
-        let len = word(8) as usize;
-        let size = frame_size(len);
-        let whole = len <= record::MAX_PAYLOAD + 4096 && at + size <= bytes.len();
-        let crc_ok = whole && crc32c::crc32c(&f[8..24 + len]) == word(4);
-        if !crc_ok {
-            // torn: only acceptable as the very last record
-            let next = at
-                + if whole {
-                    size
-                } else {
-                    FRAME_LEN.next_multiple_of(8)
-                };
-            let more = next + 4 <= bytes.len() && bytes[next..next + 4] == COMMIT.to_le_bytes();
-            if more {
-                return fail(
-                    path,
-                    format!(
-                        "record {} at offset {at} is corrupt and records follow it",
-                        seq + 1
-                    ),
-                );
-            }
-            torn = Some(at);
-            break;
-        }
-        let rseq = u64::from_le_bytes(f[16..24].try_into().unwrap_or([0; 8]));
-        if rseq != seq + 1 {
-            return fail(
-                path,
-                format!(
-                    "record at offset {at} has sequence number {rseq}, expected {}",
-                    seq + 1
-                ),
-            );
-        }
-        let rec = Record::decode(f[12], &f[24..24 + len])
-            .ok_or(())
-            .or_else(|()| {
-                fail(
-                    path,
-                    format!("record {rseq} at offset {at} is malformed (kind {})", f[12]),
-                )
-            })?;
-        state
-            .apply(&rec)
-            .or_else(|why| fail(path, format!("record {rseq} at offset {at}: {why}")))?;
-        seq = rseq;
-        at += size;
-    }
-    let report = ReadReport {
-        records: seq,
-        used: at - HEADER_LEN,
-        capacity: bytes.len() - HEADER_LEN,
-        generation,
-        torn_tail_at: torn,
-    };
-    Ok((state, report, at, seq))
-}
-
 /// Reads a log without opening it for writing (a copy of its bytes; also
 /// while its process runs): `ramp log FILE`.
 pub fn inspect(path: &Path) -> Result<(Identity, LogState, ReadReport), LogError> {
@@ -505,7 +495,7 @@ pub fn inspect(path: &Path) -> Result<(Identity, LogState, ReadReport), LogError
         );
     }
     let header = decode_header(path, &bytes[..HEADER_LEN])?;
-    let total = HEADER_LEN as u64 + header.capacity;
+    let total = HEADER_LEN as u64 + 2 * header.capacity;
     if (bytes.len() as u64) < total {
         return fail(
             path,
@@ -515,6 +505,6 @@ pub fn inspect(path: &Path) -> Result<(Identity, LogState, ReadReport), LogError
             ),
         );
     }
-    let (state, report, _, _) = replay(path, &bytes[..total as usize], header.generation)?;
+    let (state, report, _, _) = replay(path, &bytes[..total as usize], &header)?;
     Ok((header.identity, state, report))
 }

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// A message as the log keeps it: enough to send it again (an issued
 /// request), to run it after a restart (an acknowledged request) or to
 /// answer a duplicate (a kept reply).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoggedMsg {
     pub handler: u8,
     /// AM-2 category: 0 short, 1 medium, 2 long.
@@ -26,12 +26,31 @@ pub struct TxnState {
 }
 
 /// A transaction at its target: who issued it (address, incarnation) and its id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TargetKey {
     pub peer: SocketAddr,
     /// The initiator's incarnation (stable across restarts with a log).
     pub incarnation: u64,
     pub txn: u64,
+}
+
+/// Hashed as a few words (a target looks one up for every record it
+/// writes): the same fields as `Eq` compares, so equal keys hash alike.
+impl std::hash::Hash for TargetKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        match self.peer {
+            SocketAddr::V4(a) => {
+                h.write_u64(u64::from(a.ip().to_bits()) << 16 | u64::from(a.port()))
+            }
+            SocketAddr::V6(a) => {
+                h.write_u128(a.ip().to_bits());
+                h.write_u64(u64::from(a.port()) | u64::from(a.scope_id()) << 16);
+                h.write_u32(a.flowinfo());
+            }
+        }
+        h.write_u64(self.incarnation);
+        h.write_u64(self.txn);
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +69,17 @@ pub enum Record {
     Acked { key: TargetKey, msg: LoggedMsg },
     /// The target started the handler.
     Started { key: TargetKey },
+    /// The target acknowledged a request and started its handler: `Acked`
+    /// and `Started` in one record (what a target writes before the ack
+    /// leaves; a crash can fall before both or after both, never between),
+    /// with the transactions of the same peer and incarnation forgotten as
+    /// it arrived (the floor it carried passed them), as `Forgotten` would;
+    /// their ids in increasing order.
+    AckedStarted {
+        key: TargetKey,
+        msg: LoggedMsg,
+        forgotten: Vec<u64>,
+    },
     /// The handler finished; the reply (if it sent one) is kept.
     Finished {
         key: TargetKey,
@@ -69,6 +99,7 @@ const STARTED: u8 = 5;
 const FINISHED: u8 = 6;
 const FORGOTTEN: u8 = 7;
 const TXN_FLOOR: u8 = 8;
+const ACKED_STARTED: u8 = 9;
 
 /// Most arguments a message carries (AM-2).
 const MAX_ARGS: usize = 16;
@@ -86,6 +117,7 @@ impl Record {
             Record::Finished { .. } => FINISHED,
             Record::Forgotten { .. } => FORGOTTEN,
             Record::TxnFloor { .. } => TXN_FLOOR,
+            Record::AckedStarted { .. } => ACKED_STARTED,
         }
     }
 
@@ -107,6 +139,18 @@ impl Record {
             }
             Record::Acked { key, msg } => {
                 put_key(out, key);
+                put_msg(out, msg);
+            }
+            Record::AckedStarted {
+                key,
+                msg,
+                forgotten,
+            } => {
+                put_key(out, key);
+                out.extend_from_slice(&(forgotten.len() as u32).to_le_bytes());
+                for t in forgotten {
+                    out.extend_from_slice(&t.to_le_bytes());
+                }
                 put_msg(out, msg);
             }
             Record::Started { key } | Record::Forgotten { key } => put_key(out, key),
@@ -151,6 +195,22 @@ impl Record {
                 key: r.key()?,
                 msg: r.msg()?,
             },
+            ACKED_STARTED => {
+                let key = r.key()?;
+                let n = r.u32()? as usize;
+                if n > r.0.len() / 8 {
+                    return None;
+                }
+                let mut forgotten = Vec::with_capacity(n);
+                for _ in 0..n {
+                    forgotten.push(r.u64()?);
+                }
+                Record::AckedStarted {
+                    key,
+                    msg: r.msg()?,
+                    forgotten,
+                }
+            }
             STARTED => Record::Started { key: r.key()? },
             FORGOTTEN => Record::Forgotten { key: r.key()? },
             FINISHED => {

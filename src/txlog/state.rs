@@ -4,10 +4,12 @@
 //! compaction writes it back as the fewest records that rebuild it
 //! (`records`).
 
+use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use super::record::{LoggedMsg, Record, TargetKey, TxnState};
+use crate::fxhash::FxHashMap;
 
 /// A transaction this endpoint issued.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,7 +34,9 @@ pub enum TargetPhase {
 pub struct LogState {
     /// By transaction id.
     pub issued: BTreeMap<u64, Issued>,
-    pub target: BTreeMap<TargetKey, TargetPhase>,
+    /// By (peer, incarnation, id); a hash map: a target looks one up for
+    /// every record it writes (`ramp log` sorts them to print).
+    pub target: FxHashMap<TargetKey, TargetPhase>,
     /// The lowest transaction id not used yet.
     pub next_txn: u64,
 }
@@ -43,19 +47,20 @@ pub type Inconsistency = &'static str;
 impl LogState {
     /// Applies one record; Err when it contradicts the state (the log is
     /// then not trusted). A refused record changes nothing: every arm
-    /// checks before it writes (`TxLog::append` relies on it).
-    pub fn apply(&mut self, rec: &Record) -> Result<(), Inconsistency> {
+    /// checks before it writes (`TxLog::append` relies on it). The
+    /// messages the state keeps are moved out of `rec`, not copied.
+    pub fn apply(&mut self, rec: &mut Record) -> Result<(), Inconsistency> {
         match rec {
             Record::Issued { txn, dest, msg } => {
                 if self.issued.contains_key(txn) || *txn < self.next_txn {
                     return Err("a transaction id issued twice");
                 }
-                self.next_txn = txn + 1;
+                self.next_txn = *txn + 1;
                 self.issued.insert(
                     *txn,
                     Issued {
                         dest: *dest,
-                        msg: msg.clone(),
+                        msg: std::mem::take(msg),
                         state: TxnState::default(),
                     },
                 );
@@ -76,14 +81,54 @@ impl LogState {
                 if self.target.contains_key(key) {
                     return Err("a request acknowledged twice");
                 }
-                self.target.insert(*key, TargetPhase::Acked(msg.clone()));
+                self.target
+                    .insert(*key, TargetPhase::Acked(std::mem::take(msg)));
+            }
+            Record::AckedStarted { key, forgotten, .. } => {
+                const TWICE: Inconsistency = "a request acknowledged twice";
+                const NEVER: Inconsistency = "a transaction forgotten that was never acknowledged";
+                let one = match forgotten[..] {
+                    [txn] if txn != key.txn => Some(txn),
+                    _ => None,
+                };
+                if let Some(txn) = one {
+                    // the usual case, in two lookups: the one forgotten
+                    // entry out, the new one in (or the old one back)
+                    let old = TargetKey { txn, ..*key };
+                    let phase = self.target.remove(&old).ok_or(NEVER)?;
+                    return match self.target.entry(*key) {
+                        Entry::Vacant(v) => {
+                            v.insert(TargetPhase::Started);
+                            Ok(())
+                        }
+                        Entry::Occupied(_) => {
+                            self.target.insert(old, phase);
+                            Err(TWICE)
+                        }
+                    };
+                }
+                if self.target.contains_key(key) {
+                    return Err(TWICE);
+                }
+                // increasing (so no id twice), each one kept: checked whole
+                // before anything changes
+                let increasing = forgotten.windows(2).all(|w| w[0] < w[1]);
+                let kept = |&txn: &u64| self.target.contains_key(&TargetKey { txn, ..*key });
+                if !increasing || !forgotten.iter().all(kept) {
+                    return Err(NEVER);
+                }
+                for &txn in forgotten.iter() {
+                    self.target.remove(&TargetKey { txn, ..*key });
+                }
+                // the request itself is no longer needed once started
+                self.target.insert(*key, TargetPhase::Started);
             }
             Record::Started { key } => match self.target.get_mut(key) {
                 Some(p @ TargetPhase::Acked(_)) => *p = TargetPhase::Started,
                 _ => return Err("a handler started without its request acknowledged"),
             },
             Record::Finished { key, reply } => match self.target.get_mut(key) {
-                Some(p @ TargetPhase::Started) => *p = TargetPhase::Finished(reply.clone()),
+                Some(p @ TargetPhase::Started) => *p = TargetPhase::Finished(reply.take()),
                 _ => return Err("a handler finished without having started"),
             },
             Record::Forgotten { key } => {
@@ -126,11 +171,11 @@ impl LogState {
                 }),
                 TargetPhase::Started | TargetPhase::Finished(_) => {
                     // the request itself is no longer needed once started
-                    out.push(Record::Acked {
+                    out.push(Record::AckedStarted {
                         key: *key,
                         msg: placeholder,
+                        forgotten: Vec::new(),
                     });
-                    out.push(Record::Started { key: *key });
                     if let TargetPhase::Finished(r) = phase {
                         out.push(Record::Finished {
                             key: *key,

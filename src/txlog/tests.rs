@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::record::{LoggedMsg, Record, TargetKey, TxnState};
-use super::state::TargetPhase;
+use super::state::{LogState, TargetPhase};
 use super::*;
 
 fn dir(name: &str) -> PathBuf {
@@ -87,6 +87,19 @@ fn history() -> Vec<Record> {
             msg: msg(7, 1),
         },
         Record::Forgotten { key: key(13) },
+        Record::Acked {
+            key: key(15),
+            msg: msg(7, 1),
+        },
+        Record::Acked {
+            key: key(16),
+            msg: msg(7, 1),
+        },
+        Record::AckedStarted {
+            key: key(14),
+            msg: msg(7, 2),
+            forgotten: vec![15, 16],
+        },
     ]
 }
 
@@ -113,6 +126,8 @@ fn records_survive_a_reopen_and_rebuild_the_state() {
     assert_eq!(s.target[&key(11)], TargetPhase::Acked(msg(7, 1)));
     assert_eq!(s.target[&key(12)], TargetPhase::Started);
     assert!(!s.target.contains_key(&key(13)));
+    assert_eq!(s.target[&key(14)], TargetPhase::Started);
+    assert!(!s.target.contains_key(&key(15)) && !s.target.contains_key(&key(16)));
     // read-only inspection agrees
     let (i, st, r) = inspect(&p).unwrap();
     assert_eq!((i, &st, r.records), (id(), &want, rep.records));
@@ -249,6 +264,32 @@ fn records_that_contradict_the_state_are_refused() {
     let before = log.state().clone();
     assert!(log.append(&Record::Started { key: key(1) }).is_err());
     assert_eq!(log.state(), &before, "a refused record changes nothing");
+    // a start that forgets what was never acked, or one id twice
+    // (with 1 started and 2 acked)
+    let cases = [
+        (3, vec![1, 1]),
+        (3, vec![4]),
+        (3, vec![2, 4]),
+        (3, vec![2, 1]),
+        (3, vec![3]),
+        (1, vec![2]),
+        (1, vec![]),
+    ];
+    log.append(&Record::Acked {
+        key: key(2),
+        msg: msg(1, 0),
+    })
+    .unwrap();
+    let before = log.state().clone();
+    for (k, forgotten) in cases {
+        let r = Record::AckedStarted {
+            key: key(k),
+            msg: msg(1, 0),
+            forgotten,
+        };
+        assert!(log.append(&r).is_err(), "{r:?}");
+        assert_eq!(log.state(), &before, "a refused record changes nothing");
+    }
     assert!(log
         .append(&Record::Acked {
             key: key(1),
@@ -283,7 +324,7 @@ fn records_that_contradict_the_state_are_refused() {
         .is_err());
     drop(log);
     let (_, rep) = TxLog::open(&p, || panic!(), false).unwrap();
-    assert_eq!(rep.records, 3, "refused records were not written");
+    assert_eq!(rep.records, 4, "refused records were not written");
 }
 
 #[test]
@@ -329,7 +370,7 @@ fn a_full_log_is_compacted_and_grows_when_the_live_state_needs_it() {
     let want = log.state().clone();
     assert_eq!(want.issued.len(), 30);
     assert_eq!(want.next_txn, next);
-    let cap = log.file.bytes().len() - HEADER_LEN;
+    let cap = log.area_end - log.area;
     assert!(cap as u64 > DEFAULT_CAPACITY, "grew: {cap}");
     drop(log);
     let (log, rep) = TxLog::open(&p, || panic!(), false).unwrap();
@@ -349,4 +390,89 @@ fn sync_mode_writes_the_same_log() {
     let want = log.state().clone();
     drop(log);
     assert_eq!(inspect(&p).unwrap().1, want);
+}
+
+/// Short-lived target transactions as a logging target writes them, with
+/// `open` of them left unfinished; returns the log's state before each
+/// compaction (the generation it left).
+fn churn(log: &mut TxLog, n: u64, open: u64) -> Vec<(u64, LogState)> {
+    let mut before = Vec::new();
+    let mut append = |log: &mut TxLog, r: Record| {
+        let g = log.generation;
+        let prev = log.state().clone();
+        log.append(&r).unwrap();
+        if log.generation != g {
+            before.push((g, prev));
+        }
+    };
+    for t in 0..n {
+        let k = key(t);
+        append(
+            log,
+            Record::AckedStarted {
+                key: k,
+                msg: msg(1, 16),
+                forgotten: Vec::new(),
+            },
+        );
+        if t % (n / open.max(1)) == 0 {
+            continue; // stays started
+        }
+        let reply = Some(msg(2, 8));
+        append(log, Record::Finished { key: k, reply });
+        append(log, Record::Forgotten { key: k });
+    }
+    before
+}
+
+#[test]
+fn compactions_write_over_the_two_areas_in_turn_and_the_file_keeps_its_size() {
+    let d = dir("areas");
+    let p = d.join("ep.log");
+    let (mut log, _) = TxLog::open(&p, id, false).unwrap();
+    let len = std::fs::metadata(&p).unwrap().len();
+    assert_eq!(len, HEADER_LEN as u64 + 2 * DEFAULT_CAPACITY);
+    let before = churn(&mut log, 40_000, 20);
+    assert!(before.len() >= 4, "compacted {} times", before.len());
+    assert_eq!(log.generation, before.len() as u64);
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), len, "no new file");
+    let want = log.state().clone();
+    assert_eq!(want.target.len(), 20);
+    drop(log);
+    // what the other area holds from two generations ago is not read
+    let (log, rep) = TxLog::open(&p, || panic!("exists"), false).unwrap();
+    assert_eq!(log.state(), &want);
+    assert_eq!(rep.generation, before.len() as u64);
+    assert_eq!(rep.torn_tail_at, None);
+    assert_eq!(inspect(&p).unwrap().1, want);
+}
+
+#[test]
+fn a_compaction_cut_short_before_its_epoch_leaves_the_old_area_live() {
+    let d = dir("cut");
+    let p = d.join("ep.log");
+    let (mut log, _) = TxLog::open(&p, id, false).unwrap();
+    let before = churn(&mut log, 12_000, 5);
+    let (g, at_compaction) = before.last().cloned().unwrap();
+    let (live, next) = (log.area, log.generation);
+    assert_eq!(next, g + 1);
+    drop(log);
+    // killed after writing the new area's records, before its epoch's
+    // commit word: the area written before stays the live one, whole
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[live..live + 4].fill(0);
+    std::fs::write(&p, &bytes).unwrap();
+    let (log, rep) = TxLog::open(&p, || panic!("exists"), false).unwrap();
+    assert_eq!(rep.generation, g);
+    assert_eq!(log.state(), &at_compaction);
+    assert_ne!(log.area, live);
+    drop(log);
+    // no area with a whole epoch frame: refused, not read as empty
+    let cap = DEFAULT_CAPACITY as usize;
+    bytes[HEADER_LEN..HEADER_LEN + 4].fill(0);
+    bytes[HEADER_LEN + cap..HEADER_LEN + cap + 4].fill(0);
+    std::fs::write(&p, &bytes).unwrap();
+    let e = TxLog::open(&p, || panic!(), false).err().unwrap();
+    assert!(e.to_string().contains("epoch frame"), "{e}");
+    assert!(e.to_string().contains(p.to_str().unwrap()), "{e}");
 }

@@ -55,7 +55,9 @@ pub fn run(path: &str) -> i32 {
         );
     }
     println!("  transactions at this target: {}", state.target.len());
-    for (k, phase) in &state.target {
+    let mut target: Vec<_> = state.target.iter().collect();
+    target.sort_by_key(|(k, _)| **k);
+    for (k, phase) in target {
         let what = match phase {
             TargetPhase::Acked(m) => format!("acknowledged, not started: {}", describe(m)),
             TargetPhase::Started => "started, not finished".to_string(),
