@@ -19,6 +19,7 @@ use std::sync::Arc;
 use super::endpoint::{Endpoint, EpState};
 use super::handler::SegmentMemory;
 use super::region::Regions;
+use super::rma_direct::{Direct, DirectIssue};
 use super::rma_target::{Chunk, CHUNK};
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
@@ -48,6 +49,9 @@ pub(crate) struct RmaState {
     /// The first remote memory request not performed yet, while the answers
     /// to its peer back up (`rma_target.rs`); nothing behind it is drained.
     pub(super) stalled: Option<Event<SocketAddr>>,
+    /// Direct copies (`rma_direct.rs`): operations of ours done directly,
+    /// fallen back to chunks, and copies we performed as a target.
+    pub(super) direct_counts: [u64; 3],
 }
 
 struct Op {
@@ -64,6 +68,8 @@ struct Op {
     fenced: bool,
     /// A get's destination.
     dst: Option<Arc<dyn SegmentMemory>>,
+    /// A direct copy's state (`rma_direct.rs`).
+    direct: Direct,
 }
 
 impl Op {
@@ -170,6 +176,19 @@ impl Endpoint {
         if nchunks > u32::MAX as u64 {
             return Err(Error::BadArg("length too large"));
         }
+        let direct = DirectIssue {
+            dest: o.dest,
+            region: o.region,
+            offset: o.offset,
+            kind: o.kind,
+            src: o.src,
+            dst: o.dst.clone(),
+            notify: o.notify,
+            keep: o.keep,
+        };
+        if let Some(h) = self.try_direct(&direct)? {
+            return Ok(h);
+        }
         let g = self.state.lock();
         let mut st = g.borrow_mut();
         if st.depth.is_none() {
@@ -205,6 +224,7 @@ impl Endpoint {
                 kept: o.keep,
                 fenced: false,
                 dst: o.dst,
+                direct: Direct::No,
             },
         );
         let now = Instant::now().max(st.last_pump);
@@ -319,6 +339,13 @@ impl Endpoint {
         })
     }
 
+    /// Direct copies (`rma_direct.rs`): [our operations done directly,
+    /// ours fallen back to chunks, copies performed for peers] (tests,
+    /// diagnostics).
+    pub fn rma_direct_counts(&self) -> [u64; 3] {
+        self.with(|s| s.rma.direct_counts)
+    }
+
     /// Regions registered (besides the segment) and operations not yet
     /// reported (tests, diagnostics).
     pub fn rma_counts(&self) -> (usize, usize) {
@@ -336,6 +363,64 @@ impl RmaState {
                 return (id, self.last_handle);
             }
         }
+    }
+
+    /// Registers a direct operation to `peer` (one answer awaited, kept
+    /// until `end_direct` or `drop_direct`): (wire id, handle); None when
+    /// too many are unfinished.
+    pub(super) fn start_direct(
+        &mut self,
+        peer: SocketAddr,
+        total: u64,
+        dst: Option<Arc<dyn SegmentMemory>>,
+    ) -> Option<(u32, u64)> {
+        if self.ops.len() >= MAX_OPS {
+            return None;
+        }
+        let (id, handle) = self.next_id();
+        let op = Op {
+            handle,
+            peer,
+            waiting: vec![1],
+            remaining: 1,
+            total,
+            status: None,
+            kept: true,
+            fenced: false,
+            dst,
+            direct: Direct::Waiting,
+        };
+        self.ops.insert(id, op);
+        Some((id, handle))
+    }
+
+    pub(super) fn direct_state(&self, id: u32) -> Direct {
+        self.ops.get(&id).map_or(Direct::Failed, |o| o.direct)
+    }
+
+    /// Forgets a direct operation that falls back to chunks (its late
+    /// answer, if any, is dropped as stale).
+    pub(super) fn drop_direct(&mut self, id: u32) {
+        self.direct_counts[1] += 1;
+        self.ops.remove(&id);
+    }
+
+    /// A direct operation the target answered: its handle, kept as a
+    /// completed operation, or 0 and forgotten (a failure remembered for
+    /// `fence`).
+    pub(super) fn end_direct(&mut self, id: u32, keep: bool, handle: u64) -> u64 {
+        let Some(op) = self.ops.get_mut(&id) else {
+            return 0;
+        };
+        op.direct = Direct::No;
+        op.kept = keep;
+        self.direct_counts[0] += 1;
+        if keep {
+            return handle;
+        }
+        self.fence_failed |= op.status.is_some();
+        self.ops.remove(&id);
+        0
     }
 
     /// Some(status) and the handle released when `op` is done.
@@ -389,12 +474,40 @@ impl EpState {
         data
     }
 
-    /// A chunk of operation `id` could not be delivered.
+    /// A chunk (or the descriptor) of operation `id` could not be delivered.
     pub(super) fn chunk_failed(&mut self, id: u32, index: u32, status: ReturnStatus) {
         if let Some(op) = self.rma.ops.get_mut(&id) {
             if op.answer(index) {
+                if op.direct == Direct::Waiting {
+                    op.direct = Direct::Failed;
+                }
                 self.finish_chunk(id, Some(status));
             }
+        }
+    }
+
+    /// The answer to a direct operation's descriptor (`rma_direct.rs`):
+    /// a final status, or "fall back to chunks".
+    pub(super) fn direct_answered(
+        &mut self,
+        from: SocketAddr,
+        id: u32,
+        status: Option<ReturnStatus>,
+        fall_back: bool,
+    ) {
+        let op = self.rma.ops.get_mut(&id);
+        match op {
+            Some(op) if op.peer == from && op.direct == Direct::Waiting && op.remaining == 1 => {
+                op.answer(0);
+                op.direct = if fall_back {
+                    Direct::FallBack
+                } else {
+                    Direct::Answered
+                };
+                self.stats.replies_received[0] += 1;
+                self.finish_chunk(id, if fall_back { None } else { status });
+            }
+            _ => self.stats.stale_dropped += 1,
         }
     }
 
