@@ -36,11 +36,11 @@ const SPIN_ROUNDS: u32 = 1000;
 #[derive(Default)]
 pub(crate) struct RmaState {
     pub(super) regions: Regions,
-    ops: FxHashMap<u32, Op>,
+    pub(super) ops: FxHashMap<u32, Op>,
     /// The last handle handed out (its low 32 bits are the id on the wire).
     last_handle: u64,
     /// An operation without a handle failed since the last fence.
-    fence_failed: bool,
+    pub(super) fence_failed: bool,
     /// AM messages drained from the protocol, waiting for a poll (`rma_target.rs`).
     pub(super) pending: VecDeque<Event<SocketAddr>>,
     /// Beside each of `pending`: for a request, our tag of the association
@@ -52,29 +52,52 @@ pub(crate) struct RmaState {
     /// Direct copies (`rma_direct.rs`): operations of ours done directly,
     /// fallen back to chunks, and copies we performed as a target.
     pub(super) direct_counts: [u64; 3],
+    /// Direct gets that failed, held until a late copy cannot come.
+    pub(super) held: usize,
 }
 
-struct Op {
-    handle: u64,
-    peer: SocketAddr,
+pub(super) struct Op {
+    pub(super) handle: u64,
+    pub(super) peer: SocketAddr,
     /// Chunks not answered yet, as a bitmap.
-    waiting: Vec<u64>,
-    remaining: u64,
-    total: u64,
-    status: Option<ReturnStatus>,
+    pub(super) waiting: Vec<u64>,
+    pub(super) remaining: u64,
+    pub(super) total: u64,
+    pub(super) status: Option<ReturnStatus>,
     /// A caller holds the handle (else the op is forgotten when done).
-    kept: bool,
+    pub(super) kept: bool,
     /// A fence has reported its failure already.
-    fenced: bool,
+    pub(super) fenced: bool,
     /// A get's destination.
-    dst: Option<Arc<dyn SegmentMemory>>,
+    pub(super) dst: Option<Arc<dyn SegmentMemory>>,
     /// A direct copy's state (`rma_direct.rs`).
-    direct: Direct,
+    pub(super) direct: Direct,
+    /// A direct get's: what its chunks need if it falls back.
+    pub(super) redo: Option<Redo>,
+}
+
+/// What a direct get keeps to fall back to chunks (`rma_direct.rs`).
+pub(super) struct Redo {
+    pub(super) region: u32,
+    pub(super) offset: u64,
+    pub(super) tag: u64,
+    /// CLOCK_MONOTONIC ns after which no late copy can come.
+    pub(super) hold_until: u64,
 }
 
 impl Op {
+    /// A bitmap of `n` chunks waiting.
+    pub(super) fn all_waiting(n: u64) -> Vec<u64> {
+        let words = (n as usize).div_ceil(64);
+        let mut waiting = vec![u64::MAX; words];
+        if !n.is_multiple_of(64) {
+            waiting[words - 1] = (1u64 << (n % 64)) - 1;
+        }
+        waiting
+    }
+
     /// Marks chunk `index` answered; false when it was not waiting.
-    fn answer(&mut self, index: u32) -> bool {
+    pub(super) fn answer(&mut self, index: u32) -> bool {
         let (w, b) = (index as usize / 64, index % 64);
         match self.waiting.get_mut(w) {
             Some(word) if *word & (1 << b) != 0 => {
@@ -207,11 +230,7 @@ impl Endpoint {
             ));
         }
         let (id, handle) = st.rma.next_id();
-        let words = (nchunks as usize).div_ceil(64);
-        let mut waiting = vec![u64::MAX; words];
-        if !nchunks.is_multiple_of(64) {
-            waiting[words - 1] = (1u64 << (nchunks % 64)) - 1;
-        }
+        let waiting = Op::all_waiting(nchunks);
         st.rma.ops.insert(
             id,
             Op {
@@ -225,6 +244,7 @@ impl Endpoint {
                 fenced: false,
                 dst: o.dst,
                 direct: Direct::No,
+                redo: None,
             },
         );
         let now = Instant::now().max(st.last_pump);
@@ -355,7 +375,7 @@ impl Endpoint {
 
 impl RmaState {
     /// A fresh (wire id, handle) pair: the id is not in use.
-    fn next_id(&mut self) -> (u32, u64) {
+    pub(super) fn next_id(&mut self) -> (u32, u64) {
         loop {
             self.last_handle += 1;
             let id = self.last_handle as u32;
@@ -363,64 +383,6 @@ impl RmaState {
                 return (id, self.last_handle);
             }
         }
-    }
-
-    /// Registers a direct operation to `peer` (one answer awaited, kept
-    /// until `end_direct` or `drop_direct`): (wire id, handle); None when
-    /// too many are unfinished.
-    pub(super) fn start_direct(
-        &mut self,
-        peer: SocketAddr,
-        total: u64,
-        dst: Option<Arc<dyn SegmentMemory>>,
-    ) -> Option<(u32, u64)> {
-        if self.ops.len() >= MAX_OPS {
-            return None;
-        }
-        let (id, handle) = self.next_id();
-        let op = Op {
-            handle,
-            peer,
-            waiting: vec![1],
-            remaining: 1,
-            total,
-            status: None,
-            kept: true,
-            fenced: false,
-            dst,
-            direct: Direct::Waiting,
-        };
-        self.ops.insert(id, op);
-        Some((id, handle))
-    }
-
-    pub(super) fn direct_state(&self, id: u32) -> Direct {
-        self.ops.get(&id).map_or(Direct::Failed, |o| o.direct)
-    }
-
-    /// Forgets a direct operation that falls back to chunks (its late
-    /// answer, if any, is dropped as stale).
-    pub(super) fn drop_direct(&mut self, id: u32) {
-        self.direct_counts[1] += 1;
-        self.ops.remove(&id);
-    }
-
-    /// A direct operation the target answered: its handle, kept as a
-    /// completed operation, or 0 and forgotten (a failure remembered for
-    /// `fence`).
-    pub(super) fn end_direct(&mut self, id: u32, keep: bool, handle: u64) -> u64 {
-        let Some(op) = self.ops.get_mut(&id) else {
-            return 0;
-        };
-        op.direct = Direct::No;
-        op.kept = keep;
-        self.direct_counts[0] += 1;
-        if keep {
-            return handle;
-        }
-        self.fence_failed |= op.status.is_some();
-        self.ops.remove(&id);
-        0
     }
 
     /// Some(status) and the handle released when `op` is done.
@@ -477,41 +439,17 @@ impl EpState {
     /// A chunk (or the descriptor) of operation `id` could not be delivered.
     pub(super) fn chunk_failed(&mut self, id: u32, index: u32, status: ReturnStatus) {
         if let Some(op) = self.rma.ops.get_mut(&id) {
+            if op.direct == Direct::Waiting {
+                self.direct_failed(id, status);
+                return;
+            }
             if op.answer(index) {
-                if op.direct == Direct::Waiting {
-                    op.direct = Direct::Failed;
-                }
                 self.finish_chunk(id, Some(status));
             }
         }
     }
 
-    /// The answer to a direct operation's descriptor (`rma_direct.rs`):
-    /// a final status, or "fall back to chunks".
-    pub(super) fn direct_answered(
-        &mut self,
-        from: SocketAddr,
-        id: u32,
-        status: Option<ReturnStatus>,
-        fall_back: bool,
-    ) {
-        let op = self.rma.ops.get_mut(&id);
-        match op {
-            Some(op) if op.peer == from && op.direct == Direct::Waiting && op.remaining == 1 => {
-                op.answer(0);
-                op.direct = if fall_back {
-                    Direct::FallBack
-                } else {
-                    Direct::Answered
-                };
-                self.stats.replies_received[0] += 1;
-                self.finish_chunk(id, if fall_back { None } else { status });
-            }
-            _ => self.stats.stale_dropped += 1,
-        }
-    }
-
-    fn finish_chunk(&mut self, id: u32, status: Option<ReturnStatus>) {
+    pub(super) fn finish_chunk(&mut self, id: u32, status: Option<ReturnStatus>) {
         let Some(op) = self.rma.ops.get_mut(&id) else {
             return;
         };

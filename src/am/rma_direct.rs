@@ -42,6 +42,8 @@ use super::endpoint::{Endpoint, EpState};
 use super::handler::SegmentMemory;
 use super::region::{REGION_READ, REGION_WRITE};
 use super::returned::tag_accepts;
+use super::rma::{Op, Redo, RmaState, MAX_OPS};
+use super::rma_target::{Chunk, CHUNK};
 use crate::error::{Result, ReturnStatus};
 use crate::sys::monotonic_nanos;
 use crate::time::Instant;
@@ -196,8 +198,10 @@ impl Endpoint {
             None => o.src.as_ptr() as u64,
         };
         let expiry = monotonic_nanos() + TTL;
+        let is_get = o.dst.is_some();
         let started = self.with(|st| {
-            if st.depth.is_none() || st.dispatch_nesting > 0 {
+            // a put waits for its answer: not inside a handler
+            if st.depth.is_none() || st.dispatch_nesting > 0 && !is_get {
                 return None;
             }
             let peer = st.table.mapped_entry(o.dest)?;
@@ -216,7 +220,14 @@ impl Endpoint {
                 pid,
                 secret,
             };
-            let (id, handle) = st.rma.start_direct(to, total, o.dst.clone())?;
+            let redo = is_get.then_some(Redo {
+                region: o.region,
+                offset: o.offset,
+                tag,
+                hold_until: expiry + GRACE,
+            });
+            let kept = o.keep || !is_get;
+            let (id, handle) = st.rma.start_direct(to, total, o.dst.clone(), kept, redo)?;
             let meta = d.meta(o.kind, id, tag);
             st.stats.requests_sent[meta.category.index()] += 1;
             let now = Instant::now().max(st.last_pump);
@@ -227,6 +238,10 @@ impl Endpoint {
         let Some((id, handle)) = started else {
             return Ok(None);
         };
+        if is_get {
+            // completes (or falls back to chunks) as the answer comes
+            return Ok(Some(if o.keep { handle } else { 0 }));
+        }
         let mut rounds = 0;
         loop {
             let state = self.with(|st| st.rma.direct_state(id));
@@ -254,7 +269,178 @@ impl Endpoint {
     }
 }
 
+impl RmaState {
+    /// Registers a direct operation to `peer` (one answer awaited):
+    /// (wire id, handle); None when too many are unfinished.
+    fn start_direct(
+        &mut self,
+        peer: SocketAddr,
+        total: u64,
+        dst: Option<Arc<dyn SegmentMemory>>,
+        kept: bool,
+        redo: Option<Redo>,
+    ) -> Option<(u32, u64)> {
+        if self.ops.len() >= MAX_OPS {
+            return None;
+        }
+        let (id, handle) = self.next_id();
+        let op = Op {
+            handle,
+            peer,
+            waiting: vec![1],
+            remaining: 1,
+            total,
+            status: None,
+            kept,
+            fenced: false,
+            dst,
+            direct: Direct::Waiting,
+            redo,
+        };
+        self.ops.insert(id, op);
+        Some((id, handle))
+    }
+
+    fn direct_state(&self, id: u32) -> Direct {
+        self.ops.get(&id).map_or(Direct::Failed, |o| o.direct)
+    }
+
+    /// Forgets a direct put that falls back to chunks (its late answer, if
+    /// any, is dropped as stale).
+    fn drop_direct(&mut self, id: u32) {
+        if let Some(op) = self.ops.remove(&id) {
+            if op.direct != Direct::FallBack {
+                self.direct_counts[1] += 1;
+            }
+        }
+    }
+
+    /// A direct put the target answered: its handle, kept as a completed
+    /// operation, or 0 and forgotten (a failure remembered for `fence`).
+    fn end_direct(&mut self, id: u32, keep: bool, handle: u64) -> u64 {
+        let Some(op) = self.ops.get_mut(&id) else {
+            return 0;
+        };
+        op.direct = Direct::No;
+        op.kept = keep;
+        if keep {
+            return handle;
+        }
+        self.fence_failed |= op.status.is_some();
+        self.ops.remove(&id);
+        0
+    }
+}
+
 impl EpState {
+    /// The answer to a direct operation's descriptor: a final status, or
+    /// "fall back to chunks" (a get sends them now; a put's waiting call
+    /// does).
+    pub(super) fn direct_answered(
+        &mut self,
+        from: SocketAddr,
+        id: u32,
+        status: Option<ReturnStatus>,
+        fall_back: bool,
+    ) {
+        let op = match self.rma.ops.get_mut(&id) {
+            Some(op) if op.peer == from && op.direct == Direct::Waiting && op.remaining == 1 => {
+                op.answer(0);
+                op
+            }
+            _ => {
+                self.stats.stale_dropped += 1;
+                return;
+            }
+        };
+        self.stats.replies_received[0] += 1;
+        self.rma.direct_counts[usize::from(fall_back)] += 1;
+        if !fall_back {
+            op.direct = Direct::Answered;
+            return self.finish_chunk(id, status);
+        }
+        op.direct = Direct::FallBack;
+        if op.redo.is_some() {
+            self.resend_as_chunks(id);
+        } else {
+            self.finish_chunk(id, None);
+        }
+    }
+
+    /// The descriptor of operation `id` could not be delivered. A put's
+    /// waiting call falls back; a get is held until no late copy into its
+    /// destination can come (`GRACE`), then fails.
+    pub(super) fn direct_failed(&mut self, id: u32, status: ReturnStatus) {
+        let Some(op) = self.rma.ops.get_mut(&id) else {
+            return;
+        };
+        op.direct = Direct::Failed;
+        if op.redo.is_none() {
+            op.answer(0);
+            return self.finish_chunk(id, Some(status));
+        }
+        op.status = Some(status);
+        self.rma.held += 1;
+    }
+
+    /// Completes the held failed gets whose time has come.
+    pub(super) fn release_held(&mut self) {
+        if self.rma.held == 0 {
+            return;
+        }
+        let now = monotonic_nanos();
+        let due: Vec<u32> = self
+            .rma
+            .ops
+            .iter()
+            .filter(|(_, o)| {
+                o.direct == Direct::Failed && o.redo.as_ref().is_some_and(|r| r.hold_until < now)
+            })
+            .map(|(&id, _)| id)
+            .collect();
+        for id in due {
+            if let Some(op) = self.rma.ops.get_mut(&id) {
+                op.answer(0);
+                op.direct = Direct::No;
+                let status = op.status;
+                self.rma.held -= 1;
+                self.finish_chunk(id, status);
+            }
+        }
+    }
+
+    /// A direct get the target did not copy: its chunks go now, under the
+    /// same id (the descriptor's answer is in: nothing else comes for it).
+    fn resend_as_chunks(&mut self, id: u32) {
+        let Some(op) = self.rma.ops.get_mut(&id) else {
+            return;
+        };
+        let Some(r) = op.redo.take() else {
+            return;
+        };
+        let n = Chunk::count(op.total);
+        op.waiting = Op::all_waiting(n);
+        op.remaining = n;
+        op.direct = Direct::No;
+        let (peer, total) = (op.peer, op.total);
+        let now = Instant::now().max(self.last_pump);
+        for i in 0..n as u32 {
+            let rel = i as u64 * CHUNK as u64;
+            let c = Chunk {
+                region: r.region,
+                notify: None,
+                start: r.offset,
+                total,
+                index: i,
+                len: (total - rel).min(CHUNK as u64) as u32,
+            };
+            let meta = c.meta(MsgKind::Get, id, r.tag);
+            self.stats.requests_sent[meta.category.index()] += 1;
+            let payload = self.proto.payload_buffer(&[]);
+            self.send_message(now, peer, CHANNEL_REQUEST, meta, payload);
+        }
+    }
+
     /// Performs a descriptor from `from`: (status, fall back).
     pub(super) fn perform_direct(
         &mut self,

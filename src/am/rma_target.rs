@@ -223,6 +223,7 @@ impl EpState {
                 }
             }
         }
+        self.release_held();
     }
 
     /// The next AM message for a handler, in arrival order.
