@@ -46,6 +46,8 @@ mod request;
 mod returned;
 mod rma;
 mod rma_direct;
+#[cfg(test)]
+mod rma_direct_tests;
 mod rma_target;
 #[cfg(test)]
 mod rma_tests;

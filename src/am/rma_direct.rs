@@ -59,6 +59,9 @@ const TTL: u64 = 50_000_000;
 /// What the initiator waits beyond the expiry before falling back after
 /// a failure or no answer (ns): a copy begun in time ends within it.
 const GRACE: u64 = 50_000_000;
+/// How long a direct put polls for its answer without sleeping, besides
+/// 1 ns per byte (ns).
+const SPIN_NS: u64 = 1_000_000;
 
 /// Where a direct operation stands at the initiator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -243,6 +246,9 @@ impl Endpoint {
             return Ok(Some(if o.keep { handle } else { 0 }));
         }
         let mut rounds = 0;
+        // the copy takes a while: polled without sleeping meanwhile (a
+        // wake-up would cost more than the wait), then as any waiting call
+        let spin_until = monotonic_nanos() + SPIN_NS + total;
         loop {
             let state = self.with(|st| st.rma.direct_state(id));
             match state {
@@ -254,8 +260,16 @@ impl Endpoint {
                     return Ok(None);
                 }
                 Direct::Failed => break,
-                _ if monotonic_nanos() > expiry => break,
-                _ => self.wait_round(&mut rounds)?,
+                _ => {}
+            }
+            let now = monotonic_nanos();
+            if now > expiry {
+                break;
+            }
+            if now < spin_until {
+                self.poll_bundle()?;
+            } else {
+                self.wait_round(&mut rounds)?;
             }
         }
         // no answer in time, or none to come: a copy begun before the
@@ -535,6 +549,7 @@ mod tests {
         m.args[1] = 4 | FLAG_DIRECT;
         assert_eq!(Desc::parse(&m), None, "unknown flag");
         m = good;
+        m.args[11] = u32::MAX;
         m.args[12] = u32::MAX;
         assert_eq!(Desc::parse(&m), None, "address + length wraps");
         m = good;
