@@ -484,12 +484,21 @@ impl EpState {
         }
         let need = if is_put { REGION_WRITE } else { REGION_READ };
         let seg = self.segment.as_ref();
-        let mem = match self.rma.regions.check(seg, d.region, need, d.start, d.total) {
+        let mem = match self
+            .rma
+            .regions
+            .check(seg, d.region, need, d.start, d.total)
+        {
             Ok(m) => m,
             Err(s) => return (Some(s), false),
         };
         if let Some((off, _)) = d.notify {
-            if self.rma.regions.check(seg, d.region, REGION_WRITE, off, 4).is_err() {
+            if self
+                .rma
+                .regions
+                .check(seg, d.region, REGION_WRITE, off, 4)
+                .is_err()
+            {
                 return (Some(ReturnStatus::BadSegOff), false);
             }
         }

@@ -85,7 +85,9 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
     let (dropped0, copies0) = counts(&target);
     send(&attacker, MsgKind::Put, bait.base(), 77);
     send(&attacker, MsgKind::Get, victim.base(), 78);
-    poll_until("the forged descriptors", &|| counts(&target).0 >= dropped0 + 2);
+    poll_until("the forged descriptors", &|| {
+        counts(&target).0 >= dropped0 + 2
+    });
     assert_eq!(counts(&target).1, copies0, "no copy performed");
     assert!(region.snapshot().iter().all(|&x| x == 0), "region written");
     assert!(victim.snapshot().iter().all(|&x| x == 0), "memory written");

@@ -248,7 +248,9 @@ impl EpState {
         payload: Vec<u8>,
     ) {
         match (channel, meta.kind) {
-            (CHANNEL_REQUEST, MsgKind::Put | MsgKind::Get) if super::rma_direct::is_direct(&meta) => {
+            (CHANNEL_REQUEST, MsgKind::Put | MsgKind::Get)
+                if super::rma_direct::is_direct(&meta) =>
+            {
                 let (status, fall_back) = self.perform_direct(from, &meta, &payload);
                 self.proto.recycle(payload);
                 let kind = if meta.kind == MsgKind::Put {
@@ -296,7 +298,10 @@ impl EpState {
                 }
             }
             (CHANNEL_REPLY, MsgKind::RmaDone | MsgKind::GetReply)
-                if meta.nargs == 2 && meta.args[0] == 0 && meta.args[1] <= 1 && payload.is_empty() =>
+                if meta.nargs == 2
+                    && meta.args[0] == 0
+                    && meta.args[1] <= 1
+                    && payload.is_empty() =>
             {
                 let status = match meta.status {
                     0 => None,

@@ -219,7 +219,6 @@ pub fn client(args: &[String]) -> i32 {
         ep.get(1, region, off, dsts[i % dsts.len()].clone(), true)
             .unwrap()
     }));
-    eprintln!("DEBUG direct {:?}", ep.rma_direct_counts());
     for l in to_lines(&f) {
         println!("{l}");
     }
