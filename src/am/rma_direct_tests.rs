@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::region::{REGION_READ, REGION_WRITE};
 use super::rma_direct::Desc;
 use super::{Bundle, BundleMode, Endpoint, SegmentMemory, VecSegment};
-use crate::config::Config;
+use crate::config::{Config, TransportChoice};
 use crate::sys::monotonic_nanos;
 use crate::time::Instant;
 use crate::wire::{MsgKind, CHANNEL_REQUEST};
@@ -16,9 +16,9 @@ use crate::wire::{MsgKind, CHANNEL_REQUEST};
 const TAG: u64 = 0xc3a;
 const N: usize = 64 << 10;
 
-fn endpoint(b: &Bundle, transport: &str) -> Arc<Endpoint> {
-    let t = transport.to_string();
-    let cfg = Config::from_lookup(|k| (k == "RAMP_TRANSPORT").then(|| t.clone())).unwrap();
+fn endpoint(b: &Bundle, transport: TransportChoice) -> Arc<Endpoint> {
+    let mut cfg = Config::from_lookup(|_| None).unwrap();
+    cfg.transport = transport;
     let tr = crate::net::open(&cfg).unwrap();
     super::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
 }
@@ -32,9 +32,9 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
     super::init().unwrap();
     let b = super::allocate_bundle(BundleMode::Seq).unwrap();
     // the target (shm + UDP), a peer over shm, an attacker over UDP only
-    let target = endpoint(&b, "shm");
-    let friend = endpoint(&b, "shm");
-    let attacker = endpoint(&b, "udp");
+    let target = endpoint(&b, TransportChoice::Shm);
+    let friend = endpoint(&b, TransportChoice::Shm);
+    let attacker = endpoint(&b, TransportChoice::Udp);
     let eps = [&target, &friend, &attacker];
     for e in eps {
         e.set_tag(TAG);
