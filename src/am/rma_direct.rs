@@ -390,8 +390,9 @@ impl EpState {
         };
         op.direct = Direct::Failed;
         if op.redo.is_none() {
+            // the waiting call falls back: no status a fence could report
             op.answer(0);
-            return self.finish_chunk(id, Some(status));
+            return self.finish_chunk(id, None);
         }
         op.status = Some(status);
         self.rma.held += 1;
