@@ -49,7 +49,11 @@ use crate::sys::monotonic_nanos;
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST};
 
-/// Operations this large or larger go direct when they can.
+/// Operations this large or larger go direct when they can. Measured here
+/// (2 shared vCPUs, put or get then wait, best of 3): direct beats chunks
+/// from 16 KiB (10 against 17-20 us) and by 3x at 64 KiB (12 against 40
+/// us); below 64 KiB a chunked put's call returns before the round trip,
+/// which a stream of small puts keeps.
 pub const DIRECT_MIN: u64 = 64 << 10;
 const FLAG_NOTIFY: u32 = 1;
 const FLAG_DIRECT: u32 = 2;
