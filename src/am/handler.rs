@@ -1,6 +1,7 @@
 //! What a handler is and what it receives. Handlers are closures; the C ABI
 //! wraps C function pointers in them (see `ffi::trampolines`).
 
+use std::io;
 use std::sync::Arc;
 
 use super::token::TokenId;
@@ -59,6 +60,20 @@ pub trait SegmentMemory: Send + Sync {
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         self.write(off, &v.to_ne_bytes())
     }
+    /// Fills `[off, off + len)` (the caller checked the bounds) with the
+    /// bytes at `remote` in process `pid`, copied by the kernel
+    /// (`process_vm_readv`: a direct put, `rma_direct.rs`). On failure some
+    /// of them may be there. Memory that cannot do this says Unsupported.
+    fn fill_from_process(&self, off: usize, len: usize, pid: u32, remote: usize) -> io::Result<()> {
+        let _ = (off, len, pid, remote);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    /// Copies `[off, off + len)` (the caller checked the bounds) to `remote`
+    /// in process `pid` (`process_vm_writev`: a direct get).
+    fn copy_to_process(&self, off: usize, len: usize, pid: u32, remote: usize) -> io::Result<()> {
+        let _ = (off, len, pid, remote);
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }
 
 /// A segment owned by Rust code.
@@ -97,6 +112,12 @@ impl SegmentMemory for VecSegment {
     }
     fn read_into(&self, off: usize, len: usize, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.mem.lock()[off..off + len]);
+    }
+    fn fill_from_process(&self, off: usize, len: usize, pid: u32, remote: usize) -> io::Result<()> {
+        crate::sys::read_from_process(pid, remote, &mut self.mem.lock()[off..off + len])
+    }
+    fn copy_to_process(&self, off: usize, len: usize, pid: u32, remote: usize) -> io::Result<()> {
+        crate::sys::write_to_process(pid, remote, &self.mem.lock()[off..off + len])
     }
 }
 

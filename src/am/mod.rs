@@ -21,6 +21,7 @@
 //! | `region.rs` | memory regions: registry, rights, bounds |
 //! | `rma.rs` | one-sided put/get at the initiator: chunks, completion, test/wait/fence |
 //! | `rma_target.rs` | remote memory on the wire and at the target; in-order event draining |
+//! | `rma_direct.rs` | large puts and gets to a same-host peer copied by the target (process_vm_readv/writev) |
 //! | `progress.rs` | the bundle's progress thread |
 //! | `txn.rs` | transactions at the initiator: state tuple, ack, abandon reasons, wait, list |
 //! | `txn_log.rs` | the transaction log wired in: identity, target records, restore |
@@ -44,6 +45,9 @@ mod reply;
 mod request;
 mod returned;
 mod rma;
+mod rma_direct;
+#[cfg(test)]
+mod rma_direct_tests;
 mod rma_target;
 #[cfg(test)]
 mod rma_tests;

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use super::endpoint::{Endpoint, EpState};
 use super::handler::SegmentMemory;
 use super::region::Regions;
+use super::rma_direct::{Direct, DirectIssue};
 use super::rma_target::{Chunk, CHUNK};
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
@@ -35,11 +36,11 @@ const SPIN_ROUNDS: u32 = 1000;
 #[derive(Default)]
 pub(crate) struct RmaState {
     pub(super) regions: Regions,
-    ops: FxHashMap<u32, Op>,
+    pub(super) ops: FxHashMap<u32, Op>,
     /// The last handle handed out (its low 32 bits are the id on the wire).
     last_handle: u64,
     /// An operation without a handle failed since the last fence.
-    fence_failed: bool,
+    pub(super) fence_failed: bool,
     /// AM messages drained from the protocol, waiting for a poll (`rma_target.rs`).
     pub(super) pending: VecDeque<Event<SocketAddr>>,
     /// Beside each of `pending`: for a request, our tag of the association
@@ -48,27 +49,55 @@ pub(crate) struct RmaState {
     /// The first remote memory request not performed yet, while the answers
     /// to its peer back up (`rma_target.rs`); nothing behind it is drained.
     pub(super) stalled: Option<Event<SocketAddr>>,
+    /// Direct copies (`rma_direct.rs`): operations of ours done directly,
+    /// fallen back to chunks, and copies we performed as a target.
+    pub(super) direct_counts: [u64; 3],
+    /// Direct gets that failed, held until a late copy cannot come.
+    pub(super) held: usize,
 }
 
-struct Op {
-    handle: u64,
-    peer: SocketAddr,
+pub(super) struct Op {
+    pub(super) handle: u64,
+    pub(super) peer: SocketAddr,
     /// Chunks not answered yet, as a bitmap.
-    waiting: Vec<u64>,
-    remaining: u64,
-    total: u64,
-    status: Option<ReturnStatus>,
+    pub(super) waiting: Vec<u64>,
+    pub(super) remaining: u64,
+    pub(super) total: u64,
+    pub(super) status: Option<ReturnStatus>,
     /// A caller holds the handle (else the op is forgotten when done).
-    kept: bool,
+    pub(super) kept: bool,
     /// A fence has reported its failure already.
-    fenced: bool,
+    pub(super) fenced: bool,
     /// A get's destination.
-    dst: Option<Arc<dyn SegmentMemory>>,
+    pub(super) dst: Option<Arc<dyn SegmentMemory>>,
+    /// A direct copy's state (`rma_direct.rs`).
+    pub(super) direct: Direct,
+    /// A direct get's: what its chunks need if it falls back.
+    pub(super) redo: Option<Redo>,
+}
+
+/// What a direct get keeps to fall back to chunks (`rma_direct.rs`).
+pub(super) struct Redo {
+    pub(super) region: u32,
+    pub(super) offset: u64,
+    pub(super) tag: u64,
+    /// CLOCK_MONOTONIC ns after which no late copy can come.
+    pub(super) hold_until: u64,
 }
 
 impl Op {
+    /// A bitmap of `n` chunks waiting.
+    pub(super) fn all_waiting(n: u64) -> Vec<u64> {
+        let words = (n as usize).div_ceil(64);
+        let mut waiting = vec![u64::MAX; words];
+        if !n.is_multiple_of(64) {
+            waiting[words - 1] = (1u64 << (n % 64)) - 1;
+        }
+        waiting
+    }
+
     /// Marks chunk `index` answered; false when it was not waiting.
-    fn answer(&mut self, index: u32) -> bool {
+    pub(super) fn answer(&mut self, index: u32) -> bool {
         let (w, b) = (index as usize / 64, index % 64);
         match self.waiting.get_mut(w) {
             Some(word) if *word & (1 << b) != 0 => {
@@ -170,6 +199,19 @@ impl Endpoint {
         if nchunks > u32::MAX as u64 {
             return Err(Error::BadArg("length too large"));
         }
+        let direct = DirectIssue {
+            dest: o.dest,
+            region: o.region,
+            offset: o.offset,
+            kind: o.kind,
+            src: o.src,
+            dst: o.dst.clone(),
+            notify: o.notify,
+            keep: o.keep,
+        };
+        if let Some(h) = self.try_direct(&direct)? {
+            return Ok(h);
+        }
         let g = self.state.lock();
         let mut st = g.borrow_mut();
         if st.depth.is_none() {
@@ -188,11 +230,7 @@ impl Endpoint {
             ));
         }
         let (id, handle) = st.rma.next_id();
-        let words = (nchunks as usize).div_ceil(64);
-        let mut waiting = vec![u64::MAX; words];
-        if !nchunks.is_multiple_of(64) {
-            waiting[words - 1] = (1u64 << (nchunks % 64)) - 1;
-        }
+        let waiting = Op::all_waiting(nchunks);
         st.rma.ops.insert(
             id,
             Op {
@@ -205,6 +243,8 @@ impl Endpoint {
                 kept: o.keep,
                 fenced: false,
                 dst: o.dst,
+                direct: Direct::No,
+                redo: None,
             },
         );
         let now = Instant::now().max(st.last_pump);
@@ -319,6 +359,13 @@ impl Endpoint {
         })
     }
 
+    /// Direct copies (`rma_direct.rs`): [our operations done directly,
+    /// ours fallen back to chunks, copies performed for peers] (tests,
+    /// diagnostics).
+    pub fn rma_direct_counts(&self) -> [u64; 3] {
+        self.with(|s| s.rma.direct_counts)
+    }
+
     /// Regions registered (besides the segment) and operations not yet
     /// reported (tests, diagnostics).
     pub fn rma_counts(&self) -> (usize, usize) {
@@ -328,7 +375,7 @@ impl Endpoint {
 
 impl RmaState {
     /// A fresh (wire id, handle) pair: the id is not in use.
-    fn next_id(&mut self) -> (u32, u64) {
+    pub(super) fn next_id(&mut self) -> (u32, u64) {
         loop {
             self.last_handle += 1;
             let id = self.last_handle as u32;
@@ -389,16 +436,20 @@ impl EpState {
         data
     }
 
-    /// A chunk of operation `id` could not be delivered.
+    /// A chunk (or the descriptor) of operation `id` could not be delivered.
     pub(super) fn chunk_failed(&mut self, id: u32, index: u32, status: ReturnStatus) {
         if let Some(op) = self.rma.ops.get_mut(&id) {
+            if op.direct == Direct::Waiting {
+                self.direct_failed(id, status);
+                return;
+            }
             if op.answer(index) {
                 self.finish_chunk(id, Some(status));
             }
         }
     }
 
-    fn finish_chunk(&mut self, id: u32, status: Option<ReturnStatus>) {
+    pub(super) fn finish_chunk(&mut self, id: u32, status: Option<ReturnStatus>) {
         let Some(op) = self.rma.ops.get_mut(&id) else {
             return;
         };

@@ -197,7 +197,12 @@ impl EpState {
                             FailReason::Refused => ReturnStatus::Congestion,
                             FailReason::TooLong => ReturnStatus::BadLength,
                         };
-                        self.chunk_failed(meta.txn, meta.args[6], status);
+                        let index = if super::rma_direct::is_direct(&meta) {
+                            0
+                        } else {
+                            meta.args[6]
+                        };
+                        self.chunk_failed(meta.txn, index, status);
                     } else {
                         // an answer to a peer that went away: nothing waits here
                         self.stats.returned_messages += 1;
@@ -218,6 +223,7 @@ impl EpState {
                 }
             }
         }
+        self.release_held();
     }
 
     /// The next AM message for a handler, in arrival order.
@@ -242,6 +248,23 @@ impl EpState {
         payload: Vec<u8>,
     ) {
         match (channel, meta.kind) {
+            (CHANNEL_REQUEST, MsgKind::Put | MsgKind::Get)
+                if super::rma_direct::is_direct(&meta) =>
+            {
+                let (status, fall_back) = self.perform_direct(from, &meta, &payload);
+                self.proto.recycle(payload);
+                let kind = if meta.kind == MsgKind::Put {
+                    MsgKind::RmaDone
+                } else {
+                    MsgKind::GetReply
+                };
+                let answer = MsgMeta {
+                    txn: meta.txn,
+                    status: status.map_or(0, |s| s as u8),
+                    ..MsgMeta::new(kind, Category::Short, 0, &[0, u32::from(fall_back)])
+                };
+                self.send_message(now, from, CHANNEL_REPLY, answer, Vec::new());
+            }
             (CHANNEL_REQUEST, MsgKind::Put | MsgKind::Get) => {
                 let (status, index, data) = self.perform(from, &meta, &payload);
                 // the next message lands in the buffer of this one
@@ -273,6 +296,18 @@ impl EpState {
                 {
                     self.proto.recycle(spent);
                 }
+            }
+            (CHANNEL_REPLY, MsgKind::RmaDone | MsgKind::GetReply)
+                if meta.nargs == 2
+                    && meta.args[0] == 0
+                    && meta.args[1] <= 1
+                    && payload.is_empty() =>
+            {
+                let status = match meta.status {
+                    0 => None,
+                    s => Some(ReturnStatus::from_u8(s).unwrap_or(ReturnStatus::BadArgs)),
+                };
+                self.direct_answered(from, meta.txn, status, meta.args[1] == 1);
             }
             _ => self.stats.corrupt_dropped += 1,
         }

@@ -32,6 +32,41 @@ impl SegmentMemory for CSegment {
         unsafe { std::ptr::copy(data.as_ptr(), (self.base + off) as *mut u8, data.len()) }
     }
 
+    fn fill_from_process(
+        &self,
+        off: usize,
+        len: usize,
+        pid: u32,
+        remote: usize,
+    ) -> std::io::Result<()> {
+        debug_assert!(off + len <= self.len);
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: as for `write`: the application registered the memory as
+        // writable and keeps it alive; the caller checked the bounds and
+        // holds the endpoint's lock, under which alone ramp writes it.
+        let dst = unsafe { std::slice::from_raw_parts_mut((self.base + off) as *mut u8, len) };
+        crate::sys::read_from_process(pid, remote, dst)
+    }
+
+    fn copy_to_process(
+        &self,
+        off: usize,
+        len: usize,
+        pid: u32,
+        remote: usize,
+    ) -> std::io::Result<()> {
+        debug_assert!(off + len <= self.len);
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: as for `read_into`: inside the registered memory, alive
+        // and unchanged by us for the call.
+        let src = unsafe { std::slice::from_raw_parts((self.base + off) as *const u8, len) };
+        crate::sys::write_to_process(pid, remote, src)
+    }
+
     fn read_into(&self, off: usize, len: usize, out: &mut Vec<u8>) {
         debug_assert!(off + len <= self.len);
         if len == 0 {

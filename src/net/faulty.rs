@@ -72,6 +72,14 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.reaches(to)
     }
 
+    fn ring_to(&self, to: SocketAddr) -> Option<(u32, u64)> {
+        self.inner.ring_to(to)
+    }
+
+    fn ring_from(&self, from: SocketAddr, pid: u32, secret: u64) -> bool {
+        self.inner.ring_from(from, pid, secret)
+    }
+
     fn active(&self) -> bool {
         self.inner.active()
     }

@@ -102,6 +102,17 @@ pub trait Transport: Send {
     fn flush_due(&mut self, _now: Instant) -> Option<Instant> {
         None
     }
+    /// Shared memory: our pid and the secret of our ring to `to`, when a
+    /// ring carries our datagrams to it (what a direct copy of a large put
+    /// or get names itself by, `am/rma_direct.rs`).
+    fn ring_to(&self, _to: SocketAddr) -> Option<(u32, u64)> {
+        None
+    }
+    /// Shared memory: whether a ring of ours receives datagrams from `from`,
+    /// written by process `pid`, whose slot holds `secret` (never 0).
+    fn ring_from(&self, _from: SocketAddr, _pid: u32, _secret: u64) -> bool {
+        false
+    }
 }
 
 /// Opens the transports an endpoint uses: UDP on the configured interface,

@@ -81,6 +81,9 @@ const TEXT: usize = 64;
 // slot header offsets
 const S_OWNER: usize = 0;
 const S_STATE: usize = 4;
+/// The sender's secret (random, never 0): a direct copy of a large put or
+/// get names it, proving its author can read this file (`am/rma_direct.rs`).
+const S_SECRET: usize = 8;
 const S_FROM: usize = 64;
 const S_TAIL: usize = 128;
 const S_HEAD: usize = 256;
@@ -203,6 +206,8 @@ struct RxSlot {
 struct TxRing {
     map: SharedMap,
     slot: usize,
+    /// What we wrote at `S_SECRET` (0: none, no direct copies).
+    secret: u64,
     tail: u64,
     wake: UnixAddr,
 }
@@ -351,6 +356,8 @@ impl ShmTransport {
         })?;
         let s = slot_off(slot);
         put_text(&map, s + S_FROM, &self.local.to_string());
+        let secret = crate::sys::random_u64().unwrap_or(0);
+        map.u64_at(s + S_SECRET).store(secret, Relaxed);
         let tail = map.u64_at(s + S_TAIL).load(Relaxed);
         map.u64_at(s + S_HEAD).store(tail, Relaxed);
         map.u32_at(s + S_STATE).store(OPEN, Release);
@@ -358,6 +365,7 @@ impl ShmTransport {
         Some(TxRing {
             map,
             slot,
+            secret,
             tail,
             wake: wake_addr(to).ok()?,
         })
@@ -369,6 +377,7 @@ impl ShmTransport {
         let m = &self.map;
         m.u64_at(H_ACTIVE).fetch_and(!(1 << i), AcqRel);
         m.u32_at(s + S_STATE).store(FREE, Relaxed);
+        m.u64_at(s + S_SECRET).store(0, Relaxed);
         m.u64_at(s + S_TAIL).store(0, Relaxed);
         m.u64_at(s + S_HEAD).store(0, Relaxed);
         m.u32_at(s + S_OWNER).store(0, Release);
@@ -581,6 +590,33 @@ impl Transport for ShmTransport {
         };
         tx.routes.insert(to, route);
         false
+    }
+
+    fn ring_to(&self, to: SocketAddr) -> Option<(u32, u64)> {
+        let tx = self.tx.borrow();
+        let Some(Route::Ring(k)) = tx.routes.get(&to) else {
+            return None;
+        };
+        let ring = tx.rings[*k].as_ref()?;
+        (ring.secret != 0).then_some((self.pid, ring.secret))
+    }
+
+    /// Only slots a datagram was read from (their sender's address known)
+    /// and still open: the secret and the owner pid are in our file, which
+    /// only processes of our user on this host can read.
+    fn ring_from(&self, from: SocketAddr, pid: u32, secret: u64) -> bool {
+        if secret == 0 || pid == 0 {
+            return false;
+        }
+        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
+        (0..SLOTS).any(|i| {
+            let s = slot_off(i);
+            active & (1 << i) != 0
+                && self.slots[i].from == Some(from)
+                && self.map.u32_at(s + S_STATE).load(Acquire) == OPEN
+                && self.map.u32_at(s + S_OWNER).load(Acquire) == pid
+                && self.map.u64_at(s + S_SECRET).load(Acquire) == secret
+        })
     }
 
     fn flush_due(&mut self, now: Instant) -> Option<Instant> {

@@ -80,6 +80,25 @@ impl Transports {
             .unwrap_or(last)
     }
 
+    /// Our pid and ring secret when a ring reaches `to` (`Transport::ring_to`).
+    pub fn ring_to(&self, to: SocketAddr) -> Option<(u32, u64)> {
+        let i = self.route(to);
+        if i + 1 < self.list.len() {
+            self.list[i].ring_to(to)
+        } else {
+            None
+        }
+    }
+
+    /// Whether a ring receives from `from`, written by `pid` knowing
+    /// `secret` (`Transport::ring_from`); never for the fallback (UDP).
+    pub fn ring_from(&self, from: SocketAddr, pid: u32, secret: u64) -> bool {
+        let last = self.list.len() - 1;
+        self.list[..last]
+            .iter()
+            .any(|t| t.ring_from(from, pid, secret))
+    }
+
     /// Sends one datagram on the transport that reaches `to` (a full ring
     /// spills to the fallback), as `send_batch` does for each.
     #[cfg(test)]

@@ -1,11 +1,12 @@
 //! The ground floor: every call into the operating system that std does not
 //! offer safely (interface addresses, the raw clock, poll, recvmmsg and sendmmsg,
-//! signals, inherited descriptors, AWS-LC's GCM context for a MAC over pieces, the CPU's CRC32C instruction, shared-memory mappings (memfd) and passing their descriptors (SCM_RIGHTS), the PMIx library opened with dlopen, a locked
+//! signals, inherited descriptors, AWS-LC's GCM context for a MAC over pieces, the CPU's CRC32C instruction, shared-memory mappings (memfd) and passing their descriptors (SCM_RIGHTS), copies to and from another process (Cross Memory Attach), the PMIx library opened with dlopen, a locked
 //! memory-mapped file), as thin safe functions. With `ffi/` it is the only
 //! module allowed `unsafe` (the crate root denies it elsewhere); each block
 //! says why it is sound in a `SAFETY:` comment. It imports nothing of ramp's.
 
 mod clock;
+mod cma;
 mod crc;
 mod fdpass;
 pub(crate) mod gmac;
@@ -18,6 +19,7 @@ mod shm;
 mod socket;
 
 pub(crate) use clock::monotonic_nanos;
+pub(crate) use cma::{random_u64, read_from_process, write_to_process};
 pub(crate) use crc::{crc32c_append_long, crc32c_short};
 #[cfg(test)]
 pub(crate) use fdpass::memfd_unsealed;

@@ -1,0 +1,98 @@
+//! The direct path's trust rule over real sockets: a descriptor that comes
+//! by UDP is never honoured, even one carrying the pid and the secret of a
+//! real ring (read here from the sender's side), while the same descriptor
+//! through that ring is (the control that shows the test can fail).
+
+use std::sync::Arc;
+
+use super::region::{REGION_READ, REGION_WRITE};
+use super::rma_direct::Desc;
+use super::{Bundle, BundleMode, Endpoint, SegmentMemory, VecSegment};
+use crate::config::{Config, TransportChoice};
+use crate::sys::monotonic_nanos;
+use crate::time::Instant;
+use crate::wire::{MsgKind, CHANNEL_REQUEST};
+
+const TAG: u64 = 0xc3a;
+const N: usize = 64 << 10;
+
+fn endpoint(b: &Bundle, transport: TransportChoice) -> Arc<Endpoint> {
+    let mut cfg = Config::from_lookup(|_| None).unwrap();
+    cfg.transport = transport;
+    let tr = crate::net::open(&cfg).unwrap();
+    super::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
+}
+
+fn counts(e: &Endpoint) -> (u64, u64) {
+    e.with(|s| (s.stats.corrupt_dropped, s.rma.direct_counts[2]))
+}
+
+#[test]
+fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
+    super::init().unwrap();
+    let b = super::allocate_bundle(BundleMode::Seq).unwrap();
+    // the target (shm + UDP), a peer over shm, an attacker over UDP only
+    let target = endpoint(&b, TransportChoice::Shm);
+    let friend = endpoint(&b, TransportChoice::Shm);
+    let attacker = endpoint(&b, TransportChoice::Udp);
+    let eps = [&target, &friend, &attacker];
+    for e in eps {
+        e.set_tag(TAG);
+        for (i, p) in eps.iter().enumerate() {
+            e.map(i as i64, p.name(), TAG).unwrap();
+        }
+        e.set_expected_resources(3, 8).unwrap();
+    }
+    let region = VecSegment::new(N);
+    let r = target
+        .register_region(region.clone(), REGION_READ | REGION_WRITE)
+        .unwrap();
+    // the friend's ring to the target is in use: a direct put through it
+    let op = friend.put(0, r, 0, &vec![0u8; N], None, true).unwrap();
+    assert_eq!(friend.wait_op(op).unwrap(), 0);
+    assert_eq!(friend.rma_direct_counts()[0], 1, "the friend goes direct");
+    let (pid, secret) = friend
+        .with(|s| s.transports.ring_to(target.addr()))
+        .expect("a ring to the target");
+    assert_eq!(attacker.with(|s| s.transports.ring_to(target.addr())), None);
+    // what a put descriptor would copy into the region, and where a get
+    // descriptor would write the region's bytes
+    let bait = VecSegment::new(N);
+    bait.write(0, &vec![0xabu8; N]);
+    let victim = VecSegment::new(N);
+    let desc = |addr: usize| Desc {
+        region: r,
+        notify: None,
+        start: 0,
+        total: N as u64,
+        expiry: monotonic_nanos() + 10_000_000_000,
+        addr: addr as u64,
+        pid,
+        secret,
+    };
+    let send = |from: &Endpoint, kind, addr: usize, txn| {
+        let meta = desc(addr).meta(kind, txn, TAG);
+        let to = target.addr();
+        from.with(|s| s.send_message(Instant::now(), to, CHANNEL_REQUEST, meta, Vec::new()));
+    };
+    let poll_until = |what: &str, done: &dyn Fn() -> bool| {
+        let t0 = std::time::Instant::now();
+        while !done() {
+            b.poll().unwrap();
+            assert!(t0.elapsed().as_secs() < 10, "timed out waiting for {what}");
+        }
+    };
+    let (dropped0, copies0) = counts(&target);
+    send(&attacker, MsgKind::Put, bait.base(), 77);
+    send(&attacker, MsgKind::Get, victim.base(), 78);
+    poll_until("the forged descriptors", &|| {
+        counts(&target).0 >= dropped0 + 2
+    });
+    assert_eq!(counts(&target).1, copies0, "no copy performed");
+    assert!(region.snapshot().iter().all(|&x| x == 0), "region written");
+    assert!(victim.snapshot().iter().all(|&x| x == 0), "memory written");
+    // the same descriptor through the friend's ring is honoured
+    send(&friend, MsgKind::Put, bait.base(), 79);
+    poll_until("the ring's descriptor", &|| counts(&target).1 > copies0);
+    assert!(region.snapshot().iter().all(|&x| x == 0xab));
+}
