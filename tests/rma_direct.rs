@@ -193,14 +193,25 @@ fn peer_with(no_ptrace: bool) -> Peer {
     };
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(1, 8).unwrap();
-    Peer {
+    let p = Peer {
         child,
         b,
         e,
         rw,
         ro,
         answer,
+    };
+    // the first messages to a peer go by UDP while the shared-memory ring
+    // is set up: small (chunked) puts until it is
+    let t0 = std::time::Instant::now();
+    while !p.e.ring_ready(1) {
+        assert_eq!(p.put(p.rw, 0, &[0u8; 8]), 0);
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no ring to the target"
+        );
     }
+    p
 }
 
 impl Peer {

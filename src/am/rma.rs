@@ -366,6 +366,19 @@ impl Endpoint {
         self.with(|s| s.rma.direct_counts)
     }
 
+    /// Whether the peer at translation index `dest` is reached through a
+    /// shared-memory ring now, so that a large put or get can go direct
+    /// (tests, diagnostics). The ring is set up after the first message to
+    /// the peer (which goes by UDP) once the peer has polled.
+    pub fn ring_ready(&self, dest: u32) -> bool {
+        self.with(|s| {
+            s.table
+                .mapped_entry(dest)
+                .and_then(|p| s.transports.ring_to(p.addr))
+                .is_some()
+        })
+    }
+
     /// Regions registered (besides the segment) and operations not yet
     /// reported (tests, diagnostics).
     pub fn rma_counts(&self) -> (usize, usize) {

@@ -47,6 +47,13 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
     let r = target
         .register_region(region.clone(), REGION_READ | REGION_WRITE)
         .unwrap();
+    // the friend's ring to the target is set up after a first message
+    let t0 = std::time::Instant::now();
+    while !friend.ring_ready(0) {
+        let op = friend.put(0, r, 0, &[0u8; 8], None, true).unwrap();
+        assert_eq!(friend.wait_op(op).unwrap(), 0);
+        assert!(t0.elapsed().as_secs() < 10, "no ring to the target");
+    }
     // the friend's ring to the target is in use: a direct put through it
     let op = friend.put(0, r, 0, &vec![0u8; N], None, true).unwrap();
     assert_eq!(friend.wait_op(op).unwrap(), 0);
