@@ -111,7 +111,7 @@ impl Endpoint {
             Some(f) => f(&mut ha),
             None => default_returned_handler(&ha),
         }
-        let replied = live.finish().is_some_and(|t| t.replied);
+        let replied = live.finish() == Some(true);
         if medium.capacity() > 0 {
             // its buffer takes the next message that arrives
             g.borrow_mut().proto.recycle(medium);

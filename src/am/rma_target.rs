@@ -160,8 +160,40 @@ impl EpState {
     pub(super) fn drain_events(&mut self, now: Instant) {
         let max_pending = self.proto.recv_depth().max(1);
         while self.rma.pending.len() < max_pending {
-            let Some(ev) = self.rma.stalled.take().or_else(|| self.proto.poll_event()) else {
-                break;
+            let ev = match self.rma.stalled.take() {
+                Some(ev) => ev,
+                None => {
+                    // An AM message (the usual case) is judged where it
+                    // lies and moved once, into the queue.
+                    let tag = match self.proto.peek_event() {
+                        None => break,
+                        Some(Event::Delivered {
+                            from,
+                            channel,
+                            meta,
+                            ..
+                        }) if !meta.kind.is_rma() => {
+                            if *channel == CHANNEL_REQUEST && meta.kind == MsgKind::User {
+                                Some(super::started::arrival_tag(self, from))
+                            } else {
+                                Some(0)
+                            }
+                        }
+                        Some(Event::Failed { meta, .. }) if !meta.kind.is_rma() => Some(0),
+                        Some(_) => None,
+                    };
+                    if let Some(tag) = tag {
+                        if let Some(ev) = self.proto.poll_event() {
+                            self.rma.pending.push_back(ev);
+                            self.rma.arrived.push_back(tag);
+                        }
+                        continue;
+                    }
+                    match self.proto.poll_event() {
+                        Some(ev) => ev,
+                        None => break,
+                    }
+                }
             };
             if let Event::Delivered {
                 from,

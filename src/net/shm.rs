@@ -272,6 +272,24 @@ impl ShmTransport {
         })
     }
 
+    /// Pushes `dgram` into ring `k` and wakes its reader if it sleeps;
+    /// `WouldBlock` when the ring is full.
+    fn push_ring(&mut self, k: usize, dgram: &[u8]) -> io::Result<()> {
+        let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
+            return Ok(());
+        };
+        if !ring.push(dgram) {
+            // full: the set sends this one by UDP (the protocol reorders)
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let sleep = ring.map.u32_at(H_SLEEP);
+        fence(SeqCst);
+        if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
+            let _ = self.wake.send_to_addr(&[1], &ring.wake);
+        }
+        Ok(())
+    }
+
     /// Maps the file of the endpoint at `to` and claims a slot in it.
     fn connect(&self, to: SocketAddr) -> Option<TxRing> {
         let path = file_path(to);
@@ -443,22 +461,26 @@ impl TxRing {
 impl Transport for ShmTransport {
     fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
         let tx = self.tx.get_mut();
-        let Some(Route::Ring(k)) = tx.routes.get(&to) else {
+        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
             return Ok(()); // `reaches` said no: the set does not call us
         };
-        let Some(ring) = tx.rings[*k].as_mut() else {
-            return Ok(());
-        };
-        if !ring.push(dgram) {
-            // full: the set sends this one by UDP (the protocol reorders)
-            return Err(io::ErrorKind::WouldBlock.into());
+        self.push_ring(k, dgram)
+    }
+
+    fn send_reached(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        dgram: &[u8],
+    ) -> Option<io::Result<()>> {
+        // a known ring: one look-up
+        if let Some(&Route::Ring(k)) = self.tx.get_mut().routes.get(&to) {
+            return Some(self.push_ring(k, dgram));
         }
-        let sleep = ring.map.u32_at(H_SLEEP);
-        fence(SeqCst);
-        if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
-            let _ = self.wake.send_to_addr(&[1], &ring.wake);
+        if !self.reaches(to) {
+            return None;
         }
-        Ok(())
+        Some(self.send(now, to, dgram))
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {

@@ -544,6 +544,11 @@ impl<A: PeerAddr> Protocol<A> {
         Some(ev)
     }
 
+    /// The event `poll_event` would take next, left where it is.
+    pub fn peek_event(&self) -> Option<&Event<A>> {
+        self.out.events.front()
+    }
+
     #[cfg(any(test, feature = "testing"))] // the AM layer drains events in order (am/rma_target.rs)
     pub fn has_events(&self) -> bool {
         !self.out.events.is_empty()
