@@ -12,7 +12,7 @@ use super::token::{self, TokenInfo};
 use super::{MAX_LONG, MAX_MEDIUM, TAG_ALL, TAG_NONE};
 use crate::error::ReturnStatus;
 use crate::time::Instant;
-use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, MAX_ARGS};
+use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY};
 
 /// Whether an endpoint tagged `own` takes a message tagged `msg`.
 pub(super) fn tag_accepts(own: u64, msg: u64) -> bool {
@@ -90,7 +90,6 @@ impl EpState {
     pub(super) fn returned_work(
         &mut self,
         mut info: TokenInfo,
-        args: [u32; MAX_ARGS],
         status: ReturnStatus,
     ) -> Work {
         self.stats.returned_messages += 1;
@@ -99,7 +98,6 @@ impl EpState {
         Work {
             f: self.handlers.get(0).cloned(),
             info,
-            args,
             data: WorkData::Returned { status, opcode },
             auto_reply_to: None,
         }

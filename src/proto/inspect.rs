@@ -122,11 +122,32 @@ impl<A: PeerAddr> Protocol<A> {
     /// least one). The AM layer starts a request's handler only while its
     /// sender has few answers unacknowledged (`am/started.rs`).
     pub fn unacked_messages(&self, to: &A, channel: u8, at_least: usize) -> usize {
-        let Some(t) = self
-            .slots
-            .get(to)
-            .and_then(|&s| self.peers[s as usize].tx.get(channel as usize))
-        else {
+        let Some(&s) = self.slots.get(to) else {
+            return 0;
+        };
+        self.peers[s as usize].unacked_messages(channel, at_least)
+    }
+
+    /// The start window's look at `to` in one look-up: our tag of the
+    /// established association with it (None: none) and
+    /// `unacked_messages(to, channel, at_least)`.
+    pub fn start_window(&self, to: &A, channel: u8, at_least: usize) -> Option<(u64, usize)> {
+        let p = &self.peers[*self.slots.get(to)? as usize];
+        (p.assoc.state == AssocState::Established)
+            .then(|| {
+                let unacked = match at_least {
+                    0 => 0, // full whatever the count
+                    n => p.unacked_messages(channel, n),
+                };
+                (p.assoc.local_tag, unacked)
+            })
+    }
+}
+
+impl<A> Peer<A> {
+    /// `Protocol::unacked_messages` of this peer.
+    fn unacked_messages(&self, channel: u8, at_least: usize) -> usize {
+        let Some(t) = self.tx.get(channel as usize) else {
             return 0;
         };
         let frags = t.in_flight.len() + t.pending.len();
