@@ -49,7 +49,8 @@ impl Endpoint {
                 return Ok(());
             };
             st.pump_network(now)?;
-            if st.dispatch_nesting >= MAX_DISPATCH_NESTING {
+            if st.dispatch_nesting >= MAX_DISPATCH_NESTING || st.nothing_to_dispatch() {
+                // (the pump flushed what it produced)
                 return Ok(());
             }
             (depth as usize).max(10)
