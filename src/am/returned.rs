@@ -87,11 +87,7 @@ impl EpState {
 
     /// The call of handler 0 for a message of ours that came back with
     /// `status` (`info` is its token, `args` its arguments).
-    pub(super) fn returned_work(
-        &mut self,
-        mut info: TokenInfo,
-        status: ReturnStatus,
-    ) -> Work {
+    pub(super) fn returned_work(&mut self, mut info: TokenInfo, status: ReturnStatus) -> Work {
         self.stats.returned_messages += 1;
         info.returned = true;
         let opcode = opcode(info.category, info.is_request);

@@ -273,7 +273,9 @@ impl EpState {
     /// Nothing for a handler now and nothing the protocol holds for the
     /// queue: a dispatch would find nothing.
     pub(super) fn nothing_to_dispatch(&self) -> bool {
-        self.rma.pending.is_empty() && self.rma.stalled.is_none() && self.proto.peek_event().is_none()
+        self.rma.pending.is_empty()
+            && self.rma.stalled.is_none()
+            && self.proto.peek_event().is_none()
     }
 
     pub(super) fn has_pending(&self) -> bool {
