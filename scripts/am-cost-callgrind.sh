@@ -16,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/am-cost-callgrind}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)
 cargo bench --bench am_cost --no-run >/dev/null 2>&1
 bin=$(ls -t target/release/deps/am_cost-* | grep -v '\.d$' | head -1)
 cat >"$out/vclock.c" <<'C'
@@ -41,7 +42,7 @@ cc -O2 -shared -fPIC -o "$out/vclock.so" "$out/vclock.c" -ldl
 export RAMP_AUTH=${RAMP_AUTH:-off}
 for t in shm udp; do
     for n in 2000 4000; do
-        LD_PRELOAD="$PWD/$out/vclock.so" RAMP_TRANSPORT=$t ITERS=$n \
+        LD_PRELOAD="$out/vclock.so" RAMP_TRANSPORT=$t ITERS=$n \
             valgrind --tool=callgrind --callgrind-out-file="$out/$t-$n.out" "$bin" >/dev/null 2>&1
     done
     a=$(callgrind_annotate "$out/$t-2000.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
