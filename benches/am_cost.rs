@@ -50,8 +50,17 @@ fn main() {
             g.fetch_add(1, Ordering::Relaxed);
         }),
     );
+    // EMPTY_POLLS=k: k polls that find nothing per round trip (their cost
+    // is what a busy-polling receiver spends between arrivals)
+    let empty: usize = std::env::var("EMPTY_POLLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let t = Instant::now();
     for i in 0..iters as u64 {
+        for _ in 0..empty {
+            e1.poll().unwrap();
+        }
         e0.request(1, &Message::short(10, &[]), false).unwrap();
         while got.load(Ordering::Relaxed) <= i {
             e1.poll().unwrap();

@@ -13,7 +13,7 @@ use super::txn::{take_trailer, TXN_FLAG};
 use crate::error::{Result, ReturnStatus};
 use crate::proto::{Event, FailReason};
 use crate::time::Instant;
-use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST, MAX_ARGS};
+use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
 /// Handlers may poll from inside handlers; beyond this nesting, a nested poll
 /// only moves packets and leaves messages queued.
@@ -23,9 +23,8 @@ const MAX_DISPATCH_NESTING: u32 = 8;
 pub(super) struct Work {
     /// None: handler 0 is not installed (the default one runs).
     pub(super) f: Option<HandlerFn>,
+    /// Its arguments are `info.args` (the first `info.nargs`).
     pub(super) info: TokenInfo,
-    /// The first `info.nargs` are the message's.
-    pub(super) args: [u32; MAX_ARGS],
     pub(super) data: WorkData,
     /// A request: where the automatic reply goes if its handler does not reply.
     pub(super) auto_reply_to: Option<SocketAddr>,
@@ -50,7 +49,8 @@ impl Endpoint {
                 return Ok(());
             };
             st.pump_network(now)?;
-            if st.dispatch_nesting >= MAX_DISPATCH_NESTING {
+            if st.dispatch_nesting >= MAX_DISPATCH_NESTING || st.nothing_to_dispatch() {
+                // (the pump flushed what it produced)
                 return Ok(());
             }
             (depth as usize).max(10)
@@ -84,10 +84,10 @@ impl Endpoint {
         let Work {
             f,
             info,
-            args,
             data,
             auto_reply_to,
         } = w;
+        let args = info.args;
         let txn = info.txn;
         let nargs = info.nargs as usize;
         let live = LiveToken::push(info);
@@ -111,7 +111,7 @@ impl Endpoint {
             Some(f) => f(&mut ha),
             None => default_returned_handler(&ha),
         }
-        let replied = live.finish().is_some_and(|t| t.replied);
+        let replied = live.finish() == Some(true);
         if medium.capacity() > 0 {
             // its buffer takes the next message that arrives
             g.borrow_mut().proto.recycle(medium);
@@ -221,7 +221,7 @@ impl EpState {
                                 &meta,
                                 meta.returned_request,
                             );
-                            return Some(self.returned_work(info, meta.args, status));
+                            return Some(self.returned_work(info, status));
                         }
                         MsgKind::User => {
                             let answers = self.complete_from(from, meta.txn, now);
@@ -295,7 +295,6 @@ impl EpState {
                 Some(Work {
                     f: self.handlers.get(meta.handler).cloned(),
                     info: TokenInfo::new(ep.clone(), from, source_id, &meta, is_request),
-                    args: meta.args,
                     data,
                     auto_reply_to: if is_request { Some(from) } else { None },
                 })
@@ -361,7 +360,7 @@ impl EpState {
                 // given up in the network: a request may have been handled,
                 // unless its place says it cannot have started (`started.rs`)
                 info.may_have_run = is_request && may_run;
-                Some(self.returned_work(info, meta.args, status))
+                Some(self.returned_work(info, status))
             }
         }
     }

@@ -73,11 +73,10 @@ impl Endpoint {
                 None => Work {
                     f: st.handlers.get(msg.handler).cloned(),
                     info,
-                    args: meta.args,
                     data,
                     auto_reply_to: None,
                 },
-                Some(status) => st.returned_work(info, meta.args, status),
+                Some(status) => st.returned_work(info, status),
             }
         };
         self.run(g, work, Instant::now());

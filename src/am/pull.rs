@@ -172,7 +172,8 @@ impl Endpoint {
             let info = &w.info;
             let (handler, category, is_request, source_id) =
                 (info.handler, info.category, info.is_request, info.source_id);
-            let nargs = (info.nargs as usize).min(w.args.len());
+            let nargs = (info.nargs as usize).min(info.args.len());
+            let args = info.args;
             let (addr, len, returned) = match w.data {
                 WorkData::None => (0, 0, None),
                 WorkData::Medium(v) => {
@@ -194,7 +195,7 @@ impl Endpoint {
                 is_request,
                 returned,
                 source_id,
-                args: &w.args[..nargs],
+                args: &args[..nargs],
                 addr,
                 len,
             });

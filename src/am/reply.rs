@@ -71,7 +71,14 @@ pub fn reply(token: TokenId, msg: &Message<'_>) -> Result<()> {
             .table
             .mapped_entry(t.source_id.max(0) as u32)
             .map_or(TAG_NONE, |e| e.tag);
-        let now = Instant::now();
+        // From a handler run by a dispatch: that poll's time, as its
+        // automatic reply and the flush at its end have (no clock read
+        // between the request's arrival and its reply's departure).
+        let now = if st.dispatch_nesting > 0 {
+            st.last_pump
+        } else {
+            Instant::now()
+        };
         let payload = st.proto.payload_buffer(msg.payload);
         let meta = msg.meta(t.txn, tag);
         if t.keep {

@@ -2,6 +2,7 @@
 //! (network depth) and waits, polling, until one is free; the reply (or the
 //! request's refusal or failure) gives the credit back.
 
+use std::collections::hash_map::Entry;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -209,19 +210,22 @@ impl EpState {
     /// (forged, or a late copy) is dropped by the caller: no handler runs,
     /// no credit is freed.
     pub(super) fn complete_from(&mut self, from: SocketAddr, txn: u32, now: Instant) -> bool {
-        match self.outstanding.get(&txn) {
-            Some(o) if o.addr == from => {}
+        // one look-up
+        let (index, sent) = match self.outstanding.entry(txn) {
+            Entry::Occupied(o) if o.get().addr == from => {
+                let (index, sent) = (o.get().index, o.get().sent);
+                o.remove_entry();
+                (index, sent)
+            }
             _ => {
                 self.stats.stale_dropped += 1;
                 return false;
             }
+        };
+        if let Some(e) = self.table.get_mut(index) {
+            e.outstanding = e.outstanding.saturating_sub(1);
         }
-        if let Some(o) = self.outstanding.remove(&txn) {
-            if let Some(e) = self.table.get_mut(o.index) {
-                e.outstanding = e.outstanding.saturating_sub(1);
-            }
-            self.stats.record_latency(now.since(o.sent));
-        }
+        self.stats.record_latency(now.since(sent));
         true
     }
 

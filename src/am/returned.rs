@@ -12,7 +12,7 @@ use super::token::{self, TokenInfo};
 use super::{MAX_LONG, MAX_MEDIUM, TAG_ALL, TAG_NONE};
 use crate::error::ReturnStatus;
 use crate::time::Instant;
-use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, MAX_ARGS};
+use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY};
 
 /// Whether an endpoint tagged `own` takes a message tagged `msg`.
 pub(super) fn tag_accepts(own: u64, msg: u64) -> bool {
@@ -87,19 +87,13 @@ impl EpState {
 
     /// The call of handler 0 for a message of ours that came back with
     /// `status` (`info` is its token, `args` its arguments).
-    pub(super) fn returned_work(
-        &mut self,
-        mut info: TokenInfo,
-        args: [u32; MAX_ARGS],
-        status: ReturnStatus,
-    ) -> Work {
+    pub(super) fn returned_work(&mut self, mut info: TokenInfo, status: ReturnStatus) -> Work {
         self.stats.returned_messages += 1;
         info.returned = true;
         let opcode = opcode(info.category, info.is_request);
         Work {
             f: self.handlers.get(0).cloned(),
             info,
-            args,
             data: WorkData::Returned { status, opcode },
             auto_reply_to: None,
         }

@@ -158,10 +158,51 @@ impl EpState {
     /// in its receive buffer) up to the receive depth; beyond, they wait in
     /// the protocol, whose receive buffer then refuses more.
     pub(super) fn drain_events(&mut self, now: Instant) {
+        if self.rma.stalled.is_none() && self.proto.peek_event().is_none() {
+            return; // an empty poll's usual case
+        }
         let max_pending = self.proto.recv_depth().max(1);
         while self.rma.pending.len() < max_pending {
-            let Some(ev) = self.rma.stalled.take().or_else(|| self.proto.poll_event()) else {
-                break;
+            // (`take` only when there is one: the move of an empty slot
+            // costs as much as an event's)
+            let stalled = match self.rma.stalled {
+                Some(_) => self.rma.stalled.take(),
+                None => None,
+            };
+            let ev = match stalled {
+                Some(ev) => ev,
+                None => {
+                    // An AM message (the usual case) is judged where it
+                    // lies and moved once, into the queue.
+                    let tag = match self.proto.peek_event() {
+                        None => break,
+                        Some(Event::Delivered {
+                            from,
+                            channel,
+                            meta,
+                            ..
+                        }) if !meta.kind.is_rma() => {
+                            if *channel == CHANNEL_REQUEST && meta.kind == MsgKind::User {
+                                Some(super::started::arrival_tag(self, from))
+                            } else {
+                                Some(0)
+                            }
+                        }
+                        Some(Event::Failed { meta, .. }) if !meta.kind.is_rma() => Some(0),
+                        Some(_) => None,
+                    };
+                    if let Some(tag) = tag {
+                        if let Some(ev) = self.proto.poll_event() {
+                            self.rma.pending.push_back(ev);
+                            self.rma.arrived.push_back(tag);
+                        }
+                        continue;
+                    }
+                    match self.proto.poll_event() {
+                        Some(ev) => ev,
+                        None => break,
+                    }
+                }
             };
             if let Event::Delivered {
                 from,
@@ -233,6 +274,14 @@ impl EpState {
         }
         // a request waits while its sender has many answers open
         self.take_head(now)
+    }
+
+    /// Nothing for a handler now and nothing the protocol holds for the
+    /// queue: a dispatch would find nothing.
+    pub(super) fn nothing_to_dispatch(&self) -> bool {
+        self.rma.pending.is_empty()
+            && self.rma.stalled.is_none()
+            && self.proto.peek_event().is_none()
     }
 
     pub(super) fn has_pending(&self) -> bool {

@@ -76,18 +76,13 @@ impl EpState {
         if meta.kind != MsgKind::User {
             return Gate::Go;
         }
-        if arrived == 0 || arrival_tag(self, from) != arrived {
-            return Gate::Refuse;
-        }
-        let open = self.open_requests as usize;
-        if open >= START_WINDOW {
-            return Gate::Hold;
-        }
-        let left = START_WINDOW - open;
-        if self.proto.unacked_messages(from, CHANNEL_REPLY, left) >= left {
-            Gate::Hold
-        } else {
-            Gate::Go
+        // the association's tag and the open answers, one look-up
+        let left = START_WINDOW.saturating_sub(self.open_requests as usize);
+        match self.proto.start_window(from, CHANNEL_REPLY, left) {
+            Some((tag, _)) if arrived == 0 || tag != arrived => Gate::Refuse,
+            None => Gate::Refuse,
+            Some((_, unacked)) if left == 0 || unacked >= left => Gate::Hold,
+            Some(_) => Gate::Go,
         }
     }
 

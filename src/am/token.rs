@@ -143,22 +143,32 @@ impl LiveToken {
         self.0
     }
 
-    /// Ends the token's life now; returns its last state.
-    pub fn finish(self) -> Option<TokenInfo> {
+    /// Ends the token's life now; returns whether its request was
+    /// replied to (None: it was no longer live). The token is dropped
+    /// where it lies, not copied out.
+    pub fn finish(self) -> Option<bool> {
         let id = self.0;
         std::mem::forget(self);
-        remove(id)
+        LIVE.with(|l| {
+            let l = &mut l.borrow_mut().tokens;
+            // the last one but when a handler unwound past a nested one
+            let i = l.iter().rposition(|t| t.id == id)?;
+            let replied = l[i].replied;
+            if i + 1 == l.len() {
+                l.truncate(i);
+            } else {
+                l.remove(i);
+            }
+            Some(replied)
+        })
     }
 }
 
-/// Takes token `id` off this thread's list (it is the last one but when a
-/// handler unwound past a nested one).
+/// Takes token `id` off this thread's list (a guard dropped while its
+/// handler unwinds).
 fn remove(id: TokenId) -> Option<TokenInfo> {
     LIVE.with(|l| {
         let l = &mut l.borrow_mut().tokens;
-        if l.last().is_some_and(|t| t.id == id) {
-            return l.pop();
-        }
         let i = l.iter().rposition(|t| t.id == id)?;
         Some(l.remove(i))
     })

@@ -92,6 +92,19 @@ pub trait Transport: Send {
     fn reaches(&self, _to: SocketAddr) -> bool {
         true
     }
+    /// `send` when the transport `reaches` `to` (None when it does not):
+    /// one look-up of the route where the transport can (a ring's).
+    fn send_reached(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        dgram: &[u8],
+    ) -> Option<io::Result<()>> {
+        if !self.reaches(to) {
+            return None;
+        }
+        Some(self.send(now, to, dgram))
+    }
     /// Whether the transport carries traffic now; a set then polls the
     /// transports after it (a system call each) only every few receives.
     fn active(&self) -> bool {

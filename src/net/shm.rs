@@ -280,6 +280,24 @@ impl ShmTransport {
         })
     }
 
+    /// Pushes `dgram` into ring `k` and wakes its reader if it sleeps;
+    /// `WouldBlock` when the ring is full.
+    fn push_ring(&mut self, k: usize, dgram: &[u8]) -> io::Result<()> {
+        let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
+            return Ok(());
+        };
+        if !ring.push(dgram) {
+            // full: the set sends this one by UDP (the protocol reorders)
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let sleep = ring.map.u32_at(H_SLEEP);
+        fence(SeqCst);
+        if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
+            let _ = self.wake.send_to_addr(&[1], &ring.wake);
+        }
+        Ok(())
+    }
+
     /// Asks the endpoint at `to` for its file (an error: no endpoint of
     /// this host has that address, or its socket is full).
     fn ask(&self, to: SocketAddr) -> io::Result<()> {
@@ -507,22 +525,26 @@ impl TxRing {
 impl Transport for ShmTransport {
     fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
         let tx = self.tx.get_mut();
-        let Some(Route::Ring(k)) = tx.routes.get(&to) else {
+        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
             return Ok(()); // `reaches` said no: the set does not call us
         };
-        let Some(ring) = tx.rings[*k].as_mut() else {
-            return Ok(());
-        };
-        if !ring.push(dgram) {
-            // full: the set sends this one by UDP (the protocol reorders)
-            return Err(io::ErrorKind::WouldBlock.into());
+        self.push_ring(k, dgram)
+    }
+
+    fn send_reached(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        dgram: &[u8],
+    ) -> Option<io::Result<()>> {
+        // a known ring: one look-up
+        if let Some(&Route::Ring(k)) = self.tx.get_mut().routes.get(&to) {
+            return Some(self.push_ring(k, dgram));
         }
-        let sleep = ring.map.u32_at(H_SLEEP);
-        fence(SeqCst);
-        if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
-            let _ = self.wake.send_to_addr(&[1], &ring.wake);
+        if !self.reaches(to) {
+            return None;
         }
-        Ok(())
+        Some(self.send(now, to, dgram))
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {

@@ -132,28 +132,34 @@ impl Transports {
         // a ring's datagram or the end comes (no array to fill per call)
         let mut run: Option<usize> = None;
         for (i, &(to, parts)) in dgrams.iter().enumerate() {
-            let t = self.route(to);
-            if t < last {
-                // a ring takes the datagram whole
-                let d: &[u8] = match parts {
-                    [d, [], []] => d,
-                    _ => {
+            // a ring takes the datagram whole
+            let sent = match parts {
+                // one piece (a short message): the first preferred
+                // transport that reaches `to` takes it, one look-up
+                [d, [], []] => self.list[..last]
+                    .iter_mut()
+                    .find_map(|t| t.send_reached(now, to, d)),
+                // a gathered one is joined only for a ring that reaches `to`
+                _ => match self.route(to) {
+                    t if t < last => {
                         joined.clear();
                         for p in parts {
                             joined.extend_from_slice(p);
                         }
-                        &joined[..]
+                        Some(self.list[t].send(now, to, &joined))
                     }
-                };
-                match self.list[t].send(now, to, d) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {} // full: spills
-                    r => {
-                        r?;
-                        if let Some(s) = run.take() {
-                            self.send_fallback(now, &dgrams[s..i])?;
-                        }
-                        continue;
+                    _ => None,
+                },
+            };
+            match sent {
+                None => {}
+                Some(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => {} // full: spills
+                Some(r) => {
+                    r?;
+                    if let Some(s) = run.take() {
+                        self.send_fallback(now, &dgrams[s..i])?;
                     }
+                    continue;
                 }
             }
             run.get_or_insert(i);

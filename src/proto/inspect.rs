@@ -116,17 +116,29 @@ impl<A: PeerAddr> Protocol<A> {
             .unwrap_or(0)
     }
 
-    /// Messages on `channel` to `to` not yet cumulatively acknowledged
-    /// (queued, in flight, or held by the peer behind a gap), counted up
-    /// to `at_least` exactly (fragments count first: a message has at
-    /// least one). The AM layer starts a request's handler only while its
-    /// sender has few answers unacknowledged (`am/started.rs`).
-    pub fn unacked_messages(&self, to: &A, channel: u8, at_least: usize) -> usize {
-        let Some(t) = self
-            .slots
-            .get(to)
-            .and_then(|&s| self.peers[s as usize].tx.get(channel as usize))
-        else {
+    /// For the start window (`am/started.rs`: the AM layer starts a
+    /// request's handler only while its sender has few answers
+    /// unacknowledged), in one look-up: our tag of the established
+    /// association with `to` (None: none), and the messages on `channel`
+    /// to it not yet cumulatively acknowledged (queued, in flight, or held
+    /// by the peer behind a gap), counted up to `at_least` exactly
+    /// (fragments count first: a message has at least one).
+    pub fn start_window(&self, to: &A, channel: u8, at_least: usize) -> Option<(u64, usize)> {
+        let p = &self.peers[*self.slots.get(to)? as usize];
+        (p.assoc.state == AssocState::Established).then(|| {
+            let unacked = match at_least {
+                0 => 0, // full whatever the count
+                n => p.unacked_messages(channel, n),
+            };
+            (p.assoc.local_tag, unacked)
+        })
+    }
+}
+
+impl<A> Peer<A> {
+    /// The unacknowledged messages of `Protocol::start_window`.
+    fn unacked_messages(&self, channel: u8, at_least: usize) -> usize {
+        let Some(t) = self.tx.get(channel as usize) else {
             return 0;
         };
         let frags = t.in_flight.len() + t.pending.len();

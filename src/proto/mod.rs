@@ -432,6 +432,21 @@ impl<A: PeerAddr> Protocol<A> {
     /// a NACK pause. Cheap when nothing is due.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.closed.now = now;
+        match self.timers.peek() {
+            None => return,
+            // nothing due and the top entry current (an empty poll's
+            // usual case): nothing to do
+            Some(&Reverse((t, slot)))
+                if t > now
+                    && self
+                        .peers
+                        .get(slot as usize)
+                        .is_some_and(|p| p.queued == Some(t)) =>
+            {
+                return
+            }
+            Some(_) => {}
+        }
         // The peers due now, each once; what they arm now waits for the next call.
         let mut due = std::mem::take(&mut self.due);
         due.clear();
@@ -542,6 +557,11 @@ impl<A: PeerAddr> Protocol<A> {
             }
         }
         Some(ev)
+    }
+
+    /// The event `poll_event` would take next, left where it is.
+    pub fn peek_event(&self) -> Option<&Event<A>> {
+        self.out.events.front()
     }
 
     #[cfg(any(test, feature = "testing"))] // the AM layer drains events in order (am/rma_target.rs)

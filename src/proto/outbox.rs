@@ -144,6 +144,8 @@ impl<A> Outbox<A> {
             // one datagram (a round trip's): no batch to build
             let (p, _) = Self::pieces(&self.bytes, first, self.head);
             each(&[(first.to, p)]);
+            // (no general `clear` of the ring for one)
+            self.transmits.pop_front();
         } else {
             let e: &[u8] = &[];
             let mut batch: [(A, [&[u8]; 3]); N] = [(first.to, [e, e, e]); N];

@@ -1,0 +1,51 @@
+#!/bin/bash
+# Instructions per short round trip (benches/am_cost: request + reply, both
+# ends, one thread), over shared memory and over UDP, by callgrind: the
+# difference between ITERS=2000 and ITERS=4000 runs, divided by 2000.
+#
+# Deterministic: the monotonic clock is replaced (LD_PRELOAD of a small shim
+# built here) by a counter that moves 200 ns per read, so what depends on
+# time (a request's poll when the last one is 20 us old, the UDP fallback's
+# gap beside a ring, timers) happens the same way in every run, however
+# slowly valgrind runs on a loaded machine.
+#
+# usage: scripts/am-cost-callgrind.sh [OUTDIR]
+#   RAMP_AUTH=on RAMP_JOB_KEY=... for the packet MAC (default: RAMP_AUTH=off)
+#   EMPTY_POLLS=k: k empty polls per round trip as well
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-target/am-cost-callgrind}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+cargo bench --bench am_cost --no-run >/dev/null 2>&1
+bin=$(ls -t target/release/deps/am_cost-* | grep -v '\.d$' | head -1)
+cat >"$out/vclock.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <time.h>
+static unsigned long long vt = 1000000000ULL;
+int clock_gettime(clockid_t c, struct timespec *ts) {
+    static int (*real)(clockid_t, struct timespec *);
+    if (c == CLOCK_MONOTONIC || c == CLOCK_MONOTONIC_RAW || c == CLOCK_BOOTTIME ||
+        c == CLOCK_MONOTONIC_COARSE) {
+        vt += 200;
+        ts->tv_sec = vt / 1000000000ULL;
+        ts->tv_nsec = vt % 1000000000ULL;
+        return 0;
+    }
+    if (!real)
+        real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+    return real(c, ts);
+}
+C
+cc -O2 -shared -fPIC -o "$out/vclock.so" "$out/vclock.c" -ldl
+export RAMP_AUTH=${RAMP_AUTH:-off}
+for t in shm udp; do
+    for n in 2000 4000; do
+        LD_PRELOAD="$out/vclock.so" RAMP_TRANSPORT=$t ITERS=$n \
+            valgrind --tool=callgrind --callgrind-out-file="$out/$t-$n.out" "$bin" >/dev/null 2>&1
+    done
+    a=$(callgrind_annotate "$out/$t-2000.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+    b=$(callgrind_annotate "$out/$t-4000.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+    echo "$t: $(((b - a) / 2000)) instructions per round trip (RAMP_AUTH=$RAMP_AUTH; profiles in $out/$t-*.out)"
+done
