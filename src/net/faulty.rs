@@ -80,6 +80,10 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.ring_from(from, pid, secret)
     }
 
+    fn fallback_from_host(&self, from: SocketAddr, now: Instant) {
+        self.inner.fallback_from_host(from, now)
+    }
+
     fn active(&self) -> bool {
         self.inner.active()
     }

@@ -126,6 +126,9 @@ pub trait Transport: Send {
     fn ring_from(&self, _from: SocketAddr, _pid: u32, _secret: u64) -> bool {
         false
     }
+    /// A datagram from `from`, an address of this host, came by the
+    /// fallback (UDP): a same-host peer that may be asking for our ring.
+    fn fallback_from_host(&self, _from: SocketAddr, _now: Instant) {}
 }
 
 /// Opens the transports an endpoint uses: UDP on the configured interface,

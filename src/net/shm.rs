@@ -98,6 +98,9 @@ const CHECK_EVERY: u64 = 100 * MILLIS;
 const RETRY_AFTER: u64 = 200 * MILLIS;
 /// How often a busy endpoint reads its socket (HELLOs, descriptors).
 const WAKE_CHECK: u64 = MILLIS;
+/// How often it reads it at most while a path is being set up: a peer of
+/// this host sends by UDP (it may have asked us), or we asked a peer.
+const SETUP_CHECK: u64 = 20 * crate::time::MICROS;
 /// Socket messages besides the one-byte wake-up: a request for the file,
 /// and the answer that carries its descriptor.
 const HELLO: &[u8; 8] = b"RAMPHI1\0";
@@ -242,6 +245,7 @@ pub struct ShmTransport {
     tx: RefCell<Tx>,
     next_check: Cell<Instant>,
     next_wake_check: Cell<Instant>,
+    next_setup_check: Cell<Instant>,
     pid: u32,
 }
 
@@ -276,6 +280,7 @@ impl ShmTransport {
             tx: RefCell::new(Tx::default()),
             next_check: Cell::new(now.plus(CHECK_EVERY)),
             next_wake_check: Cell::new(now.plus(WAKE_CHECK)),
+            next_setup_check: Cell::new(now),
             pid,
         })
     }
@@ -325,6 +330,15 @@ impl ShmTransport {
             } // a wake-up byte, or not ours: nothing (a descriptor is closed)
         }
         any
+    }
+
+    /// Reads the socket if the last look while setting up a path is
+    /// `SETUP_CHECK` old.
+    fn read_socket_for_setup(&self, now: Instant) {
+        if now >= self.next_setup_check.get() {
+            self.next_setup_check.set(now.plus(SETUP_CHECK));
+            self.read_socket();
+        }
     }
 
     /// Takes the file the socket named `from` sent, if we asked that peer.
@@ -600,9 +614,14 @@ impl Transport for ShmTransport {
         let mut tx = self.tx.borrow_mut();
         match tx.routes.get(&to) {
             Some(Route::Ring(_)) => return true,
-            Some(Route::Udp { retry_at } | Route::Asked { retry_at }) if now < *retry_at => {
-                return false
+            Some(Route::Asked { retry_at }) if now < *retry_at => {
+                // the answer may be in: the first messages go by UDP only
+                // until it is read
+                drop(tx);
+                self.read_socket_for_setup(now);
+                return matches!(self.tx.borrow().routes.get(&to), Some(Route::Ring(_)));
             }
+            Some(Route::Udp { retry_at }) if now < *retry_at => return false,
             _ => {}
         }
         let retry_at = now.plus(RETRY_AFTER);
@@ -639,6 +658,14 @@ impl Transport for ShmTransport {
                 && self.map.u32_at(s + S_OWNER).load(Acquire) == pid
                 && self.map.u64_at(s + S_SECRET).load(Acquire) == secret
         })
+    }
+
+    /// A HELLO from that peer may wait in our socket, unless it already
+    /// writes into a ring of ours.
+    fn fallback_from_host(&self, from: SocketAddr, now: Instant) {
+        if !self.slots.iter().any(|s| s.from == Some(from)) {
+            self.read_socket_for_setup(now);
+        }
     }
 
     fn flush_due(&mut self, now: Instant) -> Option<Instant> {

@@ -197,3 +197,16 @@ fn hostile_socket_messages_give_no_ring() {
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
+
+/// The path is set up within the first messages, not after a periodic
+/// look: the receiver reads its socket when its UDP brings a datagram from
+/// a host address, the asker when it sends again.
+#[test]
+fn a_path_is_set_up_by_the_next_messages() {
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let rx = ShmTransport::open(a1).unwrap();
+    let tx = ShmTransport::open(a2).unwrap();
+    assert!(!tx.reaches(a1), "asks; this message goes by UDP");
+    rx.fallback_from_host(a2, Instant::now());
+    assert!(tx.reaches(a1), "the answer is read by the next send");
+}

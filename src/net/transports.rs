@@ -213,7 +213,28 @@ impl Transports {
             }
             self.polled.set(now);
         }
-        let m = fallback.recv_batch(each)?;
+        if preferred.is_empty() {
+            let m = fallback.recv_batch(each)?;
+            self.fallback_busy = m > 0;
+            return Ok(n + m);
+        }
+        // a datagram from this host by UDP: its sender may be asking a
+        // preferred transport for a path (shared memory's HELLO)
+        let ip = fallback.local_addr().ip();
+        let mut from_host = None;
+        let m = fallback.recv_batch(&mut |d| {
+            if let Some((_, from)) = d {
+                if from.ip().is_loopback() || from.ip() == ip {
+                    from_host = Some(from);
+                }
+            }
+            each(d)
+        })?;
+        if let Some(from) = from_host {
+            for t in preferred.iter() {
+                t.fallback_from_host(from, now);
+            }
+        }
         // a burst on the fallback is drained at once, gap or not
         self.fallback_busy = m > 0;
         Ok(n + m)
