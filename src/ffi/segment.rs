@@ -39,7 +39,10 @@ impl SegmentMemory for CSegment {
         pid: u32,
         remote: usize,
     ) -> std::io::Result<()> {
-        debug_assert!(off + len <= self.len);
+        if off.checked_add(len).is_none_or(|end| end > self.len) {
+            // the caller checks the bounds; never trust that in unsafe code
+            return Err(std::io::ErrorKind::InvalidInput.into());
+        }
         if len == 0 {
             return Ok(());
         }
@@ -57,7 +60,10 @@ impl SegmentMemory for CSegment {
         pid: u32,
         remote: usize,
     ) -> std::io::Result<()> {
-        debug_assert!(off + len <= self.len);
+        if off.checked_add(len).is_none_or(|end| end > self.len) {
+            // the caller checks the bounds; never trust that in unsafe code
+            return Err(std::io::ErrorKind::InvalidInput.into());
+        }
         if len == 0 {
             return Ok(());
         }
