@@ -114,10 +114,20 @@ impl SegmentMemory for VecSegment {
         out.extend_from_slice(&self.mem.lock()[off..off + len]);
     }
     fn fill_from_process(&self, off: usize, len: usize, pid: u32, remote: usize) -> io::Result<()> {
-        crate::sys::read_from_process(pid, remote, &mut self.mem.lock()[off..off + len])
+        let mut mem = self.mem.lock();
+        let dst = off
+            .checked_add(len)
+            .and_then(|end| mem.get_mut(off..end))
+            .ok_or(io::ErrorKind::InvalidInput)?;
+        crate::sys::read_from_process(pid, remote, dst)
     }
     fn copy_to_process(&self, off: usize, len: usize, pid: u32, remote: usize) -> io::Result<()> {
-        crate::sys::write_to_process(pid, remote, &self.mem.lock()[off..off + len])
+        let mem = self.mem.lock();
+        let src = off
+            .checked_add(len)
+            .and_then(|end| mem.get(off..end))
+            .ok_or(io::ErrorKind::InvalidInput)?;
+        crate::sys::write_to_process(pid, remote, src)
     }
 }
 
