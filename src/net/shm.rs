@@ -107,6 +107,8 @@ const HELLO: &[u8; 8] = b"RAMPHI1\0";
 const GIVE: &[u8; 8] = b"RAMPFD1\0";
 /// Socket messages read at most per look (a flood waits for the next).
 const WAKE_BUDGET: usize = 64;
+/// The same for a look while a path is set up (at most every `SETUP_CHECK`).
+const SETUP_BUDGET: usize = 4;
 
 /// This host, network namespace (two may bind the same address) and pid
 /// namespace (liveness checks compare pids): the boot id and the two
@@ -312,9 +314,14 @@ impl ShmTransport {
     /// Reads the socket: answers HELLOs of this user's processes with our
     /// file, maps the files of peers we asked. Returns whether anything came.
     fn read_socket(&self) -> bool {
+        self.read_socket_at_most(WAKE_BUDGET)
+    }
+
+    /// `read_socket`, taking at most `budget` messages.
+    fn read_socket_at_most(&self, budget: usize) -> bool {
         let mut b = [0u8; 16];
         let mut any = false;
-        for _ in 0..WAKE_BUDGET {
+        for _ in 0..budget {
             let Ok(m) = recv_with_fd(&self.wake, &mut b) else {
                 break;
             };
@@ -337,7 +344,9 @@ impl ShmTransport {
     fn read_socket_for_setup(&self, now: Instant) {
         if now >= self.next_setup_check.get() {
             self.next_setup_check.set(now.plus(SETUP_CHECK));
-            self.read_socket();
+            // a HELLO or an answer: a flood of other messages to our
+            // socket costs a few system calls here, the rest waits
+            self.read_socket_at_most(SETUP_BUDGET);
         }
     }
 
