@@ -268,8 +268,15 @@ impl EpState {
                         return None;
                     }
                 };
-                if let Some((incarnation, floor)) = trailer {
-                    if !self.txn_arrive(from, &meta, &payload, incarnation, floor, now) {
+                if let Some(t) = trailer {
+                    // the 64-bit id and floor (the trailer's high half and
+                    // lag): a floor too far below the id is refused
+                    let Some((id, floor)) = t.ids(meta.txn) else {
+                        self.txn.target.bad_floor();
+                        self.send_returned(now, from, meta, ReturnStatus::BadArgs, true);
+                        return None;
+                    };
+                    if !self.txn_arrive(from, &meta, &payload, t.incarnation, id, floor, now) {
                         return None;
                     }
                 }
