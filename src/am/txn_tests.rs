@@ -15,11 +15,14 @@ use crate::net::Transports;
 use crate::time::Instant;
 use crate::wire::CHANNEL_REQUEST;
 
-const TAG: u64 = 0x7a7a;
+pub(super) const TAG: u64 = 0x7a7a;
 
 /// e0 and e1 on `net`, mapped to each other (0 is e0, 1 is e1); in one
 /// bundle, or each in its own when `apart`.
-fn pair(net: &MemNetwork, apart: bool) -> (Arc<Bundle>, Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
+pub(super) fn pair(
+    net: &MemNetwork,
+    apart: bool,
+) -> (Arc<Bundle>, Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
     super::init().unwrap();
     let cfg = Config::from_lookup(|_| None).unwrap();
     let b0 = super::allocate_bundle(BundleMode::Seq).unwrap();
@@ -44,7 +47,7 @@ fn pair(net: &MemNetwork, apart: bool) -> (Arc<Bundle>, Arc<Bundle>, Arc<Endpoin
 
 /// e1's handler 10 counts its runs and replies (handler 11) with arg+1000;
 /// e0's handler 11 adds the reply's argument to `sum`.
-fn counting(e0: &Endpoint, e1: &Endpoint) -> (Arc<AtomicU64>, Arc<AtomicU64>) {
+pub(super) fn counting(e0: &Endpoint, e1: &Endpoint) -> (Arc<AtomicU64>, Arc<AtomicU64>) {
     let runs = Arc::new(AtomicU64::new(0));
     let r = runs.clone();
     e1.set_handler(
@@ -65,7 +68,7 @@ fn counting(e0: &Endpoint, e1: &Endpoint) -> (Arc<AtomicU64>, Arc<AtomicU64>) {
     (runs, sum)
 }
 
-fn wait(e: &Arc<Endpoint>, txn: u64) -> TxnState {
+pub(super) fn wait(e: &Arc<Endpoint>, txn: u64) -> TxnState {
     let (done, st) = e.txn_wait(txn, 5000).unwrap();
     assert!(done, "transaction {txn} did not end: {st:?}");
     st
