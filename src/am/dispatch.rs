@@ -269,14 +269,7 @@ impl EpState {
                     }
                 };
                 if let Some(t) = trailer {
-                    // the 64-bit id and floor (the trailer's high half and
-                    // lag): a floor too far below the id is refused
-                    let Some((id, floor)) = t.ids(meta.txn) else {
-                        self.txn.target.bad_floor();
-                        self.send_returned(now, from, meta, ReturnStatus::BadArgs, true);
-                        return None;
-                    };
-                    if !self.txn_arrive(from, &meta, &payload, t.incarnation, id, floor, now) {
+                    if !self.txn_arrive(from, &meta, &payload, &t, now) {
                         return None;
                     }
                 }

@@ -10,6 +10,12 @@
 //! transaction to it below the floor has its answer here), which lets the
 //! target free the replies it keeps (`txn_target.rs`). Plain AM-2 requests
 //! carry neither and cost what they did.
+//!
+//! Ids are 64 bits (`next_txn`); the header carries the low half (the wire
+//! id, by which acks, replies and probes are matched, skipped at its wrap
+//! while in use) and the trailer the high half, so the target compares
+//! ids and floors in 64 bits: an initiator that sent nothing to a target
+//! for 2^31 or 2^32 ids is not taken for an old one.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

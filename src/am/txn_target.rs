@@ -8,12 +8,15 @@
 //! freed; a request below the floor is an old copy and is dropped. Memory
 //! is bounded: at most `MAX_ENTRIES_PER_PEER` entries a peer and
 //! `MAX_KEPT_BYTES` bytes of kept replies; past them a new transaction is
-//! refused (returned with ECONGESTION: it never ran).
+//! refused (returned with ECONGESTION: it never ran). Ids and floors are
+//! 64 bits (the trailer's high half, `Trailer::ids`); a trailer whose
+//! floor is out of reach of its id (more than 2^30 below, above it, below
+//! id 0) is refused with BADARGS and counted (`bad_floor`).
 
 use std::net::SocketAddr;
 
 use super::endpoint::EpState;
-use super::txn::{PROBE_CRASHED, PROBE_UNKNOWN};
+use super::txn::{Trailer, PROBE_CRASHED, PROBE_UNKNOWN};
 use crate::error::ReturnStatus;
 use crate::fxhash::FxHashMap;
 use crate::time::Instant;
@@ -293,17 +296,23 @@ impl TxnTarget {
 impl EpState {
     /// A kept request passed the checks: true to run its handler (its ack
     /// is out); false when it is a duplicate (answered here), old or
-    /// refused.
+    /// refused (full, or its trailer's floor out of reach of its id).
     pub(super) fn txn_arrive(
         &mut self,
         from: SocketAddr,
         meta: &MsgMeta,
         payload: &[u8],
-        incarnation: u64,
-        id: u64,
-        floor: u64,
+        trailer: &Trailer,
         now: Instant,
     ) -> bool {
+        // the 64-bit id and floor (the trailer's high half and lag): a
+        // floor out of reach of the id is refused, never run
+        let Some((id, floor)) = trailer.ids(meta.txn) else {
+            self.txn.target.bad_floor();
+            self.send_returned(now, from, *meta, ReturnStatus::BadArgs, true);
+            return false;
+        };
+        let incarnation = trailer.incarnation;
         let seen = self.txn.target.arrive(from, incarnation, floor, id);
         let logged_start = matches!(seen, Seen::New) && self.txn.log.is_some();
         // a logged start writes them in its own record
