@@ -268,8 +268,8 @@ impl EpState {
                         return None;
                     }
                 };
-                if let Some((incarnation, floor)) = trailer {
-                    if !self.txn_arrive(from, &meta, &payload, incarnation, floor, now) {
+                if let Some(t) = trailer {
+                    if !self.txn_arrive(from, &meta, &payload, &t, now) {
                         return None;
                     }
                 }

@@ -46,7 +46,8 @@ pub(crate) struct EpState {
     pub(super) segment: Option<Arc<dyn SegmentMemory>>,
     /// Network depth once `set_expected_resources` ran.
     pub(super) depth: Option<u32>,
-    pub(super) next_txn: u32,
+    /// The next transaction id, 64 bits (`take_txn_id`).
+    pub(super) next_txn: u64,
     /// Requests waiting for their reply, by transaction id.
     pub(super) outstanding: FxHashMap<u32, Outstanding>,
     pub(super) stats: Statistics,

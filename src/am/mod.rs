@@ -27,6 +27,7 @@
 //! | `txn_log.rs` | the transaction log wired in: identity, target records, restore |
 //! | `txn_target.rs` | transactions at the target: at-most-once, kept replies, floor, bounds |
 //! | `txn_tests.rs` | transactions over the in-memory network: duplication, replays, refusals |
+//! | `txn_id64_tests.rs` | 64-bit transaction ids: a wire id repeated a lap later, trailers out of reach |
 //! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
 mod bundle;
@@ -57,6 +58,8 @@ mod tables;
 mod tests;
 pub(crate) mod token;
 mod txn;
+#[cfg(test)]
+mod txn_id64_tests;
 mod txn_log;
 mod txn_target;
 #[cfg(test)]

@@ -92,7 +92,7 @@ impl Endpoint {
                     let txn = g.borrow_mut().take_txn_id();
                     let ran = self.deliver_loopback(&g, dest, true, msg);
                     g.borrow_mut().txn_loopback(txn, addr, ran);
-                    return Ok(Some(txn));
+                    return Ok(Some(txn as u32));
                 }
                 let mut now = Instant::now();
                 // AM-2: a request polls before it sends (the whole bundle),
@@ -164,17 +164,18 @@ impl EpState {
         msg: &Message<'_>,
         keep: bool,
     ) -> Option<u32> {
-        let txn = self.take_txn_id();
+        let id64 = self.take_txn_id();
+        let txn = id64 as u32;
         let mut payload = self.proto.payload_buffer(msg.payload);
         let mut meta = msg.meta(txn, tag);
         if keep {
             // recorded first: the floor counts this one as waiting
-            self.txn_sent(txn, addr, now);
+            self.txn_sent(id64, addr, now);
             if self.txn.log.is_some() {
-                self.log_issued(txn, addr, &meta, msg.payload);
+                self.log_issued(id64, addr, &meta, msg.payload);
             }
             let floor = self.txn_floor(addr);
-            super::txn::put_trailer(&mut payload, self.txn.incarnation, floor);
+            super::txn::put_trailer(&mut payload, self.txn.incarnation, id64, floor);
             meta.status = super::txn::TXN_FLAG;
         }
         self.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
@@ -189,17 +190,19 @@ impl EpState {
         keep.then_some(txn)
     }
 
-    /// The next transaction id: never 0, never one in use (a request
-    /// waiting for its answer, a kept transaction not released) when the
-    /// 32-bit ids wrap around.
-    pub(super) fn take_txn_id(&mut self) -> u32 {
+    /// The next transaction id, 64 bits (its low half is the wire id):
+    /// the low half never 0, never one in use (a request waiting for its
+    /// answer, a kept transaction not released) when it wraps around.
+    pub(super) fn take_txn_id(&mut self) -> u64 {
         loop {
-            let txn = self.next_txn;
-            self.next_txn = self.next_txn.wrapping_add(1).max(1);
-            let in_use =
-                self.outstanding.contains_key(&txn) || (self.txn.any() && self.txn_is_kept(txn));
+            let id = self.next_txn;
+            self.next_txn += 1;
+            let txn = id as u32;
+            let in_use = txn == 0
+                || self.outstanding.contains_key(&txn)
+                || (self.txn.any() && self.txn_is_kept(txn));
             if !in_use {
-                return txn;
+                return id;
             }
         }
     }

@@ -123,7 +123,7 @@ impl EpState {
     /// protocol are queued to be returned to handler 0 (`skip`: the one
     /// whose failure is being handled now).
     pub(super) fn conclude_ended(&mut self, to: SocketAddr, skip: u32) {
-        let next = self.next_txn;
+        let next = self.next_txn as u32;
         let mut waiting: Vec<(Instant, u32, u32)> = self
             .outstanding
             .iter()

@@ -10,6 +10,12 @@
 //! transaction to it below the floor has its answer here), which lets the
 //! target free the replies it keeps (`txn_target.rs`). Plain AM-2 requests
 //! carry neither and cost what they did.
+//!
+//! Ids are 64 bits (`next_txn`); the header carries the low half (the wire
+//! id, by which acks, replies and probes are matched, skipped at its wrap
+//! while in use) and the trailer the high half, so the target compares
+//! ids and floors in 64 bits: an initiator that sent nothing to a target
+//! for 2^31 or 2^32 ids is not taken for an old one.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,7 +30,8 @@ use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST};
 
 /// Status bit of a request's header: a kept transaction (trailer, ack).
 pub(super) const TXN_FLAG: u8 = 1;
-/// incarnation u64 | floor u32 | reserved u32, big-endian, after the payload.
+/// incarnation u64 | floor u32 | id's high half u32, big-endian, after the
+/// payload.
 pub(super) const TRAILER_LEN: usize = 16;
 /// A transaction waiting this long is probed (then again as long).
 const PROBE_EVERY: u64 = 200 * crate::time::MILLIS;
@@ -121,6 +128,8 @@ pub(super) struct TxnRecord {
     probe_failures: u8,
     /// The state the log has (`txn_log.rs`: written when it is next read).
     pub(super) logged: TxnState,
+    /// The 64-bit id (its low half is the wire id, the record's key).
+    pub(super) id64: u64,
 }
 
 /// The endpoint's transactions (in `EpState::txn`).
@@ -131,7 +140,7 @@ pub(crate) struct Txns {
     pub(super) log: Option<crate::txlog::TxLog>,
     /// Transactions the log had unfinished, to send again once their
     /// target is mapped: (id, target, message).
-    pub(super) to_resume: Vec<(u32, SocketAddr, crate::txlog::record::LoggedMsg)>,
+    pub(super) to_resume: Vec<(u64, SocketAddr, crate::txlog::record::LoggedMsg)>,
     records: FxHashMap<u32, TxnRecord>,
     /// The handler-time bound, nanoseconds (None: no bound, as AM-2).
     handler_timeout: Option<u64>,
@@ -152,11 +161,12 @@ impl Txns {
     }
 
     /// Kept transactions whose state changed since the log had it.
-    pub(super) fn changed_states(&self) -> impl Iterator<Item = (u32, TxnState)> + '_ {
+    /// (wire id, 64-bit id, state).
+    pub(super) fn changed_states(&self) -> impl Iterator<Item = (u32, u64, TxnState)> + '_ {
         self.records
             .iter()
             .filter(|(_, r)| r.state != r.logged)
-            .map(|(&id, r)| (id, r.state))
+            .map(|(&id, r)| (id, r.id64, r.state))
     }
 
     pub(super) fn set_logged(&mut self, txn: u32, s: TxnState) {
@@ -166,9 +176,9 @@ impl Txns {
     }
 
     /// A transaction the log had (`txn_log.rs`), with its last logged state.
-    pub(super) fn restore_record(&mut self, txn: u32, addr: SocketAddr, s: TxnState) {
+    pub(super) fn restore_record(&mut self, id64: u64, addr: SocketAddr, s: TxnState) {
         self.records.insert(
-            txn,
+            id64 as u32,
             TxnRecord {
                 state: s,
                 addr,
@@ -177,6 +187,7 @@ impl Txns {
                 probed_at: Instant::ZERO,
                 probe_failures: 0,
                 logged: s,
+                id64,
             },
         );
     }
@@ -197,53 +208,82 @@ pub(super) fn incarnation_of(secret: &[u8; 32]) -> u64 {
     u64::from_le_bytes(b)
 }
 
-/// `a` comes before `b` in the wrapping order of transaction ids.
-pub(super) fn before(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
-}
-
-/// Appends the trailer of a kept request to its payload.
-pub(super) fn put_trailer(payload: &mut Vec<u8>, incarnation: u64, floor: u32) {
+/// Appends the trailer of kept request `id` (64 bits: the header carries
+/// its low half) to its payload: the incarnation, the floor's low half and
+/// the id's high half. A floor above the id (a resumed old transaction
+/// the floor passed) is sent as the id: a floor never moves back at the
+/// target, and the id stays within `MAX_FLOOR_LAG` of it.
+pub(super) fn put_trailer(payload: &mut Vec<u8>, incarnation: u64, id: u64, floor: u64) {
+    let floor = floor.min(id);
     payload.extend_from_slice(&incarnation.to_be_bytes());
-    payload.extend_from_slice(&floor.to_be_bytes());
-    payload.extend_from_slice(&0u32.to_be_bytes());
+    payload.extend_from_slice(&(floor as u32).to_be_bytes());
+    payload.extend_from_slice(&((id >> 32) as u32).to_be_bytes());
 }
 
-/// Takes the trailer off a kept request's payload: (incarnation, floor);
-/// None when the payload is too short to hold one.
-pub(super) fn take_trailer(payload: &mut Vec<u8>) -> Option<(u64, u32)> {
+/// A kept request's trailer as it came: the ids still in halves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Trailer {
+    pub(super) incarnation: u64,
+    pub(super) floor_low: u32,
+    pub(super) id_high: u32,
+}
+
+impl Trailer {
+    /// The 64-bit id and floor of request `txn` (the header's id): the
+    /// floor is at most `MAX_FLOOR_LAG` ids below the id. None when the
+    /// trailer says otherwise (a broken or hostile peer: refused).
+    pub(super) fn ids(&self, txn: u32) -> Option<(u64, u64)> {
+        let id = u64::from(self.id_high) << 32 | u64::from(txn);
+        let lag = txn.wrapping_sub(self.floor_low);
+        if lag > MAX_FLOOR_LAG {
+            return None;
+        }
+        Some((id, id.checked_sub(u64::from(lag))?))
+    }
+}
+
+/// Takes the trailer off a kept request's payload; None when the payload
+/// is too short to hold one.
+pub(super) fn take_trailer(payload: &mut Vec<u8>) -> Option<Trailer> {
     let at = payload.len().checked_sub(TRAILER_LEN)?;
     let t = &payload[at..];
-    let inc = u64::from_be_bytes(t[..8].try_into().ok()?);
-    let floor = u32::from_be_bytes(t[8..12].try_into().ok()?);
+    let incarnation = u64::from_be_bytes(t[..8].try_into().ok()?);
+    let floor_low = u32::from_be_bytes(t[8..12].try_into().ok()?);
+    let id_high = u32::from_be_bytes(t[12..16].try_into().ok()?);
     payload.truncate(at);
-    Some((inc, floor))
+    Some(Trailer {
+        incarnation,
+        floor_low,
+        id_high,
+    })
 }
 
 impl EpState {
-    /// The floor for `addr`: the oldest kept transaction to it still
-    /// waiting for its answer, else the next id; never more than
-    /// `MAX_FLOOR_LAG` ids behind the next one (ids are 32 bits on the wire
-    /// and compared in wrapping order: a floor half the id space behind
-    /// would make the target take new transactions for old ones and drop
-    /// them; an older one still waiting loses only its kept reply there,
-    /// a copy of it below the floor is dropped, never run again).
-    pub(super) fn txn_floor(&self, addr: SocketAddr) -> u32 {
+    /// The floor for `addr` (64 bits): the oldest kept transaction to it
+    /// still waiting for its answer, else the next id; never more than
+    /// `MAX_FLOOR_LAG` ids behind the next one (the trailer carries the
+    /// floor's low half, placed by the target below the id within that
+    /// lag; an older one still waiting loses only its kept reply there, a
+    /// copy of it below the floor is dropped, never run again).
+    pub(super) fn txn_floor(&self, addr: SocketAddr) -> u64 {
         let next = self.next_txn;
-        let lag = self
+        let oldest = self
             .txn
             .records
-            .iter()
-            .filter(|(_, r)| r.addr == addr && r.state.progress != Progress::Processed)
-            .filter(|(_, r)| r.state.abandon == Abandon::None)
-            .map(|(&id, _)| next.wrapping_sub(id))
-            .max()
-            .unwrap_or(0);
-        next.wrapping_sub(lag.min(MAX_FLOOR_LAG))
+            .values()
+            .filter(|r| r.addr == addr && r.state.progress != Progress::Processed)
+            .filter(|r| r.state.abandon == Abandon::None)
+            .map(|r| r.id64)
+            .min()
+            .unwrap_or(next)
+            .min(next);
+        oldest.max(next.saturating_sub(u64::from(MAX_FLOOR_LAG)))
     }
 
-    /// Starts the record of kept transaction `txn`, sent to `addr`.
-    pub(super) fn txn_sent(&mut self, txn: u32, addr: SocketAddr, now: Instant) {
+    /// Starts the record of kept transaction `id64` (the wire id its low
+    /// half), sent to `addr`.
+    pub(super) fn txn_sent(&mut self, id64: u64, addr: SocketAddr, now: Instant) {
+        let txn = id64 as u32;
         let assoc = self.proto.association(&addr);
         self.txn.records.insert(
             txn,
@@ -258,6 +298,7 @@ impl EpState {
                 probed_at: now,
                 probe_failures: 0,
                 logged: TxnState::default(),
+                id64,
             },
         );
     }
@@ -266,12 +307,13 @@ impl EpState {
     /// sent again (resumed): it waits for its answer anew, holding a credit.
     pub(super) fn txn_resumed(
         &mut self,
-        txn: u32,
+        id64: u64,
         index: u32,
         addr: SocketAddr,
         meta: MsgMeta,
         now: Instant,
     ) {
+        let txn = id64 as u32;
         if self
             .outstanding
             .insert(txn, Outstanding::new(index, addr, now, meta))
@@ -281,11 +323,12 @@ impl EpState {
                 e.outstanding += 1;
             }
         }
-        self.txn_sent(txn, addr, now);
+        self.txn_sent(id64, addr, now);
     }
 
     /// A loopback transaction: its handler ran (or was refused) already.
-    pub(super) fn txn_loopback(&mut self, txn: u32, addr: SocketAddr, ran: Result<()>) {
+    pub(super) fn txn_loopback(&mut self, id64: u64, addr: SocketAddr, ran: Result<()>) {
+        let txn = id64 as u32;
         let state = match ran {
             Ok(()) => TxnState {
                 ack: Ack::Acked,
@@ -309,6 +352,7 @@ impl EpState {
                 probed_at: Instant::ZERO,
                 probe_failures: 0,
                 logged: TxnState::default(),
+                id64,
             },
         );
     }
@@ -570,16 +614,15 @@ impl Endpoint {
     pub fn txn_list(self: &Arc<Self>, progress: Progress) -> Vec<u64> {
         self.with(|s| {
             s.txn_refresh(Instant::now());
-            let next = s.next_txn;
-            let mut ids: Vec<u32> = s
+            let mut ids: Vec<(u64, u32)> = s
                 .txn
                 .records
                 .iter()
                 .filter(|(_, r)| r.state.progress == progress)
-                .map(|(&id, _)| id)
+                .map(|(&id, r)| (r.id64, id))
                 .collect();
-            ids.sort_by_key(|&id| std::cmp::Reverse(next.wrapping_sub(id)));
-            ids.into_iter().map(u64::from).collect()
+            ids.sort_unstable();
+            ids.into_iter().map(|(_, id)| u64::from(id)).collect()
         })
     }
 
@@ -589,8 +632,9 @@ impl Endpoint {
             s.txn_get(txn)?;
             let id = txn as u32;
             let pending = s.txn.records.get(&id).is_some_and(|r| !r.state.is_final());
-            s.txn.records.remove(&id);
-            s.log_released(id);
+            if let Some(r) = s.txn.records.remove(&id) {
+                s.log_released(r.id64);
+            }
             if pending {
                 s.complete(id, Category::Short, Instant::now());
             }

@@ -64,11 +64,12 @@ fn abandon_from(v: u8) -> Abandon {
     }
 }
 
-fn key(peer: SocketAddr, incarnation: u64, txn: u32) -> TargetKey {
+/// A target's key: the 64-bit id (v3; the trailer's high half).
+fn key(peer: SocketAddr, incarnation: u64, txn: u64) -> TargetKey {
     TargetKey {
         peer,
         incarnation,
-        txn: txn as u64,
+        txn,
     }
 }
 
@@ -95,6 +96,7 @@ impl EpState {
         &mut self,
         from: SocketAddr,
         incarnation: u64,
+        id: u64,
         meta: &MsgMeta,
         payload: &[u8],
     ) -> bool {
@@ -103,7 +105,7 @@ impl EpState {
         let mut freed = std::mem::take(&mut self.txn.target.freed);
         for &(peer, inc, txn) in &freed {
             if (peer, inc) == (from, incarnation) {
-                forgotten.push(txn as u64);
+                forgotten.push(txn);
             } else {
                 self.log_append(&mut Record::Forgotten {
                     key: key(peer, inc, txn),
@@ -114,7 +116,7 @@ impl EpState {
         self.txn.target.freed = freed;
         forgotten.sort_unstable();
         let mut rec = Record::AckedStarted {
-            key: key(from, incarnation, meta.txn),
+            key: key(from, incarnation, id),
             msg: logged(meta, payload),
             forgotten,
         };
@@ -125,7 +127,7 @@ impl EpState {
                 // others are forgotten one by one, the request logged alone
                 for &txn in forgotten.iter() {
                     self.log_append(&mut Record::Forgotten {
-                        key: key(from, incarnation, txn as u32),
+                        key: key(from, incarnation, txn),
                     });
                 }
                 forgotten.clear();
@@ -142,10 +144,10 @@ impl EpState {
     /// (with its reply) before the reply leaves, then kept.
     pub(super) fn txn_finished(&mut self, to: SocketAddr, txn: u32, reply: Option<KeptReply>) {
         if self.txn.log.is_some() {
-            if let Some(inc) = self.txn.target.started_by(to, txn) {
+            if let Some((inc, id)) = self.txn.target.started_by(to, txn) {
                 let r = reply.as_ref().map(|r| logged(&r.meta, &r.payload));
                 self.log_append(&mut Record::Finished {
-                    key: key(to, inc, txn),
+                    key: key(to, inc, id),
                     reply: r,
                 });
             }
@@ -153,17 +155,17 @@ impl EpState {
         self.txn.target.finish(to, txn, reply);
     }
 
-    /// The initiator issued kept transaction `txn` to `dest` (logged
-    /// before it is sent: a restarted initiator sends it again).
+    /// The initiator issued kept transaction `txn` (64-bit id) to `dest`
+    /// (logged before it is sent: a restarted initiator sends it again).
     pub(super) fn log_issued(
         &mut self,
-        txn: u32,
+        txn: u64,
         dest: SocketAddr,
         meta: &MsgMeta,
         payload: &[u8],
     ) {
         self.log_append(&mut Record::Issued {
-            txn: txn as u64,
+            txn,
             dest,
             msg: logged(meta, payload),
         });
@@ -172,26 +174,24 @@ impl EpState {
     /// The states that changed since they were logged (read lazily: a
     /// state lost in a crash is found again by resuming the transaction).
     pub(super) fn log_states(&mut self) {
-        let changed: Vec<(u32, TxnState)> = self.txn.changed_states().collect();
-        for (txn, s) in changed {
+        let changed: Vec<(u32, u64, TxnState)> = self.txn.changed_states().collect();
+        for (txn, id64, s) in changed {
             let state = LogTxnState {
                 ack: s.ack as u8,
                 progress: s.progress as u8,
                 abandon: s.abandon as u8,
                 status: s.status,
             };
-            if self.log_append(&mut Record::State {
-                txn: txn as u64,
-                state,
-            }) {
+            if self.log_append(&mut Record::State { txn: id64, state }) {
                 self.txn.set_logged(txn, s);
             }
         }
     }
 
-    pub(super) fn log_released(&mut self, txn: u32) {
+    /// Kept transaction `id64` released (before its record goes).
+    pub(super) fn log_released(&mut self, id64: u64) {
         if self.txn.log.is_some() {
-            self.log_append(&mut Record::Released { txn: txn as u64 });
+            self.log_append(&mut Record::Released { txn: id64 });
         }
     }
 
@@ -211,14 +211,14 @@ impl EpState {
                 continue;
             }
             let mut meta = MsgMeta::new(MsgKind::User, cat, m.handler, &m.args);
-            meta.txn = txn;
+            meta.txn = txn as u32;
             meta.tag = tag;
             meta.dest_offset = m.dest_offset;
             meta.status = TXN_FLAG;
             self.txn_resumed(txn, index, addr, meta, now);
             let floor = self.txn_floor(addr);
             let mut payload = self.proto.payload_buffer(&m.payload);
-            put_trailer(&mut payload, self.txn.incarnation, floor);
+            put_trailer(&mut payload, self.txn.incarnation, txn, floor);
             self.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
         }
     }
@@ -298,7 +298,7 @@ impl Endpoint {
         // what the target had acked, started, finished
         let mut forget = Vec::new();
         for (k, phase) in &log.state().target {
-            let txn = k.txn as u32;
+            let txn = k.txn;
             let entry = match phase {
                 // its ack never left (it follows Started): not run, not owed
                 TargetPhase::Acked(_) => {
@@ -306,7 +306,9 @@ impl Endpoint {
                     continue;
                 }
                 TargetPhase::Started => Entry::Crashed,
-                TargetPhase::Finished(r) => Entry::Finished(r.as_ref().and_then(|m| kept(txn, m))),
+                TargetPhase::Finished(r) => {
+                    Entry::Finished(r.as_ref().and_then(|m| kept(txn as u32, m)))
+                }
             };
             st.txn.target.restore(k.peer, k.incarnation, txn, entry);
             if st.txn.target.incarnation(k.peer) != Some(k.incarnation) {
@@ -322,10 +324,9 @@ impl Endpoint {
         // sent again once their target is mapped
         let ls = log.state();
         if ls.next_txn > 0 {
-            st.next_txn = (ls.next_txn as u32).max(1);
+            st.next_txn = ls.next_txn.max(1);
         }
         for (&txn, i) in &ls.issued {
-            let txn = txn as u32;
             let s = TxnState {
                 ack: match i.state.ack {
                     1 => Ack::Acked,

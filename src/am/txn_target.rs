@@ -8,12 +8,15 @@
 //! freed; a request below the floor is an old copy and is dropped. Memory
 //! is bounded: at most `MAX_ENTRIES_PER_PEER` entries a peer and
 //! `MAX_KEPT_BYTES` bytes of kept replies; past them a new transaction is
-//! refused (returned with ECONGESTION: it never ran).
+//! refused (returned with ECONGESTION: it never ran). Ids and floors are
+//! 64 bits (the trailer's high half, `Trailer::ids`); a trailer whose
+//! floor is out of reach of its id (more than 2^30 below, above it, below
+//! id 0) is refused with BADARGS and counted (`bad_floor`).
 
 use std::net::SocketAddr;
 
 use super::endpoint::EpState;
-use super::txn::{before, PROBE_CRASHED, PROBE_UNKNOWN};
+use super::txn::{Trailer, PROBE_CRASHED, PROBE_UNKNOWN};
 use crate::error::ReturnStatus;
 use crate::fxhash::FxHashMap;
 use crate::time::Instant;
@@ -37,10 +40,26 @@ pub(super) enum Entry {
     Crashed,
 }
 
+/// A peer's transactions, keyed by their 64-bit ids (the trailer's high
+/// half and the header's id): compared plainly, no wrapping order.
 struct PeerTxns {
     incarnation: u64,
-    floor: u32,
-    entries: FxHashMap<u32, Entry>,
+    floor: u64,
+    entries: FxHashMap<u64, Entry>,
+    /// The Started entries by their 32-bit wire id (a handler's reply
+    /// names only that): at most one each.
+    running: FxHashMap<u32, u64>,
+}
+
+impl PeerTxns {
+    fn new(incarnation: u64, floor: u64) -> PeerTxns {
+        PeerTxns {
+            incarnation,
+            floor,
+            entries: FxHashMap::default(),
+            running: FxHashMap::default(),
+        }
+    }
 }
 
 fn entry_bytes(e: &Entry) -> usize {
@@ -59,6 +78,9 @@ pub struct TargetCounts {
     pub old_dropped: u64,
     /// New transactions refused because the table was full.
     pub refused_full: u64,
+    /// Kept requests whose trailer put the floor more than 2^30 ids
+    /// below the id (or below id 0): refused, never run.
+    pub bad_floor: u64,
     /// Entries and kept reply bytes now.
     pub entries: usize,
     pub kept_bytes: usize,
@@ -72,7 +94,7 @@ pub(crate) struct TxnTarget {
     /// A log is open: freed entries are listed in `freed` (to log them
     /// forgotten).
     pub(super) logging: bool,
-    pub(super) freed: Vec<(SocketAddr, u64, u32)>,
+    pub(super) freed: Vec<(SocketAddr, u64, u64)>,
     /// The ids a logged arrival forgets (kept for its allocation).
     pub(super) forgotten: Vec<u64>,
 }
@@ -106,21 +128,25 @@ impl TxnTarget {
         c
     }
 
-    /// Looks kept request `txn` from `from` (incarnation, floor) up; a new
-    /// one is entered as Started.
+    /// A refused trailer (its floor too far below its id), counted.
+    pub(super) fn bad_floor(&mut self) {
+        self.counts.bad_floor += 1;
+    }
+
+    /// Looks kept request `txn` (64-bit id) from `from` (incarnation,
+    /// 64-bit floor) up; a new one is entered as Started.
     pub(super) fn arrive(
         &mut self,
         from: SocketAddr,
         incarnation: u64,
-        floor: u32,
-        txn: u32,
+        floor: u64,
+        txn: u64,
     ) -> Seen {
         let kept = &mut self.kept_bytes;
-        let p = self.peers.entry(from).or_insert_with(|| PeerTxns {
-            incarnation,
-            floor,
-            entries: FxHashMap::default(),
-        });
+        let p = self
+            .peers
+            .entry(from)
+            .or_insert_with(|| PeerTxns::new(incarnation, floor));
         let freed = &mut self.freed;
         let logging = self.logging;
         if p.incarnation != incarnation {
@@ -131,14 +157,15 @@ impl TxnTarget {
                 freed.extend(p.entries.keys().map(|&t| (from, p.incarnation, t)));
             }
             p.entries.clear();
+            p.running.clear();
             p.incarnation = incarnation;
             p.floor = floor;
         }
-        if before(p.floor, floor) {
+        if p.floor < floor {
             p.floor = floor;
             let inc = p.incarnation;
             p.entries.retain(|&id, e| {
-                let keep = !before(id, floor) || matches!(e, Entry::Started);
+                let keep = id >= floor || matches!(e, Entry::Started);
                 if !keep {
                     *kept -= entry_bytes(e);
                     if logging {
@@ -148,7 +175,7 @@ impl TxnTarget {
                 keep
             });
         }
-        if before(txn, p.floor) && !p.entries.contains_key(&txn) {
+        if txn < p.floor && !p.entries.contains_key(&txn) {
             self.counts.old_dropped += 1;
             return Seen::Old;
         }
@@ -166,24 +193,42 @@ impl TxnTarget {
                 Seen::Crashed
             }
             None => {
-                if p.entries.len() >= MAX_ENTRIES_PER_PEER || *kept >= MAX_KEPT_BYTES {
+                // (a second running one with the same wire id only comes
+                // from a peer that does not skip ids in use: refused)
+                if p.entries.len() >= MAX_ENTRIES_PER_PEER
+                    || *kept >= MAX_KEPT_BYTES
+                    || p.running.contains_key(&(txn as u32))
+                {
                     self.counts.refused_full += 1;
                     return Seen::Full;
                 }
                 p.entries.insert(txn, Entry::Started);
+                p.running.insert(txn as u32, txn);
                 Seen::New
             }
         }
     }
 
-    /// What the table says of `txn` from `from`, run `incarnation`
-    /// (Running, Finished or Crashed); None when it keeps no such one.
+    /// What the table says of wire id `txn` from `from`, run
+    /// `incarnation` (Running, Finished or Crashed); None when it keeps no
+    /// such one. A probe names the 32-bit id only: the running entry with
+    /// it, else the newest kept one whose low half it is (probes are rare;
+    /// a peer's entries are at most `MAX_ENTRIES_PER_PEER`).
     fn probe(&self, from: SocketAddr, incarnation: u64, txn: u32) -> Option<Seen> {
         let p = self
             .peers
             .get(&from)
             .filter(|p| p.incarnation == incarnation)?;
-        Some(match p.entries.get(&txn)? {
+        let id = match p.running.get(&txn) {
+            Some(&id) => id,
+            None => p
+                .entries
+                .keys()
+                .copied()
+                .filter(|&id| id as u32 == txn)
+                .max()?,
+        };
+        Some(match p.entries.get(&id)? {
             Entry::Started => Seen::Running,
             Entry::Finished(r) => Seen::Finished(r.clone()),
             Entry::Crashed => Seen::Crashed,
@@ -197,43 +242,49 @@ impl TxnTarget {
 
     /// Puts back an entry a log kept (`txn_log.rs`); the peer's latest
     /// incarnation in the log wins.
-    pub(super) fn restore(&mut self, peer: SocketAddr, incarnation: u64, txn: u32, e: Entry) {
-        let p = self.peers.entry(peer).or_insert_with(|| PeerTxns {
-            incarnation,
-            floor: txn,
-            entries: FxHashMap::default(),
-        });
+    pub(super) fn restore(&mut self, peer: SocketAddr, incarnation: u64, txn: u64, e: Entry) {
+        let p = self
+            .peers
+            .entry(peer)
+            .or_insert_with(|| PeerTxns::new(incarnation, txn));
         if p.incarnation != incarnation {
             return;
         }
-        if before(txn, p.floor) {
+        if txn < p.floor {
             p.floor = txn;
         }
         self.kept_bytes += entry_bytes(&e);
         p.entries.insert(txn, e);
     }
 
-    /// The incarnation of `peer` when its `txn` is running (started, not
-    /// finished).
-    pub(super) fn started_by(&self, peer: SocketAddr, txn: u32) -> Option<u64> {
+    /// The incarnation of `peer` and the 64-bit id of its transaction
+    /// with wire id `txn` when it is running (started, not finished).
+    pub(super) fn started_by(&self, peer: SocketAddr, txn: u32) -> Option<(u64, u64)> {
         let p = self.peers.get(&peer)?;
-        matches!(p.entries.get(&txn), Some(Entry::Started)).then_some(p.incarnation)
+        let &id = p.running.get(&txn)?;
+        matches!(p.entries.get(&id), Some(Entry::Started)).then_some((p.incarnation, id))
     }
 
     /// Takes a new entry back out (its log record could not be written).
-    pub(super) fn unstart(&mut self, peer: SocketAddr, txn: u32) {
+    pub(super) fn unstart(&mut self, peer: SocketAddr, txn: u64) {
         if let Some(p) = self.peers.get_mut(&peer) {
             p.entries.remove(&txn);
+            if p.running.get(&(txn as u32)) == Some(&txn) {
+                p.running.remove(&(txn as u32));
+            }
         }
     }
 
-    /// The handler of `txn` from `to` finished with `reply` (None: the
-    /// automatic reply).
+    /// The handler of wire id `txn` from `to` finished with `reply` (None:
+    /// the automatic reply).
     pub(super) fn finish(&mut self, to: SocketAddr, txn: u32, reply: Option<KeptReply>) {
         let Some(p) = self.peers.get_mut(&to) else {
             return;
         };
-        if let Some(e) = p.entries.get_mut(&txn) {
+        let Some(id) = p.running.remove(&txn) else {
+            return;
+        };
+        if let Some(e) = p.entries.get_mut(&id) {
             if matches!(e, Entry::Started) {
                 self.kept_bytes += reply.as_ref().map_or(0, |r| r.payload.len());
                 *e = Entry::Finished(reply);
@@ -245,17 +296,24 @@ impl TxnTarget {
 impl EpState {
     /// A kept request passed the checks: true to run its handler (its ack
     /// is out); false when it is a duplicate (answered here), old or
-    /// refused.
+    /// refused (full, or its trailer's floor out of reach of its id).
     pub(super) fn txn_arrive(
         &mut self,
         from: SocketAddr,
         meta: &MsgMeta,
         payload: &[u8],
-        incarnation: u64,
-        floor: u32,
+        trailer: &Trailer,
         now: Instant,
     ) -> bool {
-        let seen = self.txn.target.arrive(from, incarnation, floor, meta.txn);
+        // the 64-bit id and floor (the trailer's high half and lag): a
+        // floor out of reach of the id is refused, never run
+        let Some((id, floor)) = trailer.ids(meta.txn) else {
+            self.txn.target.bad_floor();
+            self.send_returned(now, from, *meta, ReturnStatus::BadArgs, true);
+            return false;
+        };
+        let incarnation = trailer.incarnation;
+        let seen = self.txn.target.arrive(from, incarnation, floor, id);
         let logged_start = matches!(seen, Seen::New) && self.txn.log.is_some();
         // a logged start writes them in its own record
         if !self.txn.target.freed.is_empty() && !logged_start {
@@ -265,8 +323,8 @@ impl EpState {
             Seen::New => {
                 // logged (Acked, Started) before the ack leaves and the
                 // handler runs
-                if logged_start && !self.log_started(from, incarnation, meta, payload) {
-                    self.txn.target.unstart(from, meta.txn);
+                if logged_start && !self.log_started(from, incarnation, id, meta, payload) {
+                    self.txn.target.unstart(from, id);
                     self.send_returned(now, from, *meta, ReturnStatus::Congestion, true);
                     return false;
                 }

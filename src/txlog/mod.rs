@@ -3,7 +3,9 @@
 //! target what it acknowledged, started and finished with the kept
 //! replies, in a memory-mapped file that survives a crash of the process.
 //!
-//! Layout (little-endian), version 2:
+//! Layout (little-endian), version 3 (transaction ids are 64 bits: an
+//! initiator's counter, at a target the trailer's high half and the
+//! header's id; version 2 kept the 32-bit wire ids and is refused):
 //!
 //! ```text
 //!   0     header, HEADER_LEN bytes: magic "RAMPTXLG", version, header length,
@@ -69,7 +71,7 @@ use state::LogState;
 use crate::sys::MappedFile;
 
 pub const MAGIC: &[u8; 8] = b"RAMPTXLG";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 pub const HEADER_LEN: usize = 4096;
 /// The part of the header the CRC covers (the CRC follows it).
 const HEADER_USED: usize = 72 + record::ADDR_LEN;
@@ -447,8 +449,13 @@ fn decode_header(path: &Path, h: &[u8]) -> Result<Header, LogError> {
         return fail(
             path,
             format!(
-                "log format version {}, this library reads {VERSION}",
-                u32_at(8)
+                "log format version {}, this library reads {VERSION}{}",
+                u32_at(8),
+                if u32_at(8) < VERSION {
+                    " (older versions kept 32-bit transaction ids)"
+                } else {
+                    ""
+                }
             ),
         );
     }

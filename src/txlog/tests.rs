@@ -476,3 +476,72 @@ fn a_compaction_cut_short_before_its_epoch_leaves_the_old_area_live() {
     assert!(e.to_string().contains("epoch frame"), "{e}");
     assert!(e.to_string().contains(p.to_str().unwrap()), "{e}");
 }
+
+#[test]
+fn sixty_four_bit_ids_come_back_the_same_on_reopening() {
+    let d = dir("wide");
+    let p = d.join("ep.log");
+    let big = (5u64 << 32) + 7;
+    let lap = 1u64 << 32;
+    let (mut log, _) = TxLog::open(&p, id, false).unwrap();
+    let dest: SocketAddr = "10.9.9.9:9".parse().unwrap();
+    log.append(&Record::Issued {
+        txn: big,
+        dest,
+        msg: msg(1, 4),
+    })
+    .unwrap();
+    log.append(&Record::State {
+        txn: big,
+        state: TxnState {
+            ack: 1,
+            progress: 3,
+            abandon: 0,
+            status: 0,
+        },
+    })
+    .unwrap();
+    // at the target: the same wire id a lap apart, the older forgotten
+    log.append(&Record::AckedStarted {
+        key: key(big),
+        msg: msg(2, 3),
+        forgotten: vec![],
+    })
+    .unwrap();
+    log.append(&Record::Finished {
+        key: key(big),
+        reply: Some(msg(3, 2)),
+    })
+    .unwrap();
+    log.append(&Record::AckedStarted {
+        key: key(big + lap),
+        msg: msg(2, 3),
+        forgotten: vec![big],
+    })
+    .unwrap();
+    let want = log.state().clone();
+    assert_eq!(want.next_txn, big + 1);
+    assert!(want.issued.contains_key(&big));
+    assert!(want.target.contains_key(&key(big + lap)));
+    assert!(!want.target.contains_key(&key(big)));
+    drop(log);
+    let (log, _) = TxLog::open(&p, || panic!(), false).unwrap();
+    assert_eq!(log.state(), &want);
+}
+
+#[test]
+fn a_version_2_log_is_refused_naming_the_file_and_its_version() {
+    let d = dir("v2");
+    let p = d.join("old.log");
+    drop(TxLog::open(&p, id, false).unwrap());
+    let mut b = std::fs::read(&p).unwrap();
+    b[8..12].copy_from_slice(&2u32.to_le_bytes());
+    std::fs::write(&p, &b).unwrap();
+    let e = TxLog::open(&p, || panic!(), false)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains(&p.display().to_string()), "{e}");
+    assert!(e.contains("version 2, this library reads 3"), "{e}");
+    assert_eq!(std::fs::read(&p).unwrap(), b, "the file is left as it was");
+}

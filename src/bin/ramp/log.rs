@@ -21,6 +21,15 @@ fn describe(m: &LoggedMsg) -> String {
     )
 }
 
+/// Ids are 64 bits; past 2^32 the wire id (the low half) is shown too.
+fn wire(txn: u64) -> String {
+    if txn > u64::from(u32::MAX) {
+        format!(" (wire id {})", txn as u32)
+    } else {
+        String::new()
+    }
+}
+
 pub fn run(path: &str) -> i32 {
     let (id, state, rep) = match inspect(Path::new(path)) {
         Ok(x) => x,
@@ -45,7 +54,8 @@ pub fn run(path: &str) -> i32 {
     println!("  issued transactions: {}", state.issued.len());
     for (txn, i) in &state.issued {
         println!(
-            "    txn {txn} to {}: ack {} progress {} abandon {} status {}: {}",
+            "    txn {txn}{} to {}: ack {} progress {} abandon {} status {}: {}",
+            wire(*txn),
             i.dest,
             i.state.ack,
             i.state.progress,
@@ -65,8 +75,11 @@ pub fn run(path: &str) -> i32 {
             TargetPhase::Finished(Some(r)) => format!("finished, kept reply: {}", describe(r)),
         };
         println!(
-            "    from {} (incarnation {:#x}) txn {}: {what}",
-            k.peer, k.incarnation, k.txn
+            "    from {} (incarnation {:#x}) txn {}{}: {what}",
+            k.peer,
+            k.incarnation,
+            k.txn,
+            wire(k.txn)
         );
     }
     println!("log OK");
