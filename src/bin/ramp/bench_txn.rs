@@ -25,6 +25,8 @@ fn median(v: &mut [f64]) -> f64 {
 struct Setup {
     bun: Arc<Bundle>,
     e0: Arc<Endpoint>,
+    /// the targets without and with a log
+    targets: [Arc<Endpoint>; 2],
     got: Arc<AtomicU64>,
     dir: std::path::PathBuf,
 }
@@ -66,7 +68,13 @@ fn setup() -> Result<Setup, String> {
             g.fetch_add(1, Ordering::Relaxed);
         }),
     );
-    Ok(Setup { bun, e0, got, dir })
+    Ok(Setup {
+        bun,
+        e0,
+        targets: [plain_t, logged_t],
+        got,
+        dir,
+    })
 }
 
 impl Setup {
@@ -172,6 +180,25 @@ pub fn run(iters: usize, runs: usize) -> Result<(), String> {
         m[5],
         m[4] / m[5]
     );
+    // what the targets keep after every transaction above was released:
+    // kept replies are freed as the initiator's floor passes them
+    let done = iters / 10 + 2 * iters * runs.max(1); // to each target
+    for (t, name) in s.targets.iter().zip(["log off", "log on"]) {
+        let c = t.txn_target_counts();
+        println!(
+            "  kept at the target ({name}) after ~{done} transactions: {} entries, {} bytes of kept replies",
+            c.entries, c.kept_bytes
+        );
+    }
+    let log_bytes: u64 = std::fs::read_dir(&s.dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0);
+    println!("  the target's log: {log_bytes} bytes on disk");
     let _ = am::free_endpoint(s.e0.id);
     std::fs::remove_dir_all(&s.dir).ok();
     Ok(())
