@@ -102,6 +102,26 @@ impl Regions {
             _ => Err(ReturnStatus::BadSegOff),
         }
     }
+
+    /// `check` for a whole put (`is_put`: written) or get (read) of
+    /// `[off, off + len)` of region `id`, and for its notification word at
+    /// `notify` (4 writable bytes of the same region); else EBADSEGOFF.
+    /// The one check of a remote-memory operation, chunked or direct.
+    pub(super) fn check_operation(
+        &self,
+        segment: Option<&Arc<dyn SegmentMemory>>,
+        id: u32,
+        is_put: bool,
+        (off, len): (u64, u64),
+        notify: Option<u64>,
+    ) -> std::result::Result<Arc<dyn SegmentMemory>, ReturnStatus> {
+        let need = if is_put { REGION_WRITE } else { REGION_READ };
+        let mem = self.check(segment, id, need, off, len)?;
+        if let Some(at) = notify {
+            self.check(segment, id, REGION_WRITE, at, 4)?;
+        }
+        Ok(mem)
+    }
 }
 
 #[cfg(test)]

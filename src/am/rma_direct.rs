@@ -40,7 +40,6 @@ use std::sync::Arc;
 
 use super::endpoint::{Endpoint, EpState};
 use super::handler::SegmentMemory;
-use super::region::{REGION_READ, REGION_WRITE};
 use super::returned::tag_accepts;
 use super::rma::{Op, Redo, RmaState, MAX_OPS};
 use super::rma_target::{Chunk, CHUNK};
@@ -487,26 +486,16 @@ impl EpState {
             self.stats.corrupt_dropped += 1;
             return (None, true);
         }
-        let need = if is_put { REGION_WRITE } else { REGION_READ };
-        let seg = self.segment.as_ref();
-        let mem = match self
-            .rma
-            .regions
-            .check(seg, d.region, need, d.start, d.total)
-        {
+        let mem = match self.rma.regions.check_operation(
+            self.segment.as_ref(),
+            d.region,
+            is_put,
+            (d.start, d.total),
+            d.notify.map(|(at, _)| at),
+        ) {
             Ok(m) => m,
             Err(s) => return (Some(s), false),
         };
-        if let Some((off, _)) = d.notify {
-            if self
-                .rma
-                .regions
-                .check(seg, d.region, REGION_WRITE, off, 4)
-                .is_err()
-            {
-                return (Some(ReturnStatus::BadSegOff), false);
-            }
-        }
         // ends well before the expiry unless preempted for long (`GRACE`)
         let copy_ns = d.total / 4; // at 4 GB/s, far below what it does
         if monotonic_nanos().saturating_add(copy_ns + TTL / 5) > d.expiry {

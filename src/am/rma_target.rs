@@ -33,7 +33,6 @@
 use std::net::SocketAddr;
 
 use super::endpoint::EpState;
-use super::region::{REGION_READ, REGION_WRITE};
 use super::returned::tag_accepts;
 use crate::error::ReturnStatus;
 use crate::proto::{Event, FailReason};
@@ -389,22 +388,19 @@ impl EpState {
         if is_put && payload.len() != c.len as usize || !is_put && !payload.is_empty() {
             return (Some(ReturnStatus::BadLength), index, Vec::new());
         }
-        let need = if is_put { REGION_WRITE } else { REGION_READ };
-        let seg = self.segment.as_ref();
-        let mem = match self
-            .rma
-            .regions
-            .check(seg, c.region, need, c.start, c.total)
-        {
+        if c.notify.is_some() && !is_put {
+            return (Some(ReturnStatus::BadSegOff), index, Vec::new());
+        }
+        let mem = match self.rma.regions.check_operation(
+            self.segment.as_ref(),
+            c.region,
+            is_put,
+            (c.start, c.total),
+            c.notify.map(|(at, _)| at),
+        ) {
             Ok(m) => m,
             Err(s) => return (Some(s), index, Vec::new()),
         };
-        if let Some((off, _)) = c.notify {
-            let flag = self.rma.regions.check(seg, c.region, REGION_WRITE, off, 4);
-            if !is_put || flag.is_err() {
-                return (Some(ReturnStatus::BadSegOff), index, Vec::new());
-            }
-        }
         // inside the region: checked above (the operation's range holds the chunk's)
         let off = c.offset() as usize;
         if is_put {
