@@ -248,6 +248,11 @@ pub struct ShmTransport {
     next_check: Cell<Instant>,
     next_wake_check: Cell<Instant>,
     next_setup_check: Cell<Instant>,
+    /// The gap to the next such look: `SETUP_CHECK`, doubled (up to
+    /// `WAKE_CHECK`) by every look that found nothing, so a same-host peer
+    /// that stays on UDP (no free slot) does not cost a system call each
+    /// `SETUP_CHECK`.
+    setup_gap: Cell<u64>,
     pid: u32,
 }
 
@@ -283,6 +288,7 @@ impl ShmTransport {
             next_check: Cell::new(now.plus(CHECK_EVERY)),
             next_wake_check: Cell::new(now.plus(WAKE_CHECK)),
             next_setup_check: Cell::new(now),
+            setup_gap: Cell::new(SETUP_CHECK),
             pid,
         })
     }
@@ -340,13 +346,19 @@ impl ShmTransport {
     }
 
     /// Reads the socket if the last look while setting up a path is
-    /// `SETUP_CHECK` old.
+    /// `setup_gap` old.
     fn read_socket_for_setup(&self, now: Instant) {
         if now >= self.next_setup_check.get() {
-            self.next_setup_check.set(now.plus(SETUP_CHECK));
             // a HELLO or an answer: a flood of other messages to our
             // socket costs a few system calls here, the rest waits
-            self.read_socket_at_most(SETUP_BUDGET);
+            let found = self.read_socket_at_most(SETUP_BUDGET);
+            let gap = if found {
+                SETUP_CHECK
+            } else {
+                (self.setup_gap.get() * 2).min(WAKE_CHECK)
+            };
+            self.setup_gap.set(gap);
+            self.next_setup_check.set(now.plus(gap));
         }
     }
 

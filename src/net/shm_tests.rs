@@ -210,3 +210,22 @@ fn a_path_is_set_up_by_the_next_messages() {
     rx.fallback_from_host(a2, Instant::now());
     assert!(tx.reaches(a1), "the answer is read by the next send");
 }
+
+/// A same-host peer that stays on UDP (say, no free slot) costs a look at
+/// the socket ever more rarely: each empty look doubles the gap, up to the
+/// periodic one; a look that finds a message brings it back.
+#[test]
+fn empty_setup_looks_back_off() {
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let rx = ShmTransport::open(a1).unwrap();
+    let tx = ShmTransport::open(a2).unwrap();
+    let mut now = Instant::now();
+    for _ in 0..10 {
+        rx.fallback_from_host(a2, now);
+        now = rx.next_setup_check.get();
+    }
+    assert_eq!(rx.setup_gap.get(), WAKE_CHECK);
+    assert!(!tx.reaches(a1)); // a HELLO waits in rx's socket
+    rx.fallback_from_host(a2, now);
+    assert_eq!(rx.setup_gap.get(), SETUP_CHECK);
+}
