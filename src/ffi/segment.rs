@@ -11,6 +11,18 @@ pub struct CSegment {
     pub len: usize,
 }
 
+impl CSegment {
+    /// Whether `[off, off + len)` is a non-empty range inside the memory
+    /// (false: empty, nothing to do); an error when it is outside (callers
+    /// check the bounds, but the unsafe code below never trusts that).
+    fn holds(&self, off: usize, len: usize) -> std::io::Result<bool> {
+        match off.checked_add(len) {
+            Some(end) if end <= self.len => Ok(len > 0),
+            _ => Err(std::io::ErrorKind::InvalidInput.into()),
+        }
+    }
+}
+
 impl SegmentMemory for CSegment {
     fn base(&self) -> usize {
         self.base
@@ -39,11 +51,7 @@ impl SegmentMemory for CSegment {
         pid: u32,
         remote: usize,
     ) -> std::io::Result<()> {
-        if off.checked_add(len).is_none_or(|end| end > self.len) {
-            // the caller checks the bounds; never trust that in unsafe code
-            return Err(std::io::ErrorKind::InvalidInput.into());
-        }
-        if len == 0 {
+        if !self.holds(off, len)? {
             return Ok(());
         }
         // SAFETY: as for `write`: the application registered the memory as
@@ -60,11 +68,7 @@ impl SegmentMemory for CSegment {
         pid: u32,
         remote: usize,
     ) -> std::io::Result<()> {
-        if off.checked_add(len).is_none_or(|end| end > self.len) {
-            // the caller checks the bounds; never trust that in unsafe code
-            return Err(std::io::ErrorKind::InvalidInput.into());
-        }
-        if len == 0 {
+        if !self.holds(off, len)? {
             return Ok(());
         }
         // SAFETY: as for `read_into`: inside the registered memory, alive
