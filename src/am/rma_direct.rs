@@ -272,14 +272,15 @@ impl Endpoint {
             if now < spin_until {
                 self.poll_bundle()?;
             } else {
-                self.wait_round(&mut rounds)?;
+                let answered = || self.with(|st| st.rma.direct_state(id)) != Direct::Waiting;
+                self.wait_round(&mut rounds, answered)?;
             }
         }
         // no answer in time, or none to come: a copy begun before the
         // expiry has ended after the grace; then the chunks go
         self.with(|st| st.rma.drop_direct(id));
         while monotonic_nanos() <= expiry + GRACE {
-            self.wait_round(&mut rounds)?;
+            self.wait_round(&mut rounds, || false)?;
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
         Ok(None)
