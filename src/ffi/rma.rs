@@ -207,17 +207,13 @@ pub unsafe extern "C" fn ramp_WaitFlag(ep: ep_t, flag: *const u32, value: u32) -
         if !(flag as usize).is_multiple_of(std::mem::align_of::<u32>()) {
             return Err(Error::BadArg("the flag is not aligned for a uint32_t"));
         }
+        // SAFETY: non-NULL, aligned; the caller's word, which a put (or
+        // another thread) writes meanwhile: read it volatile.
+        let set = || unsafe { std::ptr::read_volatile(flag) } == value;
         let mut rounds = 0;
-        loop {
-            // SAFETY: non-NULL, aligned; the caller's word, which a put (or
-            // another thread) writes meanwhile: read it volatile.
-            let v = unsafe { std::ptr::read_volatile(flag) };
-            if v == value {
-                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-                return Ok(());
-            }
-            e.wait_round(&mut rounds)?;
-        }
+        while !set() && !e.wait_round(&mut rounds, set)? {}
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        Ok(())
     })
 }
 
