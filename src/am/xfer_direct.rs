@@ -46,7 +46,7 @@ pub(super) const XFER_FLAG: u8 = 2;
 /// A descriptor's length in bytes (16 little-endian words).
 const DESC_LEN: usize = 64;
 
-fn encode(d: &Desc) -> [u8; DESC_LEN] {
+pub(super) fn encode(d: &Desc) -> [u8; DESC_LEN] {
     let m = d.meta(MsgKind::Put, 0, 0);
     let mut out = [0u8; DESC_LEN];
     for (o, w) in out.chunks_exact_mut(4).zip(m.args.iter()) {
