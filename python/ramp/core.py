@@ -1100,9 +1100,10 @@ def _play_drained(s: _ThreadState, n: int) -> None:
                 _dend(c_void_p(tp))
                 i += 1
                 continue
-            # kind & 0xFFFFFF: handler | nargs << 16 (category 0, short) for a quick one
-            fn = ep._quick.get(kind & 0xFFFFFF)
-            if fn is None or kind >= _KIND_RETURNED:
+            # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0 or 1,
+            # not returned) for a quick one
+            fn = ep._quick.get(kind)
+            if fn is None:
                 tok = Token(tp, ep, kind >= _KIND_RETURNED, i)
                 _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
                 i += 1
@@ -1433,7 +1434,8 @@ class Endpoint:
         self._functions: Dict[int, Tuple[HandlerFunction, str, int]] = {}
         # per handler index: how drained messages play it (see _play_drained)
         self._play: List[Optional[Tuple[Any, int, int, str]]] = [None] * 256
-        # short handlers of 0..2 arguments, by handler | nargs << 16 (see _play_drained)
+        # short handlers of 0..2 arguments, by the drained record's kind: handler |
+        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request) (see _play_drained)
         self._quick: Dict[int, HandlerFunction] = {}
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
@@ -1613,8 +1615,9 @@ class Endpoint:
         self._play[h] = _play_entry(fn, kind, nargs)
         for k in [k for k in self._quick if k & 0xFF == h]:
             del self._quick[k]
-        if kind == "short" and nargs <= 2:
+        if kind == "short" and nargs <= 2:  # a reply (flags 0) and a request (flags 1)
             self._quick[h | nargs << 16] = fn
+            self._quick[h | nargs << 16 | _KIND_REQUEST] = fn
 
     def set_handler_any(
         self, fn: HandlerFunction, kind: Optional[str] = None, nargs: Optional[int] = None
@@ -1816,7 +1819,27 @@ class Endpoint:
         spin: float = 0.0005,
     ) -> bool:
         """:meth:`Bundle.wait` on this endpoint's bundle."""
-        return _wait(self._bundle, until, timeout, spin)
+        # _wait's first round, here: one call less on the round trip (keep in step)
+        b = self._bundle
+        hp = b._hp
+        if hp is None:
+            raise RampError("the bundle is closed")
+        if until is None or not spin >= _SPIN_CHUNK_US * 1e-6:
+            return _wait(b, until, timeout, spin)
+        if until():
+            return True
+        t0 = time.monotonic()
+        s = _tls.s
+        if _dwait is not None and not s.depth:
+            rc = _dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, _SPIN_CHUNK_US)
+            n = s.ndrained_view[0]
+            if n:
+                _play_drained(s, n)
+            if rc or s.pending:
+                _after(rc, "ramp_DrainWait")
+            if until():
+                return True
+        return _wait_loop(b, until, timeout, spin, s, t0)
 
     # -- statistics ----------------------------------------------------------------
 
