@@ -914,47 +914,49 @@ def _ptr_arg(address: int) -> Any:
     return byref(ctypes.c_char.from_address(address))
 
 
+class _IntCall(ctypes._CFuncPtr):  # type: ignore[misc,name-defined]
+    """A C function returning int, called without argtypes and without a restype
+    object: ctypes then reads the result as a C int directly (a c_int restype costs a
+    look-up in ctypes' format table at every call).  Releases the GIL during the call."""
+
+    _flags_ = ctypes._FUNCFLAG_CDECL  # type: ignore[attr-defined]
+
+
+class _IntCallKeepGIL(ctypes._CFuncPtr):  # type: ignore[misc,name-defined]
+    """_IntCall for the calls that never block nor wait: the GIL kept (cheaper)."""
+
+    _flags_ = ctypes._FUNCFLAG_CDECL | ctypes._FUNCFLAG_PYTHONAPI  # type: ignore[attr-defined]
+
+
+def _int_call(name: str, keep_gil: bool = False) -> Any:
+    """libramp's ``name`` as an _IntCall (or _IntCallKeepGIL); None when the library
+    does not export it (an older one)."""
+    L = _L()
+    if not hasattr(L, name):
+        return None
+    return (_IntCallKeepGIL if keep_gil else _IntCall)((name, L))
+
+
 def _fast() -> None:
     global _dwait, _rshort1, _dreply1, _dend
     if _Fast.ready:
         return
-    L = _L()
-    P = _lib.pylib()  # the calls that never block: the GIL kept (cheaper)
-    try:
-        _Fast.drain = L["ramp_Drain"]  # separate function objects: own argtypes
-        _Fast.release = P["ramp_DrainRelease"]
-        _Fast.end = P["ramp_DrainEnd"]
-        _Fast.dreply = P["ramp_DrainReply"]
-        _Fast.rshort = L["ramp_RequestShort"]
-    except AttributeError:
+    _Fast.drain = _int_call("ramp_Drain")
+    _Fast.release = _int_call("ramp_DrainRelease", keep_gil=True)
+    _Fast.end = _int_call("ramp_DrainEnd", keep_gil=True)
+    _Fast.dreply = _int_call("ramp_DrainReply", keep_gil=True)
+    _Fast.rshort = _int_call("ramp_RequestShort")
+    if None in (_Fast.drain, _Fast.release, _Fast.end, _Fast.dreply, _Fast.rshort):
         _Fast.drain = _Fast.release = _Fast.end = _Fast.dreply = _Fast.rshort = None
-    try:
-        _Fast.dwait = L["ramp_DrainWait"]
-    except AttributeError:
-        _Fast.dwait = None
-    try:  # one argument by value: each argument ctypes converts costs about 0.05 us
-        _Fast.dreply1 = P["ramp_DrainReply1"]
-        _Fast.rshort1 = L["ramp_RequestShort1"]
-    except AttributeError:
+    _Fast.dwait = _int_call("ramp_DrainWait")
+    # one argument by value: each argument ctypes converts costs about 0.05 us
+    _Fast.dreply1 = _int_call("ramp_DrainReply1", keep_gil=True)
+    _Fast.rshort1 = _int_call("ramp_RequestShort1")
+    if _Fast.dreply1 is None or _Fast.rshort1 is None:
         _Fast.dreply1 = _Fast.rshort1 = None
-    _Fast.am_poll = L.AM_Poll
-    _Fast.request = L["ramp_RequestArgv"]
-    _Fast.reply = L["ramp_ReplyArgv"]
-    for f in (
-        _Fast.drain,
-        _Fast.dwait,
-        _Fast.release,
-        _Fast.end,
-        _Fast.dreply,
-        _Fast.rshort,
-        _Fast.dreply1,
-        _Fast.rshort1,
-        _Fast.request,
-        _Fast.reply,
-    ):
-        if f is not None:
-            f.argtypes = None
-            f.restype = c_int
+    _Fast.am_poll = _L().AM_Poll
+    _Fast.request = _int_call("ramp_RequestArgv")
+    _Fast.reply = _int_call("ramp_ReplyArgv")
     _dwait, _rshort1, _dreply1, _dend = _Fast.dwait, _Fast.rshort1, _Fast.dreply1, _Fast.end
     _Fast.ready = True
 
