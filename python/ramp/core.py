@@ -132,6 +132,10 @@ _MSG_RETURNED = 2
 
 _INT32_MIN = -(1 << 31)
 _UINT32_END = 1 << 32
+# the handler indexes, for the one-argument fast paths: one set look-up checks the
+# range (a value of another type that equals one, say 2.0, passes it; ctypes then
+# refuses to convert it, and the checked path says why)
+_HANDLER_RANGE = frozenset(range(256))
 _ARGV = [c_int32 * n for n in range(MAX_SHORT + 1)]
 _EMPTY_ARGV = _ARGV[0]()
 
@@ -537,16 +541,15 @@ class Token:
         # (ramp_DrainReply1, no argtypes: every value checked here first, so that
         # ctypes passes each as the C int it is; anything else takes the checked path)
         i = self._idx
-        if i >= 0 and len(args) == 1 and self._ptr is not None:
+        if i >= 0 and len(args) == 1 and handler in _HANDLER_RANGE and self._ptr is not None:
             a = args[0]
-            if (
-                a.__class__ is int
-                and handler.__class__ is int
-                and -0x80000000 <= a <= 0x7FFFFFFF
-                and 0 <= handler <= 255
-                and _dreply1 is not None
-            ):
-                rc = _dreply1(i, handler, a)
+            try:
+                # not an int: TypeError here or ctypes.ArgumentError in the call (before C
+                # runs); either way the checked path below raises the usual error
+                rc = _dreply1(i, handler, a) if -0x80000000 <= a <= 0x7FFFFFFF else None
+            except (TypeError, ctypes.ArgumentError):
+                rc = None
+            if rc is not None:
                 if rc:
                     _after(rc, "AM_Reply")
                 self._replied = True
@@ -957,8 +960,16 @@ def _fast() -> None:
     _Fast.am_poll = _L().AM_Poll
     _Fast.request = _int_call("ramp_RequestArgv")
     _Fast.reply = _int_call("ramp_ReplyArgv")
-    _dwait, _rshort1, _dreply1, _dend = _Fast.dwait, _Fast.rshort1, _Fast.dreply1, _Fast.end
+    _dwait, _dend = _Fast.dwait, _Fast.end
+    # without them (an older library) the one-argument paths find None: not taken
+    _rshort1 = _Fast.rshort1 or _not_taken
+    _dreply1 = _Fast.dreply1 or _not_taken
     _Fast.ready = True
+
+
+def _not_taken(*args: Any) -> None:
+    """Stands for a fast call the library lacks: the caller takes its checked path."""
+    return None
 
 
 def _release_drained() -> None:
@@ -1726,21 +1737,22 @@ class Endpoint:
         while no send credit is free."""
         hp = self._hp
         # the round trip's path: one int argument (ramp_RequestShort1, no argtypes: every
-        # value checked here first, so that ctypes passes each as the C int it is, and
-        # the handle a pointer argument made once; anything else takes the checked path)
-        if len(args) == 1:
+        # value's range checked here first, so that ctypes passes each as the C int it
+        # is, and the handle a pointer argument made once; anything else takes the
+        # checked path)
+        if len(args) == 1 and handler in _HANDLER_RANGE and hp is not None:
             a = args[0]
-            if (
-                a.__class__ is int
-                and dest.__class__ is int
-                and handler.__class__ is int
-                and -0x80000000 <= a <= 0x7FFFFFFF
-                and 0 <= handler <= 255
-                and 0 <= dest <= 0x7FFFFFFF
-                and hp is not None
-                and _rshort1 is not None
-            ):
-                rc = _rshort1(hp, dest, handler, a)
+            try:
+                # not an int: TypeError here or ctypes.ArgumentError in the call (before C
+                # runs); either way the checked path below raises the usual error
+                rc = (
+                    _rshort1(hp, dest, handler, a)
+                    if -0x80000000 <= a <= 0x7FFFFFFF and 0 <= dest <= 0x7FFFFFFF
+                    else None
+                )
+            except (TypeError, ctypes.ArgumentError):
+                rc = None
+            if rc is not None:
                 if rc or _tls.s.pending:
                     _after(rc, "AM_Request")
                 return
