@@ -545,8 +545,10 @@ class Token:
             a = args[0]
             try:
                 # not an int: TypeError here or ctypes.ArgumentError in the call (before C
-                # runs); either way the checked path below raises the usual error
-                rc = _dreply1(i, handler, a) if -0x80000000 <= a <= 0x7FFFFFFF else None
+                # runs); either way the checked path below raises the usual error.  The
+                # range: |a| < 2**30, Python's one-digit ints, whose comparisons are the
+                # interpreter's fast ones (the rest of int32 takes the checked path)
+                rc = _dreply1(i, handler, a) if -0x3FFFFFFF <= a <= 0x3FFFFFFF else None
             except (TypeError, ctypes.ArgumentError):
                 rc = None
             if rc is not None:
@@ -1744,10 +1746,12 @@ class Endpoint:
             a = args[0]
             try:
                 # not an int: TypeError here or ctypes.ArgumentError in the call (before C
-                # runs); either way the checked path below raises the usual error
+                # runs); either way the checked path below raises the usual error.  The
+                # ranges: below 2**30, Python's one-digit ints, whose comparisons are the
+                # interpreter's fast ones (the rest of int32 takes the checked path)
                 rc = (
                     _rshort1(hp, dest, handler, a)
-                    if -0x80000000 <= a <= 0x7FFFFFFF and 0 <= dest <= 0x7FFFFFFF
+                    if -0x3FFFFFFF <= a <= 0x3FFFFFFF and 0 <= dest <= 0x3FFFFFFF
                     else None
                 )
             except (TypeError, ctypes.ArgumentError):
