@@ -541,14 +541,19 @@ class Token:
         # (ramp_DrainReply1, no argtypes: every value checked here first, so that
         # ctypes passes each as the C int it is; anything else takes the checked path)
         i = self._idx
-        if i >= 0 and len(args) == 1 and handler in _HANDLER_RANGE and self._ptr is not None:
+        if i >= 0 and len(args) == 1 and self._ptr is not None:
             a = args[0]
             try:
-                # not an int: TypeError here or ctypes.ArgumentError in the call (before C
-                # runs); either way the checked path below raises the usual error.  The
-                # range: |a| < 2**30, Python's one-digit ints, whose comparisons are the
-                # interpreter's fast ones (the rest of int32 takes the checked path)
-                rc = _dreply1(i, handler, a) if -0x3FFFFFFF <= a <= 0x3FFFFFFF else None
+                # not an int: TypeError here (unhashable, not comparable) or
+                # ctypes.ArgumentError in the call (before C runs); either way the checked
+                # path below raises the usual error.  The range: |a| < 2**30, Python's
+                # one-digit ints, whose comparisons are the interpreter's fast ones (the
+                # rest of int32 takes the checked path)
+                rc = (
+                    _dreply1(i, handler, a)
+                    if handler in _HANDLER_RANGE and -0x3FFFFFFF <= a <= 0x3FFFFFFF
+                    else None
+                )
             except (TypeError, ctypes.ArgumentError):
                 rc = None
             if rc is not None:
@@ -1742,16 +1747,19 @@ class Endpoint:
         # value's range checked here first, so that ctypes passes each as the C int it
         # is, and the handle a pointer argument made once; anything else takes the
         # checked path)
-        if len(args) == 1 and handler in _HANDLER_RANGE and hp is not None:
+        if len(args) == 1 and hp is not None:
             a = args[0]
             try:
-                # not an int: TypeError here or ctypes.ArgumentError in the call (before C
-                # runs); either way the checked path below raises the usual error.  The
-                # ranges: below 2**30, Python's one-digit ints, whose comparisons are the
-                # interpreter's fast ones (the rest of int32 takes the checked path)
+                # not an int: TypeError here (unhashable, not comparable) or
+                # ctypes.ArgumentError in the call (before C runs); either way the checked
+                # path below raises the usual error.  The ranges: below 2**30, Python's
+                # one-digit ints, whose comparisons are the interpreter's fast ones (the
+                # rest of int32 takes the checked path)
                 rc = (
                     _rshort1(hp, dest, handler, a)
-                    if -0x3FFFFFFF <= a <= 0x3FFFFFFF and 0 <= dest <= 0x3FFFFFFF
+                    if handler in _HANDLER_RANGE
+                    and -0x3FFFFFFF <= a <= 0x3FFFFFFF
+                    and 0 <= dest <= 0x3FFFFFFF
                     else None
                 )
             except (TypeError, ctypes.ArgumentError):

@@ -57,6 +57,8 @@ VALUES: List[Any] = [
     Decimal(1),
     ctypes.c_int(1),
     object(),
+    [1],  # unhashable
+    {1: 1},
 ]
 if np is not None:
     VALUES += [np.int32(1), np.int64(1 << 40), np.float64(1.0)]
@@ -77,16 +79,24 @@ def outcome(call: Callable[[], Any]) -> Tuple[str, str]:
     return ("ok", "")
 
 
+class _NoHandler:
+    """A handler-index set that holds nothing: no call takes the fast branch."""
+
+    def __contains__(self, x: object) -> bool:
+        return False
+
+
 def checked_path() -> Any:
-    """Takes the fast calls away: requests and replies take their checked path."""
+    """Takes the fast branch away: requests and replies take their checked path."""
 
     class Restore:
         def __enter__(self) -> None:
-            self.saved = core._rshort1, core._dreply1
+            self.saved = core._rshort1, core._dreply1, core._HANDLER_RANGE
             core._rshort1 = core._dreply1 = core._not_taken
+            core._HANDLER_RANGE = _NoHandler()
 
         def __exit__(self, *exc: object) -> None:
-            core._rshort1, core._dreply1 = self.saved
+            core._rshort1, core._dreply1, core._HANDLER_RANGE = self.saved
 
     return Restore()
 
