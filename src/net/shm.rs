@@ -492,6 +492,14 @@ impl ShmTransport {
         while n < budget {
             // `head` is ours, a multiple of REC_ALIGN: the word is in bounds
             let pos = (head % RING as u64) as usize;
+            // the line after the word's too, in the same look: a short
+            // datagram (72 bytes and the word) spans two lines, and
+            // two loads that miss together cost one transfer, not two
+            std::hint::black_box(
+                self.map
+                    .u32_at(ring + (pos + REC_ALIGN) % RING)
+                    .load(Relaxed),
+            );
             let word = self.map.u32_at(ring + pos).load(Acquire);
             if word == 0 {
                 break;
@@ -541,8 +549,8 @@ impl ShmTransport {
             let s = slot_off(i);
             let owner = self.map.u32_at(s + S_OWNER).load(Acquire);
             // a closed sender's ring is freed once drained
-            let closing = self.map.u32_at(s + S_STATE).load(Acquire) == CLOSING
-                && !self.record_at_head(i);
+            let closing =
+                self.map.u32_at(s + S_STATE).load(Acquire) == CLOSING && !self.record_at_head(i);
             if closing || !pid_alive(owner) {
                 self.free_slot(i);
             }
@@ -589,9 +597,7 @@ impl TxRing {
         }
         let at = if wrap { 0 } else { pos };
         // the next record's word: nothing yet (before this one is seen)
-        self.map
-            .u32_at(ring + (at + rec) % RING)
-            .store(0, Relaxed);
+        self.map.u32_at(ring + (at + rec) % RING).store(0, Relaxed);
         self.map.write(ring + at + 8, d);
         let word = READY | d.len() as u32;
         if wrap {

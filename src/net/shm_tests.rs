@@ -127,7 +127,11 @@ fn hostile_ring_contents_free_the_slot_without_reading_out_of_bounds() {
         rx.map.u32_at(ring + pos).store(word, Release);
         assert!(take(&mut rx).is_empty(), "case {case}");
         let map = &rx.map;
-        assert_eq!(map.u64_at(H_ACTIVE).load(Relaxed), 0, "case {case}: slot freed");
+        assert_eq!(
+            map.u64_at(H_ACTIVE).load(Relaxed),
+            0,
+            "case {case}: slot freed"
+        );
         assert_eq!(map.u32_at(ring - SLOT_HDR + S_OWNER).load(Relaxed), 0);
     }
 }
@@ -151,7 +155,10 @@ fn a_sender_reads_the_head_only_when_the_ring_looks_full() {
         sent += 1;
         assert!(sent < RING, "a ring that never fills");
     }
-    assert!(sent >= RING / 1100, "{sent} datagrams before the ring looked full");
+    assert!(
+        sent >= RING / 1100,
+        "{sent} datagrams before the ring looked full"
+    );
     // drained: the head is published (lazily, in steps of HEAD_PUBLISH),
     // and the sender reads it and goes on
     assert_eq!(take(&mut rx).len(), sent);
