@@ -15,10 +15,10 @@ pub struct UdpTransport {
     local: SocketAddr,
     batch: BatchReceiver,
     sender: BatchSender,
-    /// Datagrams the last receive found.
-    last_batch: usize,
-    /// Receives in a row that found datagrams.
-    streak: u32,
+    /// Datagrams the next receive asks for.
+    want: usize,
+    /// Receives of one datagram in a row.
+    singles: u32,
 }
 
 impl UdpTransport {
@@ -47,20 +47,28 @@ impl UdpTransport {
             local,
             batch: BatchReceiver::new(RECV_BATCH, RECV_SLOT),
             sender: BatchSender::new(),
-            last_batch: 0,
-            streak: 0,
+            want: 1,
+            singles: 0,
         })
     }
 }
 
 impl UdpTransport {
-    /// Notes what a receive found (`recv_batch`'s next size).
-    fn found(&mut self, n: usize) {
-        self.last_batch = n;
-        self.streak = if n == 0 {
-            0
-        } else {
-            self.streak.saturating_add(1)
+    /// Sets the next receive's size from what the last one, of `want`,
+    /// found (`recv_batch`).
+    fn found(&mut self, want: usize, n: usize) {
+        self.singles = if n == 1 { self.singles + 1 } else { 0 };
+        self.want = match n {
+            // a full batch: more may wait
+            n if n >= 2 && n == want => (2 * n).min(RECV_BATCH),
+            n if n >= 2 => n,
+            // a batch that found one: the burst is over; start again
+            1 if want >= 2 => {
+                self.singles = 0;
+                1
+            }
+            1 if self.singles >= 2 => 2,
+            _ => 1,
         };
     }
 }
@@ -98,16 +106,13 @@ impl Transport for UdpTransport {
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
         // One datagram at a time with plain recvfrom until two receives in
-        // a row find datagrams (a burst), then twice what the last one
-        // found. In a ping-pong the receive after a datagram finds nothing:
-        // recvmmsg costs the kernel more per call than recvfrom, found or
-        // not, and asking for more than is there costs a second, failing
-        // attempt, both in the polling loop a round trip waits in.
-        let want = if self.streak < 2 {
-            1
-        } else {
-            (2 * self.last_batch).clamp(2, RECV_BATCH)
-        };
+        // a row found one each (a burst may be starting), then batches
+        // that double while they come back full. In a ping-pong the
+        // receive after a datagram finds nothing: recvmmsg costs the
+        // kernel more per call than recvfrom, found or not, and asking for
+        // more than is there costs it a second, failing attempt, both in
+        // the polling loop a round trip waits in.
+        let want = self.want;
         if want == 1 {
             let buf = self.batch.slot(0);
             let n = loop {
@@ -124,11 +129,11 @@ impl Transport for UdpTransport {
                     Err(e) => return Err(e),
                 }
             };
-            self.found(n);
+            self.found(want, n);
             return Ok(n);
         }
         let n = self.batch.recv(self.sock.as_raw_fd(), want)?;
-        self.found(n);
+        self.found(want, n);
         for i in 0..n {
             match self.batch.datagram(i) {
                 (Some(d), Some(from)) => each(Some((d, from))),
@@ -171,9 +176,9 @@ mod tests {
         let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
         let to = t.local_addr();
         let wait_for = |t: &mut UdpTransport| loop {
-            match take(t) {
-                0 => std::thread::yield_now(),
-                n => return n,
+            crate::sys::wait_readable(&[t.fd()], 1000);
+            if let n @ 1.. = take(t) {
+                return n;
             }
         };
         for _ in 0..3 {
@@ -194,5 +199,23 @@ mod tests {
         // after the burst, a lone datagram is read by itself again
         peer.send_to(b"abc", to).unwrap();
         assert_eq!(wait_for(&mut t), 1);
+    }
+
+    /// Every receive finding exactly one datagram (one thread polling two
+    /// endpoints in turn): at most one receive in three asks for a batch.
+    #[test]
+    fn one_datagram_per_receive_asks_for_a_batch_rarely() {
+        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = t.local_addr();
+        let mut asked = Vec::new();
+        for _ in 0..9 {
+            peer.send_to(b"abc", to).unwrap();
+            asked.push(t.want);
+            // readable first: no receive finds nothing
+            crate::sys::wait_readable(&[t.fd()], 1000);
+            assert_eq!(take(&mut t), 1);
+        }
+        assert_eq!(asked, [1, 1, 2, 1, 1, 2, 1, 1, 2]);
     }
 }
