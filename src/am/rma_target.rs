@@ -48,6 +48,11 @@ pub const CHUNK: usize = 256 << 10;
 /// the target hold at most this much for it, and its requests back up into
 /// the protocol's receive buffer, which refuses more.
 pub(super) const MAX_BACKLOG: usize = 1024;
+/// Answers to a peer queued behind the window (not yet sent) beyond which
+/// its puts and gets wait likewise: a get's bytes are then read from the
+/// region just before they go, not megabytes ahead into buffers that have
+/// left the cache (or were never touched: fresh pages).
+pub(super) const ANSWER_BACKLOG: usize = 8;
 const FLAG_NOTIFY: u32 = 1;
 const NARGS: usize = 11;
 
@@ -212,7 +217,8 @@ impl EpState {
             {
                 let backlog = *channel == CHANNEL_REQUEST
                     && meta.kind.is_rma()
-                    && self.proto.unfinished_to(from) >= MAX_BACKLOG;
+                    && (self.proto.queued_fragments(from, CHANNEL_REPLY) >= ANSWER_BACKLOG
+                        || self.proto.unfinished_to(from) >= MAX_BACKLOG);
                 if backlog {
                     self.rma.stalled = Some(ev);
                     break;
