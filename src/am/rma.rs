@@ -34,7 +34,7 @@ pub const MAX_OPS: usize = 1 << 20;
 const SPIN_ROUNDS: u32 = 1000;
 /// A put's next chunk waits while this many fragments to its peer wait
 /// for the window (about one chunk's worth).
-const PUT_BACKLOG: usize = 4;
+pub(super) const PUT_BACKLOG: usize = 4;
 
 /// The remote memory state of an endpoint (in its `EpState`).
 #[derive(Default)]
@@ -260,8 +260,10 @@ impl Endpoint {
         // within the protocol's pool (no fresh pages). Never inside a
         // handler; a failed poll stops the waiting (the rest is queued).
         let mut may_wait = o.kind == MsgKind::Put && addr != self.addr() && !token::in_handler();
-        let mut rounds = 0;
         for i in 0..nchunks as u32 {
+            // polls for this chunk only (a long put waits often, each time
+            // briefly: it spins before sleeping every time)
+            let mut rounds = 0;
             while may_wait
                 && self.with(|s| s.proto.queued_fragments(&addr, CHANNEL_REQUEST)) >= PUT_BACKLOG
             {

@@ -248,3 +248,35 @@ fn a_peer_that_does_not_take_its_gets_holds_a_bounded_backlog() {
     poll_until(&b, "every get", || e[0].rma_counts().1 == 0);
     e[0].fence().unwrap();
 }
+
+#[test]
+fn a_long_put_returns_with_a_bounded_backlog_and_arrives_intact() {
+    let net = MemNetwork::new();
+    let (b, e) = endpoints(&net, 2);
+    let n = 40; // chunks: 10 MiB, far more fragments than the window
+    let mem = VecSegment::new(n * CHUNK);
+    let r = e[1].register_region(mem.clone(), REGION_WRITE).unwrap();
+    let warm = e[0].put(1, r, 0, &[1], None, true).unwrap();
+    assert_eq!(e[0].wait_op(warm).unwrap(), 0);
+    let src: Vec<u8> = (0..n * CHUNK).map(|i| (i % 251) as u8).collect();
+    let op = e[0].put(1, r, 0, &src, None, true).unwrap();
+    // it waited before each chunk while 4 fragments were queued: on
+    // return at most those and the last chunk's wait behind the window
+    let to = e[1].addr();
+    let queued = e[0].with(|s| s.proto.queued_fragments(&to, CHANNEL_REQUEST));
+    let one_chunk = CHUNK.div_ceil(e[0].with(|s| s.proto.fragment_capacity(11)));
+    assert!(
+        queued < super::rma::PUT_BACKLOG + one_chunk,
+        "{queued} fragments queued behind the window on return"
+    );
+    poll_until(&b, "the put", || {
+        e[0].with(|s| {
+            s.rma
+                .ops
+                .get(&(op as u32))
+                .is_some_and(|o| o.remaining == 0)
+        })
+    });
+    assert_eq!(e[0].wait_op(op).unwrap(), 0);
+    assert!(mem.snapshot() == src, "the bytes differ");
+}
