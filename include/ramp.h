@@ -175,7 +175,7 @@ int ramp_ReplyArgv(void *token, handler_t handler, int category,
  * return AM_ERR_BAD_ARG).  `op` may be NULL: then only ramp_Fence waits for it.
  *
  * Sizes: any nbytes up to the region's size (not limited by AM_MaxLong).  Large
- * operations travel in chunks of 256 KiB, several in flight at once.
+ * operations travel in chunks of 255 KiB, several in flight at once.
  *
  * Progress: the target performs puts and gets whenever its endpoint makes progress:
  * in AM_Poll, in any call that polls (requests, AM_WaitSema, ramp_Wait, ...), or

@@ -220,7 +220,7 @@ fn a_peer_that_does_not_take_its_gets_holds_a_bounded_backlog() {
     // associations first
     let warm = e[0].get(1, r, 0, VecSegment::new(1), true).unwrap();
     assert_eq!(e[0].wait_op(warm).unwrap(), 0);
-    let n = 60; // 60 x 256 KiB answers, ~180 datagrams each
+    let n = 60; // 60 x 255 KiB answers, ~180 datagrams each
     for _ in 0..n {
         e[0].get(1, r, 0, VecSegment::new(CHUNK), false).unwrap();
     }
@@ -279,4 +279,23 @@ fn a_long_put_returns_with_a_bounded_backlog_and_arrives_intact() {
     });
     assert_eq!(e[0].wait_op(op).unwrap(), 0);
     assert!(mem.snapshot() == src, "the bytes differ");
+}
+
+#[test]
+fn a_whole_chunk_is_four_datagrams_of_the_largest_size() {
+    let (_b, e) = endpoints(&MemNetwork::new(), 2);
+    let cap = e[0].with(|s| s.proto.fragment_capacity(11));
+    assert_eq!(CHUNK.div_ceil(cap), 4, "CRC32C: {cap} bytes a datagram");
+    // under the packet MAC the trailer is longer
+    let max = crate::proto::ProtoConfig::default().max_datagram;
+    let mac_cap = max - crate::wire::DATA_HEADER_LEN - 4 * 11 - crate::wire::MAC_TRAILER_LEN;
+    assert_eq!(
+        CHUNK.div_ceil(mac_cap),
+        4,
+        "MAC: {mac_cap} bytes a datagram"
+    );
+    assert_eq!(
+        cap - mac_cap,
+        crate::wire::MAC_TRAILER_LEN - crate::wire::CRC_LEN
+    );
 }
