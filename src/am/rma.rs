@@ -264,10 +264,10 @@ impl Endpoint {
             // polls for this chunk only (a long put waits often, each time
             // briefly: it spins before sleeping every time)
             let mut rounds = 0;
-            while may_wait
-                && self.with(|s| s.proto.queued_fragments(&addr, CHANNEL_REQUEST)) >= PUT_BACKLOG
-            {
-                may_wait = self.wait_round(&mut rounds).is_ok();
+            let drained =
+                || self.with(|s| s.proto.queued_fragments(&addr, CHANNEL_REQUEST)) < PUT_BACKLOG;
+            while may_wait && !drained() {
+                may_wait = self.wait_round(&mut rounds, drained).is_ok();
             }
             let g = self.state.lock();
             let mut st = g.borrow_mut();
