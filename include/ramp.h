@@ -175,7 +175,7 @@ int ramp_ReplyArgv(void *token, handler_t handler, int category,
  * return AM_ERR_BAD_ARG).  `op` may be NULL: then only ramp_Fence waits for it.
  *
  * Sizes: any nbytes up to the region's size (not limited by AM_MaxLong).  Large
- * operations travel in chunks of 256 KiB, several in flight at once.
+ * operations travel in chunks of 255 KiB, several in flight at once.
  *
  * Progress: the target performs puts and gets whenever its endpoint makes progress:
  * in AM_Poll, in any call that polls (requests, AM_WaitSema, ramp_Wait, ...), or
@@ -213,7 +213,10 @@ int ramp_RegisterRegion(ep_t ep, void *base, size_t len, unsigned access, ramp_r
 int ramp_DeregisterRegion(ep_t ep, ramp_region_t region);
 
 /* Puts nbytes from src at `offset` of region `region` of translation index dest.
- * Returns once src may be reused; *op (when op is not NULL) is the handle. */
+ * Returns once src may be reused; *op (when op is not NULL) is the handle.  Over the
+ * network a large put waits (making progress) while earlier chunks to the peer wait for
+ * the window, so that it holds about one chunk beyond what is in flight (not inside a
+ * handler: there everything is queued at once). */
 int ramp_Put(ep_t ep, uint32_t dest, ramp_region_t region, uint64_t offset,
              const void *src, size_t nbytes, ramp_op_t *op);
 /* A put that then writes the 32-bit word at flag_offset of the same region to

@@ -124,7 +124,7 @@ fn long_and_medium_requests_allocate_no_payload_buffer_in_steady_state() {
         "{large} large allocations for {n} messages: payload buffers are not reused"
     );
 
-    // Remote memory too: the chunks of puts (a whole 256 KiB chunk and a
+    // Remote memory too: the chunks of puts (a whole chunk (255 KiB) and a
     // part of one each) and of gets land in reused buffers, at the target
     // (reassembled puts, the bytes a get reads) and at the initiator (the
     // put's copy of `src`, a get's answer).

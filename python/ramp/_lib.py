@@ -437,22 +437,6 @@ def lib() -> ctypes.CDLL:
     return _lib
 
 
-_pylib: Optional[ctypes.PyDLL] = None
-
-
-def pylib() -> ctypes.PyDLL:
-    """The loaded libramp again, as a ``ctypes.PyDLL``: its functions keep the GIL during
-    the call, which saves releasing and taking it again (about 0.1 us a call).  Only for
-    calls that never block nor wait (ramp_DrainReply, ramp_DrainEnd, ramp_DrainRelease):
-    other Python threads do not run while one of them does."""
-    global _pylib
-    if _pylib is None:
-        loaded = lib()
-        assert _info is not None
-        _pylib = ctypes.PyDLL(_info.path, handle=loaded._handle)
-    return _pylib
-
-
 def info() -> LibraryInfo:
     """Which library was loaded (loads it if needed)."""
     lib()

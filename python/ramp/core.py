@@ -132,6 +132,10 @@ _MSG_RETURNED = 2
 
 _INT32_MIN = -(1 << 31)
 _UINT32_END = 1 << 32
+# the handler indexes, for the one-argument fast paths: one set look-up checks the
+# range (a value of another type that equals one, say 2.0, passes it; ctypes then
+# refuses to convert it, and the checked path says why)
+_HANDLER_RANGE = frozenset(range(256))
 _ARGV = [c_int32 * n for n in range(MAX_SHORT + 1)]
 _EMPTY_ARGV = _ARGV[0]()
 
@@ -158,6 +162,8 @@ class _ThreadState:
         "ndrained_addr",
         "msgs_p",
         "ndrained_p",
+        "msgs_view",
+        "ndrained_view",
         "argv",
         "spare",
     )
@@ -179,6 +185,10 @@ class _ThreadState:
         # costs it a new parameter object every call (made and freed around the call)
         self.msgs_p = byref(self.msgs)
         self.ndrained_p = byref(self.ndrained)
+        # the same memory as plain memoryviews: reading through them costs less than
+        # through the ctypes objects (which describe their buffer anew at every read)
+        self.msgs_view = memoryview(self.msgs).cast("B")
+        self.ndrained_view = memoryview(self.ndrained).cast("B").cast("i")
         # the argument vector of this thread's short requests and replies (the C call
         # copies it before anything else, so a nested call may reuse it)
         self.argv = (c_int32 * MAX_SHORT)()
@@ -527,18 +537,32 @@ class Token:
 
     def reply(self, handler: int, *args: int) -> None:
         """Short reply (``AM_ReplyM``) to the requester's handler ``handler`` with 0..16 int args."""
-        # the round trip's path: one int argument to a drained request (ramp_DrainReply)
+        # the round trip's path: one int argument to a drained request
+        # (ramp_DrainReply1, no argtypes: every value checked here first, so that
+        # ctypes passes each as the C int it is; anything else takes the checked path)
         i = self._idx
-        if i >= 0 and len(args) == 1 and handler.__class__ is int and self._ptr is not None:
+        if i >= 0 and len(args) == 1 and self._ptr is not None:
             a = args[0]
-            if a.__class__ is int and -0x80000000 <= a <= 0x7FFFFFFF and 0 <= handler <= 255:
-                f = _Fast.dreply1
-                if f is not None:
-                    rc = f(i, handler, a)
-                    if rc or _tls.s.pending:
-                        _after(rc, "AM_Reply")
-                    self._replied = True
-                    return
+            try:
+                # not an int: TypeError here (unhashable, not comparable) or
+                # ctypes.ArgumentError in the call (before C runs); either way the checked
+                # path below raises the usual error.  The range: |a| < 2**30, Python's
+                # one-digit ints, whose comparisons are the interpreter's fast ones (the
+                # rest of int32 takes the checked path)
+                rc = (
+                    _dreply1(i, handler, a)
+                    if handler in _HANDLER_RANGE and -0x3FFFFFFF <= a <= 0x3FFFFFFF
+                    else None
+                )
+            except (TypeError, ctypes.ArgumentError):
+                rc = None
+            if rc is not None:
+                if rc:
+                    _after(rc, "AM_Reply")
+                self._replied = True
+                if _tls.s.pending:  # a reply to this endpoint itself ran its handler
+                    _after(0, "AM_Reply")
+                return
         p = self._ptr
         if p is None:
             raise TokenExpiredError("token used after its handler returned")
@@ -865,9 +889,11 @@ def _play_returned(ep: "Endpoint", tok: Token, status: int, opcode: int) -> None
 
 class _Fast:
     """The hot calls without ctypes argtypes (argument conversion through argtypes costs
-    about 2 us per call): called only with ints known to fit a C int, None, and ready
-    ctypes objects (c_void_p handles, c_size_t zeros, c_int32 vectors).  Set by
-    :func:`_fast`; ``drain`` is None with a library that lacks ramp_Drain."""
+    about 0.3 us per call): called only with ints known to fit a C int, None, and ready
+    argument objects (handles and arrays as byref objects made once, c_size_t zeros,
+    c_int32 vectors).  Set by :func:`_fast`; ``drain`` is None with a library that lacks
+    ramp_Drain.  The round trip's calls are also module globals (_dwait, _rshort1,
+    _dreply1, _dend): a global costs less to load than a class attribute."""
 
     ready = False
     drain: Any = None
@@ -883,53 +909,74 @@ class _Fast:
     reply: Any = None
 
 
+_dwait: Any = None
+_rshort1: Any = None
+_dreply1: Any = None
+_dend: Any = None
 _SZ0 = c_size_t(0)
 _INT_END = 1 << 31
 
 
+def _ptr_arg(address: int) -> Any:
+    """A pointer argument for the calls without argtypes, made once: a byref object
+    holding ``address`` (ctypes passes it as it is, where a c_void_p argument costs it a
+    new parameter object, made and freed around every call: about 0.1 us)."""
+    return byref(ctypes.c_char.from_address(address))
+
+
+class _IntCall(ctypes._CFuncPtr):  # type: ignore[misc,name-defined]
+    """A C function returning int, called without argtypes and without a restype
+    object: ctypes then reads the result as a C int directly (a c_int restype costs a
+    look-up in ctypes' format table at every call).  Releases the GIL during the call."""
+
+    _flags_ = ctypes._FUNCFLAG_CDECL  # type: ignore[attr-defined]
+
+
+class _IntCallKeepGIL(ctypes._CFuncPtr):  # type: ignore[misc,name-defined]
+    """_IntCall for the calls that never block nor wait: the GIL kept (cheaper)."""
+
+    _flags_ = ctypes._FUNCFLAG_CDECL | ctypes._FUNCFLAG_PYTHONAPI  # type: ignore[attr-defined]
+
+
+def _int_call(name: str, keep_gil: bool = False) -> Any:
+    """libramp's ``name`` as an _IntCall (or _IntCallKeepGIL); None when the library
+    does not export it (an older one)."""
+    L = _L()
+    if not hasattr(L, name):
+        return None
+    return (_IntCallKeepGIL if keep_gil else _IntCall)((name, L))
+
+
 def _fast() -> None:
+    global _dwait, _rshort1, _dreply1, _dend
     if _Fast.ready:
         return
-    L = _L()
-    P = _lib.pylib()  # the calls that never block: the GIL kept (cheaper)
-    try:
-        _Fast.drain = L["ramp_Drain"]  # separate function objects: own argtypes
-        _Fast.release = P["ramp_DrainRelease"]
-        _Fast.end = P["ramp_DrainEnd"]
-        _Fast.dreply = P["ramp_DrainReply"]
-        _Fast.rshort = L["ramp_RequestShort"]
-    except AttributeError:
+    _Fast.drain = _int_call("ramp_Drain")
+    _Fast.release = _int_call("ramp_DrainRelease", keep_gil=True)
+    _Fast.end = _int_call("ramp_DrainEnd", keep_gil=True)
+    _Fast.dreply = _int_call("ramp_DrainReply", keep_gil=True)
+    _Fast.rshort = _int_call("ramp_RequestShort")
+    if None in (_Fast.drain, _Fast.release, _Fast.end, _Fast.dreply, _Fast.rshort):
         _Fast.drain = _Fast.release = _Fast.end = _Fast.dreply = _Fast.rshort = None
-    try:
-        _Fast.dwait = L["ramp_DrainWait"]
-    except AttributeError:
-        _Fast.dwait = None
-    try:  # one argument by value: each argument ctypes converts costs about 0.05 us
-        _Fast.dreply1 = P["ramp_DrainReply1"]
-        _Fast.rshort1 = L["ramp_RequestShort1"]
-    except AttributeError:
+    _Fast.dwait = _int_call("ramp_DrainWait")
+    # one argument by value: each argument ctypes converts costs about 0.05 us
+    _Fast.dreply1 = _int_call("ramp_DrainReply1", keep_gil=True)
+    _Fast.rshort1 = _int_call("ramp_RequestShort1")
+    if _Fast.dreply1 is None or _Fast.rshort1 is None:
         _Fast.dreply1 = _Fast.rshort1 = None
-    _Fast.am_poll = L.AM_Poll
-    _Fast.request = L["ramp_RequestArgv"]
-    _Fast.reply = L["ramp_ReplyArgv"]
-    for f in (
-        _Fast.drain,
-        _Fast.dwait,
-        _Fast.release,
-        _Fast.end,
-        _Fast.dreply,
-        _Fast.rshort,
-        _Fast.dreply1,
-        _Fast.rshort1,
-    ):
-        if f is not None:
-            f.argtypes = None
-            f.restype = c_int
-    for f in (_Fast.request, _Fast.reply):
-        if f is not None:
-            f.argtypes = None
-            f.restype = c_int
+    _Fast.am_poll = _L().AM_Poll
+    _Fast.request = _int_call("ramp_RequestArgv")
+    _Fast.reply = _int_call("ramp_ReplyArgv")
+    _dwait, _dend = _Fast.dwait, _Fast.end
+    # without them (an older library) the one-argument paths find None: not taken
+    _rshort1 = _Fast.rshort1 or _not_taken
+    _dreply1 = _Fast.dreply1 or _not_taken
     _Fast.ready = True
+
+
+def _not_taken(*args: Any) -> None:
+    """Stands for a fast call the library lacks: the caller takes its checked path."""
+    return None
 
 
 def _release_drained() -> None:
@@ -952,7 +999,7 @@ def _poll_bundle(b: "Bundle") -> None:
             _after(rc, "AM_Poll")
         return
     rc = drain(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p)
-    n = s.ndrained[0]
+    n = s.ndrained_view[0]
     if n:
         _play_drained(s, n)
     if rc or s.pending:
@@ -966,8 +1013,8 @@ def _wait_bundle(b: "Bundle", spin_us: int) -> None:
     if hp is None:
         raise RampError("the bundle is closed")
     s = _tls.s
-    rc = _Fast.dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, spin_us)
-    n = s.ndrained[0]
+    rc = _dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, spin_us)
+    n = s.ndrained_view[0]
     if n:
         _play_drained(s, n)
     if rc or s.pending:
@@ -996,10 +1043,9 @@ def _wait(
     if until():
         return True
     t0 = time.monotonic()
-    dwait = _Fast.dwait
-    if dwait is not None and not s.depth and spin >= _SPIN_CHUNK_US * 1e-6:
-        rc = dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, _SPIN_CHUNK_US)
-        n = s.ndrained[0]
+    if _dwait is not None and not s.depth and spin >= _SPIN_CHUNK_US * 1e-6:
+        rc = _dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, _SPIN_CHUNK_US)
+        n = s.ndrained_view[0]
         if n:
             _play_drained(s, n)
         if rc or s.pending:
@@ -1027,7 +1073,7 @@ def _wait_loop(
     # spin in the library between looks at until() (at most 100 us at a time, as
     # handlers, which alone make until() true, run only after a message came)
     spin_us = max(0, min(_SPIN_CHUNK_US, int(spin * 1e6)))
-    dwait = _wait_bundle if _Fast.dwait is not None and spin_us else None
+    dwait = _wait_bundle if _dwait is not None and spin_us else None
     while True:
         if dwait is not None and not s.depth:
             dwait(b, spin_us)
@@ -1051,37 +1097,44 @@ def _wait_loop(
                 return True
 
 
+_head = _MSG_HEAD.unpack_from
+_refs = sys.getrefcount
+
+
 def _play_drained(s: _ThreadState, n: int) -> None:
     """Plays the handlers of the n drained messages; a request not replied to by its
     handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
-    returns, as AM_Poll would.  (The hot path of every Python receive: kept lean.  A
-    short message of at most 2 arguments to a short handler of as many arguments, found
-    in the endpoint's ``_quick`` table, is played from the record's head alone; anything
-    else reads the whole record, in _play_one.)"""
-    msgs = s.msgs
-    head = _MSG_HEAD.unpack_from
-    eps = _endpoints
-    T = Token
-    refs = sys.getrefcount
+    returns, as AM_Poll would.  (The hot path of every Python receive: kept lean, every
+    instruction between ramp_DrainWait's return and the handler is on the round trip.
+    A short message of at most 2 arguments to a short handler of as many arguments,
+    found in the endpoint's ``_quick`` table, is played from the record's head alone;
+    anything else reads the whole record, in _play_one.)"""
+    msgs = s.msgs_view
     s.depth += 1
+    i = 0
     try:
-        for i in range(n):
-            tp, eid, a0, a1, kind = head(msgs, i * 112)  # 112: _MSG_SIZE
-            ep = eps.get(eid)
+        while i < n:
+            tp, eid, a0, a1, kind = _head(msgs, i * 112)  # 112: _MSG_SIZE
+            ep = _endpoints.get(eid)
             if ep is None:  # freed meanwhile, or not made by this package
-                _Fast.end(c_void_p(tp))
+                _dend(c_void_p(tp))
+                i += 1
                 continue
-            # kind & 0xFFFFFF: handler | nargs << 16 (category 0, short) for a quick one
-            fn = ep._quick.get(kind & 0xFFFFFF)
-            if fn is None or kind >= _KIND_RETURNED:
-                tok = T(tp, ep, kind >= _KIND_RETURNED, i)
+            # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0 or 1,
+            # not returned) for a quick one
+            fn = ep._quick.get(kind)
+            if fn is None:
+                tok = Token(tp, ep, kind >= _KIND_RETURNED, i)
                 _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
+                i += 1
                 continue
+            # s.spare: a Token that nothing kept after its handler returned, made fresh
+            # in all but identity (nobody else can see it; no nested drain runs while
+            # depth > 0, so the token stays this message's until it is done)
             tok = s.spare
             if tok is None:
-                tok = T(tp, ep, False, i)
-            else:  # a fresh token in all but identity (nobody else can see it)
-                s.spare = None
+                tok = s.spare = Token(tp, ep, False, i)
+            else:
                 tok._ptr = tp
                 tok._ep = ep
                 tok._idx = i
@@ -1096,14 +1149,14 @@ def _play_drained(s: _ThreadState, n: int) -> None:
                     fn(tok)
             except BaseException as e:  # what a trampoline would do: raised after the call
                 s.pending.append(e)
-            finally:
-                tok._ptr = None
-                if kind >= _KIND_REQUEST and not tok._replied:
-                    _Fast.end(c_void_p(tp))
-                # reused only when no one kept it (2: this frame's name and the call's
-                # argument): a kept token stays expired for good
-                if refs(tok) == 2:
-                    s.spare = tok
+            tok._ptr = None
+            if kind >= _KIND_REQUEST and not tok._replied:
+                _dend(c_void_p(tp))
+            # reused unless someone kept it (3: s.spare, this frame's name and the call's
+            # argument): a kept token stays expired for good
+            if _refs(tok) != 3:
+                s.spare = None
+            i += 1
     finally:
         s.depth -= 1
         s.count += n  # after the handlers: nothing on the way to the first one
@@ -1143,7 +1196,7 @@ def _play_one(s: _ThreadState, ep: "Endpoint", tok: Token, m: Tuple[int, ...]) -
     finally:
         tok._ptr = None
         if flags == 1 and not tok._replied:
-            _Fast.end(c_void_p(m[0]))
+            _dend(c_void_p(m[0]))
         if view is not None and m[24] == 1:
             try:
                 view.release()
@@ -1223,7 +1276,7 @@ class Bundle:
             L.AM_Terminate()
             raise error_for(rc, "AM_AllocateBundle")
         self._handle: Optional[int] = h.value
-        self._hp: Optional[c_void_p] = c_void_p(h.value)
+        self._hp: Any = _ptr_arg(h.value or 0)
         _fast()
         self._mode = int(mode)
         self._owned = True
@@ -1235,7 +1288,7 @@ class Bundle:
         """A Bundle object for a bundle allocated elsewhere (SPMD start-up); not owned."""
         b = cls.__new__(cls)
         b._handle = handle
-        b._hp = c_void_p(handle)
+        b._hp = _ptr_arg(handle)
         _fast()
         b._mode = mode
         b._owned = False
@@ -1392,7 +1445,7 @@ class Endpoint:
         self._reply = L.ramp_ReplyArgv
         self._poll = L.AM_Poll
         self._handle: Optional[int] = handle
-        self._hp: Optional[c_void_p] = c_void_p(handle)
+        self._hp: Any = _ptr_arg(handle)
         _fast()
         self._bundle = bundle
         self._name = name
@@ -1401,7 +1454,8 @@ class Endpoint:
         self._functions: Dict[int, Tuple[HandlerFunction, str, int]] = {}
         # per handler index: how drained messages play it (see _play_drained)
         self._play: List[Optional[Tuple[Any, int, int, str]]] = [None] * 256
-        # short handlers of 0..2 arguments, by handler | nargs << 16 (see _play_drained)
+        # short handlers of 0..2 arguments, by the drained record's kind: handler |
+        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request) (see _play_drained)
         self._quick: Dict[int, HandlerFunction] = {}
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
@@ -1581,8 +1635,9 @@ class Endpoint:
         self._play[h] = _play_entry(fn, kind, nargs)
         for k in [k for k in self._quick if k & 0xFF == h]:
             del self._quick[k]
-        if kind == "short" and nargs <= 2:
+        if kind == "short" and nargs <= 2:  # a reply (flags 0) and a request (flags 1)
             self._quick[h | nargs << 16] = fn
+            self._quick[h | nargs << 16 | _KIND_REQUEST] = fn
 
     def set_handler_any(
         self, fn: HandlerFunction, kind: Optional[str] = None, nargs: Optional[int] = None
@@ -1688,22 +1743,31 @@ class Endpoint:
         with 0..16 int arguments.  Polls first (handlers may run) and blocks (polling)
         while no send credit is free."""
         hp = self._hp
-        # the round trip's path: one int argument (ramp_RequestShort)
-        if len(args) == 1 and dest.__class__ is int and handler.__class__ is int:
+        # the round trip's path: one int argument (ramp_RequestShort1, no argtypes: every
+        # value's range checked here first, so that ctypes passes each as the C int it
+        # is, and the handle a pointer argument made once; anything else takes the
+        # checked path)
+        if len(args) == 1 and hp is not None:
             a = args[0]
-            if (
-                a.__class__ is int
-                and -0x80000000 <= a <= 0x7FFFFFFF
-                and 0 <= handler <= 255
-                and 0 <= dest <= 0x7FFFFFFF
-                and hp is not None
-            ):
-                f = _Fast.rshort1
-                if f is not None:
-                    rc = f(hp, dest, handler, a)
-                    if rc or _tls.s.pending:
-                        _after(rc, "AM_Request")
-                    return
+            try:
+                # not an int: TypeError here (unhashable, not comparable) or
+                # ctypes.ArgumentError in the call (before C runs); either way the checked
+                # path below raises the usual error.  The ranges: below 2**30, Python's
+                # one-digit ints, whose comparisons are the interpreter's fast ones (the
+                # rest of int32 takes the checked path)
+                rc = (
+                    _rshort1(hp, dest, handler, a)
+                    if handler in _HANDLER_RANGE
+                    and -0x3FFFFFFF <= a <= 0x3FFFFFFF
+                    and 0 <= dest <= 0x3FFFFFFF
+                    else None
+                )
+            except (TypeError, ctypes.ArgumentError):
+                rc = None
+            if rc is not None:
+                if rc or _tls.s.pending:
+                    _after(rc, "AM_Request")
+                return
         if hp is None:
             raise RampError("the endpoint is closed")
         if handler.__class__ is not int or not 0 <= handler < MAX_NUM_HANDLERS:
@@ -1781,7 +1845,27 @@ class Endpoint:
         spin: float = 0.0005,
     ) -> bool:
         """:meth:`Bundle.wait` on this endpoint's bundle."""
-        return _wait(self._bundle, until, timeout, spin)
+        # _wait's first round, here: one call less on the round trip (keep in step)
+        b = self._bundle
+        hp = b._hp
+        if hp is None:
+            raise RampError("the bundle is closed")
+        if until is None or not spin >= _SPIN_CHUNK_US * 1e-6:
+            return _wait(b, until, timeout, spin)
+        if until():
+            return True
+        t0 = time.monotonic()
+        s = _tls.s
+        if _dwait is not None and not s.depth:
+            rc = _dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, _SPIN_CHUNK_US)
+            n = s.ndrained_view[0]
+            if n:
+                _play_drained(s, n)
+            if rc or s.pending:
+                _after(rc, "ramp_DrainWait")
+            if until():
+                return True
+        return _wait_loop(b, until, timeout, spin, s, t0)
 
     # -- statistics ----------------------------------------------------------------
 

@@ -29,23 +29,23 @@ def test_poll_drains_and_no_handler_is_called_back_from_c(pair):
     ready(x, y)
     x.request(0, 1, 5, -6)
     drained = []
-    real, real_wait = core._Fast.drain, core._Fast.dwait
+    real, real_wait = core._Fast.drain, core._dwait
 
     def counting(real):
         def call(*a):
             rc = real(*a)
-            drained.append(core._tls.s.ndrained[0])
+            drained.append(core._tls.s.ndrained_view[0])
             return rc
 
         return call
 
     core._Fast.drain = counting(real)
     if real_wait is not None:  # wait() spins in the library: ramp_DrainWait
-        core._Fast.dwait = counting(real_wait)
+        core._dwait = counting(real_wait)
     try:
         assert b.wait(lambda: calls, timeout=30)
     finally:
-        core._Fast.drain, core._Fast.dwait = real, real_wait
+        core._Fast.drain, core._dwait = real, real_wait
     assert calls == [(5, -6, 1)]
     assert sum(drained) >= 1, "the message came through ramp_Drain"
 

@@ -21,6 +21,7 @@ use super::handler::SegmentMemory;
 use super::region::Regions;
 use super::rma_direct::{Direct, DirectIssue};
 use super::rma_target::{Chunk, CHUNK};
+use super::token;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
 use crate::proto::Event;
@@ -31,6 +32,9 @@ use crate::wire::{MsgKind, CHANNEL_REQUEST};
 pub const MAX_OPS: usize = 1 << 20;
 /// Polls of a waiting call before it sleeps in the kernel between them.
 const SPIN_ROUNDS: u32 = 1000;
+/// A put's next chunk waits while this many fragments to its peer wait
+/// for the window (about one chunk's worth).
+pub(super) const PUT_BACKLOG: usize = 4;
 
 /// The remote memory state of an endpoint (in its `EpState`).
 #[derive(Default)]
@@ -247,8 +251,27 @@ impl Endpoint {
                 redo: None,
             },
         );
-        let now = Instant::now().max(st.last_pump);
+        drop(st);
+        drop(g);
+        // A put waits (polling) while the window to its peer has a backlog
+        // of `PUT_BACKLOG` fragments or more, so that each chunk is copied
+        // just before it goes: the copy, the CRC and the kernel's copy then
+        // find the bytes in the cache, and the buffers in flight stay
+        // within the protocol's pool (no fresh pages). Never inside a
+        // handler; a failed poll stops the waiting (the rest is queued).
+        let mut may_wait = o.kind == MsgKind::Put && addr != self.addr() && !token::in_handler();
         for i in 0..nchunks as u32 {
+            // polls for this chunk only (a long put waits often, each time
+            // briefly: it spins before sleeping every time)
+            let mut rounds = 0;
+            let drained =
+                || self.with(|s| s.proto.queued_fragments(&addr, CHANNEL_REQUEST)) < PUT_BACKLOG;
+            while may_wait && !drained() {
+                may_wait = self.wait_round(&mut rounds, drained).is_ok();
+            }
+            let g = self.state.lock();
+            let mut st = g.borrow_mut();
+            let now = Instant::now().max(st.last_pump);
             let rel = i as usize * CHUNK;
             let len = (o.total as usize - rel).min(CHUNK);
             let c = Chunk {

@@ -220,7 +220,7 @@ fn a_peer_that_does_not_take_its_gets_holds_a_bounded_backlog() {
     // associations first
     let warm = e[0].get(1, r, 0, VecSegment::new(1), true).unwrap();
     assert_eq!(e[0].wait_op(warm).unwrap(), 0);
-    let n = 60; // 60 x 256 KiB answers, ~180 datagrams each
+    let n = 60; // 60 x 255 KiB answers, ~180 datagrams each
     for _ in 0..n {
         e[0].get(1, r, 0, VecSegment::new(CHUNK), false).unwrap();
     }
@@ -232,15 +232,70 @@ fn a_peer_that_does_not_take_its_gets_holds_a_bounded_backlog() {
         most = most.max(e[1].with(|s| s.proto.unfinished_to(&to)));
     }
     let one_chunk = CHUNK.div_ceil(e[1].with(|s| s.proto.fragment_capacity(1)));
+    // in flight (the window), queued behind it up to the answer backlog,
+    // and the answer that crossed it
+    let window = e[1].with(|s| s.proto.config().window);
+    let bound = window + super::rma_target::ANSWER_BACKLOG + one_chunk;
     assert!(
-        most <= super::rma_target::MAX_BACKLOG + one_chunk,
-        "{most} fragments queued for a peer that takes none"
+        most <= bound,
+        "{most} fragments queued for a peer that takes none (bound {bound})"
     );
     assert!(
-        most >= super::rma_target::MAX_BACKLOG,
+        most >= window + super::rma_target::ANSWER_BACKLOG,
         "the test did not fill the backlog"
     );
     // once e0 takes them again, everything completes
     poll_until(&b, "every get", || e[0].rma_counts().1 == 0);
     e[0].fence().unwrap();
+}
+
+#[test]
+fn a_long_put_returns_with_a_bounded_backlog_and_arrives_intact() {
+    let net = MemNetwork::new();
+    let (b, e) = endpoints(&net, 2);
+    let n = 40; // chunks: 10 MiB, far more fragments than the window
+    let mem = VecSegment::new(n * CHUNK);
+    let r = e[1].register_region(mem.clone(), REGION_WRITE).unwrap();
+    let warm = e[0].put(1, r, 0, &[1], None, true).unwrap();
+    assert_eq!(e[0].wait_op(warm).unwrap(), 0);
+    let src: Vec<u8> = (0..n * CHUNK).map(|i| (i % 251) as u8).collect();
+    let op = e[0].put(1, r, 0, &src, None, true).unwrap();
+    // it waited before each chunk while 4 fragments were queued: on
+    // return at most those and the last chunk's wait behind the window
+    let to = e[1].addr();
+    let queued = e[0].with(|s| s.proto.queued_fragments(&to, CHANNEL_REQUEST));
+    let one_chunk = CHUNK.div_ceil(e[0].with(|s| s.proto.fragment_capacity(11)));
+    assert!(
+        queued < super::rma::PUT_BACKLOG + one_chunk,
+        "{queued} fragments queued behind the window on return"
+    );
+    poll_until(&b, "the put", || {
+        e[0].with(|s| {
+            s.rma
+                .ops
+                .get(&(op as u32))
+                .is_some_and(|o| o.remaining == 0)
+        })
+    });
+    assert_eq!(e[0].wait_op(op).unwrap(), 0);
+    assert!(mem.snapshot() == src, "the bytes differ");
+}
+
+#[test]
+fn a_whole_chunk_is_four_datagrams_of_the_largest_size() {
+    let (_b, e) = endpoints(&MemNetwork::new(), 2);
+    let cap = e[0].with(|s| s.proto.fragment_capacity(11));
+    assert_eq!(CHUNK.div_ceil(cap), 4, "CRC32C: {cap} bytes a datagram");
+    // under the packet MAC the trailer is longer
+    let max = crate::proto::ProtoConfig::default().max_datagram;
+    let mac_cap = max - crate::wire::DATA_HEADER_LEN - 4 * 11 - crate::wire::MAC_TRAILER_LEN;
+    assert_eq!(
+        CHUNK.div_ceil(mac_cap),
+        4,
+        "MAC: {mac_cap} bytes a datagram"
+    );
+    assert_eq!(
+        cap - mac_cap,
+        crate::wire::MAC_TRAILER_LEN - crate::wire::CRC_LEN
+    );
 }

@@ -17,10 +17,17 @@
 //! keeps naming peers by `SocketAddr` and carries the same datagrams as over
 //! UDP (sequence, ACKs, MAC, credits unchanged).
 //!
-//! Records are `[u32 len][pad to 8][bytes, padded to 8]`; a record that does
-//! not fit before the end of the ring is preceded by a wrap marker. Head
-//! (consumer) and tail (producer) are byte counters on cache lines of their
-//! own. A full ring refuses the datagram, which then goes by UDP.
+//! Records are `[u32 word][pad to 8][bytes]`, each starting on a cache line
+//! (`REC_ALIGN`); a record that does not fit before the end of the ring is
+//! preceded by a wrap marker. The word is `READY | len`, or `WRAP`, or 0:
+//! nothing yet. The receiver learns of a record by the word where its next
+//! one starts (no shared tail to read: one cache line moves per short
+//! datagram, as in a bare ping-pong); the sender zeroes the word after its
+//! record before it sets the record's own, so stale bytes of an earlier lap
+//! never look like a record. The receiver's head (a byte counter on a cache
+//! line of its own) is published only every `HEAD_PUBLISH` bytes, and the
+//! sender reads it only when its cached copy says the ring is full. A full
+//! ring refuses the datagram, which then goes by UDP.
 //!
 //! Wake-ups: a receiver about to sleep (`fd()` is asked only then) sets the
 //! sleep word; a sender that finds it set clears it and sends one byte to
@@ -85,12 +92,22 @@ const S_STATE: usize = 4;
 /// get names it, proving its author can read this file (`am/rma_direct.rs`).
 const S_SECRET: usize = 8;
 const S_FROM: usize = 64;
-const S_TAIL: usize = 128;
 const S_HEAD: usize = 256;
 const FREE: u32 = 0;
 const OPEN: u32 = 1;
 const CLOSING: u32 = 2;
+/// A record's word: the rest of the ring is skipped, the next record is at 0.
 const WRAP: u32 = u32::MAX;
+/// A record's word: a datagram of `word & !READY` bytes follows.
+const READY: u32 = 1 << 31;
+/// Records start on a cache line of their own (a short datagram and its
+/// word arrive together).
+const REC_ALIGN: usize = 64;
+/// The receiver publishes its head after taking this many bytes (the sender
+/// sees the ring at most this much fuller than it is: far from refusing the
+/// largest record, `RECV_SLOT`, twice over, as a wrap may need).
+const HEAD_PUBLISH: u64 = (RING / 8) as u64;
+const _: () = assert!(HEAD_PUBLISH as usize + 2 * (RECV_SLOT + 2 * REC_ALIGN) < RING);
 
 /// How often each side checks that the other is alive.
 const CHECK_EVERY: u64 = 100 * MILLIS;
@@ -204,6 +221,8 @@ pub fn remove_stale_files() -> usize {
 #[derive(Clone, Copy, Default)]
 struct RxSlot {
     head: u64,
+    /// The head last written to `S_HEAD`.
+    published: u64,
     from: Option<SocketAddr>,
 }
 
@@ -214,6 +233,9 @@ struct TxRing {
     /// What we wrote at `S_SECRET` (0: none, no direct copies).
     secret: u64,
     tail: u64,
+    /// The receiver's head as last read (it only grows: the ring looks at
+    /// most fuller than it is; read again when it looks full).
+    head: u64,
     wake: UnixAddr,
 }
 
@@ -411,15 +433,17 @@ impl ShmTransport {
         put_text(&map, s + S_FROM, &self.local.to_string());
         let secret = crate::sys::random_u64().unwrap_or(0);
         map.u64_at(s + S_SECRET).store(secret, Relaxed);
-        let tail = map.u64_at(s + S_TAIL).load(Relaxed);
-        map.u64_at(s + S_HEAD).store(tail, Relaxed);
+        // a fresh ring from 0; what an earlier sender left there is no record
+        map.u64_at(s + S_HEAD).store(0, Relaxed);
+        map.u32_at(s + SLOT_HDR).store(0, Relaxed);
         map.u32_at(s + S_STATE).store(OPEN, Release);
         map.u64_at(H_ACTIVE).fetch_or(1 << slot, AcqRel);
         Some(TxRing {
             map,
             slot,
             secret,
-            tail,
+            tail: 0,
+            head: 0,
             wake: wake_addr(to).ok()?,
         })
     }
@@ -431,7 +455,6 @@ impl ShmTransport {
         m.u64_at(H_ACTIVE).fetch_and(!(1 << i), AcqRel);
         m.u32_at(s + S_STATE).store(FREE, Relaxed);
         m.u64_at(s + S_SECRET).store(0, Relaxed);
-        m.u64_at(s + S_TAIL).store(0, Relaxed);
         m.u64_at(s + S_HEAD).store(0, Relaxed);
         m.u32_at(s + S_OWNER).store(0, Release);
         self.slots[i] = RxSlot::default();
@@ -448,9 +471,10 @@ impl ShmTransport {
                 }
                 match get_text(&self.map, s + S_FROM).parse() {
                     Ok(a) => {
-                        let head = self.map.u64_at(s + S_HEAD).load(Relaxed);
+                        // the sender starts its ring at 0 (`connect`)
                         self.slots[i] = RxSlot {
-                            head,
+                            head: 0,
+                            published: 0,
                             from: Some(a),
                         };
                         a
@@ -462,24 +486,32 @@ impl ShmTransport {
                 }
             }
         };
-        let tail = self.map.u64_at(s + S_TAIL).load(Acquire);
-        let mut head = self.slots[i].head;
-        if tail == head {
-            return 0;
-        }
         let ring = s + SLOT_HDR;
+        let mut head = self.slots[i].head;
         let mut n = 0;
-        while head != tail && n < budget {
-            let avail = tail.wrapping_sub(head);
+        while n < budget {
+            // `head` is ours, a multiple of REC_ALIGN: the word is in bounds
             let pos = (head % RING as u64) as usize;
-            let len = self.map.u32_at(ring + pos).load(Relaxed);
-            if len == WRAP && (RING - pos) as u64 <= avail {
+            // the line after the word's too, in the same look: a short
+            // datagram (72 bytes and the word) spans two lines, and
+            // two loads that miss together cost one transfer, not two
+            std::hint::black_box(
+                self.map
+                    .u32_at(ring + (pos + REC_ALIGN) % RING)
+                    .load(Relaxed),
+            );
+            let word = self.map.u32_at(ring + pos).load(Acquire);
+            if word == 0 {
+                break;
+            }
+            if word == WRAP && pos != 0 {
+                // at 0 next: a second WRAP there is refused below
                 head += (RING - pos) as u64;
                 continue;
             }
-            let len = len as usize;
-            let rec = 8 + len.next_multiple_of(8);
-            if avail > RING as u64 || len > RECV_SLOT || pos + rec > RING || rec as u64 > avail {
+            let len = (word & !READY) as usize;
+            let rec = (8 + len).next_multiple_of(REC_ALIGN);
+            if word & READY == 0 || word == WRAP || len > RECV_SLOT || pos + rec > RING {
                 // not what a ramp sender writes
                 self.free_slot(i);
                 return n;
@@ -489,9 +521,24 @@ impl ShmTransport {
             head += rec as u64;
             n += 1;
         }
-        self.slots[i].head = head;
-        self.map.u64_at(s + S_HEAD).store(head, Release);
+        let slot = &mut self.slots[i];
+        slot.head = head;
+        if head.wrapping_sub(slot.published) >= HEAD_PUBLISH {
+            slot.published = head;
+            self.map.u64_at(s + S_HEAD).store(head, Release);
+        }
         n
+    }
+
+    /// Whether a record (or a wrap) waits at slot `i`'s head.
+    fn record_at_head(&self, i: usize) -> bool {
+        let pos = (self.slots[i].head % RING as u64) as usize;
+        self.map.u32_at(slot_off(i) + SLOT_HDR + pos).load(Acquire) != 0
+    }
+
+    /// Whether slot `i` has something to read (or is new).
+    fn slot_waiting(&self, i: usize) -> bool {
+        self.slots[i].from.is_none() || self.record_at_head(i)
     }
 
     /// Frees the slots of senders that are gone, forgets rings of receivers
@@ -501,8 +548,9 @@ impl ShmTransport {
         for i in (0..SLOTS).filter(|i| active & (1 << i) != 0) {
             let s = slot_off(i);
             let owner = self.map.u32_at(s + S_OWNER).load(Acquire);
-            let closing = self.map.u32_at(s + S_STATE).load(Acquire) == CLOSING
-                && self.map.u64_at(s + S_TAIL).load(Acquire) == self.slots[i].head;
+            // a closed sender's ring is freed once drained
+            let closing =
+                self.map.u32_at(s + S_STATE).load(Acquire) == CLOSING && !self.record_at_head(i);
             if closing || !pid_alive(owner) {
                 self.free_slot(i);
             }
@@ -527,32 +575,38 @@ impl TxRing {
     fn push(&mut self, d: &[u8]) -> bool {
         let s = slot_off(self.slot);
         let ring = s + SLOT_HDR;
-        let rec = 8 + d.len().next_multiple_of(8);
-        if rec > RING / 2 {
-            return false;
+        if d.is_empty() || d.len() > RECV_SLOT {
+            return false; // the receiver would refuse it
         }
-        let head = self.map.u64_at(s + S_HEAD).load(Acquire);
-        let used = self.tail.wrapping_sub(head);
-        if used > RING as u64 {
-            return false; // not what a ramp receiver writes
-        }
-        let free = RING - used as usize;
+        let rec = (8 + d.len()).next_multiple_of(REC_ALIGN);
         let pos = (self.tail % RING as u64) as usize;
         let room = RING - pos;
-        let need = if room < rec { room + rec } else { rec };
-        if need > free {
-            return false;
+        let wrap = room < rec;
+        let need = if wrap { room + rec } else { rec } as u64;
+        // room for the record and the zeroed word after it
+        let fits = |head: u64| {
+            let used = self.tail.wrapping_sub(head);
+            used <= RING as u64 && used + need + REC_ALIGN as u64 <= RING as u64
+        };
+        if !fits(self.head) {
+            let head = self.map.u64_at(s + S_HEAD).load(Acquire);
+            if !fits(head) {
+                return false; // full (or not what a ramp receiver writes)
+            }
+            self.head = head;
         }
-        let mut at = pos;
-        if room < rec {
-            self.map.u32_at(ring + pos).store(WRAP, Relaxed);
-            self.tail += room as u64;
-            at = 0;
-        }
+        let at = if wrap { 0 } else { pos };
+        // the next record's word: nothing yet (before this one is seen)
+        self.map.u32_at(ring + (at + rec) % RING).store(0, Relaxed);
         self.map.write(ring + at + 8, d);
-        self.map.u32_at(ring + at).store(d.len() as u32, Relaxed);
-        self.tail += rec as u64;
-        self.map.u64_at(s + S_TAIL).store(self.tail, Release);
+        let word = READY | d.len() as u32;
+        if wrap {
+            self.map.u32_at(ring).store(word, Relaxed);
+            self.map.u32_at(ring + pos).store(WRAP, Release);
+        } else {
+            self.map.u32_at(ring + at).store(word, Release);
+        }
+        self.tail += need;
         true
     }
 }
@@ -618,10 +672,9 @@ impl Transport for ShmTransport {
         fence(SeqCst);
         // a datagram that came before the word was set would sleep unseen
         let active = self.map.u64_at(H_ACTIVE).load(Acquire);
-        let waiting = (0..SLOTS).filter(|i| active & (1 << i) != 0).any(|i| {
-            self.slots[i].from.is_none()
-                || self.map.u64_at(slot_off(i) + S_TAIL).load(Acquire) != self.slots[i].head
-        });
+        let waiting = (0..SLOTS)
+            .filter(|i| active & (1 << i) != 0)
+            .any(|i| self.slot_waiting(i));
         if waiting {
             if let Ok(a) = wake_addr(self.local) {
                 let _ = self.wake.send_to_addr(&[1], &a);

@@ -28,6 +28,8 @@ pub struct Transports {
     /// The fallback's last receive found datagrams: the next one does not
     /// wait for the gap.
     fallback_busy: bool,
+    /// When the fallback last brought a datagram (`Instant::ZERO`: never).
+    fallback_seen: Instant,
 }
 
 /// While a preferred transport (shared memory) carries traffic, the
@@ -39,6 +41,15 @@ const FALLBACK_GAP: crate::time::Nanos = 2 * crate::time::MICROS;
 /// (a stream over shared memory does not starve UDP: datagrams a full
 /// ring spilled, peers on other hosts).
 const FALLBACK_GAP_BUSY: crate::time::Nanos = 50 * crate::time::MICROS;
+/// The fallback's gap while it has brought nothing for `FALLBACK_QUIET`:
+/// every peer that talks to us does so through a ring, and a system call
+/// every `FALLBACK_GAP` (here one costs 1-2 us, most of a shared-memory
+/// round trip) would delay noticing the ring's next datagram. A datagram
+/// from a new peer, or one a full ring spilled, waits at most this long;
+/// the first one found brings the short gap back.
+const FALLBACK_GAP_QUIET: crate::time::Nanos = 50 * crate::time::MICROS;
+/// How long the fallback must have been quiet for `FALLBACK_GAP_QUIET`.
+const FALLBACK_QUIET: crate::time::Nanos = crate::time::MILLIS;
 
 impl Transports {
     /// A set of one transport, which must reach every peer: it is the
@@ -47,6 +58,7 @@ impl Transports {
         Transports {
             joined: Vec::new(),
             fallback_busy: false,
+            fallback_seen: Instant::ZERO,
             list: vec![fallback],
             polled: std::cell::Cell::new(Instant::ZERO),
         }
@@ -205,6 +217,8 @@ impl Transports {
             // `FALLBACK_GAP_BUSY` while every pump finds ring traffic.
             let gap = if n > 0 {
                 FALLBACK_GAP_BUSY
+            } else if now.since(self.fallback_seen) >= FALLBACK_QUIET {
+                FALLBACK_GAP_QUIET
             } else {
                 FALLBACK_GAP
             };
@@ -237,6 +251,9 @@ impl Transports {
         }
         // a burst on the fallback is drained at once, gap or not
         self.fallback_busy = m > 0;
+        if m > 0 {
+            self.fallback_seen = now;
+        }
         Ok(n + m)
     }
 
@@ -355,12 +372,19 @@ mod tests {
         }
     }
 
-    /// A quiet fallback is polled every FALLBACK_GAP while the ring is
-    /// quiet, and only every FALLBACK_GAP_BUSY while every receive finds
-    /// datagrams in the ring (none between a ring's datagram and its answer).
+    /// A fallback that brought datagrams within FALLBACK_QUIET is polled
+    /// every FALLBACK_GAP while the ring is quiet, one quiet longer every
+    /// FALLBACK_GAP_QUIET, and either only every FALLBACK_GAP_BUSY while
+    /// every receive finds datagrams in the ring (none between a ring's
+    /// datagram and its answer).
     #[test]
     fn the_fallback_waits_its_gap_and_longer_while_the_ring_brings_datagrams() {
-        for (ring, gap) in [(0, FALLBACK_GAP), (1, FALLBACK_GAP_BUSY)] {
+        for (ring, seen, gap) in [
+            (0, true, FALLBACK_GAP),
+            (1, true, FALLBACK_GAP_BUSY),
+            (0, false, FALLBACK_GAP_QUIET),
+            (1, false, FALLBACK_GAP_BUSY),
+        ] {
             let calls = Arc::new(Mutex::new(0));
             let mut set = Transports::new(Box::new(Counting {
                 n: 0,
@@ -370,7 +394,10 @@ mod tests {
                 n: ring,
                 calls: Arc::new(Mutex::new(0)),
             }));
-            let t0 = Instant(1_000_000);
+            let t0 = Instant(10 * crate::time::MILLIS);
+            if seen {
+                set.fallback_seen = Instant(t0.0 - FALLBACK_QUIET / 2);
+            }
             set.recv_batch(t0, &mut |_| {}).unwrap();
             assert_eq!(*calls.lock(), 1);
             set.recv_batch(t0.plus(gap - 1), &mut |_| {}).unwrap();

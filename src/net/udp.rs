@@ -15,7 +15,10 @@ pub struct UdpTransport {
     local: SocketAddr,
     batch: BatchReceiver,
     sender: BatchSender,
-    last_batch: usize,
+    /// Datagrams the next receive asks for.
+    want: usize,
+    /// Receives of one datagram in a row.
+    singles: u32,
 }
 
 impl UdpTransport {
@@ -44,8 +47,29 @@ impl UdpTransport {
             local,
             batch: BatchReceiver::new(RECV_BATCH, RECV_SLOT),
             sender: BatchSender::new(),
-            last_batch: 0,
+            want: 1,
+            singles: 0,
         })
+    }
+}
+
+impl UdpTransport {
+    /// Sets the next receive's size from what the last one, of `want`,
+    /// found (`recv_batch`).
+    fn found(&mut self, want: usize, n: usize) {
+        self.singles = if n == 1 { self.singles + 1 } else { 0 };
+        self.want = match n {
+            // a full batch: more may wait
+            n if n >= 2 && n == want => (2 * n).min(RECV_BATCH),
+            n if n >= 2 => n,
+            // a batch that found one: the burst is over; start again
+            1 if want >= 2 => {
+                self.singles = 0;
+                1
+            }
+            1 if self.singles >= 2 => 2,
+            _ => 1,
+        };
     }
 }
 
@@ -81,12 +105,14 @@ impl Transport for UdpTransport {
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
-        // Ask for twice what the last call found: one datagram at a time in
-        // a ping-pong, whole batches in a burst. A single datagram is read
-        // with plain recvfrom: recvmmsg costs the kernel more per call, and
-        // asking it for more than is there costs a second, failing attempt,
-        // both on the critical path of a round trip.
-        let want = (2 * self.last_batch).clamp(1, RECV_BATCH);
+        // One datagram at a time with plain recvfrom until two receives in
+        // a row found one each (a burst may be starting), then batches
+        // that double while they come back full. In a ping-pong the
+        // receive after a datagram finds nothing: recvmmsg costs the
+        // kernel more per call than recvfrom, found or not, and asking for
+        // more than is there costs it a second, failing attempt, both in
+        // the polling loop a round trip waits in.
+        let want = self.want;
         if want == 1 {
             let buf = self.batch.slot(0);
             let n = loop {
@@ -103,11 +129,11 @@ impl Transport for UdpTransport {
                     Err(e) => return Err(e),
                 }
             };
-            self.last_batch = n;
+            self.found(want, n);
             return Ok(n);
         }
         let n = self.batch.recv(self.sock.as_raw_fd(), want)?;
-        self.last_batch = n;
+        self.found(want, n);
         for i in 0..n {
             match self.batch.datagram(i) {
                 (Some(d), Some(from)) => each(Some((d, from))),
@@ -123,5 +149,73 @@ impl Transport for UdpTransport {
 
     fn fd(&self) -> RawFd {
         self.sock.as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn take(t: &mut UdpTransport) -> usize {
+        let mut got = 0;
+        let n = t
+            .recv_batch(&mut |d| {
+                assert_eq!(d.map(|(b, _)| b.len()), Some(3));
+                got += 1;
+            })
+            .unwrap();
+        assert_eq!(n, got);
+        n
+    }
+
+    /// A lone datagram (a ping-pong) is read one at a time; a burst, once
+    /// two receives in a row found datagrams, in batches that double.
+    #[test]
+    fn receives_grow_only_in_a_burst() {
+        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = t.local_addr();
+        let wait_for = |t: &mut UdpTransport| loop {
+            crate::sys::wait_readable(&[t.fd()], 1000);
+            if let n @ 1.. = take(t) {
+                return n;
+            }
+        };
+        for _ in 0..3 {
+            peer.send_to(b"abc", to).unwrap();
+            assert_eq!(wait_for(&mut t), 1);
+            assert_eq!(take(&mut t), 0);
+        }
+        for _ in 0..12 {
+            peer.send_to(b"abc", to).unwrap();
+        }
+        // loopback delivers at once: all twelve wait
+        let mut sizes = vec![wait_for(&mut t)];
+        while sizes.iter().sum::<usize>() < 12 {
+            sizes.push(wait_for(&mut t));
+        }
+        assert_eq!(sizes, [1, 1, 2, 4, 4]);
+        assert_eq!(take(&mut t), 0);
+        // after the burst, a lone datagram is read by itself again
+        peer.send_to(b"abc", to).unwrap();
+        assert_eq!(wait_for(&mut t), 1);
+    }
+
+    /// Every receive finding exactly one datagram (one thread polling two
+    /// endpoints in turn): at most one receive in three asks for a batch.
+    #[test]
+    fn one_datagram_per_receive_asks_for_a_batch_rarely() {
+        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = t.local_addr();
+        let mut asked = Vec::new();
+        for _ in 0..9 {
+            peer.send_to(b"abc", to).unwrap();
+            asked.push(t.want);
+            // readable first: no receive finds nothing
+            crate::sys::wait_readable(&[t.fd()], 1000);
+            assert_eq!(take(&mut t), 1);
+        }
+        assert_eq!(asked, [1, 1, 2, 1, 1, 2, 1, 1, 2]);
     }
 }

@@ -116,6 +116,17 @@ impl<A: PeerAddr> Protocol<A> {
             .unwrap_or(0)
     }
 
+    /// Fragments queued to `to` on `channel` that the window has not taken
+    /// yet (no sequence number, not sent). A large put waits while its
+    /// peer has a backlog (`am/rma.rs`): its chunks are then copied just
+    /// before they go, not megabytes ahead.
+    pub fn queued_fragments(&self, to: &A, channel: u8) -> usize {
+        self.slots
+            .get(to)
+            .and_then(|&s| self.peers[s as usize].tx.get(channel as usize))
+            .map_or(0, |t| t.pending.len())
+    }
+
     /// For the start window (`am/started.rs`: the AM layer starts a
     /// request's handler only while its sender has few answers
     /// unacknowledged), in one look-up: our tag of the established

@@ -129,6 +129,7 @@ pub fn role(args: &[String]) -> i32 {
         Some("bench-rma-client") => client(
             args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3),
             args.get(2).and_then(|r| r.parse().ok()),
+            args.get(3).map(String::as_str),
         ),
         _ => 2,
     }
@@ -195,8 +196,11 @@ fn bandwidth(ep: &Arc<am::Endpoint>, size: usize, mut issue: impl FnMut(usize) -
 }
 
 /// `blast`: the raw UDP blast of the same `ramp bench` run (MiB/s), when
-/// known.
-fn client(runs: usize, blast: Option<f64>) -> i32 {
+/// known; `only`: one figure alone (`xfer`, `put64`, `get64`, `put1m`,
+/// `get1m`), for profiling a phase by itself (`ramp bench-rma-client RUNS
+/// BLAST ONLY`).
+fn client(runs: usize, blast: Option<f64>, only: Option<&str>) -> i32 {
+    let wanted = |what: &str| only.is_none_or(|o| o == what);
     am::init().expect("ramp configuration");
     let b = am::allocate_bundle(BundleMode::Seq).expect("bundle");
     let ep = am::allocate_endpoint(b.id).expect("endpoint");
@@ -227,31 +231,47 @@ fn client(runs: usize, blast: Option<f64>) -> i32 {
     let (mut xfer, mut figs) = (vec![], vec![vec![]; 4]);
     for _ in 0..runs {
         // the floor: AM Xfer of 64 KiB, up to DEPTH outstanding
-        let n = TOTAL / XFER_SIZE;
-        let base = acks.load(Ordering::Relaxed);
-        let t = StdInstant::now();
-        for i in 0..n {
-            let off = ((i % 2) * XFER_SIZE) as u64;
-            let m = Message::long(H_XFER, &[], &src[..XFER_SIZE], off);
-            ep.request(1, &m, false).unwrap();
+        if wanted("xfer") {
+            let n = TOTAL / XFER_SIZE;
+            let base = acks.load(Ordering::Relaxed);
+            let t = StdInstant::now();
+            for i in 0..n {
+                let off = ((i % 2) * XFER_SIZE) as u64;
+                let m = Message::long(H_XFER, &[], &src[..XFER_SIZE], off);
+                ep.request(1, &m, false).unwrap();
+            }
+            while acks.load(Ordering::Relaxed) < base + n as u64 {
+                b.poll().unwrap();
+            }
+            xfer.push(TOTAL as f64 / t.elapsed().as_secs_f64() / (1024.0 * 1024.0));
         }
-        while acks.load(Ordering::Relaxed) < base + n as u64 {
-            b.poll().unwrap();
-        }
-        xfer.push(TOTAL as f64 / t.elapsed().as_secs_f64() / (1024.0 * 1024.0));
         for (k, size) in [64 << 10, 1 << 20].into_iter().enumerate() {
             let slots = REGION / size;
-            figs[2 * k].push(bandwidth(&ep, size, |i| {
-                let off = ((i % slots) * size) as u64;
-                ep.put(1, region, off, &src[..size], None, true).unwrap()
-            }));
-            let dsts: Vec<_> = (0..WINDOW + 1).map(|_| VecSegment::new(size)).collect();
-            figs[2 * k + 1].push(bandwidth(&ep, size, |i| {
-                let off = ((i % slots) * size) as u64;
-                let dst = dsts[i % dsts.len()].clone();
-                ep.get(1, region, off, dst, true).unwrap()
-            }));
+            let label = if k == 0 { "64" } else { "1m" };
+            if wanted(&format!("put{label}")) {
+                figs[2 * k].push(bandwidth(&ep, size, |i| {
+                    let off = ((i % slots) * size) as u64;
+                    ep.put(1, region, off, &src[..size], None, true).unwrap()
+                }));
+            }
+            if wanted(&format!("get{label}")) {
+                let dsts: Vec<_> = (0..WINDOW + 1).map(|_| VecSegment::new(size)).collect();
+                figs[2 * k + 1].push(bandwidth(&ep, size, |i| {
+                    let off = ((i % slots) * size) as u64;
+                    let dst = dsts[i % dsts.len()].clone();
+                    ep.get(1, region, off, dst, true).unwrap()
+                }));
+            }
         }
+    }
+    if only.is_some() {
+        for v in std::iter::once(&mut xfer).chain(figs.iter_mut()) {
+            if !v.is_empty() {
+                println!("{:.1} MiB/s (median of {})", median(v), v.len());
+            }
+        }
+        println!("DONE");
+        return 0;
     }
     let floor = median(&mut xfer);
     println!(
