@@ -28,6 +28,8 @@ const N: usize = 1 << 20;
 /// far, nbytes]), the whole segment's hash (replies [hash, runs]).
 const H_XFER: u8 = 20;
 const H_SEG: u8 = 21;
+/// A request whose handler keeps the target from polling for 400 ms.
+const H_PAUSE: u8 = 22;
 const H_ANSWER: u8 = 31;
 
 /// Tests change this process's dumpability and count its copies: one at a time.
@@ -81,6 +83,10 @@ fn child() {
             let n = runs.load(Ordering::SeqCst) as u32;
             am::reply(h.token, &Message::short(H_ANSWER, &[v, n, 0])).unwrap();
         }),
+    );
+    e.set_handler(
+        H_PAUSE,
+        handler(|_| std::thread::sleep(Duration::from_millis(400))),
     );
     let parent = common::parse_name_hex(&std::env::var("RAMP_XFER_PARENT").unwrap());
     e.map(0, parent, TAG).unwrap();
@@ -328,4 +334,26 @@ fn an_xfer_lands_after_the_handlers_of_earlier_requests_ran() {
     assert_eq!(a[0], before, "the earlier handler saw the Xfer's bytes");
     assert_eq!(a[1][..2], [hash(&data), 1]);
     assert_eq!(p.e.rma_direct_counts()[0] - done0, 1, "went direct");
+}
+
+#[test]
+fn an_xfer_to_a_target_that_does_not_poll_is_withdrawn_and_its_handler_runs_once() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = peer(false);
+    let [done0, back0, _] = p.e.rma_direct_counts();
+    // the target sits in a handler for 400 ms: the Xfer's descriptor waits
+    // past its expiry and grace (100 ms), the sender withdraws its claim
+    // and sends the chunks; the target, polling again, finds the
+    // descriptor too late (no copy, no handler), then runs the chunks'
+    // handler once
+    p.e.request(1, &Message::short(H_PAUSE, &[]), false)
+        .unwrap();
+    let data = pattern(N, 17);
+    let a = p.ask(&Message::long(H_XFER, &[], &data, 5), false);
+    assert_eq!(a, [hash(&data), 1, N as u32], "bytes, one run, nbytes");
+    let [done, back, _] = p.e.rma_direct_counts();
+    assert_eq!((done - done0, back - back0), (0, 1), "withdrawn, fell back");
+    // no second run of the handler shows up later
+    let a = p.ask(&Message::short(H_SEG, &[]), false);
+    assert_eq!(a[1], 1, "the Xfer's handler ran once");
 }

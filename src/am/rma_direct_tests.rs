@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::region::{REGION_READ, REGION_WRITE};
 use super::rma_direct::Desc;
-use super::xfer_direct::{encode, XFER_FLAG};
+use super::xfer_direct::{claim, encode, XFER_FLAG};
 use super::{Bundle, BundleMode, Endpoint, SegmentMemory, VecSegment};
 use crate::config::{Config, TransportChoice};
 use crate::sys::monotonic_nanos;
@@ -134,7 +134,24 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
         "a handler ran"
     );
     assert!(seg.snapshot().iter().all(|&x| x == 0), "segment written");
+    // through the ring but without its sender's claim word set (a sender
+    // that withdrew): copied, yet no handler runs (the chunks will)
     xfer(&friend, 81);
+    poll_until("the unclaimed Xfer's copy", &|| {
+        seg.snapshot().iter().all(|&x| x == 0xab)
+    });
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "ran unclaimed"
+    );
+    // claimed, as the sender does before sending: honoured
+    seg.write(0, &vec![0u8; N]);
+    let id = desc(0).region;
+    let to = target.addr();
+    let set = friend.with(|s| s.transports.claim_to(to, id as usize, 0, claim(id)));
+    assert_eq!(set, Some(true));
+    xfer(&friend, 82);
     poll_until("the ring's Xfer", &|| {
         runs.load(std::sync::atomic::Ordering::SeqCst) == 1
     });

@@ -18,10 +18,15 @@
 //! The sender's call returns only once the target has copied (the caller
 //! may reuse its buffer then, AM-2), was refused (its handler 0 ran), or
 //! fell back and sent the chunks (which copy the buffer before returning).
-//! A target that does not poll delays it by `TTL + GRACE` at most, then
-//! the chunks go; a copy the target began in time ends within the grace,
-//! and one that ends after the expiry answers "fall back" and runs no
-//! handler, so the handler runs at most once.
+//! A target that does not poll delays it by `TTL + GRACE`, then the
+//! sender withdraws and the chunks go. Which of the two decided is settled
+//! by a claim word in the sender's ring slot (`net::shm`'s `claim_to`,
+//! `claim_from`): the sender sets it before sending the descriptor; the
+//! target, after copying, swaps it to "committed" before answering and
+//! running the handler; the sender withdraws only by swapping it back to
+//! free. Only one swap can win, so the handler runs at most once: a target
+//! that lost answers "fall back" and runs nothing; a sender that lost waits
+//! for the answer, however late (or for the end of the association).
 //!
 //! Only without a kept transaction, not inside a handler, with a send
 //! credit free (else the usual path waits or says AM_ERR_IN_USE).
@@ -45,6 +50,16 @@ use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 pub(super) const XFER_FLAG: u8 = 2;
 /// A descriptor's length in bytes (16 little-endian words).
 const DESC_LEN: usize = 64;
+
+/// The claim word of direct Xfer `id` while its sender waits (never 0).
+pub(super) fn claim(id: u32) -> u64 {
+    u64::from(id) << 1 | 1
+}
+
+/// The claim word of direct Xfer `id` once its target committed.
+fn committed(id: u32) -> u64 {
+    claim(id) | 1 << 63
+}
 
 pub(super) fn encode(d: &Desc) -> [u8; DESC_LEN] {
     let m = d.meta(MsgKind::Put, 0, 0);
@@ -95,6 +110,11 @@ impl Endpoint {
             }
             let (pid, secret) = st.transports.ring_to(to)?;
             let (id, _) = st.rma.start_direct(to, total, None, true, None)?;
+            // the claim word: ours until the target commits to the copy
+            if st.transports.claim_to(to, id as usize, 0, claim(id)) != Some(true) {
+                st.rma.end_direct(id, false, 0);
+                return None;
+            }
             let d = Desc {
                 region: id,
                 notify: None,
@@ -119,31 +139,54 @@ impl Endpoint {
             let c = Category::Long.index();
             st.stats.requests_sent[c] += 1;
             st.stats.request_data_bytes_sent[c] += total;
-            Some((id, txn))
+            Some((id, txn, to))
         });
-        let Some((id, txn)) = started else {
+        let Some((id, txn, to)) = started else {
             return Ok(false);
         };
+        // the claim word back to free, whichever of the two values it holds
+        let release = || {
+            self.with(|st| {
+                let _ = st.transports.claim_to(to, id as usize, claim(id), 0);
+                let _ = st.transports.claim_to(to, id as usize, committed(id), 0);
+            })
+        };
+        // the target took the claim: it copied and runs the handler, its
+        // answer is on its way; no giving up then
+        let mut committed_seen = false;
         let mut rounds = 0;
         let spin_until = monotonic_nanos() + SPIN_NS + total / SPIN_BYTES_PER_NS;
         let state = || self.with(|st| (st.rma.direct_state(id), st.outstanding.contains_key(&txn)));
         loop {
             match state() {
                 (Direct::Answered, _) => {
+                    release();
                     self.with(|st| st.rma.end_direct(id, false, 0));
                     return Ok(true);
                 }
-                (Direct::FallBack, _) => break,
+                (Direct::FallBack, _) => {
+                    release();
+                    break;
+                }
                 // refused (handler 0 ran) or given up with its peer
                 (_, false) => {
+                    release();
                     self.with(|st| st.rma.end_direct(id, false, 0));
                     return Ok(true);
                 }
                 _ => {}
             }
             let now = monotonic_nanos();
-            if now > expiry + GRACE {
-                break;
+            if now > expiry + GRACE && !committed_seen {
+                // withdrawn by taking the claim back: the target, which
+                // must take it to run the handler, then will not; if it
+                // took it first, its answer comes (or its association ends)
+                let withdrawn =
+                    self.with(|st| st.transports.claim_to(to, id as usize, claim(id), 0));
+                if withdrawn == Some(true) {
+                    break;
+                }
+                committed_seen = true;
             }
             if now < spin_until {
                 self.poll_bundle()?;
@@ -216,8 +259,19 @@ impl EpState {
         // inside the segment (admitted above)
         let (off, len) = (d.start as usize, d.total as usize);
         let copied = seg.fill_from_process(off, len, d.pid, d.addr as usize);
-        // a copy that ended late may race the sender's fall-back: no handler
-        if copied.is_err() || monotonic_nanos() > d.expiry {
+        // the handler runs only if the sender has not withdrawn: whichever
+        // of the two takes the claim word first decides (a copy that ended
+        // late races the sender's fall-back to chunks)
+        let owner = (d.pid, d.secret);
+        if copied.is_err()
+            || !self.transports.claim_from(
+                from,
+                owner,
+                d.region as usize,
+                claim(d.region),
+                committed(d.region),
+            )
+        {
             answer(self, true);
             return None;
         }
