@@ -10,6 +10,7 @@ use super::handler::{Data, HandlerArgs, HandlerFn};
 use super::returned::{default_returned_handler, Admitted};
 use super::token::{LiveToken, TokenInfo};
 use super::txn::{take_trailer, TXN_FLAG};
+use super::xfer_direct::XFER_FLAG;
 use crate::error::{Result, ReturnStatus};
 use crate::proto::{Event, FailReason};
 use crate::time::Instant;
@@ -247,43 +248,55 @@ impl EpState {
                     }
                     self.stats.requests_received[c] += 1;
                 }
-                let mut payload = payload;
-                // a kept transaction (`txn.rs`): its trailer comes off first
-                let trailer = if is_request && meta.status & TXN_FLAG != 0 {
-                    match take_trailer(&mut payload) {
-                        Some(t) => Some(t),
-                        None => {
-                            self.send_returned(now, from, meta, ReturnStatus::BadArgs, true);
+                let source = self.table.index_of(&from);
+                // a direct long request (`xfer_direct.rs`): copied now, or
+                // refused or fallen back (no handler)
+                let data = if is_request && meta.status & XFER_FLAG != 0 {
+                    let got = self.xfer_arrived(from, &meta, &payload, now);
+                    self.proto.recycle(payload);
+                    let (seg, len) = got?;
+                    WorkData::Long {
+                        addr: seg.base() + meta.dest_offset as usize,
+                        len,
+                    }
+                } else {
+                    let mut payload = payload;
+                    // a kept transaction (`txn.rs`): its trailer comes off first
+                    let trailer = if is_request && meta.status & TXN_FLAG != 0 {
+                        match take_trailer(&mut payload) {
+                            Some(t) => Some(t),
+                            None => {
+                                self.send_returned(now, from, meta, ReturnStatus::BadArgs, true);
+                                return None;
+                            }
+                        }
+                    } else {
+                        None
+                    };
+                    let admitted = match self.admit(source, &meta, payload.len(), is_request) {
+                        Ok(a) => a,
+                        Err(status) => {
+                            self.send_returned(now, from, meta, status, is_request);
+                            return None;
+                        }
+                    };
+                    if let Some(t) = trailer {
+                        if !self.txn_arrive(from, &meta, &payload, &t, now) {
                             return None;
                         }
                     }
-                } else {
-                    None
-                };
-                let source = self.table.index_of(&from);
-                let admitted = match self.admit(source, &meta, payload.len(), is_request) {
-                    Ok(a) => a,
-                    Err(status) => {
-                        self.send_returned(now, from, meta, status, is_request);
-                        return None;
-                    }
-                };
-                if let Some(t) = trailer {
-                    if !self.txn_arrive(from, &meta, &payload, &t, now) {
-                        return None;
-                    }
-                }
-                let data = match admitted {
-                    Admitted::Short => WorkData::None,
-                    Admitted::Medium => WorkData::Medium(payload),
-                    Admitted::Long(seg) => {
-                        let off = meta.dest_offset as usize;
-                        seg.write(off, &payload);
-                        let len = payload.len();
-                        self.proto.recycle(payload);
-                        WorkData::Long {
-                            addr: seg.base() + off,
-                            len,
+                    match admitted {
+                        Admitted::Short => WorkData::None,
+                        Admitted::Medium => WorkData::Medium(payload),
+                        Admitted::Long(seg) => {
+                            let off = meta.dest_offset as usize;
+                            seg.write(off, &payload);
+                            let len = payload.len();
+                            self.proto.recycle(payload);
+                            WorkData::Long {
+                                addr: seg.base() + off,
+                                len,
+                            }
                         }
                     }
                 };

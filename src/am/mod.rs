@@ -64,6 +64,7 @@ mod txn_log;
 mod txn_target;
 #[cfg(test)]
 mod txn_tests;
+mod xfer_direct;
 
 use std::sync::Arc;
 

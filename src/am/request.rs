@@ -68,6 +68,11 @@ impl Endpoint {
     ) -> Result<Option<u32>> {
         msg.check()?;
         let nested = token::in_handler();
+        // a large long request to a peer on this host: copied by the target
+        // (`xfer_direct.rs`) when it can
+        if !keep && !nested && self.try_xfer_direct(dest, msg)? {
+            return Ok(None);
+        }
         let mut first = true;
         let mut idle_rounds = 0u32;
         loop {

@@ -58,10 +58,10 @@ const FLAG_NOTIFY: u32 = 1;
 const FLAG_DIRECT: u32 = 2;
 const NARGS: usize = 16;
 /// How long a descriptor may wait for the target (ns).
-const TTL: u64 = 50_000_000;
+pub(super) const TTL: u64 = 50_000_000;
 /// What the initiator waits beyond the expiry before falling back after
 /// a failure or no answer (ns): a copy begun in time ends within it.
-const GRACE: u64 = 50_000_000;
+pub(super) const GRACE: u64 = 50_000_000;
 /// How long a direct put polls for its answer without sleeping, besides
 /// the copy's time at `SPIN_BYTES_PER_NS` (ns). Longer than the copy takes
 /// on an idle host (1 MiB: 70-130 us here), not much longer: a poller
@@ -70,8 +70,8 @@ const GRACE: u64 = 50_000_000;
 /// descriptor of a 1 MiB put waited 2.2 ms, the whole former spin of
 /// 1 ms + 1 ns/byte, before the target saw it). Past it the put sleeps
 /// until the target's answer wakes it.
-const SPIN_NS: u64 = 50_000;
-const SPIN_BYTES_PER_NS: u64 = 8;
+pub(super) const SPIN_NS: u64 = 50_000;
+pub(super) const SPIN_BYTES_PER_NS: u64 = 8;
 
 /// Where a direct operation stands at the initiator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -297,7 +297,7 @@ impl Endpoint {
 impl RmaState {
     /// Registers a direct operation to `peer` (one answer awaited):
     /// (wire id, handle); None when too many are unfinished.
-    fn start_direct(
+    pub(super) fn start_direct(
         &mut self,
         peer: SocketAddr,
         total: u64,
@@ -326,13 +326,13 @@ impl RmaState {
         Some((id, handle))
     }
 
-    fn direct_state(&self, id: u32) -> Direct {
+    pub(super) fn direct_state(&self, id: u32) -> Direct {
         self.ops.get(&id).map_or(Direct::Failed, |o| o.direct)
     }
 
     /// Forgets a direct put that falls back to chunks (its late answer, if
     /// any, is dropped as stale).
-    fn drop_direct(&mut self, id: u32) {
+    pub(super) fn drop_direct(&mut self, id: u32) {
         if let Some(op) = self.ops.remove(&id) {
             if op.direct != Direct::FallBack {
                 self.direct_counts[1] += 1;
@@ -342,7 +342,7 @@ impl RmaState {
 
     /// A direct put the target answered: its handle, kept as a completed
     /// operation, or 0 and forgotten (a failure remembered for `fence`).
-    fn end_direct(&mut self, id: u32, keep: bool, handle: u64) -> u64 {
+    pub(super) fn end_direct(&mut self, id: u32, keep: bool, handle: u64) -> u64 {
         let Some(op) = self.ops.get_mut(&id) else {
             return 0;
         };

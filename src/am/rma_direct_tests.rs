@@ -1,12 +1,14 @@
 //! The direct path's trust rule over real sockets: a descriptor that comes
 //! by UDP is never honoured, even one carrying the pid and the secret of a
 //! real ring (read here from the sender's side), while the same descriptor
-//! through that ring is (the control that shows the test can fail).
+//! through that ring is (the control that shows the test can fail); the
+//! same for a direct Xfer's descriptor.
 
 use std::sync::Arc;
 
 use super::region::{REGION_READ, REGION_WRITE};
 use super::rma_direct::Desc;
+use super::xfer_direct::{claim, encode, XFER_FLAG};
 use super::{Bundle, BundleMode, Endpoint, SegmentMemory, VecSegment};
 use crate::config::{Config, TransportChoice};
 use crate::sys::monotonic_nanos;
@@ -102,4 +104,56 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
     send(&friend, MsgKind::Put, bait.base(), 79);
     poll_until("the ring's descriptor", &|| counts(&target).1 > copies0);
     assert!(region.snapshot().iter().all(|&x| x == 0xab));
+    // a direct Xfer (`xfer_direct.rs`): the same descriptor as a long
+    // request's payload runs no handler and writes nothing by UDP, and is
+    // honoured through the ring
+    let seg = VecSegment::new(N);
+    target.set_segment(Some(seg.clone()));
+    let runs = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let r = runs.clone();
+    target.set_handler(
+        20,
+        super::handler(move |_| {
+            r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }),
+    );
+    let xfer = |from: &Endpoint, txn| {
+        let mut meta = super::Message::long(20, &[], &[], 0).meta(txn, TAG);
+        meta.status = XFER_FLAG;
+        let payload = encode(&desc(bait.base())).to_vec();
+        let to = target.addr();
+        from.with(|s| s.send_message(Instant::now(), to, CHANNEL_REQUEST, meta, payload));
+    };
+    let (dropped0, copies0) = counts(&target);
+    xfer(&attacker, 80);
+    poll_until("the forged Xfer", &|| counts(&target).0 > dropped0);
+    assert_eq!(counts(&target).1, copies0, "no copy performed");
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a handler ran"
+    );
+    assert!(seg.snapshot().iter().all(|&x| x == 0), "segment written");
+    // through the ring but without its sender's claim word set (a sender
+    // that withdrew): copied, yet no handler runs (the chunks will)
+    xfer(&friend, 81);
+    poll_until("the unclaimed Xfer's copy", &|| {
+        seg.snapshot().iter().all(|&x| x == 0xab)
+    });
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "ran unclaimed"
+    );
+    // claimed, as the sender does before sending: honoured
+    seg.write(0, &vec![0u8; N]);
+    let id = desc(0).region;
+    let to = target.addr();
+    let set = friend.with(|s| s.transports.claim_to(to, id as usize, 0, claim(id)));
+    assert_eq!(set, Some(true));
+    xfer(&friend, 82);
+    poll_until("the ring's Xfer", &|| {
+        runs.load(std::sync::atomic::Ordering::SeqCst) == 1
+    });
+    assert!(seg.snapshot().iter().all(|&x| x == 0xab));
 }

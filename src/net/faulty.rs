@@ -80,6 +80,21 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.ring_from(from, pid, secret)
     }
 
+    fn claim_to(&self, to: SocketAddr, k: usize, current: u64, new: u64) -> Option<bool> {
+        self.inner.claim_to(to, k, current, new)
+    }
+
+    fn claim_from(
+        &self,
+        from: SocketAddr,
+        owner: (u32, u64),
+        k: usize,
+        current: u64,
+        new: u64,
+    ) -> bool {
+        self.inner.claim_from(from, owner, k, current, new)
+    }
+
     fn fallback_from_host(&self, from: SocketAddr, now: Instant) {
         self.inner.fallback_from_host(from, now)
     }

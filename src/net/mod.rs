@@ -126,6 +126,26 @@ pub trait Transport: Send {
     fn ring_from(&self, _from: SocketAddr, _pid: u32, _secret: u64) -> bool {
         false
     }
+    /// Shared memory: compare-and-swap of claim word `k` (modulo the
+    /// number of words) of our ring to `to`, `current` -> `new`: Some(true)
+    /// when swapped, Some(false) when the word held something else, None
+    /// when no ring reaches `to`.
+    fn claim_to(&self, _to: SocketAddr, _k: usize, _current: u64, _new: u64) -> Option<bool> {
+        None
+    }
+    /// Shared memory: the same on the word of the ring of ours that `from`
+    /// writes (`ring_from`'s checks with `owner` = (pid, secret)); false
+    /// when no such ring or the word held something else.
+    fn claim_from(
+        &self,
+        _from: SocketAddr,
+        _owner: (u32, u64),
+        _k: usize,
+        _current: u64,
+        _new: u64,
+    ) -> bool {
+        false
+    }
     /// A datagram from `from`, an address of this host, came by the
     /// fallback (UDP): a same-host peer that may be asking for our ring.
     fn fallback_from_host(&self, _from: SocketAddr, _now: Instant) {}

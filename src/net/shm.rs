@@ -93,6 +93,12 @@ const S_STATE: usize = 4;
 const S_SECRET: usize = 8;
 const S_FROM: usize = 64;
 const S_HEAD: usize = 256;
+/// `CLAIMS` words by which a direct Xfer's sender and its target agree,
+/// by compare-and-swap, on which of them decided its fate (`claim_to`,
+/// `claim_from`; `am/xfer_direct.rs`).
+const S_CLAIMS: usize = 512;
+pub const CLAIMS: usize = 8;
+const _: () = assert!(S_CLAIMS + 8 * CLAIMS <= SLOT_HDR);
 const FREE: u32 = 0;
 const OPEN: u32 = 1;
 const CLOSING: u32 = 2;
@@ -279,6 +285,22 @@ pub struct ShmTransport {
 }
 
 impl ShmTransport {
+    /// The slot `from` writes, open, owned by `pid` holding `secret` (see
+    /// `ring_from`).
+    fn slot_from(&self, from: SocketAddr, pid: u32, secret: u64) -> Option<usize> {
+        if secret == 0 || pid == 0 {
+            return None;
+        }
+        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
+        (0..SLOTS).find(|&i| {
+            let s = slot_off(i);
+            active & (1 << i) != 0
+                && self.slots[i].from == Some(from)
+                && self.map.u32_at(s + S_STATE).load(Acquire) == OPEN
+                && self.map.u32_at(s + S_OWNER).load(Acquire) == pid
+                && self.map.u64_at(s + S_SECRET).load(Acquire) == secret
+        })
+    }
     /// Creates the receiving file and the socket of the endpoint whose UDP
     /// address is `local` (`AddrInUse`: a live endpoint of this host has it).
     pub fn open(local: SocketAddr) -> io::Result<ShmTransport> {
@@ -435,6 +457,9 @@ impl ShmTransport {
         map.u64_at(s + S_SECRET).store(secret, Relaxed);
         // a fresh ring from 0; what an earlier sender left there is no record
         map.u64_at(s + S_HEAD).store(0, Relaxed);
+        for k in 0..CLAIMS {
+            map.u64_at(s + S_CLAIMS + 8 * k).store(0, Relaxed);
+        }
         map.u32_at(s + SLOT_HDR).store(0, Relaxed);
         map.u32_at(s + S_STATE).store(OPEN, Release);
         map.u64_at(H_ACTIVE).fetch_or(1 << slot, AcqRel);
@@ -720,18 +745,34 @@ impl Transport for ShmTransport {
     /// and still open: the secret and the owner pid are in our file, which
     /// only processes of our user on this host can read.
     fn ring_from(&self, from: SocketAddr, pid: u32, secret: u64) -> bool {
-        if secret == 0 || pid == 0 {
+        self.slot_from(from, pid, secret).is_some()
+    }
+
+    fn claim_to(&self, to: SocketAddr, k: usize, current: u64, new: u64) -> Option<bool> {
+        let tx = self.tx.borrow();
+        let Some(Route::Ring(r)) = tx.routes.get(&to) else {
+            return None;
+        };
+        let ring = tx.rings[*r].as_ref()?;
+        let word = ring
+            .map
+            .u64_at(slot_off(ring.slot) + S_CLAIMS + 8 * (k % CLAIMS));
+        Some(word.compare_exchange(current, new, AcqRel, Acquire).is_ok())
+    }
+
+    fn claim_from(
+        &self,
+        from: SocketAddr,
+        (pid, secret): (u32, u64),
+        k: usize,
+        current: u64,
+        new: u64,
+    ) -> bool {
+        let Some(i) = self.slot_from(from, pid, secret) else {
             return false;
-        }
-        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
-        (0..SLOTS).any(|i| {
-            let s = slot_off(i);
-            active & (1 << i) != 0
-                && self.slots[i].from == Some(from)
-                && self.map.u32_at(s + S_STATE).load(Acquire) == OPEN
-                && self.map.u32_at(s + S_OWNER).load(Acquire) == pid
-                && self.map.u64_at(s + S_SECRET).load(Acquire) == secret
-        })
+        };
+        let word = self.map.u64_at(slot_off(i) + S_CLAIMS + 8 * (k % CLAIMS));
+        word.compare_exchange(current, new, AcqRel, Acquire).is_ok()
     }
 
     /// A HELLO from that peer may wait in our socket, unless it already

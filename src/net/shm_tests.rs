@@ -278,3 +278,35 @@ fn empty_setup_looks_back_off() {
     rx.fallback_from_host(a2, now);
     assert_eq!(rx.setup_gap.get(), SETUP_CHECK);
 }
+
+#[test]
+fn claim_words_let_exactly_one_side_decide() {
+    let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    assert!(link(&tx, &rx, a1));
+    // the receiver learns the slot's sender from a datagram
+    tx.send(Instant::ZERO, a1, b"hello").unwrap();
+    assert_eq!(take(&mut rx).len(), 1);
+    let owner = tx.ring_to(a1).expect("a ring with a secret");
+    let (waiting, committed) = (7u64, 7u64 | 1 << 63);
+    // the sender claims a free word once
+    assert_eq!(tx.claim_to(a1, 3, 0, waiting), Some(true));
+    assert_eq!(tx.claim_to(a1, 3, 0, waiting), Some(false));
+    // only the true sender's slot, with its secret, is the target's
+    assert!(!rx.claim_from(a3, owner, 3, waiting, committed));
+    assert!(!rx.claim_from(a2, (owner.0, owner.1 ^ 1), 3, waiting, committed));
+    assert!(!rx.claim_from(a2, (owner.0 + 1, owner.1), 3, waiting, committed));
+    // the target commits first: the sender can no longer withdraw
+    assert!(rx.claim_from(a2, owner, 3, waiting, committed));
+    assert_eq!(tx.claim_to(a1, 3, waiting, 0), Some(false));
+    assert_eq!(tx.claim_to(a1, 3, committed, 0), Some(true));
+    // the sender withdraws first: the target can no longer commit
+    assert_eq!(tx.claim_to(a1, 4, 0, waiting), Some(true));
+    assert_eq!(tx.claim_to(a1, 4, waiting, 0), Some(true));
+    assert!(!rx.claim_from(a2, owner, 4, waiting, committed));
+    // word numbers wrap; no ring, no word
+    assert_eq!(tx.claim_to(a1, 4 + CLAIMS, 0, waiting), Some(true));
+    assert_eq!(tx.claim_to(a1, 4, 0, waiting), Some(false));
+    assert_eq!(tx.claim_to(a3, 4, 0, waiting), None);
+}

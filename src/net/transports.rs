@@ -111,6 +111,32 @@ impl Transports {
             .any(|t| t.ring_from(from, pid, secret))
     }
 
+    /// `Transport::claim_to` on the transport that reaches `to`; None for
+    /// the fallback (UDP).
+    pub fn claim_to(&self, to: SocketAddr, k: usize, current: u64, new: u64) -> Option<bool> {
+        let i = self.route(to);
+        if i + 1 < self.list.len() {
+            self.list[i].claim_to(to, k, current, new)
+        } else {
+            None
+        }
+    }
+
+    /// `Transport::claim_from` on the transports besides the fallback.
+    pub fn claim_from(
+        &self,
+        from: SocketAddr,
+        owner: (u32, u64),
+        k: usize,
+        current: u64,
+        new: u64,
+    ) -> bool {
+        let last = self.list.len() - 1;
+        self.list[..last]
+            .iter()
+            .any(|t| t.claim_from(from, owner, k, current, new))
+    }
+
     /// Sends one datagram on the transport that reaches `to` (a full ring
     /// spills to the fallback), as `send_batch` does for each.
     #[cfg(test)]

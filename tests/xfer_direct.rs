@@ -1,0 +1,359 @@
+//! Large long requests (AM_RequestXfer) between real processes over shared
+//! memory, copied by the target straight into its segment
+//! (`process_vm_readv`, `am/xfer_direct.rs`): the bytes land whole, the
+//! handler runs once with (buf, nbytes); one past the segment comes back
+//! EBADLENGTH to handler 0 with nothing written; when the kernel refuses
+//! the copy it falls back to chunks, still one handler run.
+//!
+//! The target is this test binary again, run with `RAMP_XFER_CHILD` set
+//! and only `child` selected.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ramp::am::{
+    self, handler, BundleMode, Data, Endpoint, EndpointName, Message, SegmentMemory, VecSegment,
+};
+use ramp::error::ReturnStatus;
+
+const TAG: u64 = 0x7fe4;
+const SEG: usize = 2 << 20;
+const N: usize = 1 << 20;
+/// Handlers of the target: an Xfer's (replies [hash of its bytes, runs so
+/// far, nbytes]), the whole segment's hash (replies [hash, runs]).
+const H_XFER: u8 = 20;
+const H_SEG: u8 = 21;
+/// A request whose handler keeps the target from polling for 400 ms.
+const H_PAUSE: u8 = 22;
+const H_ANSWER: u8 = 31;
+
+/// Tests change this process's dumpability and count its copies: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn hash(b: &[u8]) -> u32 {
+    b.iter().fold(0x811c_9dc5u32, |h, &x| {
+        (h ^ x as u32).wrapping_mul(0x0100_0193)
+    })
+}
+
+fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    (0..n as u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 ^ seed as u8)
+        .collect()
+}
+
+/// The target: a segment, polled until stdin closes.
+#[test]
+fn child() {
+    if std::env::var("RAMP_XFER_CHILD").is_err() {
+        return;
+    }
+    if std::env::var("RAMP_XFER_NO_PTRACE").is_ok() {
+        drop_ptrace_capability();
+    }
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint(b.id).unwrap();
+    e.set_tag(TAG);
+    let seg = VecSegment::new(SEG);
+    e.set_segment(Some(seg.clone()));
+    let runs = Arc::new(AtomicU64::new(0));
+    let (s, r) = (seg.clone(), runs.clone());
+    e.set_handler(
+        H_XFER,
+        handler(move |h| {
+            let n = r.fetch_add(1, Ordering::SeqCst) as u32 + 1;
+            let Data::Long { addr, len } = h.data else {
+                panic!("not a long request");
+            };
+            let off = addr - s.base();
+            let v = hash(&s.snapshot()[off..off + len]);
+            am::reply(h.token, &Message::short(H_ANSWER, &[v, n, len as u32])).unwrap();
+        }),
+    );
+    e.set_handler(
+        H_SEG,
+        handler(move |h| {
+            let v = hash(&seg.snapshot());
+            let n = runs.load(Ordering::SeqCst) as u32;
+            am::reply(h.token, &Message::short(H_ANSWER, &[v, n, 0])).unwrap();
+        }),
+    );
+    e.set_handler(
+        H_PAUSE,
+        handler(|_| std::thread::sleep(Duration::from_millis(400))),
+    );
+    let parent = common::parse_name_hex(&std::env::var("RAMP_XFER_PARENT").unwrap());
+    e.map(0, parent, TAG).unwrap();
+    e.set_expected_resources(1, 8).unwrap();
+    println!("NAME {}", common::name_hex(&e.name()));
+    std::io::stdout().flush().unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    std::thread::spawn(move || {
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        d.store(true, Ordering::SeqCst);
+    });
+    while !done.load(Ordering::SeqCst) {
+        b.poll().unwrap();
+        b.wait_for_activity(10);
+    }
+}
+
+/// Gives up CAP_SYS_PTRACE (tests run as root in containers): then the
+/// kernel refuses our copies from or into a non-dumpable process, as for
+/// any unprivileged user (and, as root, from or into any process whose
+/// capabilities we no longer hold all of).
+fn drop_ptrace_capability() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    const CAP_SYS_PTRACE: u32 = 19;
+    let mut h = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: capget writes one header and two data structs we own.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) };
+    assert_eq!(r, 0, "capget");
+    for x in [&mut d[0].effective, &mut d[0].permitted] {
+        *x &= !(1 << CAP_SYS_PTRACE);
+    }
+    // SAFETY: capset reads the header and the two data structs.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) };
+    assert_eq!(r, 0, "capset");
+}
+
+struct Peer {
+    child: Child,
+    b: Arc<am::Bundle>,
+    e: Arc<Endpoint>,
+    answers: Arc<std::sync::Mutex<Vec<[u32; 3]>>>,
+    returned: Arc<std::sync::Mutex<Vec<ReturnStatus>>>,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// This process's endpoint (over shared memory) and a target process; with
+/// `no_ptrace`, one the kernel refuses the copies of.
+fn peer(no_ptrace: bool) -> Peer {
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint(b.id).unwrap();
+    e.set_tag(TAG);
+    let answers = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let a = answers.clone();
+    e.set_handler(
+        H_ANSWER,
+        handler(move |h| a.lock().unwrap().push([h.args[0], h.args[1], h.args[2]])),
+    );
+    let returned = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let r = returned.clone();
+    e.set_handler(
+        0,
+        handler(move |h| {
+            if let Data::Returned { status, .. } = h.data {
+                r.lock().unwrap().push(status);
+            }
+        }),
+    );
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .env("RAMP_XFER_CHILD", "1")
+        .env("RAMP_TRANSPORT", "shm")
+        .env("RAMP_XFER_PARENT", common::name_hex(&e.name()))
+        .env_remove("RAMP_XFER_NO_PTRACE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    if no_ptrace {
+        cmd.env("RAMP_XFER_NO_PTRACE", "1");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let name: EndpointName = loop {
+        let l = lines.next().expect("child output ended").unwrap();
+        if let Some(rest) = l.split("NAME ").nth(1) {
+            let v = rest.trim().to_string();
+            std::thread::spawn(move || lines.for_each(drop));
+            break common::parse_name_hex(&v);
+        }
+    };
+    e.map(1, name, TAG).unwrap();
+    e.set_expected_resources(1, 8).unwrap();
+    let p = Peer {
+        child,
+        b,
+        e,
+        answers,
+        returned,
+    };
+    // the first messages to a peer go by UDP while the ring is set up
+    let t0 = std::time::Instant::now();
+    while !p.e.ring_ready(1) {
+        p.ask(&Message::short(H_SEG, &[]), false);
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no ring to the target"
+        );
+    }
+    p
+}
+
+impl Peer {
+    /// Sends `m` and waits for its handler's answer.
+    fn ask(&self, m: &Message<'_>, nonblocking: bool) -> [u32; 3] {
+        self.answers.lock().unwrap().clear();
+        self.e.request(1, m, nonblocking).unwrap();
+        self.answers(1)[0]
+    }
+
+    /// Waits for `n` answers.
+    fn answers(&self, n: usize) -> Vec<[u32; 3]> {
+        loop {
+            let a = self.answers.lock().unwrap().clone();
+            if a.len() >= n {
+                return a;
+            }
+            self.b.poll().unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_large_xfer_goes_direct_lands_whole_and_runs_its_handler_once() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = peer(false);
+    let [done0, back0, _] = p.e.rma_direct_counts();
+    let data = pattern(N, 3);
+    let off = 4096 + 3;
+    let a = p.ask(&Message::long(H_XFER, &[], &data, off), false);
+    assert_eq!(a, [hash(&data), 1, N as u32], "bytes, runs, nbytes");
+    let [done, back, _] = p.e.rma_direct_counts();
+    assert_eq!((done - done0, back - back0), (1, 0), "went direct");
+    // the smallest direct one, by the non-blocking form (a credit is free)
+    let small = pattern(64 << 10, 9);
+    let a = p.ask(&Message::long(H_XFER, &[], &small, 1), true);
+    assert_eq!(a, [hash(&small), 2, small.len() as u32]);
+    let [done, _, _] = p.e.rma_direct_counts();
+    assert_eq!(done - done0, 2, "went direct");
+    // the segment holds both, and nothing else
+    let mut seg = vec![0u8; SEG];
+    seg[off as usize..off as usize + N].copy_from_slice(&data);
+    seg[1..1 + small.len()].copy_from_slice(&small);
+    let a = p.ask(&Message::short(H_SEG, &[]), false);
+    assert_eq!(a[..2], [hash(&seg), 2]);
+}
+
+#[test]
+fn an_xfer_past_the_segment_is_refused_with_nothing_written() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = peer(false);
+    let before = p.ask(&Message::short(H_SEG, &[]), false);
+    let [done0, back0, _] = p.e.rma_direct_counts();
+    let data = pattern(N, 5);
+    for off in [(SEG - N + 1) as u64, SEG as u64] {
+        p.returned.lock().unwrap().clear();
+        p.e.request(1, &Message::long(H_XFER, &[], &data, off), false)
+            .unwrap();
+        // a direct one returns once the refusal is in: handler 0 ran
+        assert_eq!(
+            *p.returned.lock().unwrap(),
+            [ReturnStatus::BadLength],
+            "offset {off}"
+        );
+    }
+    // an offset + length that wraps goes in chunks, refused the same way
+    p.returned.lock().unwrap().clear();
+    p.e.request(1, &Message::long(H_XFER, &[], &data, u64::MAX - 10), false)
+        .unwrap();
+    while p.returned.lock().unwrap().is_empty() {
+        p.b.poll().unwrap();
+    }
+    assert_eq!(*p.returned.lock().unwrap(), [ReturnStatus::BadLength]);
+    let after = p.ask(&Message::short(H_SEG, &[]), false);
+    assert_eq!(after, before, "nothing written, no handler ran");
+    let [done, back, _] = p.e.rma_direct_counts();
+    assert_eq!(
+        (done - done0, back - back0),
+        (0, 0),
+        "refused, not fallen back"
+    );
+}
+
+#[test]
+fn an_xfer_the_kernel_refuses_to_copy_falls_back_to_chunks() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = peer(true);
+    // SAFETY: prctl on this process; restored below.
+    assert_eq!(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) }, 0);
+    let [done0, back0, _] = p.e.rma_direct_counts();
+    let data = pattern(N, 11);
+    let a = p.ask(&Message::long(H_XFER, &[], &data, 7), false);
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) }, 0);
+    assert_eq!(a, [hash(&data), 1, N as u32], "bytes, one run, nbytes");
+    let [done, back, _] = p.e.rma_direct_counts();
+    assert_eq!((done - done0, back - back0), (0, 1), "fell back");
+}
+
+#[test]
+fn an_xfer_lands_after_the_handlers_of_earlier_requests_ran() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = peer(false);
+    let before = p.ask(&Message::short(H_SEG, &[]), false);
+    let [done0, _, _] = p.e.rma_direct_counts();
+    let data = pattern(N, 13);
+    // the segment's hash asked first, then the Xfer over the same bytes:
+    // the first handler sees the segment as it was (as with chunks)
+    p.answers.lock().unwrap().clear();
+    p.e.request(1, &Message::short(H_SEG, &[]), false).unwrap();
+    p.e.request(1, &Message::long(H_XFER, &[], &data, 0), false)
+        .unwrap();
+    let a = p.answers(2);
+    assert_eq!(a[0], before, "the earlier handler saw the Xfer's bytes");
+    assert_eq!(a[1][..2], [hash(&data), 1]);
+    assert_eq!(p.e.rma_direct_counts()[0] - done0, 1, "went direct");
+}
+
+#[test]
+fn an_xfer_to_a_target_that_does_not_poll_is_withdrawn_and_its_handler_runs_once() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = peer(false);
+    let [done0, back0, _] = p.e.rma_direct_counts();
+    // the target sits in a handler for 400 ms: the Xfer's descriptor waits
+    // past its expiry and grace (100 ms), the sender withdraws its claim
+    // and sends the chunks; the target, polling again, finds the
+    // descriptor too late (no copy, no handler), then runs the chunks'
+    // handler once
+    p.e.request(1, &Message::short(H_PAUSE, &[]), false)
+        .unwrap();
+    let data = pattern(N, 17);
+    let a = p.ask(&Message::long(H_XFER, &[], &data, 5), false);
+    assert_eq!(a, [hash(&data), 1, N as u32], "bytes, one run, nbytes");
+    let [done, back, _] = p.e.rma_direct_counts();
+    assert_eq!((done - done0, back - back0), (0, 1), "withdrawn, fell back");
+    // no second run of the handler shows up later
+    let a = p.ask(&Message::short(H_SEG, &[]), false);
+    assert_eq!(a[1], 1, "the Xfer's handler ran once");
+}
