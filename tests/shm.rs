@@ -11,7 +11,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -150,12 +150,7 @@ fn child() {
     }
     e.set_expected_resources(2, 4).unwrap();
     println!("NAME {}", common::name_hex(&e.name()));
-    let done = Arc::new(AtomicBool::new(false));
-    let d = done.clone();
-    std::thread::spawn(move || {
-        let _ = std::io::stdin().read_to_end(&mut Vec::new());
-        d.store(true, Ordering::SeqCst);
-    });
+    let done = common::stdin_closed();
     if role == "staller" {
         // never polls: what is sent to it waits
         while !done.load(Ordering::SeqCst) {

@@ -10,9 +10,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,7 +54,7 @@ fn child() {
         return;
     }
     if std::env::var("RAMP_XFER_NO_PTRACE").is_ok() {
-        drop_ptrace_capability();
+        common::drop_ptrace_capability();
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
@@ -93,51 +93,7 @@ fn child() {
     e.set_expected_resources(1, 8).unwrap();
     println!("NAME {}", common::name_hex(&e.name()));
     std::io::stdout().flush().unwrap();
-    let done = Arc::new(AtomicBool::new(false));
-    let d = done.clone();
-    std::thread::spawn(move || {
-        let _ = std::io::stdin().read_to_end(&mut Vec::new());
-        d.store(true, Ordering::SeqCst);
-    });
-    while !done.load(Ordering::SeqCst) {
-        b.poll().unwrap();
-        b.wait_for_activity(10);
-    }
-}
-
-/// Gives up CAP_SYS_PTRACE (tests run as root in containers): then the
-/// kernel refuses our copies from or into a non-dumpable process, as for
-/// any unprivileged user (and, as root, from or into any process whose
-/// capabilities we no longer hold all of).
-fn drop_ptrace_capability() {
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy, Default)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    const VERSION_3: u32 = 0x2008_0522;
-    const CAP_SYS_PTRACE: u32 = 19;
-    let mut h = Header {
-        version: VERSION_3,
-        pid: 0,
-    };
-    let mut d = [Data::default(); 2];
-    // SAFETY: capget writes one header and two data structs we own.
-    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) };
-    assert_eq!(r, 0, "capget");
-    for x in [&mut d[0].effective, &mut d[0].permitted] {
-        *x &= !(1 << CAP_SYS_PTRACE);
-    }
-    // SAFETY: capset reads the header and the two data structs.
-    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) };
-    assert_eq!(r, 0, "capset");
+    common::serve_until_stdin_closes(&b);
 }
 
 struct Peer {

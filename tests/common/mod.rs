@@ -197,3 +197,61 @@ pub fn parse_name_hex(h: &str) -> ramp::am::EndpointName {
     }
     ramp::am::EndpointName(n)
 }
+
+/// A flag set once this process's standard input ends (the parent test
+/// closed its pipe: a child process's signal to stop).
+pub fn stdin_closed() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    std::thread::spawn(move || {
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        d.store(true, Ordering::SeqCst);
+    });
+    done
+}
+
+/// A child's serving loop: polls `b` (handlers run) until standard input
+/// ends.
+pub fn serve_until_stdin_closes(b: &ramp::am::Bundle) {
+    let done = stdin_closed();
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        b.poll().unwrap();
+        b.wait_for_activity(10);
+    }
+}
+
+/// Gives up CAP_SYS_PTRACE (tests run as root in containers): then the
+/// kernel refuses our copies from or into a non-dumpable process, as for
+/// any unprivileged user (and, as root, from or into any process whose
+/// capabilities we no longer hold all of).
+pub fn drop_ptrace_capability() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    const CAP_SYS_PTRACE: u32 = 19;
+    let mut h = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: capget writes one header and two data structs we own.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) };
+    assert_eq!(r, 0, "capget");
+    for x in [&mut d[0].effective, &mut d[0].permitted] {
+        *x &= !(1 << CAP_SYS_PTRACE);
+    }
+    // SAFETY: capset reads the header and the two data structs.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) };
+    assert_eq!(r, 0, "capset");
+}
