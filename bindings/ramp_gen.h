@@ -387,6 +387,26 @@ int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs, co
 int ramp_DrainReply1(int index, handler_t handler, int32_t a0);
 
 /**
+ * `ramp_DrainRelease` that never waits for an endpoint another thread holds
+ * (running a handler there): `AM_ERR_IN_USE` then, nothing ended. For a
+ * binding calling it without releasing a lock of its own that handlers
+ * need (CPython's GIL): a thread waiting for the endpoint while the holder
+ * waits for that lock would wait forever.
+ */
+int ramp_DrainTryRelease(void);
+
+/**
+ * `ramp_DrainEnd` that never waits (as `ramp_DrainTryRelease`).
+ */
+int ramp_DrainTryEnd(void *token);
+
+/**
+ * `ramp_DrainReply1` that never waits (as `ramp_DrainTryRelease`; a reply
+ * to the replying endpoint itself is always refused).
+ */
+int ramp_DrainTryReply1(int index, handler_t handler, int32_t a0);
+
+/**
  * `ramp_RequestShort` of one argument, passed by value.
  */
 int ramp_RequestShort1(ep_t ep, uint32_t dest, handler_t handler, int32_t a0);

@@ -55,7 +55,7 @@ BUILD="c-tests/build"
 mkdir -p "$BUILD"
 
 # Tests meaningful under packet loss, duplication and reordering.
-FAULT_TESTS="t_exchange t_flood t_par t_waitsema t_many t_segbound t_barrier t_rma t_names t_drain t_txn"
+FAULT_TESTS="t_exchange t_flood t_par t_waitsema t_many t_segbound t_barrier t_rma t_names t_drain t_drain_try t_txn"
 FAULT_ENV="RAMP_FAULT_LOSS=0.05 RAMP_FAULT_DUP=0.02 RAMP_FAULT_REORDER=0.05"
 
 PASSED=0

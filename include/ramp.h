@@ -381,6 +381,18 @@ int ramp_RequestShort(ep_t ep, uint32_t dest, handler_t handler, int numargs,
 int ramp_DrainReply1(int index, handler_t handler, int32_t a0);
 int ramp_RequestShort1(ep_t ep, uint32_t dest, handler_t handler, int32_t a0);
 
+/* ramp_DrainRelease, ramp_DrainEnd and ramp_DrainReply1 that never wait for an endpoint
+ * another thread holds (a thread that runs a handler holds its endpoint meanwhile): they
+ * return AM_ERR_IN_USE then, having done nothing (nothing ended, nothing sent, the token
+ * still live and unreplied).  A reply to the replying endpoint itself is always refused
+ * so.  For a binding that calls them without releasing a lock of its own which its
+ * handlers need (CPython's GIL): waiting for the endpoint while its holder waits for that
+ * lock would never end.  On AM_ERR_IN_USE, release that lock and call the plain form.
+ * Otherwise the same results and errors as the plain forms. */
+int ramp_DrainTryRelease(void);
+int ramp_DrainTryEnd(void *token);
+int ramp_DrainTryReply1(int index, handler_t handler, int32_t a0);
+
 /* ---- end of pull-style receive ---- */
 
 /* ---- transactions ---- */

@@ -278,7 +278,9 @@ python_tests() {
     echo "test-all: python/tests does not exist; nothing to run"
     return 0
   fi
-  python3 -m pytest -rs python/tests 2>&1 | tee "$LOGDIR/pytest.out"
+  # (pyproject.toml's faulthandler_timeout prints every thread's stack of a test
+  # that runs for minutes)
+  bounded 1800 pytest python3 -m pytest -rs python/tests 2>&1 | tee "$LOGDIR/pytest.out"
   local rc=${PIPESTATUS[0]}
   # "SKIPPED [2] python/tests/test_messages.py:114: numpy is not installed"
   grep '^SKIPPED \[' "$LOGDIR/pytest.out" | sed 's/^SKIPPED //' >"$LOGDIR/pytest-skips.txt"
@@ -303,8 +305,21 @@ have_openmpi() {
 }
 GATED=("spmd_netns have_netns" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec" "spmd_slurm have_slurm" "spmd_openmpi have_openmpi")
 
+# bounded SECONDS WHAT CMD...: CMD, killed after SECONDS (a hang fails its step with a
+# message instead of eating the whole CI run's time).
+bounded() {
+  local secs="$1" what="$2"
+  shift 2
+  timeout -k 30 "$secs" "$@"
+  local rc=$?
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    echo "test-all: $what did not finish within $secs s (killed: a hang?)" >&2
+  fi
+  return $rc
+}
+
 rust_tests() {
-  cargo test --release || return 1
+  bounded 2700 "cargo test --release" cargo test --release || return 1
   local g suite probe why names n
   for g in "${GATED[@]}"; do
     read -r suite probe <<<"$g"
@@ -312,7 +327,7 @@ rust_tests() {
     if why="$($probe 2>&1)"; then
       echo "test-all: $suite: $probe ok; running its ignored tests"
       echo "\$ cargo test --release --test $suite -- --ignored"
-      cargo test --release --test "$suite" -- --ignored || return 1
+      bounded 1200 "$suite --ignored" cargo test --release --test "$suite" -- --ignored || return 1
     else
       why="$(echo "$why" | grep -v '^$' | head -n 1)"
       names="$(cargo test --release --test "$suite" -- --ignored --list 2>/dev/null | sed -n 's/: test$//p')"

@@ -558,7 +558,10 @@ class Token:
                 rc = None
             if rc is not None:
                 if rc:
-                    _after(rc, "AM_Reply")
+                    if rc == _IN_USE:  # the endpoint is held: wait, the GIL released
+                        rc = _Fast.dreply1(i, handler, a)
+                    if rc:
+                        _after(rc, "AM_Reply")
                 self._replied = True
                 if _tls.s.pending:  # a reply to this endpoint itself ran its handler
                     _after(0, "AM_Reply")
@@ -893,7 +896,13 @@ class _Fast:
     argument objects (handles and arrays as byref objects made once, c_size_t zeros,
     c_int32 vectors).  Set by :func:`_fast`; ``drain`` is None with a library that lacks
     ramp_Drain.  The round trip's calls are also module globals (_dwait, _rshort1,
-    _dreply1, _dend): a global costs less to load than a class attribute."""
+    _dreply1, _dend): a global costs less to load than a class attribute.
+
+    The calls that keep the GIL (cheaper) are the ``Try`` forms, which never wait for an
+    endpoint another thread holds: a thread running a handler holds its endpoint and
+    needs the GIL for a Python one, so waiting for it with the GIL held would never end.
+    They refuse with AM_ERR_IN_USE instead, and the caller repeats the call in its plain
+    form, the GIL released (``end``, ``release``, ``dreply1``: see _end_drained)."""
 
     ready = False
     drain: Any = None
@@ -904,6 +913,9 @@ class _Fast:
     rshort: Any = None
     dreply1: Any = None
     rshort1: Any = None
+    try_release: Any = None
+    try_end: Any = None
+    try_dreply1: Any = None
     am_poll: Any = None
     request: Any = None
     reply: Any = None
@@ -914,6 +926,7 @@ _rshort1: Any = None
 _dreply1: Any = None
 _dend: Any = None
 _SZ0 = c_size_t(0)
+_IN_USE = 5  # AM_ERR_IN_USE: a Try form refused to wait (see _Fast)
 _INT_END = 1 << 31
 
 
@@ -952,25 +965,29 @@ def _fast() -> None:
     if _Fast.ready:
         return
     _Fast.drain = _int_call("ramp_Drain")
-    _Fast.release = _int_call("ramp_DrainRelease", keep_gil=True)
-    _Fast.end = _int_call("ramp_DrainEnd", keep_gil=True)
-    _Fast.dreply = _int_call("ramp_DrainReply", keep_gil=True)
+    _Fast.release = _int_call("ramp_DrainRelease")
+    _Fast.end = _int_call("ramp_DrainEnd")
+    _Fast.dreply = _int_call("ramp_DrainReply")
     _Fast.rshort = _int_call("ramp_RequestShort")
     if None in (_Fast.drain, _Fast.release, _Fast.end, _Fast.dreply, _Fast.rshort):
         _Fast.drain = _Fast.release = _Fast.end = _Fast.dreply = _Fast.rshort = None
     _Fast.dwait = _int_call("ramp_DrainWait")
     # one argument by value: each argument ctypes converts costs about 0.05 us
-    _Fast.dreply1 = _int_call("ramp_DrainReply1", keep_gil=True)
+    _Fast.dreply1 = _int_call("ramp_DrainReply1")
     _Fast.rshort1 = _int_call("ramp_RequestShort1")
     if _Fast.dreply1 is None or _Fast.rshort1 is None:
         _Fast.dreply1 = _Fast.rshort1 = None
+    # the GIL kept (see _Fast); an older library without them: the plain forms
+    _Fast.try_release = _int_call("ramp_DrainTryRelease", keep_gil=True) or _Fast.release
+    _Fast.try_end = _int_call("ramp_DrainTryEnd", keep_gil=True) or _Fast.end
+    _Fast.try_dreply1 = _int_call("ramp_DrainTryReply1", keep_gil=True) or _Fast.dreply1
     _Fast.am_poll = _L().AM_Poll
     _Fast.request = _int_call("ramp_RequestArgv")
     _Fast.reply = _int_call("ramp_ReplyArgv")
-    _dwait, _dend = _Fast.dwait, _Fast.end
+    _dwait, _dend = _Fast.dwait, _Fast.try_end
     # without them (an older library) the one-argument paths find None: not taken
     _rshort1 = _Fast.rshort1 or _not_taken
-    _dreply1 = _Fast.dreply1 or _not_taken
+    _dreply1 = _Fast.try_dreply1 or _not_taken
     _Fast.ready = True
 
 
@@ -983,7 +1000,14 @@ def _release_drained() -> None:
     """Ends this thread's drained messages now (unless their handlers are being played),
     so that no endpoint about to be freed stays held by them."""
     if _Fast.release is not None and not _tls.s.depth:
-        _Fast.release()
+        if _Fast.try_release() == _IN_USE:
+            _Fast.release()
+
+
+def _end_drained(p: Any) -> None:
+    """ramp_DrainEnd after its Try form refused (another thread holds the endpoint):
+    the same call, the GIL released while it waits."""
+    _Fast.end(p)
 
 
 def _poll_bundle(b: "Bundle") -> None:
@@ -1117,7 +1141,9 @@ def _play_drained(s: _ThreadState, n: int) -> None:
             tp, eid, a0, a1, kind = _head(msgs, i * 112)  # 112: _MSG_SIZE
             ep = _endpoints.get(eid)
             if ep is None:  # freed meanwhile, or not made by this package
-                _dend(c_void_p(tp))
+                p = c_void_p(tp)
+                if _dend(p) == _IN_USE:
+                    _end_drained(p)
                 i += 1
                 continue
             # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0 or 1,
@@ -1151,7 +1177,9 @@ def _play_drained(s: _ThreadState, n: int) -> None:
                 s.pending.append(e)
             tok._ptr = None
             if kind >= _KIND_REQUEST and not tok._replied:
-                _dend(c_void_p(tp))
+                p = c_void_p(tp)
+                if _dend(p) == _IN_USE:
+                    _end_drained(p)
             # reused unless someone kept it (3: s.spare, this frame's name and the call's
             # argument): a kept token stays expired for good
             if _refs(tok) != 3:
@@ -1196,7 +1224,9 @@ def _play_one(s: _ThreadState, ep: "Endpoint", tok: Token, m: Tuple[int, ...]) -
     finally:
         tok._ptr = None
         if flags == 1 and not tok._replied:
-            _dend(c_void_p(m[0]))
+            p = c_void_p(m[0])
+            if _dend(p) == _IN_USE:
+                _end_drained(p)
         if view is not None and m[24] == 1:
             try:
                 view.release()

@@ -8,13 +8,16 @@ a handler leaves the batch being played intact, medium payloads are read in plac
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
 
 import ramp
 import ramp.core as core
-from conftest import TAG, ready
+from conftest import TAG, ready, run
 
 try:
     import numpy as np
@@ -306,3 +309,18 @@ def test_one_argument_calls_check_their_arguments():
     assert req1(ctypes.c_void_p(0x7FFF0001), 0, 1, 5) == bad  # not an endpoint
     assert rep1(-1, 1, 5) == bad  # no such message
     assert rep1(0, 1, 5) == bad  # nothing drained on this thread
+
+
+@pytest.mark.parametrize("mode", ["reply", "end"])
+def test_reply_or_end_while_another_thread_holds_the_endpoint(mode):
+    # The fast reply and end keep the GIL; another thread running a handler through
+    # AM_Poll holds the endpoint and needs the GIL: the GIL-keeping calls must not
+    # wait for it (ramp_DrainTry*), or both threads wait for ever.  In a subprocess,
+    # so that a deadlock fails this test at the timeout instead of hanging the suite.
+    script = os.path.join(os.path.dirname(__file__), "scripts", "held_endpoint.py")
+    try:
+        r = run([sys.executable, script, mode], timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail("deadlock: the %s did not finish in 90 s" % mode)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "OK"

@@ -80,6 +80,18 @@ pub struct Endpoint {
 
 pub(super) type Guard<'a> = ReentrantMutexGuard<'a, RefCell<EpState>>;
 
+/// Whether a call waits for an endpoint another thread holds (a thread runs
+/// handlers with its endpoint held: `dispatch.rs`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LockWait {
+    /// Waits (every AM-2 call).
+    Wait,
+    /// Refuses with `Error::InUse`, having done nothing: for a caller that
+    /// holds a lock of its own which handlers need (CPython's GIL), which
+    /// would otherwise wait for a thread that waits for it.
+    Refuse,
+}
+
 /// The protocol's configuration, with the packet MAC key of the job key
 /// `RAMP_AUTH` chooses (`Config::mac_job_key`: `spmd` sets a key received
 /// under PMI before it opens its endpoint), unless the caller gave one.
@@ -128,6 +140,16 @@ fn endpoint_secret() -> [u8; 32] {
 }
 
 impl Endpoint {
+    /// This endpoint's state, waiting for it or not as `wait` says.
+    pub(super) fn lock_state(&self, wait: LockWait) -> Result<Guard<'_>> {
+        match wait {
+            LockWait::Wait => Ok(self.state.lock()),
+            LockWait::Refuse => self.state.try_lock().ok_or(Error::InUse(
+                "the endpoint is held by another thread (running a handler there)",
+            )),
+        }
+    }
+
     /// Opens an endpoint on the configured transports.
     pub fn open(cfg: &Config, bundle: u64) -> Result<Arc<Endpoint>> {
         if let Err(e) = cfg.mac_job_key() {

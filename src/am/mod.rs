@@ -74,12 +74,15 @@ use parking_lot::RwLock;
 pub use crate::stats::Statistics;
 pub use crate::wire::Category;
 pub use bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
-pub use endpoint::{Endpoint, TAG_ALL, TAG_NONE};
+pub use endpoint::{Endpoint, LockWait, TAG_ALL, TAG_NONE};
 pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 pub use message::Message;
 pub use name::EndpointName;
 pub use names::{valid_handler_name, MAX_HANDLER_NAME};
-pub use pull::{drained_token, end as end_drained, release as release_drained, Pulled};
+pub use pull::{
+    drained_token, end as end_drained, end_with as end_drained_with, release as release_drained,
+    release_with as release_drained_with, Pulled,
+};
 pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
 
 /// Removes the shared-memory files in /dev/shm that versions of ramp before
@@ -89,7 +92,7 @@ pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
 pub fn remove_stale_shm_files() -> usize {
     crate::net::remove_stale_files()
 }
-pub use reply::{reply, return_to_sender};
+pub use reply::{reply, reply_with, return_to_sender};
 pub use rma::MAX_OPS;
 pub use rma_target::CHUNK as RMA_CHUNK;
 pub use started::{returned_may_have_run, START_WINDOW};

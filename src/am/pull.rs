@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use super::bundle::Bundle;
 use super::dispatch::WorkData;
-use super::endpoint::Endpoint;
+use super::endpoint::{Endpoint, LockWait};
 use super::token::{self, TokenId};
 use crate::error::{Error, Result, ReturnStatus};
 use crate::time::Instant;
@@ -60,10 +60,27 @@ pub fn drained_token(index: usize) -> Option<TokenId> {
 /// their medium buffers are freed, and each request not replied to gets its
 /// automatic reply now (unless its endpoint was freed meanwhile).
 pub fn release() {
+    // (waiting: never refused)
+    let _ = release_with(LockWait::Wait);
+}
+
+/// `release`, waiting for endpoints other threads hold or not as `wait`
+/// says (refused: `Error::InUse`, nothing ended).
+pub fn release_with(wait: LockWait) -> Result<()> {
     // Every message handed out left its token id here (also when ended since).
     if TOKENS.with(|t| t.borrow().is_empty()) {
-        return;
+        return Ok(());
     }
+    // refusing: the endpoints the automatic replies go out of, taken first
+    // (all or none; this thread may hold one several times)
+    let owed = match wait {
+        LockWait::Wait => Vec::new(),
+        LockWait::Refuse => token::held_endpoints(owes_reply),
+    };
+    let _held = owed
+        .iter()
+        .map(|e| e.lock_state(wait))
+        .collect::<Result<Vec<_>>>()?;
     let held = token::take_held();
     BUFFERS.with(|b| b.borrow_mut().clear());
     TOKENS.with(|t| t.borrow_mut().clear());
@@ -71,12 +88,26 @@ pub fn release() {
     for t in held {
         finish(t, now);
     }
+    Ok(())
 }
 
 /// Ends one message of this thread's last drain now (its handler is done):
 /// its token dies and, a request not replied to, it gets its automatic reply
 /// at once. Its medium buffer stays until the next drain or `release`.
 pub fn end(id: TokenId) -> Result<()> {
+    end_with(id, LockWait::Wait)
+}
+
+/// `end`, waiting for the endpoint another thread holds or not as `wait`
+/// says (refused: `Error::InUse`, the message not ended).
+pub fn end_with(id: TokenId, wait: LockWait) -> Result<()> {
+    let owed = match wait {
+        LockWait::Wait => None,
+        LockWait::Refuse => {
+            token::with(id, |t| owes_reply(t).then(|| t.endpoint.clone())).flatten()
+        }
+    };
+    let _held = owed.as_ref().map(|e| e.lock_state(wait)).transpose()?;
     let t = token::take_one_held(id).ok_or(Error::BadArg(
         "not the token of a message of this thread's last drain",
     ))?;
@@ -84,9 +115,14 @@ pub fn end(id: TokenId) -> Result<()> {
     Ok(())
 }
 
+/// Whether ending held token `t` sends from its endpoint (`finish`).
+fn owes_reply(t: &token::TokenInfo) -> bool {
+    t.is_request && !t.returned && !t.loopback
+}
+
 /// Sends the automatic reply a dead held token's request is owed, if any.
 fn finish(t: token::TokenInfo, now: Instant) {
-    if !t.is_request || t.returned || t.loopback {
+    if !owes_reply(&t) {
         return;
     }
     if super::endpoint(t.endpoint.id).is_none() {

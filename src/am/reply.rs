@@ -1,5 +1,6 @@
 //! Replies: a request handler answers through its token, at most once.
 
+use super::endpoint::LockWait;
 use super::message::Message;
 use super::token::{self, TokenId};
 use super::txn_target::KeptReply;
@@ -47,6 +48,14 @@ pub fn return_to_sender(token: TokenId, status: crate::error::ReturnStatus) -> R
 
 /// Sends `msg` as the reply to the request whose handler holds `token`.
 pub fn reply(token: TokenId, msg: &Message<'_>) -> Result<()> {
+    reply_with(token, msg, LockWait::Wait)
+}
+
+/// `reply`, waiting for the endpoint another thread holds or not as `wait`
+/// says (refused: `Error::InUse`, nothing sent, the token still unreplied;
+/// a reply to this endpoint itself is then always refused, as its handler
+/// runs on the endpoint the requester holds).
+pub fn reply_with(token: TokenId, msg: &Message<'_>, wait: LockWait) -> Result<()> {
     msg.check()?;
     // The usual reply goes out while the token is at hand (no copy of its
     // endpoint handle); one to this endpoint itself runs its handler, which
@@ -61,11 +70,17 @@ pub fn reply(token: TokenId, msg: &Message<'_>) -> Result<()> {
         if t.replied {
             return Err(Error::Resource("this request was already replied to"));
         }
-        t.replied = true;
         if t.loopback {
+            if wait == LockWait::Refuse {
+                return Err(Error::InUse(
+                    "a reply to this endpoint itself waits for its endpoint",
+                ));
+            }
+            t.replied = true;
             return Ok(Some((t.endpoint.clone(), t.source_id)));
         }
-        let g = t.endpoint.state.lock();
+        let g = t.endpoint.lock_state(wait)?;
+        t.replied = true;
         let mut st = g.borrow_mut();
         let tag = st
             .table

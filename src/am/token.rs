@@ -197,6 +197,18 @@ pub fn take_held() -> Vec<TokenInfo> {
     LIVE.with(|l| std::mem::take(&mut l.borrow_mut().held))
 }
 
+/// The endpoints of this thread's held tokens that `pick` chooses.
+pub fn held_endpoints(pick: impl Fn(&TokenInfo) -> bool) -> Vec<Arc<Endpoint>> {
+    LIVE.with(|l| {
+        let l = l.borrow();
+        l.held
+            .iter()
+            .filter(|t| pick(t))
+            .map(|t| t.endpoint.clone())
+            .collect()
+    })
+}
+
 /// Ends the life of held token `id` of this thread; returns its last state
 /// (None when it is not one).
 pub fn take_one_held(id: TokenId) -> Option<TokenInfo> {

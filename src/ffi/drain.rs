@@ -9,7 +9,7 @@ use std::os::raw::{c_int, c_void};
 use super::ramp::message_parts;
 use super::types::{eb_t, ep_t, handler_t};
 use super::{boundary, bundle, endpoint, ep_handle, need};
-use crate::am::{self, Message, Pulled};
+use crate::am::{self, LockWait, Message, Pulled};
 use crate::error::{Error, Result};
 use crate::wire::{Category, MAX_ARGS};
 
@@ -209,6 +209,39 @@ pub extern "C" fn ramp_DrainReply1(index: c_int, handler: handler_t, a0: i32) ->
             .and_then(am::drained_token)
             .ok_or(Error::BadArg("no such message in this thread's last drain"))?;
         am::reply(id, &Message::short(handler, &[a0 as u32]))
+    })
+}
+
+/// `ramp_DrainRelease` that never waits for an endpoint another thread holds
+/// (running a handler there): `AM_ERR_IN_USE` then, nothing ended. For a
+/// binding calling it without releasing a lock of its own that handlers
+/// need (CPython's GIL): a thread waiting for the endpoint while the holder
+/// waits for that lock would wait forever.
+#[no_mangle]
+pub extern "C" fn ramp_DrainTryRelease() -> c_int {
+    boundary("ramp_DrainTryRelease", || {
+        am::release_drained_with(LockWait::Refuse)
+    })
+}
+
+/// `ramp_DrainEnd` that never waits (as `ramp_DrainTryRelease`).
+#[no_mangle]
+pub unsafe extern "C" fn ramp_DrainTryEnd(token: *mut c_void) -> c_int {
+    boundary("ramp_DrainTryEnd", || {
+        am::end_drained_with(token as usize as u64, LockWait::Refuse)
+    })
+}
+
+/// `ramp_DrainReply1` that never waits (as `ramp_DrainTryRelease`; a reply
+/// to the replying endpoint itself is always refused).
+#[no_mangle]
+pub extern "C" fn ramp_DrainTryReply1(index: c_int, handler: handler_t, a0: i32) -> c_int {
+    boundary("ramp_DrainTryReply1", || {
+        let id = usize::try_from(index)
+            .ok()
+            .and_then(am::drained_token)
+            .ok_or(Error::BadArg("no such message in this thread's last drain"))?;
+        am::reply_with(id, &Message::short(handler, &[a0 as u32]), LockWait::Refuse)
     })
 }
 
