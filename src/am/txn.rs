@@ -88,13 +88,15 @@ impl Progress {
 pub enum Abandon {
     #[default]
     None = 0,
-    /// Given up before any ack: the handler never ran.
+    /// Given up before any ack where it cannot have started: the handler
+    /// never ran (`given_up`).
     NotAcked = 1,
     /// Refused by the target (handler, tag, segment, length, full): never ran.
     Refused = 2,
     /// Started and not finished within the bound of `set_handler_timeout`.
     HandlerTimeout = 3,
-    /// Acked, then no reply: the handler may have run.
+    /// No reply (acked, or its ack may have been lost): the handler may
+    /// have run.
     NoReply = 4,
     /// The target restarted from its log while the handler ran.
     TargetCrashed = 5,

@@ -56,8 +56,10 @@ fn drop_start_acks(net: &MemNetwork, e0: &Endpoint, n: u64) -> Arc<AtomicU64> {
     net.hold_if(move |to, dgram| {
         to == to_e0
             && is_start_ack(dgram)
-            && d.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |k| (k < n).then_some(k + 1))
-                .is_ok()
+            && d.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |k| {
+                (k < n).then_some(k + 1)
+            })
+            .is_ok()
     });
     dropped
 }
@@ -124,7 +126,9 @@ fn a_lost_ack_reaches_the_initiator_while_the_handler_polls() {
     let target = serve(b1.clone(), stop.clone());
     let dropped = drop_start_acks(&net, &e0, 1);
     let t = e0.request_txn(1, &Message::short(10, &[1])).unwrap();
-    poll_until(&b0, "the handler to start", || f.started.load(Ordering::SeqCst));
+    poll_until(&b0, "the handler to start", || {
+        f.started.load(Ordering::SeqCst)
+    });
     // the handler runs and polls; its first ack was dropped
     poll_until(&b0, "PROCESSING", || {
         let st = e0.txn_state(t).unwrap();
@@ -132,12 +136,19 @@ fn a_lost_ack_reaches_the_initiator_while_the_handler_polls() {
         assert!(!st.is_final(), "ended while the handler runs: {st:?}");
         st.progress == Progress::Processing
     });
-    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the first ack was dropped");
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the first ack was dropped"
+    );
     assert_eq!(e0.txn_state(t).unwrap().ack, Ack::Acked);
     f.release.store(true, Ordering::SeqCst);
     let (done, st) = e0.txn_wait(t, 30_000).unwrap();
     assert!(done, "{st:?}");
-    assert_eq!((st.ack, st.progress, st.abandon), (Ack::Acked, Progress::Processed, Abandon::None));
+    assert_eq!(
+        (st.ack, st.progress, st.abandon),
+        (Ack::Acked, Progress::Processed, Abandon::None)
+    );
     assert_eq!(f.runs.load(Ordering::SeqCst), 1);
     stop.store(true, Ordering::SeqCst);
     target.join().unwrap();
@@ -160,7 +171,9 @@ fn silent_target_after_a_lost_ack(acked_first: bool) {
     // every start ack is dropped (also those answering probes)
     let dropped = drop_start_acks(&net, &e0, u64::MAX);
     let t = e0.request_txn(1, &Message::short(10, &[1])).unwrap();
-    poll_until(&b0, "the handler to start", || f.started.load(Ordering::SeqCst));
+    poll_until(&b0, "the handler to start", || {
+        f.started.load(Ordering::SeqCst)
+    });
     if acked_first {
         let e1_addr = e1.addr();
         poll_until(&b0, "the request's delivery acknowledged", || {
@@ -221,7 +234,9 @@ fn unknown_to_a_restarted_target_without_a_log_is_not_reported_not_acked() {
     let to_e0 = e0.addr();
     net.hold_if(move |to, _| to == to_e0);
     let t = e0.request_txn(1, &Message::short(10, &[1])).unwrap();
-    poll_until(&b0, "the handler to start", || f.started.load(Ordering::SeqCst));
+    poll_until(&b0, "the handler to start", || {
+        f.started.load(Ordering::SeqCst)
+    });
     f.release.store(true, Ordering::SeqCst);
     stop.store(true, Ordering::SeqCst);
     target.join().unwrap();
@@ -250,7 +265,11 @@ fn unknown_to_a_restarted_target_without_a_log_is_not_reported_not_acked() {
         st = e0.txn_state(t).unwrap();
         st.is_final()
     });
-    assert_eq!((st.ack, st.abandon), (Ack::None, Abandon::NoReply), "{st:?}");
+    assert_eq!(
+        (st.ack, st.abandon),
+        (Ack::None, Abandon::NoReply),
+        "{st:?}"
+    );
     stop.store(true, Ordering::SeqCst);
     target.join().unwrap();
 }
@@ -286,6 +305,10 @@ fn unknown_from_the_same_process_or_a_logged_target_is_not_acked() {
         e1.with(|s| s.send_message(Instant::now(), e0_addr, CHANNEL_REPLY, meta, Vec::new()));
         poll_until(&b0, "the answer", || e0.txn_state(t).unwrap().is_final());
         let st = e0.txn_state(t).unwrap();
-        assert_eq!((st.ack, st.abandon), (Ack::None, Abandon::NotAcked), "{st:?}");
+        assert_eq!(
+            (st.ack, st.abandon),
+            (Ack::None, Abandon::NotAcked),
+            "{st:?}"
+        );
     }
 }
