@@ -8,8 +8,9 @@
  *   - a request to a handler rank 1 does not have: RAMP_ABANDON_REFUSED, NACKED, status
  *     EBADHANDLER, and handler 0 is not called;
  *   - with ramp_SetHandlerTimeout, a handler that runs past the bound:
- *     RAMP_ABANDON_HANDLER_TIMEOUT while PROCESSING (the handler blocks until rank 0 has
- *     seen that state and tells it over the socket pair to go on: no timing assumption);
+ *     RAMP_ABANDON_HANDLER_TIMEOUT while PROCESSING (the handler blocks, polling, until
+ *     rank 0 has seen that state and tells it over the socket pair to go on: no timing
+ *     assumption; under loss its lost ack is sent again while it polls);
  *   - a plain request to that missing handler reaches handler 0, and
  *     ramp_ReturnedMayHaveRun says it did not run; the accessor refuses other tokens;
  *   - bad arguments: NULL outputs, unknown ids, a bad progress value, a timeout of 0.
@@ -38,12 +39,18 @@ static void h_work_rep(void *token, int32_t a) {
   rep_sum += a;
 }
 
-/* Blocks until rank 0 writes one byte on the socket pair. */
+/* Blocks until rank 0 writes one byte on the socket pair, polling meanwhile (AM_Poll
+ * inside a handler): the target's protocol keeps working, so an ack lost on its way is
+ * sent again and the initiator's probes are answered.  A handler that blocks without
+ * polling stalls its endpoint: under loss its lost ack would never be resent. */
 static void h_block(void *token) {
   (void)token;
   char c;
   ssize_t r;
-  while ((r = read(block_fd, &c, 1)) < 0 && (errno == EAGAIN || errno == EINTR)) sleep_ms(1);
+  while ((r = read(block_fd, &c, 1)) < 0 && (errno == EAGAIN || errno == EINTR)) {
+    AM_SAFE(AM_Poll(P.eb));
+    sleep_ms(1);
+  }
   CHECK(r == 1, "read from the socket pair: %s", r < 0 ? strerror(errno) : "end of file");
   runs++;
 }

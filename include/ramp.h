@@ -405,6 +405,17 @@ int ramp_DrainTryReply1(int index, handler_t handler, int32_t a0);
  * at most 4096 kept transactions a peer and 64 MiB of kept replies at a target, past
  * which a new transaction is refused: RAMP_ABANDON_REFUSED with status ECONGESTION; it
  * never ran).  Plain AM-2 requests keep no state and cost what they did.
+ * An ack can be lost like any datagram: the target sends it again (its protocol
+ * retransmits it; a duplicate request or a probe from the initiator is answered with
+ * it) only while its endpoint makes progress, so a handler that blocks for long should
+ * call AM_Poll meanwhile, else the initiator sees no ack until the handler returns (or
+ * gives up after RAMP_PEER_TIMEOUT_MS).  A transaction given up without an ack ends
+ * RAMP_ABANDON_NOT_ACKED only when its handler cannot have started: the target's protocol
+ * refused the request for want of buffer, it waited behind 64 older requests when its
+ * target died or restarted, or the target answered a probe that it never started it (the
+ * process the request went to, or a target with a log).  Otherwise (a lost ack looks
+ * like none; a request given up in the network may have arrived) it ends
+ * RAMP_ABANDON_NO_REPLY with ack RAMP_ACK_NONE: the handler may have run.
  * ---------------------------------------------------------------------------------- */
 typedef uint64_t ramp_txn_t;
 typedef enum { RAMP_ACK_NONE = 0, RAMP_ACK_ACKED = 1, RAMP_ACK_NACKED = 2 } ramp_ack_t;
@@ -414,10 +425,10 @@ typedef enum {
 } ramp_progress_t;
 typedef enum {
   RAMP_ABANDON_NONE = 0,
-  RAMP_ABANDON_NOT_ACKED = 1,      /* retries exhausted before any ack: the handler never ran */
+  RAMP_ABANDON_NOT_ACKED = 1,      /* given up before any ack where it cannot have started: the handler never ran */
   RAMP_ABANDON_REFUSED = 2,        /* the target refused it (no handler, bad tag, segment): never ran */
   RAMP_ABANDON_HANDLER_TIMEOUT = 3,/* the handler started and did not finish within the bound */
-  RAMP_ABANDON_NO_REPLY = 4,       /* acked, then no reply within the retries: the handler may have run */
+  RAMP_ABANDON_NO_REPLY = 4,       /* no reply within the retries (acked, or its ack may be lost): the handler may have run */
   RAMP_ABANDON_TARGET_CRASHED = 5  /* the target restarted from its log while the handler ran: it ran at most once */
 } ramp_abandon_t;
 typedef struct {

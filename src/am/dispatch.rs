@@ -333,7 +333,7 @@ impl EpState {
                 }
                 if meta.kind == MsgKind::TxnProbe {
                     // the target went silent while a transaction waited
-                    if self.txn_failed(to, meta.txn, reason, true, now)
+                    if self.txn_failed(to, meta.txn, reason, true, None, now)
                         && self.outstanding.contains_key(&meta.txn)
                         && self.txn_is_final(meta.txn)
                     {
@@ -352,7 +352,9 @@ impl EpState {
                         None => {}
                     }
                     self.complete(meta.txn, meta.category, now);
-                    if self.txn.any() && self.txn_failed(to, meta.txn, reason, false, now) {
+                    if self.txn.any()
+                        && self.txn_failed(to, meta.txn, reason, false, Some(may_run), now)
+                    {
                         return None;
                     }
                 } else if meta.kind != MsgKind::User {

@@ -61,6 +61,8 @@ mod txn;
 #[cfg(test)]
 mod txn_id64_tests;
 mod txn_log;
+#[cfg(test)]
+mod txn_lost_ack_tests;
 mod txn_target;
 #[cfg(test)]
 mod txn_tests;

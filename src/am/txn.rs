@@ -38,8 +38,12 @@ const PROBE_EVERY: u64 = 200 * crate::time::MILLIS;
 /// Probes of one transaction given up before it is concluded.
 const MAX_PROBE_FAILURES: u8 = 3;
 /// A `TxnAck`'s status when it answers a probe for a transaction the
-/// target does not keep.
+/// target does not keep. Its one argument is `UNKNOWN_LOGGED` when the
+/// target keeps a log (it logs a start before the handler runs, so it
+/// never started that one, also before a restart), else 0.
 pub(super) const PROBE_UNKNOWN: u8 = 1;
+/// The argument of a `PROBE_UNKNOWN` answer from a target with a log.
+pub(super) const UNKNOWN_LOGGED: u32 = 1;
 /// A `TxnAck`'s status when the target restarted from its log while the
 /// transaction's handler ran.
 pub(super) const PROBE_CRASHED: u8 = 2;
@@ -84,13 +88,15 @@ impl Progress {
 pub enum Abandon {
     #[default]
     None = 0,
-    /// Given up before any ack: the handler never ran.
+    /// Given up before any ack where it cannot have started: the handler
+    /// never ran (`given_up`).
     NotAcked = 1,
     /// Refused by the target (handler, tag, segment, length, full): never ran.
     Refused = 2,
     /// Started and not finished within the bound of `set_handler_timeout`.
     HandlerTimeout = 3,
-    /// Acked, then no reply: the handler may have run.
+    /// No reply (acked, or its ack may have been lost): the handler may
+    /// have run.
     NoReply = 4,
     /// The target restarted from its log while the handler ran.
     TargetCrashed = 5,
@@ -126,6 +132,14 @@ pub(super) struct TxnRecord {
     probed_at: Instant,
     /// Probes given up in a row (a restarted peer fails the first).
     probe_failures: u8,
+    /// The association the request went out in, when it had one then.
+    sent_in: Option<(u64, u64)>,
+    /// Whether the request may have started at the target although no
+    /// ack came (an ack can be lost): `Some(false)` only when it cannot
+    /// have (given up before the target took it, or at a place of the
+    /// start window no handler reaches, `started.rs`); None: not known,
+    /// taken as "may have".
+    may_have_run: Option<bool>,
     /// The state the log has (`txn_log.rs`: written when it is next read).
     pub(super) logged: TxnState,
     /// The 64-bit id (its low half is the wire id, the record's key).
@@ -186,6 +200,8 @@ impl Txns {
                 acked_at: Instant::ZERO,
                 probed_at: Instant::ZERO,
                 probe_failures: 0,
+                sent_in: None,
+                may_have_run: None,
                 logged: s,
                 id64,
             },
@@ -196,6 +212,19 @@ impl Txns {
     #[inline]
     pub(super) fn any(&self) -> bool {
         !self.records.is_empty()
+    }
+}
+
+/// How a transaction given up without its reply ends: NOT_ACKED ("the
+/// handler never ran") only when no ack came and its handler cannot have
+/// started (`may_run` is `Some(false)`); else NO_REPLY, "may have run":
+/// an ack lost on its way while the handler runs looks like no ack, and
+/// a request given up in the network may have arrived.
+fn given_up(ack: Ack, may_run: Option<bool>) -> Abandon {
+    if ack == Ack::None && may_run == Some(false) {
+        Abandon::NotAcked
+    } else {
+        Abandon::NoReply
     }
 }
 
@@ -297,6 +326,8 @@ impl EpState {
                 acked_at: now,
                 probed_at: now,
                 probe_failures: 0,
+                sent_in: assoc,
+                may_have_run: None,
                 logged: TxnState::default(),
                 id64,
             },
@@ -351,6 +382,8 @@ impl EpState {
                 acked_at: Instant::ZERO,
                 probed_at: Instant::ZERO,
                 probe_failures: 0,
+                sent_in: None,
+                may_have_run: None,
                 logged: TxnState::default(),
                 id64,
             },
@@ -381,16 +414,24 @@ impl EpState {
             return;
         }
         if meta.status == PROBE_UNKNOWN {
+            let verdict = self.outstanding.get(&txn).and_then(|o| o.may_run);
             let Some(r) = self.live_record(txn, from) else {
                 self.stats.stale_dropped += 1;
                 return;
             };
-            // it keeps no such transaction: it restarted (without a log)
-            r.state.abandon = if r.state.ack == Ack::Acked {
-                Abandon::NoReply
+            // it keeps no such transaction: it never started it if it
+            // logs its starts, or if it is the process the request went
+            // to (the same association: the request came before the
+            // probe); else it restarted without a log and the process
+            // before it may have run it
+            let never_started = meta.args().first() == Some(&UNKNOWN_LOGGED)
+                || (r.sent_in.is_some() && r.sent_in == assoc);
+            let may_run = if never_started {
+                Some(false)
             } else {
-                Abandon::NotAcked
+                r.may_have_run.max(verdict)
             };
+            r.state.abandon = given_up(r.state.ack, may_run);
             r.state.status = ReturnStatus::Unreachable as i32;
             self.complete(txn, Category::Short, now);
             return;
@@ -441,18 +482,26 @@ impl EpState {
     /// request itself). A request given up because the peer went silent
     /// or restarted is not concluded yet: the target may have run it and
     /// come back from its log, so it is probed first (the probe's own
-    /// failure concludes).
+    /// failure concludes). `may_run`: whether the request itself, given
+    /// up, may have started at the target (dispatch's verdict, as for a
+    /// plain request's `ramp_ReturnedMayHaveRun`); the verdict of its
+    /// place when its association ended (`started.rs`) counts too.
     pub(super) fn txn_failed(
         &mut self,
         to: SocketAddr,
         txn: u32,
         reason: FailReason,
         probe_failed: bool,
+        may_run: Option<bool>,
         now: Instant,
     ) -> bool {
+        let verdict = self.outstanding.get(&txn).and_then(|o| o.may_run);
         let Some(r) = self.live_record(txn, to) else {
             return false;
         };
+        // (Option's order: None < Some(false) < Some(true): "may have run"
+        // from any source wins, then "cannot have", then "not known")
+        r.may_have_run = r.may_have_run.max(may_run).max(verdict);
         if probe_failed {
             r.probe_failures += 1;
         }
@@ -469,11 +518,7 @@ impl EpState {
             FailReason::TooLong => ReturnStatus::BadLength,
         };
         r.state.status = status as i32;
-        r.state.abandon = if r.state.ack == Ack::Acked {
-            Abandon::NoReply
-        } else {
-            Abandon::NotAcked
-        };
+        r.state.abandon = given_up(r.state.ack, r.may_have_run);
         true
     }
 

@@ -16,7 +16,7 @@
 use std::net::SocketAddr;
 
 use super::endpoint::EpState;
-use super::txn::{Trailer, PROBE_CRASHED, PROBE_UNKNOWN};
+use super::txn::{Trailer, PROBE_CRASHED, PROBE_UNKNOWN, UNKNOWN_LOGGED};
 use crate::error::ReturnStatus;
 use crate::fxhash::FxHashMap;
 use crate::time::Instant;
@@ -387,9 +387,17 @@ impl EpState {
         }
     }
 
-    /// A `TxnAck` carrying `status` (`PROBE_UNKNOWN`, `PROBE_CRASHED`).
+    /// A `TxnAck` carrying `status` (`PROBE_UNKNOWN`, `PROBE_CRASHED`);
+    /// "unknown" says whether this endpoint logs its starts (then it
+    /// never started the transaction, also before a restart).
     fn send_txn_status(&mut self, now: Instant, to: SocketAddr, txn: u32, status: u8) {
-        let mut m = MsgMeta::new(MsgKind::TxnAck, Category::Short, 0, &[]);
+        let logged = [UNKNOWN_LOGGED];
+        let args: &[u32] = if status == PROBE_UNKNOWN && self.txn.log.is_some() {
+            &logged
+        } else {
+            &[]
+        };
+        let mut m = MsgMeta::new(MsgKind::TxnAck, Category::Short, 0, args);
         m.txn = txn;
         m.status = status;
         self.send_message(now, to, CHANNEL_REPLY, m, Vec::new());
