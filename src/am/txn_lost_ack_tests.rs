@@ -16,14 +16,14 @@ use crate::net::Transports;
 use crate::wire::{decode, Integrity, MsgKind, Packet};
 
 /// e0 and e1 in bundles of their own on `net`, mapped to each other;
-/// `peer_timeout_ms` is `RAMP_PEER_TIMEOUT_MS` for both.
+/// `peer_timeout_ms` is the peer timeout (`RAMP_PEER_TIMEOUT_MS`) of both.
 fn pair(
     net: &MemNetwork,
     peer_timeout_ms: u32,
 ) -> (Arc<Bundle>, Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
     super::init().unwrap();
-    let t = peer_timeout_ms.to_string();
-    let cfg = Config::from_lookup(|k| (k == "RAMP_PEER_TIMEOUT_MS").then(|| t.clone())).unwrap();
+    let mut cfg = Config::from_lookup(|_| None).unwrap();
+    cfg.proto.peer_timeout = u64::from(peer_timeout_ms) * crate::time::MILLIS;
     let b0 = super::allocate_bundle(BundleMode::Seq).unwrap();
     let b1 = super::allocate_bundle(BundleMode::Seq).unwrap();
     let open = |b: &Bundle| {
