@@ -5,13 +5,17 @@
 # Python layer adds per round trip).
 #
 #   bash python/examples/ping_pair.sh [--runs N] [--iters N] [--warmup N] [--no-pin]
-#                                     [--python-dir DIR]
+#                                     [--python-dir DIR] [--floor]
 #
 # Needs target/release/{libramp.so,ramp-run} (cargo build --release) and a C compiler.
 # Each rank is pinned to its own CPU with taskset when there are 2 CPUs or more
 # (RAMP_SPMD_RANK modulo the CPU count), unless --no-pin.  The alternation C, Python,
 # C, Python... spreads the machine's load over both.  --python-dir runs the ramp
 # package found in DIR (e.g. an older version, to compare) instead of this tree's.
+# --floor also runs, in each round, c/drain_ping.c (the C library on the Python
+# package's path: ramp_DrainWait, ramp_DrainReply1) and raw_ping.py (those calls from
+# Python through ctypes with nothing else: the floor of any ctypes-based layer), and
+# prints their medians and differences to C too.
 set -u
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -20,6 +24,7 @@ ITERS=5000
 WARMUP=500
 PIN=1
 PYDIR="$ROOT/python"
+FLOOR=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS="${2:?}"; shift 2 ;;
@@ -27,6 +32,7 @@ while [ $# -gt 0 ]; do
     --warmup) WARMUP="${2:?}"; shift 2 ;;
     --no-pin) PIN=0; shift ;;
     --python-dir) PYDIR="${2:?}"; shift 2 ;;
+    --floor) FLOOR=1; shift ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "ping_pair.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -44,6 +50,10 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 "${CC:-cc}" -O2 -std=c11 "$HERE/c/ping.c" -I "$ROOT/include" -L "$REL" -lramp \
   -Wl,-rpath,"$REL" -o "$TMP/ping_c" || { echo "ping_pair.sh: cannot build ping.c" >&2; exit 2; }
+if [ "$FLOOR" = 1 ]; then
+  "${CC:-cc}" -O2 -std=c11 "$HERE/c/drain_ping.c" -I "$ROOT/include" -L "$REL" -lramp \
+    -Wl,-rpath,"$REL" -o "$TMP/drain_ping" || { echo "ping_pair.sh: cannot build drain_ping.c" >&2; exit 2; }
+fi
 
 NCPU="$(nproc 2>/dev/null || echo 1)"
 # the per-rank wrapper: pins rank r to CPU r mod NCPU
@@ -64,13 +74,15 @@ one() {
     echo "$out" >&2
     return 1
   }
-  echo "$out" | sed -n 's/^ping: [a-z]* short round-trip median \([0-9.]*\) us.*/\1/p'
+  echo "$out" | sed -n 's/^ping: [a-z-]* short round-trip median \([0-9.]*\) us.*/\1/p'
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 CS=()
 PS=()
+DS=()
+RS=()
 for r in $(seq 1 "$RUNS"); do
   c="$(one "$TMP/ping_c")" || exit 1
   p="$(one python3 "$HERE/ping.py")" || exit 1
@@ -78,9 +90,24 @@ for r in $(seq 1 "$RUNS"); do
     "$r" "$c" "$p" "$(awk -v a="$p" -v b="$c" 'BEGIN { print a - b }')"
   CS+=("$c")
   PS+=("$p")
+  if [ "$FLOOR" = 1 ]; then
+    d="$(one "$TMP/drain_ping")" || exit 1
+    w="$(one python3 "$HERE/raw_ping.py")" || exit 1
+    printf 'ping_pair: run %d: C drain %8.2f us   raw Python %8.2f us (the floor)\n' "$r" "$d" "$w"
+    DS+=("$d")
+    RS+=("$w")
+  fi
 done
 cm="$(printf '%s\n' "${CS[@]}" | median)"
 pm="$(printf '%s\n' "${PS[@]}" | median)"
 printf 'ping_pair: medians of %d runs (%d round trips each, pinned: %s): C %.2f us, Python %.2f us, difference %+.2f us\n' \
   "$RUNS" "$ITERS" "$([ "$PIN" = 1 ] && [ "$NCPU" -ge 2 ] && echo yes || echo no)" \
   "$cm" "$pm" "$(awk -v a="$pm" -v b="$cm" 'BEGIN { print a - b }')"
+if [ "$FLOOR" = 1 ]; then
+  dm="$(printf '%s\n' "${DS[@]}" | median)"
+  rm_="$(printf '%s\n' "${RS[@]}" | median)"
+  printf 'ping_pair: floor: C drain %.2f us (%+.2f us to C), raw Python %.2f us (%+.2f us to C): the package adds %+.2f us to the raw floor\n' \
+    "$dm" "$(awk -v a="$dm" -v b="$cm" 'BEGIN { print a - b }')" \
+    "$rm_" "$(awk -v a="$rm_" -v b="$cm" 'BEGIN { print a - b }')" \
+    "$(awk -v a="$pm" -v b="$rm_" 'BEGIN { print a - b }')"
+fi

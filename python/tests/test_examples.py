@@ -75,3 +75,25 @@ def test_examples_have_usage():
         if name == "putget.py" and "needs numpy" in r.stderr:
             continue
         assert r.returncode == 0 and "usage:" in r.stdout, describe(r)
+
+
+def test_ping_pair_with_its_floor():
+    # python/examples/ping_pair.sh: the C and Python pings, and with --floor the C ping
+    # over the drain calls (c/drain_ping.c) and the raw-ctypes Python ping (raw_ping.py)
+    import subprocess
+
+    r = subprocess.run(
+        ["bash", example("ping_pair.sh"), "--runs", "1", "--iters", "200", "--warmup", "20"]
+        + ["--no-pin", "--floor"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, describe(r)
+    num = r"[\d.]+ us"
+    assert re.search(r"medians of 1 runs .*: C %s, Python %s, difference [+-]" % (num, num), r.stdout)
+    assert re.search(
+        r"floor: C drain %s \([+-][\d.]+ us to C\), raw Python %s \([+-][\d.]+ us to C\): "
+        r"the package adds [+-][\d.]+ us to the raw floor" % (num, num),
+        r.stdout,
+    ), describe(r)

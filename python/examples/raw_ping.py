@@ -1,0 +1,87 @@
+"""The floor of a ctypes-based Python layer: ping.py's short round trip made with the
+package's raw function objects (ramp_RequestShort1, ramp_DrainWait, ramp_DrainReply1
+without argtypes) and no handler, token or check: only the ctypes calls and the few
+bytecodes that read a drained record.  No Python layer over these C calls can be
+faster; ping_pair.sh --floor runs it beside ping.py, ping.c and c/drain_ping.c.
+
+    ramp-run -n 2 python3 python/examples/raw_ping.py [--iters N] [--warmup N]
+
+Not an example of how to use ramp (it reaches into ramp.core's internals).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+try:
+    import ramp
+except ImportError:  # running from the source tree
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import ramp
+from ramp import core
+
+H_PING, H_PONG, H_STOP = 1, 2, 5
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--iters", type=int, default=5000)
+    p.add_argument("--warmup", type=int, default=500)
+    args = p.parse_args()
+    job = ramp.spmd.startup()
+    ep = job.endpoint
+    if job.size != 2:
+        print("raw_ping: needs 2 ranks", file=sys.stderr)
+        return 2
+    # (drained messages never call these; a handler must exist for arrival checks)
+    for h in (H_PING, H_PONG):
+        ep.set_handler(h, lambda tok, v: None)
+    ep.set_handler(H_STOP, lambda tok: None)
+    job.barrier()
+    core._fast()
+    s = core._tls.s
+    hp, eph = ep._bundle._hp, ep._hp
+    dwait, reply1, request1 = core._Fast.dwait, core._Fast.dreply1, core._Fast.rshort1
+    head = core._MSG_HEAD.unpack_from
+    msgs, count, msgs_p, count_p = s.msgs_view, s.ndrained_view, s.msgs_p, s.ndrained_p
+    if job.rank != 0:
+        stop = False
+        while not stop:
+            dwait(hp, msgs_p, 16, count_p, 100)
+            for i in range(count[0]):
+                r = head(msgs, i * 112)  # token, endpoint, arg 0, arg 1, kind
+                kind = r[4] & 0xFF  # the handler index
+                if kind == H_PING:
+                    reply1(i, H_PONG, r[2])
+                elif kind == H_STOP:
+                    stop = True
+        core._Fast.release()
+        job.barrier()
+        return 0
+    samples = []
+    perf = time.perf_counter_ns
+    for i in range(args.warmup + args.iters):
+        t0 = perf()
+        request1(eph, 1, H_PING, i)
+        got = False
+        while not got:
+            dwait(hp, msgs_p, 16, count_p, 100)
+            for j in range(count[0]):
+                if head(msgs, j * 112)[4] & 0xFF == H_PONG:
+                    got = True
+        t1 = perf()
+        if i >= args.warmup:
+            samples.append((t1 - t0) / 1000.0)
+    core._Fast.release()
+    ep.request(1, H_STOP)
+    print("ping: raw-python short round-trip median %.2f us" % statistics.median(samples))
+    job.barrier()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
