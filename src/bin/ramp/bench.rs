@@ -199,7 +199,7 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         ratio(|f| f.raw)
     );
     crate::bench_shm::run(&exe, pin, opts)?;
-    crate::bench_rma::run(&exe, pin, opts.runs, fig(&plain, |f| f.blast))?;
+    crate::bench_rma::run(&exe, pin, opts.runs)?;
     crate::bench_txn::run(opts.iters, opts.runs)
 }
 

@@ -18,10 +18,10 @@ const RAW_END: &[u8] = b"END";
 /// Starts the raw blast (the server counts what arrives, answers with
 /// the count every `BLAST_ACK_EVERY` datagrams) and ends it (the server
 /// answers with the final count).
-const BLAST_START: &[u8] = b"BLAST";
+pub(crate) const BLAST_START: &[u8] = b"BLAST";
 const BLAST_END: &[u8] = b"BLASTEND";
 /// The raw blast's datagram: as large as the largest of a ramp Xfer.
-const BLAST_SIZE: usize = 65507;
+pub(crate) const BLAST_SIZE: usize = 65507;
 /// Datagrams the raw blast sends ahead of the receiver's count.
 const BLAST_WINDOW: u64 = 64;
 const BLAST_ACK_EVERY: u64 = 8;
@@ -58,7 +58,7 @@ fn open_endpoint() -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
 /// A plain UDP socket beside the endpoint, with kernel buffers as large as
 /// ramp asks for its own (`RAMP_SOCKET_BUFFER`): the raw figures and ramp's
 /// have the same room.
-fn udp_near(ep: &am::Endpoint) -> UdpSocket {
+pub(crate) fn udp_near(ep: &am::Endpoint) -> UdpSocket {
     use socket2::{Domain, Protocol, Socket, Type};
     let addr = SocketAddr::new(ep.addr().ip(), 0);
     let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
@@ -145,7 +145,12 @@ pub fn server_main() -> i32 {
 
 /// The raw blast's busy receiver: counts datagrams until `BLAST_END`,
 /// sending the count (8 bytes) back every `BLAST_ACK_EVERY` and at the end.
-fn blast_receiver(raw: &UdpSocket, buf: &mut [u8], client: SocketAddr, stop: &AtomicBool) {
+pub(crate) fn blast_receiver(
+    raw: &UdpSocket,
+    buf: &mut [u8],
+    client: SocketAddr,
+    stop: &AtomicBool,
+) {
     let mut count = 0u64;
     let _ = raw.send_to(&count.to_le_bytes(), client);
     loop {
@@ -178,7 +183,7 @@ fn blast_receiver(raw: &UdpSocket, buf: &mut [u8], client: SocketAddr, stop: &At
 /// at most `BLAST_WINDOW` ahead of the receiver's count (a count that
 /// stalls for 2 ms forgives what was lost). Returns MiB/s of what the
 /// receiver counted.
-fn blast_sender(raw: &UdpSocket, to: SocketAddr, total: u64) -> f64 {
+pub(crate) fn blast_sender(raw: &UdpSocket, to: SocketAddr, total: u64) -> f64 {
     let data = vec![0x5au8; BLAST_SIZE];
     let mut ack = [0u8; 64];
     let read_count = |ack: &mut [u8]| -> Option<u64> {
