@@ -15,7 +15,8 @@ use std::time::Instant as StdInstant;
 
 use crate::bench_roles;
 use ramp::am::{
-    self, handler, BundleMode, EndpointName, Message, VecSegment, REGION_READ, REGION_WRITE,
+    self, handler, BundleMode, EndpointName, Message, SegmentMemory, VecSegment, REGION_READ,
+    REGION_WRITE,
 };
 
 const TAG: u64 = 0xbe7d;
@@ -287,6 +288,11 @@ fn client(runs: usize, only: Option<&str>) -> i32 {
             }
             if wanted(&format!("get{label}")) {
                 let dsts: Vec<_> = (0..WINDOW + 1).map(|_| VecSegment::new(size)).collect();
+                // written once first: the figure is the get's, not the first
+                // touch of fresh pages (as `loggp_roles.rs` does)
+                for d in &dsts {
+                    d.write(0, &src[..size]);
+                }
                 figs[2 * k + 1].push(bandwidth(&ep, size, |i| {
                     let off = ((i % slots) * size) as u64;
                     let dst = dsts[i % dsts.len()].clone();
