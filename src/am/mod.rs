@@ -47,6 +47,7 @@ mod request;
 mod returned;
 mod rma;
 mod rma_direct;
+mod rma_shared;
 #[cfg(test)]
 mod rma_direct_tests;
 mod rma_target;
