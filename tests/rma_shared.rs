@@ -221,7 +221,9 @@ fn puts_and_gets_through_the_mapping_are_intact_and_seen_by_the_owner() {
     }
     // a put with a notification word: the word after the bytes
     let data = pattern(1 << 16, 42);
-    let op = p.e.put(1, p.rw, 64, &data, Some((8, 0xfeed)), true).unwrap();
+    let op =
+        p.e.put(1, p.rw, 64, &data, Some((8, 0xfeed)), true)
+            .unwrap();
     assert_eq!(p.e.wait_op(op).unwrap(), 0);
     mem[64..64 + data.len()].copy_from_slice(&data);
     mem[8..12].copy_from_slice(&0xfeedu32.to_ne_bytes());
@@ -249,7 +251,8 @@ fn out_of_bounds_and_read_only_are_refused_without_touching_memory() {
     let c0 = p.e.rma_direct_counts();
     assert_eq!(p.put(p.rw, (REGION - (1 << 20) + 1) as u64, &data), BAD_SEG);
     assert_eq!(p.put(p.rw, u64::MAX / 2, &data), BAD_SEG);
-    let op = p.e.put(1, p.rw, 0, &data, Some((REGION as u64 - 2, 1)), true);
+    let op =
+        p.e.put(1, p.rw, 0, &data, Some((REGION as u64 - 2, 1)), true);
     assert_eq!(p.e.wait_op(op.unwrap()).unwrap(), BAD_SEG, "flag outside");
     assert_eq!(p.get(p.rw, (REGION - 100) as u64, 1 << 20).0, BAD_SEG);
     // the read-only region: its mapping cannot be written, the put is

@@ -47,9 +47,9 @@ mod request;
 mod returned;
 mod rma;
 mod rma_direct;
-mod rma_shared;
 #[cfg(test)]
 mod rma_direct_tests;
+mod rma_shared;
 mod rma_target;
 #[cfg(test)]
 mod rma_tests;

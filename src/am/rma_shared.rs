@@ -171,7 +171,10 @@ impl Endpoint {
             || (o.kind == MsgKind::Put && !peer.writable());
         if bad {
             // what the owner would answer, found without asking it
-            let h = self.with(|st| st.rma.born_done(addr, Some(ReturnStatus::BadSegOff), o.keep));
+            let h = self.with(|st| {
+                st.rma
+                    .born_done(addr, Some(ReturnStatus::BadSegOff), o.keep)
+            });
             return Some(Ok(h));
         }
         let off = o.offset as usize;

@@ -114,7 +114,9 @@ impl Transports {
     /// `Transport::region_send` on the transports besides the fallback.
     pub fn region_send(&self, to: SocketAddr, body: &[u8], fd: Option<RawFd>) -> bool {
         let last = self.list.len() - 1;
-        self.list[..last].iter().any(|t| t.region_send(to, body, fd))
+        self.list[..last]
+            .iter()
+            .any(|t| t.region_send(to, body, fd))
     }
 
     /// `Transport::region_take` of the transports besides the fallback.
