@@ -85,10 +85,15 @@ impl View {
         true
     }
 
-    /// The release store of a notification word at `off` (checked, 4-aligned).
+    /// The release store of a notification word at `off` (checked; not
+    /// 4-aligned: a release fence, then its bytes, as for user memory).
     fn word(&self, off: usize, v: u32) -> bool {
-        if !self.holds(off, 4) || off % 4 != 0 {
+        if !self.holds(off, 4) {
             return false;
+        }
+        if !off.is_multiple_of(4) {
+            std::sync::atomic::fence(Release);
+            return self.write(off, &v.to_ne_bytes());
         }
         // SAFETY: inside the data, 4-aligned (the data is page-aligned).
         let w = unsafe { &*(self.data().add(off) as *const AtomicU32) };
@@ -251,7 +256,7 @@ impl PeerRegion {
             return Err(bad("region file not sealed"));
         }
         let size = usize::try_from(file.metadata()?.len()).map_err(|_| bad("too large"))?;
-        if size <= CONTROL || size % page() != 0 || size - CONTROL > MAX_REGION {
+        if size <= CONTROL || !size.is_multiple_of(page()) || size - CONTROL > MAX_REGION {
             return Err(bad("region file of a wrong size"));
         }
         // SAFETY: fcntl F_GETFL on a descriptor we own, no argument.
@@ -302,7 +307,7 @@ impl PeerRegion {
     pub(crate) fn put(&self, off: usize, src: &[u8], notify: Option<(usize, u32)>) -> bool {
         if !self.writable
             || !self.view.holds(off, src.len())
-            || notify.is_some_and(|(f, _)| !self.view.holds(f, 4) || f % 4 != 0)
+            || notify.is_some_and(|(f, _)| !self.view.holds(f, 4))
         {
             return false;
         }
@@ -356,6 +361,13 @@ mod tests {
         // bounds
         assert!(!p.put(r.len() - 2, b"abc", None));
         assert!(!p.put(0, b"a", Some((r.len() - 2, 1))));
+        assert!(
+            p.put(0, b"a", Some((201, 0x0102_0304))),
+            "an unaligned flag"
+        );
+        let mut w = [0u8; 4];
+        r.read(201, &mut w);
+        assert_eq!(u32::from_ne_bytes(w), 0x0102_0304);
         assert!(!p.get(usize::MAX, &mut g));
         // read-only descriptor: a read-only mapping, no puts
         let ro = PeerRegion::map(r.fd_for_peer(false).unwrap()).unwrap();
