@@ -30,6 +30,8 @@ const BAD_SEG: u8 = ReturnStatus::BadSegOff as u8;
 /// hash the read-write region's memory (replies 31 with the hash).
 const H_DEREGISTER: u8 = 20;
 const H_HASH: u8 = 21;
+/// Handler of the target: changes its tag (replies 31).
+const H_RETAG: u8 = 22;
 const H_ANSWER: u8 = 31;
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -83,6 +85,14 @@ fn child() {
             // peers may write them meanwhile (the test does not).
             let m = unsafe { std::slice::from_raw_parts(rw_base as *const u8, REGION) };
             am::reply(h.token, &Message::short(H_ANSWER, &[hash(m)])).unwrap();
+        }),
+    );
+    let ep = Arc::downgrade(&e);
+    e.set_handler(
+        H_RETAG,
+        handler(move |h| {
+            ep.upgrade().unwrap().set_tag(TAG + 1);
+            am::reply(h.token, &Message::short(H_ANSWER, &[0])).unwrap();
         }),
     );
     let parent = common::parse_name_hex(&std::env::var("RAMP_SHARED_PARENT").unwrap());
@@ -302,6 +312,29 @@ fn a_deregistration_racing_a_stream_of_puts_refuses_every_later_one() {
     assert!(
         statuses[first_bad..].iter().all(|&s| s == BAD_SEG),
         "{statuses:?}"
+    );
+}
+
+#[test]
+fn a_new_tag_at_the_owner_stops_puts_and_gets_through_old_mappings() {
+    if is_child() {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _w = common::watchdog("rma_shared::retag", Duration::from_secs(300));
+    let p = peer(false);
+    let data = pattern(1 << 20, 8);
+    let done0 = p.e.rma_shared_counts()[0];
+    assert_eq!(p.put(p.rw, 0, &data), 0);
+    assert_eq!(p.e.rma_shared_counts()[0], done0 + 1, "through the mapping");
+    p.ask(H_RETAG);
+    let bad_tag = ReturnStatus::BadTag as u8;
+    assert_eq!(p.put(p.rw, 0, &pattern(1 << 20, 9)), bad_tag);
+    assert_eq!(p.get(p.rw, 0, 1 << 20).0, bad_tag);
+    assert_eq!(
+        p.e.rma_shared_counts()[0],
+        done0 + 1,
+        "not through the mapping"
     );
 }
 

@@ -51,6 +51,14 @@ impl Regions {
         self.register_with(mem, access, Some(shared))
     }
 
+    /// Runs `f` on every allocated region's memory.
+    pub(super) fn each_shared(&self, mut f: impl FnMut(&OwnedRegion)) {
+        self.map
+            .values()
+            .filter_map(|r| r.shared.as_ref())
+            .for_each(|r| f(r));
+    }
+
     /// An allocated region's memory and access rights.
     pub(super) fn shared(&self, id: u32) -> Option<(Arc<OwnedRegion>, u32)> {
         let r = self.map.get(&id)?;

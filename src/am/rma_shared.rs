@@ -224,6 +224,12 @@ impl SharedCache {
 }
 
 impl RmaState {
+    /// Makes every peer's mapping of our allocated regions stale (a new
+    /// generation, still live): their next operation asks again.
+    pub(crate) fn reshare_regions(&mut self) {
+        self.regions.each_shared(|r| r.reshare());
+    }
+
     /// An operation complete at once with `status`: its handle (`keep`),
     /// else 0 (a failure remembered for `fence`).
     pub(super) fn born_done(

@@ -176,6 +176,15 @@ impl OwnedRegion {
         left
     }
 
+    /// A new generation, still live: peers' mappings made before are
+    /// stale (they ask again, and are checked again).
+    pub(crate) fn reshare(&self) {
+        if let Some(v) = self.view.read().as_ref() {
+            let s = v.state().load(SeqCst);
+            v.state().store(((s >> 1) + 1) << 1 | 1, SeqCst);
+        }
+    }
+
     /// Copies `src` to `off` (false: outside, or revoked).
     pub(crate) fn write(&self, off: usize, src: &[u8]) -> bool {
         self.view.read().as_ref().is_some_and(|v| v.write(off, src))
