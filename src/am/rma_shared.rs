@@ -36,6 +36,7 @@ use super::rma::{Op, RmaState};
 use super::rma_direct::{Direct, DirectIssue};
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
+use crate::net::RegionMsg;
 use crate::sys::{OwnedRegion, PeerRegion, MAX_REGION};
 use crate::time::{Instant, MILLIS};
 use crate::wire::MsgKind;
@@ -48,7 +49,7 @@ const MAX_CACHED: usize = 256;
 /// How long deregistration waits for peers inside a copy.
 const REVOKE_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
 const ASK: u8 = 1;
-const ANSWER: u8 = 2;
+pub(super) const ANSWER: u8 = 2;
 
 /// The owner's memory of an allocated region, as the registry sees it.
 pub(super) struct SharedMem(pub(super) Arc<OwnedRegion>);
@@ -101,12 +102,12 @@ pub(super) enum Cached {
 /// The initiator's mappings of peers' regions (in `RmaState`).
 #[derive(Default)]
 pub(crate) struct SharedCache {
-    map: FxHashMap<(SocketAddr, u32), Cached>,
+    pub(super) map: FxHashMap<(SocketAddr, u32), Cached>,
     /// [operations done through a mapping, mappings made, files handed out]
     pub(super) counts: [u64; 3],
 }
 
-fn ask_body(region: u32, tag: u64, pid: u32, secret: u64) -> Vec<u8> {
+pub(super) fn ask_body(region: u32, tag: u64, pid: u32, secret: u64) -> Vec<u8> {
     let mut b = vec![ASK];
     b.extend_from_slice(&region.to_le_bytes());
     b.extend_from_slice(&tag.to_le_bytes());
@@ -310,26 +311,31 @@ impl EpState {
     /// ours (from the progress of the endpoint: `rma_target.rs`).
     pub(super) fn serve_regions(&mut self) {
         for m in self.transports.region_take() {
-            match m.body.first() {
-                Some(&ASK) => self.answer_ask(m.from, &m.body),
-                Some(&ANSWER) if m.body.len() == 5 => {
-                    let region = u32::from_le_bytes(m.body[1..5].try_into().unwrap());
-                    let key = (m.from, region);
-                    // only what we asked for and still wait for
-                    if !matches!(self.rma.shared.map.get(&key), Some(Cached::Not(_))) {
-                        continue;
-                    }
-                    if let Some(p) = m.fd.and_then(|fd| PeerRegion::map(fd).ok()) {
-                        self.rma.shared.counts[1] += 1;
-                        self.rma.shared.map.insert(key, Cached::Mapped(Arc::new(p)));
-                    }
-                }
-                _ => {} // not ours: dropped (a descriptor is closed)
-            }
+            self.region_msg(m);
         }
     }
 
-    fn answer_ask(&mut self, from: SocketAddr, body: &[u8]) {
+    /// One region message: an ask answered, or an answer's file mapped.
+    pub(super) fn region_msg(&mut self, m: RegionMsg) {
+        match m.body.first() {
+            Some(&ASK) => self.answer_ask(m.from, &m.body),
+            Some(&ANSWER) if m.body.len() == 5 => {
+                let region = u32::from_le_bytes(m.body[1..5].try_into().unwrap());
+                let key = (m.from, region);
+                // only what we asked for and still wait for
+                if !matches!(self.rma.shared.map.get(&key), Some(Cached::Not(_))) {
+                    return;
+                }
+                if let Some(p) = m.fd.and_then(|fd| PeerRegion::map(fd).ok()) {
+                    self.rma.shared.counts[1] += 1;
+                    self.rma.shared.map.insert(key, Cached::Mapped(Arc::new(p)));
+                }
+            }
+            _ => {} // not ours: dropped (a descriptor is closed)
+        }
+    }
+
+    pub(super) fn answer_ask(&mut self, from: SocketAddr, body: &[u8]) {
         let Some((region, tag, pid, secret)) = parse_ask(body) else {
             return;
         };
@@ -353,3 +359,7 @@ impl EpState {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "rma_shared_tests.rs"]
+mod tests;
