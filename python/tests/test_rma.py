@@ -45,7 +45,7 @@ def test_put_and_get_numpy_in_place(pair):
 def test_alloc_region_numpy_view_put_get_and_free(pair):
     b, x, y = pair
     ready(x, y)
-    r = rma.alloc_region(y, 3 << 20)
+    r = y.alloc_region(3 << 20)
     assert r.nbytes == 3 << 20 and r.id != rma.SEGMENT
     view = np.frombuffer(r.buffer, dtype=np.uint8)
     assert view.size == r.nbytes and not view.any()
