@@ -403,6 +403,55 @@ mod tests {
     }
 
     #[test]
+    fn nothing_is_written_once_revocation_returns() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        const N: usize = 256 << 10;
+        for round in 0..20u8 {
+            let r = OwnedRegion::new(N).unwrap();
+            let peer = Arc::new(PeerRegion::map(r.fd_for_peer(true).unwrap()).unwrap());
+            // another mapping of the same file, to look after the owner's is gone
+            let observer = PeerRegion::map(r.fd_for_peer(true).unwrap()).unwrap();
+            let revoked = Arc::new(AtomicBool::new(false));
+            let (p, rv) = (peer.clone(), revoked.clone());
+            let writer = std::thread::spawn(move || {
+                let mut late = 0;
+                let mut ok = 0;
+                for k in 0..20_000u32 {
+                    let after = rv.load(SeqCst);
+                    let b = vec![(k % 251) as u8 ^ round; N];
+                    if p.put(0, &b, Some((N - 4, k))) {
+                        ok += 1;
+                        late += usize::from(after);
+                    }
+                    if after && k % 64 == 0 && ok > 0 {
+                        break;
+                    }
+                }
+                (ok, late)
+            });
+            std::thread::sleep(Duration::from_micros(200 * round as u64));
+            // false: the writer was preempted inside a copy for the whole
+            // bound (a loaded host), which the bound is for: not judged
+            let left = r.revoke(Duration::from_millis(100));
+            revoked.store(true, SeqCst);
+            let mut first = vec![0u8; N];
+            observer.view.read(0, &mut first);
+            let (ok, late) = writer.join().unwrap();
+            let mut last = vec![0u8; N];
+            observer.view.read(0, &mut last);
+            if !left {
+                continue;
+            }
+            assert_eq!(late, 0, "a put succeeded after the revocation returned");
+            assert!(
+                first == last,
+                "bytes written after the revocation returned (round {round}, {ok} puts)"
+            );
+        }
+    }
+
+    #[test]
     fn a_peer_stuck_inside_a_copy_bounds_the_wait() {
         let r = OwnedRegion::new(4096).unwrap();
         let p = PeerRegion::map(r.fd_for_peer(true).unwrap()).unwrap();
