@@ -348,6 +348,7 @@ fn the_owner_killed_does_not_harm_the_initiator() {
     let mut p = peer(false);
     let data = pattern(1 << 20, 5);
     assert_eq!(p.put(p.rw, 0, &data), 0);
+    assert_eq!(p.e.rma_shared_counts()[3], 1, "mapped");
     p.child.kill().unwrap();
     p.child.wait().unwrap();
     // the mapping stays memory until the ring's check drops it: a put
@@ -360,6 +361,12 @@ fn the_owner_killed_does_not_harm_the_initiator() {
         assert!(t0.elapsed() < Duration::from_secs(20), "ring kept");
     }
     let done = p.e.rma_shared_counts()[0];
+    // the dead peer's mapping is dropped without any operation to it
+    while p.e.rma_shared_counts()[3] != 0 {
+        p.b.poll().unwrap();
+        p.b.wait_for_activity(5);
+        assert!(t0.elapsed() < Duration::from_secs(20), "mapping kept");
+    }
     // small: a chunk that waits for no window
     let op = p.e.put(1, p.rw, 0, &data[..8], None, true).unwrap();
     assert_eq!(p.e.rma_shared_counts()[0], done, "not through the mapping");

@@ -46,6 +46,8 @@ use crate::wire::MsgKind;
 const RETRY: u64 = 1000 * MILLIS;
 /// Peers' regions remembered at most (mapped or not).
 const MAX_CACHED: usize = 256;
+/// How often mappings of peers gone or of regions revoked are dropped.
+const SWEEP: u64 = 200 * MILLIS;
 /// How long deregistration waits for peers inside a copy.
 const REVOKE_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
 const ASK: u8 = 1;
@@ -105,6 +107,8 @@ pub(crate) struct SharedCache {
     pub(super) map: FxHashMap<(SocketAddr, u32), Cached>,
     /// [operations done through a mapping, mappings made, files handed out]
     pub(super) counts: [u64; 3],
+    /// When mappings of peers gone or regions revoked are dropped next.
+    next_sweep: Instant,
 }
 
 pub(super) fn ask_body(region: u32, tag: u64, pid: u32, secret: u64) -> Vec<u8> {
@@ -149,9 +153,15 @@ impl Endpoint {
     }
 
     /// [operations done through a mapping of a peer's region, mappings
-    /// made, region files handed to peers] (tests, diagnostics).
-    pub fn rma_shared_counts(&self) -> [u64; 3] {
-        self.with(|s| s.rma.shared.counts)
+    /// made, region files handed to peers, mappings held now] (tests,
+    /// diagnostics).
+    pub fn rma_shared_counts(&self) -> [u64; 4] {
+        self.with(|s| {
+            let [a, b, c] = s.rma.shared.counts;
+            let held = s.rma.shared.map.values();
+            let held = held.filter(|c| matches!(c, Cached::Mapped(_))).count();
+            [a, b, c, held as u64]
+        })
     }
 
     /// Tries a put or get through a mapping of the peer's region: Some
@@ -308,10 +318,20 @@ impl EpState {
     }
 
     /// Answers peers' asks for region files, maps the files answered to
-    /// ours (from the progress of the endpoint: `rma_target.rs`).
-    pub(super) fn serve_regions(&mut self) {
+    /// ours, and now and then drops the mappings of peers gone or regions
+    /// revoked (from every pump of the endpoint: `driver.rs`).
+    pub(super) fn serve_regions(&mut self, now: Instant) {
         for m in self.transports.region_take() {
             self.region_msg(m);
+        }
+        if !self.rma.shared.map.is_empty() && now >= self.rma.shared.next_sweep {
+            self.rma.shared.next_sweep = now.plus(SWEEP);
+            // a dead peer's file would live on in our mappings
+            let transports = &self.transports;
+            self.rma.shared.map.retain(|(peer, _), c| match c {
+                Cached::Mapped(p) => p.live() && transports.ring_to(*peer).is_some(),
+                Cached::Not(until) => now < *until,
+            });
         }
     }
 

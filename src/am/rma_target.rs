@@ -275,7 +275,6 @@ impl EpState {
             }
         }
         self.release_held();
-        self.serve_regions();
     }
 
     /// The next AM message for a handler, in arrival order.
