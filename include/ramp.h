@@ -215,7 +215,9 @@ int ramp_RegisterRegion(ep_t ep, void *base, size_t len, unsigned access, ramp_r
  * it and put or get with one memcpy (no descriptor, no system call).  A put through
  * the mapping is complete (its bytes, then its flag word, in the region) when the call
  * returns.  ramp_DeregisterRegion frees it: the address is invalid after it returns,
- * and peers can no longer reach the memory.  AM_ERR_BAD_ARG for NULL base or region,
+ * and peers can no longer reach the memory (a get through the mapping that races the
+ * deregistration is refused with EBADSEGOFF, though bytes of the region may have
+ * come into its dst).  AM_ERR_BAD_ARG for NULL base or region,
  * len 0 or too large (above 2^40), or other access bits; AM_ERR_RESOURCE when the
  * memory cannot be had. */
 int ramp_AllocRegion(ep_t ep, size_t len, unsigned access, void **base, ramp_region_t *region);

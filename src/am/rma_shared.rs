@@ -171,7 +171,13 @@ impl Endpoint {
         if o.region == super::region::SEGMENT_REGION {
             return None;
         }
-        let (peer, addr) = self.with(|st| st.shared_mapping(o.dest, o.region, self.addr()))?;
+        let (peer, addr) = self.with(|st| {
+            // no room for its handle: the usual way refuses it
+            if o.keep && st.rma.ops.len() >= super::rma::MAX_OPS {
+                return None;
+            }
+            st.shared_mapping(o.dest, o.region, self.addr())
+        })?;
         let total = o.dst.as_ref().map_or(o.src.len(), |d| d.len());
         let inside = |off: u64, n: usize| {
             off.checked_add(n as u64)
@@ -182,11 +188,10 @@ impl Endpoint {
             || (o.kind == MsgKind::Put && !peer.writable());
         if bad {
             // what the owner would answer, found without asking it
-            let h = self.with(|st| {
+            return Some(self.with(|st| {
                 st.rma
                     .born_done(addr, Some(ReturnStatus::BadSegOff), o.keep)
-            });
-            return Some(Ok(h));
+            }));
         }
         let off = o.offset as usize;
         let done = match &o.dst {
@@ -209,10 +214,10 @@ impl Endpoint {
             self.with(|st| st.rma.shared.forget(addr, o.region));
             return None;
         }
-        Some(Ok(self.with(|st| {
+        Some(self.with(|st| {
             st.rma.shared.counts[0] += 1;
             st.rma.born_done(addr, None, o.keep)
-        })))
+        }))
     }
 
     /// Deregisters region `id`; an allocated one is revoked from peers
@@ -248,10 +253,16 @@ impl RmaState {
         peer: SocketAddr,
         status: Option<ReturnStatus>,
         keep: bool,
-    ) -> u64 {
-        if !keep || self.ops.len() >= super::rma::MAX_OPS {
+    ) -> Result<u64> {
+        if !keep {
             self.fence_failed |= status.is_some();
-            return 0;
+            return Ok(0);
+        }
+        if self.ops.len() >= super::rma::MAX_OPS {
+            // (only when other threads filled the room meanwhile)
+            return Err(Error::Resource(
+                "too many remote memory operations unfinished",
+            ));
         }
         let (id, handle) = self.next_id();
         self.ops.insert(
@@ -270,7 +281,7 @@ impl RmaState {
                 redo: None,
             },
         );
-        handle
+        Ok(handle)
     }
 }
 
