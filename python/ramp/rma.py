@@ -12,6 +12,9 @@ operation completes (its :class:`Op` is reported done, or :func:`fence` returns)
 >>> op.wait()          # 0, or an AM-2 status code such as ramp.Status.EBADSEGOFF
 0
 
+Memory ramp allocates (:func:`alloc_region`, ``Endpoint.alloc_region``) is mapped by
+same-host peers, whose puts and gets into it are then one memcpy each.
+
 Statuses: 0, or EBADSEGOFF (no such region, no access right, out of bounds: nothing
 was written), EBADTAG, EBADENDPOINT, EUNREACHABLE.  Ordering: a put or get is
 performed at the target before any AM request the same endpoint sends it later runs
