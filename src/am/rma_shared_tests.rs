@@ -104,4 +104,32 @@ fn hostile_answers_are_not_mapped_and_asks_are_checked() {
     short.pop();
     assert_eq!(ask(short), 0, "malformed");
     assert_eq!(ask(ask_body(r, TAG, pid, secret)), 1, "the control");
+
+    // a refused file: operations go the usual way, and arrive (a region
+    // never asked for, so that no true answer comes meanwhile)
+    let (r2, _, _) = target
+        .alloc_region(1 << 20, REGION_READ | REGION_WRITE)
+        .unwrap();
+    friend.with(|s| {
+        let later = Instant::now().plus(crate::time::MILLIS * 5000);
+        s.rma.shared.map.insert((to, r2), Cached::Not(later));
+        s.region_msg(RegionMsg {
+            from: to,
+            body: answer(r2),
+            fd: Some(memfd_unsealed(4096 + (1 << 20))),
+        });
+    });
+    let through = friend.rma_shared_counts()[0];
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+    let op = friend.put(0, r2, 7, &data, None, true).unwrap();
+    assert_eq!(friend.wait_op(op).unwrap(), 0);
+    let back = crate::am::VecSegment::new(data.len());
+    let op = friend.get(0, r2, 7, back.clone(), true).unwrap();
+    assert_eq!(friend.wait_op(op).unwrap(), 0);
+    assert!(back.snapshot() == data);
+    assert_eq!(
+        friend.rma_shared_counts()[0],
+        through,
+        "not through a mapping"
+    );
 }
