@@ -503,6 +503,13 @@ int ramp_RegisterRegion(ep_t ep,
                         ramp_region_t *region);
 
 /**
+ * Allocates `len` bytes (rounded up to pages, zeroed) that same-host
+ * peers may map, registers them as a region with `access`, and stores
+ * their address in `*base` and the region's id in `*region`.
+ */
+int ramp_AllocRegion(ep_t ep, size_t len, unsigned int access, void **base, ramp_region_t *region);
+
+/**
  * Deregisters a region: once this returns its memory is never touched again.
  */
 int ramp_DeregisterRegion(ep_t ep, ramp_region_t region);

@@ -114,6 +114,26 @@ static void bad_args(void) {
   EXPECT_RC(ramp_RegisterRegion(P.ep, b, 16, RAMP_REGION_READ, NULL), AM_ERR_BAD_ARG);
   EXPECT_RC(ramp_RegisterRegion(NULL, b, 16, RAMP_REGION_READ, &reg), AM_ERR_BAD_ARG);
   CHECK(reg == 555, "a failed registration wrote its id");
+  void *base = (void *)&op;
+  EXPECT_RC(ramp_AllocRegion(NULL, 4096, RAMP_REGION_READ, &base, &reg), AM_ERR_BAD_ARG);
+  EXPECT_RC(ramp_AllocRegion(P.ep, 0, RAMP_REGION_READ, &base, &reg), AM_ERR_BAD_ARG);
+  EXPECT_RC(ramp_AllocRegion(P.ep, (size_t)1 << 41, RAMP_REGION_READ, &base, &reg), AM_ERR_BAD_ARG);
+  EXPECT_RC(ramp_AllocRegion(P.ep, SIZE_MAX, RAMP_REGION_READ, &base, &reg), AM_ERR_BAD_ARG);
+  EXPECT_RC(ramp_AllocRegion(P.ep, 4096, 0, &base, &reg), AM_ERR_BAD_ARG);
+  EXPECT_RC(ramp_AllocRegion(P.ep, 4096, 4, &base, &reg), AM_ERR_BAD_ARG);
+  EXPECT_RC(ramp_AllocRegion(P.ep, 4096, RAMP_REGION_READ, NULL, &reg), AM_ERR_BAD_ARG);
+  EXPECT_RC(ramp_AllocRegion(P.ep, 4096, RAMP_REGION_READ, &base, NULL), AM_ERR_BAD_ARG);
+  CHECK(reg == 555 && base == (void *)&op, "a failed allocation wrote its outputs");
+  {
+    /* one that works: zeroed, page-rounded, usable, freed by deregistration */
+    uint8_t *m = NULL;
+    AM_SAFE(ramp_AllocRegion(P.ep, 5000, RAMP_REGION_READ | RAMP_REGION_WRITE, (void **)&m, &reg));
+    CHECK(m != NULL && reg != 0 && all_zero(m, 8192), "a fresh region is not zeroed");
+    memset(m, 7, 8192);
+    AM_SAFE(ramp_DeregisterRegion(P.ep, reg));
+    EXPECT_RC(ramp_DeregisterRegion(P.ep, reg), AM_ERR_BAD_ARG);
+    reg = 555;
+  }
   EXPECT_RC(ramp_DeregisterRegion(P.ep, RAMP_SEGMENT), AM_ERR_BAD_ARG);
   EXPECT_RC(ramp_DeregisterRegion(P.ep, 999999), AM_ERR_BAD_ARG);
   EXPECT_RC(ramp_WaitFlag(P.ep, NULL, 1), AM_ERR_BAD_ARG);
@@ -317,13 +337,28 @@ int main(void) {
   CHECK(buf && back, "malloc");
   regions_t mine = {0, 0, 0, 0};
   if (P.rank == 1) {
-    rw = calloc(1, RWLEN);
-    ro = calloc(1, SMALL);
+    /* T_RMA_ALLOC=1: rw and ro are memory ramp allocates (ramp_AllocRegion), which
+     * the initiator maps when on this host: the same checks through the mapping */
+    const char *alloc = getenv("T_RMA_ALLOC");
+    int use_alloc = alloc && alloc[0] == '1';
+    if (use_alloc) {
+      void *a = NULL, *b = NULL;
+      AM_SAFE(ramp_AllocRegion(P.ep, RWLEN, RAMP_REGION_READ | RAMP_REGION_WRITE, &a, &mine.rw));
+      AM_SAFE(ramp_AllocRegion(P.ep, SMALL, RAMP_REGION_READ, &b, &mine.ro));
+      rw = a;
+      ro = b;
+      CHECK(all_zero(rw, RWLEN) && all_zero(ro, SMALL), "allocated regions not zeroed");
+    } else {
+      rw = calloc(1, RWLEN);
+      ro = calloc(1, SMALL);
+    }
     wo = calloc(1, SMALL);
     mapped = mmap(NULL, MAPLEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(rw && ro && wo && mapped != MAP_FAILED, "allocation");
-    AM_SAFE(ramp_RegisterRegion(P.ep, rw, RWLEN, RAMP_REGION_READ | RAMP_REGION_WRITE, &mine.rw));
-    AM_SAFE(ramp_RegisterRegion(P.ep, ro, SMALL, RAMP_REGION_READ, &mine.ro));
+    if (!use_alloc) {
+      AM_SAFE(ramp_RegisterRegion(P.ep, rw, RWLEN, RAMP_REGION_READ | RAMP_REGION_WRITE, &mine.rw));
+      AM_SAFE(ramp_RegisterRegion(P.ep, ro, SMALL, RAMP_REGION_READ, &mine.ro));
+    }
     AM_SAFE(ramp_RegisterRegion(P.ep, wo, SMALL, RAMP_REGION_WRITE, &mine.wo));
     AM_SAFE(ramp_RegisterRegion(P.ep, mapped, MAPLEN, RAMP_REGION_READ | RAMP_REGION_WRITE, &mine.map));
     CHECK(mine.rw && mine.ro != mine.rw && mine.wo != mine.ro, "region ids not distinct");

@@ -6,7 +6,9 @@
 //! into freshly allocated ones), with both processes' context switches
 //! (a waiter that sleeps shows as voluntary ones).
 //! `cargo run --release --example rma_pieces [ROUNDS]` (default 64);
-//! `RMA_PIECES_WRAP="strace -f -tt -o FILE"` runs the target under a tool.
+//! `RMA_PIECES_WRAP="strace -f -tt -o FILE"` runs the target under a tool;
+//! `RMA_PIECES_ALLOC=1` makes the target's region with `alloc_region`
+//! (mapped by this process: one memcpy per put or get).
 //! The pieces and what they showed: `docs/rma-shm-design.md`.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -62,9 +64,19 @@ fn server() {
         20,
         am::handler(|h| am::reply(h.token, &Message::short(21, &[])).unwrap()),
     );
-    let mem = VecSegment::new(2 * MIB);
-    let base = am::SegmentMemory::base(&*mem);
-    let r = e.register_region(mem, REGION_READ | REGION_WRITE).unwrap();
+    // RMA_PIECES_ALLOC=1: the region is memory ramp allocates, which the
+    // client maps (its puts and gets are then one memcpy each)
+    let (r, base) = if std::env::var("RMA_PIECES_ALLOC").is_ok_and(|v| v == "1") {
+        let (r, base, _) = e.alloc_region(2 * MIB, REGION_READ | REGION_WRITE).unwrap();
+        (r, base)
+    } else {
+        let mem = VecSegment::new(2 * MIB);
+        let base = am::SegmentMemory::base(&*mem);
+        (
+            e.register_region(mem, REGION_READ | REGION_WRITE).unwrap(),
+            base,
+        )
+    };
     let mut l = String::new();
     std::io::stdin().read_line(&mut l).unwrap();
     e.map(0, unhex(l.trim()), TAG).unwrap();
@@ -161,6 +173,14 @@ fn main() {
             b.poll().unwrap();
         }
     }
+    // an allocated region's file comes after a first operation to it
+    let t0 = std::time::Instant::now();
+    let alloc = std::env::var("RMA_PIECES_ALLOC").is_ok_and(|v| v == "1");
+    while alloc && e.rma_shared_counts()[1] == 0 && t0.elapsed().as_secs() < 2 {
+        let h = e.put(1, region, 0, &[0u8; 8], None, true).unwrap();
+        e.wait_op(h).unwrap();
+        b.wait_for_activity(1);
+    }
     let src = vec![0x5au8; MIB];
     let mut dst = vec![0u8; MIB];
     let touched = |_: usize| {
@@ -240,6 +260,10 @@ fn main() {
     let x = bw(rounds, MIB, |i| windowed(2, i));
     phase("get, 16 outstanding, 17 fresh dsts", x);
     println!("direct counts {:?}", e.rma_direct_counts());
+    println!(
+        "through a mapping (ops, mappings made, files given, held) {:?}",
+        e.rma_shared_counts()
+    );
     drop(stdin);
     let _ = child.wait();
 }

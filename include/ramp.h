@@ -209,6 +209,18 @@ typedef uint32_t ramp_region_t;   /* a memory region of an endpoint */
  * stores its id in *region.  The memory must stay valid until deregistered.
  * AM_ERR_BAD_ARG for NULL base or region, len 0, or other access bits. */
 int ramp_RegisterRegion(ep_t ep, void *base, size_t len, unsigned access, ramp_region_t *region);
+/* ramp allocates len bytes (rounded up to pages), zeroed, registers them as a region
+ * with `access` and returns their address in *base and the region in *region: the
+ * same semantics as ramp_RegisterRegion on that memory, plus same-host peers may map
+ * it and put or get with one memcpy (no descriptor, no system call).  A put through
+ * the mapping is complete (its bytes, then its flag word, in the region) when the call
+ * returns.  ramp_DeregisterRegion frees it: the address is invalid after it returns,
+ * and peers can no longer reach the memory (a get through the mapping that races the
+ * deregistration is refused with EBADSEGOFF, though bytes of the region may have
+ * come into its dst).  AM_ERR_BAD_ARG for NULL base or region,
+ * len 0 or too large (above 2^40), or other access bits; AM_ERR_RESOURCE when the
+ * memory cannot be had. */
+int ramp_AllocRegion(ep_t ep, size_t len, unsigned access, void **base, ramp_region_t *region);
 /* Deregisters a region (AM_ERR_BAD_ARG for region 0 or an unknown id). */
 int ramp_DeregisterRegion(ep_t ep, ramp_region_t region);
 

@@ -1726,6 +1726,16 @@ class Endpoint:
             raise TypeError("the error handler must be callable")
         self._error_handler = fn
 
+    # -- remote memory regions ramp allocates ---------------------------------------
+
+    def alloc_region(self, nbytes: int, access: int = 3) -> Any:
+        """``ramp_AllocRegion``: :func:`ramp.rma.alloc_region` on this endpoint
+        (zeroed memory ramp allocates, registered with ``access``, which same-host
+        peers map; ``region.buffer`` views it in place)."""
+        from .rma import alloc_region
+
+        return alloc_region(self, nbytes, access)
+
     # -- segment -------------------------------------------------------------------
 
     def set_segment(self, buffer: Optional[BufferLike]) -> None:

@@ -12,6 +12,9 @@ operation completes (its :class:`Op` is reported done, or :func:`fence` returns)
 >>> op.wait()          # 0, or an AM-2 status code such as ramp.Status.EBADSEGOFF
 0
 
+Memory ramp allocates (:func:`alloc_region`, ``Endpoint.alloc_region``) is mapped by
+same-host peers, whose puts and gets into it are then one memcpy each.
+
 Statuses: 0, or EBADSEGOFF (no such region, no access right, out of bounds: nothing
 was written), EBADTAG, EBADENDPOINT, EUNREACHABLE.  Ordering: a put or get is
 performed at the target before any AM request the same endpoint sends it later runs
@@ -21,6 +24,7 @@ its handler; nothing else is promised between puts.
 from __future__ import annotations
 
 import ctypes
+import sys
 from ctypes import POINTER, byref, c_int, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -37,6 +41,7 @@ __all__ = [
     "Region",
     "Op",
     "register_region",
+    "alloc_region",
     "put",
     "get",
     "fence",
@@ -55,6 +60,7 @@ _P = c_void_p
 _PROTOTYPES = {
     "ramp_RegisterRegion": (_I, [_P, _P, c_size_t, c_uint, POINTER(c_uint32)]),
     "ramp_DeregisterRegion": (_I, [_P, c_uint32]),
+    "ramp_AllocRegion": (_I, [_P, c_size_t, c_uint, POINTER(c_void_p), POINTER(c_uint32)]),
     "ramp_Put": (_I, [_P, c_uint32, c_uint32, c_uint64, _P, c_size_t, POINTER(c_uint64)]),
     "ramp_PutNotify": (
         _I,
@@ -105,9 +111,13 @@ def _u32(v: int, what: str, function: str) -> int:
 class Region:
     """A registered region of an endpoint: ``id`` is what peers name it by."""
 
-    __slots__ = ("id", "endpoint", "buffer", "_flat", "_addr", "_pin", "_key")
+    __slots__ = ("id", "endpoint", "buffer", "_flat", "_addr", "_pin", "_key", "_nbytes", "_allocated")
 
-    def __init__(self, endpoint: Endpoint, buffer: BufferLike, access: int) -> None:
+    def __init__(self, endpoint: Endpoint, buffer: Optional[BufferLike], access: int, nbytes: int = 0) -> None:
+        self._allocated = buffer is None
+        if buffer is None:
+            self._alloc(endpoint, nbytes, access)
+            return
         flat, addr, pin = flat_writable(buffer)
         rid = c_uint32()
         h = endpoint._h()
@@ -119,7 +129,24 @@ class Region:
         self.endpoint = endpoint
         self.buffer = buffer
         self._flat, self._addr, self._pin = flat, addr, pin
+        self._nbytes = flat.nbytes
         self._key: Optional[Tuple[int, int]] = (h, self.id)
+        _regions[self._key] = self
+
+    def _alloc(self, endpoint: Endpoint, nbytes: int, access: int) -> None:
+        n = int(nbytes)
+        if not 0 < n < 2**63:
+            raise BadArgError(ErrorCode.AM_ERR_BAD_ARG, "ramp_AllocRegion", "length %d is not positive" % n)
+        rid, base = c_uint32(), c_void_p()
+        h = endpoint._h()
+        _check(_L().ramp_AllocRegion(h, n, int(access), byref(base), byref(rid)), "ramp_AllocRegion")
+        size = (n + 4095) // 4096 * 4096
+        self.id = rid.value
+        self.endpoint = endpoint
+        self.buffer = (ctypes.c_uint8 * size).from_address(base.value)
+        self._flat, self._addr, self._pin = None, base.value, None
+        self._nbytes = size
+        self._key = (h, self.id)
         _regions[self._key] = self
 
     @property
@@ -128,16 +155,27 @@ class Region:
 
     @property
     def nbytes(self) -> int:
-        return self._flat.nbytes
+        return self._nbytes
 
     def deregister(self) -> None:
-        """``ramp_DeregisterRegion``: from now on peers' puts and gets are refused."""
+        """``ramp_DeregisterRegion``: from now on peers' puts and gets are refused.
+        For a region from :func:`alloc_region` the memory is freed: refused
+        (BadArgError, still registered) while anything else refers to ``buffer``
+        (a numpy array or memoryview made from it, a variable)."""
         if self._key is None:
             return
+        if self._allocated and sys.getrefcount(self.buffer) > 2:
+            raise BadArgError(
+                ErrorCode.AM_ERR_BAD_ARG,
+                "ramp_DeregisterRegion",
+                "the allocated region's buffer is still referred to (numpy arrays, memoryviews): drop them first",
+            )
         _check(_L().ramp_DeregisterRegion(self.endpoint._h(), self.id), "ramp_DeregisterRegion")
         _regions.pop(self._key, None)
         self._key = None
         self._pin = None
+        if self._allocated:
+            self.buffer = None
 
     def __enter__(self) -> "Region":
         return self
@@ -153,6 +191,14 @@ class Region:
 def register_region(endpoint: Endpoint, buffer: BufferLike, access: int = READ | WRITE) -> Region:
     """``ramp_RegisterRegion``: exposes ``buffer`` (used in place) to peers' puts and gets."""
     return Region(endpoint, buffer, access)
+
+
+def alloc_region(endpoint: Endpoint, nbytes: int, access: int = READ | WRITE) -> Region:
+    """``ramp_AllocRegion``: ``nbytes`` (rounded up to pages) of zeroed memory ramp
+    allocates and registers; same-host peers map it and put or get with one memcpy.
+    ``region.buffer`` is a ctypes array over it (``numpy.frombuffer(region.buffer,
+    numpy.uint8)`` views it in place); :meth:`Region.deregister` frees it."""
+    return Region(endpoint, None, access, nbytes)
 
 
 class Op:

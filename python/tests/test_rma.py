@@ -42,6 +42,33 @@ def test_put_and_get_numpy_in_place(pair):
     assert rma.put(x, 0, r.id, 0, b"x").wait() == EBADSEGOFF
 
 
+def test_alloc_region_numpy_view_put_get_and_free(pair):
+    b, x, y = pair
+    ready(x, y)
+    r = y.alloc_region(3 << 20)
+    assert r.nbytes == 3 << 20 and r.id != rma.SEGMENT
+    view = np.frombuffer(r.buffer, dtype=np.uint8)
+    assert view.size == r.nbytes and not view.any()
+    for n in (1, 64 << 10, 1 << 20):
+        src = (np.arange(n, dtype=np.uint32) * 2654435761 >> 7).astype(np.uint8)
+        assert rma.put(x, 0, r.id, 5, src).wait() == 0
+        assert np.array_equal(view[5 : 5 + n], src)
+        out = np.empty(n, dtype=np.uint8)
+        assert rma.get(x, 0, r.id, 5, out).wait() == 0
+        assert np.array_equal(out, src)
+    assert rma.put(x, 0, r.id, r.nbytes - 1, b"ab").wait() == EBADSEGOFF
+    # freed memory must not stay visible through a view
+    with pytest.raises(ramp.BadArgError):
+        r.deregister()
+    del view
+    r.deregister()
+    assert r.buffer is None
+    assert rma.put(x, 0, r.id, 0, b"x").wait() == EBADSEGOFF
+    for n, access in ((0, rma.READ), (1 << 41, rma.READ), (4096, 0), (4096, 4)):
+        with pytest.raises(ramp.BadArgError):
+            rma.alloc_region(y, n, access)
+
+
 def test_refusals_write_nothing(pair):
     b, x, y = pair
     ready(x, y)

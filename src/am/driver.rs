@@ -69,6 +69,8 @@ impl EpState {
         }
         self.last_pump = now;
         self.transports.flush_due(now);
+        // peers' asks for our allocated regions, their files for ours
+        self.serve_regions(now);
         self.proto.handle_timeout(now);
         // remote memory is performed now, AM messages queued in order
         self.drain_events(now);

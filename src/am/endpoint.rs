@@ -235,7 +235,12 @@ impl Endpoint {
     }
 
     pub fn set_tag(&self, tag: u64) {
-        self.with(|s| s.tag = tag)
+        self.with(|s| {
+            s.tag = tag;
+            // peers' mappings were handed out under the old tag: they ask
+            // again, and are checked against the new one (`rma_shared.rs`)
+            s.rma.reshare_regions();
+        })
     }
 
     fn before_resources(s: &EpState) -> Result<()> {

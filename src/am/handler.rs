@@ -74,6 +74,14 @@ pub trait SegmentMemory: Send + Sync {
         let _ = (off, len, pid, remote);
         Err(io::ErrorKind::Unsupported.into())
     }
+    /// Runs `f` on `[off, off + len)` (the caller checked the bounds) as
+    /// a mutable slice, so that a get through a peer's mapping copies
+    /// straight into it (`rma_shared.rs`); false when this memory cannot
+    /// lend one (`f` not run).
+    fn fill_with(&self, off: usize, len: usize, f: &mut dyn FnMut(&mut [u8])) -> bool {
+        let _ = (off, len, f);
+        false
+    }
 }
 
 /// A segment owned by Rust code.
@@ -112,6 +120,16 @@ impl SegmentMemory for VecSegment {
     }
     fn read_into(&self, off: usize, len: usize, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.mem.lock()[off..off + len]);
+    }
+    fn fill_with(&self, off: usize, len: usize, f: &mut dyn FnMut(&mut [u8])) -> bool {
+        let mut mem = self.mem.lock();
+        match off.checked_add(len).and_then(|end| mem.get_mut(off..end)) {
+            Some(s) => {
+                f(s);
+                true
+            }
+            None => false,
+        }
     }
     fn fill_from_process(&self, off: usize, len: usize, pid: u32, remote: usize) -> io::Result<()> {
         let mut mem = self.mem.lock();

@@ -49,6 +49,7 @@ mod rma;
 mod rma_direct;
 #[cfg(test)]
 mod rma_direct_tests;
+mod rma_shared;
 mod rma_target;
 #[cfg(test)]
 mod rma_tests;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::handler::SegmentMemory;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
+use crate::sys::OwnedRegion;
 
 /// Region 0: the endpoint's AM-2 segment.
 pub const SEGMENT_REGION: u32 = 0;
@@ -24,6 +25,8 @@ pub const MAX_REGIONS: usize = 65536;
 pub(super) struct Region {
     pub(super) mem: Arc<dyn SegmentMemory>,
     pub(super) access: u32,
+    /// Memory ramp allocated, which same-host peers may map (`rma_shared.rs`).
+    pub(super) shared: Option<Arc<OwnedRegion>>,
 }
 
 #[derive(Default)]
@@ -35,6 +38,39 @@ pub(super) struct Regions {
 
 impl Regions {
     pub(super) fn register(&mut self, mem: Arc<dyn SegmentMemory>, access: u32) -> Result<u32> {
+        self.register_with(mem, access, None)
+    }
+
+    /// `register` of memory ramp allocated (`rma_shared.rs`).
+    pub(super) fn register_shared(
+        &mut self,
+        mem: Arc<dyn SegmentMemory>,
+        access: u32,
+        shared: Arc<OwnedRegion>,
+    ) -> Result<u32> {
+        self.register_with(mem, access, Some(shared))
+    }
+
+    /// Runs `f` on every allocated region's memory.
+    pub(super) fn each_shared(&self, mut f: impl FnMut(&OwnedRegion)) {
+        self.map
+            .values()
+            .filter_map(|r| r.shared.as_ref())
+            .for_each(|r| f(r));
+    }
+
+    /// An allocated region's memory and access rights.
+    pub(super) fn shared(&self, id: u32) -> Option<(Arc<OwnedRegion>, u32)> {
+        let r = self.map.get(&id)?;
+        Some((r.shared.clone()?, r.access))
+    }
+
+    fn register_with(
+        &mut self,
+        mem: Arc<dyn SegmentMemory>,
+        access: u32,
+        shared: Option<Arc<OwnedRegion>>,
+    ) -> Result<u32> {
         if access == 0 || access & !(REGION_READ | REGION_WRITE) != 0 {
             return Err(Error::BadArg(
                 "access must be RAMP_REGION_READ, RAMP_REGION_WRITE or both",
@@ -53,11 +89,19 @@ impl Regions {
             return Err(Error::Resource("region ids are used up"));
         }
         self.last += 1;
-        self.map.insert(self.last, Region { mem, access });
+        self.map.insert(
+            self.last,
+            Region {
+                mem,
+                access,
+                shared,
+            },
+        );
         Ok(self.last)
     }
 
-    pub(super) fn deregister(&mut self, id: u32) -> Result<()> {
+    /// Removes region `id`; its allocated memory if it has (to revoke).
+    pub(super) fn deregister(&mut self, id: u32) -> Result<Option<Arc<OwnedRegion>>> {
         if id == SEGMENT_REGION {
             return Err(Error::BadArg(
                 "region 0 is the AM-2 segment: change it with AM_SetSeg",
@@ -65,7 +109,7 @@ impl Regions {
         }
         self.map
             .remove(&id)
-            .map(|_| ())
+            .map(|r| r.shared)
             .ok_or(Error::BadArg("no such region"))
     }
 

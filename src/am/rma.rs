@@ -58,6 +58,8 @@ pub(crate) struct RmaState {
     pub(super) direct_counts: [u64; 3],
     /// Direct gets that failed, held until a late copy cannot come.
     pub(super) held: usize,
+    /// Peers' regions mapped (`rma_shared.rs`).
+    pub(super) shared: super::rma_shared::SharedCache,
 }
 
 pub(super) struct Op {
@@ -137,7 +139,7 @@ impl Endpoint {
     /// Deregisters a region: once this returns, no put or get touches its
     /// memory again (they are refused with EBADSEGOFF).
     pub fn deregister_region(&self, region: u32) -> Result<()> {
-        self.with(|s| s.rma.regions.deregister(region))
+        self.deregister_any(region)
     }
 
     /// Puts `src` at `offset` of region `region` of translation index
@@ -213,6 +215,9 @@ impl Endpoint {
             notify: o.notify,
             keep: o.keep,
         };
+        if let Some(done) = self.try_shared(&direct) {
+            return done;
+        }
         if let Some(h) = self.try_direct(&direct)? {
             return Ok(h);
         }

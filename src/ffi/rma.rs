@@ -75,6 +75,30 @@ pub unsafe extern "C" fn ramp_RegisterRegion(
     })
 }
 
+/// Allocates `len` bytes (rounded up to pages, zeroed) that same-host
+/// peers may map, registers them as a region with `access`, and stores
+/// their address in `*base` and the region's id in `*region`.
+#[no_mangle]
+pub unsafe extern "C" fn ramp_AllocRegion(
+    ep: ep_t,
+    len: usize,
+    access: c_uint,
+    base: *mut *mut c_void,
+    region: *mut ramp_region_t,
+) -> c_int {
+    boundary("ramp_AllocRegion", || {
+        let e = endpoint(ep)?;
+        super::need(region)?;
+        super::need(base)?;
+        let (id, addr, _) = e.alloc_region(len, access)?;
+        // SAFETY: checked non-NULL above; the caller's variables.
+        unsafe {
+            out(base, addr as *mut c_void)?;
+            out(region, id)
+        }
+    })
+}
+
 /// Deregisters a region: once this returns its memory is never touched again.
 #[no_mangle]
 pub extern "C" fn ramp_DeregisterRegion(ep: ep_t, region: ramp_region_t) -> c_int {

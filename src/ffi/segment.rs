@@ -44,6 +44,19 @@ impl SegmentMemory for CSegment {
         unsafe { std::ptr::copy(data.as_ptr(), (self.base + off) as *mut u8, data.len()) }
     }
 
+    fn fill_with(&self, off: usize, len: usize, f: &mut dyn FnMut(&mut [u8])) -> bool {
+        if !self.holds(off, len).unwrap_or(false) {
+            return false;
+        }
+        // SAFETY: as for `write`: the application registered the memory
+        // (a get's destination) as writable and keeps it alive until the
+        // get completes; inside it (checked above). The slice lives only
+        // for the call of `f`.
+        let dst = unsafe { std::slice::from_raw_parts_mut((self.base + off) as *mut u8, len) };
+        f(dst);
+        true
+    }
+
     fn fill_from_process(
         &self,
         off: usize,

@@ -99,6 +99,14 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.fallback_from_host(from, now)
     }
 
+    fn region_send(&self, to: SocketAddr, body: &[u8], fd: Option<std::os::fd::RawFd>) -> bool {
+        self.inner.region_send(to, body, fd)
+    }
+
+    fn region_take(&self) -> Vec<super::RegionMsg> {
+        self.inner.region_take()
+    }
+
     fn active(&self) -> bool {
         self.inner.active()
     }

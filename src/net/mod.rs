@@ -149,6 +149,26 @@ pub trait Transport: Send {
     /// A datagram from `from`, an address of this host, came by the
     /// fallback (UDP): a same-host peer that may be asking for our ring.
     fn fallback_from_host(&self, _from: SocketAddr, _now: Instant) {}
+    /// Shared memory: sends the opaque region message `body` (an ask, or
+    /// the answer to one with a descriptor) to the endpoint at `to` on
+    /// this host (`am/rma_shared.rs`); false when it cannot go.
+    fn region_send(&self, _to: SocketAddr, _body: &[u8], _fd: Option<RawFd>) -> bool {
+        false
+    }
+    /// Shared memory: the region messages read since the last call, from
+    /// processes of our user only, each from the endpoint it names.
+    fn region_take(&self) -> Vec<RegionMsg> {
+        Vec::new()
+    }
+}
+
+/// A region message read from the socket of a same-host endpoint: its
+/// sender (checked: the kernel's uid is ours and the socket is that
+/// address's), opaque bytes, and a descriptor if one came.
+pub struct RegionMsg {
+    pub from: SocketAddr,
+    pub body: Vec<u8>,
+    pub fd: Option<std::os::fd::OwnedFd>,
 }
 
 /// Opens the transports an endpoint uses: UDP on the configured interface,

@@ -56,7 +56,7 @@ use std::sync::atomic::{fence, Ordering::*};
 
 use once_cell::sync::Lazy;
 
-use super::{DatagramSink, Transport, RECV_BATCH, RECV_SLOT};
+use super::{DatagramSink, RegionMsg, Transport, RECV_BATCH, RECV_SLOT};
 use crate::fxhash::FxHashMap;
 use crate::sys::{euid, memfd, pid_alive, recv_with_fd, send_with_fd, size_sealed, SharedMap};
 use crate::time::{Instant, MILLIS};
@@ -128,6 +128,13 @@ const SETUP_CHECK: u64 = 20 * crate::time::MICROS;
 /// and the answer that carries its descriptor.
 const HELLO: &[u8; 8] = b"RAMPHI1\0";
 const GIVE: &[u8; 8] = b"RAMPFD1\0";
+/// A region message (`region_send`): the tag, the sender's UDP address as
+/// text (one length byte first), opaque bytes; perhaps a descriptor.
+const REGION: &[u8; 8] = b"RAMPRG1\0";
+/// Region messages kept until taken (more are dropped, descriptors closed).
+const REGION_QUEUE: usize = 64;
+/// Bytes of one socket message read at most.
+const SOCK_MSG: usize = 256;
 /// Socket messages read at most per look (a flood waits for the next).
 const WAKE_BUDGET: usize = 64;
 /// The same for a look while a path is set up (at most every `SETUP_CHECK`).
@@ -282,6 +289,8 @@ pub struct ShmTransport {
     /// `SETUP_CHECK`.
     setup_gap: Cell<u64>,
     pid: u32,
+    /// Region messages read, waiting for `region_take`.
+    regions: RefCell<Vec<RegionMsg>>,
 }
 
 impl ShmTransport {
@@ -334,6 +343,7 @@ impl ShmTransport {
             next_setup_check: Cell::new(now),
             setup_gap: Cell::new(SETUP_CHECK),
             pid,
+            regions: RefCell::new(Vec::new()),
         })
     }
 
@@ -369,7 +379,7 @@ impl ShmTransport {
 
     /// `read_socket`, taking at most `budget` messages.
     fn read_socket_at_most(&self, budget: usize) -> bool {
-        let mut b = [0u8; 16];
+        let mut b = [0u8; SOCK_MSG];
         let mut any = false;
         for _ in 0..budget {
             let Ok(m) = recv_with_fd(&self.wake, &mut b) else {
@@ -384,9 +394,34 @@ impl ShmTransport {
                 if let Some(fd) = m.fd {
                     self.adopt(&m.from, fd);
                 }
+            } else if ours && m.len > REGION.len() && b[..REGION.len()] == REGION[..] {
+                self.region_in(&m.from, &b[REGION.len()..m.len], m.fd);
             } // a wake-up byte, or not ours: nothing (a descriptor is closed)
         }
         any
+    }
+
+    /// Keeps a region message whose sender is the endpoint it names.
+    fn region_in(&self, from: &[u8], msg: &[u8], fd: Option<OwnedFd>) {
+        let n = msg[0] as usize;
+        let Some(text) = msg.get(1..1 + n) else {
+            return;
+        };
+        let Some(addr) = std::str::from_utf8(text)
+            .ok()
+            .and_then(|t| t.parse::<SocketAddr>().ok())
+        else {
+            return;
+        };
+        let mut q = self.regions.borrow_mut();
+        if stem(addr).as_bytes() != from || q.len() >= REGION_QUEUE {
+            return;
+        }
+        q.push(RegionMsg {
+            from: addr,
+            body: msg[1 + n..].to_vec(),
+            fd,
+        });
     }
 
     /// Reads the socket if the last look while setting up a path is
@@ -793,6 +828,32 @@ impl Transport for ShmTransport {
             self.check_peers(now);
         }
         None
+    }
+
+    fn region_send(&self, to: SocketAddr, body: &[u8], fd: Option<RawFd>) -> bool {
+        let me = self.local.to_string();
+        let mut m = REGION.to_vec();
+        m.push(me.len() as u8);
+        m.extend_from_slice(me.as_bytes());
+        m.extend_from_slice(body);
+        if m.len() > SOCK_MSG {
+            return false;
+        }
+        let Ok(a) = wake_addr(to) else {
+            return false;
+        };
+        match fd {
+            Some(fd) => send_with_fd(&self.wake, stem(to).as_bytes(), &m, fd).is_ok(),
+            None => self.wake.send_to_addr(&m, &a).is_ok(),
+        }
+    }
+
+    fn region_take(&self) -> Vec<RegionMsg> {
+        // read with the socket's other messages (`flush_due`, `fd`)
+        if self.regions.borrow().is_empty() {
+            return Vec::new();
+        }
+        std::mem::take(&mut *self.regions.borrow_mut())
     }
 
     fn active(&self) -> bool {

@@ -111,6 +111,23 @@ impl Transports {
             .any(|t| t.ring_from(from, pid, secret))
     }
 
+    /// `Transport::region_send` on the transports besides the fallback.
+    pub fn region_send(&self, to: SocketAddr, body: &[u8], fd: Option<RawFd>) -> bool {
+        let last = self.list.len() - 1;
+        self.list[..last]
+            .iter()
+            .any(|t| t.region_send(to, body, fd))
+    }
+
+    /// `Transport::region_take` of the transports besides the fallback.
+    pub fn region_take(&self) -> Vec<super::RegionMsg> {
+        let last = self.list.len() - 1;
+        self.list[..last]
+            .iter()
+            .flat_map(|t| t.region_take())
+            .collect()
+    }
+
     /// `Transport::claim_to` on the transport that reaches `to`; None for
     /// the fallback (UDP).
     pub fn claim_to(&self, to: SocketAddr, k: usize, current: u64, new: u64) -> Option<bool> {

@@ -16,6 +16,7 @@ pub(crate) mod pmix;
 mod poll;
 mod process;
 mod shm;
+mod shm_region;
 mod socket;
 
 pub(crate) use clock::monotonic_nanos;
@@ -29,4 +30,5 @@ pub(crate) use mmap::MappedFile;
 pub(crate) use poll::{poll_fds, wait_readable};
 pub(crate) use process::{adopt_inherited_socket, kill};
 pub(crate) use shm::{pid_alive, SharedMap};
+pub(crate) use shm_region::{OwnedRegion, PeerRegion, MAX_REGION};
 pub(crate) use socket::{BatchReceiver, BatchSender, Gathered};

@@ -229,6 +229,8 @@ fn combine(runs: &[Figures]) -> Figures {
         g: m(|f| f.g),
         put1m: m(|f| f.put1m),
         get1m: m(|f| f.get1m),
+        put1m_reg: m(|f| f.put1m_reg),
+        get1m_reg: m(|f| f.get1m_reg),
         burst: curve(|f| &f.burst),
         bw: curve(|f| &f.bw),
     }
@@ -328,6 +330,12 @@ fn print_targets(all: &[Vec<Figures>], med: &[(&str, Figures)]) {
             show(per_run(&all[i], mcpy, m1, m1)),
         );
     }
+    println!(
+        "ramp shm 1 MiB to registered user memory (not ramp_AllocRegion's) / memcpy 1 MiB: \
+         put {}, get {}",
+        show(per_run(shm, mcpy, |f| f.put1m_reg, m1)),
+        show(per_run(shm, mcpy, |f| f.get1m_reg, m1)),
+    );
 }
 
 /// Runs everything; prints the table; draws the plot.

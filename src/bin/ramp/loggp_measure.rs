@@ -79,6 +79,10 @@ pub struct Figures {
     /// put and get of 1 MiB (remote memory), MiB/s
     pub put1m: Option<f64>,
     pub get1m: Option<f64>,
+    /// the same to a region of user memory (registered, not allocated by
+    /// ramp: no peer can map it)
+    pub put1m_reg: Option<f64>,
+    pub get1m_reg: Option<f64>,
 }
 
 impl Figures {

@@ -84,10 +84,15 @@ pub fn server(args: &[String]) -> i32 {
         H_XFER,
         handler(|h| am::reply(h.token, &Message::short(H_ACK, &[])).unwrap()),
     );
+    // memory ramp allocates (same-host peers map it: one memcpy per put or
+    // get), and user memory registered (copied by the kernel or in chunks)
+    let (alloc, _, _) = ep
+        .alloc_region(2 * RMA_SIZE, REGION_READ | REGION_WRITE)
+        .unwrap();
     let region = ep
         .register_region(VecSegment::new(2 * RMA_SIZE), REGION_READ | REGION_WRITE)
         .unwrap();
-    println!("{region}");
+    println!("{alloc} {region}");
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     std::thread::spawn(move || {
@@ -183,6 +188,7 @@ pub fn client(args: &[String]) -> i32 {
     ) else {
         return 1;
     };
+    let registered = it.next().and_then(|r| r.parse::<u32>().ok());
     map_peer(&ep, peer);
     let answers = Arc::new(AtomicU64::new(0));
     for h in [H_PONG, H_ACK] {
@@ -208,10 +214,6 @@ pub fn client(args: &[String]) -> i32 {
     progress("put/get 1 MiB");
     let n = (p.total_bytes / RMA_SIZE).max(RMA_WINDOW);
     let src = vec![0x5au8; RMA_SIZE];
-    f.put1m = Some(rma_bw(&ep, n, |i| {
-        let off = ((i % 2) * RMA_SIZE) as u64;
-        ep.put(1, region, off, &src, None, true).unwrap()
-    }));
     let dsts: Vec<_> = (0..RMA_WINDOW + 1)
         .map(|_| VecSegment::new(RMA_SIZE))
         .collect();
@@ -221,11 +223,33 @@ pub fn client(args: &[String]) -> i32 {
     for d in &dsts {
         d.write(0, &src);
     }
-    f.get1m = Some(rma_bw(&ep, n, |i| {
-        let off = ((i % 2) * RMA_SIZE) as u64;
-        ep.get(1, region, off, dsts[i % dsts.len()].clone(), true)
-            .unwrap()
-    }));
+    // the allocated region's file is handed over after the first
+    // operation to it (over a ring only): mapped before measuring
+    let t0 = Instant::now();
+    while ep.ring_ready(1)
+        && ep.rma_shared_counts()[1] == 0
+        && t0.elapsed() < std::time::Duration::from_secs(2)
+    {
+        let op = ep.put(1, region, 0, &src[..8], None, true).unwrap();
+        assert_eq!(ep.wait_op(op).unwrap(), 0);
+        ch.b.wait_for_activity(1);
+    }
+    let pair = |region: u32| {
+        let put = rma_bw(&ep, n, |i| {
+            let off = ((i % 2) * RMA_SIZE) as u64;
+            ep.put(1, region, off, &src, None, true).unwrap()
+        });
+        let get = rma_bw(&ep, n, |i| {
+            let off = ((i % 2) * RMA_SIZE) as u64;
+            ep.get(1, region, off, dsts[i % dsts.len()].clone(), true)
+                .unwrap()
+        });
+        (Some(put), Some(get))
+    };
+    (f.put1m, f.get1m) = pair(region);
+    if let Some(r) = registered {
+        (f.put1m_reg, f.get1m_reg) = pair(r);
+    }
     for l in to_lines(&f) {
         println!("{l}");
     }
@@ -243,6 +267,8 @@ pub fn to_lines(f: &Figures) -> Vec<String> {
         ("g", f.g),
         ("put1m", f.put1m),
         ("get1m", f.get1m),
+        ("put1m_reg", f.put1m_reg),
+        ("get1m_reg", f.get1m_reg),
     ] {
         if let Some(x) = x {
             v.push(format!("FIG {k} {x}"));
@@ -269,6 +295,8 @@ pub fn from_line(f: &mut Figures, l: &str) -> bool {
         ("FIG", "g") => f.g = Some(x),
         ("FIG", "put1m") => f.put1m = Some(x),
         ("FIG", "get1m") => f.get1m = Some(x),
+        ("FIG", "put1m_reg") => f.put1m_reg = Some(x),
+        ("FIG", "get1m_reg") => f.get1m_reg = Some(x),
         ("BURST", k) => match k.parse() {
             Ok(k) => f.burst.push((k, x)),
             Err(_) => return false,
