@@ -34,18 +34,6 @@ const H_ANSWER: u8 = 31;
 /// Tests change this process's dumpability and count its copies: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn hash(b: &[u8]) -> u32 {
-    b.iter().fold(0x811c_9dc5u32, |h, &x| {
-        (h ^ x as u32).wrapping_mul(0x0100_0193)
-    })
-}
-
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    (0..n as u32)
-        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 ^ seed as u8)
-        .collect()
-}
-
 /// The target: a read-write and a read-only region, polled until stdin
 /// closes.
 #[test]
@@ -77,7 +65,7 @@ fn child() {
     e.set_handler(
         H_HASH,
         handler(move |h| {
-            let v = hash(&rw.snapshot());
+            let v = common::hash(&rw.snapshot());
             am::reply(h.token, &Message::short(H_ANSWER, &[v])).unwrap();
         }),
     );
@@ -216,7 +204,7 @@ fn large_puts_and_gets_of_odd_sizes_are_copied_directly_and_intact() {
     let sizes = [64usize << 10, 1 << 20, (1 << 20) + 13, (3 << 20) + 7];
     for (k, &n) in sizes.iter().enumerate() {
         let off = 5 + 3 * k as u64;
-        let data = pattern(n, k as u32 + 1);
+        let data = common::pattern(n, k as u32 + 1);
         assert_eq!(p.put(p.rw, off, &data), 0, "put of {n}");
         assert!(p.get_chunked(off, n) == data, "put of {n} bytes differs");
         let (s, got) = p.get(p.rw, off, n);
@@ -231,7 +219,7 @@ fn large_puts_and_gets_of_odd_sizes_are_copied_directly_and_intact() {
         "every one went direct"
     );
     // a put with a handle-less call: returns once done, the fence sees it
-    let data = pattern(1 << 20, 9);
+    let data = common::pattern(1 << 20, 9);
     assert_eq!(p.e.put(1, p.rw, 0, &data, None, false).unwrap(), 0);
     p.e.fence().unwrap();
     assert!(p.get_chunked(0, 1 << 20) == data);
@@ -246,7 +234,7 @@ fn out_of_bounds_and_without_rights_are_refused_and_write_nothing() {
     let _w = common::watchdog("rma_direct::bounds", Duration::from_secs(300));
     let p = peer();
     let zeros = vec![0u8; 1 << 20];
-    let data = pattern(1 << 20, 3);
+    let data = common::pattern(1 << 20, 3);
     assert_eq!(p.put(p.rw, (REGION - (1 << 20) + 1) as u64, &data), BAD_SEG);
     assert_eq!(p.put(p.rw, u64::MAX / 2, &data), BAD_SEG);
     assert_eq!(p.put(p.ro, 0, &data), BAD_SEG, "a read-only region");
@@ -272,7 +260,7 @@ fn a_deregistration_racing_a_stream_of_puts_stops_every_later_write() {
     let _w = common::watchdog("rma_direct::deregister", Duration::from_secs(300));
     let p = peer();
     let n = 1 << 20;
-    assert_eq!(p.put(p.rw, 0, &pattern(n, 0)), 0);
+    assert_eq!(p.put(p.rw, 0, &common::pattern(n, 0)), 0);
     assert_eq!(p.e.rma_direct_counts()[0], 1, "went direct");
     // the deregistration runs in the target's handler while puts stream in
     p.answer.store(u64::MAX, Ordering::SeqCst);
@@ -281,7 +269,7 @@ fn a_deregistration_racing_a_stream_of_puts_stops_every_later_write() {
     let mut statuses = Vec::new();
     let mut last_ok = 0;
     for k in 1..=2000u32 {
-        let s = p.put(p.rw, 0, &pattern(n, k));
+        let s = p.put(p.rw, 0, &common::pattern(n, k));
         if s == 0 {
             last_ok = k;
         }
@@ -300,9 +288,9 @@ fn a_deregistration_racing_a_stream_of_puts_stops_every_later_write() {
     );
     // the memory holds the last accepted put: nothing was written after
     let h = p.ask(H_HASH) as u32;
-    let expect = hash(&{
+    let expect = common::hash(&{
         let mut m = vec![0u8; REGION];
-        m[..n].copy_from_slice(&pattern(n, last_ok));
+        m[..n].copy_from_slice(&common::pattern(n, last_ok));
         m
     });
     assert_eq!(h, expect, "last accepted put {last_ok}");
@@ -319,7 +307,7 @@ fn refused_by_the_kernel_falls_back_to_chunks() {
     // SAFETY: prctl with integer arguments only; undone below.
     assert_eq!(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) }, 0);
     let [done0, back0, _] = p.e.rma_direct_counts();
-    let data = pattern((1 << 20) + 5, 7);
+    let data = common::pattern((1 << 20) + 5, 7);
     let put = p.put(p.rw, 1, &data);
     let (get, got) = p.get(p.rw, 1, data.len());
     // SAFETY: as above.

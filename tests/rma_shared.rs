@@ -36,18 +36,6 @@ const H_ANSWER: u8 = 31;
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn hash(b: &[u8]) -> u32 {
-    b.iter().fold(0x811c_9dc5u32, |h, &x| {
-        (h ^ x as u32).wrapping_mul(0x0100_0193)
-    })
-}
-
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    (0..n as u32)
-        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 ^ seed as u8)
-        .collect()
-}
-
 /// The target: an allocated read-write region and a read-only one holding
 /// `pattern(RO_LEN, 77)`, polled until stdin closes.
 #[test]
@@ -62,7 +50,7 @@ fn child() {
     let (r_rw, rw_base, rw_len) = e.alloc_region(REGION, REGION_READ | REGION_WRITE).unwrap();
     assert_eq!(rw_len, REGION);
     let (r_ro, ro_base, _) = e.alloc_region(RO_LEN, REGION_READ).unwrap();
-    let ro = pattern(RO_LEN, 77);
+    let ro = common::pattern(RO_LEN, 77);
     // SAFETY: alloc_region returned RO_LEN writable bytes at ro_base,
     // ours until deregistered (never, here).
     unsafe { std::ptr::copy_nonoverlapping(ro.as_ptr(), ro_base as *mut u8, RO_LEN) };
@@ -84,7 +72,7 @@ fn child() {
             // SAFETY: the region's REGION bytes, alive (checked above);
             // peers may write them meanwhile (the test does not).
             let m = unsafe { std::slice::from_raw_parts(rw_base as *const u8, REGION) };
-            am::reply(h.token, &Message::short(H_ANSWER, &[hash(m)])).unwrap();
+            am::reply(h.token, &Message::short(H_ANSWER, &[common::hash(m)])).unwrap();
         }),
     );
     let ep = Arc::downgrade(&e);
@@ -222,7 +210,7 @@ fn puts_and_gets_through_the_mapping_are_intact_and_seen_by_the_owner() {
     let sizes = [8usize, 4096 + 3, 1 << 20, (3 << 20) + 7];
     for (k, &n) in sizes.iter().enumerate() {
         let off = 5 + 3 * k;
-        let data = pattern(n, k as u32 + 1);
+        let data = common::pattern(n, k as u32 + 1);
         assert_eq!(p.put(p.rw, off as u64, &data), 0, "put of {n}");
         mem[off..off + n].copy_from_slice(&data);
         let (s, got) = p.get(p.rw, off as u64, n);
@@ -230,7 +218,7 @@ fn puts_and_gets_through_the_mapping_are_intact_and_seen_by_the_owner() {
         assert!(got == data, "get of {n} bytes differs");
     }
     // a put with a notification word: the word after the bytes
-    let data = pattern(1 << 16, 42);
+    let data = common::pattern(1 << 16, 42);
     let op =
         p.e.put(1, p.rw, 64, &data, Some((8, 0xfeed)), true)
             .unwrap();
@@ -245,7 +233,7 @@ fn puts_and_gets_through_the_mapping_are_intact_and_seen_by_the_owner() {
     assert_eq!(done, 2 * sizes.len() as u64 + 2, "all through the mapping");
     // the owner's memory holds every byte (read by the owner itself; the
     // request goes after the puts: they are there before its handler)
-    assert_eq!(p.ask(H_HASH) as u32, hash(&mem));
+    assert_eq!(p.ask(H_HASH) as u32, common::hash(&mem));
 }
 
 #[test]
@@ -257,7 +245,7 @@ fn out_of_bounds_and_read_only_are_refused_without_touching_memory() {
     let _w = common::watchdog("rma_shared::bounds", Duration::from_secs(300));
     let p = peer(true);
     let before = p.ask(H_HASH) as u32;
-    let data = pattern(1 << 20, 3);
+    let data = common::pattern(1 << 20, 3);
     let c0 = p.e.rma_direct_counts();
     assert_eq!(p.put(p.rw, (REGION - (1 << 20) + 1) as u64, &data), BAD_SEG);
     assert_eq!(p.put(p.rw, u64::MAX / 2, &data), BAD_SEG);
@@ -270,7 +258,7 @@ fn out_of_bounds_and_read_only_are_refused_without_touching_memory() {
     assert_eq!(p.put(p.ro, 0, &data), BAD_SEG, "a read-only region");
     let (s, got) = p.get(p.ro, 0, RO_LEN);
     assert_eq!(s, 0);
-    assert!(got == pattern(RO_LEN, 77));
+    assert!(got == common::pattern(RO_LEN, 77));
     assert_eq!(p.e.rma_direct_counts(), c0, "refused here, nothing sent");
     assert_eq!(p.ask(H_HASH) as u32, before, "nothing written");
 }
@@ -285,7 +273,7 @@ fn a_deregistration_racing_a_stream_of_puts_refuses_every_later_one() {
     let p = peer(false);
     let n = 1 << 20;
     let done0 = p.e.rma_shared_counts()[0];
-    assert_eq!(p.put(p.rw, 0, &pattern(n, 0)), 0);
+    assert_eq!(p.put(p.rw, 0, &common::pattern(n, 0)), 0);
     assert_eq!(p.e.rma_shared_counts()[0], done0 + 1, "through the mapping");
     p.answer.store(u64::MAX, Ordering::SeqCst);
     p.e.request(1, &Message::short(H_DEREGISTER, &[]), false)
@@ -298,7 +286,7 @@ fn a_deregistration_racing_a_stream_of_puts_refuses_every_later_one() {
         if after.is_none() && p.answer.load(Ordering::SeqCst) != u64::MAX {
             after = Some(statuses.len());
         }
-        statuses.push(p.put(p.rw, 0, &pattern(4096, k)));
+        statuses.push(p.put(p.rw, 0, &common::pattern(4096, k)));
         if after.is_some_and(|a| statuses.len() > a + 20) {
             break;
         }
@@ -323,13 +311,13 @@ fn a_new_tag_at_the_owner_stops_puts_and_gets_through_old_mappings() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _w = common::watchdog("rma_shared::retag", Duration::from_secs(300));
     let p = peer(false);
-    let data = pattern(1 << 20, 8);
+    let data = common::pattern(1 << 20, 8);
     let done0 = p.e.rma_shared_counts()[0];
     assert_eq!(p.put(p.rw, 0, &data), 0);
     assert_eq!(p.e.rma_shared_counts()[0], done0 + 1, "through the mapping");
     p.ask(H_RETAG);
     let bad_tag = ReturnStatus::BadTag as u8;
-    assert_eq!(p.put(p.rw, 0, &pattern(1 << 20, 9)), bad_tag);
+    assert_eq!(p.put(p.rw, 0, &common::pattern(1 << 20, 9)), bad_tag);
     assert_eq!(p.get(p.rw, 0, 1 << 20).0, bad_tag);
     assert_eq!(
         p.e.rma_shared_counts()[0],
@@ -346,7 +334,7 @@ fn the_owner_killed_does_not_harm_the_initiator() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _w = common::watchdog("rma_shared::kill", Duration::from_secs(300));
     let mut p = peer(false);
-    let data = pattern(1 << 20, 5);
+    let data = common::pattern(1 << 20, 5);
     assert_eq!(p.put(p.rw, 0, &data), 0);
     assert_eq!(p.e.rma_shared_counts()[3], 1, "mapped");
     p.child.kill().unwrap();

@@ -35,18 +35,6 @@ const H_ANSWER: u8 = 31;
 /// Tests change this process's dumpability and count its copies: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn hash(b: &[u8]) -> u32 {
-    b.iter().fold(0x811c_9dc5u32, |h, &x| {
-        (h ^ x as u32).wrapping_mul(0x0100_0193)
-    })
-}
-
-fn pattern(n: usize, seed: u32) -> Vec<u8> {
-    (0..n as u32)
-        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 ^ seed as u8)
-        .collect()
-}
-
 /// The target: a segment, polled until stdin closes.
 #[test]
 fn child() {
@@ -72,14 +60,14 @@ fn child() {
                 panic!("not a long request");
             };
             let off = addr - s.base();
-            let v = hash(&s.snapshot()[off..off + len]);
+            let v = common::hash(&s.snapshot()[off..off + len]);
             am::reply(h.token, &Message::short(H_ANSWER, &[v, n, len as u32])).unwrap();
         }),
     );
     e.set_handler(
         H_SEG,
         handler(move |h| {
-            let v = hash(&seg.snapshot());
+            let v = common::hash(&seg.snapshot());
             let n = runs.load(Ordering::SeqCst) as u32;
             am::reply(h.token, &Message::short(H_ANSWER, &[v, n, 0])).unwrap();
         }),
@@ -201,16 +189,16 @@ fn a_large_xfer_goes_direct_lands_whole_and_runs_its_handler_once() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let p = peer(false);
     let [done0, back0, _] = p.e.rma_direct_counts();
-    let data = pattern(N, 3);
+    let data = common::pattern(N, 3);
     let off = 4096 + 3;
     let a = p.ask(&Message::long(H_XFER, &[], &data, off), false);
-    assert_eq!(a, [hash(&data), 1, N as u32], "bytes, runs, nbytes");
+    assert_eq!(a, [common::hash(&data), 1, N as u32], "bytes, runs, nbytes");
     let [done, back, _] = p.e.rma_direct_counts();
     assert_eq!((done - done0, back - back0), (1, 0), "went direct");
     // the smallest direct one, by the non-blocking form (a credit is free)
-    let small = pattern(64 << 10, 9);
+    let small = common::pattern(64 << 10, 9);
     let a = p.ask(&Message::long(H_XFER, &[], &small, 1), true);
-    assert_eq!(a, [hash(&small), 2, small.len() as u32]);
+    assert_eq!(a, [common::hash(&small), 2, small.len() as u32]);
     let [done, _, _] = p.e.rma_direct_counts();
     assert_eq!(done - done0, 2, "went direct");
     // the segment holds both, and nothing else
@@ -218,7 +206,7 @@ fn a_large_xfer_goes_direct_lands_whole_and_runs_its_handler_once() {
     seg[off as usize..off as usize + N].copy_from_slice(&data);
     seg[1..1 + small.len()].copy_from_slice(&small);
     let a = p.ask(&Message::short(H_SEG, &[]), false);
-    assert_eq!(a[..2], [hash(&seg), 2]);
+    assert_eq!(a[..2], [common::hash(&seg), 2]);
 }
 
 #[test]
@@ -227,7 +215,7 @@ fn an_xfer_past_the_segment_is_refused_with_nothing_written() {
     let p = peer(false);
     let before = p.ask(&Message::short(H_SEG, &[]), false);
     let [done0, back0, _] = p.e.rma_direct_counts();
-    let data = pattern(N, 5);
+    let data = common::pattern(N, 5);
     for off in [(SEG - N + 1) as u64, SEG as u64] {
         p.returned.lock().unwrap().clear();
         p.e.request(1, &Message::long(H_XFER, &[], &data, off), false)
@@ -264,11 +252,15 @@ fn an_xfer_the_kernel_refuses_to_copy_falls_back_to_chunks() {
     // SAFETY: prctl on this process; restored below.
     assert_eq!(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) }, 0);
     let [done0, back0, _] = p.e.rma_direct_counts();
-    let data = pattern(N, 11);
+    let data = common::pattern(N, 11);
     let a = p.ask(&Message::long(H_XFER, &[], &data, 7), false);
     // SAFETY: as above.
     assert_eq!(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) }, 0);
-    assert_eq!(a, [hash(&data), 1, N as u32], "bytes, one run, nbytes");
+    assert_eq!(
+        a,
+        [common::hash(&data), 1, N as u32],
+        "bytes, one run, nbytes"
+    );
     let [done, back, _] = p.e.rma_direct_counts();
     assert_eq!((done - done0, back - back0), (0, 1), "fell back");
 }
@@ -279,7 +271,7 @@ fn an_xfer_lands_after_the_handlers_of_earlier_requests_ran() {
     let p = peer(false);
     let before = p.ask(&Message::short(H_SEG, &[]), false);
     let [done0, _, _] = p.e.rma_direct_counts();
-    let data = pattern(N, 13);
+    let data = common::pattern(N, 13);
     // the segment's hash asked first, then the Xfer over the same bytes:
     // the first handler sees the segment as it was (as with chunks)
     p.answers.lock().unwrap().clear();
@@ -288,7 +280,7 @@ fn an_xfer_lands_after_the_handlers_of_earlier_requests_ran() {
         .unwrap();
     let a = p.answers(2);
     assert_eq!(a[0], before, "the earlier handler saw the Xfer's bytes");
-    assert_eq!(a[1][..2], [hash(&data), 1]);
+    assert_eq!(a[1][..2], [common::hash(&data), 1]);
     assert_eq!(p.e.rma_direct_counts()[0] - done0, 1, "went direct");
 }
 
@@ -304,9 +296,13 @@ fn an_xfer_to_a_target_that_does_not_poll_is_withdrawn_and_its_handler_runs_once
     // handler once
     p.e.request(1, &Message::short(H_PAUSE, &[]), false)
         .unwrap();
-    let data = pattern(N, 17);
+    let data = common::pattern(N, 17);
     let a = p.ask(&Message::long(H_XFER, &[], &data, 5), false);
-    assert_eq!(a, [hash(&data), 1, N as u32], "bytes, one run, nbytes");
+    assert_eq!(
+        a,
+        [common::hash(&data), 1, N as u32],
+        "bytes, one run, nbytes"
+    );
     let [done, back, _] = p.e.rma_direct_counts();
     assert_eq!((done - done0, back - back0), (0, 1), "withdrawn, fell back");
     // no second run of the handler shows up later

@@ -21,23 +21,9 @@ fn pair(
     net: &MemNetwork,
     peer_timeout_ms: u32,
 ) -> (Arc<Bundle>, Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
-    super::init().unwrap();
     let mut cfg = Config::from_lookup(|_| None).unwrap();
     cfg.proto.peer_timeout = u64::from(peer_timeout_ms) * crate::time::MILLIS;
-    let b0 = super::allocate_bundle(BundleMode::Seq).unwrap();
-    let b1 = super::allocate_bundle(BundleMode::Seq).unwrap();
-    let open = |b: &Bundle| {
-        let t = Transports::new(Box::new(net.attach()));
-        super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
-    };
-    let (e0, e1) = (open(&b0), open(&b1));
-    for e in [&e0, &e1] {
-        e.set_tag(TAG);
-        e.map(0, e0.name(), TAG).unwrap();
-        e.map(1, e1.name(), TAG).unwrap();
-        e.set_expected_resources(2, 8).unwrap();
-    }
-    (b0, b1, e0, e1)
+    super::txn_tests::pair_with(net, true, &cfg)
 }
 
 /// Whether `d` is a DATA packet carrying a `TxnAck` that says the handler

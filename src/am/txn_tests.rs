@@ -23,8 +23,16 @@ pub(super) fn pair(
     net: &MemNetwork,
     apart: bool,
 ) -> (Arc<Bundle>, Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
+    pair_with(net, apart, &Config::from_lookup(|_| None).unwrap())
+}
+
+/// `pair` with both endpoints opened under `cfg`.
+pub(super) fn pair_with(
+    net: &MemNetwork,
+    apart: bool,
+    cfg: &Config,
+) -> (Arc<Bundle>, Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
     super::init().unwrap();
-    let cfg = Config::from_lookup(|_| None).unwrap();
     let b0 = super::allocate_bundle(BundleMode::Seq).unwrap();
     let b1 = if apart {
         super::allocate_bundle(BundleMode::Seq).unwrap()
@@ -33,7 +41,7 @@ pub(super) fn pair(
     };
     let open = |b: &Bundle| {
         let t = Transports::new(Box::new(net.attach()));
-        super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
+        super::allocate_endpoint_over(b.id, cfg, t).unwrap()
     };
     let (e0, e1) = (open(&b0), open(&b1));
     for e in [&e0, &e1] {

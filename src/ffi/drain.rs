@@ -155,6 +155,14 @@ pub unsafe extern "C" fn ramp_DrainEnd(token: *mut c_void) -> c_int {
     boundary("ramp_DrainEnd", || am::end_drained(token as usize as u64))
 }
 
+/// The token of message `index` of this thread's last drain.
+fn drained_id(index: c_int) -> Result<am::TokenId> {
+    usize::try_from(index)
+        .ok()
+        .and_then(am::drained_token)
+        .ok_or(Error::BadArg("no such message in this thread's last drain"))
+}
+
 /// The short message of the fast calls, its arguments checked.
 ///
 /// # Safety
@@ -175,10 +183,7 @@ pub unsafe extern "C" fn ramp_DrainReply(
     boundary("ramp_DrainReply", || {
         // SAFETY: `args` holds `numargs` ints, as documented in ramp.h.
         let (a, n) = unsafe { short_args(numargs, args)? };
-        let id = usize::try_from(index)
-            .ok()
-            .and_then(am::drained_token)
-            .ok_or(Error::BadArg("no such message in this thread's last drain"))?;
+        let id = drained_id(index)?;
         am::reply(id, &Message::short(handler, &a[..n]))
     })
 }
@@ -204,10 +209,7 @@ pub unsafe extern "C" fn ramp_RequestShort(
 #[no_mangle]
 pub extern "C" fn ramp_DrainReply1(index: c_int, handler: handler_t, a0: i32) -> c_int {
     boundary("ramp_DrainReply1", || {
-        let id = usize::try_from(index)
-            .ok()
-            .and_then(am::drained_token)
-            .ok_or(Error::BadArg("no such message in this thread's last drain"))?;
+        let id = drained_id(index)?;
         am::reply(id, &Message::short(handler, &[a0 as u32]))
     })
 }
@@ -237,10 +239,7 @@ pub unsafe extern "C" fn ramp_DrainTryEnd(token: *mut c_void) -> c_int {
 #[no_mangle]
 pub extern "C" fn ramp_DrainTryReply1(index: c_int, handler: handler_t, a0: i32) -> c_int {
     boundary("ramp_DrainTryReply1", || {
-        let id = usize::try_from(index)
-            .ok()
-            .and_then(am::drained_token)
-            .ok_or(Error::BadArg("no such message in this thread's last drain"))?;
+        let id = drained_id(index)?;
         am::reply_with(id, &Message::short(handler, &[a0 as u32]), LockWait::Refuse)
     })
 }

@@ -255,3 +255,18 @@ pub fn drop_ptrace_capability() {
     let r = unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) };
     assert_eq!(r, 0, "capset");
 }
+
+/// FNV-1a of `b`: what two processes of a test compare memory by.
+pub fn hash(b: &[u8]) -> u32 {
+    b.iter().fold(0x811c_9dc5u32, |h, &x| {
+        (h ^ x as u32).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// `n` bytes that differ with `seed` and along their length (no run of
+/// equal bytes a misplaced copy could hide in).
+pub fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    (0..n as u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 ^ seed as u8)
+        .collect()
+}
