@@ -68,6 +68,7 @@ mod txn_target;
 #[cfg(test)]
 mod txn_tests;
 mod xfer_direct;
+mod xfer_shared;
 
 use std::sync::Arc;
 

@@ -233,7 +233,7 @@ impl Endpoint {
 }
 
 impl SharedCache {
-    fn forget(&mut self, peer: SocketAddr, region: u32) {
+    pub(super) fn forget(&mut self, peer: SocketAddr, region: u32) {
         self.map
             .insert((peer, region), Cached::Not(Instant::now().plus(RETRY)));
     }
@@ -289,7 +289,7 @@ impl EpState {
     /// The mapping of region `region` of the peer at index `dest` if we
     /// have a live one; else asks for it (when a ring reaches the peer and
     /// no ask is pending) and None.
-    fn shared_mapping(
+    pub(super) fn shared_mapping(
         &mut self,
         dest: u32,
         region: u32,
@@ -375,8 +375,16 @@ impl EpState {
         let ok = self.table.index_of(&from).is_some()
             && tag_accepts(self.tag, tag)
             && self.transports.ring_from(from, pid, secret);
+        // region 0: our segment when ramp allocated it (`xfer_shared.rs`)
+        let segment = || {
+            let r = self.rma.own_segment.mem.clone()?;
+            Some((r, REGION_READ | REGION_WRITE))
+        };
         let fd = ok
-            .then(|| self.rma.regions.shared(region))
+            .then(|| match region {
+                super::region::SEGMENT_REGION => segment(),
+                _ => self.rma.regions.shared(region),
+            })
             .flatten()
             .filter(|(_, access)| access & REGION_READ != 0)
             .and_then(|(r, access)| r.fd_for_peer(access & REGION_WRITE != 0).ok());

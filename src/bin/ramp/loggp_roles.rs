@@ -75,7 +75,9 @@ pub fn server(args: &[String]) -> i32 {
         return 1;
     };
     map_peer(&ep, peer);
-    ep.set_segment(Some(VecSegment::new(2 * max)));
+    // the segment in memory ramp allocates: a same-host client's Xfer is
+    // then one memcpy into it (`ramp_AllocSegment`)
+    ep.alloc_segment(2 * max).unwrap();
     ep.set_handler(
         H_ECHO,
         handler(|h| am::reply(h.token, &Message::short(H_PONG, &[])).unwrap()),
