@@ -346,7 +346,10 @@ fn the_target_killed_does_not_harm_the_sender() {
     while p.e.ring_ready(1) || p.e.rma_shared_counts()[3] != 0 {
         p.b.poll().unwrap();
         p.b.wait_for_activity(5);
-        assert!(t0.elapsed() < Duration::from_secs(20), "ring or mapping kept");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "ring or mapping kept"
+        );
     }
     let placed = p.in_place();
     let _ = p.e.request(1, &Message::long(H_XFER, &[], &data, 0), true);

@@ -69,6 +69,8 @@ mod txn_target;
 mod txn_tests;
 mod xfer_direct;
 mod xfer_shared;
+#[cfg(test)]
+mod xfer_shared_tests;
 
 use std::sync::Arc;
 
