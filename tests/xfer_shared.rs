@@ -274,6 +274,24 @@ fn an_xfer_past_the_segment_is_refused_with_nothing_written() {
         );
     }
     assert_eq!(p.in_place(), placed, "none went in place");
+    // inside, in place, to a handler the target does not have: returned
+    // once, no handler run (the bytes are in its segment: as a chunked
+    // one's would be, nothing the target's program is told of)
+    p.returned.lock().unwrap().clear();
+    let small = common::pattern(N, 6);
+    p.e.request(1, &Message::long(H_ANSWER + 50, &[], &small, 0), false)
+        .unwrap();
+    assert_eq!(p.in_place(), placed + 1, "in place");
+    while p.returned.lock().unwrap().is_empty() {
+        p.b.poll().unwrap();
+    }
+    assert_eq!(*p.returned.lock().unwrap(), [ReturnStatus::BadHandler]);
+    let before = [before[0], before[1], 0];
+    let mut seg = vec![0u8; SEG];
+    seg[..N].copy_from_slice(&data);
+    assert_eq!(before[0], common::hash(&seg), "the segment before");
+    seg[..N].copy_from_slice(&small);
+    let before = [common::hash(&seg), before[1], 0];
     let after = p.ask(&Message::short(H_SEG, &[]));
     assert_eq!(after, before, "nothing written, no handler ran");
 }

@@ -244,6 +244,7 @@ impl RmaState {
     /// generation, still live): their next operation asks again.
     pub(crate) fn reshare_regions(&mut self) {
         self.regions.each_shared(|r| r.reshare());
+        self.own_segment.reshare();
     }
 
     /// An operation complete at once with `status`: its handle (`keep`),

@@ -59,15 +59,26 @@ const REVOKE_WAIT: Duration = Duration::from_millis(10);
 #[derive(Default)]
 pub(crate) struct OwnSegment {
     pub(super) mem: Option<Arc<OwnedRegion>>,
-    /// Segments allocated so far (the next one's generation is this + 1).
-    allocs: u64,
+    /// The highest generation any of our segments had (a new one's is
+    /// above it: no state word of an earlier segment, reshared or not,
+    /// ever names a later one).
+    last: u64,
 }
 
 impl OwnSegment {
     /// Revokes the allocated segment, if any (it is being replaced).
     pub(super) fn revoke(&mut self) {
         if let Some(r) = self.mem.take() {
+            self.last = self.last.max(r.state().unwrap_or(0) >> 1);
             r.revoke(REVOKE_WAIT);
+        }
+    }
+
+    /// A new generation, still live (our tag changed): peers' mappings are
+    /// stale, they ask again and are checked against the new tag.
+    pub(super) fn reshare(&self) {
+        if let Some(r) = &self.mem {
+            r.reshare();
         }
     }
 }
@@ -111,15 +122,17 @@ impl Endpoint {
             return Err(Error::BadArg("segment length is 0 or too large"));
         }
         self.with(|s| {
-            let g = s.rma.own_segment.allocs + 1;
+            let own = &mut s.rma.own_segment;
+            let current = own.mem.as_ref().and_then(|r| r.state()).unwrap_or(0) >> 1;
+            let g = own.last.max(current) + 1;
             let r = OwnedRegion::with_generation(len, g)
                 .map(Arc::new)
                 .map_err(|_| Error::Resource("cannot allocate shared memory"))?;
-            s.rma.own_segment.allocs = g;
+            own.revoke();
+            own.last = g;
+            own.mem = Some(r.clone());
             let (base, len) = (r.base(), r.len());
-            s.segment = Some(Arc::new(SharedMem(r.clone())));
-            s.rma.own_segment.revoke();
-            s.rma.own_segment.mem = Some(r);
+            s.segment = Some(Arc::new(SharedMem(r)));
             Ok((base, len))
         })
     }

@@ -133,9 +133,23 @@ fn only_a_request_through_our_ring_naming_our_segment_inside_it_runs() {
     );
     poll_until("the honest one", &|| runs.load(Ordering::SeqCst) == 1);
     assert_eq!(*seen.lock().unwrap(), Some((base + 100, SEG - 100)));
-    // once replaced, the same request is refused
-    target.alloc_segment(SEG).unwrap();
+    // once the tag is set again (a new generation of the same segment),
+    // the request made under the old one is refused
     runs.store(0, Ordering::SeqCst);
+    target.set_tag(TAG);
     send(&friend, 97, 100, trailer(8, state, pid, secret));
-    refused("a replaced segment", ReturnStatus::BadSegOff);
+    refused("a new tag", ReturnStatus::BadSegOff);
+    let reshared = target.with(|s| s.rma.own_segment.mem.as_ref().unwrap().state().unwrap());
+    assert_eq!(reshared, state + 2, "one generation on, live");
+    // once replaced, neither state names the new segment
+    target.alloc_segment(SEG).unwrap();
+    for (txn, st) in [(98, state), (99, reshared)] {
+        send(&friend, txn, 100, trailer(8, st, pid, secret));
+        refused("a replaced segment", ReturnStatus::BadSegOff);
+    }
+    let fresh = target.with(|s| s.rma.own_segment.mem.as_ref().unwrap().state().unwrap());
+    assert!(
+        fresh > reshared && fresh & 1 == 1,
+        "a later generation, live"
+    );
 }
