@@ -228,7 +228,10 @@ int ramp_AllocRegion(ep_t ep, size_t len, unsigned access, void **base, ramp_reg
  * then one memcpy by the sender into the segment, and the handler runs here with buf
  * pointing at the bytes in place.  Such a request is sent only when no earlier long
  * request of that sender to this endpoint is unanswered (AM-2 order: an earlier
- * handler sees its own bytes).  Replacing the segment (AM_SetSeg, or another
+ * handler sees its own bytes; AM_RequestXferAsync then says AM_ERR_IN_USE).  Its bytes
+ * are in the segment before the request arrives: one refused here for another reason
+ * (no such handler, a tag no longer accepted) leaves them there, where a chunked one's
+ * would not have been written.  Replacing the segment (AM_SetSeg, or another
  * ramp_AllocSegment) frees this memory: the address is invalid after that call returns,
  * nothing is written into it afterwards, and a request whose bytes went into it and
  * arrives later is refused with EBADSEGOFF (returned to the sender's handler 0).

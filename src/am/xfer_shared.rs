@@ -23,6 +23,10 @@
 //! after the copy (the ring's release). Credits, replies and returned
 //! messages are those of any request.
 //!
+//! Unlike the usual path, the bytes are in the segment before the target
+//! sees the request: one refused for another reason (no such handler, a
+//! tag no longer accepted) leaves them there.
+//!
 //! Target (`inplace_arrived`): only from a process reading our ring's
 //! file (pid, secret), only when the state names our current segment
 //! (else EBADSEGOFF to the sender's handler 0: the bytes went into a
