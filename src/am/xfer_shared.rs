@@ -67,6 +67,9 @@ pub(crate) struct OwnSegment {
     /// above it: no state word of an earlier segment, reshared or not,
     /// ever names a later one).
     last: u64,
+    /// Peers our threads are copying an Xfer into right now (as sender):
+    /// another waits as for an unanswered long request (AM_PAR).
+    copying: Vec<std::net::SocketAddr>,
 }
 
 impl OwnSegment {
@@ -178,10 +181,11 @@ impl Endpoint {
                 if end > peer.len() as u64 || !peer.writable() {
                     return Step::No;
                 }
-                let long_unanswered = st
-                    .outstanding
-                    .values()
-                    .any(|o| o.addr == to && o.meta.category == Category::Long);
+                let long_unanswered = st.rma.own_segment.copying.contains(&to)
+                    || st
+                        .outstanding
+                        .values()
+                        .any(|o| o.addr == to && o.meta.category == Category::Long);
                 let Some(e) = st.table.get_mut(dest) else {
                     return Step::No;
                 };
@@ -189,7 +193,9 @@ impl Endpoint {
                     return Step::Wait;
                 }
                 e.outstanding += 1;
-                Step::Go(peer, to, e.tag, pid, secret)
+                let tag = e.tag;
+                st.rma.own_segment.copying.push(to);
+                Step::Go(peer, to, tag, pid, secret)
             });
             match step {
                 Step::No => return Ok(false),
@@ -207,6 +213,7 @@ impl Endpoint {
         // one that gave up waiting for us) is seen here
         let copied = peer.put(off, msg.payload, None) && peer.live();
         Ok(self.with(|st| {
+            st.rma.own_segment.copying.retain(|a| *a != to);
             if !copied {
                 if let Some(e) = st.table.get_mut(dest) {
                     e.outstanding = e.outstanding.saturating_sub(1);
