@@ -226,9 +226,9 @@ int ramp_AllocRegion(ep_t ep, size_t len, unsigned access, void **base, ramp_reg
  * requests and puts and gets to region 0 reach them).  Same-host peers may map the
  * memory: their long requests (AM_RequestXfer*, AM_RequestLong*) of 16 KiB or more are
  * then one memcpy by the sender into the segment, and the handler runs here with buf
- * pointing at the bytes in place.  Such a request is sent only when no earlier long
+ * pointing at the bytes in place.  Such a request is sent only when no earlier
  * request of that sender to this endpoint is unanswered (AM-2 order: an earlier
- * handler sees its own bytes; AM_RequestXferAsync then says AM_ERR_IN_USE).  Its bytes
+ * handler does not see its bytes; AM_RequestXferAsync then says AM_ERR_IN_USE).  Its bytes
  * are in the segment before the request arrives: one refused here for another reason
  * (no such handler, a tag no longer accepted) leaves them there, where a chunked one's
  * would not have been written.  Replacing the segment (AM_SetSeg, or another

@@ -253,6 +253,36 @@ fn xfers_into_an_allocated_segment_land_whole_and_run_once() {
 }
 
 #[test]
+fn an_xfer_lands_after_the_handlers_of_earlier_requests_ran() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = peer();
+    let data = common::pattern(N, 13);
+    p.until_mapped(&data, 0);
+    let before = p.ask(&Message::short(H_SEG, &[]));
+    let placed = p.in_place();
+    // the segment's hash asked first, then an Xfer over the same bytes:
+    // the first handler sees the segment as it was (the Xfer's copy waits
+    // for its answer)
+    let d = common::pattern(N, 14);
+    p.answers.lock().unwrap().clear();
+    p.e.request(1, &Message::short(H_SEG, &[]), false).unwrap();
+    p.e.request(1, &Message::long(H_XFER, &[], &d, 0), false)
+        .unwrap();
+    let a = p.answers(2);
+    assert_eq!(a[0], before, "the earlier handler saw the Xfer's bytes");
+    assert_eq!(a[1][0], common::hash(&d));
+    assert_eq!(p.in_place(), placed + 1, "in place");
+    // the non-blocking form says InUse meanwhile instead of copying
+    p.e.request(1, &Message::short(H_SEG, &[]), false).unwrap();
+    let r = p.e.request(1, &Message::long(H_XFER, &[], &d, 0), true);
+    assert!(
+        matches!(r, Err(ramp::error::Error::InUse(_))),
+        "AsyncM behind a request: {r:?}"
+    );
+    assert_eq!(p.in_place(), placed + 1);
+}
+
+#[test]
 fn an_xfer_past_the_segment_is_refused_with_nothing_written() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let p = peer();

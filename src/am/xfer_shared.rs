@@ -12,10 +12,11 @@
 //!
 //! Sender (`try_xfer_inplace`): a long request of at least `INPLACE_MIN`
 //! bytes to a peer whose segment we have mapped, inside it (by our own
-//! mapping's length), with a send credit free and no long request of ours
-//! to that peer still unanswered (its bytes, written into the segment when
-//! it is dispatched, must not be overwritten by ours before its handler
-//! ran: AM-2 order). Then: the copy through the mapping (the Dekker pair
+//! mapping's length), with a send credit free and no request of ours to
+//! that peer still unanswered (an earlier handler must not see our bytes,
+//! nor an earlier long request's bytes, written into the segment when it
+//! is dispatched, be overwritten by ours before its handler ran: AM-2
+//! order, as on the usual path). Then: the copy through the mapping (the Dekker pair
 //! of `PeerRegion::put`), the state checked again after it (a revocation
 //! that raced the copy: the request goes the usual way, with its bytes),
 //! and the request with the flag `INPLACE_FLAG` and no payload but a
@@ -68,7 +69,7 @@ pub(crate) struct OwnSegment {
     /// ever names a later one).
     last: u64,
     /// Peers our threads are copying an Xfer into right now (as sender):
-    /// another waits as for an unanswered long request (AM_PAR).
+    /// another waits as for an unanswered request (AM_PAR).
     copying: Vec<std::net::SocketAddr>,
 }
 
@@ -111,7 +112,7 @@ fn parse(meta: &MsgMeta, b: &[u8]) -> Option<(u64, u64, u32, u64)> {
 enum Step {
     /// The usual way.
     No,
-    /// A credit, or an earlier long request to the peer, to wait for.
+    /// A credit, or an earlier request to the peer, to wait for.
     Wait,
     /// Mapped, a credit taken: (mapping, peer, its tag, our ring's pid, secret).
     Go(Arc<PeerRegion>, std::net::SocketAddr, u64, u32, u64),
@@ -147,7 +148,7 @@ impl Endpoint {
     /// Tries to send long request `msg` to `dest` with its bytes copied
     /// into the peer's segment through our mapping: true when sent so,
     /// false when the usual path must send it. `nonblocking`: InUse when
-    /// it would wait (for a credit, or an earlier long request to the peer).
+    /// it would wait (for a credit, or an earlier request to the peer).
     pub(super) fn try_xfer_inplace(
         self: &Arc<Self>,
         dest: u32,
@@ -181,15 +182,12 @@ impl Endpoint {
                 if end > peer.len() as u64 || !peer.writable() {
                     return Step::No;
                 }
-                let long_unanswered = st.rma.own_segment.copying.contains(&to)
-                    || st
-                        .outstanding
-                        .values()
-                        .any(|o| o.addr == to && o.meta.category == Category::Long);
+                let unanswered = st.rma.own_segment.copying.contains(&to)
+                    || st.outstanding.values().any(|o| o.addr == to);
                 let Some(e) = st.table.get_mut(dest) else {
                     return Step::No;
                 };
-                if long_unanswered || e.outstanding >= depth {
+                if unanswered || e.outstanding >= depth {
                     return Step::Wait;
                 }
                 e.outstanding += 1;
