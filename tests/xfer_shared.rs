@@ -25,11 +25,16 @@ const TAG: u64 = 0x7fe5;
 const SEG: usize = 2 << 20;
 const N: usize = 1 << 20;
 /// Handlers of the target: an Xfer's (replies [hash of its bytes, runs so
-/// far, nbytes]), the whole segment's hash (replies [hash, runs, 0]), a new
+/// far, nbytes]), the whole segment's hash (replies [hash, runs, replacements by
+/// `H_REPLACER`]), a new
 /// segment (replies [0, 0, 0] once it is in place).
 const H_XFER: u8 = 20;
 const H_SEG: u8 = 21;
 const H_REPLACE: u8 = 22;
+/// Starts a thread of the target that replaces its segment args[0] times,
+/// one every args[1] us (handlers run under the endpoint's lock: never while
+/// one reads the segment).
+const H_REPLACER: u8 = 23;
 const H_ANSWER: u8 = 31;
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -55,6 +60,9 @@ fn child() {
     let (_, len) = e.alloc_segment(SEG).unwrap();
     assert_eq!(len, SEG);
     let runs = Arc::new(AtomicU64::new(0));
+    // replacements made by H_REPLACER's threads
+    let replaced = Arc::new(AtomicU64::new(0));
+    let replaced_seen = replaced.clone();
     let r = runs.clone();
     e.set_handler(
         H_XFER,
@@ -74,7 +82,8 @@ fn child() {
             let (base, len) = ep.segment();
             let v = common::hash(bytes(base, len));
             let n = runs.load(Ordering::SeqCst) as u32;
-            am::reply(h.token, &Message::short(H_ANSWER, &[v, n, 0])).unwrap();
+            let k = replaced_seen.load(Ordering::SeqCst) as u32;
+            am::reply(h.token, &Message::short(H_ANSWER, &[v, n, k])).unwrap();
         }),
     );
     let ep = e.clone();
@@ -83,6 +92,21 @@ fn child() {
         handler(move |h| {
             ep.alloc_segment(SEG).unwrap();
             am::reply(h.token, &Message::short(H_ANSWER, &[0, 0, 0])).unwrap();
+        }),
+    );
+    let ep = e.clone();
+    e.set_handler(
+        H_REPLACER,
+        handler(move |h| {
+            let (ep, n, us) = (ep.clone(), h.args[0], h.args[1]);
+            let done = replaced.clone();
+            std::thread::spawn(move || {
+                for _ in 0..n {
+                    std::thread::sleep(Duration::from_micros(us.into()));
+                    ep.alloc_segment(SEG).unwrap();
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+            });
         }),
     );
     let parent = common::parse_name_hex(&std::env::var("RAMP_XSEG_PARENT").unwrap());
@@ -332,18 +356,21 @@ fn a_segment_replaced_while_xfers_go_takes_no_byte_of_a_refused_one() {
     let p = peer();
     let zero = common::hash(&vec![0u8; SEG]);
     let data = common::pattern(N, 7);
-    p.until_mapped(&data, 0);
     let mut outcomes = [0u32; 3]; // [ran in place, ran the usual way, refused]
+    let mut replaced = p.ask(&Message::short(H_SEG, &[]))[2];
     for i in 0..40u32 {
+        p.until_mapped(&data, 0);
         let d = common::pattern(N, 100 + i);
-        // the replacement asked first, the Xfer right behind it: its copy
-        // goes into the old segment (then refused: the request names it)
-        // or, once the revocation is seen, the usual way into the new one
+        // a thread of the target replaces the segment 0..350 us after
+        // this is answered, while the Xfer is copied (1 MiB): the copy
+        // lands in the old segment before (then the handler runs there, or
+        // the request, naming it, is refused) or sees the revocation and
+        // goes the usual way into the new one
         p.answers.lock().unwrap().clear();
         p.returned.lock().unwrap().clear();
-        let placed = p.in_place();
-        p.e.request(1, &Message::short(H_REPLACE, &[]), false)
+        p.e.request(1, &Message::short(H_REPLACER, &[1, (i % 8) * 50]), false)
             .unwrap();
+        let placed = p.in_place();
         p.e.request(1, &Message::long(H_XFER, &[], &d, 0), false)
             .unwrap();
         let went_in_place = p.in_place() > placed;
@@ -352,29 +379,90 @@ fn a_segment_replaced_while_xfers_go_takes_no_byte_of_a_refused_one() {
             p.b.poll().unwrap();
             let a = p.answers.lock().unwrap().clone();
             let r = p.returned.lock().unwrap().clone();
-            if a.len() + r.len() >= 2 {
+            if a.len() + r.len() >= 1 {
                 break (a, r);
             }
             assert!(t0.elapsed() < Duration::from_secs(20), "no answer");
         };
-        let seg = p.ask(&Message::short(H_SEG, &[]))[0];
+        // the new segment, once the replacement returned
+        replaced += 1;
+        let seg = loop {
+            let s = p.ask(&Message::short(H_SEG, &[]));
+            if s[2] == replaced {
+                break s[0];
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "not replaced");
+        };
+        let mut with_d = vec![0u8; SEG];
+        with_d[..N].copy_from_slice(&d);
         if refused.is_empty() {
-            assert_eq!(ran[1][0], common::hash(&d), "round {i}: its bytes");
-            let mut want = vec![0u8; SEG];
-            want[..N].copy_from_slice(&d);
-            assert_eq!(seg, common::hash(&want), "round {i}: the new segment");
+            assert_eq!(ran[0][0], common::hash(&d), "round {i}: its bytes");
+            // ran before the replacement (the new one untouched) or after
+            // it, the usual way, into the new one
+            assert!(
+                seg == zero || (seg == common::hash(&with_d) && !went_in_place),
+                "round {i}: the new segment"
+            );
             outcomes[usize::from(!went_in_place)] += 1;
         } else {
             assert_eq!(refused, [ReturnStatus::BadSegOff], "round {i}");
             assert!(went_in_place, "only one copied in place is refused");
-            assert_eq!(ran.len(), 1, "round {i}: no handler ran");
+            assert!(ran.is_empty(), "round {i}: a handler ran");
             assert_eq!(seg, zero, "round {i}: nothing in the new segment");
             outcomes[2] += 1;
         }
     }
     eprintln!("in place / usual way / refused: {outcomes:?}");
-    // the mapping of each new segment comes back: Xfers go in place again
+}
+
+#[test]
+fn a_segment_replaced_by_another_thread_while_xfers_stream() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let p = peer();
+    let data = common::pattern(N, 8);
     p.until_mapped(&data, 0);
+    p.e.request(1, &Message::short(H_REPLACER, &[100, 1000]), false)
+        .unwrap();
+    // each Xfer either ran its handler once on its own bytes, or (copied
+    // into a segment replaced meanwhile) came back EBADSEGOFF; never a
+    // handler on other bytes, never both
+    let mut outcomes = [0u32; 3]; // [ran in place, ran the usual way, refused]
+    let mut runs = p.ask(&Message::short(H_SEG, &[]))[1];
+    for i in 0..1000u32 {
+        let d = common::pattern(64 << 10, 300 + i);
+        p.answers.lock().unwrap().clear();
+        p.returned.lock().unwrap().clear();
+        let placed = p.in_place();
+        p.e.request(1, &Message::long(H_XFER, &[], &d, 4096), false)
+            .unwrap();
+        let went_in_place = p.in_place() > placed;
+        let t0 = std::time::Instant::now();
+        let (ran, refused) = loop {
+            p.b.poll().unwrap();
+            let a = p.answers.lock().unwrap().clone();
+            let r = p.returned.lock().unwrap().clone();
+            if a.len() + r.len() >= 1 {
+                break (a, r);
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "no answer");
+        };
+        if let [a] = ran[..] {
+            assert!(refused.is_empty(), "Xfer {i}: ran and refused");
+            runs += 1;
+            assert_eq!(a, [common::hash(&d), runs, d.len() as u32], "Xfer {i}");
+            outcomes[usize::from(!went_in_place)] += 1;
+        } else {
+            assert_eq!(refused, [ReturnStatus::BadSegOff], "Xfer {i}");
+            assert!(went_in_place, "Xfer {i}: refused, not in place");
+            outcomes[2] += 1;
+        }
+    }
+    eprintln!(
+        "in place / usual way / refused: {outcomes:?}, counts {:?}",
+        p.e.rma_shared_counts()
+    );
+    assert_eq!(p.ask(&Message::short(H_SEG, &[]))[1], runs, "no late run");
+    assert!(p.returned.lock().unwrap().is_empty(), "no late refusal");
 }
 
 #[test]

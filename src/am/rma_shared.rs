@@ -44,6 +44,9 @@ use crate::wire::MsgKind;
 /// How long an ask waits for its answer, and a refusal is believed,
 /// before the next operation asks again.
 const RETRY: u64 = 1000 * MILLIS;
+/// The same for a peer's segment whose file could not be mapped (it may
+/// have been replaced since the answer: the next one is live).
+const SEGMENT_RETRY: u64 = MILLIS;
 /// Peers' regions remembered at most (mapped or not).
 const MAX_CACHED: usize = 256;
 /// How often mappings of peers gone or of regions revoked are dropped.
@@ -358,9 +361,18 @@ impl EpState {
                 if !matches!(self.rma.shared.map.get(&key), Some(Cached::Not(_))) {
                     return;
                 }
-                if let Some(p) = m.fd.and_then(|fd| PeerRegion::map(fd).ok()) {
-                    self.rma.shared.counts[1] += 1;
-                    self.rma.shared.map.insert(key, Cached::Mapped(Arc::new(p)));
+                match m.fd.and_then(|fd| PeerRegion::map(fd).ok()) {
+                    Some(p) => {
+                        self.rma.shared.counts[1] += 1;
+                        self.rma.shared.map.insert(key, Cached::Mapped(Arc::new(p)));
+                    }
+                    // a segment replaced between the answer and now (region
+                    // ids are never reused, a segment is): asked again soon
+                    None if region == super::region::SEGMENT_REGION => {
+                        let soon = Instant::now().plus(SEGMENT_RETRY);
+                        self.rma.shared.map.insert(key, Cached::Not(soon));
+                    }
+                    None => {}
                 }
             }
             _ => {} // not ours: dropped (a descriptor is closed)
