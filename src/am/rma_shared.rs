@@ -361,14 +361,16 @@ impl EpState {
                 if !matches!(self.rma.shared.map.get(&key), Some(Cached::Not(_))) {
                     return;
                 }
+                let had_file = m.fd.is_some();
                 match m.fd.and_then(|fd| PeerRegion::map(fd).ok()) {
                     Some(p) => {
                         self.rma.shared.counts[1] += 1;
                         self.rma.shared.map.insert(key, Cached::Mapped(Arc::new(p)));
                     }
                     // a segment replaced between the answer and now (region
-                    // ids are never reused, a segment is): asked again soon
-                    None if region == super::region::SEGMENT_REGION => {
+                    // ids are never reused, a segment is): asked again soon;
+                    // no file at all (user memory) is believed a second
+                    None if had_file && region == super::region::SEGMENT_REGION => {
                         let soon = Instant::now().plus(SEGMENT_RETRY);
                         self.rma.shared.map.insert(key, Cached::Not(soon));
                     }
