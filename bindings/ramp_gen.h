@@ -510,6 +510,13 @@ int ramp_RegisterRegion(ep_t ep,
 int ramp_AllocRegion(ep_t ep, size_t len, unsigned int access, void **base, ramp_region_t *region);
 
 /**
+ * Allocates `len` bytes (rounded up to pages, zeroed) that same-host
+ * peers may map and makes them the AM-2 segment (as AM_SetSeg); stores
+ * their address in `*base`.
+ */
+int ramp_AllocSegment(ep_t ep, size_t len, void **base);
+
+/**
  * Deregisters a region: once this returns its memory is never touched again.
  */
 int ramp_DeregisterRegion(ep_t ep, ramp_region_t region);

@@ -13,7 +13,8 @@
 # Every c-tests/t_*.c is compiled and run (timeout 120 s each) over each transport; then the tests that are
 # meaningful under loss run again with RAMP_FAULT_LOSS=0.05 RAMP_FAULT_DUP=0.02
 # RAMP_FAULT_REORDER=0.05 RAMP_FAULT_SEED=<n>; t_rma also runs with RAMP_PROGRESS_THREAD=1
-# and with T_RMA_ALLOC=1 (its target's regions from ramp_AllocRegion).
+# and with T_RMA_ALLOC=1 (its target's regions from ramp_AllocRegion); t_exchange also
+# with T_EXCHANGE_ALLOCSEG=1 (both segments from ramp_AllocSegment).
 # c-tests/header_compile.c, if present,
 # is compiled only. Logs: c-tests/build/<name>.log. Exit status non-zero on any failure.
 set -u
@@ -149,6 +150,9 @@ for transport in ${TRANSPORTS//,/ }; do
   # And with the target's regions allocated by ramp (ramp_AllocRegion): over shm the
   # initiator maps them and copies itself.
   case " $BUILT " in *" t_rma "*) run_one "t_rma[$transport,alloc]" t_rma T_RMA_ALLOC=1 RAMP_TRANSPORT="$transport" ;; esac
+  # And with the segment allocated by ramp (ramp_AllocSegment): over shm the big long
+  # requests are one memcpy by the sender into it.
+  case " $BUILT " in *" t_exchange "*) run_one "t_exchange[$transport,allocseg]" t_exchange T_EXCHANGE_ALLOCSEG=1 RAMP_TRANSPORT="$transport" ;; esac
 done
 
 if [ $FAULT -eq 1 ]; then

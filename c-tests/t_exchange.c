@@ -35,6 +35,9 @@ enum { CAT_S = 0, CAT_M = 1, CAT_L = 2 };
 static pair_t P;
 static uint8_t *g_seg;
 static size_t g_seglen;
+/* T_EXCHANGE_ALLOCSEG=1: the segment from ramp_AllocSegment (a same-host peer's long
+ * requests of 16 KiB or more are then one memcpy into it by the sender) */
+static int g_allocseg;
 static volatile int g_iter;           /* iteration both processes are in (see main loop) */
 static int req_count[3][NARGS];       /* request handler runs, cumulative */
 static int rep_count[3][NARGS];       /* reply handler runs, cumulative */
@@ -300,7 +303,15 @@ static void setup(pair_t *p, void *arg) {
   AM_SAFE(AM_SetHandler(ep, H_BIGM_REP, bigm_rep));
   AM_SAFE(AM_SetHandler(ep, H_BIGL_REQ, bigl_req));
   AM_SAFE(AM_SetHandler(ep, H_BIGL_REP, bigl_rep));
-  AM_SAFE(AM_SetSeg(ep, g_seg, g_seglen));
+  if (g_allocseg) {
+    void *b = NULL;
+    AM_SAFE(ramp_AllocSegment(ep, g_seglen, &b));
+    CHECK(b != NULL, "ramp_AllocSegment gave no address");
+    free(g_seg);
+    g_seg = b;
+  } else {
+    AM_SAFE(AM_SetSeg(ep, g_seg, g_seglen));
+  }
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -364,6 +375,8 @@ int main(void) {
   CHECK(AM_MaxMedium() >= 65000, "AM_MaxMedium() = %ld", (long)AM_MaxMedium());
   CHECK(AM_MaxLong() >= 1048576, "AM_MaxLong() = %ld", (long)AM_MaxLong());
 
+  const char *allocseg = getenv("T_EXCHANGE_ALLOCSEG");
+  g_allocseg = allocseg && allocseg[0] == '1';
   g_seglen = (size_t)BIG_REP_OFF + (size_t)AM_MaxLong();
   g_seg = malloc(g_seglen);
   uint8_t *bigsrc = malloc((size_t)AM_MaxLong());
@@ -398,7 +411,8 @@ int main(void) {
   pair_fault_report(&P);
   pair_finish(&P, 50);
   printf("t_exchange: OK\n");
-  free(g_seg);
+  if (!g_allocseg)
+    free(g_seg);
   free(bigsrc);
   return 0;
 }

@@ -134,6 +134,28 @@ static void bad_args(void) {
     EXPECT_RC(ramp_DeregisterRegion(P.ep, reg), AM_ERR_BAD_ARG);
     reg = 555;
   }
+  {
+    /* ramp_AllocSegment: argument checks, then one that works (zeroed,
+     * page-rounded, the segment AM_GetSeg returns), replaced by the old one */
+    void *old, *got;
+    uintptr_t oldlen, gotlen;
+    AM_SAFE(AM_GetSeg(P.ep, &old, &oldlen));
+    EXPECT_RC(ramp_AllocSegment(NULL, 4096, &base), AM_ERR_BAD_ARG);
+    EXPECT_RC(ramp_AllocSegment(P.ep, 0, &base), AM_ERR_BAD_ARG);
+    EXPECT_RC(ramp_AllocSegment(P.ep, (uintptr_t)1 << 41, &base), AM_ERR_BAD_ARG);
+    EXPECT_RC(ramp_AllocSegment(P.ep, UINTPTR_MAX, &base), AM_ERR_BAD_ARG);
+    EXPECT_RC(ramp_AllocSegment(P.ep, 4096, NULL), AM_ERR_BAD_ARG);
+    CHECK(base == (void *)&op, "a failed segment allocation wrote its output");
+    AM_SAFE(AM_GetSeg(P.ep, &got, &gotlen));
+    CHECK(got == old && gotlen == oldlen, "a failed segment allocation changed the segment");
+    uint8_t *m = NULL;
+    AM_SAFE(ramp_AllocSegment(P.ep, 5000, (void **)&m));
+    AM_SAFE(AM_GetSeg(P.ep, &got, &gotlen));
+    CHECK(m != NULL && got == (void *)m && gotlen == 8192 && all_zero(m, 8192),
+          "the allocated segment is not the segment, or not zeroed");
+    memset(m, 7, 8192);
+    AM_SAFE(AM_SetSeg(P.ep, old, oldlen)); /* frees m */
+  }
   EXPECT_RC(ramp_DeregisterRegion(P.ep, RAMP_SEGMENT), AM_ERR_BAD_ARG);
   EXPECT_RC(ramp_DeregisterRegion(P.ep, 999999), AM_ERR_BAD_ARG);
   EXPECT_RC(ramp_WaitFlag(P.ep, NULL, 1), AM_ERR_BAD_ARG);

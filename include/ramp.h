@@ -221,6 +221,23 @@ int ramp_RegisterRegion(ep_t ep, void *base, size_t len, unsigned access, ramp_r
  * len 0 or too large (above 2^40), or other access bits; AM_ERR_RESOURCE when the
  * memory cannot be had. */
 int ramp_AllocRegion(ep_t ep, size_t len, unsigned access, void **base, ramp_region_t *region);
+/* ramp allocates len bytes (rounded up to pages), zeroed, and makes them the endpoint's
+ * AM-2 segment, as AM_SetSeg(ep, *base, len) would (AM_GetSeg returns them; long
+ * requests and puts and gets to region 0 reach them).  Same-host peers may map the
+ * memory: their long requests (AM_RequestXfer*, AM_RequestLong*) of 16 KiB or more are
+ * then one memcpy by the sender into the segment, and the handler runs here with buf
+ * pointing at the bytes in place.  Such a request is sent only when no earlier
+ * request of that sender to this endpoint is unanswered (AM-2 order: an earlier
+ * handler does not see its bytes; AM_RequestXferAsync then says AM_ERR_IN_USE).  Its bytes
+ * are in the segment before the request arrives: one refused here for another reason
+ * (no such handler, a tag no longer accepted) leaves them there, where a chunked one's
+ * would not have been written.  Replacing the segment (AM_SetSeg, or another
+ * ramp_AllocSegment) frees this memory: the address is invalid after that call returns,
+ * nothing is written into it afterwards, and a request whose bytes went into it and
+ * arrives later is refused with EBADSEGOFF (returned to the sender's handler 0).
+ * AM_ERR_BAD_ARG for NULL base, len 0 or too large (above 2^40); AM_ERR_RESOURCE when
+ * the memory cannot be had. */
+int ramp_AllocSegment(ep_t ep, uintptr_t len, void **base);
 /* Deregisters a region (AM_ERR_BAD_ARG for region 0 or an unknown id). */
 int ramp_DeregisterRegion(ep_t ep, ramp_region_t region);
 

@@ -1493,6 +1493,8 @@ class Endpoint:
         self._seg_flat: Optional[memoryview] = None
         self._seg_addr = 0
         self._seg_pin: Any = None
+        # the segment is memory ramp allocated (alloc_segment): freed when replaced
+        self._seg_allocated = False
         bundle._endpoints[handle] = self
         _endpoints[handle] = self
         # Handler 0: always a Python trampoline (the library's default aborts).
@@ -1736,6 +1738,24 @@ class Endpoint:
 
         return alloc_region(self, nbytes, access)
 
+    def alloc_segment(self, nbytes: int) -> Any:
+        """``ramp_AllocSegment``: :func:`ramp.rma.alloc_segment` on this endpoint (the
+        AM-2 segment in zeroed memory ramp allocates, which same-host peers map: their
+        long requests are one memcpy; returns a ctypes array over it)."""
+        from .rma import alloc_segment
+
+        return alloc_segment(self, nbytes)
+
+    def _segment_replaceable(self, fn: str) -> None:
+        # an allocated segment is freed when replaced: not while referred to (the
+        # attribute, getrefcount's argument, and _seg_flat's export are 3)
+        if self._seg_allocated and sys.getrefcount(self._segment) > 3:
+            raise BadArgError(
+                ErrorCode.AM_ERR_BAD_ARG,
+                fn,
+                "the allocated segment is still referred to (numpy arrays, memoryviews): drop them first",
+            )
+
     # -- segment -------------------------------------------------------------------
 
     def set_segment(self, buffer: Optional[BufferLike]) -> None:
@@ -1747,14 +1767,17 @@ class Endpoint:
         ``None`` removes the segment.
         """
         h = self._h()
+        self._segment_replaceable("AM_SetSeg")
         if buffer is None:
             _check(_L().AM_SetSeg(h, None, 0), "AM_SetSeg")
             self._segment = self._seg_flat = self._seg_pin = None
             self._seg_addr = 0
+            self._seg_allocated = False
             return
         flat, addr, pin = flat_writable(buffer)
         _check(_L().AM_SetSeg(h, addr or None, flat.nbytes), "AM_SetSeg")
         self._segment, self._seg_flat, self._seg_addr, self._seg_pin = buffer, flat, addr, pin
+        self._seg_allocated = False
 
     @property
     def segment(self) -> Any:
@@ -1960,6 +1983,7 @@ class Endpoint:
         self._retired.clear()
         self._segment = self._seg_flat = self._seg_pin = None
         self._seg_addr = 0
+        self._seg_allocated = False
 
     def __enter__(self) -> "Endpoint":
         return self

@@ -61,6 +61,7 @@ _PROTOTYPES = {
     "ramp_RegisterRegion": (_I, [_P, _P, c_size_t, c_uint, POINTER(c_uint32)]),
     "ramp_DeregisterRegion": (_I, [_P, c_uint32]),
     "ramp_AllocRegion": (_I, [_P, c_size_t, c_uint, POINTER(c_void_p), POINTER(c_uint32)]),
+    "ramp_AllocSegment": (_I, [_P, c_size_t, POINTER(c_void_p)]),
     "ramp_Put": (_I, [_P, c_uint32, c_uint32, c_uint64, _P, c_size_t, POINTER(c_uint64)]),
     "ramp_PutNotify": (
         _I,
@@ -199,6 +200,27 @@ def alloc_region(endpoint: Endpoint, nbytes: int, access: int = READ | WRITE) ->
     ``region.buffer`` is a ctypes array over it (``numpy.frombuffer(region.buffer,
     numpy.uint8)`` views it in place); :meth:`Region.deregister` frees it."""
     return Region(endpoint, None, access, nbytes)
+
+
+def alloc_segment(endpoint: Endpoint, nbytes: int) -> Any:
+    """``ramp_AllocSegment``: ``nbytes`` (rounded up to pages) of zeroed memory ramp
+    allocates and makes ``endpoint``'s AM-2 segment (as :meth:`Endpoint.set_segment`);
+    same-host peers map it, and their long requests into it are one memcpy.  Returns
+    a ctypes array over it (also ``endpoint.segment``; ``numpy.frombuffer`` views it
+    in place).  Replacing the segment frees the memory: refused (BadArgError) while
+    anything else refers to that array; memoryviews a long handler was given must not
+    be kept past it."""
+    n = int(nbytes)
+    if not 0 < n < 2**63:
+        raise BadArgError(ErrorCode.AM_ERR_BAD_ARG, "ramp_AllocSegment", "length %d is not positive" % n)
+    endpoint._segment_replaceable("ramp_AllocSegment")
+    base = c_void_p()
+    _check(_L().ramp_AllocSegment(endpoint._h(), n, byref(base)), "ramp_AllocSegment")
+    size = (n + 4095) // 4096 * 4096
+    arr = (ctypes.c_uint8 * size).from_address(base.value)
+    endpoint._segment, endpoint._seg_flat = arr, memoryview(arr).cast("B")
+    endpoint._seg_addr, endpoint._seg_pin, endpoint._seg_allocated = base.value, None, True
+    return arr
 
 
 class Op:

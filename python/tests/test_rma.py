@@ -4,6 +4,7 @@ progress thread."""
 
 from __future__ import annotations
 
+import ctypes
 
 import pytest
 
@@ -167,3 +168,37 @@ def test_progress_thread_serves_while_python_computes():
         assert all((o == i % 200 + 1).all() for i, o in enumerate(outs))
         rma.set_progress_thread(b1, False)
         r.deregister()
+
+
+def test_alloc_segment_long_requests_land_in_place_and_replacement_frees(pair):
+    b, x, y = pair
+    seg = y.alloc_segment(3 << 20)
+    assert y.segment is seg and y.segment_info == (ctypes.addressof(seg), 3 << 20)
+    view = np.frombuffer(seg, dtype=np.uint8)
+    assert view.size == 3 << 20 and not view.any()
+    got = []
+
+    def h(tok, buf: memoryview):
+        got.append(bytes(buf))
+
+    y.set_handler(5, h)
+    ready(x, y)
+    for k, n in enumerate((1, 64 << 10, 1 << 20, 1 << 20)):
+        src = ((np.arange(n, dtype=np.uint32) + k) * 2654435761 >> 7).astype(np.uint8)
+        x.request_long(0, 5, src, 7)
+        assert b.wait(lambda: len(got) == k + 1, timeout=30)
+        assert got[k] == src.tobytes() and np.array_equal(view[7 : 7 + n], src)
+    # freed memory must not stay visible through a view
+    with pytest.raises(ramp.BadArgError):
+        y.set_segment(None)
+    with pytest.raises(ramp.BadArgError):
+        y.alloc_segment(4096)
+    del view, seg
+    seg2 = y.alloc_segment(4096)
+    assert y.segment is seg2 and y.segment_info[1] == 4096
+    del seg2
+    y.set_segment(bytearray(16))
+    assert y.segment_info[1] == 16
+    for n in (0, -1, 1 << 41):
+        with pytest.raises(ramp.BadArgError):
+            y.alloc_segment(n)

@@ -11,6 +11,7 @@ use super::returned::{default_returned_handler, Admitted};
 use super::token::{LiveToken, TokenInfo};
 use super::txn::{take_trailer, TXN_FLAG};
 use super::xfer_direct::XFER_FLAG;
+use super::xfer_shared::INPLACE_FLAG;
 use crate::error::{Result, ReturnStatus};
 use crate::proto::{Event, FailReason};
 use crate::time::Instant;
@@ -251,7 +252,16 @@ impl EpState {
                 let source = self.table.index_of(&from);
                 // a direct long request (`xfer_direct.rs`): copied now, or
                 // refused or fallen back (no handler)
-                let data = if is_request && meta.status & XFER_FLAG != 0 {
+                let data = if is_request && meta.status & INPLACE_FLAG != 0 {
+                    // bytes already in our segment (`xfer_shared.rs`)
+                    let got = self.inplace_arrived(from, &meta, &payload, now);
+                    self.proto.recycle(payload);
+                    let (seg, len) = got?;
+                    WorkData::Long {
+                        addr: seg.base() + meta.dest_offset as usize,
+                        len,
+                    }
+                } else if is_request && meta.status & XFER_FLAG != 0 {
                     let got = self.xfer_arrived(from, &meta, &payload, now);
                     self.proto.recycle(payload);
                     let (seg, len) = got?;

@@ -349,7 +349,11 @@ impl Endpoint {
     }
 
     pub fn set_segment(&self, seg: Option<Arc<dyn SegmentMemory>>) {
-        self.with(|s| s.segment = seg)
+        self.with(|s| {
+            s.segment = seg;
+            // an allocated segment replaced is freed (`xfer_shared.rs`)
+            s.rma.own_segment.revoke();
+        })
     }
 
     /// (base address, length) of the segment; (0, 0) when there is none.

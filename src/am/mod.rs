@@ -68,6 +68,9 @@ mod txn_target;
 #[cfg(test)]
 mod txn_tests;
 mod xfer_direct;
+mod xfer_shared;
+#[cfg(test)]
+mod xfer_shared_tests;
 
 use std::sync::Arc;
 

@@ -70,6 +70,11 @@ impl Endpoint {
         let nested = token::in_handler();
         // a large long request to a peer on this host: copied by the target
         // (`xfer_direct.rs`) when it can
+        // or copied by us into its segment when we have it mapped
+        // (`xfer_shared.rs`)
+        if !keep && !nested && self.try_xfer_inplace(dest, msg, nonblocking)? {
+            return Ok(None);
+        }
         if !keep && !nested && self.try_xfer_direct(dest, msg)? {
             return Ok(None);
         }

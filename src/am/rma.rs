@@ -60,6 +60,8 @@ pub(crate) struct RmaState {
     pub(super) held: usize,
     /// Peers' regions mapped (`rma_shared.rs`).
     pub(super) shared: super::rma_shared::SharedCache,
+    /// Our segment when ramp allocated it (`xfer_shared.rs`).
+    pub(super) own_segment: super::xfer_shared::OwnSegment,
 }
 
 pub(super) struct Op {

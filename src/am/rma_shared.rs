@@ -44,6 +44,9 @@ use crate::wire::MsgKind;
 /// How long an ask waits for its answer, and a refusal is believed,
 /// before the next operation asks again.
 const RETRY: u64 = 1000 * MILLIS;
+/// The same for a peer's segment whose file could not be mapped (it may
+/// have been replaced since the answer: the next one is live).
+const SEGMENT_RETRY: u64 = MILLIS;
 /// Peers' regions remembered at most (mapped or not).
 const MAX_CACHED: usize = 256;
 /// How often mappings of peers gone or of regions revoked are dropped.
@@ -233,7 +236,7 @@ impl Endpoint {
 }
 
 impl SharedCache {
-    fn forget(&mut self, peer: SocketAddr, region: u32) {
+    pub(super) fn forget(&mut self, peer: SocketAddr, region: u32) {
         self.map
             .insert((peer, region), Cached::Not(Instant::now().plus(RETRY)));
     }
@@ -244,6 +247,7 @@ impl RmaState {
     /// generation, still live): their next operation asks again.
     pub(crate) fn reshare_regions(&mut self) {
         self.regions.each_shared(|r| r.reshare());
+        self.own_segment.reshare();
     }
 
     /// An operation complete at once with `status`: its handle (`keep`),
@@ -289,7 +293,7 @@ impl EpState {
     /// The mapping of region `region` of the peer at index `dest` if we
     /// have a live one; else asks for it (when a ring reaches the peer and
     /// no ask is pending) and None.
-    fn shared_mapping(
+    pub(super) fn shared_mapping(
         &mut self,
         dest: u32,
         region: u32,
@@ -357,9 +361,20 @@ impl EpState {
                 if !matches!(self.rma.shared.map.get(&key), Some(Cached::Not(_))) {
                     return;
                 }
-                if let Some(p) = m.fd.and_then(|fd| PeerRegion::map(fd).ok()) {
-                    self.rma.shared.counts[1] += 1;
-                    self.rma.shared.map.insert(key, Cached::Mapped(Arc::new(p)));
+                let had_file = m.fd.is_some();
+                match m.fd.and_then(|fd| PeerRegion::map(fd).ok()) {
+                    Some(p) => {
+                        self.rma.shared.counts[1] += 1;
+                        self.rma.shared.map.insert(key, Cached::Mapped(Arc::new(p)));
+                    }
+                    // a segment replaced between the answer and now (region
+                    // ids are never reused, a segment is): asked again soon;
+                    // no file at all (user memory) is believed a second
+                    None if had_file && region == super::region::SEGMENT_REGION => {
+                        let soon = Instant::now().plus(SEGMENT_RETRY);
+                        self.rma.shared.map.insert(key, Cached::Not(soon));
+                    }
+                    None => {}
                 }
             }
             _ => {} // not ours: dropped (a descriptor is closed)
@@ -375,8 +390,16 @@ impl EpState {
         let ok = self.table.index_of(&from).is_some()
             && tag_accepts(self.tag, tag)
             && self.transports.ring_from(from, pid, secret);
+        // region 0: our segment when ramp allocated it (`xfer_shared.rs`)
+        let segment = || {
+            let r = self.rma.own_segment.mem.clone()?;
+            Some((r, REGION_READ | REGION_WRITE))
+        };
         let fd = ok
-            .then(|| self.rma.regions.shared(region))
+            .then(|| match region {
+                super::region::SEGMENT_REGION => segment(),
+                _ => self.rma.regions.shared(region),
+            })
             .flatten()
             .filter(|(_, access)| access & REGION_READ != 0)
             .and_then(|(r, access)| r.fd_for_peer(access & REGION_WRITE != 0).ok());

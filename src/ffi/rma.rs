@@ -99,6 +99,20 @@ pub unsafe extern "C" fn ramp_AllocRegion(
     })
 }
 
+/// Allocates `len` bytes (rounded up to pages, zeroed) that same-host
+/// peers may map and makes them the AM-2 segment (as AM_SetSeg); stores
+/// their address in `*base`.
+#[no_mangle]
+pub unsafe extern "C" fn ramp_AllocSegment(ep: ep_t, len: usize, base: *mut *mut c_void) -> c_int {
+    boundary("ramp_AllocSegment", || {
+        let e = endpoint(ep)?;
+        super::need(base)?;
+        let (addr, _) = e.alloc_segment(len)?;
+        // SAFETY: checked non-NULL above; the caller's variable.
+        unsafe { out(base, addr as *mut c_void) }
+    })
+}
+
 /// Deregisters a region: once this returns its memory is never touched again.
 #[no_mangle]
 pub extern "C" fn ramp_DeregisterRegion(ep: ep_t, region: ramp_region_t) -> c_int {

@@ -24,8 +24,6 @@ use super::fdpass::{memfd, size_sealed};
 pub const CONTROL: usize = 4096;
 const STATE: usize = 0;
 const ACTIVE: usize = 8;
-/// The state of a live region of generation 1.
-const LIVE1: u64 = 1 << 1 | 1;
 /// Largest data length (a mapping must stay far from the address space's end).
 pub const MAX_REGION: usize = 1 << 40;
 
@@ -114,7 +112,14 @@ pub(crate) struct OwnedRegion {
 impl OwnedRegion {
     /// `len` zero bytes (rounded up to pages), live, generation 1.
     pub(crate) fn new(len: usize) -> io::Result<OwnedRegion> {
-        if len == 0 || len > MAX_REGION {
+        Self::with_generation(len, 1)
+    }
+
+    /// `new`, live at generation `g` (an AM-2 segment: each one of an
+    /// endpoint its own generation, so that a request naming the one it
+    /// was copied into is never taken for its replacement's).
+    pub(crate) fn with_generation(len: usize, g: u64) -> io::Result<OwnedRegion> {
+        if len == 0 || len > MAX_REGION || g == 0 || g >= 1 << 62 {
             return Err(io::ErrorKind::InvalidInput.into());
         }
         let len = len.next_multiple_of(page());
@@ -123,7 +128,7 @@ impl OwnedRegion {
             .len(CONTROL + len)
             .map_raw(&file)?;
         let view = View { map, len };
-        view.state().store(LIVE1, SeqCst);
+        view.state().store(g << 1 | 1, SeqCst);
         let base = view.data() as usize;
         Ok(OwnedRegion {
             file,
@@ -139,6 +144,11 @@ impl OwnedRegion {
 
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Its state word (generation << 1 | live); None once revoked.
+    pub(crate) fn state(&self) -> Option<u64> {
+        self.view.read().as_ref().map(|v| v.state().load(SeqCst))
     }
 
     /// A descriptor for a peer: the file itself (read-write), or reopened
@@ -303,6 +313,11 @@ impl PeerRegion {
 
     pub(crate) fn writable(&self) -> bool {
         self.writable
+    }
+
+    /// The state it had when mapped (live, its generation).
+    pub(crate) fn mapped_state(&self) -> u64 {
+        self.state
     }
 
     /// Whether the owner still shares it as when mapped.

@@ -1,0 +1,155 @@
+//! The target's checks of a long request "bytes in place"
+//! (`xfer_shared.rs`) over real rings and sockets in one process, with
+//! requests forged as a hostile peer would: the handler runs only for one
+//! through our ring, naming our current segment, inside it; each other is
+//! refused (returned to the sender) with nothing run.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::request::Outstanding;
+use super::xfer_shared::{trailer, INPLACE_FLAG};
+use super::{Bundle, BundleMode, Data, Endpoint, Message};
+use crate::config::{Config, TransportChoice};
+use crate::error::ReturnStatus;
+use crate::time::Instant;
+use crate::wire::CHANNEL_REQUEST;
+
+const TAG: u64 = 0xc3b;
+const SEG: usize = 64 << 10;
+
+fn endpoint(b: &Bundle, transport: TransportChoice) -> Arc<Endpoint> {
+    let mut cfg = Config::from_lookup(|_| None).unwrap();
+    cfg.transport = transport;
+    let tr = crate::net::open(&cfg).unwrap();
+    super::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
+}
+
+#[test]
+fn only_a_request_through_our_ring_naming_our_segment_inside_it_runs() {
+    super::init().unwrap();
+    let b = super::allocate_bundle(BundleMode::Seq).unwrap();
+    let target = endpoint(&b, TransportChoice::Shm);
+    let friend = endpoint(&b, TransportChoice::Shm);
+    let attacker = endpoint(&b, TransportChoice::Udp);
+    let eps = [&target, &friend, &attacker];
+    let returned = Arc::new(std::sync::Mutex::new(Vec::new()));
+    for e in eps {
+        e.set_tag(TAG);
+        for (i, p) in eps.iter().enumerate() {
+            e.map(i as i64, p.name(), TAG).unwrap();
+        }
+        e.set_expected_resources(3, 8).unwrap();
+        let r = returned.clone();
+        e.set_handler(
+            0,
+            super::handler(move |h| {
+                if let Data::Returned { status, .. } = h.data {
+                    r.lock().unwrap().push(status);
+                }
+            }),
+        );
+    }
+    let (base, len) = target.alloc_segment(SEG).unwrap();
+    assert_eq!(len, SEG);
+    let runs = Arc::new(AtomicU64::new(0));
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let (r, s) = (runs.clone(), seen.clone());
+    target.set_handler(
+        20,
+        super::handler(move |h| {
+            r.fetch_add(1, Ordering::SeqCst);
+            if let Data::Long { addr, len } = h.data {
+                *s.lock().unwrap() = Some((addr, len));
+            }
+        }),
+    );
+    let poll_until = |what: &str, done: &dyn Fn() -> bool| {
+        let t0 = std::time::Instant::now();
+        while !done() {
+            b.poll().unwrap();
+            assert!(t0.elapsed().as_secs() < 10, "timed out waiting for {what}");
+        }
+    };
+    target.set_handler(21, super::handler(|_| {}));
+    let t0 = std::time::Instant::now();
+    while !friend.ring_ready(0) {
+        friend.request(0, &Message::short(21, &[]), false).unwrap();
+        b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 10, "no ring to the target");
+    }
+    returned.lock().unwrap().clear();
+    let to = target.addr();
+    let (pid, secret) = friend.with(|s| s.transports.ring_to(to)).unwrap();
+    let state = target.with(|s| s.rma.own_segment.mem.as_ref().unwrap().state().unwrap());
+    let send = |from: &Endpoint, txn: u32, off: u64, body: Vec<u8>| {
+        let mut meta = Message::long(20, &[], &[], off).meta(txn, TAG);
+        meta.status = INPLACE_FLAG;
+        from.with(|s| {
+            // as a request of ours (its refusal comes back to handler 0)
+            let now = Instant::now();
+            s.send_message(now, to, CHANNEL_REQUEST, meta, body);
+            s.table.get_mut(0).unwrap().outstanding += 1;
+            s.outstanding
+                .insert(txn, Outstanding::new(0, to, now, meta));
+        });
+    };
+    let refused = |what: &str, want: ReturnStatus| {
+        poll_until(what, &|| !returned.lock().unwrap().is_empty());
+        assert_eq!(
+            returned.lock().unwrap().drain(..).collect::<Vec<_>>(),
+            [want],
+            "{what}"
+        );
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "{what}: a handler ran");
+    };
+    // n past the segment (from the wire, never trusted)
+    send(&friend, 90, 8, trailer(SEG as u64 - 7, state, pid, secret));
+    refused("past the end", ReturnStatus::BadLength);
+    send(&friend, 91, u64::MAX - 3, trailer(8, state, pid, secret));
+    refused("an offset that wraps", ReturnStatus::BadLength);
+    // naming another segment (an older one)
+    send(&friend, 92, 0, trailer(8, state - 2, pid, secret));
+    refused("a stale segment", ReturnStatus::BadSegOff);
+    // not our ring's secret, or a trailer of the wrong length
+    send(&friend, 93, 0, trailer(8, state, pid, secret ^ 1));
+    refused("a wrong secret", ReturnStatus::BadArgs);
+    send(
+        &friend,
+        94,
+        0,
+        trailer(8, state, pid, secret)[..27].to_vec(),
+    );
+    refused("a short trailer", ReturnStatus::BadArgs);
+    // by UDP with the real ring's pid and secret: not from that ring
+    send(&attacker, 95, 0, trailer(8, state, pid, secret));
+    refused("by UDP", ReturnStatus::BadArgs);
+    // the control: through the ring, inside, our segment: runs once
+    send(
+        &friend,
+        96,
+        100,
+        trailer(SEG as u64 - 100, state, pid, secret),
+    );
+    poll_until("the honest one", &|| runs.load(Ordering::SeqCst) == 1);
+    assert_eq!(*seen.lock().unwrap(), Some((base + 100, SEG - 100)));
+    // once the tag is set again (a new generation of the same segment),
+    // the request made under the old one is refused
+    runs.store(0, Ordering::SeqCst);
+    target.set_tag(TAG);
+    send(&friend, 97, 100, trailer(8, state, pid, secret));
+    refused("a new tag", ReturnStatus::BadSegOff);
+    let reshared = target.with(|s| s.rma.own_segment.mem.as_ref().unwrap().state().unwrap());
+    assert_eq!(reshared, state + 2, "one generation on, live");
+    // once replaced, neither state names the new segment
+    target.alloc_segment(SEG).unwrap();
+    for (txn, st) in [(98, state), (99, reshared)] {
+        send(&friend, txn, 100, trailer(8, st, pid, secret));
+        refused("a replaced segment", ReturnStatus::BadSegOff);
+    }
+    let fresh = target.with(|s| s.rma.own_segment.mem.as_ref().unwrap().state().unwrap());
+    assert!(
+        fresh > reshared && fresh & 1 == 1,
+        "a later generation, live"
+    );
+}
