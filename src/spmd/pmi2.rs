@@ -298,7 +298,10 @@ impl Bootstrap for Pmi2 {
         let text = text_v2(msg);
         let body = format!("cmd=abort;isworld=TRUE;exitcode={code};msg={text};message={text};");
         self.conn.send_now(&frame_v2(&body));
-        self.conn.linger(2000);
+        // No lingering here (Hydra needs it, above): Slurm's step daemon
+        // answers an abort by cancelling the step, and a task still waiting
+        // then is killed (srun reports 137, not the code): the task ends
+        // with `code` at once, its abort message already in the socket.
     }
 
     fn job_id(&self) -> u64 {
