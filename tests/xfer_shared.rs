@@ -192,6 +192,25 @@ fn peer() -> Peer {
 }
 
 impl Peer {
+    /// Sends the long request `m`, then polls until its handler answered
+    /// or it came back: (whether it was copied in place, the answers, the
+    /// returned statuses).
+    fn settle(&self, m: &Message<'_>) -> (bool, Vec<[u32; 3]>, Vec<ReturnStatus>) {
+        let placed = self.in_place();
+        self.e.request(1, m, false).unwrap();
+        let went_in_place = self.in_place() > placed;
+        let t0 = std::time::Instant::now();
+        loop {
+            self.b.poll().unwrap();
+            let a = self.answers.lock().unwrap().clone();
+            let r = self.returned.lock().unwrap().clone();
+            if a.len() + r.len() >= 1 {
+                return (went_in_place, a, r);
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "no answer");
+        }
+    }
+
     fn ask(&self, m: &Message<'_>) -> [u32; 3] {
         self.answers.lock().unwrap().clear();
         self.e.request(1, m, false).unwrap();
@@ -370,20 +389,8 @@ fn a_segment_replaced_while_xfers_go_takes_no_byte_of_a_refused_one() {
         p.returned.lock().unwrap().clear();
         p.e.request(1, &Message::short(H_REPLACER, &[1, (i % 8) * 50]), false)
             .unwrap();
-        let placed = p.in_place();
-        p.e.request(1, &Message::long(H_XFER, &[], &d, 0), false)
-            .unwrap();
-        let went_in_place = p.in_place() > placed;
+        let (went_in_place, ran, refused) = p.settle(&Message::long(H_XFER, &[], &d, 0));
         let t0 = std::time::Instant::now();
-        let (ran, refused) = loop {
-            p.b.poll().unwrap();
-            let a = p.answers.lock().unwrap().clone();
-            let r = p.returned.lock().unwrap().clone();
-            if a.len() + r.len() >= 1 {
-                break (a, r);
-            }
-            assert!(t0.elapsed() < Duration::from_secs(20), "no answer");
-        };
         // the new segment, once the replacement returned
         replaced += 1;
         let seg = loop {
@@ -432,20 +439,7 @@ fn a_segment_replaced_by_another_thread_while_xfers_stream() {
         let d = common::pattern(64 << 10, 300 + i);
         p.answers.lock().unwrap().clear();
         p.returned.lock().unwrap().clear();
-        let placed = p.in_place();
-        p.e.request(1, &Message::long(H_XFER, &[], &d, 4096), false)
-            .unwrap();
-        let went_in_place = p.in_place() > placed;
-        let t0 = std::time::Instant::now();
-        let (ran, refused) = loop {
-            p.b.poll().unwrap();
-            let a = p.answers.lock().unwrap().clone();
-            let r = p.returned.lock().unwrap().clone();
-            if a.len() + r.len() >= 1 {
-                break (a, r);
-            }
-            assert!(t0.elapsed() < Duration::from_secs(20), "no answer");
-        };
+        let (went_in_place, ran, refused) = p.settle(&Message::long(H_XFER, &[], &d, 4096));
         if let [a] = ran[..] {
             assert!(refused.is_empty(), "Xfer {i}: ran and refused");
             runs += 1;

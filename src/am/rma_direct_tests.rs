@@ -18,7 +18,8 @@ use crate::wire::{MsgKind, CHANNEL_REQUEST};
 const TAG: u64 = 0xc3a;
 const N: usize = 64 << 10;
 
-fn endpoint(b: &Bundle, transport: TransportChoice) -> Arc<Endpoint> {
+/// An endpoint of bundle `b` over `transport` (also `xfer_shared_tests.rs`'s).
+pub(super) fn endpoint(b: &Bundle, transport: TransportChoice) -> Arc<Endpoint> {
     let mut cfg = Config::from_lookup(|_| None).unwrap();
     cfg.transport = transport;
     let tr = crate::net::open(&cfg).unwrap();

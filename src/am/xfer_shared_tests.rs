@@ -8,22 +8,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::request::Outstanding;
+use super::rma_direct_tests::endpoint;
 use super::xfer_shared::{trailer, INPLACE_FLAG};
-use super::{Bundle, BundleMode, Data, Endpoint, Message};
-use crate::config::{Config, TransportChoice};
+use super::{BundleMode, Data, Endpoint, Message};
+use crate::config::TransportChoice;
 use crate::error::ReturnStatus;
 use crate::time::Instant;
 use crate::wire::CHANNEL_REQUEST;
 
 const TAG: u64 = 0xc3b;
 const SEG: usize = 64 << 10;
-
-fn endpoint(b: &Bundle, transport: TransportChoice) -> Arc<Endpoint> {
-    let mut cfg = Config::from_lookup(|_| None).unwrap();
-    cfg.transport = transport;
-    let tr = crate::net::open(&cfg).unwrap();
-    super::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
-}
 
 #[test]
 fn only_a_request_through_our_ring_naming_our_segment_inside_it_runs() {

@@ -210,6 +210,24 @@ impl OwnedRegion {
         self.view.read().as_ref().is_some_and(|w| w.word(off, v))
     }
 
+    /// Runs `f` on the address of `[off, off + len)` of our view while the
+    /// read lock keeps it mapped (NotFound: revoked; InvalidInput: outside).
+    fn with_range<R>(
+        &self,
+        off: usize,
+        len: usize,
+        f: impl FnOnce(*mut u8) -> io::Result<R>,
+    ) -> io::Result<R> {
+        let g = self.view.read();
+        let v = g.as_ref().ok_or(io::ErrorKind::NotFound)?;
+        if !v.holds(off, len) {
+            return Err(io::ErrorKind::InvalidInput.into());
+        }
+        // SAFETY: `off` is inside our mapping (checked above): the address
+        // stays within it.
+        f(unsafe { v.data().add(off) })
+    }
+
     /// Fills `[off, off + len)` with `len` bytes at `remote` of process
     /// `pid` (Cross Memory Attach).
     pub(crate) fn fill_from_process(
@@ -219,16 +237,13 @@ impl OwnedRegion {
         pid: u32,
         remote: usize,
     ) -> io::Result<()> {
-        let g = self.view.read();
-        let v = g.as_ref().ok_or(io::ErrorKind::NotFound)?;
-        if !v.holds(off, len) {
-            return Err(io::ErrorKind::InvalidInput.into());
-        }
-        // SAFETY: inside our mapping (checked above), which the read lock
-        // keeps mapped during the copy; the slice is only handed to the
-        // kernel to fill.
-        let dst = unsafe { std::slice::from_raw_parts_mut(v.data().add(off), len) };
-        super::read_from_process(pid, remote, dst)
+        self.with_range(off, len, |p| {
+            // SAFETY: `len` bytes inside our mapping (`with_range`), which
+            // its read lock keeps mapped during the copy; the slice is only
+            // handed to the kernel to fill.
+            let dst = unsafe { std::slice::from_raw_parts_mut(p, len) };
+            super::read_from_process(pid, remote, dst)
+        })
     }
 
     /// Copies `[off, off + len)` to `remote` of process `pid`.
@@ -239,14 +254,11 @@ impl OwnedRegion {
         pid: u32,
         remote: usize,
     ) -> io::Result<()> {
-        let g = self.view.read();
-        let v = g.as_ref().ok_or(io::ErrorKind::NotFound)?;
-        if !v.holds(off, len) {
-            return Err(io::ErrorKind::InvalidInput.into());
-        }
-        // SAFETY: as in `fill_from_process`; only read by the kernel.
-        let src = unsafe { std::slice::from_raw_parts(v.data().add(off), len) };
-        super::write_to_process(pid, remote, src)
+        self.with_range(off, len, |p| {
+            // SAFETY: as in `fill_from_process`; only read by the kernel.
+            let src = unsafe { std::slice::from_raw_parts(p, len) };
+            super::write_to_process(pid, remote, src)
+        })
     }
 }
 
