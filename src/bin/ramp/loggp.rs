@@ -398,7 +398,8 @@ pub fn run(o: &Options) -> Result<(), String> {
         .map(|(n, runs)| (*n, combine(runs)))
         .collect();
     println!(
-        "== LogGP, medians of {} runs (us; L = RTT/2 - o_s - o_r; o_s: burst of 8; g: steady state; \
+        "== LogGP, medians of {} runs (us; RTT: median of batches of 32 (raw shm: a flag pair); \
+         L = RTT/2 - o_s - o_r; o_s: burst of 8; g: steady state; \
          G: 1 MiB messages (raw udp: its largest datagram); bandwidth in MiB/s)",
         o.runs
     );

@@ -1,8 +1,10 @@
 //! The raw baselines of `ramp bench --loggp`, written for it and measured
 //! in the same run as ramp by the same code (`loggp_measure.rs`): a
 //! busy-polled raw UDP echo on loopback and a raw shared-memory echo (a
-//! pair of single-producer rings between two threads), the client and the
-//! server threads pinned to cores 0 and 1 as ramp's processes are.
+//! pair of single-producer rings between two threads; its round trip is
+//! that of a flag pair, the floor of any shared-memory ping-pong), the
+//! client and the server threads pinned to cores 0 and 1 as ramp's
+//! processes are.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -182,7 +184,60 @@ impl Chan for ShmChan {
     }
 }
 
-/// Raw shared memory: an echo thread over two rings and the measurements.
+/// A word on a cache line of its own.
+#[repr(align(128))]
+struct Flag(AtomicU64);
+
+/// The round trip of a flag pair (microseconds, median of batches of
+/// `FLAG_BATCH`): the client writes i into one line, the server, spinning
+/// on it, writes i into the other, which the client spins on. Two cache
+/// lines move per round trip and nothing else runs: the floor the issue
+/// names (a ring's round trip moves its slot, head and tail lines too).
+fn flag_pair_rtt(iters: usize, pin: bool) -> f64 {
+    const FLAG_BATCH: u64 = 256;
+    let ping = Arc::new(Flag(AtomicU64::new(0)));
+    let pong = Arc::new(Flag(AtomicU64::new(0)));
+    let batches = (iters as u64 / FLAG_BATCH).max(1);
+    let total = (batches + batches / 10) * FLAG_BATCH;
+    let (pi, po) = (ping.clone(), pong.clone());
+    let echo = std::thread::spawn(move || {
+        pin_thread(pin.then_some(1));
+        for i in 1..=total {
+            while pi.0.load(Ordering::Acquire) != i {
+                std::hint::spin_loop();
+            }
+            po.0.store(i, Ordering::Release);
+        }
+    });
+    let v = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            pin_thread(pin.then_some(0));
+            let mut v = Vec::with_capacity(batches as usize);
+            let mut i = 0;
+            for b in 0..batches + batches / 10 {
+                let t = std::time::Instant::now();
+                for _ in 0..FLAG_BATCH {
+                    i += 1;
+                    ping.0.store(i, Ordering::Release);
+                    while pong.0.load(Ordering::Acquire) != i {
+                        std::hint::spin_loop();
+                    }
+                }
+                if b >= batches / 10 {
+                    v.push(t.elapsed().as_secs_f64() * 1e6 / FLAG_BATCH as f64);
+                }
+            }
+            v
+        })
+        .join()
+        .unwrap()
+    });
+    echo.join().unwrap();
+    crate::loggp_measure::median(v)
+}
+
+/// Raw shared memory: an echo thread over two rings and the measurements;
+/// the round trip is a flag pair's (`flag_pair_rtt`).
 pub fn raw_shm(p: &Params, pin: bool, progress: &(dyn Fn(&str) + Sync)) -> Figures {
     let max = p.sizes.iter().copied().max().unwrap_or(0).max(SHORT);
     let (out, back) = (Arc::new(Ring::default()), Arc::new(Ring::default()));
@@ -217,5 +272,9 @@ pub fn raw_shm(p: &Params, pin: bool, progress: &(dyn Fn(&str) + Sync)) -> Figur
     });
     stop.store(true, Ordering::Relaxed);
     echo.join().unwrap();
-    f
+    progress("flag pair");
+    Figures {
+        rtt: Some(flag_pair_rtt(p.iters, pin)),
+        ..f
+    }
 }
