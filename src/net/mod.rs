@@ -6,6 +6,7 @@
 //! routes by (`transports.rs`), and, in tests, an in-memory network whose
 //! delivery the test controls (`mem.rs`).
 
+pub mod express;
 mod faulty;
 mod iface;
 #[cfg(test)]
@@ -159,6 +160,19 @@ pub trait Transport: Send {
     /// processes of our user only, each from the endpoint it names.
     fn region_take(&self) -> Vec<RegionMsg> {
         Vec::new()
+    }
+    /// Shared memory: writes the express record `rec` (`express.rs`) into
+    /// the open ring to `to`; false (nothing written) when no ring reaches
+    /// `to` or it has no room. Never spills: the caller takes the
+    /// protocol's path instead.
+    fn express_send(&mut self, _to: SocketAddr, _rec: &[u8]) -> bool {
+        false
+    }
+    /// Shared memory: a peer whose ring was dropped (its endpoint closed or
+    /// its process died, or it freed our slot) since the last call: what
+    /// express records we wrote to it will never be answered.
+    fn take_dropped(&mut self) -> Option<SocketAddr> {
+        None
     }
 }
 

@@ -249,6 +249,10 @@ struct TxRing {
     /// The receiver's head as last read (it only grows: the ring looks at
     /// most fuller than it is; read again when it looks full).
     head: u64,
+    /// `tail` after the last express record (`express_send`): while the
+    /// receiver's published head is below it, a full ring does not spill
+    /// a datagram to UDP (it would overtake the record).
+    express_end: u64,
     wake: UnixAddr,
 }
 
@@ -267,6 +271,9 @@ enum Route {
 struct Tx {
     routes: FxHashMap<SocketAddr, Route>,
     rings: Vec<Option<TxRing>>,
+    /// Peers whose ring was dropped, for `take_dropped` (at most one entry
+    /// per ring ever opened between two polls).
+    dropped: Vec<SocketAddr>,
 }
 
 pub struct ShmTransport {
@@ -354,15 +361,30 @@ impl ShmTransport {
             return Ok(());
         };
         if !ring.push(dgram) {
+            if ring.express_pending() {
+                // an express record may be unread: a datagram by UDP could
+                // be handled before it. Lost instead: the protocol resends
+                // it (through the ring once it has room).
+                return Ok(());
+            }
             // full: the set sends this one by UDP (the protocol reorders)
             return Err(io::ErrorKind::WouldBlock.into());
         }
+        self.wake_reader(k);
+        Ok(())
+    }
+
+    /// Wakes the reader of ring `k` if it sleeps.
+    fn wake_reader(&self, k: usize) {
+        let tx = self.tx.borrow();
+        let Some(ring) = tx.rings[k].as_ref() else {
+            return;
+        };
         let sleep = ring.map.u32_at(H_SLEEP);
         fence(SeqCst);
         if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
             let _ = self.wake.send_to_addr(&[1], &ring.wake);
         }
-        Ok(())
     }
 
     /// Asks the endpoint at `to` for its file (an error: no endpoint of
@@ -504,6 +526,7 @@ impl ShmTransport {
             secret,
             tail: 0,
             head: 0,
+            express_end: 0,
             wake: wake_addr(to).ok()?,
         })
     }
@@ -616,11 +639,16 @@ impl ShmTransport {
             }
         }
         let tx = self.tx.get_mut();
-        for r in tx.routes.values_mut() {
+        for (to, r) in tx.routes.iter_mut() {
             if let Route::Ring(k) = *r {
-                let gone = tx.rings[k].as_ref().is_none_or(|t| !owner_alive(&t.map));
+                // its owner gone, or our slot freed by it (never reused by
+                // us: express records need their answers from this ring)
+                let gone = tx.rings[k]
+                    .as_ref()
+                    .is_none_or(|t| !owner_alive(&t.map) || !t.slot_ours(self.pid));
                 if gone {
                     tx.rings[k] = None;
+                    tx.dropped.push(*to);
                     *r = Route::Udp {
                         retry_at: now.plus(RETRY_AFTER),
                     };
@@ -631,6 +659,25 @@ impl ShmTransport {
 }
 
 impl TxRing {
+    /// Whether our slot in the peer's file is still open and ours.
+    fn slot_ours(&self, pid: u32) -> bool {
+        let s = slot_off(self.slot);
+        self.map.u32_at(s + S_STATE).load(Acquire) == OPEN
+            && self.map.u32_at(s + S_OWNER).load(Acquire) == pid
+            && self.map.u64_at(s + S_SECRET).load(Acquire) == self.secret
+    }
+
+    /// Whether the receiver may not have read our last express record yet
+    /// (by its published head, which lags: at most `HEAD_PUBLISH` late).
+    fn express_pending(&self) -> bool {
+        self.express_end != 0
+            && self
+                .map
+                .u64_at(slot_off(self.slot) + S_HEAD)
+                .load(Acquire)
+                < self.express_end
+    }
+
     /// Appends one datagram; false when the ring is full.
     fn push(&mut self, d: &[u8]) -> bool {
         let s = slot_off(self.slot);
@@ -694,6 +741,26 @@ impl Transport for ShmTransport {
             return None;
         }
         Some(self.send(now, to, dgram))
+    }
+
+    fn express_send(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
+        let tx = self.tx.get_mut();
+        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
+            return false;
+        };
+        let Some(ring) = tx.rings[k].as_mut() else {
+            return false;
+        };
+        if !ring.push(rec) {
+            return false;
+        }
+        ring.express_end = ring.tail;
+        self.wake_reader(k);
+        true
+    }
+
+    fn take_dropped(&mut self) -> Option<SocketAddr> {
+        self.tx.get_mut().dropped.pop()
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {

@@ -119,13 +119,39 @@ impl Transports {
             .any(|t| t.region_send(to, body, fd))
     }
 
-    /// `Transport::region_take` of the transports besides the fallback.
+    /// `Transport::region_take` of the transports besides the fallback
+    /// (asked every poll: no allocation when there is none).
     pub fn region_take(&self) -> Vec<super::RegionMsg> {
         let last = self.list.len() - 1;
+        let mut all = Vec::new();
+        for t in &self.list[..last] {
+            let got = t.region_take();
+            if all.is_empty() {
+                all = got;
+            } else {
+                all.extend(got);
+            }
+        }
+        all
+    }
+
+    /// `Transport::express_send` on the transports besides the fallback:
+    /// whether a ring took the record.
+    #[inline]
+    pub fn express_send(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
+        let last = self.list.len() - 1;
         self.list[..last]
-            .iter()
-            .flat_map(|t| t.region_take())
-            .collect()
+            .iter_mut()
+            .any(|t| t.express_send(to, rec))
+    }
+
+    /// `Transport::take_dropped` of the transports besides the fallback.
+    #[inline]
+    pub fn take_dropped(&mut self) -> Option<SocketAddr> {
+        let last = self.list.len() - 1;
+        self.list[..last]
+            .iter_mut()
+            .find_map(|t| t.take_dropped())
     }
 
     /// `Transport::claim_to` on the transport that reaches `to`; None for
@@ -271,7 +297,11 @@ impl Transports {
             self.polled.set(now);
         }
         if preferred.is_empty() {
-            let m = fallback.recv_batch(each)?;
+            // only a ring may carry an express record
+            let m = fallback.recv_batch(&mut |d| match d {
+                Some((b, _)) if super::express::is_express(b) => each(None),
+                d => each(d),
+            })?;
             self.fallback_busy = m > 0;
             return Ok(n + m);
         }
@@ -280,9 +310,13 @@ impl Transports {
         let ip = fallback.local_addr().ip();
         let mut from_host = None;
         let m = fallback.recv_batch(&mut |d| {
-            if let Some((_, from)) = d {
+            if let Some((b, from)) = d {
                 if from.ip().is_loopback() || from.ip() == ip {
                     from_host = Some(from);
+                }
+                if super::express::is_express(b) {
+                    // only a ring may carry an express record
+                    return each(None);
                 }
             }
             each(d)
