@@ -133,7 +133,13 @@ impl Endpoint {
 impl EpState {
     /// The automatic reply of request `txn` from `to`, whose handler did
     /// not reply (`express`: the request came express, `express.rs`).
-    pub(super) fn send_auto_reply(&mut self, now: Instant, to: SocketAddr, txn: u32, express: bool) {
+    pub(super) fn send_auto_reply(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        txn: u32,
+        express: bool,
+    ) {
         if !self.txn.target.is_empty() {
             self.txn_finished(to, txn, None);
         }

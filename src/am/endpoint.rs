@@ -173,7 +173,8 @@ impl Endpoint {
         let secret = endpoint_secret();
         let proto = Protocol::new(proto_config(cfg), &secret);
         // express records carry no MAC: not taken nor sent with a job key's
-        let express = super::express::ExpressState::new(cfg.shm_express, proto.config().mac.is_none());
+        let express =
+            super::express::ExpressState::new(cfg.shm_express, proto.config().mac.is_none());
         let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {
             proto,

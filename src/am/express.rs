@@ -102,7 +102,12 @@ impl ExpressState {
             ExpressKind::AutoReply => MsgKind::AutoReply,
             _ => MsgKind::User,
         };
-        let mut meta = MsgMeta::new(kind, Category::Short, x.handler, &x.args[..x.nargs as usize]);
+        let mut meta = MsgMeta::new(
+            kind,
+            Category::Short,
+            x.handler,
+            &x.args[..x.nargs as usize],
+        );
         meta.txn = x.txn;
         meta.tag = x.tag;
         meta.express = true;

@@ -160,7 +160,9 @@ fn hostile_records_are_dropped_and_counted() {
         good[..good.len() - 1].to_vec(), // shorter than its count says
         [&good[..], &[0u8; 4]].concat(), // longer
         b"RX".to_vec(),                  // a header cut short
-        vec![b'R', b'X', 0, 10, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        vec![
+            b'R', b'X', 0, 10, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ],
     ];
     let mut g = good.clone();
     g[4] = 200; // argument count past the limit
@@ -243,7 +245,11 @@ fn a_repeated_answer_frees_no_credit_twice() {
     ));
     let d0 = p.friend.express_stats().dropped;
     p.settle();
-    assert_eq!(p.replies.load(Ordering::SeqCst) - replies0, 42, "one reply ran");
+    assert_eq!(
+        p.replies.load(Ordering::SeqCst) - replies0,
+        42,
+        "one reply ran"
+    );
     assert_eq!(p.friend.express_stats().dropped - d0, 2);
     assert_eq!(p.friend.unanswered_requests(), 0);
     assert_eq!(p.returned.load(Ordering::SeqCst), 0);

@@ -671,11 +671,7 @@ impl TxRing {
     /// (by its published head, which lags: at most `HEAD_PUBLISH` late).
     fn express_pending(&self) -> bool {
         self.express_end != 0
-            && self
-                .map
-                .u64_at(slot_off(self.slot) + S_HEAD)
-                .load(Acquire)
-                < self.express_end
+            && self.map.u64_at(slot_off(self.slot) + S_HEAD).load(Acquire) < self.express_end
     }
 
     /// Appends one datagram; false when the ring is full.

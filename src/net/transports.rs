@@ -149,9 +149,7 @@ impl Transports {
     #[inline]
     pub fn take_dropped(&mut self) -> Option<SocketAddr> {
         let last = self.list.len() - 1;
-        self.list[..last]
-            .iter_mut()
-            .find_map(|t| t.take_dropped())
+        self.list[..last].iter_mut().find_map(|t| t.take_dropped())
     }
 
     /// `Transport::claim_to` on the transport that reaches `to`; None for

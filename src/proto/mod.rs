@@ -590,7 +590,10 @@ impl<A: PeerAddr> Protocol<A> {
             return true;
         };
         let (p, mut cx) = self.peer_cx(s);
-        if p.tx.iter().any(|t| !t.in_flight.is_empty() || !t.pending.is_empty()) {
+        if p.tx
+            .iter()
+            .any(|t| !t.in_flight.is_empty() || !t.pending.is_empty())
+        {
             return false;
         }
         if p.assoc.state == AssocState::Established {
