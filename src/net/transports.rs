@@ -30,7 +30,13 @@ pub struct Transports {
     fallback_busy: bool,
     /// When the fallback last brought a datagram (`Instant::ZERO`: never).
     fallback_seen: Instant,
+    /// When `region_take` looks next (`Instant::ZERO`: at the next call,
+    /// after a sleep).
+    next_region_look: std::cell::Cell<Instant>,
 }
+
+/// How often `region_take` asks the transports.
+const REGION_LOOK: crate::time::Nanos = 10 * crate::time::MICROS;
 
 /// While a preferred transport (shared memory) carries traffic, the
 /// fallback's receive (a system call, dearer than a whole shared-memory
@@ -59,6 +65,7 @@ impl Transports {
             joined: Vec::new(),
             fallback_busy: false,
             fallback_seen: Instant::ZERO,
+            next_region_look: std::cell::Cell::new(Instant::ZERO),
             list: vec![fallback],
             polled: std::cell::Cell::new(Instant::ZERO),
         }
@@ -119,10 +126,17 @@ impl Transports {
             .any(|t| t.region_send(to, body, fd))
     }
 
-    /// `Transport::region_take` of the transports besides the fallback
-    /// (asked every poll: no allocation when there is none).
-    pub fn region_take(&self) -> Vec<super::RegionMsg> {
+    /// `Transport::region_take` of the transports besides the fallback.
+    /// Asked every poll, looks at most every `REGION_LOOK` (none is read
+    /// more often: a ring's transport reads its socket every millisecond
+    /// while busy, and before sleeping), without allocating when there is
+    /// none.
+    pub fn region_take(&self, now: Instant) -> Vec<super::RegionMsg> {
         let last = self.list.len() - 1;
+        if last == 0 || now < self.next_region_look.get() {
+            return Vec::new();
+        }
+        self.next_region_look.set(now.plus(REGION_LOOK));
         let mut all = Vec::new();
         for t in &self.list[..last] {
             let got = t.region_take();
@@ -338,6 +352,7 @@ impl Transports {
     /// the endpoint.)
     pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
         self.polled.set(Instant::ZERO);
+        self.next_region_look.set(Instant::ZERO);
         self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
     }
 
