@@ -40,6 +40,7 @@ use crate::error::ReturnStatus;
 use crate::fxhash::FxHashMap;
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
 use crate::proto::{Event, FailReason, Protocol};
+use crate::stats::Statistics;
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
@@ -56,7 +57,11 @@ pub struct ExpressStats {
     pub requests_received: u64,
     pub replies_received: u64,
     /// Records dropped on arrival: malformed, an answer to nothing of
-    /// ours, or express refused here (a job key).
+    /// ours, or express refused here (a job key). (The endpoint's
+    /// statistics count each record read as a packet received, a dropped
+    /// malformed one in `corrupt_dropped`, an answer to nothing in
+    /// `stale_dropped`; each written as a packet sent, its bytes in the
+    /// totals.)
     pub dropped: u64,
     /// Requests returned (ECONGESTION) for want of room in the queue.
     pub refused: u64,
@@ -91,11 +96,15 @@ impl ExpressState {
         &mut self,
         proto: &mut Protocol<SocketAddr>,
         outstanding: &mut FxHashMap<u32, Outstanding>,
+        counts: &mut Statistics,
         from: SocketAddr,
         rec: &[u8],
     ) {
+        // counted as the protocol counts its datagrams
+        counts.packets_received += 1;
         let Some(x) = Express::decode(rec).filter(|_| self.accept) else {
             self.stats.dropped += 1;
+            counts.corrupt_dropped += 1;
             return;
         };
         let kind = match x.kind {
@@ -126,7 +135,10 @@ impl ExpressState {
                 proto.push_delivered(from, CHANNEL_REPLY, meta, usize::MAX);
                 self.stats.replies_received += 1;
             }
-            _ => self.stats.dropped += 1,
+            _ => {
+                self.stats.dropped += 1;
+                counts.stale_dropped += 1;
+            }
         }
     }
 }
@@ -167,9 +179,19 @@ impl EpState {
         if !self.transports.express_send(to, &buf[..n]) {
             return false;
         }
+        let c = Category::Short.index();
+        let s = &mut self.stats;
+        s.packets_sent += 1;
+        s.total_bytes_sent += n as u64;
         match kind {
-            ExpressKind::Request => self.express.stats.requests_sent += 1,
-            _ => self.express.stats.replies_sent += 1,
+            ExpressKind::Request => {
+                self.express.stats.requests_sent += 1;
+                s.request_total_bytes_sent[c] += n as u64;
+            }
+            _ => {
+                self.express.stats.replies_sent += 1;
+                s.reply_total_bytes_sent[c] += n as u64;
+            }
         }
         true
     }

@@ -37,6 +37,16 @@
 //! or the socket is hostile input: another process of the same user writes
 //! the one, anyone in the network namespace the other.
 //!
+//! Express records (`express.rs`, `am/express.rs`): a short AM request or
+//! reply the layer above writes whole into an open ring (`express_send`:
+//! never spilled to UDP; false when the ring is full or not open), read by
+//! the receiver like any record and told apart by its first bytes. While
+//! one may be unread (the published head below its end), a datagram that
+//! finds the ring full is dropped for the protocol to resend, not sent by
+//! UDP, where it could be handled before the record. A ring dropped (its
+//! receiver gone, or our slot no longer open and ours) is reported once by
+//! `take_dropped`: the express requests in it will never be answered.
+//!
 //! Failure: senders and receivers check each other's pid now and then
 //! (`flush_due`); a dead receiver's ring is dropped (its messages fail by
 //! the protocol's peer timeout, as over UDP), a dead sender's slot freed;
