@@ -294,3 +294,29 @@ fn a_flood_of_requests_is_bounded_by_the_queue() {
         assert!(t0.elapsed().as_secs() < 60);
     }
 }
+
+#[test]
+fn an_answer_by_the_protocol_completes_an_express_request() {
+    let p = pair();
+    // the target answers by the protocol from now on (as when its ring
+    // to us is full or it has something unacknowledged for us)
+    p.target.with(|s| s.express.send = false);
+    let sent0 = p.friend.express_stats().requests_sent;
+    let got0 = p.friend.express_stats().replies_received;
+    let replies0 = p.replies.load(Ordering::SeqCst);
+    for k in 0..100u32 {
+        p.friend
+            .request(0, &Message::short(10, &[k, 1]), false)
+            .unwrap();
+    }
+    p.settle();
+    let f = p.friend.express_stats();
+    assert_eq!(f.requests_sent - sent0, 100, "the requests went express");
+    assert_eq!(f.replies_received, got0, "no answer came express");
+    assert_eq!(
+        p.replies.load(Ordering::SeqCst) - replies0,
+        (0..100u64).map(|k| k + 1).sum::<u64>()
+    );
+    assert_eq!(p.returned.load(Ordering::SeqCst), 0);
+    assert_eq!(p.friend.unanswered_requests(), 0);
+}
