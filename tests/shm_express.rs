@@ -3,15 +3,16 @@
 //! replies go straight into the rings (counted at both ends), correct
 //! with many requests outstanding on few credits; mixed with mediums and
 //! puts (the protocol's path) every handler runs in the order its request
-//! was sent and after the put before it; a peer killed with requests
-//! waiting in its ring returns them EUNREACHABLE (nothing hangs).
+//! was sent and after the put before it; a peer killed, or alive but no
+//! longer polling, with requests waiting in its ring returns them
+//! EUNREACHABLE (nothing hangs).
 //!
 //! The peer is this test binary again, run with `RAMP_EXPRESS_CHILD` set
 //! and only `child` selected.
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -282,6 +283,27 @@ fn a_killed_peer_returns_the_express_requests_in_its_ring() {
     if std::env::var_os("RAMP_EXPRESS_CHILD").is_some() {
         return;
     }
+    returned_when_the_peer_stops(true);
+}
+
+/// A peer alive that stops polling: its ring is dropped after the peer
+/// timeout (as the protocol gives up on a peer that does not answer).
+#[test]
+fn a_peer_that_stops_polling_returns_them_after_the_peer_timeout() {
+    let _watchdog = common::watchdog(
+        "shm_express::a_peer_that_stops_polling_returns_them_after_the_peer_timeout",
+        Duration::from_secs(120),
+    );
+    if std::env::var_os("RAMP_EXPRESS_CHILD").is_some() {
+        return;
+    }
+    returned_when_the_peer_stops(false);
+}
+
+/// Express requests wait in the ring of a peer that stopped polling; it
+/// is killed (`kill`) or left alone: they come back to handler 0,
+/// EUNREACHABLE, "may have run", their credits free.
+fn returned_when_the_peer_stops(kill: bool) {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
     let e = am::allocate_endpoint_with(b.id, &config(&[("RAMP_PEER_TIMEOUT_MS", "500")])).unwrap();
@@ -332,8 +354,10 @@ fn a_killed_peer_returns_the_express_requests_in_its_ring() {
         b.poll().unwrap();
     }
     assert_eq!(e.unanswered_requests(), 8);
-    peer.child.kill().unwrap();
-    peer.child.wait().unwrap();
+    if kill {
+        peer.child.kill().unwrap();
+        peer.child.wait().unwrap();
+    }
     let t0 = Instant::now();
     while unreachable.load(Ordering::SeqCst) < 8 && t0.elapsed() < Duration::from_secs(30) {
         b.poll().unwrap();
@@ -351,7 +375,10 @@ fn a_killed_peer_returns_the_express_requests_in_its_ring() {
         before,
         "no reply after the stop"
     );
-    // the credits are back
-    let _ = std::io::stdout().flush();
+    if !kill {
+        // alive all along: it ends when told
+        drop(peer.child.stdin.take());
+        assert!(peer.child.wait().unwrap().success());
+    }
     am::free_endpoint(e.id).unwrap();
 }

@@ -27,7 +27,8 @@
 //! past `QUEUE` waiting are returned (ECONGESTION) by the protocol.
 //!
 //! Failure: a peer whose ring is dropped (its endpoint closed, its process
-//! dead, our slot freed) returns each express request to it still waiting
+//! dead, our slot freed, or a record left unread in it for the peer
+//! timeout: it stopped polling) returns each express request to it still waiting
 //! for its answer to handler 0 with EUNREACHABLE, "may have run" (the start
 //! window, `started.rs`, does not hold express requests, and does not count
 //! them among the places it judges by).

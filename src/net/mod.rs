@@ -205,7 +205,8 @@ pub fn open_at(cfg: &crate::config::Config, addr: SocketAddr) -> io::Result<Tran
         TransportChoice::Auto => ShmTransport::open(local).ok(),
         TransportChoice::Shm => Some(ShmTransport::open(local)?),
     };
-    if let Some(shm) = shm {
+    if let Some(mut shm) = shm {
+        shm.stuck_after = cfg.proto.peer_timeout;
         set.prefer(faulty(shm, cfg));
     }
     Ok(set)

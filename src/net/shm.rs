@@ -43,8 +43,12 @@
 //! the receiver like any record and told apart by its first bytes. While
 //! one may be unread (the published head below its end), a datagram that
 //! finds the ring full is dropped for the protocol to resend, not sent by
-//! UDP, where it could be handled before the record. A ring dropped (its
-//! receiver gone, or our slot no longer open and ours) is reported once by
+//! UDP, where it could be handled before the record. The receiver also
+//! publishes its head whenever it drains a ring, so a sender sees its
+//! records read; one left unread with the head still for `stuck_after`
+//! (the protocol's peer timeout: a receiver that stopped polling) drops the
+//! ring, as a dead receiver does. A ring dropped (its receiver gone or
+//! stuck, or our slot no longer open and ours) is reported once by
 //! `take_dropped`: the express requests in it will never be answered.
 //!
 //! Failure: senders and receivers check each other's pid now and then
@@ -263,6 +267,11 @@ struct TxRing {
     /// receiver's published head is below it, a full ring does not spill
     /// a datagram to UDP (it would overtake the record).
     express_end: u64,
+    /// The receiver's published head at the last liveness check, and
+    /// since when it has not moved while an express record waited in the
+    /// ring (`check_peers`: a receiver that stops polling).
+    seen_head: u64,
+    stuck_since: Option<Instant>,
     wake: UnixAddr,
 }
 
@@ -308,6 +317,10 @@ pub struct ShmTransport {
     pid: u32,
     /// Region messages read, waiting for `region_take`.
     regions: RefCell<Vec<RegionMsg>>,
+    /// How long a ring's receiver may leave an express record unread
+    /// before the ring is dropped (the protocol's peer timeout: what it
+    /// allows a peer that does not answer).
+    pub(super) stuck_after: crate::time::Nanos,
 }
 
 impl ShmTransport {
@@ -361,6 +374,7 @@ impl ShmTransport {
             setup_gap: Cell::new(SETUP_CHECK),
             pid,
             regions: RefCell::new(Vec::new()),
+            stuck_after: 10_000 * MILLIS,
         })
     }
 
@@ -537,6 +551,8 @@ impl ShmTransport {
             tail: 0,
             head: 0,
             express_end: 0,
+            seen_head: 0,
+            stuck_since: None,
             wake: wake_addr(to).ok()?,
         })
     }
@@ -582,6 +598,7 @@ impl ShmTransport {
         let ring = s + SLOT_HDR;
         let mut head = self.slots[i].head;
         let mut n = 0;
+        let mut empty = false;
         while n < budget {
             // `head` is ours, a multiple of REC_ALIGN: the word is in bounds
             let pos = (head % RING as u64) as usize;
@@ -595,6 +612,7 @@ impl ShmTransport {
             );
             let word = self.map.u32_at(ring + pos).load(Acquire);
             if word == 0 {
+                empty = true;
                 break;
             }
             if word == WRAP && pos != 0 {
@@ -616,7 +634,9 @@ impl ShmTransport {
         }
         let slot = &mut self.slots[i];
         slot.head = head;
-        if head.wrapping_sub(slot.published) >= HEAD_PUBLISH {
+        // also once drained (a store to a line the sender reads only
+        // now and then): it sees that its express records were read
+        if head.wrapping_sub(slot.published) >= HEAD_PUBLISH || (empty && head != slot.published) {
             slot.published = head;
             self.map.u64_at(s + S_HEAD).store(head, Release);
         }
@@ -653,10 +673,21 @@ impl ShmTransport {
             if let Route::Ring(k) = *r {
                 // its owner gone, or our slot freed by it (never reused by
                 // us: express records need their answers from this ring)
-                let gone = tx.rings[k]
-                    .as_ref()
-                    .is_none_or(|t| !owner_alive(&t.map) || !t.slot_ours(self.pid));
+                let gone = match tx.rings[k].as_mut() {
+                    None => true,
+                    Some(t) => {
+                        !owner_alive(&t.map)
+                            || !t.slot_ours(self.pid)
+                            || t.stuck(now, self.stuck_after)
+                    }
+                };
                 if gone {
+                    if let Some(t) = &tx.rings[k] {
+                        // (a stuck receiver frees the slot once it drains it)
+                        t.map
+                            .u32_at(slot_off(t.slot) + S_STATE)
+                            .store(CLOSING, Release);
+                    }
                     tx.rings[k] = None;
                     tx.dropped.push(*to);
                     *r = Route::Udp {
@@ -675,6 +706,20 @@ impl TxRing {
         self.map.u32_at(s + S_STATE).load(Acquire) == OPEN
             && self.map.u32_at(s + S_OWNER).load(Acquire) == pid
             && self.map.u64_at(s + S_SECRET).load(Acquire) == self.secret
+    }
+
+    /// Whether the receiver has left an express record unread, its head
+    /// not moving, for `after` (it stopped polling): looked at every
+    /// `CHECK_EVERY`.
+    fn stuck(&mut self, now: Instant, after: crate::time::Nanos) -> bool {
+        let head = self.map.u64_at(slot_off(self.slot) + S_HEAD).load(Acquire);
+        if self.express_end == 0 || head >= self.express_end || head != self.seen_head {
+            self.seen_head = head;
+            self.stuck_since = None;
+            return false;
+        }
+        let since = *self.stuck_since.get_or_insert(now);
+        now.since(since) >= after
     }
 
     /// Whether the receiver may not have read our last express record yet
