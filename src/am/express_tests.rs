@@ -320,3 +320,61 @@ fn an_answer_by_the_protocol_completes_an_express_request() {
     assert_eq!(p.returned.load(Ordering::SeqCst), 0);
     assert_eq!(p.friend.unanswered_requests(), 0);
 }
+
+/// With the job key's MAC the lane is closed both ways: requests go by
+/// the (authenticated) protocol, and records written into the ring are
+/// dropped unread by any handler.
+#[test]
+fn a_job_key_closes_the_lane() {
+    crate::am::init().unwrap();
+    let b = crate::am::allocate_bundle(BundleMode::Seq).unwrap();
+    let keyed = || {
+        let mut cfg = Config::from_lookup(|_| None).unwrap();
+        cfg.transport = TransportChoice::Shm;
+        cfg.proto.mac = Some(crate::wire::mac::MacKey::from_job_key(
+            "express-lane-test-job-key",
+        ));
+        let tr = crate::net::open(&cfg).unwrap();
+        crate::am::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
+    };
+    let (target, friend) = (keyed(), keyed());
+    for e in [&target, &friend] {
+        e.set_tag(TAG);
+        e.map(0, target.name(), TAG).unwrap();
+        e.map(1, friend.name(), TAG).unwrap();
+        e.set_expected_resources(2, 8).unwrap();
+    }
+    let ran = Arc::new(AtomicU64::new(0));
+    let r = ran.clone();
+    target.set_handler(
+        10,
+        handler(move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let t0 = std::time::Instant::now();
+    while !friend.ring_ready(0) {
+        friend.request(0, &Message::short(10, &[0]), false).unwrap();
+        b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 10, "no ring");
+    }
+    for _ in 0..100 {
+        friend.request(0, &Message::short(10, &[0]), false).unwrap();
+    }
+    while friend.unanswered_requests() > 0 {
+        b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 20);
+    }
+    assert_eq!(friend.express_stats().requests_sent, 0);
+    let ran0 = ran.load(Ordering::SeqCst);
+    assert!(inject(
+        &friend,
+        target.addr(),
+        &record(ExpressKind::Request, 10, &[1], 9, TAG)
+    ));
+    for _ in 0..20 {
+        b.poll().unwrap();
+    }
+    assert_eq!(target.express_stats().dropped, 1);
+    assert_eq!(ran.load(Ordering::SeqCst), ran0, "no handler ran");
+}
