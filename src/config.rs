@@ -40,6 +40,9 @@ pub struct Config {
     pub job_key: Option<JobKey>,
     /// `RAMP_TRANSPORT`: which transports reach same-host peers.
     pub transport: TransportChoice,
+    /// `RAMP_SHM_EXPRESS`: short requests and their replies to a peer
+    /// reached by a shared-memory ring go straight into it (`am/express.rs`).
+    pub shm_express: bool,
 }
 
 /// `RAMP_TRANSPORT`: `auto` (default) reaches same-host peers through
@@ -171,6 +174,7 @@ impl Default for Config {
             auth: Auth::Auto,
             job_key: None,
             transport: TransportChoice::Auto,
+            shm_express: true,
         }
     }
 }
@@ -200,6 +204,7 @@ pub const RTO_MAX_US: &str = "RAMP_RTO_MAX_US";
 pub const JOB_KEY: &str = "RAMP_JOB_KEY";
 pub const AUTH: &str = "RAMP_AUTH";
 pub const TRANSPORT: &str = "RAMP_TRANSPORT";
+pub const SHM_EXPRESS: &str = "RAMP_SHM_EXPRESS";
 
 const HOUR_US: u64 = 3_600_000_000;
 
@@ -476,6 +481,12 @@ pub const VARIABLES: &[Var] = &[
             };
             Ok(())
         },
+    },
+    Var {
+        name: SHM_EXPRESS,
+        aliases: &[],
+        meaning: "1 (default): short AM requests and their replies to a peer reached through a shared-memory ring are written straight into the ring, outside the reliable protocol, when the protocol has nothing unacknowledged for that peer (not with a job key's MAC, nor under fault injection); 0: every message goes through the protocol",
+        set: |c, v| flag(v).map(|x| c.shm_express = x),
     },
 ];
 

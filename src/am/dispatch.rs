@@ -13,6 +13,7 @@ use super::txn::{take_trailer, TXN_FLAG};
 use super::xfer_direct::XFER_FLAG;
 use super::xfer_shared::INPLACE_FLAG;
 use crate::error::{Result, ReturnStatus};
+use crate::net::express::ExpressKind;
 use crate::proto::{Event, FailReason};
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
@@ -91,6 +92,7 @@ impl Endpoint {
         } = w;
         let args = info.args;
         let txn = info.txn;
+        let express = info.express;
         let nargs = info.nargs as usize;
         let live = LiveToken::push(info);
         let id = live.id();
@@ -121,7 +123,7 @@ impl Endpoint {
         if let Some(to) = auto_reply_to {
             let mut st = g.borrow_mut();
             if !replied {
-                st.send_auto_reply(now, to, txn);
+                st.send_auto_reply(now, to, txn, express);
             }
             st.request_closed();
         }
@@ -129,8 +131,15 @@ impl Endpoint {
 }
 
 impl EpState {
-    /// The automatic reply of request `txn` from `to`, whose handler did not reply.
-    pub(super) fn send_auto_reply(&mut self, now: Instant, to: SocketAddr, txn: u32) {
+    /// The automatic reply of request `txn` from `to`, whose handler did
+    /// not reply (`express`: the request came express, `express.rs`).
+    pub(super) fn send_auto_reply(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        txn: u32,
+        express: bool,
+    ) {
         if !self.txn.target.is_empty() {
             self.txn_finished(to, txn, None);
         }
@@ -138,6 +147,9 @@ impl EpState {
             txn,
             ..MsgMeta::new(MsgKind::AutoReply, Category::Short, 0, &[])
         };
+        if express && self.try_express(now, to, ExpressKind::AutoReply, &meta) {
+            return;
+        }
         self.send_message(now, to, CHANNEL_REPLY, meta, Vec::new());
     }
 

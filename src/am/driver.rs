@@ -48,9 +48,18 @@ impl Endpoint {
 impl EpState {
     /// Receives every waiting datagram, runs due timers, transmits.
     pub(super) fn pump_network(&mut self, now: Instant) -> Result<()> {
-        let proto = &mut self.proto;
+        let (proto, outstanding, express, counts) = (
+            &mut self.proto,
+            &mut self.outstanding,
+            &mut self.express,
+            &mut self.stats,
+        );
         for _ in 0..64 {
             let r = self.transports.recv_batch(now, &mut |d| match d {
+                // (only a ring brings one: `Transports` drops the others)
+                Some((bytes, from)) if crate::net::express::is_express(bytes) => {
+                    express.arrived(proto, outstanding, counts, from, bytes)
+                }
                 Some((bytes, from)) => proto.handle_datagram(now, from, bytes),
                 None => proto.count_malformed(),
             });
@@ -69,6 +78,8 @@ impl EpState {
         }
         self.last_pump = now;
         self.transports.flush_due(now);
+        // refused express requests, lost rings' express requests
+        self.express_after_receive(now);
         // peers' asks for our allocated regions, their files for ours
         self.serve_regions(now);
         self.proto.handle_timeout(now);

@@ -64,6 +64,8 @@ pub(crate) struct EpState {
     pub(super) txn: super::txn::Txns,
     /// The protocol's secret (a transaction log keeps it: `txn_log.rs`).
     pub(super) secret: [u8; 32],
+    /// The express lane over shared-memory rings (`express.rs`).
+    pub(super) express: super::express::ExpressState,
 }
 
 pub struct Endpoint {
@@ -170,6 +172,9 @@ impl Endpoint {
         let addr = transports.local_addr();
         let secret = endpoint_secret();
         let proto = Protocol::new(proto_config(cfg), &secret);
+        // express records carry no MAC: not taken nor sent with a job key's
+        let express =
+            super::express::ExpressState::new(cfg.shm_express, proto.config().mac.is_none());
         let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {
             proto,
@@ -191,6 +196,7 @@ impl Endpoint {
             rma: Default::default(),
             txn: super::txn::Txns::new(incarnation),
             secret,
+            express,
         };
         Arc::new(Endpoint {
             id: NEXT_ENDPOINT_ID.fetch_add(1, Ordering::Relaxed),

@@ -14,6 +14,7 @@
 //! | `driver.rs` | the I/O driver: transports <-> protocol, timers, transmit |
 //! | `dispatch.rs` | AM_Poll: protocol events -> handler calls, automatic replies |
 //! | `returned.rs` | checks on arrival, refusals, handler 0 for returned messages |
+//! | `express.rs` | the express lane: short requests and their replies straight into a shared-memory ring |
 //! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
 //! | `pull.rs` | pull-style receive: delivered messages handed to the caller, held until the next drain |
 //! | `tables.rs`, `name.rs` | translation/handler tables, names |
@@ -34,6 +35,9 @@ mod bundle;
 mod dispatch;
 mod driver;
 mod endpoint;
+mod express;
+#[cfg(test)]
+mod express_tests;
 mod handler;
 mod loopback;
 mod message;
@@ -81,6 +85,7 @@ pub use crate::stats::Statistics;
 pub use crate::wire::Category;
 pub use bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
 pub use endpoint::{Endpoint, LockWait, TAG_ALL, TAG_NONE};
+pub use express::ExpressStats;
 pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 pub use message::Message;
 pub use name::EndpointName;

@@ -133,7 +133,7 @@ fn finish(t: token::TokenInfo, now: Instant) {
     // answered now (`started.rs`)
     st.request_closed();
     if st.depth.is_some() && !t.replied {
-        st.send_auto_reply(now, t.source_addr, t.txn);
+        st.send_auto_reply(now, t.source_addr, t.txn, t.express);
         st.flush(now);
     }
 }

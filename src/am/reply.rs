@@ -6,8 +6,9 @@ use super::token::{self, TokenId};
 use super::txn_target::KeptReply;
 use super::TAG_NONE;
 use crate::error::{Error, Result};
+use crate::net::express::ExpressKind;
 use crate::time::Instant;
-use crate::wire::CHANNEL_REPLY;
+use crate::wire::{Category, CHANNEL_REPLY};
 
 /// Sends the message whose handler holds `token` back to its sender, whose
 /// handler 0 then runs with `status` (e.g. `EBADARGS`: the handler takes
@@ -94,8 +95,18 @@ pub fn reply_with(token: TokenId, msg: &Message<'_>, wait: LockWait) -> Result<(
         } else {
             Instant::now()
         };
-        let payload = st.proto.payload_buffer(msg.payload);
         let meta = msg.meta(t.txn, tag);
+        let c = msg.category.index();
+        // to an express request: back the same way when it can (`express.rs`)
+        if t.express
+            && msg.category == Category::Short
+            && msg.payload.is_empty()
+            && st.try_express(now, t.source_addr, ExpressKind::Reply, &meta)
+        {
+            st.stats.replies_sent[c] += 1;
+            return Ok(None);
+        }
+        let payload = st.proto.payload_buffer(msg.payload);
         if t.keep {
             // kept for duplicates (`txn_target.rs`)
             let kept = KeptReply {
@@ -105,7 +116,6 @@ pub fn reply_with(token: TokenId, msg: &Message<'_>, wait: LockWait) -> Result<(
             st.txn_finished(t.source_addr, t.txn, Some(kept));
         }
         st.send_message(now, t.source_addr, CHANNEL_REPLY, meta, payload);
-        let c = msg.category.index();
         st.stats.replies_sent[c] += 1;
         st.stats.reply_data_bytes_sent[c] += msg.payload.len() as u64;
         Ok(None)

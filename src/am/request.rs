@@ -10,6 +10,7 @@ use super::endpoint::{Endpoint, EpState};
 use super::message::Message;
 use super::token;
 use crate::error::{Error, Result};
+use crate::net::express::ExpressKind;
 use crate::time::Instant;
 use crate::wire::{Category, MsgMeta, CHANNEL_REQUEST};
 
@@ -30,6 +31,11 @@ pub(super) struct Outstanding {
     /// Set when its peer died: whether its handler may have run there
     /// (`started.rs`: its place among the requests to that peer).
     pub(super) may_run: Option<bool>,
+    /// It went as an express record (`express.rs`): its peer's lost ring
+    /// returns it, and only then may an express record answer it.
+    pub(super) express: bool,
+    /// An express answer to it is queued: another is dropped on arrival.
+    pub(super) answered: bool,
 }
 
 impl Outstanding {
@@ -40,6 +46,8 @@ impl Outstanding {
             sent,
             meta,
             may_run: None,
+            express: false,
+            answered: false,
         }
     }
 }
@@ -124,7 +132,7 @@ impl Endpoint {
                     e.outstanding += 1;
                     let tag = e.tag;
                     now = now.max(st.last_pump);
-                    return Ok(st.send_request(now, dest, addr, tag, msg, keep));
+                    return Ok(st.send_request(now, dest, addr, tag, msg, keep, !nested));
                 }
             }
             if nonblocking {
@@ -164,7 +172,11 @@ impl Endpoint {
 
 impl EpState {
     /// Sends a request that holds a credit of translation index `dest`
-    /// (at `addr`, tagged `tag`) and remembers it until its reply.
+    /// (at `addr`, tagged `tag`) and remembers it until its reply; a
+    /// short one as an express record when it can (`express.rs`; not a
+    /// kept transaction, and only with `express_ok`: outside handlers,
+    /// whose requests take no credit).
+    #[allow(clippy::too_many_arguments)]
     fn send_request(
         &mut self,
         now: Instant,
@@ -173,11 +185,24 @@ impl EpState {
         tag: u64,
         msg: &Message<'_>,
         keep: bool,
+        express_ok: bool,
     ) -> Option<u32> {
         let id64 = self.take_txn_id();
         let txn = id64 as u32;
-        let mut payload = self.proto.payload_buffer(msg.payload);
         let mut meta = msg.meta(txn, tag);
+        if express_ok
+            && !keep
+            && msg.category == Category::Short
+            && msg.payload.is_empty()
+            && self.try_express(now, addr, ExpressKind::Request, &meta)
+        {
+            let mut o = Outstanding::new(dest, addr, now, meta);
+            o.express = true;
+            self.outstanding.insert(txn, o);
+            self.stats.requests_sent[Category::Short.index()] += 1;
+            return None;
+        }
+        let mut payload = self.proto.payload_buffer(msg.payload);
         if keep {
             // recorded first: the floor counts this one as waiting
             self.txn_sent(id64, addr, now);

@@ -336,7 +336,7 @@ impl EpState {
     /// ours, and now and then drops the mappings of peers gone or regions
     /// revoked (from every pump of the endpoint: `driver.rs`).
     pub(super) fn serve_regions(&mut self, now: Instant) {
-        for m in self.transports.region_take() {
+        for m in self.transports.region_take(now) {
             self.region_msg(m);
         }
         if !self.rma.shared.map.is_empty() && now >= self.rma.shared.next_sweep {

@@ -191,7 +191,10 @@ impl EpState {
                             meta,
                             ..
                         }) if !meta.kind.is_rma() => {
-                            if *channel == CHANNEL_REQUEST && meta.kind == MsgKind::User {
+                            if *channel == CHANNEL_REQUEST
+                                && meta.kind == MsgKind::User
+                                && !meta.express
+                            {
                                 Some(super::started::arrival_tag(self, from))
                             } else {
                                 Some(0)

@@ -73,7 +73,8 @@ impl EpState {
         else {
             return Gate::Go;
         };
-        if meta.kind != MsgKind::User {
+        if meta.kind != MsgKind::User || meta.express {
+            // (an express request is no place of the window: `express.rs`)
             return Gate::Go;
         }
         // the association's tag and the open answers, one look-up
@@ -124,10 +125,34 @@ impl EpState {
     /// whose failure is being handled now).
     pub(super) fn conclude_ended(&mut self, to: SocketAddr, skip: u32) {
         let next = self.next_txn as u32;
+        // express requests: no place of the window, may have run
+        // (`express.rs`); returned first
+        let mut express: Vec<(Instant, u32)> = self
+            .outstanding
+            .iter()
+            .filter(|(_, o)| o.addr == to && o.express && !o.answered && o.may_run.is_none())
+            .map(|(&id, o)| (o.sent, id))
+            .collect();
+        express.sort_unstable();
+        let mut returned = Vec::new();
+        for &(_, id) in &express {
+            if let Some(o) = self.outstanding.get_mut(&id) {
+                o.may_run = Some(true);
+                if id != skip {
+                    returned.push(Event::Failed {
+                        to,
+                        channel: CHANNEL_REQUEST,
+                        id: 0,
+                        meta: o.meta,
+                        reason: FailReason::PeerUnreachable,
+                    });
+                }
+            }
+        }
         let mut waiting: Vec<(Instant, u32, u32)> = self
             .outstanding
             .iter()
-            .filter(|(_, o)| o.addr == to)
+            .filter(|(_, o)| o.addr == to && !o.express)
             .map(|(&id, o)| (o.sent, next.wrapping_sub(id), id))
             .collect();
         if waiting.iter().all(|&(_, _, id)| {
@@ -135,12 +160,12 @@ impl EpState {
                 .get(&id)
                 .is_some_and(|o| o.may_run.is_some())
         }) {
+            self.push_returned(returned);
             return;
         }
         // in the order they were sent (a resumed transaction keeps its old
         // id): oldest first, then the largest distance back from the next id
         waiting.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        let mut returned = Vec::new();
         for (place, &(_, _, id)) in waiting.iter().enumerate() {
             let kept = self.txn.any() && self.txn_is_kept(id);
             let Some(o) = self.outstanding.get_mut(&id) else {
@@ -160,7 +185,12 @@ impl EpState {
                 });
             }
         }
-        // handled next, in order, before anything queued behind them
+        self.push_returned(returned);
+    }
+
+    /// Queues returned requests to be handled next, in order, before
+    /// anything queued behind them.
+    fn push_returned(&mut self, returned: Vec<Event<SocketAddr>>) {
         for ev in returned.into_iter().rev() {
             self.rma.pending.push_front(ev);
             self.rma.arrived.push_front(0);

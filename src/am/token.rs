@@ -46,6 +46,9 @@ pub struct TokenInfo {
     /// A returned request: whether its handler may have run (it was given
     /// up in the network, not refused by the target).
     pub may_have_run: bool,
+    /// A request that came as an express record (`express.rs`): its reply
+    /// may go back the same way.
+    pub express: bool,
 }
 
 impl TokenInfo {
@@ -78,6 +81,7 @@ impl TokenInfo {
                 && meta.status & super::txn::TXN_FLAG != 0
                 && meta.kind == MsgKind::User,
             may_have_run: false,
+            express: is_request && meta.express,
         }
     }
 

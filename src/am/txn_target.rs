@@ -383,7 +383,7 @@ impl EpState {
                 let payload = self.proto.payload_buffer(&r.payload);
                 self.send_message(now, to, CHANNEL_REPLY, meta, payload);
             }
-            None => self.send_auto_reply(now, to, txn),
+            None => self.send_auto_reply(now, to, txn, false),
         }
     }
 

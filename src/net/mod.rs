@@ -6,6 +6,7 @@
 //! routes by (`transports.rs`), and, in tests, an in-memory network whose
 //! delivery the test controls (`mem.rs`).
 
+pub mod express;
 mod faulty;
 mod iface;
 #[cfg(test)]
@@ -160,6 +161,19 @@ pub trait Transport: Send {
     fn region_take(&self) -> Vec<RegionMsg> {
         Vec::new()
     }
+    /// Shared memory: writes the express record `rec` (`express.rs`) into
+    /// the open ring to `to`; false (nothing written) when no ring reaches
+    /// `to` or it has no room. Never spills: the caller takes the
+    /// protocol's path instead.
+    fn express_send(&mut self, _to: SocketAddr, _rec: &[u8]) -> bool {
+        false
+    }
+    /// Shared memory: a peer whose ring was dropped (its endpoint closed or
+    /// its process died, or it freed our slot) since the last call: what
+    /// express records we wrote to it will never be answered.
+    fn take_dropped(&mut self) -> Option<SocketAddr> {
+        None
+    }
 }
 
 /// A region message read from the socket of a same-host endpoint: its
@@ -191,7 +205,8 @@ pub fn open_at(cfg: &crate::config::Config, addr: SocketAddr) -> io::Result<Tran
         TransportChoice::Auto => ShmTransport::open(local).ok(),
         TransportChoice::Shm => Some(ShmTransport::open(local)?),
     };
-    if let Some(shm) = shm {
+    if let Some(mut shm) = shm {
+        shm.stuck_after = cfg.proto.peer_timeout;
         set.prefer(faulty(shm, cfg));
     }
     Ok(set)

@@ -37,6 +37,20 @@
 //! or the socket is hostile input: another process of the same user writes
 //! the one, anyone in the network namespace the other.
 //!
+//! Express records (`express.rs`, `am/express.rs`): a short AM request or
+//! reply the layer above writes whole into an open ring (`express_send`:
+//! never spilled to UDP; false when the ring is full or not open), read by
+//! the receiver like any record and told apart by its first bytes. While
+//! one may be unread (the published head below its end), a datagram that
+//! finds the ring full is dropped for the protocol to resend, not sent by
+//! UDP, where it could be handled before the record. The receiver also
+//! publishes its head whenever it drains a ring, so a sender sees its
+//! records read; one left unread with the head still for `stuck_after`
+//! (the protocol's peer timeout: a receiver that stopped polling) drops the
+//! ring, as a dead receiver does. A ring dropped (its receiver gone or
+//! stuck, or our slot no longer open and ours) is reported once by
+//! `take_dropped`: the express requests in it will never be answered.
+//!
 //! Failure: senders and receivers check each other's pid now and then
 //! (`flush_due`); a dead receiver's ring is dropped (its messages fail by
 //! the protocol's peer timeout, as over UDP), a dead sender's slot freed;
@@ -249,6 +263,15 @@ struct TxRing {
     /// The receiver's head as last read (it only grows: the ring looks at
     /// most fuller than it is; read again when it looks full).
     head: u64,
+    /// `tail` after the last express record (`express_send`): while the
+    /// receiver's published head is below it, a full ring does not spill
+    /// a datagram to UDP (it would overtake the record).
+    express_end: u64,
+    /// The receiver's published head at the last liveness check, and
+    /// since when it has not moved while an express record waited in the
+    /// ring (`check_peers`: a receiver that stops polling).
+    seen_head: u64,
+    stuck_since: Option<Instant>,
     wake: UnixAddr,
 }
 
@@ -267,6 +290,9 @@ enum Route {
 struct Tx {
     routes: FxHashMap<SocketAddr, Route>,
     rings: Vec<Option<TxRing>>,
+    /// Peers whose ring was dropped, for `take_dropped` (at most one entry
+    /// per ring ever opened between two polls).
+    dropped: Vec<SocketAddr>,
 }
 
 pub struct ShmTransport {
@@ -291,6 +317,10 @@ pub struct ShmTransport {
     pid: u32,
     /// Region messages read, waiting for `region_take`.
     regions: RefCell<Vec<RegionMsg>>,
+    /// How long a ring's receiver may leave an express record unread
+    /// before the ring is dropped (the protocol's peer timeout: what it
+    /// allows a peer that does not answer).
+    pub(super) stuck_after: crate::time::Nanos,
 }
 
 impl ShmTransport {
@@ -344,6 +374,7 @@ impl ShmTransport {
             setup_gap: Cell::new(SETUP_CHECK),
             pid,
             regions: RefCell::new(Vec::new()),
+            stuck_after: 10_000 * MILLIS,
         })
     }
 
@@ -354,15 +385,30 @@ impl ShmTransport {
             return Ok(());
         };
         if !ring.push(dgram) {
+            if ring.express_pending() {
+                // an express record may be unread: a datagram by UDP could
+                // be handled before it. Lost instead: the protocol resends
+                // it (through the ring once it has room).
+                return Ok(());
+            }
             // full: the set sends this one by UDP (the protocol reorders)
             return Err(io::ErrorKind::WouldBlock.into());
         }
+        self.wake_reader(k);
+        Ok(())
+    }
+
+    /// Wakes the reader of ring `k` if it sleeps.
+    fn wake_reader(&self, k: usize) {
+        let tx = self.tx.borrow();
+        let Some(ring) = tx.rings[k].as_ref() else {
+            return;
+        };
         let sleep = ring.map.u32_at(H_SLEEP);
         fence(SeqCst);
         if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
             let _ = self.wake.send_to_addr(&[1], &ring.wake);
         }
-        Ok(())
     }
 
     /// Asks the endpoint at `to` for its file (an error: no endpoint of
@@ -504,6 +550,9 @@ impl ShmTransport {
             secret,
             tail: 0,
             head: 0,
+            express_end: 0,
+            seen_head: 0,
+            stuck_since: None,
             wake: wake_addr(to).ok()?,
         })
     }
@@ -549,6 +598,7 @@ impl ShmTransport {
         let ring = s + SLOT_HDR;
         let mut head = self.slots[i].head;
         let mut n = 0;
+        let mut empty = false;
         while n < budget {
             // `head` is ours, a multiple of REC_ALIGN: the word is in bounds
             let pos = (head % RING as u64) as usize;
@@ -562,6 +612,7 @@ impl ShmTransport {
             );
             let word = self.map.u32_at(ring + pos).load(Acquire);
             if word == 0 {
+                empty = true;
                 break;
             }
             if word == WRAP && pos != 0 {
@@ -583,7 +634,9 @@ impl ShmTransport {
         }
         let slot = &mut self.slots[i];
         slot.head = head;
-        if head.wrapping_sub(slot.published) >= HEAD_PUBLISH {
+        // also once drained (a store to a line the sender reads only
+        // now and then): it sees that its express records were read
+        if head.wrapping_sub(slot.published) >= HEAD_PUBLISH || (empty && head != slot.published) {
             slot.published = head;
             self.map.u64_at(s + S_HEAD).store(head, Release);
         }
@@ -616,11 +669,27 @@ impl ShmTransport {
             }
         }
         let tx = self.tx.get_mut();
-        for r in tx.routes.values_mut() {
+        for (to, r) in tx.routes.iter_mut() {
             if let Route::Ring(k) = *r {
-                let gone = tx.rings[k].as_ref().is_none_or(|t| !owner_alive(&t.map));
+                // its owner gone, or our slot freed by it (never reused by
+                // us: express records need their answers from this ring)
+                let gone = match tx.rings[k].as_mut() {
+                    None => true,
+                    Some(t) => {
+                        !owner_alive(&t.map)
+                            || !t.slot_ours(self.pid)
+                            || t.stuck(now, self.stuck_after)
+                    }
+                };
                 if gone {
+                    if let Some(t) = &tx.rings[k] {
+                        // (a stuck receiver frees the slot once it drains it)
+                        t.map
+                            .u32_at(slot_off(t.slot) + S_STATE)
+                            .store(CLOSING, Release);
+                    }
                     tx.rings[k] = None;
+                    tx.dropped.push(*to);
                     *r = Route::Udp {
                         retry_at: now.plus(RETRY_AFTER),
                     };
@@ -631,6 +700,35 @@ impl ShmTransport {
 }
 
 impl TxRing {
+    /// Whether our slot in the peer's file is still open and ours.
+    fn slot_ours(&self, pid: u32) -> bool {
+        let s = slot_off(self.slot);
+        self.map.u32_at(s + S_STATE).load(Acquire) == OPEN
+            && self.map.u32_at(s + S_OWNER).load(Acquire) == pid
+            && self.map.u64_at(s + S_SECRET).load(Acquire) == self.secret
+    }
+
+    /// Whether the receiver has left an express record unread, its head
+    /// not moving, for `after` (it stopped polling): looked at every
+    /// `CHECK_EVERY`.
+    fn stuck(&mut self, now: Instant, after: crate::time::Nanos) -> bool {
+        let head = self.map.u64_at(slot_off(self.slot) + S_HEAD).load(Acquire);
+        if self.express_end == 0 || head >= self.express_end || head != self.seen_head {
+            self.seen_head = head;
+            self.stuck_since = None;
+            return false;
+        }
+        let since = *self.stuck_since.get_or_insert(now);
+        now.since(since) >= after
+    }
+
+    /// Whether the receiver may not have read our last express record yet
+    /// (by its published head, which lags: at most `HEAD_PUBLISH` late).
+    fn express_pending(&self) -> bool {
+        self.express_end != 0
+            && self.map.u64_at(slot_off(self.slot) + S_HEAD).load(Acquire) < self.express_end
+    }
+
     /// Appends one datagram; false when the ring is full.
     fn push(&mut self, d: &[u8]) -> bool {
         let s = slot_off(self.slot);
@@ -694,6 +792,26 @@ impl Transport for ShmTransport {
             return None;
         }
         Some(self.send(now, to, dgram))
+    }
+
+    fn express_send(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
+        let tx = self.tx.get_mut();
+        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
+            return false;
+        };
+        let Some(ring) = tx.rings[k].as_mut() else {
+            return false;
+        };
+        if !ring.push(rec) {
+            return false;
+        }
+        ring.express_end = ring.tail;
+        self.wake_reader(k);
+        true
+    }
+
+    fn take_dropped(&mut self) -> Option<SocketAddr> {
+        self.tx.get_mut().dropped.pop()
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {

@@ -30,7 +30,13 @@ pub struct Transports {
     fallback_busy: bool,
     /// When the fallback last brought a datagram (`Instant::ZERO`: never).
     fallback_seen: Instant,
+    /// When `region_take` looks next (`Instant::ZERO`: at the next call,
+    /// after a sleep).
+    next_region_look: std::cell::Cell<Instant>,
 }
+
+/// How often `region_take` asks the transports.
+const REGION_LOOK: crate::time::Nanos = 10 * crate::time::MICROS;
 
 /// While a preferred transport (shared memory) carries traffic, the
 /// fallback's receive (a system call, dearer than a whole shared-memory
@@ -59,6 +65,7 @@ impl Transports {
             joined: Vec::new(),
             fallback_busy: false,
             fallback_seen: Instant::ZERO,
+            next_region_look: std::cell::Cell::new(Instant::ZERO),
             list: vec![fallback],
             polled: std::cell::Cell::new(Instant::ZERO),
         }
@@ -120,12 +127,43 @@ impl Transports {
     }
 
     /// `Transport::region_take` of the transports besides the fallback.
-    pub fn region_take(&self) -> Vec<super::RegionMsg> {
+    /// Asked every poll, looks at most every `REGION_LOOK` (none is read
+    /// more often: a ring's transport reads its socket every millisecond
+    /// while busy, and before sleeping), without allocating when there is
+    /// none.
+    pub fn region_take(&self, now: Instant) -> Vec<super::RegionMsg> {
+        let last = self.list.len() - 1;
+        if last == 0 || now < self.next_region_look.get() {
+            return Vec::new();
+        }
+        self.next_region_look.set(now.plus(REGION_LOOK));
+        let mut all = Vec::new();
+        for t in &self.list[..last] {
+            let got = t.region_take();
+            if all.is_empty() {
+                all = got;
+            } else {
+                all.extend(got);
+            }
+        }
+        all
+    }
+
+    /// `Transport::express_send` on the transports besides the fallback:
+    /// whether a ring took the record.
+    #[inline]
+    pub fn express_send(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
         let last = self.list.len() - 1;
         self.list[..last]
-            .iter()
-            .flat_map(|t| t.region_take())
-            .collect()
+            .iter_mut()
+            .any(|t| t.express_send(to, rec))
+    }
+
+    /// `Transport::take_dropped` of the transports besides the fallback.
+    #[inline]
+    pub fn take_dropped(&mut self) -> Option<SocketAddr> {
+        let last = self.list.len() - 1;
+        self.list[..last].iter_mut().find_map(|t| t.take_dropped())
     }
 
     /// `Transport::claim_to` on the transport that reaches `to`; None for
@@ -271,7 +309,11 @@ impl Transports {
             self.polled.set(now);
         }
         if preferred.is_empty() {
-            let m = fallback.recv_batch(each)?;
+            // only a ring may carry an express record
+            let m = fallback.recv_batch(&mut |d| match d {
+                Some((b, _)) if super::express::is_express(b) => each(None),
+                d => each(d),
+            })?;
             self.fallback_busy = m > 0;
             return Ok(n + m);
         }
@@ -280,9 +322,13 @@ impl Transports {
         let ip = fallback.local_addr().ip();
         let mut from_host = None;
         let m = fallback.recv_batch(&mut |d| {
-            if let Some((_, from)) = d {
+            if let Some((b, from)) = d {
                 if from.ip().is_loopback() || from.ip() == ip {
                     from_host = Some(from);
+                }
+                if super::express::is_express(b) {
+                    // only a ring may carry an express record
+                    return each(None);
                 }
             }
             each(d)
@@ -306,6 +352,7 @@ impl Transports {
     /// the endpoint.)
     pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
         self.polled.set(Instant::ZERO);
+        self.next_region_look.set(Instant::ZERO);
         self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
     }
 

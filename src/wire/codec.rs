@@ -568,6 +568,7 @@ fn decode_data(body: &[u8], common: Common, flags: u8) -> Result<Packet<'_>, Dec
         txn: be32(h, 32),
         status: h[39],
         returned_request: flags & FLAG_RETURNED_REQUEST != 0,
+        express: false,
     };
     Ok(Packet::Data {
         common,

@@ -109,6 +109,9 @@ pub struct MsgMeta {
     pub status: u8,
     /// For `Returned`: whether the refused message was a request.
     pub returned_request: bool,
+    /// Never on the wire (decoding leaves it false): the message came as
+    /// an express record of a shared-memory ring (`am/express.rs`).
+    pub express: bool,
 }
 
 impl MsgMeta {
@@ -127,6 +130,7 @@ impl MsgMeta {
             txn: 0,
             status: 0,
             returned_request: false,
+            express: false,
         }
     }
 

@@ -1,0 +1,240 @@
+//! The express lane: short AM requests and their replies to a peer reached
+//! through an open shared-memory ring go straight into the ring as one
+//! record (`net/express.rs`), outside the reliable protocol (no sequence
+//! number, ACK, timer or checksum: the ring neither loses, reorders nor
+//! corrupts, and its writer is a process of our user on this host).
+//!
+//! When: a short request with no payload, not a kept transaction, sent
+//! outside a handler (it holds a credit), and a reply (or automatic reply)
+//! to a request that came express; only while the protocol has nothing of
+//! ours to that peer queued, in flight or unacknowledged (`Protocol::
+//! express_ready`: everything sent before was delivered there; the ACKs we
+//! owe it go first, or its own messages would stay unacknowledged for the
+//! ACK delay and keep its answers off the lane), the ring is
+//! open and has room, and no job key's MAC protects the packets (the record
+//! carries none). Otherwise the protocol's path, as before. A full ring
+//! does not spill a datagram to UDP while an express record may be unread
+//! in it (`shm.rs`): it could overtake the record.
+//!
+//! Receiving: a record is read from the ring in its place among the
+//! protocol's datagrams and, checked, queued as a delivered message behind
+//! those delivered before it (`Protocol::push_delivered`), so the in-order
+//! draining (`rma_target.rs`), the arrival checks and the dispatch are the
+//! protocol's messages'. Hostile input: a record not exactly of the format
+//! is dropped and counted; a reply counts only for an express request of
+//! ours to the peer whose ring it came from, not yet answered (one queued
+//! answer each: no credit freed twice, no queue grown by copies); requests
+//! past `QUEUE` waiting are returned (ECONGESTION) by the protocol.
+//!
+//! Failure: a peer whose ring is dropped (its endpoint closed, its process
+//! dead, our slot freed, or a record left unread in it for the peer
+//! timeout: it stopped polling) returns each express request to it still waiting
+//! for its answer to handler 0 with EUNREACHABLE, "may have run" (the start
+//! window, `started.rs`, does not hold express requests, and does not count
+//! them among the places it judges by).
+
+use std::net::SocketAddr;
+
+use super::endpoint::EpState;
+use super::request::Outstanding;
+use crate::error::ReturnStatus;
+use crate::fxhash::FxHashMap;
+use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
+use crate::proto::{Event, FailReason, Protocol};
+use crate::stats::Statistics;
+use crate::time::Instant;
+use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
+
+const _: () = assert!(MAX_ARGS == crate::wire::MAX_ARGS);
+
+/// Requests waiting to be taken past which an express one is returned.
+pub(super) const QUEUE: usize = 16384;
+
+/// What the express lane counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExpressStats {
+    pub requests_sent: u64,
+    pub replies_sent: u64,
+    pub requests_received: u64,
+    pub replies_received: u64,
+    /// Records dropped on arrival: malformed, an answer to nothing of
+    /// ours, or express refused here (a job key). (The endpoint's
+    /// statistics count each record read as a packet received, a dropped
+    /// malformed one in `corrupt_dropped`, an answer to nothing in
+    /// `stale_dropped`; each written as a packet sent, its bytes in the
+    /// totals.)
+    pub dropped: u64,
+    /// Requests returned (ECONGESTION) for want of room in the queue.
+    pub refused: u64,
+    /// Requests returned because their peer's ring was dropped.
+    pub lost: u64,
+}
+
+/// The lane's state in an endpoint.
+#[derive(Default)]
+pub(super) struct ExpressState {
+    /// Whether we send express records (`RAMP_SHM_EXPRESS`, no MAC).
+    pub(super) send: bool,
+    /// Whether we take them (no MAC).
+    pub(super) accept: bool,
+    pub(super) stats: ExpressStats,
+    /// Requests refused on arrival, returned after the receive.
+    refused: Vec<(SocketAddr, MsgMeta)>,
+}
+
+impl ExpressState {
+    pub(super) fn new(send: bool, accept: bool) -> ExpressState {
+        ExpressState {
+            send: send && accept,
+            accept,
+            ..Default::default()
+        }
+    }
+
+    /// An express record `rec` read from the ring `from` writes: checked,
+    /// queued in order among the protocol's delivered messages.
+    pub(super) fn arrived(
+        &mut self,
+        proto: &mut Protocol<SocketAddr>,
+        outstanding: &mut FxHashMap<u32, Outstanding>,
+        counts: &mut Statistics,
+        from: SocketAddr,
+        rec: &[u8],
+    ) {
+        // counted as the protocol counts its datagrams
+        counts.packets_received += 1;
+        let Some(x) = Express::decode(rec).filter(|_| self.accept) else {
+            self.stats.dropped += 1;
+            counts.corrupt_dropped += 1;
+            return;
+        };
+        let kind = match x.kind {
+            ExpressKind::AutoReply => MsgKind::AutoReply,
+            _ => MsgKind::User,
+        };
+        let mut meta = MsgMeta::new(
+            kind,
+            Category::Short,
+            x.handler,
+            &x.args[..x.nargs as usize],
+        );
+        meta.txn = x.txn;
+        meta.tag = x.tag;
+        meta.express = true;
+        if x.kind == ExpressKind::Request {
+            if proto.push_delivered(from, CHANNEL_REQUEST, meta, QUEUE) {
+                self.stats.requests_received += 1;
+            } else {
+                self.stats.refused += 1;
+                self.refused.push((from, meta));
+            }
+            return;
+        }
+        match outstanding.get_mut(&x.txn) {
+            Some(o) if o.addr == from && o.express && !o.answered => {
+                o.answered = true;
+                proto.push_delivered(from, CHANNEL_REPLY, meta, usize::MAX);
+                self.stats.replies_received += 1;
+            }
+            _ => {
+                self.stats.dropped += 1;
+                counts.stale_dropped += 1;
+            }
+        }
+    }
+}
+
+impl super::Endpoint {
+    /// What this endpoint's express lane counted.
+    pub fn express_stats(&self) -> ExpressStats {
+        self.with(|s| s.express.stats)
+    }
+}
+
+impl EpState {
+    /// Writes `meta` as an express record of `kind` into the ring to `to`
+    /// when the lane is open to it; false: nothing sent, take the
+    /// protocol's path.
+    pub(super) fn try_express(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        kind: ExpressKind,
+        meta: &MsgMeta,
+    ) -> bool {
+        if !self.express.send || !self.proto.express_ready(&to) {
+            return false;
+        }
+        // the ACKs owed to `to` go first
+        self.flush(now);
+        let x = Express {
+            kind,
+            handler: meta.handler,
+            nargs: meta.nargs,
+            args: meta.args,
+            txn: meta.txn,
+            tag: meta.tag,
+        };
+        let mut buf = [0u8; MAX_LEN];
+        let n = x.encode(&mut buf);
+        if !self.transports.express_send(to, &buf[..n]) {
+            return false;
+        }
+        let c = Category::Short.index();
+        let s = &mut self.stats;
+        s.packets_sent += 1;
+        s.total_bytes_sent += n as u64;
+        match kind {
+            ExpressKind::Request => {
+                self.express.stats.requests_sent += 1;
+                s.request_total_bytes_sent[c] += n as u64;
+            }
+            _ => {
+                self.express.stats.replies_sent += 1;
+                s.reply_total_bytes_sent[c] += n as u64;
+            }
+        }
+        true
+    }
+
+    /// After a receive: returns the requests refused on arrival, and the
+    /// express requests to peers whose rings were dropped.
+    pub(super) fn express_after_receive(&mut self, now: Instant) {
+        if !self.express.refused.is_empty() {
+            for (from, meta) in std::mem::take(&mut self.express.refused) {
+                self.send_returned(now, from, meta, ReturnStatus::Congestion, true);
+            }
+        }
+        while let Some(to) = self.transports.take_dropped() {
+            self.express_lost(to);
+        }
+    }
+
+    /// `to`'s ring was dropped: each express request to it still waiting
+    /// for its answer goes back to handler 0 (EUNREACHABLE, may have run),
+    /// oldest first, before anything queued.
+    fn express_lost(&mut self, to: SocketAddr) {
+        let mut lost: Vec<(Instant, u32)> = self
+            .outstanding
+            .iter()
+            .filter(|(_, o)| o.addr == to && o.express && !o.answered && o.may_run.is_none())
+            .map(|(&id, o)| (o.sent, id))
+            .collect();
+        lost.sort_unstable();
+        for &(_, id) in lost.iter().rev() {
+            let Some(o) = self.outstanding.get_mut(&id) else {
+                continue;
+            };
+            o.may_run = Some(true);
+            self.express.stats.lost += 1;
+            self.rma.pending.push_front(Event::Failed {
+                to,
+                channel: CHANNEL_REQUEST,
+                id: 0,
+                meta: o.meta,
+                reason: FailReason::PeerUnreachable,
+            });
+            self.rma.arrived.push_front(0);
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! The express lane over real shared-memory rings in one process: records
+//! used both ways and counted; hostile records written straight into a
+//! ring (malformed, forged or repeated answers, a flood past the queue, one
+//! by UDP) are dropped and counted, run no handler, free no credit twice.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::express::QUEUE;
+use crate::am::{handler, Bundle, BundleMode, Endpoint, Message};
+use crate::config::{Config, TransportChoice};
+use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
+
+const TAG: u64 = 0xe59;
+
+fn endpoint(b: &Bundle) -> Arc<Endpoint> {
+    let mut cfg = Config::from_lookup(|_| None).unwrap();
+    cfg.transport = TransportChoice::Shm;
+    let tr = crate::net::open(&cfg).unwrap();
+    crate::am::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
+}
+
+fn record(kind: ExpressKind, handler: u8, args: &[u32], txn: u32, tag: u64) -> Vec<u8> {
+    let mut a = [0u32; MAX_ARGS];
+    a[..args.len()].copy_from_slice(args);
+    let mut buf = [0u8; MAX_LEN];
+    let n = Express {
+        kind,
+        handler,
+        nargs: args.len() as u8,
+        args: a,
+        txn,
+        tag,
+    }
+    .encode(&mut buf);
+    buf[..n].to_vec()
+}
+
+/// Writes `rec` into `from`'s ring to `to` as it is.
+fn inject(from: &Endpoint, to: SocketAddr, rec: &[u8]) -> bool {
+    from.with(|s| s.transports.express_send(to, rec))
+}
+
+struct Pair {
+    b: Arc<Bundle>,
+    /// sends requests (index 1: `target`)
+    friend: Arc<Endpoint>,
+    /// handler 10 replies with handler 11 and the sum of its arguments
+    target: Arc<Endpoint>,
+    ran: Arc<AtomicU64>,
+    replies: Arc<AtomicU64>,
+    returned: Arc<AtomicU64>,
+}
+
+fn pair() -> Pair {
+    crate::am::init().unwrap();
+    let b = crate::am::allocate_bundle(BundleMode::Seq).unwrap();
+    let target = endpoint(&b);
+    let friend = endpoint(&b);
+    let (ran, replies, returned) = Default::default();
+    for e in [&target, &friend] {
+        e.set_tag(TAG);
+        e.map(0, target.name(), TAG).unwrap();
+        e.map(1, friend.name(), TAG).unwrap();
+        e.set_expected_resources(2, 8).unwrap();
+    }
+    let r: Arc<AtomicU64> = Arc::clone(&ran);
+    target.set_handler(
+        10,
+        handler(move |h| {
+            r.fetch_add(1, Ordering::SeqCst);
+            let s = h.args.iter().sum::<u32>();
+            crate::am::reply(h.token, &Message::short(11, &[s])).unwrap();
+        }),
+    );
+    let p: Arc<AtomicU64> = Arc::clone(&replies);
+    friend.set_handler(
+        11,
+        handler(move |h| {
+            p.fetch_add(h.args[0] as u64, Ordering::SeqCst);
+        }),
+    );
+    let q: Arc<AtomicU64> = Arc::clone(&returned);
+    friend.set_handler(
+        0,
+        handler(move |_| {
+            q.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let pair = Pair {
+        b,
+        friend,
+        target,
+        ran,
+        replies,
+        returned,
+    };
+    // until a request went express (the ring is set up by the first ones)
+    let t0 = std::time::Instant::now();
+    while pair.friend.express_stats().requests_sent == 0 {
+        pair.friend
+            .request(0, &Message::short(10, &[0]), false)
+            .unwrap();
+        pair.b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 10, "no express path");
+    }
+    pair.settle();
+    pair
+}
+
+impl Pair {
+    /// Polls until nothing is unanswered.
+    fn settle(&self) {
+        let t0 = std::time::Instant::now();
+        while self.friend.unanswered_requests() > 0 {
+            self.b.poll().unwrap();
+            assert!(t0.elapsed().as_secs() < 10, "requests unanswered");
+        }
+        for _ in 0..10 {
+            self.b.poll().unwrap();
+        }
+    }
+}
+
+#[test]
+fn requests_and_replies_go_express_and_credits_come_back() {
+    let p = pair();
+    let (f0, t0) = (p.friend.express_stats(), p.target.express_stats());
+    let before = p.replies.load(Ordering::SeqCst);
+    let n = 2000u64;
+    for k in 0..n {
+        // 8 credits: most wait for the reply of an earlier one
+        p.friend
+            .request(0, &Message::short(10, &[k as u32, 1]), false)
+            .unwrap();
+    }
+    p.settle();
+    let want: u64 = (0..n).map(|k| k + 1).sum();
+    assert_eq!(p.replies.load(Ordering::SeqCst) - before, want);
+    let (f, t) = (p.friend.express_stats(), p.target.express_stats());
+    assert_eq!(f.requests_sent - f0.requests_sent, n, "all went express");
+    assert_eq!(t.requests_received - t0.requests_received, n);
+    assert_eq!(t.replies_sent - t0.replies_sent, n);
+    assert_eq!(f.replies_received - f0.replies_received, n);
+    assert_eq!((f.dropped, t.dropped), (0, 0));
+    assert_eq!(p.returned.load(Ordering::SeqCst), 0);
+    // requests and replies counted as the protocol's are
+    let s = p.friend.statistics();
+    assert!(s.requests_sent[0] >= n);
+}
+
+#[test]
+fn hostile_records_are_dropped_and_counted() {
+    let p = pair();
+    let (to, from) = (p.target.addr(), p.friend.addr());
+    let ran0 = p.ran.load(Ordering::SeqCst);
+    let good = record(ExpressKind::Request, 10, &[1, 2], 77, TAG);
+    let mut bad: Vec<Vec<u8>> = vec![
+        good[..good.len() - 1].to_vec(), // shorter than its count says
+        [&good[..], &[0u8; 4]].concat(), // longer
+        b"RX".to_vec(),                  // a header cut short
+        vec![
+            b'R', b'X', 0, 10, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ],
+    ];
+    let mut g = good.clone();
+    g[4] = 200; // argument count past the limit
+    bad.push(g);
+    let mut g = good.clone();
+    g[2] = 9; // no such kind
+    bad.push(g);
+    let mut g = good.clone();
+    g[6] = 1; // padding
+    bad.push(g);
+    // answers to nothing of ours: no such request, an automatic one too
+    bad.push(record(ExpressKind::Reply, 11, &[1000], 0xfeed, TAG));
+    bad.push(record(ExpressKind::AutoReply, 0, &[], 0xfeed, TAG));
+    let n = bad.len() as u64;
+    let d0 = p.target.express_stats().dropped;
+    for r in &bad {
+        assert!(inject(&p.friend, to, r));
+    }
+    // forged answers to the friend as well (from the target's ring)
+    let f0 = p.friend.express_stats().dropped;
+    let replies0 = p.replies.load(Ordering::SeqCst);
+    assert!(inject(
+        &p.target,
+        from,
+        &record(ExpressKind::Reply, 11, &[5], 0xbad, TAG)
+    ));
+    for _ in 0..20 {
+        p.b.poll().unwrap();
+    }
+    assert_eq!(p.target.express_stats().dropped - d0, n);
+    assert_eq!(p.friend.express_stats().dropped - f0, 1);
+    assert_eq!(p.ran.load(Ordering::SeqCst), ran0, "no handler ran");
+    assert_eq!(p.replies.load(Ordering::SeqCst), replies0);
+
+    // the same by UDP: never taken as a record (a malformed datagram)
+    let udp = UdpSocket::bind(SocketAddr::new(to.ip(), 0)).unwrap();
+    udp.send_to(&good, to).unwrap();
+    let t0 = std::time::Instant::now();
+    let malformed = |e: &Endpoint| e.statistics().corrupt_dropped;
+    let m0 = malformed(&p.target);
+    while malformed(&p.target) == m0 && t0.elapsed().as_secs() < 10 {
+        p.b.poll().unwrap();
+    }
+    assert_eq!(malformed(&p.target), m0 + 1);
+    assert_eq!(p.ran.load(Ordering::SeqCst), ran0, "no handler ran");
+
+    // the lane still works
+    p.friend
+        .request(0, &Message::short(10, &[3, 4]), false)
+        .unwrap();
+    p.settle();
+    assert_eq!(p.ran.load(Ordering::SeqCst), ran0 + 1);
+}
+
+#[test]
+fn a_repeated_answer_frees_no_credit_twice() {
+    let p = pair();
+    let from = p.friend.addr();
+    let replies0 = p.replies.load(Ordering::SeqCst);
+    let sent0 = p.friend.express_stats().requests_sent;
+    p.friend
+        .request(0, &Message::short(10, &[40, 2]), false)
+        .unwrap();
+    assert_eq!(p.friend.express_stats().requests_sent, sent0 + 1);
+    // the request's id, as the target will echo it
+    let txn = p.friend.with(|s| *s.outstanding.keys().next().unwrap());
+    // the target answers; a copy of its answer follows, and another
+    // answer of the other kind
+    let t0 = std::time::Instant::now();
+    while p.target.express_stats().replies_sent == 0 || p.ran.load(Ordering::SeqCst) == 0 {
+        p.target.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 10);
+    }
+    let copy = record(ExpressKind::Reply, 11, &[42], txn, TAG);
+    assert!(inject(&p.target, from, &copy));
+    assert!(inject(
+        &p.target,
+        from,
+        &record(ExpressKind::AutoReply, 0, &[], txn, TAG)
+    ));
+    let d0 = p.friend.express_stats().dropped;
+    p.settle();
+    assert_eq!(
+        p.replies.load(Ordering::SeqCst) - replies0,
+        42,
+        "one reply ran"
+    );
+    assert_eq!(p.friend.express_stats().dropped - d0, 2);
+    assert_eq!(p.friend.unanswered_requests(), 0);
+    assert_eq!(p.returned.load(Ordering::SeqCst), 0);
+    // the credits are all there: 8 requests go out without a poll
+    for _ in 0..8 {
+        p.friend
+            .request(0, &Message::short(10, &[0]), true)
+            .unwrap();
+    }
+    assert!(p
+        .friend
+        .request(0, &Message::short(10, &[0]), true)
+        .is_err());
+    p.settle();
+}
+
+#[test]
+fn a_flood_of_requests_is_bounded_by_the_queue() {
+    let p = pair();
+    let to = p.target.addr();
+    let rec = record(ExpressKind::Request, 10, &[1], 0x5eed, TAG);
+    let refused = |e: &Endpoint| e.express_stats().refused;
+    let mut written = 0usize;
+    let t0 = std::time::Instant::now();
+    // the target only moves packets (no handler runs): its queue fills
+    while refused(&p.target) == 0 {
+        while inject(&p.friend, to, &rec) {
+            written += 1;
+        }
+        p.target.progress().unwrap();
+        assert!(t0.elapsed().as_secs() < 60, "never refused");
+    }
+    assert!(written > QUEUE);
+    let queued = p.target.with(|s| s.rma.pending.len()) as u64;
+    let received = p.target.express_stats().requests_received;
+    // taken: at most the queue, and what the in-order queue holds
+    assert!(received <= (QUEUE as u64) + queued + 1, "{received}");
+    // the refused ones go back by the protocol; then all runs down
+    let t0 = std::time::Instant::now();
+    while p.target.with(|s| !s.nothing_to_dispatch()) {
+        p.b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 60);
+    }
+}
+
+#[test]
+fn an_answer_by_the_protocol_completes_an_express_request() {
+    let p = pair();
+    // the target answers by the protocol from now on (as when its ring
+    // to us is full or it has something unacknowledged for us)
+    p.target.with(|s| s.express.send = false);
+    let sent0 = p.friend.express_stats().requests_sent;
+    let got0 = p.friend.express_stats().replies_received;
+    let replies0 = p.replies.load(Ordering::SeqCst);
+    for k in 0..100u32 {
+        p.friend
+            .request(0, &Message::short(10, &[k, 1]), false)
+            .unwrap();
+    }
+    p.settle();
+    let f = p.friend.express_stats();
+    assert_eq!(f.requests_sent - sent0, 100, "the requests went express");
+    assert_eq!(f.replies_received, got0, "no answer came express");
+    assert_eq!(
+        p.replies.load(Ordering::SeqCst) - replies0,
+        (0..100u64).map(|k| k + 1).sum::<u64>()
+    );
+    assert_eq!(p.returned.load(Ordering::SeqCst), 0);
+    assert_eq!(p.friend.unanswered_requests(), 0);
+}
+
+/// With the job key's MAC the lane is closed both ways: requests go by
+/// the (authenticated) protocol, and records written into the ring are
+/// dropped unread by any handler.
+#[test]
+fn a_job_key_closes_the_lane() {
+    crate::am::init().unwrap();
+    let b = crate::am::allocate_bundle(BundleMode::Seq).unwrap();
+    let keyed = || {
+        let mut cfg = Config::from_lookup(|_| None).unwrap();
+        cfg.transport = TransportChoice::Shm;
+        cfg.proto.mac = Some(crate::wire::mac::MacKey::from_job_key(
+            "express-lane-test-job-key",
+        ));
+        let tr = crate::net::open(&cfg).unwrap();
+        crate::am::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
+    };
+    let (target, friend) = (keyed(), keyed());
+    for e in [&target, &friend] {
+        e.set_tag(TAG);
+        e.map(0, target.name(), TAG).unwrap();
+        e.map(1, friend.name(), TAG).unwrap();
+        e.set_expected_resources(2, 8).unwrap();
+    }
+    let ran = Arc::new(AtomicU64::new(0));
+    let r = ran.clone();
+    target.set_handler(
+        10,
+        handler(move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let t0 = std::time::Instant::now();
+    while !friend.ring_ready(0) {
+        friend.request(0, &Message::short(10, &[0]), false).unwrap();
+        b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 10, "no ring");
+    }
+    for _ in 0..100 {
+        friend.request(0, &Message::short(10, &[0]), false).unwrap();
+    }
+    while friend.unanswered_requests() > 0 {
+        b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 20);
+    }
+    assert_eq!(friend.express_stats().requests_sent, 0);
+    let ran0 = ran.load(Ordering::SeqCst);
+    assert!(inject(
+        &friend,
+        target.addr(),
+        &record(ExpressKind::Request, 10, &[1], 9, TAG)
+    ));
+    for _ in 0..20 {
+        b.poll().unwrap();
+    }
+    assert_eq!(target.express_stats().dropped, 1);
+    assert_eq!(ran.load(Ordering::SeqCst), ran0, "no handler ran");
+}

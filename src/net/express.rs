@@ -1,0 +1,182 @@
+//! The express record: a short AM request or reply written straight into
+//! a shared-memory ring (`shm.rs`), outside the reliable protocol
+//! (`am/express.rs` decides when, and what the receiver does with it).
+//!
+//! A ring record like a datagram, told apart by its first two bytes
+//! (`RX`, where a protocol packet has `RA`). Native byte order (same host):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 2 | magic `RX` |
+//! | 2 | 1 | kind: 1 request, 2 reply, 3 automatic reply |
+//! | 3 | 1 | handler |
+//! | 4 | 1 | argument count (at most 16) |
+//! | 5 | 3 | zero |
+//! | 8 | 4 | transaction id (the requester's; echoed by the reply) |
+//! | 12 | 4 | zero |
+//! | 16 | 8 | AM tag |
+//! | 24 | 4 each | arguments |
+//!
+//! With up to 8 arguments, record and ring word fill one cache line.
+//! Everything read is hostile: `decode` takes only a record of exactly this
+//! shape (its length agrees with its count, the zero bytes are zero).
+
+/// The first two bytes of an express record.
+pub const MAGIC: [u8; 2] = *b"RX";
+/// Bytes before the arguments.
+pub const HEADER: usize = 24;
+/// The most arguments a record carries (`wire::MAX_ARGS`).
+pub const MAX_ARGS: usize = 16;
+/// The longest record.
+pub const MAX_LEN: usize = HEADER + 4 * MAX_ARGS;
+
+/// What a record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ExpressKind {
+    Request = 1,
+    Reply = 2,
+    AutoReply = 3,
+}
+
+/// One record's fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Express {
+    pub kind: ExpressKind,
+    pub handler: u8,
+    pub nargs: u8,
+    pub args: [u32; MAX_ARGS],
+    pub txn: u32,
+    pub tag: u64,
+}
+
+/// Whether `d` claims to be an express record (a transport that is not a
+/// ring drops such datagrams: only a ring may carry one).
+#[inline]
+pub fn is_express(d: &[u8]) -> bool {
+    d.len() >= 2 && d[..2] == MAGIC
+}
+
+impl Express {
+    /// Writes the record into `buf`; returns its length.
+    pub fn encode(&self, buf: &mut [u8; MAX_LEN]) -> usize {
+        let n = (self.nargs as usize).min(MAX_ARGS);
+        buf[..HEADER].fill(0);
+        buf[..2].copy_from_slice(&MAGIC);
+        buf[2] = self.kind as u8;
+        buf[3] = self.handler;
+        buf[4] = n as u8;
+        buf[8..12].copy_from_slice(&self.txn.to_ne_bytes());
+        buf[16..24].copy_from_slice(&self.tag.to_ne_bytes());
+        for (i, a) in self.args[..n].iter().enumerate() {
+            buf[HEADER + 4 * i..HEADER + 4 * i + 4].copy_from_slice(&a.to_ne_bytes());
+        }
+        HEADER + 4 * n
+    }
+
+    /// The record in `d`, or None when it is not exactly one.
+    pub fn decode(d: &[u8]) -> Option<Express> {
+        if d.len() < HEADER || !is_express(d) {
+            return None;
+        }
+        let kind = match d[2] {
+            1 => ExpressKind::Request,
+            2 => ExpressKind::Reply,
+            3 => ExpressKind::AutoReply,
+            _ => return None,
+        };
+        let n = d[4] as usize;
+        if n > MAX_ARGS
+            || d.len() != HEADER + 4 * n
+            || d[5..8] != [0; 3]
+            || d[12..16] != [0; 4]
+            || (kind == ExpressKind::AutoReply && (n != 0 || d[3] != 0))
+        {
+            return None;
+        }
+        let word = |at: usize| u32::from_ne_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]);
+        let mut args = [0u32; MAX_ARGS];
+        for (i, a) in args[..n].iter_mut().enumerate() {
+            *a = word(HEADER + 4 * i);
+        }
+        let mut tag = [0u8; 8];
+        tag.copy_from_slice(&d[16..24]);
+        Some(Express {
+            kind,
+            handler: d[3],
+            nargs: n as u8,
+            args,
+            txn: word(8),
+            tag: u64::from_ne_bytes(tag),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(kind: ExpressKind, nargs: u8) -> Express {
+        let mut args = [0; MAX_ARGS];
+        for (i, a) in args[..nargs as usize].iter_mut().enumerate() {
+            *a = 0x0101_0101 * (i as u32 + 1);
+        }
+        Express {
+            kind,
+            handler: if kind == ExpressKind::AutoReply { 0 } else { 7 },
+            nargs,
+            args,
+            txn: 0xdead_beef,
+            tag: 0x1234_5678_9abc_def0,
+        }
+    }
+
+    #[test]
+    fn records_come_back_as_they_went() {
+        let mut buf = [0u8; MAX_LEN];
+        for (kind, n) in [
+            (ExpressKind::Request, 0),
+            (ExpressKind::Request, 16),
+            (ExpressKind::Reply, 3),
+            (ExpressKind::AutoReply, 0),
+        ] {
+            let e = sample(kind, n);
+            let len = e.encode(&mut buf);
+            assert_eq!(len, HEADER + 4 * n as usize);
+            assert_eq!(Express::decode(&buf[..len]), Some(e));
+        }
+    }
+
+    #[test]
+    fn anything_else_is_refused() {
+        let mut buf = [0u8; MAX_LEN];
+        let len = sample(ExpressKind::Request, 4).encode(&mut buf);
+        let good = buf;
+        // shorter, longer than its count says, cut in the header
+        assert_eq!(Express::decode(&good[..len - 1]), None);
+        assert_eq!(Express::decode(&good[..len + 4]), None);
+        assert_eq!(Express::decode(&good[..HEADER - 1]), None);
+        assert_eq!(Express::decode(&good[..1]), None);
+        let bad = |at: usize, v: u8| {
+            let mut b = good;
+            b[at] = v;
+            Express::decode(&b[..len])
+        };
+        assert_eq!(bad(0, b'Q'), None); // magic
+        assert_eq!(bad(1, b'A'), None); // a protocol packet's magic
+        assert_eq!(bad(2, 0), None); // kind
+        assert_eq!(bad(2, 4), None);
+        assert_eq!(bad(4, 17), None); // more arguments than there can be
+        assert_eq!(bad(4, 255), None);
+        assert_eq!(bad(4, 5), None); // the count disagrees with the length
+        assert_eq!(bad(6, 1), None); // padding
+        assert_eq!(bad(13, 1), None);
+        // an automatic reply carries no handler and no arguments
+        let mut b = [0u8; MAX_LEN];
+        let n = sample(ExpressKind::AutoReply, 0).encode(&mut b);
+        b[3] = 1;
+        assert_eq!(Express::decode(&b[..n]), None);
+        assert!(!is_express(b"RA\x02"));
+        assert!(is_express(b"RX"));
+    }
+}
