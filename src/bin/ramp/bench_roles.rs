@@ -247,34 +247,44 @@ pub(crate) fn blast_sender(raw: &UdpSocket, to: SocketAddr, total: u64) -> f64 {
 /// own functions (`ramp::bench_support`: the wire's CRC32C; the MAC as
 /// the sender seals a gathered datagram, header and payload in two
 /// pieces, and as the receiver checks one), the slower end's per byte.
+/// Each is the best of 5 windows of 400 datagrams (~2 ms): the cost of
+/// the function, not of the other processes that share the cores (a
+/// single window of 2,000 read 6-23 GB/s for the same GMAC code).
 fn integrity_ns_per_byte() -> (f64, f64) {
     use ramp::bench_support::{packet_crc32c, PacketMac};
+    const WINDOWS: usize = 5;
+    const ROUNDS: usize = 400;
+    let per_byte = |t: StdInstant| t.elapsed().as_nanos() as f64 / (ROUNDS * XFER_SIZE) as f64;
     let data = vec![0x5au8; XFER_SIZE];
-    let rounds = 2000;
-    let t = StdInstant::now();
-    let mut x = 0u32;
-    for _ in 0..rounds {
-        x ^= packet_crc32c(std::hint::black_box(&data));
-    }
-    std::hint::black_box(x);
-    let crc = t.elapsed().as_nanos() as f64 / (rounds * XFER_SIZE) as f64;
     let mac = PacketMac::new("ramp bench integrity key");
     let (head, body) = data.split_at(64);
-    let mut tags = Vec::with_capacity(rounds);
-    let t = StdInstant::now();
-    for i in 0..rounds {
-        let mut nonce = [0u8; 12];
-        nonce[4..].copy_from_slice(&(i as u64).to_be_bytes());
-        tags.push(mac.seal(&nonce, &[std::hint::black_box(head), body]));
+    let (mut crc, mut seal, mut check) = (f64::MAX, f64::MAX, f64::MAX);
+    let mut tags = Vec::with_capacity(ROUNDS);
+    for w in 0..WINDOWS {
+        let t = StdInstant::now();
+        let mut x = 0u32;
+        for _ in 0..ROUNDS {
+            x ^= packet_crc32c(std::hint::black_box(&data));
+        }
+        std::hint::black_box(x);
+        crc = crc.min(per_byte(t));
+        let nonce = |i: usize| {
+            let mut n = [0u8; 12];
+            n[4..].copy_from_slice(&((w * ROUNDS + i) as u64).to_be_bytes());
+            n
+        };
+        tags.clear();
+        let t = StdInstant::now();
+        for i in 0..ROUNDS {
+            tags.push(mac.seal(&nonce(i), &[std::hint::black_box(head), body]));
+        }
+        seal = seal.min(per_byte(t));
+        let t = StdInstant::now();
+        for (i, tag) in tags.iter().enumerate() {
+            assert!(mac.check(&nonce(i), std::hint::black_box(&data), tag));
+        }
+        check = check.min(per_byte(t));
     }
-    let seal = t.elapsed().as_nanos() as f64 / (rounds * XFER_SIZE) as f64;
-    let t = StdInstant::now();
-    for (i, tag) in tags.iter().enumerate() {
-        let mut nonce = [0u8; 12];
-        nonce[4..].copy_from_slice(&(i as u64).to_be_bytes());
-        assert!(mac.check(&nonce, std::hint::black_box(&data), tag));
-    }
-    let check = t.elapsed().as_nanos() as f64 / (rounds * XFER_SIZE) as f64;
     (crc, seal.max(check))
 }
 
