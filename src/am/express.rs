@@ -11,10 +11,18 @@
 //! express_ready`: everything sent before was delivered there; the ACKs we
 //! owe it go first, or its own messages would stay unacknowledged for the
 //! ACK delay and keep its answers off the lane), the ring is
-//! open and has room, and no job key's MAC protects the packets (the record
-//! carries none). Otherwise the protocol's path, as before. A full ring
+//! open and has room, and its receiver proved it is of our job (below).
+//! Otherwise the protocol's path, as before. A full ring
 //! does not spill a datagram to UDP while an express record may be unread
 //! in it (`shm.rs`): it could overtake the record.
+//!
+//! A job key: records carry no MAC (the ring is only handed to processes
+//! of our user, who can read our memory anyway), but each end of a ring
+//! proves once, by the key's keyed hash, that it belongs to the same job
+//! (`net/shm_proof.rs`): a sender writes records only to a receiver that
+//! proved it, a receiver drops (and counts) those of a slot whose sender
+//! did not. Keys that differ, or a key at one end only: no express lane,
+//! the protocol's path as before.
 //!
 //! Receiving: a record is read from the ring in its place among the
 //! protocol's datagrams and, checked, queued as a delivered message behind
@@ -40,6 +48,7 @@ use super::request::Outstanding;
 use crate::error::ReturnStatus;
 use crate::fxhash::FxHashMap;
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
+use crate::net::ExpressProver;
 use crate::proto::{Event, FailReason, Protocol};
 use crate::stats::Statistics;
 use crate::time::Instant;
@@ -58,7 +67,8 @@ pub struct ExpressStats {
     pub requests_received: u64,
     pub replies_received: u64,
     /// Records dropped on arrival: malformed, an answer to nothing of
-    /// ours, or express refused here (a job key). (The endpoint's
+    /// ours, or from a ring whose sender did not prove our job key
+    /// (`net/shm_proof.rs`). (The endpoint's
     /// statistics count each record read as a packet received, a dropped
     /// malformed one in `corrupt_dropped`, an answer to nothing in
     /// `stale_dropped`; each written as a packet sent, its bytes in the
@@ -73,20 +83,17 @@ pub struct ExpressStats {
 /// The lane's state in an endpoint.
 #[derive(Default)]
 pub(super) struct ExpressState {
-    /// Whether we send express records (`RAMP_SHM_EXPRESS`, no MAC).
+    /// Whether we send express records (`RAMP_SHM_EXPRESS`).
     pub(super) send: bool,
-    /// Whether we take them (no MAC).
-    pub(super) accept: bool,
     pub(super) stats: ExpressStats,
     /// Requests refused on arrival, returned after the receive.
     refused: Vec<(SocketAddr, MsgMeta)>,
 }
 
 impl ExpressState {
-    pub(super) fn new(send: bool, accept: bool) -> ExpressState {
+    pub(super) fn new(send: bool) -> ExpressState {
         ExpressState {
-            send: send && accept,
-            accept,
+            send,
             ..Default::default()
         }
     }
@@ -103,7 +110,7 @@ impl ExpressState {
     ) {
         // counted as the protocol counts its datagrams
         counts.packets_received += 1;
-        let Some(x) = Express::decode(rec).filter(|_| self.accept) else {
+        let Some(x) = Express::decode(rec) else {
             self.stats.dropped += 1;
             counts.corrupt_dropped += 1;
             return;
@@ -142,6 +149,13 @@ impl ExpressState {
             }
         }
     }
+}
+
+/// The job key's keyed hash for the rings' proofs (`net/shm_proof.rs`);
+/// None without a key.
+pub(super) fn prover(mac: Option<&crate::wire::mac::MacKey>) -> Option<ExpressProver> {
+    let key = mac?.clone();
+    Some(std::sync::Arc::new(move |ctx: &[u8]| key.proof(ctx)))
 }
 
 impl super::Endpoint {
@@ -200,6 +214,13 @@ impl EpState {
     /// After a receive: returns the requests refused on arrival, and the
     /// express requests to peers whose rings were dropped.
     pub(super) fn express_after_receive(&mut self, now: Instant) {
+        let unproven = self.transports.take_express_refused();
+        if unproven != 0 {
+            // read and dropped by the ring (`net/shm_proof.rs`)
+            self.express.stats.dropped += unproven;
+            self.stats.packets_received += unproven;
+            self.stats.corrupt_dropped += unproven;
+        }
         if !self.express.refused.is_empty() {
             for (from, meta) in std::mem::take(&mut self.express.refused) {
                 self.send_returned(now, from, meta, ReturnStatus::Congestion, true);

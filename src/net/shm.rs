@@ -70,7 +70,7 @@ use std::sync::atomic::{fence, Ordering::*};
 
 use once_cell::sync::Lazy;
 
-use super::{DatagramSink, RegionMsg, Transport, RECV_BATCH, RECV_SLOT};
+use super::{DatagramSink, ExpressProver, RegionMsg, Transport, RECV_BATCH, RECV_SLOT};
 use crate::fxhash::FxHashMap;
 use crate::sys::{euid, memfd, pid_alive, recv_with_fd, send_with_fd, size_sealed, SharedMap};
 use crate::time::{Instant, MILLIS};
@@ -251,6 +251,9 @@ struct RxSlot {
     /// The head last written to `S_HEAD`.
     published: u64,
     from: Option<SocketAddr>,
+    /// Its sender proved it is of our job (`shm_proof.rs`): its express
+    /// records are taken (checked once, at the first look at the slot).
+    express: bool,
 }
 
 /// A ring this endpoint writes, in a peer's file.
@@ -273,6 +276,9 @@ struct TxRing {
     seen_head: u64,
     stuck_since: Option<Instant>,
     wake: UnixAddr,
+    /// The receiver proved it is of our job (`shm_proof.rs`): express
+    /// records may go (it would drop them otherwise).
+    express_ok: bool,
 }
 
 enum Route {
@@ -321,6 +327,11 @@ pub struct ShmTransport {
     /// before the ring is dropped (the protocol's peer timeout: what it
     /// allows a peer that does not answer).
     pub(super) stuck_after: crate::time::Nanos,
+    /// The job key's keyed hash (`shm_proof.rs`); None: no job key.
+    prover: Option<ExpressProver>,
+    /// Express records dropped for want of their sender's proof, for
+    /// `take_express_refused`.
+    express_refused: u64,
 }
 
 impl ShmTransport {
@@ -375,6 +386,8 @@ impl ShmTransport {
             pid,
             regions: RefCell::new(Vec::new()),
             stuck_after: 10_000 * MILLIS,
+            prover: None,
+            express_refused: 0,
         })
     }
 
@@ -536,6 +549,9 @@ impl ShmTransport {
         put_text(&map, s + S_FROM, &self.local.to_string());
         let secret = crate::sys::random_u64().unwrap_or(0);
         map.u64_at(s + S_SECRET).store(secret, Relaxed);
+        let prover = self.prover.as_ref();
+        proof::write_sender(&map, slot, (to, self.local), self.pid, secret, prover);
+        let express_ok = proof::check_receiver(&map, prover);
         // a fresh ring from 0; what an earlier sender left there is no record
         map.u64_at(s + S_HEAD).store(0, Relaxed);
         for k in 0..CLAIMS {
@@ -554,6 +570,7 @@ impl ShmTransport {
             seen_head: 0,
             stuck_since: None,
             wake: wake_addr(to).ok()?,
+            express_ok,
         })
     }
 
@@ -581,10 +598,13 @@ impl ShmTransport {
                 match get_text(&self.map, s + S_FROM).parse() {
                     Ok(a) => {
                         // the sender starts its ring at 0 (`connect`)
+                        let express =
+                            proof::check_sender(&self.map, i, (self.local, a), self.prover.as_ref());
                         self.slots[i] = RxSlot {
                             head: 0,
                             published: 0,
                             from: Some(a),
+                            express,
                         };
                         a
                     }
@@ -628,7 +648,13 @@ impl ShmTransport {
                 return n;
             }
             self.map.read(ring + pos + 8, &mut self.buf[..len]);
-            each(Some((&self.buf[..len], from)));
+            let d = &self.buf[..len];
+            if !self.slots[i].express && super::express::is_express(d) {
+                // not of our job: runs nothing here
+                self.express_refused += 1;
+            } else {
+                each(Some((d, from)));
+            }
             head += rec as u64;
             n += 1;
         }
@@ -802,12 +828,39 @@ impl Transport for ShmTransport {
         let Some(ring) = tx.rings[k].as_mut() else {
             return false;
         };
-        if !ring.push(rec) {
+        if !ring.express_ok || !ring.push(rec) {
             return false;
         }
         ring.express_end = ring.tail;
         self.wake_reader(k);
         true
+    }
+
+    #[cfg(test)]
+    fn express_send_unproven(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
+        let tx = self.tx.get_mut();
+        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
+            return false;
+        };
+        let Some(ring) = tx.rings[k].as_mut() else {
+            return false;
+        };
+        let ok = ring.express_ok;
+        ring.express_ok = true;
+        let sent = self.express_send(to, rec);
+        if let Some(r) = self.tx.get_mut().rings[k].as_mut() {
+            r.express_ok = ok;
+        }
+        sent
+    }
+
+    fn set_express_prover(&mut self, prover: Option<ExpressProver>) {
+        proof::write_receiver(&self.map, prover.as_ref());
+        self.prover = prover;
+    }
+
+    fn take_express_refused(&mut self) -> u64 {
+        std::mem::take(&mut self.express_refused)
     }
 
     fn take_dropped(&mut self) -> Option<SocketAddr> {
@@ -990,6 +1043,9 @@ impl Drop for ShmTransport {
         }
     }
 }
+
+#[path = "shm_proof.rs"]
+mod proof;
 
 #[cfg(test)]
 #[path = "shm_tests.rs"]
