@@ -45,6 +45,7 @@ use std::net::SocketAddr;
 
 use super::endpoint::EpState;
 use super::request::Outstanding;
+use super::rma::RmaState;
 use crate::error::ReturnStatus;
 use crate::fxhash::FxHashMap;
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
@@ -103,6 +104,7 @@ impl ExpressState {
     pub(super) fn arrived(
         &mut self,
         proto: &mut Protocol<SocketAddr>,
+        rma: &mut RmaState,
         outstanding: &mut FxHashMap<u32, Outstanding>,
         counts: &mut Statistics,
         from: SocketAddr,
@@ -129,7 +131,7 @@ impl ExpressState {
         meta.tag = x.tag;
         meta.express = true;
         if x.kind == ExpressKind::Request {
-            if proto.push_delivered(from, CHANNEL_REQUEST, meta, QUEUE) {
+            if deliver(proto, rma, from, CHANNEL_REQUEST, meta, QUEUE) {
                 self.stats.requests_received += 1;
             } else {
                 self.stats.refused += 1;
@@ -140,7 +142,7 @@ impl ExpressState {
         match outstanding.get_mut(&x.txn) {
             Some(o) if o.addr == from && o.express && !o.answered => {
                 o.answered = true;
-                proto.push_delivered(from, CHANNEL_REPLY, meta, usize::MAX);
+                deliver(proto, rma, from, CHANNEL_REPLY, meta, usize::MAX);
                 self.stats.replies_received += 1;
             }
             _ => {
@@ -156,6 +158,36 @@ impl ExpressState {
 pub(super) fn prover(mac: Option<&crate::wire::mac::MacKey>) -> Option<ExpressProver> {
     let key = mac?.clone();
     Some(std::sync::Arc::new(move |ctx: &[u8]| key.proof(ctx)))
+}
+
+/// Queues an express message `meta` from `from` as delivered, in order: as
+/// `Protocol::push_delivered` (false: a request refused, `limit` requests
+/// waiting there), or, when nothing waits before it there nor is stalled
+/// and the AM queue has room, straight into the AM queue, where the
+/// in-order draining (`rma_target.rs`) would move it next with the tag 0
+/// (no place of the start window): one move of the event instead of three.
+fn deliver(
+    proto: &mut Protocol<SocketAddr>,
+    rma: &mut RmaState,
+    from: SocketAddr,
+    channel: u8,
+    meta: MsgMeta,
+    limit: usize,
+) -> bool {
+    if rma.stalled.is_none()
+        && rma.pending.len() < proto.recv_depth().max(1)
+        && proto.peek_event().is_none()
+    {
+        rma.pending.push_back(Event::Delivered {
+            from,
+            channel,
+            meta,
+            payload: Vec::new(),
+        });
+        rma.arrived.push_back(0);
+        return true;
+    }
+    proto.push_delivered(from, channel, meta, limit)
 }
 
 impl super::Endpoint {

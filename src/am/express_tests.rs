@@ -413,7 +413,11 @@ fn another_job_key_or_none_gets_no_handler_run_by_a_record() {
     ] {
         let k = keyed(tk, fk);
         assert!(
-            !inject(&k.friend, k.target.addr(), &record(ExpressKind::Request, 10, &[1], 9, TAG)),
+            !inject(
+                &k.friend,
+                k.target.addr(),
+                &record(ExpressKind::Request, 10, &[1], 9, TAG)
+            ),
             "the lane is closed to the sender"
         );
         for _ in 0..50 {

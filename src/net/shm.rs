@@ -299,6 +299,10 @@ struct Tx {
     /// Peers whose ring was dropped, for `take_dropped` (at most one entry
     /// per ring ever opened between two polls).
     dropped: Vec<SocketAddr>,
+    /// The peer and ring of the last express record (`express_send`): no
+    /// hash look-up for a stream to one peer. Forgotten whenever a route
+    /// changes (`adopt`, `check_peers`).
+    express_last: Option<(SocketAddr, usize)>,
 }
 
 pub struct ShmTransport {
@@ -413,14 +417,8 @@ impl ShmTransport {
 
     /// Wakes the reader of ring `k` if it sleeps.
     fn wake_reader(&self, k: usize) {
-        let tx = self.tx.borrow();
-        let Some(ring) = tx.rings[k].as_ref() else {
-            return;
-        };
-        let sleep = ring.map.u32_at(H_SLEEP);
-        fence(SeqCst);
-        if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
-            let _ = self.wake.send_to_addr(&[1], &ring.wake);
+        if let Some(ring) = self.tx.borrow().rings[k].as_ref() {
+            ring.wake(&self.wake);
         }
     }
 
@@ -522,6 +520,7 @@ impl ShmTransport {
             }
         };
         tx.routes.insert(to, Route::Ring(k));
+        tx.express_last = None;
     }
 
     /// Maps `file`, which the endpoint at `to` sent, and claims a slot in it.
@@ -598,8 +597,12 @@ impl ShmTransport {
                 match get_text(&self.map, s + S_FROM).parse() {
                     Ok(a) => {
                         // the sender starts its ring at 0 (`connect`)
-                        let express =
-                            proof::check_sender(&self.map, i, (self.local, a), self.prover.as_ref());
+                        let express = proof::check_sender(
+                            &self.map,
+                            i,
+                            (self.local, a),
+                            self.prover.as_ref(),
+                        );
                         self.slots[i] = RxSlot {
                             head: 0,
                             published: 0,
@@ -715,6 +718,7 @@ impl ShmTransport {
                             .store(CLOSING, Release);
                     }
                     tx.rings[k] = None;
+                    tx.express_last = None;
                     tx.dropped.push(*to);
                     *r = Route::Udp {
                         retry_at: now.plus(RETRY_AFTER),
@@ -726,6 +730,17 @@ impl ShmTransport {
 }
 
 impl TxRing {
+    /// Wakes this ring's reader (through our socket `sock`) if it sleeps:
+    /// after a push. The fence pairs with the reader's (`fd`): either it
+    /// sees our record before it sleeps, or we see its sleep word.
+    fn wake(&self, sock: &UnixDatagram) {
+        let sleep = self.map.u32_at(H_SLEEP);
+        fence(SeqCst);
+        if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
+            let _ = sock.send_to_addr(&[1], &self.wake);
+        }
+    }
+
     /// Whether our slot in the peer's file is still open and ours.
     fn slot_ours(&self, pid: u32) -> bool {
         let s = slot_off(self.slot);
@@ -822,8 +837,15 @@ impl Transport for ShmTransport {
 
     fn express_send(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
         let tx = self.tx.get_mut();
-        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
-            return false;
+        let k = match tx.express_last {
+            Some((a, k)) if a == to => k,
+            _ => {
+                let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
+                    return false;
+                };
+                tx.express_last = Some((to, k));
+                k
+            }
         };
         let Some(ring) = tx.rings[k].as_mut() else {
             return false;
@@ -832,7 +854,7 @@ impl Transport for ShmTransport {
             return false;
         }
         ring.express_end = ring.tail;
-        self.wake_reader(k);
+        ring.wake(&self.wake);
         true
     }
 
