@@ -306,6 +306,23 @@ impl ShmTransport {
     }
 }
 
+impl ShmTransport {
+    /// `flush_due`'s work when some is due: the socket read, the liveness
+    /// checks.
+    #[cold]
+    #[inline(never)]
+    fn checks_due(&mut self, now: Instant) {
+        if now >= self.next_wake_check.get() {
+            self.next_wake_check.set(now.plus(WAKE_CHECK));
+            self.read_socket();
+        }
+        if now >= self.next_check.get() {
+            self.next_check.set(now.plus(CHECK_EVERY));
+            self.check_peers(now);
+        }
+    }
+}
+
 impl Transport for ShmTransport {
     fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
         let tx = self.tx.get_mut();
@@ -512,14 +529,11 @@ impl Transport for ShmTransport {
         }
     }
 
+    #[inline]
     fn flush_due(&mut self, now: Instant) -> Option<Instant> {
-        if now >= self.next_wake_check.get() {
-            self.next_wake_check.set(now.plus(WAKE_CHECK));
-            self.read_socket();
-        }
-        if now >= self.next_check.get() {
-            self.next_check.set(now.plus(CHECK_EVERY));
-            self.check_peers(now);
+        // (the usual case, nothing due, without the frame of the work)
+        if now >= self.next_wake_check.get() || now >= self.next_check.get() {
+            self.checks_due(now);
         }
         None
     }

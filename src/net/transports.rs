@@ -131,11 +131,17 @@ impl Transports {
     /// more often: a ring's transport reads its socket every millisecond
     /// while busy, and before sleeping), without allocating when there is
     /// none.
+    #[inline]
     pub fn region_take(&self, now: Instant) -> Vec<super::RegionMsg> {
-        let last = self.list.len() - 1;
-        if last == 0 || now < self.next_region_look.get() {
+        if self.list.len() == 1 || now < self.next_region_look.get() {
             return Vec::new();
         }
+        self.region_take_now(now)
+    }
+
+    #[inline(never)]
+    fn region_take_now(&self, now: Instant) -> Vec<super::RegionMsg> {
+        let last = self.list.len() - 1;
         self.next_region_look.set(now.plus(REGION_LOOK));
         let mut all = Vec::new();
         for t in &self.list[..last] {
