@@ -1,7 +1,8 @@
 //! The express lane between real processes over shared memory
 //! (`RAMP_TRANSPORT=shm`, `RAMP_SHM_EXPRESS` on): short requests and their
 //! replies go straight into the rings (counted at both ends), correct
-//! with many requests outstanding on few credits; mixed with mediums and
+//! with many requests outstanding on few credits, also under a job key
+//! both share; mixed with mediums and
 //! puts (the protocol's path) every handler runs in the order its request
 //! was sent and after the put before it; a peer killed, or alive but no
 //! longer polling, with requests waiting in its ring returns them
@@ -107,7 +108,16 @@ struct Peer {
 }
 
 fn spawn(parent: &EndpointName) -> Peer {
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    spawn_keyed(parent, None)
+}
+
+/// `spawn`, the child under the job key `key` (`RAMP_JOB_KEY`).
+fn spawn_keyed(parent: &EndpointName, key: Option<&str>) -> Peer {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    if let Some(k) = key {
+        cmd.env("RAMP_JOB_KEY", k);
+    }
+    let mut child = cmd
         .args(["--exact", "child", "--nocapture", "--test-threads=1"])
         .env("RAMP_EXPRESS_CHILD", "1")
         .env("RAMP_EXPRESS_PARENT", common::name_hex(parent))
@@ -167,10 +177,30 @@ fn many_outstanding_requests_on_few_credits_go_express_both_ways() {
     if std::env::var_os("RAMP_EXPRESS_CHILD").is_some() {
         return;
     }
+    many_outstanding(None);
+}
+
+/// The same under a job key both processes share (as every job that
+/// ramp-run starts: the packet MAC on): the lane is open (each end of the
+/// ring proved the key once, `net/shm_proof.rs`).
+#[test]
+fn under_a_shared_job_key_requests_go_express_both_ways() {
+    let _watchdog = common::watchdog(
+        "shm_express::under_a_shared_job_key_requests_go_express_both_ways",
+        Duration::from_secs(120),
+    );
+    if std::env::var_os("RAMP_EXPRESS_CHILD").is_some() {
+        return;
+    }
+    many_outstanding(Some("0123456789abcdef-shm-express-test-key"));
+}
+
+fn many_outstanding(key: Option<&str>) {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &config(&[])).unwrap();
-    let peer = spawn(&e.name());
+    let extra: Vec<(&str, &str)> = key.map(|k| ("RAMP_JOB_KEY", k)).into_iter().collect();
+    let e = am::allocate_endpoint_with(b.id, &config(&extra)).unwrap();
+    let peer = spawn_keyed(&e.name(), key);
     e.set_tag(TAG);
     e.map(1, peer.name, TAG).unwrap();
     e.set_expected_resources(2, 8).unwrap();

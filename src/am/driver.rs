@@ -48,8 +48,9 @@ impl Endpoint {
 impl EpState {
     /// Receives every waiting datagram, runs due timers, transmits.
     pub(super) fn pump_network(&mut self, now: Instant) -> Result<()> {
-        let (proto, outstanding, express, counts) = (
+        let (proto, rma, outstanding, express, counts) = (
             &mut self.proto,
+            &mut self.rma,
             &mut self.outstanding,
             &mut self.express,
             &mut self.stats,
@@ -58,7 +59,7 @@ impl EpState {
             let r = self.transports.recv_batch(now, &mut |d| match d {
                 // (only a ring brings one: `Transports` drops the others)
                 Some((bytes, from)) if crate::net::express::is_express(bytes) => {
-                    express.arrived(proto, outstanding, counts, from, bytes)
+                    express.arrived(proto, rma, outstanding, counts, from, bytes)
                 }
                 Some((bytes, from)) => proto.handle_datagram(now, from, bytes),
                 None => proto.count_malformed(),

@@ -172,9 +172,11 @@ impl Endpoint {
         let addr = transports.local_addr();
         let secret = endpoint_secret();
         let proto = Protocol::new(proto_config(cfg), &secret);
-        // express records carry no MAC: not taken nor sent with a job key's
-        let express =
-            super::express::ExpressState::new(cfg.shm_express, proto.config().mac.is_none());
+        // express records carry no MAC: under a job key each ring's ends
+        // prove once that they are of the same job (`net/shm_proof.rs`)
+        let mut transports = transports;
+        transports.set_express_prover(super::express::prover(proto.config().mac.as_ref()));
+        let express = super::express::ExpressState::new(cfg.shm_express);
         let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {
             proto,

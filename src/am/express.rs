@@ -11,10 +11,18 @@
 //! express_ready`: everything sent before was delivered there; the ACKs we
 //! owe it go first, or its own messages would stay unacknowledged for the
 //! ACK delay and keep its answers off the lane), the ring is
-//! open and has room, and no job key's MAC protects the packets (the record
-//! carries none). Otherwise the protocol's path, as before. A full ring
+//! open and has room, and its receiver proved it is of our job (below).
+//! Otherwise the protocol's path, as before. A full ring
 //! does not spill a datagram to UDP while an express record may be unread
 //! in it (`shm.rs`): it could overtake the record.
+//!
+//! A job key: records carry no MAC (the ring is only handed to processes
+//! of our user, who can read our memory anyway), but each end of a ring
+//! proves once, by the key's keyed hash, that it belongs to the same job
+//! (`net/shm_proof.rs`): a sender writes records only to a receiver that
+//! proved it, a receiver drops (and counts) those of a slot whose sender
+//! did not. Keys that differ, or a key at one end only: no express lane,
+//! the protocol's path as before.
 //!
 //! Receiving: a record is read from the ring in its place among the
 //! protocol's datagrams and, checked, queued as a delivered message behind
@@ -37,9 +45,11 @@ use std::net::SocketAddr;
 
 use super::endpoint::EpState;
 use super::request::Outstanding;
+use super::rma::RmaState;
 use crate::error::ReturnStatus;
 use crate::fxhash::FxHashMap;
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
+use crate::net::ExpressProver;
 use crate::proto::{Event, FailReason, Protocol};
 use crate::stats::Statistics;
 use crate::time::Instant;
@@ -58,7 +68,8 @@ pub struct ExpressStats {
     pub requests_received: u64,
     pub replies_received: u64,
     /// Records dropped on arrival: malformed, an answer to nothing of
-    /// ours, or express refused here (a job key). (The endpoint's
+    /// ours, or from a ring whose sender did not prove our job key
+    /// (`net/shm_proof.rs`). (The endpoint's
     /// statistics count each record read as a packet received, a dropped
     /// malformed one in `corrupt_dropped`, an answer to nothing in
     /// `stale_dropped`; each written as a packet sent, its bytes in the
@@ -73,20 +84,17 @@ pub struct ExpressStats {
 /// The lane's state in an endpoint.
 #[derive(Default)]
 pub(super) struct ExpressState {
-    /// Whether we send express records (`RAMP_SHM_EXPRESS`, no MAC).
+    /// Whether we send express records (`RAMP_SHM_EXPRESS`).
     pub(super) send: bool,
-    /// Whether we take them (no MAC).
-    pub(super) accept: bool,
     pub(super) stats: ExpressStats,
     /// Requests refused on arrival, returned after the receive.
     refused: Vec<(SocketAddr, MsgMeta)>,
 }
 
 impl ExpressState {
-    pub(super) fn new(send: bool, accept: bool) -> ExpressState {
+    pub(super) fn new(send: bool) -> ExpressState {
         ExpressState {
-            send: send && accept,
-            accept,
+            send,
             ..Default::default()
         }
     }
@@ -96,6 +104,7 @@ impl ExpressState {
     pub(super) fn arrived(
         &mut self,
         proto: &mut Protocol<SocketAddr>,
+        rma: &mut RmaState,
         outstanding: &mut FxHashMap<u32, Outstanding>,
         counts: &mut Statistics,
         from: SocketAddr,
@@ -103,7 +112,7 @@ impl ExpressState {
     ) {
         // counted as the protocol counts its datagrams
         counts.packets_received += 1;
-        let Some(x) = Express::decode(rec).filter(|_| self.accept) else {
+        let Some(x) = Express::decode(rec) else {
             self.stats.dropped += 1;
             counts.corrupt_dropped += 1;
             return;
@@ -122,7 +131,7 @@ impl ExpressState {
         meta.tag = x.tag;
         meta.express = true;
         if x.kind == ExpressKind::Request {
-            if proto.push_delivered(from, CHANNEL_REQUEST, meta, QUEUE) {
+            if deliver(proto, rma, from, CHANNEL_REQUEST, meta, QUEUE) {
                 self.stats.requests_received += 1;
             } else {
                 self.stats.refused += 1;
@@ -133,7 +142,7 @@ impl ExpressState {
         match outstanding.get_mut(&x.txn) {
             Some(o) if o.addr == from && o.express && !o.answered => {
                 o.answered = true;
-                proto.push_delivered(from, CHANNEL_REPLY, meta, usize::MAX);
+                deliver(proto, rma, from, CHANNEL_REPLY, meta, usize::MAX);
                 self.stats.replies_received += 1;
             }
             _ => {
@@ -142,6 +151,43 @@ impl ExpressState {
             }
         }
     }
+}
+
+/// The job key's keyed hash for the rings' proofs (`net/shm_proof.rs`);
+/// None without a key.
+pub(super) fn prover(mac: Option<&crate::wire::mac::MacKey>) -> Option<ExpressProver> {
+    let key = mac?.clone();
+    Some(std::sync::Arc::new(move |ctx: &[u8]| key.proof(ctx)))
+}
+
+/// Queues an express message `meta` from `from` as delivered, in order: as
+/// `Protocol::push_delivered` (false: a request refused, `limit` requests
+/// waiting there), or, when nothing waits before it there nor is stalled
+/// and the AM queue has room, straight into the AM queue, where the
+/// in-order draining (`rma_target.rs`) would move it next with the tag 0
+/// (no place of the start window): one move of the event instead of three.
+fn deliver(
+    proto: &mut Protocol<SocketAddr>,
+    rma: &mut RmaState,
+    from: SocketAddr,
+    channel: u8,
+    meta: MsgMeta,
+    limit: usize,
+) -> bool {
+    if rma.stalled.is_none()
+        && rma.pending.len() < proto.recv_depth().max(1)
+        && proto.peek_event().is_none()
+    {
+        rma.pending.push_back(Event::Delivered {
+            from,
+            channel,
+            meta,
+            payload: Vec::new(),
+        });
+        rma.arrived.push_back(0);
+        return true;
+    }
+    proto.push_delivered(from, channel, meta, limit)
 }
 
 impl super::Endpoint {
@@ -200,6 +246,13 @@ impl EpState {
     /// After a receive: returns the requests refused on arrival, and the
     /// express requests to peers whose rings were dropped.
     pub(super) fn express_after_receive(&mut self, now: Instant) {
+        let unproven = self.transports.take_express_refused();
+        if unproven != 0 {
+            // read and dropped by the ring (`net/shm_proof.rs`)
+            self.express.stats.dropped += unproven;
+            self.stats.packets_received += unproven;
+            self.stats.corrupt_dropped += unproven;
+        }
         if !self.express.refused.is_empty() {
             for (from, meta) in std::mem::take(&mut self.express.refused) {
                 self.send_returned(now, from, meta, ReturnStatus::Congestion, true);

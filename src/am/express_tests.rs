@@ -321,23 +321,27 @@ fn an_answer_by_the_protocol_completes_an_express_request() {
     assert_eq!(p.friend.unanswered_requests(), 0);
 }
 
-/// With the job key's MAC the lane is closed both ways: requests go by
-/// the (authenticated) protocol, and records written into the ring are
-/// dropped unread by any handler.
-#[test]
-fn a_job_key_closes_the_lane() {
+struct Keyed {
+    b: Arc<Bundle>,
+    target: Arc<Endpoint>,
+    friend: Arc<Endpoint>,
+    /// handler 10 of `target` ran (it replies 11)
+    ran: Arc<AtomicU64>,
+}
+
+/// Two endpoints over shared memory with these job keys (the packet MAC
+/// on), a request sent until the friend's ring to the target is open.
+fn keyed(target_key: Option<&str>, friend_key: Option<&str>) -> Keyed {
     crate::am::init().unwrap();
     let b = crate::am::allocate_bundle(BundleMode::Seq).unwrap();
-    let keyed = || {
+    let open = |key: Option<&str>| {
         let mut cfg = Config::from_lookup(|_| None).unwrap();
         cfg.transport = TransportChoice::Shm;
-        cfg.proto.mac = Some(crate::wire::mac::MacKey::from_job_key(
-            "express-lane-test-job-key",
-        ));
+        cfg.proto.mac = key.map(crate::wire::mac::MacKey::from_job_key);
         let tr = crate::net::open(&cfg).unwrap();
         crate::am::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
     };
-    let (target, friend) = (keyed(), keyed());
+    let (target, friend) = (open(target_key), open(friend_key));
     for e in [&target, &friend] {
         e.set_tag(TAG);
         e.map(0, target.name(), TAG).unwrap();
@@ -348,33 +352,99 @@ fn a_job_key_closes_the_lane() {
     let r = ran.clone();
     target.set_handler(
         10,
-        handler(move |_| {
+        handler(move |h| {
             r.fetch_add(1, Ordering::SeqCst);
+            crate::am::reply(h.token, &Message::short(11, &[1])).unwrap();
         }),
     );
+    friend.set_handler(11, handler(|_| {}));
+    friend.set_handler(0, handler(|_| {}));
     let t0 = std::time::Instant::now();
+    friend.request(0, &Message::short(10, &[0]), false).unwrap();
     while !friend.ring_ready(0) {
-        friend.request(0, &Message::short(10, &[0]), false).unwrap();
         b.poll().unwrap();
         assert!(t0.elapsed().as_secs() < 10, "no ring");
     }
-    for _ in 0..100 {
-        friend.request(0, &Message::short(10, &[0]), false).unwrap();
+    Keyed {
+        b,
+        target,
+        friend,
+        ran,
     }
-    while friend.unanswered_requests() > 0 {
-        b.poll().unwrap();
-        assert!(t0.elapsed().as_secs() < 20);
+}
+
+const KEY: &str = "express-lane-test-job-key";
+
+/// Under a job key both ends share, the lane is open both ways (each end
+/// of the ring proved the key once: `net/shm_proof.rs`).
+#[test]
+fn a_shared_job_key_keeps_the_lane_open() {
+    let k = keyed(Some(KEY), Some(KEY));
+    let t0 = std::time::Instant::now();
+    for _ in 0..200 {
+        k.friend
+            .request(0, &Message::short(10, &[0]), false)
+            .unwrap();
+        k.b.poll().unwrap();
     }
-    assert_eq!(friend.express_stats().requests_sent, 0);
-    let ran0 = ran.load(Ordering::SeqCst);
-    assert!(inject(
-        &friend,
-        target.addr(),
-        &record(ExpressKind::Request, 10, &[1], 9, TAG)
-    ));
-    for _ in 0..20 {
-        b.poll().unwrap();
+    while k.friend.unanswered_requests() > 0 {
+        k.b.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 20, "requests unanswered");
     }
-    assert_eq!(target.express_stats().dropped, 1);
-    assert_eq!(ran.load(Ordering::SeqCst), ran0, "no handler ran");
+    assert_eq!(k.ran.load(Ordering::SeqCst), 201);
+    let (f, t) = (k.friend.express_stats(), k.target.express_stats());
+    assert!(f.requests_sent > 100, "{f:?}");
+    assert_eq!(t.requests_received, f.requests_sent);
+    assert!(t.replies_sent > 100, "{t:?}");
+    assert_eq!(f.replies_received, t.replies_sent);
+    assert_eq!((f.dropped, t.dropped), (0, 0));
+}
+
+/// Keys that differ, or a key at one end only: the sender never takes the
+/// lane (the receiver's proof does not verify), and a record written into
+/// the ring anyway (as a process of another job could) runs no handler:
+/// dropped and counted.
+#[test]
+fn another_job_key_or_none_gets_no_handler_run_by_a_record() {
+    for (tk, fk) in [
+        (Some(KEY), Some("another-job-key-of-this-user")),
+        (Some(KEY), None),
+        (None, Some(KEY)),
+    ] {
+        let k = keyed(tk, fk);
+        assert!(
+            !inject(
+                &k.friend,
+                k.target.addr(),
+                &record(ExpressKind::Request, 10, &[1], 9, TAG)
+            ),
+            "the lane is closed to the sender"
+        );
+        for _ in 0..50 {
+            k.friend
+                .request(0, &Message::short(10, &[0]), false)
+                .unwrap();
+            k.b.poll().unwrap();
+        }
+        assert_eq!(k.friend.express_stats().requests_sent, 0);
+        let ran0 = k.ran.load(Ordering::SeqCst);
+        let forged = |k: &Keyed| {
+            k.friend.with(|s| {
+                s.transports.express_send_unproven(
+                    k.target.addr(),
+                    &record(ExpressKind::Request, 10, &[1], 9, TAG),
+                )
+            })
+        };
+        assert!(forged(&k));
+        assert!(forged(&k));
+        for _ in 0..20 {
+            k.b.poll().unwrap();
+        }
+        let t = k.target.express_stats();
+        assert_eq!(t.dropped, 2, "{tk:?} {fk:?}");
+        assert_eq!(t.requests_received, 0);
+        assert_eq!(k.ran.load(Ordering::SeqCst), ran0, "no handler ran");
+        assert!(k.target.statistics().corrupt_dropped >= 2);
+    }
 }

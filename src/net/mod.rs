@@ -62,6 +62,9 @@ pub(crate) fn send_each<T: Transport + ?Sized>(
 }
 
 /// A datagram transport serving one endpoint.
+/// A keyed hash of a context under the job key (`set_express_prover`).
+pub type ExpressProver = std::sync::Arc<dyn Fn(&[u8]) -> [u8; 32] + Send + Sync>;
+
 pub trait Transport: Send {
     /// Sends one datagram. A full kernel buffer is not an error: the datagram
     /// counts as lost and the protocol retransmits it. A transport before
@@ -166,6 +169,24 @@ pub trait Transport: Send {
     /// `to` or it has no room. Never spills: the caller takes the
     /// protocol's path instead.
     fn express_send(&mut self, _to: SocketAddr, _rec: &[u8]) -> bool {
+        false
+    }
+    /// Shared memory: the job key's keyed hash (`wire::mac::MacKey::proof`)
+    /// by which the express lane proves, once per ring, that its two ends
+    /// belong to the same job (`shm.rs`); None: no job key. Set before
+    /// any ring is opened.
+    fn set_express_prover(&mut self, _prover: Option<ExpressProver>) {}
+    /// Shared memory: express records read from rings whose sender did not
+    /// prove it holds our job key (or holds one we lack) and dropped
+    /// unread, since the last call.
+    fn take_express_refused(&mut self) -> u64 {
+        0
+    }
+    /// Tests: writes `rec` into the ring to `to` even when its receiver's
+    /// proof did not verify (a forged record, as a process of another job
+    /// could write).
+    #[cfg(test)]
+    fn express_send_unproven(&mut self, _to: SocketAddr, _rec: &[u8]) -> bool {
         false
     }
     /// Shared memory: a peer whose ring was dropped (its endpoint closed or

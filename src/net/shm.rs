@@ -51,6 +51,12 @@
 //! stuck, or our slot no longer open and ours) is reported once by
 //! `take_dropped`: the express requests in it will never be answered.
 //!
+//! The rooms: this file (the layout, the transport and its trait), `shm_ring.rs`
+//! (records: a sender's push and wake-up, a receiver's drain),
+//! `shm_setup.rs` (the socket: HELLO, the descriptor, a slot claimed),
+//! `shm_peers.rs` (liveness), `shm_proof.rs` (the express lane's proof of a
+//! job under a job key).
+//!
 //! Failure: senders and receivers check each other's pid now and then
 //! (`flush_due`); a dead receiver's ring is dropped (its messages fail by
 //! the protocol's peer timeout, as over UDP), a dead sender's slot freed;
@@ -63,17 +69,30 @@ use std::cell::{Cell, RefCell};
 use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::linux::net::SocketAddrExt;
-use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixDatagram;
 use std::sync::atomic::{fence, Ordering::*};
 
 use once_cell::sync::Lazy;
 
-use super::{DatagramSink, RegionMsg, Transport, RECV_BATCH, RECV_SLOT};
+use super::{DatagramSink, ExpressProver, RegionMsg, Transport, RECV_BATCH, RECV_SLOT};
 use crate::fxhash::FxHashMap;
 use crate::sys::{euid, memfd, pid_alive, recv_with_fd, send_with_fd, size_sealed, SharedMap};
 use crate::time::{Instant, MILLIS};
+
+#[path = "shm_peers.rs"]
+mod peers;
+#[path = "shm_proof.rs"]
+mod proof;
+#[path = "shm_ring.rs"]
+mod ring;
+#[path = "shm_setup.rs"]
+mod setup;
+
+use peers::owner_alive;
+pub use peers::remove_stale_files;
+use ring::{RxSlot, TxRing};
+use setup::{stem, wake_addr, HOST};
 
 const DIR: &str = "/dev/shm";
 const PREFIX: &str = "ramp-shm.";
@@ -154,39 +173,6 @@ const WAKE_BUDGET: usize = 64;
 /// The same for a look while a path is set up (at most every `SETUP_CHECK`).
 const SETUP_BUDGET: usize = 4;
 
-/// This host, network namespace (two may bind the same address) and pid
-/// namespace (liveness checks compare pids): the boot id and the two
-/// namespaces' inodes.
-static HOST: Lazy<(String, String)> = Lazy::new(|| {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    let ns = |n: &str| -> String {
-        std::fs::read_link(format!("/proc/self/ns/{n}"))
-            .map(|p| {
-                p.to_string_lossy()
-                    .chars()
-                    .filter(char::is_ascii_digit)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    (boot, format!("{}.{}", ns("net"), ns("pid")))
-});
-
-fn stem(addr: SocketAddr) -> String {
-    let a: String = addr
-        .to_string()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    format!("{PREFIX}{}.{a}", HOST.1)
-}
-
-fn wake_addr(addr: SocketAddr) -> io::Result<UnixAddr> {
-    UnixAddr::from_abstract_name(stem(addr).as_bytes())
-}
-
 fn put_text(m: &SharedMap, off: usize, s: &str) {
     let mut b = [0u8; TEXT];
     let n = s.len().min(TEXT);
@@ -203,76 +189,6 @@ fn get_text(m: &SharedMap, off: usize) -> String {
 
 fn slot_off(i: usize) -> usize {
     HDR + i * SLOT_SIZE
-}
-
-/// Whether the file's header is ours and its owner `addr` is alive here.
-fn owner_alive(m: &SharedMap) -> bool {
-    m.u64_at(H_MAGIC).load(Acquire) == MAGIC
-        && m.u32_at(H_CLOSED).load(Acquire) == 0
-        && pid_alive(m.u32_at(H_PID).load(Relaxed))
-}
-
-/// Removes the files in /dev/shm whose owner process is gone (killed before
-/// it could remove its own). Returns how many.
-pub fn remove_stale_files() -> usize {
-    let Ok(dir) = std::fs::read_dir(DIR) else {
-        return 0;
-    };
-    let mut n = 0;
-    for e in dir.flatten() {
-        if !e.file_name().to_string_lossy().starts_with(PREFIX) {
-            continue;
-        }
-        let path = e.path();
-        let old = e
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|d| d.as_secs() >= 10);
-        let stale = match SharedMap::open(&path, HDR) {
-            Ok(m) if m.u64_at(H_MAGIC).load(Acquire) == MAGIC => {
-                !pid_alive(m.u32_at(H_PID).load(Relaxed))
-            }
-            // never finished: its creator died while making it
-            _ => old,
-        };
-        if stale && std::fs::remove_file(&path).is_ok() {
-            n += 1;
-        }
-    }
-    n
-}
-
-/// What the receiver knows of one slot.
-#[derive(Clone, Copy, Default)]
-struct RxSlot {
-    head: u64,
-    /// The head last written to `S_HEAD`.
-    published: u64,
-    from: Option<SocketAddr>,
-}
-
-/// A ring this endpoint writes, in a peer's file.
-struct TxRing {
-    map: SharedMap,
-    slot: usize,
-    /// What we wrote at `S_SECRET` (0: none, no direct copies).
-    secret: u64,
-    tail: u64,
-    /// The receiver's head as last read (it only grows: the ring looks at
-    /// most fuller than it is; read again when it looks full).
-    head: u64,
-    /// `tail` after the last express record (`express_send`): while the
-    /// receiver's published head is below it, a full ring does not spill
-    /// a datagram to UDP (it would overtake the record).
-    express_end: u64,
-    /// The receiver's published head at the last liveness check, and
-    /// since when it has not moved while an express record waited in the
-    /// ring (`check_peers`: a receiver that stops polling).
-    seen_head: u64,
-    stuck_since: Option<Instant>,
-    wake: UnixAddr,
 }
 
 enum Route {
@@ -293,6 +209,10 @@ struct Tx {
     /// Peers whose ring was dropped, for `take_dropped` (at most one entry
     /// per ring ever opened between two polls).
     dropped: Vec<SocketAddr>,
+    /// The peer and ring of the last express record (`express_send`): no
+    /// hash look-up for a stream to one peer. Forgotten whenever a route
+    /// changes (`adopt`, `check_peers`).
+    express_last: Option<(SocketAddr, usize)>,
 }
 
 pub struct ShmTransport {
@@ -321,6 +241,11 @@ pub struct ShmTransport {
     /// before the ring is dropped (the protocol's peer timeout: what it
     /// allows a peer that does not answer).
     pub(super) stuck_after: crate::time::Nanos,
+    /// The job key's keyed hash (`shm_proof.rs`); None: no job key.
+    prover: Option<ExpressProver>,
+    /// Express records dropped for want of their sender's proof, for
+    /// `take_express_refused`.
+    express_refused: u64,
 }
 
 impl ShmTransport {
@@ -375,397 +300,26 @@ impl ShmTransport {
             pid,
             regions: RefCell::new(Vec::new()),
             stuck_after: 10_000 * MILLIS,
+            prover: None,
+            express_refused: 0,
         })
-    }
-
-    /// Pushes `dgram` into ring `k` and wakes its reader if it sleeps;
-    /// `WouldBlock` when the ring is full.
-    fn push_ring(&mut self, k: usize, dgram: &[u8]) -> io::Result<()> {
-        let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
-            return Ok(());
-        };
-        if !ring.push(dgram) {
-            if ring.express_pending() {
-                // an express record may be unread: a datagram by UDP could
-                // be handled before it. Lost instead: the protocol resends
-                // it (through the ring once it has room).
-                return Ok(());
-            }
-            // full: the set sends this one by UDP (the protocol reorders)
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        self.wake_reader(k);
-        Ok(())
-    }
-
-    /// Wakes the reader of ring `k` if it sleeps.
-    fn wake_reader(&self, k: usize) {
-        let tx = self.tx.borrow();
-        let Some(ring) = tx.rings[k].as_ref() else {
-            return;
-        };
-        let sleep = ring.map.u32_at(H_SLEEP);
-        fence(SeqCst);
-        if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
-            let _ = self.wake.send_to_addr(&[1], &ring.wake);
-        }
-    }
-
-    /// Asks the endpoint at `to` for its file (an error: no endpoint of
-    /// this host has that address, or its socket is full).
-    fn ask(&self, to: SocketAddr) -> io::Result<()> {
-        self.wake.send_to_addr(HELLO, &wake_addr(to)?).map(|_| ())
-    }
-
-    /// Reads the socket: answers HELLOs of this user's processes with our
-    /// file, maps the files of peers we asked. Returns whether anything came.
-    fn read_socket(&self) -> bool {
-        self.read_socket_at_most(WAKE_BUDGET)
-    }
-
-    /// `read_socket`, taking at most `budget` messages.
-    fn read_socket_at_most(&self, budget: usize) -> bool {
-        let mut b = [0u8; SOCK_MSG];
-        let mut any = false;
-        for _ in 0..budget {
-            let Ok(m) = recv_with_fd(&self.wake, &mut b) else {
-                break;
-            };
-            any = true;
-            let ours = m.uid == Some(euid()) && !m.from.is_empty();
-            if ours && b[..m.len] == HELLO[..] {
-                // a full socket on their side: they ask again
-                let _ = send_with_fd(&self.wake, &m.from, GIVE, self.file.as_raw_fd());
-            } else if ours && b[..m.len] == GIVE[..] {
-                if let Some(fd) = m.fd {
-                    self.adopt(&m.from, fd);
-                }
-            } else if ours && m.len > REGION.len() && b[..REGION.len()] == REGION[..] {
-                self.region_in(&m.from, &b[REGION.len()..m.len], m.fd);
-            } // a wake-up byte, or not ours: nothing (a descriptor is closed)
-        }
-        any
-    }
-
-    /// Keeps a region message whose sender is the endpoint it names.
-    fn region_in(&self, from: &[u8], msg: &[u8], fd: Option<OwnedFd>) {
-        let n = msg[0] as usize;
-        let Some(text) = msg.get(1..1 + n) else {
-            return;
-        };
-        let Some(addr) = std::str::from_utf8(text)
-            .ok()
-            .and_then(|t| t.parse::<SocketAddr>().ok())
-        else {
-            return;
-        };
-        let mut q = self.regions.borrow_mut();
-        if stem(addr).as_bytes() != from || q.len() >= REGION_QUEUE {
-            return;
-        }
-        q.push(RegionMsg {
-            from: addr,
-            body: msg[1 + n..].to_vec(),
-            fd,
-        });
-    }
-
-    /// Reads the socket if the last look while setting up a path is
-    /// `setup_gap` old.
-    fn read_socket_for_setup(&self, now: Instant) {
-        if now >= self.next_setup_check.get() {
-            // a HELLO or an answer: a flood of other messages to our
-            // socket costs a few system calls here, the rest waits
-            let found = self.read_socket_at_most(SETUP_BUDGET);
-            let gap = if found {
-                SETUP_CHECK
-            } else {
-                (self.setup_gap.get() * 2).min(WAKE_CHECK)
-            };
-            self.setup_gap.set(gap);
-            self.next_setup_check.set(now.plus(gap));
-        }
-    }
-
-    /// Takes the file the socket named `from` sent, if we asked that peer.
-    fn adopt(&self, from: &[u8], fd: OwnedFd) {
-        let mut tx = self.tx.borrow_mut();
-        let Some(to) = tx.routes.iter().find_map(|(a, r)| {
-            (matches!(r, Route::Asked { .. }) && stem(*a).as_bytes() == from).then_some(*a)
-        }) else {
-            return;
-        };
-        let Some(ring) = self.connect(to, File::from(fd)) else {
-            return; // asked again later
-        };
-        let k = match tx.rings.iter().position(Option::is_none) {
-            Some(k) => {
-                tx.rings[k] = Some(ring);
-                k
-            }
-            None => {
-                tx.rings.push(Some(ring));
-                tx.rings.len() - 1
-            }
-        };
-        tx.routes.insert(to, Route::Ring(k));
-    }
-
-    /// Maps `file`, which the endpoint at `to` sent, and claims a slot in it.
-    fn connect(&self, to: SocketAddr, file: File) -> Option<TxRing> {
-        if !size_sealed(&file) {
-            return None; // could shrink under us: a fault on access
-        }
-        let map = SharedMap::of_file(&file, FILE_LEN).ok()?;
-        if map.u64_at(H_MAGIC).load(Acquire) != MAGIC
-            || map.u64_at(H_LAYOUT).load(Relaxed) != LAYOUT
-            || get_text(&map, H_ADDR) != to.to_string()
-            || get_text(&map, H_BOOT) != HOST.0
-        {
-            return None;
-        }
-        if !owner_alive(&map) {
-            return None;
-        }
-        let slot = (0..SLOTS).find(|&i| {
-            map.u32_at(slot_off(i) + S_OWNER)
-                .compare_exchange(0, self.pid, AcqRel, Relaxed)
-                .is_ok()
-        })?;
-        let s = slot_off(slot);
-        put_text(&map, s + S_FROM, &self.local.to_string());
-        let secret = crate::sys::random_u64().unwrap_or(0);
-        map.u64_at(s + S_SECRET).store(secret, Relaxed);
-        // a fresh ring from 0; what an earlier sender left there is no record
-        map.u64_at(s + S_HEAD).store(0, Relaxed);
-        for k in 0..CLAIMS {
-            map.u64_at(s + S_CLAIMS + 8 * k).store(0, Relaxed);
-        }
-        map.u32_at(s + SLOT_HDR).store(0, Relaxed);
-        map.u32_at(s + S_STATE).store(OPEN, Release);
-        map.u64_at(H_ACTIVE).fetch_or(1 << slot, AcqRel);
-        Some(TxRing {
-            map,
-            slot,
-            secret,
-            tail: 0,
-            head: 0,
-            express_end: 0,
-            seen_head: 0,
-            stuck_since: None,
-            wake: wake_addr(to).ok()?,
-        })
-    }
-
-    /// Frees slot `i` of our file (its sender is gone or misbehaved).
-    fn free_slot(&mut self, i: usize) {
-        let s = slot_off(i);
-        let m = &self.map;
-        m.u64_at(H_ACTIVE).fetch_and(!(1 << i), AcqRel);
-        m.u32_at(s + S_STATE).store(FREE, Relaxed);
-        m.u64_at(s + S_SECRET).store(0, Relaxed);
-        m.u64_at(s + S_HEAD).store(0, Relaxed);
-        m.u32_at(s + S_OWNER).store(0, Release);
-        self.slots[i] = RxSlot::default();
-    }
-
-    /// Takes up to `budget` datagrams from slot `i`.
-    fn drain_slot(&mut self, i: usize, budget: usize, each: &mut DatagramSink<'_>) -> usize {
-        let s = slot_off(i);
-        let from = match self.slots[i].from {
-            Some(a) => a,
-            None => {
-                if self.map.u32_at(s + S_STATE).load(Acquire) == FREE {
-                    return 0;
-                }
-                match get_text(&self.map, s + S_FROM).parse() {
-                    Ok(a) => {
-                        // the sender starts its ring at 0 (`connect`)
-                        self.slots[i] = RxSlot {
-                            head: 0,
-                            published: 0,
-                            from: Some(a),
-                        };
-                        a
-                    }
-                    Err(_) => {
-                        self.free_slot(i);
-                        return 0;
-                    }
-                }
-            }
-        };
-        let ring = s + SLOT_HDR;
-        let mut head = self.slots[i].head;
-        let mut n = 0;
-        let mut empty = false;
-        while n < budget {
-            // `head` is ours, a multiple of REC_ALIGN: the word is in bounds
-            let pos = (head % RING as u64) as usize;
-            // the line after the word's too, in the same look: a short
-            // datagram (72 bytes and the word) spans two lines, and
-            // two loads that miss together cost one transfer, not two
-            std::hint::black_box(
-                self.map
-                    .u32_at(ring + (pos + REC_ALIGN) % RING)
-                    .load(Relaxed),
-            );
-            let word = self.map.u32_at(ring + pos).load(Acquire);
-            if word == 0 {
-                empty = true;
-                break;
-            }
-            if word == WRAP && pos != 0 {
-                // at 0 next: a second WRAP there is refused below
-                head += (RING - pos) as u64;
-                continue;
-            }
-            let len = (word & !READY) as usize;
-            let rec = (8 + len).next_multiple_of(REC_ALIGN);
-            if word & READY == 0 || word == WRAP || len > RECV_SLOT || pos + rec > RING {
-                // not what a ramp sender writes
-                self.free_slot(i);
-                return n;
-            }
-            self.map.read(ring + pos + 8, &mut self.buf[..len]);
-            each(Some((&self.buf[..len], from)));
-            head += rec as u64;
-            n += 1;
-        }
-        let slot = &mut self.slots[i];
-        slot.head = head;
-        // also once drained (a store to a line the sender reads only
-        // now and then): it sees that its express records were read
-        if head.wrapping_sub(slot.published) >= HEAD_PUBLISH || (empty && head != slot.published) {
-            slot.published = head;
-            self.map.u64_at(s + S_HEAD).store(head, Release);
-        }
-        n
-    }
-
-    /// Whether a record (or a wrap) waits at slot `i`'s head.
-    fn record_at_head(&self, i: usize) -> bool {
-        let pos = (self.slots[i].head % RING as u64) as usize;
-        self.map.u32_at(slot_off(i) + SLOT_HDR + pos).load(Acquire) != 0
-    }
-
-    /// Whether slot `i` has something to read (or is new).
-    fn slot_waiting(&self, i: usize) -> bool {
-        self.slots[i].from.is_none() || self.record_at_head(i)
-    }
-
-    /// Frees the slots of senders that are gone, forgets rings of receivers
-    /// that are gone.
-    fn check_peers(&mut self, now: Instant) {
-        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
-        for i in (0..SLOTS).filter(|i| active & (1 << i) != 0) {
-            let s = slot_off(i);
-            let owner = self.map.u32_at(s + S_OWNER).load(Acquire);
-            // a closed sender's ring is freed once drained
-            let closing =
-                self.map.u32_at(s + S_STATE).load(Acquire) == CLOSING && !self.record_at_head(i);
-            if closing || !pid_alive(owner) {
-                self.free_slot(i);
-            }
-        }
-        let tx = self.tx.get_mut();
-        for (to, r) in tx.routes.iter_mut() {
-            if let Route::Ring(k) = *r {
-                // its owner gone, or our slot freed by it (never reused by
-                // us: express records need their answers from this ring)
-                let gone = match tx.rings[k].as_mut() {
-                    None => true,
-                    Some(t) => {
-                        !owner_alive(&t.map)
-                            || !t.slot_ours(self.pid)
-                            || t.stuck(now, self.stuck_after)
-                    }
-                };
-                if gone {
-                    if let Some(t) = &tx.rings[k] {
-                        // (a stuck receiver frees the slot once it drains it)
-                        t.map
-                            .u32_at(slot_off(t.slot) + S_STATE)
-                            .store(CLOSING, Release);
-                    }
-                    tx.rings[k] = None;
-                    tx.dropped.push(*to);
-                    *r = Route::Udp {
-                        retry_at: now.plus(RETRY_AFTER),
-                    };
-                }
-            }
-        }
     }
 }
 
-impl TxRing {
-    /// Whether our slot in the peer's file is still open and ours.
-    fn slot_ours(&self, pid: u32) -> bool {
-        let s = slot_off(self.slot);
-        self.map.u32_at(s + S_STATE).load(Acquire) == OPEN
-            && self.map.u32_at(s + S_OWNER).load(Acquire) == pid
-            && self.map.u64_at(s + S_SECRET).load(Acquire) == self.secret
-    }
-
-    /// Whether the receiver has left an express record unread, its head
-    /// not moving, for `after` (it stopped polling): looked at every
-    /// `CHECK_EVERY`.
-    fn stuck(&mut self, now: Instant, after: crate::time::Nanos) -> bool {
-        let head = self.map.u64_at(slot_off(self.slot) + S_HEAD).load(Acquire);
-        if self.express_end == 0 || head >= self.express_end || head != self.seen_head {
-            self.seen_head = head;
-            self.stuck_since = None;
-            return false;
+impl ShmTransport {
+    /// `flush_due`'s work when some is due: the socket read, the liveness
+    /// checks.
+    #[cold]
+    #[inline(never)]
+    fn checks_due(&mut self, now: Instant) {
+        if now >= self.next_wake_check.get() {
+            self.next_wake_check.set(now.plus(WAKE_CHECK));
+            self.read_socket();
         }
-        let since = *self.stuck_since.get_or_insert(now);
-        now.since(since) >= after
-    }
-
-    /// Whether the receiver may not have read our last express record yet
-    /// (by its published head, which lags: at most `HEAD_PUBLISH` late).
-    fn express_pending(&self) -> bool {
-        self.express_end != 0
-            && self.map.u64_at(slot_off(self.slot) + S_HEAD).load(Acquire) < self.express_end
-    }
-
-    /// Appends one datagram; false when the ring is full.
-    fn push(&mut self, d: &[u8]) -> bool {
-        let s = slot_off(self.slot);
-        let ring = s + SLOT_HDR;
-        if d.is_empty() || d.len() > RECV_SLOT {
-            return false; // the receiver would refuse it
+        if now >= self.next_check.get() {
+            self.next_check.set(now.plus(CHECK_EVERY));
+            self.check_peers(now);
         }
-        let rec = (8 + d.len()).next_multiple_of(REC_ALIGN);
-        let pos = (self.tail % RING as u64) as usize;
-        let room = RING - pos;
-        let wrap = room < rec;
-        let need = if wrap { room + rec } else { rec } as u64;
-        // room for the record and the zeroed word after it
-        let fits = |head: u64| {
-            let used = self.tail.wrapping_sub(head);
-            used <= RING as u64 && used + need + REC_ALIGN as u64 <= RING as u64
-        };
-        if !fits(self.head) {
-            let head = self.map.u64_at(s + S_HEAD).load(Acquire);
-            if !fits(head) {
-                return false; // full (or not what a ramp receiver writes)
-            }
-            self.head = head;
-        }
-        let at = if wrap { 0 } else { pos };
-        // the next record's word: nothing yet (before this one is seen)
-        self.map.u32_at(ring + (at + rec) % RING).store(0, Relaxed);
-        self.map.write(ring + at + 8, d);
-        let word = READY | d.len() as u32;
-        if wrap {
-            self.map.u32_at(ring).store(word, Relaxed);
-            self.map.u32_at(ring + pos).store(WRAP, Release);
-        } else {
-            self.map.u32_at(ring + at).store(word, Release);
-        }
-        self.tail += need;
-        true
     }
 }
 
@@ -796,18 +350,52 @@ impl Transport for ShmTransport {
 
     fn express_send(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
         let tx = self.tx.get_mut();
+        let k = match tx.express_last {
+            Some((a, k)) if a == to => k,
+            _ => {
+                let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
+                    return false;
+                };
+                tx.express_last = Some((to, k));
+                k
+            }
+        };
+        let Some(ring) = tx.rings[k].as_mut() else {
+            return false;
+        };
+        if !ring.express_ok || !ring.push(rec) {
+            return false;
+        }
+        ring.express_end = ring.tail;
+        ring.wake(&self.wake);
+        true
+    }
+
+    #[cfg(test)]
+    fn express_send_unproven(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
+        let tx = self.tx.get_mut();
         let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
             return false;
         };
         let Some(ring) = tx.rings[k].as_mut() else {
             return false;
         };
-        if !ring.push(rec) {
-            return false;
+        let ok = ring.express_ok;
+        ring.express_ok = true;
+        let sent = self.express_send(to, rec);
+        if let Some(r) = self.tx.get_mut().rings[k].as_mut() {
+            r.express_ok = ok;
         }
-        ring.express_end = ring.tail;
-        self.wake_reader(k);
-        true
+        sent
+    }
+
+    fn set_express_prover(&mut self, prover: Option<ExpressProver>) {
+        proof::write_receiver(&self.map, prover.as_ref());
+        self.prover = prover;
+    }
+
+    fn take_express_refused(&mut self) -> u64 {
+        std::mem::take(&mut self.express_refused)
     }
 
     fn take_dropped(&mut self) -> Option<SocketAddr> {
@@ -829,6 +417,11 @@ impl Transport for ShmTransport {
         while bits != 0 {
             let i = (self.next + bits.trailing_zeros() as usize) % SLOTS;
             bits &= bits - 1;
+            let slot = &self.slots[i];
+            if slot.from.is_some() && slot.head == slot.published && !self.record_at_head(i) {
+                // an empty poll's usual case: nothing new, the head published
+                continue;
+            }
             n += self.drain_slot(i, RECV_BATCH - n, each);
             if n == RECV_BATCH {
                 self.next = (i + 1) % SLOTS;
@@ -936,14 +529,11 @@ impl Transport for ShmTransport {
         }
     }
 
+    #[inline]
     fn flush_due(&mut self, now: Instant) -> Option<Instant> {
-        if now >= self.next_wake_check.get() {
-            self.next_wake_check.set(now.plus(WAKE_CHECK));
-            self.read_socket();
-        }
-        if now >= self.next_check.get() {
-            self.next_check.set(now.plus(CHECK_EVERY));
-            self.check_peers(now);
+        // (the usual case, nothing due, without the frame of the work)
+        if now >= self.next_wake_check.get() || now >= self.next_check.get() {
+            self.checks_due(now);
         }
         None
     }

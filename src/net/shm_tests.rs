@@ -310,3 +310,81 @@ fn claim_words_let_exactly_one_side_decide() {
     assert_eq!(tx.claim_to(a1, 4, 0, waiting), Some(false));
     assert_eq!(tx.claim_to(a3, 4, 0, waiting), None);
 }
+
+/// A stand-in for the job key's keyed hash (`wire::mac` is above this
+/// layer): depends on the key byte and on every byte of the context.
+fn prover(key: u8) -> Option<ExpressProver> {
+    Some(std::sync::Arc::new(move |ctx: &[u8]| {
+        let mut out = [key; 32];
+        for (i, &b) in ctx.iter().enumerate() {
+            out[i % 32] = out[i % 32].rotate_left(3) ^ b.wrapping_add(key);
+        }
+        out
+    }))
+}
+
+fn express_record() -> Vec<u8> {
+    let x = super::super::express::Express {
+        kind: super::super::express::ExpressKind::Request,
+        handler: 9,
+        nargs: 1,
+        args: [7; super::super::express::MAX_ARGS],
+        txn: 1,
+        tag: 5,
+    };
+    let mut buf = [0u8; super::super::express::MAX_LEN];
+    let n = x.encode(&mut buf);
+    buf[..n].to_vec()
+}
+
+#[test]
+fn express_records_pass_only_between_ends_of_one_job_each_slot_generation_checked() {
+    let rec = express_record();
+    // (receiver's key, sender's key, whether the lane is open)
+    for (rk, sk, open) in [
+        (Some(1), Some(1), true),
+        (None, None, true),
+        (Some(1), Some(2), false),
+        (Some(1), None, false),
+        (None, Some(1), false),
+    ] {
+        let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+        let mut rx = ShmTransport::open(a1).unwrap();
+        rx.set_express_prover(rk.and_then(prover));
+        let mut tx = ShmTransport::open(a2).unwrap();
+        tx.set_express_prover(sk.and_then(prover));
+        assert!(link(&tx, &rx, a1));
+        // the sender takes the lane only to a receiver of its job
+        assert_eq!(tx.express_send(a1, &rec), open, "{rk:?} {sk:?}");
+        // a record written anyway, and a datagram of the protocol
+        assert!(tx.express_send_unproven(a1, &rec));
+        tx.send(Instant::ZERO, a1, b"RAdatagram").unwrap();
+        let got = take(&mut rx);
+        let express = got.iter().filter(|(b, _)| b[..] == rec[..]).count();
+        assert_eq!(express, if open { 2 } else { 0 }, "{rk:?} {sk:?}");
+        assert!(got.iter().any(|(b, _)| &b[..] == b"RAdatagram"));
+        assert_eq!(rx.take_express_refused(), if open { 0 } else { 1 });
+        assert_eq!(rx.take_express_refused(), 0);
+    }
+    // a proven slot freed and claimed again by a sender of another job:
+    // its records are judged by the new generation's proof
+    let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    rx.set_express_prover(prover(1));
+    let mut good = ShmTransport::open(a2).unwrap();
+    good.set_express_prover(prover(1));
+    assert!(link(&good, &rx, a1));
+    assert!(good.express_send(a1, &rec));
+    assert_eq!(take(&mut rx).len(), 1);
+    let slot = good.tx.get_mut().rings[0].as_ref().unwrap().slot;
+    drop(good);
+    rx.free_slot(slot);
+    let mut other = ShmTransport::open(a3).unwrap();
+    other.set_express_prover(prover(2));
+    assert!(link(&other, &rx, a1));
+    assert_eq!(other.tx.get_mut().rings[0].as_ref().unwrap().slot, slot);
+    assert!(!other.express_send(a1, &rec));
+    assert!(other.express_send_unproven(a1, &rec));
+    assert!(take(&mut rx).is_empty());
+    assert_eq!(rx.take_express_refused(), 1);
+}

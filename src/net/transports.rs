@@ -131,11 +131,17 @@ impl Transports {
     /// more often: a ring's transport reads its socket every millisecond
     /// while busy, and before sleeping), without allocating when there is
     /// none.
+    #[inline]
     pub fn region_take(&self, now: Instant) -> Vec<super::RegionMsg> {
-        let last = self.list.len() - 1;
-        if last == 0 || now < self.next_region_look.get() {
+        if self.list.len() == 1 || now < self.next_region_look.get() {
             return Vec::new();
         }
+        self.region_take_now(now)
+    }
+
+    #[inline(never)]
+    fn region_take_now(&self, now: Instant) -> Vec<super::RegionMsg> {
+        let last = self.list.len() - 1;
         self.next_region_look.set(now.plus(REGION_LOOK));
         let mut all = Vec::new();
         for t in &self.list[..last] {
@@ -157,6 +163,35 @@ impl Transports {
         self.list[..last]
             .iter_mut()
             .any(|t| t.express_send(to, rec))
+    }
+
+    /// `Transport::set_express_prover` on the transports besides the
+    /// fallback.
+    pub fn set_express_prover(&mut self, prover: Option<super::ExpressProver>) {
+        let last = self.list.len() - 1;
+        for t in &mut self.list[..last] {
+            t.set_express_prover(prover.clone());
+        }
+    }
+
+    /// `Transport::take_express_refused` summed over the transports
+    /// besides the fallback.
+    #[inline]
+    pub fn take_express_refused(&mut self) -> u64 {
+        let last = self.list.len() - 1;
+        self.list[..last]
+            .iter_mut()
+            .map(|t| t.take_express_refused())
+            .sum()
+    }
+
+    /// `Transport::express_send_unproven` (tests).
+    #[cfg(test)]
+    pub fn express_send_unproven(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
+        let last = self.list.len() - 1;
+        self.list[..last]
+            .iter_mut()
+            .any(|t| t.express_send_unproven(to, rec))
     }
 
     /// `Transport::take_dropped` of the transports besides the fallback.

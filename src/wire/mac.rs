@@ -190,6 +190,20 @@ impl MacKey {
         MacKey::from_prk(prk)
     }
 
+    /// A keyed hash (HKDF-SHA256 expand, a PRF: no nonce) of `context`
+    /// under this key: the one-time proof by which an express-lane sender
+    /// shows a ring's receiver that it holds the job's key (`net/shm.rs`,
+    /// `am/express.rs`). Its own HKDF label: never equal to a packet key.
+    pub fn proof(&self, context: &[u8]) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        expand(
+            &self.prk,
+            &[b"shm express proof ".as_slice(), context].concat(),
+            &mut out,
+        );
+        out
+    }
+
     /// The tag of `bytes` (header and payload) under `nonce`, which must
     /// never be used again with this key for other bytes (module doc).
     pub fn tag(&self, nonce: &[u8; NONCE_LEN], bytes: &[u8]) -> [u8; MAC_LEN] {

@@ -1,0 +1,106 @@
+//! Shared memory, liveness (`shm.rs`): senders and receivers check each
+//! other's pid now and then (`check_peers`, from `flush_due`): a dead or
+//! closed sender's slot is freed, a dead, closed or stuck receiver's ring
+//! dropped and reported; files older versions left in /dev/shm removed.
+
+use std::sync::atomic::Ordering::*;
+
+use super::*;
+
+/// Whether the file's header is ours and its owner `addr` is alive here.
+pub(super) fn owner_alive(m: &SharedMap) -> bool {
+    m.u64_at(H_MAGIC).load(Acquire) == MAGIC
+        && m.u32_at(H_CLOSED).load(Acquire) == 0
+        && pid_alive(m.u32_at(H_PID).load(Relaxed))
+}
+
+/// Removes the files in /dev/shm whose owner process is gone (killed before
+/// it could remove its own). Returns how many.
+pub fn remove_stale_files() -> usize {
+    let Ok(dir) = std::fs::read_dir(DIR) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in dir.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(PREFIX) {
+            continue;
+        }
+        let path = e.path();
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|d| d.as_secs() >= 10);
+        let stale = match SharedMap::open(&path, HDR) {
+            Ok(m) if m.u64_at(H_MAGIC).load(Acquire) == MAGIC => {
+                !pid_alive(m.u32_at(H_PID).load(Relaxed))
+            }
+            // never finished: its creator died while making it
+            _ => old,
+        };
+        if stale && std::fs::remove_file(&path).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
+impl ShmTransport {
+    /// Frees slot `i` of our file (its sender is gone or misbehaved).
+    pub(super) fn free_slot(&mut self, i: usize) {
+        let s = slot_off(i);
+        let m = &self.map;
+        m.u64_at(H_ACTIVE).fetch_and(!(1 << i), AcqRel);
+        m.u32_at(s + S_STATE).store(FREE, Relaxed);
+        m.u64_at(s + S_SECRET).store(0, Relaxed);
+        m.u64_at(s + S_HEAD).store(0, Relaxed);
+        m.u32_at(s + S_OWNER).store(0, Release);
+        self.slots[i] = RxSlot::default();
+    }
+
+    /// Frees the slots of senders that are gone, forgets rings of receivers
+    /// that are gone.
+    pub(super) fn check_peers(&mut self, now: Instant) {
+        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
+        for i in (0..SLOTS).filter(|i| active & (1 << i) != 0) {
+            let s = slot_off(i);
+            let owner = self.map.u32_at(s + S_OWNER).load(Acquire);
+            // a closed sender's ring is freed once drained
+            let closing =
+                self.map.u32_at(s + S_STATE).load(Acquire) == CLOSING && !self.record_at_head(i);
+            if closing || !pid_alive(owner) {
+                self.free_slot(i);
+            }
+        }
+        let tx = self.tx.get_mut();
+        for (to, r) in tx.routes.iter_mut() {
+            if let Route::Ring(k) = *r {
+                // its owner gone, or our slot freed by it (never reused by
+                // us: express records need their answers from this ring)
+                let gone = match tx.rings[k].as_mut() {
+                    None => true,
+                    Some(t) => {
+                        !owner_alive(&t.map)
+                            || !t.slot_ours(self.pid)
+                            || t.stuck(now, self.stuck_after)
+                    }
+                };
+                if gone {
+                    if let Some(t) = &tx.rings[k] {
+                        // (a stuck receiver frees the slot once it drains it)
+                        t.map
+                            .u32_at(slot_off(t.slot) + S_STATE)
+                            .store(CLOSING, Release);
+                    }
+                    tx.rings[k] = None;
+                    tx.express_last = None;
+                    tx.dropped.push(*to);
+                    *r = Route::Udp {
+                        retry_at: now.plus(RETRY_AFTER),
+                    };
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! Shared memory, the ring records (`shm.rs`): a sender's ring in a
+//! peer's file (`TxRing`: push, wake-up of a sleeping reader, the express
+//! bookkeeping) and the receiver's reading of its slots (`drain_slot`),
+//! in the record format the module doc of `shm.rs` describes.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
+use std::sync::atomic::{fence, Ordering::*};
+
+use super::*;
+
+/// What the receiver knows of one slot.
+#[derive(Clone, Copy, Default)]
+pub(super) struct RxSlot {
+    pub(super) head: u64,
+    /// The head last written to `S_HEAD`.
+    pub(super) published: u64,
+    pub(super) from: Option<SocketAddr>,
+    /// Its sender proved it is of our job (`shm_proof.rs`): its express
+    /// records are taken (checked once, at the first look at the slot).
+    pub(super) express: bool,
+}
+
+/// A ring this endpoint writes, in a peer's file.
+pub(super) struct TxRing {
+    pub(super) map: SharedMap,
+    pub(super) slot: usize,
+    /// What we wrote at `S_SECRET` (0: none, no direct copies).
+    pub(super) secret: u64,
+    pub(super) tail: u64,
+    /// The receiver's head as last read (it only grows: the ring looks at
+    /// most fuller than it is; read again when it looks full).
+    pub(super) head: u64,
+    /// `tail` after the last express record (`express_send`): while the
+    /// receiver's published head is below it, a full ring does not spill
+    /// a datagram to UDP (it would overtake the record).
+    pub(super) express_end: u64,
+    /// The receiver's published head at the last liveness check, and
+    /// since when it has not moved while an express record waited in the
+    /// ring (`check_peers`: a receiver that stops polling).
+    pub(super) seen_head: u64,
+    pub(super) stuck_since: Option<Instant>,
+    pub(super) wake: UnixAddr,
+    /// The receiver proved it is of our job (`shm_proof.rs`): express
+    /// records may go (it would drop them otherwise).
+    pub(super) express_ok: bool,
+}
+
+impl ShmTransport {
+    /// Pushes `dgram` into ring `k` and wakes its reader if it sleeps;
+    /// `WouldBlock` when the ring is full.
+    pub(super) fn push_ring(&mut self, k: usize, dgram: &[u8]) -> io::Result<()> {
+        let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
+            return Ok(());
+        };
+        if !ring.push(dgram) {
+            if ring.express_pending() {
+                // an express record may be unread: a datagram by UDP could
+                // be handled before it. Lost instead: the protocol resends
+                // it (through the ring once it has room).
+                return Ok(());
+            }
+            // full: the set sends this one by UDP (the protocol reorders)
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        self.wake_reader(k);
+        Ok(())
+    }
+
+    /// Wakes the reader of ring `k` if it sleeps.
+    pub(super) fn wake_reader(&self, k: usize) {
+        if let Some(ring) = self.tx.borrow().rings[k].as_ref() {
+            ring.wake(&self.wake);
+        }
+    }
+
+    /// Takes up to `budget` datagrams from slot `i`. (Not inlined: an
+    /// empty poll, which does not call it, keeps a small frame.)
+    #[inline(never)]
+    pub(super) fn drain_slot(
+        &mut self,
+        i: usize,
+        budget: usize,
+        each: &mut DatagramSink<'_>,
+    ) -> usize {
+        let s = slot_off(i);
+        let from = match self.slots[i].from {
+            Some(a) => a,
+            None => {
+                if self.map.u32_at(s + S_STATE).load(Acquire) == FREE {
+                    return 0;
+                }
+                match get_text(&self.map, s + S_FROM).parse() {
+                    Ok(a) => {
+                        // the sender starts its ring at 0 (`connect`)
+                        let express = proof::check_sender(
+                            &self.map,
+                            i,
+                            (self.local, a),
+                            self.prover.as_ref(),
+                        );
+                        self.slots[i] = RxSlot {
+                            head: 0,
+                            published: 0,
+                            from: Some(a),
+                            express,
+                        };
+                        a
+                    }
+                    Err(_) => {
+                        self.free_slot(i);
+                        return 0;
+                    }
+                }
+            }
+        };
+        let ring = s + SLOT_HDR;
+        let mut head = self.slots[i].head;
+        let mut n = 0;
+        let mut empty = false;
+        while n < budget {
+            // `head` is ours, a multiple of REC_ALIGN: the word is in bounds
+            let pos = (head % RING as u64) as usize;
+            // the line after the word's too, in the same look: a short
+            // datagram (72 bytes and the word) spans two lines, and
+            // two loads that miss together cost one transfer, not two
+            std::hint::black_box(
+                self.map
+                    .u32_at(ring + (pos + REC_ALIGN) % RING)
+                    .load(Relaxed),
+            );
+            let word = self.map.u32_at(ring + pos).load(Acquire);
+            if word == 0 {
+                empty = true;
+                break;
+            }
+            if word == WRAP && pos != 0 {
+                // at 0 next: a second WRAP there is refused below
+                head += (RING - pos) as u64;
+                continue;
+            }
+            let len = (word & !READY) as usize;
+            let rec = (8 + len).next_multiple_of(REC_ALIGN);
+            if word & READY == 0 || word == WRAP || len > RECV_SLOT || pos + rec > RING {
+                // not what a ramp sender writes
+                self.free_slot(i);
+                return n;
+            }
+            self.map.read(ring + pos + 8, &mut self.buf[..len]);
+            let d = &self.buf[..len];
+            if !self.slots[i].express && crate::net::express::is_express(d) {
+                // not of our job: runs nothing here
+                self.express_refused += 1;
+            } else {
+                each(Some((d, from)));
+            }
+            head += rec as u64;
+            n += 1;
+        }
+        let slot = &mut self.slots[i];
+        slot.head = head;
+        // also once drained (a store to a line the sender reads only
+        // now and then): it sees that its express records were read
+        if head.wrapping_sub(slot.published) >= HEAD_PUBLISH || (empty && head != slot.published) {
+            slot.published = head;
+            self.map.u64_at(s + S_HEAD).store(head, Release);
+        }
+        n
+    }
+
+    /// Whether a record (or a wrap) waits at slot `i`'s head.
+    pub(super) fn record_at_head(&self, i: usize) -> bool {
+        let pos = (self.slots[i].head % RING as u64) as usize;
+        self.map.u32_at(slot_off(i) + SLOT_HDR + pos).load(Acquire) != 0
+    }
+
+    /// Whether slot `i` has something to read (or is new).
+    pub(super) fn slot_waiting(&self, i: usize) -> bool {
+        self.slots[i].from.is_none() || self.record_at_head(i)
+    }
+}
+
+impl TxRing {
+    /// Wakes this ring's reader (through our socket `sock`) if it sleeps:
+    /// after a push. The fence pairs with the reader's (`fd`): either it
+    /// sees our record before it sleeps, or we see its sleep word.
+    pub(super) fn wake(&self, sock: &UnixDatagram) {
+        let sleep = self.map.u32_at(H_SLEEP);
+        fence(SeqCst);
+        if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
+            let _ = sock.send_to_addr(&[1], &self.wake);
+        }
+    }
+
+    /// Whether our slot in the peer's file is still open and ours.
+    pub(super) fn slot_ours(&self, pid: u32) -> bool {
+        let s = slot_off(self.slot);
+        self.map.u32_at(s + S_STATE).load(Acquire) == OPEN
+            && self.map.u32_at(s + S_OWNER).load(Acquire) == pid
+            && self.map.u64_at(s + S_SECRET).load(Acquire) == self.secret
+    }
+
+    /// Whether the receiver has left an express record unread, its head
+    /// not moving, for `after` (it stopped polling): looked at every
+    /// `CHECK_EVERY`.
+    pub(super) fn stuck(&mut self, now: Instant, after: crate::time::Nanos) -> bool {
+        let head = self.map.u64_at(slot_off(self.slot) + S_HEAD).load(Acquire);
+        if self.express_end == 0 || head >= self.express_end || head != self.seen_head {
+            self.seen_head = head;
+            self.stuck_since = None;
+            return false;
+        }
+        let since = *self.stuck_since.get_or_insert(now);
+        now.since(since) >= after
+    }
+
+    /// Whether the receiver may not have read our last express record yet
+    /// (by its published head, which lags: at most `HEAD_PUBLISH` late).
+    pub(super) fn express_pending(&self) -> bool {
+        self.express_end != 0
+            && self.map.u64_at(slot_off(self.slot) + S_HEAD).load(Acquire) < self.express_end
+    }
+
+    /// Appends one datagram; false when the ring is full.
+    pub(super) fn push(&mut self, d: &[u8]) -> bool {
+        let s = slot_off(self.slot);
+        let ring = s + SLOT_HDR;
+        if d.is_empty() || d.len() > RECV_SLOT {
+            return false; // the receiver would refuse it
+        }
+        let rec = (8 + d.len()).next_multiple_of(REC_ALIGN);
+        let pos = (self.tail % RING as u64) as usize;
+        let room = RING - pos;
+        let wrap = room < rec;
+        let need = if wrap { room + rec } else { rec } as u64;
+        // room for the record and the zeroed word after it
+        let fits = |head: u64| {
+            let used = self.tail.wrapping_sub(head);
+            used <= RING as u64 && used + need + REC_ALIGN as u64 <= RING as u64
+        };
+        if !fits(self.head) {
+            let head = self.map.u64_at(s + S_HEAD).load(Acquire);
+            if !fits(head) {
+                return false; // full (or not what a ramp receiver writes)
+            }
+            self.head = head;
+        }
+        let at = if wrap { 0 } else { pos };
+        // the next record's word: nothing yet (before this one is seen)
+        self.map.u32_at(ring + (at + rec) % RING).store(0, Relaxed);
+        self.map.write(ring + at + 8, d);
+        let word = READY | d.len() as u32;
+        if wrap {
+            self.map.u32_at(ring).store(word, Relaxed);
+            self.map.u32_at(ring + pos).store(WRAP, Release);
+        } else {
+            self.map.u32_at(ring + at).store(word, Release);
+        }
+        self.tail += need;
+        true
+    }
+}
