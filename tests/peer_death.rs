@@ -8,8 +8,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,26 +59,17 @@ fn receiver_killed_every_request_returns_unreachable_by_the_timeout() {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
     let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_receiver",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("RAMP_LIFE_CHILD", "1")
-        .env("RAMP_LIFE_PARENT", common::name_hex(&e.name()))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let name = loop {
-        let l = lines.next().expect("child output ended").unwrap();
-        // (after the harness's "test child_receiver ... " on the same line)
-        if let Some(h) = l.split("NAME ").nth(1) {
-            break common::parse_name_hex(h);
-        }
-    };
+    let (mut child, _lines, name) = common::spawn_named(
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_receiver",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("RAMP_LIFE_CHILD", "1")
+            .env("RAMP_LIFE_PARENT", common::name_hex(&e.name())),
+    );
 
     e.set_tag(TAG);
     e.map(1, name, TAG).unwrap();

@@ -14,8 +14,8 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::io::Write;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -109,22 +109,14 @@ fn killed_with_requests_queued(loss: bool) {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
     let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_target", "--nocapture", "--test-threads=1"])
-        .env("RAMP_STARTED_CHILD", "1")
-        .env("RAMP_STARTED_PARENT", common::name_hex(&e.name()))
-        .env("RAMP_STARTED_EFFECTS", &effects)
-        .envs(faults.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let name = loop {
-        let l = lines.next().expect("child output ended").unwrap();
-        if let Some(h) = l.split("NAME ").nth(1) {
-            break common::parse_name_hex(h);
-        }
-    };
+    let (mut child, _lines, name) = common::spawn_named(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_target", "--nocapture", "--test-threads=1"])
+            .env("RAMP_STARTED_CHILD", "1")
+            .env("RAMP_STARTED_PARENT", common::name_hex(&e.name()))
+            .env("RAMP_STARTED_EFFECTS", &effects)
+            .envs(faults.iter().map(|(k, v)| (*k, v.as_str()))),
+    );
     e.set_tag(TAG);
     e.map(1, name, TAG).unwrap();
     let n = START_WINDOW as u32 + 8;

@@ -10,15 +10,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ramp::am::{
-    self, handler, BundleMode, Endpoint, EndpointName, Message, VecSegment, REGION_READ,
-    REGION_WRITE,
+    self, handler, BundleMode, Endpoint, Message, VecSegment, REGION_READ, REGION_WRITE,
 };
 use ramp::error::ReturnStatus;
 
@@ -120,28 +119,21 @@ fn peer(ro: bool) -> Peer {
         H_ANSWER,
         handler(move |h| a.store(h.args[0] as u64, Ordering::SeqCst)),
     );
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
-        .env("RAMP_SHARED_CHILD", "1")
-        .env("RAMP_TRANSPORT", "shm")
-        .env("RAMP_SHARED_PARENT", common::name_hex(&e.name()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let (name, rw, r_ro): (EndpointName, u32, u32) = loop {
-        let l = lines.next().expect("child output ended").unwrap();
-        if let Some(rest) = l.split("NAME ").nth(1) {
-            let v: Vec<&str> = rest.split_whitespace().collect();
-            std::thread::spawn(move || lines.for_each(drop));
-            break (
-                common::parse_name_hex(v[0]),
-                v[1].parse().unwrap(),
-                v[2].parse().unwrap(),
-            );
-        }
-    };
+    let (child, lines, rest) = common::spawn_announced(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+            .env("RAMP_SHARED_CHILD", "1")
+            .env("RAMP_TRANSPORT", "shm")
+            .env("RAMP_SHARED_PARENT", common::name_hex(&e.name()))
+            .stdin(Stdio::piped()),
+    );
+    std::thread::spawn(move || lines.for_each(drop));
+    let v: Vec<&str> = rest.split_whitespace().collect();
+    let (name, rw, r_ro) = (
+        common::parse_name_hex(v[0]),
+        v[1].parse::<u32>().unwrap(),
+        v[2].parse::<u32>().unwrap(),
+    );
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(1, 8).unwrap();
     let p = Peer {

@@ -9,8 +9,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -181,26 +181,14 @@ fn spawn(
         .env("RAMP_SHM_CHILD", role)
         .env("RAMP_TRANSPORT", "shm")
         .env("RAMP_SHM_PARENT", common::name_hex(parent))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
+        .stdin(Stdio::piped());
     if let Some(s) = server {
         cmd.env("RAMP_SHM_SERVER", common::name_hex(s));
     }
-    let mut child = cmd.spawn().unwrap();
-    let name = read_name(child.stdout.take().unwrap());
+    let (child, lines, name) = common::spawn_named(&mut cmd);
+    // the harness writes more: keep reading, or it fails on EPIPE
+    std::thread::spawn(move || lines.for_each(drop));
     (child, name)
-}
-
-fn read_name(out: ChildStdout) -> EndpointName {
-    let mut lines = BufReader::new(out).lines();
-    loop {
-        let l = lines.next().expect("child output ended").unwrap();
-        if let Some(h) = l.split("NAME ").nth(1) {
-            // the harness writes more: keep reading, or it fails on EPIPE
-            std::thread::spawn(move || lines.for_each(drop));
-            return common::parse_name_hex(h);
-        }
-    }
 }
 
 #[test]

@@ -13,8 +13,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -104,7 +103,7 @@ fn child() {
 struct Peer {
     child: Child,
     name: EndpointName,
-    lines: std::io::Lines<BufReader<ChildStdout>>,
+    lines: common::ChildLines,
 }
 
 fn spawn(parent: &EndpointName) -> Peer {
@@ -117,21 +116,12 @@ fn spawn_keyed(parent: &EndpointName, key: Option<&str>) -> Peer {
     if let Some(k) = key {
         cmd.env("RAMP_JOB_KEY", k);
     }
-    let mut child = cmd
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
-        .env("RAMP_EXPRESS_CHILD", "1")
-        .env("RAMP_EXPRESS_PARENT", common::name_hex(parent))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let name = loop {
-        let l = lines.next().expect("child output ended").unwrap();
-        if let Some(h) = l.split("NAME ").nth(1) {
-            break common::parse_name_hex(h);
-        }
-    };
+    let (child, lines, name) = common::spawn_named(
+        cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
+            .env("RAMP_EXPRESS_CHILD", "1")
+            .env("RAMP_EXPRESS_PARENT", common::name_hex(parent))
+            .stdin(Stdio::piped()),
+    );
     Peer { child, name, lines }
 }
 

@@ -89,28 +89,20 @@ fn fault_env(loss: bool) -> Vec<(&'static str, String)> {
 }
 
 fn spawn(dir: &Path, parent: &EndpointName, loss: bool) -> (Child, EndpointName) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_logged_target",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("RAMP_CRASH_CHILD", "1")
-        .env("RAMP_CRASH_PARENT", common::name_hex(parent))
-        .env("RAMP_CRASH_LOG", dir.join("target.ramplog"))
-        .env("RAMP_CRASH_EFFECTS", dir.join("effects"))
-        .envs(fault_env(loss))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let name = loop {
-        let l = lines.next().expect("child output ended").unwrap();
-        if let Some(h) = l.split("NAME ").nth(1) {
-            break common::parse_name_hex(h);
-        }
-    };
+    let (child, _lines, name) = common::spawn_named(
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_logged_target",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("RAMP_CRASH_CHILD", "1")
+            .env("RAMP_CRASH_PARENT", common::name_hex(parent))
+            .env("RAMP_CRASH_LOG", dir.join("target.ramplog"))
+            .env("RAMP_CRASH_EFFECTS", dir.join("effects"))
+            .envs(fault_env(loss)),
+    );
     (child, name)
 }
 

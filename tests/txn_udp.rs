@@ -12,8 +12,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -78,21 +78,13 @@ fn setup(file: &std::path::Path) -> (Arc<Bundle>, Arc<Endpoint>, Child) {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
     let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_target", "--nocapture", "--test-threads=1"])
-        .env("RAMP_TXN_CHILD", "1")
-        .env("RAMP_TXN_PARENT", common::name_hex(&e.name()))
-        .env("RAMP_TXN_FILE", file)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let name = loop {
-        let l = lines.next().expect("child output ended").unwrap();
-        if let Some(h) = l.split("NAME ").nth(1) {
-            break common::parse_name_hex(h);
-        }
-    };
+    let (child, _lines, name) = common::spawn_named(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_target", "--nocapture", "--test-threads=1"])
+            .env("RAMP_TXN_CHILD", "1")
+            .env("RAMP_TXN_PARENT", common::name_hex(&e.name()))
+            .env("RAMP_TXN_FILE", file),
+    );
     e.set_tag(TAG);
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(2, 16).unwrap();

@@ -10,15 +10,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ramp::am::{
-    self, handler, BundleMode, Data, Endpoint, EndpointName, Message, SegmentMemory, VecSegment,
-};
+use ramp::am::{self, handler, BundleMode, Data, Endpoint, Message, SegmentMemory, VecSegment};
 use ramp::error::ReturnStatus;
 
 const TAG: u64 = 0x7fe4;
@@ -128,21 +126,12 @@ fn peer(no_ptrace: bool) -> Peer {
         .env("RAMP_TRANSPORT", "shm")
         .env("RAMP_XFER_PARENT", common::name_hex(&e.name()))
         .env_remove("RAMP_XFER_NO_PTRACE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
+        .stdin(Stdio::piped());
     if no_ptrace {
         cmd.env("RAMP_XFER_NO_PTRACE", "1");
     }
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let name: EndpointName = loop {
-        let l = lines.next().expect("child output ended").unwrap();
-        if let Some(rest) = l.split("NAME ").nth(1) {
-            let v = rest.trim().to_string();
-            std::thread::spawn(move || lines.for_each(drop));
-            break common::parse_name_hex(&v);
-        }
-    };
+    let (child, lines, name) = common::spawn_named(&mut cmd);
+    std::thread::spawn(move || lines.for_each(drop));
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(1, 8).unwrap();
     let p = Peer {

@@ -12,13 +12,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ramp::am::{self, handler, BundleMode, Data, Endpoint, EndpointName, Message};
+use ramp::am::{self, handler, BundleMode, Data, Endpoint, Message};
 use ramp::error::ReturnStatus;
 
 const TAG: u64 = 0x7fe5;
@@ -153,24 +153,15 @@ fn peer() -> Peer {
             }
         }),
     );
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
-        .env("RAMP_XSEG_CHILD", "1")
-        .env("RAMP_TRANSPORT", "shm")
-        .env("RAMP_XSEG_PARENT", common::name_hex(&e.name()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let name: EndpointName = loop {
-        let l = lines.next().expect("child output ended").unwrap();
-        if let Some(rest) = l.split("NAME ").nth(1) {
-            let v = rest.trim().to_string();
-            std::thread::spawn(move || lines.for_each(drop));
-            break common::parse_name_hex(&v);
-        }
-    };
+    let (child, lines, name) = common::spawn_named(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+            .env("RAMP_XSEG_CHILD", "1")
+            .env("RAMP_TRANSPORT", "shm")
+            .env("RAMP_XSEG_PARENT", common::name_hex(&e.name()))
+            .stdin(Stdio::piped()),
+    );
+    std::thread::spawn(move || lines.for_each(drop));
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(1, 8).unwrap();
     let p = Peer {

@@ -198,6 +198,34 @@ pub fn parse_name_hex(h: &str) -> ramp::am::EndpointName {
     ramp::am::EndpointName(n)
 }
 
+/// The lines a child process writes to its piped standard output.
+pub type ChildLines = std::io::Lines<std::io::BufReader<std::process::ChildStdout>>;
+
+/// Spawns `cmd` (this test binary run again as a child), its standard
+/// output piped here, and reads that output up to the line that carries
+/// `NAME ` (the harness writes its own text before it on the same line):
+/// the child, the rest of its lines (keep reading them, or drop them in a
+/// thread: the child fails on EPIPE otherwise), and what follows `NAME `
+/// (the child's endpoint name in hex, maybe more fields).
+pub fn spawn_announced(cmd: &mut Command) -> (std::process::Child, ChildLines, String) {
+    use std::io::BufRead;
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let rest = loop {
+        let l = lines.next().expect("child output ended").unwrap();
+        if let Some(rest) = l.split("NAME ").nth(1) {
+            break rest.trim().to_string();
+        }
+    };
+    (child, lines, rest)
+}
+
+/// `spawn_announced` for a child that announces only its endpoint's name.
+pub fn spawn_named(cmd: &mut Command) -> (std::process::Child, ChildLines, ramp::am::EndpointName) {
+    let (child, lines, rest) = spawn_announced(cmd);
+    (child, lines, parse_name_hex(&rest))
+}
+
 /// A flag set once this process's standard input ends (the parent test
 /// closed its pipe: a child process's signal to stop).
 pub fn stdin_closed() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
