@@ -336,7 +336,10 @@ impl EpState {
     /// ours, and now and then drops the mappings of peers gone or regions
     /// revoked (from every pump of the endpoint: `driver.rs`).
     pub(super) fn serve_regions(&mut self, now: Instant) {
-        for m in self.transports.region_take(now) {
+        let (msgs, dropped) = self.transports.region_take(now);
+        // refused by the transport (`net/shm_setup.rs`)
+        self.stats.corrupt_dropped += dropped;
+        for m in msgs {
             self.region_msg(m);
         }
         if !self.rma.shared.map.is_empty() && now >= self.rma.shared.next_sweep {
@@ -377,12 +380,14 @@ impl EpState {
                     None => {}
                 }
             }
-            _ => {} // not ours: dropped (a descriptor is closed)
+            // not a region message: dropped (a descriptor is closed), counted
+            _ => self.stats.corrupt_dropped += 1,
         }
     }
 
     pub(super) fn answer_ask(&mut self, from: SocketAddr, body: &[u8]) {
         let Some((region, tag, pid, secret)) = parse_ask(body) else {
+            self.stats.corrupt_dropped += 1;
             return;
         };
         let mut answer = vec![ANSWER];

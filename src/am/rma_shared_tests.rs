@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{ask_body, Cached, ANSWER};
+use super::{ask_body, Cached, ANSWER, ASK};
 use crate::am::region::{REGION_READ, REGION_WRITE};
 use crate::am::{Bundle, BundleMode, Endpoint};
 use crate::config::{Config, TransportChoice};
@@ -104,6 +104,19 @@ fn hostile_answers_are_not_mapped_and_asks_are_checked() {
     short.pop();
     assert_eq!(ask(short), 0, "malformed");
     assert_eq!(ask(ask_body(r, TAG, pid, secret)), 1, "the control");
+    // a malformed ask, and a message that is neither an ask nor an
+    // answer: dropped, and counted
+    let dropped = || target.statistics().corrupt_dropped;
+    let c0 = dropped();
+    target.with(|s| s.answer_ask(from, &[ASK]));
+    target.with(|s| {
+        s.region_msg(RegionMsg {
+            from,
+            body: vec![0xEE, 1, 2],
+            fd: None,
+        })
+    });
+    assert_eq!(dropped(), c0 + 2);
 
     // a refused file: operations go the usual way, and arrive (a region
     // never asked for, so that no true answer comes meanwhile)

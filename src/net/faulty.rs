@@ -103,7 +103,7 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.region_send(to, body, fd)
     }
 
-    fn region_take(&self) -> Vec<super::RegionMsg> {
+    fn region_take(&self) -> (Vec<super::RegionMsg>, u64) {
         self.inner.region_take()
     }
 

@@ -160,9 +160,11 @@ pub trait Transport: Send {
         false
     }
     /// Shared memory: the region messages read since the last call, from
-    /// processes of our user only, each from the endpoint it names.
-    fn region_take(&self) -> Vec<RegionMsg> {
-        Vec::new()
+    /// processes of our user only, each from the endpoint it names, and
+    /// how many were refused on arrival meanwhile (malformed, not from the
+    /// endpoint they name, or past the transport's queue).
+    fn region_take(&self) -> (Vec<RegionMsg>, u64) {
+        (Vec::new(), 0)
     }
     /// Shared memory: writes the express record `rec` (`express.rs`) into
     /// the open ring to `to`; false (nothing written) when no ring reaches

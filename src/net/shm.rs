@@ -237,6 +237,9 @@ pub struct ShmTransport {
     pid: u32,
     /// Region messages read, waiting for `region_take`.
     regions: RefCell<Vec<RegionMsg>>,
+    /// Region messages refused on arrival (malformed, not from the
+    /// endpoint they name, or past `REGION_QUEUE`), since `region_take`.
+    regions_dropped: Cell<u64>,
     /// How long a ring's receiver may leave an express record unread
     /// before the ring is dropped (the protocol's peer timeout: what it
     /// allows a peer that does not answer).
@@ -299,6 +302,7 @@ impl ShmTransport {
             setup_gap: Cell::new(SETUP_CHECK),
             pid,
             regions: RefCell::new(Vec::new()),
+            regions_dropped: Cell::new(0),
             stuck_after: 10_000 * MILLIS,
             prover: None,
             express_refused: 0,
@@ -556,12 +560,13 @@ impl Transport for ShmTransport {
         }
     }
 
-    fn region_take(&self) -> Vec<RegionMsg> {
+    fn region_take(&self) -> (Vec<RegionMsg>, u64) {
         // read with the socket's other messages (`flush_due`, `fd`)
+        let dropped = self.regions_dropped.replace(0);
         if self.regions.borrow().is_empty() {
-            return Vec::new();
+            return (Vec::new(), dropped);
         }
-        std::mem::take(&mut *self.regions.borrow_mut())
+        (std::mem::take(&mut *self.regions.borrow_mut()), dropped)
     }
 
     fn active(&self) -> bool {

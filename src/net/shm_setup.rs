@@ -84,20 +84,24 @@ impl ShmTransport {
     }
 
     /// Keeps a region message whose sender is the endpoint it names.
+    /// Anything else is dropped (its descriptor closed) and counted
+    /// (`region_take`: the endpoint's `corrupt_dropped`); an asker whose ask
+    /// is dropped stays on the put/get path and asks again later.
     pub(super) fn region_in(&self, from: &[u8], msg: &[u8], fd: Option<OwnedFd>) {
+        let drop_it = || self.regions_dropped.set(self.regions_dropped.get() + 1);
         let n = msg[0] as usize;
         let Some(text) = msg.get(1..1 + n) else {
-            return;
+            return drop_it();
         };
         let Some(addr) = std::str::from_utf8(text)
             .ok()
             .and_then(|t| t.parse::<SocketAddr>().ok())
         else {
-            return;
+            return drop_it();
         };
         let mut q = self.regions.borrow_mut();
         if stem(addr).as_bytes() != from || q.len() >= REGION_QUEUE {
-            return;
+            return drop_it();
         }
         q.push(RegionMsg {
             from: addr,

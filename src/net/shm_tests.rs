@@ -243,6 +243,55 @@ fn hostile_socket_messages_give_no_ring() {
     assert!(tx.reaches(a1));
 }
 
+/// Region messages (`am/rma_shared.rs`'s asks and answers) that are not
+/// well formed, not from the endpoint they name, or past the queue are
+/// dropped and counted, never queued; the well-formed ones from their
+/// endpoint are queued, up to `REGION_QUEUE`.
+#[test]
+fn hostile_region_messages_are_dropped_and_counted() {
+    let ((_k1, a1), (_k3, a3)) = (fresh(), fresh());
+    let rx = ShmTransport::open(a1).unwrap();
+    let to = wake_addr(a1).unwrap();
+    // a process of our user that holds the name of a3's endpoint
+    let peer = UnixDatagram::bind_addr(&wake_addr(a3).unwrap()).unwrap();
+    let msg = |named: SocketAddr, body: &[u8]| {
+        let text = named.to_string();
+        let mut m = REGION.to_vec();
+        m.push(text.len() as u8);
+        m.extend_from_slice(text.as_bytes());
+        m.extend_from_slice(body);
+        m
+    };
+    let mut bad = REGION.to_vec();
+    bad.push(200); // an address text longer than the message
+    peer.send_to_addr(&bad, &to).unwrap();
+    let mut bad = REGION.to_vec();
+    bad.extend_from_slice(&[3, b'a', b'b', b'c']); // not an address
+    peer.send_to_addr(&bad, &to).unwrap();
+    // names an endpoint other than its sender
+    peer.send_to_addr(&msg(a1, &[1]), &to).unwrap();
+    assert!(rx.read_socket());
+    let (got, dropped) = rx.region_take();
+    assert!(got.is_empty());
+    assert_eq!(dropped, 3);
+    assert_eq!(rx.region_take().1, 0, "counted once");
+    // well formed, from the endpoint it names: queued, up to the queue's size
+    // (a few at a time: a Unix datagram socket queues only
+    // net.unix.max_dgram_qlen, 10 by default, and the sender then blocks)
+    for i in 0..REGION_QUEUE + 5 {
+        peer.send_to_addr(&msg(a3, &[i as u8]), &to).unwrap();
+        if i % 4 == 3 {
+            assert!(rx.read_socket());
+        }
+    }
+    while rx.read_socket() {}
+    let (got, dropped) = rx.region_take();
+    assert_eq!(got.len(), REGION_QUEUE);
+    assert!(got.iter().all(|m| m.from == a3));
+    assert_eq!(got[7].body, [7]);
+    assert_eq!(dropped, 5, "past the queue");
+}
+
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }

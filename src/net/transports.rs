@@ -132,27 +132,29 @@ impl Transports {
     /// while busy, and before sleeping), without allocating when there is
     /// none.
     #[inline]
-    pub fn region_take(&self, now: Instant) -> Vec<super::RegionMsg> {
+    pub fn region_take(&self, now: Instant) -> (Vec<super::RegionMsg>, u64) {
         if self.list.len() == 1 || now < self.next_region_look.get() {
-            return Vec::new();
+            return (Vec::new(), 0);
         }
         self.region_take_now(now)
     }
 
     #[inline(never)]
-    fn region_take_now(&self, now: Instant) -> Vec<super::RegionMsg> {
+    fn region_take_now(&self, now: Instant) -> (Vec<super::RegionMsg>, u64) {
         let last = self.list.len() - 1;
         self.next_region_look.set(now.plus(REGION_LOOK));
         let mut all = Vec::new();
+        let mut dropped = 0;
         for t in &self.list[..last] {
-            let got = t.region_take();
+            let (got, d) = t.region_take();
+            dropped += d;
             if all.is_empty() {
                 all = got;
             } else {
                 all.extend(got);
             }
         }
-        all
+        (all, dropped)
     }
 
     /// `Transport::express_send` on the transports besides the fallback:
