@@ -261,3 +261,60 @@ fn translation_table_of_4096_peers() {
     assert!(hits.lock().iter().all(|&c| c == (N / 8) as u32));
     assert_eq!(client.num_translations(), N + 1);
 }
+
+/// Over UDP a ping-pong's ACKs ride on the next request and reply: about
+/// one datagram per message, not an ACK datagram beside each one. (In one
+/// process; the express lane's ACK flush before a record, once also done
+/// for UDP peers, cost two separate processes ~15% of their round trip but
+/// does not show here: `ramp bench --loggp`'s udp line shows it.)
+#[test]
+fn ping_pong_acks_ride_on_the_messages() {
+    let _watchdog = common::watchdog(
+        "am_udp::ping_pong_acks_ride_on_the_messages",
+        Duration::from_secs(120),
+    );
+    let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
+    cfg.transport = ramp::config::TransportChoice::Udp;
+    let (b, e0, e1) = pair_with(&cfg);
+    let replies = Arc::new(AtomicU64::new(0));
+    let r = replies.clone();
+    e0.set_handler(
+        11,
+        handler(move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    e1.set_handler(
+        10,
+        handler(|h| am::reply(h.token, &Message::short(11, &[])).unwrap()),
+    );
+    // the association, and the first round trips
+    for _ in 0..10 {
+        e0.request(1, &Message::short(10, &[]), false).unwrap();
+    }
+    while replies.load(Ordering::SeqCst) < 10 {
+        b.poll().unwrap();
+    }
+    const N: u64 = 500;
+    // DATA packets and standalone ACKs
+    let sent = |e: &am::Endpoint| {
+        let s = e.statistics();
+        s.packets_sent + s.acks_sent
+    };
+    let (s0, s1) = (sent(&e0), sent(&e1));
+    for i in 0..N {
+        e0.request(1, &Message::short(10, &[]), false).unwrap();
+        while replies.load(Ordering::SeqCst) < 11 + i {
+            b.poll().unwrap();
+        }
+    }
+    let (d0, d1) = (sent(&e0) - s0, sent(&e1) - s1);
+    eprintln!("{N} round trips: {d0} datagrams from the requester, {d1} from the replier");
+    // one each per round trip; a few standalone ACKs when a round trip
+    // takes longer than the ACK delay (a loaded machine); twice N: an ACK
+    // datagram before every request
+    assert!(
+        d0 < N * 3 / 2 && d1 < N * 3 / 2,
+        "{d0} and {d1} datagrams for {N} round trips"
+    );
+}

@@ -208,7 +208,10 @@ impl EpState {
         kind: ExpressKind,
         meta: &MsgMeta,
     ) -> bool {
-        if !self.express.send || !self.proto.express_ready(&to) {
+        // a peer reached by UDP first: `express_ready` sends the ACKs we
+        // owe, which a UDP peer's next packet would have carried
+        if !self.express.send || !self.transports.express_open(to) || !self.proto.express_ready(&to)
+        {
             return false;
         }
         // the ACKs owed to `to` go first

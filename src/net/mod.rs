@@ -173,6 +173,12 @@ pub trait Transport: Send {
     fn express_send(&mut self, _to: SocketAddr, _rec: &[u8]) -> bool {
         false
     }
+    /// Shared memory: whether an express record to `to` would find an open
+    /// ring whose receiver proved our job (room aside): the lane's first
+    /// test, before anything is done for it.
+    fn express_open(&mut self, _to: SocketAddr) -> bool {
+        false
+    }
     /// Shared memory: the job key's keyed hash (`wire::mac::MacKey::proof`)
     /// by which the express lane proves, once per ring, that its two ends
     /// belong to the same job (`shm.rs`); None: no job key. Set before

@@ -252,6 +252,25 @@ pub struct ShmTransport {
 }
 
 impl ShmTransport {
+    /// The ring an express record to `to` would go into: open, its
+    /// receiver's proof verified (the last one found is remembered: no
+    /// hash look-up per record to the same peer).
+    #[inline]
+    fn express_ring(&mut self, to: SocketAddr) -> Option<usize> {
+        let tx = self.tx.get_mut();
+        let k = match tx.express_last {
+            Some((a, k)) if a == to => k,
+            _ => {
+                let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
+                    return None;
+                };
+                tx.express_last = Some((to, k));
+                k
+            }
+        };
+        tx.rings[k].as_ref().filter(|r| r.express_ok).map(|_| k)
+    }
+
     /// The slot `from` writes, open, owned by `pid` holding `secret` (see
     /// `ring_from`).
     fn slot_from(&self, from: SocketAddr, pid: u32, secret: u64) -> Option<usize> {
@@ -352,22 +371,18 @@ impl Transport for ShmTransport {
         Some(self.send(now, to, dgram))
     }
 
+    fn express_open(&mut self, to: SocketAddr) -> bool {
+        self.express_ring(to).is_some()
+    }
+
     fn express_send(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
-        let tx = self.tx.get_mut();
-        let k = match tx.express_last {
-            Some((a, k)) if a == to => k,
-            _ => {
-                let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
-                    return false;
-                };
-                tx.express_last = Some((to, k));
-                k
-            }
-        };
-        let Some(ring) = tx.rings[k].as_mut() else {
+        let Some(k) = self.express_ring(to) else {
             return false;
         };
-        if !ring.express_ok || !ring.push(rec) {
+        let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
+            return false;
+        };
+        if !ring.push(rec) {
             return false;
         }
         ring.express_end = ring.tail;

@@ -167,6 +167,13 @@ impl Transports {
             .any(|t| t.express_send(to, rec))
     }
 
+    /// `Transport::express_open` on the transports besides the fallback.
+    #[inline]
+    pub fn express_open(&mut self, to: SocketAddr) -> bool {
+        let last = self.list.len() - 1;
+        self.list[..last].iter_mut().any(|t| t.express_open(to))
+    }
+
     /// `Transport::set_express_prover` on the transports besides the
     /// fallback.
     pub fn set_express_prover(&mut self, prover: Option<super::ExpressProver>) {
