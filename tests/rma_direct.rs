@@ -10,8 +10,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,28 +67,22 @@ fn child() {
             am::reply(h.token, &Message::short(H_ANSWER, &[v])).unwrap();
         }),
     );
-    let parent = common::parse_name_hex(&std::env::var("RAMP_DIRECT_PARENT").unwrap());
-    e.map(0, parent, TAG).unwrap();
-    e.set_expected_resources(1, 8).unwrap();
-    println!("NAME {} {r_rw} {r_ro}", common::name_hex(&e.name()));
-    std::io::stdout().flush().unwrap();
-    common::serve_until_stdin_closes(&b);
+    common::serve_parent(
+        &b,
+        &e,
+        "RAMP_DIRECT_PARENT",
+        TAG,
+        &format!(" {r_rw} {r_ro}"),
+    );
 }
 
 struct Peer {
-    child: Child,
+    _child: common::ChildGuard,
     b: Arc<am::Bundle>,
     e: Arc<Endpoint>,
     rw: u32,
     ro: u32,
     answer: Arc<AtomicU64>,
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
-    }
 }
 
 /// This process's endpoint (over shared memory) and a target process.
@@ -130,7 +123,7 @@ fn peer_with(no_ptrace: bool) -> Peer {
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(1, 8).unwrap();
     let p = Peer {
-        child,
+        _child: common::ChildGuard(child),
         b,
         e,
         rw,

@@ -10,8 +10,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,27 +73,15 @@ fn child() {
         H_PAUSE,
         handler(|_| std::thread::sleep(Duration::from_millis(400))),
     );
-    let parent = common::parse_name_hex(&std::env::var("RAMP_XFER_PARENT").unwrap());
-    e.map(0, parent, TAG).unwrap();
-    e.set_expected_resources(1, 8).unwrap();
-    println!("NAME {}", common::name_hex(&e.name()));
-    std::io::stdout().flush().unwrap();
-    common::serve_until_stdin_closes(&b);
+    common::serve_parent(&b, &e, "RAMP_XFER_PARENT", TAG, "");
 }
 
 struct Peer {
-    child: Child,
+    _child: common::ChildGuard,
     b: Arc<am::Bundle>,
     e: Arc<Endpoint>,
     answers: Arc<std::sync::Mutex<Vec<[u32; 3]>>>,
     returned: Arc<std::sync::Mutex<Vec<ReturnStatus>>>,
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
-    }
 }
 
 /// This process's endpoint (over shared memory) and a target process; with
@@ -135,7 +122,7 @@ fn peer(no_ptrace: bool) -> Peer {
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(1, 8).unwrap();
     let p = Peer {
-        child,
+        _child: common::ChildGuard(child),
         b,
         e,
         answers,

@@ -12,8 +12,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,27 +108,15 @@ fn child() {
             });
         }),
     );
-    let parent = common::parse_name_hex(&std::env::var("RAMP_XSEG_PARENT").unwrap());
-    e.map(0, parent, TAG).unwrap();
-    e.set_expected_resources(1, 8).unwrap();
-    println!("NAME {}", common::name_hex(&e.name()));
-    std::io::stdout().flush().unwrap();
-    common::serve_until_stdin_closes(&b);
+    common::serve_parent(&b, &e, "RAMP_XSEG_PARENT", TAG, "");
 }
 
 struct Peer {
-    child: Child,
+    child: common::ChildGuard,
     b: Arc<am::Bundle>,
     e: Arc<Endpoint>,
     answers: Arc<std::sync::Mutex<Vec<[u32; 3]>>>,
     returned: Arc<std::sync::Mutex<Vec<ReturnStatus>>>,
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
-    }
 }
 
 fn peer() -> Peer {
@@ -165,7 +152,7 @@ fn peer() -> Peer {
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(1, 8).unwrap();
     let p = Peer {
-        child,
+        child: common::ChildGuard(child),
         b,
         e,
         answers,

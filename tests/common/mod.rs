@@ -226,6 +226,49 @@ pub fn spawn_named(cmd: &mut Command) -> (std::process::Child, ChildLines, ramp:
     (child, lines, parse_name_hex(&rest))
 }
 
+/// A child's last steps: maps its parent (whose name, in hex, is in the
+/// environment variable `parent_var`) at index 0 with `tag` and 8 credits,
+/// prints `NAME <its name in hex><extra>` for `spawn_named` /
+/// `spawn_announced`, and serves until its standard input closes.
+pub fn serve_parent(
+    b: &ramp::am::Bundle,
+    e: &ramp::am::Endpoint,
+    parent_var: &str,
+    tag: u64,
+    extra: &str,
+) {
+    let parent = parse_name_hex(&std::env::var(parent_var).unwrap());
+    e.map(0, parent, tag).unwrap();
+    e.set_expected_resources(1, 8).unwrap();
+    println!("NAME {}{extra}", name_hex(&e.name()));
+    std::io::stdout().flush().unwrap();
+    serve_until_stdin_closes(b);
+}
+
+/// A child process that is told to stop (its standard input closed) and
+/// reaped when dropped; otherwise a `Child`.
+pub struct ChildGuard(pub std::process::Child);
+
+impl std::ops::Deref for ChildGuard {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ChildGuard {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let _ = self.0.wait();
+    }
+}
+
 /// A flag set once this process's standard input ends (the parent test
 /// closed its pipe: a child process's signal to stop).
 pub fn stdin_closed() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
