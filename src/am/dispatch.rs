@@ -281,6 +281,28 @@ impl EpState {
                         addr: seg.base() + meta.dest_offset as usize,
                         len,
                     }
+                } else if let Some(placed) = meta.placed {
+                    // bytes already in the segment (`placement.rs`)
+                    let len = placed.len as usize;
+                    let admitted = if placed.gen != self.seg_gen {
+                        Err(ReturnStatus::BadSegOff)
+                    } else {
+                        self.admit(source, &meta, len, is_request)
+                    };
+                    match admitted {
+                        Ok(Admitted::Long(seg)) => WorkData::Long {
+                            addr: seg.base() + meta.dest_offset as usize,
+                            len,
+                        },
+                        Ok(_) => {
+                            self.stats.corrupt_dropped += 1;
+                            return None;
+                        }
+                        Err(status) => {
+                            self.send_returned(now, from, meta, status, is_request);
+                            return None;
+                        }
+                    }
                 } else {
                     let mut payload = payload;
                     // a kept transaction (`txn.rs`): its trailer comes off first

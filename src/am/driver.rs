@@ -55,13 +55,25 @@ impl EpState {
             &mut self.express,
             &mut self.stats,
         );
+        // long messages' bytes go straight into the segment (`placement.rs`)
+        let mut placer = super::placement::Placer {
+            parts: super::returned::AdmitParts {
+                tag: self.tag,
+                handlers: &self.handlers,
+                segment: &self.segment,
+            },
+            table: &self.table,
+            gen: self.seg_gen,
+            quiet: self.dispatch_nesting == 0 && rma.pending.is_empty() && rma.stalled.is_none(),
+        };
         for _ in 0..64 {
             let r = self.transports.recv_batch(now, &mut |d| match d {
                 // (only a ring brings one: `Transports` drops the others)
                 Some((bytes, from)) if crate::net::express::is_express(bytes) => {
+                    placer.quiet = false;
                     express.arrived(proto, rma, outstanding, counts, from, bytes)
                 }
-                Some((bytes, from)) => proto.handle_datagram(now, from, bytes),
+                Some((bytes, from)) => proto.handle_datagram_placing(now, from, bytes, &mut placer),
                 None => proto.count_malformed(),
             });
             match r {

@@ -44,6 +44,9 @@ pub(crate) struct EpState {
     /// Handler names, the cache of peers' names, lookups (`names.rs`).
     pub(super) names: super::names::Names,
     pub(super) segment: Option<Arc<dyn SegmentMemory>>,
+    /// Counts the segments set: a long message placed into one
+    /// (`placement.rs`) runs only while it is still the segment.
+    pub(super) seg_gen: u32,
     /// Network depth once `set_expected_resources` ran.
     pub(super) depth: Option<u32>,
     /// The next transaction id, 64 bits (`take_txn_id`).
@@ -186,6 +189,7 @@ impl Endpoint {
             handlers: HandlerTable::default(),
             names: Default::default(),
             segment: None,
+            seg_gen: 0,
             depth: None,
             next_txn: 1,
             outstanding: FxHashMap::default(),
@@ -359,6 +363,7 @@ impl Endpoint {
     pub fn set_segment(&self, seg: Option<Arc<dyn SegmentMemory>>) {
         self.with(|s| {
             s.segment = seg;
+            s.seg_gen = s.seg_gen.wrapping_add(1);
             // an allocated segment replaced is freed (`xfer_shared.rs`)
             s.rma.own_segment.revoke();
         })

@@ -43,6 +43,9 @@ mod loopback;
 mod message;
 mod name;
 mod names;
+mod placement;
+#[cfg(test)]
+mod placement_tests;
 mod progress;
 mod pull;
 mod region;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::dispatch::{Work, WorkData};
 use super::endpoint::EpState;
 use super::handler::{opcode, Data, HandlerArgs, SegmentMemory};
+use super::tables::HandlerTable;
 use super::token::{self, TokenInfo};
 use super::{MAX_LONG, MAX_MEDIUM, TAG_ALL, TAG_NONE};
 use crate::error::ReturnStatus;
@@ -31,9 +32,17 @@ pub(super) enum Admitted {
     Long(Arc<dyn SegmentMemory>),
 }
 
-impl EpState {
-    /// Checks an arriving user message of `len` payload bytes; `source` is
-    /// the sender's index in the translation table. Err: why it is refused.
+/// What `EpState::admit` reads, borrowed apart from the rest of the
+/// endpoint (the receive path checks a long message it places while the
+/// protocol is borrowed: `placement.rs`).
+pub(super) struct AdmitParts<'a> {
+    pub(super) tag: u64,
+    pub(super) handlers: &'a HandlerTable,
+    pub(super) segment: &'a Option<Arc<dyn SegmentMemory>>,
+}
+
+impl AdmitParts<'_> {
+    /// `EpState::admit`.
     pub(super) fn admit(
         &self,
         source: Option<u32>,
@@ -55,7 +64,7 @@ impl EpState {
             Category::Short => Ok(Admitted::Short),
             Category::Medium if len > MAX_MEDIUM => Err(ReturnStatus::BadLength),
             Category::Medium => Ok(Admitted::Medium),
-            Category::Long => match &self.segment {
+            Category::Long => match self.segment {
                 None => Err(ReturnStatus::BadSegOff),
                 Some(s) if s.is_empty() || s.base() == 0 => Err(ReturnStatus::BadSegOff),
                 Some(s) => {
@@ -68,6 +77,25 @@ impl EpState {
                 }
             },
         }
+    }
+}
+
+impl EpState {
+    /// Checks an arriving user message of `len` payload bytes; `source` is
+    /// the sender's index in the translation table. Err: why it is refused.
+    pub(super) fn admit(
+        &self,
+        source: Option<u32>,
+        meta: &MsgMeta,
+        len: usize,
+        is_request: bool,
+    ) -> Result<Admitted, ReturnStatus> {
+        let parts = AdmitParts {
+            tag: self.tag,
+            handlers: &self.handlers,
+            segment: &self.segment,
+        };
+        parts.admit(source, meta, len, is_request)
     }
 
     /// Sends a refused message back to its sender, without its payload.

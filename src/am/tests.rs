@@ -15,7 +15,7 @@ const TAG: u64 = 0x5eed;
 
 /// Two endpoints on `net` in one bundle, mapped to each other (index 0 is
 /// e0, 1 is e1), with network depth `depth`.
-fn pair(net: &MemNetwork, depth: i32) -> (Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
+pub(super) fn pair(net: &MemNetwork, depth: i32) -> (Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
     super::init().unwrap();
     let cfg = Config::from_lookup(|_| None).unwrap();
     let b = super::allocate_bundle(BundleMode::Seq).unwrap();
@@ -34,7 +34,7 @@ fn pair(net: &MemNetwork, depth: i32) -> (Arc<Bundle>, Arc<Endpoint>, Arc<Endpoi
 }
 
 /// Polls `b` until `done` or a few seconds pass.
-fn poll_until(b: &Bundle, what: &str, done: impl Fn() -> bool) {
+pub(super) fn poll_until(b: &Bundle, what: &str, done: impl Fn() -> bool) {
     let t0 = std::time::Instant::now();
     while !done() {
         b.poll().unwrap();

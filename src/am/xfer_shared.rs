@@ -141,6 +141,7 @@ impl Endpoint {
             own.mem = Some(r.clone());
             let (base, len) = (r.base(), r.len());
             s.segment = Some(Arc::new(SharedMem(r)));
+            s.seg_gen = s.seg_gen.wrapping_add(1);
             Ok((base, len))
         })
     }

@@ -166,12 +166,8 @@ mod tests {
         let b = p.take(65000);
         assert_eq!(b.as_ptr(), ptrs[2]);
         p.give(a);
-        assert_eq!(
-            p.take(100).as_ptr(),
-            ptrs[3],
-            "given back again: first again"
-        );
-        assert_eq!(p.take(100).as_ptr(), ptrs[1]);
-        assert_eq!(p.take(100).as_ptr(), ptrs[0]);
+        let (c, d, e) = (p.take(100), p.take(100), p.take(100));
+        assert_eq!(c.as_ptr(), ptrs[3], "given back again: first again");
+        assert_eq!((d.as_ptr(), e.as_ptr()), (ptrs[1], ptrs[0]));
     }
 }

@@ -65,6 +65,7 @@ mod handshake;
 mod inspect;
 mod outbox;
 mod peer;
+mod place;
 mod recv;
 pub mod rtt;
 mod send;
@@ -81,6 +82,9 @@ use std::sync::Arc;
 
 pub use config::{ProtoConfig, DEFAULT_IDLE_TIMEOUT, MAX_WINDOW};
 pub use event::{Event, FailReason, MsgId};
+#[cfg(any(test, feature = "testing"))]
+pub use place::NoPlacement;
+pub use place::Placement;
 
 use crate::fxhash::FxHashMap;
 use crate::stats::Statistics;
@@ -292,16 +296,29 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// Takes one datagram received from `from`.
+    #[cfg(any(test, feature = "testing"))] // the simulator and tests; endpoints place
     pub fn handle_datagram(&mut self, now: Instant, from: A, dgram: &[u8]) {
+        self.handle_datagram_placing(now, from, dgram, &mut NoPlacement)
+    }
+
+    /// `handle_datagram`, with `place` offered each long message that
+    /// starts (`place.rs`).
+    pub fn handle_datagram_placing(
+        &mut self,
+        now: Instant,
+        from: A,
+        dgram: &[u8],
+        place: &mut dyn Placement<A>,
+    ) {
         self.out.stats.packets_received += 1;
         self.closed.now = now;
         let decoded = match self.cfg.integrity {
             wire::Integrity::Crc32c => wire::decode(&self.cfg.integrity, dgram),
-            _ => return self.handle_sealed(now, from, dgram),
+            _ => return self.handle_sealed(now, from, dgram, place),
         };
         match decoded {
             // By reference: the parsed packet (~170 bytes) is not copied.
-            Ok(ref pkt) => self.handle_packet(now, from, pkt),
+            Ok(ref pkt) => self.handle_packet(now, from, pkt, place),
             Err(_) => self.out.stats.corrupt_dropped += 1,
         }
     }
@@ -310,7 +327,7 @@ impl<A: PeerAddr> Protocol<A> {
     /// with the job key; a DATA, ACK or NACK with the key of the
     /// association its tag names (none: dropped, unchecked, as stale).
     /// What fails is dropped and counted in `corrupt_dropped`.
-    fn handle_sealed(&mut self, now: Instant, from: A, dgram: &[u8]) {
+    fn handle_sealed(&mut self, now: Instant, from: A, dgram: &[u8], place: &mut dyn Placement<A>) {
         let decoded = match wire::association_vtag(dgram) {
             None => wire::decode(&self.cfg.integrity, dgram),
             Some(vtag) => match self
@@ -325,12 +342,18 @@ impl<A: PeerAddr> Protocol<A> {
             },
         };
         match decoded {
-            Ok(ref pkt) => self.handle_packet(now, from, pkt),
+            Ok(ref pkt) => self.handle_packet(now, from, pkt, place),
             Err(_) => self.out.stats.corrupt_dropped += 1,
         }
     }
 
-    fn handle_packet(&mut self, now: Instant, from: A, pkt: &Packet<'_>) {
+    fn handle_packet(
+        &mut self,
+        now: Instant,
+        from: A,
+        pkt: &Packet<'_>,
+        place: &mut dyn Placement<A>,
+    ) {
         let c = match *pkt {
             Packet::Data { ref common, .. }
             | Packet::Ack { ref common, .. }
@@ -415,7 +438,7 @@ impl<A: PeerAddr> Protocol<A> {
                 };
                 // the peer had something to say: no shutdown
                 peer.resume(now, &mut cx);
-                peer.on_data(now, common, f, &mut cx);
+                peer.on_data(now, common, f, &mut cx, place);
             }
             _ => {}
         }

@@ -440,7 +440,14 @@ impl<A: Copy> Peer<A> {
 
     /// A DATA packet for receive channel `c.channel`.
     #[inline]
-    pub fn on_data(&mut self, now: Instant, c: &Common, f: InFrag<'_>, cx: &mut Ctx<'_, A>) {
+    pub fn on_data(
+        &mut self,
+        now: Instant,
+        c: &Common,
+        f: InFrag<'_>,
+        cx: &mut Ctx<'_, A>,
+        place: &mut dyn super::Placement<A>,
+    ) {
         let ch = c.channel as usize;
         let used = self.rx[0].buffered() + self.rx[1].buffered();
         let mut rcx = RecvCx {
@@ -451,6 +458,7 @@ impl<A: Copy> Peer<A> {
             budget: cx.cfg.peer_buffer.saturating_sub(used),
             queued_requests: cx.queued_requests,
             out: cx.out,
+            place,
         };
         if let Some(last) = self.rx[ch].on_data(now, (c.epoch, c.seq), f, &mut rcx) {
             self.send_nack(ch, last, cx);

@@ -10,7 +10,7 @@ use super::send::seq_diff;
 use super::stats;
 use super::{MAX_MESSAGE, MAX_WINDOW};
 use crate::time::{Instant, Nanos};
-use crate::wire::{MsgMeta, CHANNEL_REQUEST};
+use crate::wire::{Category, MsgMeta, Placed, CHANNEL_REQUEST};
 
 /// A DATA packet kept because it arrived ahead of a gap.
 #[derive(Debug, Clone)]
@@ -28,6 +28,9 @@ pub struct Reassembly {
     /// The whole message's length, as its first fragment said.
     pub len: u32,
     pub buf: Vec<u8>,
+    /// A placed message (`meta.placed`, `place.rs`): the bytes written so
+    /// far (`buf` stays empty).
+    pub placed: u32,
 }
 
 #[derive(Debug, Default)]
@@ -270,6 +273,33 @@ impl RecvChannel {
             if self.reassembly.take().is_some() {
                 stats.corrupt_dropped += 1;
             }
+            // Placed where it goes, when nothing delivered waits ahead of it
+            if f.meta.category == Category::Long
+                && f.msg_len != 0
+                && f.bytes.len() <= f.msg_len as usize
+                && cx.out.events.is_empty()
+            {
+                let len = f.msg_len as usize;
+                if let Some(gen) = cx.place.claim(cx.from, cx.ch as u8, f.meta, len) {
+                    let mut meta = *f.meta;
+                    meta.placed = Some(Placed {
+                        len: f.msg_len,
+                        gen,
+                    });
+                    cx.place.write(&meta, 0, f.bytes);
+                    if f.bytes.len() == len {
+                        cx.out.events.push_back(delivered(meta, Vec::new()));
+                        return true;
+                    }
+                    self.reassembly = Some(Reassembly {
+                        meta,
+                        len: f.msg_len,
+                        buf: Vec::new(),
+                        placed: f.bytes.len() as u32,
+                    });
+                    return false;
+                }
+            }
             if f.bytes.len() == f.msg_len as usize {
                 let payload = cx.out.pool.copy_of(f.bytes);
                 cx.out.events.push_back(delivered(*f.meta, payload));
@@ -284,10 +314,31 @@ impl RecvChannel {
                 meta: *f.meta,
                 len: f.msg_len,
                 buf,
+                placed: 0,
             });
             return false;
         }
         match self.reassembly.take() {
+            // the next piece of a placed message, within its length
+            Some(mut r)
+                if r.meta.placed.is_some()
+                    && r.placed == f.frag_off
+                    && r.len == f.msg_len
+                    && f.bytes.len() <= (r.len - r.placed) as usize =>
+            {
+                cx.place.write(&r.meta, r.placed as usize, f.bytes);
+                r.placed += f.bytes.len() as u32;
+                if r.placed == r.len {
+                    cx.out.events.push_back(delivered(r.meta, Vec::new()));
+                    return true;
+                }
+                self.reassembly = Some(r);
+                false
+            }
+            Some(r) if r.meta.placed.is_some() => {
+                stats.corrupt_dropped += 1;
+                false
+            }
             Some(mut r) if r.buf.len() == f.frag_off as usize && r.len == f.msg_len => {
                 let need = r.buf.len() + f.bytes.len();
                 if need > r.buf.capacity() {
@@ -336,6 +387,8 @@ pub struct RecvCx<'a, A> {
     /// Delivered requests not yet taken by the layer above (all peers).
     pub queued_requests: &'a mut usize,
     pub out: &'a mut Outbox<A>,
+    /// Where a long message's bytes may go as they arrive (`place.rs`).
+    pub place: &'a mut dyn super::Placement<A>,
 }
 
 #[cfg(test)]

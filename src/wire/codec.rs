@@ -569,6 +569,7 @@ fn decode_data(body: &[u8], common: Common, flags: u8) -> Result<Packet<'_>, Dec
         status: h[39],
         returned_request: flags & FLAG_RETURNED_REQUEST != 0,
         express: false,
+        placed: None,
     };
     Ok(Packet::Data {
         common,

@@ -112,6 +112,20 @@ pub struct MsgMeta {
     /// Never on the wire (decoding leaves it false): the message came as
     /// an express record of a shared-memory ring (`am/express.rs`).
     pub express: bool,
+    /// Never on the wire (decoding leaves it `None`): the long message's
+    /// bytes were written into the receiver's segment as they arrived
+    /// (`proto::Placement`); its delivered payload is empty.
+    pub placed: Option<Placed>,
+}
+
+/// A long message written into its destination as it arrived: its
+/// length, and the generation of the segment it went into (the layer
+/// above counts its segments: a message placed into one that was replaced
+/// since is refused, not run on the new one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub len: u32,
+    pub gen: u32,
 }
 
 impl MsgMeta {
@@ -131,6 +145,7 @@ impl MsgMeta {
             status: 0,
             returned_request: false,
             express: false,
+            placed: None,
         }
     }
 

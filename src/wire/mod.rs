@@ -20,7 +20,7 @@ pub use codec::{
     encode_shutdown, Common, Packet,
 };
 pub use integrity::{Integrity, MAC_TRAILER_LEN};
-pub use message::{Category, MsgKind, MsgMeta, MAX_ARGS};
+pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
 
 /// Packet magic ("RA") and version.
 pub const MAGIC: u16 = 0x5241;
