@@ -19,6 +19,7 @@ static NEXT_TOKEN_BLOCK: AtomicU64 = AtomicU64::new(0x1000);
 /// Ids a thread hands out before it takes another block.
 const TOKEN_BLOCK: u64 = 1 << 20;
 
+#[derive(Clone)]
 pub struct TokenInfo {
     /// Given by `LiveToken::push`.
     pub id: TokenId,
@@ -132,13 +133,18 @@ thread_local! {
 pub struct LiveToken(TokenId);
 
 impl LiveToken {
-    /// Makes `info` live under a new id (whatever `info.id` was).
-    pub fn push(mut info: TokenInfo) -> LiveToken {
+    /// Makes a copy of `info` live under a new id (whatever `info.id`
+    /// was). (Copied from where it lies, once: a token moved in by value
+    /// was copied four times on its way into the list.)
+    #[inline]
+    pub fn push(info: &TokenInfo) -> LiveToken {
         LIVE.with(|l| {
             let mut l = l.borrow_mut();
-            info.id = l.fresh_id();
-            let id = info.id;
-            l.tokens.push(info);
+            let id = l.fresh_id();
+            l.tokens.push(info.clone());
+            if let Some(t) = l.tokens.last_mut() {
+                t.id = id;
+            }
             LiveToken(id)
         })
     }
