@@ -47,7 +47,6 @@ use super::endpoint::EpState;
 use super::request::Outstanding;
 use super::rma::RmaState;
 use crate::error::ReturnStatus;
-use crate::fxhash::FxHashMap;
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
 use crate::net::ExpressProver;
 use crate::proto::{Event, FailReason, Protocol};
@@ -105,7 +104,7 @@ impl ExpressState {
         &mut self,
         proto: &mut Protocol<SocketAddr>,
         rma: &mut RmaState,
-        outstanding: &mut FxHashMap<u32, Outstanding>,
+        outstanding: &mut super::txn_map::TxnMap<Outstanding>,
         counts: &mut Statistics,
         from: SocketAddr,
         rec: &[u8],
