@@ -120,15 +120,20 @@ impl ExpressState {
             ExpressKind::AutoReply => MsgKind::AutoReply,
             _ => MsgKind::User,
         };
-        let mut meta = MsgMeta::new(
+        // (the arguments past `nargs` are zero: as `MsgMeta::new` leaves them)
+        let meta = MsgMeta {
             kind,
-            Category::Short,
-            x.handler,
-            &x.args[..x.nargs as usize],
-        );
-        meta.txn = x.txn;
-        meta.tag = x.tag;
-        meta.express = true;
+            category: Category::Short,
+            handler: x.handler,
+            nargs: x.nargs,
+            args: x.args,
+            tag: x.tag,
+            dest_offset: 0,
+            txn: x.txn,
+            status: 0,
+            returned_request: false,
+            express: true,
+        };
         if x.kind == ExpressKind::Request {
             if deliver(proto, rma, from, CHANNEL_REQUEST, meta, QUEUE) {
                 self.stats.requests_received += 1;
