@@ -171,7 +171,7 @@ mod tests {
                     // answer one of the newest (most are answered soon)
                     let back = (r >> 8) as u32 % 40;
                     let id = next.wrapping_sub(back);
-                    if (r >> 16) % 64 != 0 || back > 30 {
+                    if !(r >> 16).is_multiple_of(64) || back > 30 {
                         assert_eq!(m.remove(&id), h.remove(&id));
                     }
                 }
@@ -183,7 +183,7 @@ mod tests {
                         *a += 1;
                         *b += 1;
                     }
-                    if (r >> 20) % 16 == 0 {
+                    if (r >> 20).is_multiple_of(16) {
                         assert_eq!(m.insert(id, 9), h.insert(id, 9));
                     }
                 }
