@@ -291,6 +291,10 @@ impl EpState {
     pub(super) fn next_event(&mut self, now: Instant) -> Option<Event<SocketAddr>> {
         if self.rma.pending.is_empty() {
             self.drain_events(now);
+            if self.rma.pending.is_empty() {
+                // (a dispatch's last look, after its messages: no gate)
+                return None;
+            }
         }
         // a request waits while its sender has many answers open
         self.take_head(now)
