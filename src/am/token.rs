@@ -161,7 +161,16 @@ impl LiveToken {
         std::mem::forget(self);
         LIVE.with(|l| {
             let l = &mut l.borrow_mut().tokens;
-            // the last one but when a handler unwound past a nested one
+            // the last one (looked at first) but when a handler unwound
+            // past a nested one
+            let n = l.len();
+            if let Some(t) = l.last() {
+                if t.id == id {
+                    let replied = t.replied;
+                    l.truncate(n - 1);
+                    return Some(replied);
+                }
+            }
             let i = l.iter().rposition(|t| t.id == id)?;
             let replied = l[i].replied;
             if i + 1 == l.len() {
