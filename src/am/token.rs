@@ -19,7 +19,6 @@ static NEXT_TOKEN_BLOCK: AtomicU64 = AtomicU64::new(0x1000);
 /// Ids a thread hands out before it takes another block.
 const TOKEN_BLOCK: u64 = 1 << 20;
 
-#[derive(Clone)]
 pub struct TokenInfo {
     /// Given by `LiveToken::push`.
     pub id: TokenId,
@@ -141,10 +140,11 @@ impl LiveToken {
         LIVE.with(|l| {
             let mut l = l.borrow_mut();
             let id = l.fresh_id();
-            l.tokens.push(info.clone());
-            if let Some(t) = l.tokens.last_mut() {
-                t.id = id;
-            }
+            l.tokens.push(TokenInfo {
+                id,
+                endpoint: info.endpoint.clone(),
+                ..*info
+            });
             LiveToken(id)
         })
     }
