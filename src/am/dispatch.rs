@@ -64,14 +64,17 @@ impl Endpoint {
     fn dispatch(self: &Arc<Self>, g: &Guard<'_>, limit: usize, now: Instant) -> Result<()> {
         g.borrow_mut().dispatch_nesting += 1;
         for _ in 0..limit {
-            let work = {
+            // (the event and the work stay where they were returned: moved
+            // out of their Options, each was copied once more)
+            let mut work = {
                 let mut st = g.borrow_mut();
-                let Some(ev) = st.next_event(now) else {
+                let ev = st.next_event(now);
+                if ev.is_none() {
                     break;
-                };
+                }
                 st.prepare(self, ev, now)
             };
-            if let Some(w) = work {
+            if let Some(w) = work.as_mut() {
                 self.run(g, w, now);
             }
         }
@@ -82,19 +85,18 @@ impl Endpoint {
     }
 
     /// Runs one handler with a live token; sends the automatic reply when a
-    /// request handler did not reply.
-    pub(super) fn run(self: &Arc<Self>, g: &Guard<'_>, w: Work, now: Instant) {
+    /// request handler did not reply. (`w` by reference: it is not moved,
+    /// its medium payload is taken.)
+    pub(super) fn run(self: &Arc<Self>, g: &Guard<'_>, w: &mut Work, now: Instant) {
+        let data = std::mem::replace(&mut w.data, WorkData::None);
         let Work {
-            f,
-            info,
-            data,
+            ref f,
+            ref info,
             auto_reply_to,
-        } = w;
-        let args = info.args;
-        let txn = info.txn;
-        let express = info.express;
-        let nargs = info.nargs as usize;
+            ..
+        } = *w;
         let live = LiveToken::push(info);
+        let (txn, express, nargs) = (info.txn, info.express, info.nargs as usize);
         let id = live.id();
         let mut medium = Vec::new();
         let data = match data {
@@ -108,10 +110,10 @@ impl Endpoint {
         };
         let mut ha = HandlerArgs {
             token: id,
-            args: &args[..nargs],
+            args: &info.args[..nargs],
             data,
         };
-        match &f {
+        match f {
             Some(f) => f(&mut ha),
             None => default_returned_handler(&ha),
         }
@@ -160,13 +162,14 @@ impl EpState {
 
     /// Turns one protocol event into the handler call it asks for, after
     /// the checks; refusals are sent back here.
+    /// (`ev` None: nothing to do.)
     pub(super) fn prepare(
         &mut self,
         ep: &Arc<Endpoint>,
-        ev: Event<SocketAddr>,
+        ev: Option<Event<SocketAddr>>,
         now: Instant,
     ) -> Option<Work> {
-        match ev {
+        match ev? {
             Event::Delivered {
                 from,
                 channel,

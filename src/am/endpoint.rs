@@ -22,7 +22,6 @@ use super::tables::{HandlerTable, TranslationTable};
 use super::MAX_NETWORK_DEPTH;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::fxhash::FxHashMap;
 use crate::net::{self, Transports};
 use crate::proto::Protocol;
 use crate::stats::Statistics;
@@ -52,7 +51,7 @@ pub(crate) struct EpState {
     /// The next transaction id, 64 bits (`take_txn_id`).
     pub(super) next_txn: u64,
     /// Requests waiting for their reply, by transaction id.
-    pub(super) outstanding: FxHashMap<u32, Outstanding>,
+    pub(super) outstanding: super::txn_map::TxnMap<Outstanding>,
     pub(super) stats: Statistics,
     /// When the network was last moved (a request skips its poll right after one).
     pub(super) last_pump: Instant,
@@ -192,7 +191,7 @@ impl Endpoint {
             seg_gen: 0,
             depth: None,
             next_txn: 1,
-            outstanding: FxHashMap::default(),
+            outstanding: Default::default(),
             stats: Statistics::initial(),
             last_pump: Instant::ZERO,
             dispatch_nesting: 0,

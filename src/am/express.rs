@@ -47,7 +47,6 @@ use super::endpoint::EpState;
 use super::request::Outstanding;
 use super::rma::RmaState;
 use crate::error::ReturnStatus;
-use crate::fxhash::FxHashMap;
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
 use crate::net::ExpressProver;
 use crate::proto::{Event, FailReason, Protocol};
@@ -105,7 +104,7 @@ impl ExpressState {
         &mut self,
         proto: &mut Protocol<SocketAddr>,
         rma: &mut RmaState,
-        outstanding: &mut FxHashMap<u32, Outstanding>,
+        outstanding: &mut super::txn_map::TxnMap<Outstanding>,
         counts: &mut Statistics,
         from: SocketAddr,
         rec: &[u8],
@@ -121,15 +120,21 @@ impl ExpressState {
             ExpressKind::AutoReply => MsgKind::AutoReply,
             _ => MsgKind::User,
         };
-        let mut meta = MsgMeta::new(
+        // (the arguments past `nargs` are zero: as `MsgMeta::new` leaves them)
+        let meta = MsgMeta {
             kind,
-            Category::Short,
-            x.handler,
-            &x.args[..x.nargs as usize],
-        );
-        meta.txn = x.txn;
-        meta.tag = x.tag;
-        meta.express = true;
+            category: Category::Short,
+            handler: x.handler,
+            nargs: x.nargs,
+            args: x.args,
+            tag: x.tag,
+            dest_offset: 0,
+            txn: x.txn,
+            status: 0,
+            returned_request: false,
+            express: true,
+            placed: None,
+        };
         if x.kind == ExpressKind::Request {
             if deliver(proto, rma, from, CHANNEL_REQUEST, meta, QUEUE) {
                 self.stats.requests_received += 1;

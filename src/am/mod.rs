@@ -71,6 +71,7 @@ mod txn_id64_tests;
 mod txn_log;
 #[cfg(test)]
 mod txn_lost_ack_tests;
+mod txn_map;
 mod txn_target;
 #[cfg(test)]
 mod txn_tests;

@@ -112,7 +112,7 @@ fn placed_bytes_land_whole_and_the_handler_runs_once_on_them() {
         assert!(got == data, "message {k}: the handler saw its own bytes");
         assert_eq!(&seg.snapshot()[off as usize..off as usize + n], &data[..]);
     }
-    poll_until(&b, "the replies", || e0.with(|s| s.outstanding.is_empty()));
+    poll_until(&b, "the replies", || e0.with(|s| s.outstanding.len() == 0));
     assert_eq!(seen.lock().len(), cases.len(), "each handler ran once");
 }
 

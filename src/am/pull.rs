@@ -199,9 +199,10 @@ impl Endpoint {
         st.pump_network(now)?;
         let mut n = 0;
         while n < room {
-            let Some(ev) = st.next_event(now) else {
+            let ev = st.next_event(now);
+            if ev.is_none() {
                 break;
-            };
+            }
             let Some(w) = st.prepare(self, ev, now) else {
                 continue;
             };

@@ -2,7 +2,6 @@
 //! (network depth) and waits, polling, until one is free; the reply (or the
 //! request's refusal or failure) gives the credit back.
 
-use std::collections::hash_map::Entry;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -248,11 +247,10 @@ impl EpState {
     /// (forged, or a late copy) is dropped by the caller: no handler runs,
     /// no credit is freed.
     pub(super) fn complete_from(&mut self, from: SocketAddr, txn: u32, now: Instant) -> bool {
-        // one look-up
-        let (index, sent) = match self.outstanding.entry(txn) {
-            Entry::Occupied(o) if o.get().addr == from => {
-                let (index, sent) = (o.get().index, o.get().sent);
-                o.remove_entry();
+        let (index, sent) = match self.outstanding.get(&txn) {
+            Some(o) if o.addr == from => {
+                let (index, sent) = (o.index, o.sent);
+                self.outstanding.remove(&txn);
                 (index, sent)
             }
             _ => {

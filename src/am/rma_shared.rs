@@ -336,11 +336,13 @@ impl EpState {
     /// ours, and now and then drops the mappings of peers gone or regions
     /// revoked (from every pump of the endpoint: `driver.rs`).
     pub(super) fn serve_regions(&mut self, now: Instant) {
-        let (msgs, dropped) = self.transports.region_take(now);
-        // refused by the transport (`net/shm_setup.rs`)
-        self.stats.corrupt_dropped += dropped;
-        for m in msgs {
-            self.region_msg(m);
+        if self.transports.region_look_due(now) {
+            let (msgs, dropped) = self.transports.region_take(now);
+            // refused by the transport (`net/shm_setup.rs`)
+            self.stats.corrupt_dropped += dropped;
+            for m in msgs {
+                self.region_msg(m);
+            }
         }
         if !self.rma.shared.map.is_empty() && now >= self.rma.shared.next_sweep {
             self.rma.shared.next_sweep = now.plus(SWEEP);

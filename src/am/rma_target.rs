@@ -166,10 +166,17 @@ impl EpState {
     /// AM messages wait here (taken from the protocol, so no longer counted
     /// in its receive buffer) up to the receive depth; beyond, they wait in
     /// the protocol, whose receive buffer then refuses more.
+    #[inline]
     pub(super) fn drain_events(&mut self, now: Instant) {
         if self.rma.stalled.is_none() && self.proto.peek_event().is_none() {
-            return; // an empty poll's usual case
+            return; // an empty poll's usual case (tested inline: no call)
         }
+        self.drain_some(now);
+    }
+
+    /// `drain_events` when there is something to drain.
+    #[inline(never)]
+    fn drain_some(&mut self, now: Instant) {
         let max_pending = self.proto.recv_depth().max(1);
         while self.rma.pending.len() < max_pending {
             // (`take` only when there is one: the move of an empty slot
@@ -284,6 +291,10 @@ impl EpState {
     pub(super) fn next_event(&mut self, now: Instant) -> Option<Event<SocketAddr>> {
         if self.rma.pending.is_empty() {
             self.drain_events(now);
+            if self.rma.pending.is_empty() {
+                // (a dispatch's last look, after its messages: no gate)
+                return None;
+            }
         }
         // a request waits while its sender has many answers open
         self.take_head(now)

@@ -132,13 +132,19 @@ thread_local! {
 pub struct LiveToken(TokenId);
 
 impl LiveToken {
-    /// Makes `info` live under a new id (whatever `info.id` was).
-    pub fn push(mut info: TokenInfo) -> LiveToken {
+    /// Makes a copy of `info` live under a new id (whatever `info.id`
+    /// was). (Copied from where it lies, once: a token moved in by value
+    /// was copied four times on its way into the list.)
+    #[inline]
+    pub fn push(info: &TokenInfo) -> LiveToken {
         LIVE.with(|l| {
             let mut l = l.borrow_mut();
-            info.id = l.fresh_id();
-            let id = info.id;
-            l.tokens.push(info);
+            let id = l.fresh_id();
+            l.tokens.push(TokenInfo {
+                id,
+                endpoint: info.endpoint.clone(),
+                ..*info
+            });
             LiveToken(id)
         })
     }
@@ -155,7 +161,16 @@ impl LiveToken {
         std::mem::forget(self);
         LIVE.with(|l| {
             let l = &mut l.borrow_mut().tokens;
-            // the last one but when a handler unwound past a nested one
+            // the last one (looked at first) but when a handler unwound
+            // past a nested one
+            let n = l.len();
+            if let Some(t) = l.last() {
+                if t.id == id {
+                    let replied = t.replied;
+                    l.truncate(n - 1);
+                    return Some(replied);
+                }
+            }
             let i = l.iter().rposition(|t| t.id == id)?;
             let replied = l[i].replied;
             if i + 1 == l.len() {

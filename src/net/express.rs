@@ -74,7 +74,9 @@ impl Express {
         HEADER + 4 * n
     }
 
-    /// The record in `d`, or None when it is not exactly one.
+    /// The record in `d`, or None when it is not exactly one (its
+    /// arguments past the count zero).
+    #[inline]
     pub fn decode(d: &[u8]) -> Option<Express> {
         if d.len() < HEADER || !is_express(d) {
             return None;

@@ -255,20 +255,31 @@ impl ShmTransport {
     /// The ring an express record to `to` would go into: open, its
     /// receiver's proof verified (the last one found is remembered: no
     /// hash look-up per record to the same peer).
-    #[inline]
+    /// (The remembered ring inline, the look-up in a function of its own.)
+    #[inline(always)]
     fn express_ring(&mut self, to: SocketAddr) -> Option<usize> {
         let tx = self.tx.get_mut();
         let k = match tx.express_last {
             Some((a, k)) if a == to => k,
-            _ => {
-                let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
-                    return None;
-                };
-                tx.express_last = Some((to, k));
-                k
-            }
+            _ => self.express_ring_look_up(to)?,
         };
-        tx.rings[k].as_ref().filter(|r| r.express_ok).map(|_| k)
+        let tx = self.tx.get_mut();
+        tx.rings
+            .get(k)?
+            .as_ref()
+            .filter(|r| r.express_ok)
+            .map(|_| k)
+    }
+
+    /// The ring to `to` by its route, remembered for `express_ring`.
+    #[inline(never)]
+    fn express_ring_look_up(&mut self, to: SocketAddr) -> Option<usize> {
+        let tx = self.tx.get_mut();
+        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
+            return None;
+        };
+        tx.express_last = Some((to, k));
+        Some(k)
     }
 
     /// The slot `from` writes, open, owned by `pid` holding `secret` (see

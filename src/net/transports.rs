@@ -133,10 +133,17 @@ impl Transports {
     /// none.
     #[inline]
     pub fn region_take(&self, now: Instant) -> (Vec<super::RegionMsg>, u64) {
-        if self.list.len() == 1 || now < self.next_region_look.get() {
+        if !self.region_look_due(now) {
             return (Vec::new(), 0);
         }
         self.region_take_now(now)
+    }
+
+    /// Whether `region_take` would look at the transports now (else it
+    /// returns nothing: an empty poll need not build its empty answer).
+    #[inline]
+    pub fn region_look_due(&self, now: Instant) -> bool {
+        self.list.len() > 1 && now >= self.next_region_look.get()
     }
 
     #[inline(never)]
