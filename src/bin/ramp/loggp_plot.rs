@@ -47,6 +47,12 @@ fn log_range(v: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     lo / 1.5..(hi * 1.5).max(lo * 2.0)
 }
 
+/// The power of ten at or just below `v` (a hair lower: the axis's first
+/// key point is the first power of ten not below the range's start).
+fn decade_below(v: f64) -> f64 {
+    10f64.powf(v.log10().floor()) * 0.999
+}
+
 /// An axis label: 3 significant digits at most, k and M for thousands and
 /// millions.
 fn tick(v: &f64) -> String {
@@ -77,7 +83,10 @@ fn panel(
     let e = |e: DrawingAreaErrorKind<_>| format!("plot: {e}");
     let pts = || lines.iter().flat_map(|l| l.points.iter());
     let xr = log_range(pts().map(|p| p.0));
+    // from a whole decade: the axis is labelled from its first decade up
+    // (a range from 0.15 us showed no label below 1.0)
     let yr = log_range(pts().map(|p| p.1));
+    let yr = decade_below(yr.start)..yr.end;
     let mut b = ChartBuilder::on(area);
     b.margin(12)
         .x_label_area_size(if text { 45 } else { 5 })
