@@ -219,7 +219,12 @@ int AM_MoveEndpoint(ep_t ea, eb_t from_bundle, eb_t to_bundle);
 
 /* Reports the endpoint's segment base address and length. */
 int AM_GetSeg(ep_t ea, void **addr, uintptr_t *nbytes);
-/* Sets the endpoint's segment; may be called at any time. */
+/* Sets the endpoint's segment; may be called at any time.  A long message's bytes may go
+ * into the segment as they arrive, before its handler's turn (never while a message ahead
+ * of it waits for its handler): one whose bytes went into a segment replaced since is
+ * refused with EBADSEGOFF (returned to the sender's handler 0), and nothing is written
+ * into the old segment once AM_SetSeg returns; one refused at its turn for another reason
+ * (its handler removed, the tag changed meanwhile) leaves its bytes in the segment. */
 int AM_SetSeg(ep_t ea, void *addr, uintptr_t nbytes);
 /* Stores the maximum segment length ((uintptr_t)-1). */
 int AM_MaxSegLength(uintptr_t *nbytes);

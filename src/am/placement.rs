@@ -54,6 +54,11 @@ impl Placement<SocketAddr> for Placer<'_> {
         let Some(seg) = self.parts.segment else {
             return;
         };
+        // a message started in a segment replaced since writes no more (its
+        // dispatch refuses it): never into the new one
+        if meta.placed.map(|p| p.gen) != Some(self.gen) {
+            return;
+        }
         let off = (meta.dest_offset as usize).checked_add(at);
         if let Some(off) =
             off.filter(|o| o.checked_add(bytes.len()).is_some_and(|e| e <= seg.len()))

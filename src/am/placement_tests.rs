@@ -234,3 +234,44 @@ fn a_message_that_would_be_refused_is_not_placed() {
     );
     assert!(seg.snapshot().iter().all(|&x| x == 0), "nothing written");
 }
+
+#[test]
+fn a_message_whose_segment_is_replaced_between_its_fragments_writes_no_more() {
+    let net = MemNetwork::new();
+    let (b, e0, e1) = pair(&net, 4);
+    let old = VecSegment::new(512 << 10);
+    e1.set_segment(Some(old.clone()));
+    let seen = recorder(&e1, &old);
+    let status = returns(&e0);
+    // the fragments after the first wait in the network
+    let to = e1.addr();
+    net.hold_if(move |dst, d| {
+        dst == to
+            && matches!(
+                crate::wire::decode(&crate::wire::Integrity::default(), d),
+                Ok(crate::wire::Packet::Data { frag_off, .. }) if frag_off > 0
+            )
+    });
+    let n = 200_000;
+    e0.request(1, &Message::long(10, &[3], &vec![0x5a; n], 64), false)
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while net.held() == 0 {
+        e0.with(|s| s.pump_network(Instant::now())).unwrap();
+        e1.with(|s| s.pump_network(Instant::now())).unwrap();
+        assert!(t0.elapsed().as_secs() < 5, "nothing held");
+    }
+    e1.with(|s| s.pump_network(Instant::now())).unwrap();
+    assert_eq!(old.snapshot()[64], 0x5a, "the first fragment placed");
+    let new = VecSegment::new(512 << 10);
+    e1.set_segment(Some(new.clone()));
+    net.hold_if(|_, _| false);
+    net.release_all();
+    poll_until(&b, "the returned request", || !status.lock().is_empty());
+    assert_eq!(*status.lock(), [ReturnStatus::BadSegOff]);
+    assert!(seen.lock().is_empty(), "no handler ran");
+    assert!(
+        new.snapshot().iter().all(|&x| x == 0),
+        "nothing written into the new segment"
+    );
+}
