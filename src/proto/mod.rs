@@ -76,7 +76,7 @@ mod tests;
 mod timer;
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -134,7 +134,8 @@ pub struct Protocol<A: PeerAddr> {
     /// Slots due in the current `handle_timeout` (kept to avoid allocating).
     due: Vec<u32>,
     out: Outbox<A>,
-    /// Delivered requests not yet taken by `poll_event` (the receive buffer).
+    /// Delivered requests not yet taken by `poll_event` (the receive buffer):
+    /// the `Delivered` events of the request channel in `out.events`.
     queued_requests: usize,
     next_msg_id: MsgId,
     /// Boxes of acknowledged one-fragment messages, reused by `send`.
@@ -584,6 +585,36 @@ impl<A: PeerAddr> Protocol<A> {
             }
         }
         Some(ev)
+    }
+
+    /// The events `poll_event` would take, in order, left where they are.
+    #[inline]
+    pub fn events(&self) -> &VecDeque<Event<A>> {
+        &self.out.events
+    }
+
+    /// Every queued event at once, as `poll_event` would take them one by
+    /// one, swapped into `into` (which holds none): no event is moved. The
+    /// delivered requests among them were all `queued_requests` counts.
+    #[inline]
+    pub fn take_events(&mut self, into: &mut VecDeque<Event<A>>) {
+        debug_assert!(into.is_empty());
+        debug_assert_eq!(
+            self.queued_requests,
+            self.out
+                .events
+                .iter()
+                .filter(|ev| matches!(
+                    ev,
+                    Event::Delivered {
+                        channel: wire::CHANNEL_REQUEST,
+                        ..
+                    }
+                ))
+                .count()
+        );
+        self.queued_requests = 0;
+        std::mem::swap(&mut self.out.events, into);
     }
 
     /// A message that came outside the protocol (an express record of a
