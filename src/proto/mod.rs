@@ -688,7 +688,9 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// The slot of the peer at `addr`, if it has one. The peer of the last
     /// look-up is checked first (a ping-pong talks to one peer).
+    #[inline]
     fn find_peer(&mut self, addr: &A) -> Option<usize> {
+        // the last peer again (the usual case) inline; the map out of line
         if self
             .peers
             .get(self.last_slot)
@@ -696,6 +698,11 @@ impl<A: PeerAddr> Protocol<A> {
         {
             return Some(self.last_slot);
         }
+        self.find_peer_mapped(addr)
+    }
+
+    #[inline(never)]
+    fn find_peer_mapped(&mut self, addr: &A) -> Option<usize> {
         let s = *self.slots.get(addr)? as usize;
         self.last_slot = s;
         Some(s)
@@ -703,10 +710,17 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// The slot of the peer at `addr`, created on first contact (in a
     /// freed slot if there is one).
+    #[inline]
     fn peer_entry(&mut self, addr: A) -> usize {
-        if let Some(s) = self.find_peer(&addr) {
-            return s;
+        match self.find_peer(&addr) {
+            Some(s) => s,
+            None => self.new_peer(addr),
         }
+    }
+
+    /// A slot for `addr`, which has none.
+    #[inline(never)]
+    fn new_peer(&mut self, addr: A) -> usize {
         let slot = match self.free.pop() {
             Some(s) => {
                 self.peers[s as usize] = Peer::new(&self.cfg, addr);
