@@ -379,9 +379,15 @@ impl<A: Copy> Peer<A> {
     pub fn pump(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
         if self.is_paused(ch) || !self.tx[ch].has_to_send() || !self.assoc.can_send() {
             // Nothing to send (the usual case after an ACK), or no
-            // association to send in yet.
+            // association to send in yet: tested inline, no call.
             return;
         }
+        self.transmit(now, ch, cx);
+    }
+
+    /// `pump` when there is something to send.
+    #[inline(never)]
+    fn transmit(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
         let rtt = &self.rtt;
         let t = Transmission {
             header: Common {
