@@ -525,7 +525,7 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
     }
 }
 
-#[inline]
+#[inline(always)]
 fn decode_data(body: &[u8], common: Common, flags: u8) -> Result<Packet<'_>, DecodeError> {
     let Some(h) = body.first_chunk::<DATA_HEADER_LEN>() else {
         return Err(DecodeError::Truncated);
