@@ -248,19 +248,26 @@ impl<A: Copy> Peer<A> {
     /// association came): the association is established, DATA goes.
     #[inline]
     pub fn confirm(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        // (tested inline: every packet of an association comes this way)
         if self.assoc.state == AssocState::CookieEchoed {
-            self.assoc.state = AssocState::Established;
-            self.assoc.since = now;
-            self.dead = None;
-            self.heard = now;
-            self.assoc.cookie = None;
-            self.assoc.tries = 0;
-            self.rtt.on_progress();
-            self.timers.stop(Timer::Handshake);
-            self.arm_idle(now, cx.cfg);
-            for ch in 0..NUM_CHANNELS {
-                self.pump(now, ch, cx);
-            }
+            self.establish(now, cx);
+        }
+    }
+
+    /// `confirm` of an association that waited for it.
+    #[inline(never)]
+    fn establish(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        self.assoc.state = AssocState::Established;
+        self.assoc.since = now;
+        self.dead = None;
+        self.heard = now;
+        self.assoc.cookie = None;
+        self.assoc.tries = 0;
+        self.rtt.on_progress();
+        self.timers.stop(Timer::Handshake);
+        self.arm_idle(now, cx.cfg);
+        for ch in 0..NUM_CHANNELS {
+            self.pump(now, ch, cx);
         }
     }
 
@@ -597,6 +604,7 @@ impl<A: Copy> Peer<A> {
         }
     }
 
+    #[inline]
     fn sync_ack_timer(&mut self, ch: usize, cfg: &ProtoConfig) {
         let due = self.rx[ch].ack_deadline(cfg.ack_delay);
         self.timers.set(Timer::Ack(ch), due);
