@@ -396,6 +396,7 @@ impl<A: Copy> Peer<A> {
     #[inline(never)]
     fn transmit(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
         let rtt = &self.rtt;
+        let rto = rtt.rto();
         let t = Transmission {
             header: Common {
                 vtag: self.assoc.peer_tag,
@@ -404,8 +405,8 @@ impl<A: Copy> Peer<A> {
                 seq: 0,
                 acks: self.piggyback(),
             },
-            rto: rtt.rto(),
-            probe_after: rtt.probe_timeout(),
+            rto,
+            probe_after: rtt.probe_timeout_within(rto),
             window: cx.cfg.window,
         };
         if let Some(d) = self.tx[ch].transmit(now, &t, self.addr, &self.assoc.tx, cx.out) {
