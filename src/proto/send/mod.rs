@@ -345,10 +345,10 @@ impl SendChannel {
         spare: &mut SpareMsgs,
     ) -> AckOutcome {
         let mut done = Acked::default();
-        while let Some(p) = self.in_flight.front() {
-            if seq_diff(p.seq, next) >= 0 {
+        while self.acks_any(next) {
+            let Some(p) = self.in_flight.pop_front() else {
                 break;
-            }
+            };
             if p.first_sent != p.last_sent && p.nacks == 0 {
                 let answered = (p.seq, now.since(p.last_sent), now.since(p.first_sent));
                 self.resent_answered = Some(answered);
@@ -358,9 +358,7 @@ impl SendChannel {
                 done.sample_from = Some(p.first_sent);
             }
             done.count += 1;
-            if let Some(p) = self.in_flight.pop_front() {
-                p.frag.msg.recycle(spare);
-            }
+            p.frag.msg.recycle(spare);
         }
         if done.count > 0 {
             rtt.on_progress();
