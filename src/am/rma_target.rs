@@ -178,6 +178,10 @@ impl EpState {
     #[inline(never)]
     fn drain_some(&mut self, now: Instant) {
         let max_pending = self.proto.recv_depth().max(1);
+        if self.take_all_events(max_pending) {
+            self.release_held();
+            return;
+        }
         while self.rma.pending.len() < max_pending {
             // (`take` only when there is one: the move of an empty slot
             // costs as much as an event's)
@@ -285,6 +289,41 @@ impl EpState {
             }
         }
         self.release_held();
+    }
+
+    /// `drain_some`'s usual case, done without moving an event: nothing
+    /// waits here, and what the protocol holds is AM messages only, no
+    /// more than the queue takes. Their queue becomes ours (the tags judged
+    /// where they lie, as the loop would). False (nothing done) otherwise.
+    fn take_all_events(&mut self, max_pending: usize) -> bool {
+        if !self.rma.pending.is_empty() || self.rma.stalled.is_some() {
+            return false;
+        }
+        if self.proto.events().len() > max_pending {
+            return false;
+        }
+        for ev in self.proto.events() {
+            let tag = match ev {
+                Event::Delivered { meta, .. } | Event::Failed { meta, .. }
+                    if meta.kind.is_rma() =>
+                {
+                    self.rma.arrived.clear();
+                    return false;
+                }
+                Event::Delivered {
+                    from,
+                    channel: CHANNEL_REQUEST,
+                    meta,
+                    ..
+                } if meta.kind == MsgKind::User && !meta.express => {
+                    super::started::arrival_tag(self, from)
+                }
+                _ => 0,
+            };
+            self.rma.arrived.push_back(tag);
+        }
+        self.proto.take_events(&mut self.rma.pending);
+        true
     }
 
     /// The next AM message for a handler, in arrival order.

@@ -4,7 +4,7 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
 use super::{DatagramSink, Gathered, Transport, RECV_BATCH, RECV_SLOT};
 use crate::sys::{BatchReceiver, BatchSender};
@@ -19,6 +19,11 @@ pub struct UdpTransport {
     want: usize,
     /// Receives of one datagram in a row.
     singles: u32,
+    /// The last destination of `send`, and it in the kernel's form: kept
+    /// for the next send to the same peer (a round trip's, the usual case),
+    /// which is made without converting it again.
+    last_to: SocketAddr,
+    last_raw: SockAddr,
 }
 
 impl UdpTransport {
@@ -49,6 +54,8 @@ impl UdpTransport {
             sender: BatchSender::new(),
             want: 1,
             singles: 0,
+            last_to: local,
+            last_raw: SockAddr::from(local),
         })
     }
 }
@@ -75,8 +82,12 @@ impl UdpTransport {
 
 impl Transport for UdpTransport {
     fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
+        if to != self.last_to {
+            self.last_to = to;
+            self.last_raw = SockAddr::from(to);
+        }
         loop {
-            match self.sock.send_to(dgram, to) {
+            match SockRef::from(&self.sock).send_to(dgram, &self.last_raw) {
                 Ok(_) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e)

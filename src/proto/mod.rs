@@ -76,7 +76,7 @@ mod tests;
 mod timer;
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -134,7 +134,8 @@ pub struct Protocol<A: PeerAddr> {
     /// Slots due in the current `handle_timeout` (kept to avoid allocating).
     due: Vec<u32>,
     out: Outbox<A>,
-    /// Delivered requests not yet taken by `poll_event` (the receive buffer).
+    /// Delivered requests not yet taken by `poll_event` (the receive buffer):
+    /// the `Delivered` events of the request channel in `out.events`.
     queued_requests: usize,
     next_msg_id: MsgId,
     /// Boxes of acknowledged one-fragment messages, reused by `send`.
@@ -586,6 +587,36 @@ impl<A: PeerAddr> Protocol<A> {
         Some(ev)
     }
 
+    /// The events `poll_event` would take, in order, left where they are.
+    #[inline]
+    pub fn events(&self) -> &VecDeque<Event<A>> {
+        &self.out.events
+    }
+
+    /// Every queued event at once, as `poll_event` would take them one by
+    /// one, swapped into `into` (which holds none): no event is moved. The
+    /// delivered requests among them were all `queued_requests` counts.
+    #[inline]
+    pub fn take_events(&mut self, into: &mut VecDeque<Event<A>>) {
+        debug_assert!(into.is_empty());
+        debug_assert_eq!(
+            self.queued_requests,
+            self.out
+                .events
+                .iter()
+                .filter(|ev| matches!(
+                    ev,
+                    Event::Delivered {
+                        channel: wire::CHANNEL_REQUEST,
+                        ..
+                    }
+                ))
+                .count()
+        );
+        self.queued_requests = 0;
+        std::mem::swap(&mut self.out.events, into);
+    }
+
     /// A message that came outside the protocol (an express record of a
     /// shared-memory ring, `am/express.rs`), queued as delivered behind the
     /// messages delivered before it. A request is refused (false) while
@@ -657,7 +688,9 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// The slot of the peer at `addr`, if it has one. The peer of the last
     /// look-up is checked first (a ping-pong talks to one peer).
+    #[inline]
     fn find_peer(&mut self, addr: &A) -> Option<usize> {
+        // the last peer again (the usual case) inline; the map out of line
         if self
             .peers
             .get(self.last_slot)
@@ -665,6 +698,11 @@ impl<A: PeerAddr> Protocol<A> {
         {
             return Some(self.last_slot);
         }
+        self.find_peer_mapped(addr)
+    }
+
+    #[inline(never)]
+    fn find_peer_mapped(&mut self, addr: &A) -> Option<usize> {
         let s = *self.slots.get(addr)? as usize;
         self.last_slot = s;
         Some(s)
@@ -672,10 +710,17 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// The slot of the peer at `addr`, created on first contact (in a
     /// freed slot if there is one).
+    #[inline]
     fn peer_entry(&mut self, addr: A) -> usize {
-        if let Some(s) = self.find_peer(&addr) {
-            return s;
+        match self.find_peer(&addr) {
+            Some(s) => s,
+            None => self.new_peer(addr),
         }
+    }
+
+    /// A slot for `addr`, which has none.
+    #[inline(never)]
+    fn new_peer(&mut self, addr: A) -> usize {
         let slot = match self.free.pop() {
             Some(s) => {
                 self.peers[s as usize] = Peer::new(&self.cfg, addr);

@@ -248,19 +248,26 @@ impl<A: Copy> Peer<A> {
     /// association came): the association is established, DATA goes.
     #[inline]
     pub fn confirm(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        // (tested inline: every packet of an association comes this way)
         if self.assoc.state == AssocState::CookieEchoed {
-            self.assoc.state = AssocState::Established;
-            self.assoc.since = now;
-            self.dead = None;
-            self.heard = now;
-            self.assoc.cookie = None;
-            self.assoc.tries = 0;
-            self.rtt.on_progress();
-            self.timers.stop(Timer::Handshake);
-            self.arm_idle(now, cx.cfg);
-            for ch in 0..NUM_CHANNELS {
-                self.pump(now, ch, cx);
-            }
+            self.establish(now, cx);
+        }
+    }
+
+    /// `confirm` of an association that waited for it.
+    #[inline(never)]
+    fn establish(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        self.assoc.state = AssocState::Established;
+        self.assoc.since = now;
+        self.dead = None;
+        self.heard = now;
+        self.assoc.cookie = None;
+        self.assoc.tries = 0;
+        self.rtt.on_progress();
+        self.timers.stop(Timer::Handshake);
+        self.arm_idle(now, cx.cfg);
+        for ch in 0..NUM_CHANNELS {
+            self.pump(now, ch, cx);
         }
     }
 
@@ -379,10 +386,17 @@ impl<A: Copy> Peer<A> {
     pub fn pump(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
         if self.is_paused(ch) || !self.tx[ch].has_to_send() || !self.assoc.can_send() {
             // Nothing to send (the usual case after an ACK), or no
-            // association to send in yet.
+            // association to send in yet: tested inline, no call.
             return;
         }
+        self.transmit(now, ch, cx);
+    }
+
+    /// `pump` when there is something to send.
+    #[inline(never)]
+    fn transmit(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
         let rtt = &self.rtt;
+        let rto = rtt.rto();
         let t = Transmission {
             header: Common {
                 vtag: self.assoc.peer_tag,
@@ -391,8 +405,8 @@ impl<A: Copy> Peer<A> {
                 seq: 0,
                 acks: self.piggyback(),
             },
-            rto: rtt.rto(),
-            probe_after: rtt.probe_timeout(),
+            rto,
+            probe_after: rtt.probe_timeout_within(rto),
             window: cx.cfg.window,
         };
         if let Some(d) = self.tx[ch].transmit(now, &t, self.addr, &self.assoc.tx, cx.out) {
@@ -591,6 +605,7 @@ impl<A: Copy> Peer<A> {
         }
     }
 
+    #[inline]
     fn sync_ack_timer(&mut self, ch: usize, cfg: &ProtoConfig) {
         let due = self.rx[ch].ack_deadline(cfg.ack_delay);
         self.timers.set(Timer::Ack(ch), due);

@@ -108,9 +108,17 @@ impl RttEstimator {
     /// time, or longer when the peer has lately answered late (`floor`),
     /// never past the retransmission timeout. None before any round trip
     /// is known.
+    #[cfg(test)] // the sender computes the RTO once: `probe_timeout_within`
     pub fn probe_timeout(&self) -> Option<Nanos> {
+        self.probe_timeout_within(self.rto())
+    }
+
+    /// `probe_timeout` given the retransmission timeout `rto` (`rto()`, which
+    /// the caller has computed already).
+    #[inline]
+    pub fn probe_timeout_within(&self, rto: Nanos) -> Option<Nanos> {
         let pto = self.prompt_answer()?.max(self.floor);
-        Some(pto.min(self.rto()))
+        Some(pto.min(rto))
     }
 
     /// An ACK covered a retransmitted packet `since_last` after its last

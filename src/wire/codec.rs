@@ -193,14 +193,14 @@ fn encode_data_header(
     frag_off: u32,
     frag_len: u32,
 ) {
-    let head_len = DATA_HEADER_LEN + 4 * meta.nargs as usize;
     let flags = if meta.returned_request {
         FLAG_RETURNED_REQUEST
     } else {
         0
     };
-    // The header and the arguments are built on the stack and appended at once.
-    let mut h = [0u8; DATA_HEADER_LEN + 4 * MAX_ARGS];
+    // The fixed header is built on the stack and appended at once (a copy
+    // of known length), then the arguments.
+    let mut h = [0u8; DATA_HEADER_LEN];
     put_common(&mut h, PacketType::Data, common, flags);
     put32(&mut h, 32, meta.txn);
     h[36] = meta.handler;
@@ -212,13 +212,10 @@ fn encode_data_header(
     put32(&mut h, 56, msg_len);
     put32(&mut h, 60, frag_off);
     put32(&mut h, 64, frag_len);
-    for (d, a) in h[DATA_HEADER_LEN..head_len]
-        .chunks_exact_mut(4)
-        .zip(meta.args())
-    {
-        d.copy_from_slice(&a.to_be_bytes());
+    buf.extend_from_slice(&h);
+    for a in meta.args() {
+        buf.extend_from_slice(&a.to_be_bytes());
     }
-    buf.extend_from_slice(&h[..head_len]);
 }
 
 /// Appends an ACK packet: `common.seq` is the cumulative next-expected number
@@ -528,7 +525,7 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
     }
 }
 
-#[inline]
+#[inline(always)]
 fn decode_data(body: &[u8], common: Common, flags: u8) -> Result<Packet<'_>, DecodeError> {
     let Some(h) = body.first_chunk::<DATA_HEADER_LEN>() else {
         return Err(DecodeError::Truncated);

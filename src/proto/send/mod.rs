@@ -333,6 +333,47 @@ impl SendChannel {
     }
 
     /// `on_ack` of an acknowledgement that tells something new.
+    /// `take_ack` of the usual ACK: cumulative only, no timeout to judge.
+    /// What it acknowledges is the front of the flight, looked at once (as
+    /// the general case's first loop, then `ack_cumulative`, would).
+    fn take_cumulative(
+        &mut self,
+        now: Instant,
+        next: u32,
+        rtt: &mut RttEstimator,
+        stats: &mut Statistics,
+        spare: &mut SpareMsgs,
+    ) -> AckOutcome {
+        let mut done = Acked::default();
+        while self.acks_any(next) {
+            let Some(p) = self.in_flight.pop_front() else {
+                break;
+            };
+            if p.first_sent != p.last_sent && p.nacks == 0 {
+                let answered = (p.seq, now.since(p.last_sent), now.since(p.first_sent));
+                self.resent_answered = Some(answered);
+                rtt.on_retransmit_answered(answered.1, answered.2);
+            }
+            if p.rtt_eligible() {
+                done.sample_from = Some(p.first_sent);
+            }
+            done.count += 1;
+            p.frag.msg.recycle(spare);
+        }
+        if done.count > 0 {
+            rtt.on_progress();
+        }
+        if let Some(t) = done.sample_from {
+            let r = now.since(t);
+            rtt.sample(r);
+            stats.record_rtt(r);
+        }
+        AckOutcome {
+            progress: done.count > 0,
+            reorder_at: None,
+        }
+    }
+
     fn take_ack(
         &mut self,
         now: Instant,
@@ -342,6 +383,9 @@ impl SendChannel {
         stats: &mut Statistics,
         spare: &mut SpareMsgs,
     ) -> AckOutcome {
+        if sack == 0 && self.rto_at.is_none() {
+            return self.take_cumulative(now, next, rtt, stats, spare);
+        }
         // Retransmitted packets acknowledged now: were they needless?
         for p in self.in_flight.iter() {
             let d = seq_diff(p.seq, next);

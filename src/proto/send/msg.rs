@@ -73,10 +73,15 @@ impl SpareMsgs {
 
 impl MsgRef {
     /// A one-fragment message, in a spare box when there is one.
+    #[inline]
     pub fn one(m: OutMsg, spare: &mut SpareMsgs) -> MsgRef {
         match spare.boxes.pop() {
             Some(mut b) => {
-                *b = m;
+                // field by field: written where they go, not built beside
+                // the box and copied in whole
+                b.id = m.id;
+                b.meta = m.meta;
+                b.payload = m.payload;
                 MsgRef::One(b)
             }
             None => MsgRef::One(Box::new(m)),
@@ -113,6 +118,7 @@ pub struct Fragment {
 
 /// Queues `msg` as fragments of at most `cap` bytes (one, empty, for an
 /// empty message).
+#[inline]
 pub fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cap: usize) {
     let len = msg.payload.len();
     if len <= cap {
@@ -123,6 +129,13 @@ pub fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cap: usize) {
         });
         return;
     }
+    push_split(q, msg, cap);
+}
+
+/// `push_fragments` of a message longer than `cap`.
+#[inline(never)]
+fn push_split(q: &mut VecDeque<Fragment>, msg: MsgRef, cap: usize) {
+    let len = msg.payload.len();
     let shared = match msg {
         MsgRef::Shared(a) => a,
         MsgRef::One(b) => Arc::new(*b),
