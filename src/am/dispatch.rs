@@ -290,7 +290,7 @@ impl EpState {
                     let admitted = if placed.gen != self.seg_gen {
                         Err(ReturnStatus::BadSegOff)
                     } else {
-                        self.admit(source, &meta, len, is_request)
+                        self.admit_parts().admit(source, &meta, len, is_request)
                     };
                     match admitted {
                         Ok(Admitted::Long(seg)) => WorkData::Long {
@@ -320,13 +320,17 @@ impl EpState {
                     } else {
                         None
                     };
-                    let admitted = match self.admit(source, &meta, payload.len(), is_request) {
-                        Ok(a) => a,
-                        Err(status) => {
-                            self.send_returned(now, from, meta, status, is_request);
-                            return None;
-                        }
-                    };
+                    let admitted =
+                        match self
+                            .admit_parts()
+                            .admit(source, &meta, payload.len(), is_request)
+                        {
+                            Ok(a) => a,
+                            Err(status) => {
+                                self.send_returned(now, from, meta, status, is_request);
+                                return None;
+                            }
+                        };
                     if let Some(t) = trailer {
                         if !self.txn_arrive(from, &meta, &payload, &t, now) {
                             return None;

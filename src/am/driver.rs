@@ -57,6 +57,7 @@ impl EpState {
         );
         // long messages' bytes go straight into the segment (`placement.rs`)
         let mut placer = super::placement::Placer {
+            // (field by field, not `admit_parts()`: the protocol is borrowed)
             parts: super::returned::AdmitParts {
                 tag: self.tag,
                 handlers: &self.handlers,

@@ -42,7 +42,8 @@ pub(super) struct AdmitParts<'a> {
 }
 
 impl AdmitParts<'_> {
-    /// `EpState::admit`.
+    /// Checks an arriving user message of `len` payload bytes; `source` is
+    /// the sender's index in the translation table. Err: why it is refused.
     pub(super) fn admit(
         &self,
         source: Option<u32>,
@@ -81,21 +82,15 @@ impl AdmitParts<'_> {
 }
 
 impl EpState {
-    /// Checks an arriving user message of `len` payload bytes; `source` is
-    /// the sender's index in the translation table. Err: why it is refused.
-    pub(super) fn admit(
-        &self,
-        source: Option<u32>,
-        meta: &MsgMeta,
-        len: usize,
-        is_request: bool,
-    ) -> Result<Admitted, ReturnStatus> {
-        let parts = AdmitParts {
+    /// What `AdmitParts::admit` checks an arriving user message against:
+    /// `.admit(source, meta, len, is_request)` (`source`: the sender's index
+    /// in the translation table; Err: why it is refused).
+    pub(super) fn admit_parts(&self) -> AdmitParts<'_> {
+        AdmitParts {
             tag: self.tag,
             handlers: &self.handlers,
             segment: &self.segment,
-        };
-        parts.admit(source, meta, len, is_request)
+        }
     }
 
     /// Sends a refused message back to its sender, without its payload.

@@ -243,7 +243,10 @@ impl EpState {
             return None;
         }
         let source = self.table.index_of(&from);
-        let seg = match self.admit(source, meta, d.total as usize, true) {
+        let seg = match self
+            .admit_parts()
+            .admit(source, meta, d.total as usize, true)
+        {
             Ok(Admitted::Long(seg)) => seg,
             Ok(_) => return None, // (a long request is admitted as one)
             Err(status) => {

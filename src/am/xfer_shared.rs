@@ -271,7 +271,7 @@ impl EpState {
             return None;
         };
         let source = self.table.index_of(&from);
-        match self.admit(source, meta, len, true) {
+        match self.admit_parts().admit(source, meta, len, true) {
             Ok(Admitted::Long(seg)) => Some((seg, len)),
             Ok(_) => None, // (a long request is admitted as one)
             Err(status) => {
