@@ -7,6 +7,8 @@ use std::os::fd::RawFd;
 /// Receives up to `slots` datagrams with one `recvmmsg` call.
 pub struct BatchReceiver {
     buf: Vec<u8>,
+    /// Where slot 0 starts in `buf`: the first page boundary (see `SLOT_ALIGN`).
+    base: usize,
     slot_size: usize,
     names: Vec<libc::sockaddr_storage>,
     iov: Vec<libc::iovec>,
@@ -17,11 +19,23 @@ pub struct BatchReceiver {
 // only ever point into the receiver's own buffers.
 unsafe impl Send for BatchReceiver {}
 
+/// Alignment of each receive slot. The kernel's copy of a datagram into
+/// user memory (`copy_to_iter`, `rep movsb`) runs at a third of its speed
+/// when the destination starts 4 to 28 bytes past a cache line on the AMD
+/// Zen 3 of our machines (measured: 2.4 against 7.3 GB/s for 65,507-byte
+/// datagrams on loopback), and a large `Vec` from malloc starts 16 bytes
+/// past a page. A page boundary is fast on every CPU measured; slot sizes
+/// are multiples of it.
+const SLOT_ALIGN: usize = 4096;
+
 impl BatchReceiver {
     pub fn new(slots: usize, slot_size: usize) -> BatchReceiver {
         let slots = slots.max(1);
+        let buf = vec![0u8; slots * slot_size + SLOT_ALIGN];
+        let base = buf.as_ptr().align_offset(SLOT_ALIGN).min(SLOT_ALIGN);
         BatchReceiver {
-            buf: vec![0u8; slots * slot_size],
+            buf,
+            base,
             slot_size,
             // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
             names: vec![unsafe { std::mem::zeroed() }; slots],
@@ -38,7 +52,9 @@ impl BatchReceiver {
         self.iov.clear();
         for i in 0..slots {
             self.iov.push(libc::iovec {
-                iov_base: self.buf[i * self.slot_size..].as_mut_ptr().cast(),
+                iov_base: self.buf[self.base + i * self.slot_size..]
+                    .as_mut_ptr()
+                    .cast(),
                 iov_len: self.slot_size,
             });
         }
@@ -82,7 +98,8 @@ impl BatchReceiver {
 
     /// Slot `i` as a plain buffer (for single reads without recvmmsg).
     pub fn slot(&mut self, i: usize) -> &mut [u8] {
-        &mut self.buf[i * self.slot_size..(i + 1) * self.slot_size]
+        let at = self.base + i * self.slot_size;
+        &mut self.buf[at..at + self.slot_size]
     }
 
     /// Datagram `i` of the last `recv`: its bytes (None when it was cut short
@@ -91,7 +108,8 @@ impl BatchReceiver {
         let h = &self.hdrs[i];
         let len = h.msg_len as usize;
         let truncated = h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-        let bytes = (!truncated).then(|| &self.buf[i * self.slot_size..i * self.slot_size + len]);
+        let at = self.base + i * self.slot_size;
+        let bytes = (!truncated).then(|| &self.buf[at..at + len]);
         (bytes, sockaddr_to_std(&self.names[i]))
     }
 }
@@ -277,5 +295,44 @@ mod tests {
         }
         let (n, _) = b.recv_from(&mut buf).unwrap();
         assert_eq!(&buf[..n], &big[..]);
+    }
+
+    #[test]
+    fn every_receive_slot_starts_on_a_page_and_datagrams_arrive_whole() {
+        // A large Vec from malloc starts 16 bytes past a page, where the
+        // kernel's copy of a datagram runs at a third of its speed (Zen 3).
+        // Several sizes: each allocation lands somewhere else.
+        for (slots, size) in [(16, 65536), (3, 4096), (1, 8192), (5, 65536)] {
+            let mut r = BatchReceiver::new(slots, size);
+            for i in 0..slots {
+                let at = r.slot(i).as_ptr() as usize;
+                assert_eq!(at % SLOT_ALIGN, 0, "slot {i} of {slots}x{size} at {at:#x}");
+                assert_eq!(r.slot(i).len(), size);
+            }
+        }
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut r = BatchReceiver::new(4, 65536);
+        let sent: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i + 1; 20_000 + i as usize]).collect();
+        for d in &sent {
+            tx.send_to(d, rx.local_addr().unwrap()).unwrap();
+        }
+        let mut got = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while got.len() < sent.len() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "received {} of 4",
+                got.len()
+            );
+            let n = r.recv(rx.as_raw_fd(), 4).unwrap();
+            for i in 0..n {
+                let (d, from) = r.datagram(i);
+                assert_eq!(from, Some(tx.local_addr().unwrap()));
+                got.push(d.unwrap().to_vec());
+            }
+        }
+        assert_eq!(got, sent);
     }
 }

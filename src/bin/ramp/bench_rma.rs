@@ -180,7 +180,7 @@ fn server() -> i32 {
             while !stop.load(Ordering::Relaxed) {
                 match raw.recv_from(&mut buf) {
                     Ok((n, from)) if &buf[..n] == bench_roles::BLAST_START => {
-                        bench_roles::blast_receiver(&raw, &mut buf, from, &stop);
+                        bench_roles::blast_receiver(&raw, from, &stop);
                         break;
                     }
                     Ok(_) => {}

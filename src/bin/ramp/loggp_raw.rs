@@ -67,9 +67,10 @@ pub fn raw_udp(p: &Params, pin: bool, progress: &(dyn Fn(&str) + Sync)) -> Figur
     let s = stop.clone();
     let echo = std::thread::spawn(move || {
         pin_thread(pin.then_some(1));
-        let mut buf = vec![0u8; 65536];
+        let mut page = crate::bench_roles::PageBuf::new(65536);
+        let buf = page.get();
         while !s.load(Ordering::Relaxed) {
-            match server.recv_from(&mut buf) {
+            match server.recv_from(buf) {
                 Ok((n, from)) => {
                     let _ = server.send_to(answer(&buf[..n]), from);
                 }
