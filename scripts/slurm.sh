@@ -3,7 +3,7 @@
 # (--mpi=pmi2 and --mpi=pmix).
 #
 #   scripts/slurm.sh up      install what is missing (apt-get install -y slurm-wlm
-#                            munge libpmix2), write the configuration, start munged,
+#                            munge libpmix2 libpmix-dev), write the configuration, start munged,
 #                            slurmctld and slurmd, wait until the node is idle
 #                            (idempotent: what runs already is kept)
 #   scripts/slurm.sh down    stop the daemons `up` started and remove what it made
@@ -19,7 +19,10 @@
 # /etc/slurm/slurm.conf (so a plain `srun` finds it), written only when no
 # other configuration is there (ours carries the marker line below), and
 # removed by `down`. libpmix2 must be installed before slurmd starts for
-# `srun --mpi=pmix`, hence installed here too.
+# `srun --mpi=pmix`, hence installed here too, with libpmix-dev: Debian's
+# mpi_pmix plugin dlopens pmix2/lib/libpmix.so, the unversioned name only
+# the -dev package provides (without it srun says "can not load PMIx
+# library"; a fresh machine that got libpmix2 from openmpi-bin has no -dev).
 #
 # Exit status 2 (with a message) when this machine cannot run the daemons
 # (not root, no apt-get to install them, a foreign slurm.conf), so callers
@@ -30,7 +33,7 @@ set -uo pipefail
 DIR="${RAMP_SLURM_DIR:-/var/tmp/ramp-slurm}"
 CONF=/etc/slurm/slurm.conf
 MARK="# written by ramp scripts/slurm.sh"
-PKGS=(slurm-wlm munge libpmix2)
+PKGS=(slurm-wlm munge libpmix2 libpmix-dev)
 
 say() { echo "slurm.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
