@@ -502,13 +502,15 @@ fn a_reflected_data_ends_the_association() {
     duo.run(50);
     let (t1, t0) = duo.p[1].association(&0).expect("established");
     // a DATA node 1 sent to node 0 (vtag t0)
+    // (a packet of a datagram: a bundle's first)
     let d = duo
         .captured
         .iter()
-        .find(|(to, b)| *to == 0 && matches!(wire::decode(&I, b), Ok(wire::Packet::Data { .. })))
+        .filter(|(to, _)| *to == 0)
+        .filter_map(|(_, b)| wire::packets(&I, b).next()?.ok())
+        .find(|p| matches!(wire::decode(&I, p), Ok(wire::Packet::Data { .. })))
         .expect("a DATA to 0")
-        .1
-        .clone();
+        .to_vec();
     // reflected: to node 1, "from" node 0
     let now = duo.now;
     duo.p[1].handle_datagram(now, 0, &d);

@@ -907,11 +907,12 @@ fn jitter_alone_causes_almost_no_retransmission() {
         let plan = all_to_all_plan(4, 50, |_| 100);
         let ledger = run_plan(&mut net, &plan, plan.len(), &[0, 1, 2, 3], 60 * SECOND);
         assert_eq!(ledger.delivered, 4 * 3 * 2 * 50);
-        assert!(
-            sum_stats(&mut net, |s| s.out_of_order_requests
-                + s.out_of_order_replies)
-                > 100
-        );
+        // (packets bundled in one datagram arrive in order: 72-252 of
+        // them out of order per seed, 200-400 before bundling)
+        let ooo = sum_stats(&mut net, |s| {
+            s.out_of_order_requests + s.out_of_order_replies
+        });
+        assert!(ooo > 50, "seed {seed}: {ooo} out of order");
         data += ledger.delivered;
         rexmit += sum_stats(&mut net, retransmits);
     }
@@ -1114,7 +1115,23 @@ impl Duo {
         }
     }
 
+    /// What node `i` sent to the other, packet by packet: a bundle is
+    /// split into its packets, each a datagram of its own (as it would
+    /// have left alone), so that tests can lose, reorder or forge them
+    /// one by one. `out_datagrams` keeps the datagrams whole.
     fn out(&mut self, i: usize) -> Vec<Vec<u8>> {
+        self.out_datagrams(i)
+            .iter()
+            .flat_map(|d| {
+                wire::packets(&I, d)
+                    .map(|p| p.expect("a packet the protocol sent").to_vec())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// The datagrams node `i` sent to the other, as they left.
+    fn out_datagrams(&mut self, i: usize) -> Vec<Vec<u8>> {
         let mut v = Vec::new();
         let mut b = Vec::new();
         while let Some(to) = self.p[i].poll_transmit(&mut b) {
@@ -1255,9 +1272,14 @@ fn corrupt_and_truncated_datagrams_are_counted_and_change_nothing() {
         for len in 0..d.len() {
             bad.push(d[..len].to_vec());
         }
-        let mut longer = d.clone();
-        longer.push(0);
-        bad.push(longer);
+        if peers == 0 {
+            // a handshake packet is alone in its datagram (after a DATA,
+            // a byte more is a bundle's bad second packet: tested in
+            // `a_bundle_walk_stops_at_its_first_bad_packet`)
+            let mut longer = d.clone();
+            longer.push(0);
+            bad.push(longer);
+        }
         bad.push(vec![0xff; 2000]);
         for b in &bad {
             duo.feed(1, b);
