@@ -55,7 +55,9 @@
 //! receive channel (`recv`) per direction and channel, a `peer` joining them
 //! with its association and timers (`timer`); this module only dispatches
 //! datagrams to peers, answers handshakes, runs the peers' timers and hands
-//! out what the `outbox` collected.
+//! out what the `outbox` collected. A datagram may carry several DATA, ACK
+//! and NACK packets (a bundle, `wire::packets`): each is handled in order;
+//! the outbox joins the small ones one flush queued for a peer.
 
 mod assoc;
 mod bufpool;
@@ -575,7 +577,8 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// Hands every datagram to put on the network to `each`, in order, in
-    /// batches of at most `N` (destination and the datagram's pieces, to be
+    /// batches of at most `N` (the small packets to one peer joined into
+    /// one datagram, `outbox.rs`) (destination and the datagram's pieces, to be
     /// sent back to back, straight from where they were encoded or lie: no
     /// copy).
     #[inline]
