@@ -21,7 +21,7 @@ pub use codec::encode_ack;
 pub use codec::{
     association_vtag, decode, encode_abort, encode_ack_dup, encode_cookie_ack, encode_cookie_echo,
     encode_data, encode_data_gathered, encode_heartbeat, encode_init, encode_init_ack, encode_nack,
-    encode_shutdown, packets, Common, Packet, Packets, MAX_BUNDLE,
+    encode_shutdown, packets, Common, Packet, MAX_BUNDLE,
 };
 pub use integrity::{Integrity, MAC_TRAILER_LEN};
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
