@@ -70,38 +70,61 @@ fn run_relay(
             for (from_e0, rx, tx, to) in [(true, &a1, &a0, e1), (false, &a0, &a1, e0)] {
                 let Ok(n) = rx.recv(&mut buf) else { continue };
                 let d = &mut buf[..n];
-                if let Ok(p) = wire::decode(&job, d) {
-                    seen.job += 1;
+                // where each packet of the datagram lies (a bundle carries
+                // several DATA, ACK, NACK; every one is checked)
+                let mut spans = Vec::new();
+                let mut off = 0;
+                for p in wire::packets(&job, d) {
                     match p {
-                        Packet::Init { init_tag: t } => init_tag = t,
-                        Packet::InitAck { resp_tag: t, .. } => resp_tag = t,
-                        Packet::Data { .. } | Packet::Ack { .. } | Packet::Nack { .. } => {
-                            seen.bad += 1
+                        Ok(p) => {
+                            spans.push((off, p.len()));
+                            off += p.len();
                         }
-                        _ => {}
+                        Err(_) => {
+                            seen.bad += 1;
+                            break;
+                        }
                     }
-                    if init_tag != 0 && resp_tag != 0 && keys.is_none() {
-                        // e0's (sealing, opening) keys: the initiator's tag is its own
-                        keys = Some(job.for_association(init_tag, resp_tag));
-                    }
-                } else {
-                    let ok = keys.as_ref().is_some_and(|(e0_tx, e0_rx)| {
-                        let k = if from_e0 { e0_tx } else { e0_rx };
-                        matches!(
-                            wire::decode(k, d),
-                            Ok(Packet::Data { .. } | Packet::Ack { .. } | Packet::Nack { .. })
-                        )
-                    });
-                    if ok {
-                        seen.assoc += 1;
+                }
+                // at most one packet flipped per datagram: the receiver
+                // counts the first bad one and drops the rest unframed
+                let mut flipped = false;
+                for (at, n) in spans {
+                    let d = &mut d[at..at + n];
+                    if let Ok(p) = wire::decode(&job, d) {
+                        seen.job += 1;
+                        match p {
+                            Packet::Init { init_tag: t } => init_tag = t,
+                            Packet::InitAck { resp_tag: t, .. } => resp_tag = t,
+                            Packet::Data { .. } | Packet::Ack { .. } | Packet::Nack { .. } => {
+                                seen.bad += 1
+                            }
+                            _ => {}
+                        }
+                        if init_tag != 0 && resp_tag != 0 && keys.is_none() {
+                            // e0's (sealing, opening) keys: the initiator's tag is its own
+                            keys = Some(job.for_association(init_tag, resp_tag));
+                        }
                     } else {
-                        seen.bad += 1;
-                    }
-                    if from_e0 && d[3] == 1 {
-                        n_data += 1;
-                        if let Some(at) = flip(n_data, n) {
-                            d[at] ^= 0x04;
-                            seen.flipped += 1;
+                        let ok = keys.as_ref().is_some_and(|(e0_tx, e0_rx)| {
+                            let k = if from_e0 { e0_tx } else { e0_rx };
+                            matches!(
+                                wire::decode(k, d),
+                                Ok(Packet::Data { .. } | Packet::Ack { .. } | Packet::Nack { .. })
+                            )
+                        });
+                        if ok {
+                            seen.assoc += 1;
+                        } else {
+                            seen.bad += 1;
+                        }
+                        if from_e0 && d[3] == 1 {
+                            n_data += 1;
+                            if let Some(at) = flip(n_data, n).filter(|_| !flipped) {
+                                d[at] ^= 0x04;
+                                seen.flipped += 1;
+                                flipped = true;
+                            }
                         }
                     }
                 }

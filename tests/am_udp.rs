@@ -429,3 +429,126 @@ fn ping_pong_between_processes_acks_ride_on_the_messages() {
         "{d1} datagrams from the replier for {N} round trips"
     );
 }
+
+/// A burst of replies over real UDP sockets: 16 requests wait in the
+/// replier's socket; the poll that takes them runs 16 handlers whose
+/// replies leave together, several packets to a datagram (a relay between
+/// the two endpoints counts datagrams and the packets in them); each
+/// reply runs its handler once.
+#[test]
+fn a_burst_of_replies_leaves_in_fewer_datagrams_than_packets() {
+    use std::net::UdpSocket;
+    use std::sync::atomic::AtomicBool;
+    let _watchdog = common::watchdog(
+        "am_udp::a_burst_of_replies_leaves_in_fewer_datagrams_than_packets",
+        Duration::from_secs(120),
+    );
+    let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
+    cfg.transport = ramp::config::TransportChoice::Udp;
+    am::init().unwrap();
+    // one bundle each: the replier is polled only when its requests wait
+    let b0 = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let b1 = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e0 = am::allocate_endpoint_with(b0.id, &cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(b1.id, &cfg).unwrap();
+    // e0 reaches e1 at r1, e1 reaches e0 at r0: the relay forwards
+    let r0 = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let r1 = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let name = |s: &UdpSocket| am::EndpointName::from_addr(s.local_addr().unwrap());
+    e0.set_tag(9);
+    e1.set_tag(9);
+    e0.map(1, name(&r1), 9).unwrap();
+    e1.map(0, name(&r0), 9).unwrap();
+    for e in [&e0, &e1] {
+        e.set_expected_resources(2, 32).unwrap();
+    }
+    // datagrams e0 -> e1; datagrams and packets e1 -> e0
+    let counts: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let relay = {
+        let (counts, stop) = (counts.clone(), stop.clone());
+        let (a0, a1) = (e0.name().to_addr().unwrap(), e1.name().to_addr().unwrap());
+        std::thread::spawn(move || {
+            for s in [&r0, &r1] {
+                s.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+            }
+            let integ = ramp::wire::Integrity::Crc32c;
+            let mut buf = vec![0u8; 70000];
+            while !stop.load(Ordering::SeqCst) {
+                for (from_e0, rx, tx, to) in [(true, &r1, &r0, a1), (false, &r0, &r1, a0)] {
+                    let Ok(n) = rx.recv(&mut buf) else { continue };
+                    let d = &buf[..n];
+                    if from_e0 {
+                        counts[0].fetch_add(1, Ordering::SeqCst);
+                    } else {
+                        counts[1].fetch_add(1, Ordering::SeqCst);
+                        let p = ramp::wire::packets(&integ, d).count() as u64;
+                        counts[2].fetch_add(p, Ordering::SeqCst);
+                    }
+                    tx.send_to(d, to).unwrap();
+                }
+            }
+        })
+    };
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    e0.set_handler(
+        11,
+        handler(move |h| {
+            s.lock().push(h.args[0]);
+        }),
+    );
+    e1.set_handler(
+        10,
+        handler(|h| am::reply(h.token, &Message::short(11, &[h.args[0]])).unwrap()),
+    );
+    e0.set_handler(0, handler(|h| panic!("returned: {:?}", h.args)));
+    let wait = |what: &str, done: &dyn Fn() -> bool| {
+        let t0 = std::time::Instant::now();
+        while !done() {
+            b0.poll().unwrap();
+            b1.poll().unwrap();
+            assert!(t0.elapsed().as_secs() < 20, "waiting for {what}");
+        }
+    };
+    // the association and a first round trip, then quiet
+    e0.request(1, &Message::short(10, &[1000]), false).unwrap();
+    wait("the first reply", &|| seen.lock().len() == 1);
+    std::thread::sleep(Duration::from_millis(50));
+    wait("quiet", &|| true);
+    // 16 requests, each its own datagram (sent at once, not from a handler)
+    let sent_before = counts[0].load(Ordering::SeqCst);
+    for k in 0..16 {
+        e0.request(1, &Message::short(10, &[k]), false).unwrap();
+    }
+    let t0 = std::time::Instant::now();
+    while counts[0].load(Ordering::SeqCst) < sent_before + 16 {
+        assert!(t0.elapsed().as_secs() < 20, "the relay did not forward");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let (d0, p0) = (
+        counts[1].load(Ordering::SeqCst),
+        counts[2].load(Ordering::SeqCst),
+    );
+    // the replier takes them all and answers
+    let t0 = std::time::Instant::now();
+    while e1.statistics().replies_sent.iter().sum::<u64>() < 17 {
+        b1.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 20, "no replies");
+    }
+    wait("the replies", &|| seen.lock().len() == 17);
+    let (d, p) = (
+        counts[1].load(Ordering::SeqCst) - d0,
+        counts[2].load(Ordering::SeqCst) - p0,
+    );
+    stop.store(true, Ordering::SeqCst);
+    relay.join().unwrap();
+    eprintln!("16 replies: {p} packets in {d} datagrams");
+    let mut got = seen.lock().clone();
+    got.sort_unstable();
+    let want: Vec<u32> = (0..16).chain([1000]).collect();
+    assert_eq!(got, want, "each reply once");
+    assert!(p >= 16, "{p} packets");
+    assert!(d * 4 <= p, "{p} packets in {d} datagrams");
+}

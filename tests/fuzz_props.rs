@@ -218,6 +218,91 @@ fn decode_survives_random_and_mutated_packets() {
     );
 }
 
+/// Bundles (2 to 6 DATA, ACK, NACK packets back to back, sometimes a
+/// handshake packet among them), mutated, with every packet the walk
+/// frames resealed or not: the walk never panics nor yields more than
+/// `MAX_BUNDLE` packets and a refusal, and without resealing every packet
+/// that decodes is one of the originals, byte for byte (a damaged packet
+/// is never taken).
+#[test]
+fn bundles_survive_mutations_and_no_damaged_packet_decodes() {
+    let _w = common::watchdog("fuzz_props::bundles", Duration::from_secs(600));
+    let singles = packet_corpus();
+    let assoc: Vec<&Vec<u8>> = singles
+        .iter()
+        .filter(|p| wire::association_vtag(p).is_some())
+        .collect();
+    let mut rng = Rng::new(seed() ^ 7);
+    let corpus: Vec<Vec<u8>> = (0..64)
+        .map(|_| {
+            let mut b = Vec::new();
+            for _ in 0..2 + rng.below(5) {
+                b.extend_from_slice(assoc[rng.below(assoc.len() as u64) as usize]);
+            }
+            if rng.chance(0.2) {
+                b.extend_from_slice(&singles[singles.len() - 1 - rng.below(5) as usize]);
+            }
+            b
+        })
+        .collect();
+    let known: HashSet<&[u8]> = singles.iter().map(|p| &p[..]).collect();
+    let n = iters(200_000);
+    let (mut taken, mut refused) = (0u64, 0u64);
+    for it in 0..n {
+        let mut v = mutate(&mut rng, &corpus);
+        let fix = rng.chance(0.3);
+        if fix {
+            // a forger resealing each packet the walk frames
+            let spans: Vec<(usize, usize)> = wire::packets(&I, &v)
+                .map_while(Result::ok)
+                .map(|p| (p.as_ptr() as usize - v.as_ptr() as usize, p.len()))
+                .collect();
+            for (at, len) in spans {
+                if len >= 4 {
+                    let crc = wire::crc32c(&v[at..at + len - 4]);
+                    v[at + len - 4..at + len].copy_from_slice(&crc.to_be_bytes());
+                }
+            }
+        }
+        let r = std::panic::catch_unwind(|| {
+            let mut out = Vec::new();
+            for p in wire::packets(&I, &v) {
+                out.push(p.map(|p| (p.to_vec(), wire::decode(&I, p).is_ok())));
+            }
+            out
+        });
+        let Ok(walk) = r else {
+            panic!("walk panicked: seed {} iteration {it}: {}", seed(), hex(&v));
+        };
+        assert!(walk.len() <= wire::MAX_BUNDLE + 1, "{}", hex(&v));
+        assert!(
+            walk.iter()
+                .take(walk.len().saturating_sub(1))
+                .all(Result::is_ok),
+            "the walk went on after a refusal"
+        );
+        let mut at = 0;
+        for w in &walk {
+            let Ok((p, ok)) = w else {
+                refused += 1;
+                continue;
+            };
+            assert_eq!(&v[at..at + p.len()], &p[..], "packets back to back");
+            at += p.len();
+            if *ok {
+                taken += 1;
+                assert!(
+                    fix || known.contains(&p[..]),
+                    "a damaged packet decoded: seed {} iteration {it}: {}",
+                    seed(),
+                    hex(p)
+                );
+            }
+        }
+    }
+    eprintln!("bundles: {n} mutated, {taken} packets taken, {refused} walks refused");
+}
+
 /// Two protocol cores joined by hand (addresses 0 and 1); datagrams to any
 /// other address (answers to strangers) are counted and dropped.
 struct Duo {
@@ -502,13 +587,15 @@ fn a_reflected_data_ends_the_association() {
     duo.run(50);
     let (t1, t0) = duo.p[1].association(&0).expect("established");
     // a DATA node 1 sent to node 0 (vtag t0)
+    // (a packet of a datagram: a bundle's first)
     let d = duo
         .captured
         .iter()
-        .find(|(to, b)| *to == 0 && matches!(wire::decode(&I, b), Ok(wire::Packet::Data { .. })))
+        .filter(|(to, _)| *to == 0)
+        .filter_map(|(_, b)| wire::packets(&I, b).next()?.ok())
+        .find(|p| matches!(wire::decode(&I, p), Ok(wire::Packet::Data { .. })))
         .expect("a DATA to 0")
-        .1
-        .clone();
+        .to_vec();
     // reflected: to node 1, "from" node 0
     let now = duo.now;
     duo.p[1].handle_datagram(now, 0, &d);
@@ -530,6 +617,11 @@ fn protocol_survives_mutations_with_valid_tags() {
     duo.send_real(&mut rng);
     duo.run(50);
     let corpus: Vec<Vec<u8>> = duo.captured.iter().map(|(_, b)| b.clone()).collect();
+    let bundles = corpus
+        .iter()
+        .filter(|d| wire::packets(&I, d).count() > 1)
+        .count();
+    assert!(bundles > 0, "no bundle among the real datagrams");
     let n = iters(100_000);
     let mut events = 0u64;
     for it in 0..n {

@@ -55,7 +55,9 @@
 //! receive channel (`recv`) per direction and channel, a `peer` joining them
 //! with its association and timers (`timer`); this module only dispatches
 //! datagrams to peers, answers handshakes, runs the peers' timers and hands
-//! out what the `outbox` collected.
+//! out what the `outbox` collected. A datagram may carry several DATA, ACK
+//! and NACK packets (a bundle, `wire::packets`): each is handled in order;
+//! the outbox joins the small ones one flush queued for a peer.
 
 mod assoc;
 mod bufpool;
@@ -156,6 +158,7 @@ impl<A: PeerAddr> Protocol<A> {
             start.copy_from_slice(&d[..wire::mac::NONCE_LEN]);
             cfg.integrity = wire::Integrity::job(k, start);
         }
+        let out = Outbox::new(cfg.max_datagram);
         Protocol {
             unsolicited: TokenBucket::new(cfg.unsolicited_burst),
             cfg,
@@ -169,7 +172,7 @@ impl<A: PeerAddr> Protocol<A> {
             last_slot: usize::MAX,
             timers: BinaryHeap::new(),
             due: Vec::new(),
-            out: Outbox::new(),
+            out,
             queued_requests: 0,
             next_msg_id: 1,
             spare_msgs: SpareMsgs::default(),
@@ -303,7 +306,12 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// `handle_datagram`, with `place` offered each long message that
-    /// starts (`place.rs`).
+    /// starts (`place.rs`). A datagram may carry several packets
+    /// (`wire::packets`): each is checked and handled in order, and counted
+    /// in `packets_received`; the first that fails its check (or cannot be
+    /// framed) is counted in `corrupt_dropped` and ends the datagram (what
+    /// follows it cannot be framed); one outside any association is dropped
+    /// and counted as alone, and the next one is handled.
     pub fn handle_datagram_placing(
         &mut self,
         now: Instant,
@@ -311,41 +319,71 @@ impl<A: PeerAddr> Protocol<A> {
         dgram: &[u8],
         place: &mut dyn Placement<A>,
     ) {
-        self.out.stats.packets_received += 1;
         self.closed.now = now;
+        for framed in wire::packets(&self.cfg.integrity, dgram) {
+            self.out.stats.packets_received += 1;
+            let ok = match framed {
+                Ok(pkt) => self.handle_one(now, from, pkt, place),
+                Err(_) => false,
+            };
+            if !ok {
+                self.out.stats.corrupt_dropped += 1;
+                break;
+            }
+        }
+    }
+
+    /// Checks and handles one packet; false when it fails its check.
+    #[inline]
+    fn handle_one(
+        &mut self,
+        now: Instant,
+        from: A,
+        bytes: &[u8],
+        place: &mut dyn Placement<A>,
+    ) -> bool {
         let decoded = match self.cfg.integrity {
-            wire::Integrity::Crc32c => wire::decode(&self.cfg.integrity, dgram),
-            _ => return self.handle_sealed(now, from, dgram, place),
+            wire::Integrity::Crc32c => wire::decode(&self.cfg.integrity, bytes),
+            _ => return self.handle_sealed(now, from, bytes, place),
         };
         match decoded {
             // By reference: the parsed packet (~170 bytes) is not copied.
             Ok(ref pkt) => self.handle_packet(now, from, pkt, place),
-            Err(_) => self.out.stats.corrupt_dropped += 1,
+            Err(_) => return false,
         }
+        true
     }
 
-    /// A datagram under the job key's MAC: a handshake packet is checked
+    /// A packet under the job key's MAC: a handshake packet is checked
     /// with the job key; a DATA, ACK or NACK with the key of the
     /// association its tag names (none: dropped, unchecked, as stale).
-    /// What fails is dropped and counted in `corrupt_dropped`.
-    fn handle_sealed(&mut self, now: Instant, from: A, dgram: &[u8], place: &mut dyn Placement<A>) {
-        let decoded = match wire::association_vtag(dgram) {
-            None => wire::decode(&self.cfg.integrity, dgram),
+    /// False when it fails its check.
+    fn handle_sealed(
+        &mut self,
+        now: Instant,
+        from: A,
+        bytes: &[u8],
+        place: &mut dyn Placement<A>,
+    ) -> bool {
+        let decoded = match wire::association_vtag(bytes) {
+            None => wire::decode(&self.cfg.integrity, bytes),
             Some(vtag) => match self
                 .find_peer(&from)
                 .filter(|&s| self.peers[s].assoc.accepts(vtag))
             {
-                Some(s) => wire::decode(&self.peers[s].assoc.rx, dgram),
+                Some(s) => wire::decode(&self.peers[s].assoc.rx, bytes),
                 None => {
-                    let is_data = dgram[3] == wire::PacketType::Data as u8;
-                    return self.outside_association(now, from, is_data.then_some(vtag));
+                    let is_data = bytes[3] == wire::PacketType::Data as u8;
+                    self.outside_association(now, from, is_data.then_some(vtag));
+                    return true;
                 }
             },
         };
         match decoded {
             Ok(ref pkt) => self.handle_packet(now, from, pkt, place),
-            Err(_) => self.out.stats.corrupt_dropped += 1,
+            Err(_) => return false,
         }
+        true
     }
 
     fn handle_packet(
@@ -539,7 +577,8 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// Hands every datagram to put on the network to `each`, in order, in
-    /// batches of at most `N` (destination and the datagram's pieces, to be
+    /// batches of at most `N` (the small packets to one peer joined into
+    /// one datagram, `outbox.rs`) (destination and the datagram's pieces, to be
     /// sent back to back, straight from where they were encoded or lie: no
     /// copy).
     #[inline]

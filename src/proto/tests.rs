@@ -172,10 +172,14 @@ fn timer_queue_serves_due_peers_and_forgets_finished_ones() {
 fn reordering_timer_resends_without_backoff() {
     let mut n = pair();
     let t0 = Instant(1_000_000);
-    for k in 0..3 {
-        n[0].send(t0, 1, CHANNEL_REQUEST, meta(k), vec![]);
-    }
-    let d = out(&mut n[0]);
+    // one datagram each (sent together they would share one)
+    let d: Vec<Vec<u8>> = (0..3)
+        .flat_map(|k| {
+            n[0].send(t0, 1, CHANNEL_REQUEST, meta(k), vec![]);
+            out(&mut n[0])
+        })
+        .collect();
+    assert_eq!(d.len(), 3);
     let t1 = t0.plus(20 * MICROS);
     feed(&mut n[1], t1, 0, &d[1]);
     feed(&mut n[1], t1, 0, &d[2]);

@@ -1,10 +1,14 @@
-//! The wire format (version 2): one fixed header in network byte order
-//! whose verification tag names the association, up to 16 32-bit
-//! arguments, the payload fragment, then the integrity trailer (`Integrity`:
-//! a CRC32C, or with a job key a MAC) over everything before it. The layout is in `codec.rs`.
+//! The wire format (version 3): a packet is one fixed header in network
+//! byte order whose verification tag names the association, up to 16
+//! 32-bit arguments, the payload fragment, then the integrity trailer
+//! (`Integrity`: a CRC32C, or with a job key a MAC) over everything before
+//! it. A datagram carries one packet, or several DATA, ACK and NACK packets
+//! back to back (a bundle, as SCTP bundles chunks), each with its own
+//! header and trailer, at most `MAX_BUNDLE`. The layout is in `codec.rs`.
 //!
-//! Parsing is split from encoding: `decode` checks length, magic, version and
-//! trailer once, then yields a parsed `Packet`; nothing panics on any input.
+//! Parsing is split from encoding: `packets` frames a datagram's packets by
+//! their headers, `decode` checks each one's length, magic, version and
+//! trailer, then yields a parsed `Packet`; nothing panics on any input.
 
 mod codec;
 mod integrity;
@@ -17,14 +21,16 @@ pub use codec::encode_ack;
 pub use codec::{
     association_vtag, decode, encode_abort, encode_ack_dup, encode_cookie_ack, encode_cookie_echo,
     encode_data, encode_data_gathered, encode_heartbeat, encode_init, encode_init_ack, encode_nack,
-    encode_shutdown, Common, Packet,
+    encode_shutdown, packets, Common, Packet, MAX_BUNDLE,
 };
 pub use integrity::{Integrity, MAC_TRAILER_LEN};
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
 
 /// Packet magic ("RA") and version.
 pub const MAGIC: u16 = 0x5241;
-pub const VERSION: u8 = 2;
+/// 3: a datagram may carry several packets (2: one packet per datagram;
+/// a version-2 peer refuses every version-3 packet as foreign).
+pub const VERSION: u8 = 3;
 
 /// Why a datagram was not accepted as a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

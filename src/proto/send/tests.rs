@@ -171,7 +171,7 @@ fn tx(rto: Nanos, probe: Option<Nanos>) -> Transmission {
 fn one_probe_per_channel_however_many_packets_went_one_by_one() {
     let m = msg(1);
     let mut ch = SendChannel::default();
-    let mut out: Outbox<u32> = Outbox::new();
+    let mut out: Outbox<u32> = Outbox::new(65507);
     let integ = Integrity::Crc32c;
     for t in 0..5u64 {
         queue(&mut ch, &m);
@@ -209,7 +209,7 @@ fn one_probe_per_channel_however_many_packets_went_one_by_one() {
 fn an_ack_of_the_resent_packet_only_lets_two_more_go_not_all() {
     let m = msg(1);
     let mut ch = SendChannel::default();
-    let mut out: Outbox<u32> = Outbox::new();
+    let mut out: Outbox<u32> = Outbox::new(65507);
     let integ = Integrity::Crc32c;
     let mut rtt = RttEstimator::new(5_000, 5_000, 1_000_000);
     let mut stats = Statistics::initial();

@@ -1,4 +1,5 @@
 //! Unit tests of `codec.rs`.
+#![allow(clippy::single_range_in_vec_init)] // a walk of one packet
 
 use super::*;
 
@@ -272,4 +273,204 @@ fn send_cost_per_byte_whole_and_gathered() {
             best[0], best[1]
         );
     }
+}
+
+/// A bundle: DATA of several arities and payloads, ACK with and without
+/// dup, NACK, back to back; and where each packet starts.
+fn bundle(integ: &Integrity) -> (Vec<u8>, Vec<usize>) {
+    let mut d = Vec::new();
+    let mut starts = Vec::new();
+    let c = sample_common();
+    for k in 0..4u32 {
+        starts.push(d.len());
+        let args: Vec<u32> = (0..k * 5).collect();
+        let meta = MsgMeta::new(MsgKind::User, Category::Medium, 7, &args);
+        let payload = vec![k as u8; 10 * k as usize];
+        let c = Common { seq: k, ..c };
+        encode_data(&mut d, integ, &c, &meta, 100, 3, &payload);
+    }
+    starts.push(d.len());
+    encode_ack_dup(&mut d, integ, &c, 0b101, None);
+    starts.push(d.len());
+    encode_ack_dup(&mut d, integ, &c, 0b11, Some(40));
+    starts.push(d.len());
+    encode_nack(&mut d, integ, &c, true);
+    (d, starts)
+}
+
+/// The packets `packets` yields, as byte ranges; and the error that ended
+/// the walk, if any.
+fn walk(integ: &Integrity, d: &[u8]) -> (Vec<std::ops::Range<usize>>, Option<DecodeError>) {
+    let base = d.as_ptr() as usize;
+    let mut v = Vec::new();
+    for p in packets(integ, d) {
+        match p {
+            Ok(p) => {
+                let at = p.as_ptr() as usize - base;
+                v.push(at..at + p.len());
+            }
+            Err(e) => return (v, Some(e)),
+        }
+    }
+    (v, None)
+}
+
+#[test]
+fn a_bundle_splits_into_exactly_its_packets_each_checked() {
+    for integ in [I, test_job_mac()] {
+        let (d, starts) = bundle(&integ);
+        let (got, err) = walk(&integ, &d);
+        assert_eq!(err, None);
+        let mut ends = starts[1..].to_vec();
+        ends.push(d.len());
+        let want: Vec<_> = starts.iter().zip(&ends).map(|(&s, &e)| s..e).collect();
+        assert_eq!(got, want);
+        for (k, r) in got.iter().enumerate() {
+            match decode(&integ, &d[r.clone()]).unwrap() {
+                Packet::Data {
+                    common, payload, ..
+                } => {
+                    assert_eq!(common.seq, k as u32);
+                    assert_eq!(payload, &vec![k as u8; 10 * k][..]);
+                }
+                Packet::Ack { dup, .. } => assert_eq!(dup, (k == 5).then_some(40)),
+                Packet::Nack { last, .. } => assert!(last && k == 6),
+                other => panic!("{other:?}"),
+            }
+        }
+        // the whole datagram is no one packet
+        assert!(decode(&integ, &d).is_err());
+        // a packet alone is a datagram of one
+        assert_eq!(walk(&integ, &d[got[2].clone()]).0, vec![0..got[2].len()]);
+    }
+}
+
+/// An `Integrity` that seals under a MAC (an association's key).
+fn test_job_mac() -> Integrity {
+    let job = Integrity::job(
+        &super::super::mac::MacKey::from_job_key("bundle test key"),
+        [1; 12],
+    );
+    job.for_association(5, 6).0
+}
+
+#[test]
+fn garbage_after_packets_a_truncated_last_packet_and_a_long_frag_len_end_the_walk() {
+    let (d, starts) = bundle(&I);
+    // garbage after valid packets: they come out, then the garbage refused
+    for junk in [&[0u8][..], &[0xff; 40], &d[..3], &d[..40]] {
+        let mut b = d.clone();
+        b.extend_from_slice(junk);
+        let (got, err) = walk(&I, &b);
+        assert_eq!(got.len(), 7);
+        assert!(err.is_some(), "{junk:?} accepted");
+    }
+    // the last packet cut at every length: the ones before it come out
+    for cut in starts[6] + 1..d.len() {
+        let (got, err) = walk(&I, &d[..cut]);
+        assert_eq!(got.len(), 6, "cut at {cut}");
+        assert!(err.is_some());
+    }
+    // packet 2 (a DATA) claims a fragment past the datagram's end
+    for frag_len in [d.len() as u32, u32::MAX, (d.len() - starts[2]) as u32] {
+        let mut b = d.clone();
+        b[starts[2] + 64..starts[2] + 68].copy_from_slice(&frag_len.to_be_bytes());
+        let (got, err) = walk(&I, &b);
+        assert_eq!(got.len(), 2);
+        assert_eq!(err, Some(DecodeError::Truncated));
+    }
+    // or more arguments than any packet carries
+    let mut b = d.clone();
+    b[starts[1] + 38] = MAX_ARGS as u8 + 1;
+    assert_eq!(
+        walk(&I, &b),
+        (vec![starts[0]..starts[1]], Some(DecodeError::Malformed))
+    );
+}
+
+#[test]
+fn a_flipped_byte_refuses_its_packet_only_and_a_walk_never_panics() {
+    let (d, starts) = bundle(&I);
+    // a payload byte of packet 2 (index 1... its arguments and payload
+    // follow the header): its framing holds, its checksum does not
+    let mut b = d.clone();
+    b[starts[1] + DATA_HEADER_LEN + 2] ^= 0x10;
+    let (got, err) = walk(&I, &b);
+    assert_eq!(err, None);
+    let ok: Vec<bool> = got
+        .iter()
+        .map(|r| decode(&I, &b[r.clone()]).is_ok())
+        .collect();
+    assert_eq!(ok, [true, false, true, true, true, true, true]);
+    // every bit flip and cut of the bundle: no panic, and packets that
+    // decode are byte for byte ones of the original
+    let originals: Vec<&[u8]> = (0..7)
+        .map(|k| &d[starts[k]..*starts.get(k + 1).unwrap_or(&d.len())])
+        .collect();
+    for i in 0..d.len() * 8 {
+        let mut b = d.clone();
+        b[i / 8] ^= 1 << (i % 8);
+        for p in packets(&I, &b).flatten() {
+            if decode(&I, p).is_ok() {
+                assert!(originals.contains(&p), "bit {i}: a changed packet decoded");
+            }
+        }
+        let _ = walk(&I, &b[..i / 8]);
+    }
+}
+
+#[test]
+fn at_most_max_bundle_packets_and_no_handshake_packet_inside_a_bundle() {
+    let c = sample_common();
+    let mut d = Vec::new();
+    for _ in 0..MAX_BUNDLE + 3 {
+        encode_nack(&mut d, &I, &c, false);
+    }
+    let (got, err) = walk(&I, &d);
+    assert_eq!(got.len(), MAX_BUNDLE);
+    assert_eq!(err, Some(DecodeError::Malformed));
+    assert_eq!(
+        packets(&I, &d).count(),
+        MAX_BUNDLE + 1,
+        "nothing after the refusal"
+    );
+    // a handshake packet after a DATA, ACK or NACK is refused
+    let mut d = Vec::new();
+    encode_nack(&mut d, &I, &c, false);
+    let first = d.len();
+    encode_heartbeat(&mut d, &I, 9, false, 1);
+    let (got, err) = walk(&I, &d);
+    assert_eq!(got, vec![0..first]);
+    assert_eq!(err, Some(DecodeError::Malformed));
+    // one in front is the whole datagram, which is no packet
+    let mut d = Vec::new();
+    encode_heartbeat(&mut d, &I, 9, false, 1);
+    let alone = d.clone();
+    encode_nack(&mut d, &I, &c, false);
+    let p: Vec<_> = packets(&I, &d).collect();
+    assert_eq!(p, [Ok(&d[..])]);
+    assert!(decode(&I, &d).is_err());
+    assert!(matches!(decode(&I, &alone), Ok(Packet::Heartbeat { .. })));
+    // an empty datagram: one refusal
+    assert_eq!(
+        packets(&I, &[])
+            .map(|p| p.and_then(|p| decode(&I, p)))
+            .collect::<Vec<_>>(),
+        [Err(DecodeError::Truncated)]
+    );
+}
+
+#[test]
+fn a_version_2_packet_is_foreign() {
+    let mut d = Vec::new();
+    encode_nack(&mut d, &I, &sample_common(), false);
+    d[2] = 2;
+    let n = d.len();
+    I.open(&d).unwrap_err();
+    // resealed as a version-2 sender would
+    d.truncate(n - crate::wire::CRC_LEN);
+    I.seal(&mut d, 0);
+    let p: Vec<_> = packets(&I, &d).collect();
+    assert_eq!(p, [Ok(&d[..])]);
+    assert_eq!(decode(&I, &d), Err(DecodeError::Foreign));
 }
