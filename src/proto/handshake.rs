@@ -29,7 +29,7 @@ impl<A: PeerAddr> Protocol<A> {
         let known = self
             .find_peer(&from)
             .is_some_and(|s| self.peers[s].assoc.state != AssocState::Closed);
-        if !known && self.take_unsolicited(now) {
+        if !known && !self.in_bundle && self.take_unsolicited(now) {
             let start = self.out.start();
             wire::encode_abort(&mut self.out.bytes, &self.cfg.integrity, vtag);
             self.out.push(from, start);

@@ -114,6 +114,10 @@ pub struct Protocol<A: PeerAddr> {
     unsolicited: TokenBucket,
     /// Unsolicited answers not sent for want of tokens.
     suppressed: u64,
+    /// The packet being handled is not the first of its datagram: it may
+    /// not draw an unsolicited answer (one forged bundle gets at most one
+    /// ABORT, as a lone datagram does).
+    in_bundle: bool,
     /// Our tags of associations that ended lately: their cookies are refused.
     closed: ClosedTags,
     /// Associations shut down for idleness (a SHUTDOWN_ACK sent or taken).
@@ -164,6 +168,7 @@ impl<A: PeerAddr> Protocol<A> {
             cfg,
             secrets: Secrets::new(secret),
             suppressed: 0,
+            in_bundle: false,
             closed: ClosedTags::default(),
             shutdowns: 0,
             peers: Vec::new(),
@@ -311,7 +316,8 @@ impl<A: PeerAddr> Protocol<A> {
     /// in `packets_received`; the first that fails its check (or cannot be
     /// framed) is counted in `corrupt_dropped` and ends the datagram (what
     /// follows it cannot be framed); one outside any association is dropped
-    /// and counted as alone, and the next one is handled.
+    /// and counted as alone, and the next one is handled (only the first
+    /// packet of a datagram may draw an answer outside an association).
     pub fn handle_datagram_placing(
         &mut self,
         now: Instant,
@@ -320,7 +326,8 @@ impl<A: PeerAddr> Protocol<A> {
         place: &mut dyn Placement<A>,
     ) {
         self.closed.now = now;
-        for framed in wire::packets(&self.cfg.integrity, dgram) {
+        for (i, framed) in wire::packets(&self.cfg.integrity, dgram).enumerate() {
+            self.in_bundle = i > 0;
             self.out.stats.packets_received += 1;
             let ok = match framed {
                 Ok(pkt) => self.handle_one(now, from, pkt, place),

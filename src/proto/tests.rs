@@ -263,3 +263,44 @@ fn nack_pauses_the_channel_on_its_own_timer() {
     }
     assert_eq!(delivered_args(&mut n[1]), [1]);
 }
+
+/// A forged bundle of DATA packets under tags nobody holds, from an
+/// address with no association: each is dropped and counted stale, and
+/// the datagram draws one ABORT, as a lone DATA does (not one per packet:
+/// a bundle is no lever for more unsolicited answers).
+#[test]
+fn a_forged_bundle_outside_any_association_draws_one_abort() {
+    let mut p = Protocol::<u32>::new(ProtoConfig::default(), &[0x30; 32]);
+    let integ = p.cfg.integrity.clone();
+    let mut d = Vec::new();
+    for k in 0..8u32 {
+        let c = wire::Common {
+            vtag: 0xDEAD_0000 + u64::from(k),
+            channel: CHANNEL_REQUEST,
+            epoch: 0,
+            seq: k,
+            ..Default::default()
+        };
+        wire::encode_data(&mut d, &integ, &c, &meta(k), 0, 0, &[]);
+    }
+    assert_eq!(wire::packets(&integ, &d).count(), 8);
+    let now = Instant::ZERO.plus(1_000 * MILLIS);
+    p.handle_datagram(now, 9, &d);
+    let sent = out(&mut p);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(matches!(
+        wire::decode(&integ, &sent[0]),
+        Ok(wire::Packet::Abort { .. })
+    ));
+    assert_eq!(p.out.stats.stale_dropped, 8);
+    // the next lone DATA is answered again (the token bucket allowing)
+    let mut one = Vec::new();
+    let c = wire::Common {
+        vtag: 0xBEEF,
+        channel: CHANNEL_REQUEST,
+        ..Default::default()
+    };
+    wire::encode_data(&mut one, &integ, &c, &meta(1), 0, 0, &[]);
+    p.handle_datagram(now, 9, &one);
+    assert_eq!(out(&mut p).len(), 1);
+}
