@@ -351,28 +351,32 @@ impl<A: PeerAddr> Protocol<A> {
     ) -> bool {
         let decoded = match self.cfg.integrity {
             wire::Integrity::Crc32c => wire::decode(&self.cfg.integrity, bytes),
-            _ => return self.handle_sealed(now, from, bytes, place),
+            _ => match self.decode_sealed(now, from, bytes) {
+                Some(d) => d,
+                None => return true,
+            },
         };
         match decoded {
             // By reference: the parsed packet (~170 bytes) is not copied.
-            Ok(ref pkt) => self.handle_packet(now, from, pkt, place),
-            Err(_) => return false,
+            Ok(ref pkt) => {
+                self.handle_packet(now, from, pkt, place);
+                true
+            }
+            Err(_) => false,
         }
-        true
     }
 
-    /// A packet under the job key's MAC: a handshake packet is checked
-    /// with the job key; a DATA, ACK or NACK with the key of the
-    /// association its tag names (none: dropped, unchecked, as stale).
-    /// False when it fails its check.
-    fn handle_sealed(
+    /// Checks a packet under the job key's MAC: a handshake packet with
+    /// the job key; a DATA, ACK or NACK with the key of the association
+    /// its tag names. None when no association takes the tag: the packet
+    /// was dropped, unchecked, as stale (`outside_association`).
+    fn decode_sealed<'b>(
         &mut self,
         now: Instant,
         from: A,
-        bytes: &[u8],
-        place: &mut dyn Placement<A>,
-    ) -> bool {
-        let decoded = match wire::association_vtag(bytes) {
+        bytes: &'b [u8],
+    ) -> Option<Result<Packet<'b>, wire::DecodeError>> {
+        Some(match wire::association_vtag(bytes) {
             None => wire::decode(&self.cfg.integrity, bytes),
             Some(vtag) => match self
                 .find_peer(&from)
@@ -382,15 +386,10 @@ impl<A: PeerAddr> Protocol<A> {
                 None => {
                     let is_data = bytes[3] == wire::PacketType::Data as u8;
                     self.outside_association(now, from, is_data.then_some(vtag));
-                    return true;
+                    return None;
                 }
             },
-        };
-        match decoded {
-            Ok(ref pkt) => self.handle_packet(now, from, pkt, place),
-            Err(_) => return false,
-        }
-        true
+        })
     }
 
     fn handle_packet(
