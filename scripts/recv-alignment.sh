@@ -1,0 +1,80 @@
+#!/bin/bash
+# How fast the kernel copies 65,507-byte UDP datagrams on loopback into a
+# receive buffer, by where the buffer starts relative to a 64-byte cache
+# line: a C blast (sender pinned to CPU 0, gathered from 3 pieces like
+# ramp's; receiver pinned to CPU 1, recvmmsg of 16 into slots at
+# page + OFFSET; window 64). On this project's Zen 3 machines offsets
+# 4-28 ran at a third of the speed of 0 and 32-63, which is why
+# sys::BatchReceiver's slots start on a page boundary.
+#
+# usage: scripts/recv-alignment.sh [DATAGRAMS] [OFFSET...]
+set -euo pipefail
+n=${1:-30000}
+shift || true
+offsets=${*:-0 4 8 16 24 32 48 60}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/blast.c" <<'C'
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#define DG 65507
+static void pin(int c) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(c, &s); sched_setaffinity(0, sizeof s, &s); }
+static int bound(struct sockaddr_in *a) {
+    int s = socket(AF_INET, SOCK_DGRAM, 0), big = 8 << 20;
+    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    setsockopt(s, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    *a = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+    socklen_t l = sizeof *a;
+    if (bind(s, (void *)a, l) || getsockname(s, (void *)a, &l)) { perror("bind"); exit(1); }
+    return s;
+}
+int main(int argc, char **argv) {
+    long n = atol(argv[1]); int off = atoi(argv[2]);
+    struct sockaddr_in ra, aa;
+    int rs = bound(&ra), as = bound(&aa), ss = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fork() == 0) {  /* receiver: acks its count every 8 datagrams */
+        pin(1);
+        char *slots = aligned_alloc(4096, 16 * 65536 + 4096);
+        memset(slots, 1, 16 * 65536 + 4096);
+        struct mmsghdr mm[16]; struct iovec iv[16]; long got = 0, acked = 0;
+        while (got < n) {
+            for (int i = 0; i < 16; i++) {
+                iv[i] = (struct iovec){slots + i * 65536 + off, 65536};
+                memset(&mm[i].msg_hdr, 0, sizeof mm[i].msg_hdr);
+                mm[i].msg_hdr.msg_iov = &iv[i]; mm[i].msg_hdr.msg_iovlen = 1;
+            }
+            int r = recvmmsg(rs, mm, 16, MSG_DONTWAIT, 0);
+            if (r > 0) got += r;
+            if (got / 8 > acked) { acked = got / 8; char c = 0; sendto(as, &c, 1, 0, (void *)&aa, sizeof aa); }
+        }
+        _exit(0);
+    }
+    pin(0);
+    fcntl(as, F_SETFL, O_NONBLOCK);
+    char *src = aligned_alloc(4096, DG + 4096); memset(src, 2, DG + 4096);
+    struct iovec iv[3] = {{src, 68}, {src + 68, DG - 72}, {src + DG - 4, 4}};
+    struct msghdr mh = {.msg_name = &ra, .msg_namelen = sizeof ra, .msg_iov = iv, .msg_iovlen = 3};
+    struct timespec t0, t1; clock_gettime(CLOCK_MONOTONIC, &t0);
+    long sent = 0, acked = 0; char c;
+    while (sent < n) {
+        while (recv(as, &c, 1, 0) > 0) acked++;
+        if (sent - acked * 8 < 64 && sendmsg(ss, &mh, 0) > 0) sent++;
+    }
+    wait(0); clock_gettime(CLOCK_MONOTONIC, &t1);
+    double t = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    printf("receive buffer at line + %2d: %6.0f MiB/s\n", off, (double)n * DG / t / 1048576);
+    return 0;
+}
+C
+"${CC:-cc}" -O2 -o "$tmp/blast" "$tmp/blast.c"
+for o in $offsets; do "$tmp/blast" "$n" "$o"; done
