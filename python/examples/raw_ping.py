@@ -37,10 +37,20 @@ def main() -> int:
     if job.size != 2:
         print("raw_ping: needs 2 ranks", file=sys.stderr)
         return 2
-    # (drained messages never call these; a handler must exist for arrival checks)
-    for h in (H_PING, H_PONG):
-        ep.set_handler(h, lambda tok, v: None)
-    ep.set_handler(H_STOP, lambda tok: None)
+    # Drained messages never call these, but a poll outside the drain does (the
+    # barrier's): a ping that reaches rank 1 during its barrier must be answered there,
+    # else rank 0 waits forever (as c/drain_ping.c did with handlers that did nothing).
+    pongs, stopped = [0], [False]
+
+    def on_pong(tok: "ramp.Token", v: int) -> None:
+        pongs[0] += 1
+
+    def on_stop(tok: "ramp.Token") -> None:
+        stopped[0] = True
+
+    ep.set_handler(H_PING, lambda tok, v: tok.reply(H_PONG, v))
+    ep.set_handler(H_PONG, on_pong)
+    ep.set_handler(H_STOP, on_stop)
     job.barrier()
     core._fast()
     s = core._tls.s
@@ -49,7 +59,7 @@ def main() -> int:
     head = core._MSG_HEAD.unpack_from
     msgs, count, msgs_p, count_p = s.msgs_view, s.ndrained_view, s.msgs_p, s.ndrained_p
     if job.rank != 0:
-        stop = False
+        stop = stopped[0]
         while not stop:
             dwait(hp, msgs_p, 16, count_p, 100)
             for i in range(count[0]):
@@ -65,9 +75,10 @@ def main() -> int:
     samples = []
     perf = time.perf_counter_ns
     for i in range(args.warmup + args.iters):
+        seen = pongs[0]  # a send may poll: taken before it
         t0 = perf()
         request1(eph, 1, H_PING, i)
-        got = False
+        got = pongs[0] != seen
         while not got:
             dwait(hp, msgs_p, 16, count_p, 100)
             for j in range(count[0]):
