@@ -137,6 +137,27 @@ typedef struct {
 } ramp_msg_t;
 
 /**
+ * A drain described once (`ramp_DrainOn`): `ramp_DrainWait`'s arguments in
+ * one struct, for callers through a foreign-function interface, which pay
+ * for each argument they convert and for each value they read back
+ * (CPython's ctypes: about 30 ns each).
+ */
+typedef struct {
+  eb_t eb;
+  ramp_msg_t *msgs;
+  int32_t max;
+  /**
+   * Written by the call: how many messages were handed out.
+   */
+  int32_t count;
+  int32_t spin_us;
+  /**
+   * 0.
+   */
+  int32_t reserved;
+} ramp_drain_t;
+
+/**
  * Counters of one endpoint (or a sum of several). Arrays are indexed by
  * category: short, medium, long (`ramp_category_t`). Latencies are in
  * nanoseconds. The layout is C's `ramp_stats_t`, whose first block is
@@ -371,6 +392,13 @@ int AM_Poll(eb_t bundle_);
 int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
 
 int ramp_DrainWait(eb_t eb, ramp_msg_t *msgs, int max, int *count, int spin_us);
+
+/**
+ * `ramp_DrainWait(d->eb, d->msgs, d->max, &d->count, d->spin_us)`, which
+ * returns the count (0 or more) when it succeeds, else minus its error
+ * code (the count still in `d->count`).
+ */
+int ramp_DrainOn(ramp_drain_t *d);
 
 int ramp_DrainRelease(void);
 

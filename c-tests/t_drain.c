@@ -20,6 +20,9 @@
  *   - ramp_RequestShort and ramp_DrainReply (by index in the last drain), and their
  *     one-argument forms ramp_RequestShort1 and ramp_DrainReply1, check their
  *     arguments, reply once, refuse an ended or released message;
+ *   - ramp_DrainOn (ramp_DrainWait's arguments in a ramp_drain_t) checks them as
+ *     ramp_DrainWait does (and a NULL descriptor), drains and waits alike, writes count
+ *     and returns it, or minus the error code;
  *   - ramp_Drain inside a running handler is refused (AM_ERR_RESOURCE), and messages that
  *     arrive during AM_Poll still go to the installed handlers.
  * Meaningful under loss too (run.sh's fault pass): every wait is a drain or poll loop.
@@ -199,6 +202,49 @@ int main(void) {
     EXPECT_RC(ramp_DrainReply(0, H_REP, 0, NULL), AM_ERR_BAD_ARG); /* ended */
     AM_SAFE(ramp_DrainRelease());
     EXPECT_RC(ramp_DrainReply(0, H_REP, 0, NULL), AM_ERR_BAD_ARG); /* released */
+    CHECK(c_handler_calls == 0, "no installed handler ran (%d)", c_handler_calls);
+  }
+
+  PHASE("ramp_DrainOn: ramp_DrainWait's arguments in a struct");
+  {
+    /* returns the count, or minus the error code */
+    ramp_drain_t d = {eb, m, NMSG, -1, 0, 0};
+    EXPECT_RC(ramp_DrainOn(NULL), -AM_ERR_BAD_ARG);
+    d.spin_us = -1;
+    EXPECT_RC(ramp_DrainOn(&d), -AM_ERR_BAD_ARG);
+    CHECK(d.count == 0, "count written (0) on error, got %d", d.count);
+    d.spin_us = 1000001;
+    EXPECT_RC(ramp_DrainOn(&d), -AM_ERR_BAD_ARG);
+    d.spin_us = 0, d.msgs = NULL;
+    EXPECT_RC(ramp_DrainOn(&d), -AM_ERR_BAD_ARG); /* NULL array, max > 0 */
+    d.msgs = m, d.max = -1;
+    EXPECT_RC(ramp_DrainOn(&d), -AM_ERR_BAD_ARG);
+    d.max = NMSG, d.eb = NULL;
+    EXPECT_RC(ramp_DrainOn(&d), -AM_ERR_BAD_ARG);
+    d.eb = eb, d.spin_us = 1000;
+    EXPECT_RC(ramp_DrainOn(&d), 0); /* nothing comes: back after about 1 ms */
+    CHECK(d.count == 0, "nothing drained, got %d", d.count);
+    AM_SAFE(ramp_RequestShort1(A, 0, H_REQ, 31));
+    double deadline = now_sec() + 60;
+    d.spin_us = 100000;
+    int got;
+    do {
+      got = ramp_DrainOn(&d);
+      CHECK(got >= 0 && got == d.count, "ramp_DrainOn returned %d, count %d", got, d.count);
+      if (now_sec() > deadline) FAIL("ramp_DrainOn never handed out the request");
+    } while (got == 0);
+    CHECK(d.count == 1 && m[0].ep == B && m[0].handler == H_REQ && m[0].args[0] == 31 &&
+              (m[0].flags & RAMP_MSG_REQUEST),
+          "n %d handler %d arg %d", d.count, m[0].handler, m[0].args[0]);
+    AM_SAFE(ramp_DrainReply1(0, H_REP, 32));
+    do {
+      got = ramp_DrainOn(&d);
+      CHECK(got >= 0 && got == d.count, "ramp_DrainOn returned %d, count %d", got, d.count);
+      if (now_sec() > deadline) FAIL("ramp_DrainOn never handed out the reply");
+    } while (got == 0);
+    CHECK(d.count == 1 && m[0].ep == A && m[0].handler == H_REP && m[0].args[0] == 32,
+          "n %d handler %d arg %d", d.count, m[0].handler, m[0].args[0]);
+    AM_SAFE(ramp_DrainRelease());
     CHECK(c_handler_calls == 0, "no installed handler ran (%d)", c_handler_calls);
   }
 

@@ -127,6 +127,8 @@ assert sys.byteorder == "little", "ramp's Python binding reads ramp_msg_t little
 _KIND_REQUEST = 1 << 24  # kind >= this: a request (flags & 1) or a returned message
 _KIND_RETURNED = 2 << 24  # kind >= this: a returned message (flags & 2)
 _DRAIN_BATCH = 32
+_SPIN_CHUNK_US = 100  # Bundle.wait spins in the library this long between looks at until()
+_SPIN_CHUNK_S = _SPIN_CHUNK_US * 1e-6
 _MSG_REQUEST = 1
 _MSG_RETURNED = 2
 
@@ -136,6 +138,20 @@ _UINT32_END = 1 << 32
 # range (a value of another type that equals one, say 2.0, passes it; ctypes then
 # refuses to convert it, and the checked path says why)
 _HANDLER_RANGE = frozenset(range(256))
+
+
+class _NoArg(int):
+    """The default of the first argument of Token.reply and Endpoint.request: none given.
+    That argument is a parameter of its own (positional-only), not the first of *args:
+    the round trip's one-argument call binds it directly, with no tuple made for it.  An
+    int outside every argument's range, so that the fast path's range check turns it
+    away without an exception; told from a caller's value by identity."""
+
+    def __repr__(self) -> str:
+        return "<no argument>"
+
+
+_NO_ARG: Any = _NoArg(1 << 40)
 _ARGV = [c_int32 * n for n in range(MAX_SHORT + 1)]
 _EMPTY_ARGV = _ARGV[0]()
 
@@ -166,6 +182,11 @@ class _ThreadState:
         "ndrained_view",
         "argv",
         "spare",
+        "drain",
+        "drain_p",
+        "drain_q",
+        "drain_i",
+        "drain_eb",
     )
 
     def __init__(self) -> None:
@@ -193,8 +214,19 @@ class _ThreadState:
         # copies it before anything else, so a nested call may reuse it)
         self.argv = (c_int32 * MAX_SHORT)()
         # a Token of a drained message that nothing kept after its handler returned
-        # (see _play_drained): the next one reuses it instead of making a new object
+        # (see _drain_play): the next one reuses it instead of making a new object
         self.spare: Optional[Token] = None
+        # ramp_DrainOn's ramp_drain_t {eb, msgs, max, count, spin_us, 0}: the wait's
+        # drain in one argument (ctypes converts each argument, about 30 ns each); eb
+        # written only when the bundle changes (drain_eb), count read through drain_i
+        self.drain = (ctypes.c_char * 32)()
+        self.drain_p = byref(self.drain)
+        self.drain_q = memoryview(self.drain).cast("B").cast("q")
+        self.drain_i = memoryview(self.drain).cast("B").cast("i")
+        self.drain_eb = 0
+        self.drain_q[1] = self.msgs_addr
+        self.drain_i[4] = _DRAIN_BATCH
+        self.drain_i[6] = _SPIN_CHUNK_US
 
 
 class _Local(threading.local):
@@ -209,10 +241,25 @@ def _handler_count() -> int:
     return _tls.s.count
 
 
+# Exceptions raised by handlers and not yet re-raised, on every thread: the fast paths
+# look at this one global instead of their thread's list (a threading.local attribute
+# costs about 40 ns); when it is not 0 they take _after, which looks at the thread's.
+_pending_any = 0
+
+
+def _defer(s: "_ThreadState", e: BaseException) -> None:
+    """Keeps what a handler raised, for the call that ran it to raise (_after)."""
+    global _pending_any
+    s.pending.append(e)
+    _pending_any += 1
+
+
 def _after(rc: int, function: str, detail: str = "") -> None:
     """Raises what a handler raised during the call, else the call's error code."""
+    global _pending_any
     p = _tls.s.pending
     if p:
+        _pending_any = max(0, _pending_any - 1)
         raise p.pop(0)
     if rc:
         raise error_for(rc, function, detail)
@@ -535,14 +582,14 @@ class Token:
         _check(_L().AM_GetDestEndpoint(self._p(), byref(h)), "AM_GetDestEndpoint")
         return _endpoints.get(h.value or 0, self._ep)
 
-    def reply(self, handler: int, *args: int) -> None:
-        """Short reply (``AM_ReplyM``) to the requester's handler ``handler`` with 0..16 int args."""
+    def reply(self, handler: int, a: int = _NO_ARG, /, *args: int) -> None:
+        """Short reply (``AM_ReplyM``) to the requester's handler ``handler`` with 0..16 int
+        args (``a`` is the first: ``reply(handler, a, b, ...)``)."""
         # the round trip's path: one int argument to a drained request
         # (ramp_DrainReply1, no argtypes: every value checked here first, so that
         # ctypes passes each as the C int it is; anything else takes the checked path)
         i = self._idx
-        if i >= 0 and len(args) == 1 and self._ptr is not None:
-            a = args[0]
+        if i >= 0 and not args and self._ptr is not None:
             try:
                 # not an int: TypeError here (unhashable, not comparable) or
                 # ctypes.ArgumentError in the call (before C runs); either way the checked
@@ -563,9 +610,11 @@ class Token:
                     if rc:
                         _after(rc, "AM_Reply")
                 self._replied = True
-                if _tls.s.pending:  # a reply to this endpoint itself ran its handler
+                if _pending_any:  # a reply to this endpoint itself ran its handler
                     _after(0, "AM_Reply")
                 return
+        if a is not _NO_ARG:
+            args = (a,) + args
         p = self._ptr
         if p is None:
             raise TokenExpiredError("token used after its handler returned")
@@ -734,7 +783,7 @@ def _token_info_fn() -> Any:
 def _play_entry(
     fn: HandlerFunction, kind: str, nargs: int
 ) -> Tuple[HandlerFunction, int, int, str]:
-    """How _play_drained calls fn: (fn, categories accepted as bits 1 << category,
+    """How _drain_play calls fn: (fn, categories accepted as bits 1 << category,
     nargs, kind)."""
     accepts = {"short": 1, "medium": 2, "long": 4, "bulk": 6}[kind]
     return (fn, accepts, nargs, kind)
@@ -786,7 +835,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
                     raise arity_error(tok, i[3])
                 fn(tok, *args)
             except BaseException as e:  # never unwind into C
-                s.pending.append(e)
+                _defer(s, e)
             finally:
                 tok._ptr = None
                 s.depth -= 1
@@ -823,7 +872,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
                 raise arity_error(tok, i[3])
             fn(tok, view, *args)
         except BaseException as e:  # never unwind into C
-            s.pending.append(e)
+            _defer(s, e)
         finally:
             tok._ptr = None
             s.depth -= 1
@@ -847,7 +896,7 @@ def _make_returned_trampoline(ep: "Endpoint") -> Any:
             s.count += 1
             _play_returned(ep, tok, status, opcode)
         except BaseException as e:  # never unwind into C
-            s.pending.append(e)
+            _defer(s, e)
         finally:
             tok._ptr = None
             s.depth -= 1
@@ -895,7 +944,7 @@ class _Fast:
     about 0.3 us per call): called only with ints known to fit a C int, None, and ready
     argument objects (handles and arrays as byref objects made once, c_size_t zeros,
     c_int32 vectors).  Set by :func:`_fast`; ``drain`` is None with a library that lacks
-    ramp_Drain.  The round trip's calls are also module globals (_dwait, _rshort1,
+    ramp_Drain.  The round trip's calls are also module globals (_don, _rshort1,
     _dreply1, _dend): a global costs less to load than a class attribute.
 
     The calls that keep the GIL (cheaper) are the ``Try`` forms, which never wait for an
@@ -907,6 +956,7 @@ class _Fast:
     ready = False
     drain: Any = None
     dwait: Any = None
+    don: Any = None
     release: Any = None
     end: Any = None
     dreply: Any = None
@@ -921,7 +971,7 @@ class _Fast:
     reply: Any = None
 
 
-_dwait: Any = None
+_don: Any = None
 _rshort1: Any = None
 _dreply1: Any = None
 _dend: Any = None
@@ -961,7 +1011,7 @@ def _int_call(name: str, keep_gil: bool = False) -> Any:
 
 
 def _fast() -> None:
-    global _dwait, _rshort1, _dreply1, _dend
+    global _don, _rshort1, _dreply1, _dend
     if _Fast.ready:
         return
     _Fast.drain = _int_call("ramp_Drain")
@@ -972,6 +1022,9 @@ def _fast() -> None:
     if None in (_Fast.drain, _Fast.release, _Fast.end, _Fast.dreply, _Fast.rshort):
         _Fast.drain = _Fast.release = _Fast.end = _Fast.dreply = _Fast.rshort = None
     _Fast.dwait = _int_call("ramp_DrainWait")
+    # ramp_DrainWait's arguments in one struct (the thread's drain, _ThreadState): the
+    # drains of polls and waits; without it (an older library) they are AM_Poll's
+    _Fast.don = _int_call("ramp_DrainOn") if _Fast.drain is not None else None
     # one argument by value: each argument ctypes converts costs about 0.05 us
     _Fast.dreply1 = _int_call("ramp_DrainReply1")
     _Fast.rshort1 = _int_call("ramp_RequestShort1")
@@ -984,7 +1037,7 @@ def _fast() -> None:
     _Fast.am_poll = _L().AM_Poll
     _Fast.request = _int_call("ramp_RequestArgv")
     _Fast.reply = _int_call("ramp_ReplyArgv")
-    _dwait, _dend = _Fast.dwait, _Fast.try_end
+    _don, _dend = _Fast.don, _Fast.try_end
     # without them (an older library) the one-argument paths find None: not taken
     _rshort1 = _Fast.rshort1 or _not_taken
     _dreply1 = _Fast.try_dreply1 or _not_taken
@@ -1011,21 +1064,17 @@ def _end_drained(p: Any) -> None:
 
 
 def _poll_bundle(b: "Bundle") -> None:
-    """AM_Poll for Python: ramp_Drain, then the drained messages' handlers, here."""
+    """AM_Poll for Python: one ramp_Drain, then the drained messages' handlers, here."""
     hp = b._hp
     if hp is None:
         raise RampError("the bundle is closed")
     s = _tls.s
-    drain = _Fast.drain
-    if s.depth or drain is None:
+    if s.depth or _don is None:
         rc = _Fast.am_poll(hp)
         if rc or s.pending:
             _after(rc, "AM_Poll")
         return
-    rc = drain(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p)
-    n = s.ndrained_view[0]
-    if n:
-        _play_drained(s, n)
+    rc = _drain_play(s, b, 0)
     if rc or s.pending:
         _after(rc, "ramp_Drain")
 
@@ -1033,19 +1082,12 @@ def _poll_bundle(b: "Bundle") -> None:
 def _wait_bundle(b: "Bundle", spin_us: int) -> None:
     """_poll_bundle that spins in the library (ramp_DrainWait) for up to spin_us
     microseconds while nothing arrives: an arrival is noticed at C's speed."""
-    hp = b._hp
-    if hp is None:
+    if b._hp is None:
         raise RampError("the bundle is closed")
     s = _tls.s
-    rc = _dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, spin_us)
-    n = s.ndrained_view[0]
-    if n:
-        _play_drained(s, n)
+    rc = _drain_play(s, b, spin_us)
     if rc or s.pending:
         _after(rc, "ramp_DrainWait")
-
-
-_SPIN_CHUNK_US = 100  # Bundle.wait spins in the library this long between looks at until()
 
 
 def _wait(
@@ -1067,11 +1109,8 @@ def _wait(
     if until():
         return True
     t0 = time.monotonic()
-    if _dwait is not None and not s.depth and spin >= _SPIN_CHUNK_US * 1e-6:
-        rc = _dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, _SPIN_CHUNK_US)
-        n = s.ndrained_view[0]
-        if n:
-            _play_drained(s, n)
+    if _don is not None and not s.depth and spin >= _SPIN_CHUNK_S:
+        rc = _drain_play(s, b)
         if rc or s.pending:
             _after(rc, "ramp_DrainWait")
         if until():
@@ -1097,7 +1136,7 @@ def _wait_loop(
     # spin in the library between looks at until() (at most 100 us at a time, as
     # handlers, which alone make until() true, run only after a message came)
     spin_us = max(0, min(_SPIN_CHUNK_US, int(spin * 1e6)))
-    dwait = _wait_bundle if _dwait is not None and spin_us else None
+    dwait = _wait_bundle if _don is not None and spin_us else None
     while True:
         if dwait is not None and not s.depth:
             dwait(b, spin_us)
@@ -1125,22 +1164,54 @@ _head = _MSG_HEAD.unpack_from
 _refs = sys.getrefcount
 
 
-def _play_drained(s: _ThreadState, n: int) -> None:
-    """Plays the handlers of the n drained messages; a request not replied to by its
-    handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
-    returns, as AM_Poll would.  (The hot path of every Python receive: kept lean, every
-    instruction between ramp_DrainWait's return and the handler is on the round trip.
-    A short message of at most 2 arguments to a short handler of as many arguments,
-    found in the endpoint's ``_quick`` table, is played from the record's head alone;
-    anything else reads the whole record, in _play_one.)"""
+def _drain_play(s: _ThreadState, b: "Bundle", spin_us: int = _SPIN_CHUNK_US) -> int:
+    """Drains bundle b (ramp_DrainOn: ramp_DrainWait, spinning in the library up to
+    spin_us microseconds while nothing arrives; 0: one ramp_Drain), then plays the
+    drained messages' handlers here; returns the call's code.  A request not replied to
+    by its handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
+    returns, as AM_Poll would.  (The hot path of every Python receive, kept lean: the
+    work before the call waits with it, but every instruction between its return and
+    the handler is on the round trip, so the handlers are played here, not in a
+    function of their own.  A short message of at most 2 arguments to a short handler
+    of as many arguments, found in the endpoint's ``_quick`` table, is played from the
+    record's head alone; anything else reads the whole record, in _play_one.)"""
+    h = b._handle
+    if s.drain_eb != h:
+        s.drain_q[0] = s.drain_eb = h
+    # before the call, where it waits with it: the spare token put back after its last
+    # use (below) is checked and made fresh here, off the round trip
+    tok = s.spare
+    if tok is not None:
+        if _refs(tok) != 3:  # s.spare, tok and the argument: someone else keeps it
+            s.spare = None
+        else:
+            tok._raw = None
+            tok._replied = False
     msgs = s.msgs_view
+    di = s.drain_i
+    n = i = 0
+    # depth counts this thread's running handlers; the drain runs none (not even C
+    # trampolines), so it is raised before the call rather than on the way to one
     s.depth += 1
-    i = 0
     try:
+        # the count, or minus the error code (the count then in the struct)
+        if spin_us == _SPIN_CHUNK_US:
+            n = _don(s.drain_p)
+        else:
+            di[6] = spin_us
+            try:
+                n = _don(s.drain_p)
+            finally:
+                di[6] = _SPIN_CHUNK_US
+        rc = 0
+        if n < 0:
+            rc = -n
+            n = di[5]
         while i < n:
             tp, eid, a0, a1, kind = _head(msgs, i * 112)  # 112: _MSG_SIZE
-            ep = _endpoints.get(eid)
-            if ep is None:  # freed meanwhile, or not made by this package
+            try:
+                ep = _endpoints[eid]
+            except KeyError:  # freed meanwhile, or not made by this package
                 p = c_void_p(tp)
                 if _dend(p) == _IN_USE:
                     _end_drained(p)
@@ -1164,8 +1235,6 @@ def _play_drained(s: _ThreadState, n: int) -> None:
                 tok._ptr = tp
                 tok._ep = ep
                 tok._idx = i
-                tok._raw = None
-                tok._replied = False
             try:
                 if kind & 0x30000 == 0x10000:  # nargs 1
                     fn(tok, a0)
@@ -1174,20 +1243,24 @@ def _play_drained(s: _ThreadState, n: int) -> None:
                 else:
                     fn(tok)
             except BaseException as e:  # what a trampoline would do: raised after the call
-                s.pending.append(e)
+                _defer(s, e)
             tok._ptr = None
             if kind >= _KIND_REQUEST and not tok._replied:
                 p = c_void_p(tp)
                 if _dend(p) == _IN_USE:
                     _end_drained(p)
-            # reused unless someone kept it (3: s.spare, this frame's name and the call's
-            # argument): a kept token stays expired for good
-            if _refs(tok) != 3:
-                s.spare = None
             i += 1
+            if i == n:  # the spare token is looked at by the next call, off the round trip
+                break
+            if _refs(tok) != 3:  # reused now unless someone kept it (s.spare, tok, argument)
+                s.spare = None
+            else:
+                tok._raw = None
+                tok._replied = False
     finally:
         s.depth -= 1
         s.count += n  # after the handlers: nothing on the way to the first one
+    return rc
 
 
 def _play_one(s: _ThreadState, ep: "Endpoint", tok: Token, m: Tuple[int, ...]) -> None:
@@ -1220,7 +1293,7 @@ def _play_one(s: _ThreadState, ep: "Endpoint", tok: Token, m: Tuple[int, ...]) -
                 view = ep._long_view(m[2], m[3])
             fn(tok, view, *m[4 : 4 + nargs])
     except BaseException as e:  # what a trampoline would do: raised after the call
-        s.pending.append(e)
+        _defer(s, e)
     finally:
         tok._ptr = None
         if flags == 1 and not tok._replied:
@@ -1482,10 +1555,10 @@ class Endpoint:
         self._owned = owned
         self._callbacks: Dict[int, Any] = {}
         self._functions: Dict[int, Tuple[HandlerFunction, str, int]] = {}
-        # per handler index: how drained messages play it (see _play_drained)
+        # per handler index: how drained messages play it (see _drain_play)
         self._play: List[Optional[Tuple[Any, int, int, str]]] = [None] * 256
         # short handlers of 0..2 arguments, by the drained record's kind: handler |
-        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request) (see _play_drained)
+        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request) (see _drain_play)
         self._quick: Dict[int, HandlerFunction] = {}
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
@@ -1663,7 +1736,7 @@ class Endpoint:
         self._set_play(h, fn, kind, nargs)
 
     def _set_play(self, h: int, fn: HandlerFunction, kind: str, nargs: int) -> None:
-        """How drained messages to handler h play fn (_play_drained)."""
+        """How drained messages to handler h play fn (_drain_play)."""
         self._play[h] = _play_entry(fn, kind, nargs)
         for k in [k for k in self._quick if k & 0xFF == h]:
             del self._quick[k]
@@ -1801,17 +1874,17 @@ class Endpoint:
 
     # -- messages ------------------------------------------------------------------
 
-    def request(self, dest: int, handler: int, *args: int) -> None:
+    def request(self, dest: int, handler: int, a: int = _NO_ARG, /, *args: int) -> None:
         """Short request (``AM_RequestM``) to translation entry ``dest``, handler ``handler``,
-        with 0..16 int arguments.  Polls first (handlers may run) and blocks (polling)
-        while no send credit is free."""
+        with 0..16 int arguments (``a`` is the first: ``request(dest, handler, a, b,
+        ...)``).  Polls first (handlers may run) and blocks (polling) while no send credit
+        is free."""
         hp = self._hp
         # the round trip's path: one int argument (ramp_RequestShort1, no argtypes: every
         # value's range checked here first, so that ctypes passes each as the C int it
         # is, and the handle a pointer argument made once; anything else takes the
         # checked path)
-        if len(args) == 1 and hp is not None:
-            a = args[0]
+        if not args and hp is not None:
             try:
                 # not an int: TypeError here (unhashable, not comparable) or
                 # ctypes.ArgumentError in the call (before C runs); either way the checked
@@ -1828,9 +1901,11 @@ class Endpoint:
             except (TypeError, ctypes.ArgumentError):
                 rc = None
             if rc is not None:
-                if rc or _tls.s.pending:
+                if rc or _pending_any:
                     _after(rc, "AM_Request")
                 return
+        if a is not _NO_ARG:
+            args = (a,) + args
         if hp is None:
             raise RampError("the endpoint is closed")
         if handler.__class__ is not int or not 0 <= handler < MAX_NUM_HANDLERS:
@@ -1913,17 +1988,14 @@ class Endpoint:
         hp = b._hp
         if hp is None:
             raise RampError("the bundle is closed")
-        if until is None or not spin >= _SPIN_CHUNK_US * 1e-6:
+        if until is None or not spin >= _SPIN_CHUNK_S:
             return _wait(b, until, timeout, spin)
         if until():
             return True
         t0 = time.monotonic()
         s = _tls.s
-        if _dwait is not None and not s.depth:
-            rc = _dwait(hp, s.msgs_p, _DRAIN_BATCH, s.ndrained_p, _SPIN_CHUNK_US)
-            n = s.ndrained_view[0]
-            if n:
-                _play_drained(s, n)
+        if _don is not None and not s.depth:
+            rc = _drain_play(s, b)
             if rc or s.pending:
                 _after(rc, "ramp_DrainWait")
             if until():

@@ -32,23 +32,18 @@ def test_poll_drains_and_no_handler_is_called_back_from_c(pair):
     ready(x, y)
     x.request(0, 1, 5, -6)
     drained = []
-    real, real_wait = core._Fast.drain, core._dwait
+    real = core._don  # every drain of polls and waits: ramp_DrainOn
 
-    def counting(real):
-        def call(*a):
-            rc = real(*a)
-            drained.append(core._tls.s.ndrained_view[0])
-            return rc
+    def counting(*a):
+        n = real(*a)  # the count, or minus an error code
+        drained.append(max(n, 0))
+        return n
 
-        return call
-
-    core._Fast.drain = counting(real)
-    if real_wait is not None:  # wait() spins in the library: ramp_DrainWait
-        core._dwait = counting(real_wait)
+    core._don = counting
     try:
         assert b.wait(lambda: calls, timeout=30)
     finally:
-        core._Fast.drain, core._dwait = real, real_wait
+        core._don = real
     assert calls == [(5, -6, 1)]
     assert sum(drained) >= 1, "the message came through ramp_Drain"
 
@@ -237,7 +232,7 @@ def test_drain_wait_checks_its_arguments():
 
 
 def test_a_kept_token_stays_expired_while_later_tokens_are_fresh(pair):
-    # _play_drained reuses the Token object of a handler that kept nothing; a token a
+    # _drain_play reuses the Token object of a handler that kept nothing; a token a
     # handler kept is never reused: it stays expired, and later messages get their own
     b, x, y = pair
     kept = []
@@ -324,3 +319,30 @@ def test_reply_or_end_while_another_thread_holds_the_endpoint(mode):
         pytest.fail("deadlock: the %s did not finish in 90 s" % mode)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "OK"
+
+
+def test_kept_tokens_are_never_reused_within_one_drain(pair):
+    # several messages handed out by one drain: the spare token is looked at between
+    # them (after the last one, by the next drain): one a handler kept is not reused
+    b, x, y = pair
+    kept, got = [], []
+
+    def on_req(tok, n):
+        if n % 2 == 0:
+            kept.append(tok)
+        tok.reply(2, n)
+
+    y.set_handler(1, on_req)
+    x.set_handler(2, lambda tok, n: got.append(n))
+    ready(x, y)
+    for round in range(5):
+        for i in range(8):  # sent before anything polls: drained together
+            x.request(0, 1, round * 8 + i)
+        assert b.wait(lambda: len(got) == (round + 1) * 8, timeout=30)
+    assert sorted(got) == list(range(40))
+    assert len(kept) == 20
+    assert len({id(t) for t in kept}) == 20, "a kept token was handed out again"
+    for tok in kept:
+        assert not tok.valid
+        with pytest.raises(ramp.TokenExpiredError):
+            tok.reply(2, 0)

@@ -219,9 +219,25 @@ def test_the_raw_fast_functions_refuse_what_is_not_theirs():
         n = (ctypes.c_int * 1)()
         msgs = (ctypes.c_char * 112)()
         hp = bb._hp
-        assert core._dwait(hp, ctypes.byref(msgs), -1, ctypes.byref(n), 0) == bad
-        assert core._dwait(hp, None, 1, ctypes.byref(n), 0) == bad
-        assert core._dwait(hp, ctypes.byref(msgs), 1, None, 0) == bad
-        assert core._dwait(None, ctypes.byref(msgs), 1, ctypes.byref(n), 0) == bad
+        dwait = core._Fast.dwait
+        assert dwait(hp, ctypes.byref(msgs), -1, ctypes.byref(n), 0) == bad
+        assert dwait(hp, None, 1, ctypes.byref(n), 0) == bad
+        assert dwait(hp, ctypes.byref(msgs), 1, None, 0) == bad
+        assert dwait(None, ctypes.byref(msgs), 1, ctypes.byref(n), 0) == bad
+        # ramp_DrainOn: the count, or minus the error code
+        d = (ctypes.c_int64 * 4)()
+        di = memoryview(d).cast("B").cast("i")
+        d[0], d[1] = bb._handle, ctypes.addressof(msgs)
+        di[4], di[5], di[6] = 1, -1, 0
+        assert core._don(None) == -bad
+        assert core._don(ctypes.byref(d)) == 0 and di[5] == 0  # nothing there
+        di[6] = -1  # spin_us
+        assert core._don(ctypes.byref(d)) == -bad
+        di[6], di[4] = 0, -1  # max
+        assert core._don(ctypes.byref(d)) == -bad
+        di[4], d[1] = 1, 0  # NULL array
+        assert core._don(ctypes.byref(d)) == -bad
+        d[0], d[1] = 0x7FFF0001, ctypes.addressof(msgs)  # not a bundle
+        assert core._don(ctypes.byref(d)) == -bad
     with pytest.raises(ctypes.ArgumentError):
         core._dreply1(0, 1, 1.5)  # ctypes refuses before C runs

@@ -8,9 +8,9 @@ use std::os::raw::{c_int, c_void};
 
 use super::ramp::message_parts;
 use super::types::{eb_t, ep_t, handler_t};
-use super::{boundary, bundle, endpoint, ep_handle, need};
+use super::{boundary, bundle, endpoint, ep_handle, guard_or, need, report};
 use crate::am::{self, LockWait, Message, Pulled};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, AM_ERR_RESOURCE};
 use crate::wire::{Category, MAX_ARGS};
 
 /// `ramp_msg_t.flags`: the message is a request (its handler may reply unless
@@ -110,36 +110,103 @@ pub unsafe extern "C" fn ramp_DrainWait(
     count: *mut c_int,
     spin_us: c_int,
 ) -> c_int {
-    boundary("ramp_DrainWait", || {
-        need(count)?;
-        // SAFETY: checked non-null; the caller passes a pointer to an int it owns.
-        unsafe { count.write(0) };
-        if max < 0 {
-            return Err(Error::BadArg("max must not be negative"));
-        }
-        if !(0..=1_000_000).contains(&spin_us) {
-            return Err(Error::BadArg(
-                "spin_us must be 0..1000000 (at most a second)",
-            ));
-        }
-        if max > 0 && msgs.is_null() {
-            return Err(Error::BadArg("NULL message array"));
-        }
-        let b = bundle(eb)?;
-        let mut i = 0usize;
-        let spin = spin_us as u64 * crate::time::MICROS;
-        let r = b.drain_wait(max as usize, spin, |p| {
-            // SAFETY: the caller's array holds `max` elements and one drain
-            // hands out at most `max` messages (drain_wait returns after the
-            // first drain that hands out any), so `i < max` here.
-            let m = unsafe { &mut *msgs.add(i) };
-            fill(m, p);
-            i += 1;
-        });
-        // SAFETY: checked non-null above.
-        unsafe { count.write(i as c_int) };
-        r.map(|_| ())
+    // SAFETY: the caller's pointers, as ramp.h documents them.
+    boundary("ramp_DrainWait", || unsafe {
+        drain_wait(eb, msgs, max, count, spin_us)
     })
+}
+
+/// ramp_DrainWait's work (also ramp_DrainOn's).
+///
+/// # Safety
+/// `count` must be NULL or point to an int; `msgs` NULL or hold `max` records.
+unsafe fn drain_wait(
+    eb: eb_t,
+    msgs: *mut ramp_msg_t,
+    max: c_int,
+    count: *mut c_int,
+    spin_us: c_int,
+) -> Result<()> {
+    need(count)?;
+    // SAFETY: checked non-null; the caller passes a pointer to an int it owns.
+    unsafe { count.write(0) };
+    if max < 0 {
+        return Err(Error::BadArg("max must not be negative"));
+    }
+    if !(0..=1_000_000).contains(&spin_us) {
+        return Err(Error::BadArg(
+            "spin_us must be 0..1000000 (at most a second)",
+        ));
+    }
+    if max > 0 && msgs.is_null() {
+        return Err(Error::BadArg("NULL message array"));
+    }
+    let b = bundle(eb)?;
+    let mut i = 0usize;
+    let spin = spin_us as u64 * crate::time::MICROS;
+    let r = b.drain_wait(max as usize, spin, |p| {
+        // SAFETY: the caller's array holds `max` elements and one drain
+        // hands out at most `max` messages (drain_wait returns after the
+        // first drain that hands out any), so `i < max` here.
+        let m = unsafe { &mut *msgs.add(i) };
+        fill(m, p);
+        i += 1;
+    });
+    // SAFETY: checked non-null above.
+    unsafe { count.write(i as c_int) };
+    r.map(|_| ())
+}
+
+/// A drain described once (`ramp_DrainOn`): `ramp_DrainWait`'s arguments in
+/// one struct, for callers through a foreign-function interface, which pay
+/// for each argument they convert and for each value they read back
+/// (CPython's ctypes: about 30 ns each).
+#[repr(C)]
+pub struct ramp_drain_t {
+    pub eb: eb_t,
+    pub msgs: *mut ramp_msg_t,
+    pub max: i32,
+    /// Written by the call: how many messages were handed out.
+    pub count: i32,
+    pub spin_us: i32,
+    /// 0.
+    pub reserved: i32,
+}
+
+/// `ramp_DrainWait(d->eb, d->msgs, d->max, &d->count, d->spin_us)`, which
+/// returns the count (0 or more) when it succeeds, else minus its error
+/// code (the count still in `d->count`).
+#[no_mangle]
+pub unsafe extern "C" fn ramp_DrainOn(d: *mut ramp_drain_t) -> c_int {
+    // a panic: -AM_ERR_RESOURCE, as ramp_DrainWait's AM_ERR_RESOURCE
+    guard_or("ramp_DrainOn", -AM_ERR_RESOURCE, || {
+        // SAFETY: the caller's descriptor, as ramp.h documents it.
+        match unsafe { drain_on(d) } {
+            Ok(n) => n,
+            Err(e) => {
+                report("ramp_DrainOn", &e);
+                -e.code() // AM error codes are positive
+            }
+        }
+    })
+}
+
+/// ramp_DrainOn's work: the count handed out.
+///
+/// # Safety
+/// `d` must be NULL or point to a `ramp_drain_t` whose `msgs` holds `max`
+/// records (or is NULL).
+unsafe fn drain_on(d: *mut ramp_drain_t) -> Result<c_int> {
+    need(d)?;
+    // SAFETY: checked non-null; the caller passes a ramp_drain_t it owns,
+    // which nothing else touches during the call (its count is written
+    // through a pointer derived from it, no reference held meanwhile).
+    let (eb, msgs, max, spin_us) = unsafe { ((*d).eb, (*d).msgs, (*d).max, (*d).spin_us) };
+    // SAFETY: `d` is valid (above), so its count field is a valid int;
+    // msgs and max are the caller's, as for ramp_DrainWait.
+    unsafe { drain_wait(eb, msgs, max, std::ptr::addr_of_mut!((*d).count), spin_us)? };
+    // SAFETY: as above.
+    Ok(unsafe { (*d).count })
 }
 
 #[no_mangle]
@@ -265,5 +332,15 @@ mod tests {
         assert_eq!(std::mem::offset_of!(ramp_msg_t, source_id), 96);
         assert_eq!(std::mem::offset_of!(ramp_msg_t, handler), 108);
         assert_eq!(std::mem::offset_of!(ramp_msg_t, flags), 111);
+    }
+
+    #[test]
+    fn the_drain_descriptor_has_the_documented_layout() {
+        // python/ramp/core.py writes eb at 0 and reads count at 20.
+        assert_eq!(std::mem::size_of::<ramp_drain_t>(), 32);
+        assert_eq!(std::mem::offset_of!(ramp_drain_t, msgs), 8);
+        assert_eq!(std::mem::offset_of!(ramp_drain_t, max), 16);
+        assert_eq!(std::mem::offset_of!(ramp_drain_t, count), 20);
+        assert_eq!(std::mem::offset_of!(ramp_drain_t, spin_us), 24);
     }
 }
