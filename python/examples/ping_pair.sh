@@ -13,7 +13,7 @@
 # C, Python... spreads the machine's load over both.  --python-dir runs the ramp
 # package found in DIR (e.g. an older version, to compare) instead of this tree's.
 # --floor also runs, in each round, c/drain_ping.c (the C library on the Python
-# package's path: ramp_DrainWait, ramp_DrainReply1) and raw_ping.py (those calls from
+# package's path: ramp_DrainOn, ramp_DrainReply1) and raw_ping.py (those calls from
 # Python through ctypes with nothing else: the floor of any ctypes-based layer), and
 # prints their medians and differences to C too.
 set -u
