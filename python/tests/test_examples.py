@@ -97,3 +97,20 @@ def test_ping_pair_with_its_floor():
         r"the package adds [+-][\d.]+ us to the raw floor" % (num, num),
         r.stdout,
     ), describe(r)
+
+
+def test_critical_path_measures_each_span():
+    # python/examples/critical_path.py: the package's hot path with the C calls stubbed;
+    # each span must have been seen (a stub that was never reached would print 0)
+    import subprocess
+
+    r = subprocess.run(
+        [sys.executable, example("critical_path.py"), "--iters", "2000", "--runs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, describe(r)
+    for span in ("client recv", "client send", "server"):
+        m = re.search(r"critical_path: %s +(\d+) ns" % span, r.stdout)
+        assert m and 0 < int(m.group(1)) < 1_000_000, describe(r)
