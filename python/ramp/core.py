@@ -241,25 +241,28 @@ def _handler_count() -> int:
     return _tls.s.count
 
 
-# Exceptions raised by handlers and not yet re-raised, on every thread: the fast paths
-# look at this one global instead of their thread's list (a threading.local attribute
-# costs about 40 ns); when it is not 0 they take _after, which looks at the thread's.
-_pending_any = 0
+# One entry per exception raised by a handler and not yet re-raised, on every thread:
+# the fast paths look at this one global instead of their thread's list (a
+# threading.local attribute costs about 40 ns); when it is not empty they take _after,
+# which looks at the thread's.  A list: its append and pop are atomic under the GIL
+# (a global int's += is not: two threads could lose an increment).
+_pending_any: List[None] = []
 
 
 def _defer(s: "_ThreadState", e: BaseException) -> None:
     """Keeps what a handler raised, for the call that ran it to raise (_after)."""
-    global _pending_any
     s.pending.append(e)
-    _pending_any += 1
+    _pending_any.append(None)
 
 
 def _after(rc: int, function: str, detail: str = "") -> None:
     """Raises what a handler raised during the call, else the call's error code."""
-    global _pending_any
     p = _tls.s.pending
     if p:
-        _pending_any = max(0, _pending_any - 1)
+        try:
+            _pending_any.pop()
+        except IndexError:  # never: one entry per kept exception
+            pass
         raise p.pop(0)
     if rc:
         raise error_for(rc, function, detail)
