@@ -142,7 +142,7 @@ _HANDLER_RANGE = frozenset(range(256))
 
 class _NoArg(int):
     """The default of the first argument of Token.reply and Endpoint.request: none given.
-    That argument is a parameter of its own (positional-only), not the first of *args:
+    That argument is a parameter of its own, not the first of *args:
     the round trip's one-argument call binds it directly, with no tuple made for it.  An
     int outside every argument's range, so that the fast path's range check turns it
     away without an exception; told from a caller's value by identity."""
@@ -585,7 +585,7 @@ class Token:
         _check(_L().AM_GetDestEndpoint(self._p(), byref(h)), "AM_GetDestEndpoint")
         return _endpoints.get(h.value or 0, self._ep)
 
-    def reply(self, handler: int, a: int = _NO_ARG, /, *args: int) -> None:
+    def reply(self, handler: int, a: int = _NO_ARG, *args: int) -> None:
         """Short reply (``AM_ReplyM``) to the requester's handler ``handler`` with 0..16 int
         args (``a`` is the first: ``reply(handler, a, b, ...)``)."""
         # the round trip's path: one int argument to a drained request
@@ -1877,7 +1877,7 @@ class Endpoint:
 
     # -- messages ------------------------------------------------------------------
 
-    def request(self, dest: int, handler: int, a: int = _NO_ARG, /, *args: int) -> None:
+    def request(self, dest: int, handler: int, a: int = _NO_ARG, *args: int) -> None:
         """Short request (``AM_RequestM``) to translation entry ``dest``, handler ``handler``,
         with 0..16 int arguments (``a`` is the first: ``request(dest, handler, a, b,
         ...)``).  Polls first (handlers may run) and blocks (polling) while no send credit
