@@ -673,12 +673,16 @@ def _size_hint(rc: int, nbytes: int, cat: int) -> str:
         return ""
     from .constants import MAX_LONG, MAX_MEDIUM
 
-    limit = MAX_MEDIUM if cat == 1 else MAX_LONG
-    if nbytes > limit:
-        return "payload of %d bytes exceeds the %s limit of %d" % (
-            nbytes,
-            "medium" if cat == 1 else "long",
-            limit,
+    if cat == 1 and nbytes > MAX_MEDIUM:
+        return (
+            "payload of %d bytes exceeds the medium limit of %d: send more with a long "
+            "message (request_long, into the peer's segment) or in pieces of at most "
+            "ramp.MAX_MEDIUM bytes" % (nbytes, MAX_MEDIUM)
+        )
+    if cat == 2 and nbytes > MAX_LONG:
+        return (
+            "payload of %d bytes exceeds the long limit of %d: send it in pieces of at "
+            "most ramp.MAX_LONG bytes" % (nbytes, MAX_LONG)
         )
     return ""
 
