@@ -321,6 +321,14 @@ int AM_Poll(eb_t bundle);
  * poll first and block (polling) for a send credit, except the async long form, which
  * returns AM_ERR_IN_USE instead.  Replies never poll or block and may only be issued
  * from a request handler with its token.  All copy the source before returning.
+ *
+ * Batching: a small request (payload up to 1 KiB) to a peer reached over UDP that still
+ * owes the answer to an earlier request of this endpoint may wait, with up to 31 others,
+ * to leave as one datagram: until the next call that polls or waits on the endpoint
+ * (AM_Poll, AM_WaitSema, a request that polls, a barrier), the bundle's progress
+ * thread's next pass, or the endpoint's release.  A program waits for that earlier
+ * answer in such a call anyway; a lone request (a ping-pong's) leaves at once.
+ * RAMP_REQUEST_BATCH=0 sends every request at once.
  * ---------------------------------------------------------------------------------- */
 
 /* Short request with numargs int arguments. */

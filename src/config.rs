@@ -43,6 +43,9 @@ pub struct Config {
     /// `RAMP_SHM_EXPRESS`: short requests and their replies to a peer
     /// reached by a shared-memory ring go straight into it (`am/express.rs`).
     pub shm_express: bool,
+    /// `RAMP_REQUEST_BATCH`: most requests held back to leave together
+    /// (`am/request.rs`'s `Batch`); 0 or 1: none.
+    pub request_batch: u16,
 }
 
 /// `RAMP_TRANSPORT`: `auto` (default) reaches same-host peers through
@@ -175,6 +178,7 @@ impl Default for Config {
             job_key: None,
             transport: TransportChoice::Auto,
             shm_express: true,
+            request_batch: DEFAULT_REQUEST_BATCH,
         }
     }
 }
@@ -205,6 +209,9 @@ pub const JOB_KEY: &str = "RAMP_JOB_KEY";
 pub const AUTH: &str = "RAMP_AUTH";
 pub const TRANSPORT: &str = "RAMP_TRANSPORT";
 pub const SHM_EXPRESS: &str = "RAMP_SHM_EXPRESS";
+pub const REQUEST_BATCH: &str = "RAMP_REQUEST_BATCH";
+/// Requests in a batch by default: as many as a bundle takes.
+pub const DEFAULT_REQUEST_BATCH: u16 = 32;
 
 const HOUR_US: u64 = 3_600_000_000;
 
@@ -487,6 +494,12 @@ pub const VARIABLES: &[Var] = &[
         aliases: &[],
         meaning: "1 (default): short AM requests and their replies to a peer reached through a shared-memory ring are written straight into the ring, outside the reliable protocol, when the protocol has nothing unacknowledged for that peer (not with a job key's MAC, nor under fault injection); 0: every message goes through the protocol",
         set: |c, v| flag(v).map(|x| c.shm_express = x),
+    },
+    Var {
+        name: REQUEST_BATCH,
+        aliases: &[],
+        meaning: "most small requests sent as one datagram (default 32, at most 32; 0 or 1: none held): a request to a peer reached over UDP that still owes the answer to an earlier request waits until the batch is full or the endpoint's next poll, wait or request, or the progress thread's next pass; a lone request (a ping-pong's) never waits",
+        set: |c, v| int(v, 0, 32).map(|x| c.request_batch = x as u16),
     },
 ];
 

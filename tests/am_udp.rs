@@ -445,6 +445,9 @@ fn a_burst_of_replies_leaves_in_fewer_datagrams_than_packets() {
     );
     let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
     cfg.transport = ramp::config::TransportChoice::Udp;
+    // each request its own datagram, at once (`a_burst_of_requests_...`
+    // tests their batch)
+    cfg.request_batch = 0;
     am::init().unwrap();
     // one bundle each: the replier is polled only when its requests wait
     let b0 = am::allocate_bundle(BundleMode::Seq).unwrap();
@@ -551,4 +554,116 @@ fn a_burst_of_replies_leaves_in_fewer_datagrams_than_packets() {
     assert_eq!(got, want, "each reply once");
     assert!(p >= 16, "{p} packets");
     assert!(d * 4 <= p, "{p} packets in {d} datagrams");
+}
+
+/// Requests held for a batch over real UDP sockets (`am/batch.rs`): in a
+/// burst to a peer each request runs once; a request held behind an unanswered one waits for
+/// the sender's next call without a progress thread, and leaves while the
+/// sender computes with one (woken by the earlier request's answer).
+#[test]
+fn a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_held_one() {
+    use std::sync::atomic::AtomicBool;
+    let _watchdog = common::watchdog(
+        "am_udp::a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_held_one",
+        Duration::from_secs(120),
+    );
+    let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
+    cfg.transport = ramp::config::TransportChoice::Udp;
+    am::init().unwrap();
+    // the target in a bundle of its own, polled by a thread of its own
+    let b0 = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let b1 = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e0 = am::allocate_endpoint_with(b0.id, &cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(b1.id, &cfg).unwrap();
+    for e in [&e0, &e1] {
+        e.set_tag(9);
+        e.map(0, e0.name(), 9).unwrap();
+        e.map(1, e1.name(), 9).unwrap();
+        e.set_expected_resources(2, 64).unwrap();
+    }
+    let ran = Arc::new(AtomicU64::new(0));
+    let r = ran.clone();
+    e1.set_handler(
+        10,
+        handler(move |h| {
+            r.fetch_add(1, Ordering::SeqCst);
+            am::reply(h.token, &Message::short(11, &[h.args[0]])).unwrap();
+        }),
+    );
+    let answered = Arc::new(AtomicU64::new(0));
+    let a = answered.clone();
+    e0.set_handler(
+        11,
+        handler(move |_| {
+            a.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    e0.set_handler(0, handler(|h| panic!("returned: {:?}", h.args)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let target = {
+        let (b1, stop) = (b1.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                b1.poll().unwrap();
+            }
+        })
+    };
+    let wait_until = |what: &str, done: &dyn Fn() -> bool| {
+        let t0 = std::time::Instant::now();
+        while !done() {
+            b0.poll().unwrap();
+            assert!(t0.elapsed().as_secs() < 20, "waiting for {what}");
+        }
+    };
+    // the association
+    e0.request(1, &Message::short(10, &[0]), false).unwrap();
+    wait_until("the first answer", &|| answered.load(Ordering::SeqCst) == 1);
+
+    // a burst of 2,000 requests, in batches (the datagrams are counted
+    // over the in-memory network: `am/batch_tests.rs`): each runs once
+    let before = e1.statistics().requests_received[0];
+    let n = 2000u64;
+    for k in 0..n {
+        e0.request(1, &Message::short(10, &[k as u32]), false)
+            .unwrap();
+    }
+    wait_until("the burst's answers", &|| {
+        answered.load(Ordering::SeqCst) == 1 + n
+    });
+    assert_eq!(e1.statistics().requests_received[0] - before, n);
+    assert_eq!(ran.load(Ordering::SeqCst), 1 + n, "each request ran once");
+
+    // two requests, the target answering at once: the second is held
+    // behind the first; without a progress thread it waits for our next call
+    std::thread::sleep(Duration::from_millis(20));
+    wait_until("quiet", &|| true);
+    let r0 = ran.load(Ordering::SeqCst);
+    e0.request(1, &Message::short(10, &[1]), false).unwrap();
+    e0.request(1, &Message::short(10, &[2]), false).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        r0 + 1,
+        "the second waits for a call"
+    );
+    wait_until("both answers", &|| e0.unanswered_requests() == 0);
+    assert_eq!(ran.load(Ordering::SeqCst), r0 + 2);
+
+    // with the progress thread: it leaves while we compute
+    b0.set_progress_thread(true).unwrap();
+    let r0 = ran.load(Ordering::SeqCst);
+    e0.request(1, &Message::short(10, &[3]), false).unwrap();
+    e0.request(1, &Message::short(10, &[4]), false).unwrap();
+    let t0 = std::time::Instant::now();
+    while ran.load(Ordering::SeqCst) < r0 + 2 {
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "the progress thread did not send the held request"
+        );
+        std::hint::spin_loop();
+    }
+    b0.set_progress_thread(false).unwrap();
+    wait_until("the last answers", &|| e0.unanswered_requests() == 0);
+    stop.store(true, Ordering::SeqCst);
+    target.join().unwrap();
 }

@@ -21,9 +21,13 @@ impl Endpoint {
         self.with(|s| s.has_pending())
     }
 
-    /// The next time the protocol or a transport needs a call.
+    /// The next time the protocol or a transport needs a call; called
+    /// before a sleep, so requests held for a batch leave first.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.with(|s| {
+            if s.batch.held > 0 {
+                s.flush(Instant::now());
+            }
             let a = s.proto.next_timeout();
             let b = s.transports.flush_due(Instant::now());
             match (a, b) {
@@ -130,6 +134,8 @@ impl EpState {
     }
 
     fn transmit(&mut self, now: Instant) {
+        self.batch.held = 0;
+        self.batch.to = None;
         let (transports, verbose) = (&mut self.transports, self.verbose);
         self.proto
             .drain_transmits::<{ crate::net::SEND_BATCH }>(|batch| {

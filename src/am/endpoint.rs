@@ -68,6 +68,17 @@ pub(crate) struct EpState {
     pub(super) secret: [u8; 32],
     /// The express lane over shared-memory rings (`express.rs`).
     pub(super) express: super::express::ExpressState,
+    /// Requests held back to leave together (`request.rs`).
+    pub(super) batch: super::batch::Batch,
+}
+
+impl Drop for EpState {
+    /// Requests held for a batch leave before the endpoint closes.
+    fn drop(&mut self) {
+        if self.batch.held > 0 {
+            self.flush(Instant::now());
+        }
+    }
 }
 
 pub struct Endpoint {
@@ -202,6 +213,10 @@ impl Endpoint {
             txn: super::txn::Txns::new(incarnation),
             secret,
             express,
+            batch: super::batch::Batch {
+                max: cfg.request_batch,
+                ..Default::default()
+            },
         };
         Arc::new(Endpoint {
             id: NEXT_ENDPOINT_ID.fetch_add(1, Ordering::Relaxed),

@@ -9,6 +9,7 @@
 //! | `endpoint.rs` | the endpoint's state; tables, tag, segment, handlers, statistics |
 //! | `message.rs` | `Message`: what a request or reply carries, and its limits |
 //! | `request.rs` | the request path: credits (network depth), waiting for one |
+//! | `batch.rs` | requests held back to leave as one datagram while the peer owes an answer (`batch_tests.rs`) |
 //! | `reply.rs` | replies through a handler's token |
 //! | `loopback.rs` | messages from an endpoint to itself |
 //! | `driver.rs` | the I/O driver: transports <-> protocol, timers, transmit |
@@ -31,6 +32,9 @@
 //! | `txn_id64_tests.rs` | 64-bit transaction ids: a wire id repeated a lap later, trailers out of reach |
 //! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
+mod batch;
+#[cfg(test)]
+mod batch_tests;
 mod bundle;
 mod dispatch;
 mod driver;

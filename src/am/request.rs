@@ -128,10 +128,19 @@ impl Endpoint {
                     .get_mut(dest)
                     .ok_or(Error::BadArg("destination index is not mapped"))?;
                 if e.outstanding < depth || nested {
+                    // an earlier request to this peer still owes its
+                    // answer: this one may wait for a batch (`Batch`)
+                    let busy = e.outstanding > 0;
                     e.outstanding += 1;
                     let tag = e.tag;
                     now = now.max(st.last_pump);
-                    return Ok(st.send_request(now, dest, addr, tag, msg, keep, !nested));
+                    let out = st.send_request(now, dest, addr, tag, msg, keep, !nested);
+                    let held = busy && !nested && !keep && st.hold_request(addr, msg.payload.len());
+                    // (from a handler: with the replies, when its dispatch ends)
+                    if !held && st.dispatch_nesting == 0 {
+                        st.flush(now);
+                    }
+                    return Ok(out);
                 }
             }
             if nonblocking {
@@ -212,10 +221,8 @@ impl EpState {
             super::txn::put_trailer(&mut payload, self.txn.incarnation, id64, floor);
             meta.status = super::txn::TXN_FLAG;
         }
-        self.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
-        // The bookkeeping waits until the datagram is out (off the round
-        // trip's critical path): the reply is taken by a poll, which needs
-        // this endpoint's lock, held until this returns.
+        // (queued: the caller transmits it, at once or with a batch)
+        self.proto.send(now, addr, CHANNEL_REQUEST, meta, payload);
         self.outstanding
             .insert(txn, Outstanding::new(dest, addr, now, meta));
         let c = msg.category.index();

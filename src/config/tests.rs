@@ -188,3 +188,17 @@ fn job_key_and_auth() {
     assert_eq!(off.mac_job_key(), Ok(None));
     *RUNTIME_JOB_KEY.lock() = None;
 }
+
+#[test]
+fn request_batch_is_a_count_up_to_a_bundle() {
+    assert_eq!(cfg(&[]).unwrap().request_batch, DEFAULT_REQUEST_BATCH);
+    assert_eq!(cfg(&[(REQUEST_BATCH, "0")]).unwrap().request_batch, 0);
+    assert_eq!(cfg(&[(REQUEST_BATCH, " 8 ")]).unwrap().request_batch, 8);
+    for bad in ["33", "-1", "65536", "1.5", ""] {
+        let e = cfg(&[(REQUEST_BATCH, bad)]).unwrap_err();
+        assert!(
+            e[0].contains("RAMP_REQUEST_BATCH") && e[0].contains("between 0 and 32"),
+            "{bad}: {e:?}"
+        );
+    }
+}

@@ -99,6 +99,13 @@ impl Transports {
             .unwrap_or(last)
     }
 
+    /// Whether a datagram to `to` leaves on the fallback (UDP): no ring
+    /// reaches it.
+    #[inline]
+    pub fn on_fallback(&self, to: SocketAddr) -> bool {
+        self.route(to) + 1 == self.list.len()
+    }
+
     /// Our pid and ring secret when a ring reaches `to` (`Transport::ring_to`).
     pub fn ring_to(&self, to: SocketAddr) -> Option<(u32, u64)> {
         let i = self.route(to);

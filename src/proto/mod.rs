@@ -620,6 +620,12 @@ impl<A: PeerAddr> Protocol<A> {
         self.out.has_transmits()
     }
 
+    /// How many packets wait to be drained.
+    #[inline]
+    pub fn queued_transmits(&self) -> usize {
+        self.out.queued()
+    }
+
     /// The next event for the layer above. Taking a delivered request frees
     /// its place in the receive buffer.
     pub fn poll_event(&mut self) -> Option<Event<A>> {

@@ -51,7 +51,8 @@ struct Tx<A> {
 /// `SEND_BUNDLE_MAX` packets (a bundle:
 /// their bytes lie back to back in `bytes`, so the datagram is one slice).
 /// A packet gathered around a piece, and a handshake packet, go alone.
-/// Nothing waits for a later drain: only what one flush queued is joined.
+/// The outbox holds nothing back itself: what one drain finds is joined
+/// (the AM layer may let small requests queue up first: `am/batch.rs`).
 pub(super) struct Outbox<A> {
     /// Encoded packets back to back, the next one to go at `head`. Emptied
     /// (keeping its capacity) whenever the last one is taken: no allocation
@@ -143,6 +144,10 @@ impl<A> Outbox<A> {
 
     pub fn has_transmits(&self) -> bool {
         !self.transmits.is_empty()
+    }
+
+    pub fn queued(&self) -> usize {
+        self.transmits.len()
     }
 
     /// The pieces of `t`, whose bytes in `bytes` start at `at`; and where

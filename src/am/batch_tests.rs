@@ -1,0 +1,277 @@
+//! Requests held back for a batch (`batch.rs`), over the in-memory
+//! network, whose datagrams the tests count and open.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{handler, Bundle, BundleMode, Endpoint, Message};
+use crate::config::Config;
+use crate::net::mem::MemNetwork;
+use crate::net::Transports;
+use crate::wire::{decode, packets, Integrity, Packet, CHANNEL_REQUEST};
+
+const TAG: u64 = 0xba7c;
+
+/// Requests (handler number, first argument) in each datagram on `net`,
+/// in the order sent.
+type Seen = Arc<Mutex<Vec<Vec<(u32, u32)>>>>;
+
+fn watch(net: &MemNetwork) -> Seen {
+    let seen: Seen = Default::default();
+    let s = seen.clone();
+    net.hold_if(move |_, d| {
+        let integ = Integrity::default();
+        let reqs: Vec<(u32, u32)> = packets(&integ, d)
+            .filter_map(|p| match p.and_then(|p| decode(&integ, p)) {
+                Ok(Packet::Data { common, meta, .. }) if common.channel == CHANNEL_REQUEST => {
+                    Some((meta.handler as u32, meta.args[0]))
+                }
+                _ => None,
+            })
+            .collect();
+        if !reqs.is_empty() {
+            s.lock().push(reqs);
+        }
+        false
+    });
+    seen
+}
+
+/// e0 (the sender) and e1 (the target) in bundles of their own, so that
+/// polling one does not answer the other; `batch` requests at most a batch.
+/// (sender's bundle, sender, target's bundle, target, handlers run)
+type Apart = (
+    Arc<Bundle>,
+    Arc<Endpoint>,
+    Arc<Bundle>,
+    Arc<Endpoint>,
+    Arc<AtomicU64>,
+);
+
+fn apart(net: &MemNetwork, batch: u16) -> Apart {
+    apart3(net, batch).0
+}
+
+/// `apart`, and a second target e2 (index 2) in e1's bundle, whose
+/// handler 10 only replies.
+fn apart3(net: &MemNetwork, batch: u16) -> (Apart, Arc<Endpoint>) {
+    super::init().unwrap();
+    let mut cfg = Config::from_lookup(|_| None).unwrap();
+    cfg.request_batch = batch;
+    let open = || {
+        let b = super::allocate_bundle(BundleMode::Seq).unwrap();
+        let t = Transports::new(Box::new(net.attach()));
+        let e = super::allocate_endpoint_over(b.id, &cfg, t).unwrap();
+        (b, e)
+    };
+    let ((b0, e0), (b1, e1)) = (open(), open());
+    let e2 = {
+        let t = Transports::new(Box::new(net.attach()));
+        super::allocate_endpoint_over(b1.id, &cfg, t).unwrap()
+    };
+    for e in [&e0, &e1, &e2] {
+        e.set_tag(TAG);
+        e.map(0, e0.name(), TAG).unwrap();
+        e.map(1, e1.name(), TAG).unwrap();
+        e.map(2, e2.name(), TAG).unwrap();
+        // credits for a whole burst: the target is polled only after it
+        e.set_expected_resources(3, 256).unwrap();
+    }
+    e2.set_handler(
+        10,
+        handler(|h| super::reply(h.token, &Message::short(11, &[])).unwrap()),
+    );
+    // the target records the order in which its handler ran
+    let order = Arc::new(AtomicU64::new(0));
+    let o = order.clone();
+    e1.set_handler(
+        10,
+        handler(move |h| {
+            // each request's argument is its place: they must run in order
+            let k = h.args[0] as u64;
+            assert_eq!(o.load(Ordering::SeqCst), k, "request {k} ran out of order");
+            o.store(k + 1, Ordering::SeqCst);
+            super::reply(h.token, &Message::short(11, &[])).unwrap();
+        }),
+    );
+    e0.set_handler(11, handler(|_| {}));
+    // the association first (its handshake needs the target's polls)
+    e1.set_handler(
+        12,
+        handler(|h| super::reply(h.token, &Message::short(11, &[])).unwrap()),
+    );
+    e0.request(1, &Message::short(12, &[]), false).unwrap();
+    poll_both_until(&b0, &b1, "the association", || {
+        e0.unanswered_requests() == 0
+    });
+    ((b0, e0, b1, e1, order), e2)
+}
+
+fn poll_both_until(b0: &Bundle, b1: &Bundle, what: &str, done: impl Fn() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !done() {
+        b0.poll().unwrap();
+        b1.poll().unwrap();
+        assert!(t0.elapsed().as_secs() < 5, "timed out waiting for {what}");
+    }
+}
+
+fn requests_in(seen: &Seen) -> usize {
+    seen.lock().iter().map(Vec::len).sum()
+}
+
+#[test]
+fn a_lone_request_leaves_at_once_and_one_behind_it_waits_for_the_next_poll() {
+    let net = MemNetwork::new();
+    let (b0, e0, b1, _e1, ran) = apart(&net, 32);
+    let seen = watch(&net);
+    e0.request(1, &Message::short(10, &[0]), false).unwrap();
+    assert_eq!(requests_in(&seen), 1, "a lone request must leave at once");
+    // the first is unanswered (nobody polled the target): this one waits
+    e0.request(1, &Message::short(10, &[1]), false).unwrap();
+    e0.request(1, &Message::medium(10, &[2], &[7u8; 100]), false)
+        .unwrap();
+    assert_eq!(
+        requests_in(&seen),
+        1,
+        "requests behind an unanswered one are held"
+    );
+    b0.poll().unwrap();
+    assert_eq!(*seen.lock(), vec![vec![(10, 0)], vec![(10, 1), (10, 2)]]);
+    poll_both_until(&b0, &b1, "three answers", || e0.unanswered_requests() == 0);
+    assert_eq!(ran.load(Ordering::SeqCst), 3);
+}
+
+/// `n` requests in a burst, with batches of `batch`, the target not
+/// polled meanwhile: each leaves once, in order; what left during the
+/// burst went in datagrams of at most `batch` requests, far fewer than
+/// the requests. (Once the target answers, what the protocol's send
+/// window kept back leaves in bundles of its own size.)
+fn burst(batch: u16, n: u32) {
+    let net = MemNetwork::new();
+    let (b0, e0, b1, _e1, ran) = apart(&net, batch);
+    let seen = watch(&net);
+    for k in 0..n {
+        e0.request(1, &Message::short(10, &[k]), false).unwrap();
+    }
+    let during = seen.lock().clone();
+    poll_both_until(&b0, &b1, "every handler", || {
+        ran.load(Ordering::SeqCst) == n as u64
+    });
+    let seen = seen.lock();
+    let sent: Vec<u32> = seen.iter().flatten().map(|r| r.1).collect();
+    assert_eq!(
+        sent,
+        (0..n).collect::<Vec<_>>(),
+        "each request once, in order"
+    );
+    assert!(
+        during.iter().all(|d| d.len() <= batch as usize),
+        "{during:?}"
+    );
+    assert!(seen.iter().all(|d| d.len() <= 32));
+    let reqs: usize = during.iter().map(Vec::len).sum();
+    // the first request of a burst goes alone, the rest queue behind it
+    // (a request polls at most every 20 us, which sends a batch early)
+    assert!(
+        reqs > batch as usize && during.len() < reqs / 2,
+        "batch {batch}: {} datagrams for {reqs} requests",
+        during.len()
+    );
+}
+
+#[test]
+fn a_burst_leaves_in_datagrams_of_at_most_the_batch_every_request_once_in_order() {
+    burst(32, 200);
+}
+
+#[test]
+fn a_smaller_batch_is_kept_to() {
+    burst(8, 100);
+}
+
+#[test]
+fn with_the_batch_off_every_request_has_its_own_datagram() {
+    for batch in [0u16, 1] {
+        let net = MemNetwork::new();
+        let (b0, e0, b1, _e1, ran) = apart(&net, batch);
+        let seen = watch(&net);
+        for k in 0..20 {
+            e0.request(1, &Message::short(10, &[k]), false).unwrap();
+            assert_eq!(requests_in(&seen), k as usize + 1);
+        }
+        poll_both_until(&b0, &b1, "every handler", || {
+            ran.load(Ordering::SeqCst) == 20
+        });
+        assert!(seen.lock().iter().all(|d| d.len() == 1));
+    }
+}
+
+#[test]
+fn held_requests_leave_before_a_sleep_and_when_the_endpoint_closes() {
+    let net = MemNetwork::new();
+    let (b0, e0, b1, e1, ran) = apart(&net, 32);
+    let seen = watch(&net);
+    e0.request(1, &Message::short(10, &[0]), false).unwrap();
+    e0.request(1, &Message::short(10, &[1]), false).unwrap();
+    assert_eq!(requests_in(&seen), 1);
+    // a wait in the kernel (AM_WaitSema's, a credit's, a barrier's)
+    b0.wait_for_activity(0);
+    assert_eq!(
+        requests_in(&seen),
+        2,
+        "a sleep must not keep a request back"
+    );
+
+    e0.request(1, &Message::short(10, &[2]), false).unwrap();
+    e0.request(1, &Message::short(10, &[3]), false).unwrap();
+    assert_eq!(requests_in(&seen), 2);
+    // the program frees the endpoint: what it asked to send still leaves
+    super::free_endpoint(e0.id).unwrap();
+    drop(e0);
+    assert_eq!(
+        requests_in(&seen),
+        4,
+        "a closing endpoint must send what it holds"
+    );
+    poll_both_until(&b1, &b1, "the target's four handlers", || {
+        ran.load(Ordering::SeqCst) == 4
+    });
+    drop((b0, e1));
+}
+
+#[test]
+fn a_request_to_another_peer_or_a_large_one_is_not_held_behind_the_batch() {
+    let net = MemNetwork::new();
+    let ((b0, e0, b1, _e1, ran), _e2) = apart3(&net, 32);
+    // e2's association first
+    e0.request(2, &Message::short(10, &[0]), false).unwrap();
+    poll_both_until(&b0, &b1, "e2's association", || {
+        e0.unanswered_requests() == 0
+    });
+    let seen = watch(&net);
+    e0.request(1, &Message::short(10, &[0]), false).unwrap();
+    e0.request(1, &Message::short(10, &[1]), false).unwrap();
+    assert_eq!(requests_in(&seen), 1);
+    e0.request(2, &Message::short(10, &[100]), false).unwrap();
+    // to e2, which owes nothing: it goes, and the one held for e1 before it
+    assert_eq!(requests_in(&seen), 3);
+    e0.request(2, &Message::short(10, &[101]), false).unwrap();
+    assert_eq!(requests_in(&seen), 3, "e2 owes an answer now: held");
+    e0.request(1, &Message::short(10, &[2]), false).unwrap();
+    assert_eq!(
+        requests_in(&seen),
+        5,
+        "to another peer: the held one goes first"
+    );
+    // a medium request over 1 KiB fills a datagram of its own: not held
+    e0.request(1, &Message::medium(10, &[3], &[1u8; 2000]), false)
+        .unwrap();
+    assert_eq!(requests_in(&seen), 6);
+    let order: Vec<u32> = seen.lock().iter().flatten().map(|r| r.1).collect();
+    assert_eq!(order, [0, 1, 100, 101, 2, 3]);
+    poll_both_until(&b0, &b1, "every answer", || e0.unanswered_requests() == 0);
+    assert_eq!(ran.load(Ordering::SeqCst), 4);
+}
