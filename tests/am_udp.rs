@@ -633,27 +633,37 @@ fn a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_h
     assert_eq!(e1.statistics().requests_received[0] - before, n);
     assert_eq!(ran.load(Ordering::SeqCst), 1 + n, "each request ran once");
 
-    // two requests, the target answering at once: the second is held
-    // behind the first; without a progress thread it waits for our next call
-    std::thread::sleep(Duration::from_millis(20));
-    wait_until("quiet", &|| true);
+    // a slow request (its handler takes 300 ms), then a quick one: the
+    // quick one is held behind the unanswered slow one; without a progress
+    // thread it waits for our next call
+    let slow = Arc::new(AtomicU64::new(0));
+    let sl = slow.clone();
+    e1.set_handler(
+        13,
+        handler(move |h| {
+            std::thread::sleep(Duration::from_millis(300));
+            sl.fetch_add(1, Ordering::SeqCst);
+            am::reply(h.token, &Message::short(11, &[0])).unwrap();
+        }),
+    );
     let r0 = ran.load(Ordering::SeqCst);
+    e0.request(1, &Message::short(13, &[]), false).unwrap();
     e0.request(1, &Message::short(10, &[1]), false).unwrap();
-    e0.request(1, &Message::short(10, &[2]), false).unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(slow.load(Ordering::SeqCst), 1, "the slow one went at once");
     assert_eq!(
         ran.load(Ordering::SeqCst),
-        r0 + 1,
-        "the second waits for a call"
+        r0,
+        "the quick one waits for a call"
     );
     wait_until("both answers", &|| e0.unanswered_requests() == 0);
-    assert_eq!(ran.load(Ordering::SeqCst), r0 + 2);
+    assert_eq!(ran.load(Ordering::SeqCst), r0 + 1);
 
-    // with the progress thread: it leaves while we compute
+    // with the progress thread it leaves while we compute: the slow one's
+    // answer wakes the thread, whose pass sends it
     b0.set_progress_thread(true).unwrap();
-    let r0 = ran.load(Ordering::SeqCst);
-    e0.request(1, &Message::short(10, &[3]), false).unwrap();
-    e0.request(1, &Message::short(10, &[4]), false).unwrap();
+    e0.request(1, &Message::short(13, &[]), false).unwrap();
+    e0.request(1, &Message::short(10, &[2]), false).unwrap();
     let t0 = std::time::Instant::now();
     while ran.load(Ordering::SeqCst) < r0 + 2 {
         assert!(
@@ -662,6 +672,7 @@ fn a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_h
         );
         std::hint::spin_loop();
     }
+    assert_eq!(slow.load(Ordering::SeqCst), 2);
     b0.set_progress_thread(false).unwrap();
     wait_until("the last answers", &|| e0.unanswered_requests() == 0);
     stop.store(true, Ordering::SeqCst);
