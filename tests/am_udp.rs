@@ -569,18 +569,8 @@ fn a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_h
     );
     let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
     cfg.transport = ramp::config::TransportChoice::Udp;
-    am::init().unwrap();
     // the target in a bundle of its own, polled by a thread of its own
-    let b0 = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let b1 = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b0.id, &cfg).unwrap();
-    let e1 = am::allocate_endpoint_with(b1.id, &cfg).unwrap();
-    for e in [&e0, &e1] {
-        e.set_tag(9);
-        e.map(0, e0.name(), 9).unwrap();
-        e.map(1, e1.name(), 9).unwrap();
-        e.set_expected_resources(2, 64).unwrap();
-    }
+    let (b0, e0, b1, e1) = common::two_bundles(&cfg, 9, 64);
     let ran = Arc::new(AtomicU64::new(0));
     let r = ran.clone();
     e1.set_handler(

@@ -73,17 +73,7 @@ fn a_lookup_at_a_gone_peer_fails_instead_of_hanging() {
         Duration::from_secs(60),
     );
     let cfg = Config::from_lookup(|k| (k == "RAMP_PEER_TIMEOUT_MS").then(|| "500".into())).unwrap();
-    am::init().unwrap();
-    let b0 = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let b1 = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b0.id, &cfg).unwrap();
-    let e1 = am::allocate_endpoint_with(b1.id, &cfg).unwrap();
-    for e in [&e0, &e1] {
-        e.set_tag(5);
-        e.map(0, e0.name(), 5).unwrap();
-        e.map(1, e1.name(), 5).unwrap();
-        e.set_expected_resources(2, 4).unwrap();
-    }
+    let (_b0, e0, b1, e1) = common::two_bundles(&cfg, 5, 4);
     e1.set_handler(42, handler(|_| {}));
     e1.set_handler_name(42, b"answer").unwrap();
     // e1 answers from its own thread

@@ -341,3 +341,31 @@ pub fn pattern(n: usize, seed: u32) -> Vec<u8> {
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 ^ seed as u8)
         .collect()
 }
+
+/// Two endpoints over `cfg`, each in a bundle of its own (polling one does
+/// not serve the other), mapped to each other (index 0 is e0, 1 is e1)
+/// under `tag`, with network depth `depth`: (b0, e0, b1, e1).
+pub fn two_bundles(
+    cfg: &ramp::config::Config,
+    tag: u64,
+    depth: i32,
+) -> (
+    std::sync::Arc<ramp::am::Bundle>,
+    std::sync::Arc<ramp::am::Endpoint>,
+    std::sync::Arc<ramp::am::Bundle>,
+    std::sync::Arc<ramp::am::Endpoint>,
+) {
+    use ramp::am::{self, BundleMode};
+    am::init().unwrap();
+    let b0 = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let b1 = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e0 = am::allocate_endpoint_with(b0.id, cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(b1.id, cfg).unwrap();
+    for e in [&e0, &e1] {
+        e.set_tag(tag);
+        e.map(0, e0.name(), tag).unwrap();
+        e.map(1, e1.name(), tag).unwrap();
+        e.set_expected_resources(2, depth).unwrap();
+    }
+    (b0, e0, b1, e1)
+}
