@@ -326,7 +326,7 @@ int AM_Poll(eb_t bundle);
  * owes the answer to an earlier request of this endpoint may wait, with up to 31 others,
  * to leave as one datagram: until the next call that polls or waits on the endpoint
  * (AM_Poll, AM_WaitSema, a request that polls, a barrier), the bundle's progress
- * thread's next pass, or the endpoint's release.  A program waits for that earlier
+ * thread's next pass, the endpoint's release, or the process's exit.  A program waits for that earlier
  * answer in such a call anyway; a lone request (a ping-pong's) leaves at once.
  * RAMP_REQUEST_BATCH=0 sends every request at once.
  * ---------------------------------------------------------------------------------- */

@@ -668,3 +668,101 @@ fn a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_h
     stop.store(true, Ordering::SeqCst);
     target.join().unwrap();
 }
+
+/// The sender of `held_requests_leave_when_the_program_exits` (run by it
+/// as a child process; returns at once otherwise): a round trip, then a
+/// slow request and a quick one held behind it (`am/batch.rs`), then
+/// exit(0) without another call.
+#[test]
+fn child_exits_with_a_held_request() {
+    let Some(parent) = std::env::var_os("RAMP_EXIT_PARENT") else {
+        return;
+    };
+    let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
+    cfg.transport = ramp::config::TransportChoice::Udp;
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    e.set_tag(9);
+    e.map(0, common::parse_name_hex(parent.to_str().unwrap()), 9)
+        .unwrap();
+    e.set_expected_resources(1, 8).unwrap();
+    e.set_handler(11, handler(|_| {}));
+    println!("NAME {}", common::name_hex(&e.name()));
+    let mut go = String::new();
+    std::io::stdin().read_line(&mut go).unwrap();
+    // the association, by a round trip
+    e.request(0, &Message::short(10, &[0]), false).unwrap();
+    while e.unanswered_requests() > 0 {
+        b.poll().unwrap();
+    }
+    e.request(0, &Message::short(13, &[]), false).unwrap();
+    e.request(0, &Message::short(10, &[7]), false).unwrap();
+    std::process::exit(0);
+}
+
+/// A request held for a batch behind an unanswered one still leaves when
+/// the program exits (through exit, without AM_Terminate) right after
+/// sending it: ramp sends what it holds at exit.
+#[test]
+fn held_requests_leave_when_the_program_exits() {
+    if std::env::var_os("RAMP_EXIT_PARENT").is_some() {
+        return;
+    }
+    let _watchdog = common::watchdog(
+        "am_udp::held_requests_leave_when_the_program_exits",
+        Duration::from_secs(120),
+    );
+    let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
+    cfg.transport = ramp::config::TransportChoice::Udp;
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let (mut child, lines, name) = common::spawn_named(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_exits_with_a_held_request",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("RAMP_EXIT_PARENT", common::name_hex(&e.name()))
+            .stdin(std::process::Stdio::piped()),
+    );
+    e.set_tag(9);
+    e.map(1, name, 9).unwrap();
+    e.set_expected_resources(2, 8).unwrap();
+    let quick = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let q = quick.clone();
+    e.set_handler(
+        10,
+        handler(move |h| {
+            q.lock().push(h.args[0]);
+            am::reply(h.token, &Message::short(11, &[])).unwrap();
+        }),
+    );
+    e.set_handler(
+        13,
+        handler(|h| {
+            // slow: the child's next request is held behind this one
+            std::thread::sleep(Duration::from_millis(200));
+            am::reply(h.token, &Message::short(11, &[])).unwrap();
+        }),
+    );
+    // the child is gone by the time these replies would reach it
+    e.set_handler(0, handler(|_| {}));
+    use std::io::Write;
+    writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
+    let t0 = std::time::Instant::now();
+    while quick.lock().len() < 2 {
+        b.poll().unwrap();
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "the held request never came: {:?}",
+            quick.lock()
+        );
+    }
+    assert_eq!(*quick.lock(), [0, 7]);
+    drop(lines);
+    assert!(child.wait().unwrap().success());
+}

@@ -6,7 +6,8 @@
 
 use std::net::SocketAddr;
 
-use super::endpoint::EpState;
+use super::endpoint::{Endpoint, EpState};
+use crate::time::Instant;
 
 /// Requests held back to leave together (Nagle's rule, for requests):
 /// a small request to a peer reached over UDP (not a shared-memory ring)
@@ -52,5 +53,17 @@ impl EpState {
         b.held += 1;
         b.to = Some(to);
         true
+    }
+}
+
+impl Endpoint {
+    /// Sends the requests held for a batch now, unless another thread
+    /// holds the endpoint (or this one, in a handler): at process exit.
+    pub(super) fn send_held(&self) {
+        self.try_with(|s| {
+            if s.batch.held > 0 {
+                s.flush(Instant::now());
+            }
+        });
     }
 }

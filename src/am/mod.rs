@@ -149,7 +149,26 @@ pub fn init() -> Result<()> {
         ));
     }
     REGISTRY.write().init_count += 1;
+    // requests held for a batch (`batch.rs`) leave even when the program
+    // exits without AM_Terminate
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| {
+        crate::sys::at_exit(send_held_requests);
+    });
     Ok(())
+}
+
+/// At process exit: every endpoint's requests held for a batch are sent
+/// (an endpoint another thread holds at that moment is skipped: waiting
+/// for it could hang the exit).
+fn send_held_requests() {
+    let eps: Vec<Arc<Endpoint>> = match REGISTRY.try_read() {
+        Some(r) => r.endpoints.values().cloned().collect(),
+        None => return,
+    };
+    for ep in eps {
+        ep.send_held();
+    }
 }
 
 /// AM_Terminate: the last matching call frees every bundle and endpoint.

@@ -28,7 +28,7 @@ pub(crate) use fdpass::{euid, memfd, recv_with_fd, send_with_fd, size_sealed};
 pub(crate) use ifaddrs::{interface_addresses, IfAddr};
 pub(crate) use mmap::MappedFile;
 pub(crate) use poll::{poll_fds, wait_readable};
-pub(crate) use process::{adopt_inherited_socket, kill};
+pub(crate) use process::{adopt_inherited_socket, at_exit, kill};
 pub(crate) use shm::{pid_alive, SharedMap};
 pub(crate) use shm_region::{OwnedRegion, PeerRegion, MAX_REGION};
 pub(crate) use socket::{BatchReceiver, BatchSender, Gathered};

@@ -10,6 +10,25 @@ pub fn kill(pid: u32, sig: i32) {
     }
 }
 
+/// Runs `f` when the process exits through `exit` (C's, or
+/// `std::process::exit`, or a return from `main`), after earlier
+/// registrations' turn (atexit order); once per process, later calls are
+/// ignored. A panic in `f` is caught: exit goes on.
+pub fn at_exit(f: fn()) -> bool {
+    static HOOK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+    extern "C" fn run_hook() {
+        if let Some(f) = HOOK.get() {
+            let _ = std::panic::catch_unwind(f);
+        }
+    }
+    if HOOK.set(f).is_err() {
+        return false;
+    }
+    // SAFETY: atexit keeps a pointer to a function with static lifetime;
+    // it takes no arguments and unwinds no panic (caught above).
+    unsafe { libc::atexit(run_hook) == 0 }
+}
+
 /// Takes ownership of a stream socket inherited from the launcher (the
 /// PMI-1/PMI-2 `PMI_FD`). Fails unless `fd` is an open socket, and for any
 /// descriptor already adopted, so it can be owned only once. Marks it
