@@ -26,6 +26,9 @@ pub(super) struct Batch {
     pub held: u16,
     /// Their destination: a request to another peer sends them first.
     pub to: Option<SocketAddr>,
+    /// When the first of them was queued: the protocol's timers of what
+    /// was queued since start when they leave (`Protocol::restamp`).
+    pub since: Instant,
 }
 
 /// The largest payload a held request may carry: small requests join
@@ -35,7 +38,7 @@ const HOLD_MAX_PAYLOAD: usize = 1024;
 impl EpState {
     /// Whether the request just queued for `to` (with `len` bytes of
     /// payload) may wait for its batch (`Batch`) instead of being sent now.
-    pub(super) fn hold_request(&mut self, to: SocketAddr, len: usize) -> bool {
+    pub(super) fn hold_request(&mut self, now: Instant, to: SocketAddr, len: usize) -> bool {
         let b = &mut self.batch;
         if len > HOLD_MAX_PAYLOAD || b.held + 1 >= b.max || b.to.is_some_and(|t| t != to) {
             return false;
@@ -50,9 +53,23 @@ impl EpState {
             // is not queued (the window is full): not ours to hold
             return false;
         }
+        if b.held == 0 {
+            b.since = now;
+        }
         b.held += 1;
         b.to = Some(to);
         true
+    }
+
+    /// The held requests are being transmitted: their retransmission and
+    /// probe timers start now, not when they were queued (a request held
+    /// while the program computed is neither resent nor a late answer).
+    pub(super) fn release_batch(&mut self, now: Instant) {
+        if let Some(to) = self.batch.to.take() {
+            self.proto
+                .restamp(&to, crate::wire::CHANNEL_REQUEST, self.batch.since, now);
+        }
+        self.batch.held = 0;
     }
 }
 

@@ -275,3 +275,26 @@ fn a_request_to_another_peer_or_a_large_one_is_not_held_behind_the_batch() {
     poll_both_until(&b0, &b1, "every answer", || e0.unanswered_requests() == 0);
     assert_eq!(ran.load(Ordering::SeqCst), 4);
 }
+
+#[test]
+fn a_request_held_past_its_retransmission_timeout_is_sent_once() {
+    let net = MemNetwork::new();
+    let (b0, e0, b1, _e1, ran) = apart(&net, 32);
+    let seen = watch(&net);
+    e0.request(1, &Message::short(10, &[0]), false).unwrap();
+    e0.request(1, &Message::short(10, &[1]), false).unwrap();
+    assert_eq!(requests_in(&seen), 1);
+    // the program computes for longer than any retransmission timeout
+    // (at most 1 s; here it starts at 20 ms, at least 5 ms)
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let before = e0.statistics().packets_retransmitted;
+    b0.poll().unwrap();
+    // the held request went before its timer was looked at: not a
+    // retransmission of something never sent (the first one, sent and
+    // unanswered for 1 s, is resent: its timer is real)
+    let sent: Vec<u32> = seen.lock().iter().flatten().map(|r| r.1).collect();
+    assert_eq!(sent.iter().filter(|&&k| k == 1).count(), 1, "{sent:?}");
+    assert!(e0.statistics().packets_retransmitted - before <= 1);
+    poll_both_until(&b0, &b1, "both answers", || e0.unanswered_requests() == 0);
+    assert_eq!(ran.load(Ordering::SeqCst), 2);
+}

@@ -52,6 +52,12 @@ impl Endpoint {
 impl EpState {
     /// Receives every waiting datagram, runs due timers, transmits.
     pub(super) fn pump_network(&mut self, now: Instant) -> Result<()> {
+        if self.batch.held > 0 {
+            // requests held for a batch leave first: before their
+            // retransmission timers are looked at (a request held while
+            // the program computed must not be sent twice)
+            self.flush(now);
+        }
         let (proto, rma, outstanding, express, counts) = (
             &mut self.proto,
             &mut self.rma,
@@ -134,8 +140,9 @@ impl EpState {
     }
 
     fn transmit(&mut self, now: Instant) {
-        self.batch.held = 0;
-        self.batch.to = None;
+        if self.batch.held > 0 {
+            self.release_batch(now);
+        }
         let (transports, verbose) = (&mut self.transports, self.verbose);
         self.proto
             .drain_transmits::<{ crate::net::SEND_BATCH }>(|batch| {

@@ -135,7 +135,8 @@ impl Endpoint {
                     let tag = e.tag;
                     now = now.max(st.last_pump);
                     let out = st.send_request(now, dest, addr, tag, msg, keep, !nested);
-                    let held = busy && !nested && !keep && st.hold_request(addr, msg.payload.len());
+                    let held =
+                        busy && !nested && !keep && st.hold_request(now, addr, msg.payload.len());
                     // (from a handler: with the replies, when its dispatch ends)
                     if !held && st.dispatch_nesting == 0 {
                         st.flush(now);

@@ -120,6 +120,18 @@ impl<A: PeerAddr> Protocol<A> {
     /// yet (no sequence number, not sent). A large put waits while its
     /// peer has a backlog (`am/rma.rs`): its chunks are then copied just
     /// before they go, not megabytes ahead.
+    /// What the layer above queued for `to` on `channel` at `since` or
+    /// later leaves only `now`: its timers start now
+    /// (`SendChannel::restamp`). Its timer entry may fire early, finds
+    /// nothing due, and is armed again.
+    pub fn restamp(&mut self, to: &A, channel: u8, since: Instant, now: Instant) {
+        if let Some(&s) = self.slots.get(to) {
+            if let Some(t) = self.peers[s as usize].tx.get_mut(channel as usize) {
+                t.restamp(since, now);
+            }
+        }
+    }
+
     pub fn queued_fragments(&self, to: &A, channel: u8) -> usize {
         self.slots
             .get(to)

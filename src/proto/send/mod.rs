@@ -88,6 +88,24 @@ pub fn seq_diff(a: u32, b: u32) -> i32 {
 }
 
 impl SendChannel {
+    /// The packets first sent at `since` or later, never resent, leave only
+    /// `now` (the layer above held them back: `am/batch.rs`): their send
+    /// times and timers start now, so that a hold is neither a round trip
+    /// nor a reason to resend them.
+    pub fn restamp(&mut self, since: Instant, now: Instant) {
+        for p in self.in_flight.iter_mut().rev() {
+            if p.first_sent < since {
+                break;
+            }
+            if p.retries == 0 && p.first_sent < now {
+                let delay = now.since(p.first_sent);
+                p.first_sent = now;
+                p.last_sent = now;
+                p.deadline = p.deadline.plus(delay);
+            }
+        }
+    }
+
     #[inline]
     pub fn is_idle(&self) -> bool {
         self.in_flight.is_empty() && self.pending.is_empty()
