@@ -11,11 +11,12 @@ use crate::time::Instant;
 
 /// Requests held back to leave together (Nagle's rule, for requests):
 /// a small request to a peer reached over UDP (not a shared-memory ring)
-/// that still owes the answer to an earlier one waits in the send queue until `max` of them are queued (they then leave
-/// as one datagram, a bundle), or the endpoint's next poll, wait, drain or
-/// other request (a request polls when the endpoint was not polled in the
-/// last 20 us), or the progress thread's next pass (woken by that earlier
-/// answer's arrival). The program must call ramp to receive that answer,
+/// that still owes the answer to an earlier one waits in the send queue
+/// until `max` of them are queued (they then leave as one datagram, a
+/// bundle), or the endpoint's next poll, wait, drain or other request (a
+/// request polls when the endpoint was not polled in the last 20 us), or
+/// the progress thread's next pass (woken by that earlier answer's
+/// arrival), or the endpoint's release, or the process's exit. The program must call ramp to receive that answer,
 /// and a lost datagram already waits for such a call to be sent again; a
 /// lone request, a ping-pong's, never waits. `RAMP_REQUEST_BATCH`.
 #[derive(Clone, Copy, Debug, Default)]

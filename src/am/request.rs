@@ -134,14 +134,7 @@ impl Endpoint {
                     e.outstanding += 1;
                     let tag = e.tag;
                     now = now.max(st.last_pump);
-                    let out = st.send_request(now, dest, addr, tag, msg, keep, !nested);
-                    let held =
-                        busy && !nested && !keep && st.hold_request(now, addr, msg.payload.len());
-                    // (from a handler: with the replies, when its dispatch ends)
-                    if !held && st.dispatch_nesting == 0 {
-                        st.flush(now);
-                    }
-                    return Ok(out);
+                    return Ok(st.send_request(now, dest, addr, tag, msg, keep, !nested, busy));
                 }
             }
             if nonblocking {
@@ -184,7 +177,8 @@ impl EpState {
     /// (at `addr`, tagged `tag`) and remembers it until its reply; a
     /// short one as an express record when it can (`express.rs`; not a
     /// kept transaction, and only with `express_ok`: outside handlers,
-    /// whose requests take no credit).
+    /// whose requests take no credit). `busy`: an earlier request to this
+    /// peer is unanswered, so this one may wait for a batch (`batch.rs`).
     #[allow(clippy::too_many_arguments)]
     fn send_request(
         &mut self,
@@ -195,6 +189,7 @@ impl EpState {
         msg: &Message<'_>,
         keep: bool,
         express_ok: bool,
+        busy: bool,
     ) -> Option<u32> {
         let id64 = self.take_txn_id();
         let txn = id64 as u32;
@@ -222,8 +217,17 @@ impl EpState {
             super::txn::put_trailer(&mut payload, self.txn.incarnation, id64, floor);
             meta.status = super::txn::TXN_FLAG;
         }
-        // (queued: the caller transmits it, at once or with a batch)
         self.proto.send(now, addr, CHANNEL_REQUEST, meta, payload);
+        // Out at once, unless it may wait for a batch (`batch.rs`: an
+        // earlier request to this peer is unanswered), or, from a handler,
+        // with the replies when its dispatch ends. The bookkeeping below
+        // waits until the datagram is out (off the round trip's critical
+        // path): the reply is taken by a poll, which needs this endpoint's
+        // lock, held until this returns.
+        let held = busy && express_ok && !keep && self.hold_request(now, addr, msg.payload.len());
+        if !held && self.dispatch_nesting == 0 {
+            self.flush(now);
+        }
         self.outstanding
             .insert(txn, Outstanding::new(dest, addr, now, meta));
         let c = msg.category.index();
