@@ -210,8 +210,11 @@ pub const AUTH: &str = "RAMP_AUTH";
 pub const TRANSPORT: &str = "RAMP_TRANSPORT";
 pub const SHM_EXPRESS: &str = "RAMP_SHM_EXPRESS";
 pub const REQUEST_BATCH: &str = "RAMP_REQUEST_BATCH";
-/// Requests in a batch by default: as many as a bundle takes.
-pub const DEFAULT_REQUEST_BATCH: u16 = 32;
+/// The most requests in a batch: as many packets as the sender joins into
+/// one datagram (`proto/outbox.rs`'s `SEND_BUNDLE_MAX`); also the default.
+pub const MAX_REQUEST_BATCH: u16 = 32;
+pub const DEFAULT_REQUEST_BATCH: u16 = MAX_REQUEST_BATCH;
+const _: () = assert!(MAX_REQUEST_BATCH as usize <= crate::proto::SEND_BUNDLE_MAX);
 
 const HOUR_US: u64 = 3_600_000_000;
 
@@ -499,7 +502,7 @@ pub const VARIABLES: &[Var] = &[
         name: REQUEST_BATCH,
         aliases: &[],
         meaning: "most small requests sent as one datagram (default 32, at most 32; 0 or 1: none held): a request to a peer reached over UDP that still owes the answer to an earlier request waits until the batch is full or the endpoint's next poll, wait or request, or the progress thread's next pass; a lone request (a ping-pong's) never waits",
-        set: |c, v| int(v, 0, 32).map(|x| c.request_batch = x as u16),
+        set: |c, v| int(v, 0, MAX_REQUEST_BATCH as u64).map(|x| c.request_batch = x as u16),
     },
 ];
 

@@ -318,22 +318,62 @@ fn ping_pong_acks_ride_on_the_messages() {
     );
 }
 
-/// The replier of `ping_pong_between_processes_acks_ride_on_the_messages`
-/// (run by it as a child process; returns at once otherwise).
-#[test]
-fn child_replier() {
-    let Some(parent) = std::env::var_os("RAMP_ACKS_PARENT") else {
-        return;
-    };
+/// A UDP-only endpoint in a bundle of its own, with tag 9 (a parent's or
+/// a child's end of the two-process tests below).
+fn udp_endpoint() -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
     let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
     cfg.transport = ramp::config::TransportChoice::Udp;
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
     let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
     e.set_tag(9);
+    (b, e)
+}
+
+/// The child's end: `udp_endpoint` with its parent (whose name, in hex, is
+/// in `parent_var`) at index 0 and `depth` credits; None when this process
+/// is not that child.
+fn udp_child(parent_var: &str, depth: i32) -> Option<(Arc<am::Bundle>, Arc<am::Endpoint>)> {
+    let parent = std::env::var_os(parent_var)?;
+    let (b, e) = udp_endpoint();
     e.map(0, common::parse_name_hex(parent.to_str().unwrap()), 9)
         .unwrap();
-    e.set_expected_resources(1, 4).unwrap();
+    e.set_expected_resources(1, depth).unwrap();
+    Some((b, e))
+}
+
+/// The parent's end: `udp_endpoint`, and this test binary started again
+/// as the child running test `child` (told our name in `parent_var`, its
+/// standard input piped), mapped at index 1, `depth` credits.
+fn udp_parent(
+    child: &str,
+    parent_var: &str,
+    depth: i32,
+) -> (
+    Arc<am::Bundle>,
+    Arc<am::Endpoint>,
+    std::process::Child,
+    common::ChildLines,
+) {
+    let (b, e) = udp_endpoint();
+    let (proc, lines, name) = common::spawn_named(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", child, "--nocapture", "--test-threads=1"])
+            .env(parent_var, common::name_hex(&e.name()))
+            .stdin(std::process::Stdio::piped()),
+    );
+    e.map(1, name, 9).unwrap();
+    e.set_expected_resources(2, depth).unwrap();
+    (b, e, proc, lines)
+}
+
+/// The replier of `ping_pong_between_processes_acks_ride_on_the_messages`
+/// (run by it as a child process; returns at once otherwise).
+#[test]
+fn child_replier() {
+    let Some((b, e)) = udp_child("RAMP_ACKS_PARENT", 4) else {
+        return;
+    };
     e.set_handler(
         10,
         handler(|h| am::reply(h.token, &Message::short(11, &[])).unwrap()),
@@ -361,25 +401,7 @@ fn ping_pong_between_processes_acks_ride_on_the_messages() {
         "am_udp::ping_pong_between_processes_acks_ride_on_the_messages",
         Duration::from_secs(120),
     );
-    let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
-    cfg.transport = ramp::config::TransportChoice::Udp;
-    am::init().unwrap();
-    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
-    let (mut child, mut lines, name) = common::spawn_named(
-        std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "child_replier",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("RAMP_ACKS_PARENT", common::name_hex(&e.name()))
-            .stdin(std::process::Stdio::piped()),
-    );
-    e.set_tag(9);
-    e.map(1, name, 9).unwrap();
-    e.set_expected_resources(2, 4).unwrap();
+    let (b, e, mut child, mut lines) = udp_parent("child_replier", "RAMP_ACKS_PARENT", 4);
     let replies = Arc::new(AtomicU64::new(0));
     let r = replies.clone();
     e.set_handler(
@@ -675,18 +697,9 @@ fn a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_h
 /// exit(0) without another call.
 #[test]
 fn child_exits_with_a_held_request() {
-    let Some(parent) = std::env::var_os("RAMP_EXIT_PARENT") else {
+    let Some((b, e)) = udp_child("RAMP_EXIT_PARENT", 8) else {
         return;
     };
-    let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
-    cfg.transport = ramp::config::TransportChoice::Udp;
-    am::init().unwrap();
-    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
-    e.set_tag(9);
-    e.map(0, common::parse_name_hex(parent.to_str().unwrap()), 9)
-        .unwrap();
-    e.set_expected_resources(1, 8).unwrap();
     e.set_handler(11, handler(|_| {}));
     println!("NAME {}", common::name_hex(&e.name()));
     let mut go = String::new();
@@ -713,25 +726,8 @@ fn held_requests_leave_when_the_program_exits() {
         "am_udp::held_requests_leave_when_the_program_exits",
         Duration::from_secs(120),
     );
-    let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
-    cfg.transport = ramp::config::TransportChoice::Udp;
-    am::init().unwrap();
-    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
-    let (mut child, lines, name) = common::spawn_named(
-        std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "child_exits_with_a_held_request",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("RAMP_EXIT_PARENT", common::name_hex(&e.name()))
-            .stdin(std::process::Stdio::piped()),
-    );
-    e.set_tag(9);
-    e.map(1, name, 9).unwrap();
-    e.set_expected_resources(2, 8).unwrap();
+    let (b, e, mut child, lines) =
+        udp_parent("child_exits_with_a_held_request", "RAMP_EXIT_PARENT", 8);
     let quick = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let q = quick.clone();
     e.set_handler(

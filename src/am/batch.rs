@@ -62,6 +62,15 @@ impl EpState {
         true
     }
 
+    /// Sends the requests held for a batch now, if any (before a pump
+    /// looks at timers, before a sleep, when the endpoint closes).
+    #[inline]
+    pub(super) fn send_held(&mut self, now: Instant) {
+        if self.batch.held > 0 {
+            self.flush(now);
+        }
+    }
+
     /// The held requests are being transmitted: their retransmission and
     /// probe timers start now, not when they were queued (a request held
     /// while the program computed is neither resent nor a late answer).
@@ -75,13 +84,9 @@ impl EpState {
 }
 
 impl Endpoint {
-    /// Sends the requests held for a batch now, unless another thread
-    /// holds the endpoint (or this one, in a handler): at process exit.
-    pub(super) fn send_held(&self) {
-        self.try_with(|s| {
-            if s.batch.held > 0 {
-                s.flush(Instant::now());
-            }
-        });
+    /// At process exit: sends the requests held for a batch, unless
+    /// another thread holds the endpoint (waiting could hang the exit).
+    pub(super) fn send_held_at_exit(&self) {
+        self.try_with(|s| s.send_held(Instant::now()));
     }
 }

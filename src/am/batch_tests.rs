@@ -109,6 +109,17 @@ fn apart3(net: &MemNetwork, batch: u16) -> (Apart, Arc<Endpoint>) {
     ((b0, e0, b1, e1, order), e2)
 }
 
+/// `apart` with batches of 32 and `watch`, then two short requests (handler
+/// 10, arguments 0 and 1): the first leaves, the second is held behind it.
+fn one_held(net: &MemNetwork) -> (Apart, Seen) {
+    let (b0, e0, b1, e1, ran) = apart(net, 32);
+    let seen = watch(net);
+    e0.request(1, &Message::short(10, &[0]), false).unwrap();
+    e0.request(1, &Message::short(10, &[1]), false).unwrap();
+    assert_eq!(requests_in(&seen), 1, "the second must be held");
+    ((b0, e0, b1, e1, ran), seen)
+}
+
 fn poll_both_until(b0: &Bundle, b1: &Bundle, what: &str, done: impl Fn() -> bool) {
     let t0 = std::time::Instant::now();
     while !done() {
@@ -212,11 +223,7 @@ fn with_the_batch_off_every_request_has_its_own_datagram() {
 #[test]
 fn held_requests_leave_before_a_sleep_and_when_the_endpoint_closes() {
     let net = MemNetwork::new();
-    let (b0, e0, b1, e1, ran) = apart(&net, 32);
-    let seen = watch(&net);
-    e0.request(1, &Message::short(10, &[0]), false).unwrap();
-    e0.request(1, &Message::short(10, &[1]), false).unwrap();
-    assert_eq!(requests_in(&seen), 1);
+    let ((b0, e0, b1, e1, ran), seen) = one_held(&net);
     // a wait in the kernel (AM_WaitSema's, a credit's, a barrier's)
     b0.wait_for_activity(0);
     assert_eq!(
@@ -279,11 +286,7 @@ fn a_request_to_another_peer_or_a_large_one_is_not_held_behind_the_batch() {
 #[test]
 fn a_request_held_past_its_retransmission_timeout_is_sent_once() {
     let net = MemNetwork::new();
-    let (b0, e0, b1, _e1, ran) = apart(&net, 32);
-    let seen = watch(&net);
-    e0.request(1, &Message::short(10, &[0]), false).unwrap();
-    e0.request(1, &Message::short(10, &[1]), false).unwrap();
-    assert_eq!(requests_in(&seen), 1);
+    let ((b0, e0, b1, _e1, ran), seen) = one_held(&net);
     // the program computes for longer than any retransmission timeout
     // (at most 1 s; here it starts at 20 ms, at least 5 ms)
     std::thread::sleep(std::time::Duration::from_millis(1100));

@@ -130,7 +130,7 @@ impl Bundle {
     pub fn wait_for_activity_with(&self, extra: Option<std::os::fd::RawFd>, max_ms: u64) {
         let eps = self.endpoints();
         let ready: Vec<&Arc<Endpoint>> = eps.iter().filter(|e| e.is_ready()).collect();
-        let deadline = ready.iter().filter_map(|e| e.next_deadline()).min();
+        let deadline = ready.iter().filter_map(|e| e.before_sleep()).min();
         let mut fds: Vec<_> = ready.iter().flat_map(|e| e.fds()).collect();
         fds.extend(extra);
         let timeout_ms = match deadline {

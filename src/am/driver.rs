@@ -21,13 +21,12 @@ impl Endpoint {
         self.with(|s| s.has_pending())
     }
 
-    /// The next time the protocol or a transport needs a call; called
-    /// before a sleep, so requests held for a batch leave first.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    /// Before a sleep in the kernel: sends the requests held for a batch
+    /// (`batch.rs`), and tells the next time the protocol or a transport
+    /// needs a call.
+    pub(crate) fn before_sleep(&self) -> Option<Instant> {
         self.with(|s| {
-            if s.batch.held > 0 {
-                s.flush(Instant::now());
-            }
+            s.send_held(Instant::now());
             let a = s.proto.next_timeout();
             let b = s.transports.flush_due(Instant::now());
             match (a, b) {
@@ -52,12 +51,10 @@ impl Endpoint {
 impl EpState {
     /// Receives every waiting datagram, runs due timers, transmits.
     pub(super) fn pump_network(&mut self, now: Instant) -> Result<()> {
-        if self.batch.held > 0 {
-            // requests held for a batch leave first: before their
-            // retransmission timers are looked at (a request held while
-            // the program computed must not be sent twice)
-            self.flush(now);
-        }
+        // requests held for a batch leave first, before their timers are
+        // looked at (a request held while the program computed must not
+        // be sent twice)
+        self.send_held(now);
         let (proto, rma, outstanding, express, counts) = (
             &mut self.proto,
             &mut self.rma,

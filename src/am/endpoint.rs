@@ -75,9 +75,7 @@ pub(crate) struct EpState {
 impl Drop for EpState {
     /// Requests held for a batch leave before the endpoint closes.
     fn drop(&mut self) {
-        if self.batch.held > 0 {
-            self.flush(Instant::now());
-        }
+        self.send_held(Instant::now());
     }
 }
 

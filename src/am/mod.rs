@@ -167,7 +167,7 @@ fn send_held_requests() {
         None => return,
     };
     for ep in eps {
-        ep.send_held();
+        ep.send_held_at_exit();
     }
 }
 

@@ -94,6 +94,7 @@ use crate::time::Instant;
 use crate::wire::{self, MsgMeta, Packet, COOKIE_LEN, NUM_CHANNELS};
 use assoc::{AssocState, ClosedTags, Secrets, TokenBucket};
 use outbox::Outbox;
+pub(crate) use outbox::SEND_BUNDLE_MAX;
 use peer::{Ctx, Peer};
 use recv::InFrag;
 use send::{push_fragments, MsgRef, OutMsg, SpareMsgs};

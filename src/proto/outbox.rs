@@ -13,7 +13,7 @@ use crate::stats::Statistics;
 /// on 2 cores, alternated with the unbundled build: 32 a datagram
 /// 90,000 -> 103,000 req/s, 16: 89,500 -> 100,700, 8: 75,000 -> 86,000,
 /// but 64: 86,000 -> 65,000 (cause not found).
-pub(super) const SEND_BUNDLE_MAX: usize = 32;
+pub(crate) const SEND_BUNDLE_MAX: usize = 32;
 const _: () = assert!(SEND_BUNDLE_MAX <= crate::wire::MAX_BUNDLE);
 
 /// A fragment's payload sent from the message that holds it (the datagram
