@@ -45,7 +45,14 @@ impl Endpoint {
     /// max(10, depth) waiting messages.
     pub fn poll(self: &Arc<Self>) -> Result<()> {
         let g = self.state.lock();
+        // (read before the rings are looked at: while nothing has come,
+        // not after, on the way from an arrival to its handler)
         let now = Instant::now();
+        // express records at the rings' heads, straight to their handlers
+        // (`express_poll.rs`)
+        if self.poll_express(&g, now) {
+            return Ok(());
+        }
         let limit = {
             let mut st = g.borrow_mut();
             let Some(depth) = st.depth else {
@@ -62,41 +69,51 @@ impl Endpoint {
     }
 
     fn dispatch(self: &Arc<Self>, g: &Guard<'_>, limit: usize, now: Instant) -> Result<()> {
+        self.dispatch_from(g, limit, now, |st| st.next_event(now).map(Some));
+        Ok(())
+    }
+
+    /// Runs the handlers of up to `limit` events that `next` takes (None:
+    /// no more; Some(None): one that runs nothing), then sends what they
+    /// queued. Handlers run as nested in a dispatch.
+    pub(super) fn dispatch_from(
+        self: &Arc<Self>,
+        g: &Guard<'_>,
+        limit: usize,
+        now: Instant,
+        mut next: impl FnMut(&mut EpState) -> Option<Option<Event<SocketAddr>>>,
+    ) {
         g.borrow_mut().dispatch_nesting += 1;
         for _ in 0..limit {
-            // (the event and the work stay where they were returned: moved
-            // out of their Options, each was copied once more)
-            let mut work = {
+            let work = {
                 let mut st = g.borrow_mut();
-                let ev = st.next_event(now);
-                if ev.is_none() {
+                let Some(ev) = next(&mut st) else {
                     break;
-                }
+                };
                 st.prepare(self, ev, now)
             };
-            if let Some(w) = work.as_mut() {
+            if let Some(w) = work {
                 self.run(g, w, now);
             }
         }
         let mut st = g.borrow_mut();
         st.dispatch_nesting -= 1;
         st.flush(now);
-        Ok(())
     }
 
-    /// Runs one handler with a live token; sends the automatic reply when a
-    /// request handler did not reply. (`w` by reference: it is not moved,
-    /// its medium payload is taken.)
-    pub(super) fn run(self: &Arc<Self>, g: &Guard<'_>, w: &mut Work, now: Instant) {
-        let data = std::mem::replace(&mut w.data, WorkData::None);
+    /// Runs one handler with a live token (`w.info`, moved into the live
+    /// list); sends the automatic reply when a request handler did not
+    /// reply.
+    pub(super) fn run(self: &Arc<Self>, g: &Guard<'_>, w: Work, now: Instant) {
         let Work {
-            ref f,
-            ref info,
+            f,
+            info,
+            data,
             auto_reply_to,
-            ..
-        } = *w;
-        let live = LiveToken::push(info);
+        } = w;
         let (txn, express, nargs) = (info.txn, info.express, info.nargs as usize);
+        let args = info.args;
+        let live = LiveToken::push(info);
         let id = live.id();
         let mut medium = Vec::new();
         let data = match data {
@@ -110,7 +127,7 @@ impl Endpoint {
         };
         let mut ha = HandlerArgs {
             token: id,
-            args: &info.args[..nargs],
+            args: &args[..nargs],
             data,
         };
         match f {

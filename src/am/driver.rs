@@ -98,6 +98,9 @@ impl EpState {
             }
         }
         self.last_pump = now;
+        self.express.fast_streak = 0;
+        self.express.quick_polls = 0;
+        self.express.full_at = now;
         self.transports.flush_due(now);
         // refused express requests, lost rings' express requests
         self.express_after_receive(now);

@@ -78,6 +78,9 @@ pub struct ExpressStats {
     pub refused: u64,
     /// Requests returned because their peer's ring was dropped.
     pub lost: u64,
+    /// Records taken by the fast poll (`express_poll.rs`), straight from
+    /// their ring to their handler; the others went through the full one.
+    pub fast: u64,
 }
 
 /// The lane's state in an endpoint.
@@ -87,7 +90,13 @@ pub(super) struct ExpressState {
     pub(super) send: bool,
     pub(super) stats: ExpressStats,
     /// Requests refused on arrival, returned after the receive.
-    refused: Vec<(SocketAddr, MsgMeta)>,
+    pub(super) refused: Vec<(SocketAddr, MsgMeta)>,
+    /// Polls in a row that the fast poll ended (`express_poll.rs`); a
+    /// full one resets it.
+    pub(super) fast_streak: u32,
+    /// Empty fast polls since the last full one, and when that was.
+    pub(super) quick_polls: u32,
+    pub(super) full_at: Instant,
 }
 
 impl ExpressState {
@@ -109,12 +118,38 @@ impl ExpressState {
         from: SocketAddr,
         rec: &[u8],
     ) {
+        let Some((channel, meta)) = self.check(outstanding, counts, from, rec) else {
+            return;
+        };
+        if channel == CHANNEL_REQUEST {
+            if deliver(proto, rma, from, channel, meta, QUEUE) {
+                self.stats.requests_received += 1;
+            } else {
+                self.stats.refused += 1;
+                self.refused.push((from, meta));
+            }
+        } else {
+            deliver(proto, rma, from, channel, meta, usize::MAX);
+        }
+    }
+
+    /// An express record `rec` read from the ring `from` writes, checked:
+    /// the channel it goes on and its header (a request not yet counted:
+    /// the caller takes or refuses it), or None: dropped and counted
+    /// (malformed, or an answer to nothing of ours).
+    pub(super) fn check(
+        &mut self,
+        outstanding: &mut super::txn_map::TxnMap<Outstanding>,
+        counts: &mut Statistics,
+        from: SocketAddr,
+        rec: &[u8],
+    ) -> Option<(u8, MsgMeta)> {
         // counted as the protocol counts its datagrams
         counts.packets_received += 1;
         let Some(x) = Express::decode(rec) else {
             self.stats.dropped += 1;
             counts.corrupt_dropped += 1;
-            return;
+            return None;
         };
         let kind = match x.kind {
             ExpressKind::AutoReply => MsgKind::AutoReply,
@@ -136,23 +171,18 @@ impl ExpressState {
             placed: None,
         };
         if x.kind == ExpressKind::Request {
-            if deliver(proto, rma, from, CHANNEL_REQUEST, meta, QUEUE) {
-                self.stats.requests_received += 1;
-            } else {
-                self.stats.refused += 1;
-                self.refused.push((from, meta));
-            }
-            return;
+            return Some((CHANNEL_REQUEST, meta));
         }
         match outstanding.get_mut(&x.txn) {
             Some(o) if o.addr == from && o.express && !o.answered => {
                 o.answered = true;
-                deliver(proto, rma, from, CHANNEL_REPLY, meta, usize::MAX);
                 self.stats.replies_received += 1;
+                Some((CHANNEL_REPLY, meta))
             }
             _ => {
                 self.stats.dropped += 1;
                 counts.stale_dropped += 1;
+                None
             }
         }
     }

@@ -12,16 +12,16 @@ use crate::am::{handler, Bundle, BundleMode, Endpoint, Message};
 use crate::config::{Config, TransportChoice};
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
 
-const TAG: u64 = 0xe59;
+pub(super) const TAG: u64 = 0xe59;
 
-fn endpoint(b: &Bundle) -> Arc<Endpoint> {
+pub(super) fn endpoint(b: &Bundle) -> Arc<Endpoint> {
     let mut cfg = Config::from_lookup(|_| None).unwrap();
     cfg.transport = TransportChoice::Shm;
     let tr = crate::net::open(&cfg).unwrap();
     crate::am::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
 }
 
-fn record(kind: ExpressKind, handler: u8, args: &[u32], txn: u32, tag: u64) -> Vec<u8> {
+pub(super) fn record(kind: ExpressKind, handler: u8, args: &[u32], txn: u32, tag: u64) -> Vec<u8> {
     let mut a = [0u32; MAX_ARGS];
     a[..args.len()].copy_from_slice(args);
     let mut buf = [0u8; MAX_LEN];
@@ -38,22 +38,27 @@ fn record(kind: ExpressKind, handler: u8, args: &[u32], txn: u32, tag: u64) -> V
 }
 
 /// Writes `rec` into `from`'s ring to `to` as it is.
-fn inject(from: &Endpoint, to: SocketAddr, rec: &[u8]) -> bool {
+pub(super) fn inject(from: &Endpoint, to: SocketAddr, rec: &[u8]) -> bool {
     from.with(|s| s.transports.express_send(to, rec))
 }
 
-struct Pair {
-    b: Arc<Bundle>,
+pub(super) struct Pair {
+    pub(super) b: Arc<Bundle>,
     /// sends requests (index 1: `target`)
-    friend: Arc<Endpoint>,
+    pub(super) friend: Arc<Endpoint>,
     /// handler 10 replies with handler 11 and the sum of its arguments
-    target: Arc<Endpoint>,
-    ran: Arc<AtomicU64>,
-    replies: Arc<AtomicU64>,
-    returned: Arc<AtomicU64>,
+    pub(super) target: Arc<Endpoint>,
+    pub(super) ran: Arc<AtomicU64>,
+    pub(super) replies: Arc<AtomicU64>,
+    pub(super) returned: Arc<AtomicU64>,
 }
 
-fn pair() -> Pair {
+pub(super) fn pair() -> Pair {
+    pair_with(&[])
+}
+
+/// `pair`, the target also mapping `more` (at indexes 2 on).
+pub(super) fn pair_with(more: &[crate::am::EndpointName]) -> Pair {
     crate::am::init().unwrap();
     let b = crate::am::allocate_bundle(BundleMode::Seq).unwrap();
     let target = endpoint(&b);
@@ -63,6 +68,11 @@ fn pair() -> Pair {
         e.set_tag(TAG);
         e.map(0, target.name(), TAG).unwrap();
         e.map(1, friend.name(), TAG).unwrap();
+    }
+    for (i, &m) in more.iter().enumerate() {
+        target.map(2 + i as i64, m, TAG).unwrap();
+    }
+    for e in [&target, &friend] {
         e.set_expected_resources(2, 8).unwrap();
     }
     let r: Arc<AtomicU64> = Arc::clone(&ran);
@@ -111,7 +121,7 @@ fn pair() -> Pair {
 
 impl Pair {
     /// Polls until nothing is unanswered.
-    fn settle(&self) {
+    pub(super) fn settle(&self) {
         let t0 = std::time::Instant::now();
         while self.friend.unanswered_requests() > 0 {
             self.b.poll().unwrap();

@@ -40,6 +40,7 @@ mod dispatch;
 mod driver;
 mod endpoint;
 mod express;
+mod express_poll;
 #[cfg(test)]
 mod express_tests;
 mod handler;

@@ -50,6 +50,21 @@ pub struct Express {
     pub tag: u64,
 }
 
+/// What a look at the rings' heads for an express record found
+/// (`Transport::express_take`, the express lane's fast poll).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpressTake {
+    /// Nothing waits at any ring's head.
+    Nothing,
+    /// Something else waits first (a protocol datagram, a slot not yet
+    /// looked at, a record of an unproven slot, or no ring at all): the
+    /// full receive takes it.
+    Other,
+    /// An express record, now copied into the caller's buffer and taken
+    /// from its ring: its length and its writer.
+    Record(usize, std::net::SocketAddr),
+}
+
 /// Whether `d` claims to be an express record (a transport that is not a
 /// ring drops such datagrams: only a ring may carry one).
 #[inline]

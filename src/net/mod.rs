@@ -197,6 +197,13 @@ pub trait Transport: Send {
     fn express_send_unproven(&mut self, _to: SocketAddr, _rec: &[u8]) -> bool {
         false
     }
+    /// Shared memory: takes the express record at the head of a ring, if
+    /// one is the next thing there, into `buf` (the express lane's fast
+    /// poll, `am/express_poll.rs`); anything else stays for `recv_batch`.
+    /// Other transports: `Other` (the full receive is the only way).
+    fn express_take(&mut self, _buf: &mut [u8; express::MAX_LEN]) -> express::ExpressTake {
+        express::ExpressTake::Other
+    }
     /// Shared memory: a peer whose ring was dropped (its endpoint closed or
     /// its process died, or it freed our slot) since the last call: what
     /// express records we wrote to it will never be answered.

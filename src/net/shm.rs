@@ -432,6 +432,13 @@ impl Transport for ShmTransport {
         self.tx.get_mut().dropped.pop()
     }
 
+    fn express_take(
+        &mut self,
+        buf: &mut [u8; crate::net::express::MAX_LEN],
+    ) -> crate::net::express::ExpressTake {
+        self.take_express(buf)
+    }
+
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
         let sleep = self.map.u32_at(H_SLEEP);
         if sleep.load(Relaxed) != 0 {

@@ -9,6 +9,7 @@ use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
 use std::sync::atomic::{fence, Ordering::*};
 
 use super::*;
+use crate::net::express::{is_express, ExpressTake, MAX_LEN};
 
 /// What the receiver knows of one slot.
 #[derive(Clone, Copy, Default)]
@@ -122,15 +123,8 @@ impl ShmTransport {
         while n < budget {
             // `head` is ours, a multiple of REC_ALIGN: the word is in bounds
             let pos = (head % RING as u64) as usize;
-            // the line after the word's too, in the same look: a short
-            // datagram (72 bytes and the word) spans two lines, and
-            // two loads that miss together cost one transfer, not two
-            std::hint::black_box(
-                self.map
-                    .u32_at(ring + (pos + REC_ALIGN) % RING)
-                    .load(Relaxed),
-            );
-            let word = self.map.u32_at(ring + pos).load(Acquire);
+            // (a short datagram, 72 bytes and the word, spans two lines)
+            let word = self.word_at(ring, pos);
             if word == 0 {
                 empty = true;
                 break;
@@ -167,6 +161,81 @@ impl ShmTransport {
             self.map.u64_at(s + S_HEAD).store(head, Release);
         }
         n
+    }
+
+    /// The record word at `pos` of the ring at `ring`, and the line after
+    /// it in the same look: two loads that miss together cost one
+    /// transfer, not two.
+    #[inline]
+    fn word_at(&self, ring: usize, pos: usize) -> u32 {
+        std::hint::black_box(
+            self.map
+                .u32_at(ring + (pos + REC_ALIGN) % RING)
+                .load(Relaxed),
+        );
+        self.map.u32_at(ring + pos).load(Acquire)
+    }
+
+    /// The express lane's fast poll (`Transport::express_take`): the first
+    /// slot, from `next` round, with something at its head decides. An
+    /// express record of a proven slot is copied into `buf` and taken
+    /// (the head moves, published as `drain_slot` publishes it); anything
+    /// else (a protocol datagram, a wrap, a slot not yet looked at, an
+    /// unproven slot's record, what a ramp sender does not write) is left
+    /// for `drain_slot`, which knows what to do with it.
+    pub(super) fn take_express(&mut self, buf: &mut [u8; MAX_LEN]) -> ExpressTake {
+        let sleep = self.map.u32_at(H_SLEEP);
+        if sleep.load(Relaxed) != 0 {
+            sleep.store(0, Relaxed);
+        }
+        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
+        let mut bits = (active as u32).rotate_right(self.next as u32);
+        while bits != 0 {
+            let i = (self.next + bits.trailing_zeros() as usize) % SLOTS;
+            bits &= bits - 1;
+            let slot = self.slots[i];
+            let Some(from) = slot.from else {
+                return ExpressTake::Other;
+            };
+            let ring = slot_off(i) + SLOT_HDR;
+            let pos = (slot.head % RING as u64) as usize;
+            // (the drained test below reads the next line)
+            let word = self.word_at(ring, pos);
+            if word == 0 {
+                if slot.head != slot.published {
+                    return ExpressTake::Other;
+                }
+                continue;
+            }
+            let len = (word & !READY) as usize;
+            let rec = (8 + len).next_multiple_of(REC_ALIGN);
+            if !slot.express
+                || word & READY == 0
+                || word == WRAP
+                || len > MAX_LEN
+                || pos + rec > RING
+            {
+                return ExpressTake::Other;
+            }
+            self.map.read(ring + pos + 8, &mut buf[..len]);
+            if !is_express(&buf[..len]) {
+                return ExpressTake::Other;
+            }
+            let head = slot.head + rec as u64;
+            self.slots[i].head = head;
+            // published as `drain_slot` does: every HEAD_PUBLISH, and once
+            // the ring is drained
+            let next = (head % RING as u64) as usize;
+            let drained = self.map.u32_at(ring + next).load(Acquire) == 0;
+            if head.wrapping_sub(slot.published) >= HEAD_PUBLISH || drained {
+                self.slots[i].published = head;
+                self.map.u64_at(slot_off(i) + S_HEAD).store(head, Release);
+            }
+            // the next look starts at the next sender
+            self.next = (i + 1) % SLOTS;
+            return ExpressTake::Record(len, from);
+        }
+        ExpressTake::Nothing
     }
 
     /// Whether a record (or a wrap) waits at slot `i`'s head.

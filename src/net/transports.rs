@@ -181,6 +181,24 @@ impl Transports {
             .any(|t| t.express_send(to, rec))
     }
 
+    /// `Transport::express_take` on the transports besides the fallback:
+    /// the first that finds something decides; `Other` without any.
+    pub fn express_take(
+        &mut self,
+        buf: &mut [u8; super::express::MAX_LEN],
+    ) -> super::express::ExpressTake {
+        use super::express::ExpressTake;
+        let last = self.list.len() - 1;
+        let mut found = ExpressTake::Other;
+        for t in &mut self.list[..last] {
+            match t.express_take(buf) {
+                ExpressTake::Nothing => found = ExpressTake::Nothing,
+                x => return x,
+            }
+        }
+        found
+    }
+
     /// `Transport::express_open` on the transports besides the fallback.
     #[inline]
     pub fn express_open(&mut self, to: SocketAddr) -> bool {
