@@ -85,14 +85,16 @@ impl Endpoint {
     ) {
         g.borrow_mut().dispatch_nesting += 1;
         for _ in 0..limit {
-            let work = {
+            // (the event and the work stay where they were returned: moved
+            // out of their Options, each was copied once more)
+            let mut work = {
                 let mut st = g.borrow_mut();
                 let Some(ev) = next(&mut st) else {
                     break;
                 };
                 st.prepare(self, ev, now)
             };
-            if let Some(w) = work {
+            if let Some(w) = work.as_mut() {
                 self.run(g, w, now);
             }
         }
@@ -101,19 +103,19 @@ impl Endpoint {
         st.flush(now);
     }
 
-    /// Runs one handler with a live token (`w.info`, moved into the live
-    /// list); sends the automatic reply when a request handler did not
-    /// reply.
-    pub(super) fn run(self: &Arc<Self>, g: &Guard<'_>, w: Work, now: Instant) {
+    /// Runs one handler with a live token; sends the automatic reply when a
+    /// request handler did not reply. (`w` by reference: it is not moved,
+    /// its medium payload is taken.)
+    pub(super) fn run(self: &Arc<Self>, g: &Guard<'_>, w: &mut Work, now: Instant) {
+        let data = std::mem::replace(&mut w.data, WorkData::None);
         let Work {
-            f,
-            info,
-            data,
+            ref f,
+            ref info,
             auto_reply_to,
-        } = w;
-        let (txn, express, nargs) = (info.txn, info.express, info.nargs as usize);
-        let args = info.args;
+            ..
+        } = *w;
         let live = LiveToken::push(info);
+        let (txn, express, nargs) = (info.txn, info.express, info.nargs as usize);
         let id = live.id();
         let mut medium = Vec::new();
         let data = match data {
@@ -127,7 +129,7 @@ impl Endpoint {
         };
         let mut ha = HandlerArgs {
             token: id,
-            args: &args[..nargs],
+            args: &info.args[..nargs],
             data,
         };
         match f {

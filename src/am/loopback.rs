@@ -23,7 +23,7 @@ impl Endpoint {
         is_request: bool,
         msg: &Message<'_>,
     ) -> Result<()> {
-        let work = {
+        let mut work = {
             let mut st = g.borrow_mut();
             let entry_tag = st.table.mapped_entry(index).map_or(TAG_NONE, |e| e.tag);
             let payload = msg.payload;
@@ -79,7 +79,7 @@ impl Endpoint {
                 Some(status) => st.returned_work(info, status),
             }
         };
-        self.run(g, work, Instant::now());
+        self.run(g, &mut work, Instant::now());
         Ok(())
     }
 }
