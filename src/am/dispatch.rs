@@ -69,19 +69,19 @@ impl Endpoint {
     }
 
     fn dispatch(self: &Arc<Self>, g: &Guard<'_>, limit: usize, now: Instant) -> Result<()> {
-        self.dispatch_from(g, limit, now, |st| st.next_event(now).map(Some));
+        self.dispatch_from(g, limit, now, |st| st.next_event(now));
         Ok(())
     }
 
     /// Runs the handlers of up to `limit` events that `next` takes (None:
-    /// no more; Some(None): one that runs nothing), then sends what they
-    /// queued. Handlers run as nested in a dispatch.
+    /// no more), then sends what they queued. Handlers run as nested in a
+    /// dispatch.
     pub(super) fn dispatch_from(
         self: &Arc<Self>,
         g: &Guard<'_>,
         limit: usize,
         now: Instant,
-        mut next: impl FnMut(&mut EpState) -> Option<Option<Event<SocketAddr>>>,
+        mut next: impl FnMut(&mut EpState) -> Option<Event<SocketAddr>>,
     ) {
         g.borrow_mut().dispatch_nesting += 1;
         for _ in 0..limit {
@@ -89,9 +89,10 @@ impl Endpoint {
             // out of their Options, each was copied once more)
             let mut work = {
                 let mut st = g.borrow_mut();
-                let Some(ev) = next(&mut st) else {
+                let ev = next(&mut st);
+                if ev.is_none() {
                     break;
-                };
+                }
                 st.prepare(self, ev, now)
             };
             if let Some(w) = work.as_mut() {

@@ -62,24 +62,20 @@ impl Endpoint {
             st.last_pump = st.last_pump.max(now);
             st.express.fast_streak += 1;
             st.express.stats.fast += 1;
-            let first = st.express_event(from, &buf[..len]);
-            (first, (st.depth.unwrap_or(1) as usize).max(10))
+            let limit = (st.depth.unwrap_or(1) as usize).max(10);
+            // (a record dropped on arrival runs nothing: the next one then)
+            let first = match st.express_event(from, &buf[..len]) {
+                Some(ev) => Some(ev),
+                None => st.next_express_event(limit),
+            };
+            (first, limit)
+        };
+        let Some(first) = first else {
+            return true;
         };
         let mut first = Some(first);
         self.dispatch_from(g, limit, now, |st| {
-            if let Some(ev) = first.take() {
-                return Some(ev);
-            }
-            // more records while nothing else waits for a handler
-            if !st.nothing_to_dispatch() {
-                return None;
-            }
-            let mut buf = [0u8; MAX_LEN];
-            let ExpressTake::Record(len, from) = st.transports.express_take(&mut buf) else {
-                return None;
-            };
-            st.express.stats.fast += 1;
-            Some(st.express_event(from, &buf[..len]))
+            first.take().or_else(|| st.next_express_event(limit))
         });
         true
     }
@@ -99,9 +95,32 @@ impl EpState {
         false
     }
 
+    /// The event of the next express record at a ring's head while
+    /// nothing else waits for a handler, past at most `tries` records
+    /// dropped on arrival; None: no more for this fast poll.
+    fn next_express_event(&mut self, tries: usize) -> Option<Event<std::net::SocketAddr>> {
+        for _ in 0..tries {
+            if !self.nothing_to_dispatch() {
+                return None;
+            }
+            let mut buf = [0u8; MAX_LEN];
+            let ExpressTake::Record(len, from) = self.transports.express_take(&mut buf) else {
+                return None;
+            };
+            self.express.stats.fast += 1;
+            if let Some(ev) = self.express_event(from, &buf[..len]) {
+                return Some(ev);
+            }
+        }
+        None
+    }
+
     /// Whether the fast poll may run now (see the module doc).
     fn express_fast_ok(&self) -> bool {
-        self.depth.is_some()
+        // (an endpoint without a ring, UDP only, first: its polls pay
+        // one test for the fast poll)
+        self.transports.has_preferred()
+            && self.depth.is_some()
             && self.dispatch_nesting == 0
             && self.express.fast_streak < STREAK
             && self.batch.held == 0

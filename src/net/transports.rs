@@ -99,6 +99,12 @@ impl Transports {
             .unwrap_or(last)
     }
 
+    /// Whether the set has a transport besides the fallback (a ring).
+    #[inline]
+    pub fn has_preferred(&self) -> bool {
+        self.list.len() > 1
+    }
+
     /// Whether a datagram to `to` leaves on the fallback (UDP): no ring
     /// reaches it.
     #[inline]
