@@ -68,6 +68,8 @@ pub(crate) struct EpState {
     pub(super) secret: [u8; 32],
     /// The express lane over shared-memory rings (`express.rs`).
     pub(super) express: super::express::ExpressState,
+    /// The record the fast poll took last (`express_poll.rs`).
+    pub(super) express_rx: crate::net::express::TakenRecord,
     /// Requests held back to leave together (`request.rs`).
     pub(super) batch: super::batch::Batch,
 }
@@ -211,6 +213,7 @@ impl Endpoint {
             txn: super::txn::Txns::new(incarnation),
             secret,
             express,
+            express_rx: Default::default(),
             batch: super::batch::Batch {
                 max: cfg.request_batch,
                 ..Default::default()

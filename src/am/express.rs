@@ -118,7 +118,9 @@ impl ExpressState {
         from: SocketAddr,
         rec: &[u8],
     ) {
-        let Some((channel, meta)) = self.check(outstanding, counts, from, rec) else {
+        let Some(Event::Delivered { channel, meta, .. }) =
+            self.check(outstanding, counts, from, rec)
+        else {
             return;
         };
         if channel == CHANNEL_REQUEST {
@@ -134,16 +136,19 @@ impl ExpressState {
     }
 
     /// An express record `rec` read from the ring `from` writes, checked:
-    /// the channel it goes on and its header (a request not yet counted:
-    /// the caller takes or refuses it), or None: dropped and counted
-    /// (malformed, or an answer to nothing of ours).
+    /// the delivered message it makes (a request not yet counted: the
+    /// caller takes or refuses it), or None: dropped and counted
+    /// (malformed, or an answer to nothing of ours). (The event is made
+    /// in one piece where it is returned: a header made first and moved
+    /// into it was copied at once with wider loads than the stores that
+    /// wrote it, a stall each.)
     pub(super) fn check(
         &mut self,
         outstanding: &mut super::txn_map::TxnMap<Outstanding>,
         counts: &mut Statistics,
         from: SocketAddr,
         rec: &[u8],
-    ) -> Option<(u8, MsgMeta)> {
+    ) -> Option<Event<SocketAddr>> {
         // counted as the protocol counts its datagrams
         counts.packets_received += 1;
         let Some(x) = Express::decode(rec) else {
@@ -151,40 +156,46 @@ impl ExpressState {
             counts.corrupt_dropped += 1;
             return None;
         };
-        let kind = match x.kind {
-            ExpressKind::AutoReply => MsgKind::AutoReply,
-            _ => MsgKind::User,
-        };
-        // (the arguments past `nargs` are zero: as `MsgMeta::new` leaves them)
-        let meta = MsgMeta {
-            kind,
-            category: Category::Short,
-            handler: x.handler,
-            nargs: x.nargs,
-            args: x.args,
-            tag: x.tag,
-            dest_offset: 0,
-            txn: x.txn,
-            status: 0,
-            returned_request: false,
-            express: true,
-            placed: None,
-        };
-        if x.kind == ExpressKind::Request {
-            return Some((CHANNEL_REQUEST, meta));
-        }
-        match outstanding.get_mut(&x.txn) {
-            Some(o) if o.addr == from && o.express && !o.answered => {
-                o.answered = true;
-                self.stats.replies_received += 1;
-                Some((CHANNEL_REPLY, meta))
+        let channel = if x.kind == ExpressKind::Request {
+            CHANNEL_REQUEST
+        } else {
+            match outstanding.get_mut(&x.txn) {
+                Some(o) if o.addr == from && o.express && !o.answered => {
+                    o.answered = true;
+                    self.stats.replies_received += 1;
+                    CHANNEL_REPLY
+                }
+                _ => {
+                    self.stats.dropped += 1;
+                    counts.stale_dropped += 1;
+                    return None;
+                }
             }
-            _ => {
-                self.stats.dropped += 1;
-                counts.stale_dropped += 1;
-                None
-            }
-        }
+        };
+        Some(Event::Delivered {
+            from,
+            channel,
+            // (the arguments past `nargs` are zero: as `MsgMeta::new`
+            // leaves them)
+            meta: MsgMeta {
+                kind: match x.kind {
+                    ExpressKind::AutoReply => MsgKind::AutoReply,
+                    _ => MsgKind::User,
+                },
+                category: Category::Short,
+                handler: x.handler,
+                nargs: x.nargs,
+                args: x.args,
+                tag: x.tag,
+                dest_offset: 0,
+                txn: x.txn,
+                status: 0,
+                returned_request: false,
+                express: true,
+                placed: None,
+            },
+            payload: Vec::new(),
+        })
     }
 }
 

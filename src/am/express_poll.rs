@@ -30,7 +30,7 @@
 use std::sync::Arc;
 
 use super::endpoint::{Endpoint, EpState, Guard};
-use crate::net::express::{ExpressTake, MAX_LEN};
+use crate::net::express::ExpressTake;
 use crate::proto::Event;
 use crate::time::Instant;
 use crate::wire::CHANNEL_REQUEST;
@@ -52,19 +52,19 @@ impl Endpoint {
             if !st.express_fast_ok() {
                 return false;
             }
-            let mut buf = [0u8; MAX_LEN];
-            let (len, from) = match st.transports.express_take(&mut buf) {
-                ExpressTake::Record(len, from) => (len, from),
+            let st = &mut *st;
+            match st.transports.express_take(&mut st.express_rx) {
+                ExpressTake::Record => {}
                 // nothing at any ring: the full poll only when due
                 ExpressTake::Nothing => return st.quick_empty_poll(now),
                 ExpressTake::Other => return false,
-            };
+            }
             st.last_pump = st.last_pump.max(now);
             st.express.fast_streak += 1;
             st.express.stats.fast += 1;
             let limit = (st.depth.unwrap_or(1) as usize).max(10);
             // (a record dropped on arrival runs nothing: the next one then)
-            let first = match st.express_event(from, &buf[..len]) {
+            let first = match st.express_event() {
                 Some(ev) => Some(ev),
                 None => st.next_express_event(limit),
             };
@@ -103,12 +103,11 @@ impl EpState {
             if !self.nothing_to_dispatch() {
                 return None;
             }
-            let mut buf = [0u8; MAX_LEN];
-            let ExpressTake::Record(len, from) = self.transports.express_take(&mut buf) else {
+            if self.transports.express_take(&mut self.express_rx) != ExpressTake::Record {
                 return None;
-            };
+            }
             self.express.stats.fast += 1;
-            if let Some(ev) = self.express_event(from, &buf[..len]) {
+            if let Some(ev) = self.express_event() {
                 return Some(ev);
             }
         }
@@ -128,25 +127,23 @@ impl EpState {
             && self.nothing_to_dispatch()
     }
 
-    /// A record taken by the fast poll, checked (as the full path checks
-    /// it) into the event a dispatch takes; None: dropped and counted.
-    fn express_event(
-        &mut self,
-        from: std::net::SocketAddr,
-        rec: &[u8],
-    ) -> Option<Event<std::net::SocketAddr>> {
-        let (channel, meta) =
-            self.express
-                .check(&mut self.outstanding, &mut self.stats, from, rec)?;
-        if channel == CHANNEL_REQUEST {
+    /// The record the fast poll took (`express_rx`), checked (as the
+    /// full path checks it) into the event a dispatch takes; None:
+    /// dropped and counted.
+    fn express_event(&mut self) -> Option<Event<std::net::SocketAddr>> {
+        let from = self.express_rx.from;
+        let rec = self.express_rx.record();
+        let ev = self
+            .express
+            .check(&mut self.outstanding, &mut self.stats, from, rec);
+        if let Some(Event::Delivered {
+            channel: CHANNEL_REQUEST,
+            ..
+        }) = ev
+        {
             self.express.stats.requests_received += 1;
         }
-        Some(Event::Delivered {
-            from,
-            channel,
-            meta,
-            payload: Vec::new(),
-        })
+        ev
     }
 }
 

@@ -60,9 +60,38 @@ pub enum ExpressTake {
     /// looked at, a record of an unproven slot, or no ring at all): the
     /// full receive takes it.
     Other,
-    /// An express record, now copied into the caller's buffer and taken
-    /// from its ring: its length and its writer.
-    Record(usize, std::net::SocketAddr),
+    /// An express record, taken from its ring into the caller's
+    /// `TakenRecord`.
+    Record,
+}
+
+/// Where `Transport::express_take` puts the record it takes: its bytes,
+/// how many, and its writer. (Kept by the caller from one poll to the
+/// next, filled in place: a record handed back by value was copied at
+/// once with wider loads than the stores that wrote it, a stall each.)
+#[derive(Clone, Copy, Debug)]
+pub struct TakenRecord {
+    pub bytes: [u8; MAX_LEN],
+    pub len: usize,
+    pub from: std::net::SocketAddr,
+}
+
+impl Default for TakenRecord {
+    fn default() -> Self {
+        TakenRecord {
+            bytes: [0; MAX_LEN],
+            len: 0,
+            from: std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+        }
+    }
+}
+
+impl TakenRecord {
+    /// The record's bytes.
+    #[inline]
+    pub fn record(&self) -> &[u8] {
+        &self.bytes[..self.len.min(MAX_LEN)]
+    }
 }
 
 /// Whether `d` claims to be an express record (a transport that is not a

@@ -198,10 +198,10 @@ pub trait Transport: Send {
         false
     }
     /// Shared memory: takes the express record at the head of a ring, if
-    /// one is the next thing there, into `buf` (the express lane's fast
+    /// one is the next thing there, into `rec` (the express lane's fast
     /// poll, `am/express_poll.rs`); anything else stays for `recv_batch`.
     /// Other transports: `Other` (the full receive is the only way).
-    fn express_take(&mut self, _buf: &mut [u8; express::MAX_LEN]) -> express::ExpressTake {
+    fn express_take(&mut self, _rec: &mut express::TakenRecord) -> express::ExpressTake {
         express::ExpressTake::Other
     }
     /// Shared memory: a peer whose ring was dropped (its endpoint closed or

@@ -434,9 +434,9 @@ impl Transport for ShmTransport {
 
     fn express_take(
         &mut self,
-        buf: &mut [u8; crate::net::express::MAX_LEN],
+        rec: &mut crate::net::express::TakenRecord,
     ) -> crate::net::express::ExpressTake {
-        self.take_express(buf)
+        self.take_express(rec)
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {

@@ -9,7 +9,7 @@ use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
 use std::sync::atomic::{fence, Ordering::*};
 
 use super::*;
-use crate::net::express::{is_express, ExpressTake, MAX_LEN};
+use crate::net::express::{is_express, ExpressTake, TakenRecord, MAX_LEN};
 
 /// What the receiver knows of one slot.
 #[derive(Clone, Copy, Default)]
@@ -178,12 +178,12 @@ impl ShmTransport {
 
     /// The express lane's fast poll (`Transport::express_take`): the first
     /// slot, from `next` round, with something at its head decides. An
-    /// express record of a proven slot is copied into `buf` and taken
+    /// express record of a proven slot is copied into `rec` and taken
     /// (the head moves, published as `drain_slot` publishes it); anything
     /// else (a protocol datagram, a wrap, a slot not yet looked at, an
     /// unproven slot's record, what a ramp sender does not write) is left
     /// for `drain_slot`, which knows what to do with it.
-    pub(super) fn take_express(&mut self, buf: &mut [u8; MAX_LEN]) -> ExpressTake {
+    pub(super) fn take_express(&mut self, rec: &mut TakenRecord) -> ExpressTake {
         let sleep = self.map.u32_at(H_SLEEP);
         if sleep.load(Relaxed) != 0 {
             sleep.store(0, Relaxed);
@@ -208,20 +208,22 @@ impl ShmTransport {
                 continue;
             }
             let len = (word & !READY) as usize;
-            let rec = (8 + len).next_multiple_of(REC_ALIGN);
+            let size = (8 + len).next_multiple_of(REC_ALIGN);
             if !slot.express
                 || word & READY == 0
                 || word == WRAP
                 || len > MAX_LEN
-                || pos + rec > RING
+                || pos + size > RING
             {
                 return ExpressTake::Other;
             }
-            self.map.read(ring + pos + 8, &mut buf[..len]);
-            if !is_express(&buf[..len]) {
+            self.map.read(ring + pos + 8, &mut rec.bytes[..len]);
+            if !is_express(&rec.bytes[..len]) {
                 return ExpressTake::Other;
             }
-            let head = slot.head + rec as u64;
+            rec.len = len;
+            rec.from = from;
+            let head = slot.head + size as u64;
             self.slots[i].head = head;
             // published as `drain_slot` does: every HEAD_PUBLISH, and once
             // the ring is drained
@@ -233,7 +235,7 @@ impl ShmTransport {
             }
             // the next look starts at the next sender
             self.next = (i + 1) % SLOTS;
-            return ExpressTake::Record(len, from);
+            return ExpressTake::Record;
         }
         ExpressTake::Nothing
     }

@@ -191,13 +191,13 @@ impl Transports {
     /// the first that finds something decides; `Other` without any.
     pub fn express_take(
         &mut self,
-        buf: &mut [u8; super::express::MAX_LEN],
+        rec: &mut super::express::TakenRecord,
     ) -> super::express::ExpressTake {
         use super::express::ExpressTake;
         let last = self.list.len() - 1;
         let mut found = ExpressTake::Other;
         for t in &mut self.list[..last] {
-            match t.express_take(buf) {
+            match t.express_take(rec) {
                 ExpressTake::Nothing => found = ExpressTake::Nothing,
                 x => return x,
             }
