@@ -91,8 +91,8 @@ pub(super) struct ExpressState {
     pub(super) stats: ExpressStats,
     /// Requests refused on arrival, returned after the receive.
     pub(super) refused: Vec<(SocketAddr, MsgMeta)>,
-    /// Polls in a row that the fast poll ended (`express_poll.rs`); a
-    /// full one resets it.
+    /// Fast polls in a row that took records (`express_poll.rs`); a full
+    /// poll resets it.
     pub(super) fast_streak: u32,
     /// Empty fast polls since the last full one, and when that was.
     pub(super) quick_polls: u32,

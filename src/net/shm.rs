@@ -440,10 +440,7 @@ impl Transport for ShmTransport {
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
-        let sleep = self.map.u32_at(H_SLEEP);
-        if sleep.load(Relaxed) != 0 {
-            sleep.store(0, Relaxed);
-        }
+        self.awake();
         let active = self.map.u64_at(H_ACTIVE).load(Acquire);
         if active == 0 {
             return Ok(0);

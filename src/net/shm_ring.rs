@@ -152,15 +152,33 @@ impl ShmTransport {
             head += rec as u64;
             n += 1;
         }
+        self.move_head(i, head, empty);
+        n
+    }
+
+    /// Slot `i`'s head is now `head` (`drained`: nothing after it): the
+    /// sender sees it every `HEAD_PUBLISH` bytes, and also once the ring
+    /// is drained (a store to a line the sender reads only now and then:
+    /// it sees that its express records were read).
+    #[inline]
+    fn move_head(&mut self, i: usize, head: u64, drained: bool) {
         let slot = &mut self.slots[i];
         slot.head = head;
-        // also once drained (a store to a line the sender reads only
-        // now and then): it sees that its express records were read
-        if head.wrapping_sub(slot.published) >= HEAD_PUBLISH || (empty && head != slot.published) {
+        if head.wrapping_sub(slot.published) >= HEAD_PUBLISH || (drained && head != slot.published)
+        {
             slot.published = head;
-            self.map.u64_at(s + S_HEAD).store(head, Release);
+            self.map.u64_at(slot_off(i) + S_HEAD).store(head, Release);
         }
-        n
+    }
+
+    /// Clears this endpoint's sleep word: it is awake, its senders need
+    /// not wake it (a store only when it was set).
+    #[inline]
+    pub(super) fn awake(&self) {
+        let sleep = self.map.u32_at(H_SLEEP);
+        if sleep.load(Relaxed) != 0 {
+            sleep.store(0, Relaxed);
+        }
     }
 
     /// The record word at `pos` of the ring at `ring`, and the line after
@@ -184,10 +202,7 @@ impl ShmTransport {
     /// unproven slot's record, what a ramp sender does not write) is left
     /// for `drain_slot`, which knows what to do with it.
     pub(super) fn take_express(&mut self, rec: &mut TakenRecord) -> ExpressTake {
-        let sleep = self.map.u32_at(H_SLEEP);
-        if sleep.load(Relaxed) != 0 {
-            sleep.store(0, Relaxed);
-        }
+        self.awake();
         let active = self.map.u64_at(H_ACTIVE).load(Acquire);
         let mut bits = (active as u32).rotate_right(self.next as u32);
         while bits != 0 {
@@ -224,15 +239,9 @@ impl ShmTransport {
             rec.len = len;
             rec.from = from;
             let head = slot.head + size as u64;
-            self.slots[i].head = head;
-            // published as `drain_slot` does: every HEAD_PUBLISH, and once
-            // the ring is drained
             let next = (head % RING as u64) as usize;
             let drained = self.map.u32_at(ring + next).load(Acquire) == 0;
-            if head.wrapping_sub(slot.published) >= HEAD_PUBLISH || drained {
-                self.slots[i].published = head;
-                self.map.u64_at(slot_off(i) + S_HEAD).store(head, Release);
-            }
+            self.move_head(i, head, drained);
             // the next look starts at the next sender
             self.next = (i + 1) % SLOTS;
             return ExpressTake::Record;
