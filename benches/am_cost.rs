@@ -1,6 +1,10 @@
 //! CPU cost of a whole AM request/reply on one thread: two endpoints in one
 //! process over real loopback sockets, beside the same pattern with two raw
 //! UDP sockets. The difference is ramp's own work per round trip.
+//! `ONE_WAY=1`: requests to a handler that does not reply, pipelined (the
+//! credits come back in automatic replies): ramp's work per one-way
+//! message, both ends (`THREADS=2`: the target polled by a thread of its
+//! own on another core, a pipeline as between two processes).
 
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,11 +13,21 @@ use std::time::Instant;
 
 use ramp::am::{self, handler, BundleMode, Message};
 
-fn main() {
-    let iters: usize = std::env::var("ITERS")
+/// Pins the calling thread (and the threads it starts after) to `cpu`.
+fn pin(cpu: usize) {
+    let tid = std::fs::read_link("/proc/thread-self")
         .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200_000);
+        .and_then(|p| p.file_name()?.to_str()?.parse::<u32>().ok());
+    if let Some(tid) = tid {
+        let _ = std::process::Command::new("taskset")
+            .args(["-cp", &cpu.to_string(), &tid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .status();
+    }
+}
+
+/// A raw UDP round trip over loopback on one thread, nanoseconds.
+fn raw_udp(iters: usize) -> f64 {
     let a = UdpSocket::bind("127.0.0.1:0").unwrap();
     let b = UdpSocket::bind("127.0.0.1:0").unwrap();
     let (aa, ba) = (a.local_addr().unwrap(), b.local_addr().unwrap());
@@ -26,12 +40,30 @@ fn main() {
         b.send_to(&buf[..n], aa).unwrap();
         a.recv_from(&mut buf).unwrap();
     }
-    let raw = t.elapsed().as_nanos() as f64 / iters as f64;
+    t.elapsed().as_nanos() as f64 / iters as f64
+}
 
+fn main() {
+    let iters: usize = std::env::var("ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200_000);
+    let one_way = std::env::var("ONE_WAY").is_ok_and(|v| v == "1");
+    let raw = if one_way { 0.0 } else { raw_udp(iters) };
+
+    // THREADS=2 (one way only): the target polled by a thread of its own
+    // on core 1, the sender's on core 0: the pipeline of two processes,
+    // each side's cost apart (perf record --per-thread)
+    let threads = one_way && std::env::var("THREADS").is_ok_and(|v| v == "2");
     am::init().unwrap();
     let bun = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let bun1 = if threads {
+        am::allocate_bundle(BundleMode::Seq).unwrap()
+    } else {
+        bun.clone()
+    };
     let e0 = am::allocate_endpoint(bun.id).unwrap();
-    let e1 = am::allocate_endpoint(bun.id).unwrap();
+    let e1 = am::allocate_endpoint(bun1.id).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(5);
         e.map(0, e0.name(), 5).unwrap();
@@ -56,6 +88,55 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
+    if one_way {
+        e1.set_handler(12, handler(|_| {}));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let target = threads.then(|| {
+            let (e1, stop) = (e1.clone(), stop.clone());
+            pin(1);
+            let t = std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    e1.poll().unwrap();
+                }
+            });
+            pin(0);
+            t
+        });
+        let t = Instant::now();
+        for _ in 0..iters {
+            while e0.request(1, &Message::short(12, &[]), true).is_err() {
+                if !threads {
+                    e1.poll().unwrap();
+                }
+                e0.poll().unwrap();
+            }
+        }
+        while e0.unanswered_requests() > 0 {
+            if !threads {
+                e1.poll().unwrap();
+            }
+            e0.poll().unwrap();
+        }
+        let ns = t.elapsed().as_nanos() as f64 / iters as f64;
+        stop.store(true, Ordering::Relaxed);
+        if let Some(t) = target {
+            t.join().unwrap();
+        }
+        let x = e0.express_stats();
+        println!(
+            "{}, one way: ramp {ns:.0} ns per request (express requests {}, \
+             answers {} in {} records)",
+            if threads {
+                "two threads"
+            } else {
+                "one thread (both ends)"
+            },
+            x.requests_sent,
+            x.replies_received,
+            e0.statistics().packets_received
+        );
+        return;
+    }
     let t = Instant::now();
     for i in 0..iters as u64 {
         for _ in 0..empty {

@@ -227,6 +227,7 @@ fn combine(runs: &[Figures]) -> Figures {
         o_s: m(|f| f.o_s),
         o_r: m(|f| f.o_r),
         g: m(|f| f.g),
+        g1: m(|f| f.g1),
         put1m: m(|f| f.put1m),
         get1m: m(|f| f.get1m),
         put1m_reg: m(|f| f.put1m_reg),
@@ -246,7 +247,7 @@ fn cell(x: Option<f64>, width: usize, prec: usize) -> String {
 /// Prints the table of medians.
 pub fn print_table(lines: &[(&str, Figures)]) {
     println!(
-        "{:<10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9}",
+        "{:<10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9}",
         "line",
         "RTT us",
         "L us",
@@ -254,6 +255,7 @@ pub fn print_table(lines: &[(&str, Figures)]) {
         "o_r us",
         "g us",
         "Mmsg/s",
+        "1-way M/s",
         "G ns/B",
         "64K MiB/s",
         "1M MiB/s",
@@ -262,7 +264,7 @@ pub fn print_table(lines: &[(&str, Figures)]) {
     );
     for (name, f) in lines {
         println!(
-            "{:<10} {} {} {} {} {} {} {} {} {} {} {}",
+            "{:<10} {} {} {} {} {} {} {} {} {} {} {} {}",
             name,
             cell(f.rtt, 8, 3),
             cell(f.latency(), 8, 3),
@@ -270,6 +272,7 @@ pub fn print_table(lines: &[(&str, Figures)]) {
             cell(f.o_r, 8, 3),
             cell(f.g, 8, 3),
             cell(f.g.map(|g| 1.0 / g), 9, 3),
+            cell(f.g1.map(|g| 1.0 / g), 9, 3),
             cell(f.big_g(), 8, 4),
             cell(f.bw_at(65536), 9, 0),
             cell(f.bw_at(1 << 20), 9, 0),
@@ -314,12 +317,21 @@ fn print_targets(all: &[Vec<Figures>], med: &[(&str, Figures)]) {
         show(per_run(shm, raw_shm, |f| f.rtt, |f| f.rtt)),
     );
     println!(
-        "shm message rate {} Mmsg/s (request + reply, {} outstanding) / UCX's {} Mmsg/s \
-         (ucp_am_bw, 8 B, one way) = {} (target > 1)",
+        "shm message rate, one way {} Mmsg/s (short requests whose handler does not reply, \
+         {} outstanding) / UCX's {} Mmsg/s (ucp_am_bw, 8 B, one way) = {} (target > 1); \
+         / raw shm ring one way = {}",
+        show(shm_m.g1.map(|g| 1.0 / g)),
+        crate::loggp_measure::WINDOW,
+        show(ucx_m.g1.map(|g| 1.0 / g)),
+        show(per_run(ucx, shm, |f| f.g1, |f| f.g1)),
+        show(per_run(raw_shm, shm, |f| f.g1, |f| f.g1)),
+    );
+    println!(
+        "shm request + reply rate {} Mmsg/s (each request answered by its handler's reply, \
+         {} outstanding) / raw shm echo = {}",
         show(shm_m.g.map(|g| 1.0 / g)),
         crate::loggp_measure::WINDOW,
-        show(ucx_m.g.map(|g| 1.0 / g)),
-        show(per_run(ucx, shm, |f| f.g, |f| f.g)),
+        show(per_run(raw_shm, shm, |f| f.g, |f| f.g)),
     );
     let m1 = |f: &Figures| f.bw_at(1 << 20);
     for (i, name) in [(0, "udp"), (1, "shm")] {
@@ -399,7 +411,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         .collect();
     println!(
         "== LogGP, medians of {} runs (us; RTT: median of batches of 32 (raw shm: a flag pair); \
-         L = RTT/2 - o_s - o_r; o_s: burst of 8; g: steady state; \
+         L = RTT/2 - o_s - o_r; o_s: burst of 8; g: steady state, request + reply (Mmsg/s = 1/g); 1-way: requests answered by nothing (ramp: an automatic reply); \
          G: 1 MiB messages (raw udp: its largest datagram); bandwidth in MiB/s)",
         o.runs
     );

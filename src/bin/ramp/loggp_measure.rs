@@ -14,6 +14,11 @@
 //! - gap `g`: the steady state, requests pipelined (a window of
 //!   outstanding ones), time until the last answer over their number, in
 //!   short runs of 8 windows, their median (1/g is the message rate);
+//! - one-way gap `g1`: the same with messages the receiver answers
+//!   nothing to (ramp: requests whose handler does not reply, their
+//!   credits back in automatic replies; the raw ring: a slot given back),
+//!   timed until the receiver has taken the last (1/g1 is the one-way
+//!   message rate, as UCX's `ucp_am_bw` measures it);
 //! - receive overhead `o_r`: a request, then a computed delay (twice the
 //!   round trip, so the answer is surely there) spent without polling,
 //!   then the time to take the answer in;
@@ -39,6 +44,20 @@ pub trait Chan {
     fn try_send(&mut self, data: &[u8]) -> bool;
     /// Takes in what arrived (answers), without waiting: how many.
     fn poll(&mut self) -> usize;
+    /// Whether this channel has one-way messages (`try_post`).
+    fn has_one_way(&self) -> bool {
+        false
+    }
+    /// Sends a short one-way message (no answer at the application level)
+    /// if there is room now: whether it went.
+    fn try_post(&mut self) -> bool {
+        false
+    }
+    /// One-way messages the other side has taken so far (their room
+    /// given back to us).
+    fn posted_done(&mut self) -> u64 {
+        0
+    }
 }
 
 /// How much to measure.
@@ -73,6 +92,9 @@ pub struct Figures {
     pub o_s: Option<f64>,
     pub o_r: Option<f64>,
     pub g: Option<f64>,
+    /// the one-way gap: short messages the receiver answers nothing to
+    /// (1/g1 is the one-way message rate)
+    pub g1: Option<f64>,
     /// (burst size, microseconds per message)
     pub burst: Vec<(usize, f64)>,
     /// (message size, MiB/s)
@@ -268,6 +290,35 @@ pub fn gap(ch: &mut impl Chan, iters: usize) -> f64 {
     median(v)
 }
 
+/// The one-way gap, microseconds per message: short runs of 8 windows of
+/// one-way messages (`Chan::try_post`), each timed until the receiver has
+/// taken the last, their median; None when the receiver stopped taking
+/// them.
+pub fn one_way_gap(ch: &mut impl Chan, iters: usize) -> Option<f64> {
+    let n = 8 * WINDOW;
+    let mut v = vec![];
+    for _ in 0..(iters / n).clamp(5, 200) {
+        let base = ch.posted_done();
+        let t = Instant::now();
+        for _ in 0..n {
+            while !ch.try_post() {
+                ch.poll();
+                std::hint::spin_loop();
+            }
+        }
+        let mut idle = 0u32;
+        while ch.posted_done() - base < n as u64 {
+            ch.poll();
+            idle += 1;
+            if idle.is_multiple_of(PATIENCE_LOOK) && us(t) > 1e6 {
+                return None;
+            }
+        }
+        v.push(us(t) / n as f64);
+    }
+    Some(median(v))
+}
+
 /// Receive overhead: a request, a delay of `delay_us` without polling,
 /// then the time to take the answer in (median), microseconds.
 pub fn recv_overhead(ch: &mut impl Chan, iters: usize, delay_us: f64) -> f64 {
@@ -322,6 +373,10 @@ pub fn measure(
     f.set_o_s_from_bursts();
     progress("gap");
     f.g = Some(gap(ch, p.iters));
+    if ch.has_one_way() {
+        progress("one-way gap");
+        f.g1 = one_way_gap(ch, p.iters);
+    }
     progress("receive overhead");
     f.o_r = Some(recv_overhead(ch, p.iters, 2.0 * rtt + 1.0));
     progress("bandwidth");

@@ -17,14 +17,18 @@ use crate::loggp_measure::{measure, Chan, Figures, Params, SHORT};
 pub const UDP_MAX: usize = 65507;
 
 /// What an echo server answers to `msg`: the message itself when short,
-/// else an 8-byte acknowledgement.
-fn answer(msg: &[u8]) -> &[u8] {
-    if msg.len() <= SHORT {
-        msg
-    } else {
-        &msg[..8]
+/// else an 8-byte acknowledgement; nothing to a short one starting with
+/// `ONE_WAY` (`Chan::try_post`).
+fn answer(msg: &[u8]) -> Option<&[u8]> {
+    match msg.len() {
+        n if n <= SHORT && msg.first() == Some(&ONE_WAY) => None,
+        n if n <= SHORT => Some(msg),
+        _ => Some(&msg[..8]),
     }
 }
+
+/// The first byte of a one-way message (the measurements' own start with 7).
+const ONE_WAY: u8 = 0;
 
 fn udp_socket() -> UdpSocket {
     use socket2::{Domain, Protocol, Socket, Type};
@@ -72,7 +76,9 @@ pub fn raw_udp(p: &Params, pin: bool, progress: &(dyn Fn(&str) + Sync)) -> Figur
         while !s.load(Ordering::Relaxed) {
             match server.recv_from(buf) {
                 Ok((n, from)) => {
-                    let _ = server.send_to(answer(&buf[..n]), from);
+                    if let Some(a) = answer(&buf[..n]) {
+                        let _ = server.send_to(a, from);
+                    }
                 }
                 Err(_) => std::hint::spin_loop(),
             }
@@ -183,6 +189,20 @@ impl Chan for ShmChan {
         }
         n
     }
+
+    fn has_one_way(&self) -> bool {
+        true
+    }
+
+    fn try_post(&mut self) -> bool {
+        self.out.push(&[ONE_WAY; SHORT])
+    }
+
+    fn posted_done(&mut self) -> u64 {
+        // every message the echo thread took (the caller counts from its
+        // own start)
+        self.out.tail.0.load(Ordering::Acquire)
+    }
 }
 
 /// A word on a cache line of its own.
@@ -250,8 +270,10 @@ pub fn raw_shm(p: &Params, pin: bool, progress: &(dyn Fn(&str) + Sync)) -> Figur
         while !s.load(Ordering::Relaxed) {
             match o2.pop(&mut buf) {
                 Some(n) => {
-                    while !b2.push(answer(&buf[..n])) {
-                        std::hint::spin_loop();
+                    if let Some(a) = answer(&buf[..n]) {
+                        while !b2.push(a) {
+                            std::hint::spin_loop();
+                        }
                     }
                 }
                 None => std::hint::spin_loop(),

@@ -112,8 +112,9 @@ fn run_test(pin: bool, test: &str, size: usize, iters: usize) -> Option<Vec<(Str
     result
 }
 
-/// UCX's figures: round trip (twice the median latency), gap (1 / the
-/// message rate of 8-byte messages), bandwidth of 8 and 65536 bytes.
+/// UCX's figures: round trip (twice the median latency), the one-way gap
+/// (1 / the message rate of 8-byte messages: `ucp_am_bw` answers
+/// nothing), bandwidth of 8 and 65536 bytes.
 pub fn measure(pin: bool, iters: usize, total_bytes: usize) -> Option<Figures> {
     let lat = run_test(pin, "ucp_am_lat", 8, (iters * 5).max(1000))?;
     let bw8 = run_test(pin, "ucp_am_bw", 8, (iters * 20).max(1000))?;
@@ -121,7 +122,7 @@ pub fn measure(pin: bool, iters: usize, total_bytes: usize) -> Option<Figures> {
     let mr = field(&bw8, "overall_mr")?;
     Some(Figures {
         rtt: Some(2.0 * field(&lat, "50.0_percentile_lat")?),
-        g: (mr > 0.0).then(|| 1e6 / mr),
+        g1: (mr > 0.0).then(|| 1e6 / mr),
         bw: vec![
             (8, field(&bw8, "overall_bw")?),
             (65536, field(&bw64, "overall_bw")?),
