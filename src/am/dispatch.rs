@@ -99,9 +99,7 @@ impl Endpoint {
                 self.run(g, w, now);
             }
         }
-        let mut st = g.borrow_mut();
-        st.dispatch_nesting -= 1;
-        st.flush(now);
+        g.borrow_mut().dispatch_ended(now);
     }
 
     /// Runs one handler with a live token; sends the automatic reply when a
@@ -143,16 +141,44 @@ impl Endpoint {
             g.borrow_mut().proto.recycle(medium);
         }
         if let Some(to) = auto_reply_to {
-            let mut st = g.borrow_mut();
-            if !replied {
-                st.send_auto_reply(now, to, txn, express);
-            }
-            st.request_closed();
+            g.borrow_mut()
+                .request_handled(now, to, txn, express, replied);
         }
     }
 }
 
 impl EpState {
+    /// A dispatch ends: the automatic replies it owes go, then what it
+    /// queued.
+    pub(super) fn dispatch_ended(&mut self, now: Instant) {
+        self.dispatch_nesting -= 1;
+        if self.express.owed.n > 0 {
+            self.flush_auto_replies(now);
+        }
+        self.flush(now);
+    }
+
+    /// The handler of request `txn` from `to` returned (`replied`: it
+    /// replied): else its automatic reply, owed to the end of the
+    /// dispatch when the request came express (`express.rs`).
+    pub(super) fn request_handled(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        txn: u32,
+        express: bool,
+        replied: bool,
+    ) {
+        if !replied {
+            if express {
+                self.owe_auto_reply(now, to, txn);
+            } else {
+                self.send_auto_reply(now, to, txn, false);
+            }
+        }
+        self.request_closed();
+    }
+
     /// The automatic reply of request `txn` from `to`, whose handler did
     /// not reply (`express`: the request came express, `express.rs`).
     pub(super) fn send_auto_reply(
@@ -218,9 +244,15 @@ impl EpState {
                         MsgKind::AutoReply => {
                             // (a kept transaction's answer may come after its
                             // request was given up: to a probe)
-                            self.complete_from(from, meta.txn, now);
-                            if self.txn.any() {
-                                self.txn_replied(from, meta.txn);
+                            // An express one answers more requests, one per
+                            // argument (checked: `ExpressState::check`).
+                            let more = if meta.express { meta.nargs as usize } else { 0 };
+                            for i in 0..=more {
+                                let txn = if i == 0 { meta.txn } else { meta.args[i - 1] };
+                                self.complete_from(from, txn, now);
+                                if self.txn.any() {
+                                    self.txn_replied(from, txn);
+                                }
                             }
                             return None;
                         }

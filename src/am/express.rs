@@ -34,6 +34,14 @@
 //! answer each: no credit freed twice, no queue grown by copies); requests
 //! past `QUEUE` waiting are returned (ECONGESTION) by the protocol.
 //!
+//! Automatic replies: those a dispatch owes one peer for its express
+//! requests go as one record when the dispatch ends (or when 17 are owed,
+//! or one is owed to another peer first): a stream of requests whose
+//! handlers do not reply costs a record per batch the receiver takes in
+//! one poll, not one per request. Each id in it is checked as a lone
+//! answer is (an express request of ours to that ring's writer, not yet
+//! answered): a forged or repeated id frees nothing.
+//!
 //! Failure: a peer whose ring is dropped (its endpoint closed, its process
 //! dead, our slot freed, or a record left unread in it for the peer
 //! timeout: it stopped polling) returns each express request to it still waiting
@@ -97,6 +105,29 @@ pub(super) struct ExpressState {
     /// Empty fast polls since the last full one, and when that was.
     pub(super) quick_polls: u32,
     pub(super) full_at: Instant,
+    /// Automatic replies owed, sent when the dispatch ends.
+    pub(super) owed: OwedAutoReplies,
+}
+
+/// Most automatic replies in one record: its id and one per argument.
+pub(super) const OWED_MAX: usize = 1 + MAX_ARGS;
+
+/// Automatic replies a dispatch owes one peer (`EpState::owe_auto_reply`).
+#[derive(Clone, Copy)]
+pub(super) struct OwedAutoReplies {
+    pub(super) to: SocketAddr,
+    pub(super) txns: [u32; OWED_MAX],
+    pub(super) n: usize,
+}
+
+impl Default for OwedAutoReplies {
+    fn default() -> Self {
+        OwedAutoReplies {
+            to: SocketAddr::from(([0, 0, 0, 0], 0)),
+            txns: [0; OWED_MAX],
+            n: 0,
+        }
+    }
 }
 
 impl ExpressState {
@@ -156,19 +187,43 @@ impl ExpressState {
             counts.corrupt_dropped += 1;
             return None;
         };
-        let channel = if x.kind == ExpressKind::Request {
-            CHANNEL_REQUEST
-        } else {
-            match outstanding.get_mut(&x.txn) {
-                Some(o) if o.addr == from && o.express && !o.answered => {
-                    o.answered = true;
-                    self.stats.replies_received += 1;
-                    CHANNEL_REPLY
+        let (channel, txn, nargs, args) = match x.kind {
+            ExpressKind::Request => (CHANNEL_REQUEST, x.txn, x.nargs, x.args),
+            kind => {
+                // each id answered must be an express request of ours to
+                // `from` not yet answered (an automatic reply's arguments
+                // are more ids: those that pass are kept, in order)
+                let n = if kind == ExpressKind::AutoReply {
+                    1 + x.nargs as usize
+                } else {
+                    1
+                };
+                let mut kept = [0u32; OWED_MAX];
+                let mut k = 0;
+                for i in 0..n {
+                    let id = if i == 0 { x.txn } else { x.args[i - 1] };
+                    match outstanding.get_mut(&id) {
+                        Some(o) if o.addr == from && o.express && !o.answered => {
+                            o.answered = true;
+                            self.stats.replies_received += 1;
+                            kept[k] = id;
+                            k += 1;
+                        }
+                        _ => {
+                            self.stats.dropped += 1;
+                            counts.stale_dropped += 1;
+                        }
+                    }
                 }
-                _ => {
-                    self.stats.dropped += 1;
-                    counts.stale_dropped += 1;
+                if k == 0 {
                     return None;
+                }
+                if kind == ExpressKind::AutoReply {
+                    let mut more = [0u32; MAX_ARGS];
+                    more[..k - 1].copy_from_slice(&kept[1..k]);
+                    (CHANNEL_REPLY, kept[0], (k - 1) as u8, more)
+                } else {
+                    (CHANNEL_REPLY, x.txn, x.nargs, x.args)
                 }
             }
         };
@@ -184,11 +239,11 @@ impl ExpressState {
                 },
                 category: Category::Short,
                 handler: x.handler,
-                nargs: x.nargs,
-                args: x.args,
+                nargs,
+                args,
                 tag: x.tag,
                 dest_offset: 0,
-                txn: x.txn,
+                txn,
                 status: 0,
                 returned_request: false,
                 express: true,
@@ -254,14 +309,6 @@ impl EpState {
         kind: ExpressKind,
         meta: &MsgMeta,
     ) -> bool {
-        // a peer reached by UDP first: `express_ready` sends the ACKs we
-        // owe, which a UDP peer's next packet would have carried
-        if !self.express.send || !self.transports.express_open(to) || !self.proto.express_ready(&to)
-        {
-            return false;
-        }
-        // the ACKs owed to `to` go first
-        self.flush(now);
         let x = Express {
             kind,
             handler: meta.handler,
@@ -270,6 +317,21 @@ impl EpState {
             txn: meta.txn,
             tag: meta.tag,
         };
+        self.try_express_record(now, to, &x)
+    }
+
+    /// Writes `x` into the ring to `to` when the lane is open to it (as
+    /// `try_express`); false: nothing sent.
+    pub(super) fn try_express_record(&mut self, now: Instant, to: SocketAddr, x: &Express) -> bool {
+        let kind = x.kind;
+        // a peer reached by UDP first: `express_ready` sends the ACKs we
+        // owe, which a UDP peer's next packet would have carried
+        if !self.express.send || !self.transports.express_open(to) || !self.proto.express_ready(&to)
+        {
+            return false;
+        }
+        // the ACKs owed to `to` go first
+        self.flush(now);
         let mut buf = [0u8; MAX_LEN];
         let n = x.encode(&mut buf);
         if !self.transports.express_send(to, &buf[..n]) {
@@ -290,6 +352,54 @@ impl EpState {
             }
         }
         true
+    }
+
+    /// The automatic reply of express request `txn` from `to`, whose
+    /// handler did not reply, owed: it goes with the others owed to `to`
+    /// when the dispatch ends (`flush_auto_replies`), or now when
+    /// `OWED_MAX` are owed. (From a dispatch only: its end sends them.)
+    pub(super) fn owe_auto_reply(&mut self, now: Instant, to: SocketAddr, txn: u32) {
+        if !self.txn.target.is_empty() {
+            self.txn_finished(to, txn, None);
+        }
+        if self.express.owed.n > 0 && self.express.owed.to != to {
+            self.flush_auto_replies(now);
+        }
+        let o = &mut self.express.owed;
+        o.to = to;
+        o.txns[o.n] = txn;
+        o.n += 1;
+        if o.n == OWED_MAX {
+            self.flush_auto_replies(now);
+        }
+    }
+
+    /// Sends the automatic replies owed (`owe_auto_reply`): one express
+    /// record, or, when the lane is not open now, one protocol message
+    /// each, as a lone one would have gone.
+    pub(super) fn flush_auto_replies(&mut self, now: Instant) {
+        let o = std::mem::take(&mut self.express.owed);
+        if o.n == 0 {
+            return;
+        }
+        let mut meta = MsgMeta {
+            txn: o.txns[0],
+            ..MsgMeta::new(MsgKind::AutoReply, Category::Short, 0, &[])
+        };
+        meta.nargs = (o.n - 1) as u8;
+        meta.args[..o.n - 1].copy_from_slice(&o.txns[1..o.n]);
+        if self.try_express(now, o.to, ExpressKind::AutoReply, &meta) {
+            // (counted once by `try_express`: one per answer)
+            self.express.stats.replies_sent += (o.n - 1) as u64;
+            return;
+        }
+        for &txn in &o.txns[..o.n] {
+            let meta = MsgMeta {
+                txn,
+                ..MsgMeta::new(MsgKind::AutoReply, Category::Short, 0, &[])
+            };
+            self.send_message(now, o.to, CHANNEL_REPLY, meta, Vec::new());
+        }
     }
 
     /// After a receive: returns the requests refused on arrival, and the

@@ -9,7 +9,11 @@
 //! request of ours to that ring's writer, not yet answered), then goes
 //! through `EpState::prepare` (arrival checks, credits, transactions) and
 //! `Endpoint::run` (token, handler, automatic reply), as a record queued by
-//! the full path would, just sooner.
+//! the full path would, just sooner. A request that passes the arrival
+//! checks goes more directly still (`run_express_request`): the same
+//! checks and counts, its token made from the record where it lies in the
+//! live list. The records behind the first are taken in the same poll (up
+//! to the endpoint's depth, at least 10) while nothing else waits.
 //!
 //! When: a top-level poll (not from a handler), the endpoint ready, nothing
 //! queued or stalled for a handler (so the record cannot overtake a
@@ -30,10 +34,13 @@
 use std::sync::Arc;
 
 use super::endpoint::{Endpoint, EpState, Guard};
-use crate::net::express::ExpressTake;
+use super::handler::{Data, HandlerArgs};
+use super::returned::tag_accepts;
+use super::token::{LiveToken, TokenInfo};
+use crate::net::express::{Express, ExpressKind, ExpressTake};
 use crate::proto::Event;
 use crate::time::Instant;
-use crate::wire::CHANNEL_REQUEST;
+use crate::wire::{Category, CHANNEL_REQUEST};
 
 /// Fast polls in a row that took records before a full one.
 const STREAK: u32 = 8;
@@ -47,7 +54,7 @@ impl Endpoint {
     /// nothing while a full poll is not due (the poll is done); false
     /// when the full poll must run.
     pub(super) fn poll_express(self: &Arc<Self>, g: &Guard<'_>, now: Instant) -> bool {
-        let (first, limit) = {
+        let limit = {
             let mut st = g.borrow_mut();
             if !st.express_fast_ok() {
                 return false;
@@ -62,24 +69,96 @@ impl Endpoint {
             st.last_pump = st.last_pump.max(now);
             st.express.fast_streak += 1;
             st.express.stats.fast += 1;
-            let limit = (st.depth.unwrap_or(1) as usize).max(10);
-            // (a record dropped on arrival runs nothing: the next one then)
-            let first = match st.express_event() {
-                Some(ev) => Some(ev),
-                None => st.next_express_event(limit),
+            st.dispatch_nesting += 1;
+            (st.depth.unwrap_or(1) as usize).max(10)
+        };
+        // the record taken, then those behind it while nothing else waits
+        // (a record dropped on arrival runs nothing: the next one then)
+        for i in 0..limit {
+            if i > 0 && !g.borrow_mut().take_next_express() {
+                break;
+            }
+            if self.run_express_request(g, now) {
+                continue;
+            }
+            // (the event goes to `prepare` as it was returned: moved out of
+            // its Option and back, it was copied once more, a stall)
+            let mut work = {
+                let mut st = g.borrow_mut();
+                let ev = st.express_event();
+                if ev.is_none() {
+                    continue;
+                }
+                st.prepare(self, ev, now)
             };
-            (first, limit)
+            if let Some(w) = work.as_mut() {
+                self.run(g, w, now);
+            }
+        }
+        g.borrow_mut().dispatch_ended(now);
+        true
+    }
+
+    /// The record taken (`express_rx`), when it is an express request that
+    /// passes the arrival checks (`AdmitParts::admit`'s, for a short
+    /// request): its handler run straight from it, its token made in
+    /// place in the live list; true when done. (Most of a short request's
+    /// cost went to copying its event, its prepared work and its token on
+    /// the way.) False: anything else, for the general way (`express_event`,
+    /// `prepare`, `run`), which also refuses what fails the checks.
+    fn run_express_request(self: &Arc<Self>, g: &Guard<'_>, now: Instant) -> bool {
+        let (f, live, x, from) = {
+            let mut st = g.borrow_mut();
+            let st = &mut *st;
+            let from = st.express_rx.from;
+            let Some(x) = Express::decode(st.express_rx.record()) else {
+                return false;
+            };
+            if x.kind != ExpressKind::Request || x.handler == 0 || !tag_accepts(st.tag, x.tag) {
+                return false;
+            }
+            let Some(source) = st.table.index_of(&from) else {
+                return false;
+            };
+            let Some(f) = st.handlers.get(x.handler).cloned() else {
+                return false;
+            };
+            // counted as `ExpressState::check` and `prepare` count it
+            st.stats.packets_received += 1;
+            st.express.stats.requests_received += 1;
+            st.stats.requests_received[Category::Short.index()] += 1;
+            // open until answered (`started.rs`)
+            st.request_opened();
+            let live = LiveToken::push_with(|id| TokenInfo {
+                id,
+                endpoint: self.clone(),
+                source_addr: from,
+                source_id: source as i32,
+                tag: x.tag,
+                handler: x.handler,
+                category: Category::Short,
+                nargs: x.nargs,
+                args: x.args,
+                is_request: true,
+                returned: false,
+                loopback: false,
+                txn: x.txn,
+                replied: false,
+                keep: false,
+                may_have_run: false,
+                express: true,
+            });
+            (f, live, x, from)
         };
-        // (shaped so on purpose: `express_event().or_else(..)` kept in
-        // one Option cost a copy of the event and a store-forwarding
-        // stall, 25 ns per round trip in benches/am_cost)
-        let Some(first) = first else {
-            return true;
+        let mut ha = HandlerArgs {
+            token: live.id(),
+            args: &x.args[..(x.nargs as usize).min(x.args.len())],
+            data: Data::None,
         };
-        let mut first = Some(first);
-        self.dispatch_from(g, limit, now, |st| {
-            first.take().or_else(|| st.next_express_event(limit))
-        });
+        f(&mut ha);
+        let replied = live.finish() == Some(true);
+        g.borrow_mut()
+            .request_handled(now, from, x.txn, true, replied);
         true
     }
 }
@@ -98,23 +177,17 @@ impl EpState {
         false
     }
 
-    /// The event of the next express record at a ring's head while
-    /// nothing else waits for a handler, past at most `tries` records
-    /// dropped on arrival; None: no more for this fast poll.
-    fn next_express_event(&mut self, tries: usize) -> Option<Event<std::net::SocketAddr>> {
-        for _ in 0..tries {
-            if !self.nothing_to_dispatch() {
-                return None;
-            }
-            if self.transports.express_take(&mut self.express_rx) != ExpressTake::Record {
-                return None;
-            }
-            self.express.stats.fast += 1;
-            if let Some(ev) = self.express_event() {
-                return Some(ev);
-            }
+    /// Takes the next express record at a ring's head into `express_rx`
+    /// while nothing else waits for a handler; false: none (for this
+    /// fast poll).
+    fn take_next_express(&mut self) -> bool {
+        if !self.nothing_to_dispatch()
+            || self.transports.express_take(&mut self.express_rx) != ExpressTake::Record
+        {
+            return false;
         }
-        None
+        self.express.stats.fast += 1;
+        true
     }
 
     /// Whether the fast poll may run now (see the module doc).

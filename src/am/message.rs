@@ -4,6 +4,7 @@
 
 use super::{MAX_LONG, MAX_MEDIUM};
 use crate::error::{Error, Result};
+use crate::net::express::{Express, ExpressKind};
 use crate::wire::{Category, MsgKind, MsgMeta, MAX_ARGS};
 
 #[derive(Clone, Copy, Debug)]
@@ -64,11 +65,30 @@ impl<'a> Message<'a> {
     }
 
     /// Its header as a user message of transaction `txn`, tagged `tag`.
+    #[inline]
     pub(crate) fn meta(&self, txn: u32, tag: u64) -> MsgMeta {
-        let mut meta = MsgMeta::new(MsgKind::User, self.category, self.handler, self.args);
-        meta.txn = txn;
-        meta.tag = tag;
-        meta.dest_offset = self.dest_offset;
-        meta
+        MsgMeta {
+            txn,
+            tag,
+            dest_offset: self.dest_offset,
+            ..MsgMeta::new(MsgKind::User, self.category, self.handler, self.args)
+        }
+    }
+
+    /// A short one as an express request record of transaction `txn`,
+    /// tagged `tag` (`net/express.rs`).
+    #[inline]
+    pub(crate) fn express(&self, txn: u32, tag: u64) -> Express {
+        let mut args = [0u32; MAX_ARGS];
+        let n = self.args.len().min(MAX_ARGS);
+        args[..n].copy_from_slice(&self.args[..n]);
+        Express {
+            kind: ExpressKind::Request,
+            handler: self.handler,
+            nargs: n as u8,
+            args,
+            txn,
+            tag,
+        }
     }
 }

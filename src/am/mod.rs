@@ -40,6 +40,8 @@ mod dispatch;
 mod driver;
 mod endpoint;
 mod express;
+#[cfg(test)]
+mod express_owed_tests;
 mod express_poll;
 #[cfg(test)]
 mod express_tests;

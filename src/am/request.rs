@@ -9,7 +9,6 @@ use super::endpoint::{Endpoint, EpState};
 use super::message::Message;
 use super::token;
 use crate::error::{Error, Result};
-use crate::net::express::ExpressKind;
 use crate::time::Instant;
 use crate::wire::{Category, MsgMeta, CHANNEL_REQUEST};
 
@@ -193,19 +192,23 @@ impl EpState {
     ) -> Option<u32> {
         let id64 = self.take_txn_id();
         let txn = id64 as u32;
-        let mut meta = msg.meta(txn, tag);
         if express_ok
             && !keep
             && msg.category == Category::Short
             && msg.payload.is_empty()
-            && self.try_express(now, addr, ExpressKind::Request, &meta)
+            && self.try_express_record(now, addr, &msg.express(txn, tag))
         {
-            let mut o = Outstanding::new(dest, addr, now, meta);
-            o.express = true;
-            self.outstanding.insert(txn, o);
+            // (its header made where it is kept, not first aside: copied
+            // in, it was read back with wider loads than the stores that
+            // had just written it, a stall of a fifth of the request)
+            self.outstanding.insert_with(txn, || Outstanding {
+                express: true,
+                ..Outstanding::new(dest, addr, now, msg.meta(txn, tag))
+            });
             self.stats.requests_sent[Category::Short.index()] += 1;
             return None;
         }
+        let mut meta = msg.meta(txn, tag);
         let mut payload = self.proto.payload_buffer(msg.payload);
         if keep {
             // recorded first: the floor counts this one as waiting
@@ -229,7 +232,7 @@ impl EpState {
             self.flush(now);
         }
         self.outstanding
-            .insert(txn, Outstanding::new(dest, addr, now, meta));
+            .insert_with(txn, || Outstanding::new(dest, addr, now, meta));
         let c = msg.category.index();
         self.stats.requests_sent[c] += 1;
         self.stats.request_data_bytes_sent[c] += msg.payload.len() as u64;

@@ -149,6 +149,21 @@ impl LiveToken {
         })
     }
 
+    /// Makes the token `make` builds (given its new id) live, built where
+    /// it lies in the list (the express lane's requests: made from their
+    /// ring record, not copied from a prepared one).
+    #[inline]
+    pub fn push_with(make: impl FnOnce(TokenId) -> TokenInfo) -> LiveToken {
+        LIVE.with(|l| {
+            let mut l = l.borrow_mut();
+            let id = l.fresh_id();
+            // (room first, then the token made in it: `push(make(id))`
+            // made it aside and copied it in)
+            l.tokens.extend(std::iter::once_with(|| make(id)));
+            LiveToken(id)
+        })
+    }
+
     pub fn id(&self) -> TokenId {
         self.0
     }

@@ -76,18 +76,27 @@ impl<V> TxnMap<V> {
     /// Inserts `v` under `id`; returns the value `id` had (as a hash map).
     #[inline]
     pub(super) fn insert(&mut self, id: u32, v: V) -> Option<V> {
+        self.insert_with(id, || v)
+    }
+
+    /// Inserts the value `make` makes under `id`: made where it goes when
+    /// that is the table (a value made first and moved in was copied with
+    /// wider loads than the stores that had just written it, a stall);
+    /// returns the value `id` had (as a hash map).
+    #[inline]
+    pub(super) fn insert_with(&mut self, id: u32, make: impl FnOnce() -> V) -> Option<V> {
         if self.slots.len() < MAX_SLOTS && self.len >= self.slots.len() / 2 {
             self.grow();
         }
         let i = self.place(id);
         let old = match &mut self.slots[i] {
-            Some((k, old)) if *k == id => return Some(std::mem::replace(old, v)),
+            Some((k, old)) if *k == id => return Some(std::mem::replace(old, make())),
             // (an id may wait in the hash map with its place free again)
             s @ None if self.overflow.is_empty() || !self.overflow.contains_key(&id) => {
-                *s = Some((id, v));
+                *s = Some((id, make()));
                 None
             }
-            _ => self.overflow.insert(id, v),
+            _ => self.overflow.insert(id, make()),
         };
         if old.is_none() {
             self.len += 1;

@@ -17,6 +17,10 @@
 //! | 16 | 8 | AM tag |
 //! | 24 | 4 each | arguments |
 //!
+//! An automatic reply has no handler (0); its arguments are the ids of the
+//! further transactions it answers, all from the same requester (the
+//! automatic replies a dispatch owes one peer go as one record, up to 17).
+//!
 //! With up to 8 arguments, record and ring word fill one cache line.
 //! Everything read is hostile: `decode` takes only a record of exactly this
 //! shape (its length agrees with its count, the zero bytes are zero).
@@ -136,7 +140,7 @@ impl Express {
             || d.len() != HEADER + 4 * n
             || d[5..8] != [0; 3]
             || d[12..16] != [0; 4]
-            || (kind == ExpressKind::AutoReply && (n != 0 || d[3] != 0))
+            || (kind == ExpressKind::AutoReply && d[3] != 0)
         {
             return None;
         }
@@ -185,6 +189,7 @@ mod tests {
             (ExpressKind::Request, 16),
             (ExpressKind::Reply, 3),
             (ExpressKind::AutoReply, 0),
+            (ExpressKind::AutoReply, 16),
         ] {
             let e = sample(kind, n);
             let len = e.encode(&mut buf);
@@ -217,11 +222,13 @@ mod tests {
         assert_eq!(bad(4, 5), None); // the count disagrees with the length
         assert_eq!(bad(6, 1), None); // padding
         assert_eq!(bad(13, 1), None);
-        // an automatic reply carries no handler and no arguments
-        let mut b = [0u8; MAX_LEN];
-        let n = sample(ExpressKind::AutoReply, 0).encode(&mut b);
-        b[3] = 1;
-        assert_eq!(Express::decode(&b[..n]), None);
+        // an automatic reply carries no handler
+        for nargs in [0, 5] {
+            let mut b = [0u8; MAX_LEN];
+            let n = sample(ExpressKind::AutoReply, nargs).encode(&mut b);
+            b[3] = 1;
+            assert_eq!(Express::decode(&b[..n]), None);
+        }
         assert!(!is_express(b"RA\x02"));
         assert!(is_express(b"RX"));
     }
