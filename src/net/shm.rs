@@ -22,9 +22,10 @@
 //! preceded by a wrap marker. The word is `READY | len`, or `WRAP`, or 0:
 //! nothing yet. The receiver learns of a record by the word where its next
 //! one starts (no shared tail to read: one cache line moves per short
-//! datagram, as in a bare ping-pong); the sender zeroes the word after its
-//! record before it sets the record's own, so stale bytes of an earlier lap
-//! never look like a record. The receiver's head (a byte counter on a cache
+//! datagram, as in a bare ping-pong); the receiver clears the word of every
+//! line a record covered when it takes it (and the whole ring when it
+//! frees a slot), so stale bytes of an earlier lap never look like a
+//! record and the sender writes only its record's lines. The receiver's head (a byte counter on a cache
 //! line of its own) is published only every `HEAD_PUBLISH` bytes, and the
 //! sender reads it only when its cached copy says the ring is full. A full
 //! ring refuses the datagram, which then goes by UDP.

@@ -55,6 +55,9 @@ impl ShmTransport {
         m.u32_at(s + S_STATE).store(FREE, Relaxed);
         m.u64_at(s + S_SECRET).store(0, Relaxed);
         m.u64_at(s + S_HEAD).store(0, Relaxed);
+        // the next sender's ring starts clear (every line's word 0), as a
+        // ring whose records were all taken is (`clear_taken`)
+        self.clear_taken(s + SLOT_HDR, 0, RING);
         m.u32_at(s + S_OWNER).store(0, Release);
         self.slots[i] = RxSlot::default();
     }

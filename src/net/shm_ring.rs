@@ -131,6 +131,7 @@ impl ShmTransport {
             }
             if word == WRAP && pos != 0 {
                 // at 0 next: a second WRAP there is refused below
+                self.clear_taken(ring, pos, REC_ALIGN);
                 head += (RING - pos) as u64;
                 continue;
             }
@@ -142,6 +143,7 @@ impl ShmTransport {
                 return n;
             }
             self.map.read(ring + pos + 8, &mut self.buf[..len]);
+            self.clear_taken(ring, pos, rec);
             let d = &self.buf[..len];
             if !self.slots[i].express && crate::net::express::is_express(d) {
                 // not of our job: runs nothing here
@@ -168,6 +170,19 @@ impl ShmTransport {
         {
             slot.published = head;
             self.map.u64_at(slot_off(i) + S_HEAD).store(head, Release);
+        }
+    }
+
+    /// The record of `size` bytes at `pos` of the ring at `ring` is taken:
+    /// the word of each line it covered is cleared, so that a lap later
+    /// the word where the sender's next record goes reads 0 (nothing yet)
+    /// until that record is there (the sender writes only its record: a
+    /// store to the next line too, which the receiver is reading, moved a
+    /// second line between the cores per record).
+    #[inline]
+    pub(super) fn clear_taken(&self, ring: usize, pos: usize, size: usize) {
+        for at in (pos..pos + size).step_by(REC_ALIGN) {
+            self.map.u32_at(ring + at).store(0, Relaxed);
         }
     }
 
@@ -236,6 +251,7 @@ impl ShmTransport {
             if !is_express(&rec.bytes[..len]) {
                 return ExpressTake::Other;
             }
+            self.clear_taken(ring, pos, size);
             rec.len = len;
             rec.from = from;
             let head = slot.head + size as u64;
@@ -327,8 +343,8 @@ impl TxRing {
             self.head = head;
         }
         let at = if wrap { 0 } else { pos };
-        // the next record's word: nothing yet (before this one is seen)
-        self.map.u32_at(ring + (at + rec) % RING).store(0, Relaxed);
+        // (the next record's word is 0: the receiver cleared it when it
+        // took what was there a lap ago, `clear_taken`)
         self.map.write(ring + at + 8, d);
         let word = READY | d.len() as u32;
         if wrap {

@@ -91,6 +91,41 @@ fn datagrams_wrap_around_the_ring_whole_and_in_order() {
 }
 
 #[test]
+fn a_slot_freed_with_records_unread_gives_the_next_sender_a_clean_ring() {
+    // (the receiver clears what it takes; what it never took is cleared
+    // when the slot is freed: else the next sender's second record, where
+    // an old one started, would read as that old one)
+    let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut old = ShmTransport::open(a2).unwrap();
+    assert!(link(&old, &rx, a1));
+    for _ in 0..100 {
+        old.send(Instant::ZERO, a1, &[0xab; 1000]).unwrap();
+    }
+    let Route::Ring(k) = old.tx.get_mut().routes[&a1] else {
+        panic!("no ring")
+    };
+    let slot = old.tx.get_mut().rings[k].as_ref().unwrap().slot;
+    drop(old);
+    // freed with its 100 records unread (as when its sender misbehaves)
+    rx.free_slot(slot);
+    let mut new = ShmTransport::open(a3).unwrap();
+    assert!(link(&new, &rx, a1));
+    let Route::Ring(k) = new.tx.get_mut().routes[&a1] else {
+        panic!("no ring")
+    };
+    assert_eq!(new.tx.get_mut().rings[k].as_ref().unwrap().slot, slot);
+    // records of the same size: each starts where an old one did
+    for n in 1..=3u8 {
+        new.send(Instant::ZERO, a1, &[n; 1000]).unwrap();
+        let got = take(&mut rx);
+        assert_eq!(got.len(), 1, "record {n}: only the new sender's");
+        assert!(got[0].0 == [n; 1000] && got[0].1 == a3);
+    }
+    assert_ne!(rx.map.u64_at(H_ACTIVE).load(Relaxed) & (1 << slot), 0);
+}
+
+#[test]
 fn hostile_ring_contents_free_the_slot_without_reading_out_of_bounds() {
     // a writer of the same user scribbles a record word where the next
     // record goes: a huge length, a length past the ring's end, a wrap at
