@@ -9,10 +9,10 @@
 //! request of ours to that ring's writer, not yet answered), then goes
 //! through `EpState::prepare` (arrival checks, credits, transactions) and
 //! `Endpoint::run` (token, handler, automatic reply), as a record queued by
-//! the full path would, just sooner. A request that passes the arrival
-//! checks goes more directly still (`run_express_request`): the same
-//! checks and counts, its token made from the record where it lies in the
-//! live list. The records behind the first are taken in the same poll (up
+//! the full path would, just sooner. A request or reply that passes the
+//! arrival checks goes more directly still (`run_express_record`): the
+//! same checks and counts, its token made from the record where it lies
+//! in the live list. The records behind the first are taken in the same poll (up
 //! to the endpoint's depth, at least 10) while nothing else waits.
 //!
 //! When: a top-level poll (not from a handler), the endpoint ready, nothing
@@ -78,7 +78,7 @@ impl Endpoint {
             if i > 0 && !g.borrow_mut().take_next_express() {
                 break;
             }
-            if self.run_express_request(g, now) {
+            if self.run_express_record(g, now) {
                 continue;
             }
             // (the event goes to `prepare` as it was returned: moved out of
@@ -99,14 +99,17 @@ impl Endpoint {
         true
     }
 
-    /// The record taken (`express_rx`), when it is an express request that
-    /// passes the arrival checks (`AdmitParts::admit`'s, for a short
-    /// request): its handler run straight from it, its token made in
-    /// place in the live list; true when done. (Most of a short request's
-    /// cost went to copying its event, its prepared work and its token on
-    /// the way.) False: anything else, for the general way (`express_event`,
-    /// `prepare`, `run`), which also refuses what fails the checks.
-    fn run_express_request(self: &Arc<Self>, g: &Guard<'_>, now: Instant) -> bool {
+    /// The record taken (`express_rx`), when it is an express request or
+    /// reply that passes the arrival checks (`AdmitParts::admit`'s for a
+    /// short message; a reply's, `ExpressState::check`'s: it answers an
+    /// express request of ours to that ring's writer, not yet answered):
+    /// its handler run straight from it, its token made in place in the
+    /// live list; true when done. (Most of a short message's cost went to
+    /// copying its event, its prepared work and its token on the way.)
+    /// False: anything else, for the general way (`express_event`,
+    /// `prepare`, `run`), which also refuses or drops what fails the
+    /// checks, and counts it.
+    fn run_express_record(self: &Arc<Self>, g: &Guard<'_>, now: Instant) -> bool {
         let (f, live, x, from) = {
             let mut st = g.borrow_mut();
             let st = &mut *st;
@@ -114,39 +117,63 @@ impl Endpoint {
             let Some(x) = Express::decode(st.express_rx.record()) else {
                 return false;
             };
-            if x.kind != ExpressKind::Request || x.handler == 0 || !tag_accepts(st.tag, x.tag) {
+            let is_request = match x.kind {
+                ExpressKind::Request => true,
+                ExpressKind::Reply => false,
+                ExpressKind::AutoReply => return false,
+            };
+            if x.handler == 0 || !tag_accepts(st.tag, x.tag) {
                 return false;
             }
-            let Some(source) = st.table.index_of(&from) else {
+            let source = st.table.index_of(&from);
+            if is_request && source.is_none() {
                 return false;
-            };
+            }
             let Some(f) = st.handlers.get(x.handler).cloned() else {
                 return false;
             };
+            if !is_request
+                && !st
+                    .outstanding
+                    .get(&x.txn)
+                    .is_some_and(|o| o.addr == from && o.express && !o.answered)
+            {
+                return false;
+            }
+            let c = Category::Short.index();
             // counted as `ExpressState::check` and `prepare` count it
             st.stats.packets_received += 1;
-            st.express.stats.requests_received += 1;
-            st.stats.requests_received[Category::Short.index()] += 1;
-            // open until answered (`started.rs`)
-            st.request_opened();
+            if is_request {
+                st.express.stats.requests_received += 1;
+                st.stats.requests_received[c] += 1;
+                // open until answered (`started.rs`)
+                st.request_opened();
+            } else {
+                st.express.stats.replies_received += 1;
+                st.complete_from(from, x.txn, now);
+                if st.txn.any() {
+                    st.txn_replied(from, x.txn);
+                }
+                st.stats.replies_received[c] += 1;
+            }
             let live = LiveToken::push_with(|id| TokenInfo {
                 id,
                 endpoint: self.clone(),
                 source_addr: from,
-                source_id: source as i32,
+                source_id: source.map_or(-1, |i| i as i32),
                 tag: x.tag,
                 handler: x.handler,
                 category: Category::Short,
                 nargs: x.nargs,
                 args: x.args,
-                is_request: true,
+                is_request,
                 returned: false,
                 loopback: false,
                 txn: x.txn,
                 replied: false,
                 keep: false,
                 may_have_run: false,
-                express: true,
+                express: is_request,
             });
             (f, live, x, from)
         };
@@ -157,8 +184,10 @@ impl Endpoint {
         };
         f(&mut ha);
         let replied = live.finish() == Some(true);
-        g.borrow_mut()
-            .request_handled(now, from, x.txn, true, replied);
+        if x.kind == ExpressKind::Request {
+            g.borrow_mut()
+                .request_handled(now, from, x.txn, true, replied);
+        }
         true
     }
 }
