@@ -31,8 +31,10 @@
 //! ring refuses the datagram, which then goes by UDP.
 //!
 //! Wake-ups: a receiver about to sleep (`fd()` is asked only then) sets the
-//! sleep word; a sender that finds it set clears it and sends one byte to
-//! the receiver's socket, which `AM_WaitSema` and the progress thread poll.
+//! sleep word, then looks at its rings for `SLEEP_GRACE`; a sender that
+//! finds the word set after a push (no fence between: the grace covers
+//! the record's late visibility) clears it and sends one byte to the
+//! receiver's socket, which `AM_WaitSema` and the progress thread poll.
 //! The socket is read before sleeping and every `WAKE_CHECK` while busy
 //! (HELLOs answered, descriptors taken). Everything read from the mapping
 //! or the socket is hostile input: another process of the same user writes
@@ -117,6 +119,11 @@ const H_LAYOUT: usize = 16;
 const H_ADDR: usize = 64;
 const H_BOOT: usize = 128;
 const H_SLEEP: usize = 256;
+/// How long a receiver about to sleep looks at its rings after it set its
+/// sleep word (`fd`): far longer than a store buffer takes to drain (well
+/// under a microsecond), so a record whose sender looked at the word
+/// before it was set is seen.
+const SLEEP_GRACE: crate::time::Nanos = 20 * crate::time::MICROS;
 const H_ACTIVE: usize = 384;
 const TEXT: usize = 64;
 // slot header offsets
@@ -476,11 +483,25 @@ impl Transport for ShmTransport {
         let sleep = self.map.u32_at(H_SLEEP);
         sleep.store(1, SeqCst);
         fence(SeqCst);
-        // a datagram that came before the word was set would sleep unseen
-        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
-        let waiting = (0..SLOTS)
-            .filter(|i| active & (1 << i) != 0)
-            .any(|i| self.slot_waiting(i));
+        // a datagram that came before the word was set would sleep unseen;
+        // and a sender does not fence between its record and its look at
+        // the word (`TxRing::wake`): a record whose sender saw no word yet
+        // is visible here within a store-buffer drain, so the rings are
+        // looked at until `SLEEP_GRACE` has passed since the word was set
+        let set = Instant::now();
+        let waiting = loop {
+            let active = self.map.u64_at(H_ACTIVE).load(Acquire);
+            if (0..SLOTS)
+                .filter(|i| active & (1 << i) != 0)
+                .any(|i| self.slot_waiting(i))
+            {
+                break true;
+            }
+            if Instant::now().since(set) >= SLEEP_GRACE {
+                break false;
+            }
+            std::hint::spin_loop();
+        };
         if waiting {
             if let Ok(a) = wake_addr(self.local) {
                 let _ = self.wake.send_to_addr(&[1], &a);

@@ -226,6 +226,50 @@ fn an_armed_receiver_is_woken_and_a_closed_one_is_forgotten() {
 }
 
 #[test]
+fn a_receiver_going_to_sleep_as_records_come_is_always_woken() {
+    // a sender thread pushes one record at a time, at staggered moments
+    // around the receiver's going to sleep (it arms its word whenever it
+    // finds nothing): every record wakes it, none waits for the timeout
+    // (the sender looks at the word without a fence: `TxRing::wake`)
+    use std::sync::atomic::AtomicU32;
+    use std::sync::Arc;
+    const N: u32 = 2000;
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    assert!(link(&tx, &rx, a1));
+    assert!(take(&mut rx).is_empty());
+    let taken = Arc::new(AtomicU32::new(0));
+    let t2 = taken.clone();
+    let sender = std::thread::spawn(move || {
+        for k in 0..N {
+            while t2.load(Acquire) < k {
+                std::hint::spin_loop();
+            }
+            // 0 to 30 us after the last one was taken
+            let t = Instant::now();
+            while Instant::now().since(t) < (k as u64 * 7919) % 30_000 {
+                std::hint::spin_loop();
+            }
+            tx.send(Instant::ZERO, a1, &k.to_le_bytes()).unwrap();
+        }
+        tx
+    });
+    let mut got = 0u32;
+    while got < N {
+        let n = take(&mut rx).len() as u32;
+        if n > 0 {
+            got += n;
+            taken.store(got, Release);
+        } else {
+            let woken = crate::sys::wait_readable(&[rx.fd()], 3000);
+            assert!(woken, "record {got} woke nobody");
+        }
+    }
+    let _tx = sender.join().unwrap();
+}
+
+#[test]
 fn a_live_address_cannot_be_opened_twice() {
     let (_k, a) = fresh();
     let _first = ShmTransport::open(a).unwrap();
