@@ -46,6 +46,10 @@ pub struct Config {
     /// `RAMP_REQUEST_BATCH`: most requests held back to leave together
     /// (`am/request.rs`'s `Batch`); 0 or 1: none.
     pub request_batch: u16,
+    /// `RAMP_CLOCK`: whether clock readings may be carried forward by the
+    /// CPU's time-stamp counter (`sys/clock.rs`); false: every reading
+    /// is the system's.
+    pub clock_counter: bool,
 }
 
 /// `RAMP_TRANSPORT`: `auto` (default) reaches same-host peers through
@@ -179,6 +183,7 @@ impl Default for Config {
             transport: TransportChoice::Auto,
             shm_express: true,
             request_batch: DEFAULT_REQUEST_BATCH,
+            clock_counter: true,
         }
     }
 }
@@ -210,6 +215,7 @@ pub const AUTH: &str = "RAMP_AUTH";
 pub const TRANSPORT: &str = "RAMP_TRANSPORT";
 pub const SHM_EXPRESS: &str = "RAMP_SHM_EXPRESS";
 pub const REQUEST_BATCH: &str = "RAMP_REQUEST_BATCH";
+pub const CLOCK: &str = "RAMP_CLOCK";
 /// The most requests in a batch: as many packets as the sender joins into
 /// one datagram (`proto/outbox.rs`'s `SEND_BUNDLE_MAX`); also the default.
 pub const MAX_REQUEST_BATCH: u16 = 32;
@@ -503,6 +509,19 @@ pub const VARIABLES: &[Var] = &[
         aliases: &[],
         meaning: "most small requests sent as one datagram (default 32, at most 32; 0 or 1: none held): a request to a peer reached over UDP that still owes the answer to an earlier request waits until the batch is full or the endpoint's next poll, wait or request, or the progress thread's next pass; a lone request (a ping-pong's) never waits",
         set: |c, v| int(v, 0, MAX_REQUEST_BATCH as u64).map(|x| c.request_batch = x as u16),
+    },
+    Var {
+        name: CLOCK,
+        aliases: &[],
+        meaning: "counter (default): readings of the monotonic clock (every poll and request takes one) are carried forward by the CPU's time-stamp counter from a real reading at most about 50 us old, where the kernel itself keeps time by that counter (clocksource tsc); system: every reading is the system's (clock_gettime), as profilers that replace the clock need",
+        set: |c, v| {
+            c.clock_counter = match v.trim() {
+                "counter" => true,
+                "system" => false,
+                _ => return Err("expected counter or system".into()),
+            };
+            Ok(())
+        },
     },
 ];
 

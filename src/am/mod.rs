@@ -145,11 +145,14 @@ static REGISTRY: Lazy<RwLock<Registry>> = Lazy::new(Default::default);
 
 /// AM_Init: reference counted. Fails only when the `RAMP_*` configuration is bad.
 pub fn init() -> Result<()> {
-    if let Err(msg) = crate::config::global() {
-        eprintln!("{msg}");
-        return Err(Error::BadArg(
-            "bad RAMP_* configuration (see the message above)",
-        ));
+    match crate::config::global() {
+        Ok(cfg) => crate::sys::clock_counter(cfg.clock_counter),
+        Err(msg) => {
+            eprintln!("{msg}");
+            return Err(Error::BadArg(
+                "bad RAMP_* configuration (see the message above)",
+            ));
+        }
     }
     REGISTRY.write().init_count += 1;
     // requests held for a batch (`batch.rs`) leave even when the program

@@ -202,3 +202,11 @@ fn request_batch_is_a_count_up_to_a_bundle() {
         );
     }
 }
+
+#[test]
+fn clock_is_the_counter_unless_system_is_asked() {
+    assert!(cfg(&[]).unwrap().clock_counter);
+    assert!(cfg(&[(CLOCK, "counter")]).unwrap().clock_counter);
+    assert!(!cfg(&[(CLOCK, "system")]).unwrap().clock_counter);
+    assert!(cfg(&[(CLOCK, "tsc")]).is_err());
+}

@@ -19,7 +19,7 @@ mod shm;
 mod shm_region;
 mod socket;
 
-pub(crate) use clock::monotonic_nanos;
+pub(crate) use clock::{clock_counter, monotonic_nanos};
 pub(crate) use cma::{random_u64, read_from_process, write_to_process};
 pub(crate) use crc::{crc32c_append_long, crc32c_short};
 #[cfg(test)]
