@@ -5,8 +5,10 @@
 //! shared-memory round trip. Where the kernel itself keeps time by the
 //! CPU's time-stamp counter (its clocksource is `tsc`: constant rate,
 //! synchronised across cores), a read is the counter (~10 ns) carried
-//! forward from the thread's last real reading of the clock (its anchor)
-//! at the rate measured between real readings at least `CALIBRATE` apart;
+//! forward from the thread's last real reading of the clock (its anchor:
+//! the counter read just before and just after it, not interrupted
+//! between) at the rate measured between anchors at least `CALIBRATE`
+//! apart;
 //! a real reading is taken again once the anchor is `REANCHOR` old, so
 //! an estimate is never more than that far from a real reading (its
 //! error: that span times the rate's, under a nanosecond). Per thread,
@@ -46,6 +48,11 @@ fn cycles() -> u64 {
 /// Cycles after which a thread reads the real clock again (50 us at 2 GHz:
 /// the estimate's span).
 const REANCHOR: u64 = 100_000;
+/// The most cycles between the two counter readings around a real one
+/// for the pair to anchor estimates (a real reading takes ~100 cycles; a
+/// thread preempted between them would make every estimate from that
+/// anchor, and the rate measured from it, off by the time it lost).
+const PAIR_MAX: u64 = 2_000;
 /// The shortest span, in nanoseconds, over which the counter's rate is
 /// measured (the real clock's jitter over it: about 1e-5).
 const CALIBRATE: u64 = 2_000_000;
@@ -108,8 +115,16 @@ fn anchored() -> u64 {
     if !counter_usable() {
         return system_nanos();
     }
-    let c = cycles();
+    let c0 = cycles();
     let n = system_nanos();
+    let Some((c, n)) = anchor_pair(c0, n, cycles()) else {
+        // interrupted between the readings (preempted): no anchor of
+        // that pair, nor a rate; the next reading tries again
+        ANCHOR.set((0, 0));
+        let t = n.max(LAST.get());
+        LAST.set(t);
+        return t;
+    };
     ANCHOR.set((c, n));
     let (bc, bn) = BASE.get();
     if bn == 0 || n < bn || c <= bc {
@@ -124,6 +139,14 @@ fn anchored() -> u64 {
     let t = n.max(LAST.get());
     LAST.set(t);
     t
+}
+
+/// The anchor of a real reading `n` between counter readings `c0` and
+/// `c1`: the counter halfway, when nothing came between them (at most
+/// `PAIR_MAX` cycles apart, the second not before the first).
+fn anchor_pair(c0: u64, n: u64, c1: u64) -> Option<(u64, u64)> {
+    let d = c1.wrapping_sub(c0);
+    (d <= PAIR_MAX).then(|| (c0 + d / 2, n))
 }
 
 /// Whether readings may be carried forward by the counter (`RAMP_CLOCK`,
@@ -171,6 +194,16 @@ mod tests {
         if uses_counter() {
             assert_ne!(RATE.load(Relaxed), 0, "the counter's rate was measured");
         }
+    }
+
+    #[test]
+    fn an_interrupted_reading_anchors_nothing() {
+        assert_eq!(anchor_pair(1000, 7, 1100), Some((1050, 7)));
+        assert_eq!(anchor_pair(1000, 7, 1000 + PAIR_MAX), Some((2000, 7)));
+        // preempted between the counter readings
+        assert_eq!(anchor_pair(1000, 7, 1001 + PAIR_MAX), None);
+        // the counter going back (another core's, out of step)
+        assert_eq!(anchor_pair(1000, 7, 999), None);
     }
 
     #[test]
