@@ -179,6 +179,27 @@ impl EpState {
         self.request_closed();
     }
 
+    /// A reply from `from` to our request `txn` (category index `c`):
+    /// true, its request completed and the reply counted, when it answers
+    /// a request of ours to `from` (or a kept transaction's, which may
+    /// come after its request was given up: to a probe); else false, to
+    /// be dropped.
+    pub(super) fn reply_arrived(
+        &mut self,
+        from: SocketAddr,
+        txn: u32,
+        c: usize,
+        now: Instant,
+    ) -> bool {
+        let answers = self.complete_from(from, txn, now);
+        let kept = self.txn.any() && self.txn_replied(from, txn);
+        if !answers && !kept {
+            return false;
+        }
+        self.stats.replies_received[c] += 1;
+        true
+    }
+
     /// The automatic reply of request `txn` from `to`, whose handler did
     /// not reply (`express`: the request came express, `express.rs`).
     pub(super) fn send_auto_reply(
@@ -293,14 +314,9 @@ impl EpState {
                             return Some(self.returned_work(info, status));
                         }
                         MsgKind::User => {
-                            let answers = self.complete_from(from, meta.txn, now);
-                            // a kept transaction's may come after its request
-                            // was given up: to a probe
-                            let kept = self.txn.any() && self.txn_replied(from, meta.txn);
-                            if !answers && !kept {
+                            if !self.reply_arrived(from, meta.txn, c, now) {
                                 return None;
                             }
-                            self.stats.replies_received[c] += 1;
                         }
                         // taken by `drain_events` before they get here
                         _ => {

@@ -382,13 +382,16 @@ impl EpState {
         if o.n == 0 {
             return;
         }
-        let mut meta = MsgMeta {
+        let mut x = Express {
+            kind: ExpressKind::AutoReply,
+            handler: 0,
+            nargs: (o.n - 1) as u8,
+            args: [0; MAX_ARGS],
             txn: o.txns[0],
-            ..MsgMeta::new(MsgKind::AutoReply, Category::Short, 0, &[])
+            tag: 0,
         };
-        meta.nargs = (o.n - 1) as u8;
-        meta.args[..o.n - 1].copy_from_slice(&o.txns[1..o.n]);
-        if self.try_express(now, o.to, ExpressKind::AutoReply, &meta) {
+        x.args[..o.n - 1].copy_from_slice(&o.txns[1..o.n]);
+        if self.try_express_record(now, o.to, &x) {
             // (counted once by `try_express`: one per answer)
             self.express.stats.replies_sent += (o.n - 1) as u64;
             return;

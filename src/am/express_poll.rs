@@ -81,8 +81,11 @@ impl Endpoint {
             if self.run_express_record(g, now) {
                 continue;
             }
-            // (the event goes to `prepare` as it was returned: moved out of
-            // its Option and back, it was copied once more, a stall)
+            // anything else: checked, then `prepare` (a record dropped on
+            // arrival gives no event). (This loop is `dispatch_from`'s
+            // shape, written out: sharing its body through a closure cost
+            // 7-10 ns per one-way request in benches/am_cost, 172-180 ns
+            // against 169-171.)
             let mut work = {
                 let mut st = g.borrow_mut();
                 let ev = st.express_event();
@@ -150,11 +153,8 @@ impl Endpoint {
                 st.request_opened();
             } else {
                 st.express.stats.replies_received += 1;
-                st.complete_from(from, x.txn, now);
-                if st.txn.any() {
-                    st.txn_replied(from, x.txn);
-                }
-                st.stats.replies_received[c] += 1;
+                // (it answers: checked above)
+                st.reply_arrived(from, x.txn, c, now);
             }
             let live = LiveToken::push_with(|id| TokenInfo {
                 id,

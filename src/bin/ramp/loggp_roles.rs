@@ -122,6 +122,20 @@ struct RampChan {
     max: usize,
 }
 
+impl RampChan {
+    /// `msg` to the server if a credit is free now: whether it went.
+    fn request(&mut self, msg: &Message<'_>) -> bool {
+        match self.ep.request(1, msg, true) {
+            Ok(()) => {
+                self.sent += 1;
+                true
+            }
+            Err(Error::InUse(_)) => false,
+            Err(e) => panic!("request: {e}"),
+        }
+    }
+}
+
 impl Chan for RampChan {
     fn try_send(&mut self, data: &[u8]) -> bool {
         let msg = if data.len() <= SHORT {
@@ -130,14 +144,7 @@ impl Chan for RampChan {
             let off = (self.sent % 2) * self.max as u64;
             Message::long(H_XFER, &[], data, off)
         };
-        match self.ep.request(1, &msg, true) {
-            Ok(()) => {
-                self.sent += 1;
-                true
-            }
-            Err(Error::InUse(_)) => false,
-            Err(e) => panic!("request: {e}"),
-        }
+        self.request(&msg)
     }
 
     fn poll(&mut self) -> usize {
@@ -153,14 +160,7 @@ impl Chan for RampChan {
     }
 
     fn try_post(&mut self) -> bool {
-        match self.ep.request(1, &Message::short(H_SINK, &[]), true) {
-            Ok(()) => {
-                self.sent += 1;
-                true
-            }
-            Err(Error::InUse(_)) => false,
-            Err(e) => panic!("request: {e}"),
-        }
+        self.request(&Message::short(H_SINK, &[]))
     }
 
     fn posted_done(&mut self) -> u64 {
