@@ -147,3 +147,41 @@ fn loggp_mode_refuses_bad_options() {
         );
     }
 }
+
+/// A bad `RAMP_*` variable: each benchmark says what is wrong once, before
+/// any role starts, and fails; a role started by hand with it says so and
+/// exits 2. Never a panic.
+#[test]
+fn benchmarks_refuse_a_bad_configuration_without_a_panic() {
+    for args in [
+        &["bench", "--runs", "1", "--iters", "10"][..],
+        &["bench", "--loggp", "--runs", "1", "--iters", "10"],
+        &["bench", "txn", "--runs", "1", "--iters", "10"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ramp"))
+            .args(args)
+            .env("RAMP_JOB_KEY", "zz")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("RAMP_JOB_KEY"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("round 1/1"),
+            "{args:?}: no role may start"
+        );
+    }
+    for role in ["bench-server", "loggp-server", "bench-rma-server"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ramp"))
+            .arg(role)
+            .env("RAMP_JOB_KEY", "zz")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{role}: {err}");
+        assert!(err.contains("bad RAMP_* configuration"), "{role}: {err}");
+        assert!(!err.contains("panicked"), "{role}: {err}");
+    }
+}

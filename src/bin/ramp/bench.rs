@@ -98,8 +98,16 @@ fn random_job_key() -> Result<String, String> {
     Ok(k.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Whether ramp's `RAMP_*` configuration is good (ramp prints what is
+/// wrong with it), before any role starts: said once, by the parent.
+pub(crate) fn check_config() -> Result<(), String> {
+    ramp::am::init().map_err(|e| format!("{e}"))?;
+    ramp::am::terminate().map_err(|e| format!("{e}"))
+}
+
 /// Runs the whole benchmark; prints the figures on stdout.
 pub fn run(opts: &BenchOptions) -> Result<(), String> {
+    check_config()?;
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find this program: {e}"))?
         .to_string_lossy()

@@ -15,8 +15,7 @@ use std::time::Instant as StdInstant;
 
 use crate::bench_roles;
 use ramp::am::{
-    self, handler, BundleMode, EndpointName, Message, SegmentMemory, VecSegment, REGION_READ,
-    REGION_WRITE,
+    self, handler, EndpointName, Message, SegmentMemory, VecSegment, REGION_READ, REGION_WRITE,
 };
 
 const TAG: u64 = 0xbe7d;
@@ -143,9 +142,7 @@ fn stdin_line() -> Option<String> {
 
 fn server() -> i32 {
     // the endpoint's name first: open with a placeholder peer, map it later
-    am::init().expect("ramp configuration");
-    let b = am::allocate_bundle(BundleMode::Seq).expect("bundle");
-    let ep = am::allocate_endpoint(b.id).expect("endpoint");
+    let (b, ep) = crate::bench_roles::open_or_exit("bench-rma-server/client");
     println!("{}", hex(&ep.name().0));
     let Some(peer) = stdin_line().and_then(|l| name_from_hex(&l)) else {
         return 1;
@@ -217,9 +214,7 @@ fn bandwidth(ep: &Arc<am::Endpoint>, size: usize, mut issue: impl FnMut(usize) -
 /// for profiling a phase by itself (`ramp bench-rma-client RUNS ONLY`).
 fn client(runs: usize, only: Option<&str>) -> i32 {
     let wanted = |what: &str| only.is_none_or(|o| o == what);
-    am::init().expect("ramp configuration");
-    let b = am::allocate_bundle(BundleMode::Seq).expect("bundle");
-    let ep = am::allocate_endpoint(b.id).expect("endpoint");
+    let (b, ep) = crate::bench_roles::open_or_exit("bench-rma-server/client");
     println!("{}", hex(&ep.name().0));
     let Some(line) = stdin_line() else {
         return 1;

@@ -48,11 +48,24 @@ fn name_from_hex(s: &str) -> Option<EndpointName> {
 }
 
 fn open_endpoint() -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
-    am::init().expect("ramp configuration");
-    let b = am::allocate_bundle(BundleMode::Seq).expect("bundle");
-    let e = am::allocate_endpoint(b.id).expect("endpoint");
+    let (b, e) = open_or_exit("bench-server/client");
     e.set_tag(0xbe7c);
     (b, e)
+}
+
+/// A benchmark role's bundle and endpoint; when ramp cannot give them (a
+/// bad `RAMP_*` variable, no socket), `ramp ROLE: why` and exit status 2,
+/// which the parent reports (not a panic's backtrace).
+pub(crate) fn open_or_exit(role: &str) -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
+    let opened = am::init().and_then(|()| {
+        let b = am::allocate_bundle(BundleMode::Seq)?;
+        let e = am::allocate_endpoint(b.id)?;
+        Ok((b, e))
+    });
+    opened.unwrap_or_else(|e| {
+        eprintln!("ramp {role}: {e}");
+        std::process::exit(2)
+    })
 }
 
 /// A plain UDP socket beside the endpoint, with kernel buffers as large as

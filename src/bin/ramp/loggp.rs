@@ -352,6 +352,7 @@ fn print_targets(all: &[Vec<Figures>], med: &[(&str, Figures)]) {
 
 /// Runs everything; prints the table; draws the plot.
 pub fn run(o: &Options) -> Result<(), String> {
+    crate::bench::check_config()?;
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find this program: {e}"))?
         .to_string_lossy()

@@ -11,8 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ramp::am::{
-    self, handler, BundleMode, EndpointName, Message, SegmentMemory, VecSegment, REGION_READ,
-    REGION_WRITE,
+    self, handler, EndpointName, Message, SegmentMemory, VecSegment, REGION_READ, REGION_WRITE,
 };
 use ramp::error::Error;
 
@@ -55,9 +54,7 @@ fn stdin_line() -> Option<String> {
 }
 
 fn open() -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
-    am::init().expect("ramp configuration");
-    let b = am::allocate_bundle(BundleMode::Seq).expect("bundle");
-    let e = am::allocate_endpoint(b.id).expect("endpoint");
+    let (b, e) = crate::bench_roles::open_or_exit("loggp-server/client");
     println!("{}", hex(&e.name().0));
     (b, e)
 }
