@@ -42,6 +42,12 @@ use crate::proto::Event;
 use crate::time::Instant;
 use crate::wire::{Category, CHANNEL_REQUEST};
 
+/// A token's source address until `LiveToken::push_with` sets it.
+const PLACEHOLDER: std::net::SocketAddr = std::net::SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::UNSPECIFIED,
+    0,
+));
+
 /// Fast polls in a row that took records before a full one.
 const STREAK: u32 = 8;
 /// Empty fast polls after a full one before the next, at most...
@@ -156,10 +162,11 @@ impl Endpoint {
                 // (it answers: checked above)
                 st.reply_arrived(from, x.txn, c, now);
             }
-            let live = LiveToken::push_with(|id| TokenInfo {
+            let live = LiveToken::push_with(&st.express_rx.from, |id| TokenInfo {
                 id,
                 endpoint: self.clone(),
-                source_addr: from,
+                // (set by `push_with`)
+                source_addr: PLACEHOLDER,
                 source_id: source.map_or(-1, |i| i as i32),
                 tag: x.tag,
                 handler: x.handler,

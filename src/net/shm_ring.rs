@@ -253,7 +253,12 @@ impl ShmTransport {
             }
             self.clear_taken(ring, pos, size);
             rec.len = len;
-            rec.from = from;
+            // (stored only when it changes: its reader, at once, loads it
+            // in two 16-byte halves, which a store just made by pieces
+            // cannot forward, a stall per record)
+            if rec.from != from {
+                rec.from = from;
+            }
             let head = slot.head + size as u64;
             let next = (head % RING as u64) as usize;
             let drained = self.map.u32_at(ring + next).load(Acquire) == 0;
