@@ -5,6 +5,9 @@
 //! credits come back in automatic replies): ramp's work per one-way
 //! message, both ends (`THREADS=2`: the target polled by a thread of its
 //! own on another core, a pipeline as between two processes).
+//! `MEDIUM=n` (one way): medium requests of n payload bytes instead of
+//! short ones (through the ring over shm: its room, not only its records'
+//! cost, as `THREADS=2` shows).
 
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -102,9 +105,19 @@ fn main() {
             pin(0);
             t
         });
+        let medium: usize = std::env::var("MEDIUM")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let payload = vec![7u8; medium];
+        let msg = if medium > 0 {
+            Message::medium(12, &[], &payload)
+        } else {
+            Message::short(12, &[])
+        };
         let t = Instant::now();
         for _ in 0..iters {
-            while e0.request(1, &Message::short(12, &[]), true).is_err() {
+            while e0.request(1, &msg, true).is_err() {
                 if !threads {
                     e1.poll().unwrap();
                 }
@@ -123,6 +136,18 @@ fn main() {
             t.join().unwrap();
         }
         let x = e0.express_stats();
+        if medium > 0 {
+            println!(
+                "{}, one way, medium of {medium} B: ramp {ns:.0} ns per request, {:.0} MiB/s",
+                if threads {
+                    "two threads"
+                } else {
+                    "one thread (both ends)"
+                },
+                medium as f64 * 1e9 / ns / (1 << 20) as f64
+            );
+            return;
+        }
         println!(
             "{}, one way: ramp {ns:.0} ns per request (express requests {}, \
              answers {} in {} records)",
