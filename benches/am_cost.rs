@@ -136,26 +136,21 @@ fn main() {
             t.join().unwrap();
         }
         let x = e0.express_stats();
+        let who = if threads {
+            "two threads"
+        } else {
+            "one thread (both ends)"
+        };
         if medium > 0 {
             println!(
-                "{}, one way, medium of {medium} B: ramp {ns:.0} ns per request, {:.0} MiB/s",
-                if threads {
-                    "two threads"
-                } else {
-                    "one thread (both ends)"
-                },
+                "{who}, one way, medium of {medium} B: ramp {ns:.0} ns per request, {:.0} MiB/s",
                 medium as f64 * 1e9 / ns / (1 << 20) as f64
             );
             return;
         }
         println!(
-            "{}, one way: ramp {ns:.0} ns per request (express requests {}, \
+            "{who}, one way: ramp {ns:.0} ns per request (express requests {}, \
              answers {} in {} records)",
-            if threads {
-                "two threads"
-            } else {
-                "one thread (both ends)"
-            },
             x.requests_sent,
             x.replies_received,
             e0.statistics().packets_received

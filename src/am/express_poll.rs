@@ -36,17 +36,11 @@ use std::sync::Arc;
 use super::endpoint::{Endpoint, EpState, Guard};
 use super::handler::{Data, HandlerArgs};
 use super::returned::tag_accepts;
-use super::token::{LiveToken, TokenInfo};
+use super::token::{self, LiveToken, TokenInfo};
 use crate::net::express::{Express, ExpressKind, ExpressTake};
 use crate::proto::Event;
 use crate::time::Instant;
 use crate::wire::{Category, CHANNEL_REQUEST};
-
-/// A token's source address until `LiveToken::push_with` sets it.
-const PLACEHOLDER: std::net::SocketAddr = std::net::SocketAddr::V4(std::net::SocketAddrV4::new(
-    std::net::Ipv4Addr::UNSPECIFIED,
-    0,
-));
 
 /// Fast polls in a row that took records before a full one.
 const STREAK: u32 = 8;
@@ -165,8 +159,7 @@ impl Endpoint {
             let live = LiveToken::push_with(&st.express_rx.from, |id| TokenInfo {
                 id,
                 endpoint: self.clone(),
-                // (set by `push_with`)
-                source_addr: PLACEHOLDER,
+                source_addr: token::SOURCE_UNSET,
                 source_id: source.map_or(-1, |i| i as i32),
                 tag: x.tag,
                 handler: x.handler,

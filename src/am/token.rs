@@ -91,6 +91,13 @@ impl TokenInfo {
     }
 }
 
+/// What a token made for `LiveToken::push_with` holds as its source
+/// address: `push_with` sets the real one where the token lies.
+pub const SOURCE_UNSET: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::UNSPECIFIED,
+    0,
+));
+
 /// This thread's live tokens, and the ids it hands out.
 struct Live {
     tokens: Vec<TokenInfo>,
@@ -152,7 +159,7 @@ impl LiveToken {
     /// Makes the token `make` builds (given its new id) live, built where
     /// it lies in the list (the express lane's requests: made from their
     /// ring record, not copied from a prepared one), its source address
-    /// then set to `from` there. (Made inside the token, the address was
+    /// (`SOURCE_UNSET` in what `make` returns) then set to `from` there. (Made inside the token, the address was
     /// staged on the stack in two overlapping 16-byte stores and read back
     /// at once across both: a failed store-to-load forward, a tenth of the
     /// express lane's per-message cycles in `perf`.)

@@ -142,7 +142,7 @@ fn stdin_line() -> Option<String> {
 
 fn server() -> i32 {
     // the endpoint's name first: open with a placeholder peer, map it later
-    let (b, ep) = crate::bench_roles::open_or_exit("bench-rma-server/client");
+    let (b, ep) = crate::bench_roles::open_or_exit("bench-rma-server");
     println!("{}", hex(&ep.name().0));
     let Some(peer) = stdin_line().and_then(|l| name_from_hex(&l)) else {
         return 1;
@@ -214,7 +214,7 @@ fn bandwidth(ep: &Arc<am::Endpoint>, size: usize, mut issue: impl FnMut(usize) -
 /// for profiling a phase by itself (`ramp bench-rma-client RUNS ONLY`).
 fn client(runs: usize, only: Option<&str>) -> i32 {
     let wanted = |what: &str| only.is_none_or(|o| o == what);
-    let (b, ep) = crate::bench_roles::open_or_exit("bench-rma-server/client");
+    let (b, ep) = crate::bench_roles::open_or_exit("bench-rma-client");
     println!("{}", hex(&ep.name().0));
     let Some(line) = stdin_line() else {
         return 1;

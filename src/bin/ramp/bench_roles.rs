@@ -47,8 +47,8 @@ fn name_from_hex(s: &str) -> Option<EndpointName> {
     Some(EndpointName(a))
 }
 
-fn open_endpoint() -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
-    let (b, e) = open_or_exit("bench-server/client");
+fn open_endpoint(role: &str) -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
+    let (b, e) = open_or_exit(role);
     e.set_tag(0xbe7c);
     (b, e)
 }
@@ -87,7 +87,7 @@ pub(crate) fn udp_near(ep: &am::Endpoint) -> UdpSocket {
 
 /// The server: echoes raw datagrams, then answers ramp requests.
 pub fn server_main() -> i32 {
-    let (b, ep) = open_endpoint();
+    let (b, ep) = open_endpoint("bench-server");
     let raw = udp_near(&ep);
     println!("{} {}", raw.local_addr().unwrap(), hex(&ep.name().0));
     let mut line = String::new();
@@ -401,7 +401,7 @@ pub fn client_main(args: &[String]) -> i32 {
     let iters: usize = args[2].parse().expect("iters");
     let runs: usize = args[3].parse::<usize>().expect("runs").max(1);
     let xfer_mib: usize = args[4].parse().expect("xfer MiB");
-    let (b, ep) = open_endpoint();
+    let (b, ep) = open_endpoint("bench-client");
     println!("{}", hex(&ep.name().0));
     ep.map(0, ep.name(), 0xbe7c).unwrap();
     ep.map(1, server, 0xbe7c).unwrap();

@@ -53,8 +53,8 @@ fn stdin_line() -> Option<String> {
     }
 }
 
-fn open() -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
-    let (b, e) = crate::bench_roles::open_or_exit("loggp-server/client");
+fn open(role: &str) -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
+    let (b, e) = crate::bench_roles::open_or_exit(role);
     println!("{}", hex(&e.name().0));
     (b, e)
 }
@@ -70,7 +70,7 @@ fn map_peer(ep: &am::Endpoint, peer: EndpointName) {
 /// prints its region, answers until its standard input closes.
 pub fn server(args: &[String]) -> i32 {
     let max: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1 << 20);
-    let (b, ep) = open();
+    let (b, ep) = open("loggp-server");
     let Some(peer) = stdin_line().and_then(|l| name_from_hex(&l)) else {
         return 1;
     };
@@ -200,7 +200,7 @@ pub fn client(args: &[String]) -> i32 {
         total_bytes,
         sizes,
     };
-    let (b, ep) = open();
+    let (b, ep) = open("loggp-client");
     let Some(line) = stdin_line() else {
         return 1;
     };
