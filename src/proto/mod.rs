@@ -66,6 +66,8 @@ pub mod event;
 mod handshake;
 mod inspect;
 mod outbox;
+#[cfg(test)]
+mod packing_tests;
 mod peer;
 mod place;
 mod recv;
@@ -591,6 +593,20 @@ impl<A: PeerAddr> Protocol<A> {
     #[inline]
     pub fn drain_transmits<const N: usize>(&mut self, each: impl FnMut(&[(A, [&[u8]; 3])])) {
         self.out.drain_batches::<N>(each)
+    }
+
+    /// `drain_transmits`, except the last datagram when it is a bundle of
+    /// small packets to `keep` that may take more: it stays for the next
+    /// drain (a long message's small last fragment, for the next
+    /// message's first to join: `outbox.rs`, `am/batch.rs`). True when
+    /// something stayed.
+    #[inline]
+    pub fn drain_transmits_keeping<const N: usize>(
+        &mut self,
+        keep: A,
+        each: impl FnMut(&[(A, [&[u8]; 3])]),
+    ) -> bool {
+        self.out.drain_batches_keeping::<N>(keep, each)
     }
 
     /// An empty buffer holding a copy of `payload`, for `send`: a buffer of

@@ -50,7 +50,12 @@ struct Tx<A> {
 /// peer leave as one datagram of at most `max_datagram` bytes and
 /// `SEND_BUNDLE_MAX` packets (a bundle:
 /// their bytes lie back to back in `bytes`, so the datagram is one slice).
-/// A packet gathered around a piece, and a handshake packet, go alone.
+/// A DATA packet gathered around a piece ends the bundle before it when it
+/// fits (the datagram: the bundle's bytes and its header, the piece, its
+/// trailer); else it goes alone, as a handshake packet does. The send
+/// channel cuts a large fragment to the room the bundle leaves
+/// (`open_room`), so a message's small last fragment and the next one's
+/// first share a datagram, full: one datagram fewer per message.
 /// The outbox holds nothing back itself: what one drain finds is joined
 /// (the AM layer may let small requests queue up first: `am/batch.rs`).
 pub(super) struct Outbox<A> {
@@ -107,6 +112,11 @@ impl<A> Outbox<A> {
                 .sum::<usize>()
     }
 
+    /// The largest datagram a bundle makes.
+    pub fn max_datagram(&self) -> usize {
+        self.max_datagram
+    }
+
     /// Where the next datagram is to be encoded (appended to `bytes`).
     pub fn start(&self) -> usize {
         self.bytes.len()
@@ -127,8 +137,9 @@ impl<A> Outbox<A> {
         });
     }
 
-    /// Queues for `to` the datagram gathered from `bytes[start..trailer]`,
-    /// `piece` and `bytes[trailer..]`.
+    /// Queues for `to` the DATA packet gathered from `bytes[start..trailer]`,
+    /// `piece` and `bytes[trailer..]`: the end of the bundle before it
+    /// when it fits, else a datagram of its own.
     pub fn push_gathered(&mut self, to: A, start: usize, trailer: usize, piece: Piece) {
         let (head, tail) = (trailer - start, self.bytes.len() - trailer);
         self.stats.packets_sent += 1;
@@ -140,6 +151,47 @@ impl<A> Outbox<A> {
             piece: Some(piece),
             tail: tail as u32,
         });
+    }
+
+    /// The last datagram as the drain will make it (`join_into`'s rule),
+    /// when it is a bundle of small packets that may take more: its peer,
+    /// bytes and packets. (Looked at only for a large fragment or a hold:
+    /// a forward walk of the few queued packets.)
+    fn open_bundle(&self) -> Option<(A, usize, usize)>
+    where
+        A: Copy + PartialEq,
+    {
+        let mut open: Option<(A, usize, usize)> = None;
+        for t in &self.transmits {
+            let len = t.head as usize;
+            open = match open {
+                _ if !t.bundles => None,
+                Some((to, n, k))
+                    if k < SEND_BUNDLE_MAX && to == t.to && n + len <= self.max_datagram =>
+                {
+                    Some((to, n + len, k + 1))
+                }
+                _ => Some((t.to, len, 1)),
+            };
+        }
+        open
+    }
+
+    /// The bytes a DATA packet to `to` queued next may take and still end
+    /// the last datagram (a bundle of small packets to `to`); 0 when it
+    /// would go alone.
+    #[inline]
+    pub fn open_room(&self, to: A) -> usize
+    where
+        A: Copy + PartialEq,
+    {
+        if self.transmits.is_empty() {
+            return 0;
+        }
+        match self.open_bundle() {
+            Some((t, n, k)) if k < SEND_BUNDLE_MAX && t == to => self.max_datagram - n,
+            _ => 0,
+        }
     }
 
     pub fn has_transmits(&self) -> bool {
@@ -165,7 +217,62 @@ impl<A> Outbox<A> {
     /// most `N`, as its pieces from where they were encoded or lie (no
     /// copy), then empties the queue.
     #[inline]
-    pub fn drain_batches<const N: usize>(&mut self, mut each: impl FnMut(&[(A, [&[u8]; 3])]))
+    pub fn drain_batches<const N: usize>(&mut self, each: impl FnMut(&[(A, [&[u8]; 3])]))
+    where
+        A: Copy + PartialEq,
+    {
+        self.drain_all::<N>(each);
+    }
+
+    /// `drain_batches`, except that the last datagram stays queued when it
+    /// is a bundle of small packets to `keep` that may take more (a long
+    /// message's last fragment, held for the next one's first to join:
+    /// `am/batch.rs`). True when it stayed.
+    #[inline]
+    pub fn drain_batches_keeping<const N: usize>(
+        &mut self,
+        keep: A,
+        mut each: impl FnMut(&[(A, [&[u8]; 3])]),
+    ) -> bool
+    where
+        A: Copy + PartialEq,
+    {
+        let Some((_, kept_bytes, kept_packets)) = self.open_bundle().filter(|b| b.0 == keep) else {
+            self.drain_all::<N>(each);
+            return false;
+        };
+        let go = self.transmits.len() - kept_packets;
+        if go > 0 {
+            let keep_at = self.bytes.len() - kept_bytes;
+            self.drain_first::<N>(go, &mut each);
+            self.transmits.drain(..go);
+            // what stays moves to the front (the buffer does not grow
+            // while a hold goes on from drain to drain)
+            self.bytes.copy_within(keep_at.., 0);
+            self.bytes.truncate(kept_bytes);
+            self.head = 0;
+        }
+        true
+    }
+
+    /// Drains the first `go` packets (not all: some stay).
+    #[inline(never)]
+    fn drain_first<const N: usize>(&mut self, go: usize, each: &mut impl FnMut(&[(A, [&[u8]; 3])]))
+    where
+        A: Copy + PartialEq,
+    {
+        let e: &[u8] = &[];
+        let first = &self.transmits[0];
+        let mut batch: [(A, [&[u8]; 3]); N] = [(first.to, [e, e, e]); N];
+        let n = self.join_into::<N>(go, &mut batch, each);
+        if n > 0 {
+            each(&batch[..n]);
+        }
+    }
+
+    /// Everything, then the queue is empty.
+    #[inline(always)]
+    fn drain_all<const N: usize>(&mut self, mut each: impl FnMut(&[(A, [&[u8]; 3])]))
     where
         A: Copy + PartialEq,
     {
@@ -181,20 +288,52 @@ impl<A> Outbox<A> {
         } else {
             let e: &[u8] = &[];
             let mut batch: [(A, [&[u8]; 3]); N] = [(first.to, [e, e, e]); N];
+            let n = self.join_into::<N>(self.transmits.len(), &mut batch, &mut each);
+            if n > 0 {
+                each(&batch[..n]);
+            }
+        }
+        self.transmits.clear();
+        self.bytes.clear();
+        self.head = 0;
+    }
+
+    /// Joins the first `count` packets into datagrams in `batch`, handing
+    /// each full batch to `each`; returns how many datagrams `batch` holds
+    /// at the end (not yet handed over).
+    #[inline]
+    fn join_into<'a, const N: usize>(
+        &'a self,
+        count: usize,
+        batch: &mut [(A, [&'a [u8]; 3]); N],
+        each: &mut impl FnMut(&[(A, [&[u8]; 3])]),
+    ) -> usize
+    where
+        A: Copy + PartialEq,
+    {
+        {
             let (mut n, mut at) = (0, self.head);
             // batch[n - 1] is a bundle of `open` packets from `open_at`
             // that may take more (0: it may not)
             let (mut open, mut open_at) = (0, 0);
-            for t in self.transmits.iter() {
+            for t in self.transmits.iter().take(count) {
                 let (p, end) = Self::pieces(&self.bytes, t, at);
+                let piece = t.piece.as_ref().map_or(0, |p| p.len as usize);
                 if open > 0
                     && open < SEND_BUNDLE_MAX
-                    && t.bundles
                     && batch[n - 1].0 == t.to
-                    && end - open_at <= self.max_datagram
+                    && end - open_at + piece <= self.max_datagram
+                    && (t.bundles || t.piece.is_some())
                 {
-                    batch[n - 1].1[0] = &self.bytes[open_at..end];
-                    open += 1;
+                    if t.bundles {
+                        batch[n - 1].1[0] = &self.bytes[open_at..end];
+                        open += 1;
+                    } else {
+                        // a gathered DATA packet ends the bundle
+                        let mid = at + t.head as usize;
+                        batch[n - 1].1 = [&self.bytes[open_at..mid], p[1], p[2]];
+                        open = 0;
+                    }
                 } else {
                     if n == N {
                         each(&batch[..n]);
@@ -206,13 +345,8 @@ impl<A> Outbox<A> {
                 }
                 at = end;
             }
-            if n > 0 {
-                each(&batch[..n]);
-            }
+            n
         }
-        self.transmits.clear();
-        self.bytes.clear();
-        self.head = 0;
     }
 
     /// Puts the next datagram into `buf` (replacing its contents): one
@@ -239,6 +373,30 @@ impl<A> Outbox<A> {
                 }
                 len += t.head as usize;
                 k += 1;
+            }
+            // a gathered DATA packet may end it (as `drain_batches` joins)
+            if let Some(t) = self.transmits.get(k) {
+                let whole =
+                    (t.head + t.tail) as usize + t.piece.as_ref().map_or(0, |p| p.len as usize);
+                if k < SEND_BUNDLE_MAX
+                    && t.piece.is_some()
+                    && t.to == to
+                    && len + whole <= self.max_datagram
+                {
+                    buf.clear();
+                    buf.extend_from_slice(&self.bytes[self.head..self.head + len]);
+                    let (p, end) = Self::pieces(&self.bytes, t, self.head + len);
+                    for part in p {
+                        buf.extend_from_slice(part);
+                    }
+                    self.transmits.drain(..=k);
+                    self.head = end;
+                    if self.transmits.is_empty() {
+                        self.bytes.clear();
+                        self.head = 0;
+                    }
+                    return Some(to);
+                }
             }
         }
         if first.piece.is_none() {

@@ -45,7 +45,7 @@ pub(super) struct Peer<A> {
     pub dead: Option<Instant>,
 }
 
-impl<A: Copy> Peer<A> {
+impl<A: Copy + PartialEq> Peer<A> {
     pub fn new(cfg: &ProtoConfig, addr: A) -> Peer<A> {
         Peer {
             addr,

@@ -29,7 +29,7 @@
 use super::timer::Timer;
 use super::*;
 
-impl<A: Copy> Peer<A> {
+impl<A: Copy + PartialEq> Peer<A> {
     /// Nothing to say, nothing held, nothing owed: the association may go.
     pub fn quiescent(&self) -> bool {
         !self.busy()

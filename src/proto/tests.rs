@@ -13,7 +13,7 @@ fn meta(k: u32) -> MsgMeta {
 
 /// Node 0 and node 1, associated (tags 0xA0 and 0xB1); each calls the
 /// other by its number.
-fn pair() -> [Protocol<u32>; 2] {
+pub(super) fn pair() -> [Protocol<u32>; 2] {
     let mut n = [
         Protocol::new(ProtoConfig::default(), &[0x10; 32]),
         Protocol::new(ProtoConfig::default(), &[0x20; 32]),
