@@ -52,7 +52,13 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(200_000);
     let one_way = std::env::var("ONE_WAY").is_ok_and(|v| v == "1");
-    let raw = if one_way { 0.0 } else { raw_udp(iters) };
+    // RAW=0: ramp alone (a profile of ramp's work, not the kernel's)
+    let no_raw = std::env::var("RAW").is_ok_and(|v| v == "0");
+    let raw = if one_way || no_raw {
+        0.0
+    } else {
+        raw_udp(iters)
+    };
 
     // THREADS=2 (one way only): the target polled by a thread of its own
     // on core 1, the sender's on core 0: the pipeline of two processes,

@@ -26,11 +26,25 @@ pub(super) struct Batch {
     /// Requests queued and not yet transmitted.
     pub held: u16,
     /// Their destination: a request to another peer sends them first.
+    /// (Some exactly while something is held, requests or a fragment.)
     pub to: Option<SocketAddr>,
     /// When the first of them was queued: the protocol's timers of what
     /// was queued since start when they leave (`Protocol::restamp`).
     pub since: Instant,
+    /// Instead of requests, a long request's small last fragment is held
+    /// in the send queue for the next long request's first to join
+    /// (`EpState::tail_hold`): to `to`, since `since`. (Never both: a
+    /// request behind a held fragment is not held, and a fragment is held
+    /// only once the requests held before it have left. `to` and `since`
+    /// serve both: a larger `EpState` cost the UDP round trip 1%.)
+    pub tail: bool,
 }
+
+/// The longest a long request's last fragment waits for the next request
+/// (a 64 KiB Xfer leaves every 20-40 us in a stream); far below the
+/// protocol's first timer for it (the tail-loss probe: twice the ACK
+/// delay at least, 400 us).
+const TAIL_HOLD: crate::time::Nanos = 200 * crate::time::MICROS;
 
 /// The largest payload a held request may carry: small requests join
 /// into one datagram; a large one fills a datagram of its own anyway.
@@ -62,12 +76,74 @@ impl EpState {
         true
     }
 
-    /// Sends the requests held for a batch now, if any (before a pump
-    /// looks at timers, before a sleep, when the endpoint closes).
+    /// Sends the requests held for a batch now, if any, and a long
+    /// request's last fragment held longer than `TAIL_HOLD` (before a pump
+    /// looks at timers).
     #[inline]
     pub(super) fn send_held(&mut self, now: Instant) {
-        if self.batch.held > 0 {
+        if self.batch.tail && now.since(self.batch.since) >= TAIL_HOLD {
+            self.batch.tail = false;
+        }
+        if self.batch.to.is_some() && !self.batch.tail {
             self.flush(now);
+        }
+    }
+
+    /// Sends everything held now (before a sleep, when the endpoint
+    /// closes, at exit).
+    pub(super) fn send_all_held(&mut self, now: Instant) {
+        self.tail_due();
+        if self.batch.to.is_some() {
+            self.flush(now);
+        }
+    }
+
+    /// A held last fragment, if any, leaves with the next flush (its
+    /// timers restamped from when it was held, as held requests' are).
+    #[inline]
+    pub(super) fn tail_due(&mut self) {
+        self.batch.tail = false;
+    }
+
+    /// A long request to `to` was just queued (`busy`: an earlier request
+    /// to it is unanswered, so the program will call ramp again to take
+    /// that answer): its last fragment, when small, may wait in the send
+    /// queue for the next long request's first fragment to join it in one
+    /// datagram (`proto/outbox.rs`; a 64 KiB Xfer is a datagram of 65,507
+    /// bytes and one of ~100 over UDP), until the next request, poll, wait
+    /// or drain finds it older than `TAIL_HOLD`, a sleep, the endpoint's
+    /// release or the process's exit. A ring's peer: no system call to
+    /// save. Set before the flush that keeps it.
+    pub(super) fn tail_hold(&mut self, now: Instant, to: SocketAddr, len: usize, busy: bool) {
+        if !busy || len <= HOLD_MAX_PAYLOAD || !self.transports.on_fallback(to) {
+            return self.tail_due();
+        }
+        if self.batch.held > 0 || (self.batch.tail && self.batch.to != Some(to)) {
+            // held requests, or another peer's fragment: they go first
+            self.send_all_held(now);
+        }
+        self.batch.tail = true;
+        self.batch.to = Some(to);
+        self.batch.since = now;
+    }
+
+    /// Hands the protocol's datagrams to the transports while something
+    /// is held (`batch.to`), keeping a held last fragment (`tail_hold`)
+    /// while its time is not up. What was held longer has its timers
+    /// start when it leaves.
+    pub(super) fn drain_holding(&mut self, now: Instant) {
+        let to = match self.batch.to {
+            Some(to) if self.batch.tail && now.since(self.batch.since) < TAIL_HOLD => to,
+            _ => {
+                self.batch.tail = false;
+                self.release_batch(now);
+                return self.drain_transmits(now);
+            }
+        };
+        if !self.drain_transmits_keeping(now, to) {
+            // nothing stayed (it went with the rest): no hold
+            self.batch.tail = false;
+            self.batch.to = None;
         }
     }
 
@@ -87,6 +163,6 @@ impl Endpoint {
     /// At process exit: sends the requests held for a batch, unless
     /// another thread holds the endpoint (waiting could hang the exit).
     pub(super) fn send_held_at_exit(&self) {
-        self.try_with(|s| s.send_held(Instant::now()));
+        self.try_with(|s| s.send_all_held(Instant::now()));
     }
 }

@@ -301,3 +301,91 @@ fn a_request_held_past_its_retransmission_timeout_is_sent_once() {
     poll_both_until(&b0, &b1, "both answers", || e0.unanswered_requests() == 0);
     assert_eq!(ran.load(Ordering::SeqCst), 2);
 }
+
+/// Byte `i` of long request `k`.
+fn pattern(k: u32, i: usize) -> u8 {
+    (i as u32).wrapping_mul(29).wrapping_add(k * 11) as u8
+}
+
+/// Long requests of 64 KiB (handler 13, argument k) into e1's segment,
+/// each checked by its handler against `pattern`; how many ran whole.
+fn long_target(e1: &Endpoint) -> Arc<AtomicU64> {
+    let seg = super::VecSegment::new(4 * 65_536);
+    e1.set_segment(Some(seg.clone()));
+    let whole = Arc::new(AtomicU64::new(0));
+    let w = whole.clone();
+    e1.set_handler(
+        13,
+        handler(move |h| {
+            let super::Data::Long { addr, len } = h.data else {
+                panic!("a long request")
+            };
+            let k = h.args[0];
+            let off = addr - super::SegmentMemory::base(&*seg);
+            let bytes = seg.snapshot()[off..off + len].to_vec();
+            let want: Vec<u8> = (0..65_536).map(|i| pattern(k, i)).collect();
+            assert!(bytes == want, "long request {k} whole");
+            assert_eq!(w.load(Ordering::SeqCst), u64::from(k), "in order, once");
+            w.fetch_add(1, Ordering::SeqCst);
+            super::reply(h.token, &Message::short(11, &[])).unwrap();
+        }),
+    );
+    whole
+}
+
+fn long(e0: &Arc<Endpoint>, k: u32) {
+    let data: Vec<u8> = (0..65_536).map(|i| pattern(k, i)).collect();
+    let at = u64::from(k % 4) * 65_536;
+    e0.request(1, &Message::long(13, &[k], &data, at), false)
+        .unwrap();
+}
+
+#[test]
+fn a_long_requests_last_fragment_waits_for_the_next_ones_first_or_a_sleep() {
+    let net = MemNetwork::new();
+    let (b0, e0, b1, e1, _) = apart(&net, 32);
+    let whole = long_target(&e1);
+    let seen = watch(&net);
+    // a lone one leaves whole: its two datagrams
+    long(&e0, 0);
+    assert_eq!(*seen.lock(), vec![vec![(13, 0)], vec![(13, 0)]]);
+    // behind an unanswered one: its small last fragment stays
+    long(&e0, 1);
+    assert_eq!(seen.lock().len(), 3, "{:?}", seen.lock());
+    assert_eq!(seen.lock()[2], vec![(13, 1)]);
+    // the next one's first fragment takes it along, in one datagram
+    let t = std::time::Instant::now();
+    long(&e0, 2);
+    if t.elapsed() < std::time::Duration::from_micros(150) {
+        // (unless this thread was off the CPU for the hold's 200 us)
+        assert_eq!(seen.lock()[3], vec![(13, 1), (13, 2)], "{:?}", seen.lock());
+    }
+    // a sleep in the kernel sends what is held
+    b0.wait_for_activity(0);
+    assert_eq!(requests_in(&seen), 6, "{:?}", seen.lock());
+    poll_both_until(&b0, &b1, "three long requests", || {
+        whole.load(Ordering::SeqCst) == 3 && e0.unanswered_requests() == 0
+    });
+    // held longer than 200 us: the next poll sends it
+    long(&e0, 3);
+    long(&e0, 4);
+    let before = requests_in(&seen);
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    b0.poll().unwrap();
+    assert_eq!(requests_in(&seen), before + 1, "{:?}", seen.lock());
+    assert_eq!(seen.lock().last().unwrap(), &vec![(13, 4)]);
+    poll_both_until(&b0, &b1, "five long requests", || {
+        whole.load(Ordering::SeqCst) == 5 && e0.unanswered_requests() == 0
+    });
+    // and a closing endpoint sends it too
+    long(&e0, 5);
+    long(&e0, 6);
+    let before = requests_in(&seen);
+    super::free_endpoint(e0.id).unwrap();
+    drop(e0);
+    assert_eq!(requests_in(&seen), before + 1, "{:?}", seen.lock());
+    poll_both_until(&b1, &b1, "seven long requests", || {
+        whole.load(Ordering::SeqCst) == 7
+    });
+    drop(b0);
+}

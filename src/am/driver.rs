@@ -26,7 +26,7 @@ impl Endpoint {
     /// needs a call.
     pub(crate) fn before_sleep(&self) -> Option<Instant> {
         self.with(|s| {
-            s.send_held(Instant::now());
+            s.send_all_held(Instant::now());
             let a = s.proto.next_timeout();
             let b = s.transports.flush_due(Instant::now());
             match (a, b) {
@@ -140,19 +140,45 @@ impl EpState {
     }
 
     fn transmit(&mut self, now: Instant) {
-        if self.batch.held > 0 {
-            self.release_batch(now);
+        if self.batch.to.is_some() {
+            // (`batch.rs`)
+            return self.drain_holding(now);
         }
+        self.drain_transmits(now);
+    }
+
+    /// Everything the protocol queued, to the transports.
+    #[inline]
+    pub(super) fn drain_transmits(&mut self, now: Instant) {
         let (transports, verbose) = (&mut self.transports, self.verbose);
         self.proto
             .drain_transmits::<{ crate::net::SEND_BATCH }>(|batch| {
-                if let Err(e) = transports.send_batch(now, batch) {
-                    // The rest of the batch is lost; the protocol's timers
-                    // resend it.
-                    if verbose {
-                        eprintln!("ramp: send to {} failed: {e}", batch[0].0);
-                    }
-                }
+                send_batch(transports, verbose, now, batch)
             });
+    }
+
+    /// The same, but the last datagram stays when it is a bundle of small
+    /// packets to `keep` (`batch.rs`); true when it stayed.
+    pub(super) fn drain_transmits_keeping(&mut self, now: Instant, keep: SocketAddr) -> bool {
+        let (transports, verbose) = (&mut self.transports, self.verbose);
+        self.proto
+            .drain_transmits_keeping::<{ crate::net::SEND_BATCH }>(keep, |batch| {
+                send_batch(transports, verbose, now, batch)
+            })
+    }
+}
+
+#[inline]
+fn send_batch(
+    transports: &mut crate::net::Transports,
+    verbose: bool,
+    now: Instant,
+    batch: &[(SocketAddr, [&[u8]; 3])],
+) {
+    if let Err(e) = transports.send_batch(now, batch) {
+        // The rest of the batch is lost; the protocol's timers resend it.
+        if verbose {
+            eprintln!("ramp: send to {} failed: {e}", batch[0].0);
+        }
     }
 }

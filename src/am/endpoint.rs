@@ -77,7 +77,7 @@ pub(crate) struct EpState {
 impl Drop for EpState {
     /// Requests held for a batch leave before the endpoint closes.
     fn drop(&mut self) {
-        self.send_held(Instant::now());
+        self.send_all_held(Instant::now());
     }
 }
 

@@ -227,7 +227,7 @@ impl EpState {
             && self.depth.is_some()
             && self.dispatch_nesting == 0
             && self.express.fast_streak < STREAK
-            && self.batch.held == 0
+            && self.batch.to.is_none()
             && self.express.refused.is_empty()
             && self.nothing_to_dispatch()
     }

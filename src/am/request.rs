@@ -229,6 +229,12 @@ impl EpState {
         // lock, held until this returns.
         let held = busy && express_ok && !keep && self.hold_request(now, addr, msg.payload.len());
         if !held && self.dispatch_nesting == 0 {
+            if express_ok && !keep && msg.category == Category::Long {
+                // its last fragment may wait for the next one's first
+                self.tail_hold(now, addr, msg.payload.len(), busy);
+            } else {
+                self.tail_due();
+            }
             self.flush(now);
         }
         self.outstanding
