@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 
 use super::endpoint::{Endpoint, EpState};
+use super::message::Message;
 use crate::time::Instant;
 
 /// Requests held back to leave together (Nagle's rule, for requests):
@@ -107,15 +108,28 @@ impl EpState {
 
     /// A long request to `to` was just queued (`busy`: an earlier request
     /// to it is unanswered, so the program will call ramp again to take
-    /// that answer): its last fragment, when small, may wait in the send
-    /// queue for the next long request's first fragment to join it in one
-    /// datagram (`proto/outbox.rs`; a 64 KiB Xfer is a datagram of 65,507
+    /// that answer): when it is two fragments, its last, small when the
+    /// first is full, may wait in the send queue for the next long
+    /// request's first fragment to join it in one datagram (`proto/outbox.rs`; a 64 KiB Xfer is a datagram of 65,507
     /// bytes and one of ~100 over UDP), until the next request, poll, wait
     /// or drain finds it older than `TAIL_HOLD`, a sleep, the endpoint's
     /// release or the process's exit. A ring's peer: no system call to
     /// save. Set before the flush that keeps it.
-    pub(super) fn tail_hold(&mut self, now: Instant, to: SocketAddr, len: usize, busy: bool) {
-        if !busy || len <= HOLD_MAX_PAYLOAD || !self.transports.on_fallback(to) {
+    pub(super) fn tail_hold(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        msg: &Message<'_>,
+        busy: bool,
+    ) {
+        // two fragments: the second small when the first is full (a
+        // longer message's first fragment is never cut, `send::cut_to_room`:
+        // its last would only wait)
+        let (len, cap) = (
+            msg.payload.len(),
+            self.proto.fragment_capacity(msg.args.len()),
+        );
+        if !busy || len <= cap || len > 2 * cap || !self.transports.on_fallback(to) {
             return self.tail_due();
         }
         if self.batch.held > 0 || (self.batch.tail && self.batch.to != Some(to)) {

@@ -389,3 +389,26 @@ fn a_long_requests_last_fragment_waits_for_the_next_ones_first_or_a_sleep() {
     });
     drop(b0);
 }
+
+#[test]
+fn a_long_request_of_more_than_two_fragments_keeps_nothing_back() {
+    let net = MemNetwork::new();
+    let (b0, e0, b1, e1, _) = apart(&net, 32);
+    e1.set_segment(Some(super::VecSegment::new(2 << 20)));
+    e1.set_handler(
+        13,
+        handler(|h| super::reply(h.token, &Message::short(11, &[])).unwrap()),
+    );
+    let seen = watch(&net);
+    let data = vec![5u8; 1 << 20];
+    e0.request(1, &Message::long(13, &[0], &data, 0), false)
+        .unwrap();
+    let one = requests_in(&seen);
+    assert_eq!(one, 17, "a lone 1 MiB request: every fragment at once");
+    // behind an unanswered one: its last fragment would only wait (the
+    // next message's first is full and never cut), so it does not
+    e0.request(1, &Message::long(13, &[1], &data, 0), false)
+        .unwrap();
+    assert_eq!(requests_in(&seen), 2 * one);
+    poll_both_until(&b0, &b1, "both answers", || e0.unanswered_requests() == 0);
+}

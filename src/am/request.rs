@@ -231,7 +231,7 @@ impl EpState {
         if !held && self.dispatch_nesting == 0 {
             if express_ok && !keep && msg.category == Category::Long {
                 // its last fragment may wait for the next one's first
-                self.tail_hold(now, addr, msg.payload.len(), busy);
+                self.tail_hold(now, addr, msg, busy);
             } else {
                 self.tail_due();
             }
