@@ -311,42 +311,40 @@ impl<A> Outbox<A> {
     where
         A: Copy + PartialEq,
     {
-        {
-            let (mut n, mut at) = (0, self.head);
-            // batch[n - 1] is a bundle of `open` packets from `open_at`
-            // that may take more (0: it may not)
-            let (mut open, mut open_at) = (0, 0);
-            for t in self.transmits.iter().take(count) {
-                let (p, end) = Self::pieces(&self.bytes, t, at);
-                let piece = t.piece.as_ref().map_or(0, |p| p.len as usize);
-                if open > 0
-                    && open < SEND_BUNDLE_MAX
-                    && batch[n - 1].0 == t.to
-                    && end - open_at + piece <= self.max_datagram
-                    && (t.bundles || t.piece.is_some())
-                {
-                    if t.bundles {
-                        batch[n - 1].1[0] = &self.bytes[open_at..end];
-                        open += 1;
-                    } else {
-                        // a gathered DATA packet ends the bundle
-                        let mid = at + t.head as usize;
-                        batch[n - 1].1 = [&self.bytes[open_at..mid], p[1], p[2]];
-                        open = 0;
-                    }
+        let (mut n, mut at) = (0, self.head);
+        // batch[n - 1] is a bundle of `open` packets from `open_at`
+        // that may take more (0: it may not)
+        let (mut open, mut open_at) = (0, 0);
+        for t in self.transmits.iter().take(count) {
+            let (p, end) = Self::pieces(&self.bytes, t, at);
+            let piece = t.piece.as_ref().map_or(0, |p| p.len as usize);
+            if open > 0
+                && open < SEND_BUNDLE_MAX
+                && batch[n - 1].0 == t.to
+                && end - open_at + piece <= self.max_datagram
+                && (t.bundles || t.piece.is_some())
+            {
+                if t.bundles {
+                    batch[n - 1].1[0] = &self.bytes[open_at..end];
+                    open += 1;
                 } else {
-                    if n == N {
-                        each(&batch[..n]);
-                        n = 0;
-                    }
-                    batch[n] = (t.to, p);
-                    n += 1;
-                    (open, open_at) = (usize::from(t.bundles), at);
+                    // a gathered DATA packet ends the bundle
+                    let mid = at + t.head as usize;
+                    batch[n - 1].1 = [&self.bytes[open_at..mid], p[1], p[2]];
+                    open = 0;
                 }
-                at = end;
+            } else {
+                if n == N {
+                    each(&batch[..n]);
+                    n = 0;
+                }
+                batch[n] = (t.to, p);
+                n += 1;
+                (open, open_at) = (usize::from(t.bundles), at);
             }
-            n
+            at = end;
         }
+        n
     }
 
     /// Puts the next datagram into `buf` (replacing its contents): one
