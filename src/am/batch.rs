@@ -111,9 +111,11 @@ impl EpState {
     /// that answer): when it is two fragments, its last, small when the
     /// first is full, may wait in the send queue for the next long
     /// request's first fragment to join it in one datagram (`proto/outbox.rs`; a 64 KiB Xfer is a datagram of 65,507
-    /// bytes and one of ~100 over UDP), until the next request, poll, wait
-    /// or drain finds it older than `TAIL_HOLD`, a sleep, the endpoint's
-    /// release or the process's exit. A ring's peer: no system call to
+    /// bytes and one of ~100 over UDP), until the next message that is not
+    /// such a long request (a request, a reply, remote memory: `tail_due`
+    /// in `send_request` and `send_message`), a poll, wait or drain that
+    /// finds it older than `TAIL_HOLD`, a sleep, the endpoint's release or
+    /// the process's exit. A ring's peer: no system call to
     /// save. Set before the flush that keeps it.
     pub(super) fn tail_hold(
         &mut self,

@@ -351,14 +351,16 @@ fn a_long_requests_last_fragment_waits_for_the_next_ones_first_or_a_sleep() {
     assert_eq!(*seen.lock(), vec![vec![(13, 0)], vec![(13, 0)]]);
     // behind an unanswered one: its small last fragment stays
     long(&e0, 1);
-    assert_eq!(seen.lock().len(), 3, "{:?}", seen.lock());
-    assert_eq!(seen.lock()[2], vec![(13, 1)]);
+    let now_seen = seen.lock().clone();
+    assert_eq!(now_seen.len(), 3, "{now_seen:?}");
+    assert_eq!(now_seen[2], vec![(13, 1)]);
     // the next one's first fragment takes it along, in one datagram
     let t = std::time::Instant::now();
     long(&e0, 2);
     if t.elapsed() < std::time::Duration::from_micros(150) {
         // (unless this thread was off the CPU for the hold's 200 us)
-        assert_eq!(seen.lock()[3], vec![(13, 1), (13, 2)], "{:?}", seen.lock());
+        let now_seen = seen.lock().clone();
+        assert_eq!(now_seen[3], vec![(13, 1), (13, 2)], "{now_seen:?}");
     }
     // a sleep in the kernel sends what is held
     b0.wait_for_activity(0);
@@ -411,4 +413,35 @@ fn a_long_request_of_more_than_two_fragments_keeps_nothing_back() {
         .unwrap();
     assert_eq!(requests_in(&seen), 2 * one);
     poll_both_until(&b0, &b1, "both answers", || e0.unanswered_requests() == 0);
+}
+
+#[test]
+fn a_held_last_fragment_leaves_with_any_other_message() {
+    use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY};
+    let net = MemNetwork::new();
+    let (b0, e0, b1, e1, _) = apart(&net, 32);
+    let whole = long_target(&e1);
+    let seen = watch(&net);
+    long(&e0, 0);
+    long(&e0, 1);
+    let now_seen = seen.lock().clone();
+    assert_eq!(now_seen.len(), 3, "the last fragment held: {now_seen:?}");
+    // a message to e1 that is not a long request (here a reply; e1 drops
+    // it as answering nothing), at the hold's own time (never up): it
+    // does not wait behind the held fragment, and the fragment goes too
+    let to = e1.addr();
+    e0.with(|s| {
+        let now = s.batch.since;
+        let meta = MsgMeta::new(MsgKind::User, Category::Short, 11, &[]);
+        s.send_message(now, to, CHANNEL_REPLY, meta, Vec::new());
+    });
+    let now_seen = seen.lock().clone();
+    assert_eq!(
+        now_seen.iter().flatten().filter(|r| **r == (13, 1)).count(),
+        2,
+        "both fragments of request 1 sent: {now_seen:?}"
+    );
+    poll_both_until(&b0, &b1, "both long requests", || {
+        whole.load(Ordering::SeqCst) == 2 && e0.unanswered_requests() == 0
+    });
 }

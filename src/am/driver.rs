@@ -125,6 +125,9 @@ impl EpState {
         meta: MsgMeta,
         payload: Vec<u8>,
     ) {
+        // only a long request's last fragment waits for the next one:
+        // a held one leaves with this (`batch.rs`)
+        self.tail_due();
         self.proto.send(now, to, channel, meta, payload);
         if self.dispatch_nesting == 0 {
             self.flush(now);
