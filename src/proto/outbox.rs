@@ -174,7 +174,8 @@ impl<A> Outbox<A> {
                 _ => Some((t.to, len, 1)),
             };
         }
-        open
+        // (a full one takes nothing more: no room, nothing to keep)
+        open.filter(|&(_, _, k)| k < SEND_BUNDLE_MAX)
     }
 
     /// The bytes a DATA packet to `to` queued next may take and still end
@@ -189,7 +190,7 @@ impl<A> Outbox<A> {
             return 0;
         }
         match self.open_bundle() {
-            Some((t, n, k)) if k < SEND_BUNDLE_MAX && t == to => self.max_datagram - n,
+            Some((t, n, _)) if t == to => self.max_datagram - n,
             _ => 0,
         }
     }
@@ -212,18 +213,6 @@ impl<A> Outbox<A> {
         ([&bytes[at..mid], piece, &bytes[mid..end]], end)
     }
 
-    /// Hands every queued packet to `each` in order, in datagrams (the
-    /// small packets to one peer joined, see `Outbox`) in batches of at
-    /// most `N`, as its pieces from where they were encoded or lie (no
-    /// copy), then empties the queue.
-    #[inline]
-    pub fn drain_batches<const N: usize>(&mut self, each: impl FnMut(&[(A, [&[u8]; 3])]))
-    where
-        A: Copy + PartialEq,
-    {
-        self.drain_all::<N>(each);
-    }
-
     /// `drain_batches`, except that the last datagram stays queued when it
     /// is a bundle of small packets to `keep` that may take more (a long
     /// message's last fragment, held for the next one's first to join:
@@ -238,7 +227,7 @@ impl<A> Outbox<A> {
         A: Copy + PartialEq,
     {
         let Some((_, kept_bytes, kept_packets)) = self.open_bundle().filter(|b| b.0 == keep) else {
-            self.drain_all::<N>(each);
+            self.drain_batches::<N>(each);
             return false;
         };
         let go = self.transmits.len() - kept_packets;
@@ -270,9 +259,13 @@ impl<A> Outbox<A> {
         }
     }
 
-    /// Everything, then the queue is empty.
+    /// Hands every queued packet to `each` in order, in datagrams (the
+    /// small packets to one peer joined, see `Outbox`) in batches of at
+    /// most `N`, as its pieces from where they were encoded or lie (no
+    /// copy), then empties the queue. (Always inlined: a round trip's
+    /// one datagram goes straight out.)
     #[inline(always)]
-    fn drain_all<const N: usize>(&mut self, mut each: impl FnMut(&[(A, [&[u8]; 3])]))
+    pub fn drain_batches<const N: usize>(&mut self, mut each: impl FnMut(&[(A, [&[u8]; 3])]))
     where
         A: Copy + PartialEq,
     {
