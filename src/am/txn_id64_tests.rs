@@ -226,7 +226,7 @@ fn logs_keep_the_64_bit_ids_at_both_ends() {
     assert_eq!(s0.next_txn, 3 * LAP + 41);
     assert_eq!(s0.issued[&(3 * LAP + 40)].state.progress, 3);
     let (_, s1, _) = crate::txlog::inspect(&p1).unwrap();
-    let ids: Vec<u64> = s1.target.keys().map(|k| k.txn).collect();
+    let ids: Vec<u64> = s1.target.iter().map(|(k, _)| k.txn).collect();
     assert_eq!(ids, vec![3 * LAP + 40]);
     drop((e0, e1));
     let _ = std::fs::remove_dir_all(&dir);

@@ -140,19 +140,22 @@ impl EpState {
         ok
     }
 
-    /// The handler of kept transaction `txn` from `to` finished: logged
-    /// (with its reply) before the reply leaves, then kept.
+    /// The handler of kept transaction `txn` from `to` finished: kept, and
+    /// logged (with its reply) before the reply leaves.
     pub(super) fn txn_finished(&mut self, to: SocketAddr, txn: u32, reply: Option<KeptReply>) {
-        if self.txn.log.is_some() {
-            if let Some((inc, id)) = self.txn.target.started_by(to, txn) {
-                let r = reply.as_ref().map(|r| logged(&r.meta, &r.payload));
+        let logging = self.txn.log.is_some();
+        let logged_reply = match (&reply, logging) {
+            (Some(r), true) => Some(logged(&r.meta, &r.payload)),
+            _ => None,
+        };
+        if let Some((inc, id)) = self.txn.target.finish(to, txn, reply) {
+            if logging {
                 self.log_append(&mut Record::Finished {
                     key: key(to, inc, id),
-                    reply: r,
+                    reply: logged_reply,
                 });
             }
         }
-        self.txn.target.finish(to, txn, reply);
     }
 
     /// The initiator issued kept transaction `txn` (64-bit id) to `dest`
@@ -297,7 +300,7 @@ impl Endpoint {
         }
         // what the target had acked, started, finished
         let mut forget = Vec::new();
-        for (k, phase) in &log.state().target {
+        for (k, phase) in log.state().target.iter() {
             let txn = k.txn;
             let entry = match phase {
                 // its ack never left (it follows Started): not run, not owed

@@ -257,14 +257,6 @@ impl TxnTarget {
         p.entries.insert(txn, e);
     }
 
-    /// The incarnation of `peer` and the 64-bit id of its transaction
-    /// with wire id `txn` when it is running (started, not finished).
-    pub(super) fn started_by(&self, peer: SocketAddr, txn: u32) -> Option<(u64, u64)> {
-        let p = self.peers.get(&peer)?;
-        let &id = p.running.get(&txn)?;
-        matches!(p.entries.get(&id), Some(Entry::Started)).then_some((p.incarnation, id))
-    }
-
     /// Takes a new entry back out (its log record could not be written).
     pub(super) fn unstart(&mut self, peer: SocketAddr, txn: u64) {
         if let Some(p) = self.peers.get_mut(&peer) {
@@ -276,20 +268,23 @@ impl TxnTarget {
     }
 
     /// The handler of wire id `txn` from `to` finished with `reply` (None:
-    /// the automatic reply).
-    pub(super) fn finish(&mut self, to: SocketAddr, txn: u32, reply: Option<KeptReply>) {
-        let Some(p) = self.peers.get_mut(&to) else {
-            return;
-        };
-        let Some(id) = p.running.remove(&txn) else {
-            return;
-        };
-        if let Some(e) = p.entries.get_mut(&id) {
-            if matches!(e, Entry::Started) {
-                self.kept_bytes += reply.as_ref().map_or(0, |r| r.payload.len());
-                *e = Entry::Finished(reply);
-            }
+    /// the automatic reply): the incarnation and 64-bit id of the entry
+    /// it finished (None when no started entry was waiting for it).
+    pub(super) fn finish(
+        &mut self,
+        to: SocketAddr,
+        txn: u32,
+        reply: Option<KeptReply>,
+    ) -> Option<(u64, u64)> {
+        let p = self.peers.get_mut(&to)?;
+        let id = p.running.remove(&txn)?;
+        let e = p.entries.get_mut(&id)?;
+        if !matches!(e, Entry::Started) {
+            return None;
         }
+        self.kept_bytes += reply.as_ref().map_or(0, |r| r.payload.len());
+        *e = Entry::Finished(reply);
+        Some((p.incarnation, id))
     }
 }
 

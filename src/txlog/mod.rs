@@ -53,6 +53,7 @@
 mod area;
 pub mod record;
 pub mod state;
+mod target_map;
 #[cfg(test)]
 mod tests;
 

@@ -4,12 +4,11 @@
 //! compaction writes it back as the fewest records that rebuild it
 //! (`records`).
 
-use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use super::record::{LoggedMsg, Record, TargetKey, TxnState};
-use crate::fxhash::FxHashMap;
+pub use super::target_map::TargetMap;
 
 /// A transaction this endpoint issued.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,9 +33,9 @@ pub enum TargetPhase {
 pub struct LogState {
     /// By transaction id.
     pub issued: BTreeMap<u64, Issued>,
-    /// By (peer, incarnation, id); a hash map: a target looks one up for
-    /// every record it writes (`ramp log` sorts them to print).
-    pub target: FxHashMap<TargetKey, TargetPhase>,
+    /// By (peer, incarnation, id): a target looks one up for every record
+    /// it writes (`target_map.rs`; `ramp log` sorts them to print).
+    pub target: TargetMap,
     /// The lowest transaction id not used yet.
     pub next_txn: u64,
 }
@@ -82,7 +81,7 @@ impl LogState {
                     return Err("a request acknowledged twice");
                 }
                 self.target
-                    .insert(*key, TargetPhase::Acked(std::mem::take(msg)));
+                    .insert_absent(*key, TargetPhase::Acked(std::mem::take(msg)));
             }
             Record::AckedStarted { key, forgotten, .. } => {
                 const TWICE: Inconsistency = "a request acknowledged twice";
@@ -92,20 +91,16 @@ impl LogState {
                     _ => None,
                 };
                 if let Some(txn) = one {
-                    // the usual case, in two lookups: the one forgotten
-                    // entry out, the new one in (or the old one back)
+                    // the usual case: the one forgotten entry out, the new
+                    // one in (or the old one back)
                     let old = TargetKey { txn, ..*key };
                     let phase = self.target.remove(&old).ok_or(NEVER)?;
-                    return match self.target.entry(*key) {
-                        Entry::Vacant(v) => {
-                            v.insert(TargetPhase::Started);
-                            Ok(())
-                        }
-                        Entry::Occupied(_) => {
-                            self.target.insert(old, phase);
-                            Err(TWICE)
-                        }
-                    };
+                    if self.target.contains_key(key) {
+                        self.target.insert_absent(old, phase);
+                        return Err(TWICE);
+                    }
+                    self.target.insert_absent(*key, TargetPhase::Started);
+                    return Ok(());
                 }
                 if self.target.contains_key(key) {
                     return Err(TWICE);
@@ -121,7 +116,7 @@ impl LogState {
                     self.target.remove(&TargetKey { txn, ..*key });
                 }
                 // the request itself is no longer needed once started
-                self.target.insert(*key, TargetPhase::Started);
+                self.target.insert_absent(*key, TargetPhase::Started);
             }
             Record::Started { key } => match self.target.get_mut(key) {
                 Some(p @ TargetPhase::Acked(_)) => *p = TargetPhase::Started,
@@ -156,7 +151,7 @@ impl LogState {
                 });
             }
         }
-        for (key, phase) in &self.target {
+        for (key, phase) in self.target.iter() {
             let placeholder = LoggedMsg {
                 handler: 0,
                 category: 0,
