@@ -209,7 +209,8 @@ impl EpState {
             return None;
         }
         let mut meta = msg.meta(txn, tag);
-        let mut payload = self.proto.payload_buffer(msg.payload);
+        let room = if keep { super::txn::TRAILER_LEN } else { 0 };
+        let mut payload = self.proto.payload_buffer_with_room(msg.payload, room);
         if keep {
             // recorded first: the floor counts this one as waiting
             self.txn_sent(id64, addr, now);

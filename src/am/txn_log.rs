@@ -17,7 +17,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::endpoint::{Endpoint, EpState};
-use super::txn::{incarnation_of, put_trailer, Abandon, Ack, Progress, TxnState, TXN_FLAG};
+use super::txn::{
+    incarnation_of, put_trailer, Abandon, Ack, Progress, TxnState, TRAILER_LEN, TXN_FLAG,
+};
 use super::txn_target::{Entry, KeptReply};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -220,7 +222,7 @@ impl EpState {
             meta.status = TXN_FLAG;
             self.txn_resumed(txn, index, addr, meta, now);
             let floor = self.txn_floor(addr);
-            let mut payload = self.proto.payload_buffer(&m.payload);
+            let mut payload = self.proto.payload_buffer_with_room(&m.payload, TRAILER_LEN);
             put_trailer(&mut payload, self.txn.incarnation, txn, floor);
             self.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
         }

@@ -84,7 +84,14 @@ impl BufPool {
     /// An empty buffer holding a copy of `bytes` (one copy).
     #[inline]
     pub fn copy_of(&mut self, bytes: &[u8]) -> Vec<u8> {
-        let mut v = self.take(bytes.len());
+        self.copy_with_room(bytes, 0)
+    }
+
+    /// A buffer holding a copy of `bytes` with room for `room` more after
+    /// it (appended without growing the buffer).
+    #[inline]
+    pub fn copy_with_room(&mut self, bytes: &[u8], room: usize) -> Vec<u8> {
+        let mut v = self.take(bytes.len() + room);
         v.extend_from_slice(bytes);
         v
     }

@@ -617,6 +617,12 @@ impl<A: PeerAddr> Protocol<A> {
         self.spare_msgs.bufs.copy_of(payload)
     }
 
+    /// `payload_buffer` with room for `room` bytes the layer above appends
+    /// (a kept transaction's trailer) without growing it.
+    pub fn payload_buffer_with_room(&mut self, payload: &[u8], room: usize) -> Vec<u8> {
+        self.spare_msgs.bufs.copy_with_room(payload, room)
+    }
+
     /// An empty buffer with room for `len` bytes, for a payload to `send`
     /// that the layer above fills itself: a buffer of an acknowledged
     /// message when there is one.
