@@ -237,11 +237,13 @@ typedef struct {
    */
   uint64_t RequestLatencySamples;
   /**
-   * Datagrams sent (protocol).
+   * Packets sent (protocol): small ones to one peer share a datagram
+   * (and a long message's last fragment may ride with the next one's
+   * first), so datagrams are fewer.
    */
   uint64_t PacketsSent;
   /**
-   * Datagrams received (protocol).
+   * Packets received (protocol), each packet of a datagram counted.
    */
   uint64_t PacketsReceived;
   /**

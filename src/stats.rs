@@ -59,9 +59,11 @@ pub struct Statistics {
     pub total_bytes_sent: u64,
     /// Requests whose latency was sampled (AM layer).
     pub request_latency_samples: u64,
-    /// Datagrams sent (protocol).
+    /// Packets sent (protocol): small ones to one peer share a datagram
+    /// (and a long message's last fragment may ride with the next one's
+    /// first), so datagrams are fewer.
     pub packets_sent: u64,
-    /// Datagrams received (protocol).
+    /// Packets received (protocol), each packet of a datagram counted.
     pub packets_received: u64,
     /// DATA packets retransmitted: the sum of `requests_retransmitted` and
     /// `replies_retransmitted` (protocol).
