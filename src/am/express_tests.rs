@@ -175,6 +175,46 @@ fn requests_and_replies_go_express_and_credits_come_back() {
     assert!(s.requests_sent[0] >= n);
 }
 
+/// A request behind an unanswered one is remembered before its record is
+/// written (`send_request`); when the lane then refuses it, it is
+/// forgotten again and goes by the protocol: each request answered once,
+/// every credit back, nothing returned.
+#[test]
+fn a_request_behind_another_that_the_lane_refuses_goes_by_the_protocol() {
+    let p = pair();
+    let sent0 = p.friend.express_stats().requests_sent;
+    let before = p.replies.load(Ordering::SeqCst);
+    // unanswered (nobody polls): the next ones are behind it
+    p.friend
+        .request(0, &Message::short(10, &[100, 1]), true)
+        .unwrap();
+    assert_eq!(p.friend.express_stats().requests_sent, sent0 + 1);
+    // the lane refuses from now on (as a full ring would)
+    p.friend.with(|s| s.express.send = false);
+    for k in 0..3u32 {
+        p.friend
+            .request(0, &Message::short(10, &[k, 1]), true)
+            .unwrap();
+    }
+    assert_eq!(p.friend.express_stats().requests_sent, sent0 + 1);
+    assert_eq!(p.friend.unanswered_requests(), 4);
+    // only the first waits as an express request (a lost ring returns
+    // those, and only an express record may answer them)
+    let express = p
+        .friend
+        .with(|s| s.outstanding.values().filter(|o| o.express).count());
+    assert_eq!(express, 1);
+    p.settle();
+    assert_eq!(
+        p.replies.load(Ordering::SeqCst) - before,
+        101 + (1..=3).sum::<u64>(),
+        "each request answered once"
+    );
+    assert_eq!(p.returned.load(Ordering::SeqCst), 0);
+    p.friend.with(|s| s.express.send = true);
+    p.assert_credits_whole(10);
+}
+
 #[test]
 fn hostile_records_are_dropped_and_counted() {
     let p = pair();

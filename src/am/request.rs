@@ -192,21 +192,39 @@ impl EpState {
     ) -> Option<u32> {
         let id64 = self.take_txn_id();
         let txn = id64 as u32;
-        if express_ok
-            && !keep
-            && msg.category == Category::Short
-            && msg.payload.is_empty()
-            && self.try_express_record(now, addr, &msg.express(txn, tag))
-        {
+        if express_ok && !keep && msg.category == Category::Short && msg.payload.is_empty() {
             // (its header made where it is kept, not first aside: copied
             // in, it was read back with wider loads than the stores that
             // had just written it, a stall of a fifth of the request)
-            self.outstanding.insert_with(txn, || Outstanding {
-                express: true,
-                ..Outstanding::new(dest, addr, now, msg.meta(txn, tag))
-            });
-            self.stats.requests_sent[Category::Short.index()] += 1;
-            return None;
+            let remember = |st: &mut EpState| {
+                st.outstanding.insert_with(txn, || Outstanding {
+                    express: true,
+                    ..Outstanding::new(dest, addr, now, msg.meta(txn, tag))
+                });
+            };
+            // Behind an unanswered request (a stream), remembered before
+            // the record is written: remembering it waits for the store
+            // buffer to drain (the copy above still reads back across two
+            // stores), and after the record that drain waits for the
+            // record's line to come over from the receiver polling it, a
+            // line transfer per request. Alone (a round trip), the record
+            // goes first and the bookkeeping after it.
+            // (`ramp bench --loggp`, fast state: one way 8.50-8.60 ->
+            // 9.49-9.69 M/s with it first always, round trip 0.357-0.365
+            // -> 0.369-0.370 us.)
+            if busy {
+                remember(self);
+            }
+            if self.try_express_record(now, addr, &msg.express(txn, tag)) {
+                if !busy {
+                    remember(self);
+                }
+                self.stats.requests_sent[Category::Short.index()] += 1;
+                return None;
+            }
+            if busy {
+                self.outstanding.remove(&txn);
+            }
         }
         let mut meta = msg.meta(txn, tag);
         let room = if keep { super::txn::TRAILER_LEN } else { 0 };
