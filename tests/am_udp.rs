@@ -173,7 +173,12 @@ impl Drop for Relay {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            // a failure in the relay is the test's (unless it fails already)
+            if let Err(e) = t.join() {
+                if !std::thread::panicking() {
+                    std::panic::resume_unwind(e);
+                }
+            }
         }
     }
 }

@@ -193,9 +193,9 @@ impl EpState {
         let id64 = self.take_txn_id();
         let txn = id64 as u32;
         if express_ok && !keep && msg.category == Category::Short && msg.payload.is_empty() {
-            // (its header made where it is kept, not first aside: copied
-            // in, it was read back with wider loads than the stores that
-            // had just written it, a stall of a fifth of the request)
+            // (its entry made where it is kept, not first aside and moved
+            // in: the move read it back with wider loads than the stores
+            // that had just written it)
             let remember = |st: &mut EpState| {
                 st.outstanding.insert_with(txn, || Outstanding {
                     express: true,
@@ -203,15 +203,16 @@ impl EpState {
                 });
             };
             // Behind an unanswered request (a stream), remembered before
-            // the record is written: remembering it waits for the store
-            // buffer to drain (the copy above still reads back across two
-            // stores), and after the record that drain waits for the
-            // record's line to come over from the receiver polling it, a
-            // line transfer per request. Alone (a round trip), the record
-            // goes first and the bookkeeping after it.
-            // (`ramp bench --loggp`, fast state: one way 8.50-8.60 ->
-            // 9.49-9.69 M/s with it first always, round trip 0.357-0.365
-            // -> 0.369-0.370 us.)
+            // the record is written: remembering still waits for the
+            // store buffer to drain (the compiler's copy of the entry
+            // reads back across two stores), and after the record that
+            // drain waits for the record's line to come over from the
+            // receiver polling it, a line transfer per request. Alone (a
+            // round trip), the record goes first and the bookkeeping after
+            // it. (`ramp bench --loggp`, fast state, 4 pairs: one way
+            // 8.46-8.65 -> 8.29-9.39 M/s, request + reply 5.81-6.25 ->
+            // 6.57-6.68 M/s, round trip unchanged; the entry first always
+            // cost the round trip 0.357-0.365 -> 0.369-0.370 us.)
             if busy {
                 remember(self);
             }
