@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::error::{Error, ReturnStatus};
 use crate::net::mem::MemNetwork;
 use crate::net::Transports;
-use crate::wire::{decode, packets, Integrity, Packet, CHANNEL_REPLY};
+use crate::wire::{any_packet, Packet, CHANNEL_REPLY};
 
 const TAG: u64 = 0x5eed;
 
@@ -108,14 +108,13 @@ fn requests_replies_and_a_returned_message_over_memory() {
     assert_eq!(e1.statistics().requests_received, [2, 1, 1]);
 }
 
-/// Whether `dgram` carries a message on the reply channel.
 /// Whether `dgram` carries a DATA of the reply channel (among the packets
 /// of a bundle too).
 pub(super) fn is_reply(dgram: &[u8]) -> bool {
-    let integ = Integrity::default();
-    packets(&integ, dgram).any(|p| {
-        matches!(p.and_then(|p| decode(&integ, p)), Ok(Packet::Data { common, .. }) if common.channel == CHANNEL_REPLY)
-    })
+    any_packet(
+        dgram,
+        |p| matches!(p, Packet::Data { common, .. } if common.channel == CHANNEL_REPLY),
+    )
 }
 
 #[test]
@@ -221,9 +220,10 @@ fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
     // hold e1's reply (its one argument is 7; the forgeries carry 5)
     net.hold_if(move |to, d| {
         to == e0_addr
-            && matches!(decode(&Integrity::default(), d),
-                Ok(Packet::Data { common, meta, .. })
+            && any_packet(d, |p| {
+                matches!(p, Packet::Data { common, meta, .. }
                     if common.channel == CHANNEL_REPLY && meta.args()[..] == [7])
+            })
     });
     e0.request(1, &Message::short(10, &[]), false).unwrap(); // transaction 1
     let e1_stats = e1.statistics();

@@ -13,7 +13,7 @@ use super::{handler, Abandon, Ack, Bundle, BundleMode, Endpoint, Message, Progre
 use crate::config::Config;
 use crate::net::mem::MemNetwork;
 use crate::net::Transports;
-use crate::wire::{decode, Integrity, MsgKind, Packet};
+use crate::wire::{any_packet, MsgKind, Packet};
 
 /// e0 and e1 in bundles of their own on `net`, mapped to each other;
 /// `peer_timeout_ms` is the peer timeout (`RAMP_PEER_TIMEOUT_MS`) of both.
@@ -26,11 +26,14 @@ fn pair(
     super::txn_tests::pair_with(net, true, &cfg)
 }
 
-/// Whether `d` is a DATA packet carrying a `TxnAck` that says the handler
-/// started (status 0: not an answer to a probe the target cannot place).
+/// Whether `d` holds a DATA packet carrying a `TxnAck` that says the
+/// handler started (status 0: not an answer to a probe the target cannot
+/// place), alone or bundled with other packets.
 fn is_start_ack(d: &[u8]) -> bool {
-    matches!(decode(&Integrity::default(), d),
-        Ok(Packet::Data { meta, .. }) if meta.kind == MsgKind::TxnAck && meta.status == 0)
+    any_packet(
+        d,
+        |p| matches!(p, Packet::Data { meta, .. } if meta.kind == MsgKind::TxnAck && meta.status == 0),
+    )
 }
 
 /// Drops the first `n` start acks to `e0` (held forever); the count of

@@ -414,6 +414,15 @@ pub fn packets<'a>(integ: &Integrity, dgram: &'a [u8]) -> Packets<'a> {
     }
 }
 
+/// Whether any packet of `dgram` (sealed with the default CRC32C) decodes
+/// and satisfies `f`: what a test's network filter asks of a datagram,
+/// which may bundle several packets.
+#[cfg(test)]
+pub fn any_packet(dgram: &[u8], mut f: impl FnMut(&Packet<'_>) -> bool) -> bool {
+    let integ = Integrity::default();
+    packets(&integ, dgram).any(|p| p.and_then(|p| decode(&integ, p)).is_ok_and(|p| f(&p)))
+}
+
 impl<'a> Iterator for Packets<'a> {
     type Item = Result<&'a [u8], DecodeError>;
 

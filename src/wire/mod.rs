@@ -16,6 +16,8 @@ pub mod mac;
 mod message;
 mod polyhash;
 
+#[cfg(test)]
+pub use codec::any_packet;
 #[cfg(any(test, feature = "testing"))]
 pub use codec::encode_ack;
 pub use codec::{
