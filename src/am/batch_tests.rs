@@ -30,7 +30,8 @@ fn watch(net: &MemNetwork) -> Seen {
 }
 
 /// Watches the request packets on `net`: a packet is a copy when one with
-/// its receiver, channel, epoch and sequence number went before.
+/// its receiver, association (verification tag), epoch and sequence
+/// number went before.
 fn watch_copies(net: &MemNetwork) -> (Seen, Copies) {
     let seen: Seen = Default::default();
     let copies: Copies = Default::default();
@@ -45,7 +46,10 @@ fn watch_copies(net: &MemNetwork) -> (Seen, Copies) {
                     continue;
                 }
                 let r = (meta.handler as u32, meta.args[0]);
-                if sent_before.lock().insert((to, common.epoch, common.seq)) {
+                if sent_before
+                    .lock()
+                    .insert((to, common.vtag, common.epoch, common.seq))
+                {
                     reqs.push(r);
                 } else {
                     c.lock().push(r);
