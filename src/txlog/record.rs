@@ -229,49 +229,64 @@ impl Record {
     }
 }
 
-fn put_addr(out: &mut Vec<u8>, a: &SocketAddr) {
-    match a.ip() {
-        IpAddr::V4(v4) => {
-            out.push(4);
-            let mut ip = [0u8; 16];
-            ip[..4].copy_from_slice(&v4.octets());
-            out.extend_from_slice(&ip);
-        }
-        IpAddr::V6(v6) => {
-            out.push(6);
-            out.extend_from_slice(&v6.octets());
-        }
-    }
-    out.extend_from_slice(&a.port().to_le_bytes());
-}
-
 /// The bytes `put_addr` writes.
 pub const ADDR_LEN: usize = 19;
 
-fn put_key(out: &mut Vec<u8>, k: &TargetKey) {
-    put_addr(out, &k.peer);
-    out.extend_from_slice(&k.incarnation.to_le_bytes());
-    out.extend_from_slice(&k.txn.to_le_bytes());
+/// The bytes `put_key` writes: the address, the incarnation, the id.
+const KEY_LEN: usize = ADDR_LEN + 16;
+
+/// An address as the log writes it: the family (4 or 6), 16 bytes of IP
+/// (a v4 one in the first 4, the rest 0), the port. (Made whole on the
+/// stack and appended once: appended piece by piece, a record's fields
+/// cost most of its encoding.)
+fn addr_bytes(a: &SocketAddr) -> [u8; ADDR_LEN] {
+    let mut b = [0u8; ADDR_LEN];
+    match a.ip() {
+        IpAddr::V4(v4) => {
+            b[0] = 4;
+            b[1..5].copy_from_slice(&v4.octets());
+        }
+        IpAddr::V6(v6) => {
+            b[0] = 6;
+            b[1..17].copy_from_slice(&v6.octets());
+        }
+    }
+    b[17..].copy_from_slice(&a.port().to_le_bytes());
+    b
 }
 
+fn put_addr(out: &mut Vec<u8>, a: &SocketAddr) {
+    out.extend_from_slice(&addr_bytes(a));
+}
+
+fn put_key(out: &mut Vec<u8>, k: &TargetKey) {
+    let mut b = [0u8; KEY_LEN];
+    b[..ADDR_LEN].copy_from_slice(&addr_bytes(&k.peer));
+    b[ADDR_LEN..ADDR_LEN + 8].copy_from_slice(&k.incarnation.to_le_bytes());
+    b[ADDR_LEN + 8..].copy_from_slice(&k.txn.to_le_bytes());
+    out.extend_from_slice(&b);
+}
+
+/// A message's fixed part: handler, category, argument count, 0, the
+/// arguments, the destination offset and the payload's length; then the
+/// payload.
 fn put_msg(out: &mut Vec<u8>, m: &LoggedMsg) {
     let n = m.args.len().min(MAX_ARGS);
-    out.extend_from_slice(&[m.handler, m.category, n as u8, 0]);
-    for a in &m.args[..n] {
-        out.extend_from_slice(&a.to_le_bytes());
+    let mut b = [0u8; 4 + 4 * MAX_ARGS + 12];
+    b[..4].copy_from_slice(&[m.handler, m.category, n as u8, 0]);
+    for (w, a) in b[4..4 + 4 * n].chunks_exact_mut(4).zip(&m.args) {
+        w.copy_from_slice(&a.to_le_bytes());
     }
-    out.extend_from_slice(&m.dest_offset.to_le_bytes());
-    out.extend_from_slice(&(m.payload.len() as u32).to_le_bytes());
+    let at = 4 + 4 * n;
+    b[at..at + 8].copy_from_slice(&m.dest_offset.to_le_bytes());
+    b[at + 8..at + 12].copy_from_slice(&(m.payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&b[..at + 12]);
     out.extend_from_slice(&m.payload);
 }
 
 /// Encodes an address alone (the log's header keeps the endpoint's).
 pub fn encode_addr(a: &SocketAddr) -> [u8; ADDR_LEN] {
-    let mut v = Vec::with_capacity(ADDR_LEN);
-    put_addr(&mut v, a);
-    let mut out = [0u8; ADDR_LEN];
-    out.copy_from_slice(&v);
-    out
+    addr_bytes(a)
 }
 
 pub fn decode_addr(b: &[u8]) -> Option<SocketAddr> {

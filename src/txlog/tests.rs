@@ -133,6 +133,74 @@ fn records_survive_a_reopen_and_rebuild_the_state() {
     assert_eq!((i, &st, r.records), (id(), &want, rep.records));
 }
 
+/// The bytes every record kind encodes to, pinned: the layout is the
+/// file format (version 3), which an encoder may not change silently.
+#[test]
+fn the_record_layout_is_the_files_version_3() {
+    let mut all = history();
+    let v4: SocketAddr = "10.0.0.9:1".parse().unwrap();
+    let k4 = TargetKey {
+        peer: v4,
+        incarnation: 1 << 40,
+        txn: u64::MAX - 3,
+    };
+    let full = LoggedMsg {
+        handler: 255,
+        category: 2,
+        args: (0..16).map(|i| 0x0101_0101 * i).collect(),
+        dest_offset: 1 << 33,
+        payload: (0..=255).collect(),
+    };
+    all.extend([
+        Record::AckedStarted {
+            key: k4,
+            msg: full.clone(),
+            forgotten: vec![],
+        },
+        Record::AckedStarted {
+            key: k4,
+            msg: msg(0, 0),
+            forgotten: vec![7],
+        },
+        Record::Finished {
+            key: k4,
+            reply: None,
+        },
+        Record::Finished {
+            key: k4,
+            reply: Some(full),
+        },
+        Record::TxnFloor { next: 1 << 50 },
+    ]);
+    let mut bytes = Vec::new();
+    for r in &all {
+        bytes.push(r.kind());
+        let at = bytes.len();
+        r.encode(&mut bytes);
+        let n = (bytes.len() - at) as u32;
+        bytes.extend_from_slice(&n.to_le_bytes());
+    }
+    assert_eq!(
+        (bytes.len(), crc32c::crc32c(&bytes)),
+        (1752, 2_161_552_461),
+        "the encoding changed"
+    );
+    // one record in full: a finished transaction without a reply
+    let mut b = Vec::new();
+    Record::Finished {
+        key: k4,
+        reply: None,
+    }
+    .encode(&mut b);
+    let mut want = vec![4, 10, 0, 0, 9];
+    want.extend_from_slice(&[0; 12]);
+    want.extend_from_slice(&1u16.to_le_bytes());
+    want.extend_from_slice(&(1u64 << 40).to_le_bytes());
+    want.extend_from_slice(&(u64::MAX - 3).to_le_bytes());
+    want.push(0);
+    assert_eq!(b, want);
+}
+
 #[test]
 fn every_record_kind_round_trips_and_bad_bodies_are_refused() {
     for r in history() {
