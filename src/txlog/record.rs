@@ -235,11 +235,12 @@ pub const ADDR_LEN: usize = 19;
 /// The bytes `put_key` writes: the address, the incarnation, the id.
 const KEY_LEN: usize = ADDR_LEN + 16;
 
-/// An address as the log writes it: the family (4 or 6), 16 bytes of IP
-/// (a v4 one in the first 4, the rest 0), the port. (Made whole on the
-/// stack and appended once: appended piece by piece, a record's fields
-/// cost most of its encoding.)
-fn addr_bytes(a: &SocketAddr) -> [u8; ADDR_LEN] {
+/// An address as the log writes it (in records, and alone in the log's
+/// header for the endpoint's): the family (4 or 6), 16 bytes of IP (a v4
+/// one in the first 4, the rest 0), the port. (Made whole on the stack
+/// and appended once: appended piece by piece, a record's fields cost
+/// most of its encoding.)
+pub fn encode_addr(a: &SocketAddr) -> [u8; ADDR_LEN] {
     let mut b = [0u8; ADDR_LEN];
     match a.ip() {
         IpAddr::V4(v4) => {
@@ -256,12 +257,12 @@ fn addr_bytes(a: &SocketAddr) -> [u8; ADDR_LEN] {
 }
 
 fn put_addr(out: &mut Vec<u8>, a: &SocketAddr) {
-    out.extend_from_slice(&addr_bytes(a));
+    out.extend_from_slice(&encode_addr(a));
 }
 
 fn put_key(out: &mut Vec<u8>, k: &TargetKey) {
     let mut b = [0u8; KEY_LEN];
-    b[..ADDR_LEN].copy_from_slice(&addr_bytes(&k.peer));
+    b[..ADDR_LEN].copy_from_slice(&encode_addr(&k.peer));
     b[ADDR_LEN..ADDR_LEN + 8].copy_from_slice(&k.incarnation.to_le_bytes());
     b[ADDR_LEN + 8..].copy_from_slice(&k.txn.to_le_bytes());
     out.extend_from_slice(&b);
@@ -282,11 +283,6 @@ fn put_msg(out: &mut Vec<u8>, m: &LoggedMsg) {
     b[at + 8..at + 12].copy_from_slice(&(m.payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&b[..at + 12]);
     out.extend_from_slice(&m.payload);
-}
-
-/// Encodes an address alone (the log's header keeps the endpoint's).
-pub fn encode_addr(a: &SocketAddr) -> [u8; ADDR_LEN] {
-    addr_bytes(a)
 }
 
 pub fn decode_addr(b: &[u8]) -> Option<SocketAddr> {
