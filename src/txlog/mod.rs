@@ -51,6 +51,8 @@
 //! (atomic).
 
 mod area;
+#[cfg(test)]
+mod mutation_tests;
 pub mod record;
 pub mod state;
 mod target_map;

@@ -43,6 +43,11 @@ pub struct LogState {
 /// Why a record cannot follow the ones before it.
 pub type Inconsistency = &'static str;
 
+/// Transaction ids are counted from 1 and never reach this (2^63: a
+/// billion a second for 292 years); a log that says otherwise was not
+/// written by ramp, and trusting it would wrap the endpoint's counter.
+pub const MAX_TXN_ID: u64 = 1 << 63;
+
 impl LogState {
     /// Applies one record; Err when it contradicts the state (the log is
     /// then not trusted). A refused record changes nothing: every arm
@@ -51,6 +56,9 @@ impl LogState {
     pub fn apply(&mut self, rec: &mut Record) -> Result<(), Inconsistency> {
         match rec {
             Record::Issued { txn, dest, msg } => {
+                if *txn >= MAX_TXN_ID {
+                    return Err("a transaction id of 2^63 or more (ramp never issues one)");
+                }
                 if self.issued.contains_key(txn) || *txn < self.next_txn {
                     return Err("a transaction id issued twice");
                 }
@@ -75,7 +83,12 @@ impl LogState {
                     .remove(txn)
                     .ok_or("a release of a transaction never issued")?;
             }
-            Record::TxnFloor { next } => self.next_txn = self.next_txn.max(*next),
+            Record::TxnFloor { next } => {
+                if *next > MAX_TXN_ID {
+                    return Err("a transaction id floor above 2^63 (ramp never issues one)");
+                }
+                self.next_txn = self.next_txn.max(*next)
+            }
             Record::Acked { key, msg } => {
                 if self.target.contains_key(key) {
                     return Err("a request acknowledged twice");

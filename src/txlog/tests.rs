@@ -8,14 +8,14 @@ use super::record::{LoggedMsg, Record, TargetKey, TxnState};
 use super::state::{LogState, TargetPhase};
 use super::*;
 
-fn dir(name: &str) -> PathBuf {
+pub(super) fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ramp-txlog-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
-fn id() -> Identity {
+pub(super) fn id() -> Identity {
     Identity {
         secret: [7; 32],
         addr: "10.1.2.3:4567".parse().unwrap(),
@@ -23,7 +23,7 @@ fn id() -> Identity {
     }
 }
 
-fn msg(h: u8, n: usize) -> LoggedMsg {
+pub(super) fn msg(h: u8, n: usize) -> LoggedMsg {
     LoggedMsg {
         handler: h,
         category: 1,
@@ -42,7 +42,7 @@ fn key(txn: u64) -> TargetKey {
 }
 
 /// A few records of every kind.
-fn history() -> Vec<Record> {
+pub(super) fn history() -> Vec<Record> {
     vec![
         Record::Issued {
             txn: 1,
@@ -393,6 +393,65 @@ fn records_that_contradict_the_state_are_refused() {
     drop(log);
     let (_, rep) = TxLog::open(&p, || panic!(), false).unwrap();
     assert_eq!(rep.records, 4, "refused records were not written");
+}
+
+#[test]
+fn transaction_ids_at_the_top_of_the_range_are_refused_also_in_a_crafted_file() {
+    use super::area::{commit_word, write_frame, Frame};
+    use super::state::MAX_TXN_ID;
+    let d = dir("top-ids");
+    let p = d.join("ep.log");
+    let (mut log, _) = TxLog::open(&p, id, false).unwrap();
+    let issued = |txn| Record::Issued {
+        txn,
+        dest: id().addr,
+        msg: msg(1, 0),
+    };
+    // the endpoint's counter (`take_txn_id`) adds one to the id a log gives
+    // it: from the top of the range it would wrap to ids already used
+    for r in [
+        issued(u64::MAX),
+        issued(MAX_TXN_ID),
+        Record::TxnFloor { next: u64::MAX },
+        Record::TxnFloor {
+            next: MAX_TXN_ID + 1,
+        },
+    ] {
+        let e = log.append(&r).err().unwrap();
+        assert!(e.to_string().contains("2^63"), "{r:?}: {e}");
+    }
+    log.append(&Record::TxnFloor { next: MAX_TXN_ID }).unwrap();
+    assert_eq!(log.state().next_txn, MAX_TXN_ID);
+    assert!(
+        log.append(&issued(MAX_TXN_ID - 1)).is_err(),
+        "below the floor"
+    );
+    let end = log.end;
+    drop(log);
+    // the same record written by hand, whole and with its checksum
+    let mut bytes = std::fs::read(&p).unwrap();
+    let mut body = Vec::new();
+    let r = issued(u64::MAX);
+    r.encode(&mut body);
+    let fr = Frame {
+        commit: commit_word(0),
+        kind: r.kind(),
+        seq: 2,
+    };
+    let area_end = HEADER_LEN + DEFAULT_CAPACITY as usize;
+    write_frame(&mut bytes, end, area_end, fr, &body);
+    std::fs::write(&p, &bytes).unwrap();
+    let e = TxLog::open(&p, || panic!(), false).err().unwrap();
+    assert!(
+        e.to_string().contains("record 2") && e.to_string().contains("2^63"),
+        "{e}"
+    );
+    assert!(inspect(&p).is_err());
+    assert_eq!(
+        std::fs::read(&p).unwrap(),
+        bytes,
+        "a refused file is left as it was"
+    );
 }
 
 #[test]
