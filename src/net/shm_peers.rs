@@ -3,6 +3,8 @@
 //! closed sender's slot is freed, a dead, closed or stuck receiver's ring
 //! dropped and reported; files older versions left in /dev/shm removed.
 
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 use std::sync::atomic::Ordering::*;
 
 use super::*;
@@ -15,20 +17,35 @@ pub(super) fn owner_alive(m: &SharedMap) -> bool {
 }
 
 /// Removes the files in /dev/shm whose owner process is gone (killed before
-/// it could remove its own). Returns how many.
+/// it could remove its own). Returns how many. Only regular files of this
+/// user (never through a symbolic link: /dev/shm is anyone's to write)
+/// named for this host's network and pid namespaces (a pid means
+/// something only in the namespace it was read in: a container sharing
+/// /dev/shm has its own, and its live files are not ours to judge).
 pub fn remove_stale_files() -> usize {
-    let Ok(dir) = std::fs::read_dir(DIR) else {
+    remove_stale_files_in(Path::new(DIR))
+}
+
+pub(super) fn remove_stale_files_in(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
+    let ours = format!("{PREFIX}{}.", HOST.1);
     let mut n = 0;
-    for e in dir.flatten() {
-        if !e.file_name().to_string_lossy().starts_with(PREFIX) {
+    for e in entries.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(&ours) {
+            continue;
+        }
+        // (a directory entry's metadata does not follow a link)
+        let Ok(meta) = e.metadata() else {
+            continue;
+        };
+        if !meta.file_type().is_file() || meta.uid() != euid() {
             continue;
         }
         let path = e.path();
-        let old = e
-            .metadata()
-            .and_then(|m| m.modified())
+        let old = meta
+            .modified()
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|d| d.as_secs() >= 10);

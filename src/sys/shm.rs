@@ -34,12 +34,22 @@ impl SharedMap {
     }
 
     /// Maps an existing file (a /dev/shm file of an earlier version), which
-    /// must be at least `min_len` bytes.
+    /// must be at least `min_len` bytes; never through a symbolic link, and
+    /// without waiting on a FIFO someone put there under that name.
     pub(crate) fn open(path: &Path, min_len: usize) -> io::Result<SharedMap> {
-        Self::of_file(
-            &OpenOptions::new().read(true).write(true).open(path)?,
-            min_len,
-        )
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)?;
+        if !f.metadata()?.file_type().is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not a regular file",
+            ));
+        }
+        Self::of_file(&f, min_len)
     }
 
     fn map(file: &File, len: usize) -> io::Result<SharedMap> {
