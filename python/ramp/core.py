@@ -449,6 +449,15 @@ def _short_argv(args: Tuple[int, ...], function: str) -> Tuple[int, Any]:
     return _argv(args, function)
 
 
+def _handle_of(obj: Any, cls: type, function: str) -> int:
+    """The library handle of ``obj``, which a module function (``ramp.rma``,
+    ``ramp.txn``, ``ramp.names``) takes as its endpoint or bundle: a clear
+    TypeError for anything else."""
+    if not isinstance(obj, cls):
+        raise TypeError("%s: expects a ramp.%s, got %s" % (function, cls.__name__, type(obj).__name__))
+    return int(obj._h())
+
+
 def _dest_index(dest: int, function: str) -> int:
     d = int(dest)
     if not 0 <= d < _UINT32_END:
@@ -2088,6 +2097,8 @@ class Endpoint:
 def statistics_to_dict(stats: ramp_stats_t) -> Dict[str, Any]:
     """A ``ramp_stats_t`` as a dict: field name -> int, or a ``(short, medium, long)``
     tuple for the per-category arrays.  Latencies and round-trip times are in ns."""
+    if not isinstance(stats, ramp_stats_t):
+        raise TypeError("statistics_to_dict: expects a ramp_stats_t, got %s" % type(stats).__name__)
     d: Dict[str, Any] = {}
     for name, _ in ramp_stats_t._fields_:
         v = getattr(stats, name)
@@ -2096,6 +2107,8 @@ def statistics_to_dict(stats: ramp_stats_t) -> Dict[str, Any]:
 
 
 def _dict_to_stats(d: Dict[str, Any]) -> ramp_stats_t:
+    if not isinstance(d, dict):
+        raise TypeError("expected a statistics dict (Endpoint.statistics()), got %s" % type(d).__name__)
     s = ramp_stats_t()
     for name, _ in ramp_stats_t._fields_:
         if name not in d:

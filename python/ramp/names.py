@@ -32,7 +32,7 @@ from typing import Union
 
 from . import _lib
 from ._lib import en_t
-from .core import Endpoint, EndpointName, _after, _check
+from .core import Endpoint, EndpointName, _after, _check, _handle_of
 
 __all__ = ["MAX_HANDLER_NAME", "MAX_SERVICE", "set_handler_name", "lookup_handler", "publish", "lookup"]
 
@@ -83,10 +83,11 @@ def _text(s: Text, what: str) -> bytes:
 def set_handler_name(ep: Endpoint, handler: int, name: Text) -> None:
     """``ramp_SetHandlerName``: names the handler installed at ``handler`` of ``ep``
     (1..63 printable ASCII characters; a name names one handler)."""
+    e = _handle_of(ep, Endpoint, "ramp_SetHandlerName")
     if not 0 <= handler <= 255:
         raise ValueError("handler index must be 0..255, not %r" % (handler,))
     _check(
-        _L().ramp_SetHandlerName(ep._h(), handler, _text(name, "a handler name")),
+        _L().ramp_SetHandlerName(e, handler, _text(name, "a handler name")),
         "ramp_SetHandlerName",
     )
 
@@ -94,17 +95,19 @@ def set_handler_name(ep: Endpoint, handler: int, name: Text) -> None:
 def lookup_handler(ep: Endpoint, dest: int, name: Text) -> int:
     """``ramp_LookupHandler``: the index of the handler named ``name`` at the peer of
     translation index ``dest`` (waits, polling; handlers may run)."""
+    e = _handle_of(ep, Endpoint, "ramp_LookupHandler")
     if not 0 <= dest < 1 << 32:
         raise ValueError("translation index must be 0..2**32-1, not %r" % (dest,))
     out = c_uint8(0)
-    rc = _L().ramp_LookupHandler(ep._h(), dest, _text(name, "a handler name"), byref(out))
+    rc = _L().ramp_LookupHandler(e, dest, _text(name, "a handler name"), byref(out))
     _after(rc, "ramp_LookupHandler")
     return out.value
 
 
 def publish(ep: Endpoint, service: Text) -> None:
     """``ramp_NamePublish``: publishes ``ep``'s name under ``service`` for the job."""
-    _after(_L().ramp_NamePublish(ep._h(), _text(service, "a service")), "ramp_NamePublish")
+    e = _handle_of(ep, Endpoint, "ramp_NamePublish")
+    _after(_L().ramp_NamePublish(e, _text(service, "a service")), "ramp_NamePublish")
 
 
 def lookup(service: Text, timeout_ms: int = 0) -> EndpointName:

@@ -30,8 +30,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import _lib
 from ._buffers import BufferLike, SendBuffer, flat_writable
-from .core import Bundle, Endpoint, _after, _check
-from .errors import BadArgError, RampError
+from .core import Bundle, Endpoint, _after, _check, _handle_of
+from .errors import BadArgError
 from .constants import ErrorCode
 
 __all__ = [
@@ -115,6 +115,7 @@ class Region:
     __slots__ = ("id", "endpoint", "buffer", "_flat", "_addr", "_pin", "_key", "_nbytes", "_allocated")
 
     def __init__(self, endpoint: Endpoint, buffer: Optional[BufferLike], access: int, nbytes: int = 0) -> None:
+        _handle_of(endpoint, Endpoint, "ramp_AllocRegion" if buffer is None else "ramp_RegisterRegion")
         self._allocated = buffer is None
         if buffer is None:
             self._alloc(endpoint, nbytes, access)
@@ -210,12 +211,13 @@ def alloc_segment(endpoint: Endpoint, nbytes: int) -> Any:
     in place).  Replacing the segment frees the memory: refused (BadArgError) while
     anything else refers to that array; memoryviews a long handler was given must not
     be kept past it."""
+    h = _handle_of(endpoint, Endpoint, "ramp_AllocSegment")
     n = int(nbytes)
     if not 0 < n < 2**63:
         raise BadArgError(ErrorCode.AM_ERR_BAD_ARG, "ramp_AllocSegment", "length %d is not positive" % n)
     endpoint._segment_replaceable("ramp_AllocSegment")
     base = c_void_p()
-    _check(_L().ramp_AllocSegment(endpoint._h(), n, byref(base)), "ramp_AllocSegment")
+    _check(_L().ramp_AllocSegment(h, n, byref(base)), "ramp_AllocSegment")
     size = (n + 4095) // 4096 * 4096
     arr = (ctypes.c_uint8 * size).from_address(base.value)
     endpoint._segment, endpoint._seg_flat = arr, memoryview(arr).cast("B")
@@ -278,16 +280,17 @@ def put(
     Returns once ``data`` may be reused: an :class:`Op`, or None with
     ``handle=False`` (then only :func:`fence` waits for it)."""
     fn = "ramp_PutNotify" if notify is not None else "ramp_Put"
+    ep = _handle_of(endpoint, Endpoint, fn)
     off = _u64(offset, "offset", fn)
     h = c_uint64()
     out = byref(h) if handle else None
     with SendBuffer(data) as src:
         if notify is None:
-            rc = _L().ramp_Put(endpoint._h(), _u32(dest, "dest", fn), _u32(region, "region", fn),
+            rc = _L().ramp_Put(ep, _u32(dest, "dest", fn), _u32(region, "region", fn),
                                off, src.ptr, src.nbytes, out)
         else:
             foff, value = notify
-            rc = _L().ramp_PutNotify(endpoint._h(), _u32(dest, "dest", fn), _u32(region, "region", fn),
+            rc = _L().ramp_PutNotify(ep, _u32(dest, "dest", fn), _u32(region, "region", fn),
                                      off, src.ptr, src.nbytes, _u64(foff, "flag offset", fn),
                                      _u32(value, "flag value", fn), out)
     _after(rc, fn)
@@ -299,23 +302,24 @@ def get(
 ) -> Optional[Op]:
     """``ramp_Get``: fills ``out`` (a writable, C-contiguous buffer, pinned until the
     operation completes) from ``offset`` of region ``region`` of ``dest``."""
+    ep = _handle_of(endpoint, Endpoint, "ramp_Get")
     flat, addr, pin = flat_writable(out)
     h = c_uint64()
-    rc = _L().ramp_Get(endpoint._h(), _u32(dest, "dest", "ramp_Get"), _u32(region, "region", "ramp_Get"),
+    rc = _L().ramp_Get(ep, _u32(dest, "dest", "ramp_Get"), _u32(region, "region", "ramp_Get"),
                        _u64(offset, "offset", "ramp_Get"), addr or None, flat.nbytes,
                        byref(h) if handle else None)
     _after(rc, "ramp_Get")
     keep = (out, flat, pin)
     if handle:
         return Op(endpoint, h.value, keep)
-    _unfenced.setdefault(endpoint._h(), []).append(keep)
+    _unfenced.setdefault(ep, []).append(keep)
     return None
 
 
 def fence(endpoint: Endpoint) -> None:
     """``ramp_Fence``: waits for every put and get issued so far; raises
     :class:`ramp.ResourceError` if one failed that was not reported yet."""
-    h = endpoint._h()
+    h = _handle_of(endpoint, Endpoint, "ramp_Fence")
     rc = _L().ramp_Fence(h)
     _unfenced.pop(h, None)
     _after(rc, "ramp_Fence")
@@ -324,12 +328,13 @@ def fence(endpoint: Endpoint) -> None:
 def wait_flag(endpoint: Endpoint, buffer: BufferLike, offset: int, value: int) -> None:
     """``ramp_WaitFlag``: polls ``endpoint`` until the 32-bit word at byte ``offset`` of
     ``buffer`` (e.g. a region's array) equals ``value``."""
+    h = _handle_of(endpoint, Endpoint, "ramp_WaitFlag")
     flat, addr, pin = flat_writable(buffer)
     off = int(offset)
     if not 0 <= off <= flat.nbytes - 4:
         raise BadArgError(ErrorCode.AM_ERR_BAD_ARG, "ramp_WaitFlag",
                           "flag offset %d outside the buffer of %d bytes" % (off, flat.nbytes))
-    rc = _L().ramp_WaitFlag(endpoint._h(), addr + off, _u32(value, "value", "ramp_WaitFlag"))
+    rc = _L().ramp_WaitFlag(h, addr + off, _u32(value, "value", "ramp_WaitFlag"))
     del pin
     _after(rc, "ramp_WaitFlag")
 
@@ -337,6 +342,5 @@ def wait_flag(endpoint: Endpoint, buffer: BufferLike, offset: int, value: int) -
 def set_progress_thread(bundle: Bundle, on: bool = True) -> None:
     """``ramp_SetProgressThread``: the bundle's progress thread performs peers' puts
     and gets while Python computes (it never runs a handler)."""
-    if not isinstance(bundle, Bundle):
-        raise RampError("set_progress_thread needs a ramp.Bundle")
-    _check(_L().ramp_SetProgressThread(bundle._h(), 1 if on else 0), "ramp_SetProgressThread")
+    h = _handle_of(bundle, Bundle, "ramp_SetProgressThread")
+    _check(_L().ramp_SetProgressThread(h, 1 if on else 0), "ramp_SetProgressThread")

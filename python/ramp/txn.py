@@ -26,7 +26,7 @@ from typing import List, NamedTuple, Optional
 
 from . import _lib
 from ._buffers import BufferLike, SendBuffer
-from .core import Endpoint, _after, _argv, _check, _dest_index, _handler_index
+from .core import Endpoint, _after, _argv, _check, _dest_index, _handle_of, _handler_index
 
 __all__ = [
     "State",
@@ -114,6 +114,9 @@ class Txn:
     __slots__ = ("endpoint", "id")
 
     def __init__(self, endpoint: Endpoint, txn_id: int) -> None:
+        _handle_of(endpoint, Endpoint, "ramp.txn.Txn")
+        if not isinstance(txn_id, int) or not 0 <= txn_id < 2**64:
+            raise TypeError("ramp.txn.Txn: a transaction id is an int in 0..2**64-1, not %r" % (txn_id,))
         self.endpoint = endpoint
         self.id = txn_id
 
@@ -145,16 +148,17 @@ class Txn:
 def _request(
     ep: Endpoint, dest: int, handler: int, cat: int, data: Optional[BufferLike], args: tuple
 ) -> Txn:
+    e = _handle_of(ep, Endpoint, "ramp_RequestTxn")
     h = _handler_index(handler, "ramp_RequestTxn")
     n, argv = _argv(args, "ramp_RequestTxn")
     d = _dest_index(dest, "ramp_RequestTxn")
     out = c_uint64()
     if data is None:
-        rc = _L().ramp_RequestTxn(ep._h(), d, h, cat, None, 0, 0, n, argv, byref(out))
+        rc = _L().ramp_RequestTxn(e, d, h, cat, None, 0, 0, n, argv, byref(out))
     else:
         with SendBuffer(data) as b:
             rc = _L().ramp_RequestTxn(
-                ep._h(), d, h, cat, b.ptr, b.nbytes, 0, n, argv, byref(out)
+                e, d, h, cat, b.ptr, b.nbytes, 0, n, argv, byref(out)
             )
     _after(rc, "ramp_RequestTxn")
     return Txn(ep, out.value)
@@ -172,19 +176,21 @@ def request_medium(ep: Endpoint, dest: int, handler: int, data: BufferLike, *arg
 
 def list_txns(ep: Endpoint, progress: int) -> List[int]:
     """``ramp_TxnList``: ids of kept transactions at ``progress``, oldest first."""
+    e = _handle_of(ep, Endpoint, "ramp_TxnList")
     count = c_size_t()
-    _check(_L().ramp_TxnList(ep._h(), int(progress), None, 0, byref(count)), "ramp_TxnList")
+    _check(_L().ramp_TxnList(e, int(progress), None, 0, byref(count)), "ramp_TxnList")
     while True:
         n = count.value
         arr = (c_uint64 * max(n, 1))()
-        _check(_L().ramp_TxnList(ep._h(), int(progress), arr, n, byref(count)), "ramp_TxnList")
+        _check(_L().ramp_TxnList(e, int(progress), arr, n, byref(count)), "ramp_TxnList")
         if count.value <= n:
             return list(arr[: count.value])
 
 
 def set_handler_timeout(ep: Endpoint, usec: int) -> None:
     """``ramp_SetHandlerTimeout``: the handler-time bound (0: none)."""
-    _check(_L().ramp_SetHandlerTimeout(ep._h(), int(usec)), "ramp_SetHandlerTimeout")
+    e = _handle_of(ep, Endpoint, "ramp_SetHandlerTimeout")
+    _check(_L().ramp_SetHandlerTimeout(e, int(usec)), "ramp_SetHandlerTimeout")
 
 
 def log_open(ep: Endpoint, path: str) -> None:
@@ -193,5 +199,6 @@ def log_open(ep: Endpoint, path: str) -> None:
     process killed with SIGKILL and started again with the same path comes back as
     the same endpoint: a finished handler never runs again, one that had started
     answers TARGET_CRASHED."""
-    _check(_L().ramp_LogOpen(ep._h(), os.fsencode(path)), "ramp_LogOpen")
+    e = _handle_of(ep, Endpoint, "ramp_LogOpen")
+    _check(_L().ramp_LogOpen(e, os.fsencode(path)), "ramp_LogOpen")
     ep._name = None  # the logged name, read again

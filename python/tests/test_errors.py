@@ -395,3 +395,78 @@ def test_error_classes():
     assert issubclass(ramp.LibraryNotFoundError, OSError)
     assert issubclass(ramp.HandlerKindError, ramp.RampError)
     assert issubclass(ramp.TokenExpiredError, ramp.RampError)
+
+
+# ---- arguments of the wrong type ---------------------------------------------------
+
+
+def test_module_functions_name_the_object_they_expected(pair):
+    """ramp.rma, ramp.txn and ramp.names take an endpoint (or a bundle) first: anything
+    else is a TypeError naming the call and what it got, not an AttributeError about
+    the package's insides."""
+    from ramp import names, rma, txn
+
+    calls = [
+        (lambda o: rma.fence(o), "ramp_Fence"),
+        (lambda o: rma.put(o, 0, 0, 0, b"x"), "ramp_Put"),
+        (lambda o: rma.get(o, 0, 0, 0, bytearray(4)), "ramp_Get"),
+        (lambda o: rma.alloc_region(o, 4096), "ramp_AllocRegion"),
+        (lambda o: rma.register_region(o, bytearray(64)), "ramp_RegisterRegion"),
+        (lambda o: rma.alloc_segment(o, 4096), "ramp_AllocSegment"),
+        (lambda o: rma.wait_flag(o, bytearray(8), 0, 1), "ramp_WaitFlag"),
+        (lambda o: rma.set_progress_thread(o, True), "ramp_SetProgressThread"),
+        (lambda o: txn.request(o, 0, 1), "ramp_RequestTxn"),
+        (lambda o: txn.list_txns(o, 0), "ramp_TxnList"),
+        (lambda o: txn.set_handler_timeout(o, 10), "ramp_SetHandlerTimeout"),
+        (lambda o: txn.log_open(o, "/tmp/x.ramplog"), "ramp_LogOpen"),
+        (lambda o: txn.Txn(o, 1), "ramp.txn.Txn"),
+        (lambda o: names.set_handler_name(o, 1, "h"), "ramp_SetHandlerName"),
+        (lambda o: names.lookup_handler(o, 0, "h"), "ramp_LookupHandler"),
+        (lambda o: names.publish(o, "svc"), "ramp_NamePublish"),
+    ]
+    for call, function in calls:
+        for wrong in (None, 3, "ep", object()):
+            with pytest.raises(TypeError) as e:
+                call(wrong)
+            assert function in str(e.value) and type(wrong).__name__ in str(e.value), str(e.value)
+    b, x, y = pair
+    with pytest.raises(TypeError, match="a bundle|ramp.Bundle"):
+        rma.set_progress_thread(x, True)
+    with pytest.raises(TypeError, match="transaction id"):
+        txn.Txn(x, -1)
+
+
+def test_statistics_helpers_refuse_what_is_not_statistics(pair):
+    b, x, y = pair
+    with pytest.raises(TypeError, match="ramp_stats_t"):
+        ramp.statistics_to_dict({"RequestsSent": 1})
+    for wrong in (None, 3, b"abc", [1]):
+        with pytest.raises(TypeError, match="statistics dict"):
+            ramp.format_statistics(wrong)
+        with pytest.raises(TypeError, match="statistics dict"):
+            ramp.aggregate_statistics(x.statistics(), wrong)
+    with pytest.raises(KeyError, match="lacks"):
+        ramp.format_statistics({})
+    # and what is statistics still works
+    assert "requests sent" in ramp.format_statistics(x.statistics())
+
+
+def test_hostile_arguments_to_every_public_call_raise_and_never_crash():
+    """Thousands of calls with hostile arguments (scripts/hostile_args.py), each seed
+    in a process of its own: the process must end normally (a signal from the C side
+    would end it), every failed call with a Python exception that describes it."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import SCRIPTS, describe
+
+    for seed in (1, 2, 3):
+        r = subprocess.run([sys.executable, os.path.join(SCRIPTS, "hostile_args.py"), str(seed)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, describe(r)
+        lines = r.stdout.splitlines()
+        assert lines and lines[-1].startswith("CALLS "), describe(r)
+        assert int(lines[-1].split()[1]) > 500, lines[-1]
+        odd = [line for line in lines if line.startswith("ODD ")]
+        assert not odd, "\n".join(odd)
