@@ -212,8 +212,20 @@ pub fn start_worker(
         return Err(Error::Resource("the SPMD job is already started"));
     }
     am::init()?;
-    let bundle = am::allocate_bundle(BundleMode::Seq)?;
     let (rank, size) = (boot.rank(), boot.size());
+    // (a size from the environment or the launcher's wire: every rank's
+    // name is gathered before the table refuses it, 32 bytes a rank)
+    if size > am::MAX_TRANSLATIONS {
+        eprintln!(
+            "ramp: rank {rank}: the launcher says the job has {size} processes; an endpoint \
+             maps at most {} (AM_MaxNumTranslations)",
+            am::MAX_TRANSLATIONS
+        );
+        return Err(Error::Resource(
+            "the launcher's job size is larger than an endpoint's translation table",
+        ));
+    }
+    let bundle = am::allocate_bundle(BundleMode::Seq)?;
     // the job key, where the launcher shares it at run time (PMI), before
     // the endpoint is opened: it builds its protocol configuration with it
     let key = boot

@@ -475,6 +475,22 @@ mod tests {
         h.join().unwrap();
     }
 
+    /// A launcher that says the job is larger than a translation table
+    /// (PMI_SIZE, or its initack) is refused at start-up with the figures,
+    /// before every rank's name is gathered into one buffer (2^40 ranks:
+    /// 32 TiB asked of the allocator, which aborts the process).
+    #[test]
+    fn a_job_larger_than_a_translation_table_is_refused_at_start_up() {
+        let huge = 1i64 << 40;
+        let (a, h) = server(init_script());
+        let p = Pmi1::init(Stream::Unix(a), None, (Some(0), Some(huge)), &mut idle).unwrap();
+        assert_eq!(p.size(), huge as usize);
+        let e = crate::spmd::start_worker(Box::new(p), 0).err().unwrap();
+        assert!(e.to_string().contains("translation table"), "{e}");
+        assert!(!crate::spmd::started());
+        h.join().unwrap();
+    }
+
     #[test]
     fn allgather_chunks_and_checks() {
         let mut s = init_script();
