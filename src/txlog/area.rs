@@ -100,6 +100,19 @@ pub(super) struct Frame {
     pub(super) seq: u64,
 }
 
+/// The bytes of a frame between its CRC and its body: the body's length,
+/// the kind (and three zeros), the sequence number.
+pub(super) const FIELDS_LEN: usize = FRAME_LEN - 8;
+
+/// A frame staged beside the file: `staged` holds `FIELDS_LEN` bytes, then
+/// the body; this fills the fields.
+pub(super) fn stage_fields(staged: &mut [u8], kind: u8, seq: u64) {
+    let len = (staged.len() - FIELDS_LEN) as u32;
+    staged[0..4].copy_from_slice(&len.to_le_bytes());
+    staged[4..8].copy_from_slice(&[kind, 0, 0, 0]);
+    staged[8..16].copy_from_slice(&seq.to_le_bytes());
+}
+
 /// Writes a record at `at` (it fits before `area_end`) and clears the
 /// commit word of the slot after it first: how many bytes past the record
 /// were written (0 or 4).
@@ -110,7 +123,26 @@ pub(super) fn write_frame(
     fr: Frame,
     body: &[u8],
 ) -> usize {
-    let size = frame_size(body.len());
+    let mut staged = vec![0u8; FIELDS_LEN];
+    staged.extend_from_slice(body);
+    stage_fields(&mut staged, fr.kind, fr.seq);
+    write_staged(bytes, at, area_end, fr.commit, &staged)
+}
+
+/// `write_frame` of a frame staged whole (`stage_fields`), its CRC summed
+/// over the staged copy: the file's bytes are only stored to, never read
+/// back. (Summed where it was written, each new line of the file was
+/// waited for before the sum could read it: a record's lines are not in
+/// the cache until written.)
+pub(super) fn write_staged(
+    bytes: &mut [u8],
+    at: usize,
+    area_end: usize,
+    commit: u32,
+    staged: &[u8],
+) -> usize {
+    let crc = crc(staged);
+    let size = frame_size(staged.len() - FIELDS_LEN);
     let next = at + size;
     let cleared = if next + 4 <= area_end {
         bytes[next..next + 4].fill(0);
@@ -119,15 +151,11 @@ pub(super) fn write_frame(
         0
     };
     let f = &mut bytes[at..next];
-    f[8..12].copy_from_slice(&(body.len() as u32).to_le_bytes());
-    f[12..16].copy_from_slice(&[fr.kind, 0, 0, 0]);
-    f[16..24].copy_from_slice(&fr.seq.to_le_bytes());
-    f[24..24 + body.len()].copy_from_slice(body);
-    let crc = crc(&f[8..24 + body.len()]);
+    f[8..8 + staged.len()].copy_from_slice(staged);
     f[4..8].copy_from_slice(&crc.to_le_bytes());
     // the commit word last: a record without it was never written
     fence(Ordering::Release);
-    f[0..4].copy_from_slice(&fr.commit.to_le_bytes());
+    f[0..4].copy_from_slice(&commit.to_le_bytes());
     cleared
 }
 

@@ -65,8 +65,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use area::{
-    commit_word, frame_size, live_area, replay, write_epoch, write_frame, write_records, Frame,
-    EPOCH_LEN,
+    commit_word, frame_size, live_area, replay, stage_fields, write_epoch, write_records,
+    write_staged, EPOCH_LEN, FIELDS_LEN,
 };
 use record::Record;
 use state::LogState;
@@ -276,10 +276,13 @@ impl TxLog {
     /// `append`, moving the messages the state keeps out of `rec` rather
     /// than copying them (what is left of `rec` is for its allocations).
     pub fn append_mut(&mut self, rec: &mut Record) -> Result<(), LogError> {
-        let mut body = std::mem::take(&mut self.scratch);
-        body.clear();
-        rec.encode(&mut body);
-        let need = frame_size(body.len());
+        // the frame staged whole beside the file (its fields, then the
+        // body), summed there, then stored to the file (`write_staged`)
+        let mut staged = std::mem::take(&mut self.scratch);
+        staged.clear();
+        staged.resize(FIELDS_LEN, 0);
+        rec.encode(&mut staged);
+        let need = frame_size(staged.len() - FIELDS_LEN);
         // room first: a compaction writes the state as it is before this record
         if self.end + need > self.area_end {
             self.compact(need)?;
@@ -287,19 +290,21 @@ impl TxLog {
         // `apply` changes nothing when it refuses a record (every arm checks
         // before it writes), so the state need not be copied to try it
         if let Err(why) = self.state.apply(rec) {
-            self.scratch = body;
+            self.scratch = staged;
             return fail(&self.path, format!("refused a record: {why}"));
         }
         self.seq += 1;
+        stage_fields(&mut staged, rec.kind(), self.seq);
         let commit = commit_word(self.generation);
-        let f = Frame {
+        let cleared = write_staged(
+            self.file.bytes_mut(),
+            self.end,
+            self.area_end,
             commit,
-            kind: rec.kind(),
-            seq: self.seq,
-        };
-        let cleared = write_frame(self.file.bytes_mut(), self.end, self.area_end, f, &body);
+            &staged,
+        );
         self.end += need;
-        self.scratch = body;
+        self.scratch = staged;
         if self.sync {
             self.file
                 .sync_range(self.end - need, need + cleared)
