@@ -144,6 +144,9 @@ fn bad_command_lines_are_refused() {
     for args in [
         &["prog"][..],
         &["-n", "0", "prog"],
+        // more ranks than a translation table holds: refused before any
+        // process is started
+        &["-n", "1048577", "/bin/true"],
         &["-n", "2"],
         &["-n", "2", "--depth", "5000", "prog"],
     ] {

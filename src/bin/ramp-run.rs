@@ -33,8 +33,11 @@ fn parse(args: &[String]) -> Result<JobSpec, String> {
                 n = Some(
                     v.parse::<usize>()
                         .ok()
-                        .filter(|&x| x >= 1)
-                        .ok_or(format!("-n {v:?}: expected a number >= 1"))?,
+                        .filter(|&x| (1..=ramp::am::MAX_TRANSLATIONS).contains(&x))
+                        .ok_or(format!(
+                            "-n {v:?}: expected a number from 1 to {} (an endpoint maps at most that many)",
+                            ramp::am::MAX_TRANSLATIONS
+                        ))?,
                 );
             }
             "--label" => spec.label_output = true,

@@ -169,6 +169,18 @@ impl Master {
                 "the job needs at least one process",
             ));
         }
+        // every rank maps every rank: a larger job could not start, and
+        // would fork that many processes first
+        if spec.nproc > crate::am::MAX_TRANSLATIONS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} processes: an endpoint maps at most {} (AM_MaxNumTranslations)",
+                    spec.nproc,
+                    crate::am::MAX_TRANSLATIONS
+                ),
+            ));
+        }
         let ip = spec.master_ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let bind_ip = if ip.is_loopback() {
             ip
@@ -567,5 +579,25 @@ impl Master {
                 self.stopping = Some((Instant::now() + KILL_GRACE, stage.saturating_add(1)));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AMUDP master form (`./prog N`) and ramp-run both start jobs here:
+    /// more ranks than a translation table holds are refused before a
+    /// listener is opened or a process started.
+    #[test]
+    fn a_job_larger_than_a_translation_table_starts_nothing() {
+        let n = crate::am::MAX_TRANSLATIONS + 1;
+        let spec = JobSpec::new(n, "/nonexistent/never-started".into(), vec![]);
+        let e = Master::start(&spec).err().unwrap();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("AM_MaxNumTranslations"), "{e}");
+        assert!(e.to_string().contains(&n.to_string()), "{e}");
+        // the same size is refused by the job's first exit code
+        assert_eq!(run_job(&spec), 1);
     }
 }
