@@ -148,6 +148,30 @@ fn loggp_mode_refuses_bad_options() {
     }
 }
 
+/// A plot that cannot be written is said at once, before any measuring
+/// (the run takes minutes; the plot was its last step).
+#[test]
+fn an_unwritable_plot_fails_before_measuring() {
+    for (args, what) in [
+        (
+            &["--plot", "/nonexistent/dir/x.png"][..],
+            "--plot /nonexistent/dir/x.png",
+        ),
+        (&["--plot", "plot.txt"], "the plot is a PNG"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ramp"))
+            .args(["bench", "--loggp"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(what), "{err}");
+        // nothing was measured: no progress line, no table
+        assert!(!err.contains("run 1/") && o.stdout.is_empty(), "{err}");
+    }
+}
+
 /// A bad `RAMP_*` variable: each benchmark says what is wrong once, before
 /// any role starts, and fails; a role started by hand with it says so and
 /// exits 2. Never a panic.

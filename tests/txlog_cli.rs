@@ -126,4 +126,16 @@ fn help_prints_the_usage_and_succeeds() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown option \"--bogus\""));
+    // and a bad value, also for `bench txn` (it exited 1, as a failed run)
+    for args in [
+        &["bench", "--iters", "0"][..],
+        &["bench", "txn", "--iters", "0"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_ramp"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--iters needs a positive number"));
+    }
 }

@@ -62,6 +62,7 @@ mod tests;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use area::{
@@ -159,6 +160,11 @@ impl TxLog {
         sync: bool,
     ) -> Result<(TxLog, ReadReport), LogError> {
         let existed = path.exists();
+        // (a FIFO or a device under the name is not a log, and opening one
+        // could wait or read forever)
+        if existed && !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            return fail(path, "not a regular file");
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -499,27 +505,46 @@ fn decode_header(path: &Path, h: &[u8]) -> Result<Header, LogError> {
 /// Reads a log without opening it for writing (a copy of its bytes; also
 /// while its process runs): `ramp log FILE`.
 pub fn inspect(path: &Path) -> Result<(Identity, LogState, ReadReport), LogError> {
-    let bytes = std::fs::read(path).or_else(|e| fail(path, format!("cannot read: {e}")))?;
-    if bytes.len() < HEADER_LEN {
+    use std::os::unix::fs::FileExt;
+    // only a regular file, and only the bytes its header says it has (a
+    // FIFO would wait, /dev/zero never end)
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .or_else(|e| fail(path, format!("cannot read: {e}")))?;
+    let meta = file
+        .metadata()
+        .or_else(|e| fail(path, format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        return fail(path, "not a regular file");
+    }
+    let len = meta.len();
+    if len < HEADER_LEN as u64 {
         return fail(
             path,
-            format!(
-                "{} bytes: too short to be a ramp transaction log",
-                bytes.len()
-            ),
+            format!("{len} bytes: too short to be a ramp transaction log"),
         );
     }
-    let header = decode_header(path, &bytes[..HEADER_LEN])?;
+    let header = read_header(path, &file)?;
     let total = HEADER_LEN as u64 + 2 * header.capacity;
-    if (bytes.len() as u64) < total {
+    if len < total {
         return fail(
             path,
-            format!(
-                "{} bytes, but its header says {total}: truncated",
-                bytes.len()
-            ),
+            format!("{len} bytes, but its header says {total}: truncated"),
         );
     }
-    let (state, report, _, _) = replay(path, &bytes[..total as usize], &header)?;
+    let mut bytes = Vec::new();
+    let total = usize::try_from(total).unwrap_or(usize::MAX);
+    if bytes.try_reserve_exact(total).is_err() {
+        return fail(
+            path,
+            format!("{total} bytes: too large to read into memory"),
+        );
+    }
+    bytes.resize(total, 0);
+    file.read_exact_at(&mut bytes, 0)
+        .or_else(|e| fail(path, format!("cannot read: {e}")))?;
+    let (state, report, _, _) = replay(path, &bytes, &header)?;
     Ok((header.identity, state, report))
 }

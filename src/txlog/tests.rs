@@ -2,6 +2,7 @@
 //! files, locking, compaction.
 
 use std::net::SocketAddr;
+use std::os::unix::fs::FileTypeExt;
 use std::path::PathBuf;
 
 use super::record::{LoggedMsg, Record, TargetKey, TxnState};
@@ -309,6 +310,30 @@ fn foreign_and_damaged_files_are_refused_with_the_reason() {
     std::fs::write(&p, &good[..HEADER_LEN + 100]).unwrap();
     let e = TxLog::open(&p, || panic!(), false).err().unwrap();
     assert!(e.to_string().contains("truncated"), "{e}");
+}
+
+/// A FIFO, a device or a directory under a log's name is refused at once
+/// by both readers (reading a FIFO waited for a writer, /dev/zero never
+/// ended and grew the reader's memory), and left as it was.
+#[test]
+fn what_is_not_a_regular_file_is_refused_without_reading_it() {
+    let d = dir("not-a-file");
+    let fifo = d.join("fifo.log");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let zero = std::path::Path::new("/dev/zero");
+    for p in [fifo.as_path(), zero, d.as_path()] {
+        let e = inspect(p).err().unwrap();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let e = TxLog::open(p, || panic!("no log is made there"), false)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
+    assert!(fifo.symlink_metadata().unwrap().file_type().is_fifo());
 }
 
 #[test]

@@ -353,6 +353,21 @@ fn print_targets(all: &[Vec<Figures>], med: &[(&str, Figures)]) {
 /// Runs everything; prints the table; draws the plot.
 pub fn run(o: &Options) -> Result<(), String> {
     crate::bench::check_config()?;
+    // the plot's file can be written (made now if it is not there): said
+    // before minutes of measuring, not after them (a font that cannot be
+    // read only leaves the plot without text, said at the end)
+    if let Some(path) = &o.plot {
+        // (the drawing library picks the format by the name's extension)
+        if !path.to_ascii_lowercase().ends_with(".png") {
+            return Err(format!("--plot {path}: the plot is a PNG: give a FILE.png"));
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| format!("--plot {path}: {e}"))?;
+    }
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find this program: {e}"))?
         .to_string_lossy()

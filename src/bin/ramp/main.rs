@@ -66,11 +66,18 @@ fn main() -> ExitCode {
         Some("loggp-server") => loggp_roles::server(&args[1..]),
         Some("loggp-client") => loggp_roles::client(&args[1..]),
         Some("bench") if args.get(1).map(String::as_str) == Some("txn") => {
-            match parse_bench(&args[2..]).and_then(|o| bench_txn::run(o.iters, o.runs)) {
-                Ok(()) => 0,
+            match parse_bench(&args[2..]) {
+                Ok(o) => match bench_txn::run(o.iters, o.runs) {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        eprintln!("ramp bench txn: {e}");
+                        1
+                    }
+                },
+                // a usage error, as `ramp bench`'s
                 Err(e) => {
-                    eprintln!("ramp bench txn: {e}");
-                    1
+                    eprintln!("ramp bench txn: {e}\n{USAGE}");
+                    2
                 }
             }
         }
