@@ -142,6 +142,10 @@ pub struct SpmdConfig {
     pub master: Option<SocketAddr>,
     pub rank: Option<usize>,
     pub size: Option<usize>,
+    /// `RAMP_SPMD_TOKEN`: the secret a worker introduces itself to the
+    /// master with (the master's port is open to every local user; its
+    /// answer carries the launcher's environment).
+    pub token: Option<[u8; SPMD_TOKEN_LEN]>,
 }
 
 impl Default for SpmdConfig {
@@ -155,6 +159,7 @@ impl Default for SpmdConfig {
             master: None,
             rank: None,
             size: None,
+            token: None,
         }
     }
 }
@@ -208,6 +213,10 @@ pub const INTERFACE: &str = "RAMP_INTERFACE";
 pub const SPMD_MASTER: &str = "RAMP_SPMD_MASTER";
 pub const SPMD_RANK: &str = "RAMP_SPMD_RANK";
 pub const SPMD_SIZE: &str = "RAMP_SPMD_SIZE";
+pub const SPMD_TOKEN: &str = "RAMP_SPMD_TOKEN";
+/// Bytes of the local launcher's job token (`RAMP_SPMD_TOKEN`: twice as
+/// many hex digits).
+pub const SPMD_TOKEN_LEN: usize = 16;
 pub const RTO_MIN_US: &str = "RAMP_RTO_MIN_US";
 pub const RTO_MAX_US: &str = "RAMP_RTO_MAX_US";
 pub const JOB_KEY: &str = "RAMP_JOB_KEY";
@@ -447,6 +456,24 @@ pub const VARIABLES: &[Var] = &[
         },
     },
     Var {
+        name: SPMD_TOKEN,
+        aliases: &[],
+        meaning: "set by the local launcher for its workers: the secret they introduce themselves to it with; not for users",
+        set: |c, v| {
+            let v = v.trim().as_bytes();
+            let mut t = [0u8; SPMD_TOKEN_LEN];
+            if v.len() != 2 * SPMD_TOKEN_LEN || !v.iter().all(u8::is_ascii_hexdigit) {
+                return Err("expected 32 hex digits".into());
+            }
+            for (i, b) in t.iter_mut().enumerate() {
+                let d = std::str::from_utf8(&v[2 * i..2 * i + 2]).map_err(|_| "expected 32 hex digits")?;
+                *b = u8::from_str_radix(d, 16).map_err(|_| "expected 32 hex digits")?;
+            }
+            c.spmd.token = Some(t);
+            Ok(())
+        },
+    },
+    Var {
         name: SPMD_RANK,
         aliases: &[],
         meaning: "set by the local launcher for its workers: the worker's rank; not for users",
@@ -579,7 +606,11 @@ impl Config {
         }
         let s = &c.spmd;
         if s.master.is_some() {
-            for (name, v) in [(SPMD_RANK, s.rank), (SPMD_SIZE, s.size)] {
+            for (name, v) in [
+                (SPMD_RANK, s.rank),
+                (SPMD_SIZE, s.size),
+                (SPMD_TOKEN, s.token.map(|_| 0)),
+            ] {
                 if v.is_none() && get(name).is_none() {
                     errs.push(format!("{SPMD_MASTER} is set but {name} is missing"));
                 }

@@ -286,3 +286,99 @@ fn workers_get_one_random_job_key_in_their_environment() {
     );
     assert!(!err.contains("tooshort"), "{err}");
 }
+
+/// The processes `pid` started (its threads' children).
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(c) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(c.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
+            }
+        }
+    }
+    out
+}
+
+/// The master's port is open to every user of the host, and its answer to
+/// a Hello carries the launcher's whole environment: a connection that
+/// claims a rank without the job's token (`RAMP_SPMD_TOKEN`, in the
+/// workers' environment only) gets nothing, and the job runs as if it had
+/// not come. (The test reads the port from a worker's environment; a
+/// stranger would scan for it.)
+#[test]
+fn a_stranger_at_the_masters_port_gets_nothing_and_the_job_runs() {
+    use std::io::{Read, Write};
+    let _watchdog = common::watchdog(
+        "spmd_local::a_stranger_at_the_masters_port_gets_nothing_and_the_job_runs",
+        Duration::from_secs(180),
+    );
+    let hello = example("spmd_hello");
+    // workers that start late: the stranger comes first
+    let child = Command::new(ramp_run())
+        .args(["-n", "2", "--label", "sh", "-c", "sleep 2; exec \"$0\""])
+        .arg(&hello)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ramp-run starts");
+    let t0 = std::time::Instant::now();
+    let master = loop {
+        let found = children_of(child.id()).into_iter().find_map(|c| {
+            let env = std::fs::read(format!("/proc/{c}/environ")).ok()?;
+            env.split(|&b| b == 0).find_map(|kv| {
+                std::str::from_utf8(kv)
+                    .ok()?
+                    .strip_prefix("RAMP_SPMD_MASTER=")
+                    .map(String::from)
+            })
+        });
+        if let Some(m) = found {
+            break m;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no worker with RAMP_SPMD_MASTER"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // rank 0 and rank 1, without a token and with a wrong one
+    for payload in [
+        [0u32.to_be_bytes(), 7u32.to_be_bytes()].concat(),
+        [
+            1u32.to_be_bytes().to_vec(),
+            7u32.to_be_bytes().to_vec(),
+            vec![0xab; 16],
+        ]
+        .concat(),
+    ] {
+        let mut s = std::net::TcpStream::connect(master.as_str()).expect("the master listens");
+        let mut frame = ((payload.len() + 1) as u32).to_be_bytes().to_vec();
+        frame.push(1); // Hello
+        frame.extend_from_slice(&payload);
+        s.write_all(&frame).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        assert!(
+            got.is_empty(),
+            "the master answered a stranger: {} bytes",
+            got.len()
+        );
+    }
+    let o = child.wait_with_output().unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    for r in 0..2 {
+        let line = format!("[{r}] rank {r} of 2: all-gather and 10 barriers ok");
+        assert!(
+            out.lines().any(|l| l == line),
+            "missing {line:?} in\n{out}\n{err}"
+        );
+    }
+    assert_eq!(
+        err.matches("did not give the job's token").count(),
+        2,
+        "{err}"
+    );
+}

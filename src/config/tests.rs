@@ -102,6 +102,7 @@ fn spmd_variables() {
         ("RAMP_SPMD_MASTER", "127.0.0.1:4000"),
         ("RAMP_SPMD_RANK", "3"),
         ("RAMP_SPMD_SIZE", "4"),
+        ("RAMP_SPMD_TOKEN", "00112233445566778899aabbccddeeff"),
     ])
     .unwrap()
     .spmd;
@@ -110,18 +111,38 @@ fn spmd_variables() {
     assert_eq!(c.spawnfn, Some('L'));
     assert_eq!(c.master, Some("127.0.0.1:4000".parse().unwrap()));
     assert_eq!((c.rank, c.size), (Some(3), Some(4)));
+    assert_eq!(
+        c.token,
+        Some([
+            0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd,
+            0xee, 0xff
+        ])
+    );
+    for bad in [
+        "0011",
+        "zz112233445566778899aabbccddeeff",
+        "00112233445566778899aabbccddeeff00",
+    ] {
+        let e = cfg(&[("RAMP_SPMD_TOKEN", bad)]).unwrap_err();
+        assert!(
+            e[0].contains("RAMP_SPMD_TOKEN") && e[0].contains("32 hex digits"),
+            "{e:?}"
+        );
+    }
     let e = cfg(&[("RAMP_SPMD_MASTER", "127.0.0.1:4000")]).unwrap_err();
     assert_eq!(
         e,
         vec![
             "RAMP_SPMD_MASTER is set but RAMP_SPMD_RANK is missing",
-            "RAMP_SPMD_MASTER is set but RAMP_SPMD_SIZE is missing"
+            "RAMP_SPMD_MASTER is set but RAMP_SPMD_SIZE is missing",
+            "RAMP_SPMD_MASTER is set but RAMP_SPMD_TOKEN is missing"
         ]
     );
     let e = cfg(&[
         ("RAMP_SPMD_MASTER", "127.0.0.1:4000"),
         ("RAMP_SPMD_RANK", "4"),
         ("RAMP_SPMD_SIZE", "4"),
+        ("RAMP_SPMD_TOKEN", "00112233445566778899aabbccddeeff"),
     ])
     .unwrap_err();
     assert_eq!(e, vec!["RAMP_SPMD_RANK=4 is not below RAMP_SPMD_SIZE=4"]);

@@ -109,6 +109,8 @@ pub unsafe extern "C" fn ramp_SPMDStartup(
                 // the life of the process.
                 unsafe { ramp_ProcessLabel = label };
                 std::env::remove_var(crate::config::SPMD_MASTER);
+                // (the job's secret is not for the worker's own children)
+                std::env::remove_var(crate::config::SPMD_TOKEN);
                 // SAFETY: checked non-null above; networkpid may be NULL.
                 unsafe {
                     out(eb, eb_handle(b.id))?;

@@ -35,9 +35,13 @@ impl LocalWorker {
     /// (`RAMP_SPMD_MASTER` and the rest, read and checked by `config`).
     pub fn from_env() -> io::Result<Option<LocalWorker>> {
         let cfg = crate::config::global().map_err(|m| bad(m.to_string()))?;
-        let (Some(addr), Some(rank), Some(size)) = (cfg.spmd.master, cfg.spmd.rank, cfg.spmd.size)
-        else {
-            // The configuration refuses a master without rank and size.
+        let (Some(addr), Some(rank), Some(size), Some(token)) = (
+            cfg.spmd.master,
+            cfg.spmd.rank,
+            cfg.spmd.size,
+            cfg.spmd.token,
+        ) else {
+            // The configuration refuses a master without rank, size and token.
             return Ok(None);
         };
         let mut stream =
@@ -50,6 +54,7 @@ impl LocalWorker {
         stream.set_nodelay(true)?;
         let mut hello = (rank as u32).to_be_bytes().to_vec();
         hello.extend_from_slice(&std::process::id().to_be_bytes());
+        hello.extend_from_slice(&token);
         write_frame(&mut stream, Kind::Hello, &hello)?;
         let mut reader = FrameReader::default();
         stream.set_read_timeout(Some(Duration::from_secs(60)))?;

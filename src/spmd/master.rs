@@ -118,6 +118,23 @@ fn code_of(status: &ExitStatus) -> i32 {
     }
 }
 
+/// A new job token: 16 bytes of /dev/urandom.
+fn new_token() -> io::Result<[u8; crate::config::SPMD_TOKEN_LEN]> {
+    use std::io::Read;
+    let mut t = [0u8; crate::config::SPMD_TOKEN_LEN];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut t)?;
+    Ok(t)
+}
+
+/// Whether a Hello's payload (rank u32, pid u32, token) carries `token`
+/// (compared in time independent of where they differ).
+fn token_matches(hello: &[u8], token: &[u8; crate::config::SPMD_TOKEN_LEN]) -> bool {
+    let Some(t) = hello.get(8..8 + token.len()) else {
+        return false;
+    };
+    hello.len() == 8 + token.len() && t.iter().zip(token).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+}
+
 /// The master's environment, as sent to every worker (NUL-separated).
 fn env_blob() -> Vec<u8> {
     let mut b = Vec::new();
@@ -151,6 +168,10 @@ struct Master {
     label: bool,
     depth: u32,
     job_id: u64,
+    /// The secret each worker's Hello must carry (`RAMP_SPMD_TOKEN` in its
+    /// environment): the port is open to every local user, and the answer
+    /// carries this process's environment.
+    token: [u8; crate::config::SPMD_TOKEN_LEN],
     env: Vec<u8>,
     job_code: Option<i32>,
     /// When the job ends by Kill frames / signals.
@@ -196,6 +217,8 @@ impl Master {
             | 1;
         // out of band: in the workers' environment, never on their argv
         let job_key = super::job_key_for_workers()?;
+        let token = new_token()?;
+        let token_hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
         let mut workers = Vec::new();
         let mut pipes = Vec::new();
         for rank in 0..spec.nproc {
@@ -210,6 +233,7 @@ impl Master {
                 .env(ENV_MASTER, master_addr.to_string())
                 .env(ENV_RANK, rank.to_string())
                 .env(ENV_SIZE, spec.nproc.to_string())
+                .env(crate::config::SPMD_TOKEN, &token_hex)
                 .stdin(Stdio::null());
             if let Some(k) = &job_key {
                 cmd.env(crate::config::JOB_KEY, k);
@@ -269,6 +293,7 @@ impl Master {
             label: spec.label_output,
             depth: spec.depth,
             job_id,
+            token,
             env: env_blob(),
             job_code: None,
             stopping: None,
@@ -366,6 +391,15 @@ impl Master {
         let open = r.fill(&mut s).unwrap_or(false);
         match r.next() {
             Ok(Some((Kind::Hello, p))) => {
+                // the job's token first: a stranger learns nothing, not
+                // even whether the rank it claims is free
+                if !token_matches(&p, &self.token) {
+                    eprintln!(
+                        "ramp: a connection to the job's master did not give the job's token \
+                         (not one of its workers); closed"
+                    );
+                    return;
+                }
                 let rank = u32_at(&p, 0).unwrap_or(u32::MAX) as usize;
                 let ok = rank < self.workers.len() && self.workers[rank].stream.is_none();
                 if !ok {
