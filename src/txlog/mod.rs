@@ -84,6 +84,11 @@ const HEADER_USED: usize = 72 + record::ADDR_LEN;
 /// state needs it).
 pub const DEFAULT_CAPACITY: u64 = 1 << 20;
 
+/// The permissions a log is created with: its owner's alone. It holds the
+/// endpoint's secret (from which its association tags and cookies are
+/// derived) and the messages of its transactions.
+const LOG_MODE: u32 = 0o600;
+
 /// Who the endpoint is: what a restarted process needs to come back as the
 /// same endpoint at the same name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -170,9 +175,18 @@ impl TxLog {
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(LOG_MODE)
             .open(path)
             .or_else(|e| fail(path, format!("cannot open: {e}")))?;
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        // one an older version made readable by others: closed to them
+        // (a file of another owner keeps its mode: not ours to change)
+        if let Ok(m) = file.metadata() {
+            use std::os::unix::fs::PermissionsExt;
+            if m.permissions().mode() & 0o077 != 0 {
+                let _ = file.set_permissions(std::fs::Permissions::from_mode(LOG_MODE));
+            }
+        }
         if !existed || len == 0 {
             let id = fresh();
             let log = TxLog::create(path, file, id, DEFAULT_CAPACITY, 0, sync)?;
@@ -376,6 +390,7 @@ impl TxLog {
             .read(true)
             .write(true)
             .create_new(true)
+            .mode(LOG_MODE)
             .open(&tmp)
             .or_else(|e| fail(&tmp, format!("cannot create: {e}")))?;
         // its epoch frame is written first: nothing reads it before the rename

@@ -104,6 +104,27 @@ pub(super) fn history() -> Vec<Record> {
     ]
 }
 
+fn mode_of(p: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// A log holds the endpoint's secret (its association tags and cookies
+/// are derived from it) and its transactions' messages: its owner's alone,
+/// whatever the umask; one left readable by others (an older version made
+/// them 0644) is closed to them when opened.
+#[test]
+fn a_log_is_readable_by_its_owner_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = dir("mode");
+    let p = d.join("ep.log");
+    drop(TxLog::open(&p, id, false).unwrap());
+    assert_eq!(mode_of(&p), 0o600);
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    drop(TxLog::open(&p, || panic!(), false).unwrap());
+    assert_eq!(mode_of(&p), 0o600);
+}
+
 #[test]
 fn records_survive_a_reopen_and_rebuild_the_state() {
     let d = dir("reopen");
@@ -524,6 +545,8 @@ fn a_full_log_is_compacted_and_grows_when_the_live_state_needs_it() {
     assert_eq!(want.next_txn, next);
     let cap = log.area_end - log.area;
     assert!(cap as u64 > DEFAULT_CAPACITY, "grew: {cap}");
+    // the larger file that replaced it is its owner's alone too
+    assert_eq!(mode_of(&p), 0o600);
     drop(log);
     let (log, rep) = TxLog::open(&p, || panic!(), false).unwrap();
     assert_eq!(log.state(), &want);
