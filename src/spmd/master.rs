@@ -118,14 +118,6 @@ fn code_of(status: &ExitStatus) -> i32 {
     }
 }
 
-/// A new job token: 16 bytes of /dev/urandom.
-fn new_token() -> io::Result<[u8; crate::config::SPMD_TOKEN_LEN]> {
-    use std::io::Read;
-    let mut t = [0u8; crate::config::SPMD_TOKEN_LEN];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut t)?;
-    Ok(t)
-}
-
 /// Whether a Hello's payload (rank u32, pid u32, token) carries `token`
 /// (compared in time independent of where they differ).
 fn token_matches(hello: &[u8], token: &[u8; crate::config::SPMD_TOKEN_LEN]) -> bool {
@@ -217,8 +209,8 @@ impl Master {
             | 1;
         // out of band: in the workers' environment, never on their argv
         let job_key = super::job_key_for_workers()?;
-        let token = new_token()?;
-        let token_hex: String = token.iter().map(|b| format!("{b:02x}")).collect();
+        let token = super::random_bytes::<{ crate::config::SPMD_TOKEN_LEN }>()?;
+        let token_hex = super::pmi_wire::hex(&token);
         let mut workers = Vec::new();
         let mut pipes = Vec::new();
         for rank in 0..spec.nproc {

@@ -277,12 +277,18 @@ pub fn start_worker(
     Ok((bundle, ep, net_pid))
 }
 
+/// `N` bytes of /dev/urandom: the launchers' secrets (job keys, the local
+/// master's token, srun's exit-notice secrets).
+pub(crate) fn random_bytes<const N: usize>() -> io::Result<[u8; N]> {
+    use std::io::Read;
+    let mut b = [0u8; N];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(b)
+}
+
 /// A new job key: 32 bytes of /dev/urandom as 64 hex digits.
 pub(crate) fn new_job_key() -> io::Result<String> {
-    use std::io::Read;
-    let mut b = [0u8; 32];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+    Ok(pmi_wire::hex(&random_bytes::<32>()?))
 }
 
 /// The job key a launcher puts in its workers' environment: none when

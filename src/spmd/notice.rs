@@ -61,10 +61,7 @@ const ACK_LEN: usize = 8 + SECRET_LEN + 4;
 type Secret = [u8; SECRET_LEN];
 
 fn new_secret() -> io::Result<Secret> {
-    use std::io::Read;
-    let mut s = [0u8; SECRET_LEN];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut s)?;
-    Ok(s)
+    super::random_bytes()
 }
 /// How long an exiting rank waits for every other rank's acknowledgement.
 const ACK_WAIT: Duration = Duration::from_secs(3);

@@ -35,14 +35,14 @@ pub(super) fn write_records(
     let commit = commit_word(generation);
     // an empty area ends at once (whatever an older generation left there)
     bytes[at..at + 4].fill(0);
+    let mut staged = Vec::new();
     for (kind, body) in bodies {
         seq += 1;
-        let f = Frame {
-            commit,
-            kind: *kind,
-            seq,
-        };
-        write_frame(bytes, at, area_end, f, body);
+        staged.clear();
+        staged.resize(FIELDS_LEN, 0);
+        staged.extend_from_slice(body);
+        stage_fields(&mut staged, *kind, seq);
+        write_staged(bytes, at, area_end, commit, &staged);
         at += frame_size(body.len());
     }
     (at, seq)
@@ -93,13 +93,6 @@ pub(super) fn frame_size(body: usize) -> usize {
     (FRAME_LEN + body).next_multiple_of(8)
 }
 
-/// A frame's fields besides its body.
-pub(super) struct Frame {
-    pub(super) commit: u32,
-    pub(super) kind: u8,
-    pub(super) seq: u64,
-}
-
 /// The bytes of a frame between its CRC and its body: the body's length,
 /// the kind (and three zeros), the sequence number.
 pub(super) const FIELDS_LEN: usize = FRAME_LEN - 8;
@@ -113,24 +106,10 @@ pub(super) fn stage_fields(staged: &mut [u8], kind: u8, seq: u64) {
     staged[8..16].copy_from_slice(&seq.to_le_bytes());
 }
 
-/// Writes a record at `at` (it fits before `area_end`) and clears the
-/// commit word of the slot after it first: how many bytes past the record
-/// were written (0 or 4).
-pub(super) fn write_frame(
-    bytes: &mut [u8],
-    at: usize,
-    area_end: usize,
-    fr: Frame,
-    body: &[u8],
-) -> usize {
-    let mut staged = vec![0u8; FIELDS_LEN];
-    staged.extend_from_slice(body);
-    stage_fields(&mut staged, fr.kind, fr.seq);
-    write_staged(bytes, at, area_end, fr.commit, &staged)
-}
-
-/// `write_frame` of a frame staged whole (`stage_fields`), its CRC summed
-/// over the staged copy: the file's bytes are only stored to, never read
+/// Writes a record staged whole (`stage_fields`) at `at` (it fits before
+/// `area_end`), its commit word `commit` last, after clearing the commit
+/// word of the slot after it: how many bytes past the record were written
+/// (0 or 4). Its CRC is summed over the staged copy: the file's bytes are only stored to, never read
 /// back. (Summed where it was written, each new line of the file was
 /// waited for before the sum could read it: a record's lines are not in
 /// the cache until written.)

@@ -178,14 +178,15 @@ impl TxLog {
             .mode(LOG_MODE)
             .open(path)
             .or_else(|e| fail(path, format!("cannot open: {e}")))?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let meta = file.metadata().ok();
+        let len = meta.as_ref().map_or(0, |m| m.len());
         // one an older version made readable by others: closed to them
         // (a file of another owner keeps its mode: not ours to change)
-        if let Ok(m) = file.metadata() {
+        if meta
+            .is_some_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o077 != 0)
+        {
             use std::os::unix::fs::PermissionsExt;
-            if m.permissions().mode() & 0o077 != 0 {
-                let _ = file.set_permissions(std::fs::Permissions::from_mode(LOG_MODE));
-            }
+            let _ = file.set_permissions(std::fs::Permissions::from_mode(LOG_MODE));
         }
         if !existed || len == 0 {
             let id = fresh();

@@ -443,7 +443,7 @@ fn records_that_contradict_the_state_are_refused() {
 
 #[test]
 fn transaction_ids_at_the_top_of_the_range_are_refused_also_in_a_crafted_file() {
-    use super::area::{commit_word, write_frame, Frame};
+    use super::area::{commit_word, stage_fields, write_staged, FIELDS_LEN};
     use super::state::MAX_TXN_ID;
     let d = dir("top-ids");
     let p = d.join("ep.log");
@@ -476,16 +476,12 @@ fn transaction_ids_at_the_top_of_the_range_are_refused_also_in_a_crafted_file() 
     drop(log);
     // the same record written by hand, whole and with its checksum
     let mut bytes = std::fs::read(&p).unwrap();
-    let mut body = Vec::new();
+    let mut staged = vec![0u8; FIELDS_LEN];
     let r = issued(u64::MAX);
-    r.encode(&mut body);
-    let fr = Frame {
-        commit: commit_word(0),
-        kind: r.kind(),
-        seq: 2,
-    };
+    r.encode(&mut staged);
+    stage_fields(&mut staged, r.kind(), 2);
     let area_end = HEADER_LEN + DEFAULT_CAPACITY as usize;
-    write_frame(&mut bytes, end, area_end, fr, &body);
+    write_staged(&mut bytes, end, area_end, commit_word(0), &staged);
     std::fs::write(&p, &bytes).unwrap();
     let e = TxLog::open(&p, || panic!(), false).err().unwrap();
     assert!(

@@ -10,5 +10,6 @@ mod format;
 pub(crate) use allgather::{kvs_allgather, kvs_share_job_key, Kvs, MAX_CHUNK_HEX};
 pub(crate) use conn::{connect_env, env_num, idle, Conn, Stream};
 pub(crate) use format::{
-    bad_reply, format_v1, format_v2, frame_v2, hash64, invalid, parse_v1, parse_v2, text_v2, Msg,
+    bad_reply, format_v1, format_v2, frame_v2, hash64, hex, invalid, parse_v1, parse_v2, text_v2,
+    Msg,
 };
