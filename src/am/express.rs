@@ -317,12 +317,18 @@ impl EpState {
             txn: meta.txn,
             tag: meta.tag,
         };
-        self.try_express_record(now, to, &x)
+        self.try_express_record(now, to, &x, false)
     }
 
     /// Writes `x` into the ring to `to` when the lane is open to it (as
     /// `try_express`); false: nothing sent.
-    pub(super) fn try_express_record(&mut self, now: Instant, to: SocketAddr, x: &Express) -> bool {
+    pub(super) fn try_express_record(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        x: &Express,
+        hold: bool,
+    ) -> bool {
         let kind = x.kind;
         // a peer reached by UDP first: `express_ready` sends the ACKs we
         // owe, which a UDP peer's next packet would have carried
@@ -334,7 +340,7 @@ impl EpState {
         self.flush(now);
         let mut buf = [0u8; MAX_LEN];
         let n = x.encode(&mut buf);
-        if !self.transports.express_send(to, &buf[..n]) {
+        if !self.transports.express_send(to, &buf[..n], hold) {
             return false;
         }
         let c = Category::Short.index();
@@ -391,7 +397,7 @@ impl EpState {
             tag: 0,
         };
         x.args[..o.n - 1].copy_from_slice(&o.txns[1..o.n]);
-        if self.try_express_record(now, o.to, &x) {
+        if self.try_express_record(now, o.to, &x, false) {
             // (counted once by `try_express`: one per answer)
             self.express.stats.replies_sent += (o.n - 1) as u64;
             return;

@@ -20,13 +20,15 @@ fn silent_pair() -> Pair {
 }
 
 /// Sends `n` requests to `SILENT` (at most the 8 credits), without a
-/// poll of the target between them.
+/// poll of the target between them, then polls the friend: the requests
+/// its ring held back go too (`TxRing::hold`).
 fn burst(p: &Pair, n: usize) {
     for k in 0..n {
         p.friend
             .request(0, &Message::short(SILENT, &[k as u32]), true)
             .unwrap();
     }
+    p.friend.poll().unwrap();
 }
 
 #[test]

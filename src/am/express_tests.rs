@@ -39,7 +39,7 @@ pub(super) fn record(kind: ExpressKind, handler: u8, args: &[u32], txn: u32, tag
 
 /// Writes `rec` into `from`'s ring to `to` as it is.
 pub(super) fn inject(from: &Endpoint, to: SocketAddr, rec: &[u8]) -> bool {
-    from.with(|s| s.transports.express_send(to, rec))
+    from.with(|s| s.transports.express_send(to, rec, false))
 }
 
 pub(super) struct Pair {
@@ -502,4 +502,51 @@ fn another_job_key_or_none_gets_no_handler_run_by_a_record() {
         assert_eq!(k.ran.load(Ordering::SeqCst), ran0, "no handler ran");
         assert!(k.target.statistics().corrupt_dropped >= 2);
     }
+}
+
+/// A request behind an unanswered one to the same peer waits in the ring's
+/// sender (`TxRing::hold`) until the requester's next poll; a lone one
+/// goes at once; `RAMP_REQUEST_BATCH` 0 holds none.
+#[test]
+fn requests_behind_an_unanswered_one_wait_for_the_requesters_poll() {
+    let p = pair();
+    let taken = |p: &Pair| p.target.express_stats().requests_received;
+    let mut checked = [0; 2];
+    for (i, batch) in [32u16, 0].into_iter().enumerate() {
+        p.friend.with(|s| s.batch.max = batch);
+        for _ in 0..20 {
+            // a trial counts when no request polled the bundle (the
+            // friend was polled under 20 us before the last one)
+            let before = taken(&p);
+            p.friend.poll().unwrap();
+            let t = std::time::Instant::now();
+            for k in 0..3 {
+                p.friend
+                    .request(0, &Message::short(10, &[k]), true)
+                    .unwrap();
+            }
+            let quick = t.elapsed() < std::time::Duration::from_micros(15);
+            p.target.poll().unwrap();
+            let first = taken(&p) - before;
+            p.friend.poll().unwrap();
+            p.target.poll().unwrap();
+            let all = taken(&p) - before;
+            assert_eq!(all, 3, "every request arrives once the friend polls");
+            if quick {
+                let want = if batch > 1 { 1 } else { 3 };
+                assert_eq!(first, want, "batch {batch}: taken before the friend's poll");
+                checked[i] += 1;
+            }
+            let t = std::time::Instant::now();
+            while p.friend.unanswered_requests() > 0 {
+                p.b.poll().unwrap();
+                assert!(t.elapsed().as_secs() < 10, "requests unanswered");
+            }
+        }
+    }
+    assert!(
+        checked.iter().all(|&c| c > 0),
+        "too few trials ran their requests within 15 us: {checked:?}"
+    );
+    assert_eq!(p.returned.load(Ordering::SeqCst), 0);
 }

@@ -216,7 +216,14 @@ impl EpState {
             if busy {
                 remember(self);
             }
-            if self.try_express_record(now, addr, &msg.express(txn, tag)) {
+            // Behind an unanswered request the record may also wait in
+            // the transport with a few others, written together at the
+            // next poll (`TxRing::hold`): the sender's instructions that
+            // wait for the store buffer then wait once for a burst's
+            // lines, not once per record. `RAMP_REQUEST_BATCH` 0 or 1:
+            // none held, as over UDP.
+            let hold = busy && self.batch.max > 1;
+            if self.try_express_record(now, addr, &msg.express(txn, tag), hold) {
                 if !busy {
                     remember(self);
                 }

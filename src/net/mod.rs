@@ -169,8 +169,12 @@ pub trait Transport: Send {
     /// Shared memory: writes the express record `rec` (`express.rs`) into
     /// the open ring to `to`; false (nothing written) when no ring reaches
     /// `to` or it has no room. Never spills: the caller takes the
-    /// protocol's path instead.
-    fn express_send(&mut self, _to: SocketAddr, _rec: &[u8]) -> bool {
+    /// protocol's path instead. `hold`: it may instead wait in the
+    /// transport, room kept for it, with at most six others for that ring
+    /// (`shm_ring.rs`'s `TxRing::hold`), until the eighth, anything else
+    /// for a ring, the next `recv_batch`, `express_take` or `fd`, or the
+    /// transport's drop writes them all in order.
+    fn express_send(&mut self, _to: SocketAddr, _rec: &[u8], _hold: bool) -> bool {
         false
     }
     /// Shared memory: whether an express record to `to` would find an open

@@ -227,6 +227,9 @@ struct Tx {
     /// hash look-up for a stream to one peer. Forgotten whenever a route
     /// changes (`adopt`, `check_peers`).
     express_last: Option<(SocketAddr, usize)>,
+    /// The ring holding express records back (`TxRing::hold`), if any: one
+    /// at most (another's record releases them).
+    held_in: Option<usize>,
 }
 
 pub struct ShmTransport {
@@ -400,10 +403,20 @@ impl Transport for ShmTransport {
         self.express_ring(to).is_some()
     }
 
-    fn express_send(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
+    fn express_send(&mut self, to: SocketAddr, rec: &[u8], hold: bool) -> bool {
         let Some(k) = self.express_ring(to) else {
             return false;
         };
+        let tx = self.tx.get_mut();
+        if hold && tx.held_in.is_none_or(|h| h == k) {
+            if let Some(ring) = tx.rings[k].as_mut() {
+                if ring.hold(rec) {
+                    tx.held_in = Some(k);
+                    return true;
+                }
+            }
+        }
+        self.release_held();
         let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
             return false;
         };
@@ -426,7 +439,7 @@ impl Transport for ShmTransport {
         };
         let ok = ring.express_ok;
         ring.express_ok = true;
-        let sent = self.express_send(to, rec);
+        let sent = self.express_send(to, rec, false);
         if let Some(r) = self.tx.get_mut().rings[k].as_mut() {
             r.express_ok = ok;
         }
@@ -450,10 +463,12 @@ impl Transport for ShmTransport {
         &mut self,
         rec: &mut crate::net::express::TakenRecord,
     ) -> crate::net::express::ExpressTake {
+        self.release_held();
         self.take_express(rec)
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+        self.release_held();
         self.awake();
         let active = self.map.u64_at(H_ACTIVE).load(Acquire);
         if active == 0 {
@@ -485,6 +500,7 @@ impl Transport for ShmTransport {
 
     /// Asked just before the endpoint sleeps: arms the sleep word.
     fn fd(&self) -> RawFd {
+        self.flush_held();
         self.read_socket();
         let sleep = self.map.u32_at(H_SLEEP);
         sleep.store(1, SeqCst);
@@ -635,6 +651,7 @@ impl Transport for ShmTransport {
 
 impl Drop for ShmTransport {
     fn drop(&mut self) {
+        self.release_held();
         self.map.u32_at(H_CLOSED).store(1, Release);
         for t in self.tx.get_mut().rings.iter().flatten() {
             t.map
@@ -647,3 +664,7 @@ impl Drop for ShmTransport {
 #[cfg(test)]
 #[path = "shm_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "shm_hold_tests.rs"]
+mod hold_tests;

@@ -113,7 +113,11 @@ impl ShmTransport {
                             .u32_at(slot_off(t.slot) + S_STATE)
                             .store(CLOSING, Release);
                     }
+                    // (with any records it held: returned as the others)
                     tx.rings[k] = None;
+                    if tx.held_in == Some(k) {
+                        tx.held_in = None;
+                    }
                     tx.express_last = None;
                     tx.dropped.push(*to);
                     *r = Route::Udp {

@@ -46,12 +46,20 @@ pub(super) struct TxRing {
     /// The receiver proved it is of our job (`shm_proof.rs`): express
     /// records may go (it would drop them otherwise).
     pub(super) express_ok: bool,
+    /// Express records held back (`hold`), each `[len: u8][bytes]`, in
+    /// order, until `push_held`; room in the ring is kept for them.
+    pub(super) held: Vec<u8>,
+    pub(super) held_count: usize,
+    /// Ring bytes the held records take (their records, wrap aside).
+    pub(super) held_bytes: u64,
 }
 
 impl ShmTransport {
     /// Pushes `dgram` into ring `k` and wakes its reader if it sleeps;
     /// `WouldBlock` when the ring is full.
     pub(super) fn push_ring(&mut self, k: usize, dgram: &[u8]) -> io::Result<()> {
+        // what is held goes first (held only for one ring: any will do)
+        self.release_held();
         let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
             return Ok(());
         };
@@ -67,6 +75,30 @@ impl ShmTransport {
         }
         self.wake_reader(k);
         Ok(())
+    }
+
+    /// Writes the express records held back (`express_send` with `hold`),
+    /// if any. Before anything else goes into a ring, and at the
+    /// endpoint's next receive, sleep or close.
+    #[inline]
+    pub(super) fn release_held(&mut self) {
+        if self.tx.get_mut().held_in.is_some() {
+            self.flush_held();
+        }
+    }
+
+    /// `release_held`'s work (also for callers without `&mut`).
+    #[inline(never)]
+    pub(super) fn flush_held(&self) {
+        let mut tx = self.tx.borrow_mut();
+        let Some(k) = tx.held_in.take() else {
+            return;
+        };
+        if let Some(ring) = tx.rings[k].as_mut() {
+            ring.push_held();
+        }
+        drop(tx);
+        self.wake_reader(k);
     }
 
     /// Wakes the reader of ring `k` if it sleeps.
@@ -282,6 +314,21 @@ impl ShmTransport {
     }
 }
 
+/// Express records a ring holds back at most (`TxRing::hold`): the held
+/// ones are written together when the next would be the eighth. More made
+/// the receiver wait for a whole burst before it could start on it (one
+/// way 32 at once: no faster than none held; 4: half the gain of 8).
+pub(super) const HOLD_MAX: usize = 8;
+/// The longest record held (an express record is shorter).
+const MAX_HELD: usize = 255;
+const _: () = assert!(crate::net::express::MAX_LEN <= MAX_HELD);
+
+/// Ring bytes a record of a datagram of `len` bytes takes: the word, its
+/// pad, the bytes, to the next line.
+fn record_size(len: usize) -> u64 {
+    (8 + len).next_multiple_of(REC_ALIGN) as u64
+}
+
 impl TxRing {
     /// Wakes this ring's reader (through our socket `sock`) if it sleeps:
     /// after a push. No fence between the record's stores and this look
@@ -327,29 +374,78 @@ impl TxRing {
             && self.map.u64_at(slot_off(self.slot) + S_HEAD).load(Acquire) < self.express_end
     }
 
-    /// Appends one datagram; false when the ring is full.
-    pub(super) fn push(&mut self, d: &[u8]) -> bool {
-        let s = slot_off(self.slot);
-        let ring = s + SLOT_HDR;
-        if d.is_empty() || d.len() > RECV_SLOT {
-            return false; // the receiver would refuse it
-        }
-        let rec = (8 + d.len()).next_multiple_of(REC_ALIGN);
-        let pos = (self.tail % RING as u64) as usize;
-        let room = RING - pos;
-        let wrap = room < rec;
-        let need = if wrap { room + rec } else { rec } as u64;
-        // room for the record and the zeroed word after it
+    /// Whether `need` more bytes fit in the ring now, with the zeroed
+    /// word after them (the receiver's published head read again only
+    /// when the cached one says no).
+    fn room_for(&mut self, need: u64) -> bool {
         let fits = |head: u64| {
             let used = self.tail.wrapping_sub(head);
             used <= RING as u64 && used + need + REC_ALIGN as u64 <= RING as u64
         };
         if !fits(self.head) {
-            let head = self.map.u64_at(s + S_HEAD).load(Acquire);
+            let head = self.map.u64_at(slot_off(self.slot) + S_HEAD).load(Acquire);
             if !fits(head) {
                 return false; // full (or not what a ramp receiver writes)
             }
             self.head = head;
+        }
+        true
+    }
+
+    /// Holds express record `rec` back instead of writing it (`HOLD_MAX`
+    /// at most, and only while the ring has room for every held record
+    /// and one wrap: `push_held` cannot fail); false: not held.
+    pub(super) fn hold(&mut self, rec: &[u8]) -> bool {
+        if self.held_count + 1 >= HOLD_MAX || rec.is_empty() || rec.len() > MAX_HELD {
+            return false;
+        }
+        let size = record_size(rec.len());
+        // a wrap wastes less than one record (at most one among so few)
+        if !self.room_for(self.held_bytes + size + record_size(MAX_HELD)) {
+            return false;
+        }
+        self.held.push(rec.len() as u8);
+        self.held.extend_from_slice(rec);
+        self.held_count += 1;
+        self.held_bytes += size;
+        true
+    }
+
+    /// Writes the records held back, in order (an express record's end
+    /// moves past them).
+    pub(super) fn push_held(&mut self) {
+        if self.held_count == 0 {
+            return;
+        }
+        let held = std::mem::take(&mut self.held);
+        let mut rest = &held[..];
+        while let Some((&n, r)) = rest.split_first() {
+            let (rec, next) = r.split_at(n as usize);
+            let pushed = self.push(rec);
+            debug_assert!(pushed, "room was kept for held records");
+            rest = next;
+        }
+        self.express_end = self.tail;
+        self.held = held;
+        self.held.clear();
+        self.held_count = 0;
+        self.held_bytes = 0;
+    }
+
+    /// Appends one datagram; false when the ring is full.
+    pub(super) fn push(&mut self, d: &[u8]) -> bool {
+        let ring = slot_off(self.slot) + SLOT_HDR;
+        if d.is_empty() || d.len() > RECV_SLOT {
+            return false; // the receiver would refuse it
+        }
+        let rec = record_size(d.len()) as usize;
+        let pos = (self.tail % RING as u64) as usize;
+        let room = RING - pos;
+        let wrap = room < rec;
+        let need = if wrap { room + rec } else { rec } as u64;
+        // room for the record and the zeroed word after it
+        if !self.room_for(need) {
+            return false;
         }
         let at = if wrap { 0 } else { pos };
         // (the next record's word is 0: the receiver cleared it when it

@@ -199,6 +199,9 @@ impl ShmTransport {
             stuck_since: None,
             wake: wake_addr(to).ok()?,
             express_ok,
+            held: Vec::new(),
+            held_count: 0,
+            held_bytes: 0,
         })
     }
 }

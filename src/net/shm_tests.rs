@@ -484,7 +484,7 @@ fn express_records_pass_only_between_ends_of_one_job_each_slot_generation_checke
         tx.set_express_prover(sk.and_then(prover));
         assert!(link(&tx, &rx, a1));
         // the sender takes the lane only to a receiver of its job
-        assert_eq!(tx.express_send(a1, &rec), open, "{rk:?} {sk:?}");
+        assert_eq!(tx.express_send(a1, &rec, false), open, "{rk:?} {sk:?}");
         // a record written anyway, and a datagram of the protocol
         assert!(tx.express_send_unproven(a1, &rec));
         tx.send(Instant::ZERO, a1, b"RAdatagram").unwrap();
@@ -503,7 +503,7 @@ fn express_records_pass_only_between_ends_of_one_job_each_slot_generation_checke
     let mut good = ShmTransport::open(a2).unwrap();
     good.set_express_prover(prover(1));
     assert!(link(&good, &rx, a1));
-    assert!(good.express_send(a1, &rec));
+    assert!(good.express_send(a1, &rec, false));
     assert_eq!(take(&mut rx).len(), 1);
     let slot = good.tx.get_mut().rings[0].as_ref().unwrap().slot;
     drop(good);
@@ -512,7 +512,7 @@ fn express_records_pass_only_between_ends_of_one_job_each_slot_generation_checke
     other.set_express_prover(prover(2));
     assert!(link(&other, &rx, a1));
     assert_eq!(other.tx.get_mut().rings[0].as_ref().unwrap().slot, slot);
-    assert!(!other.express_send(a1, &rec));
+    assert!(!other.express_send(a1, &rec, false));
     assert!(other.express_send_unproven(a1, &rec));
     assert!(take(&mut rx).is_empty());
     assert_eq!(rx.take_express_refused(), 1);

@@ -180,11 +180,11 @@ impl Transports {
     /// `Transport::express_send` on the transports besides the fallback:
     /// whether a ring took the record.
     #[inline]
-    pub fn express_send(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
+    pub fn express_send(&mut self, to: SocketAddr, rec: &[u8], hold: bool) -> bool {
         let last = self.list.len() - 1;
         self.list[..last]
             .iter_mut()
-            .any(|t| t.express_send(to, rec))
+            .any(|t| t.express_send(to, rec, hold))
     }
 
     /// `Transport::express_take` on the transports besides the fallback:

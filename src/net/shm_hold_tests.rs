@@ -1,0 +1,212 @@
+//! Express records a ring holds back (`TxRing::hold`), over real rings in
+//! one process: nothing of them reaches the ring until they are released,
+//! and then all of them, in order, before anything sent after them; every
+//! moment that releases them (the eighth record, a datagram, another
+//! peer's record, a receive, a sleep, the close); what a dropped ring
+//! held is never written anywhere; a ring without room holds nothing.
+
+use std::net::{SocketAddr, UdpSocket};
+
+use super::*;
+use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
+
+fn fresh() -> (UdpSocket, SocketAddr) {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let a = s.local_addr().unwrap();
+    (s, a)
+}
+
+/// `tx` with a proven ring to `rx` at `a` (no job key at either end).
+fn linked(tx: &ShmTransport, rx: &ShmTransport, a: SocketAddr) {
+    assert!(!tx.reaches(a));
+    rx.read_socket();
+    tx.read_socket();
+    assert!(tx.reaches(a), "a ring to {a}");
+}
+
+/// An express request record for transaction `txn`.
+fn rec(txn: u32) -> Vec<u8> {
+    let x = Express {
+        kind: ExpressKind::Request,
+        handler: 9,
+        nargs: 2,
+        args: [txn; MAX_ARGS],
+        txn,
+        tag: 5,
+    };
+    let mut buf = [0u8; MAX_LEN];
+    let n = x.encode(&mut buf);
+    buf[..n].to_vec()
+}
+
+/// Everything waiting in `rx`'s rings, in order.
+fn take(rx: &mut ShmTransport) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    while rx
+        .recv_batch(&mut |d| got.push(d.unwrap().0.to_vec()))
+        .unwrap()
+        > 0
+    {}
+    got
+}
+
+fn recs(txns: std::ops::Range<u32>) -> Vec<Vec<u8>> {
+    txns.map(rec).collect()
+}
+
+#[test]
+fn held_records_wait_for_a_receive_of_the_sender_then_go_in_order() {
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    linked(&tx, &rx, a1);
+    // the first not held (a lone request), the next ones held
+    assert!(tx.express_send(a1, &rec(1), false));
+    for t in 2..6 {
+        assert!(tx.express_send(a1, &rec(t), true));
+    }
+    assert_eq!(take(&mut rx), recs(1..2), "only the first is in the ring");
+    // the sender's next receive (its poll) writes them
+    assert_eq!(take(&mut tx).len(), 0);
+    assert_eq!(take(&mut rx), recs(2..6));
+    assert!(take(&mut rx).is_empty(), "each once");
+    // and the fast poll's look writes them too
+    for t in 6..9 {
+        assert!(tx.express_send(a1, &rec(t), true));
+    }
+    assert!(take(&mut rx).is_empty());
+    let mut taken = crate::net::express::TakenRecord::default();
+    let _ = tx.express_take(&mut taken);
+    assert_eq!(take(&mut rx), recs(6..9));
+}
+
+#[test]
+fn the_eighth_record_writes_the_seven_held_before_it() {
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    linked(&tx, &rx, a1);
+    for round in 0..3u32 {
+        let base = 100 * round;
+        for t in 0..ring::HOLD_MAX as u32 - 1 {
+            assert!(tx.express_send(a1, &rec(base + t), true));
+        }
+        assert!(take(&mut rx).is_empty(), "round {round}: seven held");
+        assert!(tx.express_send(a1, &rec(base + 7), true));
+        assert_eq!(take(&mut rx), recs(base..base + 8), "round {round}");
+    }
+}
+
+#[test]
+fn anything_else_into_a_ring_goes_after_the_held_records() {
+    let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut other = ShmTransport::open(a3).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    linked(&tx, &rx, a1);
+    linked(&tx, &other, a3);
+    // a protocol datagram to the same peer
+    for t in 1..4 {
+        assert!(tx.express_send(a1, &rec(t), true));
+    }
+    tx.send(Instant::ZERO, a1, b"RAdatagram").unwrap();
+    let mut want = recs(1..4);
+    want.push(b"RAdatagram".to_vec());
+    assert_eq!(take(&mut rx), want);
+    // a record that may not wait (a reply's), to the same peer
+    assert!(tx.express_send(a1, &rec(4), true));
+    assert!(tx.express_send(a1, &rec(5), false));
+    assert_eq!(take(&mut rx), recs(4..6));
+    // a record for another peer (one ring holds at a time): the first
+    // peer's go first, then it
+    assert!(tx.express_send(a1, &rec(6), true));
+    assert!(tx.express_send(a3, &rec(7), true));
+    assert_eq!(take(&mut rx), recs(6..7));
+    assert_eq!(take(&mut other), recs(7..8));
+    // held for that other peer, then a datagram to the first: any push
+    // into any ring writes them
+    assert!(tx.express_send(a3, &rec(8), true));
+    assert!(take(&mut other).is_empty(), "held");
+    tx.send(Instant::ZERO, a1, b"RAsecond").unwrap();
+    assert_eq!(take(&mut other), recs(8..9));
+    assert_eq!(take(&mut rx), vec![b"RAsecond".to_vec()]);
+}
+
+#[test]
+fn a_sleep_or_the_close_of_the_sender_writes_what_it_held() {
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    linked(&tx, &rx, a1);
+    for t in 1..4 {
+        assert!(tx.express_send(a1, &rec(t), true));
+    }
+    // asked for its descriptor just before the endpoint sleeps
+    let _ = tx.fd();
+    assert_eq!(take(&mut rx), recs(1..4));
+    for t in 4..7 {
+        assert!(tx.express_send(a1, &rec(t), true));
+    }
+    drop(tx);
+    assert_eq!(take(&mut rx), recs(4..7), "written as the endpoint closed");
+}
+
+#[test]
+fn what_a_dropped_ring_held_is_never_written_and_its_peer_is_reported() {
+    let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
+    let rx = ShmTransport::open(a1).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    linked(&tx, &rx, a1);
+    assert!(tx.express_send(a1, &rec(1), false));
+    for t in 2..5 {
+        assert!(tx.express_send(a1, &rec(t), true));
+    }
+    // the receiver closes: its ring is dropped, with what it held
+    drop(rx);
+    tx.check_peers(Instant::now());
+    assert_eq!(tx.take_dropped(), Some(a1));
+    assert!(tx.tx.get_mut().held_in.is_none());
+    // a new ring takes the dropped one's place: nothing of the old
+    // peer's records reaches it, and it holds and writes its own
+    let mut next = ShmTransport::open(a3).unwrap();
+    linked(&tx, &next, a3);
+    assert!(take(&mut tx).is_empty());
+    assert!(take(&mut next).is_empty());
+    let k = match tx.tx.get_mut().routes.get(&a3) {
+        Some(&Route::Ring(k)) => k,
+        _ => panic!("a ring to {a3}"),
+    };
+    let ring = tx.tx.get_mut().rings[k].as_ref().unwrap();
+    assert_eq!(ring.express_end, 0, "no express record went into it");
+    assert!(tx.express_send(a3, &rec(9), true));
+    assert!(take(&mut next).is_empty());
+    assert_eq!(take(&mut tx).len(), 0);
+    assert_eq!(take(&mut next), recs(9..10));
+}
+
+#[test]
+fn a_ring_without_room_holds_nothing() {
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut tx = ShmTransport::open(a2).unwrap();
+    linked(&tx, &rx, a1);
+    // filled with datagrams the receiver does not read
+    let d = [7u8; 4000];
+    let mut sent = 0;
+    while tx.send(Instant::ZERO, a1, &d).is_ok() {
+        sent += 1;
+        assert!(sent < RING, "a ring that never fills");
+    }
+    // no room for a record: neither held nor written (the caller takes
+    // the protocol's path)
+    let mut n = 0;
+    while tx.express_send(a1, &rec(n), true) {
+        n += 1;
+        assert!(n < 1000, "records taken by a full ring");
+    }
+    // the ones taken fit: all arrive after the datagrams, in order
+    let _ = tx.fd();
+    let got = take(&mut rx);
+    assert_eq!(got.len(), sent + n as usize);
+    assert_eq!(got[sent..], recs(0..n)[..]);
+}
