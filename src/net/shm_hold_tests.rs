@@ -7,14 +7,9 @@
 
 use std::net::{SocketAddr, UdpSocket};
 
+use super::tests::fresh;
 use super::*;
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
-
-fn fresh() -> (UdpSocket, SocketAddr) {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let a = s.local_addr().unwrap();
-    (s, a)
-}
 
 /// `tx` with a proven ring to `rx` at `a` (no job key at either end).
 fn linked(tx: &ShmTransport, rx: &ShmTransport, a: SocketAddr) {
@@ -22,6 +17,28 @@ fn linked(tx: &ShmTransport, rx: &ShmTransport, a: SocketAddr) {
     rx.read_socket();
     tx.read_socket();
     assert!(tx.reaches(a), "a ring to {a}");
+}
+
+/// A receiver `rx` at `a` and a sender `tx` with a ring to it (their
+/// addresses' sockets kept bound while they live).
+struct Two {
+    _keep: [UdpSocket; 2],
+    a: SocketAddr,
+    rx: ShmTransport,
+    tx: ShmTransport,
+}
+
+fn two() -> Two {
+    let ((k1, a), (k2, a2)) = (fresh(), fresh());
+    let rx = ShmTransport::open(a).unwrap();
+    let tx = ShmTransport::open(a2).unwrap();
+    linked(&tx, &rx, a);
+    Two {
+        _keep: [k1, k2],
+        a,
+        rx,
+        tx,
+    }
 }
 
 /// An express request record for transaction `txn`.
@@ -56,10 +73,12 @@ fn recs(txns: std::ops::Range<u32>) -> Vec<Vec<u8>> {
 
 #[test]
 fn held_records_wait_for_a_receive_of_the_sender_then_go_in_order() {
-    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
-    let mut tx = ShmTransport::open(a2).unwrap();
-    linked(&tx, &rx, a1);
+    let Two {
+        _keep: _k,
+        a: a1,
+        mut rx,
+        mut tx,
+    } = two();
     // the first not held (a lone request), the next ones held
     assert!(tx.express_send(a1, &rec(1), false));
     for t in 2..6 {
@@ -82,10 +101,12 @@ fn held_records_wait_for_a_receive_of_the_sender_then_go_in_order() {
 
 #[test]
 fn the_eighth_record_writes_the_seven_held_before_it() {
-    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
-    let mut tx = ShmTransport::open(a2).unwrap();
-    linked(&tx, &rx, a1);
+    let Two {
+        _keep: _k,
+        a: a1,
+        mut rx,
+        mut tx,
+    } = two();
     for round in 0..3u32 {
         let base = 100 * round;
         for t in 0..ring::HOLD_MAX as u32 - 1 {
@@ -134,10 +155,12 @@ fn anything_else_into_a_ring_goes_after_the_held_records() {
 
 #[test]
 fn a_sleep_or_the_close_of_the_sender_writes_what_it_held() {
-    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
-    let mut tx = ShmTransport::open(a2).unwrap();
-    linked(&tx, &rx, a1);
+    let Two {
+        _keep: _k,
+        a: a1,
+        mut rx,
+        mut tx,
+    } = two();
     for t in 1..4 {
         assert!(tx.express_send(a1, &rec(t), true));
     }
@@ -186,10 +209,12 @@ fn what_a_dropped_ring_held_is_never_written_and_its_peer_is_reported() {
 
 #[test]
 fn a_ring_without_room_holds_nothing() {
-    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
-    let mut tx = ShmTransport::open(a2).unwrap();
-    linked(&tx, &rx, a1);
+    let Two {
+        _keep: _k,
+        a: a1,
+        mut rx,
+        mut tx,
+    } = two();
     // filled with datagrams the receiver does not read
     let d = [7u8; 4000];
     let mut sent = 0;

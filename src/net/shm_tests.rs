@@ -8,7 +8,7 @@ use std::net::{SocketAddr, UdpSocket};
 use super::*;
 
 /// A fresh address no live endpoint has (a bound, kept UDP socket's).
-fn fresh() -> (UdpSocket, SocketAddr) {
+pub(super) fn fresh() -> (UdpSocket, SocketAddr) {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     let a = s.local_addr().unwrap();
     (s, a)
