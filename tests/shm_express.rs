@@ -6,7 +6,9 @@
 //! puts (the protocol's path) every handler runs in the order its request
 //! was sent and after the put before it; a peer killed, or alive but no
 //! longer polling, with requests waiting in its ring returns them
-//! EUNREACHABLE (nothing hangs).
+//! EUNREACHABLE (nothing hangs); a request whose record the ring holds
+//! back behind an unanswered one leaves at the sender's next call, while
+//! it computes with the progress thread, and when it exits.
 //!
 //! The peer is this test binary again, run with `RAMP_EXPRESS_CHILD` set
 //! and only `child` selected.
@@ -412,4 +414,195 @@ fn returned_when_the_peer_stops(kill: bool) {
         assert!(peer.child.wait().unwrap().success());
     }
     am::free_endpoint(e.id).unwrap();
+}
+
+/// The sender of `held_records_leave_when_the_program_exits` (run by it as
+/// a child process; returns at once otherwise): round trips until its
+/// requests go express, then a slow request and a quick one whose record
+/// its ring holds back behind it (`TxRing::hold`), then exit(0) without
+/// another call.
+#[test]
+fn child_exits_with_a_held_record() {
+    let Some(parent) = std::env::var_os("RAMP_EXPRESS_EXIT_PARENT") else {
+        return;
+    };
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint_with(b.id, &config(&[])).unwrap();
+    e.set_tag(TAG);
+    e.map(0, common::parse_name_hex(parent.to_str().unwrap()), TAG)
+        .unwrap();
+    e.set_expected_resources(1, 8).unwrap();
+    e.set_handler(11, handler(|_| {}));
+    println!("NAME {}", common::name_hex(&e.name()));
+    let mut go = String::new();
+    std::io::stdin().read_line(&mut go).unwrap();
+    let t0 = Instant::now();
+    while e.express_stats().requests_sent == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "no express lane");
+        e.request(0, &Message::short(10, &[0]), false).unwrap();
+        while e.unanswered_requests() > 0 {
+            b.poll().unwrap();
+        }
+    }
+    let sent = e.express_stats().requests_sent;
+    e.request(0, &Message::short(13, &[]), false).unwrap();
+    e.request(0, &Message::short(10, &[7]), false).unwrap();
+    // both taken by the lane (the second held: counted as sent)
+    assert_eq!(e.express_stats().requests_sent, sent + 2);
+    std::process::exit(0);
+}
+
+/// A request whose record a ring holds back behind an unanswered one still
+/// leaves when the program exits (through exit, without AM_Terminate)
+/// right after sending it: ramp writes what it holds at exit.
+#[test]
+fn held_records_leave_when_the_program_exits() {
+    if std::env::var_os("RAMP_EXPRESS_EXIT_PARENT").is_some() {
+        return;
+    }
+    let _watchdog = common::watchdog(
+        "shm_express::held_records_leave_when_the_program_exits",
+        Duration::from_secs(120),
+    );
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint_with(b.id, &config(&[])).unwrap();
+    let (mut child, lines, name) = common::spawn_named(
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_exits_with_a_held_record",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("RAMP_EXPRESS_EXIT_PARENT", common::name_hex(&e.name()))
+            .stdin(Stdio::piped()),
+    );
+    e.set_tag(TAG);
+    e.map(1, name, TAG).unwrap();
+    e.set_expected_resources(2, 8).unwrap();
+    let quick = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let q = quick.clone();
+    e.set_handler(
+        10,
+        handler(move |h| {
+            q.lock().push(h.args[0]);
+            am::reply(h.token, &Message::short(11, &[])).unwrap();
+        }),
+    );
+    e.set_handler(
+        13,
+        handler(|h| {
+            // slow: the child's next request is held behind this one
+            std::thread::sleep(Duration::from_millis(200));
+            am::reply(h.token, &Message::short(11, &[])).unwrap();
+        }),
+    );
+    // the child is gone by the time these replies would reach it
+    e.set_handler(0, handler(|_| {}));
+    use std::io::Write;
+    writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
+    let t0 = Instant::now();
+    while quick.lock().last() != Some(&7) {
+        b.poll().unwrap();
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the held request never came: {:?}",
+            quick.lock()
+        );
+    }
+    assert!(quick.lock().iter().rev().skip(1).all(|&a| a == 0));
+    drop(lines);
+    assert!(child.wait().unwrap().success());
+    am::free_endpoint(e.id).unwrap();
+}
+
+/// Over shared memory as over UDP (`tests/am_udp.rs`): a request held
+/// behind an unanswered one (its record in the ring's sender) waits for
+/// the sender's next call without a progress thread, and leaves while the
+/// sender computes with one (woken by the earlier request's answer).
+#[test]
+fn the_progress_thread_writes_a_held_record_while_the_program_computes() {
+    let _watchdog = common::watchdog(
+        "shm_express::the_progress_thread_writes_a_held_record_while_the_program_computes",
+        Duration::from_secs(120),
+    );
+    let cfg = config(&[]);
+    // the target in a bundle of its own, polled by a thread of its own
+    let (b0, e0, b1, e1) = common::two_bundles(&cfg, 9, 64);
+    let ran = Arc::new(AtomicU64::new(0));
+    let r = ran.clone();
+    e1.set_handler(
+        10,
+        handler(move |h| {
+            r.fetch_add(1, Ordering::SeqCst);
+            am::reply(h.token, &Message::short(11, &[h.args[0]])).unwrap();
+        }),
+    );
+    let slow = Arc::new(AtomicU64::new(0));
+    let sl = slow.clone();
+    e1.set_handler(
+        13,
+        handler(move |h| {
+            std::thread::sleep(Duration::from_millis(300));
+            sl.fetch_add(1, Ordering::SeqCst);
+            am::reply(h.token, &Message::short(11, &[0])).unwrap();
+        }),
+    );
+    e0.set_handler(11, handler(|_| {}));
+    e0.set_handler(0, handler(|h| panic!("returned: {:?}", h.args)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let target = {
+        let (b1, stop) = (b1.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                b1.poll().unwrap();
+            }
+        })
+    };
+    let wait_until = |what: &str, done: &dyn Fn() -> bool| {
+        let t0 = Instant::now();
+        while !done() {
+            b0.poll().unwrap();
+            assert!(t0.elapsed().as_secs() < 20, "waiting for {what}");
+        }
+    };
+    // round trips until the lane is open
+    while e0.express_stats().requests_sent == 0 {
+        e0.request(1, &Message::short(10, &[0]), false).unwrap();
+        wait_until("an answer", &|| e0.unanswered_requests() == 0);
+    }
+    // a slow request, then a quick one held behind it: without a
+    // progress thread it waits for our next call
+    let (r0, x0) = (ran.load(Ordering::SeqCst), e0.express_stats().requests_sent);
+    e0.request(1, &Message::short(13, &[]), false).unwrap();
+    e0.request(1, &Message::short(10, &[1]), false).unwrap();
+    assert_eq!(e0.express_stats().requests_sent, x0 + 2, "both by the lane");
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(slow.load(Ordering::SeqCst), 1, "the slow one went at once");
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        r0,
+        "the quick one waits for a call"
+    );
+    wait_until("both answers", &|| e0.unanswered_requests() == 0);
+    assert_eq!(ran.load(Ordering::SeqCst), r0 + 1);
+    // with the progress thread it leaves while we compute
+    b0.set_progress_thread(true).unwrap();
+    e0.request(1, &Message::short(13, &[]), false).unwrap();
+    e0.request(1, &Message::short(10, &[2]), false).unwrap();
+    let t0 = Instant::now();
+    while ran.load(Ordering::SeqCst) < r0 + 2 {
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "the progress thread did not write the held record"
+        );
+        std::hint::spin_loop();
+    }
+    assert_eq!(slow.load(Ordering::SeqCst), 2);
+    b0.set_progress_thread(false).unwrap();
+    wait_until("the last answers", &|| e0.unanswered_requests() == 0);
+    stop.store(true, Ordering::SeqCst);
+    target.join().unwrap();
 }

@@ -91,8 +91,9 @@ impl EpState {
     }
 
     /// Sends everything held now (before a sleep, when the endpoint
-    /// closes, at exit).
+    /// closes, at exit), the express records a ring holds too.
     pub(super) fn send_all_held(&mut self, now: Instant) {
+        self.transports.release_held();
         self.tail_due();
         if self.batch.to.is_some() {
             self.flush(now);

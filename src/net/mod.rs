@@ -177,6 +177,10 @@ pub trait Transport: Send {
     fn express_send(&mut self, _to: SocketAddr, _rec: &[u8], _hold: bool) -> bool {
         false
     }
+    /// Shared memory: writes the express records held back
+    /// (`express_send` with `hold`) now: before a sleep, at the close, at
+    /// the process's exit.
+    fn release_held(&mut self) {}
     /// Shared memory: whether an express record to `to` would find an open
     /// ring whose receiver proved our job (room aside): the lane's first
     /// test, before anything is done for it.

@@ -459,6 +459,10 @@ impl Transport for ShmTransport {
         self.tx.get_mut().dropped.pop()
     }
 
+    fn release_held(&mut self) {
+        ShmTransport::release_held(self);
+    }
+
     fn express_take(
         &mut self,
         rec: &mut crate::net::express::TakenRecord,

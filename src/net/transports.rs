@@ -187,6 +187,14 @@ impl Transports {
             .any(|t| t.express_send(to, rec, hold))
     }
 
+    /// `Transport::release_held` on the transports besides the fallback.
+    pub fn release_held(&mut self) {
+        let last = self.list.len() - 1;
+        for t in &mut self.list[..last] {
+            t.release_held();
+        }
+    }
+
     /// `Transport::express_take` on the transports besides the fallback:
     /// the first that finds something decides; `Other` without any.
     pub fn express_take(
