@@ -700,48 +700,9 @@ fn a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_h
     assert_eq!(e1.statistics().requests_received[0] - before, n);
     assert_eq!(ran.load(Ordering::SeqCst), 1 + n, "each request ran once");
 
-    // a slow request (its handler takes 300 ms), then a quick one: the
-    // quick one is held behind the unanswered slow one; without a progress
-    // thread it waits for our next call
-    let slow = Arc::new(AtomicU64::new(0));
-    let sl = slow.clone();
-    e1.set_handler(
-        13,
-        handler(move |h| {
-            std::thread::sleep(Duration::from_millis(300));
-            sl.fetch_add(1, Ordering::SeqCst);
-            am::reply(h.token, &Message::short(11, &[0])).unwrap();
-        }),
-    );
-    let r0 = ran.load(Ordering::SeqCst);
-    e0.request(1, &Message::short(13, &[]), false).unwrap();
-    e0.request(1, &Message::short(10, &[1]), false).unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    assert_eq!(slow.load(Ordering::SeqCst), 1, "the slow one went at once");
-    assert_eq!(
-        ran.load(Ordering::SeqCst),
-        r0,
-        "the quick one waits for a call"
-    );
-    wait_until("both answers", &|| e0.unanswered_requests() == 0);
-    assert_eq!(ran.load(Ordering::SeqCst), r0 + 1);
-
-    // with the progress thread it leaves while we compute: the slow one's
-    // answer wakes the thread, whose pass sends it
-    b0.set_progress_thread(true).unwrap();
-    e0.request(1, &Message::short(13, &[]), false).unwrap();
-    e0.request(1, &Message::short(10, &[2]), false).unwrap();
-    let t0 = std::time::Instant::now();
-    while ran.load(Ordering::SeqCst) < r0 + 2 {
-        assert!(
-            t0.elapsed().as_secs() < 10,
-            "the progress thread did not send the held request"
-        );
-        std::hint::spin_loop();
-    }
-    assert_eq!(slow.load(Ordering::SeqCst), 2);
-    b0.set_progress_thread(false).unwrap();
-    wait_until("the last answers", &|| e0.unanswered_requests() == 0);
+    // a slow request, then a quick one held behind it: it waits for our
+    // next call, or leaves with the progress thread while we compute
+    common::a_held_request_waits_for_a_call_or_the_progress_thread(&b0, &e0, &e1, &ran);
     stop.store(true, Ordering::SeqCst);
     target.join().unwrap();
 }
@@ -783,25 +744,7 @@ fn held_requests_leave_when_the_program_exits() {
     );
     let (b, e, mut child, lines) =
         udp_parent("child_exits_with_a_held_request", "RAMP_EXIT_PARENT", 8);
-    let quick = Arc::new(parking_lot::Mutex::new(Vec::new()));
-    let q = quick.clone();
-    e.set_handler(
-        10,
-        handler(move |h| {
-            q.lock().push(h.args[0]);
-            am::reply(h.token, &Message::short(11, &[])).unwrap();
-        }),
-    );
-    e.set_handler(
-        13,
-        handler(|h| {
-            // slow: the child's next request is held behind this one
-            std::thread::sleep(Duration::from_millis(200));
-            am::reply(h.token, &Message::short(11, &[])).unwrap();
-        }),
-    );
-    // the child is gone by the time these replies would reach it
-    e.set_handler(0, handler(|_| {}));
+    let quick = common::held_request_target(&e);
     use std::io::Write;
     writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
     let t0 = std::time::Instant::now();

@@ -482,25 +482,7 @@ fn held_records_leave_when_the_program_exits() {
     e.set_tag(TAG);
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(2, 8).unwrap();
-    let quick = Arc::new(parking_lot::Mutex::new(Vec::new()));
-    let q = quick.clone();
-    e.set_handler(
-        10,
-        handler(move |h| {
-            q.lock().push(h.args[0]);
-            am::reply(h.token, &Message::short(11, &[])).unwrap();
-        }),
-    );
-    e.set_handler(
-        13,
-        handler(|h| {
-            // slow: the child's next request is held behind this one
-            std::thread::sleep(Duration::from_millis(200));
-            am::reply(h.token, &Message::short(11, &[])).unwrap();
-        }),
-    );
-    // the child is gone by the time these replies would reach it
-    e.set_handler(0, handler(|_| {}));
+    let quick = common::held_request_target(&e);
     use std::io::Write;
     writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
     let t0 = Instant::now();
@@ -540,16 +522,6 @@ fn the_progress_thread_writes_a_held_record_while_the_program_computes() {
             am::reply(h.token, &Message::short(11, &[h.args[0]])).unwrap();
         }),
     );
-    let slow = Arc::new(AtomicU64::new(0));
-    let sl = slow.clone();
-    e1.set_handler(
-        13,
-        handler(move |h| {
-            std::thread::sleep(Duration::from_millis(300));
-            sl.fetch_add(1, Ordering::SeqCst);
-            am::reply(h.token, &Message::short(11, &[0])).unwrap();
-        }),
-    );
     e0.set_handler(11, handler(|_| {}));
     e0.set_handler(0, handler(|h| panic!("returned: {:?}", h.args)));
     let stop = Arc::new(AtomicBool::new(false));
@@ -573,36 +545,12 @@ fn the_progress_thread_writes_a_held_record_while_the_program_computes() {
         e0.request(1, &Message::short(10, &[0]), false).unwrap();
         wait_until("an answer", &|| e0.unanswered_requests() == 0);
     }
-    // a slow request, then a quick one held behind it: without a
-    // progress thread it waits for our next call
-    let (r0, x0) = (ran.load(Ordering::SeqCst), e0.express_stats().requests_sent);
-    e0.request(1, &Message::short(13, &[]), false).unwrap();
-    e0.request(1, &Message::short(10, &[1]), false).unwrap();
-    assert_eq!(e0.express_stats().requests_sent, x0 + 2, "both by the lane");
-    std::thread::sleep(Duration::from_millis(700));
-    assert_eq!(slow.load(Ordering::SeqCst), 1, "the slow one went at once");
-    assert_eq!(
-        ran.load(Ordering::SeqCst),
-        r0,
-        "the quick one waits for a call"
-    );
-    wait_until("both answers", &|| e0.unanswered_requests() == 0);
-    assert_eq!(ran.load(Ordering::SeqCst), r0 + 1);
-    // with the progress thread it leaves while we compute
-    b0.set_progress_thread(true).unwrap();
-    e0.request(1, &Message::short(13, &[]), false).unwrap();
-    e0.request(1, &Message::short(10, &[2]), false).unwrap();
-    let t0 = Instant::now();
-    while ran.load(Ordering::SeqCst) < r0 + 2 {
-        assert!(
-            t0.elapsed().as_secs() < 10,
-            "the progress thread did not write the held record"
-        );
-        std::hint::spin_loop();
-    }
-    assert_eq!(slow.load(Ordering::SeqCst), 2);
-    b0.set_progress_thread(false).unwrap();
-    wait_until("the last answers", &|| e0.unanswered_requests() == 0);
+    // a slow request, then a quick one held behind it (its record in
+    // the ring's sender): it waits for our next call, or leaves with the
+    // progress thread while we compute; both pairs by the lane
+    let x0 = e0.express_stats().requests_sent;
+    common::a_held_request_waits_for_a_call_or_the_progress_thread(&b0, &e0, &e1, &ran);
+    assert_eq!(e0.express_stats().requests_sent, x0 + 4, "all by the lane");
     stop.store(true, Ordering::SeqCst);
     target.join().unwrap();
 }

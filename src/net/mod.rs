@@ -172,14 +172,14 @@ pub trait Transport: Send {
     /// protocol's path instead. `hold`: it may instead wait in the
     /// transport, room kept for it, with at most six others for that ring
     /// (`shm_ring.rs`'s `TxRing::hold`), until the eighth, anything else
-    /// for a ring, the next `recv_batch`, `express_take` or `fd`, or the
-    /// transport's drop writes them all in order.
+    /// for a ring, the next `recv_batch` or `express_take`, or
+    /// `release_held` writes them all in order.
     fn express_send(&mut self, _to: SocketAddr, _rec: &[u8], _hold: bool) -> bool {
         false
     }
     /// Shared memory: writes the express records held back
-    /// (`express_send` with `hold`) now: before a sleep, at the close, at
-    /// the process's exit.
+    /// (`express_send` with `hold`) now. The layer above calls it before
+    /// a sleep, at the close and at the process's exit (`send_all_held`).
     fn release_held(&mut self) {}
     /// Shared memory: whether an express record to `to` would find an open
     /// ring whose receiver proved our job (room aside): the lane's first

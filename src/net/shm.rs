@@ -408,13 +408,12 @@ impl Transport for ShmTransport {
             return false;
         };
         let tx = self.tx.get_mut();
-        if hold && tx.held_in.is_none_or(|h| h == k) {
-            if let Some(ring) = tx.rings[k].as_mut() {
-                if ring.hold(rec) {
-                    tx.held_in = Some(k);
-                    return true;
-                }
-            }
+        if hold
+            && tx.held_in.is_none_or(|h| h == k)
+            && tx.rings[k].as_mut().is_some_and(|r| r.hold(rec))
+        {
+            tx.held_in = Some(k);
+            return true;
         }
         self.release_held();
         let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
@@ -459,8 +458,14 @@ impl Transport for ShmTransport {
         self.tx.get_mut().dropped.pop()
     }
 
+    /// Held records leave before anything else goes into a ring, at the
+    /// next receive (`recv_batch`, `express_take`), and when the layer
+    /// above calls this (before a sleep, at the close, at exit).
+    #[inline]
     fn release_held(&mut self) {
-        ShmTransport::release_held(self);
+        if self.tx.get_mut().held_in.is_some() {
+            self.write_held();
+        }
     }
 
     fn express_take(
@@ -504,7 +509,6 @@ impl Transport for ShmTransport {
 
     /// Asked just before the endpoint sleeps: arms the sleep word.
     fn fd(&self) -> RawFd {
-        self.flush_held();
         self.read_socket();
         let sleep = self.map.u32_at(H_SLEEP);
         sleep.store(1, SeqCst);
@@ -655,7 +659,6 @@ impl Transport for ShmTransport {
 
 impl Drop for ShmTransport {
     fn drop(&mut self) {
-        self.release_held();
         self.map.u32_at(H_CLOSED).store(1, Release);
         for t in self.tx.get_mut().rings.iter().flatten() {
             t.map

@@ -77,27 +77,16 @@ impl ShmTransport {
         Ok(())
     }
 
-    /// Writes the express records held back (`express_send` with `hold`),
-    /// if any. Before anything else goes into a ring, and at the
-    /// endpoint's next receive, sleep or close.
-    #[inline]
-    pub(super) fn release_held(&mut self) {
-        if self.tx.get_mut().held_in.is_some() {
-            self.flush_held();
-        }
-    }
-
-    /// `release_held`'s work (also for callers without `&mut`).
+    /// `Transport::release_held`'s work when a ring holds records.
     #[inline(never)]
-    pub(super) fn flush_held(&self) {
-        let mut tx = self.tx.borrow_mut();
+    pub(super) fn write_held(&mut self) {
+        let tx = self.tx.get_mut();
         let Some(k) = tx.held_in.take() else {
             return;
         };
         if let Some(ring) = tx.rings[k].as_mut() {
             ring.push_held();
         }
-        drop(tx);
         self.wake_reader(k);
     }
 

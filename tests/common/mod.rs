@@ -369,3 +369,93 @@ pub fn two_bundles(
     }
     (b0, e0, b1, e1)
 }
+
+/// The parent's handlers in the tests of a request held behind an
+/// unanswered one when its sender exits (`tests/am_udp.rs`,
+/// `tests/shm_express.rs`): 10 records its first argument and answers
+/// 11; 13 answers after 200 ms (so the child's next request is held
+/// behind it); returned messages are ignored (the child is gone by the
+/// time these replies would reach it). Returns the arguments 10 saw.
+pub fn held_request_target(e: &ramp::am::Endpoint) -> std::sync::Arc<parking_lot::Mutex<Vec<u32>>> {
+    use ramp::am::{handler, reply, Message};
+    let quick = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let q = quick.clone();
+    e.set_handler(
+        10,
+        handler(move |h| {
+            q.lock().push(h.args[0]);
+            reply(h.token, &Message::short(11, &[])).unwrap();
+        }),
+    );
+    e.set_handler(
+        13,
+        handler(|h| {
+            std::thread::sleep(Duration::from_millis(200));
+            reply(h.token, &Message::short(11, &[])).unwrap();
+        }),
+    );
+    e.set_handler(0, handler(|_| {}));
+    quick
+}
+
+/// The held request's second half, over UDP (`tests/am_udp.rs`) and over
+/// shared memory (`tests/shm_express.rs`): e0 (in bundle b0) sends e1
+/// (polled by a thread of its own; its handler 10 counts itself in `ran`
+/// and answers 11) a slow request (handler 13, set here: 300 ms before its
+/// answer), then a quick one, held behind the unanswered slow one: without
+/// a progress thread it waits for e0's next call; with one it leaves while
+/// the program computes (the slow one's answer wakes the thread, whose
+/// pass sends it).
+pub fn a_held_request_waits_for_a_call_or_the_progress_thread(
+    b0: &std::sync::Arc<ramp::am::Bundle>,
+    e0: &std::sync::Arc<ramp::am::Endpoint>,
+    e1: &ramp::am::Endpoint,
+    ran: &std::sync::atomic::AtomicU64,
+) {
+    use ramp::am::{handler, reply, Message};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let wait_until = |what: &str, done: &dyn Fn() -> bool| {
+        let t0 = Instant::now();
+        while !done() {
+            b0.poll().unwrap();
+            assert!(t0.elapsed().as_secs() < 20, "waiting for {what}");
+        }
+    };
+    let slow = Arc::new(AtomicU64::new(0));
+    let sl = slow.clone();
+    e1.set_handler(
+        13,
+        handler(move |h| {
+            std::thread::sleep(Duration::from_millis(300));
+            sl.fetch_add(1, Ordering::SeqCst);
+            reply(h.token, &Message::short(11, &[0])).unwrap();
+        }),
+    );
+    let r0 = ran.load(Ordering::SeqCst);
+    e0.request(1, &Message::short(13, &[]), false).unwrap();
+    e0.request(1, &Message::short(10, &[1]), false).unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(slow.load(Ordering::SeqCst), 1, "the slow one went at once");
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        r0,
+        "the quick one waits for a call"
+    );
+    wait_until("both answers", &|| e0.unanswered_requests() == 0);
+    assert_eq!(ran.load(Ordering::SeqCst), r0 + 1);
+    b0.set_progress_thread(true).unwrap();
+    e0.request(1, &Message::short(13, &[]), false).unwrap();
+    e0.request(1, &Message::short(10, &[2]), false).unwrap();
+    let t0 = Instant::now();
+    while ran.load(Ordering::SeqCst) < r0 + 2 {
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "the progress thread did not send the held request"
+        );
+        std::hint::spin_loop();
+    }
+    assert_eq!(slow.load(Ordering::SeqCst), 2);
+    b0.set_progress_thread(false).unwrap();
+    wait_until("the last answers", &|| e0.unanswered_requests() == 0);
+}
