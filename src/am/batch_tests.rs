@@ -370,9 +370,18 @@ fn long_target(e1: &Endpoint) -> Arc<AtomicU64> {
 }
 
 fn long(e0: &Arc<Endpoint>, k: u32) {
-    let data: Vec<u8> = (0..65_536).map(|i| pattern(k, i)).collect();
+    long_of(e0, k, &long_data(k));
+}
+
+/// Long request `k`'s bytes.
+fn long_data(k: u32) -> Vec<u8> {
+    (0..65_536).map(|i| pattern(k, i)).collect()
+}
+
+/// Long request `k` with its bytes made beforehand.
+fn long_of(e0: &Arc<Endpoint>, k: u32, data: &[u8]) {
     let at = u64::from(k % 4) * 65_536;
-    e0.request(1, &Message::long(13, &[k], &data, at), false)
+    e0.request(1, &Message::long(13, &[k], data, at), false)
         .unwrap();
 }
 
@@ -386,15 +395,18 @@ fn a_long_requests_last_fragment_waits_for_the_next_ones_first_or_a_sleep() {
     long(&e0, 0);
     assert_eq!(*seen.lock(), vec![vec![(13, 0)], vec![(13, 0)]]);
     // behind an unanswered one: its small last fragment stays
-    long(&e0, 1);
+    let (d1, d2) = (long_data(1), long_data(2));
+    long_of(&e0, 1, &d1);
+    let held = std::time::Instant::now();
     let now_seen = seen.lock().clone();
     assert_eq!(now_seen.len(), 3, "{now_seen:?}");
     assert_eq!(now_seen[2], vec![(13, 1)]);
     // the next one's first fragment takes it along, in one datagram
-    let t = std::time::Instant::now();
-    long(&e0, 2);
-    if t.elapsed() < std::time::Duration::from_micros(150) {
-        // (unless this thread was off the CPU for the hold's 200 us)
+    let gap = held.elapsed();
+    long_of(&e0, 2, &d2);
+    if gap < std::time::Duration::from_micros(100) {
+        // (unless the next one came late for the hold's 200 us: this
+        // thread off the CPU between them)
         let now_seen = seen.lock().clone();
         assert_eq!(now_seen[3], vec![(13, 1), (13, 2)], "{now_seen:?}");
     }
