@@ -59,6 +59,9 @@
 //! and NACK packets (a bundle, `wire::packets`): each is handled in order;
 //! the outbox joins the small ones one flush queued for a peer.
 
+mod alias;
+#[cfg(test)]
+mod alias_tests;
 mod assoc;
 mod bufpool;
 pub mod config;
@@ -104,9 +107,25 @@ use send::{push_fragments, MsgRef, OutMsg, SpareMsgs};
 /// The largest message (payload bytes) a receiver reassembles.
 pub const MAX_MESSAGE: usize = 1 << 20;
 
-/// Addresses of peers: any small copyable key (a socket address, a simulated node).
-pub trait PeerAddr: Copy + Eq + Hash + std::fmt::Debug {}
-impl<T: Copy + Eq + Hash + std::fmt::Debug> PeerAddr for T {}
+/// Addresses of peers: a socket address, or a simulated node.
+pub trait PeerAddr: Copy + Eq + Hash + std::fmt::Debug {
+    /// Whether a packet from `self` may be `other`'s, sent from another
+    /// port of its host (`alias.rs`).
+    fn same_host(&self, other: &Self) -> bool;
+}
+
+impl PeerAddr for std::net::SocketAddr {
+    fn same_host(&self, other: &Self) -> bool {
+        self.ip() == other.ip()
+    }
+}
+
+/// A simulated node: its own host (a simulated peer sends from one address).
+impl PeerAddr for u32 {
+    fn same_host(&self, _other: &Self) -> bool {
+        false
+    }
+}
 
 /// The reliable protocol state of one endpoint.
 pub struct Protocol<A: PeerAddr> {
@@ -134,6 +153,11 @@ pub struct Protocol<A: PeerAddr> {
     slots: FxHashMap<A, u32>,
     /// The slot of the last peer looked up (checked before `slots`).
     last_slot: usize,
+    /// The slot of each peer's alias (`alias.rs`), at most one a peer.
+    aliases: FxHashMap<A, u32>,
+    /// Look-ups of a tag among the peers for an alias (rate-limited).
+    alias_scans: TokenBucket,
+    aliases_learned: u64,
     /// Peers with a timer set, by when to look at them (the earliest of
     /// their timers, or before) then slot: `handle_timeout` costs O(log n)
     /// per due peer, not a walk over all of them, and serves them in a fixed
@@ -166,6 +190,7 @@ impl<A: PeerAddr> Protocol<A> {
             cfg.integrity = wire::Integrity::job(k, start);
         }
         let out = Outbox::new(cfg.max_datagram);
+        let burst = cfg.unsolicited_burst;
         Protocol {
             unsolicited: TokenBucket::new(cfg.unsolicited_burst),
             cfg,
@@ -178,6 +203,9 @@ impl<A: PeerAddr> Protocol<A> {
             free: Vec::new(),
             slots: FxHashMap::default(),
             last_slot: usize::MAX,
+            aliases: FxHashMap::default(),
+            alias_scans: TokenBucket::new(burst),
+            aliases_learned: 0,
             timers: BinaryHeap::new(),
             due: Vec::new(),
             out,
@@ -387,6 +415,13 @@ impl<A: PeerAddr> Protocol<A> {
             {
                 Some(s) => wire::decode(&self.peers[s].assoc.rx, bytes),
                 None => {
+                    // a peer's from another port: its alias once its key's seal holds
+                    if let Some(s) = self.alias_candidate(now, &from, vtag) {
+                        if let d @ Ok(_) = wire::decode(&self.peers[s].assoc.rx, bytes) {
+                            self.learn_alias(s, from);
+                            return Some(d);
+                        }
+                    }
                     let is_data = bytes[3] == wire::PacketType::Data as u8;
                     self.outside_association(now, from, is_data.then_some(vtag));
                     return None;
@@ -430,6 +465,7 @@ impl<A: PeerAddr> Protocol<A> {
         let Some(slot) = self
             .find_peer(&from)
             .filter(|&s| self.peers[s].assoc.accepts(c.vtag))
+            .or_else(|| self.crc_alias(now, from, c.vtag))
         else {
             let data_vtag = match pkt {
                 Packet::Data { common, .. } => Some(common.vtag),
@@ -768,7 +804,7 @@ impl<A: PeerAddr> Protocol<A> {
         if self
             .peers
             .get(self.last_slot)
-            .is_some_and(|p| p.addr == *addr)
+            .is_some_and(|p| p.addr == *addr || p.alias == Some(*addr))
         {
             return Some(self.last_slot);
         }
@@ -777,7 +813,11 @@ impl<A: PeerAddr> Protocol<A> {
 
     #[inline(never)]
     fn find_peer_mapped(&mut self, addr: &A) -> Option<usize> {
-        let s = *self.slots.get(addr)? as usize;
+        let s = match self.slots.get(addr) {
+            Some(&s) => s,
+            None if self.aliases.is_empty() => return None,
+            None => *self.aliases.get(addr)?,
+        } as usize;
         self.last_slot = s;
         Some(s)
     }
@@ -787,14 +827,16 @@ impl<A: PeerAddr> Protocol<A> {
     #[inline]
     fn peer_entry(&mut self, addr: A) -> usize {
         match self.find_peer(&addr) {
-            Some(s) => s,
-            None => self.new_peer(addr),
+            // (not a peer's alias: a peer of its own is made there)
+            Some(s) if self.peers[s].addr == addr => s,
+            _ => self.new_peer(addr),
         }
     }
 
     /// A slot for `addr`, which has none.
     #[inline(never)]
     fn new_peer(&mut self, addr: A) -> usize {
+        self.take_back_alias(&addr);
         let slot = match self.free.pop() {
             Some(s) => {
                 self.peers[s as usize] = Peer::new(&self.cfg, addr);
@@ -823,6 +865,7 @@ impl<A: PeerAddr> Protocol<A> {
         if self.slots.get(&addr) == Some(&(slot as u32)) {
             self.slots.remove(&addr);
         }
+        self.forget_alias(slot);
         self.peers[slot] = Peer::new(&self.cfg, addr);
         self.free.push(slot as u32);
         self.last_slot = usize::MAX;

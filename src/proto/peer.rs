@@ -28,6 +28,9 @@ pub(super) struct Ctx<'a, A> {
 
 pub(super) struct Peer<A> {
     pub addr: A,
+    /// Another address its packets come from (`alias.rs`): the port of
+    /// the peer's connected socket for us. At most one.
+    pub alias: Option<A>,
     /// When `Protocol::timers` has this peer looked at (None: not queued).
     pub queued: Option<Instant>,
     pub timers: TimerTable,
@@ -49,6 +52,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     pub fn new(cfg: &ProtoConfig, addr: A) -> Peer<A> {
         Peer {
             addr,
+            alias: None,
             queued: None,
             timers: TimerTable::default(),
             assoc: Assoc::default(),

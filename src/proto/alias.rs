@@ -1,0 +1,78 @@
+//! Aliases: a peer's packets from another port of its host. A UDP
+//! endpoint sends the packets of an association through a socket
+//! connected to the peer (`net/udp.rs`: the kernel looks the route up once,
+//! not for every datagram), bound to a port of its own, so they come from
+//! an address that is not the peer's name. The first such packet is taken
+//! as the peer's when it carries the tag of an association with a peer on
+//! the same host (and, under a MAC, its key's seal: `decode_sealed`);
+//! from then on the address stands for the peer. A peer has at most one
+//! alias (a new one replaces the old), the alias goes with the peer's
+//! slot, and a peer that appears at an alias address (a new process
+//! bound to the port) takes it back. Looking a tag up walks the peers:
+//! the walks are rate-limited as unsolicited answers are, so a flood of
+//! forged packets from new ports costs a bounded effort.
+
+use super::*;
+
+impl<A: PeerAddr> Protocol<A> {
+    /// The slot of the live peer on `from`'s host whose association takes
+    /// `vtag`, for a packet from `from`, an address no peer has: None when
+    /// there is none, or when the rate of walks is spent.
+    pub(super) fn alias_candidate(&mut self, now: Instant, from: &A, vtag: u64) -> Option<usize> {
+        if self.slots.contains_key(from) || self.aliases.contains_key(from) {
+            return None;
+        }
+        let (rate, burst) = (self.cfg.unsolicited_rate, self.cfg.unsolicited_burst);
+        if !self.alias_scans.take(now, rate, burst) {
+            return None;
+        }
+        let slots = &self.slots;
+        self.peers.iter().enumerate().position(|(i, p)| {
+            p.addr.same_host(from)
+                && p.assoc.accepts(vtag)
+                && slots.get(&p.addr) == Some(&(i as u32))
+        })
+    }
+
+    /// Under CRC32C: the slot of the peer whose alias `from` becomes, for
+    /// a packet whose sum held (under a MAC, `decode_sealed` learns it
+    /// only once the seal held).
+    pub(super) fn crc_alias(&mut self, now: Instant, from: A, vtag: u64) -> Option<usize> {
+        if self.cfg.integrity.is_mac() {
+            return None;
+        }
+        let s = self.alias_candidate(now, &from, vtag)?;
+        self.learn_alias(s, from);
+        Some(s)
+    }
+
+    /// `from` stands for the peer in `slot` from now on.
+    pub(super) fn learn_alias(&mut self, slot: usize, from: A) {
+        self.forget_alias(slot);
+        self.aliases.insert(from, slot as u32);
+        self.peers[slot].alias = Some(from);
+        self.aliases_learned += 1;
+    }
+
+    /// The alias of the peer in `slot` stands for it no more.
+    pub(super) fn forget_alias(&mut self, slot: usize) {
+        if let Some(old) = self.peers[slot].alias.take() {
+            if self.aliases.get(&old) == Some(&(slot as u32)) {
+                self.aliases.remove(&old);
+            }
+        }
+    }
+
+    /// A peer is made at `addr`: an alias there is another's no more.
+    pub(super) fn take_back_alias(&mut self, addr: &A) {
+        if let Some(s) = self.aliases.remove(addr) {
+            self.peers[s as usize].alias = None;
+        }
+    }
+
+    /// Aliases learnt so far (a new one for a peer counts again), and those
+    /// standing now.
+    pub fn alias_counts(&self) -> (u64, usize) {
+        (self.aliases_learned, self.aliases.len())
+    }
+}

@@ -1,0 +1,198 @@
+//! Aliases (`alias.rs`): a peer's packets from another port of its host
+//! are the peer's when they carry its association's tag (and seal); no
+//! other packet is, and each forged one costs a bounded effort.
+
+use std::net::SocketAddr;
+
+use super::*;
+use crate::wire::{Category, MsgKind, CHANNEL_REQUEST};
+
+const A: &str = "127.0.0.1:1000";
+const B: &str = "127.0.0.1:2000";
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+/// A at `A` and B at `B`, associated (tags 0xA0 and 0xB1), under the
+/// job key `key` (its MAC) or CRC32C.
+fn pair(key: Option<&str>) -> [Protocol<SocketAddr>; 2] {
+    let cfg = || ProtoConfig {
+        mac: key.map(crate::wire::mac::MacKey::from_job_key),
+        ..ProtoConfig::default()
+    };
+    let mut n = [
+        Protocol::new(cfg(), &[0x10; 32]),
+        Protocol::new(cfg(), &[0x20; 32]),
+    ];
+    n[0].associate_at(addr(B), 0xA0, 0xB1);
+    n[1].associate_at(addr(A), 0xB1, 0xA0);
+    n
+}
+
+impl Protocol<SocketAddr> {
+    fn associate_at(&mut self, to: SocketAddr, local: u64, peer: u64) {
+        let s = self.peer_entry(to);
+        let a = &mut self.peers[s].assoc;
+        a.state = AssocState::Established;
+        a.local_tag = local;
+        a.peer_tag = peer;
+        a.keyed(&self.cfg.integrity);
+    }
+}
+
+/// B's request `k` to A, as datagrams.
+fn request_from_b(n: &mut [Protocol<SocketAddr>; 2], now: Instant, k: u32) -> Vec<Vec<u8>> {
+    let meta = MsgMeta::new(MsgKind::User, Category::Short, 1, &[k]);
+    n[1].send(now, addr(A), CHANNEL_REQUEST, meta, vec![7]);
+    let mut b = Vec::new();
+    std::iter::from_fn(|| n[1].poll_transmit(&mut b).map(|to| (to, b.clone())))
+        .map(|(to, d)| {
+            assert_eq!(to, addr(A));
+            d
+        })
+        .collect()
+}
+
+/// B's request `k` to A under the tag `tag` (of no association of A's),
+/// whole and sound.
+fn request_from_b_tagged(
+    n: &mut [Protocol<SocketAddr>; 2],
+    now: Instant,
+    k: u32,
+    tag: u64,
+) -> Vec<Vec<u8>> {
+    let s = n[1].find_peer(&addr(A)).unwrap();
+    let integ = n[1].cfg.integrity.clone();
+    let a = &mut n[1].peers[s].assoc;
+    let true_tag = std::mem::replace(&mut a.peer_tag, tag);
+    a.keyed(&integ);
+    let d = request_from_b(n, now, k);
+    let a = &mut n[1].peers[s].assoc;
+    a.peer_tag = true_tag;
+    a.keyed(&integ);
+    d
+}
+
+/// What A delivered: (sender, first argument).
+fn delivered(p: &mut Protocol<SocketAddr>) -> Vec<(SocketAddr, u32)> {
+    std::iter::from_fn(|| p.poll_event())
+        .filter_map(|ev| match ev {
+            Event::Delivered { from, meta, .. } => Some((from, meta.args()[0])),
+            _ => None,
+        })
+        .collect()
+}
+
+fn feed(p: &mut Protocol<SocketAddr>, now: Instant, from: &str, dgrams: &[Vec<u8>]) {
+    for d in dgrams {
+        p.handle_datagram(now, addr(from), d);
+    }
+}
+
+#[test]
+fn a_peers_packet_from_another_port_of_its_host_is_the_peers() {
+    for key in [None, Some("a job key of sixteen or more")] {
+        let mut n = pair(key);
+        let now = Instant(1_000_000);
+        let d = request_from_b(&mut n, now, 5);
+        feed(&mut n[0], now, "127.0.0.1:3000", &d);
+        assert_eq!(delivered(&mut n[0]), [(addr(B), 5)], "{key:?}");
+        assert_eq!(n[0].alias_counts(), (1, 1));
+        // the next one is known at once; the peer is still found by its name
+        let d = request_from_b(&mut n, now, 6);
+        feed(&mut n[0], now, "127.0.0.1:3000", &d);
+        assert_eq!(delivered(&mut n[0]), [(addr(B), 6)]);
+        assert_eq!(
+            n[0].find_peer(&addr(B)),
+            n[0].find_peer(&addr("127.0.0.1:3000"))
+        );
+        assert_eq!(n[0].alias_counts(), (1, 1));
+    }
+}
+
+#[test]
+fn forged_packets_from_new_ports_are_nobodys() {
+    for key in [None, Some("a job key of sixteen or more")] {
+        let mut n = pair(key);
+        let now = Instant(1_000_000);
+        let d = request_from_b(&mut n, now, 5);
+        let stale = n[0].stats().stale_dropped;
+        // another host's port, with the right tag: not B's
+        feed(&mut n[0], now, "127.0.0.2:3000", &d);
+        // the tag of no association
+        let wrong = request_from_b_tagged(&mut n, now, 9, 0xEE);
+        feed(&mut n[0], now, "127.0.0.1:3001", &wrong);
+        assert_eq!(delivered(&mut n[0]), [], "{key:?}");
+        assert_eq!(n[0].alias_counts(), (0, 0));
+        assert_eq!(n[0].stats().stale_dropped, stale + 2);
+        if key.is_some() {
+            // B's tag, another body: the seal fails, nothing is learnt
+            let mut forged = d.clone();
+            let last = forged[0].len() - 20;
+            forged[0][last] ^= 1;
+            feed(&mut n[0], now, "127.0.0.1:3002", &forged);
+            assert_eq!(delivered(&mut n[0]), []);
+            assert_eq!(n[0].alias_counts(), (0, 0));
+        }
+        // B's own packet from B's host still gets through
+        feed(&mut n[0], now, "127.0.0.1:3003", &d);
+        assert_eq!(delivered(&mut n[0]), [(addr(B), 5)]);
+    }
+}
+
+#[test]
+fn a_peer_has_one_alias_and_a_peer_made_at_it_takes_it_back() {
+    let mut n = pair(None);
+    let now = Instant(1_000_000);
+    let d = request_from_b(&mut n, now, 1);
+    feed(&mut n[0], now, "127.0.0.1:3000", &d);
+    let d = request_from_b(&mut n, now, 2);
+    feed(&mut n[0], now, "127.0.0.1:3001", &d);
+    assert_eq!(delivered(&mut n[0]), [(addr(B), 1), (addr(B), 2)]);
+    // the second replaced the first
+    assert_eq!(n[0].alias_counts(), (2, 1));
+    assert_eq!(n[0].find_peer(&addr("127.0.0.1:3000")), None);
+    // a peer of its own at the alias (a new process bound to the port):
+    // the alias is B's no more, and B is still B
+    n[0].connect(now, addr("127.0.0.1:3001"));
+    assert_eq!(n[0].alias_counts(), (2, 0));
+    let (b, c) = (
+        n[0].find_peer(&addr(B)),
+        n[0].find_peer(&addr("127.0.0.1:3001")),
+    );
+    assert!(b.is_some() && c.is_some() && b != c);
+}
+
+#[test]
+fn looking_tags_up_for_new_ports_is_rate_limited() {
+    let cfg = ProtoConfig {
+        unsolicited_rate: 1,
+        unsolicited_burst: 3,
+        ..ProtoConfig::default()
+    };
+    let mut n = [
+        Protocol::new(cfg.clone(), &[0x10; 32]),
+        Protocol::new(cfg, &[0x20; 32]),
+    ];
+    n[0].associate_at(addr(B), 0xA0, 0xB1);
+    n[1].associate_at(addr(A), 0xB1, 0xA0);
+    let now = Instant(1_000_000);
+    // (from another pair: the request's sequence number is B's first)
+    let wrong = request_from_b_tagged(&mut pair(None), now, 9, 0xEE);
+    let d = request_from_b(&mut n, now, 1);
+    for port in 3000..3003 {
+        feed(&mut n[0], now, &format!("127.0.0.1:{port}"), &wrong);
+    }
+    // the walks are spent: B's true packet from a new port waits
+    feed(&mut n[0], now, "127.0.0.1:3100", &d);
+    assert_eq!(delivered(&mut n[0]), []);
+    // a second later there is one again
+    feed(
+        &mut n[0],
+        Instant(now.0 + 1_000_000_000),
+        "127.0.0.1:3100",
+        &d,
+    );
+    assert_eq!(delivered(&mut n[0]), [(addr(B), 1)]);
+}
