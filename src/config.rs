@@ -43,6 +43,9 @@ pub struct Config {
     /// `RAMP_SHM_EXPRESS`: short requests and their replies to a peer
     /// reached by a shared-memory ring go straight into it (`am/express.rs`).
     pub shm_express: bool,
+    /// `RAMP_UDP_CONNECT`: an association's packets leave through a socket
+    /// connected to the peer (`net/udp_conns.rs`).
+    pub udp_connect: bool,
     /// `RAMP_REQUEST_BATCH`: most requests held back to leave together
     /// (`am/request.rs`'s `Batch`); 0 or 1: none.
     pub request_batch: u16,
@@ -188,6 +191,7 @@ impl Default for Config {
             transport: TransportChoice::Auto,
             shm_express: true,
             request_batch: DEFAULT_REQUEST_BATCH,
+            udp_connect: true,
             clock_counter: true,
         }
     }
@@ -224,6 +228,7 @@ pub const AUTH: &str = "RAMP_AUTH";
 pub const TRANSPORT: &str = "RAMP_TRANSPORT";
 pub const SHM_EXPRESS: &str = "RAMP_SHM_EXPRESS";
 pub const REQUEST_BATCH: &str = "RAMP_REQUEST_BATCH";
+pub const UDP_CONNECT: &str = "RAMP_UDP_CONNECT";
 pub const CLOCK: &str = "RAMP_CLOCK";
 /// The most requests in a batch: as many packets as the sender joins into
 /// one datagram (`proto/outbox.rs`'s `SEND_BUNDLE_MAX`); also the default.
@@ -536,6 +541,12 @@ pub const VARIABLES: &[Var] = &[
         aliases: &[],
         meaning: "most small requests sent as one datagram (default 32, at most 32; 0 or 1: none held): a request to a peer reached over UDP that still owes the answer to an earlier request waits until the batch is full or the endpoint's next poll, wait or request, or the progress thread's next pass; a lone request (a ping-pong's) never waits",
         set: |c, v| int(v, 0, MAX_REQUEST_BATCH as u64).map(|x| c.request_batch = x as u16),
+    },
+    Var {
+        name: UDP_CONNECT,
+        aliases: &[],
+        meaning: "1 (default): the packets of an association with a peer reached over UDP leave through a socket connected to that peer, bound to a port of its own (the kernel then looks the route up once, not for every datagram; the peer takes the port as ours from the association's tag), for up to 8 peers an endpoint; 0: every packet leaves through the endpoint's own socket",
+        set: |c, v| flag(v).map(|x| c.udp_connect = x),
     },
     Var {
         name: CLOCK,

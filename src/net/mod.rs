@@ -14,6 +14,7 @@ pub(crate) mod mem;
 mod shm;
 mod transports;
 mod udp;
+mod udp_conns;
 
 use std::io;
 use std::net::SocketAddr;
@@ -241,7 +242,8 @@ pub fn open(cfg: &crate::config::Config) -> io::Result<Transports> {
 /// transaction log binds the address it had).
 pub fn open_at(cfg: &crate::config::Config, addr: SocketAddr) -> io::Result<Transports> {
     use crate::config::TransportChoice;
-    let udp = UdpTransport::bind(addr, cfg.socket_buffer)?;
+    let mut udp = UdpTransport::bind(addr, cfg.socket_buffer)?;
+    udp.set_connect(cfg.udp_connect);
     let local = udp.local_addr();
     let mut set = Transports::new(faulty(udp, cfg));
     let shm = match cfg.transport {

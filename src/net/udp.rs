@@ -6,6 +6,7 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
+use super::udp_conns::Conns;
 use super::{DatagramSink, Gathered, Transport, RECV_BATCH, RECV_SLOT};
 use crate::sys::{BatchReceiver, BatchSender};
 use crate::time::Instant;
@@ -24,6 +25,11 @@ pub struct UdpTransport {
     /// which is made without converting it again.
     last_to: SocketAddr,
     last_raw: SockAddr,
+    /// Sockets connected to peers (`udp_conns.rs`), None: sends go
+    /// through `sock` only (`RAMP_UDP_CONNECT=0`).
+    conns: Option<Conns>,
+    /// Receives in a row that found nothing (every 16th reads `conns`).
+    empty: u32,
 }
 
 impl UdpTransport {
@@ -56,7 +62,58 @@ impl UdpTransport {
             singles: 0,
             last_to: local,
             last_raw: SockAddr::from(local),
+            conns: Some(Conns::new()),
+            empty: 0,
         })
+    }
+
+    /// Whether the packets of associations go through sockets connected
+    /// to their peers (default: yes).
+    pub fn set_connect(&mut self, on: bool) {
+        self.conns = on.then(Conns::new);
+    }
+
+    /// Connected sockets made so far, and standing now.
+    #[cfg(test)]
+    pub fn connected(&self) -> (u64, usize) {
+        self.conns.as_ref().map_or((0, 0), |c| (c.made, c.len()))
+    }
+
+    /// Every 16th receive in a row that found nothing: what came to the
+    /// connected sockets (answers to their packets, rare), as from their peers.
+    fn after_empty(&mut self, each: &mut DatagramSink<'_>) -> usize {
+        self.empty = self.empty.wrapping_add(1);
+        let Some(conns) = &mut self.conns else {
+            return 0;
+        };
+        if !self.empty.is_multiple_of(16) {
+            return 0;
+        }
+        let mut n = 0;
+        conns.drain(self.batch.slot(0), &mut |d, from| {
+            each(Some((d, from)));
+            n += 1;
+        });
+        n
+    }
+}
+
+/// `send`'s outcome: a datagram the kernel could not take is lost like
+/// any other (the protocol resends it).
+fn sent(mut send: impl FnMut() -> io::Result<usize>) -> io::Result<()> {
+    loop {
+        match send() {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.raw_os_error() == Some(libc::ENOBUFS)
+                    || e.kind() == io::ErrorKind::ConnectionRefused =>
+            {
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -82,25 +139,21 @@ impl UdpTransport {
 
 impl Transport for UdpTransport {
     fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
+        if let Some(conns) = &mut self.conns {
+            // an association's packet: through the socket connected to
+            // the peer (a handshake's comes from the endpoint's own address)
+            if crate::wire::association_vtag(dgram).is_some() {
+                if let Some(s) = conns.socket_for(self.local, to) {
+                    return sent(|| s.send(dgram));
+                }
+            }
+        }
         if to != self.last_to {
             self.last_to = to;
             self.last_raw = SockAddr::from(to);
         }
-        loop {
-            match SockRef::from(&self.sock).send_to(dgram, &self.last_raw) {
-                Ok(_) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e)
-                    if e.kind() == io::ErrorKind::WouldBlock
-                        || e.raw_os_error() == Some(libc::ENOBUFS)
-                        || e.kind() == io::ErrorKind::ConnectionRefused =>
-                {
-                    // Lost like any datagram; the protocol resends it.
-                    return Ok(());
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        let (sock, raw) = (&self.sock, &self.last_raw);
+        sent(|| SockRef::from(sock).send_to(dgram, raw))
     }
 
     fn send_batch(
@@ -141,10 +194,18 @@ impl Transport for UdpTransport {
                 }
             };
             self.found(want, n);
+            if n == 0 {
+                return Ok(self.after_empty(each));
+            }
+            self.empty = 0;
             return Ok(n);
         }
         let n = self.batch.recv(self.sock.as_raw_fd(), want)?;
         self.found(want, n);
+        if n == 0 {
+            return Ok(self.after_empty(each));
+        }
+        self.empty = 0;
         for i in 0..n {
             match self.batch.datagram(i) {
                 (Some(d), Some(from)) => each(Some((d, from))),
@@ -166,6 +227,7 @@ impl Transport for UdpTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::udp_conns::MAX_CONNS;
 
     fn take(t: &mut UdpTransport) -> usize {
         let mut got = 0;
@@ -228,5 +290,82 @@ mod tests {
             assert_eq!(take(&mut t), 1);
         }
         assert_eq!(asked, [1, 1, 2, 1, 1, 2, 1, 1, 2]);
+    }
+
+    /// A datagram that starts as an association's packet (a DATA).
+    fn data_packet() -> Vec<u8> {
+        let mut d = vec![0u8; 40];
+        d[3] = crate::wire::PacketType::Data as u8;
+        d
+    }
+
+    /// An association's packets leave from a port of their own connected
+    /// to the peer, a handshake's from the endpoint's; what the peer sends
+    /// back to that port is read after 16 empty receives, as from the
+    /// peer; `set_connect(false)`: everything from the endpoint's port.
+    #[test]
+    fn association_packets_leave_through_a_socket_connected_to_the_peer() {
+        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let peer_addr = peer.local_addr().unwrap();
+        let mut buf = [0u8; 64];
+        let now = Instant::ZERO;
+        t.send(now, peer_addr, &data_packet()).unwrap();
+        let (_, conn) = peer.recv_from(&mut buf).unwrap();
+        assert_eq!(conn.ip(), t.local_addr().ip());
+        assert_ne!(conn, t.local_addr(), "another port");
+        assert_eq!(t.connected(), (1, 1));
+        t.send(now, peer_addr, &data_packet()).unwrap();
+        assert_eq!(
+            peer.recv_from(&mut buf).unwrap().1,
+            conn,
+            "the same socket again"
+        );
+        t.send(now, peer_addr, b"a handshake's").unwrap();
+        assert_eq!(peer.recv_from(&mut buf).unwrap().1, t.local_addr());
+        // an answer to the connected port
+        peer.send_to(b"abc", conn).unwrap();
+        let mut from = Vec::new();
+        for _ in 0..16 {
+            t.recv_batch(&mut |d| from.push(d.map(|(b, f)| (b.to_vec(), f))))
+                .unwrap();
+        }
+        assert_eq!(from, [Some((b"abc".to_vec(), peer_addr))]);
+        t.set_connect(false);
+        t.send(now, peer_addr, &data_packet()).unwrap();
+        assert_eq!(peer.recv_from(&mut buf).unwrap().1, t.local_addr());
+        assert_eq!(t.connected(), (0, 0));
+    }
+
+    /// At most `MAX_CONNS` peers get a connected socket; the next peer is
+    /// sent to unconnected until one of them has been idle long enough.
+    #[test]
+    fn connected_sockets_are_few_and_go_to_the_busy_peers() {
+        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let peers: Vec<UdpSocket> = (0..MAX_CONNS + 1)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let mut buf = [0u8; 64];
+        let now = Instant::ZERO;
+        let mut from = |t: &mut UdpTransport, p: &UdpSocket| {
+            t.send(now, p.local_addr().unwrap(), &data_packet())
+                .unwrap();
+            p.recv_from(&mut buf).unwrap().1
+        };
+        for p in &peers[..MAX_CONNS] {
+            assert_ne!(from(&mut t, p), t.local_addr());
+        }
+        let last = &peers[MAX_CONNS];
+        assert_eq!(from(&mut t, last), t.local_addr(), "no room");
+        assert_eq!(t.connected(), (MAX_CONNS as u64, MAX_CONNS));
+        // the first peers stay busy; the last one idle for long enough
+        for _ in 0..5000 {
+            for p in &peers[1..MAX_CONNS] {
+                from(&mut t, p);
+            }
+        }
+        assert_ne!(from(&mut t, last), t.local_addr(), "the idle one's place");
+        assert_eq!(t.connected(), (MAX_CONNS as u64 + 1, MAX_CONNS));
+        assert_eq!(from(&mut t, &peers[0]), t.local_addr(), "the first lost it");
     }
 }
