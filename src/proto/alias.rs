@@ -72,6 +72,7 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// Aliases learnt so far (a new one for a peer counts again), and those
     /// standing now.
+    #[cfg(test)]
     pub fn alias_counts(&self) -> (u64, usize) {
         (self.aliases_learned, self.aliases.len())
     }

@@ -15,6 +15,10 @@ const H_TO_RAW: u8 = 12;
 const H_XFER: u8 = 13;
 const H_XFER_ACK: u8 = 14;
 const RAW_END: &[u8] = b"END";
+/// Starts the raw ping-pong over connected sockets: the server answers
+/// from a socket of its own connected to the sender, echoes there until
+/// `RAW_END`.
+const CONNECTED_START: &[u8] = b"CONNECTED";
 /// Starts the raw blast (the server counts what arrives, answers with
 /// the count every `BLAST_ACK_EVERY` datagrams) and ends it (the server
 /// answers with the final count).
@@ -66,6 +70,45 @@ pub(crate) fn open_or_exit(role: &str) -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
         eprintln!("ramp {role}: {e}");
         std::process::exit(2)
     })
+}
+
+/// The raw echo over a socket connected to `from` (made here, on `raw`'s
+/// address): what a sender that looks its route up once gets.
+fn connected_echo(raw: &UdpSocket, from: SocketAddr, stop: &AtomicBool) {
+    let c = UdpSocket::bind(SocketAddr::new(raw.local_addr().unwrap().ip(), 0)).unwrap();
+    c.connect(from).unwrap();
+    c.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 2048];
+    let _ = c.send(CONNECTED_START);
+    while !stop.load(Ordering::Relaxed) {
+        match c.recv(&mut buf) {
+            Ok(n) if &buf[..n] == RAW_END => return,
+            Ok(n) => {
+                let _ = c.send(&buf[..n]);
+            }
+            Err(_) => std::hint::spin_loop(),
+        }
+    }
+}
+
+/// The client's end of `connected_echo`: a socket beside `raw`, connected
+/// to the server's echo socket.
+fn connected_to_echo(raw: &UdpSocket, raw_addr: SocketAddr) -> UdpSocket {
+    let c = UdpSocket::bind(SocketAddr::new(raw.local_addr().unwrap().ip(), 0)).unwrap();
+    c.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 64];
+    loop {
+        c.send_to(CONNECTED_START, raw_addr).unwrap();
+        let t = StdInstant::now();
+        while t.elapsed().as_millis() < 100 {
+            if let Ok((n, echo)) = c.recv_from(&mut buf) {
+                if &buf[..n] == CONNECTED_START {
+                    c.connect(echo).unwrap();
+                    return c;
+                }
+            }
+        }
+    }
 }
 
 /// A plain UDP socket beside the endpoint, with kernel buffers as large as
@@ -127,6 +170,10 @@ pub fn server_main() -> i32 {
                         }
                         if &buf[..n] == BLAST_START {
                             blast_receiver(&raw, from, &stop);
+                            continue;
+                        }
+                        if &buf[..n] == CONNECTED_START {
+                            connected_echo(&raw, from, &stop);
                             continue;
                         }
                         let _ = raw.send_to(&buf[..n], from);
@@ -427,6 +474,7 @@ pub fn client_main(args: &[String]) -> i32 {
     let ping = [7u8; RAW_SIZE];
 
     let (mut raw_m, mut raw_p) = (vec![], vec![]);
+    let (mut rawc_m, mut rawc_p) = (vec![], vec![]);
     let (mut r0_m, mut r0_p) = (vec![], vec![]);
     let (mut rt_m, mut rt_p) = (vec![], vec![]);
     let (mut r4_m, mut r4_p) = (vec![], vec![]);
@@ -456,6 +504,22 @@ pub fn client_main(args: &[String]) -> i32 {
         });
         raw_m.push(m);
         raw_p.push(p99);
+        // the same over connected sockets (as ramp's, `net/udp_conns.rs`)
+        let c = connected_to_echo(&raw, raw_addr);
+        let (m, p99) = time_round_trips(iters, || {
+            c.send(&ping).unwrap();
+            loop {
+                if let Ok(n) = c.recv(&mut buf) {
+                    if n == RAW_SIZE {
+                        break;
+                    }
+                }
+                std::hint::spin_loop();
+            }
+        });
+        rawc_m.push(m);
+        rawc_p.push(p99);
+        c.send(RAW_END).unwrap();
         raw.send_to(RAW_END, raw_addr).unwrap();
         in_raw = false;
         for (args, ms, ps, rx) in [
@@ -500,9 +564,14 @@ pub fn client_main(args: &[String]) -> i32 {
         &mut raw_m,
         &mut raw_p,
     );
+    line("raw UDP ping-pong, connected", &mut rawc_m, &mut rawc_p);
     line("ramp short request/reply, 0 args", &mut r0_m, &mut r0_p);
     line("ramp short request/reply, 4 args", &mut r4_m, &mut r4_p);
     let (rt_med, r0_med) = (median(&mut rt_m), median(&mut r0_m));
+    println!(
+        "ramp 0-arg round trip / raw connected ping-pong {:.2}x (ramp sends through connected sockets: RAMP_UDP_CONNECT)",
+        r0_med / median(&mut rawc_m)
+    );
     println!(
         "{:<34} median {rt_med:7.2} us   p99 {:7.2} us   ratio to the plain 0-arg {:.2}x",
         "ramp transaction round trip, 0 args",
