@@ -189,6 +189,12 @@ impl Endpoint {
         // prove once that they are of the same job (`net/shm_proof.rs`)
         let mut transports = transports;
         transports.set_express_prover(super::express::prover(proto.config().mac.as_ref()));
+        // an association's packets leave through sockets connected to
+        // their peers (the peer takes the port as ours: `proto/alias.rs`)
+        transports.set_connectable(
+            cfg.udp_connect
+                .then_some(association_packet as fn(&[u8]) -> bool),
+        );
         let express = super::express::ExpressState::new(cfg.shm_express);
         let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {
@@ -407,4 +413,10 @@ impl Endpoint {
     pub(crate) fn is_ready(&self) -> bool {
         self.with(|s| s.depth.is_some())
     }
+}
+
+/// Whether a datagram is an association's (a DATA, ACK or NACK first: what
+/// the peer can take from another port of ours, `proto/alias.rs`).
+fn association_packet(d: &[u8]) -> bool {
+    crate::wire::association_vtag(d).is_some()
 }

@@ -63,6 +63,11 @@ pub(crate) fn send_each<T: Transport + ?Sized>(
 }
 
 /// A datagram transport serving one endpoint.
+/// Which datagrams may leave through a socket connected to their peer
+/// (`Transport::set_connectable`): the AM layer's answer, an association's
+/// packets (the wire's format is above this layer).
+pub type Connectable = fn(&[u8]) -> bool;
+
 /// A keyed hash of a context under the job key (`set_express_prover`).
 pub type ExpressProver = std::sync::Arc<dyn Fn(&[u8]) -> [u8; 32] + Send + Sync>;
 
@@ -193,6 +198,9 @@ pub trait Transport: Send {
     /// belong to the same job (`shm.rs`); None: no job key. Set before
     /// any ring is opened.
     fn set_express_prover(&mut self, _prover: Option<ExpressProver>) {}
+    /// UDP: the datagrams `f` picks leave through a socket connected to
+    /// their peer (`udp_conns.rs`); None (the start): none do.
+    fn set_connectable(&mut self, _f: Option<Connectable>) {}
     /// Shared memory: express records read from rings whose sender did not
     /// prove it holds our job key (or holds one we lack) and dropped
     /// unread, since the last call.
@@ -242,8 +250,7 @@ pub fn open(cfg: &crate::config::Config) -> io::Result<Transports> {
 /// transaction log binds the address it had).
 pub fn open_at(cfg: &crate::config::Config, addr: SocketAddr) -> io::Result<Transports> {
     use crate::config::TransportChoice;
-    let mut udp = UdpTransport::bind(addr, cfg.socket_buffer)?;
-    udp.set_connect(cfg.udp_connect);
+    let udp = UdpTransport::bind(addr, cfg.socket_buffer)?;
     let local = udp.local_addr();
     let mut set = Transports::new(faulty(udp, cfg));
     let shm = match cfg.transport {

@@ -220,6 +220,13 @@ impl Transports {
         self.list[..last].iter_mut().any(|t| t.express_open(to))
     }
 
+    /// `Transport::set_connectable` on every transport.
+    pub fn set_connectable(&mut self, f: Option<super::Connectable>) {
+        for t in &mut self.list {
+            t.set_connectable(f);
+        }
+    }
+
     /// `Transport::set_express_prover` on the transports besides the
     /// fallback.
     pub fn set_express_prover(&mut self, prover: Option<super::ExpressProver>) {

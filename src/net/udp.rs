@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
 use super::udp_conns::Conns;
-use super::{DatagramSink, Gathered, Transport, RECV_BATCH, RECV_SLOT};
+use super::{Connectable, DatagramSink, Gathered, Transport, RECV_BATCH, RECV_SLOT};
 use crate::sys::{BatchReceiver, BatchSender};
 use crate::time::Instant;
 
@@ -25,11 +25,15 @@ pub struct UdpTransport {
     /// which is made without converting it again.
     last_to: SocketAddr,
     last_raw: SockAddr,
-    /// Sockets connected to peers (`udp_conns.rs`), None: sends go
-    /// through `sock` only (`RAMP_UDP_CONNECT=0`).
-    conns: Option<Conns>,
+    /// Sockets connected to peers (`udp_conns.rs`), for the datagrams
+    /// `connectable` picks (None: every datagram goes through `sock`).
+    conns: Conns,
+    connectable: Option<Connectable>,
     /// Receives in a row that found nothing (every 16th reads `conns`).
     empty: u32,
+    /// When `conns` were last read (they are, at least every millisecond
+    /// an empty receive comes: an endpoint that sleeps between timers).
+    drained: Instant,
 }
 
 impl UdpTransport {
@@ -62,35 +66,35 @@ impl UdpTransport {
             singles: 0,
             last_to: local,
             last_raw: SockAddr::from(local),
-            conns: Some(Conns::new()),
+            conns: Conns::new(buffer),
+            connectable: None,
             empty: 0,
+            drained: Instant::ZERO,
         })
-    }
-
-    /// Whether the packets of associations go through sockets connected
-    /// to their peers (default: yes).
-    pub fn set_connect(&mut self, on: bool) {
-        self.conns = on.then(Conns::new);
     }
 
     /// Connected sockets made so far, and standing now.
     #[cfg(test)]
     pub fn connected(&self) -> (u64, usize) {
-        self.conns.as_ref().map_or((0, 0), |c| (c.made, c.len()))
+        (self.conns.made, self.conns.len())
     }
 
-    /// Every 16th receive in a row that found nothing: what came to the
-    /// connected sockets (answers to their packets, rare), as from their peers.
+    /// Every 16th receive in a row that found nothing, and any a
+    /// millisecond after the last reading: what came to the connected sockets (answers to their packets, rare), as from their peers.
     fn after_empty(&mut self, each: &mut DatagramSink<'_>) -> usize {
         self.empty = self.empty.wrapping_add(1);
-        let Some(conns) = &mut self.conns else {
-            return 0;
-        };
-        if !self.empty.is_multiple_of(16) {
+        if self.connectable.is_none() {
             return 0;
         }
+        if !self.empty.is_multiple_of(16) {
+            let now = Instant::now();
+            if now.since(self.drained) < crate::time::MILLIS {
+                return 0;
+            }
+            self.drained = now;
+        }
         let mut n = 0;
-        conns.drain(self.batch.slot(0), &mut |d, from| {
+        self.conns.drain(self.batch.slot(0), &mut |d, from| {
             each(Some((d, from)));
             n += 1;
         });
@@ -139,13 +143,11 @@ impl UdpTransport {
 
 impl Transport for UdpTransport {
     fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
-        if let Some(conns) = &mut self.conns {
-            // an association's packet: through the socket connected to
-            // the peer (a handshake's comes from the endpoint's own address)
-            if crate::wire::association_vtag(dgram).is_some() {
-                if let Some(s) = conns.socket_for(self.local, to) {
-                    return sent(|| s.send(dgram));
-                }
+        // an association's packet: through the socket connected to the
+        // peer (a handshake's comes from the endpoint's own address)
+        if self.connectable.is_some_and(|f| f(dgram)) {
+            if let Some(s) = self.conns.socket_for(self.local, to) {
+                return sent(|| s.send(dgram));
             }
         }
         if to != self.last_to {
@@ -222,6 +224,13 @@ impl Transport for UdpTransport {
     fn fd(&self) -> RawFd {
         self.sock.as_raw_fd()
     }
+
+    fn set_connectable(&mut self, f: Option<Connectable>) {
+        if f.is_none() {
+            self.conns = Conns::new(self.conns.buffer);
+        }
+        self.connectable = f;
+    }
 }
 
 #[cfg(test)]
@@ -292,20 +301,28 @@ mod tests {
         assert_eq!(asked, [1, 1, 2, 1, 1, 2, 1, 1, 2]);
     }
 
-    /// A datagram that starts as an association's packet (a DATA).
+    /// A datagram the tests' `connectable` picks.
     fn data_packet() -> Vec<u8> {
-        let mut d = vec![0u8; 40];
-        d[3] = crate::wire::PacketType::Data as u8;
-        d
+        b"D: an association's packet".to_vec()
+    }
+
+    fn connectable(d: &[u8]) -> bool {
+        d.first() == Some(&b'D')
+    }
+
+    fn connecting() -> UdpTransport {
+        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        t.set_connectable(Some(connectable));
+        t
     }
 
     /// An association's packets leave from a port of their own connected
     /// to the peer, a handshake's from the endpoint's; what the peer sends
     /// back to that port is read after 16 empty receives, as from the
-    /// peer; `set_connect(false)`: everything from the endpoint's port.
+    /// peer; `set_connectable(None)`: everything from the endpoint's port.
     #[test]
     fn association_packets_leave_through_a_socket_connected_to_the_peer() {
-        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let mut t = connecting();
         let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
         let peer_addr = peer.local_addr().unwrap();
         let mut buf = [0u8; 64];
@@ -331,7 +348,7 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(from, [Some((b"abc".to_vec(), peer_addr))]);
-        t.set_connect(false);
+        t.set_connectable(None);
         t.send(now, peer_addr, &data_packet()).unwrap();
         assert_eq!(peer.recv_from(&mut buf).unwrap().1, t.local_addr());
         assert_eq!(t.connected(), (0, 0));
@@ -341,7 +358,7 @@ mod tests {
     /// sent to unconnected until one of them has been idle long enough.
     #[test]
     fn connected_sockets_are_few_and_go_to_the_busy_peers() {
-        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        let mut t = connecting();
         let peers: Vec<UdpSocket> = (0..MAX_CONNS + 1)
             .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
             .collect();

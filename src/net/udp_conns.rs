@@ -1,15 +1,15 @@
 //! Sockets of a UDP endpoint connected to its busiest peers, to send the
 //! packets of their associations through. The kernel looks a connected
 //! socket's route up once, an unconnected one's for every datagram: on
-//! this machine's loopback a round trip of two sends is ~0.85 us faster
-//! (`scripts/udp-connected-send.sh`, 5.8 against 6.6 us). Each is bound
-//! to a port of its own (bound to the endpoint's, a connected socket would
-//! take the peer's datagrams from the endpoint's socket), so the peer
-//! learns the port as our alias (`proto/alias.rs`). Nothing is sent to
-//! it but what answers a packet from it (an ABORT for a tag the peer
-//! lost): read now and then (`drain`), taken as coming from the peer.
-//! At most `MAX_CONNS`; a full set takes a new peer in place of one idle
-//! for `IDLE_SENDS` sends.
+//! this machine's loopback a raw round trip is ~1.4 us shorter over
+//! connected sockets (`ramp bench` prints both ping-pongs: 6.1 against
+//! 7.6 us). Each is bound to a port of its own (bound to the endpoint's,
+//! a connected socket would take the peer's datagrams from the endpoint's
+//! socket), so the peer learns the port as our alias (`proto/alias.rs`).
+//! Nothing is sent to it but what answers a packet from it (an ABORT for
+//! a tag the peer lost): read now and then (`drain`), taken as coming
+//! from the peer. At most `MAX_CONNS`; a full set takes a new peer in
+//! place of one idle for `IDLE_SENDS` sends.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -29,15 +29,18 @@ struct Conn {
 
 pub struct Conns {
     list: Vec<Conn>,
+    /// Kernel buffer sizes of each (the endpoint's own).
+    pub buffer: usize,
     sends: u64,
     /// Sockets made so far (each peer's, and each after a failed one).
     pub made: u64,
 }
 
 impl Conns {
-    pub fn new() -> Conns {
+    pub fn new(buffer: usize) -> Conns {
         Conns {
             list: Vec::new(),
+            buffer,
             sends: 0,
             made: 0,
         }
@@ -77,7 +80,7 @@ impl Conns {
             }
             i
         };
-        let sock = connected(local, to).ok();
+        let sock = connected(local, to, self.buffer).ok();
         self.made += u64::from(sock.is_some());
         self.list[i] = Conn {
             to,
@@ -111,10 +114,19 @@ impl Conns {
     }
 }
 
-/// A non-blocking socket on `local`'s address (another port) connected to `to`.
-fn connected(local: SocketAddr, to: SocketAddr) -> io::Result<UdpSocket> {
-    let s = UdpSocket::bind(SocketAddr::new(local.ip(), 0))?;
+/// A non-blocking socket on `local`'s address (another port) connected
+/// to `to`, with kernel buffers of `buffer` bytes (as far as the system
+/// allows).
+fn connected(local: SocketAddr, to: SocketAddr, buffer: usize) -> io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
+    if local.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    let _ = s.set_recv_buffer_size(buffer);
+    let _ = s.set_send_buffer_size(buffer);
     s.set_nonblocking(true)?;
-    s.connect(to)?;
-    Ok(s)
+    s.bind(&SocketAddr::new(local.ip(), 0).into())?;
+    s.connect(&to.into())?;
+    Ok(s.into())
 }

@@ -8,30 +8,50 @@
 //! from then on the address stands for the peer. A peer has at most one
 //! alias (a new one replaces the old), the alias goes with the peer's
 //! slot, and a peer that appears at an alias address (a new process
-//! bound to the port) takes it back. Looking a tag up walks the peers:
-//! the walks are rate-limited as unsolicited answers are, so a flood of
-//! forged packets from new ports costs a bounded effort.
+//! bound to the port) takes it back. Tags are looked up in a map of the
+//! peers' tags, made again (a walk over the peers) when a tag is not in
+//! it, at most at the rate of unsolicited answers: a flood of forged
+//! packets from new ports costs a bounded effort and keeps no peer out.
 
 use super::*;
 
 impl<A: PeerAddr> Protocol<A> {
     /// The slot of the live peer on `from`'s host whose association takes
     /// `vtag`, for a packet from `from`, an address no peer has: None when
-    /// there is none, or when the rate of walks is spent.
+    /// there is none. Looked up in `tags`, the peers' tags as of its last
+    /// making; a tag it lacks makes it again, at most at the rate of
+    /// unsolicited answers: a flood of unknown tags costs a bounded effort,
+    /// and the tags of the associations opened before its last making
+    /// (a peer's, whose packets come from a new port) are found all the same.
     pub(super) fn alias_candidate(&mut self, now: Instant, from: &A, vtag: u64) -> Option<usize> {
         if self.slots.contains_key(from) || self.aliases.contains_key(from) {
             return None;
+        }
+        if let Some(s) = self.tagged(from, vtag) {
+            return Some(s);
         }
         let (rate, burst) = (self.cfg.unsolicited_rate, self.cfg.unsolicited_burst);
         if !self.alias_scans.take(now, rate, burst) {
             return None;
         }
-        let slots = &self.slots;
-        self.peers.iter().enumerate().position(|(i, p)| {
-            p.addr.same_host(from)
-                && p.assoc.accepts(vtag)
-                && slots.get(&p.addr) == Some(&(i as u32))
-        })
+        self.tags.clear();
+        for (i, p) in self.peers.iter().enumerate() {
+            if p.assoc.local_tag != 0 && self.slots.get(&p.addr) == Some(&(i as u32)) {
+                self.tags.insert(p.assoc.local_tag, i as u32);
+            }
+        }
+        self.tag_walks += 1;
+        self.tagged(from, vtag)
+    }
+
+    /// `tags`' live peer on `from`'s host whose association takes `vtag`.
+    fn tagged(&self, from: &A, vtag: u64) -> Option<usize> {
+        let s = *self.tags.get(&vtag)? as usize;
+        let p = self.peers.get(s)?;
+        (p.addr.same_host(from)
+            && p.assoc.accepts(vtag)
+            && self.slots.get(&p.addr) == Some(&(s as u32)))
+        .then_some(s)
     }
 
     /// Under CRC32C: the slot of the peer whose alias `from` becomes, for
@@ -75,5 +95,11 @@ impl<A: PeerAddr> Protocol<A> {
     #[cfg(test)]
     pub fn alias_counts(&self) -> (u64, usize) {
         (self.aliases_learned, self.aliases.len())
+    }
+
+    /// Walks over the peers to make `tags` so far.
+    #[cfg(test)]
+    pub fn tag_walks(&self) -> u64 {
+        self.tag_walks
     }
 }

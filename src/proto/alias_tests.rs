@@ -164,8 +164,11 @@ fn a_peer_has_one_alias_and_a_peer_made_at_it_takes_it_back() {
     assert!(b.is_some() && c.is_some() && b != c);
 }
 
+/// Unknown tags from new ports walk the peers at most at the rate of
+/// unsolicited answers, and a flood of them keeps no peer's packets from
+/// a new port out.
 #[test]
-fn looking_tags_up_for_new_ports_is_rate_limited() {
+fn a_flood_of_unknown_tags_walks_the_peers_at_a_bounded_rate() {
     let cfg = ProtoConfig {
         unsolicited_rate: 1,
         unsolicited_burst: 3,
@@ -180,19 +183,27 @@ fn looking_tags_up_for_new_ports_is_rate_limited() {
     let now = Instant(1_000_000);
     // (from another pair: the request's sequence number is B's first)
     let wrong = request_from_b_tagged(&mut pair(None), now, 9, 0xEE);
-    let d = request_from_b(&mut n, now, 1);
-    for port in 3000..3003 {
+    for port in 3000..3100 {
         feed(&mut n[0], now, &format!("127.0.0.1:{port}"), &wrong);
     }
-    // the walks are spent: B's true packet from a new port waits
+    assert_eq!(n[0].tag_walks(), 3, "the burst, then none");
+    // B's packet from a new port: its tag is in the map
+    let d = request_from_b(&mut n, now, 1);
     feed(&mut n[0], now, "127.0.0.1:3100", &d);
+    assert_eq!(delivered(&mut n[0]), [(addr(B), 1)]);
+    // a peer associated after the last walk waits for the next one
+    n[0].associate_at(addr("127.0.0.1:4000"), 0xC0, 0xD1);
+    let mut c = pair(None);
+    c[1].associate_at(addr(A), 0xD1, 0xC0);
+    let d = request_from_b(&mut c, now, 2);
+    feed(&mut n[0], now, "127.0.0.1:4001", &d);
     assert_eq!(delivered(&mut n[0]), []);
-    // a second later there is one again
     feed(
         &mut n[0],
         Instant(now.0 + 1_000_000_000),
-        "127.0.0.1:3100",
+        "127.0.0.1:4001",
         &d,
     );
-    assert_eq!(delivered(&mut n[0]), [(addr(B), 1)]);
+    assert_eq!(delivered(&mut n[0]), [(addr("127.0.0.1:4000"), 2)]);
+    assert_eq!(n[0].tag_walks(), 4);
 }

@@ -155,8 +155,11 @@ pub struct Protocol<A: PeerAddr> {
     last_slot: usize,
     /// The slot of each peer's alias (`alias.rs`), at most one a peer.
     aliases: FxHashMap<A, u32>,
-    /// Look-ups of a tag among the peers for an alias (rate-limited).
+    /// The peers' tags (ours of their associations) as of the last walk
+    /// (`alias.rs`), and the walks left (rate-limited).
+    tags: FxHashMap<u64, u32>,
     alias_scans: TokenBucket,
+    tag_walks: u64,
     aliases_learned: u64,
     /// Peers with a timer set, by when to look at them (the earliest of
     /// their timers, or before) then slot: `handle_timeout` costs O(log n)
@@ -204,7 +207,9 @@ impl<A: PeerAddr> Protocol<A> {
             slots: FxHashMap::default(),
             last_slot: usize::MAX,
             aliases: FxHashMap::default(),
+            tags: FxHashMap::default(),
             alias_scans: TokenBucket::new(burst),
+            tag_walks: 0,
             aliases_learned: 0,
             timers: BinaryHeap::new(),
             due: Vec::new(),
