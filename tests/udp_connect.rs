@@ -1,0 +1,143 @@
+//! Connected sends over real sockets (`net/udp_conns.rs`, `proto/alias.rs`):
+//! an endpoint sends the packets of an association from a port of its
+//! own, connected to the peer, and its handshake from its name; what the
+//! peer sends back to that port (an ABORT: the peer restarted) is read and
+//! taken as the peer's, so the association ends at once (its request comes
+//! back) and the next request opens a new one, instead of resending into
+//! a port nobody reads. The peer here is a plain socket
+//! speaking the wire (`ramp::wire`), as a restarted process would.
+
+mod common;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ramp::am::{self, handler, BundleMode, Message};
+use ramp::wire::{self, Integrity, Packet};
+
+const TAG: u64 = 77;
+const I: Integrity = Integrity::Crc32c;
+
+/// The handshake from `s` (tag `my_tag`) with `to`, polled by `poll`:
+/// `to`'s tag.
+fn handshake(s: &UdpSocket, to: SocketAddr, my_tag: u64, poll: &dyn Fn()) -> u64 {
+    let mut init = Vec::new();
+    wire::encode_init(&mut init, &I, my_tag);
+    let mut buf = [0u8; 2048];
+    for _ in 0..100 {
+        s.send_to(&init, to).unwrap();
+        poll();
+        let Ok((n, _)) = s.recv_from(&mut buf) else {
+            continue;
+        };
+        if let Ok(Packet::InitAck {
+            resp_tag, cookie, ..
+        }) = wire::decode(&I, &buf[..n])
+        {
+            let mut echo = Vec::new();
+            wire::encode_cookie_echo(&mut echo, &I, resp_tag, cookie);
+            for _ in 0..100 {
+                s.send_to(&echo, to).unwrap();
+                poll();
+                if let Ok((n, _)) = s.recv_from(&mut buf) {
+                    if let Ok(Packet::CookieAck { .. }) = wire::decode(&I, &buf[..n]) {
+                        return resp_tag;
+                    }
+                }
+            }
+        }
+    }
+    panic!("no handshake with {to}");
+}
+
+#[test]
+fn an_abort_sent_to_the_connected_port_ends_the_association() {
+    let _watchdog = common::watchdog(
+        "udp_connect::an_abort_sent_to_the_connected_port_ends_the_association",
+        Duration::from_secs(60),
+    );
+    am::init().unwrap();
+    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
+    let e = am::allocate_endpoint(b.id).unwrap();
+    let peer = UdpSocket::bind(SocketAddr::new(e.addr().ip(), 0)).unwrap();
+    peer.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let pa = peer.local_addr().unwrap();
+    e.set_tag(TAG);
+    e.map(0, e.name(), TAG).unwrap();
+    e.map(1, ramp::am::EndpointName::from_addr(pa), TAG)
+        .unwrap();
+    let returned = Arc::new(AtomicU64::new(0));
+    let r = returned.clone();
+    e.set_handler(
+        0,
+        handler(move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    e.set_expected_resources(2, 8).unwrap();
+    let theirs = handshake(&peer, e.addr(), 0x5eed, &|| b.poll().unwrap());
+    e.request(1, &Message::short(10, &[1]), false).unwrap();
+    // the request's DATA: from another port of the endpoint's host
+    let mut buf = [0u8; 2048];
+    let t = Instant::now();
+    let conn = loop {
+        assert!(t.elapsed() < Duration::from_secs(10), "no DATA came");
+        b.poll().unwrap();
+        if let Ok((n, from)) = peer.recv_from(&mut buf) {
+            if let Ok(Packet::Data { common, .. }) = wire::decode(&I, &buf[..n]) {
+                assert_eq!(common.vtag, 0x5eed);
+                break from;
+            }
+        }
+    };
+    assert_eq!(conn.ip(), e.addr().ip());
+    assert_ne!(
+        conn,
+        e.addr(),
+        "an association's packet leaves from a port of its own"
+    );
+    // The peer "restarted": it answers the DATA with an ABORT, to the
+    // port the DATA came from, as any receiver answers a sender.
+    let mut abort = Vec::new();
+    wire::encode_abort(&mut abort, &I, theirs);
+    peer.send_to(&abort, conn).unwrap();
+    // The endpoint reads it there: the association is over, the request
+    // comes back at once (not after the peer timeout, resent into a port
+    // nobody reads), and the next request opens a new association from
+    // the endpoint's name.
+    peer.set_nonblocking(true).unwrap();
+    let t = Instant::now();
+    while returned.load(Ordering::SeqCst) == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(2),
+            "the request did not come back: the ABORT at the connected port was not read ({})",
+            e.statistics().report(false)
+        );
+        b.poll().unwrap();
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    e.request(1, &Message::short(10, &[2]), false).unwrap();
+    let t = Instant::now();
+    loop {
+        assert!(t.elapsed() < Duration::from_secs(10), "no INIT came");
+        b.poll().unwrap();
+        if let Ok((n, from)) = peer.recv_from(&mut buf) {
+            match wire::decode(&I, &buf[..n]) {
+                Ok(Packet::Init { .. }) => {
+                    assert_eq!(
+                        from,
+                        e.addr(),
+                        "a handshake leaves from the endpoint's name"
+                    );
+                    break;
+                }
+                Ok(Packet::Data { .. }) => panic!("DATA in the association the peer ended"),
+                _ => {}
+            }
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
