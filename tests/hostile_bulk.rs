@@ -10,13 +10,13 @@
 
 mod common;
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ramp::am::{self, handler, BundleMode, Data, EndpointName, SegmentMemory, VecSegment};
-use ramp::wire::{self, Category, Common, Integrity, MsgKind, MsgMeta, Packet};
+use ramp::wire::{self, Category, Common, Integrity, MsgKind, MsgMeta};
 
 const TAG: u64 = 0x5eed;
 const I: Integrity = Integrity::Crc32c;
@@ -87,35 +87,6 @@ fn flipped(good: &[u8], head: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn handshake(s: &UdpSocket, to: SocketAddr) -> u64 {
-    let my_tag = 0x0bad_f00d_0bad_f00d;
-    let mut init = Vec::new();
-    wire::encode_init(&mut init, &I, my_tag);
-    let mut buf = [0u8; 2048];
-    for _ in 0..100 {
-        s.send_to(&init, to).unwrap();
-        let Ok((n, _)) = s.recv_from(&mut buf) else {
-            continue;
-        };
-        if let Ok(Packet::InitAck {
-            resp_tag, cookie, ..
-        }) = wire::decode(&I, &buf[..n])
-        {
-            let mut echo = Vec::new();
-            wire::encode_cookie_echo(&mut echo, &I, resp_tag, cookie);
-            for _ in 0..100 {
-                s.send_to(&echo, to).unwrap();
-                if let Ok((n, _)) = s.recv_from(&mut buf) {
-                    if let Ok(Packet::CookieAck { .. }) = wire::decode(&I, &buf[..n]) {
-                        return resp_tag;
-                    }
-                }
-            }
-        }
-    }
-    panic!("no handshake with {to}");
-}
-
 #[test]
 fn flipped_bits_in_long_packets_never_reach_the_segment() {
     let _watchdog = common::watchdog(
@@ -163,7 +134,7 @@ fn flipped_bits_in_long_packets_never_reach_the_segment() {
     let done = Arc::new(AtomicBool::new(false));
     let (hd, dn) = (handled.clone(), done.clone());
     let sender = std::thread::spawn(move || {
-        let theirs = handshake(&s, to);
+        let theirs = common::wire_handshake(&s, to, 0x0bad_f00d_0bad_f00d, &|| {});
         s.set_nonblocking(true).unwrap();
         let head = wire::DATA_HEADER_LEN + 4;
         let mut sent_bad = 0u64;

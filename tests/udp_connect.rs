@@ -20,38 +20,6 @@ use ramp::wire::{self, Integrity, Packet};
 const TAG: u64 = 77;
 const I: Integrity = Integrity::Crc32c;
 
-/// The handshake from `s` (tag `my_tag`) with `to`, polled by `poll`:
-/// `to`'s tag.
-fn handshake(s: &UdpSocket, to: SocketAddr, my_tag: u64, poll: &dyn Fn()) -> u64 {
-    let mut init = Vec::new();
-    wire::encode_init(&mut init, &I, my_tag);
-    let mut buf = [0u8; 2048];
-    for _ in 0..100 {
-        s.send_to(&init, to).unwrap();
-        poll();
-        let Ok((n, _)) = s.recv_from(&mut buf) else {
-            continue;
-        };
-        if let Ok(Packet::InitAck {
-            resp_tag, cookie, ..
-        }) = wire::decode(&I, &buf[..n])
-        {
-            let mut echo = Vec::new();
-            wire::encode_cookie_echo(&mut echo, &I, resp_tag, cookie);
-            for _ in 0..100 {
-                s.send_to(&echo, to).unwrap();
-                poll();
-                if let Ok((n, _)) = s.recv_from(&mut buf) {
-                    if let Ok(Packet::CookieAck { .. }) = wire::decode(&I, &buf[..n]) {
-                        return resp_tag;
-                    }
-                }
-            }
-        }
-    }
-    panic!("no handshake with {to}");
-}
-
 #[test]
 fn an_abort_sent_to_the_connected_port_ends_the_association() {
     let _watchdog = common::watchdog(
@@ -78,7 +46,7 @@ fn an_abort_sent_to_the_connected_port_ends_the_association() {
         }),
     );
     e.set_expected_resources(2, 8).unwrap();
-    let theirs = handshake(&peer, e.addr(), 0x5eed, &|| b.poll().unwrap());
+    let theirs = common::wire_handshake(&peer, e.addr(), 0x5eed, &|| b.poll().unwrap());
     e.request(1, &Message::short(10, &[1]), false).unwrap();
     // the request's DATA: from another port of the endpoint's host
     let mut buf = [0u8; 2048];

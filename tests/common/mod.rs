@@ -459,3 +459,44 @@ pub fn a_held_request_waits_for_a_call_or_the_progress_thread(
     b0.set_progress_thread(false).unwrap();
     wait_until("the last answers", &|| e0.unanswered_requests() == 0);
 }
+
+/// The handshake a plain UDP socket `s` runs with the endpoint at `to`,
+/// offering `my_tag` (under CRC32C), calling `poll` while it waits (the
+/// endpoint's own polling, when the test has no other thread): returns
+/// the endpoint's tag.
+pub fn wire_handshake(
+    s: &std::net::UdpSocket,
+    to: std::net::SocketAddr,
+    my_tag: u64,
+    poll: &dyn Fn(),
+) -> u64 {
+    use ramp::wire::{self, Integrity, Packet};
+    const I: Integrity = Integrity::Crc32c;
+    let mut init = Vec::new();
+    wire::encode_init(&mut init, &I, my_tag);
+    let mut buf = [0u8; 2048];
+    for _ in 0..100 {
+        s.send_to(&init, to).unwrap();
+        poll();
+        let Ok((n, _)) = s.recv_from(&mut buf) else {
+            continue;
+        };
+        if let Ok(Packet::InitAck {
+            resp_tag, cookie, ..
+        }) = wire::decode(&I, &buf[..n])
+        {
+            let mut echo = Vec::new();
+            wire::encode_cookie_echo(&mut echo, &I, resp_tag, cookie);
+            for _ in 0..100 {
+                s.send_to(&echo, to).unwrap();
+                poll();
+                if let Ok((n, _)) = s.recv_from(&mut buf) {
+                    if let Ok(Packet::CookieAck { .. }) = wire::decode(&I, &buf[..n]) {
+                        return resp_tag;
+                    }
+                }
+            }
+        }
+    }
+    panic!("no handshake with {to}");
+}
