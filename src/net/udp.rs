@@ -80,7 +80,8 @@ impl UdpTransport {
     }
 
     /// Every 16th receive in a row that found nothing, and any a
-    /// millisecond after the last reading: what came to the connected sockets (answers to their packets, rare), as from their peers.
+    /// millisecond after the last reading: what came to the connected
+    /// sockets (answers to their packets, rare), as from their peers.
     fn after_empty(&mut self, each: &mut DatagramSink<'_>) -> usize {
         self.empty = self.empty.wrapping_add(1);
         if self.connectable.is_none() {

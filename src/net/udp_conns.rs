@@ -29,7 +29,7 @@ struct Conn {
 
 pub struct Conns {
     list: Vec<Conn>,
-    /// Kernel buffer sizes of each (the endpoint's own).
+    /// The send buffer of each (the endpoint's own size).
     pub buffer: usize,
     sends: u64,
     /// Sockets made so far (each peer's, and each after a failed one).
@@ -115,15 +115,14 @@ impl Conns {
 }
 
 /// A non-blocking socket on `local`'s address (another port) connected
-/// to `to`, with kernel buffers of `buffer` bytes (as far as the system
-/// allows).
+/// to `to`, with a send buffer of `buffer` bytes (as far as the system
+/// allows; its receive buffer stays the system's: it takes rare answers).
 fn connected(local: SocketAddr, to: SocketAddr, buffer: usize) -> io::Result<UdpSocket> {
     use socket2::{Domain, Protocol, Socket, Type};
     let s = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
     if local.is_ipv6() {
         s.set_only_v6(true)?;
     }
-    let _ = s.set_recv_buffer_size(buffer);
     let _ = s.set_send_buffer_size(buffer);
     s.set_nonblocking(true)?;
     s.bind(&SocketAddr::new(local.ip(), 0).into())?;

@@ -31,7 +31,7 @@ impl<A: PeerAddr> Protocol<A> {
             return Some(s);
         }
         let (rate, burst) = (self.cfg.unsolicited_rate, self.cfg.unsolicited_burst);
-        if !self.alias_scans.take(now, rate, burst) {
+        if !self.walk_budget.take(now, rate, burst) {
             return None;
         }
         self.tags.clear();

@@ -158,7 +158,7 @@ pub struct Protocol<A: PeerAddr> {
     /// The peers' tags (ours of their associations) as of the last walk
     /// (`alias.rs`), and the walks left (rate-limited).
     tags: FxHashMap<u64, u32>,
-    alias_scans: TokenBucket,
+    walk_budget: TokenBucket,
     tag_walks: u64,
     aliases_learned: u64,
     /// Peers with a timer set, by when to look at them (the earliest of
@@ -208,7 +208,7 @@ impl<A: PeerAddr> Protocol<A> {
             last_slot: usize::MAX,
             aliases: FxHashMap::default(),
             tags: FxHashMap::default(),
-            alias_scans: TokenBucket::new(burst),
+            walk_budget: TokenBucket::new(burst),
             tag_walks: 0,
             aliases_learned: 0,
             timers: BinaryHeap::new(),
