@@ -545,7 +545,7 @@ pub const VARIABLES: &[Var] = &[
     Var {
         name: UDP_CONNECT,
         aliases: &[],
-        meaning: "1 (default): the packets of an association with a peer reached over UDP leave through a socket connected to that peer, bound to a port of its own (the kernel then looks the route up once, not for every datagram; the peer takes the port as ours from the association's tag), for up to 8 peers an endpoint; 0: every packet leaves through the endpoint's own socket",
+        meaning: "1 (default): the small packets (up to 4 KiB) of an association with a peer reached over UDP leave through a socket connected to that peer, bound to a port of its own (the kernel then looks the route up once, not for every datagram; the peer takes the port as ours from the association's tag), for up to 8 peers an endpoint; 0: every packet leaves through the endpoint's own socket",
         set: |c, v| flag(v).map(|x| c.udp_connect = x),
     },
     Var {

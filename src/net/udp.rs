@@ -11,6 +11,13 @@ use super::{Connectable, DatagramSink, Gathered, Transport, RECV_BATCH, RECV_SLO
 use crate::sys::{BatchReceiver, BatchSender};
 use crate::time::Instant;
 
+/// The largest datagram sent through a connected socket (`udp_conns.rs`):
+/// a short one's route look-up is a good part of its send; a bulk one's
+/// is nothing beside its copy, and it leaves through the endpoint's
+/// socket as before (A/B runs of `scripts/udp-xfer-profile.sh` could not
+/// tell the two apart: the host's copy times varied 2x between runs).
+pub const CONNECTED_MAX: usize = 4096;
+
 pub struct UdpTransport {
     sock: UdpSocket,
     local: SocketAddr,
@@ -144,9 +151,9 @@ impl UdpTransport {
 
 impl Transport for UdpTransport {
     fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
-        // an association's packet: through the socket connected to the
-        // peer (a handshake's comes from the endpoint's own address)
-        if self.connectable.is_some_and(|f| f(dgram)) {
+        // a small packet of an association: through the socket connected
+        // to the peer (a handshake's comes from the endpoint's own address)
+        if dgram.len() <= CONNECTED_MAX && self.connectable.is_some_and(|f| f(dgram)) {
             if let Some(s) = self.conns.socket_for(self.local, to) {
                 return sent(|| s.send(dgram));
             }
@@ -341,6 +348,15 @@ mod tests {
         );
         t.send(now, peer_addr, b"a handshake's").unwrap();
         assert_eq!(peer.recv_from(&mut buf).unwrap().1, t.local_addr());
+        // a bulk one: its route look-up is nothing beside its copy
+        let mut big = data_packet();
+        big.resize(CONNECTED_MAX + 1, 0);
+        t.send(now, peer_addr, &big).unwrap();
+        let mut bigbuf = vec![0u8; CONNECTED_MAX + 8];
+        assert_eq!(
+            peer.recv_from(&mut bigbuf).unwrap(),
+            (big.len(), t.local_addr())
+        );
         // an answer to the connected port
         peer.send_to(b"abc", conn).unwrap();
         let mut from = Vec::new();

@@ -1,5 +1,5 @@
 //! Sockets of a UDP endpoint connected to its busiest peers, to send the
-//! packets of their associations through. The kernel looks a connected
+//! small packets of their associations through (`udp::CONNECTED_MAX`). The kernel looks a connected
 //! socket's route up once, an unconnected one's for every datagram: on
 //! this machine's loopback a raw round trip is ~1.4 us shorter over
 //! connected sockets (`ramp bench` prints both ping-pongs: 6.1 against
