@@ -357,7 +357,10 @@ mod tests {
             peer.recv_from(&mut bigbuf).unwrap(),
             (big.len(), t.local_addr())
         );
-        // an answer to the connected port
+        // an answer to the connected port, and a stranger's datagram there
+        // (the kernel takes only the peer's into a connected socket)
+        let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+        stranger.send_to(b"xyz", conn).unwrap();
         peer.send_to(b"abc", conn).unwrap();
         let mut from = Vec::new();
         for _ in 0..16 {

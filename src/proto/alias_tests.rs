@@ -207,3 +207,24 @@ fn a_flood_of_unknown_tags_walks_the_peers_at_a_bounded_rate() {
     assert_eq!(delivered(&mut n[0]), [(addr("127.0.0.1:4000"), 2)]);
     assert_eq!(n[0].tag_walks(), 4);
 }
+
+/// A peer's packet replayed from a new port (under a MAC too: its seal
+/// holds) moves the alias there but delivers nothing twice, and the
+/// peer's next packet from its own port is its own again.
+#[test]
+fn a_replay_from_a_new_port_delivers_nothing_twice() {
+    for key in [None, Some("a job key of sixteen or more")] {
+        let mut n = pair(key);
+        let now = Instant(1_000_000);
+        let d = request_from_b(&mut n, now, 1);
+        feed(&mut n[0], now, "127.0.0.1:3000", &d);
+        assert_eq!(delivered(&mut n[0]), [(addr(B), 1)]);
+        feed(&mut n[0], now, "127.0.0.1:3999", &d);
+        assert_eq!(delivered(&mut n[0]), [], "{key:?}");
+        assert!(n[0].stats().duplicates_dropped >= 1);
+        let d = request_from_b(&mut n, now, 2);
+        feed(&mut n[0], now, "127.0.0.1:3000", &d);
+        assert_eq!(delivered(&mut n[0]), [(addr(B), 2)]);
+        assert_eq!(n[0].alias_counts(), (3, 1));
+    }
+}
