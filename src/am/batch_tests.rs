@@ -402,11 +402,12 @@ fn a_long_requests_last_fragment_waits_for_the_next_ones_first_or_a_sleep() {
     assert_eq!(now_seen.len(), 3, "{now_seen:?}");
     assert_eq!(now_seen[2], vec![(13, 1)]);
     // the next one's first fragment takes it along, in one datagram
-    let gap = held.elapsed();
     long_of(&e0, 2, &d2);
-    if gap < std::time::Duration::from_micros(100) {
-        // (unless the next one came late for the hold's 200 us: this
-        // thread off the CPU between them)
+    if held.elapsed() < std::time::Duration::from_micros(150) {
+        // (unless the hold's 200 us may have run out before the next one
+        // was queued: this thread off the CPU between them, or inside the
+        // call before it queued the fragment; measured to the call's end,
+        // ~80 us when the machine is quiet)
         let now_seen = seen.lock().clone();
         assert_eq!(now_seen[3], vec![(13, 1), (13, 2)], "{now_seen:?}");
     }
