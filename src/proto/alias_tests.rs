@@ -25,20 +25,9 @@ fn pair(key: Option<&str>) -> [Protocol<SocketAddr>; 2] {
         Protocol::new(cfg(), &[0x10; 32]),
         Protocol::new(cfg(), &[0x20; 32]),
     ];
-    n[0].associate_at(addr(B), 0xA0, 0xB1);
-    n[1].associate_at(addr(A), 0xB1, 0xA0);
+    n[0].associate(addr(B), 0xA0, 0xB1);
+    n[1].associate(addr(A), 0xB1, 0xA0);
     n
-}
-
-impl Protocol<SocketAddr> {
-    fn associate_at(&mut self, to: SocketAddr, local: u64, peer: u64) {
-        let s = self.peer_entry(to);
-        let a = &mut self.peers[s].assoc;
-        a.state = AssocState::Established;
-        a.local_tag = local;
-        a.peer_tag = peer;
-        a.keyed(&self.cfg.integrity);
-    }
 }
 
 /// B's request `k` to A, as datagrams.
@@ -178,8 +167,8 @@ fn a_flood_of_unknown_tags_walks_the_peers_at_a_bounded_rate() {
         Protocol::new(cfg.clone(), &[0x10; 32]),
         Protocol::new(cfg, &[0x20; 32]),
     ];
-    n[0].associate_at(addr(B), 0xA0, 0xB1);
-    n[1].associate_at(addr(A), 0xB1, 0xA0);
+    n[0].associate(addr(B), 0xA0, 0xB1);
+    n[1].associate(addr(A), 0xB1, 0xA0);
     let now = Instant(1_000_000);
     // (from another pair: the request's sequence number is B's first)
     let wrong = request_from_b_tagged(&mut pair(None), now, 9, 0xEE);
@@ -192,9 +181,9 @@ fn a_flood_of_unknown_tags_walks_the_peers_at_a_bounded_rate() {
     feed(&mut n[0], now, "127.0.0.1:3100", &d);
     assert_eq!(delivered(&mut n[0]), [(addr(B), 1)]);
     // a peer associated after the last walk waits for the next one
-    n[0].associate_at(addr("127.0.0.1:4000"), 0xC0, 0xD1);
+    n[0].associate(addr("127.0.0.1:4000"), 0xC0, 0xD1);
     let mut c = pair(None);
-    c[1].associate_at(addr(A), 0xD1, 0xC0);
+    c[1].associate(addr(A), 0xD1, 0xC0);
     let d = request_from_b(&mut c, now, 2);
     feed(&mut n[0], now, "127.0.0.1:4001", &d);
     assert_eq!(delivered(&mut n[0]), []);

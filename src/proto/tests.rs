@@ -23,9 +23,10 @@ pub(super) fn pair() -> [Protocol<u32>; 2] {
     n
 }
 
-impl Protocol<u32> {
-    /// An established association with `addr`: our tag `local`, its `peer`.
-    fn associate(&mut self, addr: u32, local: u64, peer: u64) {
+impl<A: PeerAddr> Protocol<A> {
+    /// An established association with `addr`: our tag `local`, its `peer`
+    /// (also `alias_tests.rs`'s, over socket addresses).
+    pub(super) fn associate(&mut self, addr: A, local: u64, peer: u64) {
         let s = self.peer_entry(addr);
         let a = &mut self.peers[s].assoc;
         a.state = AssocState::Established;
@@ -33,7 +34,9 @@ impl Protocol<u32> {
         a.peer_tag = peer;
         a.keyed(&self.cfg.integrity);
     }
+}
 
+impl Protocol<u32> {
     fn peer_mut(&mut self, addr: u32) -> &mut Peer<u32> {
         let s = self.slots[&addr] as usize;
         &mut self.peers[s]
