@@ -78,4 +78,42 @@ pub mod bench_support {
             self.0.verify(nonce, bytes, tag)
         }
     }
+
+    /// What the sender of a bulk message does with its payload under
+    /// CRC32C: it copies it (kept for retransmission) with the sums of its
+    /// blocks (`wire::copy_summed`), then seals the datagrams it is cut
+    /// into from the sums (`Integrity::seal_gathered`); `copy` is the
+    /// copy alone, which the sender makes with or without a sum.
+    #[derive(Default)]
+    pub struct SenderSum {
+        copy: Vec<u8>,
+        sums: Vec<u32>,
+        head: Vec<u8>,
+    }
+
+    impl SenderSum {
+        /// `src` copied and summed, and the trailers of its two datagrams,
+        /// cut at `cut` (each after a header of 68 bytes), combined.
+        pub fn copy_and_seal(&mut self, src: &[u8], cut: usize) -> u32 {
+            use crate::wire::{Integrity, PayloadPiece};
+            self.copy.clear();
+            crate::wire::copy_summed(&mut self.copy, src, &mut self.sums);
+            let mut t = 0;
+            for (at, len) in [(0, cut), (cut, src.len() - cut)] {
+                self.head.clear();
+                self.head.resize(68, at as u8);
+                let piece = PayloadPiece::summed(&self.copy, &self.sums, at, len);
+                Integrity::Crc32c.seal_gathered(&mut self.head, 0, piece);
+                t ^= u32::from_be_bytes(self.head[68..].try_into().expect("a CRC"));
+            }
+            t
+        }
+
+        /// `src` copied alone.
+        pub fn copy(&mut self, src: &[u8]) -> u8 {
+            self.copy.clear();
+            self.copy.extend_from_slice(src);
+            self.copy[src.len() / 2]
+        }
+    }
 }

@@ -123,7 +123,7 @@ impl EpState {
         to: SocketAddr,
         channel: u8,
         meta: MsgMeta,
-        payload: Vec<u8>,
+        payload: impl Into<crate::proto::Payload>,
     ) {
         // only a long request's last fragment waits for the next one:
         // a held one leaves with this (`batch.rs`)

@@ -106,7 +106,7 @@ pub fn reply_with(token: TokenId, msg: &Message<'_>, wait: LockWait) -> Result<(
             st.stats.replies_sent[c] += 1;
             return Ok(None);
         }
-        let payload = st.proto.payload_buffer(msg.payload);
+        let payload = st.proto.payload_summed(msg.payload, 0);
         if t.keep {
             // kept for duplicates (`txn_target.rs`)
             let kept = KeptReply {

@@ -236,7 +236,7 @@ impl EpState {
         }
         let mut meta = msg.meta(txn, tag);
         let room = if keep { super::txn::TRAILER_LEN } else { 0 };
-        let mut payload = self.proto.payload_buffer_with_room(msg.payload, room);
+        let mut payload = self.proto.payload_summed(msg.payload, room);
         if keep {
             // recorded first: the floor counts this one as waiting
             self.txn_sent(id64, addr, now);
@@ -244,7 +244,7 @@ impl EpState {
                 self.log_issued(id64, addr, &meta, msg.payload);
             }
             let floor = self.txn_floor(addr);
-            super::txn::put_trailer(&mut payload, self.txn.incarnation, id64, floor);
+            super::txn::put_trailer(&mut payload.bytes, self.txn.incarnation, id64, floor);
             meta.status = super::txn::TXN_FLAG;
         }
         self.proto.send(now, addr, CHANNEL_REQUEST, meta, payload);

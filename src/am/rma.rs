@@ -306,7 +306,7 @@ impl Endpoint {
                 let c = meta.category.index();
                 st.stats.requests_sent[c] += 1;
                 st.stats.request_data_bytes_sent[c] += payload.len() as u64;
-                let payload = st.proto.payload_buffer(payload);
+                let payload = st.proto.payload_summed(payload, 0);
                 st.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
             }
         }

@@ -92,6 +92,7 @@ pub use event::{Event, FailReason, MsgId};
 #[cfg(any(test, feature = "testing"))]
 pub use place::NoPlacement;
 pub use place::Placement;
+pub use send::Payload;
 
 use crate::fxhash::FxHashMap;
 use crate::stats::Statistics;
@@ -257,8 +258,12 @@ impl<A: PeerAddr> Protocol<A> {
         to: A,
         channel: u8,
         meta: MsgMeta,
-        payload: Vec<u8>,
+        payload: impl Into<Payload>,
     ) -> MsgId {
+        let Payload {
+            bytes: payload,
+            sums,
+        } = payload.into();
         debug_assert!((channel as usize) < NUM_CHANNELS);
         self.closed.now = now;
         let id = self.next_msg_id;
@@ -295,7 +300,12 @@ impl<A: PeerAddr> Protocol<A> {
             return id;
         }
         let cap = self.fragment_capacity(meta.nargs as usize);
-        let m = OutMsg { id, meta, payload };
+        let m = OutMsg {
+            id,
+            meta,
+            payload,
+            sums,
+        };
         // A large payload is shared (with the outbox, which sends it from
         // where it lies: `send::GATHER_MIN`) even when it fits one datagram.
         let msg = if m.payload.len() <= cap && m.payload.len() < send::GATHER_MIN {
@@ -662,6 +672,27 @@ impl<A: PeerAddr> Protocol<A> {
     /// (a kept transaction's trailer) without growing it.
     pub fn payload_buffer_with_room(&mut self, payload: &[u8], room: usize) -> Vec<u8> {
         self.spare_msgs.bufs.copy_with_room(payload, room)
+    }
+
+    /// A copy of `payload` for `send`, with room for `room` bytes
+    /// the layer above appends (a kept transaction's trailer) without
+    /// growing it. Under CRC32C a payload of at least one 4 KiB block is
+    /// summed block by block in the same pass as the copy
+    /// (`wire::copy_summed`): its datagrams' trailers then cost almost
+    /// nothing more than this copy, which is made anyway (the payload is
+    /// kept for retransmission). The bytes must not change once copied
+    /// (appending is fine).
+    pub fn payload_summed(&mut self, payload: &[u8], room: usize) -> Payload {
+        if payload.len() < wire::SUM_BLOCK || self.cfg.integrity.is_mac() {
+            return Payload {
+                bytes: self.spare_msgs.bufs.copy_with_room(payload, room),
+                sums: Vec::new(),
+            };
+        }
+        let mut bytes = self.spare_msgs.bufs.take(payload.len() + room);
+        let mut sums = self.spare_msgs.take_sums();
+        wire::copy_summed(&mut bytes, payload, &mut sums);
+        Payload { bytes, sums }
     }
 
     /// An empty buffer with room for `len` bytes, for a payload to `send`

@@ -534,6 +534,7 @@ mod tests {
             id: 1 as MsgId,
             meta: MsgMeta::new(MsgKind::User, Category::Long, 0, &[]),
             payload: (0..100u8).collect(),
+            sums: Vec::new(),
         });
         let mut o: Outbox<u32> = Outbox::new(65507);
         for (to, off) in [(1u32, 0u32), (2, 50)] {

@@ -33,16 +33,28 @@ fn drained(p: &mut Protocol<u32>) -> Vec<Vec<u8>> {
 /// Sends `lens` (with `nargs` arguments each) from node 0 in one go; the
 /// datagrams, drained (`poll`: by the simulator's `poll_transmit`).
 fn burst(lens: &[usize], nargs: usize, poll: bool) -> (Vec<Vec<u8>>, [Protocol<u32>; 2]) {
+    burst_of(lens, nargs, poll, false)
+}
+
+/// `burst`, each payload copied with its block sums when `summed`
+/// (`Protocol::payload_summed`).
+fn burst_of(
+    lens: &[usize],
+    nargs: usize,
+    poll: bool,
+    summed: bool,
+) -> (Vec<Vec<u8>>, [Protocol<u32>; 2]) {
     let mut n = pair();
     let now = Instant(1_000_000);
     for (k, &len) in lens.iter().enumerate() {
-        n[0].send(
-            now,
-            1,
-            CHANNEL_REQUEST,
-            long(k as u32, nargs),
-            payload(k as u32, len),
-        );
+        let meta = long(k as u32, nargs);
+        let bytes = payload(k as u32, len);
+        if summed {
+            let p = n[0].payload_summed(&bytes, 0);
+            n[0].send(now, 1, CHANNEL_REQUEST, meta, p);
+        } else {
+            n[0].send(now, 1, CHANNEL_REQUEST, meta, bytes);
+        }
     }
     let d = if poll {
         let mut b = Vec::new();
@@ -160,4 +172,36 @@ fn a_held_last_fragment_stays_until_the_next_drain_and_the_queue_does_not_grow()
         whole(&taken(&mut n, &all), &lens, 1),
         "every message whole, once, in order"
     );
+}
+
+#[test]
+fn payloads_copied_with_their_block_sums_go_out_as_the_same_datagrams() {
+    // 64 KiB messages cut where the datagrams fall (inside 4 KiB blocks),
+    // odd lengths, one shorter than a block
+    let lens = [65_536usize, 65_536, 100_000, 4095, 9_000, 65_536, 200_001];
+    for nargs in [0, 5] {
+        let (plain, _) = burst_of(&lens, nargs, false, false);
+        let (d, mut n) = burst_of(&lens, nargs, false, true);
+        assert_eq!(
+            d, plain,
+            "{nargs} args: the trailers from the sums are the direct ones"
+        );
+        assert!(whole(&taken(&mut n, &d), &lens, nargs));
+        assert_eq!(n[1].stats().corrupt_dropped, 0);
+        // acknowledged, the sums' vectors are kept for the next messages
+        // (where this CPU makes sums)
+        assert!(n[0].spare_msgs.sums.is_empty());
+        n[1].handle_timeout(Instant(1_500_000_000));
+        let acks = drained(&mut n[1]);
+        assert!(!acks.is_empty());
+        for a in &acks {
+            n[0].handle_datagram(Instant(1_500_000_000), 1, a);
+        }
+        let kept = n[0].spare_msgs.sums.len();
+        let p = n[0].payload_summed(&[7; 8192], 0);
+        if !p.sums.is_empty() {
+            assert!(kept >= 4, "{kept} sums' vectors kept");
+            assert_eq!(n[0].spare_msgs.sums.len(), kept - 1, "one taken again");
+        }
+    }
 }

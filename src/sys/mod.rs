@@ -21,7 +21,9 @@ mod socket;
 
 pub(crate) use clock::{clock_counter, monotonic_nanos};
 pub(crate) use cma::{random_u64, read_from_process, write_to_process};
-pub(crate) use crc::{crc32c_append_long, crc32c_short};
+pub(crate) use crc::{
+    copy_summed, crc32c_append_long, crc32c_append_summed, crc32c_short, SUM_BLOCK,
+};
 #[cfg(test)]
 pub(crate) use fdpass::memfd_unsealed;
 pub(crate) use fdpass::{euid, memfd, recv_with_fd, send_with_fd, size_sealed};

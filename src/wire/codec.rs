@@ -34,8 +34,9 @@
 //! ```
 
 use super::{
-    AckField, Category, DecodeError, Integrity, MsgKind, MsgMeta, PacketType, ACK_LEN, COMMON_LEN,
-    COOKIE_LEN, DATA_HEADER_LEN, INIT_ACK_LEN, MAGIC, MAX_ARGS, NUM_CHANNELS, VERSION,
+    AckField, Category, DecodeError, Integrity, MsgKind, MsgMeta, PacketType, PayloadPiece,
+    ACK_LEN, COMMON_LEN, COOKIE_LEN, DATA_HEADER_LEN, INIT_ACK_LEN, MAGIC, MAX_ARGS, NUM_CHANNELS,
+    VERSION,
 };
 
 const FLAG_ACK_REQ: u8 = 1;
@@ -181,10 +182,11 @@ pub fn encode_data_gathered(
     meta: &MsgMeta,
     msg_len: u32,
     frag_off: u32,
-    payload: &[u8],
+    payload: PayloadPiece<'_>,
 ) -> usize {
     let start = buf.len();
-    encode_data_header(buf, common, meta, msg_len, frag_off, payload.len() as u32);
+    let len = payload.bytes().len() as u32;
+    encode_data_header(buf, common, meta, msg_len, frag_off, len);
     let trailer = buf.len();
     integ.seal_gathered(buf, start, payload);
     trailer

@@ -35,6 +35,62 @@ use std::sync::Arc;
 use super::mac::{MacKey, MAC_LEN, NONCE_LEN};
 use super::{crc32c, crc32c_append, DecodeError, CRC_LEN};
 
+/// The payload piece of a gathered datagram: `whole[off..off + len]`,
+/// with the CRC32C sums of `whole`'s blocks when its copy made them
+/// (`wire::copy_summed`; empty otherwise).
+#[derive(Clone, Copy, Debug)]
+pub struct PayloadPiece<'a> {
+    whole: &'a [u8],
+    sums: &'a [u32],
+    off: usize,
+    len: usize,
+}
+
+impl<'a> PayloadPiece<'a> {
+    /// `bytes`, without sums.
+    pub fn plain(bytes: &'a [u8]) -> Self {
+        PayloadPiece {
+            whole: bytes,
+            sums: &[],
+            off: 0,
+            len: bytes.len(),
+        }
+    }
+
+    /// `whole[off..off + len]`, `sums` those `wire::copy_summed` kept of
+    /// `whole` (any number, none included). Panics when the range is not
+    /// within `whole`.
+    pub fn summed(whole: &'a [u8], sums: &'a [u32], off: usize, len: usize) -> Self {
+        let _ = &whole[off..off + len];
+        PayloadPiece {
+            whole,
+            sums,
+            off,
+            len,
+        }
+    }
+
+    /// The piece's bytes.
+    #[inline]
+    pub fn bytes(&self) -> &'a [u8] {
+        &self.whole[self.off..self.off + self.len]
+    }
+
+    /// The CRC32C `crc` continued over the piece: from the block sums
+    /// where there are some (the bytes of the blocks the piece holds whole
+    /// are not read again), else directly.
+    #[inline]
+    fn crc32c_append(&self, crc: u32) -> u32 {
+        if !self.sums.is_empty() {
+            let range = self.off..self.off + self.len;
+            if let Some(c) = crate::sys::crc32c_append_summed(crc, self.whole, self.sums, range) {
+                return c;
+            }
+        }
+        crc32c_append(crc, self.bytes())
+    }
+}
+
 /// Trailer of a packet that carries a MAC: nonce and tag.
 pub const MAC_TRAILER_LEN: usize = NONCE_LEN + MAC_LEN;
 
@@ -183,18 +239,20 @@ impl Integrity {
     /// joined, without joining them. CRC32C runs on across the pieces; the
     /// MAC too (`MacKey::tag_pieces`: AWS-LC's GHASH carries the partial
     /// block from one piece to the next), at the same cost per byte.
+    /// Under CRC32C, the sum over `rest` is made of its payload's block
+    /// sums when it has them (`PayloadPiece::summed`).
     #[inline]
-    pub fn seal_gathered(&self, buf: &mut Vec<u8>, start: usize, rest: &[u8]) {
+    pub fn seal_gathered(&self, buf: &mut Vec<u8>, start: usize, rest: PayloadPiece<'_>) {
         let (nonce, key) = match self {
             Integrity::Crc32c => {
-                let crc = crc32c_append(crc32c(&buf[start..]), rest);
+                let crc = rest.crc32c_append(crc32c(&buf[start..]));
                 buf.extend_from_slice(&crc.to_be_bytes());
                 return;
             }
             Integrity::JobMac(j) => (j.next_nonce(), &j.key),
             Integrity::AssocMac(a) => (a.next_nonce(), &a.key),
         };
-        let tag = key.tag_pieces(&nonce, &[&buf[start..], rest]);
+        let tag = key.tag_pieces(&nonce, &[&buf[start..], rest.bytes()]);
         buf.extend_from_slice(&nonce);
         buf.extend_from_slice(&tag);
     }
@@ -284,7 +342,7 @@ mod tests {
         let rest: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
         let mut buf = vec![0xEE; 3]; // after an earlier datagram
         buf.extend_from_slice(&head);
-        tx.seal_gathered(&mut buf, 3, &rest);
+        tx.seal_gathered(&mut buf, 3, PayloadPiece::plain(&rest));
         let joined = [&buf[3..3 + head.len()], &rest[..], &buf[3 + head.len()..]].concat();
         assert_eq!(joined.len(), head.len() + rest.len() + MAC_TRAILER_LEN);
         let body = peer_rx.open(&joined).expect("opens as a whole packet");

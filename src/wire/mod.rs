@@ -25,7 +25,7 @@ pub use codec::{
     encode_data, encode_data_gathered, encode_heartbeat, encode_init, encode_init_ack, encode_nack,
     encode_shutdown, packets, Common, Packet, MAX_BUNDLE,
 };
-pub use integrity::{Integrity, MAC_TRAILER_LEN};
+pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
 
 /// Packet magic ("RA") and version.
@@ -118,6 +118,19 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
         .or_else(|| crate::sys::crc32c_append_long(0, bytes))
         .unwrap_or_else(|| crc32c::crc32c(bytes))
 }
+
+/// Appends a copy of `src` to `dst` (empty), keeping in `sums` the
+/// CRC32C sums of its 4 KiB blocks, made in the same pass as the copy
+/// where the CPU can (`sys::copy_summed`; else `sums` is left empty): a
+/// gathered datagram's trailer over any piece of it then reads only the
+/// bytes of the piece's partial blocks again (`PayloadPiece::summed`).
+#[inline]
+pub fn copy_summed(dst: &mut Vec<u8>, src: &[u8], sums: &mut Vec<u32>) {
+    crate::sys::copy_summed(dst, src, sums);
+}
+
+/// Payloads from this long are worth copying with their sums.
+pub const SUM_BLOCK: usize = crate::sys::SUM_BLOCK;
 
 /// The CRC32C `crc` continued over `bytes` (`crc32c::crc32c_append`'s
 /// sum; a gathered datagram's second piece).

@@ -11,7 +11,7 @@ mod tests;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-pub use msg::{push_fragments, Fragment, MsgRef, OutMsg, SpareMsgs};
+pub use msg::{push_fragments, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
 
 use super::event::MsgId;
 use super::outbox::{Outbox, Piece};
@@ -479,8 +479,9 @@ fn send_fragment<A: Copy + PartialEq>(
     let msg_len = f.msg.payload.len() as u32;
     if let (MsgRef::Shared(m), true) = (&f.msg, len >= GATHER_MIN) {
         let meta = &f.msg.meta;
+        let piece = wire::PayloadPiece::summed(&m.payload, &m.sums, off, len);
         let trailer =
-            wire::encode_data_gathered(&mut out.bytes, integ, &c, meta, msg_len, f.off, payload);
+            wire::encode_data_gathered(&mut out.bytes, integ, &c, meta, msg_len, f.off, piece);
         let whole = out.bytes.len() - start + len;
         let piece = Piece {
             msg: m.clone(),

@@ -13,6 +13,29 @@ pub struct OutMsg {
     pub id: MsgId,
     pub meta: MsgMeta,
     pub payload: Vec<u8>,
+    /// The CRC32C sums of the payload's 4 KiB blocks when its copy made
+    /// them (`wire::copy_summed`), else empty: its gathered datagrams'
+    /// trailers are made of them.
+    pub sums: Vec<u32>,
+}
+
+/// A payload as the layer above hands it to `Protocol::send`:
+/// its bytes (the layer above may append to them before it sends) and
+/// the CRC32C sums of their first blocks (`Protocol::payload_summed`).
+#[derive(Debug)]
+pub struct Payload {
+    pub bytes: Vec<u8>,
+    pub(in crate::proto) sums: Vec<u32>,
+}
+
+impl From<Vec<u8>> for Payload {
+    /// Bytes without sums.
+    fn from(bytes: Vec<u8>) -> Payload {
+        Payload {
+            bytes,
+            sums: Vec::new(),
+        }
+    }
 }
 
 /// How a fragment holds its message. A message that fits one datagram (the
@@ -48,6 +71,8 @@ pub struct SpareMsgs {
     #[allow(clippy::vec_box)]
     pub(super) boxes: Vec<Box<OutMsg>>,
     pub bufs: BufPool,
+    /// Block-sum vectors of acknowledged messages (`OutMsg::sums`).
+    pub sums: Vec<Vec<u32>>,
 }
 
 impl SpareMsgs {
@@ -68,6 +93,25 @@ impl SpareMsgs {
         self.boxes.capacity() * size_of::<Box<OutMsg>>()
             + self.boxes.len() * size_of::<OutMsg>()
             + self.bufs.memory_bytes()
+            + self.sums.capacity() * size_of::<Vec<u32>>()
+            + self.sums.iter().map(|v| v.capacity() * 4).sum::<usize>()
+    }
+
+    /// An empty vector for a message's block sums: a kept one when there
+    /// is one.
+    #[inline]
+    pub fn take_sums(&mut self) -> Vec<u32> {
+        self.sums.pop().unwrap_or_default()
+    }
+
+    /// Keeps `v` (a message's block sums) for the next message, within the
+    /// bound.
+    #[inline]
+    fn give_sums(&mut self, mut v: Vec<u32>) {
+        if v.capacity() != 0 && self.sums.len() < SPARE_MSGS {
+            v.clear();
+            self.sums.push(v);
+        }
     }
 }
 
@@ -82,6 +126,7 @@ impl MsgRef {
                 b.id = m.id;
                 b.meta = m.meta;
                 b.payload = m.payload;
+                b.sums = m.sums;
                 MsgRef::One(b)
             }
             None => MsgRef::One(Box::new(m)),
@@ -95,6 +140,7 @@ impl MsgRef {
         match self {
             MsgRef::One(mut b) => {
                 spare.bufs.give(std::mem::take(&mut b.payload));
+                spare.give_sums(std::mem::take(&mut b.sums));
                 if spare.boxes.len() < SPARE_MSGS {
                     spare.boxes.push(b);
                 }
@@ -102,6 +148,7 @@ impl MsgRef {
             MsgRef::Shared(a) => {
                 if let Ok(m) = Arc::try_unwrap(a) {
                     spare.bufs.give(m.payload);
+                    spare.give_sums(m.sums);
                 }
             }
         }

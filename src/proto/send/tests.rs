@@ -10,6 +10,7 @@ fn msg(id: MsgId) -> Arc<OutMsg> {
         id,
         meta: MsgMeta::new(MsgKind::User, Category::Short, 0, &[]),
         payload: vec![0; 10],
+        sums: Vec::new(),
     })
 }
 
@@ -84,6 +85,7 @@ fn cumulative_ack_across_the_wrap() {
         id: 7,
         meta: p.frag.msg.meta,
         payload: vec![5; 10],
+        sums: Vec::new(),
     };
     p.frag.msg = MsgRef::one(one, &mut spare);
     ch.in_flight.push_back(p);
@@ -102,6 +104,7 @@ fn cumulative_ack_across_the_wrap() {
             id: 9,
             meta,
             payload: vec![1, 2],
+            sums: Vec::new(),
         },
         &mut spare,
     );

@@ -68,11 +68,55 @@ fn a_gathered_data_packet_is_the_contiguous_one_in_pieces() {
             &payload,
         );
         let mut buf = vec![0xAA; 5];
+        let piece = PayloadPiece::plain(&payload);
         let trailer =
-            encode_data_gathered(&mut buf, &I, &sample_common(), &meta, 9000, 4000, &payload);
+            encode_data_gathered(&mut buf, &I, &sample_common(), &meta, 9000, 4000, piece);
         let joined = [&buf[..trailer], &payload[..], &buf[trailer..]].concat();
         assert_eq!(joined, whole);
         assert!(decode(&I, &joined[5..]).is_ok());
+    }
+    // The same from a payload copied with its block sums, for pieces
+    // starting and ending inside blocks and on their edges: the trailer is
+    // the one summed directly, and a byte changed is refused.
+    let meta = MsgMeta::new(MsgKind::User, Category::Long, 9, &[4]);
+    let src: Vec<u8> = (0..70_000u32).map(|i| (i * 13 + i / 251) as u8).collect();
+    let (mut copy, mut sums) = (Vec::new(), Vec::new());
+    crate::wire::copy_summed(&mut copy, &src, &mut sums);
+    assert_eq!(copy, src);
+    for (off, len) in [
+        (0, 65_000),
+        (100, 8192),
+        (4096, 8192),
+        (5000, 60_000),
+        (69_000, 1000),
+    ] {
+        let mut whole = Vec::new();
+        let p = &src[off..off + len];
+        encode_data(
+            &mut whole,
+            &I,
+            &sample_common(),
+            &meta,
+            70_000,
+            off as u32,
+            p,
+        );
+        let mut buf = Vec::new();
+        let piece = PayloadPiece::summed(&copy, &sums, off, len);
+        let t = encode_data_gathered(
+            &mut buf,
+            &I,
+            &sample_common(),
+            &meta,
+            70_000,
+            off as u32,
+            piece,
+        );
+        let joined = [&buf[..t], p, &buf[t..]].concat();
+        assert_eq!(joined, whole, "{len} bytes at {off}");
+        let mut f = joined.clone();
+        f[t + len / 2] ^= 0x10;
+        assert_eq!(decode(&I, &f), Err(DecodeError::Checksum));
     }
     // Under a MAC too: the gathered packet decodes (its own nonce), and a
     // payload byte changed in flight is refused.
@@ -81,7 +125,8 @@ fn a_gathered_data_packet_is_the_contiguous_one_in_pieces() {
     let meta = MsgMeta::new(MsgKind::User, Category::Long, 9, &[1, 2]);
     let payload: Vec<u8> = (0..3000u32).map(|i| (i * 5) as u8).collect();
     let mut buf = vec![1, 2];
-    let t = encode_data_gathered(&mut buf, &mac, &sample_common(), &meta, 3000, 0, &payload);
+    let piece = PayloadPiece::plain(&payload);
+    let t = encode_data_gathered(&mut buf, &mac, &sample_common(), &meta, 3000, 0, piece);
     let joined = [&buf[2..t], &payload[..], &buf[t..]].concat();
     match decode(&mac, &joined) {
         Ok(Packet::Data { payload: p, .. }) => assert_eq!(p, &payload[..]),
@@ -249,7 +294,13 @@ fn send_cost_per_byte_whole_and_gathered() {
                     if gathered {
                         let c = sample_common();
                         std::hint::black_box(encode_data_gathered(
-                            &mut buf, integ, &c, &meta, 65_000, 0, &payload,
+                            &mut buf,
+                            integ,
+                            &c,
+                            &meta,
+                            65_000,
+                            0,
+                            PayloadPiece::plain(&payload),
                         ));
                     } else {
                         encode_data(
