@@ -524,7 +524,8 @@ mod tests {
         }
     }
 
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
+    /// `n` bytes of xorshift noise from `seed` (also `summed.rs`'s tests).
+    pub(super) fn noise(n: usize, seed: u64) -> Vec<u8> {
         let mut x = seed | 1;
         (0..n)
             .map(|_| {

@@ -162,19 +162,8 @@ fn direct(state: u32, d: &[u8]) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::noise;
     use super::*;
-
-    fn noise(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect()
-    }
 
     #[test]
     fn the_block_shift_is_x_to_the_blocks_bits_less_33() {
