@@ -116,4 +116,59 @@ pub mod bench_support {
             self.copy[src.len() / 2]
         }
     }
+
+    /// What the receiver of a bulk message does with a later fragment
+    /// under CRC32C: the packet parsed unchecked (`wire::decode_deferred`),
+    /// its payload copied where it goes (here a reused buffer, as the
+    /// reassembly's) and summed in the same pass, then checked; `copy` is
+    /// the copy alone, which the receiver makes with or without a sum.
+    pub struct ReceiverSum {
+        dgram: Vec<u8>,
+        buf: Vec<u8>,
+    }
+
+    impl ReceiverSum {
+        /// A later fragment carrying `payload`, sealed as a sender seals it.
+        pub fn new(payload: &[u8]) -> ReceiverSum {
+            use crate::wire::{Category, Common, Integrity, MsgKind, MsgMeta};
+            let meta = MsgMeta::new(MsgKind::User, Category::Long, 1, &[]);
+            let mut dgram = Vec::new();
+            let len = payload.len() as u32;
+            let c = Common::default();
+            crate::wire::encode_data(
+                &mut dgram,
+                &Integrity::Crc32c,
+                &c,
+                &meta,
+                len + 64,
+                64,
+                payload,
+            );
+            ReceiverSum {
+                dgram,
+                buf: Vec::with_capacity(payload.len()),
+            }
+        }
+
+        /// The packet taken as the receiver takes it: true when it holds.
+        pub fn take_checked(&mut self) -> bool {
+            use crate::wire::Packet;
+            self.buf.clear();
+            let Some((Packet::Data { payload, .. }, check)) =
+                crate::wire::decode_deferred(&self.dgram)
+            else {
+                return false;
+            };
+            let sum = crate::wire::extend_sum(&mut self.buf, payload);
+            sum.is_some_and(|s| check.holds(s))
+        }
+
+        /// The packet's payload copied alone.
+        pub fn copy(&mut self) -> u8 {
+            self.buf.clear();
+            let payload = &self.dgram[crate::wire::DATA_HEADER_LEN..self.dgram.len() - 4];
+            self.buf.extend_from_slice(payload);
+            self.buf[payload.len() / 2]
+        }
+    }
 }

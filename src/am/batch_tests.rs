@@ -391,16 +391,18 @@ fn a_long_requests_last_fragment_waits_for_the_next_ones_first_or_a_sleep() {
     let (b0, e0, b1, e1, _) = apart(&net, 32);
     let whole = long_target(&e1);
     let seen = watch(&net);
-    // a lone one leaves whole: its two datagrams
+    // a lone one leaves whole: its two datagrams (its first 64 bytes,
+    // the packet that says where it goes, ride with its first large
+    // fragment: `ProtoConfig::cut`)
     long(&e0, 0);
-    assert_eq!(*seen.lock(), vec![vec![(13, 0)], vec![(13, 0)]]);
+    assert_eq!(*seen.lock(), vec![vec![(13, 0), (13, 0)], vec![(13, 0)]]);
     // behind an unanswered one: its small last fragment stays
     let (d1, d2) = (long_data(1), long_data(2));
     long_of(&e0, 1, &d1);
     let held = std::time::Instant::now();
     let now_seen = seen.lock().clone();
     assert_eq!(now_seen.len(), 3, "{now_seen:?}");
-    assert_eq!(now_seen[2], vec![(13, 1)]);
+    assert_eq!(now_seen[2], vec![(13, 1), (13, 1)]);
     // the next one's first fragment takes it along, in one datagram
     long_of(&e0, 2, &d2);
     if held.elapsed() < std::time::Duration::from_micros(150) {
@@ -409,11 +411,11 @@ fn a_long_requests_last_fragment_waits_for_the_next_ones_first_or_a_sleep() {
         // call before it queued the fragment; measured to the call's end,
         // ~80 us when the machine is quiet)
         let now_seen = seen.lock().clone();
-        assert_eq!(now_seen[3], vec![(13, 1), (13, 2)], "{now_seen:?}");
+        assert_eq!(now_seen[3], vec![(13, 1), (13, 2), (13, 2)], "{now_seen:?}");
     }
     // a sleep in the kernel sends what is held
     b0.wait_for_activity(0);
-    assert_eq!(requests_in(&seen), 6, "{:?}", seen.lock());
+    assert_eq!(requests_in(&seen), 9, "{:?}", seen.lock());
     poll_both_until(&b0, &b1, "three long requests", || {
         whole.load(Ordering::SeqCst) == 3 && e0.unanswered_requests() == 0
     });
@@ -455,7 +457,8 @@ fn a_long_request_of_more_than_two_fragments_keeps_nothing_back() {
     e0.request(1, &Message::long(13, &[0], &data, 0), false)
         .unwrap();
     let one = requests_in(&seen);
-    assert_eq!(one, 17, "a lone 1 MiB request: every fragment at once");
+    // (its first 64 bytes alone, then 17: `ProtoConfig::cut`)
+    assert_eq!(one, 18, "a lone 1 MiB request: every fragment at once");
     // behind an unanswered one: its last fragment would only wait (the
     // next message's first is full and never cut), so it does not
     e0.request(1, &Message::long(13, &[1], &data, 0), false)
@@ -487,8 +490,8 @@ fn a_held_last_fragment_leaves_with_any_other_message() {
     let now_seen = seen.lock().clone();
     assert_eq!(
         now_seen.iter().flatten().filter(|r| **r == (13, 1)).count(),
-        2,
-        "both fragments of request 1 sent: {now_seen:?}"
+        3,
+        "all three fragments of request 1 sent: {now_seen:?}"
     );
     poll_both_until(&b0, &b1, "both long requests", || {
         whole.load(Ordering::SeqCst) == 2 && e0.unanswered_requests() == 0

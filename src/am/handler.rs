@@ -82,6 +82,17 @@ pub trait SegmentMemory: Send + Sync {
         let _ = (off, len, f);
         false
     }
+    /// `write`, summing the bytes in the same pass (`wire::copy_sum`, for
+    /// a packet checked as its payload is placed): their sum, or None when
+    /// nothing was written (memory that lends no slice, `fill_with`, or a
+    /// CPU that cannot).
+    fn write_summed(&self, off: usize, data: &[u8]) -> Option<u32> {
+        let mut sum = None;
+        let lent = self.fill_with(off, data.len(), &mut |dst| {
+            sum = crate::wire::copy_sum(dst, data);
+        });
+        sum.filter(|_| lent)
+    }
 }
 
 /// A segment owned by Rust code.

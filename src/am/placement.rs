@@ -59,11 +59,27 @@ impl Placement<SocketAddr> for Placer<'_> {
         if meta.placed.map(|p| p.gen) != Some(self.gen) {
             return;
         }
-        let off = (meta.dest_offset as usize).checked_add(at);
-        if let Some(off) =
-            off.filter(|o| o.checked_add(bytes.len()).is_some_and(|e| e <= seg.len()))
-        {
+        if let Some(off) = Self::place_of(meta, at, bytes.len(), seg.len()) {
             seg.write(off, bytes);
         }
+    }
+
+    fn write_summed(&mut self, meta: &MsgMeta, at: usize, bytes: &[u8]) -> Option<u32> {
+        let seg = self.parts.segment.as_ref()?;
+        if meta.placed.map(|p| p.gen) != Some(self.gen) {
+            return None;
+        }
+        let off = Self::place_of(meta, at, bytes.len(), seg.len())?;
+        seg.write_summed(off, bytes)
+    }
+}
+
+impl Placer<'_> {
+    /// Where `len` bytes at `at` of the message `meta` go in a segment of
+    /// `seg_len` bytes, when inside it.
+    fn place_of(meta: &MsgMeta, at: usize, len: usize, seg_len: usize) -> Option<usize> {
+        (meta.dest_offset as usize)
+            .checked_add(at)
+            .filter(|o| o.checked_add(len).is_some_and(|e| e <= seg_len))
     }
 }

@@ -1,7 +1,8 @@
 //! Tunables of the reliable protocol. Filled from `crate::config::Config`.
 
+use super::send::Cut;
 use crate::time::{Nanos, MICROS, MILLIS};
-use crate::wire::Integrity;
+use crate::wire::{Category, Integrity, MsgKind, MsgMeta};
 
 /// Protocol parameters; every time is in nanoseconds.
 #[derive(Clone, Debug)]
@@ -113,4 +114,41 @@ impl ProtoConfig {
     pub fn fragment_capacity(&self, nargs: usize) -> usize {
         self.max_datagram - crate::wire::DATA_HEADER_LEN - 4 * nargs - self.integrity.trailer_len()
     }
+
+    /// How a message of `len` bytes is cut into fragments
+    /// (`send::push_fragments`). Under CRC32C a long user message of at
+    /// least `PLACED_SPLIT_MIN` bytes (one the receiver may place in its
+    /// segment) first sends `PLACED_HEAD` bytes alone: that packet, checked
+    /// before its bytes are written, tells the receiver where the message
+    /// goes, and the rest then follows in fragments whose own headers decide
+    /// nothing, which it checks as it copies them there
+    /// (`Protocol::take_deferred`): one pass over their bytes, not two.
+    pub fn cut(&self, meta: &MsgMeta, len: usize) -> Cut {
+        let placeable = matches!(self.integrity, Integrity::Crc32c)
+            && meta.kind == MsgKind::User
+            && meta.category == Category::Long
+            && len >= PLACED_SPLIT_MIN;
+        let cap = self.fragment_capacity(meta.nargs as usize);
+        if !placeable {
+            return Cut {
+                cap,
+                head: 0,
+                first: cap,
+            };
+        }
+        // the head's packet and the first fragment after it fill one
+        // datagram
+        let packet = self.max_datagram - cap;
+        Cut {
+            cap,
+            head: PLACED_HEAD,
+            first: cap - packet - PLACED_HEAD,
+        }
+    }
 }
+
+/// The first fragment of a long message cut for placing (`ProtoConfig::cut`).
+pub const PLACED_HEAD: usize = 64;
+/// Long messages from this long are cut for placing: the rest after the
+/// head is worth checking as it is copied (`wire::DEFER_MIN`).
+pub const PLACED_SPLIT_MIN: usize = PLACED_HEAD + crate::wire::DEFER_MIN;

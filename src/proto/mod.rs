@@ -65,6 +65,8 @@ mod alias_tests;
 mod assoc;
 mod bufpool;
 pub mod config;
+#[cfg(test)]
+mod deferred_tests;
 pub mod event;
 mod handshake;
 mod inspect;
@@ -102,7 +104,7 @@ use assoc::{AssocState, ClosedTags, Secrets, TokenBucket};
 use outbox::Outbox;
 pub(crate) use outbox::SEND_BUNDLE_MAX;
 use peer::{Ctx, Peer};
-use recv::InFrag;
+use recv::{InFrag, InPlace};
 use send::{push_fragments, MsgRef, OutMsg, SpareMsgs};
 
 /// The largest message (payload bytes) a receiver reassembles.
@@ -162,6 +164,9 @@ pub struct Protocol<A: PeerAddr> {
     walk_budget: TokenBucket,
     tag_walks: u64,
     aliases_learned: u64,
+    /// DATA packets checked where their payload was copied
+    /// (`take_deferred`).
+    checked_in_place: u64,
     /// Peers with a timer set, by when to look at them (the earliest of
     /// their timers, or before) then slot: `handle_timeout` costs O(log n)
     /// per due peer, not a walk over all of them, and serves them in a fixed
@@ -212,6 +217,7 @@ impl<A: PeerAddr> Protocol<A> {
             walk_budget: TokenBucket::new(burst),
             tag_walks: 0,
             aliases_learned: 0,
+            checked_in_place: 0,
             timers: BinaryHeap::new(),
             due: Vec::new(),
             out,
@@ -299,7 +305,8 @@ impl<A: PeerAddr> Protocol<A> {
             self.schedule(slot);
             return id;
         }
-        let cap = self.fragment_capacity(meta.nargs as usize);
+        let cut = self.cfg.cut(&meta, payload.len());
+        let cap = cut.cap;
         let m = OutMsg {
             id,
             meta,
@@ -321,7 +328,7 @@ impl<A: PeerAddr> Protocol<A> {
         };
         let (peer, mut cx) = self.peer_cx(slot);
         let was_busy = peer.busy();
-        push_fragments(&mut peer.tx[ch].pending, msg, cap);
+        push_fragments(&mut peer.tx[ch].pending, msg, cut);
         peer.arm_live(now, was_busy, cx.cfg);
         match tag {
             Some(tag) => peer.start_handshake(now, tag, &mut cx),
@@ -396,7 +403,14 @@ impl<A: PeerAddr> Protocol<A> {
         place: &mut dyn Placement<A>,
     ) -> bool {
         let decoded = match self.cfg.integrity {
-            wire::Integrity::Crc32c => wire::decode(&self.cfg.integrity, bytes),
+            wire::Integrity::Crc32c => {
+                if bytes.len() > wire::DEFER_MIN {
+                    if let Some(ok) = self.take_deferred(now, from, bytes, place) {
+                        return ok;
+                    }
+                }
+                wire::decode(&self.cfg.integrity, bytes)
+            }
             _ => match self.decode_sealed(now, from, bytes) {
                 Some(d) => d,
                 None => return true,
@@ -405,11 +419,66 @@ impl<A: PeerAddr> Protocol<A> {
         match decoded {
             // By reference: the parsed packet (~170 bytes) is not copied.
             Ok(ref pkt) => {
-                self.handle_packet(now, from, pkt, place);
+                self.handle_packet(now, from, pkt, place, false);
                 true
             }
             Err(_) => false,
         }
+    }
+
+    /// A DATA packet under CRC32C that continues the message being
+    /// reassembled at its next bytes (`RecvChannel::next_in_place`, judged
+    /// from its unchecked header: where its bytes go is the message's to
+    /// say, not the packet's): its payload is copied there, into the
+    /// segment (`Placement::write_summed`) or the reassembly buffer
+    /// (`RecvChannel::gather_summed`), and summed in the same pass, then the
+    /// packet is checked (`wire::decode_deferred`) and, if it holds, handled
+    /// as any, its bytes in place: one pass over them, not two. Some(false):
+    /// the check failed, the packet is dropped as corrupt; what it appended
+    /// to the buffer is taken back, and what it wrote into the segment is
+    /// within the message's next bytes, which its next fragment writes over
+    /// before it is delivered. None: not such a packet, or nothing was
+    /// written; the caller checks it first, as any.
+    #[inline]
+    fn take_deferred(
+        &mut self,
+        now: Instant,
+        from: A,
+        bytes: &[u8],
+        place: &mut dyn Placement<A>,
+    ) -> Option<bool> {
+        let (pkt, check) = wire::decode_deferred(bytes)?;
+        let Packet::Data {
+            ref common,
+            msg_len,
+            frag_off,
+            payload,
+            ..
+        } = pkt
+        else {
+            return None;
+        };
+        let slot = self
+            .find_peer(&from)
+            .filter(|&s| self.peers[s].assoc.accepts(common.vtag))?;
+        let rx = &mut self.peers[slot].rx[common.channel as usize];
+        let at = (common.epoch, common.seq);
+        let (sum, gathered) = match rx.next_in_place(at, frag_off, msg_len, payload.len())? {
+            InPlace::Placed(meta) => (
+                place.write_summed(&meta, frag_off as usize, payload)?,
+                false,
+            ),
+            InPlace::Gathered => (rx.gather_summed(payload)?, true),
+        };
+        if !check.holds(sum) {
+            if gathered {
+                self.peers[slot].rx[common.channel as usize].ungather(frag_off as usize);
+            }
+            return Some(false);
+        }
+        self.checked_in_place += 1;
+        self.handle_packet(now, from, &pkt, place, true);
+        Some(true)
     }
 
     /// Checks a packet under the job key's MAC: a handshake packet with
@@ -445,12 +514,15 @@ impl<A: PeerAddr> Protocol<A> {
         })
     }
 
+    /// `placed`: a DATA packet's payload is in place already
+    /// (`take_deferred`).
     fn handle_packet(
         &mut self,
         now: Instant,
         from: A,
         pkt: &Packet<'_>,
         place: &mut dyn Placement<A>,
+        placed: bool,
     ) {
         let c = match *pkt {
             Packet::Data { ref common, .. }
@@ -534,6 +606,7 @@ impl<A: PeerAddr> Protocol<A> {
                     msg_len,
                     frag_off,
                     bytes: payload,
+                    placed,
                 };
                 // the peer had something to say: no shutdown
                 peer.resume(now, &mut cx);
@@ -672,6 +745,13 @@ impl<A: PeerAddr> Protocol<A> {
     /// (a kept transaction's trailer) without growing it.
     pub fn payload_buffer_with_room(&mut self, payload: &[u8], room: usize) -> Vec<u8> {
         self.spare_msgs.bufs.copy_with_room(payload, room)
+    }
+
+    /// DATA packets checked where their payload was copied, so far
+    /// (`take_deferred`).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn checked_in_place(&self) -> u64 {
+        self.checked_in_place
     }
 
     /// A copy of `payload` for `send`, with room for `room` bytes

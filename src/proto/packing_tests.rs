@@ -98,7 +98,9 @@ fn sizes(d: &[Vec<u8>]) -> Vec<usize> {
 
 #[test]
 fn messages_of_64_kib_share_full_datagrams_and_arrive_whole() {
-    let lens = [65_536usize; 30];
+    // (three packets each, the first 64 bytes alone, `ProtoConfig::cut`:
+    // 20 of them in the window of 64 packets)
+    let lens = [65_536usize; 20];
     for nargs in [0, 16] {
         let (d, mut n) = burst(&lens, nargs, false);
         // unpacked: two datagrams each (65,507 bytes and a small one);
@@ -123,14 +125,22 @@ fn messages_of_64_kib_share_full_datagrams_and_arrive_whole() {
 
 #[test]
 fn a_message_of_several_full_fragments_is_not_cut_and_its_tail_is_joined() {
-    // 1 MiB (16 full fragments and a small one), then 64 KiB twice, then
-    // a short one: only a fragment before a message's small last one is
-    // cut (the full ones of the 1 MiB message go as they are)
+    // 1 MiB (its first 64 bytes alone, `ProtoConfig::cut`, riding with
+    // the first of 16 full fragments, and a small last one), then 64 KiB
+    // twice, then a short one: only a fragment before a message's small
+    // last one is cut (the full ones of the 1 MiB message go as they are)
     let lens = [1 << 20, 65_536, 65_536, 10];
     let (d, mut n) = burst(&lens, 2, false);
     assert!(d.iter().all(|x| x.len() <= MAX));
-    assert!(d[..18].iter().all(|x| x.len() == MAX), "{:?}", sizes(&d));
-    // unpacked: 17 + 2 + 2 + 1
+    assert!(d[..17].iter().all(|x| x.len() == MAX), "{:?}", sizes(&d));
+    // the 1 MiB's last fragment, past `GATHER_MIN` (the head's packet
+    // took its room in the first datagram), goes alone
+    assert!(
+        d[17].len() > crate::proto::send::GATHER_MIN,
+        "{:?}",
+        sizes(&d)
+    );
+    // unpacked: 18 + 3 + 3 + 1
     assert_eq!(d.len(), 20, "{:?}", sizes(&d));
     let (p, _) = burst(&lens, 2, true);
     assert_eq!(p, d);

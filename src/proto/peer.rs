@@ -567,7 +567,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         cx: &mut Ctx<'_, A>,
     ) {
         let cfg = cx.cfg;
-        if let Some(m) = self.tx[ch].give_up(id, |nargs| cfg.fragment_capacity(nargs)) {
+        if let Some(m) = self.tx[ch].give_up(id, |m| cfg.cut(&m.meta, m.payload.len())) {
             cx.out.events.push_back(Event::Failed {
                 to: self.addr,
                 channel: ch as u8,

@@ -19,6 +19,17 @@ pub trait Placement<A> {
     fn claim(&mut self, from: A, channel: u8, meta: &MsgMeta, len: usize) -> Option<u32>;
     /// Writes `bytes`, at `at` within the message claimed with `meta`.
     fn write(&mut self, meta: &MsgMeta, at: usize, bytes: &[u8]);
+    /// `write`, summing the bytes as they are copied (`wire::copy_sum`):
+    /// their sum, or None when nothing was written (the bytes are then
+    /// checked first and given to `write`). The bytes are not checked yet:
+    /// the protocol offers only a packet whose header it can trust to name
+    /// where they go (a later fragment of a placed message, at its next
+    /// offset: what a packet's own header says decides nothing), and drops
+    /// it, its bytes left there, when the sum fails; the message's next
+    /// fragment then writes over them before it is delivered.
+    fn write_summed(&mut self, _meta: &MsgMeta, _at: usize, _bytes: &[u8]) -> Option<u32> {
+        None
+    }
 }
 
 /// Places nothing: every message is gathered into a buffer.

@@ -21,6 +21,16 @@ pub struct HeldPacket {
     pub payload: Vec<u8>,
 }
 
+/// Where a packet's payload goes when it is taken
+/// (`RecvChannel::next_in_place`).
+#[derive(Debug)]
+pub enum InPlace {
+    /// Into the segment, at its offset in the placed message of this meta.
+    Placed(MsgMeta),
+    /// At the end of the message's reassembly buffer.
+    Gathered,
+}
+
 /// A message whose first fragments arrived.
 #[derive(Debug)]
 pub struct Reassembly {
@@ -31,6 +41,18 @@ pub struct Reassembly {
     /// A placed message (`meta.placed`, `place.rs`): the bytes written so
     /// far (`buf` stays empty).
     pub placed: u32,
+}
+
+impl Reassembly {
+    /// Room in `buf` for `n` more bytes: it grows with the data (doubling,
+    /// at most to the message's length).
+    fn make_room(&mut self, n: usize) {
+        let need = self.buf.len() + n;
+        if need > self.buf.capacity() {
+            let want = (2 * self.buf.capacity()).max(need).min(self.len as usize);
+            self.buf.reserve_exact(want.max(need) - self.buf.len());
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -82,6 +104,53 @@ impl RecvChannel {
         self.reassembly = None;
         self.refused = None;
         true
+    }
+
+    /// Where the payload of DATA packet `seq` of `epoch` (`len` bytes at
+    /// `frag_off` of a message of `msg_len`) goes when it is taken, if it
+    /// continues the message being reassembled: it is the next in order
+    /// of the current epoch, and the message's next bytes, within its
+    /// length. Reads only: the packet is not checked yet
+    /// (`Protocol::take_deferred`).
+    pub fn next_in_place(
+        &self,
+        (epoch, seq): (u16, u32),
+        frag_off: u32,
+        msg_len: u32,
+        len: usize,
+    ) -> Option<InPlace> {
+        if epoch != self.epoch || seq != self.next || frag_off == 0 {
+            return None;
+        }
+        let r = self.reassembly.as_ref()?;
+        let got = match r.meta.placed {
+            Some(_) => r.placed as usize,
+            None => r.buf.len(),
+        };
+        if got != frag_off as usize || r.len != msg_len || len > r.len as usize - got {
+            return None;
+        }
+        Some(match r.meta.placed {
+            Some(_) => InPlace::Placed(r.meta),
+            None => InPlace::Gathered,
+        })
+    }
+
+    /// Appends `bytes` to the message being gathered (`InPlace::Gathered`),
+    /// summed as they are copied (`wire::extend_sum`); their sum, or None,
+    /// nothing appended, when it cannot.
+    pub fn gather_summed(&mut self, bytes: &[u8]) -> Option<u32> {
+        let r = self.reassembly.as_mut()?;
+        r.make_room(bytes.len());
+        crate::wire::extend_sum(&mut r.buf, bytes)
+    }
+
+    /// Takes back what `gather_summed` appended: the message's bytes end at
+    /// `at` again.
+    pub fn ungather(&mut self, at: usize) {
+        if let Some(r) = self.reassembly.as_mut() {
+            r.buf.truncate(at);
+        }
     }
 
     /// Bytes held for the peer's budget: held packets and the partly
@@ -217,6 +286,7 @@ impl RecvChannel {
                     msg_len: h.msg_len,
                     frag_off: h.frag_off,
                     bytes: &h.payload,
+                    placed: false,
                 };
                 let r = self.take_in_order(now, filled_gap, f, cx);
                 cx.out.pool.give(h.payload);
@@ -326,7 +396,9 @@ impl RecvChannel {
                     && r.len == f.msg_len
                     && f.bytes.len() <= (r.len - r.placed) as usize =>
             {
-                cx.place.write(&r.meta, r.placed as usize, f.bytes);
+                if !f.placed {
+                    cx.place.write(&r.meta, r.placed as usize, f.bytes);
+                }
                 r.placed += f.bytes.len() as u32;
                 if r.placed == r.len {
                     cx.out.events.push_back(delivered(r.meta, Vec::new()));
@@ -339,13 +411,17 @@ impl RecvChannel {
                 stats.corrupt_dropped += 1;
                 false
             }
-            Some(mut r) if r.buf.len() == f.frag_off as usize && r.len == f.msg_len => {
-                let need = r.buf.len() + f.bytes.len();
-                if need > r.buf.capacity() {
-                    let want = (2 * r.buf.capacity()).max(need).min(r.len as usize);
-                    r.buf.reserve_exact(want.max(need) - r.buf.len());
+            // the next piece of a gathered message (appended already when
+            // it was checked as it was copied)
+            Some(mut r)
+                if r.buf.len()
+                    == f.frag_off as usize + if f.placed { f.bytes.len() } else { 0 }
+                    && r.len == f.msg_len =>
+            {
+                if !f.placed {
+                    r.make_room(f.bytes.len());
+                    r.buf.extend_from_slice(f.bytes);
                 }
-                r.buf.extend_from_slice(f.bytes);
                 if r.buf.len() == f.msg_len as usize {
                     cx.out.events.push_back(delivered(r.meta, r.buf));
                     return true;
@@ -373,6 +449,9 @@ pub struct InFrag<'a> {
     pub msg_len: u32,
     pub frag_off: u32,
     pub bytes: &'a [u8],
+    /// Copied where it goes already (the segment or the reassembly
+    /// buffer), checked as it was copied (`Protocol::take_deferred`).
+    pub placed: bool,
 }
 
 /// What a receive channel needs beyond itself to take DATA.

@@ -21,7 +21,9 @@
 //!   KiB packet (67 GB/s), 1.17x over 1 MiB.
 
 mod summed;
-pub use summed::{copy_summed, crc32c_append_summed, SUM_BLOCK};
+pub use summed::{
+    copy_sum, copy_summed, crc32c_append_summed, crc32c_extend, extend_sum, SUM_BLOCK,
+};
 
 /// Buffers up to this long are summed here; longer ones gain from the
 /// crate's interleaved streams.

@@ -22,7 +22,8 @@ mod socket;
 pub(crate) use clock::{clock_counter, monotonic_nanos};
 pub(crate) use cma::{random_u64, read_from_process, write_to_process};
 pub(crate) use crc::{
-    copy_summed, crc32c_append_long, crc32c_append_summed, crc32c_short, SUM_BLOCK,
+    copy_sum, copy_summed, crc32c_append_long, crc32c_append_summed, crc32c_extend, crc32c_short,
+    extend_sum, SUM_BLOCK,
 };
 #[cfg(test)]
 pub(crate) use fdpass::memfd_unsealed;

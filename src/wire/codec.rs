@@ -35,8 +35,8 @@
 
 use super::{
     AckField, Category, DecodeError, Integrity, MsgKind, MsgMeta, PacketType, PayloadPiece,
-    ACK_LEN, COMMON_LEN, COOKIE_LEN, DATA_HEADER_LEN, INIT_ACK_LEN, MAGIC, MAX_ARGS, NUM_CHANNELS,
-    VERSION,
+    ACK_LEN, COMMON_LEN, COOKIE_LEN, CRC_LEN, DATA_HEADER_LEN, INIT_ACK_LEN, MAGIC, MAX_ARGS,
+    NUM_CHANNELS, VERSION,
 };
 
 const FLAG_ACK_REQ: u8 = 1;
@@ -503,7 +503,61 @@ pub fn decode<'a>(integ: &Integrity, dgram: &'a [u8]) -> Result<Packet<'a>, Deco
     if be16(magic, 0) != MAGIC || magic[2] != VERSION {
         return Err(DecodeError::Foreign);
     }
-    let body = integ.open(dgram)?;
+    decode_body(integ.open(dgram)?)
+}
+
+/// Payloads from this long may be checked as they are copied where they
+/// go (`decode_deferred`).
+pub const DEFER_MIN: usize = 4096;
+
+/// A DATA packet under CRC32C whose payload (at least `DEFER_MIN` bytes)
+/// is checked where the receiver copies it (`wire::copy_sum`) instead of
+/// before: the packet parsed from its unchecked bytes, and what its sum
+/// must give (`DeferredCrc::holds`). Nothing of it may be believed before
+/// that: None for anything else (the caller decodes it with `decode`,
+/// which checks first and says what is wrong).
+pub fn decode_deferred(dgram: &[u8]) -> Option<(Packet<'_>, DeferredCrc)> {
+    let magic = dgram.first_chunk::<4>()?;
+    if be16(magic, 0) != MAGIC || magic[2] != VERSION || magic[3] != PacketType::Data as u8 {
+        return None;
+    }
+    let (body, trailer) = dgram.split_last_chunk::<CRC_LEN>()?;
+    let pkt = decode_body(body).ok()?;
+    let Packet::Data { payload, .. } = &pkt else {
+        return None;
+    };
+    if payload.len() < DEFER_MIN {
+        return None;
+    }
+    let head = &body[..body.len() - payload.len()];
+    let check = DeferredCrc {
+        head: super::crc32c(head),
+        len: payload.len(),
+        want: u32::from_be_bytes(*trailer),
+    };
+    Some((pkt, check))
+}
+
+/// What a deferred packet's payload must sum to (`decode_deferred`).
+#[derive(Clone, Copy, Debug)]
+pub struct DeferredCrc {
+    /// The CRC32C of the packet's bytes before its payload.
+    head: u32,
+    len: usize,
+    /// The trailer.
+    want: u32,
+}
+
+impl DeferredCrc {
+    /// Whether the packet's trailer holds, its payload's sum (`copy_sum`)
+    /// being `sum`.
+    pub fn holds(&self, sum: u32) -> bool {
+        crate::sys::crc32c_extend(self.head, sum, self.len) == Some(self.want)
+    }
+}
+
+/// A packet's fields from its bytes before the trailer (checked).
+fn decode_body(body: &[u8]) -> Result<Packet<'_>, DecodeError> {
     let Some(h) = body.first_chunk::<COMMON_LEN>() else {
         return Err(DecodeError::Truncated);
     };

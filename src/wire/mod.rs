@@ -21,9 +21,9 @@ pub use codec::any_packet;
 #[cfg(any(test, feature = "testing"))]
 pub use codec::encode_ack;
 pub use codec::{
-    association_vtag, decode, encode_abort, encode_ack_dup, encode_cookie_ack, encode_cookie_echo,
-    encode_data, encode_data_gathered, encode_heartbeat, encode_init, encode_init_ack, encode_nack,
-    encode_shutdown, packets, Common, Packet, MAX_BUNDLE,
+    association_vtag, decode, decode_deferred, encode_abort, encode_ack_dup, encode_cookie_ack,
+    encode_cookie_echo, encode_data, encode_data_gathered, encode_heartbeat, encode_init,
+    encode_init_ack, encode_nack, encode_shutdown, packets, Common, Packet, DEFER_MIN, MAX_BUNDLE,
 };
 pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
@@ -127,6 +127,20 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
 #[inline]
 pub fn copy_summed(dst: &mut Vec<u8>, src: &[u8], sums: &mut Vec<u32>) {
     crate::sys::copy_summed(dst, src, sums);
+}
+
+/// Copies `src` into `dst` (as long) and returns its sum for
+/// `DeferredCrc::holds`, in one pass (`sys::copy_sum`); None, nothing
+/// written, where the CPU cannot (the caller checks, then copies).
+#[inline]
+pub fn copy_sum(dst: &mut [u8], src: &[u8]) -> Option<u32> {
+    crate::sys::copy_sum(dst, src)
+}
+
+/// `copy_sum` appended to `v`; None, `v` unchanged, where it cannot.
+#[inline]
+pub fn extend_sum(v: &mut Vec<u8>, src: &[u8]) -> Option<u32> {
+    crate::sys::extend_sum(v, src)
 }
 
 /// Payloads from this long are worth copying with their sums.

@@ -11,7 +11,7 @@ mod tests;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-pub use msg::{push_fragments, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
+pub use msg::{push_fragments, Cut, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
 
 use super::event::MsgId;
 use super::outbox::{Outbox, Piece};
@@ -352,9 +352,9 @@ impl SendChannel {
             .min()
     }
 
-    /// Gives up message `id`; the others start over in a new epoch, cut for
-    /// `cap(nargs)` bytes per fragment. Returns the message given up.
-    pub fn give_up(&mut self, id: MsgId, cap: impl Fn(usize) -> usize) -> Option<MsgRef> {
+    /// Gives up message `id`; the others start over in a new epoch, each
+    /// cut as `cut` says. Returns the message given up.
+    pub fn give_up(&mut self, id: MsgId, cut: impl Fn(&OutMsg) -> Cut) -> Option<MsgRef> {
         let msgs = self.drain_unfinished();
         self.new_epoch();
         let mut failed = None;
@@ -362,7 +362,7 @@ impl SendChannel {
             if m.id == id {
                 failed = Some(m);
             } else {
-                let c = cap(m.meta.nargs as usize);
+                let c = cut(&m);
                 push_fragments(&mut self.pending, m, c);
             }
         }

@@ -163,11 +163,26 @@ pub struct Fragment {
     pub len: u32,
 }
 
-/// Queues `msg` as fragments of at most `cap` bytes (one, empty, for an
-/// empty message).
+/// How a message is cut (`ProtoConfig::cut`): fragments of at most `cap`
+/// bytes; when `head` is not 0, a first one of `head` bytes alone, then
+/// one of at most `first` (which fits one datagram beside the head's
+/// packet), then fragments of at most `cap`.
+#[derive(Clone, Copy, Debug)]
+pub struct Cut {
+    pub cap: usize,
+    pub head: usize,
+    pub first: usize,
+}
+
+/// Queues `msg` as fragments as `cut` says (one, empty, for an empty
+/// message).
 #[inline]
-pub fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cap: usize) {
+pub fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cut: Cut) {
     let len = msg.payload.len();
+    let cap = cut.cap;
+    if cut.head > 0 && cut.head < len && cut.head <= cap {
+        return push_split(q, msg, cut);
+    }
     if len <= cap {
         q.push_back(Fragment {
             msg,
@@ -176,25 +191,43 @@ pub fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cap: usize) {
         });
         return;
     }
-    push_split(q, msg, cap);
+    push_split(
+        q,
+        msg,
+        Cut {
+            cap,
+            head: 0,
+            first: cap,
+        },
+    );
 }
 
-/// `push_fragments` of a message longer than `cap`.
+/// `push_fragments` of a message in several fragments.
 #[inline(never)]
-fn push_split(q: &mut VecDeque<Fragment>, msg: MsgRef, cap: usize) {
+fn push_split(q: &mut VecDeque<Fragment>, msg: MsgRef, cut: Cut) {
+    let (cap, head) = (cut.cap, cut.head);
     let len = msg.payload.len();
     let shared = match msg {
         MsgRef::Shared(a) => a,
         MsgRef::One(b) => Arc::new(*b),
     };
-    let mut off = 0usize;
-    while len - off > cap {
+    if head > 0 {
+        q.push_back(Fragment {
+            msg: MsgRef::Shared(shared.clone()),
+            off: 0,
+            len: head as u32,
+        });
+    }
+    let mut off = head;
+    let mut size = if head > 0 { cut.first } else { cap };
+    while len - off > size {
         q.push_back(Fragment {
             msg: MsgRef::Shared(shared.clone()),
             off: off as u32,
-            len: cap as u32,
+            len: size as u32,
         });
-        off += cap;
+        off += size;
+        size = cap;
     }
     q.push_back(Fragment {
         msg: MsgRef::Shared(shared),

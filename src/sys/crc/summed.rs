@@ -20,9 +20,6 @@ use std::mem::MaybeUninit;
 /// Bytes of a block whose sum `copy_summed` keeps.
 pub const SUM_BLOCK: usize = 4096;
 
-/// Folding steps in a block.
-const BLOCK_STEPS: usize = SUM_BLOCK / FOLD_STEP;
-
 /// x^(8 SUM_BLOCK - 33) mod P, reflected: `mul_x33` by it moves a
 /// register over a block of zero bytes.
 const BLOCK_SHIFT: u32 = xpow_mod(8 * SUM_BLOCK as u32 - 33).reverse_bits();
@@ -61,9 +58,75 @@ pub fn copy_summed(dst: &mut Vec<u8>, src: &[u8], sums: &mut Vec<u32>) -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,vpclmulqdq,pclmulqdq,sse4.2")]
 fn copy_fold_blocks(out: &mut [MaybeUninit<u8>], src: &[u8], sums: &mut Vec<u32>) {
+    assert_eq!(out.len(), src.len());
+    for (b, o) in src
+        .chunks_exact(SUM_BLOCK)
+        .zip(out.chunks_exact_mut(SUM_BLOCK))
+    {
+        sums.push(copy_fold(o, b));
+    }
+}
+
+/// Copies `src` into `dst` (as long) and returns its sum: the `crc32`
+/// register after it from a zero register, in one pass (the receiver's
+/// copy of a packet's payload where it goes, checked by `crc32c_extend`).
+/// None, nothing written, when `src` is shorter than a folding step (256
+/// bytes) or the CPU cannot fold with AVX-512.
+pub fn copy_sum(dst: &mut [u8], src: &[u8]) -> Option<u32> {
+    let len = dst.len();
+    // SAFETY: the same bytes seen as possibly uninitialised (same size and
+    // alignment); `copy_sum_into` writes only initialised bytes (copies of
+    // `src`), so `dst` stays initialised.
+    let out = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast(), len) };
+    copy_sum_into(out, src)
+}
+
+/// `copy_sum` appending to `v` (its capacity grows as `reserve` grows
+/// it); None, `v` unchanged, when `copy_sum` cannot.
+pub fn extend_sum(v: &mut Vec<u8>, src: &[u8]) -> Option<u32> {
+    if src.len() < FOLD_STEP || super::folder() != Some(Folder::Avx512) {
+        return None;
+    }
+    v.reserve(src.len());
+    let sum = copy_sum_into(&mut v.spare_capacity_mut()[..src.len()], src)?;
+    // SAFETY: `copy_sum_into` wrote every byte of the first `src.len()`
+    // of the spare capacity (reserved above).
+    unsafe { v.set_len(v.len() + src.len()) };
+    Some(sum)
+}
+
+/// `copy_sum` into possibly uninitialised bytes: every byte of `out` is
+/// written when it returns Some.
+fn copy_sum_into(out: &mut [MaybeUninit<u8>], src: &[u8]) -> Option<u32> {
+    assert_eq!(out.len(), src.len());
+    if src.len() < FOLD_STEP || super::folder() != Some(Folder::Avx512) {
+        return None;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("AVX-512 is x86-64's");
+    let whole = src.len() / FOLD_STEP * FOLD_STEP;
+    let (d, dt) = out.split_at_mut(whole);
+    let (s, st) = src.split_at(whole);
+    // SAFETY: the CPU has every feature the function is compiled for
+    // (checked just above), the only requirement of a `target_feature`
+    // function.
+    let reg = unsafe { copy_fold(d, s) };
+    for (o, b) in dt.iter_mut().zip(st) {
+        o.write(*b);
+    }
+    // SAFETY: as above.
+    Some(unsafe { super::crc32c_sse42_state(reg, st) })
+}
+
+/// Copies `src` (whole folding steps, at least one) into `out`; the
+/// register after it from zero.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,vpclmulqdq,pclmulqdq,sse4.2")]
+fn copy_fold(out: &mut [MaybeUninit<u8>], src: &[u8]) -> u32 {
     use fold::{fold, load, splat};
     use std::arch::x86_64::*;
     assert_eq!(out.len(), src.len());
+    assert!(src.len() >= FOLD_STEP && src.len().is_multiple_of(FOLD_STEP));
     let store = |out: &mut [MaybeUninit<u8>], at: usize, v: __m512i| {
         let o = &mut out[at..at + 64];
         // SAFETY: `o` is 64 writable bytes (the slice above, bounds
@@ -71,25 +134,36 @@ fn copy_fold_blocks(out: &mut [MaybeUninit<u8>], src: &[u8], sums: &mut Vec<u32>
         // unaligned.
         unsafe { _mm512_storeu_si512(o.as_mut_ptr().cast(), v) }
     };
-    let k = splat(K2048);
-    for (b, o) in src
-        .chunks_exact(SUM_BLOCK)
-        .zip(out.chunks_exact_mut(SUM_BLOCK))
-    {
-        let mut acc = [load(b, 0), load(b, 64), load(b, 128), load(b, 192)];
-        for (i, a) in acc.iter().enumerate() {
-            store(o, 64 * i, *a);
-        }
-        for s in 1..BLOCK_STEPS {
-            for (i, a) in acc.iter_mut().enumerate() {
-                let at = s * FOLD_STEP + 64 * i;
-                let v = load(b, at);
-                store(o, at, v);
-                *a = fold(*a, k, v);
-            }
-        }
-        sums.push(reduce(acc));
+    let mut acc = [load(src, 0), load(src, 64), load(src, 128), load(src, 192)];
+    for (i, a) in acc.iter().enumerate() {
+        store(out, 64 * i, *a);
     }
+    let k = splat(K2048);
+    for at in (FOLD_STEP..src.len()).step_by(FOLD_STEP) {
+        for (i, a) in acc.iter_mut().enumerate() {
+            let v = load(src, at + 64 * i);
+            store(out, at + 64 * i, v);
+            *a = fold(*a, k, v);
+        }
+    }
+    reduce(acc)
+}
+
+/// The CRC32C `crc` continued over `len` (at least 8) bytes whose sum
+/// (`copy_sum`, `copy_summed`) is `sum`. None when the CPU cannot fold with
+/// AVX-512.
+pub fn crc32c_extend(crc: u32, sum: u32, len: usize) -> Option<u32> {
+    assert!(len >= 8, "a shift by fewer than 33 bits");
+    if super::folder() != Some(Folder::Avx512) {
+        return None;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("AVX-512 is x86-64's");
+    // SAFETY: the CPU has PCLMULQDQ and SSE4.2 (an AVX-512 folder has),
+    // the only requirement of these `target_feature` functions.
+    let shift = unsafe { super::x_pow_mod_reflected(8 * len as u64 - 33) };
+    // SAFETY: as above.
+    Some(!(unsafe { mul_x33(!crc, shift) } ^ sum))
 }
 
 /// The CRC32C `crc` continued over `data[range]`, where `sums` holds the
@@ -252,6 +326,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_summed_copy_checks_as_the_crates_sum_across_its_pieces() {
+        let src = noise(70_001, 17);
+        for len in [0, 8, 255, 256, 257, 4096, 65_435, 70_001] {
+            let s = &src[..len];
+            let mut dst = vec![0u8; len];
+            let Some(sum) = copy_sum(&mut dst, s) else {
+                assert!(len < FOLD_STEP || super::super::folder() != Some(Folder::Avx512));
+                assert!(dst.iter().all(|&b| b == 0), "nothing written");
+                continue;
+            };
+            assert_eq!(dst, s, "{len} bytes copied");
+            // a packet's header summed first, then its payload from its sum
+            let head = b"a packet's header and arguments";
+            let want = crc32c::crc32c(&[&head[..], s].concat());
+            let c = crc32c_extend(crc32c::crc32c(head), sum, len).expect("folds");
+            assert_eq!(c, want, "{len} bytes");
+            assert_ne!(
+                crc32c_extend(crc32c::crc32c(head), sum ^ 4, len),
+                Some(want)
+            );
+            // appended to a buffer, the same sum
+            let mut v = b"before".to_vec();
+            assert_eq!(extend_sum(&mut v, s), Some(sum));
+            assert_eq!(&v[6..], s);
+        }
+        let mut v = vec![1u8];
+        assert_eq!(extend_sum(&mut v, &src[..255]), None, "shorter than a step");
+        assert_eq!(v, [1]);
     }
 
     /// GB/s of a plain copy, a copy then a sum, and `copy_summed`, over
