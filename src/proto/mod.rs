@@ -521,7 +521,7 @@ impl<A: PeerAddr> Protocol<A> {
         })
     }
 
-    /// `placed`: a DATA packet's payload is in place already
+    /// `copied`: a DATA packet's payload is in place already
     /// (`take_deferred`).
     fn handle_packet(
         &mut self,
@@ -529,7 +529,7 @@ impl<A: PeerAddr> Protocol<A> {
         from: A,
         pkt: &Packet<'_>,
         place: &mut dyn Placement<A>,
-        placed: bool,
+        copied: bool,
     ) {
         let c = match *pkt {
             Packet::Data { ref common, .. }
@@ -613,7 +613,7 @@ impl<A: PeerAddr> Protocol<A> {
                     msg_len,
                     frag_off,
                     bytes: payload,
-                    placed,
+                    copied,
                 };
                 // the peer had something to say: no shutdown
                 peer.resume(now, &mut cx);

@@ -286,7 +286,7 @@ impl RecvChannel {
                     msg_len: h.msg_len,
                     frag_off: h.frag_off,
                     bytes: &h.payload,
-                    placed: false,
+                    copied: false,
                 };
                 let r = self.take_in_order(now, filled_gap, f, cx);
                 cx.out.pool.give(h.payload);
@@ -396,7 +396,7 @@ impl RecvChannel {
                     && r.len == f.msg_len
                     && f.bytes.len() <= (r.len - r.placed) as usize =>
             {
-                if !f.placed {
+                if !f.copied {
                     cx.place.write(&r.meta, r.placed as usize, f.bytes);
                 }
                 r.placed += f.bytes.len() as u32;
@@ -415,10 +415,10 @@ impl RecvChannel {
             // it was checked as it was copied)
             Some(mut r)
                 if r.buf.len()
-                    == f.frag_off as usize + if f.placed { f.bytes.len() } else { 0 }
+                    == f.frag_off as usize + if f.copied { f.bytes.len() } else { 0 }
                     && r.len == f.msg_len =>
             {
-                if !f.placed {
+                if !f.copied {
                     r.make_room(f.bytes.len());
                     r.buf.extend_from_slice(f.bytes);
                 }
@@ -451,7 +451,7 @@ pub struct InFrag<'a> {
     pub bytes: &'a [u8],
     /// Copied where it goes already (the segment or the reassembly
     /// buffer), checked as it was copied (`Protocol::take_deferred`).
-    pub placed: bool,
+    pub copied: bool,
 }
 
 /// What a receive channel needs beyond itself to take DATA.
