@@ -93,18 +93,20 @@ pub mod bench_support {
 
     impl SenderSum {
         /// `src` copied and summed, and the trailers of its two datagrams,
-        /// cut at `cut` (each after a header of 68 bytes), combined.
+        /// cut at `cut` (each after a DATA header without arguments),
+        /// combined.
         pub fn copy_and_seal(&mut self, src: &[u8], cut: usize) -> u32 {
-            use crate::wire::{Integrity, PayloadPiece};
+            use crate::wire::{Integrity, PayloadPiece, DATA_HEADER_LEN};
             self.copy.clear();
             crate::wire::copy_summed(&mut self.copy, src, &mut self.sums);
             let mut t = 0;
             for (at, len) in [(0, cut), (cut, src.len() - cut)] {
                 self.head.clear();
-                self.head.resize(68, at as u8);
+                self.head.resize(DATA_HEADER_LEN, at as u8);
                 let piece = PayloadPiece::summed(&self.copy, &self.sums, at, len);
                 Integrity::Crc32c.seal_gathered(&mut self.head, 0, piece);
-                t ^= u32::from_be_bytes(self.head[68..].try_into().expect("a CRC"));
+                let crc = &self.head[DATA_HEADER_LEN..];
+                t ^= u32::from_be_bytes(crc.try_into().expect("a CRC"));
             }
             t
         }
@@ -163,7 +165,8 @@ pub mod bench_support {
             sum.is_some_and(|s| check.holds(s))
         }
 
-        /// The packet's payload copied alone.
+        /// The packet's payload copied alone (the packet has no
+        /// arguments: its payload follows the DATA header).
         pub fn copy(&mut self) -> u8 {
             self.buf.clear();
             let payload = &self.dgram[crate::wire::DATA_HEADER_LEN..self.dgram.len() - 4];

@@ -16,6 +16,7 @@
 
 use std::net::SocketAddr;
 
+use super::handler::SegmentMemory;
 use super::returned::{AdmitParts, Admitted};
 use super::tables::TranslationTable;
 use crate::proto::Placement;
@@ -51,35 +52,35 @@ impl Placement<SocketAddr> for Placer<'_> {
     fn write(&mut self, meta: &MsgMeta, at: usize, bytes: &[u8]) {
         // (`claim` checked the whole message against the segment, and the
         // protocol keeps each piece within it: checked again, cheaply)
-        let Some(seg) = self.parts.segment else {
-            return;
-        };
-        // a message started in a segment replaced since writes no more (its
-        // dispatch refuses it): never into the new one
-        if meta.placed.map(|p| p.gen) != Some(self.gen) {
-            return;
-        }
-        if let Some(off) = Self::place_of(meta, at, bytes.len(), seg.len()) {
+        if let Some((seg, off)) = self.place_of(meta, at, bytes.len()) {
             seg.write(off, bytes);
         }
     }
 
     fn write_summed(&mut self, meta: &MsgMeta, at: usize, bytes: &[u8]) -> Option<u32> {
-        let seg = self.parts.segment.as_ref()?;
-        if meta.placed.map(|p| p.gen) != Some(self.gen) {
-            return None;
-        }
-        let off = Self::place_of(meta, at, bytes.len(), seg.len())?;
+        let (seg, off) = self.place_of(meta, at, bytes.len())?;
         seg.write_summed(off, bytes)
     }
 }
 
 impl Placer<'_> {
-    /// Where `len` bytes at `at` of the message `meta` go in a segment of
-    /// `seg_len` bytes, when inside it.
-    fn place_of(meta: &MsgMeta, at: usize, len: usize, seg_len: usize) -> Option<usize> {
-        (meta.dest_offset as usize)
+    /// The segment and offset where `len` bytes at `at` of the message
+    /// `meta` go, when they go there.
+    fn place_of(
+        &self,
+        meta: &MsgMeta,
+        at: usize,
+        len: usize,
+    ) -> Option<(&dyn SegmentMemory, usize)> {
+        let seg = self.parts.segment.as_deref()?;
+        // a message started in a segment replaced since writes no more (its
+        // dispatch refuses it): never into the new one
+        if meta.placed.map(|p| p.gen) != Some(self.gen) {
+            return None;
+        }
+        let off = (meta.dest_offset as usize)
             .checked_add(at)
-            .filter(|o| o.checked_add(len).is_some_and(|e| e <= seg_len))
+            .filter(|o| o.checked_add(len).is_some_and(|e| e <= seg.len()))?;
+        Some((seg, off))
     }
 }

@@ -130,11 +130,7 @@ impl ProtoConfig {
             && len >= PLACED_SPLIT_MIN;
         let cap = self.fragment_capacity(meta.nargs as usize);
         if !placeable {
-            return Cut {
-                cap,
-                head: 0,
-                first: cap,
-            };
+            return Cut::plain(cap);
         }
         // the head's packet and the first fragment after it fill one
         // datagram

@@ -516,7 +516,7 @@ pub const DEFER_MIN: usize = 4096;
 /// must give (`DeferredCrc::holds`). Nothing of it may be believed before
 /// that: None for anything else (the caller decodes it with `decode`,
 /// which checks first and says what is wrong).
-pub fn decode_deferred(dgram: &[u8]) -> Option<(Packet<'_>, DeferredCrc)> {
+pub fn decode_deferred(dgram: &[u8]) -> Option<(Packet<'_>, DeferredCrc<'_>)> {
     let magic = dgram.first_chunk::<4>()?;
     if be16(magic, 0) != MAGIC || magic[2] != VERSION || magic[3] != PacketType::Data as u8 {
         return None;
@@ -529,9 +529,8 @@ pub fn decode_deferred(dgram: &[u8]) -> Option<(Packet<'_>, DeferredCrc)> {
     if payload.len() < DEFER_MIN {
         return None;
     }
-    let head = &body[..body.len() - payload.len()];
     let check = DeferredCrc {
-        head: super::crc32c(head),
+        head: &body[..body.len() - payload.len()],
         len: payload.len(),
         want: u32::from_be_bytes(*trailer),
     };
@@ -540,19 +539,20 @@ pub fn decode_deferred(dgram: &[u8]) -> Option<(Packet<'_>, DeferredCrc)> {
 
 /// What a deferred packet's payload must sum to (`decode_deferred`).
 #[derive(Clone, Copy, Debug)]
-pub struct DeferredCrc {
-    /// The CRC32C of the packet's bytes before its payload.
-    head: u32,
+pub struct DeferredCrc<'a> {
+    /// The packet's bytes before its payload (summed only when the payload
+    /// was: a packet that goes the checked way costs no sum here).
+    head: &'a [u8],
     len: usize,
     /// The trailer.
     want: u32,
 }
 
-impl DeferredCrc {
+impl DeferredCrc<'_> {
     /// Whether the packet's trailer holds, its payload's sum (`copy_sum`)
     /// being `sum`.
     pub fn holds(&self, sum: u32) -> bool {
-        crate::sys::crc32c_extend(self.head, sum, self.len) == Some(self.want)
+        crate::sys::crc32c_extend(super::crc32c(self.head), sum, self.len) == Some(self.want)
     }
 }
 

@@ -174,6 +174,17 @@ pub struct Cut {
     pub first: usize,
 }
 
+impl Cut {
+    /// Fragments of at most `cap` bytes, no head of its own.
+    pub fn plain(cap: usize) -> Cut {
+        Cut {
+            cap,
+            head: 0,
+            first: cap,
+        }
+    }
+}
+
 /// Queues `msg` as fragments as `cut` says (one, empty, for an empty
 /// message).
 #[inline]
@@ -191,15 +202,7 @@ pub fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cut: Cut) {
         });
         return;
     }
-    push_split(
-        q,
-        msg,
-        Cut {
-            cap,
-            head: 0,
-            first: cap,
-        },
-    );
+    push_split(q, msg, Cut::plain(cap));
 }
 
 /// `push_fragments` of a message in several fragments.
