@@ -190,11 +190,10 @@ impl Endpoint {
         let mut transports = transports;
         transports.set_express_prover(super::express::prover(proto.config().mac.as_ref()));
         // an association's packets leave through sockets connected to
-        // their peers (the peer takes the port as ours: `proto/alias.rs`)
-        transports.set_connectable(
-            cfg.udp_connect
-                .then_some(association_packet as fn(&[u8]) -> bool),
-        );
+        // their peers (the peer takes the port as ours once the packet's
+        // MAC proves it: `proto/alias.rs`; without a MAC nothing would)
+        let connect = cfg.udp_connect && proto.config().mac.is_some();
+        transports.set_connectable(connect.then_some(association_packet as fn(&[u8]) -> bool));
         let express = super::express::ExpressState::new(cfg.shm_express);
         let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {

@@ -4,8 +4,12 @@
 //! not for every datagram), bound to a port of its own, so they come from
 //! an address that is not the peer's name. The first such packet is taken
 //! as the peer's when it carries the tag of an association with a peer on
-//! the same host (and, under a MAC, its key's seal: `decode_sealed`);
-//! from then on the address stands for the peer. A peer has at most one
+//! the same host and its key's seal (`decode_sealed`); from then on the
+//! address stands for the peer. Only under a MAC: under CRC32C alone
+//! nothing proves where a packet comes from but its address (anyone on
+//! the host who learnt a tag could make any port the peer's), so an
+//! endpoint without a MAC sends from its name and learns no alias
+//! (`am/endpoint.rs`). A peer has at most one
 //! alias (a new one replaces the old), the alias goes with the peer's
 //! slot, and a peer that appears at an alias address (a new process
 //! bound to the port) takes it back. Tags are looked up in a map of the
@@ -52,18 +56,6 @@ impl<A: PeerAddr> Protocol<A> {
             && p.assoc.accepts(vtag)
             && self.slots.get(&p.addr) == Some(&(s as u32)))
         .then_some(s)
-    }
-
-    /// Under CRC32C: the slot of the peer whose alias `from` becomes, for
-    /// a packet whose sum held (under a MAC, `decode_sealed` learns it
-    /// only once the seal held).
-    pub(super) fn crc_alias(&mut self, now: Instant, from: A, vtag: u64) -> Option<usize> {
-        if self.cfg.integrity.is_mac() {
-            return None;
-        }
-        let s = self.alias_candidate(now, &from, vtag)?;
-        self.learn_alias(s, from);
-        Some(s)
     }
 
     /// `from` stands for the peer in `slot` from now on.

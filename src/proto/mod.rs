@@ -559,7 +559,6 @@ impl<A: PeerAddr> Protocol<A> {
         let Some(slot) = self
             .find_peer(&from)
             .filter(|&s| self.peers[s].assoc.accepts(c.vtag))
-            .or_else(|| self.crc_alias(now, from, c.vtag))
         else {
             let data_vtag = match pkt {
                 Packet::Data { common, .. } => Some(common.vtag),
