@@ -209,3 +209,34 @@ fn benchmarks_refuse_a_bad_configuration_without_a_panic() {
         assert!(!err.contains("panicked"), "{role}: {err}");
     }
 }
+
+/// A benchmark role whose parent is gone ends by itself: one left behind
+/// (its bench killed, or ended by `ramp bench | head`) polled on its core
+/// for ever, beside every figure measured on the host after it. The
+/// client here waits for a raw echo from an address nobody answers
+/// (TEST-NET-1), as one whose server died does.
+#[test]
+fn a_bench_role_ends_with_the_process_that_started_it() {
+    let name = format!("0100{:04x}{}", 9, "0".repeat(56));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#""$0" bench-client 192.0.2.1:9 "$1" 1000000 1 1 >/dev/null 2>&1 & echo $!; sleep 1"#)
+        .arg(env!("CARGO_BIN_EXE_ramp"))
+        .arg(&name)
+        .output()
+        .unwrap();
+    let pid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let proc_dir = format!("/proc/{pid}");
+    let t = std::time::Instant::now();
+    while std::path::Path::new(&proc_dir).exists() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let alive = std::path::Path::new(&proc_dir).exists();
+    if alive {
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    }
+    assert!(
+        !alive,
+        "the orphaned bench client {pid} still runs 10 s after its parent"
+    );
+}

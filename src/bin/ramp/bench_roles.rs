@@ -35,6 +35,22 @@ const RAW_SIZE: usize = 72;
 const XFER_SIZE: usize = 64 * 1024;
 const DEPTH: i32 = 32;
 
+/// Ends this process (a role of `ramp bench`: its server, client, LogGP
+/// or remote-memory roles) when the process that started it is gone: a
+/// bench killed, or ended by a closed pipe (`ramp bench | head`), would
+/// otherwise leave its roles polling on their cores for ever, and every
+/// figure measured later on the host beside them. Looked at every 100 ms.
+pub(crate) fn exit_with_parent() {
+    let parent = std::os::unix::process::parent_id();
+    std::thread::spawn(move || loop {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if std::os::unix::process::parent_id() != parent {
+            eprintln!("ramp: the benchmark that started this role is gone (it was process {parent}); ending");
+            std::process::exit(3);
+        }
+    });
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

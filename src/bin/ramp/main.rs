@@ -55,6 +55,10 @@ fn parse_bench(args: &[String]) -> Result<BenchOptions, String> {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let help = |a: &String| matches!(a.as_str(), "-h" | "--help");
+    let role = args.first().map(String::as_str);
+    if role.is_some_and(|r| r.starts_with("bench-") || r.starts_with("loggp-")) {
+        bench_roles::exit_with_parent();
+    }
     let code = match args.first().map(String::as_str) {
         // `ramp bench --help`, `ramp log -h`: the usage, not an error
         Some("bench" | "loggp" | "log") if args.iter().any(help) => {
