@@ -1,12 +1,13 @@
 //! Connected sends over real sockets (`net/udp_conns.rs`, `proto/alias.rs`)
-//! happen only under a packet MAC, which proves the connected port the
-//! endpoint's to its peer. Without one (CRC32C alone) an association's
-//! packets leave from the endpoint's name, as its handshake does: nothing
-//! else would tell the peer that a packet from another port is ours. An
-//! ABORT sent back (the peer restarted) ends the association at once (its
-//! request comes back) and the next request opens a new one. The peer here
-//! is a plain socket speaking the wire (`ramp::wire`), as a restarted
-//! process would.
+//! without a packet MAC (CRC32C alone): nothing but its address proves
+//! where a packet comes from, so an association's packets leave from the
+//! endpoint's name until the peer took the connected socket's port as
+//! the endpoint's, announced by an ALIAS from the name. A taking from
+//! anywhere else, or for another port, changes nothing. Then the packets
+//! leave from the port, and an ABORT sent back there (the peer restarted)
+//! ends the association at once (its request comes back) and the next
+//! request opens a new one from the name. The peer here is a plain socket
+//! speaking the wire (`ramp::wire`), as a restarted process would.
 
 mod common;
 
@@ -22,9 +23,10 @@ const TAG: u64 = 77;
 const I: Integrity = Integrity::Crc32c;
 
 #[test]
-fn without_a_mac_packets_leave_from_the_name_and_an_abort_there_ends_the_association() {
+fn without_a_mac_packets_leave_from_an_announced_port_once_taken_and_an_abort_there_ends_the_association(
+) {
     let _watchdog = common::watchdog(
-        "udp_connect::without_a_mac_packets_leave_from_the_name",
+        "udp_connect::without_a_mac_packets_leave_from_an_announced_port",
         Duration::from_secs(60),
     );
     am::init().unwrap();
@@ -49,24 +51,75 @@ fn without_a_mac_packets_leave_from_the_name_and_an_abort_there_ends_the_associa
     e.set_expected_resources(2, 8).unwrap();
     let theirs = common::wire_handshake(&peer, e.addr(), 0x5eed, &|| b.poll().unwrap());
     e.request(1, &Message::short(10, &[1]), false).unwrap();
-    // the request's DATA: from the endpoint's name
+    // the request's DATA, and an ALIAS naming a port of its host: both
+    // from the endpoint's name
     let mut buf = [0u8; 2048];
+    let (mut data, mut port) = (false, None);
     let t = Instant::now();
-    let conn = loop {
-        assert!(t.elapsed() < Duration::from_secs(10), "no DATA came");
+    while !data || port.is_none() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no DATA and ALIAS came"
+        );
         b.poll().unwrap();
         if let Ok((n, from)) = peer.recv_from(&mut buf) {
-            if let Ok(Packet::Data { common, .. }) = wire::decode(&I, &buf[..n]) {
-                assert_eq!(common.vtag, 0x5eed);
-                break from;
+            match wire::decode(&I, &buf[..n]) {
+                Ok(Packet::Data { common, .. }) => {
+                    assert_eq!(common.vtag, 0x5eed);
+                    assert_eq!(from, e.addr(), "not taken yet: from the name");
+                    data = true;
+                }
+                Ok(Packet::Alias { vtag, port: p }) => {
+                    assert_eq!(vtag, 0x5eed);
+                    assert_eq!(from, e.addr(), "an ALIAS comes from the name");
+                    assert_ne!(p, e.addr().port());
+                    port = Some(p);
+                }
+                _ => {}
             }
         }
+    }
+    let port = port.unwrap();
+    let conn = SocketAddr::new(e.addr().ip(), port);
+    let taken = |p: u16| {
+        let mut b = Vec::new();
+        wire::encode_alias(&mut b, &I, theirs, true, p);
+        b
     };
-    assert_eq!(
-        conn,
-        e.addr(),
-        "without a MAC an association's packet leaves from the endpoint's name"
-    );
+    // takings that answer nothing asked: from a stranger, for another port
+    let stranger = UdpSocket::bind(SocketAddr::new(e.addr().ip(), 0)).unwrap();
+    stranger.send_to(&taken(port), e.addr()).unwrap();
+    peer.send_to(&taken(port ^ 1), e.addr()).unwrap();
+    e.request(1, &Message::short(10, &[2]), false).unwrap();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(300) {
+        b.poll().unwrap();
+        if let Ok((n, from)) = peer.recv_from(&mut buf) {
+            if let Ok(Packet::Data { .. }) = wire::decode(&I, &buf[..n]) {
+                assert_eq!(from, e.addr(), "still from the name");
+            }
+        }
+    }
+    // the peer's taking: from now on the association's packets leave
+    // from the port (the requests' DATA, resent: the peer acknowledges
+    // nothing)
+    peer.send_to(&taken(port), e.addr()).unwrap();
+    let t = Instant::now();
+    loop {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no DATA came from the port ({})",
+            e.statistics().report(false)
+        );
+        b.poll().unwrap();
+        if let Ok((n, from)) = peer.recv_from(&mut buf) {
+            if let Ok(Packet::Data { .. }) = wire::decode(&I, &buf[..n]) {
+                if from == conn {
+                    break;
+                }
+            }
+        }
+    }
     // The peer "restarted": it answers the DATA with an ABORT, to the
     // port the DATA came from, as any receiver answers a sender.
     let mut abort = Vec::new();
@@ -78,7 +131,7 @@ fn without_a_mac_packets_leave_from_the_name_and_an_abort_there_ends_the_associa
     // the endpoint's name.
     peer.set_nonblocking(true).unwrap();
     let t = Instant::now();
-    while returned.load(Ordering::SeqCst) == 0 {
+    while returned.load(Ordering::SeqCst) < 2 {
         assert!(
             t.elapsed() < Duration::from_secs(2),
             "the request did not come back: the ABORT was not read ({})",
@@ -87,7 +140,7 @@ fn without_a_mac_packets_leave_from_the_name_and_an_abort_there_ends_the_associa
         b.poll().unwrap();
         std::thread::sleep(Duration::from_micros(100));
     }
-    e.request(1, &Message::short(10, &[2]), false).unwrap();
+    e.request(1, &Message::short(10, &[3]), false).unwrap();
     let t = Instant::now();
     loop {
         assert!(t.elapsed() < Duration::from_secs(10), "no INIT came");

@@ -107,10 +107,24 @@ impl EpState {
         // peers' asks for our allocated regions, their files for ours
         self.serve_regions(now);
         self.proto.handle_timeout(now);
+        self.announce_aliases(now);
         // remote memory is performed now, AM messages queued in order
         self.drain_events(now);
         self.flush(now);
         Ok(())
+    }
+
+    /// Without a packet MAC, the ports of our connected sockets are
+    /// announced to their peers from our name, and used once taken
+    /// (`proto/alias.rs`, `net/udp_conns.rs`).
+    fn announce_aliases(&mut self, now: Instant) {
+        while let Some((to, port, tag)) = self.proto.take_accepted_alias() {
+            self.transports.alias_accepted(to, port, tag);
+        }
+        let proto = &mut self.proto;
+        self.transports.aliases_to_announce(now, &mut |to, port| {
+            proto.announce_alias(&to, port);
+        });
     }
 
     /// Gives the protocol a message for `to` on `channel` and transmits,

@@ -191,9 +191,12 @@ impl Endpoint {
         transports.set_express_prover(super::express::prover(proto.config().mac.as_ref()));
         // an association's packets leave through sockets connected to
         // their peers (the peer takes the port as ours once the packet's
-        // MAC proves it: `proto/alias.rs`; without a MAC nothing would)
-        let connect = cfg.udp_connect && proto.config().mac.is_some();
-        transports.set_connectable(connect.then_some(association_packet as fn(&[u8]) -> bool));
+        // MAC proves it; without a MAC, once we announced it from our
+        // name: `proto/alias.rs`)
+        transports.set_connectable(cfg.udp_connect.then_some(crate::net::Connectable {
+            tag_of: crate::wire::association_vtag,
+            announce: proto.config().mac.is_none(),
+        }));
         let express = super::express::ExpressState::new(cfg.shm_express);
         let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {
@@ -412,10 +415,4 @@ impl Endpoint {
     pub(crate) fn is_ready(&self) -> bool {
         self.with(|s| s.depth.is_some())
     }
-}
-
-/// Whether a datagram is an association's (a DATA, ACK or NACK first: what
-/// the peer can take from another port of ours, `proto/alias.rs`).
-fn association_packet(d: &[u8]) -> bool {
-    crate::wire::association_vtag(d).is_some()
 }

@@ -64,9 +64,20 @@ pub(crate) fn send_each<T: Transport + ?Sized>(
 
 /// A datagram transport serving one endpoint.
 /// Which datagrams may leave through a socket connected to their peer
-/// (`Transport::set_connectable`): the AM layer's answer, an association's
-/// packets (the wire's format is above this layer).
-pub type Connectable = fn(&[u8]) -> bool;
+/// (`Transport::set_connectable`), and when.
+#[derive(Clone, Copy, Debug)]
+pub struct Connectable {
+    /// The AM layer's answer: the tag of the association whose packet the
+    /// datagram is; None: it leaves from the endpoint's name (the wire's
+    /// format is above this layer).
+    pub tag_of: fn(&[u8]) -> Option<u64>,
+    /// Whether the peer must first take the socket's port as ours (without
+    /// a packet MAC: an ALIAS from our name, `proto/alias.rs`): until the
+    /// layer above says it did for the association's tag
+    /// (`Transport::alias_accepted`), the association's datagrams leave
+    /// from the name, and `aliases_to_announce` names the port.
+    pub announce: bool,
+}
 
 /// A keyed hash of a context under the job key (`set_express_prover`).
 pub type ExpressProver = std::sync::Arc<dyn Fn(&[u8]) -> [u8; 32] + Send + Sync>;
@@ -201,6 +212,14 @@ pub trait Transport: Send {
     /// UDP: the datagrams `f` picks leave through a socket connected to
     /// their peer (`udp_conns.rs`); None (the start): none do.
     fn set_connectable(&mut self, _f: Option<Connectable>) {}
+    /// UDP, announced aliases (`Connectable::announce`): `each(peer, port)`
+    /// for every connected socket whose port its peer should be told of
+    /// now (an ALIAS; asked again every `udp_conns::ANNOUNCE_EVERY` until
+    /// it is taken).
+    fn aliases_to_announce(&mut self, _now: Instant, _each: &mut dyn FnMut(SocketAddr, u16)) {}
+    /// UDP, announced aliases: the peer `to` took `port` as ours for the
+    /// association tagged `tag`; its datagrams of it may leave there.
+    fn alias_accepted(&mut self, _to: SocketAddr, _port: u16, _tag: u64) {}
     /// Shared memory: express records read from rings whose sender did not
     /// prove it holds our job key (or holds one we lack) and dropped
     /// unread, since the last call.

@@ -227,6 +227,20 @@ impl Transports {
         }
     }
 
+    /// `Transport::aliases_to_announce` on every transport.
+    pub fn aliases_to_announce(&mut self, now: Instant, each: &mut dyn FnMut(SocketAddr, u16)) {
+        for t in &mut self.list {
+            t.aliases_to_announce(now, each);
+        }
+    }
+
+    /// `Transport::alias_accepted` on every transport.
+    pub fn alias_accepted(&mut self, to: SocketAddr, port: u16, tag: u64) {
+        for t in &mut self.list {
+            t.alias_accepted(to, port, tag);
+        }
+    }
+
     /// `Transport::set_express_prover` on the transports besides the
     /// fallback.
     pub fn set_express_prover(&mut self, prover: Option<super::ExpressProver>) {

@@ -73,7 +73,7 @@ impl UdpTransport {
             singles: 0,
             last_to: local,
             last_raw: SockAddr::from(local),
-            conns: Conns::new(buffer),
+            conns: Conns::new(buffer, false),
             connectable: None,
             empty: 0,
             drained: Instant::ZERO,
@@ -153,9 +153,11 @@ impl Transport for UdpTransport {
     fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
         // a small packet of an association: through the socket connected
         // to the peer (a handshake's comes from the endpoint's own address)
-        if dgram.len() <= CONNECTED_MAX && self.connectable.is_some_and(|f| f(dgram)) {
-            if let Some(s) = self.conns.socket_for(self.local, to) {
-                return sent(|| s.send(dgram));
+        if dgram.len() <= CONNECTED_MAX {
+            if let Some(tag) = self.connectable.and_then(|c| (c.tag_of)(dgram)) {
+                if let Some(s) = self.conns.socket_for(self.local, to, tag) {
+                    return sent(|| s.send(dgram));
+                }
             }
         }
         if to != self.last_to {
@@ -234,10 +236,18 @@ impl Transport for UdpTransport {
     }
 
     fn set_connectable(&mut self, f: Option<Connectable>) {
-        if f.is_none() {
-            self.conns = Conns::new(self.conns.buffer);
+        if f.is_none_or(|c| c.announce != self.conns.announce) {
+            self.conns = Conns::new(self.conns.buffer, f.is_some_and(|c| c.announce));
         }
         self.connectable = f;
+    }
+
+    fn aliases_to_announce(&mut self, now: Instant, each: &mut dyn FnMut(SocketAddr, u16)) {
+        self.conns.announce_due(now, each);
+    }
+
+    fn alias_accepted(&mut self, to: SocketAddr, port: u16, tag: u64) {
+        self.conns.accepted(to, port, tag);
     }
 }
 
@@ -311,17 +321,104 @@ mod tests {
 
     /// A datagram the tests' `connectable` picks.
     fn data_packet() -> Vec<u8> {
-        b"D: an association's packet".to_vec()
+        b"D\x05 an association's packet".to_vec()
     }
 
-    fn connectable(d: &[u8]) -> bool {
-        d.first() == Some(&b'D')
+    /// The tests' association tag: a 'D' datagram's second byte.
+    fn tag_of(d: &[u8]) -> Option<u64> {
+        (d.first() == Some(&b'D')).then(|| u64::from(d[1]))
+    }
+
+    fn connectable(announce: bool) -> Connectable {
+        Connectable { tag_of, announce }
     }
 
     fn connecting() -> UdpTransport {
         let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
-        t.set_connectable(Some(connectable));
+        t.set_connectable(Some(connectable(false)));
         t
+    }
+
+    /// The ports `aliases_to_announce` names at `now`.
+    fn to_announce(t: &mut UdpTransport, now: Instant) -> Vec<(SocketAddr, u16)> {
+        let mut v = Vec::new();
+        t.aliases_to_announce(now, &mut |to, port| v.push((to, port)));
+        v
+    }
+
+    /// Announced aliases (without a MAC): an association's packets leave
+    /// from the name until the layer above says the peer took the socket's
+    /// port for the association's tag; the port is named at once, then
+    /// every `ANNOUNCE_EVERY` until taken; a taking for another port or
+    /// tag changes nothing; a new association (another tag) waits again;
+    /// a full set takes no new peer (a port given up could be anyone's).
+    #[test]
+    fn announced_aliases_carry_nothing_until_the_peer_takes_them() {
+        use crate::net::udp_conns::ANNOUNCE_EVERY;
+        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+        t.set_connectable(Some(connectable(true)));
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let peer_addr = peer.local_addr().unwrap();
+        let mut buf = [0u8; 64];
+        let now = Instant::ZERO;
+        let mut from = |t: &mut UdpTransport, tag: u8| {
+            let mut d = data_packet();
+            d[1] = tag;
+            t.send(now, peer_addr, &d).unwrap();
+            peer.recv_from(&mut buf).unwrap().1
+        };
+        assert_eq!(to_announce(&mut t, now), [], "nothing sent yet");
+        assert_eq!(from(&mut t, 7), t.local_addr(), "not taken yet: the name");
+        let named = to_announce(&mut t, now);
+        assert_eq!(named.len(), 1);
+        let (to, port) = named[0];
+        assert_eq!(to, peer_addr);
+        assert_ne!(port, t.local_addr().port());
+        assert_eq!(
+            to_announce(&mut t, now.plus(ANNOUNCE_EVERY - 1)),
+            [],
+            "not again so soon"
+        );
+        assert_eq!(
+            to_announce(&mut t, now.plus(ANNOUNCE_EVERY)),
+            named,
+            "again"
+        );
+        // taken for another port, or by another peer: nothing changes
+        t.alias_accepted(peer_addr, port.wrapping_add(1), 7);
+        t.alias_accepted(t.local_addr(), port, 7);
+        assert_eq!(from(&mut t, 7), t.local_addr());
+        // taken for tag 7: its packets leave from the port
+        t.alias_accepted(peer_addr, port, 7);
+        let conn = from(&mut t, 7);
+        assert_eq!(conn, SocketAddr::new(t.local_addr().ip(), port));
+        assert_eq!(to_announce(&mut t, now.plus(10 * ANNOUNCE_EVERY)), []);
+        // a new association with the peer (tag 8): the name until taken
+        assert_eq!(from(&mut t, 8), t.local_addr());
+        assert_eq!(to_announce(&mut t, now.plus(10 * ANNOUNCE_EVERY)), named);
+        t.alias_accepted(peer_addr, port, 8);
+        assert_eq!(from(&mut t, 8), conn);
+        // a full set takes no new peer, however idle the others are
+        let others: Vec<UdpSocket> = (1..MAX_CONNS)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        for o in &others {
+            t.send(now, o.local_addr().unwrap(), &data_packet())
+                .unwrap();
+        }
+        assert_eq!(t.connected().1, MAX_CONNS);
+        let late = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for _ in 0..5000 {
+            from(&mut t, 8);
+        }
+        t.send(now, late.local_addr().unwrap(), &data_packet())
+            .unwrap();
+        assert_eq!(late.recv_from(&mut buf).unwrap().1, t.local_addr());
+        assert_eq!(
+            t.connected(),
+            (MAX_CONNS as u64, MAX_CONNS),
+            "none replaced"
+        );
     }
 
     /// An association's packets leave from a port of their own connected

@@ -2,14 +2,22 @@
 //! endpoint sends the packets of an association through a socket
 //! connected to the peer (`net/udp.rs`: the kernel looks the route up once,
 //! not for every datagram), bound to a port of its own, so they come from
-//! an address that is not the peer's name. The first such packet is taken
-//! as the peer's when it carries the tag of an association with a peer on
-//! the same host and its key's seal (`decode_sealed`); from then on the
-//! address stands for the peer. Only under a MAC: under CRC32C alone
-//! nothing proves where a packet comes from but its address (anyone on
-//! the host who learnt a tag could make any port the peer's), so an
-//! endpoint without a MAC sends from its name and learns no alias
-//! (`am/endpoint.rs`). A peer has at most one
+//! an address that is not the peer's name. How the port becomes the
+//! peer's:
+//! - Under a MAC, the first such packet is taken as the peer's when it
+//!   carries the tag of an association with a peer on the same host and
+//!   its key's seal (`decode_sealed`).
+//! - Under CRC32C alone nothing proves where a packet comes from but its
+//!   address (anyone on the host who learnt a tag could make any port the
+//!   peer's), so the port is announced from the address that proves it:
+//!   the peer sends an ALIAS naming the port from its name, and only an
+//!   ALIAS from a peer's name, with its association's tag, makes the port
+//!   its alias (`on_alias`); the answer, an ALIAS_ACK to the name, tells it
+//!   that it may send from the port (`take_accepted_alias`, for the
+//!   transport: until then it sends from its name). An ALIAS from any
+//!   other address is nobody's.
+//!
+//! From then on the address stands for the peer. A peer has at most one
 //! alias (a new one replaces the old), the alias goes with the peer's
 //! slot, and a peer that appears at an alias address (a new process
 //! bound to the port) takes it back. Tags are looked up in a map of the
@@ -80,6 +88,87 @@ impl<A: PeerAddr> Protocol<A> {
         if let Some(s) = self.aliases.remove(addr) {
             self.peers[s as usize].alias = None;
         }
+    }
+
+    /// Announces to the peer whose name is `to` that our packets of the
+    /// association may also come from `port` of our host (an ALIAS from
+    /// our name, `net/udp_conns.rs`'s socket for it): true when sent (an
+    /// association is established with it).
+    pub fn announce_alias(&mut self, to: &A, port: u16) -> bool {
+        let Some(&s) = self.slots.get(to) else {
+            return false;
+        };
+        let s = s as usize;
+        let p = &mut self.peers[s];
+        if !p.assoc.can_send() || port == 0 {
+            return false;
+        }
+        p.announced = Some(port);
+        let start = self.out.start();
+        wire::encode_alias(
+            &mut self.out.bytes,
+            &self.cfg.integrity,
+            p.assoc.peer_tag,
+            false,
+            port,
+        );
+        self.out.push(*to, start);
+        true
+    }
+
+    /// An ALIAS: `port` of `from`'s host stands for the peer from now on,
+    /// when `from` is the name of a peer (not an alias: only the name
+    /// proves who sends) whose association takes `vtag`; answered to the
+    /// name. Anything else is dropped as stale.
+    pub(super) fn on_alias(&mut self, now: Instant, from: A, vtag: u64, port: u16) {
+        let slot = self.slots.get(&from).map(|&s| s as usize);
+        let Some(slot) = slot.filter(|&s| self.peers[s].assoc.accepts(vtag)) else {
+            self.out.stats.stale_dropped += 1;
+            return;
+        };
+        // a port of its host that is nobody's name (a peer there keeps it)
+        let Some(alias) = from
+            .at_port(port)
+            .filter(|a| *a != from && !self.slots.contains_key(a))
+        else {
+            self.out.stats.stale_dropped += 1;
+            return;
+        };
+        if self.peers[slot].alias != Some(alias) {
+            if let Some(&other) = self.aliases.get(&alias) {
+                // another peer's alias before: the port is this one's now
+                self.forget_alias(other as usize);
+            }
+            self.learn_alias(slot, alias);
+        }
+        let (peer, cx) = self.peer_cx(slot);
+        peer.hear(now);
+        let start = cx.out.start();
+        let integ = &cx.cfg.integrity;
+        wire::encode_alias(&mut cx.out.bytes, integ, peer.assoc.peer_tag, true, port);
+        cx.out.push(from, start);
+    }
+
+    /// An ALIAS_ACK: the peer named `from` took `port` as ours, when it
+    /// answers the ALIAS we sent it last for its association.
+    pub(super) fn on_alias_ack(&mut self, from: A, vtag: u64, port: u16) {
+        let slot = self.slots.get(&from).map(|&s| s as usize);
+        let Some(slot) = slot.filter(|&s| {
+            let p = &self.peers[s];
+            p.assoc.accepts(vtag) && p.announced == Some(port)
+        }) else {
+            self.out.stats.stale_dropped += 1;
+            return;
+        };
+        let p = &mut self.peers[slot];
+        p.announced = None;
+        self.accepted_aliases.push((from, port, p.assoc.peer_tag));
+    }
+
+    /// An alias of ours a peer took since the last call: its name, the
+    /// port, and the tag our packets of the association carry.
+    pub fn take_accepted_alias(&mut self) -> Option<(A, u16, u64)> {
+        self.accepted_aliases.pop()
     }
 
     /// Aliases learnt so far (a new one for a peer counts again), and those

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use super::*;
-use crate::wire::{Category, MsgKind, CHANNEL_REQUEST};
+use crate::wire::{Category, Integrity, MsgKind, Packet, CHANNEL_REQUEST};
 
 const A: &str = "127.0.0.1:1000";
 /// The job key of the pairs that learn aliases.
@@ -247,4 +247,103 @@ fn a_replay_from_a_new_port_delivers_nothing_twice() {
         assert_eq!(delivered(&mut n[0]), [(addr(B), 2)]);
         assert_eq!(n[0].alias_counts(), (3, 1));
     }
+}
+
+/// The datagrams `p` has to send, with where they go.
+fn out(p: &mut Protocol<SocketAddr>) -> Vec<(SocketAddr, Vec<u8>)> {
+    let mut b = Vec::new();
+    std::iter::from_fn(|| p.poll_transmit(&mut b).map(|to| (to, b.clone()))).collect()
+}
+
+/// Without a MAC, a port is announced from the name that proves it: B's
+/// ALIAS, from B's name with A's tag, makes the port B's at A, which
+/// answers to the name; B hands the taking up (for its transport) once,
+/// with the tag its packets to A carry; then B's packets from the port
+/// are B's.
+#[test]
+fn without_a_mac_an_alias_announced_from_the_name_is_taken_and_answered() {
+    let mut n = pair(None);
+    let now = Instant(1_000_000);
+    assert!(n[1].announce_alias(&addr(A), 3000));
+    let alias = out(&mut n[1]);
+    assert_eq!(alias.len(), 1);
+    assert_eq!(alias[0].0, addr(A));
+    assert_eq!(
+        wire::decode(&Integrity::Crc32c, &alias[0].1),
+        Ok(Packet::Alias {
+            vtag: 0xA0,
+            port: 3000
+        })
+    );
+    feed(&mut n[0], now, B, &[alias[0].1.clone()]);
+    assert_eq!(n[0].alias_counts(), (1, 1));
+    let ack = out(&mut n[0]);
+    assert_eq!(ack.len(), 1);
+    assert_eq!(ack[0].0, addr(B), "answered to the name");
+    assert_eq!(n[1].take_accepted_alias(), None);
+    feed(&mut n[1], now, A, &[ack[0].1.clone()]);
+    assert_eq!(n[1].take_accepted_alias(), Some((addr(A), 3000, 0xA0)));
+    assert_eq!(n[1].take_accepted_alias(), None);
+    // the same answer again frees nothing more
+    feed(&mut n[1], now, A, &[ack[0].1.clone()]);
+    assert_eq!(n[1].take_accepted_alias(), None);
+    let d = request_from_b(&mut n, now, 5);
+    feed(&mut n[0], now, "127.0.0.1:3000", &d);
+    assert_eq!(delivered(&mut n[0]), [(addr(B), 5)]);
+}
+
+/// What makes no alias: an ALIAS from anywhere but a peer's name (a
+/// forger's port, or the alias itself), with another tag, naming the
+/// sender's own name, or before an association; an ALIAS_ACK that answers nothing we
+/// asked (unasked, another port, from a stranger). Each is dropped and
+/// counted, and B's packets from the port stay nobody's.
+#[test]
+fn without_a_mac_no_other_alias_or_answer_counts() {
+    let mut n = pair(None);
+    let now = Instant(1_000_000);
+    let alias = |tag: u64, port: u16| {
+        let mut b = Vec::new();
+        wire::encode_alias(&mut b, &Integrity::Crc32c, tag, false, port);
+        b
+    };
+    for (from, tag, port) in [
+        ("127.0.0.1:3000", 0xA0, 3000),
+        ("127.0.0.1:4000", 0xA0, 3000),
+        (B, 0xA1, 3000),
+        (B, 0xA0, 2000),
+    ] {
+        let stale = n[0].stats().stale_dropped;
+        feed(&mut n[0], now, from, &[alias(tag, port)]);
+        assert_eq!(
+            n[0].stats().stale_dropped,
+            stale + 1,
+            "{from} {tag:x} {port}"
+        );
+    }
+    assert_eq!(n[0].alias_counts(), (0, 0));
+    assert!(out(&mut n[0]).is_empty(), "nothing answered");
+    let d = request_from_b(&mut n, now, 5);
+    feed(&mut n[0], now, "127.0.0.1:3000", &d);
+    assert_eq!(delivered(&mut n[0]), []);
+    // answers to nothing asked
+    let ack = |tag: u64, port: u16| {
+        let mut b = Vec::new();
+        wire::encode_alias(&mut b, &Integrity::Crc32c, tag, true, port);
+        b
+    };
+    feed(&mut n[1], now, A, &[ack(0xB1, 3000)]);
+    assert!(n[1].announce_alias(&addr(A), 3000));
+    let _ = out(&mut n[1]);
+    feed(&mut n[1], now, A, &[ack(0xB1, 3001)]);
+    feed(&mut n[1], now, "127.0.0.1:5000", &[ack(0xB1, 3000)]);
+    feed(&mut n[1], now, A, &[ack(0xB2, 3000)]);
+    assert_eq!(n[1].take_accepted_alias(), None);
+    // no association, no announcement
+    let mut lone = Protocol::<SocketAddr>::new(ProtoConfig::default(), &[0x30; 32]);
+    assert!(!lone.announce_alias(&addr(A), 3000));
+    assert!(out(&mut lone).is_empty());
+    let stale = lone.stats().stale_dropped;
+    feed(&mut lone, now, B, &[alias(0xA0, 3000)]);
+    assert_eq!(lone.stats().stale_dropped, stale + 1);
+    assert_eq!(lone.alias_counts(), (0, 0));
 }

@@ -115,11 +115,18 @@ pub trait PeerAddr: Copy + Eq + Hash + std::fmt::Debug {
     /// Whether a packet from `self` may be `other`'s, sent from another
     /// port of its host (`alias.rs`).
     fn same_host(&self, other: &Self) -> bool;
+    /// The address of `port` on this address's host (an announced alias,
+    /// `alias.rs`); None where addresses have no ports.
+    fn at_port(&self, port: u16) -> Option<Self>;
 }
 
 impl PeerAddr for std::net::SocketAddr {
     fn same_host(&self, other: &Self) -> bool {
         self.ip() == other.ip()
+    }
+
+    fn at_port(&self, port: u16) -> Option<Self> {
+        Some(std::net::SocketAddr::new(self.ip(), port))
     }
 }
 
@@ -127,6 +134,10 @@ impl PeerAddr for std::net::SocketAddr {
 impl PeerAddr for u32 {
     fn same_host(&self, _other: &Self) -> bool {
         false
+    }
+
+    fn at_port(&self, _port: u16) -> Option<Self> {
+        None
     }
 }
 
@@ -164,6 +175,9 @@ pub struct Protocol<A: PeerAddr> {
     walk_budget: TokenBucket,
     tag_walks: u64,
     aliases_learned: u64,
+    /// Aliases of ours that peers took (ALIAS_ACK): the peer's name, the
+    /// port, the tag our packets to it carry (`take_accepted_alias`).
+    accepted_aliases: Vec<(A, u16, u64)>,
     /// DATA packets checked where their payload was copied
     /// (`take_deferred`).
     checked_in_place: u64,
@@ -217,6 +231,7 @@ impl<A: PeerAddr> Protocol<A> {
             walk_budget: TokenBucket::new(burst),
             tag_walks: 0,
             aliases_learned: 0,
+            accepted_aliases: Vec::new(),
             checked_in_place: 0,
             timers: BinaryHeap::new(),
             due: Vec::new(),
@@ -554,6 +569,8 @@ impl<A: PeerAddr> Protocol<A> {
             Packet::ShutdownAck { vtag, nonce } => {
                 return self.on_shutdown_ack(now, from, vtag, nonce)
             }
+            Packet::Alias { vtag, port } => return self.on_alias(now, from, vtag, port),
+            Packet::AliasAck { vtag, port } => return self.on_alias_ack(from, vtag, port),
         };
         // Inside an association with `from`, or nothing.
         let Some(slot) = self

@@ -31,6 +31,9 @@ pub(super) struct Peer<A> {
     /// Another address its packets come from (`alias.rs`): the port of
     /// the peer's connected socket for us. At most one.
     pub alias: Option<A>,
+    /// The port of ours we last announced to it as our alias (ALIAS,
+    /// `alias.rs`), until it answers.
+    pub announced: Option<u16>,
     /// When `Protocol::timers` has this peer looked at (None: not queued).
     pub queued: Option<Instant>,
     pub timers: TimerTable,
@@ -53,6 +56,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         Peer {
             addr,
             alias: None,
+            announced: None,
             queued: None,
             timers: TimerTable::default(),
             assoc: Assoc::default(),

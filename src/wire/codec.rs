@@ -29,6 +29,7 @@
 //! COOKIE_ECHO: 32 cookie (COOKIE_LEN)
 //! COOKIE_ACK, ABORT: nothing more
 //! HEARTBEAT, HEARTBEAT_ACK, SHUTDOWN, SHUTDOWN_ACK: 32 nonce u64
+//! ALIAS, ALIAS_ACK: 32 port u64 (1..=65535)
 //! then the integrity trailer (`Integrity`: CRC32C, or with a job key the
 //! nonce (12) and MAC tag (16)) over everything before it
 //! ```
@@ -109,6 +110,11 @@ pub enum Packet<'a> {
     /// The association is freed (vtag: the asker's tag, or its SHUTDOWN's
     /// tag reflected); `nonce` echoes the SHUTDOWN's.
     ShutdownAck { vtag: u64, nonce: u64 },
+    /// The sender's packets of the association (vtag: the receiver's tag)
+    /// may also come from `port` of its host (never 0).
+    Alias { vtag: u64, port: u16 },
+    /// `port` is taken as the asker's (vtag: the asker's tag).
+    AliasAck { vtag: u64, port: u16 },
 }
 
 /// Writes `v` big-endian at `at` of a fixed-size header (constant offsets
@@ -352,6 +358,16 @@ pub fn encode_shutdown(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64, ack: boo
         PacketType::Shutdown
     };
     encode_handshake(buf, integ, t, vtag, &[&nonce.to_be_bytes()]);
+}
+
+/// Appends an ALIAS (or, `ack`, its answer) carrying `vtag` and `port`.
+pub fn encode_alias(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64, ack: bool, port: u16) {
+    let t = if ack {
+        PacketType::AliasAck
+    } else {
+        PacketType::Alias
+    };
+    encode_handshake(buf, integ, t, vtag, &[&u64::from(port).to_be_bytes()]);
 }
 
 /// Reads a big-endian field of a fixed-size header (constant offsets compile
@@ -632,6 +648,8 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
     const HEARTBEAT_ACK: u8 = PacketType::HeartbeatAck as u8;
     const SHUTDOWN: u8 = PacketType::Shutdown as u8;
     const SHUTDOWN_ACK: u8 = PacketType::ShutdownAck as u8;
+    const ALIAS: u8 = PacketType::Alias as u8;
+    const ALIAS_ACK: u8 = PacketType::AliasAck as u8;
     match t {
         INIT => {
             let Ok(b) = <&[u8; INIT_ACK_LEN - COMMON_LEN]>::try_from(rest) else {
@@ -689,6 +707,22 @@ fn decode_handshake(t: u8, vtag: u64, rest: &[u8]) -> Result<Packet<'_>, DecodeE
                 HEARTBEAT_ACK => Packet::HeartbeatAck { vtag, nonce },
                 SHUTDOWN => Packet::Shutdown { vtag, nonce },
                 _ => Packet::ShutdownAck { vtag, nonce },
+            })
+        }
+        ALIAS | ALIAS_ACK => {
+            let Ok(b) = <&[u8; 8]>::try_from(rest) else {
+                return Err(DecodeError::Truncated);
+            };
+            let Some(port) = u16::try_from(be64(b, 0)).ok().filter(|&p| p != 0) else {
+                return Err(DecodeError::Malformed);
+            };
+            if vtag == 0 {
+                return Err(DecodeError::Malformed);
+            }
+            Ok(if t == ALIAS {
+                Packet::Alias { vtag, port }
+            } else {
+                Packet::AliasAck { vtag, port }
             })
         }
         _ => Err(DecodeError::Malformed),

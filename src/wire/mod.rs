@@ -21,9 +21,10 @@ pub use codec::any_packet;
 #[cfg(any(test, feature = "testing"))]
 pub use codec::encode_ack;
 pub use codec::{
-    association_vtag, decode, decode_deferred, encode_abort, encode_ack_dup, encode_cookie_ack,
-    encode_cookie_echo, encode_data, encode_data_gathered, encode_heartbeat, encode_init,
-    encode_init_ack, encode_nack, encode_shutdown, packets, Common, Packet, DEFER_MIN, MAX_BUNDLE,
+    association_vtag, decode, decode_deferred, encode_abort, encode_ack_dup, encode_alias,
+    encode_cookie_ack, encode_cookie_echo, encode_data, encode_data_gathered, encode_heartbeat,
+    encode_init, encode_init_ack, encode_nack, encode_shutdown, packets, Common, Packet, DEFER_MIN,
+    MAX_BUNDLE,
 };
 pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
@@ -97,6 +98,14 @@ pub enum PacketType {
     /// the asker's SHUTDOWN's own tag reflected by an end that had already
     /// freed it).
     ShutdownAck = 12,
+    /// Without a packet MAC: "my packets of this association may also come
+    /// from this port of my host" (vtag: the receiver's; 8 bytes, the port),
+    /// sent from the endpoint's name, the only address that proves who
+    /// sends it (`proto/alias.rs`).
+    Alias = 13,
+    /// The port is taken as the sender's (vtag: the announcer's; the port
+    /// echoed).
+    AliasAck = 14,
 }
 
 /// A piggybacked cumulative acknowledgement for one reverse channel.

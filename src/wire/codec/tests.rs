@@ -258,6 +258,30 @@ fn handshake_round_trip_and_init_is_never_smaller_than_its_answer() {
         assert_eq!(decode(&I, &b).unwrap(), want);
         b.truncate(b.len() - 5);
         assert!(decode(&I, &b).is_err(), "short");
+        b.clear();
+        encode_alias(&mut b, &I, 11, ack, 40000);
+        let want = if ack {
+            Packet::AliasAck { vtag, port: 40000 }
+        } else {
+            Packet::Alias { vtag, port: 40000 }
+        };
+        assert_eq!(decode(&I, &b).unwrap(), want);
+        // the port field holds a port, not 0 or more than 16 bits; a tag
+        for (at, v) in [(COMMON_LEN + 5, 1u8), (COMMON_LEN + 6, 0), (11, 0)] {
+            let mut f = b.clone();
+            if at == COMMON_LEN + 6 {
+                f[COMMON_LEN + 6] = 0;
+                f[COMMON_LEN + 7] = 0;
+            } else if at == 11 {
+                f[4..12].fill(0);
+            } else {
+                f[at] = v;
+            }
+            let n = f.len() - CRC_LEN;
+            let crc = crate::wire::crc32c(&f[..n]);
+            f[n..].copy_from_slice(&crc.to_be_bytes());
+            assert_eq!(decode(&I, &f), Err(DecodeError::Malformed), "field at {at}");
+        }
     }
     b.clear();
     encode_shutdown(&mut b, &I, 0, false, 1);
