@@ -44,7 +44,9 @@ pub struct Config {
     /// reached by a shared-memory ring go straight into it (`am/express.rs`).
     pub shm_express: bool,
     /// `RAMP_UDP_CONNECT`: an association's packets leave through a socket
-    /// connected to the peer (`net/udp_conns.rs`), under a packet MAC only.
+    /// connected to the peer (`net/udp_conns.rs`), its port taken by the
+    /// peer under a packet MAC from the seal, without one once announced
+    /// from the endpoint's name (`proto/alias.rs`).
     pub udp_connect: bool,
     /// `RAMP_REQUEST_BATCH`: most requests held back to leave together
     /// (`am/request.rs`'s `Batch`); 0 or 1: none.
