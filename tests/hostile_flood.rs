@@ -6,7 +6,9 @@
 //! random bytes, truncations of captured real datagrams, captured datagrams
 //! replayed verbatim (from other ports, and to the restarted peer),
 //! forged DATA/ACK/NACK/ABORT/COOKIE_ECHO with a valid CRC and random or
-//! captured (real) tags, INITs. The relay itself replays captured datagrams
+//! captured (real) tags, INITs, ALIAS and ALIAS_ACK naming the forger's
+//! own port with a real tag (taken only from a peer's name: what else
+//! makes no alias is `proto/alias_tests.rs`'s). The relay itself replays captured datagrams
 //! in their own direction from the real addresses (late duplicates).
 //!
 //! Asserted: every request handled exactly once and every reply received
@@ -118,6 +120,11 @@ fn flood(
             (!c.is_empty()).then(|| c[rng.below(c.len() as u64) as usize].1.clone())
         };
         let k = rng.below(8) as usize;
+        // a real tag, for forged announcements
+        let real_tag = pick
+            .as_ref()
+            .filter(|p| p.len() >= 12)
+            .map(|p| u64::from_be_bytes(p[4..12].try_into().unwrap()));
         let (d, to) = match (k, pick) {
             (0, _) | (1..=3, None) => (
                 (0..rng.below(1500))
@@ -174,7 +181,13 @@ fn flood(
                     vtag: rng.next_u64(),
                     ..Default::default()
                 };
-                match rng.below(5) {
+                // an ALIAS or its answer naming the forger's own port,
+                // with a real tag: taken only from a peer's name
+                let port = s.local_addr().unwrap().port();
+                let tag = real_tag.unwrap_or_else(|| rng.next_u64() | 1);
+                match rng.below(7) {
+                    5 => wire::encode_alias(&mut d, &I, tag, false, port),
+                    6 => wire::encode_alias(&mut d, &I, tag, true, port),
                     0 | 1 => wire::encode_init(&mut d, &I, rng.next_u64() | 1),
                     2 => wire::encode_ack(&mut d, &I, &c, rng.next_u64()),
                     3 => wire::encode_abort(&mut d, &I, rng.next_u64()),
