@@ -2,7 +2,8 @@
 # Where the sender's time goes, per message, in `ramp bench`'s UDP Xfer of
 # 64 KiB beside its raw UDP blast of 65,507-byte datagrams (the figure the
 # Xfer / blast ratio compares): the bench client (the sender of both,
-# pinned to core 0) under `perf record -g`, each sample put in a phase by
+# pinned to core 0) under `perf record --call-graph dwarf` (frame pointers
+# are not kept: `-g` stops at the kernel), each sample put in a phase by
 # its call chain (the blast's run in `blast_sender`; every other sample
 # counted as the Xfer's: with a large --xfer-mib and few round trips the
 # Xfer is nearly all of the rest) and in a kind by where it was taken,
@@ -21,7 +22,7 @@ if [ "$RAMP_AUTH" = on ] && [ -z "${RAMP_JOB_KEY:-}" ]; then
     RAMP_JOB_KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
     export RAMP_JOB_KEY
 fi
-hz=4999
+hz=${PROFILE_HZ:-999}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkfifo "$tmp/in"
@@ -34,7 +35,7 @@ until [ -s "$tmp/srv" ]; do
     sleep 0.05
 done
 # shellcheck disable=SC2046
-taskset -c 0 perf record -q -g -F $hz -o "$tmp/client.data" -- \
+taskset -c 0 perf record -q --call-graph dwarf,8192 -F $hz -o "$tmp/client.data" -- \
     "$bin" bench-client $(head -1 "$tmp/srv") 1000 1 "$mib" >"$tmp/cli" 2>"$tmp/cli.err" &
 cli=$!
 until [ -s "$tmp/cli" ]; do
