@@ -597,9 +597,14 @@ fn a_burst_of_replies_leaves_in_fewer_datagrams_than_packets() {
             assert!(t0.elapsed().as_secs() < 20, "waiting for {what}");
         }
     };
-    // the association and a first round trip, then quiet
+    // the association and a first round trip, then quiet: polled for a
+    // while, so that the set-up's control packets (each end's ALIAS for its
+    // connected socket's port and the answer, named again every 20 ms
+    // until answered: `proto/alias.rs`) are done before the burst counted
     e0.request(1, &Message::short(10, &[1000]), false).unwrap();
     wait("the first reply", &|| seen.lock().len() == 1);
+    let t0 = std::time::Instant::now();
+    wait("quiet", &|| t0.elapsed() > Duration::from_millis(200));
     std::thread::sleep(Duration::from_millis(50));
     wait("quiet", &|| true);
     // 16 requests, each its own datagram (sent at once, not from a handler)
@@ -630,7 +635,15 @@ fn a_burst_of_replies_leaves_in_fewer_datagrams_than_packets() {
     let want: Vec<u32> = (0..16).chain([1000]).collect();
     assert_eq!(got, want, "each reply once");
     assert!(p >= 16, "{p} packets");
-    assert!(d * 4 <= p, "{p} packets in {d} datagrams");
+    // Bundled: at least two packets a datagram on average (one a datagram
+    // unbundled). Not more: the replier's receives grow 1, 1, 2, 4, 8 (a
+    // burst is told from a ping-pong by two receives that found
+    // something, `net/udp.rs`), so the 16 are taken, and answered, over
+    // about five polls, and over more on a loaded machine, where the
+    // relay's thread also lags (at most 8 datagrams for 20-23 packets
+    // with another copy of this suite beside it, CRC32C with and without
+    // connected sockets alike).
+    assert!(d * 2 <= p, "{p} packets in {d} datagrams");
 }
 
 /// Requests held for a batch over real UDP sockets (`am/batch.rs`): in a
