@@ -599,7 +599,7 @@ fn a_burst_of_replies_leaves_in_fewer_datagrams_than_packets() {
     };
     // the association and a first round trip, then quiet: polled for a
     // while, so that the set-up's control packets (each end's ALIAS for its
-    // connected socket's port and the answer, named again every 20 ms
+    // connected socket's port and the answer, named again after 20 ms
     // until answered: `proto/alias.rs`) are done before the burst counted
     e0.request(1, &Message::short(10, &[1000]), false).unwrap();
     wait("the first reply", &|| seen.lock().len() == 1);

@@ -214,8 +214,8 @@ pub trait Transport: Send {
     fn set_connectable(&mut self, _f: Option<Connectable>) {}
     /// UDP, announced aliases (`Connectable::announce`): `each(peer, port)`
     /// for every connected socket whose port its peer should be told of
-    /// now (an ALIAS; asked again every `udp_conns::ANNOUNCE_EVERY` until
-    /// it is taken).
+    /// now (an ALIAS; asked again after `udp_conns::ANNOUNCE_EVERY`, each
+    /// wait twice the last, until it is taken).
     fn aliases_to_announce(&mut self, _now: Instant, _each: &mut dyn FnMut(SocketAddr, u16)) {}
     /// UDP, announced aliases: the peer `to` took `port` as ours for the
     /// association tagged `tag`; its datagrams of it may leave there.

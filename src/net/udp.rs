@@ -349,7 +349,8 @@ mod tests {
     /// Announced aliases (without a MAC): an association's packets leave
     /// from the name until the layer above says the peer took the socket's
     /// port for the association's tag; the port is named at once, then
-    /// every `ANNOUNCE_EVERY` until taken; a taking for another port or
+    /// after `ANNOUNCE_EVERY`, each wait twice the last up to 64 times it,
+    /// until taken; a taking for another port or
     /// tag changes nothing; a new association (another tag) waits again;
     /// a full set takes no new peer (a port given up could be anyone's).
     #[test]
@@ -384,6 +385,14 @@ mod tests {
             named,
             "again"
         );
+        // then each wait twice the one before, up to 64 times the first
+        let mut at = now.plus(ANNOUNCE_EVERY);
+        for k in 1..10u32 {
+            let wait = ANNOUNCE_EVERY << k.min(6);
+            assert_eq!(to_announce(&mut t, at.plus(wait - 1)), [], "wait {k}");
+            at = at.plus(wait);
+            assert_eq!(to_announce(&mut t, at), named, "after wait {k}");
+        }
         // taken for another port, or by another peer: nothing changes
         t.alias_accepted(peer_addr, port.wrapping_add(1), 7);
         t.alias_accepted(t.local_addr(), port, 7);

@@ -10,7 +10,8 @@
 //! an ALIAS sent from our name, and the socket carries an association's
 //! packets only once the peer took its port for that association's tag
 //! (`accepted`; until then they leave from the name, and `announce_due`
-//! names the port every `ANNOUNCE_EVERY`).
+//! names the port again after `ANNOUNCE_EVERY`, then after waits that
+//! double).
 //! Nothing is sent to it but what answers a packet from it (an ABORT for
 //! a tag the peer lost): read now and then (`drain`), taken as coming
 //! from the peer. At most `MAX_CONNS`; a full set takes a new peer in
@@ -27,8 +28,10 @@ use crate::time::{Instant, Nanos, MILLIS};
 pub const MAX_CONNS: usize = 8;
 /// Sends to others after which a connected socket may go to a new peer.
 const IDLE_SENDS: u64 = 4096;
-/// How often a port not yet taken is announced again (an ALIAS lost, or
-/// sent before the association was up).
+/// How long after its first announcement a port not yet taken is
+/// announced again (an ALIAS lost, or sent before the association was up);
+/// each later wait is twice the one before, up to 64 times this (a peer
+/// that never answers costs a datagram every 1.3 s).
 pub const ANNOUNCE_EVERY: Nanos = 20 * MILLIS;
 
 struct Conn {
@@ -45,6 +48,8 @@ struct Conn {
     accepted: u64,
     wanted: u64,
     announced: Option<Instant>,
+    /// Announcements made for `wanted`.
+    tries: u32,
 }
 
 pub struct Conns {
@@ -95,6 +100,7 @@ impl Conns {
             if c.sock.is_some() && c.wanted != tag {
                 c.wanted = tag;
                 c.announced = None;
+                c.tries = 0;
                 self.waiting = true;
             }
             return None;
@@ -103,7 +109,8 @@ impl Conns {
     }
 
     /// `each(peer, port)` for every socket whose port waits to be taken
-    /// and was not announced in the last `ANNOUNCE_EVERY`.
+    /// and whose wait since its last announcement is over (`ANNOUNCE_EVERY`,
+    /// doubling).
     pub fn announce_due(&mut self, now: Instant, each: &mut dyn FnMut(SocketAddr, u16)) {
         if !self.waiting {
             return;
@@ -114,8 +121,10 @@ impl Conns {
                 continue;
             }
             waiting = true;
-            if c.announced.is_none_or(|t| now.since(t) >= ANNOUNCE_EVERY) {
+            let wait = ANNOUNCE_EVERY << c.tries.saturating_sub(1).min(6);
+            if c.announced.is_none_or(|t| now.since(t) >= wait) {
                 c.announced = Some(now);
+                c.tries += 1;
                 each(c.to, c.port);
             }
         }
@@ -144,6 +153,7 @@ impl Conns {
                 accepted: 0,
                 wanted: 0,
                 announced: None,
+                tries: 0,
             });
             self.list.len() - 1
         } else if self.announce {
@@ -176,6 +186,7 @@ impl Conns {
             accepted: 0,
             wanted: 0,
             announced: None,
+            tries: 0,
         };
         Some(i)
     }
