@@ -126,19 +126,18 @@ impl<A: PeerAddr> Protocol<A> {
             self.out.stats.stale_dropped += 1;
             return;
         };
-        // a port of its host that is nobody's name (a peer there keeps it)
-        let Some(alias) = from
-            .at_port(port)
-            .filter(|a| *a != from && !self.slots.contains_key(a))
-        else {
+        // a port of its host that is nobody's name (a peer there keeps
+        // it) and no other peer's alias (the first to name it holds its
+        // socket; another peer naming it would take that one's packets)
+        let Some(alias) = from.at_port(port).filter(|a| {
+            *a != from
+                && !self.slots.contains_key(a)
+                && self.aliases.get(a).is_none_or(|&s| s as usize == slot)
+        }) else {
             self.out.stats.stale_dropped += 1;
             return;
         };
         if self.peers[slot].alias != Some(alias) {
-            if let Some(&other) = self.aliases.get(&alias) {
-                // another peer's alias before: the port is this one's now
-                self.forget_alias(other as usize);
-            }
             self.learn_alias(slot, alias);
         }
         let (peer, cx) = self.peer_cx(slot);

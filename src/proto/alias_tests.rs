@@ -347,3 +347,35 @@ fn without_a_mac_no_other_alias_or_answer_counts() {
     assert_eq!(lone.stats().stale_dropped, stale + 1);
     assert_eq!(lone.alias_counts(), (0, 0));
 }
+
+/// Without a MAC, a port that is one peer's alias is not another's: C,
+/// another peer on the same host, naming B's announced port is dropped
+/// (it would take B's packets from it), and B's packets from the port
+/// stay B's.
+#[test]
+fn without_a_mac_a_peers_announced_port_is_not_anothers() {
+    let mut n = pair(None);
+    let now = Instant(1_000_000);
+    const C: &str = "127.0.0.1:5000";
+    n[0].associate(addr(C), 0xA2, 0xC3);
+    let alias = |tag: u64, port: u16| {
+        let mut b = Vec::new();
+        wire::encode_alias(&mut b, &Integrity::Crc32c, tag, false, port);
+        b
+    };
+    feed(&mut n[0], now, B, &[alias(0xA0, 3000)]);
+    assert_eq!(n[0].alias_counts(), (1, 1));
+    let _ = out(&mut n[0]);
+    let stale = n[0].stats().stale_dropped;
+    feed(&mut n[0], now, C, &[alias(0xA2, 3000)]);
+    assert_eq!(n[0].stats().stale_dropped, stale + 1);
+    assert!(out(&mut n[0]).is_empty(), "not answered");
+    assert_eq!(n[0].alias_counts(), (1, 1));
+    let d = request_from_b(&mut n, now, 5);
+    feed(&mut n[0], now, "127.0.0.1:3000", &d);
+    assert_eq!(delivered(&mut n[0]), [(addr(B), 5)]);
+    // B naming its own port again: still its, answered again
+    feed(&mut n[0], now, B, &[alias(0xA0, 3000)]);
+    assert_eq!(out(&mut n[0]).len(), 1);
+    assert_eq!(n[0].alias_counts(), (1, 1));
+}

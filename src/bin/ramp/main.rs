@@ -59,7 +59,7 @@ fn main() -> ExitCode {
     if role.is_some_and(|r| r.starts_with("bench-") || r.starts_with("loggp-")) {
         bench_roles::exit_with_parent();
     }
-    let code = match args.first().map(String::as_str) {
+    let code = match role {
         // `ramp bench --help`, `ramp log -h`: the usage, not an error
         Some("bench" | "loggp" | "log") if args.iter().any(help) => {
             println!("{USAGE}");
