@@ -45,7 +45,7 @@ pub(super) struct Batch {
 /// (a 64 KiB Xfer leaves every 20-40 us in a stream); far below the
 /// protocol's first timer for it (the tail-loss probe: twice the ACK
 /// delay at least, 400 us).
-const TAIL_HOLD: crate::time::Nanos = 200 * crate::time::MICROS;
+pub(super) const TAIL_HOLD: crate::time::Nanos = 200 * crate::time::MICROS;
 
 /// The largest payload a held request may carry: small requests join
 /// into one datagram; a large one fills a datagram of its own anyway.

@@ -399,17 +399,19 @@ fn a_long_requests_last_fragment_waits_for_the_next_ones_first_or_a_sleep() {
     // behind an unanswered one: its small last fragment stays
     let (d1, d2) = (long_data(1), long_data(2));
     long_of(&e0, 1, &d1);
-    let held = std::time::Instant::now();
+    // when the hold began (ramp's clock, read as the call began)
+    let held = e0.with(|s| s.batch.since);
     let now_seen = seen.lock().clone();
     assert_eq!(now_seen.len(), 3, "{now_seen:?}");
     assert_eq!(now_seen[2], vec![(13, 1), (13, 1)]);
     // the next one's first fragment takes it along, in one datagram
     long_of(&e0, 2, &d2);
-    if held.elapsed() < std::time::Duration::from_micros(150) {
-        // (unless the hold's 200 us may have run out before the next one
-        // was queued: this thread off the CPU between them, or inside the
-        // call before it queued the fragment; measured to the call's end,
-        // ~80 us when the machine is quiet)
+    // its own fragment held now: when the second call's clock read was
+    let second = e0.with(|s| s.batch.tail.then_some(s.batch.since));
+    if second.is_some_and(|t| t.since(held) < super::batch::TAIL_HOLD) {
+        // (unless the hold's 200 us had run out when the next one was
+        // queued: this thread off the CPU between the calls' clock reads;
+        // ~100-150 us apart when the machine is quiet)
         let now_seen = seen.lock().clone();
         assert_eq!(now_seen[3], vec![(13, 1), (13, 2), (13, 2)], "{now_seen:?}");
     }
