@@ -7,7 +7,8 @@
 //! own on another core, a pipeline as between two processes).
 //! `MEDIUM=n` (one way): medium requests of n payload bytes instead of
 //! short ones (through the ring over shm: its room, not only its records'
-//! cost, as `THREADS=2` shows).
+//! cost, as `THREADS=2` shows). `THREADS=2` without `ONE_WAY`: round
+//! trips between the two cores (the target's poller on core 1).
 
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,6 +45,48 @@ fn raw_udp(iters: usize) -> f64 {
         a.recv_from(&mut buf).unwrap();
     }
     t.elapsed().as_nanos() as f64 / iters as f64
+}
+
+/// A flag pair between cores 0 and 1 (each side's flag on a line of its
+/// own, busy-polled): the floor of a round trip, nanoseconds (the
+/// median of batches of 256).
+fn flag_pair(iters: usize) -> f64 {
+    #[repr(align(128))]
+    struct Line(AtomicU64);
+    let flags = Arc::new([Line(AtomicU64::new(0)), Line(AtomicU64::new(0))]);
+    let f = flags.clone();
+    let n = iters as u64;
+    pin(1);
+    let echo = std::thread::spawn(move || {
+        for i in 1..=n {
+            while f[0].0.load(Ordering::Acquire) < i {
+                std::hint::spin_loop();
+            }
+            f[1].0.store(i, Ordering::Release);
+        }
+    });
+    pin(0);
+    // medians of batches of 256 (the host preempts for milliseconds)
+    let mut v = Vec::new();
+    let mut i = 0;
+    while i + 256 <= n {
+        let t = Instant::now();
+        for _ in 0..256 {
+            i += 1;
+            flags[0].0.store(i, Ordering::Release);
+            while flags[1].0.load(Ordering::Acquire) != i {
+                std::hint::spin_loop();
+            }
+        }
+        v.push(t.elapsed().as_nanos() as f64 / 256.0);
+    }
+    while i < n {
+        i += 1;
+        flags[0].0.store(i, Ordering::Release);
+    }
+    echo.join().unwrap();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 fn main() {
@@ -160,6 +203,47 @@ fn main() {
             x.requests_sent,
             x.replies_received,
             e0.statistics().packets_received
+        );
+        return;
+    }
+    if std::env::var("THREADS").is_ok_and(|v| v == "2") {
+        // the target polled by a thread of its own on core 1, the
+        // requester on core 0: a round trip between two cores, as between
+        // two processes (medians of batches of 1000)
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (t1, stop1) = (e1.clone(), stop.clone());
+        pin(1);
+        let target = std::thread::spawn(move || {
+            while !stop1.load(Ordering::Relaxed) {
+                t1.poll().unwrap();
+            }
+        });
+        pin(0);
+        let flag = flag_pair(iters);
+        let mut batches = Vec::new();
+        let mut i = 0u64;
+        for _ in 0..(iters / 1000).max(1) {
+            let t = Instant::now();
+            for _ in 0..1000 {
+                e0.request(1, &Message::short(10, &[]), false).unwrap();
+                while got.load(Ordering::Relaxed) <= i {
+                    e0.poll().unwrap();
+                }
+                i += 1;
+            }
+            batches.push(t.elapsed().as_nanos() as f64 / 1000.0);
+        }
+        stop.store(true, Ordering::Relaxed);
+        target.join().unwrap();
+        batches.sort_by(f64::total_cmp);
+        let q = |f: f64| batches[((batches.len() - 1) as f64 * f) as usize];
+        println!(
+            "two threads (cores 0 and 1), round trip: ramp median {:.0} ns (p10 {:.0}, p90 {:.0}); \
+             a flag pair {flag:.0} ns; ratio {:.2}",
+            q(0.5),
+            q(0.1),
+            q(0.9),
+            q(0.5) / flag
         );
         return;
     }
