@@ -75,15 +75,15 @@ impl<'a> Message<'a> {
         }
     }
 
-    /// A short one as an express request record of transaction `txn`,
-    /// tagged `tag` (`net/express.rs`).
+    /// A short one as an express record of `kind` (a request or a reply)
+    /// of transaction `txn`, tagged `tag` (`net/express.rs`).
     #[inline]
-    pub(crate) fn express(&self, txn: u32, tag: u64) -> Express {
+    pub(crate) fn express(&self, kind: ExpressKind, txn: u32, tag: u64) -> Express {
         let mut args = [0u32; MAX_ARGS];
         let n = self.args.len().min(MAX_ARGS);
         args[..n].copy_from_slice(&self.args[..n]);
         Express {
-            kind: ExpressKind::Request,
+            kind,
             handler: self.handler,
             nargs: n as u8,
             args,

@@ -95,17 +95,24 @@ pub fn reply_with(token: TokenId, msg: &Message<'_>, wait: LockWait) -> Result<(
         } else {
             Instant::now()
         };
-        let meta = msg.meta(t.txn, tag);
         let c = msg.category.index();
-        // to an express request: back the same way when it can (`express.rs`)
+        // to an express request: back the same way when it can
+        // (`express.rs`; its record made from the message, not from a
+        // header made first)
         if t.express
             && msg.category == Category::Short
             && msg.payload.is_empty()
-            && st.try_express(now, t.source_addr, ExpressKind::Reply, &meta)
+            && st.try_express_record(
+                now,
+                t.source_addr,
+                &msg.express(ExpressKind::Reply, t.txn, tag),
+                false,
+            )
         {
             st.stats.replies_sent[c] += 1;
             return Ok(None);
         }
+        let meta = msg.meta(t.txn, tag);
         let payload = st.proto.payload_summed(msg.payload, 0);
         if t.keep {
             // kept for duplicates (`txn_target.rs`)

@@ -9,6 +9,7 @@ use super::endpoint::{Endpoint, EpState};
 use super::message::Message;
 use super::token;
 use crate::error::{Error, Result};
+use crate::net::express::ExpressKind;
 use crate::time::Instant;
 use crate::wire::{Category, MsgMeta, CHANNEL_REQUEST};
 
@@ -223,7 +224,12 @@ impl EpState {
             // lines, not once per record. `RAMP_REQUEST_BATCH` 0 or 1:
             // none held, as over UDP.
             let hold = busy && self.batch.max > 1;
-            if self.try_express_record(now, addr, &msg.express(txn, tag), hold) {
+            if self.try_express_record(
+                now,
+                addr,
+                &msg.express(ExpressKind::Request, txn, tag),
+                hold,
+            ) {
                 if !busy {
                     remember(self);
                 }

@@ -244,10 +244,13 @@ impl ShmTransport {
         while bits != 0 {
             let i = (self.next + bits.trailing_zeros() as usize) % SLOTS;
             bits &= bits - 1;
-            let slot = self.slots[i];
-            let Some(from) = slot.from else {
+            // (the slot's fields read where they lie: a copy of the whole
+            // slot, its address too, cost an empty look a third of its
+            // instructions)
+            let slot = &self.slots[i];
+            if slot.from.is_none() {
                 return ExpressTake::Other;
-            };
+            }
             let ring = slot_off(i) + SLOT_HDR;
             let pos = (slot.head % RING as u64) as usize;
             // (the drained test below reads the next line)
@@ -258,37 +261,52 @@ impl ShmTransport {
                 }
                 continue;
             }
-            let len = (word & !READY) as usize;
-            let size = (8 + len).next_multiple_of(REC_ALIGN);
-            if !slot.express
-                || word & READY == 0
-                || word == WRAP
-                || len > MAX_LEN
-                || pos + size > RING
-            {
-                return ExpressTake::Other;
-            }
-            self.map.read(ring + pos + 8, &mut rec.bytes[..len]);
-            if !is_express(&rec.bytes[..len]) {
-                return ExpressTake::Other;
-            }
-            self.clear_taken(ring, pos, size);
-            rec.len = len;
-            // (stored only when it changes: its reader, at once, loads it
-            // in two 16-byte halves, which a store just made by pieces
-            // cannot forward, a stall per record)
-            if rec.from != from {
-                rec.from = from;
-            }
-            let head = slot.head + size as u64;
-            let next = (head % RING as u64) as usize;
-            let drained = self.map.u32_at(ring + next).load(Acquire) == 0;
-            self.move_head(i, head, drained);
-            // the next look starts at the next sender
-            self.next = (i + 1) % SLOTS;
-            return ExpressTake::Record;
+            return self.take_express_at(i, ring, pos, word, rec);
         }
         ExpressTake::Nothing
+    }
+
+    /// `take_express` when `word` is at slot `i`'s head (at `pos` of the
+    /// ring at `ring`). (Out of line: an empty look, the busy-polling
+    /// loop's, keeps a small frame.)
+    #[inline(never)]
+    fn take_express_at(
+        &mut self,
+        i: usize,
+        ring: usize,
+        pos: usize,
+        word: u32,
+        rec: &mut TakenRecord,
+    ) -> ExpressTake {
+        let slot = &self.slots[i];
+        let Some(from) = slot.from else {
+            return ExpressTake::Other;
+        };
+        let len = (word & !READY) as usize;
+        let size = (8 + len).next_multiple_of(REC_ALIGN);
+        if !slot.express || word & READY == 0 || word == WRAP || len > MAX_LEN || pos + size > RING
+        {
+            return ExpressTake::Other;
+        }
+        let head = slot.head + size as u64;
+        self.map.read(ring + pos + 8, &mut rec.bytes[..len]);
+        if !is_express(&rec.bytes[..len]) {
+            return ExpressTake::Other;
+        }
+        self.clear_taken(ring, pos, size);
+        rec.len = len;
+        // (stored only when it changes: its reader, at once, loads it
+        // in two 16-byte halves, which a store just made by pieces
+        // cannot forward, a stall per record)
+        if rec.from != from {
+            rec.from = from;
+        }
+        let next = (head % RING as u64) as usize;
+        let drained = self.map.u32_at(ring + next).load(Acquire) == 0;
+        self.move_head(i, head, drained);
+        // the next look starts at the next sender
+        self.next = (i + 1) % SLOTS;
+        ExpressTake::Record
     }
 
     /// Whether a record (or a wrap) waits at slot `i`'s head.

@@ -896,14 +896,19 @@ impl<A: PeerAddr> Protocol<A> {
         let Some(s) = self.find_peer(to) else {
             return true;
         };
-        let (p, mut cx) = self.peer_cx(s);
+        let p = &self.peers[s];
         if p.tx
             .iter()
             .any(|t| !t.in_flight.is_empty() || !t.pending.is_empty())
         {
             return false;
         }
-        if p.assoc.state == AssocState::Established {
+        // (the context made only when an ACK is owed: the usual look
+        // makes none)
+        if p.assoc.state == AssocState::Established
+            && p.rx.iter().any(|r| r.ack_owed_since.is_some())
+        {
+            let (p, mut cx) = self.peer_cx(s);
             for ch in 0..NUM_CHANNELS {
                 if p.rx[ch].ack_owed_since.is_some() {
                     p.send_ack(ch, &mut cx);
