@@ -11,7 +11,7 @@
 //! trips between the two cores (the target's poller on core 1).
 
 use std::net::UdpSocket;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -45,6 +45,33 @@ fn raw_udp(iters: usize) -> f64 {
         a.recv_from(&mut buf).unwrap();
     }
     t.elapsed().as_nanos() as f64 / iters as f64
+}
+
+/// A thread on core 1 polling an endpoint until stopped (the calling
+/// thread then on core 0).
+struct Poller {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn poll_on_core_1(ep: &Arc<am::Endpoint>) -> Poller {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ep, flag) = (ep.clone(), stop.clone());
+    pin(1);
+    let thread = std::thread::spawn(move || {
+        while !flag.load(Ordering::Relaxed) {
+            ep.poll().unwrap();
+        }
+    });
+    pin(0);
+    Poller { stop, thread }
+}
+
+impl Poller {
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap();
+    }
 }
 
 /// A flag pair between cores 0 and 1 (each side's flag on a line of its
@@ -106,7 +133,9 @@ fn main() {
     // THREADS=2 (one way only): the target polled by a thread of its own
     // on core 1, the sender's on core 0: the pipeline of two processes,
     // each side's cost apart (perf record --per-thread)
-    let threads = one_way && std::env::var("THREADS").is_ok_and(|v| v == "2");
+    // (the round trip's THREADS=2 too: each end in a bundle of its own, so
+    // a request's poll of its bundle never polls the other thread's end)
+    let threads = std::env::var("THREADS").is_ok_and(|v| v == "2");
     am::init().unwrap();
     let bun = am::allocate_bundle(BundleMode::Seq).unwrap();
     let bun1 = if threads {
@@ -142,18 +171,7 @@ fn main() {
         .unwrap_or(0);
     if one_way {
         e1.set_handler(12, handler(|_| {}));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let target = threads.then(|| {
-            let (e1, stop) = (e1.clone(), stop.clone());
-            pin(1);
-            let t = std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    e1.poll().unwrap();
-                }
-            });
-            pin(0);
-            t
-        });
+        let target = threads.then(|| poll_on_core_1(&e1));
         let medium: usize = std::env::var("MEDIUM")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -180,9 +198,8 @@ fn main() {
             e0.poll().unwrap();
         }
         let ns = t.elapsed().as_nanos() as f64 / iters as f64;
-        stop.store(true, Ordering::Relaxed);
         if let Some(t) = target {
-            t.join().unwrap();
+            t.stop();
         }
         let x = e0.express_stats();
         let who = if threads {
@@ -206,19 +223,11 @@ fn main() {
         );
         return;
     }
-    if std::env::var("THREADS").is_ok_and(|v| v == "2") {
+    if threads {
         // the target polled by a thread of its own on core 1, the
         // requester on core 0: a round trip between two cores, as between
         // two processes (medians of batches of 1000)
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (t1, stop1) = (e1.clone(), stop.clone());
-        pin(1);
-        let target = std::thread::spawn(move || {
-            while !stop1.load(Ordering::Relaxed) {
-                t1.poll().unwrap();
-            }
-        });
-        pin(0);
+        let target = poll_on_core_1(&e1);
         let flag = flag_pair(iters);
         let mut batches = Vec::new();
         let mut i = 0u64;
@@ -233,8 +242,7 @@ fn main() {
             }
             batches.push(t.elapsed().as_nanos() as f64 / 1000.0);
         }
-        stop.store(true, Ordering::Relaxed);
-        target.join().unwrap();
+        target.stop();
         batches.sort_by(f64::total_cmp);
         let q = |f: f64| batches[((batches.len() - 1) as f64 * f) as usize];
         println!(
