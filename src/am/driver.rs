@@ -26,9 +26,10 @@ impl Endpoint {
     /// needs a call.
     pub(crate) fn before_sleep(&self) -> Option<Instant> {
         self.with(|s| {
-            s.send_all_held(Instant::now());
+            let now = s.clock.now();
+            s.send_all_held(now);
             let a = s.proto.next_timeout();
-            let b = s.transports.flush_due(Instant::now());
+            let b = s.transports.flush_due(now);
             match (a, b) {
                 (Some(x), Some(y)) => Some(x.min(y)),
                 (x, y) => x.or(y),
@@ -40,7 +41,7 @@ impl Endpoint {
     pub(crate) fn progress(&self) -> Result<()> {
         self.with(|s| {
             if s.depth.is_some() {
-                s.pump_network(Instant::now())
+                s.pump_network(s.clock.now())
             } else {
                 Ok(())
             }

@@ -20,6 +20,7 @@ use super::name::EndpointName;
 use super::request::Outstanding;
 use super::tables::{HandlerTable, TranslationTable};
 use super::MAX_NETWORK_DEPTH;
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::net::{self, Transports};
@@ -35,6 +36,9 @@ pub const TAG_ALL: u64 = 1;
 static NEXT_ENDPOINT_ID: AtomicU64 = AtomicU64::new(1);
 
 pub(crate) struct EpState {
+    /// The endpoint's clock (its bundle's): every time read here comes
+    /// from it.
+    pub(super) clock: Clock,
     pub(super) proto: Protocol<SocketAddr>,
     pub(super) transports: Transports,
     pub(super) tag: u64,
@@ -77,12 +81,15 @@ pub(crate) struct EpState {
 impl Drop for EpState {
     /// Requests held for a batch leave before the endpoint closes.
     fn drop(&mut self) {
-        self.send_all_held(Instant::now());
+        let now = self.clock.now();
+        self.send_all_held(now);
     }
 }
 
 pub struct Endpoint {
     pub id: u64,
+    /// The clock of the endpoint's bundle (`Bundle::clock`).
+    pub(crate) clock: Clock,
     name: EndpointName,
     addr: SocketAddr,
     /// The address a transaction log gave back (`txn_log.rs`): the
@@ -147,7 +154,7 @@ fn endpoint_secret() -> [u8; 32] {
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     let mut h = blake3::Hasher::new();
-    h.update(&Instant::now().as_nanos().to_le_bytes());
+    h.update(&crate::clock::real_now().as_nanos().to_le_bytes());
     h.update(&t.to_le_bytes());
     h.update(&std::process::id().to_le_bytes());
     h.update(&NEXT_ENDPOINT_ID.load(Ordering::Relaxed).to_le_bytes());
@@ -165,23 +172,29 @@ impl Endpoint {
         }
     }
 
-    /// Opens an endpoint on the configured transports.
-    pub fn open(cfg: &Config, bundle: u64) -> Result<Arc<Endpoint>> {
+    /// Opens an endpoint on the configured transports, keeping time by
+    /// `clock` (its bundle's).
+    pub fn open(cfg: &Config, bundle: u64, clock: Clock) -> Result<Arc<Endpoint>> {
         if let Err(e) = cfg.mac_job_key() {
             eprintln!("ramp: cannot open an endpoint: {e}");
             return Err(Error::Resource(
                 "a job key is required (RAMP_AUTH=on) but missing",
             ));
         }
-        let transports = net::open(cfg).map_err(|e| {
+        let transports = net::open(cfg, &clock).map_err(|e| {
             eprintln!("ramp: cannot open an endpoint: {e}");
             Error::Resource("cannot open the endpoint's socket")
         })?;
-        Ok(Endpoint::over(cfg, bundle, transports))
+        Ok(Endpoint::over(cfg, bundle, transports, clock))
     }
 
     /// An endpoint on the given transports; its name is their address.
-    pub(crate) fn over(cfg: &Config, bundle: u64, transports: Transports) -> Arc<Endpoint> {
+    pub(crate) fn over(
+        cfg: &Config,
+        bundle: u64,
+        transports: Transports,
+        clock: Clock,
+    ) -> Arc<Endpoint> {
         let addr = transports.local_addr();
         let secret = endpoint_secret();
         let proto = Protocol::new(proto_config(cfg), &secret);
@@ -200,6 +213,7 @@ impl Endpoint {
         let express = super::express::ExpressState::new(cfg.shm_express);
         let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {
+            clock: clock.clone(),
             proto,
             transports,
             tag: TAG_NONE,
@@ -229,6 +243,7 @@ impl Endpoint {
         };
         Arc::new(Endpoint {
             id: NEXT_ENDPOINT_ID.fetch_add(1, Ordering::Relaxed),
+            clock,
             name: EndpointName::from_addr(addr),
             addr,
             state: ReentrantMutex::new(RefCell::new(st)),

@@ -262,7 +262,7 @@ pub fn allocate_endpoint_with(
             .cloned()
             .ok_or(Error::BadArg("not a live bundle"))?
     };
-    let ep = Endpoint::open(cfg, bundle_id)?;
+    let ep = Endpoint::open(cfg, bundle_id, b.clock.clone())?;
     if let Some(dir) = &cfg.log_dir {
         static LOGGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = LOGGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -283,7 +283,8 @@ pub(crate) fn allocate_endpoint_over(
     transports: crate::net::Transports,
 ) -> Result<Arc<Endpoint>> {
     let b = bundle(bundle_id).ok_or(Error::BadArg("not a live bundle"))?;
-    register(&b, Endpoint::over(cfg, bundle_id, transports))
+    let clock = b.clock.clone();
+    register(&b, Endpoint::over(cfg, bundle_id, transports, clock))
 }
 
 /// Puts a new endpoint in its bundle and in the registry.

@@ -192,7 +192,7 @@ impl Endpoint {
                     answer: None,
                 },
             );
-            let now = Instant::now();
+            let now = st.clock.now();
             let meta = MsgMeta {
                 tag,
                 ..MsgMeta::new(MsgKind::NameQuery, Category::Medium, 0, &[qid])
@@ -205,7 +205,7 @@ impl Endpoint {
         loop {
             let answer = self.with(|s| {
                 let done = s.names.pending.get(&qid).is_none_or(|p| p.answer.is_some());
-                if done || Instant::now() >= deadline {
+                if done || s.clock.now() >= deadline {
                     s.names.pending.remove(&qid).map(|p| p.answer)
                 } else {
                     None

@@ -205,7 +205,7 @@ impl Master {
         let port = listener.local_addr()?.port();
         let master_addr = SocketAddr::new(ip, port);
         let job_id = ((std::process::id() as u64) << 32)
-            ^ (crate::time::Instant::now().as_nanos() & 0xffff_ffff)
+            ^ (crate::clock::real_now().as_nanos() & 0xffff_ffff)
             | 1;
         // out of band: in the workers' environment, never on their argv
         let job_key = super::job_key_for_workers()?;
