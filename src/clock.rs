@@ -40,6 +40,7 @@ pub enum Clock {
     #[default]
     Real,
     /// The simulator's virtual time.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     Virtual(Arc<dyn VirtualTime>),
 }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use super::endpoint::Endpoint;
+use super::host::Host;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::time::MILLIS;
@@ -30,25 +31,28 @@ pub struct Bundle {
     endpoints: RwLock<Arc<Vec<Arc<Endpoint>>>>,
     mask: AtomicI32,
     /// The clock of the bundle and its endpoints: the real one, or the
-    /// simulator's (`sim::World`).
+    /// simulator's (`sim::World`); the host's.
     pub(crate) clock: Clock,
+    /// Where its endpoints run: their clock and network.
+    pub(crate) host: Host,
     /// The progress thread, when on (`progress.rs`).
     pub(super) progress: parking_lot::Mutex<Option<super::progress::ProgressThread>>,
 }
 
 impl Bundle {
     pub fn new(mode: BundleMode) -> Arc<Bundle> {
-        Bundle::with_clock(mode, Clock::Real)
+        Bundle::on(mode, Host::default())
     }
 
-    /// A bundle whose endpoints keep time by `clock`.
-    pub(crate) fn with_clock(mode: BundleMode, clock: Clock) -> Arc<Bundle> {
+    /// A bundle whose endpoints run on `host` (the simulator's).
+    pub(crate) fn on(mode: BundleMode, host: Host) -> Arc<Bundle> {
         Arc::new(Bundle {
             id: NEXT_BUNDLE_ID.fetch_add(1, Ordering::Relaxed),
             mode,
             endpoints: RwLock::new(Arc::new(Vec::new())),
             mask: AtomicI32::new(NOEVENTS),
-            clock,
+            clock: host.clock.clone(),
+            host,
             progress: parking_lot::Mutex::new(None),
         })
     }

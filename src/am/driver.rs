@@ -37,6 +37,27 @@ impl Endpoint {
         })
     }
 
+    /// The next time this endpoint needs a call, asked without doing
+    /// anything (the simulator's question): the protocol's timers, a held
+    /// last fragment's expiry, held requests (at once).
+    #[cfg(feature = "testing")]
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.try_with(|s| {
+            let held = s.batch.to.map(|_| {
+                if s.batch.tail {
+                    s.batch.since.plus(super::batch::TAIL_HOLD)
+                } else {
+                    s.batch.since
+                }
+            });
+            match (s.proto.next_timeout(), held) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            }
+        })
+        .flatten()
+    }
+
     /// Moves packets (receive, timers, transmit) without running handlers.
     pub(crate) fn progress(&self) -> Result<()> {
         self.with(|s| {

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 
 use super::handler::{HandlerFn, SegmentMemory};
+use super::host::Host;
 use super::name::EndpointName;
 use super::request::Outstanding;
 use super::tables::{HandlerTable, TranslationTable};
@@ -23,7 +24,7 @@ use super::MAX_NETWORK_DEPTH;
 use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::net::{self, Transports};
+use crate::net::Transports;
 use crate::proto::Protocol;
 use crate::stats::Statistics;
 use crate::time::Instant;
@@ -88,8 +89,10 @@ impl Drop for EpState {
 
 pub struct Endpoint {
     pub id: u64,
-    /// The clock of the endpoint's bundle (`Bundle::clock`).
+    /// The clock of the endpoint's bundle (`Bundle::clock`), its host's.
     pub(crate) clock: Clock,
+    /// Its bundle's host: where transports are opened (`txn_log.rs`).
+    pub(super) host: Host,
     name: EndpointName,
     addr: SocketAddr,
     /// The address a transaction log gave back (`txn_log.rs`): the
@@ -172,20 +175,20 @@ impl Endpoint {
         }
     }
 
-    /// Opens an endpoint on the configured transports, keeping time by
-    /// `clock` (its bundle's).
-    pub fn open(cfg: &Config, bundle: u64, clock: Clock) -> Result<Arc<Endpoint>> {
+    /// Opens an endpoint on `host`'s network (the configured transports of
+    /// a real process), keeping time by its clock.
+    pub(crate) fn open(cfg: &Config, bundle: u64, host: &Host) -> Result<Arc<Endpoint>> {
         if let Err(e) = cfg.mac_job_key() {
             eprintln!("ramp: cannot open an endpoint: {e}");
             return Err(Error::Resource(
                 "a job key is required (RAMP_AUTH=on) but missing",
             ));
         }
-        let transports = net::open(cfg, &clock).map_err(|e| {
+        let transports = host.open_transports(cfg, None).map_err(|e| {
             eprintln!("ramp: cannot open an endpoint: {e}");
             Error::Resource("cannot open the endpoint's socket")
         })?;
-        Ok(Endpoint::over(cfg, bundle, transports, clock))
+        Ok(Endpoint::over(cfg, bundle, transports, host.clone()))
     }
 
     /// An endpoint on the given transports; its name is their address.
@@ -193,10 +196,13 @@ impl Endpoint {
         cfg: &Config,
         bundle: u64,
         transports: Transports,
-        clock: Clock,
+        host: Host,
     ) -> Arc<Endpoint> {
         let addr = transports.local_addr();
-        let secret = endpoint_secret();
+        let secret = match &host.secret {
+            Some(make) => make(),
+            None => endpoint_secret(),
+        };
         let proto = Protocol::new(proto_config(cfg), &secret);
         // express records carry no MAC: under a job key each ring's ends
         // prove once that they are of the same job (`net/shm_proof.rs`)
@@ -213,7 +219,7 @@ impl Endpoint {
         let express = super::express::ExpressState::new(cfg.shm_express);
         let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {
-            clock: clock.clone(),
+            clock: host.clock.clone(),
             proto,
             transports,
             tag: TAG_NONE,
@@ -243,7 +249,8 @@ impl Endpoint {
         };
         Arc::new(Endpoint {
             id: NEXT_ENDPOINT_ID.fetch_add(1, Ordering::Relaxed),
-            clock,
+            clock: host.clock.clone(),
+            host,
             name: EndpointName::from_addr(addr),
             addr,
             state: ReentrantMutex::new(RefCell::new(st)),

@@ -46,6 +46,7 @@ mod express_poll;
 #[cfg(test)]
 mod express_tests;
 mod handler;
+mod host;
 mod loopback;
 mod message;
 mod name;
@@ -82,6 +83,8 @@ mod txn_map;
 mod txn_target;
 #[cfg(test)]
 mod txn_tests;
+#[cfg(test)]
+mod world_tests;
 mod xfer_direct;
 mod xfer_shared;
 #[cfg(test)]
@@ -98,9 +101,15 @@ pub use bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
 pub use endpoint::{Endpoint, LockWait, TAG_ALL, TAG_NONE};
 pub use express::ExpressStats;
 pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
+#[cfg(feature = "testing")]
+pub(crate) use host::Host;
+#[cfg(feature = "testing")]
+pub(crate) use host::{MakeSecret, OpenTransports};
 pub use message::Message;
 pub use name::EndpointName;
 pub use names::{valid_handler_name, MAX_HANDLER_NAME};
+#[cfg(feature = "testing")]
+pub(crate) use progress::pass as progress_pass;
 pub use pull::{
     drained_token, end as end_drained, end_with as end_drained_with, release as release_drained,
     release_with as release_drained_with, Pulled,
@@ -222,6 +231,16 @@ pub fn allocate_bundle(mode: BundleMode) -> Result<Arc<Bundle>> {
     Ok(b)
 }
 
+/// Allocates a bundle whose endpoints run on `host` (the simulator's).
+#[cfg(feature = "testing")]
+pub(crate) fn allocate_bundle_on(mode: BundleMode, host: Host) -> Result<Arc<Bundle>> {
+    let mut r = REGISTRY.write();
+    require_init(&r)?;
+    let b = Bundle::on(mode, host);
+    r.bundles.insert(b.id, b.clone());
+    Ok(b)
+}
+
 pub fn bundle(id: u64) -> Option<Arc<Bundle>> {
     REGISTRY.read().bundles.get(&id).cloned()
 }
@@ -262,7 +281,7 @@ pub fn allocate_endpoint_with(
             .cloned()
             .ok_or(Error::BadArg("not a live bundle"))?
     };
-    let ep = Endpoint::open(cfg, bundle_id, b.clock.clone())?;
+    let ep = Endpoint::open(cfg, bundle_id, &b.host)?;
     if let Some(dir) = &cfg.log_dir {
         static LOGGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = LOGGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -283,8 +302,8 @@ pub(crate) fn allocate_endpoint_over(
     transports: crate::net::Transports,
 ) -> Result<Arc<Endpoint>> {
     let b = bundle(bundle_id).ok_or(Error::BadArg("not a live bundle"))?;
-    let clock = b.clock.clone();
-    register(&b, Endpoint::over(cfg, bundle_id, transports, clock))
+    let host = b.host.clone();
+    register(&b, Endpoint::over(cfg, bundle_id, transports, host))
 }
 
 /// Puts a new endpoint in its bundle and in the registry.

@@ -276,7 +276,7 @@ impl Endpoint {
                     "this endpoint came back from a log already",
                 ));
             }
-            let transports = crate::net::open_at(cfg, id.addr, &self.clock).map_err(|e| {
+            let transports = self.host.open_transports(cfg, Some(id.addr)).map_err(|e| {
                 eprintln!(
                     "ramp: transaction log {}: cannot bind its address {}: {e}",
                     path.display(),
