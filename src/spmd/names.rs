@@ -35,9 +35,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::collections::HashMap;
-
-use super::frame::{KV_OK, KV_REFUSED};
 use super::JOB;
 use crate::am::{self, Bundle, Endpoint, EndpointName, ServiceAnswer, ServiceQuery};
 use crate::error::{Error, Result};
@@ -190,96 +187,9 @@ pub fn lookup(service: &[u8], timeout_ms: i32) -> Result<EndpointName> {
     }
 }
 
-/// The key-value store of ramp's local launcher (its master): at most
-/// `MAX_KV_KEYS` keys of at most `MAX_KV_KEY` bytes, values at most
-/// `MAX_KV_VALUE` bytes, each key put once. What a worker sends is checked,
-/// never trusted.
-#[derive(Default)]
-pub(crate) struct KvStore {
-    map: HashMap<Vec<u8>, Vec<u8>>,
-}
-
-const MAX_KV_KEYS: usize = 4096;
-const MAX_KV_KEY: usize = 128;
-const MAX_KV_VALUE: usize = 1024;
-
-impl KvStore {
-    /// A `Put` frame's body (key length u8, key, value): `KV_OK`, or
-    /// `KV_REFUSED` (bad lengths, the key exists, the store is full).
-    pub(crate) fn put(&mut self, body: &[u8]) -> u8 {
-        let Some((&klen, rest)) = body.split_first() else {
-            return KV_REFUSED;
-        };
-        let klen = klen as usize;
-        if klen == 0 || klen > MAX_KV_KEY || rest.len() < klen || rest.len() - klen > MAX_KV_VALUE {
-            return KV_REFUSED;
-        }
-        let (key, value) = rest.split_at(klen);
-        if self.map.len() >= MAX_KV_KEYS || self.map.contains_key(key) {
-            return KV_REFUSED;
-        }
-        self.map.insert(key.to_vec(), value.to_vec());
-        KV_OK
-    }
-
-    pub(crate) fn get(&self, key: &[u8]) -> Option<&[u8]> {
-        self.map.get(key).map(|v| v.as_slice())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Random `Put` bodies (lengths that lie, empty and huge values):
-    /// never a panic, never more than the bounds.
-    #[test]
-    fn random_puts_stay_within_bounds() {
-        let mut rng = crate::rng::Rng::new(7);
-        let mut s = KvStore::default();
-        for _ in 0..20_000 {
-            let len = rng.below(1200) as usize;
-            let mut b: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
-            if !b.is_empty() && rng.chance(0.5) {
-                b[0] = rng.below(8) as u8; // a short key, so some puts succeed
-            }
-            let r = s.put(&b);
-            assert!(r == KV_OK || r == KV_REFUSED);
-            let _ = s.get(&b);
-        }
-        assert!(s.map.len() <= MAX_KV_KEYS);
-        assert!(s
-            .map
-            .iter()
-            .all(|(k, v)| k.len() <= MAX_KV_KEY && v.len() <= MAX_KV_VALUE));
-        assert!(!s.map.is_empty(), "no put ever succeeded");
-    }
-
-    #[test]
-    fn the_launchers_store_refuses_what_it_should() {
-        let mut s = KvStore::default();
-        let put = |s: &mut KvStore, k: &[u8], v: &[u8]| {
-            let mut b = vec![k.len() as u8];
-            b.extend_from_slice(k);
-            b.extend_from_slice(v);
-            s.put(&b)
-        };
-        assert_eq!(put(&mut s, b"k", b"v"), KV_OK);
-        assert_eq!(s.get(b"k"), Some(&b"v"[..]));
-        assert_eq!(s.get(b"other"), None);
-        assert_eq!(put(&mut s, b"k", b"w"), KV_REFUSED, "a second put");
-        assert_eq!(s.get(b"k"), Some(&b"v"[..]));
-        assert_eq!(s.put(&[]), KV_REFUSED);
-        assert_eq!(s.put(&[0, b'v']), KV_REFUSED, "empty key");
-        assert_eq!(s.put(&[5, b'a']), KV_REFUSED, "key longer than the frame");
-        assert_eq!(put(&mut s, &[b'k'; MAX_KV_KEY + 1], b""), KV_REFUSED);
-        assert_eq!(put(&mut s, b"big", &vec![0; MAX_KV_VALUE + 1]), KV_REFUSED);
-        assert_eq!(put(&mut s, b"max", &vec![0; MAX_KV_VALUE]), KV_OK);
-        for i in 0..2 * MAX_KV_KEYS {
-            put(&mut s, format!("f{i}").as_bytes(), b"x");
-        }
-        assert_eq!(s.map.len(), MAX_KV_KEYS, "the store is bounded");
-    }
 
     #[test]
     fn services_are_checked() {
