@@ -22,11 +22,12 @@
 //!   publish and the look-up. The first question is always answered (0:
 //!   one try); a later one still in flight at the timeout is given up.
 //!   The bundle is polled throughout, so handlers may run inside it.
-//! - A query waits for its answer at most the peer timeout plus a second
-//!   (`RAMP_PEER_TIMEOUT_MS`): an owner that is gone (its rank exited)
-//!   fails the call with `Resource`. The owner must be running and polled:
-//!   a rank keeps the names it owns only while it lives, so ranks that
-//!   look names up should do so before the ranks that own them exit.
+//! - A question waits for its answer at most the peer timeout plus a
+//!   second (`RAMP_PEER_TIMEOUT_MS`). A publish whose owner did not answer
+//!   (its rank exited, or has not polled for the peer timeout) fails with
+//!   `Resource`; a look-up asks such an owner again until its timeout, then
+//!   says the owner did not answer. A rank keeps the names it owns only
+//!   while it lives, so ranks look names up before the owners exit.
 //! - Outside a job (no `ramp_SPMDStartup`), publish and look-up are
 //!   `Resource`; a bad service string is `BadArg`.
 //!
@@ -157,18 +158,24 @@ pub fn lookup(service: &[u8], timeout_ms: i32) -> Result<EndpointName> {
     let timeout_ms = u64::try_from(timeout_ms).map_err(|_| Error::BadArg("negative timeout"))?;
     let (bundle, job_ep, owner) = job_and_owner(service)?;
     let deadline = Instant::now() + Duration::from_millis(timeout_ms);
-    let timed_out = || Error::Resource("nothing is published under that service (timeout)");
+    let nothing = || Error::Resource("nothing is published under that service (timeout)");
     let mut pause = FIRST_PAUSE;
     let mut first = true;
     loop {
         let q = job_ep.ask_service(owner, service, None)?;
         let answer = answer_of(&bundle, &job_ep, q, (!first).then_some(deadline))?;
         first = false;
-        match answer {
+        // (an owner that did not answer may be busy: asked again too, and
+        // named at the timeout)
+        let silent = match answer {
             Some(ServiceAnswer::Found(n)) => return Ok(n),
-            Some(ServiceAnswer::Missing) => {}
-            None if Instant::now() >= deadline => return Err(timed_out()),
+            Some(ServiceAnswer::Missing) => false,
+            Some(ServiceAnswer::Unreachable) | None => true,
             other => return Err(unexpected(other)),
+        };
+        let timed_out = || if silent { unexpected(None) } else { nothing() };
+        if Instant::now() >= deadline {
+            return Err(timed_out());
         }
         // nothing yet: progress (handlers run) through a pause, ask again
         let until = (Instant::now() + pause).min(deadline);
