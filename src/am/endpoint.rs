@@ -47,6 +47,8 @@ pub(crate) struct EpState {
     pub(super) handlers: HandlerTable,
     /// Handler names, the cache of peers' names, lookups (`names.rs`).
     pub(super) names: super::names::Names,
+    /// Names published here by others, our queries about them (`services.rs`).
+    pub(super) services: super::services::Services,
     pub(super) segment: Option<Arc<dyn SegmentMemory>>,
     /// Counts the segments set: a long message placed into one
     /// (`placement.rs`) runs only while it is still the segment.
@@ -226,6 +228,7 @@ impl Endpoint {
             table: TranslationTable::default(),
             handlers: HandlerTable::default(),
             names: Default::default(),
+            services: Default::default(),
             segment: None,
             seg_gen: 0,
             depth: None,

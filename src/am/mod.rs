@@ -20,6 +20,7 @@
 //! | `pull.rs` | pull-style receive: delivered messages handed to the caller, held until the next drain |
 //! | `tables.rs`, `name.rs` | translation/handler tables, names |
 //! | `names.rs` | handler names: naming, lookups at peers (wire kinds 8, 9), their cache |
+//! | `services.rs` | published endpoint names: the table kept for others, publish and look-up queries (wire kinds 12, 13) |
 //! | `region.rs` | memory regions: registry, rights, bounds |
 //! | `rma.rs` | one-sided put/get at the initiator: chunks, completion, test/wait/fence |
 //! | `rma_target.rs` | remote memory on the wire and at the target; in-order event draining |
@@ -68,6 +69,7 @@ mod rma_shared;
 mod rma_target;
 #[cfg(test)]
 mod rma_tests;
+mod services;
 mod started;
 mod tables;
 #[cfg(test)]
@@ -115,6 +117,10 @@ pub use pull::{
     release_with as release_drained_with, Pulled,
 };
 pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
+pub use services::{
+    service_check, service_hash, valid_service, ServiceAnswer, ServiceQuery,
+    MAX_PENDING_SERVICE_QUERIES, MAX_SERVICE, MAX_SERVICES,
+};
 
 /// Removes the shared-memory files in /dev/shm that versions of ramp before
 /// the memfd left behind when killed: those of endpoints whose process

@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 
 mod output;
 
-use super::frame::{u32_at, write_frame, FrameReader, Kind, KV_ABSENT, KV_OK};
-use super::names::KvStore;
+use super::frame::{u32_at, write_frame, FrameReader, Kind};
 use crate::sys as os;
 use output::{OutputPipe, PipeSrc};
 
@@ -170,8 +169,6 @@ struct Master {
     stopping: Option<(Instant, u8)>,
     exit_grace_until: Option<Instant>,
     pending: HashMap<RawFd, (TcpStream, FrameReader, Instant)>,
-    /// The job's key-value store (published names), `kv`.
-    kv: KvStore,
 }
 
 impl Master {
@@ -291,7 +288,6 @@ impl Master {
             stopping: None,
             exit_grace_until: None,
             pending: HashMap::new(),
-            kv: KvStore::default(),
         })
     }
 
@@ -456,7 +452,6 @@ impl Master {
                     self.job_code.get_or_insert(code);
                     self.stop_all(code);
                 }
-                Ok(Some((k @ (Kind::Put | Kind::Get), p))) => self.kv(rank, k, &p),
                 Ok(Some((k, _))) => {
                     eprintln!("ramp: unexpected {k:?} frame from rank {rank}; ignored");
                 }
@@ -472,29 +467,6 @@ impl Master {
         }
         if !open {
             self.workers[rank].stream = None;
-        }
-    }
-
-    /// A `Put` or `Get` of rank `rank`: answered with a `KvReply` at once
-    /// (a look-up that finds nothing says so; the worker tries again).
-    fn kv(&mut self, rank: usize, kind: Kind, p: &[u8]) {
-        let Ok(seq) = u32_at(p, 0) else { return };
-        let mut reply = seq.to_be_bytes().to_vec();
-        if kind == Kind::Put {
-            reply.push(self.kv.put(&p[4..]));
-        } else {
-            match self.kv.get(&p[4..]) {
-                Some(v) => {
-                    reply.push(KV_OK);
-                    reply.extend_from_slice(v);
-                }
-                None => reply.push(KV_ABSENT),
-            }
-        }
-        if let Some(s) = self.workers[rank].stream.as_mut() {
-            let _ = s.set_nonblocking(false);
-            let _ = write_frame(s, Kind::KvReply, &reply);
-            let _ = s.set_nonblocking(true);
         }
     }
 

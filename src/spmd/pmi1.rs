@@ -357,31 +357,6 @@ impl Bootstrap for Pmi1 {
     fn job_id(&self) -> u64 {
         self.job_id
     }
-
-    fn kv_put(&mut self, key: &str, value: &str, progress: &mut Progress<'_>) -> io::Result<()> {
-        Kvs::put(self, key, value, progress)
-    }
-
-    /// One `get`: a reply with `rc` other than 0 or `found=false` is "not
-    /// there (yet)" (Hydra answers so for a key put by a rank that has
-    /// not passed a barrier since).
-    fn kv_get(&mut self, key: &str, progress: &mut Progress<'_>) -> io::Result<Option<String>> {
-        self.live("get")?;
-        let kvs = self.kvsname.clone();
-        let line = format_v1("get", &[("kvsname", &kvs), ("key", key)])?;
-        self.conn.send("get", line.as_bytes(), progress)?;
-        let m = parse_v1("get", &self.conn.recv_line("get", progress)?)?;
-        if m.cmd != "get_result" {
-            return Err(bad_reply("get", &m.raw, "expected cmd=get_result"));
-        }
-        let absent = m.get("rc").is_some_and(|rc| rc.trim() != "0")
-            || m.get("found")
-                .is_some_and(|f| f.eq_ignore_ascii_case("false"));
-        if absent {
-            return Ok(None);
-        }
-        Ok(Some(m.need("get", "value")?.to_string()))
-    }
 }
 
 #[cfg(test)]
@@ -434,45 +409,6 @@ mod tests {
             Pmi1::init(Stream::Unix(a), None, (Some(0), Some(2)), &mut idle),
             h,
         )
-    }
-
-    /// Published names: a put, then gets that find nothing (rc other
-    /// than 0, as Hydra answers before the publisher's barrier), the value,
-    /// and a reply of the wrong kind (an error, not "absent").
-    #[test]
-    fn name_gets_tell_absent_from_found_from_broken() {
-        let mut s = init_script();
-        s.push((
-            "cmd=put kvsname=kvs_7_0 key=ramp-svc-a value=00ff",
-            "cmd=put_result rc=0 msg=success\n",
-        ));
-        s.push((
-            "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
-            "cmd=get_result rc=-1 msg=key_ramp-svc-b_not_found\n",
-        ));
-        s.push((
-            "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
-            "cmd=get_result rc=0 found=false\n",
-        ));
-        s.push((
-            "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
-            "cmd=get_result rc=0 msg=success value=00ff\n",
-        ));
-        s.push((
-            "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
-            "cmd=barrier_out\n",
-        ));
-        let (p, h) = client(s);
-        let mut p = p.unwrap();
-        p.kv_put("ramp-svc-a", "00ff", &mut idle).unwrap();
-        assert_eq!(p.kv_get("ramp-svc-b", &mut idle).unwrap(), None);
-        assert_eq!(p.kv_get("ramp-svc-b", &mut idle).unwrap(), None);
-        assert_eq!(
-            p.kv_get("ramp-svc-b", &mut idle).unwrap().as_deref(),
-            Some("00ff")
-        );
-        assert!(p.kv_get("ramp-svc-b", &mut idle).is_err());
-        h.join().unwrap();
     }
 
     /// A launcher that says the job is larger than a translation table
