@@ -255,6 +255,10 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (
+        "am/services/tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
         "am/tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
@@ -288,10 +292,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
     ),
     (
         "spmd/mod.rs",
-        "job start-up: reads the real clock through `clock::real_now` next",
-    ),
-    (
-        "spmd/names.rs",
         "job start-up: reads the real clock through `clock::real_now` next",
     ),
     (

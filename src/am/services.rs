@@ -37,7 +37,6 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use super::endpoint::{Endpoint, EpState};
 use super::name::EndpointName;
@@ -114,7 +113,7 @@ pub struct ServiceQuery {
     /// timeout plus a second (the protocol gives up on an owner that does
     /// not acknowledge within the peer timeout; one that acknowledges and
     /// never polls is not noticed otherwise).
-    pub answer_within: Duration,
+    pub answer_within: crate::time::Nanos,
 }
 
 struct Pending {
@@ -257,12 +256,13 @@ impl Endpoint {
                     tag,
                     ..MsgMeta::new(MsgKind::ServiceQuery, Category::Medium, 0, &[id, op])
                 };
-                st.send_message(Instant::now(), addr, CHANNEL_REQUEST, meta, payload);
+                let now = st.clock.now();
+                st.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
             }
             let bound = st.proto.config().peer_timeout.saturating_add(1000 * MILLIS);
             Ok(ServiceQuery {
                 id,
-                answer_within: Duration::from_nanos(bound),
+                answer_within: bound,
             })
         })
     }

@@ -34,7 +34,7 @@
 //! A service is 1..=48 bytes of `A-Z a-z 0-9 . _ -`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use crate::time::{Instant, Nanos, MILLIS};
 
 use super::JOB;
 use crate::am::{self, Bundle, Endpoint, EndpointName, ServiceAnswer, ServiceQuery};
@@ -44,8 +44,8 @@ pub use crate::am::{valid_service, MAX_SERVICE};
 
 /// The first pause between two look-ups that found nothing; each next
 /// pause doubles, up to `MAX_PAUSE`.
-const FIRST_PAUSE: Duration = Duration::from_millis(1);
-const MAX_PAUSE: Duration = Duration::from_millis(50);
+const FIRST_PAUSE: Nanos = MILLIS;
+const MAX_PAUSE: Nanos = 50 * MILLIS;
 
 /// The rank that keeps the name published under `service` in a job of
 /// `size` ranks: FNV-1a (64 bits) of the service string, modulo `size`.
@@ -87,7 +87,9 @@ fn answer_of(
     q: ServiceQuery,
     deadline: Option<Instant>,
 ) -> Result<Option<ServiceAnswer>> {
-    let give_up = Instant::now() + q.answer_within;
+    // (the job's endpoint's clock: the simulator's in a simulated job)
+    let clock = &ep.clock;
+    let give_up = clock.now().plus(q.answer_within);
     let end = deadline.map_or(give_up, |d| d.min(give_up));
     let mut rounds = 0u32;
     loop {
@@ -98,7 +100,7 @@ fn answer_of(
         if let Some(a) = ep.take_service_answer(&q) {
             return Ok(Some(a));
         }
-        let now = Instant::now();
+        let now = clock.now();
         if now >= end {
             ep.forget_service_query(q);
             return Ok(None);
@@ -114,8 +116,7 @@ fn answer_of(
 
 /// Whole milliseconds from `now` to `end`, at least 1.
 fn millis_until(now: Instant, end: Instant) -> u64 {
-    let d = end.saturating_duration_since(now);
-    (d.as_micros().div_ceil(1000) as u64).max(1)
+    end.since(now).div_ceil(MILLIS).max(1)
 }
 
 /// An answer that is none of those its question allows.
@@ -157,7 +158,8 @@ pub fn lookup(service: &[u8], timeout_ms: i32) -> Result<EndpointName> {
     check_service(service)?;
     let timeout_ms = u64::try_from(timeout_ms).map_err(|_| Error::BadArg("negative timeout"))?;
     let (bundle, job_ep, owner) = job_and_owner(service)?;
-    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+    let clock = job_ep.clock.clone();
+    let deadline = clock.now().plus(timeout_ms.saturating_mul(MILLIS));
     let nothing = || Error::Resource("nothing is published under that service (timeout)");
     let mut pause = FIRST_PAUSE;
     let mut first = true;
@@ -174,20 +176,20 @@ pub fn lookup(service: &[u8], timeout_ms: i32) -> Result<EndpointName> {
             other => return Err(unexpected(other)),
         };
         let timed_out = || if silent { unexpected(None) } else { nothing() };
-        if Instant::now() >= deadline {
+        if clock.now() >= deadline {
             return Err(timed_out());
         }
         // nothing yet: progress (handlers run) through a pause, ask again
-        let until = (Instant::now() + pause).min(deadline);
+        let until = clock.now().plus(pause).min(deadline);
         loop {
-            let now = Instant::now();
+            let now = clock.now();
             if now >= until {
                 break;
             }
             bundle.poll()?;
             bundle.wait_for_activity(millis_until(now, until));
         }
-        if Instant::now() >= deadline {
+        if clock.now() >= deadline {
             return Err(timed_out());
         }
         pause = (pause * 2).min(MAX_PAUSE);

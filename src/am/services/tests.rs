@@ -240,7 +240,7 @@ fn forge(
         tag: TAG,
         ..MsgMeta::new(kind, cat, 0, args)
     };
-    from.with(|s| s.send_message(Instant::now(), to, ch, meta, p.to_vec()));
+    from.with(|s| s.send_message(s.clock.now(), to, ch, meta, p.to_vec()));
 }
 
 /// Malformed queries and answers: dropped and counted, nothing stored,
