@@ -8,7 +8,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::RawFd;
 use std::sync::Weak;
 
@@ -43,14 +43,15 @@ pub(crate) struct Network {
     order: u64,
     inboxes: FxHashMap<SocketAddr, Inbox>,
     faults: FaultInjector,
-    /// Links cut (both directions): (lower address, higher address).
-    cut: std::collections::HashSet<(SocketAddr, SocketAddr), crate::fxhash::FxBuild>,
+    /// Links between hosts cut (both directions): (lower, higher).
+    cut: std::collections::HashSet<(IpAddr, IpAddr), crate::fxhash::FxBuild>,
     pub(crate) stats: SimStats,
     /// Datagrams dropped because an inbox was full.
     pub(crate) overflowed: u64,
 }
 
-fn link(a: SocketAddr, b: SocketAddr) -> (SocketAddr, SocketAddr) {
+fn link(a: SocketAddr, b: SocketAddr) -> (IpAddr, IpAddr) {
+    let (a, b) = (a.ip(), b.ip());
     if a <= b {
         (a, b)
     } else {
@@ -94,7 +95,8 @@ impl Network {
         self.inboxes.remove(&addr);
     }
 
-    pub(crate) fn set_cut(&mut self, a: SocketAddr, b: SocketAddr, cut: bool) {
+    pub(crate) fn set_cut(&mut self, a: IpAddr, b: IpAddr, cut: bool) {
+        let (a, b) = (SocketAddr::new(a, 0), SocketAddr::new(b, 0));
         if cut {
             self.cut.insert(link(a, b));
         } else {

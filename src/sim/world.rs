@@ -34,9 +34,9 @@ use parking_lot::{Mutex, MutexGuard};
 use super::network::{Network, SimTransport};
 use crate::am::{self, Bundle, BundleMode, Endpoint};
 use crate::clock::{Clock, VirtualTime};
-use crate::config::Config;
+use crate::config::{Config, TransportChoice};
 use crate::fault::{FaultConfig, FaultInjector};
-use crate::net::Transports;
+use crate::net::{ShmTransport, Transports};
 use crate::rng::Rng;
 use crate::time::{Instant, Nanos, MICROS};
 
@@ -82,9 +82,11 @@ pub fn crash_here() -> ! {
 
 struct Slot {
     bundle: Option<Arc<Bundle>>,
-    /// Its address now, and the transport that owns it.
-    addr: SocketAddr,
-    owner: u64,
+    /// Its host: its endpoints' addresses are ports of it.
+    host: Ipv4Addr,
+    /// The addresses its endpoints hold, each with the transport that owns
+    /// it (one a transaction log gave back among them).
+    addrs: Vec<(SocketAddr, u64)>,
     /// Its code is running (a call of its clock, or the world polling it).
     stack: u32,
     /// The world is polling it: its own yields do nothing.
@@ -126,6 +128,8 @@ impl State {
 
 pub(crate) struct Shared {
     seed: u64,
+    /// This world's number in the process (its hosts' addresses).
+    id: u64,
     st: Mutex<State>,
 }
 
@@ -199,6 +203,10 @@ impl World {
         World {
             shared: Arc::new(Shared {
                 seed,
+                id: {
+                    static WORLDS: AtomicU64 = AtomicU64::new(1);
+                    WORLDS.fetch_add(1, Ordering::Relaxed)
+                },
                 st: Mutex::new(State {
                     now: START,
                     net: Network::new(FaultInjector::with_rng(faults, net_rng)),
@@ -235,23 +243,20 @@ impl World {
         self.shared.state().net.stats.clone()
     }
 
-    /// A new node: a bundle and one endpoint configured by `cfg`, at an
-    /// address of its own.
+    /// A new node (a simulated host and process): a bundle and one
+    /// endpoint configured by `cfg`, at a port of a host of its own.
+    /// (`cfg.transport` = `Shm`: shared-memory rings to the nodes of this
+    /// process that have them too, before the simulated network; any
+    /// other: the simulated network alone.) One restarted from its
+    /// transaction log moves to the logged address when it opens the log.
     pub fn node(&self, cfg: &Config) -> Node {
-        let index = self.shared.state().nodes.len();
-        self.node_at(cfg, default_addr(index))
-    }
-
-    /// A new node whose endpoint opens at `addr` (a process restarted at
-    /// its address; one restarted from its transaction log moves to the
-    /// logged address when it opens the log).
-    pub fn node_at(&self, cfg: &Config, addr: SocketAddr) -> Node {
         let index = {
             let mut st = self.shared.state();
+            let host = host_of(self.shared.id, st.nodes.len());
             st.nodes.push(Slot {
                 bundle: None,
-                addr,
-                owner: 0,
+                host,
+                addrs: Vec::new(),
                 stack: 0,
                 driven: false,
                 asleep_until: Instant::ZERO,
@@ -267,24 +272,34 @@ impl World {
             last: AtomicU64::new(START.0),
         }));
         let w = Arc::downgrade(&self.shared);
-        let network: am::OpenTransports = Arc::new(move |_cfg: &Config, at| {
+        let c = clock.clone();
+        let network: am::OpenTransports = Arc::new(move |cfg: &Config, at| {
             let w = w
                 .upgrade()
                 .ok_or_else(|| std::io::Error::other("the world ended"))?;
-            let mut st = w.state();
-            let addr = at.unwrap_or(st.nodes[index].addr);
-            let owner = st.next_owner;
-            st.net.bind(addr, owner)?;
-            st.next_owner += 1;
-            st.nodes[index].addr = addr;
-            st.nodes[index].owner = owner;
-            let t = SimTransport {
-                world: Arc::downgrade(&w),
-                local: addr,
-                id: owner,
-                node: index,
+            let t = {
+                let mut st = w.state();
+                let slot = &st.nodes[index];
+                let addr = at.unwrap_or_else(|| {
+                    SocketAddr::new(slot.host.into(), 7000 + slot.addrs.len() as u16)
+                });
+                let owner = st.next_owner;
+                st.net.bind(addr, owner)?;
+                st.next_owner += 1;
+                st.nodes[index].addrs.push((addr, owner));
+                SimTransport {
+                    world: Arc::downgrade(&w),
+                    local: addr,
+                    id: owner,
+                    node: index,
+                }
             };
-            Ok(Transports::new(Box::new(t)))
+            let mut set = Transports::new(Box::new(t));
+            if cfg.transport == TransportChoice::Shm {
+                let addr = set.local_addr();
+                set.prefer(Box::new(ShmTransport::open_with(addr, c.clone())?));
+            }
+            Ok(set)
         });
         let w = Arc::downgrade(&self.shared);
         let secret: am::MakeSecret = Arc::new(move || {
@@ -322,11 +337,22 @@ impl World {
         s.asleep_until = s.asleep_until.max(until);
     }
 
-    /// Cuts the link between nodes `a` and `b` (both ways), or mends it.
+    /// Cuts the link between the hosts of nodes `a` and `b` (both ways),
+    /// or mends it.
     pub fn set_cut(&self, a: usize, b: usize, cut: bool) {
         let mut st = self.shared.state();
-        let (x, y) = (st.nodes[a].addr, st.nodes[b].addr);
-        st.net.set_cut(x, y, cut);
+        let (x, y) = (st.nodes[a].host, st.nodes[b].host);
+        st.net.set_cut(x.into(), y.into(), cut);
+    }
+
+    /// Another endpoint of node `i`, in its bundle, at another port of its
+    /// host.
+    pub fn endpoint(&self, i: usize, cfg: &Config) -> Arc<Endpoint> {
+        let b = self.shared.state().nodes[i]
+            .bundle
+            .clone()
+            .expect("a live node");
+        am::allocate_endpoint_with(b.id, cfg).expect("an endpoint")
     }
 
     /// Kills node `i` as `kill -9` would: nothing of it runs again, its
@@ -356,9 +382,14 @@ impl World {
         self.shared.state().nodes[i].bundle.is_some()
     }
 
-    /// The address of node `i` now.
+    /// The address of node `i`'s first endpoint now.
     pub fn addr(&self, i: usize) -> SocketAddr {
-        self.shared.state().nodes[i].addr
+        let b = self.shared.state().nodes[i]
+            .bundle
+            .clone()
+            .expect("a live node");
+        let ep = b.endpoints()[0].clone();
+        ep.addr()
     }
 
     /// Runs `f` when virtual time reaches `at` (at once if it has), before
@@ -419,15 +450,16 @@ impl Drop for Shared {
     }
 }
 
-/// The address of the `i`-th node made: a host of its own.
-fn default_addr(i: usize) -> SocketAddr {
-    let host = Ipv4Addr::new(
+/// The host of world `world`'s `i`-th node: 10.w.x.y, of its own (worlds
+/// alive at once in a process have different ones: shared memory names
+/// its rings by address).
+fn host_of(world: u64, i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(
         10,
-        (i / 250 / 250) as u8,
-        ((i / 250) % 250) as u8,
+        (world % 250) as u8,
+        (i / 250) as u8,
         (i % 250 + 1) as u8,
-    );
-    SocketAddr::new(host.into(), 7000)
+    )
 }
 
 fn kill(w: &Arc<Shared>, i: usize) {
@@ -449,10 +481,12 @@ fn take_node(w: &Arc<Shared>, i: usize) -> Option<Arc<Bundle>> {
         let mut st = w.state();
         let s = &mut st.nodes[i];
         let b = s.bundle.take()?;
-        let (addr, owner) = (s.addr, s.owner);
-        // its inbox goes (only if still its own: a restart may hold it)
-        if st.net.owns_addr(addr, owner) {
-            st.net.unbind(addr);
+        let addrs = std::mem::take(&mut s.addrs);
+        // its inboxes go (only those still its own: a restart may hold one)
+        for (addr, owner) in addrs {
+            if st.net.owns_addr(addr, owner) {
+                st.net.unbind(addr);
+            }
         }
         Some(b)
     }
@@ -468,7 +502,10 @@ fn has_work(w: &Arc<Shared>, i: usize, caller: bool) -> bool {
         let Some(b) = s.bundle.clone() else {
             return false;
         };
-        if st.net.waiting(s.addr) {
+        if s.addrs
+            .iter()
+            .any(|&(a, o)| st.net.owns_addr(a, o) && st.net.waiting(a))
+        {
             return true;
         }
         (b, s.program, st.now)
