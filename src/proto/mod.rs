@@ -528,7 +528,7 @@ impl<A: PeerAddr> Protocol<A> {
                             return Some(d);
                         }
                     }
-                    let is_data = bytes[3] == wire::PacketType::Data as u8;
+                    let is_data = bytes[wire::layout::TYPE_AT] == wire::PacketType::Data as u8;
                     self.outside_association(now, from, is_data.then_some(vtag));
                     return None;
                 }
