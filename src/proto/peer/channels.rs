@@ -47,7 +47,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let Some(o) = tx.on_ack(now, ack, &mut self.rtt, &mut cx.out.stats, cx.spare_msgs) else {
             return;
         };
-        if let Some(t) = o.reorder_at {
+        if let Some(t) = o.rearm_at {
             self.timers.lower(Timer::Retransmit(ch), t);
         }
         if o.progress {
