@@ -61,7 +61,7 @@
 //! `shutdown.rs`, `alias.rs`), and hands out datagrams (`drain.rs`, from
 //! the `outbox.rs`, which joins the small ones one flush queued for a
 //! peer) and events (`event_queue.rs`, `express.rs`). `inspect.rs` looks
-//! at it from outside.
+//! at it from outside; `invariants.rs` checks what must always hold.
 
 mod addr;
 mod alias;
@@ -79,6 +79,8 @@ mod express;
 mod handshake;
 mod inspect;
 mod intake;
+#[cfg(any(test, feature = "testing"))]
+mod invariants;
 mod outbox;
 #[cfg(test)]
 mod packing_tests;

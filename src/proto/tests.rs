@@ -307,3 +307,16 @@ fn a_forged_bundle_outside_any_association_draws_one_abort() {
     p.handle_datagram(now, 9, &one);
     assert_eq!(out(&mut p).len(), 1);
 }
+
+/// The invariant walk passes on a sound state and names the peer and the
+/// channel of a broken one.
+#[test]
+#[should_panic(expected = "peer 1 receive channel 0")]
+fn the_invariant_walk_names_the_peer_and_channel_of_a_broken_invariant() {
+    let mut n = pair();
+    n[0].send(Instant(1_000_000), 1, CHANNEL_REQUEST, meta(1), vec![1]);
+    n[0].check_invariants();
+    n[0].check_peer_invariants(&1);
+    n[0].peer_mut(1).rx[0].held_bytes = 7; // nothing is held
+    n[0].check_invariants();
+}

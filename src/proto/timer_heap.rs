@@ -92,6 +92,13 @@ impl<A: PeerAddr> Protocol<A> {
         if let Some(at) = peer.timers.take_wake() {
             self.queue(slot, at);
         }
+        // the peer is looked at by its earliest timer, or before
+        debug_assert!({
+            let p = &self.peers[slot];
+            p.timers
+                .next()
+                .is_none_or(|t| p.queued.is_some_and(|q| q <= t))
+        });
     }
 
     pub(super) fn queue(&mut self, slot: usize, at: Instant) {

@@ -2,6 +2,8 @@
 //! virtual clock that jumps to the next deadline, and seeded loss,
 //! duplication, reordering, corruption and delay. A test tool in its own
 //! right: it runs the real `Protocol` code, only the network is simulated.
+//! Every node a step touched has its invariants checked after it
+//! (`Protocol::check_invariants`, `SimNet::check`), in release builds too.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -76,7 +78,14 @@ pub struct SimNet {
     touched: Vec<u32>,
     /// The buffer `poll_transmit` writes into.
     buf: Vec<u8>,
+    /// Steps of each node since its invariants were last checked whole.
+    since_walk: Vec<usize>,
 }
+
+/// A node with up to this many peers has its whole state checked after
+/// every step; a larger one every `peers / WALK_PEERS` steps (see
+/// `SimNet::check`).
+const WALK_PEERS: usize = 256;
 
 impl SimNet {
     /// `n` nodes joined by a network that does what `faults` says (see
@@ -99,6 +108,7 @@ impl SimNet {
             timers: BinaryHeap::new(),
             touched: Vec::new(),
             buf: Vec::new(),
+            since_walk: vec![0; n],
         }
     }
 
@@ -145,6 +155,7 @@ impl SimNet {
     ) -> MsgId {
         let now = self.now;
         let id = self.nodes[from as usize].send(now, to, channel, meta, payload);
+        self.check(from, Some(to));
         self.collect(from);
         self.rearm(from);
         id
@@ -181,6 +192,26 @@ impl SimNet {
         }
     }
 
+    /// Checks node `i`'s invariants after a step that touched it
+    /// (`Protocol::check_invariants`, in release builds too): its whole
+    /// state while it has at most `WALK_PEERS` peers; a larger node (a hub
+    /// of thousands) the peer `from` the step concerned each time, and the
+    /// whole walk every `peers / WALK_PEERS` steps, so that checking costs
+    /// a step at most about a walk over `WALK_PEERS` peers.
+    fn check(&mut self, i: u32, from: Option<u32>) {
+        let node = &self.nodes[i as usize];
+        let since = &mut self.since_walk[i as usize];
+        if *since >= node.peer_count() / WALK_PEERS {
+            *since = 0;
+            node.check_invariants();
+        } else {
+            *since += 1;
+            if let Some(from) = from {
+                node.check_peer_invariants(&from);
+            }
+        }
+    }
+
     /// Records node `i`'s next timer.
     fn rearm(&mut self, i: u32) {
         let t = self.nodes[i as usize].next_timeout();
@@ -196,6 +227,7 @@ impl SimNet {
     /// those due at the same time).
     fn next_timer(&mut self) -> Option<(Instant, usize)> {
         while let Some(i) = self.touched.pop() {
+            self.check(i, None);
             self.collect(i);
             self.rearm(i);
         }
@@ -231,6 +263,7 @@ impl SimNet {
                     let now = self.now;
                     self.nodes[pkt.to as usize].handle_datagram(now, pkt.from, &pkt.bytes);
                     self.nodes[pkt.to as usize].handle_timeout(now);
+                    self.check(pkt.to, Some(pkt.from));
                     self.collect(pkt.to);
                     self.rearm(pkt.to);
                 }
@@ -246,6 +279,7 @@ impl SimNet {
                 }
                 let now = self.now;
                 self.nodes[i].handle_timeout(now);
+                self.check(i as u32, None);
                 self.collect(i as u32);
                 self.armed[i] = None; // served: look again even if unchanged
                 self.rearm(i as u32);

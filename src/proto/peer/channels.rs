@@ -102,6 +102,9 @@ impl<A: Copy + PartialEq> Peer<A> {
         if let Some(last) = self.rx[ch].on_data(now, (c.epoch, c.seq), f, &mut rcx) {
             self.send_nack(ch, last, cx);
         }
+        // held packets within the peer's budget (in-order data is taken
+        // whatever it costs: reassembly may go past it, held packets never)
+        debug_assert!(self.rx.iter().map(|r| r.held_bytes).sum::<usize>() <= cx.cfg.peer_buffer);
         self.sync_ack_timer(ch, cx.cfg);
     }
 

@@ -100,7 +100,15 @@ impl SendChannel {
             // Nothing new (the usual piggybacked ACK): nothing changes.
             return None;
         }
-        Some(self.take_ack(now, next, sack, rtt, stats, spare))
+        let o = self.take_ack(now, next, sack, rtt, stats, spare);
+        // What is acknowledged stays so: nothing before `next` is left in
+        // flight (a cumulative ack never goes back), and `next` is within
+        // what was sent (checked above).
+        debug_assert!(self
+            .in_flight
+            .front()
+            .is_none_or(|p| seq_diff(p.seq, next) >= 0));
+        Some(o)
     }
 
     /// `on_ack` of an acknowledgement that tells something new.
