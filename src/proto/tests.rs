@@ -1,7 +1,7 @@
 //! Unit tests of `Protocol` that look at its private state: sequence numbers
 //! across the wrap, the timer queue, the reordering timer. Their nodes start
 //! with an association in place (`associate`); the handshake itself is
-//! tested in `tests/proto_sim.rs`.
+//! tested in `tests/proto_sim_assoc.rs`.
 
 use super::*;
 use crate::time::{MICROS, MILLIS};
