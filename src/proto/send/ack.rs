@@ -148,7 +148,7 @@ impl SendChannel {
             stats.record_rtt(r);
         }
         let rearm_at = if done.count > 0 {
-            self.time_sacked_front(now, rtt.rto())
+            self.time_sacked_front(now, rtt)
         } else {
             None
         };
@@ -165,9 +165,10 @@ impl SendChannel {
     /// its deadline, set while others were older, may have passed unseen
     /// by the channel's timer. Returns it, for that timer.
     #[inline]
-    fn time_sacked_front(&mut self, now: Instant, rto: Nanos) -> Option<Instant> {
+    fn time_sacked_front(&mut self, now: Instant, rtt: &RttEstimator) -> Option<Instant> {
+        // (the usual front is not SACKed: nothing computed for it)
         let p = self.in_flight.front_mut().filter(|p| p.sacked)?;
-        p.deadline = p.deadline.max(now.plus(rto));
+        p.deadline = p.deadline.max(now.plus(rtt.rto()));
         Some(p.deadline)
     }
 
@@ -250,7 +251,7 @@ impl SendChannel {
         }
         let mut reorder_at = rearmed;
         if done.count > 0 {
-            if let Some(t) = self.time_sacked_front(now, rtt.rto()) {
+            if let Some(t) = self.time_sacked_front(now, rtt) {
                 reorder_at = Some(reorder_at.map_or(t, |r: Instant| r.min(t)));
             }
         }
