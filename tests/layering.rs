@@ -307,7 +307,7 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
         "the secret's fallback from clocks goes: a failed getrandom is an error",
     ),
     (
-        "wire/codec/tests.rs",
+        "wire/codec_tests.rs",
         "an ignored measurement of the send path, not a test: belongs in benches/",
     ),
 ];
