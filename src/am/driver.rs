@@ -58,6 +58,13 @@ impl Endpoint {
         .flatten()
     }
 
+    /// Whether a receive now would find a datagram (the simulator's
+    /// question: which endpoints have work).
+    #[cfg(feature = "testing")]
+    pub(crate) fn readable(&self) -> bool {
+        self.try_with(|s| s.transports.readable()).unwrap_or(false)
+    }
+
     /// Moves packets (receive, timers, transmit) without running handlers.
     pub(crate) fn progress(&self) -> Result<()> {
         self.with(|s| {

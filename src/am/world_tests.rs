@@ -177,3 +177,20 @@ fn a_killed_target_returns_the_requests_to_handler_zero() {
     assert!(w.run_until(5_000 * MILLIS, || returned.load(Ordering::SeqCst) == 3));
     assert_eq!(n0.ep.unanswered_requests(), 0);
 }
+
+#[test]
+fn nodes_with_shared_memory_talk_by_the_express_lane() {
+    let w = World::seeded(4);
+    let mut c = cfg();
+    c.transport = crate::config::TransportChoice::Shm;
+    let (n0, n1) = (w.node(&c), w.node(&c));
+    connect(&[&n0, &n1], 8);
+    let got = ask_and_answer(&n0, &n1);
+    for k in 0..200 {
+        n0.ep.request(1, &Message::short(ASK, &[k]), false).unwrap();
+    }
+    assert!(w.run_until(100 * MILLIS, || got.lock().len() == 200));
+    let (a, b) = (n0.ep.express_stats(), n1.ep.express_stats());
+    assert!(a.requests_sent > 100, "{a:?}");
+    assert_eq!(b.requests_received, a.requests_sent);
+}

@@ -68,6 +68,10 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.fd()
     }
 
+    fn readable(&self) -> bool {
+        self.inner.readable()
+    }
+
     fn reaches(&self, to: SocketAddr) -> bool {
         self.inner.reaches(to)
     }

@@ -151,6 +151,14 @@ impl Transport for MemTransport {
     fn fd(&self) -> RawFd {
         -1
     }
+
+    fn readable(&self) -> bool {
+        self.hub
+            .lock()
+            .inboxes
+            .get(&self.local)
+            .is_some_and(|q| !q.is_empty())
+    }
 }
 
 impl Drop for MemTransport {

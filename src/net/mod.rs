@@ -105,6 +105,11 @@ pub trait Transport: Send {
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize>;
     /// The address peers reach this endpoint at.
     fn local_addr(&self) -> SocketAddr;
+    /// Readiness: whether a receive now would find something (a look, no
+    /// wait; a system call for a socket). The simulator asks it of every
+    /// endpoint to know which have work.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn readable(&self) -> bool;
     /// A descriptor that becomes readable when a datagram arrives (negative:
     /// none; the endpoint then wakes only on its timers). Asked just before
     /// the endpoint sleeps on it (shared memory arms its wake-up then).

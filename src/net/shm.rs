@@ -517,6 +517,19 @@ impl Transport for ShmTransport {
         self.local
     }
 
+    /// A record at an open ring's head, or a message on the socket (a
+    /// peer's HELLO or its file, a wake-up, a region message).
+    fn readable(&self) -> bool {
+        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
+        (0..SLOTS)
+            .filter(|i| active & (1 << i) != 0)
+            .any(|i| self.slot_waiting(i))
+            || crate::sys::poll_fds(&[self.wake.as_raw_fd()], 0)
+                .first()
+                .copied()
+                .unwrap_or(false)
+    }
+
     /// Asked just before the endpoint sleeps: arms the sleep word.
     fn fd(&self) -> RawFd {
         self.read_socket();

@@ -467,6 +467,12 @@ impl Transports {
         self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
     }
 
+    /// Whether a receive now would find something on any transport.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub fn readable(&self) -> bool {
+        self.list.iter().any(|t| t.readable())
+    }
+
     /// Sends what the transports hold back and is due; returns the next
     /// time one of them needs a call.
     pub fn flush_due(&mut self, now: Instant) -> Option<Instant> {
@@ -505,6 +511,9 @@ mod tests {
         }
         fn fd(&self) -> RawFd {
             self.fd
+        }
+        fn readable(&self) -> bool {
+            false
         }
         fn reaches(&self, to: SocketAddr) -> bool {
             self.only.is_none_or(|a| a == to)
@@ -570,6 +579,9 @@ mod tests {
         }
         fn fd(&self) -> RawFd {
             -1
+        }
+        fn readable(&self) -> bool {
+            false
         }
     }
 

@@ -245,6 +245,13 @@ impl Transport for UdpTransport {
         self.sock.as_raw_fd()
     }
 
+    fn readable(&self) -> bool {
+        crate::sys::poll_fds(&[self.sock.as_raw_fd()], 0)
+            .first()
+            .copied()
+            .unwrap_or(false)
+    }
+
     fn set_connectable(&mut self, f: Option<Connectable>) {
         if f.is_none_or(|c| c.announce != self.conns.announce) {
             self.conns = Conns::new(self.conns.buffer, f.is_some_and(|c| c.announce));

@@ -13,7 +13,7 @@
 mod network;
 mod world;
 
-pub use network::{SimTransport, INBOX_MAX};
+pub use network::{SimTransport, Tap, INBOX_MAX};
 
 /// `RAMP_SIM_TRACE` set: the world prints every datagram and every move of
 /// its clock on stderr (`--nocapture`), to follow a failing seed.

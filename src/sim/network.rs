@@ -48,7 +48,12 @@ pub(crate) struct Network {
     pub(crate) stats: SimStats,
     /// Datagrams dropped because an inbox was full.
     pub(crate) overflowed: u64,
+    /// The test's look at every datagram sent (`World::tap`): false drops it.
+    pub(crate) tap: Option<Tap>,
 }
+
+/// Sees every datagram sent, (from, to, bytes); false: it is lost.
+pub type Tap = Box<dyn FnMut(SocketAddr, SocketAddr, &[u8]) -> bool + Send>;
 
 fn link(a: SocketAddr, b: SocketAddr) -> (IpAddr, IpAddr) {
     let (a, b) = (a.ip(), b.ip());
@@ -69,6 +74,7 @@ impl Network {
             cut: Default::default(),
             stats: SimStats::default(),
             overflowed: 0,
+            tap: None,
         }
     }
 
@@ -115,6 +121,12 @@ impl Network {
             );
         }
         self.stats.sent += 1;
+        if let Some(tap) = self.tap.as_mut() {
+            if !tap(from, to, d) {
+                self.stats.lost += 1;
+                return;
+            }
+        }
         if self.cut.contains(&link(from, to)) {
             self.stats.lost += 1;
             return;
@@ -239,5 +251,12 @@ impl Transport for SimTransport {
 
     fn fd(&self) -> RawFd {
         -1
+    }
+
+    fn readable(&self) -> bool {
+        self.world.upgrade().is_some_and(|w| {
+            let st = w.state();
+            st.net.owns(self.local, self.id) && st.net.waiting(self.local)
+        })
     }
 }

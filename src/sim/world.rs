@@ -323,6 +323,12 @@ impl World {
         Node { index, bundle, ep }
     }
 
+    /// Shows the test every datagram sent from now on, (from, to, bytes),
+    /// before the network's faults; one for which `f` says false is lost.
+    pub fn tap(&self, f: impl FnMut(SocketAddr, SocketAddr, &[u8]) -> bool + Send + 'static) {
+        self.shared.state().net.tap = Some(Box::new(f));
+    }
+
     /// Sets what node `i`'s program does between its calls.
     pub fn set_program(&self, i: usize, p: Program) {
         self.shared.state().nodes[i].program = p;
@@ -502,22 +508,15 @@ fn has_work(w: &Arc<Shared>, i: usize, caller: bool) -> bool {
         let Some(b) = s.bundle.clone() else {
             return false;
         };
-        if s.addrs
-            .iter()
-            .any(|&(a, o)| st.net.owns_addr(a, o) && st.net.waiting(a))
-        {
-            return true;
-        }
         (b, s.program, st.now)
     };
     let polls = caller || program == Program::Polls;
     if !polls && !bundle.has_progress_thread() {
         return false;
     }
-    bundle
-        .endpoints()
-        .iter()
-        .any(|e| (polls && e.has_events()) || e.next_deadline().is_some_and(|d| d <= now))
+    bundle.endpoints().iter().any(|e| {
+        e.readable() || (polls && e.has_events()) || e.next_deadline().is_some_and(|d| d <= now)
+    })
 }
 
 /// The earliest deadline after now of the nodes not on the stack (and of
