@@ -283,7 +283,7 @@ pub(crate) fn allocate_endpoint_over(
     transports: crate::net::Transports,
 ) -> Result<Arc<Endpoint>> {
     let b = bundle(bundle_id).ok_or(Error::BadArg("not a live bundle"))?;
-    register(&b, Endpoint::over(cfg, bundle_id, transports))
+    register(&b, Endpoint::over(cfg, bundle_id, transports)?)
 }
 
 /// Puts a new endpoint in its bundle and in the registry.

@@ -204,9 +204,9 @@ impl Master {
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
         let master_addr = SocketAddr::new(ip, port);
-        let job_id = ((std::process::id() as u64) << 32)
-            ^ (crate::time::Instant::now().as_nanos() & 0xffff_ffff)
-            | 1;
+        // shared by the workers (their network pid and tags derive from
+        // it): random, so that two jobs on one host never share it
+        let job_id = u64::from_ne_bytes(super::random_bytes()?) | 1;
         // out of band: in the workers' environment, never on their argv
         let job_key = super::job_key_for_workers()?;
         let token = super::random_bytes::<{ crate::config::SPMD_TOKEN_LEN }>()?;
