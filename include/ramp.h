@@ -305,22 +305,29 @@ int ramp_SetHandlerName(ep_t ep, handler_t handler, const char *name);
  * RAMP_PEER_TIMEOUT_MS plus one second; AM_ERR_NOT_INIT before
  * AM_SetExpectedResources. dest may be ep itself (its own table, no message). */
 int ramp_LookupHandler(ep_t ep, uint32_t dest, const char *name, handler_t *handler);
-/* Publishes ep's endpoint name under `service` for the whole job, through the job's
- * launcher. A service is 1..48 characters of A-Z a-z 0-9 . _ - (else AM_ERR_BAD_ARG),
- * published once per job (ramp-run refuses a second publish: AM_ERR_RESOURCE; PMI
- * launchers such as MPICH's Hydra accept it, and which value a look-up sees is theirs).
- * Outside an SPMD job (no ramp_SPMDStartup), or under a launcher without a key-value
- * space ramp uses (PMIx: srun --mpi=pmix, Open MPI), AM_ERR_RESOURCE.
- * Visibility: under ramp-run a published name is visible to every rank at once. Under
- * PMI launchers (mpiexec of MPICH, srun --mpi=pmi2) the key-value space shows a put to
- * other ranks only after the publisher's next barrier: publish, then call
- * ramp_SPMDBarrier on every rank, then look up. */
+/* Publishes ep's endpoint name under `service` for the whole job. A service is 1..48
+ * characters of A-Z a-z 0-9 . _ - (else AM_ERR_BAD_ARG), published once per job: a
+ * second publish of it, by any rank, is AM_ERR_RESOURCE and the first name stays.
+ * The same under every launcher (ramp-run, mpiexec PMI-1/PMI-2, srun --mpi=pmi2 or
+ * pmix, Open MPI's mpirun), with no barrier or fence needed: names are kept by the
+ * job's ranks, each service by one rank (its owner: the FNV-1a hash of the service
+ * string modulo the job size), and publish and look-up are internal ramp messages to
+ * that rank between the job's endpoints (they run no user handler and take no
+ * credit). One round trip to the owner, waiting with progress (handlers may run, as
+ * in AM_Poll); the owner answers whenever it polls (AM_Poll, or any call that waits).
+ * AM_ERR_RESOURCE outside an SPMD job (no ramp_SPMDStartup), when the owner has no
+ * room (4096 names per rank), or when it does not answer within RAMP_PEER_TIMEOUT_MS
+ * plus one second (it exited). A rank keeps the names it owns while it lives: look
+ * names up before the ranks end. */
 int ramp_NamePublish(ep_t ep, const char *service);
-/* Looks up the endpoint name published under `service` and writes it to *name,
- * asking again every few milliseconds, up to timeout_ms (0: one try; negative:
- * AM_ERR_BAD_ARG) for it to appear, polling the job's endpoints meanwhile (handlers
- * may run). AM_ERR_RESOURCE when nothing appeared in time, outside a job, or when the
- * launcher fails. */
+/* Looks up the endpoint name published under `service` and writes it to *name: asks
+ * the service's owner rank (see ramp_NamePublish), and while nothing is published
+ * there asks again, after pauses growing from 1 ms to 50 ms, until the name appears
+ * or timeout_ms passed (0: one question; negative: AM_ERR_BAD_ARG). So a look-up finds
+ * a name published after it started, without any barrier between publish and
+ * look-up. Polls the job's bundle meanwhile (handlers may run, as in AM_Poll).
+ * AM_ERR_RESOURCE when nothing appeared in time, outside a job, or when the owner does
+ * not answer within RAMP_PEER_TIMEOUT_MS plus one second (it exited). */
 int ramp_NameLookup(const char *service, en_t *name, int timeout_ms);
 /* ---- end of names ---- */
 

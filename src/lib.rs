@@ -16,6 +16,10 @@
 #![deny(unsafe_code)]
 
 pub mod am;
+#[cfg(feature = "testing")]
+pub mod clock;
+#[cfg(not(feature = "testing"))]
+mod clock;
 pub mod config;
 pub mod error;
 mod fault;

@@ -1,6 +1,6 @@
-//! Time as integer nanoseconds. The protocol core never reads a clock: callers
-//! pass `Instant` values in. The only clock read is `Instant::now`, used at the
-//! edges (net, am, benchmarks).
+//! Time as integer nanoseconds. Nothing here reads a clock: the protocol
+//! core is given `Instant` values, and the layers that need the time read it
+//! from the clock their endpoint owns (`clock.rs`).
 
 /// A point in time, in nanoseconds since an arbitrary origin (that of the
 /// system's monotonic clock).
@@ -13,13 +13,6 @@ pub type Nanos = u64;
 impl Instant {
     pub const ZERO: Instant = Instant(0);
 
-    /// Reads the monotonic clock.
-    pub fn now() -> Instant {
-        Instant(crate::sys::monotonic_nanos())
-    }
-
-    // (the library itself no longer reads it; tests and benches may)
-    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn as_nanos(self) -> u64 {
         self.0
     }

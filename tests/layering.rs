@@ -19,6 +19,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("stats", &[]),
     ("time", &["sys"]),
+    // the clock an endpoint owns: the only clock reads and waits above sys
+    ("clock", &["sys", "time"]),
     // the packet MAC over pieces calls AWS-LC through `sys::gmac`; the CPU's CRC32C instruction
     ("wire", &["sys"]),
     ("fault", &["rng", "time"]),
@@ -32,34 +34,40 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // transports
     (
         "net",
-        &["sys", "time", "fault", "config", "fxhash", "rng", "error"],
+        &[
+            "sys", "time", "clock", "fault", "config", "fxhash", "rng", "error",
+        ],
     ),
     // AM-2 semantics
     (
         "am",
         &[
-            "proto", "net", "wire", "time", "config", "error", "fxhash", "rng", "sys", "fault",
-            "stats", "txlog",
+            "proto", "net", "wire", "time", "clock", "config", "error", "fxhash", "rng", "sys",
+            "fault", "stats", "txlog",
         ],
     ),
     // job start-up, over the AM layer
     (
         "spmd",
         &[
-            "am", "config", "error", "sys", "time", "fxhash", "rng", "wire",
+            "am", "config", "error", "sys", "time", "clock", "fxhash", "rng", "wire",
         ],
     ),
-    // the simulator: a test tool over the protocol core
+    // the simulators: test tools over the protocol core (`SimNet`) and
+    // over whole endpoints (`World`: the AM layer on virtual time)
     (
         "sim",
-        &["proto", "wire", "time", "rng", "fault", "fxhash", "stats"],
+        &[
+            "am", "net", "clock", "config", "proto", "wire", "time", "rng", "fault", "fxhash",
+            "stats",
+        ],
     ),
     // the C ABI: the top floor
     (
         "ffi",
         &[
-            "am", "spmd", "config", "error", "wire", "time", "sys", "net", "proto", "fxhash",
-            "stats", "txlog",
+            "am", "spmd", "config", "error", "wire", "time", "clock", "sys", "net", "proto",
+            "fxhash", "stats", "txlog",
         ],
     ),
 ];
@@ -136,6 +144,14 @@ fn imports(code: &str) -> Vec<(String, usize)> {
     found
 }
 
+/// A file of tests only (`tests.rs`, `*_tests.rs`, or under a `tests/`).
+fn is_test_file(f: &Path) -> bool {
+    let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name == "tests.rs"
+        || name.ends_with("_tests.rs")
+        || f.components().any(|c| c.as_os_str() == "tests")
+}
+
 #[test]
 fn every_import_points_down() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -155,8 +171,13 @@ fn every_import_points_down() {
             ));
             continue;
         };
+        let test_file = is_test_file(f);
         for (name, line) in imports(&fs::read_to_string(f).unwrap()) {
             if name == module || may.contains(&name.as_str()) {
+                continue;
+            }
+            // a test of a layer may run it in the simulated world
+            if test_file && name == "sim" {
                 continue;
             }
             wrong.push(format!(
@@ -178,4 +199,200 @@ fn the_checker_sees_an_upward_import() {
     let names: Vec<String> = imports(code).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["wire", "am", "net", "ffi"]);
     assert_eq!(imports(code)[3].1, 4, "line numbers");
+}
+
+/// What reads a clock or waits on one by itself. Above `sys`, time is
+/// given, never read: the clock an endpoint owns (`src/clock.rs`) is the
+/// one way to the time and to waits, so that the simulator can run whole
+/// endpoints on virtual time.
+const CLOCK_READS: &[&str] = &[
+    "Instant::now(",
+    "monotonic_nanos(",
+    "SystemTime::now(",
+    "UNIX_EPOCH",
+    "thread::sleep(",
+    "clock_gettime(",
+    ".elapsed()",
+];
+
+/// Files that still read the wall clock themselves, each with its reason;
+/// this list only shrinks.
+const CLOCK_NOT_YET: &[(&str, &str)] = &[
+    (
+        "am/batch_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/express_owed_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/express_poll_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/express_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/names/tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/placement_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/rma_direct_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/rma_shared_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/rma_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/services/tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/txn_id64_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/txn_lost_ack_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/txn_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "am/xfer_shared_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "net/shm_hold_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "net/shm_tests.rs",
+        "a wall-clock test of the AM layer: moves to the simulator",
+    ),
+    (
+        "spmd/master.rs",
+        "job start-up: reads the real clock through `clock::real_now` next",
+    ),
+    (
+        "spmd/master/control.rs",
+        "job start-up (split from master.rs): reads the real clock through `clock::real_now` next",
+    ),
+    (
+        "spmd/mod.rs",
+        "job start-up: reads the real clock through `clock::real_now` next",
+    ),
+    (
+        "spmd/notice.rs",
+        "job start-up: reads the real clock through `clock::real_now` next",
+    ),
+    (
+        "spmd/pmi_wire/conn.rs",
+        "job start-up: reads the real clock through `clock::real_now` next",
+    ),
+    (
+        "wire/codec/tests.rs",
+        "an ignored measurement of the send path, not a test: belongs in benches/",
+    ),
+];
+
+/// Whether `file` may read the clock itself: `sys/` (the OS calls),
+/// `clock.rs` (the clock), the binaries (benchmarks measure wall time).
+fn may_read_clock(src: &Path, file: &Path) -> bool {
+    let rel = file
+        .strip_prefix(src)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    rel.starts_with("sys/")
+        || rel == "clock.rs"
+        || rel.starts_with("bin/")
+        || CLOCK_NOT_YET.iter().any(|(f, _)| *f == rel)
+}
+
+/// The modules whose endpoint owns a clock: there even the real clock's
+/// own reading (`clock::real_now`, for code only real processes run) is
+/// a read past the endpoint's clock.
+const ENDPOINT_CLOCKED: &[&str] = &["am/", "net/", "proto/", "wire/", "txlog/"];
+
+/// The lines of `code` (comments removed) that read a clock; `clocked`:
+/// code under an endpoint's clock.
+fn clock_reads(code: &str, clocked: bool) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let code_part = match line.find("//") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        let what = CLOCK_READS
+            .iter()
+            .find(|w| code_part.contains(*w))
+            .or_else(|| (clocked && code_part.contains("real_now(")).then_some(&"real_now("));
+        if let Some(what) = what {
+            found.push((n + 1, what.to_string()));
+        }
+    }
+    found
+}
+
+#[test]
+fn time_is_read_only_through_the_endpoints_clock() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut wrong = Vec::new();
+    for f in &files {
+        if may_read_clock(&src, f) {
+            continue;
+        }
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let clocked = ENDPOINT_CLOCKED.iter().any(|m| rel.starts_with(m));
+        for (line, what) in clock_reads(&fs::read_to_string(f).unwrap(), clocked) {
+            wrong.push(format!(
+                "{}:{line}: `{what}` reads the clock: use the endpoint's (`crate::clock::Clock`)",
+                f.display()
+            ));
+        }
+    }
+    for (f, why) in CLOCK_NOT_YET {
+        assert!(
+            src.join(f).exists(),
+            "CLOCK_NOT_YET names {f} ({why}), which is gone"
+        );
+    }
+    assert!(
+        wrong.is_empty(),
+        "clock reads outside sys/ and clock.rs:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_a_clock_read() {
+    let code = "let t = Instant::now(); // Instant::now() again\n// std::thread::sleep(d)\nstd::thread::sleep(d);\nlet x = t.elapsed();\n";
+    let lines: Vec<usize> = clock_reads(code, false)
+        .into_iter()
+        .map(|(l, _)| l)
+        .collect();
+    assert_eq!(lines, [1, 3, 4]);
+    let real = "let t = crate::clock::real_now();\n";
+    assert!(clock_reads(real, false).is_empty());
+    assert_eq!(clock_reads(real, true).len(), 1);
 }

@@ -1,7 +1,9 @@
 //! Handler names and published endpoint names with real processes and
-//! sockets: jobs under ramp-run whose ranks installed their handlers in
-//! different orders (examples/names.rs), a look-up outside any job, and a
-//! look-up at a peer that is gone.
+//! sockets: jobs under ramp-run (examples/names.rs: publishes and look-ups
+//! with no barrier between them, a look-up that starts before its publish,
+//! owners of every kind, a second publish refused; handler names with
+//! ranks that installed their handlers in different orders), a look-up
+//! outside any job, and a look-up at a peer that is gone.
 
 mod common;
 
@@ -19,15 +21,15 @@ fn ramp_run() -> PathBuf {
 }
 
 #[test]
-fn ranks_with_different_install_orders_find_each_others_handlers() {
+fn names_are_published_and_found_without_a_barrier_and_handlers_by_name() {
     let _watchdog = common::watchdog(
-        "names::ranks_with_different_install_orders_find_each_others_handlers",
+        "names::names_are_published_and_found_without_a_barrier_and_handlers_by_name",
         Duration::from_secs(300),
     );
     let names = common::example("names");
-    for n in [1usize, 2, 4] {
+    for n in [1usize, 2, 3, 4] {
         let o = common::output_within(
-            Command::new(ramp_run()).args(["-n", &n.to_string(), names.to_str().unwrap(), "local"]),
+            Command::new(ramp_run()).args(["-n", &n.to_string(), names.to_str().unwrap()]),
             Duration::from_secs(120),
         );
         let out = String::from_utf8_lossy(&o.stdout);

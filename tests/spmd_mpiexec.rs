@@ -149,9 +149,12 @@ fn job_key_is_shared_through_pmi() {
     }
 }
 
-/// Handler names and published endpoint names (examples/names.rs, mode
-/// `pmi`: publish, barrier, look-up) through Hydra's PMI-1 and PMI-2
-/// key-value space.
+/// Published endpoint names and handler names under Hydra's PMI-1 and
+/// PMI-2 (examples/names.rs): with 3 ranks, rank 0 publishes "svc-zero",
+/// the last "svc-last", and the others look both up with a 10 s timeout
+/// and no barrier in between; a look-up that starts before its publish;
+/// owners of every kind; a second publish refused. (Names travel as ramp
+/// messages: a PMI key-value space shows a put only after a fence.)
 #[test]
 #[ignore = "needs mpiexec (MPICH); scripts/test-all.sh runs it when mpiexec is installed"]
 fn names_publish_and_lookup_under_mpiexec_pmi1_and_pmi2() {
@@ -163,7 +166,7 @@ fn names_publish_and_lookup_under_mpiexec_pmi1_and_pmi2() {
     let names = example("names");
     for pmi in ["1", "2"] {
         for n in [1usize, 3] {
-            let o = mpiexec(pmi, n, &names, &["pmi"]);
+            let o = mpiexec(pmi, n, &names, &[]);
             let out = String::from_utf8_lossy(&o.stdout);
             let err = String::from_utf8_lossy(&o.stderr);
             assert!(o.status.success(), "PMI-{pmi} n={n}: {out}\n{err}");

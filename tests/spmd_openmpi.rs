@@ -1,6 +1,7 @@
 //! SPMD jobs started by Open MPI's `mpirun` (Debian's openmpi-bin), whose
 //! workers bootstrap through PMIx (the system's libpmix, loaded at run
-//! time): sizes 1, 2, 4 and 16, and the exit code of `SPMDExit`.
+//! time): sizes 1, 2, 4 and 16, the exit code of `SPMDExit`, and
+//! published endpoint names and handler names.
 //!
 //! Open MPI's launcher is called by its own name, `/usr/bin/mpirun.openmpi`
 //! (Debian's `mpirun`/`mpiexec` alternatives may point at MPICH's Hydra,
@@ -121,4 +122,29 @@ fn rank_killed_by_sigkill_ends_the_job() {
         err.contains("signal 9") || err.contains("non-zero exit code"),
         "{err}"
     );
+}
+
+/// Published endpoint names and handler names under PMIx
+/// (examples/names.rs): with 3 ranks, rank 0 publishes "svc-zero", the
+/// last "svc-last", and the others look both up with a 10 s timeout and no
+/// barrier in between; a look-up that starts before its publish; owners of
+/// every kind; a second publish refused.
+#[test]
+#[ignore = "needs Open MPI (openmpi-bin); scripts/test-all.sh runs it when mpirun.openmpi runs"]
+fn names_under_mpirun() {
+    let _watchdog = common::watchdog("spmd_openmpi::names_under_mpirun", Duration::from_secs(300));
+    let names = example("names");
+    let names = names.to_str().unwrap();
+    for n in [1usize, 3] {
+        let o = mpirun(n, &[names]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "n={n}: {:?}\n{out}\n{err}", o.status);
+        for r in 0..n {
+            assert!(
+                out.contains(&format!("rank {r} of {n}: names ok")),
+                "n={n}: rank {r} missing in\n{out}\n{err}"
+            );
+        }
+    }
 }

@@ -16,12 +16,15 @@ within the peer timeout: :class:`ramp.ResourceError`.
 
 Published names, in an SPMD job (:mod:`ramp.spmd`)::
 
-    ramp.names.publish(job.endpoint, "server")             # this endpoint's name
-    job.barrier()           # needed under mpiexec/srun (PMI); ramp-run shows it at once
-    name = ramp.names.lookup("server", timeout_ms=5000)    # an EndpointName
+    ramp.names.publish(job.endpoint, "server")             # on one rank
+    name = ramp.names.lookup("server", timeout_ms=5000)    # on any: an EndpointName
 
-A service is 1..48 characters of ``A-Z a-z 0-9 . _ -``.  Outside a job, or when
-nothing appears within ``timeout_ms``: :class:`ramp.ResourceError`.
+No barrier is needed between the two, under any launcher (ramp-run, mpiexec, srun,
+mpirun): a look-up asks the rank that keeps the service (chosen by a hash of the
+string) again and again until the name is there or ``timeout_ms`` passed, polling
+meanwhile (handlers may run).  A service is 1..48 characters of ``A-Z a-z 0-9 . _ -``,
+published once per job (a second publish: :class:`ramp.ResourceError`).  Outside a
+job, or when nothing appears within ``timeout_ms``: :class:`ramp.ResourceError`.
 """
 
 from __future__ import annotations

@@ -180,6 +180,6 @@ impl Endpoint {
     /// At process exit: sends the requests held for a batch, unless
     /// another thread holds the endpoint (waiting could hang the exit).
     pub(super) fn send_held_at_exit(&self) {
-        self.try_with(|s| s.send_all_held(Instant::now()));
+        self.try_with(|s| s.send_all_held(s.clock.now()));
     }
 }

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use super::endpoint::Endpoint;
+use super::host::Host;
+use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::sys::wait_readable;
-use crate::time::{Instant, MILLIS};
+use crate::time::MILLIS;
 
 pub const NOEVENTS: i32 = 0;
 pub const NOTEMPTY: i32 = 1;
@@ -29,17 +30,29 @@ pub struct Bundle {
     pub mode: BundleMode,
     endpoints: RwLock<Arc<Vec<Arc<Endpoint>>>>,
     mask: AtomicI32,
+    /// The clock of the bundle and its endpoints: the real one, or the
+    /// simulator's (`sim::World`); the host's.
+    pub(crate) clock: Clock,
+    /// Where its endpoints run: their clock and network.
+    pub(crate) host: Host,
     /// The progress thread, when on (`progress.rs`).
     pub(super) progress: parking_lot::Mutex<Option<super::progress::ProgressThread>>,
 }
 
 impl Bundle {
     pub fn new(mode: BundleMode) -> Arc<Bundle> {
+        Bundle::on(mode, Host::default())
+    }
+
+    /// A bundle whose endpoints run on `host` (the simulator's).
+    pub(crate) fn on(mode: BundleMode, host: Host) -> Arc<Bundle> {
         Arc::new(Bundle {
             id: NEXT_BUNDLE_ID.fetch_add(1, Ordering::Relaxed),
             mode,
             endpoints: RwLock::new(Arc::new(Vec::new())),
             mask: AtomicI32::new(NOEVENTS),
+            clock: host.clock.clone(),
+            host,
             progress: parking_lot::Mutex::new(None),
         })
     }
@@ -81,6 +94,7 @@ impl Bundle {
     }
 
     /// AM_Poll: polls every endpoint that is ready; returns the first error.
+    /// (A busy loop's turn on the simulator's clock: `Clock::yield_now`.)
     pub fn poll(&self) -> Result<()> {
         let mut first = Ok(());
         for ep in self.endpoints().iter() {
@@ -89,6 +103,7 @@ impl Bundle {
                 first = r;
             }
         }
+        self.clock.yield_now();
         first
     }
 
@@ -133,10 +148,6 @@ impl Bundle {
         let deadline = ready.iter().filter_map(|e| e.before_sleep()).min();
         let mut fds: Vec<_> = ready.iter().flat_map(|e| e.fds()).collect();
         fds.extend(extra);
-        let timeout_ms = match deadline {
-            None => max_ms,
-            Some(d) => d.since(Instant::now()).div_ceil(MILLIS).min(max_ms),
-        };
-        wait_readable(&fds, timeout_ms as i32);
+        self.clock.wait_readable(&fds, deadline, max_ms * MILLIS);
     }
 }

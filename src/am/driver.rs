@@ -26,9 +26,10 @@ impl Endpoint {
     /// needs a call.
     pub(crate) fn before_sleep(&self) -> Option<Instant> {
         self.with(|s| {
-            s.send_all_held(Instant::now());
+            let now = s.clock.now();
+            s.send_all_held(now);
             let a = s.proto.next_timeout();
-            let b = s.transports.flush_due(Instant::now());
+            let b = s.transports.flush_due(now);
             match (a, b) {
                 (Some(x), Some(y)) => Some(x.min(y)),
                 (x, y) => x.or(y),
@@ -36,11 +37,32 @@ impl Endpoint {
         })
     }
 
+    /// The next time this endpoint needs a call, asked without doing
+    /// anything (the simulator's question): the protocol's timers, a held
+    /// last fragment's expiry, held requests (at once).
+    #[cfg(feature = "testing")]
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.try_with(|s| {
+            let held = s.batch.to.map(|_| {
+                if s.batch.tail {
+                    s.batch.since.plus(super::batch::TAIL_HOLD)
+                } else {
+                    s.batch.since
+                }
+            });
+            match (s.proto.next_timeout(), held) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            }
+        })
+        .flatten()
+    }
+
     /// Moves packets (receive, timers, transmit) without running handlers.
     pub(crate) fn progress(&self) -> Result<()> {
         self.with(|s| {
             if s.depth.is_some() {
-                s.pump_network(Instant::now())
+                s.pump_network(s.clock.now())
             } else {
                 Ok(())
             }

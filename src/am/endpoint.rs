@@ -16,13 +16,15 @@ use std::sync::Arc;
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 
 use super::handler::{HandlerFn, SegmentMemory};
+use super::host::Host;
 use super::name::EndpointName;
 use super::request::Outstanding;
 use super::tables::{HandlerTable, TranslationTable};
 use super::MAX_NETWORK_DEPTH;
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::net::{self, Transports};
+use crate::net::Transports;
 use crate::proto::Protocol;
 use crate::stats::Statistics;
 use crate::time::Instant;
@@ -35,6 +37,9 @@ pub const TAG_ALL: u64 = 1;
 static NEXT_ENDPOINT_ID: AtomicU64 = AtomicU64::new(1);
 
 pub(crate) struct EpState {
+    /// The endpoint's clock (its bundle's): every time read here comes
+    /// from it.
+    pub(super) clock: Clock,
     pub(super) proto: Protocol<SocketAddr>,
     pub(super) transports: Transports,
     pub(super) tag: u64,
@@ -42,6 +47,8 @@ pub(crate) struct EpState {
     pub(super) handlers: HandlerTable,
     /// Handler names, the cache of peers' names, lookups (`names.rs`).
     pub(super) names: super::names::Names,
+    /// Names published here by others, our queries about them (`services.rs`).
+    pub(super) services: super::services::Services,
     pub(super) segment: Option<Arc<dyn SegmentMemory>>,
     /// Counts the segments set: a long message placed into one
     /// (`placement.rs`) runs only while it is still the segment.
@@ -77,12 +84,17 @@ pub(crate) struct EpState {
 impl Drop for EpState {
     /// Requests held for a batch leave before the endpoint closes.
     fn drop(&mut self) {
-        self.send_all_held(Instant::now());
+        let now = self.clock.now();
+        self.send_all_held(now);
     }
 }
 
 pub struct Endpoint {
     pub id: u64,
+    /// The clock of the endpoint's bundle (`Bundle::clock`), its host's.
+    pub(crate) clock: Clock,
+    /// Its bundle's host: where transports are opened (`txn_log.rs`).
+    pub(super) host: Host,
     name: EndpointName,
     addr: SocketAddr,
     /// The address a transaction log gave back (`txn_log.rs`): the
@@ -151,26 +163,36 @@ impl Endpoint {
         }
     }
 
-    /// Opens an endpoint on the configured transports.
-    pub fn open(cfg: &Config, bundle: u64) -> Result<Arc<Endpoint>> {
+    /// Opens an endpoint on `host`'s network (the configured transports of
+    /// a real process), keeping time by its clock.
+    pub(crate) fn open(cfg: &Config, bundle: u64, host: &Host) -> Result<Arc<Endpoint>> {
         if let Err(e) = cfg.mac_job_key() {
             eprintln!("ramp: cannot open an endpoint: {e}");
             return Err(Error::Resource(
                 "a job key is required (RAMP_AUTH=on) but missing",
             ));
         }
-        let transports = net::open(cfg).map_err(|e| {
+        let transports = host.open_transports(cfg, None).map_err(|e| {
             eprintln!("ramp: cannot open an endpoint: {e}");
             Error::Resource("cannot open the endpoint's socket")
         })?;
-        Endpoint::over(cfg, bundle, transports)
+        Endpoint::over(cfg, bundle, transports, host.clone())
     }
 
     /// An endpoint on the given transports; its name is their address.
-    /// Fails only when no secret can be made for it (`endpoint_secret`).
-    pub(crate) fn over(cfg: &Config, bundle: u64, transports: Transports) -> Result<Arc<Endpoint>> {
+    /// Fails only when no secret can be made for it (`endpoint_secret`;
+    /// a simulated host makes its own, `Host::secret`).
+    pub(crate) fn over(
+        cfg: &Config,
+        bundle: u64,
+        transports: Transports,
+        host: Host,
+    ) -> Result<Arc<Endpoint>> {
         let addr = transports.local_addr();
-        let secret = endpoint_secret(cfg)?;
+        let secret = match &host.secret {
+            Some(make) => make(),
+            None => endpoint_secret(cfg)?,
+        };
         let proto = Protocol::new(proto_config(cfg), &secret);
         // express records carry no MAC: under a job key each ring's ends
         // prove once that they are of the same job (`net/shm_proof.rs`)
@@ -187,12 +209,14 @@ impl Endpoint {
         let express = super::express::ExpressState::new(cfg.shm_express);
         let incarnation = super::txn::incarnation_of(&secret);
         let st = EpState {
+            clock: host.clock.clone(),
             proto,
             transports,
             tag: TAG_NONE,
             table: TranslationTable::default(),
             handlers: HandlerTable::default(),
             names: Default::default(),
+            services: Default::default(),
             segment: None,
             seg_gen: 0,
             depth: None,
@@ -216,6 +240,8 @@ impl Endpoint {
         };
         Ok(Arc::new(Endpoint {
             id: NEXT_ENDPOINT_ID.fetch_add(1, Ordering::Relaxed),
+            clock: host.clock.clone(),
+            host,
             name: EndpointName::from_addr(addr),
             addr,
             state: ReentrantMutex::new(RefCell::new(st)),

@@ -21,7 +21,7 @@ fn pair_and_udp_peer() -> (Pair, Arc<crate::am::Bundle>, Arc<Endpoint>, Arc<Atom
     let b = crate::am::allocate_bundle(BundleMode::Seq).unwrap();
     let mut cfg = Config::from_lookup(|_| None).unwrap();
     cfg.transport = TransportChoice::Udp;
-    let tr = crate::net::open(&cfg).unwrap();
+    let tr = crate::net::open(&cfg, &crate::clock::Clock::Real).unwrap();
     let u = crate::am::allocate_endpoint_over(b.id, &cfg, tr).unwrap();
     let p = pair_with(&[u.name()]);
     u.set_tag(TAG);

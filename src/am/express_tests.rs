@@ -17,7 +17,7 @@ pub(super) const TAG: u64 = 0xe59;
 pub(super) fn endpoint(b: &Bundle) -> Arc<Endpoint> {
     let mut cfg = Config::from_lookup(|_| None).unwrap();
     cfg.transport = TransportChoice::Shm;
-    let tr = crate::net::open(&cfg).unwrap();
+    let tr = crate::net::open(&cfg, &crate::clock::Clock::Real).unwrap();
     crate::am::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
 }
 
@@ -393,7 +393,7 @@ fn keyed(target_key: Option<&str>, friend_key: Option<&str>) -> Keyed {
         let mut cfg = Config::from_lookup(|_| None).unwrap();
         cfg.transport = TransportChoice::Shm;
         cfg.proto.mac = key.map(crate::wire::mac::MacKey::from_job_key);
-        let tr = crate::net::open(&cfg).unwrap();
+        let tr = crate::net::open(&cfg, &crate::clock::Clock::Real).unwrap();
         crate::am::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
     };
     let (target, friend) = (open(target_key), open(friend_key));

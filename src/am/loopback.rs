@@ -10,7 +10,6 @@ use super::returned::tag_accepts;
 use super::token::TokenInfo;
 use super::TAG_NONE;
 use crate::error::{Error, Result, ReturnStatus};
-use crate::time::Instant;
 use crate::wire::Category;
 
 impl Endpoint {
@@ -79,7 +78,7 @@ impl Endpoint {
                 Some(status) => st.returned_work(info, status),
             }
         };
-        self.run(g, &mut work, Instant::now());
+        self.run(g, &mut work, self.clock.now());
         Ok(())
     }
 }

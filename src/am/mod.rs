@@ -20,6 +20,7 @@
 //! | `pull.rs` | pull-style receive: delivered messages handed to the caller, held until the next drain |
 //! | `tables.rs`, `name.rs` | translation/handler tables, names |
 //! | `names.rs` | handler names: naming, lookups at peers (wire kinds 8, 9), their cache |
+//! | `services.rs` | published endpoint names: the table kept for others, publish and look-up queries (wire kinds 12, 13) |
 //! | `region.rs` | memory regions: registry, rights, bounds |
 //! | `rma.rs` | one-sided put/get at the initiator: chunks, completion, test/wait/fence |
 //! | `rma_target.rs` | remote memory on the wire and at the target; in-order event draining |
@@ -46,6 +47,7 @@ mod express_poll;
 #[cfg(test)]
 mod express_tests;
 mod handler;
+mod host;
 mod loopback;
 mod message;
 mod name;
@@ -67,6 +69,7 @@ mod rma_shared;
 mod rma_target;
 #[cfg(test)]
 mod rma_tests;
+mod services;
 mod started;
 mod tables;
 #[cfg(test)]
@@ -82,6 +85,8 @@ mod txn_map;
 mod txn_target;
 #[cfg(test)]
 mod txn_tests;
+#[cfg(test)]
+mod world_tests;
 mod xfer_direct;
 mod xfer_shared;
 #[cfg(test)]
@@ -98,14 +103,24 @@ pub use bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
 pub use endpoint::{Endpoint, LockWait, TAG_ALL, TAG_NONE};
 pub use express::ExpressStats;
 pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
+#[cfg(feature = "testing")]
+pub(crate) use host::Host;
+#[cfg(feature = "testing")]
+pub(crate) use host::{MakeSecret, OpenTransports};
 pub use message::Message;
 pub use name::EndpointName;
 pub use names::{valid_handler_name, MAX_HANDLER_NAME};
+#[cfg(feature = "testing")]
+pub(crate) use progress::pass as progress_pass;
 pub use pull::{
     drained_token, end as end_drained, end_with as end_drained_with, release as release_drained,
     release_with as release_drained_with, Pulled,
 };
 pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
+pub use services::{
+    service_check, service_hash, valid_service, ServiceAnswer, ServiceQuery,
+    MAX_PENDING_SERVICE_QUERIES, MAX_SERVICE, MAX_SERVICES,
+};
 
 /// Removes the shared-memory files in /dev/shm that versions of ramp before
 /// the memfd left behind when killed: those of endpoints whose process
@@ -222,6 +237,16 @@ pub fn allocate_bundle(mode: BundleMode) -> Result<Arc<Bundle>> {
     Ok(b)
 }
 
+/// Allocates a bundle whose endpoints run on `host` (the simulator's).
+#[cfg(feature = "testing")]
+pub(crate) fn allocate_bundle_on(mode: BundleMode, host: Host) -> Result<Arc<Bundle>> {
+    let mut r = REGISTRY.write();
+    require_init(&r)?;
+    let b = Bundle::on(mode, host);
+    r.bundles.insert(b.id, b.clone());
+    Ok(b)
+}
+
 pub fn bundle(id: u64) -> Option<Arc<Bundle>> {
     REGISTRY.read().bundles.get(&id).cloned()
 }
@@ -262,7 +287,7 @@ pub fn allocate_endpoint_with(
             .cloned()
             .ok_or(Error::BadArg("not a live bundle"))?
     };
-    let ep = Endpoint::open(cfg, bundle_id)?;
+    let ep = Endpoint::open(cfg, bundle_id, &b.host)?;
     if let Some(dir) = &cfg.log_dir {
         static LOGGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = LOGGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -283,7 +308,8 @@ pub(crate) fn allocate_endpoint_over(
     transports: crate::net::Transports,
 ) -> Result<Arc<Endpoint>> {
     let b = bundle(bundle_id).ok_or(Error::BadArg("not a live bundle"))?;
-    register(&b, Endpoint::over(cfg, bundle_id, transports)?)
+    let host = b.host.clone();
+    register(&b, Endpoint::over(cfg, bundle_id, transports, host)?)
 }
 
 /// Puts a new endpoint in its bundle and in the registry.

@@ -45,7 +45,7 @@ pub const MAX_HANDLER_NAME: usize = 63;
 /// Lookups waiting for an answer at once (threads, nested handlers).
 const MAX_PENDING: usize = 64;
 /// Above this many unfinished messages to a peer, its queries go unanswered.
-const MAX_QUEUED_TO_PEER: usize = 1024;
+pub(super) const MAX_QUEUED_TO_PEER: usize = 1024;
 
 const FOUND: u32 = 0;
 const MISSING: u32 = 1;
@@ -192,7 +192,7 @@ impl Endpoint {
                     answer: None,
                 },
             );
-            let now = Instant::now();
+            let now = st.clock.now();
             let meta = MsgMeta {
                 tag,
                 ..MsgMeta::new(MsgKind::NameQuery, Category::Medium, 0, &[qid])
@@ -205,7 +205,7 @@ impl Endpoint {
         loop {
             let answer = self.with(|s| {
                 let done = s.names.pending.get(&qid).is_none_or(|p| p.answer.is_some());
-                if done || Instant::now() >= deadline {
+                if done || s.clock.now() >= deadline {
                     s.names.pending.remove(&qid).map(|p| p.answer)
                 } else {
                     None
@@ -261,6 +261,10 @@ impl EpState {
         now: Instant,
     ) {
         match (meta.kind, channel) {
+            (MsgKind::ServiceQuery | MsgKind::ServiceAnswer, _) => {
+                // published endpoint names (`services.rs`)
+                self.service_delivered(from, channel, meta, payload, now)
+            }
             (MsgKind::NameQuery, CHANNEL_REQUEST)
                 if meta.category == Category::Medium
                     && meta.nargs == 1
@@ -323,6 +327,7 @@ impl EpState {
 
     /// A name message of ours the protocol gave up on (the peer is gone).
     pub(super) fn name_failed(&mut self, to: SocketAddr, meta: &MsgMeta) {
+        self.service_failed(to, meta);
         if meta.kind != MsgKind::NameQuery {
             return;
         }

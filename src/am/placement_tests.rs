@@ -15,7 +15,6 @@ use crate::error::ReturnStatus;
 use crate::net::mem::MemNetwork;
 use crate::net::Transports;
 use crate::proto::Event;
-use crate::time::Instant;
 use crate::wire::Placed;
 
 const TAG: u64 = 0x91ace;
@@ -26,9 +25,9 @@ const TAG: u64 = 0x91ace;
 fn pump_until_delivered(e0: &Endpoint, e: &Endpoint) -> Option<Placed> {
     let t0 = std::time::Instant::now();
     loop {
-        e0.with(|s| s.pump_network(Instant::now())).unwrap();
+        e0.with(|s| s.pump_network(s.clock.now())).unwrap();
         let front = e.with(|s| {
-            s.pump_network(Instant::now()).unwrap();
+            s.pump_network(s.clock.now()).unwrap();
             let ev = s.rma.pending.front().or(s.proto.peek_event());
             match ev {
                 Some(Event::Delivered { meta, .. }) => Some(meta.placed),
@@ -156,8 +155,8 @@ fn a_handler_never_sees_the_bytes_of_a_message_behind_it() {
     send(2);
     let t0 = std::time::Instant::now();
     while e1.with(|s| s.rma.pending.len()) < 2 {
-        e0.with(|s| s.pump_network(Instant::now())).unwrap();
-        e1.with(|s| s.pump_network(Instant::now())).unwrap();
+        e0.with(|s| s.pump_network(s.clock.now())).unwrap();
+        e1.with(|s| s.pump_network(s.clock.now())).unwrap();
         assert!(t0.elapsed().as_secs() < 5, "the second never came");
     }
     let second = e1.with(|s| match s.rma.pending.get(1) {
@@ -257,11 +256,11 @@ fn a_message_whose_segment_is_replaced_between_its_fragments_writes_no_more() {
         .unwrap();
     let t0 = std::time::Instant::now();
     while net.held() == 0 {
-        e0.with(|s| s.pump_network(Instant::now())).unwrap();
-        e1.with(|s| s.pump_network(Instant::now())).unwrap();
+        e0.with(|s| s.pump_network(s.clock.now())).unwrap();
+        e1.with(|s| s.pump_network(s.clock.now())).unwrap();
         assert!(t0.elapsed().as_secs() < 5, "nothing held");
     }
-    e1.with(|s| s.pump_network(Instant::now())).unwrap();
+    e1.with(|s| s.pump_network(s.clock.now())).unwrap();
     assert_eq!(old.snapshot()[64], 0x5a, "the first fragment placed");
     let new = VecSegment::new(512 << 10);
     e1.set_segment(Some(new.clone()));

@@ -15,7 +15,6 @@ use std::thread::JoinHandle;
 
 use super::bundle::Bundle;
 use crate::error::{Error, Result};
-use crate::sys::wait_readable;
 use crate::time::{Instant, MILLIS};
 
 /// The longest sleep between looks at the stop flag.
@@ -23,9 +22,13 @@ const MAX_SLEEP_MS: u64 = 20;
 /// The sleep when an endpoint was busy in another thread.
 const BUSY_SLEEP_MS: u64 = 1;
 
-pub(crate) struct ProgressThread {
-    stop: Arc<AtomicBool>,
-    handle: JoinHandle<()>,
+pub(crate) enum ProgressThread {
+    Running {
+        stop: Arc<AtomicBool>,
+        handle: JoinHandle<()>,
+    },
+    /// On the simulator's clock (`pass`).
+    Simulated,
 }
 
 impl ProgressThread {
@@ -36,43 +39,50 @@ impl ProgressThread {
             .name(format!("ramp-progress-{}", b.id))
             .spawn(move || run(&b, &flag))
             .map_err(|_| Error::Resource("cannot start the progress thread"))?;
-        Ok(ProgressThread { stop, handle })
+        Ok(ProgressThread::Running { stop, handle })
     }
 
     /// Stops the thread and waits for it (at most one sleep).
     fn stop(self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if self.handle.thread().id() != std::thread::current().id() {
-            let _ = self.handle.join();
+        if let ProgressThread::Running { stop, handle } = self {
+            stop.store(true, Ordering::Relaxed);
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
         }
     }
 }
 
 fn run(b: &Bundle, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
-        let eps = b.endpoints();
-        let mut fds = Vec::new();
-        let mut deadline: Option<Instant> = None;
-        let mut busy = false;
-        for ep in eps.iter() {
-            match ep.try_progress() {
-                Some((f, d)) => {
-                    fds.extend(f);
-                    deadline = match (deadline, d) {
-                        (Some(x), Some(y)) => Some(x.min(y)),
-                        (x, y) => x.or(y),
-                    };
-                }
-                None => busy = true,
-            }
-        }
+        let (fds, deadline, busy) = pass(b);
         let max = if busy { BUSY_SLEEP_MS } else { MAX_SLEEP_MS };
-        let timeout = match deadline {
-            None => max,
-            Some(d) => d.since(Instant::now()).div_ceil(MILLIS).min(max),
-        };
-        wait_readable(&fds, timeout as i32);
+        b.clock.wait_readable(&fds, deadline, max * MILLIS);
     }
+}
+
+/// One pass of the progress thread over the bundle's endpoints: their
+/// packets moved, (the descriptors to sleep on, the next deadline, whether
+/// an endpoint was held by another thread). The simulator runs a pass
+/// where a real process's thread would (`sim::World`).
+pub(crate) fn pass(b: &Bundle) -> (Vec<std::os::fd::RawFd>, Option<Instant>, bool) {
+    let eps = b.endpoints();
+    let mut fds = Vec::new();
+    let mut deadline: Option<Instant> = None;
+    let mut busy = false;
+    for ep in eps.iter() {
+        match ep.try_progress() {
+            Some((f, d)) => {
+                fds.extend(f);
+                deadline = match (deadline, d) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                };
+            }
+            None => busy = true,
+        }
+    }
+    (fds, deadline, busy)
 }
 
 impl Bundle {
@@ -80,6 +90,9 @@ impl Bundle {
     pub fn set_progress_thread(self: &Arc<Self>, on: bool) -> Result<()> {
         let mut slot = self.progress.lock();
         match (on, slot.is_some()) {
+            // (on the simulator's clock no thread runs: the simulated
+            // world makes the thread's passes, `pass`)
+            (true, false) if self.clock.is_virtual() => *slot = Some(ProgressThread::Simulated),
             (true, false) => *slot = Some(ProgressThread::start(self.clone())?),
             (false, true) => {
                 if let Some(t) = slot.take() {
@@ -106,7 +119,7 @@ impl super::Endpoint {
             if s.depth.is_none() {
                 return (Vec::new(), None);
             }
-            let now = Instant::now();
+            let now = s.clock.now();
             // a failed socket is reported to the application's own calls
             let _ = s.pump_network(now);
             let a = s.proto.next_timeout();

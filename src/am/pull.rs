@@ -20,7 +20,6 @@ use super::dispatch::WorkData;
 use super::endpoint::{Endpoint, LockWait};
 use super::token::{self, TokenId};
 use crate::error::{Error, Result, ReturnStatus};
-use crate::time::Instant;
 use crate::wire::Category;
 
 /// One message a drain hands out; valid until the thread's next drain or
@@ -84,9 +83,8 @@ pub fn release_with(wait: LockWait) -> Result<()> {
     let held = token::take_held();
     BUFFERS.with(|b| b.borrow_mut().clear());
     TOKENS.with(|t| t.borrow_mut().clear());
-    let now = Instant::now();
     for t in held {
-        finish(t, now);
+        finish(t);
     }
     Ok(())
 }
@@ -111,7 +109,7 @@ pub fn end_with(id: TokenId, wait: LockWait) -> Result<()> {
     let t = token::take_one_held(id).ok_or(Error::BadArg(
         "not the token of a message of this thread's last drain",
     ))?;
-    finish(t, Instant::now());
+    finish(t);
     Ok(())
 }
 
@@ -121,7 +119,7 @@ fn owes_reply(t: &token::TokenInfo) -> bool {
 }
 
 /// Sends the automatic reply a dead held token's request is owed, if any.
-fn finish(t: token::TokenInfo, now: Instant) {
+fn finish(t: token::TokenInfo) {
     if !owes_reply(&t) {
         return;
     }
@@ -130,6 +128,7 @@ fn finish(t: token::TokenInfo, now: Instant) {
     }
     let g = t.endpoint.state.lock();
     let mut st = g.borrow_mut();
+    let now = st.clock.now();
     // answered now (`started.rs`)
     st.request_closed();
     if st.depth.is_some() && !t.replied {
@@ -175,10 +174,10 @@ impl Bundle {
         spin: crate::time::Nanos,
         mut sink: impl FnMut(&Pulled<'_>),
     ) -> Result<usize> {
-        let start = Instant::now();
+        let start = self.clock.now();
         loop {
             let n = self.drain(max, &mut sink)?;
-            if n > 0 || max == 0 || Instant::now().since(start) >= spin {
+            if n > 0 || max == 0 || self.clock.now().since(start) >= spin {
                 return Ok(n);
             }
             std::hint::spin_loop();
@@ -191,7 +190,7 @@ impl Endpoint {
     /// out up to `room` messages.
     fn drain(self: &Arc<Self>, room: usize, sink: &mut impl FnMut(&Pulled<'_>)) -> Result<usize> {
         let g = self.state.lock();
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut st = g.borrow_mut();
         if st.depth.is_none() {
             return Ok(0);

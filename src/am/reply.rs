@@ -7,7 +7,6 @@ use super::txn_target::KeptReply;
 use super::TAG_NONE;
 use crate::error::{Error, Result};
 use crate::net::express::ExpressKind;
-use crate::time::Instant;
 use crate::wire::{Category, CHANNEL_REPLY};
 
 /// Sends the message whose handler holds `token` back to its sender, whose
@@ -41,7 +40,8 @@ pub fn return_to_sender(token: TokenId, status: crate::error::ReturnStatus) -> R
         meta.tag = t.tag;
         let g = t.endpoint.state.lock();
         let mut st = g.borrow_mut();
-        st.send_returned(Instant::now(), t.source_addr, meta, status, t.is_request);
+        let now = st.clock.now();
+        st.send_returned(now, t.source_addr, meta, status, t.is_request);
         Ok(())
     })
     .ok_or(Error::BadArg("not the token of a running handler"))?
@@ -93,7 +93,7 @@ pub fn reply_with(token: TokenId, msg: &Message<'_>, wait: LockWait) -> Result<(
         let now = if st.dispatch_nesting > 0 {
             st.last_pump
         } else {
-            Instant::now()
+            st.clock.now()
         };
         let c = msg.category.index();
         // to an express request: back the same way when it can

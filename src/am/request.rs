@@ -111,7 +111,7 @@ impl Endpoint {
                     g.borrow_mut().txn_loopback(txn, addr, ran);
                     return Ok(Some(txn as u32));
                 }
-                let mut now = Instant::now();
+                let mut now = self.clock.now();
                 // AM-2: a request polls before it sends (the whole bundle),
                 // unless this endpoint was polled a moment ago.
                 if first && !nested && now.since(g.borrow().last_pump) >= RECENT_POLL {

@@ -25,7 +25,6 @@ use super::token;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
 use crate::proto::Event;
-use crate::time::Instant;
 use crate::wire::{MsgKind, CHANNEL_REQUEST};
 
 /// Operations one endpoint may have unfinished or unreported at once.
@@ -278,7 +277,7 @@ impl Endpoint {
             }
             let g = self.state.lock();
             let mut st = g.borrow_mut();
-            let now = Instant::now().max(st.last_pump);
+            let now = st.clock.now().max(st.last_pump);
             let rel = i as usize * CHUNK;
             let len = (o.total as usize - rel).min(CHUNK);
             let c = Chunk {

@@ -44,8 +44,6 @@ use super::returned::tag_accepts;
 use super::rma::{Op, Redo, RmaState, MAX_OPS};
 use super::rma_target::{Chunk, CHUNK};
 use crate::error::{Result, ReturnStatus};
-use crate::sys::monotonic_nanos;
-use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST};
 
 /// Operations this large or larger go direct when they can. Measured here
@@ -210,7 +208,7 @@ impl Endpoint {
             Some(d) => d.base() as u64,
             None => o.src.as_ptr() as u64,
         };
-        let expiry = monotonic_nanos() + TTL;
+        let expiry = self.clock.now().as_nanos() + TTL;
         let is_get = o.dst.is_some();
         let started = self.with(|st| {
             // a put waits for its answer: not inside a handler
@@ -243,7 +241,7 @@ impl Endpoint {
             let (id, handle) = st.rma.start_direct(to, total, o.dst.clone(), kept, redo)?;
             let meta = d.meta(o.kind, id, tag);
             st.stats.requests_sent[meta.category.index()] += 1;
-            let now = Instant::now().max(st.last_pump);
+            let now = st.clock.now().max(st.last_pump);
             let payload = st.proto.payload_buffer(&[]);
             st.send_message(now, to, CHANNEL_REQUEST, meta, payload);
             Some((id, handle))
@@ -258,7 +256,7 @@ impl Endpoint {
         let mut rounds = 0;
         // the copy takes a while: polled without sleeping for about as long
         // as it takes (a wake-up would cost more), then as any waiting call
-        let spin_until = monotonic_nanos() + SPIN_NS + total / SPIN_BYTES_PER_NS;
+        let spin_until = self.clock.now().as_nanos() + SPIN_NS + total / SPIN_BYTES_PER_NS;
         loop {
             let state = self.with(|st| st.rma.direct_state(id));
             match state {
@@ -272,7 +270,7 @@ impl Endpoint {
                 Direct::Failed => break,
                 _ => {}
             }
-            let now = monotonic_nanos();
+            let now = self.clock.now().as_nanos();
             if now > expiry {
                 break;
             }
@@ -286,9 +284,9 @@ impl Endpoint {
         // no answer in time, or none to come: a copy begun before the
         // expiry has ended after the grace; then the chunks go
         self.with(|st| st.rma.drop_direct(id));
-        while monotonic_nanos() <= expiry + GRACE {
+        while self.clock.now().as_nanos() <= expiry + GRACE {
             self.wait_round(&mut rounds, || false)?;
-            std::thread::sleep(std::time::Duration::from_micros(200));
+            self.clock.sleep(200 * crate::time::MICROS);
         }
         Ok(None)
     }
@@ -414,7 +412,7 @@ impl EpState {
         if self.rma.held == 0 {
             return;
         }
-        let now = monotonic_nanos();
+        let now = self.clock.now().as_nanos();
         let due: Vec<u32> = self
             .rma
             .ops
@@ -449,7 +447,7 @@ impl EpState {
         op.remaining = n;
         op.direct = Direct::No;
         let (peer, total) = (op.peer, op.total);
-        let now = Instant::now().max(self.last_pump);
+        let now = self.clock.now().max(self.last_pump);
         for i in 0..n as u32 {
             let rel = i as u64 * CHUNK as u64;
             let c = Chunk {
@@ -506,7 +504,13 @@ impl EpState {
         };
         // ends well before the expiry unless preempted for long (`GRACE`)
         let copy_ns = d.total / 4; // at 4 GB/s, far below what it does
-        if monotonic_nanos().saturating_add(copy_ns + TTL / 5) > d.expiry {
+        if self
+            .clock
+            .now()
+            .as_nanos()
+            .saturating_add(copy_ns + TTL / 5)
+            > d.expiry
+        {
             return (None, true);
         }
         // inside the region (checked above), under the endpoint's lock as a

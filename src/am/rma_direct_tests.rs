@@ -12,7 +12,6 @@ use super::xfer_direct::{claim, encode, XFER_FLAG};
 use super::{Bundle, BundleMode, Endpoint, SegmentMemory, VecSegment};
 use crate::config::{Config, TransportChoice};
 use crate::sys::monotonic_nanos;
-use crate::time::Instant;
 use crate::wire::{MsgKind, CHANNEL_REQUEST};
 
 const TAG: u64 = 0xc3a;
@@ -22,7 +21,7 @@ const N: usize = 64 << 10;
 pub(super) fn endpoint(b: &Bundle, transport: TransportChoice) -> Arc<Endpoint> {
     let mut cfg = Config::from_lookup(|_| None).unwrap();
     cfg.transport = transport;
-    let tr = crate::net::open(&cfg).unwrap();
+    let tr = crate::net::open(&cfg, &crate::clock::Clock::Real).unwrap();
     super::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
 }
 
@@ -83,7 +82,7 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
     let send = |from: &Endpoint, kind, addr: usize, txn| {
         let meta = desc(addr).meta(kind, txn, TAG);
         let to = target.addr();
-        from.with(|s| s.send_message(Instant::now(), to, CHANNEL_REQUEST, meta, Vec::new()));
+        from.with(|s| s.send_message(s.clock.now(), to, CHANNEL_REQUEST, meta, Vec::new()));
     };
     let poll_until = |what: &str, done: &dyn Fn() -> bool| {
         let t0 = std::time::Instant::now();
@@ -123,7 +122,7 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
         meta.status = XFER_FLAG;
         let payload = encode(&desc(bait.base())).to_vec();
         let to = target.addr();
-        from.with(|s| s.send_message(Instant::now(), to, CHANNEL_REQUEST, meta, payload));
+        from.with(|s| s.send_message(s.clock.now(), to, CHANNEL_REQUEST, meta, payload));
     };
     let (dropped0, copies0) = counts(&target);
     xfer(&attacker, 80);

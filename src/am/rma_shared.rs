@@ -214,7 +214,10 @@ impl Endpoint {
         };
         if !done {
             // revoked (or it changed): the owner decides the usual way
-            self.with(|st| st.rma.shared.forget(addr, o.region));
+            self.with(|st| {
+                let now = st.clock.now();
+                st.rma.shared.forget(now, addr, o.region)
+            });
             return None;
         }
         Some(self.with(|st| {
@@ -236,9 +239,9 @@ impl Endpoint {
 }
 
 impl SharedCache {
-    pub(super) fn forget(&mut self, peer: SocketAddr, region: u32) {
+    pub(super) fn forget(&mut self, now: Instant, peer: SocketAddr, region: u32) {
         self.map
-            .insert((peer, region), Cached::Not(Instant::now().plus(RETRY)));
+            .insert((peer, region), Cached::Not(now.plus(RETRY)));
     }
 }
 
@@ -313,7 +316,7 @@ impl EpState {
             }
             return None;
         };
-        let now = Instant::now();
+        let now = self.clock.now();
         match self.rma.shared.map.get(&key) {
             Some(Cached::Mapped(p)) if p.live() => return Some((p.clone(), addr)),
             Some(Cached::Not(until)) if now < *until => return None,
@@ -367,6 +370,7 @@ impl EpState {
                     return;
                 }
                 let had_file = m.fd.is_some();
+                let now = self.clock.now();
                 match m.fd.and_then(|fd| PeerRegion::map(fd).ok()) {
                     Some(p) => {
                         self.rma.shared.counts[1] += 1;
@@ -376,7 +380,7 @@ impl EpState {
                     // ids are never reused, a segment is): asked again soon;
                     // no file at all (user memory) is believed a second
                     None if had_file && region == super::region::SEGMENT_REGION => {
-                        let soon = Instant::now().plus(SEGMENT_RETRY);
+                        let soon = now.plus(SEGMENT_RETRY);
                         self.rma.shared.map.insert(key, Cached::Not(soon));
                     }
                     None => {}

@@ -11,14 +11,13 @@ use crate::am::{Bundle, BundleMode, Endpoint};
 use crate::config::{Config, TransportChoice};
 use crate::net::RegionMsg;
 use crate::sys::{memfd, memfd_unsealed, OwnedRegion};
-use crate::time::Instant;
 
 const TAG: u64 = 0x5ead;
 
 fn endpoint(b: &Bundle) -> Arc<Endpoint> {
     let mut cfg = Config::from_lookup(|_| None).unwrap();
     cfg.transport = TransportChoice::Shm;
-    let tr = crate::net::open(&cfg).unwrap();
+    let tr = crate::net::open(&cfg, &crate::clock::Clock::Real).unwrap();
     crate::am::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
 }
 
@@ -59,7 +58,7 @@ fn hostile_answers_are_not_mapped_and_asks_are_checked() {
         friend.with(|s| {
             s.rma.shared.map.clear();
             if asked {
-                let later = Instant::now().plus(crate::time::MILLIS * 1000);
+                let later = crate::clock::real_now().plus(crate::time::MILLIS * 1000);
                 s.rma.shared.map.insert((to, r), Cached::Not(later));
             }
             s.region_msg(RegionMsg {
@@ -124,7 +123,7 @@ fn hostile_answers_are_not_mapped_and_asks_are_checked() {
         .alloc_region(1 << 20, REGION_READ | REGION_WRITE)
         .unwrap();
     friend.with(|s| {
-        let later = Instant::now().plus(crate::time::MILLIS * 5000);
+        let later = crate::clock::real_now().plus(crate::time::MILLIS * 5000);
         s.rma.shared.map.insert((to, r2), Cached::Not(later));
         s.region_msg(RegionMsg {
             from: to,

@@ -13,7 +13,6 @@ use crate::config::Config;
 use crate::error::ReturnStatus;
 use crate::net::mem::MemNetwork;
 use crate::net::Transports;
-use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
 const TAG: u64 = 0x7a9;
@@ -61,7 +60,7 @@ fn poll_until(b: &Bundle, what: &str, done: impl Fn() -> bool) {
 /// Sends `meta` + `payload` from `from` to `to` on `channel`, unchecked.
 fn raw(from: &Endpoint, to: &Endpoint, channel: u8, meta: MsgMeta, payload: Vec<u8>) {
     let addr = to.addr();
-    from.with(|s| s.send_message(Instant::now(), addr, channel, meta, payload));
+    from.with(|s| s.send_message(s.clock.now(), addr, channel, meta, payload));
 }
 
 fn put_chunk(region: u32, total: u64, index: u32) -> Chunk {

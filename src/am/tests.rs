@@ -186,7 +186,6 @@ fn one_reply_gives_back_one_credit() {
 /// reply, from the peer the request went to, still does.
 #[test]
 fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
-    use crate::time::Instant;
     use crate::wire::{Category, MsgKind, MsgMeta};
     let net = MemNetwork::new();
     let (b, e0, e1) = pair(&net, 1);
@@ -238,7 +237,7 @@ fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
             meta.status = ReturnStatus::BadHandler as u8;
             meta.returned_request = returned_request;
             let p = payload.clone();
-            e2.with(|s| s.send_message(Instant::now(), e0_addr, CHANNEL_REPLY, meta, p));
+            e2.with(|s| s.send_message(s.clock.now(), e0_addr, CHANNEL_REPLY, meta, p));
         }
     };
     forge(MsgKind::Returned, Category::Short, true, vec![]);
@@ -292,7 +291,7 @@ fn unmapping_the_last_entry_of_an_address_frees_its_protocol_state() {
     e0.map(1, e1.name(), TAG).unwrap();
     e0.map(2, e1.name(), TAG).unwrap();
     let to = e1.addr();
-    e0.with(|s| s.proto.connect(crate::time::Instant::now(), to));
+    e0.with(|s| s.proto.connect(crate::clock::real_now(), to));
     let peers = |e: &Endpoint| e.with(|s| s.proto.peer_count());
     assert_eq!(peers(&e0), 1);
     e0.unmap(1).unwrap();

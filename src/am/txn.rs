@@ -630,7 +630,7 @@ impl Endpoint {
     /// The state of kept transaction `txn`.
     pub fn txn_state(self: &Arc<Self>, txn: u64) -> Result<TxnState> {
         self.with(|s| {
-            s.txn_refresh(Instant::now());
+            s.txn_refresh(s.clock.now());
             s.txn_get(txn)
         })
     }
@@ -638,14 +638,14 @@ impl Endpoint {
     /// Waits (polling) until `txn` is PROCESSED or abandoned, at most
     /// `timeout_ms` (negative: no limit). (done, state).
     pub fn txn_wait(self: &Arc<Self>, txn: u64, timeout_ms: i32) -> Result<(bool, TxnState)> {
-        let t0 = Instant::now();
+        let t0 = self.clock.now();
         let limit = (timeout_ms >= 0).then(|| timeout_ms as u64 * 1000 * MICROS);
         loop {
             let st = self.txn_state(txn)?;
             if st.is_final() {
                 return Ok((true, st));
             }
-            if limit.is_some_and(|l| Instant::now().since(t0) >= l) {
+            if limit.is_some_and(|l| self.clock.now().since(t0) >= l) {
                 return Ok((false, st));
             }
             self.poll_bundle()?;
@@ -658,7 +658,7 @@ impl Endpoint {
     /// Kept transactions whose progress is `progress`, oldest first.
     pub fn txn_list(self: &Arc<Self>, progress: Progress) -> Vec<u64> {
         self.with(|s| {
-            s.txn_refresh(Instant::now());
+            s.txn_refresh(s.clock.now());
             let mut ids: Vec<(u64, u32)> = s
                 .txn
                 .records
@@ -681,7 +681,7 @@ impl Endpoint {
                 s.log_released(r.id64);
             }
             if pending {
-                s.complete(id, Category::Short, Instant::now());
+                s.complete(id, Category::Short, s.clock.now());
             }
             Ok(())
         })

@@ -12,7 +12,6 @@ use super::txn_target::{Entry, Seen, TxnTarget};
 use super::txn_tests::{counting, pair, wait, TAG};
 use super::{Message, Progress};
 use crate::net::mem::MemNetwork;
-use crate::time::Instant;
 use crate::wire::CHANNEL_REQUEST;
 
 const LAP: u64 = 1 << 32;
@@ -169,7 +168,7 @@ fn a_trailer_whose_floor_is_out_of_reach_is_refused_and_counted() {
             let mut payload = s.txn.incarnation.to_be_bytes().to_vec();
             payload.extend_from_slice(&floor_low.to_be_bytes());
             payload.extend_from_slice(&id_high.to_be_bytes());
-            s.send_message(Instant::now(), e1.addr(), CHANNEL_REQUEST, meta, payload);
+            s.send_message(s.clock.now(), e1.addr(), CHANNEL_REQUEST, meta, payload);
         })
     };
     raw(100, 100u32.wrapping_sub(MAX_FLOOR_LAG + 1), 0);

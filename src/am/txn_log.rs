@@ -259,9 +259,7 @@ impl Endpoint {
             ));
         }
         let (secret, addr) = (st.secret, self.addr());
-        let created_unix_ns = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
+        let created_unix_ns = st.clock.unix_nanos();
         let fresh = || Identity {
             secret,
             addr,
@@ -278,7 +276,7 @@ impl Endpoint {
                     "this endpoint came back from a log already",
                 ));
             }
-            let transports = crate::net::open_at(cfg, id.addr).map_err(|e| {
+            let transports = self.host.open_transports(cfg, Some(id.addr)).map_err(|e| {
                 eprintln!(
                     "ramp: transaction log {}: cannot bind its address {}: {e}",
                     path.display(),

@@ -269,7 +269,6 @@ fn unknown_to_a_restarted_target_without_a_log_is_not_reported_not_acked() {
 #[test]
 fn unknown_from_the_same_process_or_a_logged_target_is_not_acked() {
     use super::txn::{PROBE_UNKNOWN, UNKNOWN_LOGGED};
-    use crate::time::Instant;
     use crate::wire::{Category, MsgMeta, CHANNEL_REPLY};
     for logged in [false, true] {
         let net = MemNetwork::new();
@@ -291,7 +290,7 @@ fn unknown_from_the_same_process_or_a_logged_target_is_not_acked() {
         meta.txn = t as u32;
         meta.status = PROBE_UNKNOWN;
         let e0_addr = e0.addr();
-        e1.with(|s| s.send_message(Instant::now(), e0_addr, CHANNEL_REPLY, meta, Vec::new()));
+        e1.with(|s| s.send_message(s.clock.now(), e0_addr, CHANNEL_REPLY, meta, Vec::new()));
         poll_until(&b0, "the answer", || e0.txn_state(t).unwrap().is_final());
         let st = e0.txn_state(t).unwrap();
         assert_eq!(

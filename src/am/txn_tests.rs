@@ -12,7 +12,6 @@ use super::{handler, Abandon, Ack, Bundle, BundleMode, Endpoint, Message, Progre
 use crate::config::Config;
 use crate::net::mem::MemNetwork;
 use crate::net::Transports;
-use crate::time::Instant;
 use crate::wire::CHANNEL_REQUEST;
 
 pub(super) const TAG: u64 = 0x7a7a;
@@ -92,7 +91,7 @@ fn send_again(e0: &Endpoint, to: SocketAddr, txn: u64, arg: u32, floor: u64) {
         meta.status = TXN_FLAG;
         let mut payload = Vec::new();
         put_trailer(&mut payload, s.txn.incarnation, txn, floor);
-        s.send_message(Instant::now(), to, CHANNEL_REQUEST, meta, payload);
+        s.send_message(s.clock.now(), to, CHANNEL_REQUEST, meta, payload);
     });
 }
 
@@ -199,7 +198,7 @@ fn duplicates_get_the_kept_reply_and_never_run_the_handler_again() {
         5,
         &[],
     );
-    e0.with(|s| s.txn_resumed(t, 1, e1.addr(), meta, Instant::now()));
+    e0.with(|s| s.txn_resumed(t, 1, e1.addr(), meta, crate::clock::real_now()));
     send_again(&e0, e1.addr(), t, 5, t);
     let st = wait(&e0, t);
     assert_eq!(st.progress, Progress::Processed);
@@ -328,15 +327,15 @@ fn acks_and_probe_answers_from_another_endpoint_change_nothing() {
             let mut m = MsgMeta::new(MsgKind::TxnAck, Category::Short, 0, &[]);
             m.txn = t as u32;
             m.status = status;
-            s.send_message(Instant::now(), e0.addr(), CHANNEL_REPLY, m, Vec::new());
+            s.send_message(s.clock.now(), e0.addr(), CHANNEL_REPLY, m, Vec::new());
         });
     }
     // a probe with bad arguments, and one for nothing: no handler runs
     e2.with(|s| {
         let m = MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &[1]);
-        s.send_message(Instant::now(), e0.addr(), CHANNEL_REQUEST, m, Vec::new());
+        s.send_message(s.clock.now(), e0.addr(), CHANNEL_REQUEST, m, Vec::new());
         let m = MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &[1, 2]);
-        s.send_message(Instant::now(), e0.addr(), CHANNEL_REQUEST, m, Vec::new());
+        s.send_message(s.clock.now(), e0.addr(), CHANNEL_REQUEST, m, Vec::new());
     });
     let t0 = std::time::Instant::now();
     while t0.elapsed().as_millis() < 100 {
@@ -382,7 +381,7 @@ fn wrapped_ids_skip_kept_transactions_and_floors_stay_within_reach() {
                 10,
                 &[],
             ),
-            Instant::now(),
+            crate::clock::real_now(),
         );
         s.next_txn = t + 0x8000_0005;
         let f = s.txn_floor(e1.addr());

@@ -41,7 +41,6 @@ use super::request::Outstanding;
 use super::returned::Admitted;
 use super::rma_direct::{Desc, Direct, DIRECT_MIN, GRACE, SPIN_BYTES_PER_NS, SPIN_NS, TTL};
 use crate::error::{Result, ReturnStatus};
-use crate::sys::monotonic_nanos;
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
@@ -97,7 +96,7 @@ impl Endpoint {
         if msg.category != Category::Long || total < DIRECT_MIN || wraps {
             return Ok(false);
         }
-        let expiry = monotonic_nanos() + TTL;
+        let expiry = self.clock.now().as_nanos() + TTL;
         let started = self.with(|st| {
             if st.dispatch_nesting > 0 {
                 return None;
@@ -128,7 +127,7 @@ impl Endpoint {
             let txn = st.take_txn_id() as u32;
             let mut meta = msg.meta(txn, tag);
             meta.status = XFER_FLAG;
-            let now = Instant::now().max(st.last_pump);
+            let now = st.clock.now().max(st.last_pump);
             let payload = st.proto.payload_buffer(&encode(&d));
             st.send_message(now, to, CHANNEL_REQUEST, meta, payload);
             if let Some(e) = st.table.get_mut(dest) {
@@ -155,7 +154,7 @@ impl Endpoint {
         // answer is on its way; no giving up then
         let mut committed_seen = false;
         let mut rounds = 0;
-        let spin_until = monotonic_nanos() + SPIN_NS + total / SPIN_BYTES_PER_NS;
+        let spin_until = self.clock.now().as_nanos() + SPIN_NS + total / SPIN_BYTES_PER_NS;
         let state = || self.with(|st| (st.rma.direct_state(id), st.outstanding.contains_key(&txn)));
         loop {
             match state() {
@@ -176,7 +175,7 @@ impl Endpoint {
                 }
                 _ => {}
             }
-            let now = monotonic_nanos();
+            let now = self.clock.now().as_nanos();
             if now > expiry + GRACE && !committed_seen {
                 // withdrawn by taking the claim back: the target, which
                 // must take it to run the handler, then will not; if it
@@ -200,7 +199,7 @@ impl Endpoint {
         // again and its chunks go
         self.with(|st| {
             st.rma.drop_direct(id);
-            let now = Instant::now().max(st.last_pump);
+            let now = st.clock.now().max(st.last_pump);
             st.complete(txn, Category::Long, now);
         });
         Ok(false)
@@ -255,7 +254,13 @@ impl EpState {
             }
         };
         let copy_ns = d.total / 4; // at 4 GB/s, far below what it does
-        if monotonic_nanos().saturating_add(copy_ns + TTL / 5) > d.expiry {
+        if self
+            .clock
+            .now()
+            .as_nanos()
+            .saturating_add(copy_ns + TTL / 5)
+            > d.expiry
+        {
             answer(self, true);
             return None;
         }

@@ -217,7 +217,8 @@ impl Endpoint {
                 if let Some(e) = st.table.get_mut(dest) {
                     e.outstanding = e.outstanding.saturating_sub(1);
                 }
-                st.rma.shared.forget(to, SEGMENT_REGION);
+                let now = st.clock.now();
+                st.rma.shared.forget(now, to, SEGMENT_REGION);
                 return false;
             }
             let txn = st.take_txn_id() as u32;
@@ -225,7 +226,7 @@ impl Endpoint {
             meta.status = INPLACE_FLAG;
             let t = trailer(n, peer.mapped_state(), pid, secret);
             let payload = st.proto.payload_buffer(&t);
-            let now = Instant::now().max(st.last_pump);
+            let now = st.clock.now().max(st.last_pump);
             st.send_message(now, to, CHANNEL_REQUEST, meta, payload);
             st.outstanding
                 .insert(txn, Outstanding::new(dest, to, now, meta));

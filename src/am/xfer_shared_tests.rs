@@ -13,7 +13,6 @@ use super::xfer_shared::{trailer, INPLACE_FLAG};
 use super::{BundleMode, Data, Endpoint, Message};
 use crate::config::TransportChoice;
 use crate::error::ReturnStatus;
-use crate::time::Instant;
 use crate::wire::CHANNEL_REQUEST;
 
 const TAG: u64 = 0xc3b;
@@ -81,7 +80,7 @@ fn only_a_request_through_our_ring_naming_our_segment_inside_it_runs() {
         meta.status = INPLACE_FLAG;
         from.with(|s| {
             // as a request of ours (its refusal comes back to handler 0)
-            let now = Instant::now();
+            let now = crate::clock::real_now();
             s.send_message(now, to, CHANNEL_REQUEST, meta, body);
             s.table.get_mut(0).unwrap().outstanding += 1;
             s.outstanding

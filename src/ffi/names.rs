@@ -1,6 +1,7 @@
 //! Names of `include/ramp.h` (its "names" section): handler names
-//! (`am/names.rs`) and endpoint names published through the job's
-//! launcher (`spmd/names.rs`).
+//! (`am/names.rs`) and endpoint names published job-wide, kept by the
+//! job's ranks and found over ramp messages under every launcher
+//! (`spmd/names.rs`, `am/services.rs`).
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::os::raw::{c_char, c_int};

@@ -26,6 +26,7 @@ pub use shm::{remove_stale_files, ShmTransport};
 pub use transports::Transports;
 pub use udp::UdpTransport;
 
+use crate::clock::Clock;
 pub(crate) use crate::sys::Gathered;
 use crate::time::Instant;
 
@@ -260,22 +261,27 @@ pub struct RegionMsg {
 /// Opens the transports an endpoint uses: UDP on the configured interface,
 /// preceded by shared memory for same-host peers (`RAMP_TRANSPORT`), each
 /// behind fault injection when any `RAMP_FAULT_*` is set.
-pub fn open(cfg: &crate::config::Config) -> io::Result<Transports> {
+/// They keep time by `clock`, the endpoint's.
+pub fn open(cfg: &crate::config::Config, clock: &Clock) -> io::Result<Transports> {
     let ip = choose_bind_address(cfg.interface.as_deref())?;
-    open_at(cfg, SocketAddr::new(ip, 0))
+    open_at(cfg, SocketAddr::new(ip, 0), clock)
 }
 
 /// `open` at a given address (an endpoint that comes back from its
 /// transaction log binds the address it had).
-pub fn open_at(cfg: &crate::config::Config, addr: SocketAddr) -> io::Result<Transports> {
+pub fn open_at(
+    cfg: &crate::config::Config,
+    addr: SocketAddr,
+    clock: &Clock,
+) -> io::Result<Transports> {
     use crate::config::TransportChoice;
-    let udp = UdpTransport::bind(addr, cfg.socket_buffer)?;
+    let udp = UdpTransport::bind(addr, cfg.socket_buffer)?.with_clock(clock.clone());
     let local = udp.local_addr();
     let mut set = Transports::new(faulty(udp, cfg));
     let shm = match cfg.transport {
         TransportChoice::Udp => None,
-        TransportChoice::Auto => ShmTransport::open(local).ok(),
-        TransportChoice::Shm => Some(ShmTransport::open(local)?),
+        TransportChoice::Auto => ShmTransport::open_with(local, clock.clone()).ok(),
+        TransportChoice::Shm => Some(ShmTransport::open_with(local, clock.clone())?),
     };
     if let Some(mut shm) = shm {
         shm.stuck_after = cfg.proto.peer_timeout;

@@ -79,6 +79,7 @@ use std::sync::atomic::{fence, Ordering::*};
 use once_cell::sync::Lazy;
 
 use super::{DatagramSink, ExpressProver, RegionMsg, Transport, RECV_BATCH, RECV_SLOT};
+use crate::clock::Clock;
 use crate::fxhash::FxHashMap;
 use crate::sys::{euid, memfd, pid_alive, recv_with_fd, send_with_fd, size_sealed, SharedMap};
 use crate::time::{Instant, MILLIS};
@@ -266,6 +267,8 @@ pub struct ShmTransport {
     /// Express records dropped for want of their sender's proof, for
     /// `take_express_refused`.
     express_refused: u64,
+    /// The endpoint's clock.
+    clock: Clock,
 }
 
 impl ShmTransport {
@@ -317,7 +320,13 @@ impl ShmTransport {
     }
     /// Creates the receiving file and the socket of the endpoint whose UDP
     /// address is `local` (`AddrInUse`: a live endpoint of this host has it).
+    #[cfg(test)]
     pub fn open(local: SocketAddr) -> io::Result<ShmTransport> {
+        ShmTransport::open_with(local, Clock::Real)
+    }
+
+    /// `open`, keeping time by `clock` (the endpoint's).
+    pub fn open_with(local: SocketAddr, clock: Clock) -> io::Result<ShmTransport> {
         static CLEANED: std::sync::Once = std::sync::Once::new();
         CLEANED.call_once(|| {
             remove_stale_files();
@@ -333,8 +342,9 @@ impl ShmTransport {
         map.u32_at(H_PID).store(pid, Relaxed);
         map.u64_at(H_LAYOUT).store(LAYOUT, Relaxed);
         map.u64_at(H_MAGIC).store(MAGIC, Release);
-        let now = Instant::now();
+        let now = clock.now();
         Ok(ShmTransport {
+            clock,
             local,
             file,
             map,
@@ -518,7 +528,7 @@ impl Transport for ShmTransport {
         // the word (`TxRing::wake`): a record whose sender saw no word yet
         // is visible here within a store-buffer drain, so the rings are
         // looked at until `SLEEP_GRACE` has passed since the word was set
-        let set = Instant::now();
+        let set = self.clock.now();
         let waiting = loop {
             let active = self.map.u64_at(H_ACTIVE).load(Acquire);
             if (0..SLOTS)
@@ -527,7 +537,8 @@ impl Transport for ShmTransport {
             {
                 break true;
             }
-            if Instant::now().since(set) >= SLEEP_GRACE {
+            // (the simulator's time does not pass in a spin: one look)
+            if self.clock.is_virtual() || self.clock.now().since(set) >= SLEEP_GRACE {
                 break false;
             }
             std::hint::spin_loop();
@@ -541,7 +552,7 @@ impl Transport for ShmTransport {
     }
 
     fn reaches(&self, to: SocketAddr) -> bool {
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut tx = self.tx.borrow_mut();
         match tx.routes.get(&to) {
             Some(Route::Ring(_)) => return true,

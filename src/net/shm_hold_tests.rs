@@ -190,7 +190,7 @@ fn what_a_dropped_ring_held_is_never_written_and_its_peer_is_reported() {
     }
     // the receiver closes: its ring is dropped, with what it held
     drop(rx);
-    tx.check_peers(Instant::now());
+    tx.check_peers(crate::clock::real_now());
     assert_eq!(tx.take_dropped(), Some(a1));
     assert!(tx.tx.get_mut().held_in.is_none());
     // a new ring takes the dropped one's place: nothing of the old

@@ -47,8 +47,8 @@ pub(super) fn remove_stale_files_in(dir: &Path) -> usize {
         let old = meta
             .modified()
             .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|d| d.as_secs() >= 10);
+            .and_then(crate::sys::secs_since)
+            .is_some_and(|s| s >= 10);
         let stale = match SharedMap::open(&path, HDR) {
             Ok(m) if m.u64_at(H_MAGIC).load(Acquire) == MAGIC => {
                 !pid_alive(m.u32_at(H_PID).load(Relaxed))

@@ -215,12 +215,12 @@ fn an_armed_receiver_is_woken_and_a_closed_one_is_forgotten() {
     tx.send(Instant::ZERO, a1, b"wake").unwrap();
     assert!(crate::sys::wait_readable(&[fd], 5000), "no wake-up");
     drop(rx);
-    tx.flush_due(Instant::now().plus(CHECK_EVERY));
+    tx.flush_due(crate::clock::real_now().plus(CHECK_EVERY));
     assert!(!tx.reaches(a1), "a closed receiver is reached by UDP");
     // its address is free for a new endpoint, which is reached again
     let rx = ShmTransport::open(a1).unwrap();
-    let until = Instant::now().plus(CHECK_EVERY + RETRY_AFTER);
-    while Instant::now() < until {
+    let until = crate::clock::real_now().plus(CHECK_EVERY + RETRY_AFTER);
+    while crate::clock::real_now() < until {
         std::hint::spin_loop();
     }
     assert!(link(&tx, &rx, a1), "a new endpoint at the address");
@@ -248,8 +248,8 @@ fn a_receiver_going_to_sleep_as_records_come_is_always_woken() {
                 std::hint::spin_loop();
             }
             // 0 to 30 us after the last one was taken
-            let t = Instant::now();
-            while Instant::now().since(t) < (k as u64 * 7919) % 30_000 {
+            let t = crate::clock::real_now();
+            while crate::clock::real_now().since(t) < (k as u64 * 7919) % 30_000 {
                 std::hint::spin_loop();
             }
             tx.send(Instant::ZERO, a1, &k.to_le_bytes()).unwrap();
@@ -385,7 +385,7 @@ fn a_path_is_set_up_by_the_next_messages() {
     let rx = ShmTransport::open(a1).unwrap();
     let tx = ShmTransport::open(a2).unwrap();
     assert!(!tx.reaches(a1), "asks; this message goes by UDP");
-    rx.fallback_from_host(a2, Instant::now());
+    rx.fallback_from_host(a2, crate::clock::real_now());
     assert!(tx.reaches(a1), "the answer is read by the next send");
 }
 
@@ -397,7 +397,7 @@ fn empty_setup_looks_back_off() {
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
     let rx = ShmTransport::open(a1).unwrap();
     let tx = ShmTransport::open(a2).unwrap();
-    let mut now = Instant::now();
+    let mut now = crate::clock::real_now();
     for _ in 0..10 {
         rx.fallback_from_host(a2, now);
         now = rx.next_setup_check.get();

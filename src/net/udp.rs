@@ -8,6 +8,7 @@ use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
 use super::udp_conns::Conns;
 use super::{Connectable, DatagramSink, Gathered, Transport, RECV_BATCH, RECV_SLOT};
+use crate::clock::Clock;
 use crate::sys::{BatchReceiver, BatchSender};
 use crate::time::Instant;
 
@@ -41,6 +42,8 @@ pub struct UdpTransport {
     /// When `conns` were last read (they are, at least every millisecond
     /// an empty receive comes: an endpoint that sleeps between timers).
     drained: Instant,
+    /// The endpoint's clock (`with_clock`).
+    clock: Clock,
 }
 
 impl UdpTransport {
@@ -77,7 +80,14 @@ impl UdpTransport {
             connectable: None,
             empty: 0,
             drained: Instant::ZERO,
+            clock: Clock::Real,
         })
+    }
+
+    /// The transport, keeping time by `clock` (the endpoint's).
+    pub fn with_clock(mut self, clock: Clock) -> UdpTransport {
+        self.clock = clock;
+        self
     }
 
     /// Connected sockets made so far, and standing now.
@@ -95,7 +105,7 @@ impl UdpTransport {
             return 0;
         }
         if !self.empty.is_multiple_of(16) {
-            let now = Instant::now();
+            let now = self.clock.now();
             if now.since(self.drained) < crate::time::MILLIS {
                 return 0;
             }

@@ -1,7 +1,25 @@
-//! A deterministic network simulator for the protocol core: many nodes, a
-//! virtual clock that jumps to the next deadline, and seeded loss,
-//! duplication, reordering, corruption and delay. A test tool in its own
-//! right: it runs the real `Protocol` code, only the network is simulated.
+//! Deterministic simulators, test tools in their own right: they run the
+//! real code, only the network and time are simulated (seeded loss,
+//! duplication, reordering, corruption and delay; a virtual clock that
+//! jumps to the next deadline).
+//!
+//! - this file: `SimNet`, many protocol cores (`Protocol`) alone;
+//! - `world.rs`: `World`, whole endpoints (AM layer, protocol,
+//!   transports) as simulated processes, killed and restarted at will;
+//! - `network.rs`: the world's datagram network and its `SimTransport`.
+
+mod network;
+mod world;
+
+pub use network::{SimTransport, INBOX_MAX};
+
+/// `RAMP_SIM_TRACE` set: the world prints every datagram and every move of
+/// its clock on stderr (`--nocapture`), to follow a failing seed.
+fn tracing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("RAMP_SIM_TRACE").is_some())
+}
+pub use world::{crash_here, seeds, Node, Program, World};
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

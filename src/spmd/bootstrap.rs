@@ -42,23 +42,6 @@ pub trait Bootstrap: Send {
     fn share_job_key(&mut self, _progress: &mut Progress<'_>) -> io::Result<Option<String>> {
         Ok(None)
     }
-    /// Puts `value` under `key` in the job's key-value space (published
-    /// names, `names.rs`). Both are plain ASCII without `=`, `;`, `\\`
-    /// or spaces. `Unsupported` where the launcher has no such space.
-    fn kv_put(&mut self, _key: &str, _value: &str, _progress: &mut Progress<'_>) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "this launcher has no key-value space ramp can publish names in",
-        ))
-    }
-    /// One try: the value under `key`, `None` while it is absent (a
-    /// launcher may make other ranks' puts visible only after a barrier).
-    fn kv_get(&mut self, _key: &str, _progress: &mut Progress<'_>) -> io::Result<Option<String>> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "this launcher has no key-value space ramp can look names up in",
-        ))
-    }
     /// Network depth chosen by the launcher, if it chooses one.
     fn depth(&self) -> Option<u32> {
         None

@@ -25,21 +25,9 @@ pub enum Kind {
     Kill = 6,
     /// worker -> master: stop the whole job with code i32, then a message
     Abort = 7,
-    /// worker -> master: seq u32, key length u8, key, value: publish
-    /// (`spmd/names.rs`); answered by `KvReply`
-    Put = 8,
-    /// worker -> master: seq u32, key: one look-up try; answered by `KvReply`
-    Get = 9,
-    /// master -> worker: seq u32, status u8 (`KV_OK`, `KV_ABSENT`,
-    /// `KV_REFUSED`), then the value (a found `Get`)
-    KvReply = 10,
+    // (8, 9, 10 were a key-value store's frames, for published names,
+    // which now travel between the workers' endpoints: `spmd/names.rs`)
 }
-
-/// `KvReply` statuses: done (put) or found (get); no such key (get); the
-/// put is refused (the key exists, bad lengths, the store is full).
-pub const KV_OK: u8 = 0;
-pub const KV_ABSENT: u8 = 1;
-pub const KV_REFUSED: u8 = 2;
 
 impl Kind {
     fn from_u8(v: u8) -> Option<Kind> {
@@ -51,9 +39,6 @@ impl Kind {
             5 => Kind::Exit,
             6 => Kind::Kill,
             7 => Kind::Abort,
-            8 => Kind::Put,
-            9 => Kind::Get,
-            10 => Kind::KvReply,
             _ => return None,
         })
     }
@@ -164,21 +149,13 @@ mod tests {
     }
 
     #[test]
-    fn key_value_frames_round_trip() {
-        let mut wire = Vec::new();
-        write_frame(&mut wire, Kind::Put, b"\0\0\0\x01\x01kv").unwrap();
-        write_frame(&mut wire, Kind::Get, b"\0\0\0\x02k").unwrap();
-        write_frame(&mut wire, Kind::KvReply, &[0, 0, 0, 2, KV_OK, b'v']).unwrap();
-        let mut r = FrameReader::default();
-        let mut c: &[u8] = &wire;
-        r.fill(&mut c).unwrap();
-        for k in [Kind::Put, Kind::Get, Kind::KvReply] {
-            assert_eq!(r.next().unwrap().map(|f| f.0), Some(k));
+    fn kinds_past_abort_are_no_frames() {
+        for k in [8u8, 9, 10, 11] {
+            let mut r = FrameReader::default();
+            let mut c: &[u8] = &[0, 0, 0, 1, k];
+            r.fill(&mut c).unwrap();
+            assert!(r.next().is_err(), "kind {k} is not a frame");
         }
-        let mut r = FrameReader::default();
-        let mut c: &[u8] = &[0, 0, 0, 1, 11];
-        r.fill(&mut c).unwrap();
-        assert!(r.next().is_err(), "kind 11 is not a frame");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use super::bootstrap::{Bootstrap, Progress};
-use super::frame::{u32_at, u64_at, write_frame, FrameReader, Kind, KV_ABSENT, KV_OK};
+use super::frame::{u32_at, u64_at, write_frame, FrameReader, Kind};
 use super::master::ENV_SIZE;
 
 pub struct LocalWorker {
@@ -20,9 +20,6 @@ pub struct LocalWorker {
     job_id: u64,
     env: Vec<(String, String)>,
     seq: u32,
-    /// Sequence numbers of key-value calls: apart from `seq`, which must
-    /// stay in step across ranks (the master matches gathers by it).
-    kv_seq: u32,
     killed: Option<i32>,
 }
 
@@ -107,7 +104,6 @@ impl LocalWorker {
             job_id,
             env,
             seq: 0,
-            kv_seq: 0,
             killed: None,
         }))
     }
@@ -115,27 +111,6 @@ impl LocalWorker {
     /// Waits for the Gathered frame of `seq`, calling `progress` meanwhile.
     fn wait_gathered(&mut self, seq: u32, progress: &mut Progress<'_>) -> io::Result<Vec<u8>> {
         self.wait_for(Kind::Gathered, seq, progress)
-    }
-
-    /// Sends a key-value frame (`Put`, `Get`) with a new sequence number
-    /// and waits for its `KvReply`: (status, value).
-    fn kv_call(
-        &mut self,
-        kind: Kind,
-        body: &[u8],
-        progress: &mut Progress<'_>,
-    ) -> io::Result<(u8, Vec<u8>)> {
-        self.kv_seq += 1;
-        let mut p = self.kv_seq.to_be_bytes().to_vec();
-        p.extend_from_slice(body);
-        self.stream.set_nonblocking(false)?;
-        write_frame(&mut self.stream, kind, &p)?;
-        self.stream.set_nonblocking(true)?;
-        let r = self.wait_for(Kind::KvReply, self.kv_seq, progress)?;
-        let (&status, value) = r
-            .split_first()
-            .ok_or_else(|| bad("an empty key-value reply from the master".into()))?;
-        Ok((status, value.to_vec()))
     }
 
     /// Waits for the frame `want` of `seq` (its payload after the sequence
@@ -241,30 +216,5 @@ impl Bootstrap for LocalWorker {
 
     fn depth(&self) -> Option<u32> {
         Some(self.depth)
-    }
-
-    fn kv_put(&mut self, key: &str, value: &str, progress: &mut Progress<'_>) -> io::Result<()> {
-        let klen = u8::try_from(key.len()).map_err(|_| bad("key too long".into()))?;
-        let mut b = vec![klen];
-        b.extend_from_slice(key.as_bytes());
-        b.extend_from_slice(value.as_bytes());
-        match self.kv_call(Kind::Put, &b, progress)?.0 {
-            KV_OK => Ok(()),
-            _ => Err(io::Error::new(
-                ErrorKind::AlreadyExists,
-                format!("the job's master refused to publish {key:?} (published already?)"),
-            )),
-        }
-    }
-
-    fn kv_get(&mut self, key: &str, progress: &mut Progress<'_>) -> io::Result<Option<String>> {
-        let (status, value) = self.kv_call(Kind::Get, key.as_bytes(), progress)?;
-        match status {
-            KV_OK => String::from_utf8(value)
-                .map(Some)
-                .map_err(|_| bad(format!("the value of {key:?} is not text"))),
-            KV_ABSENT => Ok(None),
-            s => Err(bad(format!("key-value reply status {s} for a look-up"))),
-        }
     }
 }

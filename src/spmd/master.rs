@@ -16,7 +16,6 @@ mod control;
 mod output;
 
 use super::frame::{write_frame, FrameReader, Kind};
-use super::names::KvStore;
 use crate::sys as os;
 use output::{OutputPipe, PipeSrc};
 
@@ -163,8 +162,6 @@ struct Master {
     stopping: Option<(Instant, u8)>,
     exit_grace_until: Option<Instant>,
     pending: HashMap<RawFd, (TcpStream, FrameReader, Instant)>,
-    /// The job's key-value store (published names), `kv`.
-    kv: KvStore,
 }
 
 impl Master {
@@ -284,7 +281,6 @@ impl Master {
             stopping: None,
             exit_grace_until: None,
             pending: HashMap::new(),
-            kv: KvStore::default(),
         })
     }
 

@@ -21,8 +21,10 @@
 //! - The endpoint reads the key when it builds its protocol configuration
 //!   (`Config::mac_job_key`: the key set at run time, else `RAMP_JOB_KEY`).
 //!
-//! Published endpoint names (`ramp_NamePublish`, `ramp_NameLookup`) live in
-//! the same key-value spaces: `names.rs`.
+//! Published endpoint names (`ramp_NamePublish`, `ramp_NameLookup`) are
+//! kept by the job's ranks themselves, each service by the rank its hash
+//! picks, and travel as ramp messages between the job endpoints (no
+//! launcher key-value space, no collective): `names.rs`.
 
 mod bootstrap;
 mod foreign;
@@ -51,7 +53,9 @@ use parking_lot::Mutex;
 
 pub use bootstrap::{Bootstrap, Progress};
 pub use master::{run_job, JobSpec};
-pub use names::{lookup as name_lookup, publish as name_publish, valid_service, MAX_SERVICE};
+pub use names::{
+    lookup as name_lookup, publish as name_publish, service_owner, valid_service, MAX_SERVICE,
+};
 
 use crate::am::{self, Bundle, BundleMode, Endpoint, EndpointName};
 use crate::error::{Error, Result};

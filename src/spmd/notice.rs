@@ -423,14 +423,6 @@ impl Bootstrap for Notifying {
         self.inner.share_job_key(progress)
     }
 
-    fn kv_put(&mut self, key: &str, value: &str, progress: &mut Progress<'_>) -> io::Result<()> {
-        self.inner.kv_put(key, value, progress)
-    }
-
-    fn kv_get(&mut self, key: &str, progress: &mut Progress<'_>) -> io::Result<Option<String>> {
-        self.inner.kv_get(key, progress)
-    }
-
     fn depth(&self) -> Option<u32> {
         self.inner.depth()
     }

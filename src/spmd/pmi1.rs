@@ -357,31 +357,6 @@ impl Bootstrap for Pmi1 {
     fn job_id(&self) -> u64 {
         self.job_id
     }
-
-    fn kv_put(&mut self, key: &str, value: &str, progress: &mut Progress<'_>) -> io::Result<()> {
-        Kvs::put(self, key, value, progress)
-    }
-
-    /// One `get`: a reply with `rc` other than 0 or `found=false` is "not
-    /// there (yet)" (Hydra answers so for a key put by a rank that has
-    /// not passed a barrier since).
-    fn kv_get(&mut self, key: &str, progress: &mut Progress<'_>) -> io::Result<Option<String>> {
-        self.live("get")?;
-        let kvs = self.kvsname.clone();
-        let line = format_v1("get", &[("kvsname", &kvs), ("key", key)])?;
-        self.conn.send("get", line.as_bytes(), progress)?;
-        let m = parse_v1("get", &self.conn.recv_line("get", progress)?)?;
-        if m.cmd != "get_result" {
-            return Err(bad_reply("get", &m.raw, "expected cmd=get_result"));
-        }
-        let absent = m.get("rc").is_some_and(|rc| rc.trim() != "0")
-            || m.get("found")
-                .is_some_and(|f| f.eq_ignore_ascii_case("false"));
-        if absent {
-            return Ok(None);
-        }
-        Ok(Some(m.need("get", "value")?.to_string()))
-    }
 }
 
 #[cfg(test)]

@@ -253,17 +253,6 @@ impl Bootstrap for Pmi2 {
         Ok(())
     }
 
-    fn kv_put(&mut self, key: &str, value: &str, progress: &mut Progress<'_>) -> io::Result<()> {
-        Kvs::put(self, key, value, progress)
-    }
-
-    /// One `kvs-get` from any rank (`srcid=-1`); visible after the
-    /// publisher's fence (a barrier). Under Hydra it waits until every rank
-    /// has fenced as often as this one.
-    fn kv_get(&mut self, key: &str, progress: &mut Progress<'_>) -> io::Result<Option<String>> {
-        self.kvs_get(key, "-1", progress)
-    }
-
     fn getenv_master(&self, key: &str) -> Option<String> {
         std::env::var(key).ok()
     }

@@ -31,6 +31,20 @@ fn system_nanos() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Nanoseconds since the Unix epoch (CLOCK_REALTIME): a stamp written
+/// into a file, never used to measure time.
+pub fn unix_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Whole seconds since `t` by the real-time clock (None: `t` is later):
+/// how old a file is.
+pub fn secs_since(t: std::time::SystemTime) -> Option<u64> {
+    t.elapsed().ok().map(|d| d.as_secs())
+}
+
 /// The time-stamp counter.
 #[cfg(target_arch = "x86_64")]
 #[inline]

@@ -20,7 +20,7 @@ mod shm;
 mod shm_region;
 mod socket;
 
-pub(crate) use clock::{clock_counter, monotonic_nanos};
+pub(crate) use clock::{clock_counter, monotonic_nanos, secs_since, unix_nanos};
 pub(crate) use cma::{read_from_process, write_to_process};
 pub(crate) use crc::{
     copy_sum, copy_summed, crc32c_append_long, crc32c_append_summed, crc32c_extend, crc32c_short,

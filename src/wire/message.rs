@@ -59,6 +59,16 @@ pub enum MsgKind {
     /// two arguments: the initiator's incarnation). Answered with a
     /// `TxnAck` (status 1: unknown there) or the kept reply. Runs no handler.
     TxnProbe = 11,
+    /// Published endpoint names (`am/services.rs`): "publish this name
+    /// under service S" or "which name is published under S?", on the
+    /// request channel; medium, two arguments (the query id, the
+    /// operation), the service (after the name, for a publish) as payload.
+    /// Runs no handler.
+    ServiceQuery = 12,
+    /// Published names: the answer, on the reply channel; three arguments
+    /// (query id, status, a check of the service asked); medium with the
+    /// 32-byte name when a look-up found one, else short. Runs no handler.
+    ServiceAnswer = 13,
 }
 
 impl MsgKind {
@@ -70,9 +80,16 @@ impl MsgKind {
         )
     }
 
-    /// A message of the handler-name exchange (`am/names.rs`).
+    /// A message of the name exchanges: handler names (`am/names.rs`),
+    /// published endpoint names (`am/services.rs`).
     pub fn is_name(self) -> bool {
-        matches!(self, MsgKind::NameQuery | MsgKind::NameAnswer)
+        matches!(
+            self,
+            MsgKind::NameQuery
+                | MsgKind::NameAnswer
+                | MsgKind::ServiceQuery
+                | MsgKind::ServiceAnswer
+        )
     }
 
     pub fn from_u8(v: u8) -> Option<MsgKind> {
@@ -88,6 +105,8 @@ impl MsgKind {
             9 => Some(MsgKind::NameAnswer),
             10 => Some(MsgKind::TxnAck),
             11 => Some(MsgKind::TxnProbe),
+            12 => Some(MsgKind::ServiceQuery),
+            13 => Some(MsgKind::ServiceAnswer),
             _ => None,
         }
     }

@@ -10,7 +10,6 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::net::mem::MemNetwork;
 use crate::net::Transports;
-use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
 const TAG: u64 = 0x7a9;
@@ -164,7 +163,7 @@ fn hostile_name_messages_are_dropped_and_counted() {
             tag: TAG,
             ..MsgMeta::new(kind, cat, 5, args)
         };
-        e1.with(|s| s.send_message(Instant::now(), to, ch, meta, payload.to_vec()));
+        e1.with(|s| s.send_message(s.clock.now(), to, ch, meta, payload.to_vec()));
     };
     let q = MsgKind::NameQuery;
     let a = MsgKind::NameAnswer;
@@ -212,7 +211,7 @@ fn a_flood_of_queries_does_not_grow_memory() {
             tag: TAG,
             ..MsgMeta::new(MsgKind::NameQuery, Category::Medium, 0, &[i as u32])
         };
-        e1.with(|s| s.send_message(Instant::now(), a0, CHANNEL_REQUEST, meta, b"five".to_vec()));
+        e1.with(|s| s.send_message(s.clock.now(), a0, CHANNEL_REQUEST, meta, b"five".to_vec()));
     }
     let most = std::cell::Cell::new(0);
     poll_until(&b, "every query to arrive", || {

@@ -1,12 +1,12 @@
 //! The workers' control connections, at the master: a new connection's
 //! Hello (the job's token first, then the rank it claims), answered with
 //! the job's Init; then each worker's frames: all-gathers (answered when
-//! every rank gave its part), key-value puts and gets, exit and abort.
+//! every rank gave its part), exit and abort.
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
-use super::super::frame::{u32_at, write_frame, FrameReader, Kind, KV_ABSENT, KV_OK};
+use super::super::frame::{u32_at, write_frame, FrameReader, Kind};
 use super::{Master, EXIT_GRACE};
 
 /// Whether a Hello's payload (rank u32, pid u32, token) carries `token`
@@ -109,7 +109,6 @@ impl Master {
                     self.job_code.get_or_insert(code);
                     self.stop_all(code);
                 }
-                Ok(Some((k @ (Kind::Put | Kind::Get), p))) => self.kv(rank, k, &p),
                 Ok(Some((k, _))) => {
                     eprintln!("ramp: unexpected {k:?} frame from rank {rank}; ignored");
                 }
@@ -125,29 +124,6 @@ impl Master {
         }
         if !open {
             self.workers[rank].stream = None;
-        }
-    }
-
-    /// A `Put` or `Get` of rank `rank`: answered with a `KvReply` at once
-    /// (a look-up that finds nothing says so; the worker tries again).
-    fn kv(&mut self, rank: usize, kind: Kind, p: &[u8]) {
-        let Ok(seq) = u32_at(p, 0) else { return };
-        let mut reply = seq.to_be_bytes().to_vec();
-        if kind == Kind::Put {
-            reply.push(self.kv.put(&p[4..]));
-        } else {
-            match self.kv.get(&p[4..]) {
-                Some(v) => {
-                    reply.push(KV_OK);
-                    reply.extend_from_slice(v);
-                }
-                None => reply.push(KV_ABSENT),
-            }
-        }
-        if let Some(s) = self.workers[rank].stream.as_mut() {
-            let _ = s.set_nonblocking(false);
-            let _ = write_frame(s, Kind::KvReply, &reply);
-            let _ = s.set_nonblocking(true);
         }
     }
 

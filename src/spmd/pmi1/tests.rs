@@ -1,7 +1,7 @@
 //! Unit tests of `pmi1.rs`, against a scripted PMI-1 server on the other
-//! end of a socket pair: name look-ups, a job too large, the all-gather in
-//! chunks, the choice of PMI version, the initack handshake, errors that
-//! name the command.
+//! end of a socket pair: a job too large, the all-gather in chunks, the
+//! choice of PMI version, the initack handshake, errors that name the
+//! command.
 
 use super::*;
 use std::io::{BufRead, BufReader, Write};
@@ -49,45 +49,6 @@ fn client(
         Pmi1::init(Stream::Unix(a), None, (Some(0), Some(2)), &mut idle),
         h,
     )
-}
-
-/// Published names: a put, then gets that find nothing (rc other
-/// than 0, as Hydra answers before the publisher's barrier), the value,
-/// and a reply of the wrong kind (an error, not "absent").
-#[test]
-fn name_gets_tell_absent_from_found_from_broken() {
-    let mut s = init_script();
-    s.push((
-        "cmd=put kvsname=kvs_7_0 key=ramp-svc-a value=00ff",
-        "cmd=put_result rc=0 msg=success\n",
-    ));
-    s.push((
-        "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
-        "cmd=get_result rc=-1 msg=key_ramp-svc-b_not_found\n",
-    ));
-    s.push((
-        "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
-        "cmd=get_result rc=0 found=false\n",
-    ));
-    s.push((
-        "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
-        "cmd=get_result rc=0 msg=success value=00ff\n",
-    ));
-    s.push((
-        "cmd=get kvsname=kvs_7_0 key=ramp-svc-b\n",
-        "cmd=barrier_out\n",
-    ));
-    let (p, h) = client(s);
-    let mut p = p.unwrap();
-    p.kv_put("ramp-svc-a", "00ff", &mut idle).unwrap();
-    assert_eq!(p.kv_get("ramp-svc-b", &mut idle).unwrap(), None);
-    assert_eq!(p.kv_get("ramp-svc-b", &mut idle).unwrap(), None);
-    assert_eq!(
-        p.kv_get("ramp-svc-b", &mut idle).unwrap().as_deref(),
-        Some("00ff")
-    );
-    assert!(p.kv_get("ramp-svc-b", &mut idle).is_err());
-    h.join().unwrap();
 }
 
 /// A launcher that says the job is larger than a translation table

@@ -1,0 +1,243 @@
+//! The simulated datagram network of a `World`: datagrams in transit with
+//! the instant they arrive (the seeded fault injector decides loss,
+//! duplication, corruption, reordering and delay), an inbox per address
+//! (a socket's receive buffer, bounded), links cut and hosts down; and
+//! `SimTransport`, the `Transport` an endpoint of the world sends and
+//! receives through.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::RawFd;
+use std::sync::Weak;
+
+use super::world::Shared;
+use super::SimStats;
+use crate::fault::FaultInjector;
+use crate::fxhash::FxHashMap;
+use crate::net::{DatagramSink, Transport, RECV_BATCH};
+use crate::time::Instant;
+
+/// Datagrams an inbox holds at most (a socket's receive buffer); more are
+/// dropped, as a kernel drops them, and counted.
+pub const INBOX_MAX: usize = 4096;
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct InTransit {
+    at: Instant,
+    order: u64,
+    from: SocketAddr,
+    to: SocketAddr,
+    bytes: Vec<u8>,
+}
+
+/// An address's receive buffer, and the transport that owns it now.
+struct Inbox {
+    owner: u64,
+    queue: VecDeque<(SocketAddr, Vec<u8>)>,
+}
+
+pub(crate) struct Network {
+    transit: BinaryHeap<Reverse<InTransit>>,
+    order: u64,
+    inboxes: FxHashMap<SocketAddr, Inbox>,
+    faults: FaultInjector,
+    /// Links between hosts cut (both directions): (lower, higher).
+    cut: std::collections::HashSet<(IpAddr, IpAddr), crate::fxhash::FxBuild>,
+    pub(crate) stats: SimStats,
+    /// Datagrams dropped because an inbox was full.
+    pub(crate) overflowed: u64,
+}
+
+fn link(a: SocketAddr, b: SocketAddr) -> (IpAddr, IpAddr) {
+    let (a, b) = (a.ip(), b.ip());
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+impl Network {
+    pub(crate) fn new(faults: FaultInjector) -> Network {
+        Network {
+            transit: BinaryHeap::new(),
+            order: 0,
+            inboxes: FxHashMap::default(),
+            faults,
+            cut: Default::default(),
+            stats: SimStats::default(),
+            overflowed: 0,
+        }
+    }
+
+    /// Binds `addr` for transport `owner` (a fresh inbox).
+    pub(crate) fn bind(&mut self, addr: SocketAddr, owner: u64) -> io::Result<()> {
+        if self.inboxes.contains_key(&addr) {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("{addr} is bound in the simulated network"),
+            ));
+        }
+        self.inboxes.insert(
+            addr,
+            Inbox {
+                owner,
+                queue: VecDeque::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Unbinds `addr`: what waits for it and what comes later is lost.
+    pub(crate) fn unbind(&mut self, addr: SocketAddr) {
+        self.inboxes.remove(&addr);
+    }
+
+    pub(crate) fn set_cut(&mut self, a: IpAddr, b: IpAddr, cut: bool) {
+        let (a, b) = (SocketAddr::new(a, 0), SocketAddr::new(b, 0));
+        if cut {
+            self.cut.insert(link(a, b));
+        } else {
+            self.cut.remove(&link(a, b));
+        }
+    }
+
+    /// A datagram sent at `now`: its copies in transit, as the faults say.
+    pub(crate) fn transmit(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, d: &[u8]) {
+        if super::tracing() {
+            eprintln!(
+                "sim: {} {from} -> {to}: {} bytes, type {}",
+                now.0,
+                d.len(),
+                d.get(3).copied().unwrap_or(0)
+            );
+        }
+        self.stats.sent += 1;
+        if self.cut.contains(&link(from, to)) {
+            self.stats.lost += 1;
+            return;
+        }
+        let (transit, order) = (&mut self.transit, &mut self.order);
+        let fate = self.faults.inject(now, d, |at, bytes| {
+            *order += 1;
+            transit.push(Reverse(InTransit {
+                at,
+                order: *order,
+                from,
+                to,
+                bytes,
+            }));
+        });
+        self.stats.lost += fate.dropped as u64;
+        self.stats.duplicated += fate.duplicated as u64;
+        self.stats.corrupted += fate.corrupted as u64;
+        self.stats.reordered += fate.reordered as u64;
+    }
+
+    /// When the next datagram arrives.
+    pub(crate) fn next_arrival(&self) -> Option<Instant> {
+        self.transit.peek().map(|Reverse(d)| d.at)
+    }
+
+    /// Moves every datagram due at `now` into its inbox; true when any did.
+    pub(crate) fn deliver(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        while self.transit.peek().is_some_and(|Reverse(d)| d.at <= now) {
+            let Reverse(d) = self.transit.pop().expect("peeked");
+            any = true;
+            if self.cut.contains(&link(d.from, d.to)) {
+                self.stats.lost += 1;
+                continue;
+            }
+            match self.inboxes.get_mut(&d.to) {
+                Some(inbox) if inbox.queue.len() < INBOX_MAX => {
+                    self.stats.delivered += 1;
+                    inbox.queue.push_back((d.from, d.bytes));
+                }
+                Some(_) => self.overflowed += 1,
+                // nobody there: lost, as on a real network
+                None => self.stats.lost += 1,
+            }
+        }
+        any
+    }
+
+    /// Whether datagrams wait in `addr`'s inbox.
+    pub(crate) fn waiting(&self, addr: SocketAddr) -> bool {
+        self.inboxes.get(&addr).is_some_and(|i| !i.queue.is_empty())
+    }
+
+    /// Takes up to `n` datagrams of `addr`'s inbox, if `owner` owns it.
+    fn take(&mut self, addr: SocketAddr, owner: u64, n: usize) -> Vec<(SocketAddr, Vec<u8>)> {
+        match self.inboxes.get_mut(&addr) {
+            Some(i) if i.owner == owner => {
+                let k = n.min(i.queue.len());
+                i.queue.drain(..k).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether transport `owner` still owns `addr` (not killed).
+    pub(crate) fn owns_addr(&self, addr: SocketAddr, owner: u64) -> bool {
+        self.owns(addr, owner)
+    }
+
+    fn owns(&self, addr: SocketAddr, owner: u64) -> bool {
+        self.inboxes.get(&addr).is_some_and(|i| i.owner == owner)
+    }
+}
+
+/// An endpoint's transport on the simulated network: what it sends goes
+/// through the world's faults; what it receives waits in its inbox.
+pub struct SimTransport {
+    pub(crate) world: Weak<Shared>,
+    pub(crate) local: SocketAddr,
+    pub(crate) id: u64,
+    /// The node it belongs to (its datagrams count as the node's work).
+    pub(crate) node: usize,
+}
+
+impl Transport for SimTransport {
+    fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
+        if let Some(w) = self.world.upgrade() {
+            let mut st = w.state();
+            // a killed process sends nothing
+            if st.net.owns(self.local, self.id) {
+                st.net.transmit(now, self.local, to, dgram);
+                st.active(self.node);
+            }
+        }
+        Ok(())
+    }
+
+    fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+        let Some(w) = self.world.upgrade() else {
+            return Ok(0);
+        };
+        // taken out first: the world's lock is not held while the
+        // endpoint handles them
+        let got = {
+            let mut st = w.state();
+            let got = st.net.take(self.local, self.id, RECV_BATCH);
+            if !got.is_empty() {
+                st.active(self.node);
+            }
+            got
+        };
+        for (from, d) in &got {
+            each(Some((d, *from)));
+        }
+        Ok(got.len())
+    }
+
+    fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    fn fd(&self) -> RawFd {
+        -1
+    }
+}

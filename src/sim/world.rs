@@ -1,0 +1,700 @@
+//! A simulated world of whole endpoints: simulated processes (nodes), each
+//! a bundle with its endpoint (AM layer, protocol, transports: the real
+//! code), on virtual time and a simulated network (`network.rs`), in one
+//! thread, deterministic for a seed.
+//!
+//! A node's clock is virtual (`clock::VirtualTime`): time moves only when
+//! nothing is left to do at the present instant. A test drives the nodes
+//! by calling their API, as a program would; whenever that call waits
+//! (`Clock::wait_readable`, `Clock::sleep`) or polls (`Clock::yield_now`,
+//! at the end of every `Bundle::poll`), the world runs the other nodes that
+//! have something to do now (a datagram in their inbox, a timer due, a
+//! message to handle): each is polled as a program in a poll loop would
+//! (`Program::Polls`, the default), or, one that computes, only by its
+//! progress thread if it has one (`Program::Computes`). When nothing is
+//! due anywhere, time jumps to the next arrival or deadline. A node whose
+//! code is on the stack (the caller, or one the world is polling) is never
+//! polled again from inside it.
+//!
+//! Faults: the network's (loss, duplication, corruption, reordering,
+//! delay, from the seed), links cut, a node descheduled (it is not run
+//! until a given instant; what arrives waits in its inbox), and a node
+//! killed as by `kill -9` (its datagrams vanish, nothing of it runs again;
+//! its transaction log stays on disk) and restarted. A handler can kill its
+//! own node in the middle of running (`crash_here`).
+//!
+//! A failing test prints its seed; `RAMP_SIM_SEED=n` replays it (`seeds`).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Mutex, MutexGuard};
+
+use super::network::{Network, SimTransport};
+use crate::am::{self, Bundle, BundleMode, Endpoint};
+use crate::clock::{Clock, VirtualTime};
+use crate::config::{Config, TransportChoice};
+use crate::fault::{FaultConfig, FaultInjector};
+use crate::net::{ShmTransport, Transports};
+use crate::rng::Rng;
+use crate::time::{Instant, Nanos, MICROS};
+
+/// How far a busy loop's yield moves time when nothing at all is due
+/// anywhere (about a poll's cost: a program polling for something that
+/// will never come still sees time pass).
+const IDLE_STEP: Nanos = MICROS;
+/// Turns at one instant after which the world calls it a livelock.
+const MAX_TURNS_AT_ONE_INSTANT: u64 = 2_000_000;
+/// Where virtual time starts (a second: nothing is "before the start").
+const START: Instant = Instant(1_000_000_000);
+
+/// The seeds a seeded test runs: `RAMP_SIM_SEED` alone when set (the
+/// replay of a failure), else 1..=n.
+pub fn seeds(n: u64) -> Vec<u64> {
+    match std::env::var("RAMP_SIM_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+    {
+        Some(s) => vec![s],
+        None => (1..=n).collect(),
+    }
+}
+
+/// What a node's program does between its calls to ramp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// It polls (AM_Poll in a loop, or sleeps in AM_WaitSema): the world
+    /// polls it whenever it has something to do.
+    Polls,
+    /// It computes: only its progress thread, if on, moves its packets.
+    Computes,
+}
+
+/// The payload of the unwinding by which a handler kills its own node.
+struct Killed;
+
+/// Kills the node whose handler calls it, at this very point, as `kill -9`
+/// would: nothing after it runs (the world catches the unwinding).
+pub fn crash_here() -> ! {
+    std::panic::resume_unwind(Box::new(Killed))
+}
+
+struct Slot {
+    bundle: Option<Arc<Bundle>>,
+    /// Its host: its endpoints' addresses are ports of it.
+    host: Ipv4Addr,
+    /// The addresses its endpoints hold, each with the transport that owns
+    /// it (one a transaction log gave back among them).
+    addrs: Vec<(SocketAddr, u64)>,
+    /// Its code is running (a call of its clock, or the world polling it).
+    stack: u32,
+    /// The world is polling it: its own yields do nothing.
+    driven: bool,
+    asleep_until: Instant,
+    program: Program,
+    /// Datagrams it sent or took, and that count at its last clock call:
+    /// a yield after a poll that moved some does not move time.
+    activity: u64,
+    seen: u64,
+}
+
+pub(crate) struct State {
+    pub(crate) now: Instant,
+    pub(crate) net: Network,
+    nodes: Vec<Slot>,
+    next_owner: u64,
+    /// Secrets of the nodes' endpoints.
+    rng: Rng,
+    /// Turns since time last moved.
+    turns: u64,
+    /// What the test scheduled (`World::at`), by instant and order.
+    actions: Vec<(Instant, u64, Action)>,
+    next_action: u64,
+    /// Called after every kill (`World::on_kill`).
+    on_kill: Vec<KillHook>,
+}
+
+type KillHook = Arc<dyn Fn(&World, usize) + Send + Sync>;
+
+type Action = Box<dyn FnOnce(&World) + Send>;
+
+impl State {
+    /// Node `i` sent or took a datagram.
+    pub(crate) fn active(&mut self, i: usize) {
+        self.nodes[i].activity += 1;
+    }
+}
+
+pub(crate) struct Shared {
+    seed: u64,
+    /// This world's number in the process (its hosts' addresses).
+    id: u64,
+    st: Mutex<State>,
+}
+
+impl Shared {
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.st.lock()
+    }
+}
+
+/// A simulated process: its bundle and endpoint.
+pub struct Node {
+    pub index: usize,
+    pub bundle: Arc<Bundle>,
+    pub ep: Arc<Endpoint>,
+}
+
+/// The world (see the module doc): a handle, cloned freely. When the
+/// last handle goes, every node ends; when the thread is panicking then (a
+/// test failed), the seed is printed.
+#[derive(Clone)]
+pub struct World {
+    shared: Arc<Shared>,
+}
+
+/// One node's view of virtual time.
+struct NodeClock {
+    world: Weak<Shared>,
+    node: usize,
+    /// The time last read (what the clock says once the world is gone).
+    last: AtomicU64,
+}
+
+impl VirtualTime for NodeClock {
+    fn now(&self) -> Instant {
+        match self.world.upgrade() {
+            Some(w) => {
+                let t = w.state().now;
+                self.last.store(t.0, Ordering::Relaxed);
+                t
+            }
+            None => Instant(self.last.load(Ordering::Relaxed)),
+        }
+    }
+
+    fn wait(&self, until: Instant) {
+        if let Some(w) = self.world.upgrade() {
+            turn(&w, self.node, Some(until));
+        }
+    }
+
+    fn yield_now(&self) {
+        if let Some(w) = self.world.upgrade() {
+            turn(&w, self.node, None);
+        }
+    }
+
+    fn unix_nanos(&self) -> u64 {
+        // a fixed date (2026-01-01) plus the virtual time
+        1_767_225_600_000_000_000 + self.now().0
+    }
+}
+
+impl World {
+    /// A world whose network does what `faults` says (`sim::lan()` for a
+    /// clean one), seeded by `faults.seed`.
+    pub fn new(faults: FaultConfig) -> World {
+        am::init().expect("the AM layer initializes");
+        let seed = faults.seed;
+        let mut rng = Rng::new(seed);
+        let net_rng = Rng::new(rng.next_u64());
+        World {
+            shared: Arc::new(Shared {
+                seed,
+                id: {
+                    static WORLDS: AtomicU64 = AtomicU64::new(1);
+                    WORLDS.fetch_add(1, Ordering::Relaxed)
+                },
+                st: Mutex::new(State {
+                    now: START,
+                    net: Network::new(FaultInjector::with_rng(faults, net_rng)),
+                    nodes: Vec::new(),
+                    next_owner: 1,
+                    rng,
+                    turns: 0,
+                    actions: Vec::new(),
+                    next_action: 0,
+                    on_kill: Vec::new(),
+                }),
+            }),
+        }
+    }
+
+    /// A clean LAN (`sim::lan()`) seeded by `seed`.
+    pub fn seeded(seed: u64) -> World {
+        World::new(FaultConfig {
+            seed,
+            ..super::lan()
+        })
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.shared.seed
+    }
+
+    pub fn now(&self) -> Instant {
+        self.shared.state().now
+    }
+
+    /// What the network did so far.
+    pub fn stats(&self) -> super::SimStats {
+        self.shared.state().net.stats.clone()
+    }
+
+    /// A new node (a simulated host and process): a bundle and one
+    /// endpoint configured by `cfg`, at a port of a host of its own.
+    /// (`cfg.transport` = `Shm`: shared-memory rings to the nodes of this
+    /// process that have them too, before the simulated network; any
+    /// other: the simulated network alone.) One restarted from its
+    /// transaction log moves to the logged address when it opens the log.
+    pub fn node(&self, cfg: &Config) -> Node {
+        let index = {
+            let mut st = self.shared.state();
+            let host = host_of(self.shared.id, st.nodes.len());
+            st.nodes.push(Slot {
+                bundle: None,
+                host,
+                addrs: Vec::new(),
+                stack: 0,
+                driven: false,
+                asleep_until: Instant::ZERO,
+                program: Program::Polls,
+                activity: 0,
+                seen: 0,
+            });
+            st.nodes.len() - 1
+        };
+        let clock = Clock::Virtual(Arc::new(NodeClock {
+            world: Arc::downgrade(&self.shared),
+            node: index,
+            last: AtomicU64::new(START.0),
+        }));
+        let w = Arc::downgrade(&self.shared);
+        let c = clock.clone();
+        let network: am::OpenTransports = Arc::new(move |cfg: &Config, at| {
+            let w = w
+                .upgrade()
+                .ok_or_else(|| std::io::Error::other("the world ended"))?;
+            let t = {
+                let mut st = w.state();
+                let slot = &st.nodes[index];
+                let addr = at.unwrap_or_else(|| {
+                    SocketAddr::new(slot.host.into(), 7000 + slot.addrs.len() as u16)
+                });
+                let owner = st.next_owner;
+                st.net.bind(addr, owner)?;
+                st.next_owner += 1;
+                st.nodes[index].addrs.push((addr, owner));
+                SimTransport {
+                    world: Arc::downgrade(&w),
+                    local: addr,
+                    id: owner,
+                    node: index,
+                }
+            };
+            let mut set = Transports::new(Box::new(t));
+            if cfg.transport == TransportChoice::Shm {
+                let addr = set.local_addr();
+                set.prefer(Box::new(ShmTransport::open_with(addr, c.clone())?));
+            }
+            Ok(set)
+        });
+        let w = Arc::downgrade(&self.shared);
+        let secret: am::MakeSecret = Arc::new(move || {
+            let mut s = [0u8; 32];
+            if let Some(w) = w.upgrade() {
+                let mut st = w.state();
+                for c in s.chunks_exact_mut(8) {
+                    c.copy_from_slice(&st.rng.next_u64().to_le_bytes());
+                }
+            }
+            s
+        });
+        let host = am::Host {
+            clock,
+            network: Some(network),
+            secret: Some(secret),
+        };
+        let bundle = am::allocate_bundle_on(BundleMode::Seq, host).expect("a bundle");
+        let ep = am::allocate_endpoint_with(bundle.id, cfg).expect("an endpoint");
+        self.shared.state().nodes[index].bundle = Some(bundle.clone());
+        Node { index, bundle, ep }
+    }
+
+    /// Sets what node `i`'s program does between its calls.
+    pub fn set_program(&self, i: usize, p: Program) {
+        self.shared.state().nodes[i].program = p;
+    }
+
+    /// Node `i` does not run until `d` from now (a process off the CPU):
+    /// its datagrams wait in its inbox, its timers wait.
+    pub fn deschedule(&self, i: usize, d: Nanos) {
+        let mut st = self.shared.state();
+        let until = st.now.plus(d);
+        let s = &mut st.nodes[i];
+        s.asleep_until = s.asleep_until.max(until);
+    }
+
+    /// Cuts the link between the hosts of nodes `a` and `b` (both ways),
+    /// or mends it.
+    pub fn set_cut(&self, a: usize, b: usize, cut: bool) {
+        let mut st = self.shared.state();
+        let (x, y) = (st.nodes[a].host, st.nodes[b].host);
+        st.net.set_cut(x.into(), y.into(), cut);
+    }
+
+    /// Another endpoint of node `i`, in its bundle, at another port of its
+    /// host.
+    pub fn endpoint(&self, i: usize, cfg: &Config) -> Arc<Endpoint> {
+        let b = self.shared.state().nodes[i]
+            .bundle
+            .clone()
+            .expect("a live node");
+        am::allocate_endpoint_with(b.id, cfg).expect("an endpoint")
+    }
+
+    /// Kills node `i` as `kill -9` would: nothing of it runs again, its
+    /// address takes nothing more, what it had in flight still arrives.
+    pub fn kill(&self, i: usize) {
+        kill(&self.shared, i);
+    }
+
+    /// Calls `f(world, node)` after every kill (by `kill` or `crash_here`):
+    /// a supervisor that restarts a process at once.
+    pub fn on_kill(&self, f: impl Fn(&World, usize) + Send + Sync + 'static) {
+        self.shared.state().on_kill.push(Arc::new(f));
+    }
+
+    /// The name of node `i`'s endpoint (None once it is dead).
+    pub fn node_name(&self, i: usize) -> am::EndpointName {
+        let b = self.shared.state().nodes[i]
+            .bundle
+            .clone()
+            .expect("a live node");
+        let ep = b.endpoints()[0].clone();
+        ep.name()
+    }
+
+    /// Whether node `i` is alive.
+    pub fn alive(&self, i: usize) -> bool {
+        self.shared.state().nodes[i].bundle.is_some()
+    }
+
+    /// The address of node `i`'s first endpoint now.
+    pub fn addr(&self, i: usize) -> SocketAddr {
+        let b = self.shared.state().nodes[i]
+            .bundle
+            .clone()
+            .expect("a live node");
+        let ep = b.endpoints()[0].clone();
+        ep.addr()
+    }
+
+    /// Runs `f` when virtual time reaches `at` (at once if it has), before
+    /// any node runs then: a kill, a restart, a cut link, at a moment of
+    /// the test's choosing while its own calls wait.
+    pub fn at(&self, at: Instant, f: impl FnOnce(&World) + Send + 'static) {
+        let mut st = self.shared.state();
+        let order = st.next_action;
+        st.next_action += 1;
+        st.actions.push((at, order, Box::new(f)));
+    }
+
+    /// Runs the world for `d` of virtual time.
+    pub fn run_for(&self, d: Nanos) {
+        let end = self.now().plus(d);
+        self.run_until_at(end, || false);
+    }
+
+    /// Runs the world until `cond` holds (true) or `limit` of virtual time
+    /// has passed (false).
+    pub fn run_until(&self, limit: Nanos, cond: impl FnMut() -> bool) -> bool {
+        let end = self.now().plus(limit);
+        self.run_until_at(end, cond)
+    }
+
+    fn run_until_at(&self, end: Instant, mut cond: impl FnMut() -> bool) -> bool {
+        loop {
+            if cond() {
+                return true;
+            }
+            if self.now() >= end {
+                return false;
+            }
+            if !run_ready(&self.shared) {
+                advance(&self.shared, Some(end));
+            }
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "simulated world: seed {s} (replay: RAMP_SIM_SEED={s})",
+                s = self.seed
+            );
+        }
+        let st = self.st.get_mut();
+        st.actions.clear();
+        st.on_kill.clear();
+        for s in st.nodes.iter_mut() {
+            if let Some(b) = s.bundle.take() {
+                let _ = am::free_bundle(b.id);
+            }
+        }
+        let _ = am::terminate();
+    }
+}
+
+/// The host of world `world`'s `i`-th node: 10.w.x.y, of its own (worlds
+/// alive at once in a process have different ones: shared memory names
+/// its rings by address).
+fn host_of(world: u64, i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(
+        10,
+        (world % 250) as u8,
+        (i / 250) as u8,
+        (i % 250 + 1) as u8,
+    )
+}
+
+fn kill(w: &Arc<Shared>, i: usize) {
+    let Some(bundle) = take_node(w, i) else {
+        return;
+    };
+    let _ = am::free_bundle(bundle.id);
+    drop(bundle);
+    let hooks = w.state().on_kill.clone();
+    let world = World { shared: w.clone() };
+    for h in hooks {
+        h(&world, i);
+    }
+}
+
+/// Takes node `i` out of the world (dead from now on): its bundle.
+fn take_node(w: &Arc<Shared>, i: usize) -> Option<Arc<Bundle>> {
+    {
+        let mut st = w.state();
+        let s = &mut st.nodes[i];
+        let b = s.bundle.take()?;
+        let addrs = std::mem::take(&mut s.addrs);
+        // its inboxes go (only those still its own: a restart may hold one)
+        for (addr, owner) in addrs {
+            if st.net.owns_addr(addr, owner) {
+                st.net.unbind(addr);
+            }
+        }
+        Some(b)
+    }
+}
+
+/// Whether node `i` has something to do now (the world's lock not held:
+/// this asks its endpoints); `caller`: its own code asks, which runs
+/// whatever its program is.
+fn has_work(w: &Arc<Shared>, i: usize, caller: bool) -> bool {
+    let (bundle, program, now) = {
+        let st = w.state();
+        let s = &st.nodes[i];
+        let Some(b) = s.bundle.clone() else {
+            return false;
+        };
+        if s.addrs
+            .iter()
+            .any(|&(a, o)| st.net.owns_addr(a, o) && st.net.waiting(a))
+        {
+            return true;
+        }
+        (b, s.program, st.now)
+    };
+    let polls = caller || program == Program::Polls;
+    if !polls && !bundle.has_progress_thread() {
+        return false;
+    }
+    bundle
+        .endpoints()
+        .iter()
+        .any(|e| (polls && e.has_events()) || e.next_deadline().is_some_and(|d| d <= now))
+}
+
+/// The earliest deadline after now of the nodes not on the stack (and of
+/// those on it, whose deadlines their own code serves when it runs again).
+fn next_deadline(w: &Arc<Shared>) -> Option<Instant> {
+    let (now, nodes): (Instant, Vec<(Arc<Bundle>, Instant)>) = {
+        let st = w.state();
+        let nodes = st
+            .nodes
+            .iter()
+            .filter_map(|s| s.bundle.clone().map(|b| (b, s.asleep_until)))
+            .collect();
+        (st.now, nodes)
+    };
+    let mut next: Option<Instant> = None;
+    for (b, asleep_until) in nodes {
+        for e in b.endpoints().iter() {
+            if let Some(d) = e.next_deadline() {
+                let d = d.max(asleep_until);
+                if d > now {
+                    next = Some(next.map_or(d, |n| n.min(d)));
+                }
+            }
+        }
+        if asleep_until > now {
+            next = Some(next.map_or(asleep_until, |n| n.min(asleep_until)));
+        }
+    }
+    next
+}
+
+/// Runs the scheduled actions that are due, in order; true when any ran.
+fn run_actions(w: &Arc<Shared>) -> bool {
+    let mut ran = false;
+    loop {
+        let due = {
+            let mut st = w.state();
+            let now = st.now;
+            let first = st
+                .actions
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.0 <= now)
+                .min_by_key(|(_, a)| (a.0, a.1))
+                .map(|(k, _)| k);
+            first.map(|k| st.actions.swap_remove(k).2)
+        };
+        let Some(f) = due else {
+            return ran;
+        };
+        ran = true;
+        f(&World { shared: w.clone() });
+    }
+}
+
+/// Polls every node that has something to do now, in order; true when
+/// any was polled (or a scheduled action ran).
+fn run_ready(w: &Arc<Shared>) -> bool {
+    let mut worked = run_actions(w);
+    let n = w.state().nodes.len();
+    for i in 0..n {
+        let (bundle, program) = {
+            let st = w.state();
+            let s = &st.nodes[i];
+            match &s.bundle {
+                Some(b) if s.stack == 0 && s.asleep_until <= st.now => (b.clone(), s.program),
+                _ => continue,
+            }
+        };
+        if !has_work(w, i, false) {
+            continue;
+        }
+        worked = true;
+        {
+            let mut st = w.state();
+            st.nodes[i].stack += 1;
+            st.nodes[i].driven = true;
+        }
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match program {
+            Program::Polls => {
+                let _ = bundle.poll();
+            }
+            Program::Computes => {
+                am::progress_pass(&bundle);
+            }
+        }));
+        {
+            let mut st = w.state();
+            st.nodes[i].stack -= 1;
+            st.nodes[i].driven = false;
+        }
+        // (a killed node's endpoint goes with the last of its handles)
+        drop(bundle);
+        if let Err(p) = r {
+            if p.is::<Killed>() {
+                kill(w, i);
+            } else {
+                std::panic::resume_unwind(p);
+            }
+        }
+    }
+    let mut st = w.state();
+    st.turns += 1;
+    assert!(
+        st.turns < MAX_TURNS_AT_ONE_INSTANT,
+        "simulated world: a livelock at {} ns (seed {})",
+        st.now.0,
+        w.seed
+    );
+    worked
+}
+
+/// Nothing is due at the present instant: time moves to the next arrival
+/// or deadline (at most to `until`), and what arrives then is delivered.
+fn advance(w: &Arc<Shared>, until: Option<Instant>) {
+    let deadline = next_deadline(w);
+    let mut st = w.state();
+    let now = st.now;
+    // (datagrams sent without delay arrive at once)
+    if st.net.deliver(now) {
+        return;
+    }
+    let action = st.actions.iter().map(|a| a.0).min();
+    let next = [st.net.next_arrival(), deadline, until, action]
+        .into_iter()
+        .flatten()
+        .filter(|&t| t > now)
+        .min()
+        .unwrap_or(now.plus(IDLE_STEP));
+    if super::tracing() {
+        eprintln!(
+            "sim: {} -> {} (arrival {:?}, deadline {:?}, until {:?})",
+            now.0,
+            next.0,
+            st.net.next_arrival(),
+            deadline,
+            until
+        );
+    }
+    st.now = next;
+    st.turns = 0;
+    st.net.deliver(next);
+}
+
+/// A clock call of node `caller`: a wait until `until` (or until a
+/// datagram reaches it), or a busy loop's yield (None).
+fn turn(w: &Arc<Shared>, caller: usize, until: Option<Instant>) {
+    {
+        let mut st = w.state();
+        let s = &mut st.nodes[caller];
+        if s.driven && until.is_none() {
+            // the world itself is polling this node
+            return;
+        }
+        s.stack += 1;
+    }
+    // a yield right after its own poll moved datagrams: it runs on
+    let busy = {
+        let mut st = w.state();
+        let s = &mut st.nodes[caller];
+        let busy = s.activity != s.seen;
+        s.seen = s.activity;
+        busy
+    };
+    loop {
+        let worked = run_ready(w) || (busy && until.is_none());
+        let ready = has_work(w, caller, true);
+        let now = w.state().now;
+        match until {
+            None if worked || ready => break,
+            Some(u) if ready || now >= u => break,
+            _ => {}
+        }
+        advance(w, until);
+        if until.is_none() {
+            break;
+        }
+    }
+    w.state().nodes[caller].stack -= 1;
+}
