@@ -17,7 +17,7 @@ use std::time::Duration;
 use ramp::am::{self, handler, BundleMode, Data, EndpointName, Message, SegmentMemory};
 use ramp::config::Config;
 use ramp::wire::mac::MacKey;
-use ramp::wire::{self, Integrity, Packet};
+use ramp::wire::{self, layout, Integrity, Packet};
 
 const KEY_A: &str = "0123456789abcdef-job-A";
 const KEY_B: &str = "0123456789abcdef-job-B";
@@ -118,7 +118,7 @@ fn run_relay(
                         } else {
                             seen.bad += 1;
                         }
-                        if from_e0 && d[3] == 1 {
+                        if from_e0 && d[layout::TYPE_AT] == wire::PacketType::Data as u8 {
                             n_data += 1;
                             if let Some(at) = flip(n_data, n).filter(|_| !flipped) {
                                 d[at] ^= 0x04;

@@ -212,7 +212,8 @@ fn protocol_survives_garbage_from_its_peer_and_strangers() {
                     if g == t0 || g == t1 {
                         g ^= 1;
                     }
-                    v[4..12].copy_from_slice(&g.to_be_bytes());
+                    let at = wire::layout::VTAG_AT;
+                    v[at..at + 8].copy_from_slice(&g.to_be_bytes());
                 }
                 reseal(&mut v);
                 let to = rng.below(2) as u32;

@@ -123,8 +123,7 @@ fn flood(
         // a real tag, for forged announcements
         let real_tag = pick
             .as_ref()
-            .filter(|p| p.len() >= 12)
-            .map(|p| u64::from_be_bytes(p[4..12].try_into().unwrap()));
+            .and_then(|p| wire::layout::read_u64(p, wire::layout::VTAG_AT));
         let (d, to) = match (k, pick) {
             (0, _) | (1..=3, None) => (
                 (0..rng.below(1500))
@@ -144,7 +143,7 @@ fn flood(
             (4 | 5, p) => {
                 let vtag = match p {
                     Some(p) if k == 5 && p.len() >= 12 => {
-                        u64::from_be_bytes(p[4..12].try_into().unwrap())
+                        wire::layout::read_u64(&p, wire::layout::VTAG_AT).unwrap()
                     }
                     _ => rng.next_u64(),
                 };

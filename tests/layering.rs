@@ -307,7 +307,7 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
         "job start-up: reads the real clock through `clock::real_now` next",
     ),
     (
-        "wire/codec/tests.rs",
+        "wire/codec_tests.rs",
         "an ignored measurement of the send path, not a test: belongs in benches/",
     ),
 ];

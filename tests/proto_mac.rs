@@ -13,7 +13,7 @@ use ramp::proto::{Event, FailReason, ProtoConfig, Protocol};
 use ramp::sim::{FaultConfig, SimNet};
 use ramp::time::{Instant, Nanos, MILLIS};
 use ramp::wire::mac::MacKey;
-use ramp::wire::{self, Category, Integrity, MsgKind, MsgMeta, Packet, CHANNEL_REQUEST};
+use ramp::wire::{self, layout, Category, Integrity, MsgKind, MsgMeta, Packet, CHANNEL_REQUEST};
 
 const SECOND: Nanos = 1000 * MILLIS;
 const KEY_A: &str = "job key A: 0123456789abcdef";
@@ -200,8 +200,9 @@ fn a_flipped_packet_with_the_right_tags_is_dropped_and_counted() {
     }
     let mut seen_once = std::collections::HashSet::new();
     n.run(10 * SECOND, |from, d| {
-        // DATA: its seq at 16..20 (the retransmission has the same)
-        if from == 0 && d[3] == 1 && seen_once.insert(d[16..20].to_vec()) {
+        // DATA: its seq (the retransmission has the same)
+        let is_data = d[layout::TYPE_AT] == wire::PacketType::Data as u8;
+        if from == 0 && is_data && seen_once.insert(layout::read_u32(d, layout::SEQ_AT)) {
             d[100] ^= 0x10;
             flipped += 1;
         }

@@ -221,3 +221,31 @@ fn send_batch(
         }
     }
 }
+
+impl Endpoint {
+    /// Checks what must hold of the endpoint between calls, its protocol's
+    /// state included (`Protocol::check_invariants`); panics naming the
+    /// first that fails. The simulator runs it after every node's turn.
+    #[cfg(feature = "testing")]
+    pub(crate) fn check_invariants(&self) {
+        self.try_with(|s| {
+            s.proto.check_invariants();
+            // a translation entry's credits lent are its requests waiting
+            // for their answers
+            let mut lent: crate::fxhash::FxHashMap<u32, u32> = Default::default();
+            for o in s.outstanding.values() {
+                *lent.entry(o.index).or_default() += 1;
+            }
+            for k in 0..s.table.len() as u32 {
+                let have = s.table.mapped_entry(k).map_or(0, |e| e.outstanding);
+                let waiting = lent.get(&k).copied().unwrap_or(0);
+                assert_eq!(
+                    have,
+                    waiting,
+                    "endpoint {}: translation {k} lent {have} credits, {waiting} requests wait",
+                    self.addr()
+                );
+            }
+        });
+    }
+}

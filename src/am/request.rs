@@ -20,7 +20,7 @@ const RECENT_POLL: u64 = 20 * crate::time::MICROS;
 /// A request waiting for its reply.
 pub(super) struct Outstanding {
     /// The destination's translation index (whose credit it holds).
-    index: u32,
+    pub(super) index: u32,
     /// Where it went: only that peer's reply (or refusal) completes it.
     pub(super) addr: SocketAddr,
     pub(super) sent: Instant,

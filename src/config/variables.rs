@@ -40,6 +40,10 @@ pub const SHM_EXPRESS: &str = "RAMP_SHM_EXPRESS";
 pub const REQUEST_BATCH: &str = "RAMP_REQUEST_BATCH";
 pub const UDP_CONNECT: &str = "RAMP_UDP_CONNECT";
 pub const CLOCK: &str = "RAMP_CLOCK";
+/// The simulator's seed to replay (`sim::seeds`), and its trace on stderr:
+/// test tools, not the library's configuration.
+pub const SIM_SEED: &str = "RAMP_SIM_SEED";
+pub const SIM_TRACE: &str = "RAMP_SIM_TRACE";
 /// The most requests in a batch: as many packets as the sender joins into
 /// one datagram (`proto/outbox.rs`'s `SEND_BUNDLE_MAX`); also the default.
 pub const MAX_REQUEST_BATCH: u16 = 32;

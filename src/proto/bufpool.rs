@@ -110,6 +110,26 @@ impl BufPool {
         v.clear();
         self.bytes += cap;
         self.bufs.push(v);
+        debug_assert!(self.bufs.len() <= POOL_BUFS && self.bytes <= POOL_BYTES);
+    }
+
+    /// Asserts the bounds (`Protocol::check_invariants`).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn check_bounds(&self) {
+        let kept: usize = self.bufs.iter().map(Vec::capacity).sum();
+        assert_eq!(kept, self.bytes, "buffer pool: bytes counted");
+        assert!(
+            self.bufs.len() <= POOL_BUFS && self.bytes <= POOL_BYTES,
+            "buffer pool: {} buffers, {} bytes",
+            self.bufs.len(),
+            self.bytes
+        );
+        assert!(
+            self.bufs
+                .iter()
+                .all(|b| b.is_empty() && b.capacity() <= MAX_KEPT),
+            "buffer pool: a buffer in use or too large"
+        );
     }
 
     /// Bytes the kept buffers hold.

@@ -270,6 +270,8 @@ impl RecvChannel {
                     payload: cx.out.pool.copy_of(f.bytes),
                 },
             );
+            // within the window (the SACK bitmap's width)
+            debug_assert!(self.held.len() <= MAX_WINDOW);
             self.owe_ack(now, true);
             return None;
         }
@@ -422,6 +424,7 @@ impl RecvChannel {
                     r.make_room(f.bytes.len());
                     r.buf.extend_from_slice(f.bytes);
                 }
+                debug_assert!(r.buf.len() <= r.len as usize, "past its message's end");
                 if r.buf.len() == f.msg_len as usize {
                     cx.out.events.push_back(delivered(r.meta, r.buf));
                     return true;

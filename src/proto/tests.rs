@@ -1,7 +1,7 @@
 //! Unit tests of `Protocol` that look at its private state: sequence numbers
 //! across the wrap, the timer queue, the reordering timer. Their nodes start
 //! with an association in place (`associate`); the handshake itself is
-//! tested in `tests/proto_sim.rs`.
+//! tested in `tests/proto_sim_assoc.rs`.
 
 use super::*;
 use crate::time::{MICROS, MILLIS};
@@ -306,4 +306,17 @@ fn a_forged_bundle_outside_any_association_draws_one_abort() {
     wire::encode_data(&mut one, &integ, &c, &meta(1), 0, 0, &[]);
     p.handle_datagram(now, 9, &one);
     assert_eq!(out(&mut p).len(), 1);
+}
+
+/// The invariant walk passes on a sound state and names the peer and the
+/// channel of a broken one.
+#[test]
+#[should_panic(expected = "peer 1 receive channel 0")]
+fn the_invariant_walk_names_the_peer_and_channel_of_a_broken_invariant() {
+    let mut n = pair();
+    n[0].send(Instant(1_000_000), 1, CHANNEL_REQUEST, meta(1), vec![1]);
+    n[0].check_invariants();
+    n[0].check_peer_invariants(&1);
+    n[0].peer_mut(1).rx[0].held_bytes = 7; // nothing is held
+    n[0].check_invariants();
 }

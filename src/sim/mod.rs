@@ -3,7 +3,9 @@
 //! duplication, reordering, corruption and delay; a virtual clock that
 //! jumps to the next deadline).
 //!
-//! - this file: `SimNet`, many protocol cores (`Protocol`) alone;
+//! - this file: `SimNet`, many protocol cores (`Protocol`) alone; every
+//!   node a step touched has its invariants checked after it
+//!   (`Protocol::check_invariants`, `SimNet::check`), in release builds too;
 //! - `world.rs`: `World`, whole endpoints (AM layer, protocol,
 //!   transports) as simulated processes, killed and restarted at will;
 //! - `network.rs`: the world's datagram network and its `SimTransport`.
@@ -17,7 +19,7 @@ pub use network::{SimTransport, INBOX_MAX};
 /// its clock on stderr (`--nocapture`), to follow a failing seed.
 fn tracing() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("RAMP_SIM_TRACE").is_some())
+    *ON.get_or_init(|| std::env::var_os(crate::config::SIM_TRACE).is_some())
 }
 pub use world::{crash_here, seeds, Node, Program, World};
 
@@ -94,7 +96,14 @@ pub struct SimNet {
     touched: Vec<u32>,
     /// The buffer `poll_transmit` writes into.
     buf: Vec<u8>,
+    /// Steps of each node since its invariants were last checked whole.
+    since_walk: Vec<usize>,
 }
+
+/// A node with up to this many peers has its whole state checked after
+/// every step; a larger one every `peers / WALK_PEERS` steps (see
+/// `SimNet::check`).
+const WALK_PEERS: usize = 256;
 
 impl SimNet {
     /// `n` nodes joined by a network that does what `faults` says (see
@@ -117,6 +126,7 @@ impl SimNet {
             timers: BinaryHeap::new(),
             touched: Vec::new(),
             buf: Vec::new(),
+            since_walk: vec![0; n],
         }
     }
 
@@ -163,6 +173,7 @@ impl SimNet {
     ) -> MsgId {
         let now = self.now;
         let id = self.nodes[from as usize].send(now, to, channel, meta, payload);
+        self.check(from, Some(to));
         self.collect(from);
         self.rearm(from);
         id
@@ -199,6 +210,26 @@ impl SimNet {
         }
     }
 
+    /// Checks node `i`'s invariants after a step that touched it
+    /// (`Protocol::check_invariants`, in release builds too): its whole
+    /// state while it has at most `WALK_PEERS` peers; a larger node (a hub
+    /// of thousands) the peer `from` the step concerned each time, and the
+    /// whole walk every `peers / WALK_PEERS` steps, so that checking costs
+    /// a step at most about a walk over `WALK_PEERS` peers.
+    fn check(&mut self, i: u32, from: Option<u32>) {
+        let node = &self.nodes[i as usize];
+        let since = &mut self.since_walk[i as usize];
+        if *since >= node.peer_count() / WALK_PEERS {
+            *since = 0;
+            node.check_invariants();
+        } else {
+            *since += 1;
+            if let Some(from) = from {
+                node.check_peer_invariants(&from);
+            }
+        }
+    }
+
     /// Records node `i`'s next timer.
     fn rearm(&mut self, i: u32) {
         let t = self.nodes[i as usize].next_timeout();
@@ -214,6 +245,7 @@ impl SimNet {
     /// those due at the same time).
     fn next_timer(&mut self) -> Option<(Instant, usize)> {
         while let Some(i) = self.touched.pop() {
+            self.check(i, None);
             self.collect(i);
             self.rearm(i);
         }
@@ -249,6 +281,7 @@ impl SimNet {
                     let now = self.now;
                     self.nodes[pkt.to as usize].handle_datagram(now, pkt.from, &pkt.bytes);
                     self.nodes[pkt.to as usize].handle_timeout(now);
+                    self.check(pkt.to, Some(pkt.from));
                     self.collect(pkt.to);
                     self.rearm(pkt.to);
                 }
@@ -264,6 +297,7 @@ impl SimNet {
                 }
                 let now = self.now;
                 self.nodes[i].handle_timeout(now);
+                self.check(i as u32, None);
                 self.collect(i as u32);
                 self.armed[i] = None; // served: look again even if unchanged
                 self.rearm(i as u32);

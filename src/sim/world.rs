@@ -52,7 +52,7 @@ const START: Instant = Instant(1_000_000_000);
 /// The seeds a seeded test runs: `RAMP_SIM_SEED` alone when set (the
 /// replay of a failure), else 1..=n.
 pub fn seeds(n: u64) -> Vec<u64> {
-    match std::env::var("RAMP_SIM_SEED")
+    match std::env::var(crate::config::SIM_SEED)
         .ok()
         .and_then(|s| s.trim().parse().ok())
     {
@@ -609,6 +609,11 @@ fn run_ready(w: &Arc<Shared>) -> bool {
             st.nodes[i].stack -= 1;
             st.nodes[i].driven = false;
         }
+        if r.is_ok() {
+            for e in bundle.endpoints().iter() {
+                e.check_invariants();
+            }
+        }
         // (a killed node's endpoint goes with the last of its handles)
         drop(bundle);
         if let Err(p) = r {
@@ -696,5 +701,15 @@ fn turn(w: &Arc<Shared>, caller: usize, until: Option<Instant>) {
             break;
         }
     }
-    w.state().nodes[caller].stack -= 1;
+    let bundle = {
+        let mut st = w.state();
+        st.nodes[caller].stack -= 1;
+        st.nodes[caller].bundle.clone()
+    };
+    for e in bundle
+        .iter()
+        .flat_map(|b| b.endpoints().iter().cloned().collect::<Vec<_>>())
+    {
+        e.check_invariants();
+    }
 }

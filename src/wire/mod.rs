@@ -4,30 +4,45 @@
 //! (`Integrity`: a CRC32C, or with a job key a MAC) over everything before
 //! it. A datagram carries one packet, or several DATA, ACK and NACK packets
 //! back to back (a bundle, as SCTP bundles chunks), each with its own
-//! header and trailer, at most `MAX_BUNDLE`. The layout is in `codec.rs`.
+//! header and trailer, at most `MAX_BUNDLE`. Where each field lies is
+//! named once, in `layout.rs`.
 //!
 //! Parsing is split from encoding: `packets` frames a datagram's packets by
-//! their headers, `decode` checks each one's length, magic, version and
-//! trailer, then yields a parsed `Packet`; nothing panics on any input.
-
-mod codec;
-mod integrity;
-pub mod mac;
-mod message;
-mod polyhash;
+//! their headers (`frame.rs`), `decode` checks each one's length, magic,
+//! version and trailer, then yields a parsed `Packet` (`decode.rs`);
+//! nothing panics on any input. `encode.rs` writes every packet type.
 
 #[cfg(test)]
-pub use codec::any_packet;
+mod codec_tests;
+mod decode;
+mod encode;
+mod frame;
+mod integrity;
+pub mod layout;
+#[cfg(test)]
+mod layout_tests;
+pub mod mac;
+mod message;
+mod packet;
+mod polyhash;
+
+pub use decode::{decode, decode_deferred, DEFER_MIN};
 #[cfg(any(test, feature = "testing"))]
-pub use codec::encode_ack;
-pub use codec::{
-    association_vtag, decode, decode_deferred, encode_abort, encode_ack_dup, encode_alias,
-    encode_cookie_ack, encode_cookie_echo, encode_data, encode_data_gathered, encode_heartbeat,
-    encode_init, encode_init_ack, encode_nack, encode_shutdown, packets, Common, Packet, DEFER_MIN,
-    MAX_BUNDLE,
+pub use encode::encode_ack;
+pub use encode::{
+    encode_abort, encode_ack_dup, encode_alias, encode_cookie_ack, encode_cookie_echo, encode_data,
+    encode_data_gathered, encode_heartbeat, encode_init, encode_init_ack, encode_nack,
+    encode_shutdown,
 };
+#[cfg(test)]
+pub use frame::any_packet;
+pub use frame::{association_vtag, packets, MAX_BUNDLE};
 pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
+pub use layout::DATA_HEADER_LEN;
+#[cfg(any(test, feature = "testing"))]
+pub use layout::{ACK_LEN, COMMON_LEN, INIT_ACK_LEN};
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
+pub use packet::{Common, Packet};
 
 /// Packet magic ("RA") and version.
 pub const MAGIC: u16 = 0x5241;
@@ -50,15 +65,7 @@ pub enum DecodeError {
 
 /// Size of the cookie an INIT_ACK carries and a COOKIE_ECHO returns.
 pub const COOKIE_LEN: usize = 48;
-/// Size of an INIT_ACK without the trailer (an INIT is as large).
-pub const INIT_ACK_LEN: usize = COMMON_LEN + 8 + COOKIE_LEN;
 
-/// Size of the header shared by every packet type.
-pub const COMMON_LEN: usize = 32;
-/// Size of the DATA header (common part included), before the arguments.
-pub const DATA_HEADER_LEN: usize = 68;
-/// Size of an ACK packet without the checksum.
-pub const ACK_LEN: usize = 40;
 /// Size of the CRC32C trailer (`Integrity::Crc32c`).
 pub const CRC_LEN: usize = 4;
 

@@ -30,8 +30,10 @@ pub struct SackResult {
 pub struct AckOutcome {
     /// Packets left the flight or were SACKed: the channel may send more.
     pub progress: bool,
-    /// The earliest reordering timer armed.
-    pub reorder_at: Option<Instant>,
+    /// The earliest deadline it armed (a reordering timer, or the oldest
+    /// packet timed afresh: `time_sacked_front`): the channel's timer
+    /// fires by then.
+    pub rearm_at: Option<Instant>,
 }
 
 impl SendChannel {
@@ -98,7 +100,15 @@ impl SendChannel {
             // Nothing new (the usual piggybacked ACK): nothing changes.
             return None;
         }
-        Some(self.take_ack(now, next, sack, rtt, stats, spare))
+        let o = self.take_ack(now, next, sack, rtt, stats, spare);
+        // What is acknowledged stays so: nothing before `next` is left in
+        // flight (a cumulative ack never goes back), and `next` is within
+        // what was sent (checked above).
+        debug_assert!(self
+            .in_flight
+            .front()
+            .is_none_or(|p| seq_diff(p.seq, next) >= 0));
+        Some(o)
     }
 
     /// `on_ack` of an acknowledgement that tells something new.
@@ -137,10 +147,29 @@ impl SendChannel {
             rtt.sample(r);
             stats.record_rtt(r);
         }
+        let rearm_at = if done.count > 0 {
+            self.time_sacked_front(now, rtt)
+        } else {
+            None
+        };
         AckOutcome {
             progress: done.count > 0,
-            reorder_at: None,
+            rearm_at,
         }
+    }
+
+    /// An ACK made a SACKed packet the oldest in flight: the receiver does
+    /// not hold it after all (it refused it for want of buffer, and its
+    /// NACK may be lost). The oldest is timed even when SACKed, from now
+    /// (as RFC 6298 restarts the timer when an ACK acknowledges new data):
+    /// its deadline, set while others were older, may have passed unseen
+    /// by the channel's timer. Returns it, for that timer.
+    #[inline]
+    fn time_sacked_front(&mut self, now: Instant, rtt: &RttEstimator) -> Option<Instant> {
+        // (the usual front is not SACKed: nothing computed for it)
+        let p = self.in_flight.front_mut().filter(|p| p.sacked)?;
+        p.deadline = p.deadline.max(now.plus(rtt.rto()));
+        Some(p.deadline)
     }
 
     fn take_ack(
@@ -221,6 +250,11 @@ impl SendChannel {
             stats.record_rtt(r);
         }
         let mut reorder_at = rearmed;
+        if done.count > 0 {
+            if let Some(t) = self.time_sacked_front(now, rtt) {
+                reorder_at = Some(reorder_at.map_or(t, |r: Instant| r.min(t)));
+            }
+        }
         if let Some(highest) = sacked.highest {
             // Fast retransmit (after RACK, RFC 8985): a packet sent later
             // arrived, an earlier one did not. It is lost if it was sent
@@ -256,7 +290,7 @@ impl SendChannel {
         }
         AckOutcome {
             progress: done.count > 0 || sack != 0,
-            reorder_at,
+            rearm_at: reorder_at,
         }
     }
 

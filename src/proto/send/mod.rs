@@ -72,7 +72,7 @@ pub struct SendChannel {
 }
 
 /// The deadline of a packet waiting out a retransmission timeout's answer.
-const DEFERRED: Instant = Instant(u64::MAX);
+pub(in crate::proto) const DEFERRED: Instant = Instant(u64::MAX);
 
 impl InFlight {
     /// Whether its acknowledgement times one round trip: sent once, never
@@ -213,6 +213,12 @@ impl SendChannel {
                 }
             }
             let seq = self.next_seq;
+            // numbered in order, without a gap, within the window
+            debug_assert!(self
+                .in_flight
+                .back()
+                .is_none_or(|p| p.seq.wrapping_add(1) == seq));
+            debug_assert!(self.in_flight.len() < t.window);
             self.next_seq = self.next_seq.wrapping_add(1);
             let len = send_fragment(out, to, integ, &t.header, seq, &frag) as u64;
             let cat = frag.msg.meta.category.index();

@@ -97,6 +97,18 @@ impl SpareMsgs {
             + self.sums.iter().map(|v| v.capacity() * 4).sum::<usize>()
     }
 
+    /// Asserts the bounds (`Protocol::check_invariants`).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn check_bounds(&self) {
+        assert!(
+            self.boxes.len() <= SPARE_MSGS && self.sums.len() <= SPARE_MSGS,
+            "spare messages: {} boxes, {} sum vectors",
+            self.boxes.len(),
+            self.sums.len()
+        );
+        self.bufs.check_bounds();
+    }
+
     /// An empty vector for a message's block sums: a kept one when there
     /// is one.
     #[inline]

@@ -243,3 +243,42 @@ fn an_ack_of_the_resent_packet_only_lets_two_more_go_not_all() {
     assert!(ch.in_flight.iter().all(|p| p.deadline != DEFERRED));
     assert!(ch.retransmit_deadline() > Some(Instant(7_200)));
 }
+
+/// A SACKed packet the cumulative ACK stops before (the receiver refused
+/// it after all, its NACK lost) becomes the oldest: it is timed afresh
+/// from the ACK, and the channel's timer is told, whether the ACK also
+/// SACKs or not. (Its deadline, set while an older packet was timed, had
+/// passed without the timer knowing: found by the simulator's invariant
+/// walk, `Protocol::check_invariants`.)
+#[test]
+fn a_sacked_packet_made_the_oldest_is_timed_afresh() {
+    for sack in [0u64, 1 << 1] {
+        let m = msg(1);
+        let mut ch = SendChannel {
+            next_seq: 4,
+            ..Default::default()
+        };
+        for seq in 0..4 {
+            ch.in_flight.push_back(in_flight(seq, &m));
+        }
+        ch.in_flight[0].deadline = Instant(9_000);
+        ch.in_flight[1].sacked = true;
+        ch.in_flight[1].deadline = Instant(2_000); // long past by now
+        ch.in_flight[3].deadline = Instant(9_500);
+        let mut rtt = RttEstimator::new(5_000, 5_000, 1_000_000);
+        let mut stats = Statistics::initial();
+        let mut spare = SpareMsgs::default();
+        let now = Instant(8_000);
+        let o = ch
+            .on_ack(now, (0, 1, sack), &mut rtt, &mut stats, &mut spare)
+            .expect("news");
+        let front = &ch.in_flight[0];
+        assert_eq!((front.seq, front.sacked), (1, true), "sack {sack:#x}");
+        assert_eq!(front.deadline, now.plus(rtt.rto()), "sack {sack:#x}");
+        assert!(
+            o.rearm_at.is_some_and(|t| t <= front.deadline),
+            "sack {sack:#x}: {:?}",
+            o.rearm_at
+        );
+    }
+}

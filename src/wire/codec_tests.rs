@@ -1,6 +1,8 @@
-//! Unit tests of `codec.rs`.
+//! Unit tests of encoding, framing and decoding (`encode.rs`, `frame.rs`,
+//! `decode.rs`).
 #![allow(clippy::single_range_in_vec_init)] // a walk of one packet
 
+use super::layout::{FRAG_LEN_AT, NARGS_AT, PORT_AT, VERSION_AT, VTAG_AT};
 use super::*;
 
 const I: Integrity = Integrity::Crc32c;
@@ -267,13 +269,14 @@ fn handshake_round_trip_and_init_is_never_smaller_than_its_answer() {
         };
         assert_eq!(decode(&I, &b).unwrap(), want);
         // the port field holds a port, not 0 or more than 16 bits; a tag
-        for (at, v) in [(COMMON_LEN + 5, 1u8), (COMMON_LEN + 6, 0), (11, 0)] {
+        // (the port: a u64 at PORT_AT, its low 16 bits at PORT_AT + 6)
+        for (at, v) in [(PORT_AT + 5, 1u8), (PORT_AT + 6, 0), (VTAG_AT, 0)] {
             let mut f = b.clone();
-            if at == COMMON_LEN + 6 {
-                f[COMMON_LEN + 6] = 0;
-                f[COMMON_LEN + 7] = 0;
-            } else if at == 11 {
-                f[4..12].fill(0);
+            if at == PORT_AT + 6 {
+                f[PORT_AT + 6] = 0;
+                f[PORT_AT + 7] = 0;
+            } else if at == VTAG_AT {
+                f[VTAG_AT..VTAG_AT + 8].fill(0);
             } else {
                 f[at] = v;
             }
@@ -423,7 +426,7 @@ fn a_bundle_splits_into_exactly_its_packets_each_checked() {
 /// An `Integrity` that seals under a MAC (an association's key).
 fn test_job_mac() -> Integrity {
     let job = Integrity::job(
-        &super::super::mac::MacKey::from_job_key("bundle test key"),
+        &super::mac::MacKey::from_job_key("bundle test key"),
         [1; 12],
     );
     job.for_association(5, 6).0
@@ -449,14 +452,14 @@ fn garbage_after_packets_a_truncated_last_packet_and_a_long_frag_len_end_the_wal
     // packet 2 (a DATA) claims a fragment past the datagram's end
     for frag_len in [d.len() as u32, u32::MAX, (d.len() - starts[2]) as u32] {
         let mut b = d.clone();
-        b[starts[2] + 64..starts[2] + 68].copy_from_slice(&frag_len.to_be_bytes());
+        b[starts[2] + FRAG_LEN_AT..][..4].copy_from_slice(&frag_len.to_be_bytes());
         let (got, err) = walk(&I, &b);
         assert_eq!(got.len(), 2);
         assert_eq!(err, Some(DecodeError::Truncated));
     }
     // or more arguments than any packet carries
     let mut b = d.clone();
-    b[starts[1] + 38] = MAX_ARGS as u8 + 1;
+    b[starts[1] + NARGS_AT] = MAX_ARGS as u8 + 1;
     assert_eq!(
         walk(&I, &b),
         (vec![starts[0]..starts[1]], Some(DecodeError::Malformed))
@@ -539,7 +542,7 @@ fn at_most_max_bundle_packets_and_no_handshake_packet_inside_a_bundle() {
 fn a_version_2_packet_is_foreign() {
     let mut d = Vec::new();
     encode_nack(&mut d, &I, &sample_common(), false);
-    d[2] = 2;
+    d[VERSION_AT] = 2;
     let n = d.len();
     I.open(&d).unwrap_err();
     // resealed as a version-2 sender would

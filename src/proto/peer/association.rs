@@ -1,0 +1,202 @@
+//! A peer's association as the peer runs it: the handshake it starts
+//! (INIT, then COOKIE_ECHO, resent on its timer), the association it
+//! accepts from a valid cookie (a restarted peer's replaces the old one),
+//! and its end.
+
+use super::*;
+
+impl<A: Copy + PartialEq> Peer<A> {
+    /// Starts the handshake: sends an INIT offering `tag`.
+    pub fn start_handshake(&mut self, now: Instant, tag: u64, cx: &mut Ctx<'_, A>) {
+        self.assoc = Assoc {
+            state: AssocState::CookieWait,
+            local_tag: tag,
+            init_sent: now,
+            ..Assoc::default()
+        };
+        self.send_handshake(cx);
+        self.timers
+            .set(Timer::Handshake, Some(now.plus(self.rtt.rto())));
+    }
+
+    /// Sends the INIT or the COOKIE_ECHO, whichever the state asks for.
+    pub(super) fn send_handshake(&mut self, cx: &mut Ctx<'_, A>) {
+        let start = cx.out.start();
+        let integ = &cx.cfg.integrity;
+        match (&self.assoc.state, &self.assoc.cookie) {
+            (AssocState::CookieWait, _) => {
+                wire::encode_init(&mut cx.out.bytes, integ, self.assoc.local_tag)
+            }
+            (AssocState::CookieEchoed, Some(c)) => {
+                wire::encode_cookie_echo(&mut cx.out.bytes, integ, self.assoc.peer_tag, c)
+            }
+            _ => return,
+        }
+        cx.out.push(self.addr, start);
+    }
+
+    /// The INIT_ACK of our INIT: echo the cookie.
+    pub fn on_init_ack(
+        &mut self,
+        now: Instant,
+        resp_tag: u64,
+        cookie: &[u8; COOKIE_LEN],
+        cx: &mut Ctx<'_, A>,
+    ) -> bool {
+        if self.assoc.state != AssocState::CookieWait {
+            return false;
+        }
+        if self.assoc.tries == 0 {
+            // sent once: its answer times a round trip (Karn's rule)
+            self.rtt.sample(now.since(self.assoc.init_sent));
+        }
+        self.rtt.on_progress();
+        self.heard = now;
+        self.assoc.state = AssocState::CookieEchoed;
+        self.assoc.peer_tag = resp_tag;
+        // the peer may send DATA (which confirms) as soon as it has our echo
+        self.assoc.keyed(&cx.cfg.integrity);
+        self.assoc.cookie = Some(Box::new(*cookie));
+        self.assoc.tries = 0;
+        self.send_handshake(cx);
+        self.timers
+            .set(Timer::Handshake, Some(now.plus(self.rtt.rto())));
+        true
+    }
+
+    /// The peer has our COOKIE_ECHO (its COOKIE_ACK, or a packet of the
+    /// association came): the association is established, DATA goes.
+    #[inline]
+    pub fn confirm(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        // (tested inline: every packet of an association comes this way)
+        if self.assoc.state == AssocState::CookieEchoed {
+            self.establish(now, cx);
+        }
+    }
+
+    /// `confirm` of an association that waited for it.
+    #[inline(never)]
+    pub(super) fn establish(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        self.assoc.state = AssocState::Established;
+        self.assoc.since = now;
+        self.dead = None;
+        self.heard = now;
+        self.assoc.cookie = None;
+        self.assoc.tries = 0;
+        self.rtt.on_progress();
+        self.timers.stop(Timer::Handshake);
+        self.arm_idle(now, cx.cfg);
+        for ch in 0..NUM_CHANNELS {
+            self.pump(now, ch, cx);
+        }
+    }
+
+    /// A valid cookie from the peer's address establishes the association
+    /// (`local_tag`, `peer_tag`), whatever the local state. Another pair of
+    /// tags than the established one means the peer restarted: what was
+    /// sent in the old association fails, what was held for it is void.
+    pub fn accept_association(
+        &mut self,
+        now: Instant,
+        local_tag: u64,
+        peer_tag: u64,
+        cx: &mut Ctx<'_, A>,
+    ) {
+        let (old_state, old_tag) = (self.assoc.state, self.assoc.local_tag);
+        let a = &self.assoc;
+        let same =
+            a.state != AssocState::Closed && (a.local_tag, a.peer_tag) == (local_tag, peer_tag);
+        let keys = if same {
+            // the same association: its keys, and their packet counters, go on
+            Some((
+                std::mem::take(&mut self.assoc.tx),
+                std::mem::take(&mut self.assoc.rx),
+            ))
+        } else {
+            if matches!(
+                old_state,
+                AssocState::Established | AssocState::ShutdownSent
+            ) {
+                self.fail_all(FailReason::PeerUnreachable, cx.out);
+            }
+            if old_state != AssocState::Closed && old_tag != local_tag {
+                cx.closed.record(old_tag, cx.cfg.cookie_lifetime);
+            }
+            self.reset_channels();
+            None
+        };
+        self.assoc = Assoc {
+            state: AssocState::Established,
+            local_tag,
+            peer_tag,
+            since: now,
+            ..Assoc::default()
+        };
+        match keys {
+            Some((tx, rx)) => (self.assoc.tx, self.assoc.rx) = (tx, rx),
+            None => self.assoc.keyed(&cx.cfg.integrity),
+        }
+        self.timers.stop(Timer::Handshake);
+        self.arm_idle(now, cx.cfg);
+        self.dead = None;
+        self.heard = now;
+        let start = cx.out.start();
+        wire::encode_cookie_ack(&mut cx.out.bytes, &cx.cfg.integrity, peer_tag);
+        cx.out.push(self.addr, start);
+        for ch in 0..NUM_CHANNELS {
+            self.pump(now, ch, cx);
+        }
+    }
+
+    /// The association ends (ABORT): every unfinished message fails; a
+    /// new send starts a new handshake.
+    pub fn close(&mut self, cx: &mut Ctx<'_, A>) {
+        self.fail_all(FailReason::PeerUnreachable, cx.out);
+        self.end_association(cx);
+    }
+
+    /// The association is over (its messages dealt with): its tag is
+    /// remembered (a cookie for it is refused), the channels start afresh.
+    pub fn end_association(&mut self, cx: &mut Ctx<'_, A>) {
+        if self.assoc.state != AssocState::Closed {
+            cx.closed
+                .record(self.assoc.local_tag, cx.cfg.cookie_lifetime);
+        }
+        self.reset_channels();
+        self.assoc = Assoc::default();
+        self.timers.stop(Timer::Handshake);
+        self.timers.stop(Timer::Idle);
+    }
+
+    /// Both directions start afresh for a new association: nothing held
+    /// or owed; unacknowledged fragments go back to be numbered anew, from
+    /// epoch 0 (a peer with a new association has none of them).
+    pub(in crate::proto) fn reset_channels(&mut self) {
+        self.rx = Default::default();
+        for ch in 0..NUM_CHANNELS {
+            self.tx[ch].rewind();
+            self.timers.stop(Timer::Ack(ch));
+            self.timers.stop(Timer::Pause(ch));
+            self.timers.stop(Timer::Retransmit(ch));
+        }
+    }
+
+    /// The handshake timer: send again, or past the retry limit give up
+    /// everything queued for the peer. True: an unanswered shutdown of an
+    /// idle association ends, the slot may be freed.
+    pub(super) fn on_handshake_timeout(&mut self, now: Instant, cx: &mut Ctx<'_, A>) -> bool {
+        if self.assoc.state == AssocState::ShutdownSent {
+            return self.on_shutdown_timeout(now, cx);
+        }
+        self.assoc.tries += 1;
+        if self.assoc.tries > cx.cfg.retry_limit {
+            self.close(cx);
+            return false;
+        }
+        self.rtt.on_timeout();
+        self.send_handshake(cx);
+        self.timers
+            .set(Timer::Handshake, Some(now.plus(self.rtt.rto())));
+        false
+    }
+}

@@ -1,0 +1,171 @@
+//! What a peer does with its channels' packets: DATA sent while the window
+//! allows (with both receive channels' acks piggybacked), ACKs and NACKs
+//! taken and sent, DATA taken within the peer's buffer budget.
+
+use super::*;
+
+impl<A: Copy + PartialEq> Peer<A> {
+    /// Sends what send channel `ch` may send now: packets marked for
+    /// resending, then new fragments while the window allows.
+    #[inline]
+    pub fn pump(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
+        if self.is_paused(ch) || !self.tx[ch].has_to_send() || !self.assoc.can_send() {
+            // Nothing to send (the usual case after an ACK), or no
+            // association to send in yet: tested inline, no call.
+            return;
+        }
+        self.transmit(now, ch, cx);
+    }
+
+    /// `pump` when there is something to send.
+    #[inline(never)]
+    pub(super) fn transmit(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
+        let rtt = &self.rtt;
+        let rto = rtt.rto();
+        let t = Transmission {
+            header: Common {
+                vtag: self.assoc.peer_tag,
+                channel: ch as u8,
+                epoch: self.tx[ch].epoch,
+                seq: 0,
+                acks: self.piggyback(),
+            },
+            rto,
+            probe_after: rtt.probe_timeout_within(rto),
+            window: cx.cfg.window,
+        };
+        if let Some(d) = self.tx[ch].transmit(now, &t, self.addr, &self.assoc.tx, cx.out) {
+            self.acks_carried(cx.cfg);
+            self.timers.lower(Timer::Retransmit(ch), d);
+        }
+    }
+
+    /// An acknowledgement for send channel `ch`: (epoch, next, sack).
+    #[inline]
+    pub fn on_ack(&mut self, now: Instant, ch: usize, ack: (u16, u32, u64), cx: &mut Ctx<'_, A>) {
+        let tx = &mut self.tx[ch];
+        let Some(o) = tx.on_ack(now, ack, &mut self.rtt, &mut cx.out.stats, cx.spare_msgs) else {
+            return;
+        };
+        if let Some(t) = o.rearm_at {
+            self.timers.lower(Timer::Retransmit(ch), t);
+        }
+        if o.progress {
+            self.pump(now, ch, cx);
+            self.unwatch_if_idle();
+        }
+    }
+
+    /// A NACK of packet `seq` of send channel `ch`.
+    pub fn on_nack(
+        &mut self,
+        now: Instant,
+        ch: usize,
+        (epoch, seq, last): (u16, u32, bool),
+        cx: &mut Ctx<'_, A>,
+    ) {
+        // Everything before the refused packet has arrived.
+        self.on_ack(now, ch, (epoch, seq, 0), cx);
+        match self.tx[ch].on_nack(epoch, seq, last) {
+            Nacked::Stale => {}
+            Nacked::GiveUp(id) => self.fail_message(now, ch, id, FailReason::Refused, cx),
+            Nacked::GoBack => {
+                let until = now.plus(cx.cfg.nack_backoff);
+                self.timers.set(Timer::Pause(ch), Some(until));
+                self.timers.stop(Timer::Retransmit(ch));
+            }
+        }
+    }
+
+    /// A DATA packet for receive channel `c.channel`.
+    #[inline]
+    pub fn on_data(
+        &mut self,
+        now: Instant,
+        c: &Common,
+        f: InFrag<'_>,
+        cx: &mut Ctx<'_, A>,
+        place: &mut dyn crate::proto::Placement<A>,
+    ) {
+        let ch = c.channel as usize;
+        let used = self.rx[0].buffered() + self.rx[1].buffered();
+        let mut rcx = RecvCx {
+            from: self.addr,
+            ch,
+            recv_depth: cx.cfg.recv_depth,
+            nack_limit: cx.cfg.nack_limit,
+            budget: cx.cfg.peer_buffer.saturating_sub(used),
+            queued_requests: cx.queued_requests,
+            out: cx.out,
+            place,
+        };
+        if let Some(last) = self.rx[ch].on_data(now, (c.epoch, c.seq), f, &mut rcx) {
+            self.send_nack(ch, last, cx);
+        }
+        // held packets within the peer's budget (in-order data is taken
+        // whatever it costs: reassembly may go past it, held packets never)
+        debug_assert!(self.rx.iter().map(|r| r.held_bytes).sum::<usize>() <= cx.cfg.peer_buffer);
+        self.sync_ack_timer(ch, cx.cfg);
+    }
+
+    pub(super) fn piggyback(&self) -> [AckField; NUM_CHANNELS] {
+        let f = |r: &RecvChannel| AckField {
+            valid: r.known,
+            epoch: r.epoch,
+            next: r.next,
+        };
+        [f(&self.rx[0]), f(&self.rx[1])]
+    }
+
+    /// A packet carrying the cumulative acks went out: what is owed is paid,
+    /// unless a SACK is needed too.
+    pub(super) fn acks_carried(&mut self, cfg: &ProtoConfig) {
+        for ch in 0..NUM_CHANNELS {
+            if self.rx[ch].held.is_empty() && self.rx[ch].dup.is_none() {
+                self.rx[ch].ack_paid();
+                self.sync_ack_timer(ch, cfg);
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn sync_ack_timer(&mut self, ch: usize, cfg: &ProtoConfig) {
+        let due = self.rx[ch].ack_deadline(cfg.ack_delay);
+        self.timers.set(Timer::Ack(ch), due);
+    }
+
+    /// The header of a control packet about receive channel `ch`: its epoch
+    /// and next expected sequence number, with both piggybacked acks.
+    pub(super) fn control_header(&self, ch: usize) -> Common {
+        let rx = &self.rx[ch];
+        Common {
+            vtag: self.assoc.peer_tag,
+            channel: ch as u8,
+            epoch: rx.epoch,
+            seq: rx.next,
+            acks: self.piggyback(),
+        }
+    }
+
+    /// Sends the ACK of receive channel `ch` (with its SACK bitmap).
+    pub fn send_ack(&mut self, ch: usize, cx: &mut Ctx<'_, A>) {
+        let c = self.control_header(ch);
+        let sack = self.rx[ch].sack_bits();
+        let dup = std::mem::take(&mut self.rx[ch].dup);
+        let out = &mut *cx.out;
+        let start = out.start();
+        wire::encode_ack_dup(&mut out.bytes, &self.assoc.tx, &c, sack, dup);
+        out.stats.acks_sent += 1;
+        out.push(self.addr, start);
+        self.rx[ch].ack_paid();
+        self.timers.stop(Timer::Ack(ch));
+    }
+
+    pub(super) fn send_nack(&mut self, ch: usize, last: bool, cx: &mut Ctx<'_, A>) {
+        let c = self.control_header(ch);
+        let start = cx.out.start();
+        wire::encode_nack(&mut cx.out.bytes, &self.assoc.tx, &c, last);
+        cx.out.stats.nacks_sent += 1;
+        cx.out.push(self.addr, start);
+    }
+}

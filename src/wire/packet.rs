@@ -1,0 +1,76 @@
+//! A packet as parsed (`Packet`, borrowing its payload from the datagram)
+//! and the fields every association packet carries (`Common`). Their bytes
+//! are in `layout.rs`; `encode.rs` writes them, `decode.rs` reads them.
+
+use super::{AckField, MsgMeta, COOKIE_LEN, NUM_CHANNELS};
+
+/// Fields every packet of an association (DATA, ACK, NACK) carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Common {
+    /// The receiver's verification tag of the association.
+    pub vtag: u64,
+    pub channel: u8,
+    pub epoch: u16,
+    pub seq: u32,
+    /// Piggybacked cumulative acks for the reverse channels, indexed by channel.
+    pub acks: [AckField; NUM_CHANNELS],
+}
+
+/// A parsed, checked packet borrowing its payload from the datagram.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Packet<'a> {
+    Data {
+        common: Common,
+        meta: MsgMeta,
+        msg_len: u32,
+        frag_off: u32,
+        payload: &'a [u8],
+    },
+    Ack {
+        common: Common,
+        sack: u64,
+        /// The sequence number of a DATA that arrived twice since the last
+        /// ACK of the channel.
+        dup: Option<u32>,
+    },
+    Nack {
+        common: Common,
+        /// The receiver will never take this packet in this epoch: the
+        /// sender gives the message up (ECONGESTION).
+        last: bool,
+    },
+    /// Opens an association: the initiator's tag (never 0). Its vtag is 0.
+    Init { init_tag: u64 },
+    /// The answer to an INIT (vtag: the initiator's tag): the responder's
+    /// tag and the cookie to echo.
+    InitAck {
+        vtag: u64,
+        resp_tag: u64,
+        cookie: &'a [u8; COOKIE_LEN],
+    },
+    /// The cookie sent back (vtag: the responder's tag).
+    CookieEcho {
+        vtag: u64,
+        cookie: &'a [u8; COOKIE_LEN],
+    },
+    /// The association is established (vtag: the initiator's tag).
+    CookieAck { vtag: u64 },
+    /// Ends the association whose tag it carries.
+    Abort { vtag: u64 },
+    /// Asks the peer of an association (vtag: its tag) to answer; `nonce`
+    /// comes back in the HEARTBEAT_ACK.
+    Heartbeat { vtag: u64, nonce: u64 },
+    /// The answer to a HEARTBEAT (vtag: the asker's tag).
+    HeartbeatAck { vtag: u64, nonce: u64 },
+    /// Asks the peer to free the idle association (vtag: its tag);
+    /// `nonce` grows with every SHUTDOWN of the association.
+    Shutdown { vtag: u64, nonce: u64 },
+    /// The association is freed (vtag: the asker's tag, or its SHUTDOWN's
+    /// tag reflected); `nonce` echoes the SHUTDOWN's.
+    ShutdownAck { vtag: u64, nonce: u64 },
+    /// The sender's packets of the association (vtag: the receiver's tag)
+    /// may also come from `port` of its host (never 0).
+    Alias { vtag: u64, port: u16 },
+    /// `port` is taken as the asker's (vtag: the asker's tag).
+    AliasAck { vtag: u64, port: u16 },
+}
