@@ -265,6 +265,7 @@ int main(void) {
   CHECK(sa == (void *)1 && sn == 77, "failed AM_GetSeg wrote its out-parameters");
   static uint8_t segA[4096], segB[4096];
   EXPECT_RC(AM_SetSeg(NULLEP, segA, sizeof segA), AM_ERR_BAD_ARG);
+  EXPECT_RC(AM_SetSeg(A, (void *)(UINTPTR_MAX - 7), 16), AM_ERR_BAD_ARG); /* wraps */
   AM_SAFE(AM_GetSeg(A, &sa, &sn));
   CHECK(sa == NULL && sn == 0, "new endpoint's segment is (%p, %lu), expected (NULL, 0)", sa, (unsigned long)sn);
   AM_SAFE(AM_SetSeg(A, segA, sizeof segA));
@@ -435,6 +436,8 @@ int main(void) {
   EXPECT_RC(AM_RequestI0(A, 1, H_LOOP, big, (size_t)AM_MaxMedium() + 1), AM_ERR_BAD_ARG);
   EXPECT_RC(AM_RequestI0(A, 0, H_LOOP, big, (size_t)AM_MaxMedium() + 1), AM_ERR_BAD_ARG); /* loopback too */
   EXPECT_RC(AM_RequestI0(A, 1, H_LOOP, NULL, 8), AM_ERR_BAD_ARG);
+  EXPECT_RC(AM_RequestI0(A, 1, H_LOOP, (void *)(UINTPTR_MAX - 3), 8), AM_ERR_BAD_ARG); /* wraps */
+  EXPECT_RC(AM_RequestI0(A, 0, H_LOOP, (void *)(UINTPTR_MAX - 3), 8), AM_ERR_BAD_ARG); /* loopback */
   EXPECT_RC(AM_RequestXfer0(A, 1, 0, H_LOOP, big, (size_t)AM_MaxLong() + 1), AM_ERR_BAD_ARG);
   EXPECT_RC(AM_RequestXfer0(A, 0, 0, H_LOOP, big, (size_t)AM_MaxLong() + 1), AM_ERR_BAD_ARG);
   EXPECT_RC(AM_RequestXferAsync0(A, 1, 0, H_LOOP, big, (size_t)AM_MaxLong() + 1), AM_ERR_BAD_ARG);
@@ -519,6 +522,12 @@ int main(void) {
   EXPECT_RC(ramp_enToString(nameA, NULL, 64), AM_ERR_BAD_ARG);
   EXPECT_RC(ramp_enToString(nameA, sbuf, 4), AM_ERR_BAD_ARG);
   EXPECT_RC(ramp_enToString(nameA, sbuf, 0), AM_ERR_BAD_ARG);
+  /* memory that wraps around the address space, a misaligned pointer: refused before
+   * anything is read or written through them (never touched: a crash otherwise) */
+  EXPECT_RC(ramp_enToString(nameA, (char *)(UINTPTR_MAX - 7), 64), AM_ERR_BAD_ARG);
+  EXPECT_RC(ramp_AggregateStatistics(&st, (const ramp_stats_t *)((uintptr_t)&st + 1)), AM_ERR_BAD_ARG);
+  CHECK(ramp_DumpStatistics(NULL, (const ramp_stats_t *)((uintptr_t)&st + 1), 0) == NULL,
+        "ramp_DumpStatistics read a misaligned ramp_stats_t");
   AM_SAFE(ramp_enToString(nameA, sbuf, sizeof sbuf));
   CHECK(strchr(sbuf, ':') != NULL && strlen(sbuf) < sizeof sbuf, "ramp_enToString gave \"%s\"", sbuf);
   CHECK(strcmp(ct_errname(AM_OK), "AM_OK") == 0, "ramp_ErrorName(0) = %s", ct_errname(0));

@@ -113,6 +113,10 @@ static void bad_args(void) {
   EXPECT_RC(ramp_RegisterRegion(P.ep, b, 16, 4, &reg), AM_ERR_BAD_ARG);
   EXPECT_RC(ramp_RegisterRegion(P.ep, b, 16, RAMP_REGION_READ, NULL), AM_ERR_BAD_ARG);
   EXPECT_RC(ramp_RegisterRegion(NULL, b, 16, RAMP_REGION_READ, &reg), AM_ERR_BAD_ARG);
+  /* memory that wraps around the address space: refused, never touched */
+  EXPECT_RC(ramp_RegisterRegion(P.ep, (void *)(UINTPTR_MAX - 7), 16, RAMP_REGION_READ, &reg), AM_ERR_BAD_ARG);
+  EXPECT_RC(ramp_Get(P.ep, 1, R.rw, 0, (void *)(UINTPTR_MAX - 3), 8, &op), AM_ERR_BAD_ARG);
+  EXPECT_RC(ramp_Put(P.ep, 1, R.rw, 0, (void *)(UINTPTR_MAX - 3), 8, &op), AM_ERR_BAD_ARG);
   CHECK(reg == 555, "a failed registration wrote its id");
   void *base = (void *)&op;
   EXPECT_RC(ramp_AllocRegion(NULL, 4096, RAMP_REGION_READ, &base, &reg), AM_ERR_BAD_ARG);

@@ -6,7 +6,8 @@
  * (libramp.so.RAMP_ABI_VERSION); it changes only when the ABI breaks.
  *
  * Every function returns an AM_* code unless noted; bad arguments give
- * AM_ERR_BAD_ARG, never a crash.  Token arguments are valid only inside the handler
+ * AM_ERR_BAD_ARG, never a crash (among them a buffer or array whose range wraps
+ * around the address space, and a pointer misaligned for its type).  Token arguments are valid only inside the handler
  * that received them.  Latencies and round-trip times are in nanoseconds.
  *
  * After an internal error (a panic inside ramp, reported on stderr as "ramp: internal

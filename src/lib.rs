@@ -56,6 +56,12 @@ mod wire;
 /// (not an API; the `ramp` binary is built without the `testing` feature).
 #[doc(hidden)]
 pub mod bench_support {
+    /// A fresh job key for `RAMP_JOB_KEY`: 64 hex digits of the kernel's
+    /// randomness, from the crate's one source of it (`sys::random`).
+    pub fn random_job_key() -> std::io::Result<String> {
+        crate::spmd::new_job_key()
+    }
+
     /// The wire's CRC32C of `bytes` (`wire::crc32c`).
     pub fn packet_crc32c(bytes: &[u8]) -> u32 {
         crate::wire::crc32c(bytes)

@@ -500,7 +500,7 @@ fn held_records_leave_when_the_program_exits() {
     am::free_endpoint(e.id).unwrap();
 }
 
-/// Over shared memory as over UDP (`tests/am_udp.rs`): a request held
+/// Over shared memory as over UDP (`tests/am_udp_batch.rs`): a request held
 /// behind an unanswered one (its record in the ring's sender) waits for
 /// the sender's next call without a progress thread, and leaves while the
 /// sender computes with one (woken by the earlier request's answer).

@@ -140,30 +140,16 @@ fn proto_config(cfg: &Config) -> crate::proto::ProtoConfig {
     p
 }
 
-/// 32 bytes of the OS's randomness: the protocol's secret (its
-/// verification tags and cookie key derive from it). Without
-/// /dev/urandom, the clocks, the process id and a counter, hashed (unique,
-/// though guessable: said on stderr).
-fn endpoint_secret() -> [u8; 32] {
-    use std::io::Read;
-    let mut s = [0u8; 32];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut s))
-        .is_ok();
-    if ok {
-        return s;
-    }
-    eprintln!("ramp: /dev/urandom unreadable; association tags are guessable");
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let mut h = blake3::Hasher::new();
-    h.update(&crate::clock::real_now().as_nanos().to_le_bytes());
-    h.update(&t.to_le_bytes());
-    h.update(&std::process::id().to_le_bytes());
-    h.update(&NEXT_ENDPOINT_ID.load(Ordering::Relaxed).to_le_bytes());
-    *h.finalize().as_bytes()
+/// 32 bytes of the OS's randomness (`sys::random`): the protocol's secret
+/// (its verification tags and cookie key derive from it). Without them
+/// no endpoint opens: a guessable secret would make its tags guessable.
+fn endpoint_secret(cfg: &Config) -> Result<[u8; 32]> {
+    crate::sys::random::random_bytes().map_err(|e| {
+        if cfg.verbose {
+            eprintln!("ramp: cannot open an endpoint: no randomness for its secret: {e}");
+        }
+        Error::Resource("cannot open an endpoint: the OS gave no randomness for its secret")
+    })
 }
 
 impl Endpoint {
@@ -190,20 +176,22 @@ impl Endpoint {
             eprintln!("ramp: cannot open an endpoint: {e}");
             Error::Resource("cannot open the endpoint's socket")
         })?;
-        Ok(Endpoint::over(cfg, bundle, transports, host.clone()))
+        Endpoint::over(cfg, bundle, transports, host.clone())
     }
 
     /// An endpoint on the given transports; its name is their address.
+    /// Fails only when no secret can be made for it (`endpoint_secret`;
+    /// a simulated host makes its own, `Host::secret`).
     pub(crate) fn over(
         cfg: &Config,
         bundle: u64,
         transports: Transports,
         host: Host,
-    ) -> Arc<Endpoint> {
+    ) -> Result<Arc<Endpoint>> {
         let addr = transports.local_addr();
         let secret = match &host.secret {
             Some(make) => make(),
-            None => endpoint_secret(),
+            None => endpoint_secret(cfg)?,
         };
         let proto = Protocol::new(proto_config(cfg), &secret);
         // express records carry no MAC: under a job key each ring's ends
@@ -250,7 +238,7 @@ impl Endpoint {
                 ..Default::default()
             },
         };
-        Arc::new(Endpoint {
+        Ok(Arc::new(Endpoint {
             id: NEXT_ENDPOINT_ID.fetch_add(1, Ordering::Relaxed),
             clock: host.clock.clone(),
             host,
@@ -259,7 +247,7 @@ impl Endpoint {
             state: ReentrantMutex::new(RefCell::new(st)),
             bundle: Mutex::new(bundle),
             logged: std::sync::OnceLock::new(),
-        })
+        }))
     }
 
     pub fn name(&self) -> EndpointName {
@@ -439,5 +427,48 @@ impl Endpoint {
 
     pub(crate) fn is_ready(&self) -> bool {
         self.with(|s| s.depth.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::am::{allocate_bundle, allocate_endpoint_over, allocate_endpoint_with, BundleMode};
+    use crate::config::Config;
+    use crate::error::Error;
+    use crate::net::{mem::MemNetwork, Transports};
+    use crate::sys::random::failing::FailingRandomness;
+
+    #[test]
+    fn no_endpoint_opens_without_randomness_for_its_secret() {
+        crate::am::init().unwrap();
+        let cfg = Config::from_lookup(|_| None).unwrap();
+        let b = allocate_bundle(BundleMode::Seq).unwrap();
+        let net = MemNetwork::new();
+        {
+            let _f = FailingRandomness::start();
+            // over the in-memory network, and on a real socket
+            let over = allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach())));
+            let real = allocate_endpoint_with(b.id, &cfg);
+            for r in [over, real] {
+                let Err(Error::Resource(why)) = r else {
+                    panic!("an endpoint opened without randomness");
+                };
+                assert!(why.contains("randomness"), "{why}");
+            }
+            assert!(
+                b.endpoints().is_empty(),
+                "a refused endpoint joined its bundle"
+            );
+        }
+        // with randomness: open, each with a secret of its own
+        let e0 = allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach())));
+        let e1 = allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach())));
+        let (s0, s1) = (
+            e0.unwrap().with(|s| s.secret),
+            e1.unwrap().with(|s| s.secret),
+        );
+        assert!(s0 != [0; 32] && s0 != s1);
+        crate::am::free_bundle(b.id).unwrap();
+        crate::am::terminate().unwrap();
     }
 }

@@ -309,7 +309,7 @@ pub(crate) fn allocate_endpoint_over(
 ) -> Result<Arc<Endpoint>> {
     let b = bundle(bundle_id).ok_or(Error::BadArg("not a live bundle"))?;
     let host = b.host.clone();
-    register(&b, Endpoint::over(cfg, bundle_id, transports, host))
+    register(&b, Endpoint::over(cfg, bundle_id, transports, host)?)
 }
 
 /// Puts a new endpoint in its bundle and in the registry.

@@ -114,16 +114,15 @@ pub extern "C" fn AM_SetSeg(ea: ep_t, addr: *mut c_void, nbytes: usize) -> c_int
         if addr.is_null() && nbytes != 0 {
             return Err(Error::BadArg("NULL segment address with a non-zero length"));
         }
-        if (addr as usize).checked_add(nbytes).is_none() {
-            return Err(Error::BadArg("segment wraps around the address space"));
-        }
+        let seg = CSegment::new(
+            addr as usize,
+            nbytes,
+            "segment wraps around the address space",
+        )?;
         if addr.is_null() {
             ep.set_segment(None);
         } else {
-            ep.set_segment(Some(Arc::new(CSegment {
-                base: addr as usize,
-                len: nbytes,
-            })));
+            ep.set_segment(Some(Arc::new(seg)));
         }
         Ok(())
     })

@@ -87,18 +87,14 @@ pub unsafe extern "C" fn ramp_Drain(
         if max > 0 && msgs.is_null() {
             return Err(Error::BadArg("NULL message array"));
         }
+        check_array(msgs, max)?;
         let b = bundle(eb)?;
-        let mut i = 0usize;
-        let r = b.drain(max as usize, |p| {
-            // SAFETY: the caller's array holds `max` elements and drain hands
-            // out at most `max` messages, so `i < max` here.
-            let m = unsafe { &mut *msgs.add(i) };
-            fill(m, p);
-            i += 1;
-        });
+        let mut out = Records::new(msgs, max);
+        // SAFETY: `msgs` holds `max` records by contract, checked above.
+        let r = b.drain(max as usize, |p| unsafe { out.put(p) });
         // SAFETY: checked non-null above.
-        unsafe { count.write(i as c_int) };
-        r.map(|_| ())
+        unsafe { count.write(out.written as c_int) };
+        out.finish(r)
     })
 }
 
@@ -141,20 +137,77 @@ unsafe fn drain_wait(
     if max > 0 && msgs.is_null() {
         return Err(Error::BadArg("NULL message array"));
     }
+    check_array(msgs, max)?;
     let b = bundle(eb)?;
-    let mut i = 0usize;
     let spin = spin_us as u64 * crate::time::MICROS;
-    let r = b.drain_wait(max as usize, spin, |p| {
-        // SAFETY: the caller's array holds `max` elements and one drain
-        // hands out at most `max` messages (drain_wait returns after the
-        // first drain that hands out any), so `i < max` here.
-        let m = unsafe { &mut *msgs.add(i) };
-        fill(m, p);
-        i += 1;
-    });
+    let mut out = Records::new(msgs, max);
+    // SAFETY: `msgs` holds `max` records by contract, checked above. (One
+    // drain hands out at most `max` messages: drain_wait returns after the
+    // first drain that hands out any.)
+    let r = b.drain_wait(max as usize, spin, |p| unsafe { out.put(p) });
     // SAFETY: checked non-null above.
-    unsafe { count.write(i as c_int) };
-    r.map(|_| ())
+    unsafe { count.write(out.written as c_int) };
+    out.finish(r)
+}
+
+/// Refuses an array of `max` records that is misaligned or wraps around
+/// the address space (`max` >= 0, checked by the caller).
+fn check_array(msgs: *mut ramp_msg_t, max: c_int) -> Result<()> {
+    if max > 0 && !super::sane_array(msgs.cast_const(), max as usize) {
+        return Err(Error::BadArg(
+            "message array misaligned or wrapping around the address space",
+        ));
+    }
+    Ok(())
+}
+
+/// The caller's array of `max` records, filled in order by a drain: the
+/// index is checked against `max` before every write, in every build.
+struct Records {
+    msgs: *mut ramp_msg_t,
+    max: usize,
+    written: usize,
+    /// Messages handed out past `max` (never: the drains take `max`), not
+    /// written; the call then fails.
+    lost: bool,
+}
+
+impl Records {
+    fn new(msgs: *mut ramp_msg_t, max: c_int) -> Records {
+        Records {
+            msgs,
+            max: max.max(0) as usize,
+            written: 0,
+            lost: false,
+        }
+    }
+
+    /// Writes the next record, if the array has room for it.
+    ///
+    /// # Safety
+    /// `msgs` must hold `max` writable records (when `max` > 0).
+    unsafe fn put(&mut self, p: &Pulled<'_>) {
+        if self.written >= self.max {
+            self.lost = true;
+            return;
+        }
+        // SAFETY: written < max (checked above) and the array holds `max`
+        // aligned records (this function's contract, `check_array`).
+        let m = unsafe { &mut *self.msgs.add(self.written) };
+        fill(m, p);
+        self.written += 1;
+    }
+
+    /// The drain's result, or an error when a message could not be written.
+    fn finish<T>(self, r: Result<T>) -> Result<()> {
+        r?;
+        if self.lost {
+            return Err(Error::Resource(
+                "the drain handed out more messages than the array holds",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A drain described once (`ramp_DrainOn`): `ramp_DrainWait`'s arguments in
@@ -332,6 +385,44 @@ mod tests {
         assert_eq!(std::mem::offset_of!(ramp_msg_t, source_id), 96);
         assert_eq!(std::mem::offset_of!(ramp_msg_t, handler), 108);
         assert_eq!(std::mem::offset_of!(ramp_msg_t, flags), 111);
+    }
+
+    #[test]
+    fn records_are_written_only_inside_the_callers_array() {
+        let p = Pulled {
+            token: Default::default(),
+            endpoint: 1,
+            handler: 9,
+            category: Category::Short,
+            is_request: true,
+            returned: None,
+            source_id: 0,
+            args: &[4, 5],
+            addr: 0,
+            len: 0,
+        };
+        let mut arr = [const { std::mem::MaybeUninit::<ramp_msg_t>::uninit() }; 3];
+        let mut out = Records::new(arr.as_mut_ptr().cast(), 2);
+        // SAFETY: the array holds 3 records, `Records` is told 2.
+        unsafe {
+            for _ in 0..3 {
+                out.put(&p);
+            }
+        }
+        assert_eq!(out.written, 2);
+        assert!(
+            out.finish(Ok(())).is_err(),
+            "a message past max went unreported"
+        );
+        // SAFETY: the first two were written by `put`.
+        let first = unsafe { arr[1].assume_init_ref() };
+        assert_eq!((first.handler, first.nargs, first.args[1]), (9, 2, 5));
+        // arrays that wrap or are misaligned are refused
+        let odd = (arr.as_mut_ptr() as usize + 1) as *mut ramp_msg_t;
+        assert!(check_array(odd, 1).is_err());
+        assert!(check_array(usize::MAX as *mut ramp_msg_t, 0).is_ok());
+        assert!(check_array(((usize::MAX - 200) & !7) as *mut ramp_msg_t, 2).is_err());
+        assert!(check_array(arr.as_mut_ptr().cast(), 3).is_ok());
     }
 
     #[test]

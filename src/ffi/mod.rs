@@ -35,6 +35,8 @@
 //! written only on success.
 
 pub mod am2;
+#[cfg(test)]
+mod bounds_tests;
 pub mod drain;
 pub mod names;
 pub mod ramp;
@@ -284,18 +286,36 @@ pub(crate) fn eb_handle(id: u64) -> eb_t {
 /// # Safety
 /// `p` must be NULL or point to writable memory for a `T`.
 pub(crate) unsafe fn out<T>(p: *mut T, v: T) -> Result<()> {
-    if p.is_null() {
-        return Err(Error::BadArg("NULL output pointer"));
-    }
-    // SAFETY: non-null, and the caller passes a pointer to a T it owns.
+    need(p)?;
+    // SAFETY: non-null and aligned (checked by `need`), and the caller
+    // passes a pointer to a T it owns.
     unsafe { p.write(v) };
     Ok(())
 }
 
-/// Fails with BadArg when an output pointer is NULL (checked before any change).
+/// Whether `len` bytes from `addr` are a range Rust may view as a slice:
+/// not wrapping around the address space, at most `isize::MAX` bytes.
+/// (That the application's memory is there is its contract; this much is
+/// checked in every build before any pointer into it is made.)
+pub(crate) fn sane_range(addr: usize, len: usize) -> bool {
+    len <= isize::MAX as usize && addr.checked_add(len).is_some()
+}
+
+/// Whether `n` values of `T` from `p` are an array Rust may view as a
+/// slice: `p` aligned for `T`, the bytes a `sane_range`.
+pub(crate) fn sane_array<T>(p: *const T, n: usize) -> bool {
+    (p as usize).is_multiple_of(std::mem::align_of::<T>())
+        && n.checked_mul(std::mem::size_of::<T>())
+            .is_some_and(|bytes| sane_range(p as usize, bytes))
+}
+
+/// Fails with BadArg when an output pointer is NULL or misaligned for its
+/// type (checked before any change).
 pub(crate) fn need<T>(p: *mut T) -> Result<()> {
     if p.is_null() {
         Err(Error::BadArg("NULL output pointer"))
+    } else if !sane_array(p.cast_const(), 1) {
+        Err(Error::BadArg("output pointer misaligned for its type"))
     } else {
         Ok(())
     }

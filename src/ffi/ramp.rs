@@ -58,9 +58,18 @@ pub(super) unsafe fn message_parts<'a>(
     if nbytes > 0 && src.is_null() {
         return Err(Error::BadArg("NULL source address with a non-zero length"));
     }
+    if !super::sane_range(src as usize, nbytes) {
+        return Err(Error::BadArg("source range wraps around the address space"));
+    }
+    if n > 0 && !super::sane_array(args, n) {
+        return Err(Error::BadArg(
+            "argument vector misaligned or wrapping around",
+        ));
+    }
     let mut a = [0u32; MAX_ARGS];
     if n > 0 {
-        // SAFETY: non-null and, by the contract, `numargs` ints long.
+        // SAFETY: non-null, aligned, not wrapping (checked above) and, by
+        // the contract, `numargs` ints long.
         let s = unsafe { std::slice::from_raw_parts(args, n) };
         for (d, v) in a.iter_mut().zip(s) {
             *d = *v as u32;
@@ -69,8 +78,9 @@ pub(super) unsafe fn message_parts<'a>(
     let payload: &[u8] = if nbytes == 0 {
         &[]
     } else {
-        // SAFETY: non-null and, by the contract, `nbytes` readable bytes; it is
-        // copied before the call returns.
+        // SAFETY: non-null, not wrapping (checked above) and, by the
+        // contract, `nbytes` readable bytes; it is copied before the call
+        // returns.
         unsafe { std::slice::from_raw_parts(src.cast::<u8>(), nbytes) }
     };
     Ok((a, n, payload))
@@ -211,6 +221,9 @@ pub unsafe extern "C" fn ramp_enToString(name: en_t, buf: *mut c_char, len: usiz
         if s.len() + 1 > len {
             return Err(Error::BadArg("buffer too small for the name"));
         }
+        if !super::sane_range(buf as usize, len) {
+            return Err(Error::BadArg("buffer wraps around the address space"));
+        }
         // SAFETY: `buf` holds `len` bytes by contract and s.len()+1 <= len.
         unsafe {
             std::ptr::copy_nonoverlapping(s.as_ptr(), buf.cast::<u8>(), s.len());
@@ -315,8 +328,12 @@ pub unsafe extern "C" fn ramp_AggregateStatistics(
         if runningsum.is_null() || newvalues.is_null() {
             return Err(Error::BadArg("NULL statistics pointer"));
         }
-        // SAFETY: both non-null and point to a ramp_stats_t by contract. The
-        // addend is copied first: the two may be the same struct.
+        if !super::sane_array(newvalues, 1) || !super::sane_array(runningsum.cast_const(), 1) {
+            return Err(Error::BadArg("statistics pointer misaligned"));
+        }
+        // SAFETY: both non-null, aligned (checked above) and point to a
+        // ramp_stats_t by contract. The addend is copied first: the two may
+        // be the same struct.
         unsafe {
             let add = *newvalues;
             (*runningsum).aggregate(&add);
@@ -346,7 +363,15 @@ pub unsafe extern "C" fn ramp_DumpStatistics(
             );
             return std::ptr::null();
         }
-        // SAFETY: non-null and points to a ramp_stats_t by contract.
+        if !super::sane_array(stats, 1) {
+            report(
+                "ramp_DumpStatistics",
+                &Error::BadArg("statistics pointer misaligned"),
+            );
+            return std::ptr::null();
+        }
+        // SAFETY: non-null, aligned (checked above) and points to a
+        // ramp_stats_t by contract.
         let s = unsafe { &*stats };
         let text = s.report(globalAnalysis != 0).replace('\0', " ");
         let c = CString::new(text).unwrap_or_default();

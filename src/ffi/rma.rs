@@ -28,7 +28,7 @@ unsafe fn source<'a>(src: *const c_void, nbytes: usize) -> Result<&'a [u8]> {
     if src.is_null() {
         return Err(Error::BadArg("NULL source address with a non-zero length"));
     }
-    if (src as usize).checked_add(nbytes).is_none() {
+    if !super::sane_range(src as usize, nbytes) {
         return Err(Error::BadArg("source range wraps around the address space"));
     }
     // SAFETY: non-null and, by the contract, `nbytes` readable bytes; it is
@@ -65,10 +65,11 @@ pub unsafe extern "C" fn ramp_RegisterRegion(
         if base.is_null() || len == 0 {
             return Err(Error::BadArg("a region needs a non-NULL base and a length"));
         }
-        let mem = Arc::new(CSegment {
-            base: base as usize,
+        let mem = Arc::new(CSegment::new(
+            base as usize,
             len,
-        });
+            "the region wraps around the address space",
+        )?);
         let id = e.register_region(mem, access)?;
         // SAFETY: checked non-NULL above; the caller's variable.
         unsafe { out(region, id) }
@@ -182,13 +183,11 @@ pub unsafe extern "C" fn ramp_Get(
         if nbytes > 0 && dst.is_null() {
             return Err(Error::BadArg("NULL destination with a non-zero length"));
         }
-        if (dst as usize).checked_add(nbytes).is_none() {
-            return Err(Error::BadArg("destination wraps around the address space"));
-        }
-        let mem = Arc::new(CSegment {
-            base: dst as usize,
-            len: nbytes,
-        });
+        let mem = Arc::new(CSegment::new(
+            dst as usize,
+            nbytes,
+            "destination wraps around the address space",
+        )?);
         let h = e.get(dest, region, offset, mem, !op.is_null())?;
         // SAFETY: `op` is NULL or the caller's variable.
         unsafe { give_handle(op, h) }

@@ -5,19 +5,33 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::am::SegmentMemory;
+use crate::error::{Error, Result};
 
 pub struct CSegment {
-    pub base: usize,
-    pub len: usize,
+    base: usize,
+    len: usize,
 }
 
 impl CSegment {
-    /// Whether `[off, off + len)` is a non-empty range inside the memory
-    /// (false: empty, nothing to do); an error when it is outside (callers
-    /// check the bounds, but the unsafe code below never trusts that).
-    fn holds(&self, off: usize, len: usize) -> std::io::Result<bool> {
+    /// The memory `[base, base + len)` the application gives, refused
+    /// (`BadArg`, with `what`) when it wraps around the address space or
+    /// is longer than a slice may be: every range inside it is then one
+    /// the code below may view as a slice.
+    pub fn new(base: usize, len: usize, what: &'static str) -> Result<CSegment> {
+        if !super::sane_range(base, len) {
+            return Err(Error::BadArg(what));
+        }
+        Ok(CSegment { base, len })
+    }
+
+    /// The address of `[off, off + len)` when it is a non-empty range
+    /// inside the memory (None: empty, nothing to do); an error when it is
+    /// outside. Callers check the bounds, but the unsafe code below never
+    /// trusts that: this check is made in every build.
+    fn at(&self, off: usize, len: usize) -> std::io::Result<Option<usize>> {
         match off.checked_add(len) {
-            Some(end) if end <= self.len => Ok(len > 0),
+            // base + end does not wrap: `new` checked base + self.len
+            Some(end) if end <= self.len => Ok((len > 0).then_some(self.base + off)),
             _ => Err(std::io::ErrorKind::InvalidInput.into()),
         }
     }
@@ -32,27 +46,27 @@ impl SegmentMemory for CSegment {
         self.len
     }
 
+    /// Refused (nothing written) outside the memory.
     fn write(&self, off: usize, data: &[u8]) {
-        debug_assert!(off + data.len() <= self.len);
-        if data.is_empty() {
+        let Ok(Some(p)) = self.at(off, data.len()) else {
             return;
-        }
+        };
         // SAFETY: the application registered [base, base+len) (AM_SetSeg,
         // ramp_RegisterRegion, or a get's destination) as writable memory it
-        // keeps alive; the caller checked the bounds. `copy` has memmove
-        // semantics, so overlap with `data` is fine.
-        unsafe { std::ptr::copy(data.as_ptr(), (self.base + off) as *mut u8, data.len()) }
+        // keeps alive; [p, p + data.len()) is inside it (checked by `at`).
+        // `copy` has memmove semantics, so overlap with `data` is fine.
+        unsafe { std::ptr::copy(data.as_ptr(), p as *mut u8, data.len()) }
     }
 
     fn fill_with(&self, off: usize, len: usize, f: &mut dyn FnMut(&mut [u8])) -> bool {
-        if !self.holds(off, len).unwrap_or(false) {
+        let Ok(Some(p)) = self.at(off, len) else {
             return false;
-        }
+        };
         // SAFETY: as for `write`: the application registered the memory
         // (a get's destination) as writable and keeps it alive until the
         // get completes; inside it (checked above). The slice lives only
         // for the call of `f`.
-        let dst = unsafe { std::slice::from_raw_parts_mut((self.base + off) as *mut u8, len) };
+        let dst = unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) };
         f(dst);
         true
     }
@@ -64,13 +78,13 @@ impl SegmentMemory for CSegment {
         pid: u32,
         remote: usize,
     ) -> std::io::Result<()> {
-        if !self.holds(off, len)? {
+        let Some(p) = self.at(off, len)? else {
             return Ok(());
-        }
+        };
         // SAFETY: as for `write`: the application registered the memory as
-        // writable and keeps it alive; the caller checked the bounds and
+        // writable and keeps it alive; inside it (checked above); the caller
         // holds the endpoint's lock, under which alone ramp writes it.
-        let dst = unsafe { std::slice::from_raw_parts_mut((self.base + off) as *mut u8, len) };
+        let dst = unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) };
         crate::sys::read_from_process(pid, remote, dst)
     }
 
@@ -81,32 +95,34 @@ impl SegmentMemory for CSegment {
         pid: u32,
         remote: usize,
     ) -> std::io::Result<()> {
-        if !self.holds(off, len)? {
+        let Some(p) = self.at(off, len)? else {
             return Ok(());
-        }
-        // SAFETY: as for `read_into`: inside the registered memory, alive
-        // and unchanged by us for the call.
-        let src = unsafe { std::slice::from_raw_parts((self.base + off) as *const u8, len) };
+        };
+        // SAFETY: as for `read_into`: inside the registered memory (checked
+        // above), alive and unchanged by us for the call.
+        let src = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
         crate::sys::write_to_process(pid, remote, src)
     }
 
+    /// Refused (nothing appended) outside the memory.
     fn read_into(&self, off: usize, len: usize, out: &mut Vec<u8>) {
-        debug_assert!(off + len <= self.len);
-        if len == 0 {
+        let Ok(Some(p)) = self.at(off, len) else {
             return;
-        }
+        };
         // SAFETY: as for `write`; the range is inside the registered memory
-        // and stays alive and unchanged by us for the call.
-        let src = unsafe { std::slice::from_raw_parts((self.base + off) as *const u8, len) };
+        // (checked by `at`) and stays alive and unchanged by us for the call.
+        let src = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
         out.extend_from_slice(src);
     }
 
+    /// Refused (nothing stored) outside the memory.
     fn write_word(&self, off: usize, v: u32) {
-        debug_assert!(off + 4 <= self.len);
-        let p = self.base + off;
+        let Ok(Some(p)) = self.at(off, 4) else {
+            return;
+        };
         if p.is_multiple_of(std::mem::align_of::<AtomicU32>()) {
-            // SAFETY: inside the registered memory (bounds checked by the
-            // caller), aligned for a u32; the application reads the word
+            // SAFETY: inside the registered memory (checked by `at`),
+            // aligned for a u32; the application reads the word
             // with volatile or atomic loads (ramp_WaitFlag). A release store
             // orders every byte written before it.
             let a = unsafe { AtomicU32::from_ptr(p as *mut u32) };

@@ -54,15 +54,21 @@ fn kill_through_c(code: i32) {
 /// `argc` and `argv` must be NULL or main's argc/argv (or copies of them):
 /// `*argv` holds `*argc` NULL or NUL-terminated strings.
 unsafe fn args_of(argc: *mut c_int, argv: *mut *mut *mut c_char) -> Vec<String> {
-    if argc.is_null() || argv.is_null() {
+    if argc.is_null()
+        || argv.is_null()
+        || !super::sane_array(argc.cast_const(), 1)
+        || !super::sane_array(argv.cast_const(), 1)
+    {
         return Vec::new();
     }
-    // SAFETY: both non-null; the caller passes main's argc/argv (or copies).
+    // SAFETY: both non-null and aligned (checked above); the caller passes
+    // main's argc/argv (or copies).
     let (n, v) = unsafe { (*argc, *argv) };
-    if v.is_null() {
+    let n = n.max(0) as usize;
+    if v.is_null() || !super::sane_array(v.cast_const(), n) {
         return Vec::new();
     }
-    (0..n.max(0) as usize)
+    (0..n)
         .filter_map(|i| {
             // SAFETY: argv holds argc entries (i < argc).
             let p = unsafe { *v.add(i) };
@@ -101,6 +107,9 @@ pub unsafe extern "C" fn ramp_SPMDStartup(
             Role::Worker(boot) => {
                 need(eb)?;
                 need(ep)?;
+                if !networkpid.is_null() {
+                    need(networkpid)?;
+                }
                 let (b, e, pid) = spmd::start_worker(boot, networkdepth as u32)?;
                 spmd::set_kill_hook(Some(Box::new(kill_through_c)));
                 let label = keep(format!("Node {}", spmd::rank().unwrap_or(0)));
@@ -111,12 +120,13 @@ pub unsafe extern "C" fn ramp_SPMDStartup(
                 std::env::remove_var(crate::config::SPMD_MASTER);
                 // (the job's secret is not for the worker's own children)
                 std::env::remove_var(crate::config::SPMD_TOKEN);
-                // SAFETY: checked non-null above; networkpid may be NULL.
+                // SAFETY: checked non-null and aligned above; networkpid
+                // may be NULL.
                 unsafe {
                     out(eb, eb_handle(b.id))?;
                     out(ep, ep_handle(e.id))?;
                     if !networkpid.is_null() {
-                        *networkpid = pid;
+                        out(networkpid, pid)?;
                     }
                 }
                 Ok(())
@@ -212,10 +222,26 @@ pub unsafe extern "C" fn ramp_SPMDAllGather(
         if source.is_null() || dest.is_null() || len == 0 {
             return Err(Error::BadArg("NULL buffer or zero length"));
         }
-        // SAFETY: `source` holds `len` bytes by contract.
+        // (not started: the all-gather below refuses)
+        let procs = spmd::size().unwrap_or(1);
+        let dest_len = len
+            .checked_mul(procs)
+            .filter(|&d| super::sane_range(dest as usize, d))
+            .ok_or(Error::BadArg("destination wraps around the address space"))?;
+        if !super::sane_range(source as usize, len) {
+            return Err(Error::BadArg("source wraps around the address space"));
+        }
+        // SAFETY: non-null, not wrapping (checked above); `source` holds
+        // `len` bytes by contract.
         let data = unsafe { std::slice::from_raw_parts(source as *const u8, len) }.to_vec();
         let all = spmd::allgather(&data)?;
-        // SAFETY: `dest` holds len * nprocs bytes by contract; `all` is that long.
+        if all.len() != dest_len {
+            return Err(Error::Resource(
+                "the all-gather's result is not len bytes from every rank",
+            ));
+        }
+        // SAFETY: `dest` holds len * nprocs bytes by contract, not wrapping
+        // (checked above); `all` is exactly that long (checked above).
         unsafe { std::ptr::copy_nonoverlapping(all.as_ptr(), dest as *mut u8, all.len()) };
         Ok(())
     })

@@ -127,12 +127,18 @@ pub unsafe extern "C" fn ramp_TxnList(
         if max > 0 && out_ids.is_null() {
             return Err(Error::BadArg("NULL output array with max > 0"));
         }
+        if !super::sane_array(out_ids.cast_const(), max) {
+            return Err(Error::BadArg(
+                "output array misaligned or wrapping around the address space",
+            ));
+        }
         let p = Progress::from_i32(progress)
             .ok_or(Error::BadArg("progress must be a ramp_progress_t (0..3)"))?;
         let ids = e.txn_list(p);
         let n = ids.len().min(max);
         if n > 0 {
-            // SAFETY: non-null, and by the contract `max` >= n ids long.
+            // SAFETY: non-null, aligned, not wrapping (checked above), and
+            // by the contract `max` >= n ids long.
             let dst = unsafe { std::slice::from_raw_parts_mut(out_ids, n) };
             dst.copy_from_slice(&ids[..n]);
         }

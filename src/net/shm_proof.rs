@@ -28,6 +28,8 @@ use super::{get_text, slot_off, ExpressProver, SharedMap};
 const H_NONCE: usize = 512;
 const H_KEYED: usize = 520;
 const H_PROOF: usize = 576;
+/// `H_KEYED`: a key, but no proof (no nonce could be made).
+const UNPROVEN: u32 = 2;
 // sender's slot header
 const S_KEYED: usize = 128;
 const S_PROOF: usize = 160;
@@ -76,12 +78,20 @@ fn read32(m: &SharedMap, off: usize) -> [u8; 32] {
 
 /// The receiver: writes its proof into its own file's header (`map`,
 /// whose address and pid are written already), or says it has no key.
+/// Without a random nonce (the kernel gave none) it proves nothing: it
+/// says it has a key but no proof (`UNPROVEN`), which no sender accepts
+/// (none takes the express lane to it; the protocol's datagrams still
+/// come through the rings).
 pub(super) fn write_receiver(map: &SharedMap, prover: Option<&ExpressProver>) {
     let Some(p) = prover else {
         map.u32_at(H_KEYED).store(0, Release);
         return;
     };
-    let nonce = crate::sys::random_u64().unwrap_or(0);
+    let Ok(nonce) = crate::sys::random::random_u64() else {
+        map.write(H_PROOF, &[0; 32]);
+        map.u32_at(H_KEYED).store(UNPROVEN, Release);
+        return;
+    };
     let pid = map.u32_at(super::H_PID).load(Relaxed);
     let proof = p(&receiver_context(&get_text(map, super::H_ADDR), pid, nonce));
     map.u64_at(H_NONCE).store(nonce, Relaxed);
@@ -150,4 +160,43 @@ pub(super) fn check_sender(
     let secret = map.u64_at(s + super::S_SECRET).load(Relaxed);
     let ctx = sender_context(&local.to_string(), &from.to_string(), pid, secret);
     same(&p(&ctx), &read32(map, s + S_PROOF))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{fresh, link, prover};
+    use super::super::ShmTransport;
+    use super::*;
+    use crate::net::Transport;
+    use crate::sys::random::failing::FailingRandomness;
+    use crate::time::Instant;
+
+    #[test]
+    fn a_receiver_without_a_random_nonce_proves_nothing_and_gets_no_express_records() {
+        for fail in [false, true] {
+            let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+            let mut rx = ShmTransport::open(a1).unwrap();
+            {
+                let _f = fail.then(FailingRandomness::start);
+                rx.set_express_prover(prover(1));
+            }
+            let keyed = rx.map.u32_at(H_KEYED).load(Acquire);
+            assert_eq!(keyed, if fail { UNPROVEN } else { 1 });
+            if fail {
+                assert_eq!(rx.map.u64_at(H_NONCE).load(Acquire), 0);
+            }
+            // a sender of the same job, and one without a key
+            let mut tx = ShmTransport::open(a2).unwrap();
+            tx.set_express_prover(prover(1));
+            assert!(link(&tx, &rx, a1));
+            assert_eq!(tx.express_open(a1), !fail, "fail {fail}");
+            assert!(!check_receiver(&rx.map, None));
+            // the protocol's datagrams still go through the ring
+            tx.send(Instant::ZERO, a1, b"RAdatagram").unwrap();
+            let mut got = Vec::new();
+            rx.recv_batch(&mut |d| got.push(d.unwrap().0.to_vec()))
+                .unwrap();
+            assert_eq!(got, vec![b"RAdatagram".to_vec()]);
+        }
+    }
 }

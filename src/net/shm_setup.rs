@@ -168,6 +168,11 @@ impl ShmTransport {
         if !owner_alive(&map) {
             return None;
         }
+        // the slot's secret (its generation, which a ring pid and a proof
+        // name), drawn before the claim: without one, no ring (asked again
+        // later; UDP meanwhile), never a zero or guessable secret (a zero,
+        // which the receiver refuses, is drawn again the next time)
+        let secret = crate::sys::random::random_u64().ok().filter(|&s| s != 0)?;
         let slot = (0..SLOTS).find(|&i| {
             map.u32_at(slot_off(i) + S_OWNER)
                 .compare_exchange(0, self.pid, AcqRel, Relaxed)
@@ -175,7 +180,6 @@ impl ShmTransport {
         })?;
         let s = slot_off(slot);
         put_text(&map, s + S_FROM, &self.local.to_string());
-        let secret = crate::sys::random_u64().unwrap_or(0);
         map.u64_at(s + S_SECRET).store(secret, Relaxed);
         let prover = self.prover.as_ref();
         proof::write_sender(&map, slot, (to, self.local), self.pid, secret, prover);
@@ -203,5 +207,41 @@ impl ShmTransport {
             held_count: 0,
             held_bytes: 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{fresh, link};
+    use super::*;
+    use crate::sys::random::failing::FailingRandomness;
+
+    /// Whether any slot of `rx`'s file is claimed.
+    fn any_claimed(rx: &ShmTransport) -> bool {
+        (0..SLOTS).any(|i| rx.map.u32_at(slot_off(i) + S_OWNER).load(Acquire) != 0)
+    }
+
+    #[test]
+    fn no_ring_without_a_random_slot_secret_and_one_once_there_is() {
+        let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+        let rx = ShmTransport::open(a1).unwrap();
+        let tx = ShmTransport::open(a2).unwrap();
+        {
+            // the descriptor comes, but no secret can be drawn for the slot
+            let _f = FailingRandomness::start();
+            assert!(!link(&tx, &rx, a1));
+        }
+        assert!(!tx.reaches(a1), "a ring without a secret");
+        assert!(!any_claimed(&rx), "a slot claimed without a secret");
+        assert!(tx.ring_to(a1).is_none());
+        // asked again with randomness: a ring, its secret in the slot
+        tx.ask(a1).unwrap();
+        rx.read_socket();
+        tx.read_socket();
+        assert!(tx.reaches(a1));
+        let (pid, secret) = tx.ring_to(a1).unwrap();
+        assert_ne!(secret, 0);
+        assert!(rx.map.u64_at(slot_off(0) + S_SECRET).load(Acquire) == secret);
+        assert_eq!(rx.map.u32_at(slot_off(0) + S_OWNER).load(Acquire), pid);
     }
 }

@@ -16,7 +16,7 @@ pub(super) fn fresh() -> (UdpSocket, SocketAddr) {
 
 /// Runs the exchange that gives `tx` a ring in `rx` (at `a`): HELLO, the
 /// descriptor, its mapping. Returns whether `tx` then reaches `a`.
-fn link(tx: &ShmTransport, rx: &ShmTransport, a: SocketAddr) -> bool {
+pub(super) fn link(tx: &ShmTransport, rx: &ShmTransport, a: SocketAddr) -> bool {
     assert!(!tx.reaches(a), "first messages go by UDP while asking");
     rx.read_socket();
     tx.read_socket();
@@ -442,7 +442,7 @@ fn claim_words_let_exactly_one_side_decide() {
 
 /// A stand-in for the job key's keyed hash (`wire::mac` is above this
 /// layer): depends on the key byte and on every byte of the context.
-fn prover(key: u8) -> Option<ExpressProver> {
+pub(super) fn prover(key: u8) -> Option<ExpressProver> {
     Some(std::sync::Arc::new(move |ctx: &[u8]| {
         let mut out = [key; 32];
         for (i, &b) in ctx.iter().enumerate() {

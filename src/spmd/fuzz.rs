@@ -1,6 +1,6 @@
 //! Test-support hook (the `testing` feature only): the launcher's and the
 //! PMI clients' parsers of untrusted input, callable by the property tests
-//! (`tests/fuzz_props.rs`) and the fuzz targets (`fuzz/`). Nothing else.
+//! (`tests/fuzz_spmd.rs`) and the fuzz targets (`fuzz/`). Nothing else.
 
 use super::frame::FrameReader;
 use super::pmi_wire;

@@ -1,8 +1,9 @@
 //! The master of ramp's local launcher: starts the workers (fork/exec on
 //! this host, or through a wrapper command such as `ip netns exec`), serves
-//! their control connections (names, barriers, all-gathers, exit), routes
-//! their output to the terminal (`output`), and ends the job with the right
-//! code. A worker that dies takes the job down with a clear message.
+//! their control connections (names, barriers, all-gathers, exit:
+//! `control`), routes their output to the terminal (`output`), and ends
+//! the job with the right code. A worker that dies takes the job down with
+//! a clear message.
 
 use std::collections::HashMap;
 use std::io;
@@ -11,9 +12,10 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+mod control;
 mod output;
 
-use super::frame::{u32_at, write_frame, FrameReader, Kind};
+use super::frame::{write_frame, FrameReader, Kind};
 use crate::sys as os;
 use output::{OutputPipe, PipeSrc};
 
@@ -117,15 +119,6 @@ fn code_of(status: &ExitStatus) -> i32 {
     }
 }
 
-/// Whether a Hello's payload (rank u32, pid u32, token) carries `token`
-/// (compared in time independent of where they differ).
-fn token_matches(hello: &[u8], token: &[u8; crate::config::SPMD_TOKEN_LEN]) -> bool {
-    let Some(t) = hello.get(8..8 + token.len()) else {
-        return false;
-    };
-    hello.len() == 8 + token.len() && t.iter().zip(token).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
-}
-
 /// The master's environment, as sent to every worker (NUL-separated).
 fn env_blob() -> Vec<u8> {
     let mut b = Vec::new();
@@ -201,9 +194,9 @@ impl Master {
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
         let master_addr = SocketAddr::new(ip, port);
-        let job_id = ((std::process::id() as u64) << 32)
-            ^ (crate::clock::real_now().as_nanos() & 0xffff_ffff)
-            | 1;
+        // shared by the workers (their network pid and tags derive from
+        // it): random, so that two jobs on one host never share it
+        let job_id = u64::from_ne_bytes(super::random_bytes()?) | 1;
         // out of band: in the workers' environment, never on their argv
         let job_key = super::job_key_for_workers()?;
         let token = super::random_bytes::<{ crate::config::SPMD_TOKEN_LEN }>()?;
@@ -358,139 +351,6 @@ impl Master {
                     }
                 }
                 return self.job_code.unwrap_or(0);
-            }
-        }
-    }
-
-    fn accept(&mut self) {
-        while let Ok((s, _)) = self.listener.accept() {
-            let _ = s.set_nonblocking(true);
-            let _ = s.set_nodelay(true);
-            self.pending
-                .insert(s.as_raw_fd(), (s, FrameReader::default(), Instant::now()));
-        }
-    }
-
-    /// A new connection's first frame says which rank it is.
-    fn hello(&mut self, fd: RawFd) {
-        let Some((mut s, mut r, t0)) = self.pending.remove(&fd) else {
-            return;
-        };
-        let open = r.fill(&mut s).unwrap_or(false);
-        match r.next() {
-            Ok(Some((Kind::Hello, p))) => {
-                // the job's token first: a stranger learns nothing, not
-                // even whether the rank it claims is free
-                if !token_matches(&p, &self.token) {
-                    eprintln!(
-                        "ramp: a connection to the job's master did not give the job's token \
-                         (not one of its workers); closed"
-                    );
-                    return;
-                }
-                let rank = u32_at(&p, 0).unwrap_or(u32::MAX) as usize;
-                let ok = rank < self.workers.len() && self.workers[rank].stream.is_none();
-                if !ok {
-                    eprintln!(
-                        "ramp: a worker announced rank {rank}, which is not expected; ignored"
-                    );
-                    return;
-                }
-                let mut init = Vec::new();
-                init.extend_from_slice(&(self.workers.len() as u32).to_be_bytes());
-                init.extend_from_slice(&self.depth.to_be_bytes());
-                init.extend_from_slice(&self.job_id.to_be_bytes());
-                init.extend_from_slice(&self.env);
-                if write_frame(&mut s, Kind::Init, &init).is_err() {
-                    return;
-                }
-                let _ = s.set_nonblocking(true);
-                let w = &mut self.workers[rank];
-                w.stream = Some(s);
-                w.joined = true;
-                w.reader = r;
-            }
-            Ok(None) if open && t0.elapsed() < Duration::from_secs(10) => {
-                self.pending.insert(fd, (s, r, t0));
-            }
-            _ => {
-                eprintln!("ramp: a connection to the job's master did not introduce itself; closed")
-            }
-        }
-    }
-
-    fn serve_worker(&mut self, rank: usize) {
-        let w = &mut self.workers[rank];
-        let Some(s) = w.stream.as_mut() else { return };
-        let open = w.reader.fill(s).unwrap_or(false);
-        loop {
-            let f = self.workers[rank].reader.next();
-            match f {
-                Ok(Some((Kind::Gather, p))) => {
-                    let Ok(seq) = u32_at(&p, 0) else { break };
-                    self.workers[rank].gather = Some((seq, p[4..].to_vec()));
-                    self.maybe_complete_gather();
-                }
-                Ok(Some((Kind::Exit, p))) => {
-                    let code = u32_at(&p, 0).unwrap_or(1) as i32;
-                    self.workers[rank].said_exit = true;
-                    if self.job_code.is_none() {
-                        self.job_code = Some(code);
-                    }
-                    if code != 0 {
-                        // as AMUDP: the others are told to exit with 0
-                        self.stop_all(0);
-                    } else if self.exit_grace_until.is_none() {
-                        self.exit_grace_until = Some(Instant::now() + EXIT_GRACE);
-                    }
-                }
-                Ok(Some((Kind::Abort, p))) => {
-                    let code = u32_at(&p, 0).unwrap_or(1) as i32;
-                    let msg = String::from_utf8_lossy(p.get(4..).unwrap_or(&[])).into_owned();
-                    eprintln!("ramp: rank {rank} aborted the job (code {code}): {msg}");
-                    self.workers[rank].said_exit = true;
-                    self.job_code.get_or_insert(code);
-                    self.stop_all(code);
-                }
-                Ok(Some((k, _))) => {
-                    eprintln!("ramp: unexpected {k:?} frame from rank {rank}; ignored");
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    eprintln!(
-                        "ramp: bad control data from rank {rank}: {e}; its connection is closed"
-                    );
-                    self.workers[rank].stream = None;
-                    break;
-                }
-            }
-        }
-        if !open {
-            self.workers[rank].stream = None;
-        }
-    }
-
-    fn maybe_complete_gather(&mut self) {
-        let Some(seq) = self.workers[0].gather.as_ref().map(|g| g.0) else {
-            return;
-        };
-        if !self
-            .workers
-            .iter()
-            .all(|w| w.gather.as_ref().is_some_and(|g| g.0 == seq))
-        {
-            return;
-        }
-        let mut all = seq.to_be_bytes().to_vec();
-        for w in &self.workers {
-            all.extend_from_slice(&w.gather.as_ref().unwrap().1);
-        }
-        for w in self.workers.iter_mut() {
-            w.gather = None;
-            if let Some(s) = w.stream.as_mut() {
-                let _ = s.set_nonblocking(false);
-                let _ = write_frame(s, Kind::Gathered, &all);
-                let _ = s.set_nonblocking(true);
             }
         }
     }

@@ -9,7 +9,7 @@
 //! The job key (`RAMP_JOB_KEY`, the secret every packet's MAC is made with)
 //! reaches the workers out of band, never on a command line:
 //! - ramp's local launcher (`ramp-run`, the AMUDP master form) puts 32
-//!   bytes of /dev/urandom, as hex, in every worker's environment
+//!   random bytes (the kernel's, `sys::random`), as hex, in every worker's environment
 //!   ([`job_key_for_workers`]); a `RAMP_JOB_KEY` the user set is inherited
 //!   instead; `RAMP_AUTH=off` sends none.
 //! - Under PMI, [`start_worker`] asks the bootstrap
@@ -281,16 +281,13 @@ pub fn start_worker(
     Ok((bundle, ep, net_pid))
 }
 
-/// `N` bytes of /dev/urandom: the launchers' secrets (job keys, the local
-/// master's token, srun's exit-notice secrets).
+/// `N` random bytes (`sys::random`): the launchers' secrets (job keys, the
+/// local master's token and job id, srun's exit-notice secrets).
 pub(crate) fn random_bytes<const N: usize>() -> io::Result<[u8; N]> {
-    use std::io::Read;
-    let mut b = [0u8; N];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
-    Ok(b)
+    crate::sys::random::random_bytes()
 }
 
-/// A new job key: 32 bytes of /dev/urandom as 64 hex digits.
+/// A new job key: 32 random bytes as 64 hex digits.
 pub(crate) fn new_job_key() -> io::Result<String> {
     Ok(pmi_wire::hex(&random_bytes::<32>()?))
 }

@@ -64,25 +64,6 @@ fn copy(pid: u32, remote: usize, local: usize, len: usize, write: bool) -> io::R
     Ok(())
 }
 
-/// 64 random bits from the kernel (`getrandom`), for secrets; None when it
-/// cannot give them.
-pub fn random_u64() -> Option<u64> {
-    let mut b = [0u8; 8];
-    let mut got = 0;
-    while got < b.len() {
-        // SAFETY: writes at most `b.len() - got` bytes into our array.
-        let n = unsafe { libc::getrandom(b[got..].as_mut_ptr().cast(), b.len() - got, 0) };
-        if n < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return None;
-        }
-        got += n as usize;
-    }
-    Some(u64::from_ne_bytes(b))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +82,5 @@ mod tests {
         assert!(read_from_process(pid, 8, &mut dst[..16]).is_err());
         assert!(read_from_process(0, 8, &mut dst[..16]).is_err());
         assert!(read_from_process(pid, usize::MAX - 4, &mut dst[..16]).is_err());
-        assert_ne!(random_u64(), random_u64());
     }
 }

@@ -52,6 +52,10 @@
 
 mod area;
 #[cfg(test)]
+mod compaction_tests;
+#[cfg(test)]
+mod damage_tests;
+#[cfg(test)]
 mod mutation_tests;
 pub mod record;
 pub mod state;

@@ -371,7 +371,7 @@ pub fn two_bundles(
 }
 
 /// The parent's handlers in the tests of a request held behind an
-/// unanswered one when its sender exits (`tests/am_udp.rs`,
+/// unanswered one when its sender exits (`tests/am_udp_batch.rs`,
 /// `tests/shm_express.rs`): 10 records its first argument and answers
 /// 11; 13 answers after 200 ms (so the child's next request is held
 /// behind it); returned messages are ignored (the child is gone by the
@@ -398,7 +398,7 @@ pub fn held_request_target(e: &ramp::am::Endpoint) -> std::sync::Arc<parking_lot
     quick
 }
 
-/// The held request's second half, over UDP (`tests/am_udp.rs`) and over
+/// The held request's second half, over UDP (`tests/am_udp_batch.rs`) and over
 /// shared memory (`tests/shm_express.rs`): e0 (in bundle b0) sends e1
 /// (polled by a thread of its own; its handler 10 counts itself in `ran`
 /// and answers 11) a slow request (handler 13, set here: 300 ms before its

@@ -88,14 +88,10 @@ pub(crate) struct Figures {
     blast: f64,
 }
 
-/// A fresh job key: 64 hex digits from /dev/urandom.
+/// A fresh job key: 64 random hex digits (the library's one source of
+/// randomness).
 fn random_job_key() -> Result<String, String> {
-    use std::io::Read;
-    let mut k = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut k))
-        .map_err(|e| format!("/dev/urandom: {e}"))?;
-    Ok(k.iter().map(|b| format!("{b:02x}")).collect())
+    ramp::bench_support::random_job_key().map_err(|e| format!("no randomness for a job key: {e}"))
 }
 
 /// Whether ramp's `RAMP_*` configuration is good (ramp prints what is

@@ -9,6 +9,12 @@ use std::time::Instant as StdInstant;
 
 use ramp::am::{self, handler, BundleMode, EndpointName, Message, VecSegment};
 
+// the raw blast is also the remote-memory and LogGP roles'
+pub(crate) use crate::bench_blast::{
+    blast_receiver, blast_sender, PageBuf, BLAST_SIZE, BLAST_START, BLAST_WINDOW,
+};
+use crate::bench_integrity::integrity_ns_per_byte;
+
 const H_ECHO: u8 = 10;
 const H_PONG: u8 = 11;
 const H_TO_RAW: u8 = 12;
@@ -19,20 +25,10 @@ const RAW_END: &[u8] = b"END";
 /// from a socket of its own connected to the sender, echoes there until
 /// `RAW_END`.
 const CONNECTED_START: &[u8] = b"CONNECTED";
-/// Starts the raw blast (the server counts what arrives, answers with
-/// the count every `BLAST_ACK_EVERY` datagrams) and ends it (the server
-/// answers with the final count).
-pub(crate) const BLAST_START: &[u8] = b"BLAST";
-const BLAST_END: &[u8] = b"BLASTEND";
-/// The raw blast's datagram: as large as the largest of a ramp Xfer.
-pub(crate) const BLAST_SIZE: usize = 65507;
-/// Datagrams the raw blast sends ahead of the receiver's count.
-const BLAST_WINDOW: u64 = 64;
-const BLAST_ACK_EVERY: u64 = 8;
 /// Size of the raw ping-pong datagram: that of a ramp short request with no
 /// argument, so both move the same bytes.
 const RAW_SIZE: usize = 72;
-const XFER_SIZE: usize = 64 * 1024;
+pub(crate) const XFER_SIZE: usize = 64 * 1024;
 const DEPTH: i32 = 32;
 
 /// Ends this process (a role of `ramp bench`: its server, client, LogGP
@@ -217,225 +213,6 @@ pub fn server_main() -> i32 {
         rate(retx, sent)
     );
     0
-}
-
-/// A receive buffer of `len` bytes starting on a page boundary. The
-/// kernel's copy of a large datagram into user memory runs at a third of
-/// its speed into some cache-line offsets on the AMD Zen 3 of our machines
-/// (ramp's own receive slots are page-aligned: `sys::BatchReceiver`), and
-/// a `Vec` starts wherever malloc puts it: the raw floors receive into
-/// this, so that they are measured at their best in every run.
-pub(crate) struct PageBuf {
-    store: Vec<u8>,
-    at: usize,
-    len: usize,
-}
-
-impl PageBuf {
-    pub(crate) fn new(len: usize) -> PageBuf {
-        let store = vec![0u8; len + 4096];
-        let at = store.as_ptr().align_offset(4096).min(4096);
-        PageBuf { store, at, len }
-    }
-
-    pub(crate) fn get(&mut self) -> &mut [u8] {
-        &mut self.store[self.at..self.at + self.len]
-    }
-}
-
-/// The raw blast's busy receiver: counts datagrams until `BLAST_END`,
-/// sending the count (8 bytes) back every `BLAST_ACK_EVERY` and at the end.
-pub(crate) fn blast_receiver(raw: &UdpSocket, client: SocketAddr, stop: &AtomicBool) {
-    let mut page = PageBuf::new(65536);
-    let buf = page.get();
-    let mut count = 0u64;
-    let _ = raw.send_to(&count.to_le_bytes(), client);
-    loop {
-        match raw.recv_from(buf) {
-            Ok((n, from)) => {
-                if &buf[..n] == BLAST_END {
-                    let mut fin = [0xffu8; 16];
-                    fin[..8].copy_from_slice(&count.to_le_bytes());
-                    let _ = raw.send_to(&fin, from);
-                    return;
-                }
-                if n == BLAST_SIZE {
-                    count += 1;
-                    if count.is_multiple_of(BLAST_ACK_EVERY) {
-                        let _ = raw.send_to(&count.to_le_bytes(), from);
-                    }
-                }
-            }
-            Err(_) => {
-                if stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                std::hint::spin_loop();
-            }
-        }
-    }
-}
-
-/// The raw blast, sender side: `total` datagrams of `BLAST_SIZE` bytes,
-/// at most `BLAST_WINDOW` ahead of the receiver's count (a count that
-/// stalls for 2 ms forgives what was lost). Returns MiB/s of what the
-/// receiver counted.
-pub(crate) fn blast_sender(raw: &UdpSocket, to: SocketAddr, total: u64) -> f64 {
-    let data = vec![0x5au8; BLAST_SIZE];
-    let mut ack = [0u8; 64];
-    let read_count = |ack: &mut [u8]| -> Option<u64> {
-        match raw.recv_from(ack) {
-            Ok((8, _)) => Some(u64::from_le_bytes(ack[..8].try_into().unwrap())),
-            _ => None,
-        }
-    };
-    // start, and wait for the receiver's first count (resent if lost)
-    let mut t = StdInstant::now();
-    raw.send_to(BLAST_START, to).unwrap();
-    while read_count(&mut ack).is_none() {
-        if t.elapsed().as_millis() > 100 {
-            raw.send_to(BLAST_START, to).unwrap();
-            t = StdInstant::now();
-        }
-        std::hint::spin_loop();
-    }
-    let start = StdInstant::now();
-    while raw.recv_from(&mut ack).is_ok() {} // stray answers of an earlier run
-    let (mut sent, mut counted, mut forgiven) = (0u64, 0u64, 0u64);
-    let mut last_progress = StdInstant::now();
-    while sent < total {
-        while let Some(c) = read_count(&mut ack) {
-            if c > counted {
-                counted = c;
-                last_progress = StdInstant::now();
-            }
-        }
-        if sent - (counted + forgiven).min(sent) < BLAST_WINDOW {
-            if raw.send_to(&data, to).is_ok() {
-                sent += 1;
-            }
-        } else if last_progress.elapsed().as_millis() >= 2 {
-            forgiven = sent - counted;
-            last_progress = StdInstant::now();
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-    // the final count answers BLAST_END (16 bytes), which arrives after
-    // every datagram sent before it (resent until answered)
-    let mut t = StdInstant::now() - std::time::Duration::from_secs(1);
-    loop {
-        if t.elapsed().as_millis() > 20 {
-            raw.send_to(BLAST_END, to).unwrap();
-            t = StdInstant::now();
-        }
-        if let Ok((16, _)) = raw.recv_from(&mut ack) {
-            counted = u64::from_le_bytes(ack[..8].try_into().unwrap());
-            break;
-        }
-        std::hint::spin_loop();
-    }
-    let secs = start.elapsed().as_secs_f64();
-    (counted * BLAST_SIZE as u64) as f64 / secs / (1024.0 * 1024.0)
-}
-
-/// Nanoseconds per byte of the integrity check of a 64 KiB message, as
-/// each end pays it, by ramp's own functions (`ramp::bench_support`).
-struct IntegrityCost {
-    /// CRC32C at the receiver: a later fragment parsed, copied where it
-    /// goes and summed in one pass, and checked, less the copy alone.
-    crc_receiver: f64,
-    /// CRC32C over a whole datagram, checked before it is copied (a first
-    /// fragment's, a short message's, and where the CPU cannot sum as it
-    /// copies).
-    crc_whole: f64,
-    /// CRC32C at the sender: the copy it makes anyway summed block by
-    /// block, and its two datagrams sealed from the sums, less the copy
-    /// alone.
-    crc_sender: f64,
-    /// AES-128-GMAC, the slower end: the sender seals a gathered datagram
-    /// (header and payload in two pieces), the receiver checks one.
-    gmac: f64,
-}
-
-/// What the integrity check costs each end (`IntegrityCost`). Each
-/// figure is the best of 5 windows of 400 messages (~2 ms): the cost of
-/// the function, not of the other processes that share the cores (a
-/// single window of 2,000 read 6-23 GB/s for the same GMAC code).
-fn integrity_ns_per_byte() -> IntegrityCost {
-    use ramp::bench_support::{packet_crc32c, PacketMac, ReceiverSum, SenderSum};
-    const WINDOWS: usize = 5;
-    const ROUNDS: usize = 400;
-    let per_byte = |t: StdInstant| t.elapsed().as_nanos() as f64 / (ROUNDS * XFER_SIZE) as f64;
-    let data = vec![0x5au8; XFER_SIZE];
-    let mac = PacketMac::new("ramp bench integrity key");
-    let (head, body) = data.split_at(64);
-    let (mut crc, mut seal, mut check) = (f64::MAX, f64::MAX, f64::MAX);
-    let (mut summed, mut copied) = (f64::MAX, f64::MAX);
-    let (mut checked, mut taken) = (f64::MAX, f64::MAX);
-    let mut sender = SenderSum::default();
-    let mut receiver = ReceiverSum::new(&data[..XFER_SIZE - 300]);
-    // the datagrams of a 64 KiB message: ~65,300 bytes, then the rest
-    // with the next message's start
-    let cut = XFER_SIZE - 200;
-    let mut tags = Vec::with_capacity(ROUNDS);
-    for w in 0..WINDOWS {
-        let t = StdInstant::now();
-        let mut x = 0u32;
-        for _ in 0..ROUNDS {
-            x ^= sender.copy_and_seal(std::hint::black_box(&data), cut);
-        }
-        std::hint::black_box(x);
-        summed = summed.min(per_byte(t));
-        let t = StdInstant::now();
-        let mut x = 0u8;
-        for _ in 0..ROUNDS {
-            x ^= sender.copy(std::hint::black_box(&data));
-        }
-        std::hint::black_box(x);
-        copied = copied.min(per_byte(t));
-        let t = StdInstant::now();
-        for _ in 0..ROUNDS {
-            assert!(receiver.take_checked());
-        }
-        checked = checked.min(per_byte(t));
-        let t = StdInstant::now();
-        let mut x = 0u8;
-        for _ in 0..ROUNDS {
-            x ^= receiver.copy();
-        }
-        std::hint::black_box(x);
-        taken = taken.min(per_byte(t));
-        let t = StdInstant::now();
-        let mut x = 0u32;
-        for _ in 0..ROUNDS {
-            x ^= packet_crc32c(std::hint::black_box(&data));
-        }
-        std::hint::black_box(x);
-        crc = crc.min(per_byte(t));
-        let nonce = |i: usize| {
-            let mut n = [0u8; 12];
-            n[4..].copy_from_slice(&((w * ROUNDS + i) as u64).to_be_bytes());
-            n
-        };
-        tags.clear();
-        let t = StdInstant::now();
-        for i in 0..ROUNDS {
-            tags.push(mac.seal(&nonce(i), &[std::hint::black_box(head), body]));
-        }
-        seal = seal.min(per_byte(t));
-        let t = StdInstant::now();
-        for (i, tag) in tags.iter().enumerate() {
-            assert!(mac.check(&nonce(i), std::hint::black_box(&data), tag));
-        }
-        check = check.min(per_byte(t));
-    }
-    IntegrityCost {
-        crc_receiver: (checked - taken).max(0.0),
-        crc_whole: crc,
-        crc_sender: (summed - copied).max(0.0),
-        gmac: seal.max(check),
-    }
 }
 
 /// Retransmitted packets per packet sent, in percent.

@@ -4,6 +4,8 @@
 use std::process::ExitCode;
 
 mod bench;
+mod bench_blast;
+mod bench_integrity;
 mod bench_rma;
 mod bench_roles;
 mod bench_shm;
