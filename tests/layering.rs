@@ -287,26 +287,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (
-        "spmd/master.rs",
-        "job start-up: reads the real clock through `clock::real_now` next",
-    ),
-    (
-        "spmd/master/control.rs",
-        "job start-up (split from master.rs): reads the real clock through `clock::real_now` next",
-    ),
-    (
-        "spmd/mod.rs",
-        "job start-up: reads the real clock through `clock::real_now` next",
-    ),
-    (
-        "spmd/notice.rs",
-        "job start-up: reads the real clock through `clock::real_now` next",
-    ),
-    (
-        "spmd/pmi_wire/conn.rs",
-        "job start-up: reads the real clock through `clock::real_now` next",
-    ),
-    (
         "wire/codec_tests.rs",
         "an ignored measurement of the send path, not a test: belongs in benches/",
     ),

@@ -5,12 +5,13 @@
 //! the job with the right code. A worker that dies takes the job down with
 //! a clear message.
 
+use crate::clock::real_now;
+use crate::time::{Instant, Nanos, MILLIS};
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
 
 mod control;
 mod output;
@@ -24,9 +25,9 @@ use output::{OutputPipe, PipeSrc};
 pub use crate::config::{SPMD_MASTER as ENV_MASTER, SPMD_RANK as ENV_RANK, SPMD_SIZE as ENV_SIZE};
 
 /// How long workers get to finish on their own after one called exit(0).
-const EXIT_GRACE: Duration = Duration::from_secs(5);
+const EXIT_GRACE: Nanos = 5_000 * MILLIS;
 /// After a Kill frame, how long before SIGTERM, and again before SIGKILL.
-const KILL_GRACE: Duration = Duration::from_secs(2);
+const KILL_GRACE: Nanos = 2_000 * MILLIS;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -410,18 +411,18 @@ impl Master {
                 let _ = s.set_nonblocking(true);
             }
         }
-        self.stopping = Some((Instant::now() + KILL_GRACE, 0));
+        self.stopping = Some((real_now().plus(KILL_GRACE), 0));
     }
 
     fn timers(&mut self) {
         if let Some(t) = self.exit_grace_until {
-            if Instant::now() >= t {
+            if real_now() >= t {
                 self.exit_grace_until = None;
                 self.stop_all(0);
             }
         }
         if let Some((t, stage)) = self.stopping {
-            if Instant::now() >= t {
+            if real_now() >= t {
                 let sig = if stage == 0 {
                     libc::SIGTERM
                 } else {
@@ -434,7 +435,7 @@ impl Master {
                         }
                     }
                 }
-                self.stopping = Some((Instant::now() + KILL_GRACE, stage.saturating_add(1)));
+                self.stopping = Some((real_now().plus(KILL_GRACE), stage.saturating_add(1)));
             }
         }
     }

@@ -161,7 +161,7 @@ static ENDING: AtomicBool = AtomicBool::new(false);
 /// Parks the calling thread when the process is being ended by a notice.
 pub(crate) fn park_if_ending() {
     while ENDING.load(Ordering::Acquire) {
-        std::thread::sleep(std::time::Duration::from_secs(1));
+        crate::clock::Clock::Real.sleep(1_000 * crate::time::MILLIS);
     }
 }
 

@@ -35,7 +35,10 @@
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::{real_now, Clock};
+use crate::time::{Instant, Nanos, MILLIS};
 
 use super::bootstrap::{Bootstrap, Progress};
 use crate::am::EndpointName;
@@ -45,7 +48,7 @@ const ACK: &[u8; 8] = b"rampEACK";
 const PING: &[u8; 8] = b"rampPING";
 const PONG: &[u8; 8] = b"rampPONG";
 /// How often a rank in a collective probes the others.
-const PROBE_EVERY: Duration = Duration::from_millis(500);
+const PROBE_EVERY: Nanos = 500 * MILLIS;
 /// The job's status when a rank died without a notice (128 + SIGKILL).
 const DIED: i32 = 137;
 /// Bytes of each rank's secret.
@@ -64,11 +67,11 @@ fn new_secret() -> io::Result<Secret> {
     super::random_bytes()
 }
 /// How long an exiting rank waits for every other rank's acknowledgement.
-const ACK_WAIT: Duration = Duration::from_secs(3);
+const ACK_WAIT: Nanos = 3_000 * MILLIS;
 /// Between the last acknowledgement and this process's own exit, so that
 /// the others have ended before the launcher learns of our exit (with
 /// `srun -K` it would signal the survivors).
-const AFTER_ACKS: Duration = Duration::from_millis(100);
+const AFTER_ACKS: Nanos = 100 * MILLIS;
 
 /// A bootstrap whose ranks can tell each other that the job ends.
 pub(super) struct Notifying {
@@ -187,14 +190,14 @@ impl Notifying {
             return false;
         };
         let _ = ack_sock.set_read_timeout(Some(Duration::from_millis(10)));
-        let deadline = Instant::now() + ACK_WAIT;
+        let deadline = real_now().plus(ACK_WAIT);
         let mut buf = [0u8; 64];
-        while !pending.is_empty() && Instant::now() < deadline {
+        while !pending.is_empty() && real_now() < deadline {
             for (_, a, msg, _) in &pending {
                 let _ = ack_sock.send_to(msg, a);
             }
-            let round = Instant::now() + Duration::from_millis(20);
-            while !pending.is_empty() && Instant::now() < round {
+            let round = real_now().plus(20 * MILLIS);
+            while !pending.is_empty() && real_now() < round {
                 let Ok((n, _)) = ack_sock.recv_from(&mut buf) else {
                     continue;
                 };
@@ -207,7 +210,7 @@ impl Notifying {
             }
         }
         if pending.is_empty() {
-            std::thread::sleep(AFTER_ACKS);
+            Clock::Real.sleep(AFTER_ACKS);
             true
         } else {
             false
@@ -284,7 +287,7 @@ struct Prober<'a> {
     peers: &'a [(Option<SocketAddr>, Secret)],
     heard: &'a mut Vec<Instant>,
     me: usize,
-    timeout: Duration,
+    timeout: Nanos,
     last_probe: Option<Instant>,
 }
 
@@ -292,7 +295,7 @@ impl Prober<'_> {
     /// The first rank silent for the timeout, after sending the PINGs due
     /// and reading the PONGs that came.
     fn dead_rank(&mut self) -> Option<usize> {
-        let now = Instant::now();
+        let now = real_now();
         let mut buf = [0u8; 64];
         while let Ok((n, _)) = self.probe.recv_from(&mut buf) {
             if n != ACK_LEN || &buf[..8] != PONG {
@@ -306,10 +309,7 @@ impl Prober<'_> {
                 }
             }
         }
-        if self
-            .last_probe
-            .is_none_or(|t| now.duration_since(t) >= PROBE_EVERY)
-        {
+        if self.last_probe.is_none_or(|t| now.since(t) >= PROBE_EVERY) {
             self.last_probe = Some(now);
             for (r, (addr, secret)) in self.peers.iter().enumerate() {
                 if let (Some(a), true) = (addr, r != self.me) {
@@ -318,9 +318,7 @@ impl Prober<'_> {
             }
         }
         (0..self.peers.len()).find(|&r| {
-            r != self.me
-                && self.peers[r].0.is_some()
-                && now.duration_since(self.heard[r]) > self.timeout
+            r != self.me && self.peers[r].0.is_some() && now.since(self.heard[r]) > self.timeout
         })
     }
 }
@@ -336,9 +334,9 @@ impl Notifying {
             return op(&mut *self.inner, progress);
         };
         let timeout = super::config()
-            .map(|c| Duration::from_nanos(c.proto.peer_timeout))
-            .unwrap_or(Duration::from_secs(10));
-        let now = Instant::now();
+            .map(|c| c.proto.peer_timeout)
+            .unwrap_or(10_000 * MILLIS);
+        let now = real_now();
         self.heard.clear();
         self.heard.resize(self.peers.len(), now);
         let me = self.inner.rank();
@@ -359,7 +357,7 @@ impl Notifying {
                 eprintln!(
                     "ramp: rank {me}: rank {r} stopped answering for {} ms while the job \
                      waited in a collective (it died?); ending the job with {DIED}",
-                    timeout.as_millis()
+                    timeout / MILLIS
                 );
                 // Each survivor finds the death itself and ends with the
                 // same code, so the launcher's status is 137 whether or not

@@ -3,8 +3,9 @@
 //! the job's Init; then each worker's frames: all-gathers (answered when
 //! every rank gave its part), exit and abort.
 
+use crate::clock::real_now;
+use crate::time::MILLIS;
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::{Duration, Instant};
 
 use super::super::frame::{u32_at, write_frame, FrameReader, Kind};
 use super::{Master, EXIT_GRACE};
@@ -24,7 +25,7 @@ impl Master {
             let _ = s.set_nonblocking(true);
             let _ = s.set_nodelay(true);
             self.pending
-                .insert(s.as_raw_fd(), (s, FrameReader::default(), Instant::now()));
+                .insert(s.as_raw_fd(), (s, FrameReader::default(), real_now()));
         }
     }
 
@@ -67,7 +68,7 @@ impl Master {
                 w.joined = true;
                 w.reader = r;
             }
-            Ok(None) if open && t0.elapsed() < Duration::from_secs(10) => {
+            Ok(None) if open && real_now().since(t0) < 10_000 * MILLIS => {
                 self.pending.insert(fd, (s, r, t0));
             }
             _ => {
@@ -98,7 +99,7 @@ impl Master {
                         // as AMUDP: the others are told to exit with 0
                         self.stop_all(0);
                     } else if self.exit_grace_until.is_none() {
-                        self.exit_grace_until = Some(Instant::now() + EXIT_GRACE);
+                        self.exit_grace_until = Some(real_now().plus(EXIT_GRACE));
                     }
                 }
                 Ok(Some((Kind::Abort, p))) => {

@@ -101,7 +101,7 @@ pub(crate) fn idle(fd: Option<RawFd>) {
         Some(fd) => {
             crate::sys::wait_readable(&[fd], 10);
         }
-        None => std::thread::sleep(std::time::Duration::from_millis(1)),
+        None => crate::clock::Clock::Real.sleep(crate::time::MILLIS),
     }
 }
 
@@ -162,7 +162,7 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     tries += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    crate::clock::Clock::Real.sleep(crate::time::MILLIS);
                 }
                 Err(_) => return,
             }
@@ -174,8 +174,8 @@ impl Conn {
     /// the socket under a launcher still writing to it (Hydra's proxy then
     /// dies of SIGPIPE and mpiexec returns 141 instead of the exit code).
     pub(crate) fn linger(&mut self, ms: u64) {
-        let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
-        while std::time::Instant::now() < end {
+        let end = crate::clock::real_now().plus(ms * crate::time::MILLIS);
+        while crate::clock::real_now() < end {
             match self.fill("abort") {
                 Ok(_) => {}
                 Err(_) => return,
