@@ -239,10 +239,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (
-        "am/placement_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
         "am/rma_direct_tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
@@ -256,10 +252,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
     ),
     (
         "am/services/tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (
