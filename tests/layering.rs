@@ -219,10 +219,6 @@ const CLOCK_READS: &[&str] = &[
 /// this list only shrinks.
 const CLOCK_NOT_YET: &[(&str, &str)] = &[
     (
-        "am/batch_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
         "am/express_owed_tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
