@@ -231,10 +231,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (
-        "am/names/tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
         "am/rma_direct_tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
