@@ -243,10 +243,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (
-        "am/services/tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
         "am/txn_id64_tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
