@@ -219,10 +219,6 @@ const CLOCK_READS: &[&str] = &[
 /// this list only shrinks.
 const CLOCK_NOT_YET: &[(&str, &str)] = &[
     (
-        "am/batch_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
         "am/express_owed_tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
@@ -235,14 +231,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (
-        "am/names/tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/placement_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
         "am/rma_direct_tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
@@ -252,14 +240,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
     ),
     (
         "am/rma_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/services/tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (

@@ -31,7 +31,7 @@
 //! | `txn_target.rs` | transactions at the target: at-most-once, kept replies, floor, bounds |
 //! | `txn_tests.rs` | transactions over the in-memory network: duplication, replays, refusals |
 //! | `txn_id64_tests.rs` | 64-bit transaction ids: a wire id repeated a lap later, trailers out of reach |
-//! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
+//! | `tests.rs` | the basic exchange in the simulated world (`sim::World`), credits; helpers the other tests share |
 
 mod batch;
 #[cfg(test)]

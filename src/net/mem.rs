@@ -79,23 +79,6 @@ impl MemNetwork {
         self.hub.lock().hold = Some(Box::new(f));
     }
 
-    /// How many datagrams are held.
-    pub fn held(&self) -> usize {
-        self.hub.lock().held.len()
-    }
-
-    /// Delivers the `n` oldest held datagrams (fewer if fewer are held);
-    /// returns how many it delivered.
-    pub fn release(&self, n: usize) -> usize {
-        let mut hub = self.hub.lock();
-        let n = n.min(hub.held.len());
-        for _ in 0..n {
-            let d = hub.held.pop_front().expect("counted");
-            hub.deliver(d);
-        }
-        n
-    }
-
     /// Stops holding and delivers everything held.
     pub fn release_all(&self) {
         let mut hub = self.hub.lock();

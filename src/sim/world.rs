@@ -20,8 +20,11 @@
 //! delay, from the seed), links cut, a node descheduled (it is not run
 //! until a given instant; what arrives waits in its inbox), and a node
 //! killed as by `kill -9` (its datagrams vanish, nothing of it runs again;
-//! its transaction log stays on disk) and restarted. A handler can kill its
-//! own node in the middle of running (`crash_here`).
+//! its transaction log stays on disk) and restarted (from its log, or on
+//! its host without one: `restart`). A handler can kill its own node in the
+//! middle of running (`crash_here`). The test sees every datagram sent
+//! (`tap`, which may drop it) and may hold some back in the network until
+//! it releases them (`hold`, `release`).
 //!
 //! A failing test prints its seed; `RAMP_SIM_SEED=n` replays it (`seeds`).
 
@@ -250,9 +253,27 @@ impl World {
     /// other: the simulated network alone.) One restarted from its
     /// transaction log moves to the logged address when it opens the log.
     pub fn node(&self, cfg: &Config) -> Node {
+        self.node_on(cfg, None)
+    }
+
+    /// A new process on the host of node `i`, which is dead (`kill`), as
+    /// one restarted without a transaction log: a new node whose endpoints
+    /// take the ports the dead one's took, in order (its first endpoint at
+    /// the dead one's first address, unless a log had moved that one).
+    pub fn restart(&self, i: usize, cfg: &Config) -> Node {
+        let host = {
+            let st = self.shared.state();
+            assert!(st.nodes[i].bundle.is_none(), "node {i} is alive");
+            st.nodes[i].host
+        };
+        self.node_on(cfg, Some(host))
+    }
+
+    /// A new node on `host`, or on a host of its own (None).
+    fn node_on(&self, cfg: &Config, host: Option<Ipv4Addr>) -> Node {
         let index = {
             let mut st = self.shared.state();
-            let host = host_of(self.shared.id, st.nodes.len());
+            let host = host.unwrap_or_else(|| host_of(self.shared.id, st.nodes.len()));
             st.nodes.push(Slot {
                 bundle: None,
                 host,
@@ -327,6 +348,36 @@ impl World {
     /// before the network's faults; one for which `f` says false is lost.
     pub fn tap(&self, f: impl FnMut(SocketAddr, SocketAddr, &[u8]) -> bool + Send + 'static) {
         self.shared.state().net.tap = Some(Box::new(f));
+    }
+
+    /// Holds back every datagram sent from now on for which `f(from, to,
+    /// bytes)` says true (one the tap keeps), in the network, until the
+    /// test releases it (`release`): a queue on the way under the test's
+    /// control. (A protocol's copies of a held datagram are held too when
+    /// `f` says so.)
+    pub fn hold(&self, f: impl FnMut(SocketAddr, SocketAddr, &[u8]) -> bool + Send + 'static) {
+        self.shared.state().net.hold = Some(Box::new(f));
+    }
+
+    /// How many datagrams are held.
+    pub fn held(&self) -> usize {
+        self.shared.state().net.held.len()
+    }
+
+    /// Sends on the `n` oldest datagrams held (fewer when fewer are), as if
+    /// sent now; how many.
+    pub fn release(&self, n: usize) -> usize {
+        let mut st = self.shared.state();
+        let now = st.now;
+        st.net.release(now, n)
+    }
+
+    /// Stops holding and sends on every datagram held.
+    pub fn release_all(&self) {
+        let mut st = self.shared.state();
+        st.net.hold = None;
+        let now = st.now;
+        st.net.release(now, usize::MAX);
     }
 
     /// Sets what node `i`'s program does between its calls.
