@@ -720,3 +720,7 @@ mod tests;
 #[cfg(test)]
 #[path = "shm_hold_tests.rs"]
 mod hold_tests;
+
+#[cfg(test)]
+#[path = "shm_stale_tests.rs"]
+mod stale_tests;
