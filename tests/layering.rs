@@ -223,18 +223,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (
-        "am/express_owed_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/express_poll_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/express_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
         "am/names/tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
@@ -272,10 +260,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
     ),
     (
         "am/txn_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/xfer_shared_tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (

@@ -24,6 +24,8 @@ pub use faulty::FaultyTransport;
 pub use iface::choose_bind_address;
 pub use shm::{remove_stale_files, ShmTransport};
 pub use transports::Transports;
+#[cfg(test)]
+pub(crate) use transports::FALLBACK_WAIT_MAX;
 pub use udp::UdpTransport;
 
 use crate::clock::Clock;

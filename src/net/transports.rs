@@ -54,6 +54,14 @@ const FALLBACK_GAP_BUSY: crate::time::Nanos = 50 * crate::time::MICROS;
 /// from a new peer, or one a full ring spilled, waits at most this long;
 /// the first one found brings the short gap back.
 const FALLBACK_GAP_QUIET: crate::time::Nanos = 50 * crate::time::MICROS;
+/// The longest a datagram waits in the fallback for a pump to read it
+/// while a preferred transport carries traffic (the larger gap).
+#[cfg(test)]
+pub(crate) const FALLBACK_WAIT_MAX: crate::time::Nanos = if FALLBACK_GAP_BUSY > FALLBACK_GAP_QUIET {
+    FALLBACK_GAP_BUSY
+} else {
+    FALLBACK_GAP_QUIET
+};
 /// How long the fallback must have been quiet for `FALLBACK_GAP_QUIET`.
 const FALLBACK_QUIET: crate::time::Nanos = crate::time::MILLIS;
 
