@@ -219,18 +219,6 @@ const CLOCK_READS: &[&str] = &[
 /// this list only shrinks.
 const CLOCK_NOT_YET: &[(&str, &str)] = &[
     (
-        "am/express_owed_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/express_poll_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/express_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
         "am/rma_direct_tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
@@ -252,18 +240,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
     ),
     (
         "am/txn_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/xfer_shared_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "net/shm_hold_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "net/shm_tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (

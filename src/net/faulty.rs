@@ -68,6 +68,10 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.fd()
     }
 
+    fn readable_at(&self) -> Option<Instant> {
+        self.inner.readable_at()
+    }
+
     fn readable(&self) -> bool {
         self.inner.readable()
     }

@@ -24,6 +24,8 @@ pub use faulty::FaultyTransport;
 pub use iface::choose_bind_address;
 pub use shm::{remove_stale_files, ShmTransport};
 pub use transports::Transports;
+#[cfg(test)]
+pub(crate) use transports::FALLBACK_WAIT_MAX;
 pub use udp::UdpTransport;
 
 use crate::clock::Clock;
@@ -110,6 +112,14 @@ pub trait Transport: Send {
     /// endpoint to know which have work.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     fn readable(&self) -> bool;
+    /// When something waits that a receive now would not take (it is not
+    /// `readable` yet): the instant from which one would (shared memory: a
+    /// message on its socket, which a busy endpoint reads every
+    /// `WAKE_CHECK`). The simulator's question: when a node has work next.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn readable_at(&self) -> Option<Instant> {
+        None
+    }
     /// A descriptor that becomes readable when a datagram arrives (negative:
     /// none; the endpoint then wakes only on its timers). Asked just before
     /// the endpoint sleeps on it (shared memory arms its wake-up then).
@@ -288,9 +298,8 @@ pub fn open_at(
         TransportChoice::Auto => ShmTransport::open_with(local, clock.clone()).ok(),
         TransportChoice::Shm => Some(ShmTransport::open_with(local, clock.clone())?),
     };
-    if let Some(mut shm) = shm {
-        shm.stuck_after = cfg.proto.peer_timeout;
-        set.prefer(faulty(shm, cfg));
+    if let Some(shm) = shm {
+        set.prefer(faulty(shm.with_peer_timeout(cfg.proto.peer_timeout), cfg));
     }
     Ok(set)
 }

@@ -54,8 +54,33 @@ const FALLBACK_GAP_BUSY: crate::time::Nanos = 50 * crate::time::MICROS;
 /// from a new peer, or one a full ring spilled, waits at most this long;
 /// the first one found brings the short gap back.
 const FALLBACK_GAP_QUIET: crate::time::Nanos = 50 * crate::time::MICROS;
+/// The longest a datagram waits in the fallback for a pump to read it
+/// while a preferred transport carries traffic (the larger gap).
+#[cfg(test)]
+pub(crate) const FALLBACK_WAIT_MAX: crate::time::Nanos = if FALLBACK_GAP_BUSY > FALLBACK_GAP_QUIET {
+    FALLBACK_GAP_BUSY
+} else {
+    FALLBACK_GAP_QUIET
+};
 /// How long the fallback must have been quiet for `FALLBACK_GAP_QUIET`.
 const FALLBACK_QUIET: crate::time::Nanos = crate::time::MILLIS;
+
+/// While a preferred transport is active and the fallback brought nothing
+/// at its last receive: the instant from which a receive reads the
+/// fallback again, it last having been read at `polled` and having
+/// brought something at `seen` (`rings_took`: that receive takes
+/// datagrams from a ring).
+#[inline]
+fn fallback_from(polled: Instant, seen: Instant, now: Instant, rings_took: bool) -> Instant {
+    let gap = if rings_took {
+        FALLBACK_GAP_BUSY
+    } else if now.since(seen) >= FALLBACK_QUIET {
+        FALLBACK_GAP_QUIET
+    } else {
+        FALLBACK_GAP
+    };
+    polled.plus(gap)
+}
 
 impl Transports {
     /// A set of one transport, which must reach every peer: it is the
@@ -407,14 +432,7 @@ impl Transports {
             // (and send the answers) without a system call in between:
             // the fallback waits for the next pump, or at most
             // `FALLBACK_GAP_BUSY` while every pump finds ring traffic.
-            let gap = if n > 0 {
-                FALLBACK_GAP_BUSY
-            } else if now.since(self.fallback_seen) >= FALLBACK_QUIET {
-                FALLBACK_GAP_QUIET
-            } else {
-                FALLBACK_GAP
-            };
-            if now.since(self.polled.get()) < gap {
+            if now < fallback_from(self.polled.get(), self.fallback_seen, now, n > 0) {
                 return Ok(n);
             }
             self.polled.set(now);
@@ -467,10 +485,37 @@ impl Transports {
         self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
     }
 
-    /// Whether a receive now would find something on any transport.
+    /// Whether a receive at `now` that finds the preferred transports
+    /// empty would leave the fallback for later (`recv_batch`'s gap).
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
-    pub fn readable(&self) -> bool {
-        self.list.iter().any(|t| t.readable())
+    fn fallback_waits(&self, now: Instant) -> bool {
+        let (_, preferred) = self.list.split_last().expect("a set holds a transport");
+        !self.fallback_busy
+            && preferred.iter().any(|t| t.active())
+            && now < fallback_from(self.polled.get(), self.fallback_seen, now, false)
+    }
+
+    /// Whether a receive at `now` would find something on any transport
+    /// (the fallback only once its gap has passed).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub fn readable(&self, now: Instant) -> bool {
+        let (fallback, preferred) = self.list.split_last().expect("a set holds a transport");
+        preferred.iter().any(|t| t.readable()) || (fallback.readable() && !self.fallback_waits(now))
+    }
+
+    /// When something waits that a receive at `now` would not take (see
+    /// `Transport::readable_at`; a datagram on the fallback in its gap):
+    /// the instant from which one would.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub fn readable_at(&self, now: Instant) -> Option<Instant> {
+        let fallback = self.fallback();
+        let gap = (fallback.readable() && self.fallback_waits(now))
+            .then(|| fallback_from(self.polled.get(), self.fallback_seen, now, false));
+        self.list
+            .iter()
+            .filter_map(|t| t.readable_at())
+            .chain(gap)
+            .min()
     }
 
     /// Sends what the transports hold back and is due; returns the next

@@ -29,6 +29,8 @@
 //! A failing test prints its seed; `RAMP_SIM_SEED=n` replays it (`seeds`).
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -131,9 +133,42 @@ impl State {
 
 pub(crate) struct Shared {
     seed: u64,
-    /// This world's number in the process (its hosts' addresses).
-    id: u64,
+    /// The block of host addresses this world holds (`host_of`).
+    hosts: HostBlock,
     st: Mutex<State>,
+}
+
+/// Blocks of host addresses (10.b.x.y, b below this) worlds hold.
+const HOST_BLOCKS: u64 = 250;
+
+/// A block of host addresses, 10.b.x.y, that one world holds against
+/// every other world alive on this host, in this process or another
+/// (test processes run at once): shared memory names its sockets by
+/// address (`net/shm.rs`), so two worlds alive at once must never share
+/// one. The hold is an abstract Unix socket named for the block, which
+/// goes with the world, or with its process however that ends.
+struct HostBlock {
+    b: u8,
+    _hold: UnixDatagram,
+}
+
+impl HostBlock {
+    fn claim() -> HostBlock {
+        // (each process starts looking elsewhere: few tries)
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let start = 7 * std::process::id() as u64 + NEXT.fetch_add(1, Ordering::Relaxed);
+        for k in 0..HOST_BLOCKS {
+            let b = ((start + k) % HOST_BLOCKS) as u8;
+            let name = format!("ramp-sim-hosts.{b}");
+            let Ok(addr) = UnixAddr::from_abstract_name(name.as_bytes()) else {
+                continue;
+            };
+            if let Ok(hold) = UnixDatagram::bind_addr(&addr) {
+                return HostBlock { b, _hold: hold };
+            }
+        }
+        panic!("simulated world: all {HOST_BLOCKS} blocks of host addresses are held");
+    }
 }
 
 impl Shared {
@@ -206,10 +241,7 @@ impl World {
         World {
             shared: Arc::new(Shared {
                 seed,
-                id: {
-                    static WORLDS: AtomicU64 = AtomicU64::new(1);
-                    WORLDS.fetch_add(1, Ordering::Relaxed)
-                },
+                hosts: HostBlock::claim(),
                 st: Mutex::new(State {
                     now: START,
                     net: Network::new(FaultInjector::with_rng(faults, net_rng)),
@@ -273,7 +305,7 @@ impl World {
     fn node_on(&self, cfg: &Config, host: Option<Ipv4Addr>) -> Node {
         let index = {
             let mut st = self.shared.state();
-            let host = host.unwrap_or_else(|| host_of(self.shared.id, st.nodes.len()));
+            let host = host.unwrap_or_else(|| host_of(self.shared.hosts.b, st.nodes.len()));
             st.nodes.push(Slot {
                 bundle: None,
                 host,
@@ -318,7 +350,8 @@ impl World {
             let mut set = Transports::new(Box::new(t));
             if cfg.transport == TransportChoice::Shm {
                 let addr = set.local_addr();
-                set.prefer(Box::new(ShmTransport::open_with(addr, c.clone())?));
+                let shm = ShmTransport::open_with(addr, c.clone())?;
+                set.prefer(Box::new(shm.with_peer_timeout(cfg.proto.peer_timeout)));
             }
             Ok(set)
         });
@@ -378,6 +411,15 @@ impl World {
         st.net.hold = None;
         let now = st.now;
         st.net.release(now, usize::MAX);
+    }
+
+    /// Sends `bytes` from `from` to `to` now, as a host that is no node
+    /// of the world would (a hostile one, forging what it likes): through
+    /// the tap and the network's faults, as any datagram.
+    pub fn send_datagram(&self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let mut st = self.shared.state();
+        let now = st.now;
+        st.net.transmit(now, from, to, bytes);
     }
 
     /// Sets what node `i`'s program does between its calls.
@@ -507,16 +549,10 @@ impl Drop for Shared {
     }
 }
 
-/// The host of world `world`'s `i`-th node: 10.w.x.y, of its own (worlds
-/// alive at once in a process have different ones: shared memory names
-/// its rings by address).
-fn host_of(world: u64, i: usize) -> Ipv4Addr {
-    Ipv4Addr::new(
-        10,
-        (world % 250) as u8,
-        (i / 250) as u8,
-        (i % 250 + 1) as u8,
-    )
+/// The host of the `i`-th node of the world that holds block `b`:
+/// 10.b.x.y, of its own (`HostBlock`).
+fn host_of(b: u8, i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, b, (i / 250) as u8, (i % 250 + 1) as u8)
 }
 
 fn kill(w: &Arc<Shared>, i: usize) {
