@@ -78,6 +78,8 @@ pub(crate) mod token;
 mod txn;
 #[cfg(test)]
 mod txn_id64_tests;
+#[cfg(test)]
+mod txn_crash_tests;
 mod txn_log;
 #[cfg(test)]
 mod txn_lost_ack_tests;
