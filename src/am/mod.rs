@@ -77,9 +77,9 @@ mod tests;
 pub(crate) mod token;
 mod txn;
 #[cfg(test)]
-mod txn_id64_tests;
-#[cfg(test)]
 mod txn_crash_tests;
+#[cfg(test)]
+mod txn_id64_tests;
 mod txn_log;
 #[cfg(test)]
 mod txn_lost_ack_tests;

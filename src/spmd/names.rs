@@ -33,8 +33,8 @@
 //!
 //! A service is 1..=48 bytes of `A-Z a-z 0-9 . _ -`.
 
-use std::sync::Arc;
 use crate::time::{Instant, Nanos, MILLIS};
+use std::sync::Arc;
 
 use super::JOB;
 use crate::am::{self, Bundle, Endpoint, EndpointName, ServiceAnswer, ServiceQuery};
