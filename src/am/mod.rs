@@ -27,10 +27,12 @@
 //! | `rma_direct.rs` | large puts and gets to a same-host peer copied by the target (process_vm_readv/writev) |
 //! | `progress.rs` | the bundle's progress thread |
 //! | `txn.rs` | transactions at the initiator: state tuple, ack, abandon reasons, wait, list |
+//! | `txn_probe.rs` | late answers: probes, a target restarted, conclusions |
 //! | `txn_log.rs` | the transaction log wired in: identity, target records, restore |
 //! | `txn_target.rs` | transactions at the target: at-most-once, kept replies, floor, bounds |
 //! | `txn_tests.rs` | transactions over the in-memory network: duplication, replays, refusals |
 //! | `txn_id64_tests.rs` | 64-bit transaction ids: a wire id repeated a lap later, trailers out of reach |
+//! | `txn_crash_tests.rs` | either end killed and restarted from its log at random, in the simulated world |
 //! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
 
 mod batch;
@@ -84,6 +86,7 @@ mod txn_log;
 #[cfg(test)]
 mod txn_lost_ack_tests;
 mod txn_map;
+mod txn_probe;
 mod txn_target;
 #[cfg(test)]
 mod txn_tests;
