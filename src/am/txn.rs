@@ -159,6 +159,10 @@ pub(crate) struct Txns {
     pub(super) handler_timeout: Option<u64>,
     /// What this endpoint keeps as a target (`txn_target.rs`).
     pub(super) target: super::txn_target::TxnTarget,
+    /// When the poll path next looks after the kept transactions (a
+    /// probe due, the handler-time bound, a resume, `txn_refresh`): None
+    /// while none waits for an answer.
+    pub(super) due: Option<Instant>,
 }
 
 impl Txns {
@@ -170,7 +174,13 @@ impl Txns {
             target: Default::default(),
             log: None,
             to_resume: Vec::new(),
+            due: None,
         }
+    }
+
+    /// The poll path looks after the kept transactions at `at` at the latest.
+    pub(super) fn wake(&mut self, at: Instant) {
+        self.due = Some(self.due.map_or(at, |d| d.min(at)));
     }
 
     /// Kept transactions whose state changed since the log had it.
@@ -300,6 +310,7 @@ impl EpState {
     pub(super) fn txn_sent(&mut self, id64: u64, addr: SocketAddr, now: Instant) {
         let txn = id64 as u32;
         let assoc = self.proto.association(&addr);
+        self.txn.wake(now.plus(PROBE_EVERY));
         self.txn.records.insert(
             txn,
             TxnRecord {
@@ -514,6 +525,7 @@ impl Endpoint {
     pub fn set_handler_timeout(&self, usec: u64) {
         self.with(|s| {
             s.txn.handler_timeout = (usec > 0).then(|| usec.saturating_mul(MICROS));
+            s.txn.wake(Instant::ZERO);
         })
     }
 }

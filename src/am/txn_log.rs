@@ -345,6 +345,9 @@ impl Endpoint {
                 st.txn.to_resume.push((txn, i.dest, i.msg.clone()));
             }
         }
+        if !st.txn.to_resume.is_empty() {
+            st.txn.wake(Instant::ZERO);
+        }
         st.txn.target.logging = true;
         st.txn.log = Some(log);
         Ok(())

@@ -2,7 +2,9 @@
 //! and what it says to a probe (running, finished, crashed, unknown), the
 //! probes (`TxnProbe`) of transactions that waited `PROBE_EVERY` or whose
 //! target restarted, a request given up by the protocol, the handler-time
-//! bound (`txn_refresh`, run by the calls that read states).
+//! bound; and `txn_refresh`, which the poll path runs when `Txns::due` (so
+//! a request waiting for a credit a transaction holds is never left
+//! waiting on a target that restarted), as do the calls that read states.
 
 use std::net::SocketAddr;
 
@@ -77,6 +79,9 @@ impl EpState {
                     r.state.progress = Progress::Processing;
                     r.acked_at = now;
                     r.assoc = assoc.or(r.assoc);
+                    if let Some(b) = self.txn.handler_timeout {
+                        self.txn.wake(now.plus(b + 1));
+                    }
                 }
             }
             None => self.stats.stale_dropped += 1,
@@ -130,12 +135,16 @@ impl EpState {
 
     /// Abandons what the handler-time bound or a restarted peer ended;
     /// probes the targets of transactions that waited `PROBE_EVERY` (so a
-    /// target that died while nothing else was in flight is noticed: the
-    /// probe fails after the peer timeout).
+    /// target that died or restarted while nothing else was in flight is
+    /// noticed: the probe fails after the peer timeout, or the restarted
+    /// target answers it). Runs from the poll path when `due` (a request
+    /// waiting for a credit a transaction holds, a poll loop), and from
+    /// the calls that read states.
     pub(super) fn txn_refresh(&mut self, now: Instant) {
         let bound = self.txn.handler_timeout;
         let mut ended = Vec::new();
         let mut probes = Vec::new();
+        let mut due: Option<Instant> = None;
         for (&id, r) in self.txn.records.iter_mut() {
             if r.state.is_final() {
                 continue;
@@ -144,6 +153,7 @@ impl EpState {
                 r.probed_at = now;
                 probes.push((id, r.addr));
             }
+            let mut next = r.probed_at.plus(PROBE_EVERY);
             if let (Some(b), Progress::Processing) = (bound, r.state.progress) {
                 if now.since(r.acked_at) > b {
                     r.state.abandon = Abandon::HandlerTimeout;
@@ -151,7 +161,9 @@ impl EpState {
                     ended.push(id);
                     continue;
                 }
+                next = next.min(r.acked_at.plus(b + 1));
             }
+            due = Some(due.map_or(next, |d| d.min(next)));
             let cur = self.proto.association(&r.addr);
             match (r.assoc, cur) {
                 (None, Some(c)) => r.assoc = Some(c),
@@ -179,6 +191,11 @@ impl EpState {
             if !self.txn.to_resume.is_empty() && self.depth.is_some() {
                 self.txn_resume(now);
             }
+        }
+        self.txn.due = due;
+        if !self.txn.to_resume.is_empty() {
+            // (their targets not mapped yet)
+            self.txn.wake(now.plus(PROBE_EVERY));
         }
     }
 
