@@ -15,6 +15,10 @@ use super::timer::{Timer, TimerTable};
 use crate::time::Instant;
 use crate::wire::{self, AckField, Common, COOKIE_LEN, NUM_CHANNELS};
 
+/// COOKIE_ECHOs sent unanswered after which the handshake starts again
+/// with an INIT (`on_handshake_timeout`).
+const ECHO_TRIES: u32 = 2;
+
 /// What the peers share, lent by `Protocol` for one operation.
 pub(super) struct Ctx<'a, A> {
     pub cfg: &'a ProtoConfig,
@@ -382,6 +386,16 @@ impl<A: Copy + PartialEq> Peer<A> {
             return false;
         }
         self.rtt.on_timeout();
+        if self.assoc.state == AssocState::CookieEchoed && self.assoc.tries >= ECHO_TRIES {
+            // The echo went unanswered again: the peer may have restarted
+            // since its INIT_ACK (its new secret cannot open our cookie,
+            // and it drops the echo without a word), or the cookie
+            // expired. Asked again with an INIT (the same tag: a peer that
+            // took the echo, its COOKIE_ACKs lost, answers with the tag of
+            // the association it has).
+            self.assoc.state = AssocState::CookieWait;
+            self.assoc.cookie = None;
+        }
         self.send_handshake(cx);
         self.timers
             .set(Timer::Handshake, Some(now.plus(self.rtt.rto())));
