@@ -48,6 +48,8 @@ pub(super) const UNKNOWN_LOGGED: u32 = 1;
 pub(super) const PROBE_CRASHED: u8 = 2;
 /// How far behind the next id a floor may be (`txn_floor`).
 pub(super) const MAX_FLOOR_LAG: u32 = 1 << 30;
+/// How soon a transaction's end is logged (`txn_floor` waits for it).
+const STATE_LAG: u64 = crate::time::MILLIS;
 /// Kept transactions at once (until `ramp_TxnRelease`).
 pub const MAX_KEPT_TXNS: usize = 1 << 16;
 
@@ -183,6 +185,14 @@ impl Txns {
         self.due = Some(self.due.map_or(at, |d| d.min(at)));
     }
 
+    /// A transaction ended: with a log, its end is logged soon (the floor
+    /// passes it only then: `txn_floor`).
+    pub(super) fn ended(&mut self, now: Instant) {
+        if self.log.is_some() {
+            self.wake(now.plus(STATE_LAG));
+        }
+    }
+
     /// Kept transactions whose state changed since the log had it.
     /// (wire id, 64-bit id, state).
     pub(super) fn changed_states(&self) -> impl Iterator<Item = (u32, u64, TxnState)> + '_ {
@@ -289,15 +299,19 @@ impl EpState {
     /// `MAX_FLOOR_LAG` ids behind the next one (the trailer carries the
     /// floor's low half, placed by the target below the id within that
     /// lag; an older one still waiting loses only its kept reply there, a
-    /// copy of it below the floor is dropped, never run again).
+    /// copy of it below the floor is dropped, never run again). With a
+    /// log, an answer counts once the log has it: a restarted initiator
+    /// resumes what its log has unfinished, and the target must still
+    /// know it (so it never sees an id below a floor it was sent).
     pub(super) fn txn_floor(&self, addr: SocketAddr) -> u64 {
         let next = self.next_txn;
+        let logging = self.txn.log.is_some();
         let oldest = self
             .txn
             .records
             .values()
-            .filter(|r| r.addr == addr && r.state.progress != Progress::Processed)
-            .filter(|r| r.state.abandon == Abandon::None)
+            .filter(|r| r.addr == addr)
+            .filter(|r| !(if logging { r.logged } else { r.state }).is_final())
             .map(|r| r.id64)
             .min()
             .unwrap_or(next)
@@ -396,11 +410,12 @@ impl EpState {
 
     /// The reply (or automatic reply) of `txn` arrived: true when it is a
     /// kept transaction.
-    pub(super) fn txn_replied(&mut self, from: SocketAddr, txn: u32) -> bool {
+    pub(super) fn txn_replied(&mut self, from: SocketAddr, txn: u32, now: Instant) -> bool {
         match self.live_record(txn, from) {
             Some(r) => {
                 r.state.ack = Ack::Acked;
                 r.state.progress = Progress::Processed;
+                self.txn.ended(now);
                 true
             }
             None => false,
@@ -409,12 +424,19 @@ impl EpState {
 
     /// Kept transaction `txn` was returned by its target with `status`:
     /// true when it is one (then handler 0 is not called).
-    pub(super) fn txn_refused(&mut self, from: SocketAddr, txn: u32, status: u8) -> bool {
+    pub(super) fn txn_refused(
+        &mut self,
+        from: SocketAddr,
+        txn: u32,
+        status: u8,
+        now: Instant,
+    ) -> bool {
         match self.live_record(txn, from) {
             Some(r) => {
                 r.state.ack = Ack::Nacked;
                 r.state.abandon = Abandon::Refused;
                 r.state.status = status as i32;
+                self.txn.ended(now);
                 true
             }
             None => false,

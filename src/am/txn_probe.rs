@@ -45,6 +45,7 @@ impl EpState {
             r.state.ack = Ack::Acked;
             r.state.abandon = Abandon::TargetCrashed;
             r.state.status = ReturnStatus::Unreachable as i32;
+            self.txn.ended(now);
             self.complete(txn, Category::Short, now);
             return;
         }
@@ -68,6 +69,7 @@ impl EpState {
             };
             r.state.abandon = given_up(r.state.ack, may_run);
             r.state.status = ReturnStatus::Unreachable as i32;
+            self.txn.ended(now);
             self.complete(txn, Category::Short, now);
             return;
         }
@@ -130,6 +132,7 @@ impl EpState {
         };
         r.state.status = status as i32;
         r.state.abandon = given_up(r.state.ack, r.may_have_run);
+        self.txn.ended(now);
         true
     }
 
