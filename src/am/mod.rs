@@ -27,7 +27,7 @@
 //! | `rma_direct.rs` | large puts and gets to a same-host peer copied by the target (process_vm_readv/writev) |
 //! | `progress.rs` | the bundle's progress thread |
 //! | `txn.rs` | transactions at the initiator: state tuple, ack, abandon reasons, wait, list |
-//! | `txn_probe.rs` | late answers: probes, a target restarted, conclusions |
+//! | `txn_probe.rs` | late answers: probes, a target restarted (sent again), conclusions, the poll path's look |
 //! | `txn_log.rs` | the transaction log wired in: identity, target records, restore |
 //! | `txn_target.rs` | transactions at the target: at-most-once, kept replies, floor, bounds |
 //! | `txn_tests.rs` | transactions over the in-memory network: duplication, replays, refusals |

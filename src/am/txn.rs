@@ -141,6 +141,12 @@ pub(super) struct TxnRecord {
     /// start window no handler reaches, `started.rs`); None: not known,
     /// taken as "may have".
     pub(super) may_have_run: Option<bool>,
+    /// The request, kept to be sent again while no ack came, when no log
+    /// keeps it (`txn_send_again`).
+    pub(super) request: Option<crate::txlog::record::LoggedMsg>,
+    /// It was sent again (resumed): an "unknown" may answer a probe that
+    /// went before it (`txn_acked`).
+    pub(super) again: bool,
     /// The state the log has (`txn_log.rs`: written when it is next read).
     pub(super) logged: TxnState,
     /// The 64-bit id (its low half is the wire id, the record's key).
@@ -221,6 +227,8 @@ impl Txns {
                 probe_failures: 0,
                 sent_in: None,
                 may_have_run: None,
+                request: None,
+                again: false,
                 logged: s,
                 id64,
             },
@@ -320,8 +328,14 @@ impl EpState {
     }
 
     /// Starts the record of kept transaction `id64` (the wire id its low
-    /// half), sent to `addr`.
-    pub(super) fn txn_sent(&mut self, id64: u64, addr: SocketAddr, now: Instant) {
+    /// half), sent to `addr`; `request`: the request when no log keeps it.
+    pub(super) fn txn_sent(
+        &mut self,
+        id64: u64,
+        addr: SocketAddr,
+        now: Instant,
+        request: Option<crate::txlog::record::LoggedMsg>,
+    ) {
         let txn = id64 as u32;
         let assoc = self.proto.association(&addr);
         self.txn.wake(now.plus(PROBE_EVERY));
@@ -339,6 +353,8 @@ impl EpState {
                 probe_failures: 0,
                 sent_in: assoc,
                 may_have_run: None,
+                request,
+                again: false,
                 logged: TxnState::default(),
                 id64,
             },
@@ -365,7 +381,16 @@ impl EpState {
                 e.outstanding += 1;
             }
         }
-        self.txn_sent(id64, addr, now);
+        let request = self
+            .txn
+            .log
+            .is_none()
+            .then(|| self.txn_request(id64))
+            .flatten();
+        self.txn_sent(id64, addr, now, request);
+        if let Some(r) = self.txn.records.get_mut(&txn) {
+            r.again = true;
+        }
     }
 
     /// A loopback transaction: its handler ran (or was refused) already.
@@ -395,6 +420,8 @@ impl EpState {
                 probe_failures: 0,
                 sent_in: None,
                 may_have_run: None,
+                request: None,
+                again: false,
                 logged: TxnState::default(),
                 id64,
             },

@@ -2,9 +2,10 @@
 //! and what it says to a probe (running, finished, crashed, unknown), the
 //! probes (`TxnProbe`) of transactions that waited `PROBE_EVERY` or whose
 //! target restarted, a request given up by the protocol, the handler-time
-//! bound; and `txn_refresh`, which the poll path runs when `Txns::due` (so
-//! a request waiting for a credit a transaction holds is never left
-//! waiting on a target that restarted), as do the calls that read states.
+//! bound; a request sent again to a restarted target that never started
+//! it; and `txn_refresh`, which the poll path runs when `Txns::due` (so a
+//! request waiting for a credit a transaction holds is never left waiting
+//! on a target that restarted), as do the calls that read states.
 
 use std::net::SocketAddr;
 
@@ -16,6 +17,7 @@ use super::txn::{
 use crate::error::ReturnStatus;
 use crate::proto::FailReason;
 use crate::time::Instant;
+use crate::txlog::record::LoggedMsg;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST};
 
 /// How a transaction given up without its reply ends: NOT_ACKED ("the
@@ -55,13 +57,27 @@ impl EpState {
                 self.stats.stale_dropped += 1;
                 return;
             };
+            let logs_starts = meta.args().first() == Some(&UNKNOWN_LOGGED);
+            if logs_starts && r.state.ack == Ack::None && (r.sent_in != assoc || r.again) {
+                // a target that restarted since the request went out (or
+                // a probe that went before the request was sent again),
+                // and logs its starts (before its acks): it never started
+                // this one, neither did the process before it; sent
+                // again, to run there once
+                let id64 = r.id64;
+                if self.txn_send_again(id64, from, now) {
+                    return;
+                }
+            }
+            let Some(r) = self.live_record(txn, from) else {
+                return;
+            };
             // it keeps no such transaction: it never started it if it
             // logs its starts, or if it is the process the request went
             // to (the same association: the request came before the
             // probe); else it restarted without a log and the process
             // before it may have run it
-            let never_started = meta.args().first() == Some(&UNKNOWN_LOGGED)
-                || (r.sent_in.is_some() && r.sent_in == assoc);
+            let never_started = logs_starts || (r.sent_in.is_some() && r.sent_in == assoc);
             let may_run = if never_started {
                 Some(false)
             } else {
@@ -81,6 +97,8 @@ impl EpState {
                     r.state.progress = Progress::Processing;
                     r.acked_at = now;
                     r.assoc = assoc.or(r.assoc);
+                    // (its target keeps it now)
+                    r.request = None;
                     if let Some(b) = self.txn.handler_timeout {
                         self.txn.wake(now.plus(b + 1));
                     }
@@ -211,5 +229,28 @@ impl EpState {
             ..MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &args)
         };
         self.send_message(now, addr, CHANNEL_REQUEST, meta, Vec::new());
+    }
+
+    /// The request of kept transaction `id64`, as the log or its record
+    /// keeps it.
+    pub(super) fn txn_request(&self, id64: u64) -> Option<LoggedMsg> {
+        match &self.txn.log {
+            Some(log) => log.state().issued.get(&id64).map(|i| i.msg.clone()),
+            None => self
+                .txn
+                .records
+                .get(&(id64 as u32))
+                .and_then(|r| r.request.clone()),
+        }
+    }
+
+    /// Sends kept transaction `id64` to `addr` again, as a resumed one:
+    /// false when it cannot (its request is not kept, `addr` is no longer
+    /// mapped).
+    fn txn_send_again(&mut self, id64: u64, addr: SocketAddr, now: Instant) -> bool {
+        let (Some(m), Some(index)) = (self.txn_request(id64), self.table.index_of(&addr)) else {
+            return false;
+        };
+        self.txn_send_logged(id64, index, addr, &m, now)
     }
 }
