@@ -30,17 +30,15 @@ impl Endpoint {
             s.send_all_held(now);
             let a = s.proto.next_timeout();
             let b = s.transports.flush_due(now);
-            match (a, b) {
-                (Some(x), Some(y)) => Some(x.min(y)),
-                (x, y) => x.or(y),
-            }
+            [a, b, s.txn.due].into_iter().flatten().min()
         })
     }
 
     /// The next time this endpoint needs a call, asked without doing
     /// anything (the simulator's question): the protocol's timers, a held
-    /// last fragment's expiry, held requests (at once), what waits for a
-    /// receive that would not take it yet (`Transports::readable_at`).
+    /// last fragment's expiry, held requests (at once), kept transactions'
+    /// probes, what waits for a receive that would not take it yet
+    /// (`Transports::readable_at`).
     #[cfg(feature = "testing")]
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.try_with(|s| {
@@ -52,7 +50,7 @@ impl Endpoint {
                 }
             });
             let unread = s.transports.readable_at(s.clock.now());
-            [s.proto.next_timeout(), held, unread]
+            [s.proto.next_timeout(), held, s.txn.due, unread]
                 .into_iter()
                 .flatten()
                 .min()
@@ -142,6 +140,10 @@ impl EpState {
         self.announce_aliases(now);
         // remote memory is performed now, AM messages queued in order
         self.drain_events(now);
+        // kept transactions: probes, bounds, resumes (`txn.rs`)
+        if self.txn.due.is_some_and(|d| now >= d) {
+            self.txn_refresh(now);
+        }
         self.flush(now);
         Ok(())
     }

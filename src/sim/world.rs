@@ -456,8 +456,26 @@ impl World {
 
     /// Kills node `i` as `kill -9` would: nothing of it runs again, its
     /// address takes nothing more, what it had in flight still arrives.
+    /// A node killed while its own call waits (the test's program, in a
+    /// call of its API: a scheduled action kills it) does not come back
+    /// from that call: it unwinds to `run_program`.
     pub fn kill(&self, i: usize) {
         kill(&self.shared, i);
+    }
+
+    /// Runs `f`, the program of node `i` (calls of its API): None when
+    /// the node was killed meanwhile (by `kill` while a call of it
+    /// waited, or `crash_here` in a handler its own call ran), the node
+    /// then dead; other panics go on.
+    pub fn run_program<R>(&self, i: usize, f: impl FnOnce() -> R) -> Option<R> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(r) => Some(r),
+            Err(p) if p.is::<Killed>() => {
+                kill(&self.shared, i);
+                None
+            }
+            Err(p) => std::panic::resume_unwind(p),
+        }
     }
 
     /// Calls `f(world, node)` after every kill (by `kill` or `crash_here`):
@@ -776,8 +794,12 @@ fn turn(w: &Arc<Shared>, caller: usize, until: Option<Instant>) {
     loop {
         let worked = run_ready(w) || (busy && until.is_none());
         let ready = has_work(w, caller, true);
-        let now = w.state().now;
+        let (now, dead) = {
+            let st = w.state();
+            (st.now, st.nodes[caller].bundle.is_none())
+        };
         match until {
+            _ if dead => break,
             None if worked || ready => break,
             Some(u) if ready || now >= u => break,
             _ => {}
@@ -792,10 +814,11 @@ fn turn(w: &Arc<Shared>, caller: usize, until: Option<Instant>) {
         st.nodes[caller].stack -= 1;
         st.nodes[caller].bundle.clone()
     };
-    for e in bundle
-        .iter()
-        .flat_map(|b| b.endpoints().iter().cloned().collect::<Vec<_>>())
-    {
+    let Some(bundle) = bundle else {
+        // (a scheduled action killed it while this call of it waited)
+        crash_here();
+    };
+    for e in bundle.endpoints().iter().cloned().collect::<Vec<_>>() {
         e.check_invariants();
     }
 }
