@@ -39,7 +39,8 @@ impl Endpoint {
 
     /// The next time this endpoint needs a call, asked without doing
     /// anything (the simulator's question): the protocol's timers, a held
-    /// last fragment's expiry, held requests (at once).
+    /// last fragment's expiry, held requests (at once), the transports'
+    /// next look at what waits for them (`Transports::next_look`).
     #[cfg(feature = "testing")]
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.try_with(|s| {
@@ -50,10 +51,11 @@ impl Endpoint {
                     s.batch.since
                 }
             });
-            match (s.proto.next_timeout(), held) {
-                (Some(x), Some(y)) => Some(x.min(y)),
-                (x, y) => x.or(y),
-            }
+            let look = s.transports.next_look(s.clock.now());
+            [s.proto.next_timeout(), held, look]
+                .into_iter()
+                .flatten()
+                .min()
         })
         .flatten()
     }
@@ -62,7 +64,8 @@ impl Endpoint {
     /// question: which endpoints have work).
     #[cfg(feature = "testing")]
     pub(crate) fn readable(&self) -> bool {
-        self.try_with(|s| s.transports.readable()).unwrap_or(false)
+        self.try_with(|s| s.transports.readable(s.clock.now()))
+            .unwrap_or(false)
     }
 
     /// Moves packets (receive, timers, transmit) without running handlers.

@@ -110,6 +110,20 @@ pub trait Transport: Send {
     /// endpoint to know which have work.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     fn readable(&self) -> bool;
+    /// When a receive next takes what waits but is read only now and then
+    /// (shared memory's socket, read every `WAKE_CHECK` while busy), None
+    /// when nothing waits so: with `readable`, the simulator's question of
+    /// when an endpoint has work next.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn next_look(&self) -> Option<Instant> {
+        None
+    }
+    /// Region messages read and waiting for `region_take` (the simulator's
+    /// question too).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn regions_waiting(&self) -> bool {
+        false
+    }
     /// A descriptor that becomes readable when a datagram arrives (negative:
     /// none; the endpoint then wakes only on its timers). Asked just before
     /// the endpoint sleeps on it (shared memory arms its wake-up then).

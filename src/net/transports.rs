@@ -467,10 +467,57 @@ impl Transports {
         self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
     }
 
-    /// Whether a receive now would find something on any transport.
+    /// Whether a pump at `now` would find something: a transport's
+    /// receive (the fallback's only when `recv_batch` would poll it: past
+    /// its gap), or region messages when `region_take` looks.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
-    pub fn readable(&self) -> bool {
-        self.list.iter().any(|t| t.readable())
+    pub fn readable(&self, now: Instant) -> bool {
+        let Some((fallback, preferred)) = self.list.split_last() else {
+            return false;
+        };
+        preferred.iter().any(|t| t.readable())
+            || (self.region_look_due(now) && preferred.iter().any(|t| t.regions_waiting()))
+            || (fallback.readable() && self.fallback_gap_end(now).is_none())
+    }
+
+    /// When a pump next finds what waits now but is not taken at `now`
+    /// (see `readable`): a transport's next look, the next region look,
+    /// the end of the fallback's gap.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub fn next_look(&self, now: Instant) -> Option<Instant> {
+        let (fallback, preferred) = self.list.split_last()?;
+        let regions = preferred
+            .iter()
+            .any(|t| t.regions_waiting())
+            .then(|| self.next_region_look.get());
+        let gap = fallback
+            .readable()
+            .then(|| self.fallback_gap_end(now))
+            .flatten();
+        preferred
+            .iter()
+            .filter_map(|t| t.next_look())
+            .chain(regions)
+            .chain(gap)
+            .min()
+    }
+
+    /// When `recv_batch` at `now`, its rings found empty, would poll the
+    /// fallback again; None: at once.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn fallback_gap_end(&self, now: Instant) -> Option<Instant> {
+        let (_, preferred) = self.list.split_last()?;
+        let active = preferred.iter().any(|t| t.active());
+        if !active || self.fallback_busy {
+            return None;
+        }
+        let gap = if now.since(self.fallback_seen) >= FALLBACK_QUIET {
+            FALLBACK_GAP_QUIET
+        } else {
+            FALLBACK_GAP
+        };
+        let end = self.polled.get().plus(gap);
+        (now < end).then_some(end)
     }
 
     /// Sends what the transports hold back and is due; returns the next
