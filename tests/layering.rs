@@ -263,18 +263,6 @@ const CLOCK_NOT_YET: &[(&str, &str)] = &[
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
     (
-        "am/txn_id64_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/txn_lost_ack_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/txn_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
         "am/xfer_shared_tests.rs",
         "a wall-clock test of the AM layer: moves to the simulator",
     ),
