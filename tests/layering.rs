@@ -217,36 +217,10 @@ const CLOCK_READS: &[&str] = &[
 
 /// Files that still read the wall clock themselves, each with its reason;
 /// this list only shrinks.
-const CLOCK_NOT_YET: &[(&str, &str)] = &[
-    (
-        "am/rma_direct_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/rma_shared_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/rma_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/txn_id64_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/txn_lost_ack_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/txn_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "wire/codec_tests.rs",
-        "an ignored measurement of the send path, not a test: belongs in benches/",
-    ),
-];
+const CLOCK_NOT_YET: &[(&str, &str)] = &[(
+    "wire/codec_tests.rs",
+    "an ignored measurement of the send path, not a test: belongs in benches/",
+)];
 
 /// Whether `file` may read the clock itself: `sys/` (the OS calls),
 /// `clock.rs` (the clock), the binaries (benchmarks measure wall time).

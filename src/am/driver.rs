@@ -37,8 +37,8 @@ impl Endpoint {
     /// The next time this endpoint needs a call, asked without doing
     /// anything (the simulator's question): the protocol's timers, a held
     /// last fragment's expiry, held requests (at once), kept transactions'
-    /// probes, what waits for a receive that would not take it yet
-    /// (`Transports::readable_at`).
+    /// probes, the transports' next look at what waits for them
+    /// (`Transports::next_look`).
     #[cfg(feature = "testing")]
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.try_with(|s| {
@@ -49,8 +49,8 @@ impl Endpoint {
                     s.batch.since
                 }
             });
-            let unread = s.transports.readable_at(s.clock.now());
-            [s.proto.next_timeout(), held, s.txn.due, unread]
+            let look = s.transports.next_look(s.clock.now());
+            [s.proto.next_timeout(), held, s.txn.due, look]
                 .into_iter()
                 .flatten()
                 .min()

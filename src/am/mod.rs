@@ -305,18 +305,6 @@ pub fn allocate_endpoint_with(
     register(&b, ep)
 }
 
-/// Allocates an endpoint on the given transports (tests).
-#[cfg(test)]
-pub(crate) fn allocate_endpoint_over(
-    bundle_id: u64,
-    cfg: &crate::config::Config,
-    transports: crate::net::Transports,
-) -> Result<Arc<Endpoint>> {
-    let b = bundle(bundle_id).ok_or(Error::BadArg("not a live bundle"))?;
-    let host = b.host.clone();
-    register(&b, Endpoint::over(cfg, bundle_id, transports, host)?)
-}
-
 /// Puts a new endpoint in its bundle and in the registry.
 fn register(b: &Arc<Bundle>, ep: Arc<Endpoint>) -> Result<Arc<Endpoint>> {
     let bundle_id = b.id;

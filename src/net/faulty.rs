@@ -68,8 +68,12 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.fd()
     }
 
-    fn readable_at(&self) -> Option<Instant> {
-        self.inner.readable_at()
+    fn next_look(&self) -> Option<Instant> {
+        self.inner.next_look()
+    }
+
+    fn regions_waiting(&self) -> bool {
+        self.inner.regions_waiting()
     }
 
     fn readable(&self) -> bool {

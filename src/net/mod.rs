@@ -3,14 +3,12 @@
 //! endpoint, serving every peer), a fault-injecting wrapper configured by
 //! `RAMP_FAULT_*` (`faulty.rs`), shared-memory rings to endpoints on the same
 //! host (`shm.rs`), the set of transports an endpoint owns and
-//! routes by (`transports.rs`), and, in tests, an in-memory network whose
-//! delivery the test controls (`mem.rs`).
+//! routes by (`transports.rs`). Tests run the real transports, or the
+//! simulated world's network (`sim::network`).
 
 pub mod express;
 mod faulty;
 mod iface;
-#[cfg(test)]
-pub(crate) mod mem;
 mod shm;
 mod transports;
 mod udp;
@@ -112,13 +110,19 @@ pub trait Transport: Send {
     /// endpoint to know which have work.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     fn readable(&self) -> bool;
-    /// When something waits that a receive now would not take (it is not
-    /// `readable` yet): the instant from which one would (shared memory: a
-    /// message on its socket, which a busy endpoint reads every
-    /// `WAKE_CHECK`). The simulator's question: when a node has work next.
+    /// When a receive next takes what waits but is read only now and then
+    /// (shared memory's socket, read every `WAKE_CHECK` while busy), None
+    /// when nothing waits so: with `readable`, the simulator's question of
+    /// when an endpoint has work next.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
-    fn readable_at(&self) -> Option<Instant> {
+    fn next_look(&self) -> Option<Instant> {
         None
+    }
+    /// Region messages read and waiting for `region_take` (the simulator's
+    /// question too).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn regions_waiting(&self) -> bool {
+        false
     }
     /// A descriptor that becomes readable when a datagram arrives (negative:
     /// none; the endpoint then wakes only on its timers). Asked just before

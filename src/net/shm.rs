@@ -534,9 +534,9 @@ impl Transport for ShmTransport {
     }
 
     /// A record at an open ring's head, or a message on the socket (a
-    /// peer's HELLO or its file, a wake-up, a region message) once the
-    /// socket's look is due (`flush_due`: a busy endpoint reads it every
-    /// `WAKE_CHECK`; before then a receive would not take it).
+    /// peer's HELLO or its file, a wake-up, a region message) when a pump
+    /// now reads the socket (`flush_due`: every `WAKE_CHECK`; else at the
+    /// endpoint's next sleep, `fd`, or `next_look`).
     fn readable(&self) -> bool {
         let active = self.map.u64_at(H_ACTIVE).load(Acquire);
         (0..SLOTS)
@@ -545,10 +545,12 @@ impl Transport for ShmTransport {
             || (self.clock.now() >= self.next_wake_check.get() && self.socket_waiting())
     }
 
-    /// A message on the socket before its look is due: then.
-    fn readable_at(&self) -> Option<Instant> {
-        let at = self.next_wake_check.get();
-        (self.clock.now() < at && self.socket_waiting()).then_some(at)
+    fn next_look(&self) -> Option<Instant> {
+        self.socket_waiting().then(|| self.next_wake_check.get())
+    }
+
+    fn regions_waiting(&self) -> bool {
+        !self.regions.borrow().is_empty()
     }
 
     /// Asked just before the endpoint sleeps: arms the sleep word.

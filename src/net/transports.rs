@@ -485,37 +485,57 @@ impl Transports {
         self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
     }
 
-    /// Whether a receive at `now` that finds the preferred transports
-    /// empty would leave the fallback for later (`recv_batch`'s gap).
-    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
-    fn fallback_waits(&self, now: Instant) -> bool {
-        let (_, preferred) = self.list.split_last().expect("a set holds a transport");
-        !self.fallback_busy
-            && preferred.iter().any(|t| t.active())
-            && now < fallback_from(self.polled.get(), self.fallback_seen, now, false)
-    }
-
-    /// Whether a receive at `now` would find something on any transport
-    /// (the fallback only once its gap has passed).
+    /// Whether a pump at `now` would find something: a transport's
+    /// receive (the fallback's only when `recv_batch` would poll it: past
+    /// its gap), or region messages when `region_take` looks.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn readable(&self, now: Instant) -> bool {
-        let (fallback, preferred) = self.list.split_last().expect("a set holds a transport");
-        preferred.iter().any(|t| t.readable()) || (fallback.readable() && !self.fallback_waits(now))
+        let Some((fallback, preferred)) = self.list.split_last() else {
+            return false;
+        };
+        preferred.iter().any(|t| t.readable())
+            || (self.region_look_due(now) && preferred.iter().any(|t| t.regions_waiting()))
+            || (fallback.readable() && self.fallback_gap_end(now).is_none())
     }
 
-    /// When something waits that a receive at `now` would not take (see
-    /// `Transport::readable_at`; a datagram on the fallback in its gap):
-    /// the instant from which one would.
+    /// When a pump next finds what waits now but is not taken at `now`
+    /// (see `readable`): a transport's next look, the next region look,
+    /// the end of the fallback's gap.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
-    pub fn readable_at(&self, now: Instant) -> Option<Instant> {
-        let fallback = self.fallback();
-        let gap = (fallback.readable() && self.fallback_waits(now))
-            .then(|| fallback_from(self.polled.get(), self.fallback_seen, now, false));
-        self.list
+    pub fn next_look(&self, now: Instant) -> Option<Instant> {
+        let (fallback, preferred) = self.list.split_last()?;
+        let regions = preferred
             .iter()
-            .filter_map(|t| t.readable_at())
+            .any(|t| t.regions_waiting())
+            .then(|| self.next_region_look.get());
+        let gap = fallback
+            .readable()
+            .then(|| self.fallback_gap_end(now))
+            .flatten();
+        preferred
+            .iter()
+            .filter_map(|t| t.next_look())
+            .chain(regions)
             .chain(gap)
             .min()
+    }
+
+    /// When `recv_batch` at `now`, its rings found empty, would poll the
+    /// fallback again; None: at once.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn fallback_gap_end(&self, now: Instant) -> Option<Instant> {
+        let (_, preferred) = self.list.split_last()?;
+        let active = preferred.iter().any(|t| t.active());
+        if !active || self.fallback_busy {
+            return None;
+        }
+        let gap = if now.since(self.fallback_seen) >= FALLBACK_QUIET {
+            FALLBACK_GAP_QUIET
+        } else {
+            FALLBACK_GAP
+        };
+        let end = self.polled.get().plus(gap);
+        (now < end).then_some(end)
     }
 
     /// Sends what the transports hold back and is due; returns the next

@@ -67,6 +67,10 @@ impl VirtualTime for ManualClock {
         self.now.fetch_max(until.0, Ordering::SeqCst);
     }
 
+    fn sleep(&self, until: Instant) {
+        self.now.fetch_max(until.0, Ordering::SeqCst);
+    }
+
     fn yield_now(&self) {
         self.advance(YIELD_STEP);
     }

@@ -6,15 +6,21 @@
 //! A node's clock is virtual (`clock::VirtualTime`): time moves only when
 //! nothing is left to do at the present instant. A test drives the nodes
 //! by calling their API, as a program would; whenever that call waits
-//! (`Clock::wait_readable`, `Clock::sleep`) or polls (`Clock::yield_now`,
-//! at the end of every `Bundle::poll`), the world runs the other nodes that
-//! have something to do now (a datagram in their inbox, a timer due, a
-//! message to handle): each is polled as a program in a poll loop would
-//! (`Program::Polls`, the default), or, one that computes, only by its
-//! progress thread if it has one (`Program::Computes`). When nothing is
-//! due anywhere, time jumps to the next arrival or deadline. A node whose
-//! code is on the stack (the caller, or one the world is polling) is never
-//! polled again from inside it.
+//! (`Clock::wait_readable`: until a datagram comes or a deadline;
+//! `Clock::sleep`: the time given, whatever comes) or polls
+//! (`Clock::yield_now`, at the end of every `Bundle::poll`), the world runs
+//! the other nodes that have something to do now (a datagram in their
+//! inbox, a timer due, a message to handle): each is polled as a program
+//! in a poll loop would (`Program::Polls`, the default), or, one that
+//! computes, only by its progress thread if it has one
+//! (`Program::Computes`). When nothing is due anywhere, time jumps to the
+//! next arrival or deadline. A node whose code is on the stack (the
+//! caller, or one the world is polling) is never polled again from inside
+//! it; a handler the world runs that polls or waits itself (nested) lets
+//! the rest of the world run meanwhile, as its process would.
+//! A handler that runs for long blocks what is below it on the stack: a
+//! test whose target's handler runs long drives the world from the top
+//! (`World::run_until`), not from inside the initiator's calls.
 //!
 //! Faults: the network's (loss, duplication, corruption, reordering,
 //! delay, from the seed), links cut, a node descheduled (it is not run
@@ -94,8 +100,6 @@ struct Slot {
     addrs: Vec<(SocketAddr, u64)>,
     /// Its code is running (a call of its clock, or the world polling it).
     stack: u32,
-    /// The world is polling it: its own yields do nothing.
-    driven: bool,
     asleep_until: Instant,
     program: Program,
     /// Datagrams it sent or took, and that count at its last clock call:
@@ -214,13 +218,19 @@ impl VirtualTime for NodeClock {
 
     fn wait(&self, until: Instant) {
         if let Some(w) = self.world.upgrade() {
-            turn(&w, self.node, Some(until));
+            turn(&w, self.node, Turn::Wait(until));
+        }
+    }
+
+    fn sleep(&self, until: Instant) {
+        if let Some(w) = self.world.upgrade() {
+            turn(&w, self.node, Turn::Sleep(until));
         }
     }
 
     fn yield_now(&self) {
         if let Some(w) = self.world.upgrade() {
-            turn(&w, self.node, None);
+            turn(&w, self.node, Turn::Yield);
         }
     }
 
@@ -288,20 +298,17 @@ impl World {
         self.node_on(cfg, None)
     }
 
-    /// A new process on the host of node `i`, which is dead (`kill`), as
-    /// one restarted without a transaction log: a new node whose endpoints
-    /// take the ports the dead one's took, in order (its first endpoint at
-    /// the dead one's first address, unless a log had moved that one).
+    /// A new process on the host of node `i`, which is dead: a new node
+    /// whose endpoints take that host's ports in the same order, so that
+    /// its first endpoint has the address node `i`'s had (a process
+    /// restarted without a log; one with a log comes back at its logged
+    /// address when it opens it, from `node`).
     pub fn restart(&self, i: usize, cfg: &Config) -> Node {
-        let host = {
-            let st = self.shared.state();
-            assert!(st.nodes[i].bundle.is_none(), "node {i} is alive");
-            st.nodes[i].host
-        };
+        assert!(!self.alive(i), "node {i} is alive: kill it first");
+        let host = self.shared.state().nodes[i].host;
         self.node_on(cfg, Some(host))
     }
 
-    /// A new node on `host`, or on a host of its own (None).
     fn node_on(&self, cfg: &Config, host: Option<Ipv4Addr>) -> Node {
         let index = {
             let mut st = self.shared.state();
@@ -311,7 +318,6 @@ impl World {
                 host,
                 addrs: Vec::new(),
                 stack: 0,
-                driven: false,
                 asleep_until: Instant::ZERO,
                 program: Program::Polls,
                 activity: 0,
@@ -695,24 +701,21 @@ fn run_ready(w: &Arc<Shared>) -> bool {
             continue;
         }
         worked = true;
-        {
-            let mut st = w.state();
-            st.nodes[i].stack += 1;
-            st.nodes[i].driven = true;
-        }
+        w.state().nodes[i].stack += 1;
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match program {
+            // `Bundle::poll` without its closing yield (the world is the
+            // loop): a yield of the node's own code, a handler polling
+            // inside, is a turn of the world
             Program::Polls => {
-                let _ = bundle.poll();
+                for e in bundle.endpoints().iter() {
+                    let _ = e.poll();
+                }
             }
             Program::Computes => {
                 am::progress_pass(&bundle);
             }
         }));
-        {
-            let mut st = w.state();
-            st.nodes[i].stack -= 1;
-            st.nodes[i].driven = false;
-        }
+        w.state().nodes[i].stack -= 1;
         if r.is_ok() {
             for e in bundle.endpoints().iter() {
                 e.check_invariants();
@@ -771,25 +774,32 @@ fn advance(w: &Arc<Shared>, until: Option<Instant>) {
     st.net.deliver(next);
 }
 
-/// A clock call of node `caller`: a wait until `until` (or until a
-/// datagram reaches it), or a busy loop's yield (None).
-fn turn(w: &Arc<Shared>, caller: usize, until: Option<Instant>) {
-    {
-        let mut st = w.state();
-        let s = &mut st.nodes[caller];
-        if s.driven && until.is_none() {
-            // the world itself is polling this node
-            return;
-        }
-        s.stack += 1;
-    }
+/// What a clock call of a node asks for.
+#[derive(Clone, Copy)]
+enum Turn {
+    /// A busy loop's turn (`yield_now`).
+    Yield,
+    /// Nothing to do before the instant, unless a datagram or a message
+    /// comes for the node (`wait_readable`).
+    Wait(Instant),
+    /// Nothing to do before the instant, whatever comes (`sleep`).
+    Sleep(Instant),
+}
+
+/// A clock call of node `caller` (see `Turn`).
+fn turn(w: &Arc<Shared>, caller: usize, how: Turn) {
     // a yield right after its own poll moved datagrams: it runs on
     let busy = {
         let mut st = w.state();
         let s = &mut st.nodes[caller];
+        s.stack += 1;
         let busy = s.activity != s.seen;
         s.seen = s.activity;
         busy
+    };
+    let until = match how {
+        Turn::Yield => None,
+        Turn::Wait(u) | Turn::Sleep(u) => Some(u),
     };
     loop {
         let worked = run_ready(w) || (busy && until.is_none());
@@ -798,10 +808,11 @@ fn turn(w: &Arc<Shared>, caller: usize, until: Option<Instant>) {
             let st = w.state();
             (st.now, st.nodes[caller].bundle.is_none())
         };
-        match until {
+        match how {
             _ if dead => break,
-            None if worked || ready => break,
-            Some(u) if ready || now >= u => break,
+            Turn::Yield if worked || ready => break,
+            Turn::Wait(u) if now >= u || ready => break,
+            Turn::Sleep(u) if now >= u => break,
             _ => {}
         }
         advance(w, until);
