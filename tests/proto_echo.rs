@@ -113,6 +113,7 @@ fn is_init(d: &[u8]) -> bool {
 }
 
 #[test]
+#[ignore = "the echo-to-INIT fallback (3b45d36) broke a 64-process start-up (ABORTs to established peers); being redone"]
 fn an_echo_a_restarted_responder_cannot_open_gives_way_to_an_init() {
     let mut t = Two::new();
     let timeout = ProtoConfig::default().peer_timeout;
@@ -140,6 +141,7 @@ fn an_echo_a_restarted_responder_cannot_open_gives_way_to_an_init() {
 }
 
 #[test]
+#[ignore = "the echo-to-INIT fallback (3b45d36) broke a 64-process start-up (ABORTs to established peers); being redone"]
 fn an_init_again_after_lost_cookie_acks_keeps_the_association() {
     let mut t = Two::new();
     t.send(0, 7);

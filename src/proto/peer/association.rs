@@ -5,10 +5,6 @@
 
 use super::*;
 
-/// COOKIE_ECHOs sent unanswered after which the handshake starts again
-/// with an INIT (`on_handshake_timeout`).
-const ECHO_TRIES: u32 = 2;
-
 impl<A: Copy + PartialEq> Peer<A> {
     /// Starts the handshake: sends an INIT offering `tag`.
     pub fn start_handshake(&mut self, now: Instant, tag: u64, cx: &mut Ctx<'_, A>) {
@@ -198,16 +194,6 @@ impl<A: Copy + PartialEq> Peer<A> {
             return false;
         }
         self.rtt.on_timeout();
-        if self.assoc.state == AssocState::CookieEchoed && self.assoc.tries >= ECHO_TRIES {
-            // The echo went unanswered again: the peer may have restarted
-            // since its INIT_ACK (its new secret cannot open our cookie,
-            // and it drops the echo without a word), or the cookie
-            // expired. Asked again with an INIT (the same tag: a peer that
-            // took the echo, its COOKIE_ACKs lost, answers with the tag of
-            // the association it has).
-            self.assoc.state = AssocState::CookieWait;
-            self.assoc.cookie = None;
-        }
         self.send_handshake(cx);
         self.timers
             .set(Timer::Handshake, Some(now.plus(self.rtt.rto())));
