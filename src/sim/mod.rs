@@ -8,12 +8,17 @@
 //!   (`Protocol::check_invariants`, `SimNet::check`), in release builds too;
 //! - `world.rs`: `World`, whole endpoints (AM layer, protocol,
 //!   transports) as simulated processes, killed and restarted at will;
+//!   its state (`state.rs`), how it runs them on virtual time
+//!   (`scheduler.rs`), the host addresses it holds (`hosts.rs`);
 //! - `network.rs`: the world's datagram network and its `SimTransport`;
 //! - `manual.rs`: `ManualClock`, virtual time a test moves by hand, for
 //!   code it drives directly (a transport's rings).
 
+mod hosts;
 mod manual;
 mod network;
+mod scheduler;
+mod state;
 mod world;
 
 pub use manual::{ManualClock, YIELD_STEP};

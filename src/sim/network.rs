@@ -13,7 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::RawFd;
 use std::sync::Weak;
 
-use super::world::Shared;
+use super::state::Shared;
 use super::SimStats;
 use crate::fault::FaultInjector;
 use crate::fxhash::FxHashMap;

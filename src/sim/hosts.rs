@@ -1,0 +1,46 @@
+//! Host addresses of simulated nodes: a block 10.b.x.y that one world
+//! holds against every other world alive on this machine.
+
+use std::net::Ipv4Addr;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Blocks of host addresses (10.b.x.y, b below this) worlds hold.
+pub(super) const HOST_BLOCKS: u64 = 250;
+
+/// A block of host addresses, 10.b.x.y, that one world holds against
+/// every other world alive on this host, in this process or another
+/// (test processes run at once): shared memory names its sockets by
+/// address (`net/shm.rs`), so two worlds alive at once must never share
+/// one. The hold is an abstract Unix socket named for the block, which
+/// goes with the world, or with its process however that ends.
+pub(super) struct HostBlock {
+    pub(super) b: u8,
+    pub(super) _hold: UnixDatagram,
+}
+
+impl HostBlock {
+    pub(super) fn claim() -> HostBlock {
+        // (each process starts looking elsewhere: few tries)
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let start = 7 * std::process::id() as u64 + NEXT.fetch_add(1, Ordering::Relaxed);
+        for k in 0..HOST_BLOCKS {
+            let b = ((start + k) % HOST_BLOCKS) as u8;
+            let name = format!("ramp-sim-hosts.{b}");
+            let Ok(addr) = UnixAddr::from_abstract_name(name.as_bytes()) else {
+                continue;
+            };
+            if let Ok(hold) = UnixDatagram::bind_addr(&addr) {
+                return HostBlock { b, _hold: hold };
+            }
+        }
+        panic!("simulated world: all {HOST_BLOCKS} blocks of host addresses are held");
+    }
+}
+
+/// The host of the `i`-th node of the world that holds block `b`:
+/// 10.b.x.y, of its own (`HostBlock`).
+pub(super) fn host_of(b: u8, i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, b, (i / 250) as u8, (i % 250 + 1) as u8)
+}
