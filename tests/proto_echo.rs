@@ -8,6 +8,7 @@
 //! responder sees no restart (its messages do not fail).
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 
 use ramp::proto::{Event, ProtoConfig, Protocol};
 use ramp::time::{Instant, Nanos, MILLIS};
@@ -88,6 +89,31 @@ impl Two {
         }
     }
 
+    /// What node `i` sends now, in order.
+    fn out(&mut self, i: usize) -> Vec<Vec<u8>> {
+        let mut b = Vec::new();
+        let mut out = Vec::new();
+        while self.p[i].poll_transmit(&mut b).is_some() {
+            out.push(b.clone());
+        }
+        out
+    }
+
+    /// Node `i` takes datagram `d` from the other node now.
+    fn feed(&mut self, i: usize, d: &[u8]) {
+        let now = self.now;
+        self.p[i].handle_datagram(now, 1 - i as u32, d);
+        self.p[i].handle_timeout(now);
+    }
+
+    /// Time moves to node `i`'s next timer, which fires (node `i` alone:
+    /// the other is off the CPU).
+    fn fire(&mut self, i: usize) {
+        self.now = self.p[i].next_timeout().expect("a timer");
+        let now = self.now;
+        self.p[i].handle_timeout(now);
+    }
+
     fn take_events(&mut self) {
         for i in 0..2 {
             while let Some(ev) = self.p[i].poll_event() {
@@ -166,4 +192,53 @@ fn an_init_again_after_lost_cookie_acks_keeps_the_association() {
     assert_eq!(t.p[1].association(&0), tags, "the same association");
     assert_eq!(t.p[0].association(&1).map(|(a, b)| (b, a)), tags);
     assert_eq!(t.failed, [0, 0], "no restart seen, nothing failed");
+}
+
+/// A responder off the CPU for many RTOs (64 processes on two cores): the
+/// initiator's INIT goes three times before the first is answered, the
+/// later two wait at the responder, and its echo goes unanswered for four
+/// RTOs. When the responder runs again it answers the two INITs (no slot:
+/// each with a fresh tag), takes the echo (COOKIE_ACK) and so on. The
+/// initiator must end up in the association the responder has: an
+/// initiator that had gone back to an INIT after unanswered echoes (the
+/// fallback of 3b45d36) took the late INIT_ACK of a fresh tag, and the
+/// COOKIE_ACK of the first cookie (it does not say which cookie it
+/// answers) established that one: half open, its DATA dropped by the
+/// responder, which later freed its idle slot and ABORTed the DATA.
+#[test]
+fn a_responder_off_the_cpu_for_many_rtos_ends_in_one_association() {
+    let mut t = Two::new();
+    t.send(0, 7);
+    let mut queued: VecDeque<Vec<u8>> = t.out(0).into();
+    for _ in 0..2 {
+        t.fire(0);
+        queued.extend(t.out(0));
+    }
+    assert_eq!(queued.len(), 3);
+    assert!(queued.iter().all(|d| is_init(d)));
+    // the responder runs for one datagram: the first INIT is answered
+    let first = queued.pop_front().unwrap();
+    t.feed(1, &first);
+    for d in t.out(1) {
+        t.feed(0, &d);
+    }
+    queued.extend(t.out(0));
+    assert!(queued.back().is_some_and(|d| is_echo(d)));
+    // off the CPU for four more RTOs of the initiator
+    for _ in 0..4 {
+        t.fire(0);
+        queued.extend(t.out(0));
+    }
+    // back: it takes all that waited, the initiator all it answered
+    for d in queued.drain(..) {
+        t.feed(1, &d);
+    }
+    for d in t.out(1) {
+        t.feed(0, &d);
+    }
+    assert!(t.run(SECOND, |_, _| false, |t| t.delivered[1] == [7]));
+    let tags = t.p[1].association(&0);
+    assert!(tags.is_some());
+    assert_eq!(t.p[0].association(&1).map(|(a, b)| (b, a)), tags);
+    assert_eq!(t.failed, [0, 0]);
 }
