@@ -337,6 +337,13 @@ impl Secrets {
     }
 }
 
+/// The initiator's tag a cookie names, read without checking it: what an
+/// endpoint that cannot open the cookie (another secret made it) answers
+/// to (`Protocol::unknown_cookie`).
+pub fn cookie_init_tag(c: &[u8; COOKIE_LEN]) -> u64 {
+    u64::from_be_bytes(c[8..16].try_into().unwrap_or([0; 8]))
+}
+
 /// A token bucket: `rate` tokens per second, at most `burst` saved.
 #[derive(Debug)]
 pub struct TokenBucket {

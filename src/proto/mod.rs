@@ -114,7 +114,7 @@ use crate::fxhash::FxHashMap;
 use crate::stats::Statistics;
 use crate::time::Instant;
 use crate::wire::{self, MsgMeta, Packet, COOKIE_LEN, NUM_CHANNELS};
-use assoc::{AssocState, ClosedTags, Secrets, TokenBucket};
+use assoc::{AssocState, ClosedTags, CookieError, Secrets, TokenBucket};
 use outbox::Outbox;
 pub(crate) use outbox::SEND_BUNDLE_MAX;
 use peer::{Ctx, Peer};
