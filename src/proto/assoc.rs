@@ -15,6 +15,10 @@
 //!   Established: DATA vtag r ------------->
 //! ```
 //!
+//! A COOKIE_ECHO whose cookie's MAC fails (the responder restarted since
+//! its INIT_ACK: another secret) gets `UNKNOWN_COOKIE vtag a {r}`; the
+//! initiator echoing exactly (a, r) starts again with a fresh tag.
+//!
 //! Every later packet carries the receiver's tag (`vtag`): DATA/ACK/NACK
 //! from `addr` count only if their vtag is our tag of the association with
 //! `addr`. Tags are 64-bit outputs of a keyed PRF (BLAKE3) of the
