@@ -15,6 +15,10 @@
 //!   Established: DATA vtag r ------------->
 //! ```
 //!
+//! A COOKIE_ECHO whose cookie's MAC fails (the responder restarted since
+//! its INIT_ACK: another secret) gets `UNKNOWN_COOKIE vtag a {r}`; the
+//! initiator echoing exactly (a, r) starts again with a fresh tag.
+//!
 //! Every later packet carries the receiver's tag (`vtag`): DATA/ACK/NACK
 //! from `addr` count only if their vtag is our tag of the association with
 //! `addr`. Tags are 64-bit outputs of a keyed PRF (BLAKE3) of the
@@ -335,6 +339,13 @@ impl Secrets {
             created,
         })
     }
+}
+
+/// The initiator's tag a cookie names, read without checking it: what an
+/// endpoint that cannot open the cookie (another secret made it) answers
+/// to (`Protocol::unknown_cookie`).
+pub fn cookie_init_tag(c: &[u8; COOKIE_LEN]) -> u64 {
+    u64::from_be_bytes(c[8..16].try_into().unwrap_or([0; 8]))
 }
 
 /// A token bucket: `rate` tokens per second, at most `burst` saved.

@@ -1,8 +1,21 @@
 //! The association's handshake and the answers that need no state: INIT
 //! (answered with a cookie, nothing kept), INIT_ACK, COOKIE_ECHO (the only
-//! packet that creates a peer for a sender), COOKIE_ACK, ABORT, HEARTBEAT,
-//! and what a packet outside any association gets (at most one rate-limited
-//! ABORT). `mod.rs` dispatches to these.
+//! packet that creates a peer for a sender; one whose cookie another
+//! secret made is answered with an UNKNOWN_COOKIE), COOKIE_ACK,
+//! UNKNOWN_COOKIE, ABORT, HEARTBEAT, and what a packet outside any
+//! association gets (at most one rate-limited ABORT). `mod.rs` dispatches
+//! to these.
+//!
+//! A responder that restarted between its INIT_ACK and our COOKIE_ECHO
+//! (a new secret) cannot open our cookie. It says so (UNKNOWN_COOKIE,
+//! naming both tags of the echo), and the initiator, still echoing that
+//! cookie, starts the handshake again with a fresh tag. Nothing else makes
+//! an initiator give up a cookie it echoes: a responder that is only slow
+//! (off the CPU for many RTOs) takes the echo when it runs, or its secret
+//! opens it later; were the initiator to ask again with an INIT of the same
+//! tag (3b45d36), it could take a late INIT_ACK of a fresh tag and have it
+//! established by the COOKIE_ACK of the first cookie (a COOKIE_ACK does
+//! not say which cookie it answers): half open (`tests/proto_echo.rs`).
 
 use super::*;
 
@@ -117,6 +130,7 @@ impl<A: PeerAddr> Protocol<A> {
         let tags = match self.secrets.open_cookie(cookie, &from, now, lifetime) {
             // not for an association that ended since (a replayed echo)
             Ok(t) if t.resp_tag == vtag && !self.closed.refuses(t.resp_tag, t.created) => t,
+            Err(CookieError::Forged) => return self.unknown_cookie(now, from, vtag, cookie),
             _ => {
                 self.out.stats.stale_dropped += 1;
                 return;
@@ -153,6 +167,47 @@ impl<A: PeerAddr> Protocol<A> {
         let slot = self.peer_entry(from);
         let (peer, mut cx) = self.peer_cx(slot);
         peer.accept_association(now, tags.resp_tag, tags.init_tag, &mut cx);
+        self.schedule(slot);
+    }
+
+    /// A COOKIE_ECHO whose cookie's MAC fails: another secret made it (we
+    /// restarted since our INIT_ACK, or it is forged). Dropped, and
+    /// answered (rate-limited) with an UNKNOWN_COOKIE to the initiator's
+    /// tag it names, carrying the echo's tag: the initiator that echoes
+    /// exactly that cookie starts again (`on_unknown_cookie`). Our secret
+    /// never opens the cookie later, so the answer cannot be wrong about
+    /// it; it is smaller than the echo and says nothing an INIT's answer
+    /// would not (no state, no amplification, no tag of ours).
+    fn unknown_cookie(&mut self, now: Instant, from: A, vtag: u64, cookie: &[u8; COOKIE_LEN]) {
+        self.out.stats.stale_dropped += 1;
+        let init_tag = assoc::cookie_init_tag(cookie);
+        if init_tag == 0 || vtag == 0 || !self.take_unsolicited(now) {
+            return;
+        }
+        let start = self.out.start();
+        wire::encode_unknown_cookie(&mut self.out.bytes, &self.cfg.integrity, init_tag, vtag);
+        self.out.push(from, start);
+    }
+
+    /// An UNKNOWN_COOKIE: the peer cannot open the cookie we echo. Taken
+    /// only while we echo the very cookie it names (our tag `vtag`, the
+    /// peer's `resp_tag`): the peer restarted since its INIT_ACK (its new
+    /// secret will never open that cookie), so the handshake starts again
+    /// with a fresh tag of ours, which nothing of the old one (a late
+    /// INIT_ACK, the COOKIE_ACK of the old cookie) can establish. Anything
+    /// else is dropped: a late or replayed one names a cookie we no longer
+    /// echo, and an established association is never touched.
+    pub(super) fn on_unknown_cookie(&mut self, now: Instant, from: A, vtag: u64, resp_tag: u64) {
+        let Some(slot) = self.find_peer(&from).filter(|&s| {
+            let a = &self.peers[s].assoc;
+            a.state == AssocState::CookieEchoed && a.local_tag == vtag && a.peer_tag == resp_tag
+        }) else {
+            self.out.stats.stale_dropped += 1;
+            return;
+        };
+        let tag = self.secrets.next_tag();
+        let (peer, mut cx) = self.peer_cx(slot);
+        peer.restart_handshake(now, tag, &mut cx);
         self.schedule(slot);
     }
 

@@ -12,7 +12,8 @@ impl<A: PeerAddr> Protocol<A> {
         self.peers.iter().all(Peer::is_idle)
     }
 
-    /// Unsolicited answers (INIT_ACK, ABORT) the rate limit held back.
+    /// Unsolicited answers (INIT_ACK, UNKNOWN_COOKIE, ABORT, SHUTDOWN_ACK)
+    /// the rate limit held back.
     #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
     pub fn suppressed_answers(&self) -> u64 {
         self.suppressed

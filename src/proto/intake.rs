@@ -200,6 +200,9 @@ impl<A: PeerAddr> Protocol<A> {
                 return self.on_cookie_echo(now, from, vtag, cookie)
             }
             Packet::CookieAck { vtag } => return self.on_cookie_ack(now, from, vtag),
+            Packet::UnknownCookie { vtag, resp_tag } => {
+                return self.on_unknown_cookie(now, from, vtag, resp_tag)
+            }
             Packet::Abort { vtag } => return self.on_abort(from, vtag),
             Packet::Heartbeat { vtag, nonce } => {
                 return self.on_heartbeat(now, from, vtag, Some(nonce))

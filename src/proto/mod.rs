@@ -22,10 +22,13 @@
 //! and counted (`stale_dropped`), never an event. DATA is never sent to an
 //! address before the association is established. A restarted peer is
 //! recognised only by a new handshake (a valid cookie with other tags from
-//! its address), or ends the old association by an ABORT carrying its tag.
-//! HEARTBEAT and HEARTBEAT_ACK count only with our tag, like DATA.
-//! Unsolicited answers (INIT_ACK, ABORT) are rate-limited; an INIT is
-//! never smaller than its INIT_ACK. All randomness (tags) comes from the
+//! its address), or ends the old association by an ABORT carrying its tag;
+//! one that restarted in the middle of our handshake (it cannot open our
+//! cookie) says so with an UNKNOWN_COOKIE naming the echo, and we start
+//! again with a fresh tag (`handshake.rs`). HEARTBEAT and HEARTBEAT_ACK
+//! count only with our tag, like DATA. Unsolicited answers (INIT_ACK,
+//! UNKNOWN_COOKIE, ABORT) are rate-limited; an INIT is never smaller than
+//! its INIT_ACK, an UNKNOWN_COOKIE is smaller than its COOKIE_ECHO. All randomness (tags) comes from the
 //! secret given to `Protocol::new` (and, under a job key, the MAC nonces'
 //! random parts, which change no behaviour). Tags stop a sender that
 //! cannot see the traffic; one that sees it and can spoof a peer's address
@@ -114,7 +117,7 @@ use crate::fxhash::FxHashMap;
 use crate::stats::Statistics;
 use crate::time::Instant;
 use crate::wire::{self, MsgMeta, Packet, COOKIE_LEN, NUM_CHANNELS};
-use assoc::{AssocState, ClosedTags, Secrets, TokenBucket};
+use assoc::{AssocState, ClosedTags, CookieError, Secrets, TokenBucket};
 use outbox::Outbox;
 pub(crate) use outbox::SEND_BUNDLE_MAX;
 use peer::{Ctx, Peer};

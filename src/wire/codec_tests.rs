@@ -238,6 +238,19 @@ fn handshake_round_trip_and_init_is_never_smaller_than_its_answer() {
     encode_cookie_ack(&mut b, &I, 42);
     assert_eq!(decode(&I, &b).unwrap(), Packet::CookieAck { vtag: 42 });
     b.clear();
+    encode_unknown_cookie(&mut b, &I, 42, 77);
+    assert_eq!(
+        decode(&I, &b).unwrap(),
+        Packet::UnknownCookie {
+            vtag: 42,
+            resp_tag: 77
+        }
+    );
+    assert!(b.len() < init.len(), "smaller than the echo it answers");
+    b.clear();
+    encode_unknown_cookie(&mut b, &I, 42, 0);
+    assert_eq!(decode(&I, &b), Err(DecodeError::Malformed));
+    b.clear();
     encode_abort(&mut b, &I, 9);
     assert_eq!(decode(&I, &b).unwrap(), Packet::Abort { vtag: 9 });
     for ack in [false, true] {

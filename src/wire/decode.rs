@@ -152,6 +152,7 @@ fn decode_handshake(t: u8, vtag: u64, body: &[u8]) -> Result<Packet<'_>, DecodeE
     const SHUTDOWN_ACK: u8 = PacketType::ShutdownAck as u8;
     const ALIAS: u8 = PacketType::Alias as u8;
     const ALIAS_ACK: u8 = PacketType::AliasAck as u8;
+    const UNKNOWN_COOKIE: u8 = PacketType::UnknownCookie as u8;
     match t {
         INIT => {
             let Ok(b) = <&[u8; INIT_LEN]>::try_from(body) else {
@@ -188,6 +189,16 @@ fn decode_handshake(t: u8, vtag: u64, body: &[u8]) -> Result<Packet<'_>, DecodeE
                 return Err(DecodeError::Truncated);
             };
             Ok(Packet::CookieEcho { vtag, cookie })
+        }
+        UNKNOWN_COOKIE => {
+            let Ok(b) = <&[u8; UNKNOWN_COOKIE_LEN]>::try_from(body) else {
+                return Err(DecodeError::Truncated);
+            };
+            let resp_tag = be64(b, UNKNOWN_TAG_AT);
+            if vtag == 0 || resp_tag == 0 {
+                return Err(DecodeError::Malformed);
+            }
+            Ok(Packet::UnknownCookie { vtag, resp_tag })
         }
         COOKIE_ACK | ABORT => {
             if body.len() != BARE_LEN {

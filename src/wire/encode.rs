@@ -212,6 +212,14 @@ pub fn encode_cookie_ack(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64) {
     push_sealed(buf, integ, &h[..BARE_LEN]);
 }
 
+/// Appends an UNKNOWN_COOKIE to the initiator whose tag is `vtag`: the
+/// COOKIE_ECHO it sent with `resp_tag` cannot be opened here.
+pub fn encode_unknown_cookie(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64, resp_tag: u64) {
+    let mut h = handshake_header(PacketType::UnknownCookie, vtag);
+    put64(&mut h, UNKNOWN_TAG_AT, resp_tag);
+    push_sealed(buf, integ, &h[..UNKNOWN_COOKIE_LEN]);
+}
+
 /// Appends an ABORT carrying `vtag`.
 pub fn encode_abort(buf: &mut Vec<u8>, integ: &Integrity, vtag: u64) {
     let h = handshake_header(PacketType::Abort, vtag);

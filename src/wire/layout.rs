@@ -24,6 +24,7 @@
 //! INIT_ACK:    32 responder tag u64 | 40 cookie (COOKIE_LEN)
 //! COOKIE_ECHO: 32 cookie (COOKIE_LEN)
 //! COOKIE_ACK, ABORT: nothing more
+//! UNKNOWN_COOKIE: 32 the responder tag of the echo u64
 //! HEARTBEAT, HEARTBEAT_ACK, SHUTDOWN, SHUTDOWN_ACK: 32 nonce u64
 //! ALIAS, ALIAS_ACK: 32 port u64 (1..=65535)
 //! then the integrity trailer (`Integrity`: CRC32C, or with a job key the
@@ -103,6 +104,8 @@ pub const RESP_TAG_AT: usize = COMMON_LEN;
 pub const INIT_ACK_COOKIE_AT: usize = RESP_TAG_AT + 8;
 /// COOKIE_ECHO: the cookie, `COOKIE_LEN` bytes.
 pub const ECHO_COOKIE_AT: usize = COMMON_LEN;
+/// UNKNOWN_COOKIE: the responder's tag the refused COOKIE_ECHO carried, u64.
+pub const UNKNOWN_TAG_AT: usize = COMMON_LEN;
 /// HEARTBEAT(_ACK), SHUTDOWN(_ACK): the nonce, u64.
 pub const NONCE_AT: usize = COMMON_LEN;
 /// ALIAS(_ACK): the port, u64.
@@ -113,6 +116,9 @@ pub const INIT_ACK_LEN: usize = INIT_ACK_COOKIE_AT + COOKIE_LEN;
 pub const INIT_LEN: usize = INIT_ACK_LEN;
 /// Size of a COOKIE_ECHO without the trailer.
 pub const COOKIE_ECHO_LEN: usize = ECHO_COOKIE_AT + COOKIE_LEN;
+/// Size of an UNKNOWN_COOKIE without the trailer (smaller than the
+/// COOKIE_ECHO it answers).
+pub const UNKNOWN_COOKIE_LEN: usize = UNKNOWN_TAG_AT + 8;
 /// Size of a HEARTBEAT(_ACK) or SHUTDOWN(_ACK) without the trailer.
 pub const NONCE_LEN: usize = NONCE_AT + 8;
 /// Size of an ALIAS(_ACK) without the trailer.
@@ -135,6 +141,7 @@ pub const FLAG_DUP: u8 = 16;
 // The sizes the format has always had (a change is a new wire version).
 const _: () = assert!(COMMON_LEN == 32 && ACK_LEN == 40 && DATA_HEADER_LEN == 68);
 const _: () = assert!(INIT_ACK_LEN == 88);
+const _: () = assert!(UNKNOWN_COOKIE_LEN < COOKIE_ECHO_LEN);
 const _: () = assert!(TXN_AT + 4 == HANDLER_AT && STATUS_AT + 1 == TAG_AT);
 const _: () = assert!(TAG_AT + 8 == DEST_OFFSET_AT && DEST_OFFSET_AT + 8 == MSG_LEN_AT);
 const _: () = assert!(MSG_LEN_AT + 4 == FRAG_OFF_AT && FRAG_OFF_AT + 4 == FRAG_LEN_AT);

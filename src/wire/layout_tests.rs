@@ -206,6 +206,17 @@ fn every_handshake_field_lies_at_its_named_offset() {
     assert_eq!(decode(&I, &d), Ok(Packet::CookieAck { vtag }));
 
     d.clear();
+    encode_unknown_cookie(&mut d, &I, vtag, tag);
+    check_start(&d, PacketType::UnknownCookie, vtag, UNKNOWN_COOKIE_LEN);
+    check_handshake_zeros(&d);
+    assert_eq!(u64_at(&d, UNKNOWN_TAG_AT), tag);
+    let want = Packet::UnknownCookie {
+        vtag,
+        resp_tag: tag,
+    };
+    assert_eq!(decode(&I, &d), Ok(want));
+
+    d.clear();
     encode_abort(&mut d, &I, vtag);
     check_start(&d, PacketType::Abort, vtag, BARE_LEN);
     check_handshake_zeros(&d);

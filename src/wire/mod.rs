@@ -32,7 +32,7 @@ pub use encode::encode_ack;
 pub use encode::{
     encode_abort, encode_ack_dup, encode_alias, encode_cookie_ack, encode_cookie_echo, encode_data,
     encode_data_gathered, encode_heartbeat, encode_init, encode_init_ack, encode_nack,
-    encode_shutdown,
+    encode_shutdown, encode_unknown_cookie,
 };
 #[cfg(test)]
 pub use frame::any_packet;
@@ -113,6 +113,11 @@ pub enum PacketType {
     /// The port is taken as the sender's (vtag: the announcer's; the port
     /// echoed).
     AliasAck = 14,
+    /// "I cannot open the cookie you echo": the answer of an endpoint whose
+    /// secret did not make it (it restarted since its INIT_ACK) to a
+    /// COOKIE_ECHO whose MAC fails (vtag: the initiator's tag the cookie
+    /// names; 8 bytes: the responder's tag the echo carried).
+    UnknownCookie = 15,
 }
 
 /// A piggybacked cumulative acknowledgement for one reverse channel.

@@ -55,6 +55,9 @@ pub enum Packet<'a> {
     },
     /// The association is established (vtag: the initiator's tag).
     CookieAck { vtag: u64 },
+    /// The COOKIE_ECHO carrying `resp_tag` cannot be opened by the
+    /// endpoint it went to (vtag: the initiator's tag its cookie names).
+    UnknownCookie { vtag: u64, resp_tag: u64 },
     /// Ends the association whose tag it carries.
     Abort { vtag: u64 },
     /// Asks the peer of an association (vtag: its tag) to answer; `nonce`

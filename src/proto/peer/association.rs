@@ -1,5 +1,6 @@
 //! A peer's association as the peer runs it: the handshake it starts
-//! (INIT, then COOKIE_ECHO, resent on its timer), the association it
+//! (INIT, then COOKIE_ECHO, resent on its timer; started again with a
+//! fresh tag when the peer cannot open the cookie), the association it
 //! accepts from a valid cookie (a restarted peer's replaces the old one),
 //! and its end.
 
@@ -62,6 +63,17 @@ impl<A: Copy + PartialEq> Peer<A> {
         self.timers
             .set(Timer::Handshake, Some(now.plus(self.rtt.rto())));
         true
+    }
+
+    /// The peer cannot open the cookie we echo (UNKNOWN_COOKIE naming it:
+    /// it restarted since its INIT_ACK): the handshake starts again, with
+    /// a fresh `tag` (a late INIT_ACK or COOKIE_ACK of the old one carries
+    /// the old tag and is dropped) and the RTO unbacked (the peer
+    /// answered). What waits to be sent waits on; nothing was sent (DATA
+    /// goes only once established).
+    pub fn restart_handshake(&mut self, now: Instant, tag: u64, cx: &mut Ctx<'_, A>) {
+        self.rtt.on_progress();
+        self.start_handshake(now, tag, cx);
     }
 
     /// The peer has our COOKIE_ECHO (its COOKIE_ACK, or a packet of the
