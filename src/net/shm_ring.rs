@@ -345,6 +345,7 @@ impl TxRing {
     /// store-buffer drain later; the reader about to sleep looks at its
     /// rings for `SLEEP_GRACE` after it set the word (`fd`), so either it
     /// sees the record or we see its word.
+    #[inline]
     pub(super) fn wake(&self, sock: &UnixDatagram) {
         let sleep = self.map.u32_at(H_SLEEP);
         if sleep.load(Relaxed) != 0 && sleep.swap(0, AcqRel) != 0 {
