@@ -2,8 +2,9 @@
 //! (`Transport`), a UDP implementation (`udp.rs`: one non-blocking socket per
 //! endpoint, serving every peer), a fault-injecting wrapper configured by
 //! `RAMP_FAULT_*` (`faulty.rs`), shared-memory rings to endpoints on the same
-//! host (`shm.rs`), the set of transports an endpoint owns and
-//! routes by (`transports.rs`), and, in tests, an in-memory network whose
+//! host (`shm.rs`), the set of transports an endpoint owns, which routes
+//! each datagram by the path the protocol chose for it (`crate::path`,
+//! `transports.rs`), and, in tests, an in-memory network whose
 //! delivery the test controls (`mem.rs`).
 
 pub mod express;
@@ -27,6 +28,7 @@ pub use transports::Transports;
 pub use udp::UdpTransport;
 
 use crate::clock::Clock;
+use crate::path::Path;
 pub(crate) use crate::sys::Gathered;
 use crate::time::Instant;
 
@@ -40,23 +42,28 @@ pub const RECV_SLOT: usize = 65536;
 /// Receives each datagram of a batch (None: one that could not be read whole).
 pub type DatagramSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>) + 'a;
 
-/// Sends each datagram of `dgrams` with `t.send`: a datagram in one piece
-/// as it is, one in several pieces copied together first.
+/// A datagram to send: the path it takes (chosen by the protocol, handed
+/// on by the AM layer) and its pieces, sent back to back.
+pub type Outgoing<'a> = (Path<SocketAddr>, Gathered<'a>);
+
+/// Sends each datagram of `dgrams` with `t.send` to its path's remote
+/// address: a datagram in one piece as it is, one in several pieces
+/// copied together first.
 pub(crate) fn send_each<T: Transport + ?Sized>(
     t: &mut T,
     now: Instant,
-    dgrams: &[(SocketAddr, Gathered<'_>)],
+    dgrams: &[Outgoing<'_>],
 ) -> io::Result<()> {
     let mut joined = Vec::new();
-    for &(to, parts) in dgrams {
+    for &(path, parts) in dgrams {
         match parts {
-            [d, [], []] => t.send(now, to, d)?,
+            [d, [], []] => t.send(now, path.remote, d)?,
             _ => {
                 joined.clear();
                 for p in parts {
                     joined.extend_from_slice(p);
                 }
-                t.send(now, to, &joined)?;
+                t.send(now, path.remote, &joined)?;
             }
         }
     }
@@ -89,13 +96,11 @@ pub trait Transport: Send {
     /// the fallback may refuse one with `WouldBlock` (its ring is full): the
     /// set then sends it on the fallback.
     fn send(&mut self, now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()>;
-    /// Sends datagrams in order, as `send` each (UDP: one `sendmmsg` call
-    /// for the batch, each datagram gathered from its pieces).
-    fn send_batch(
-        &mut self,
-        now: Instant,
-        dgrams: &[(SocketAddr, Gathered<'_>)],
-    ) -> io::Result<()> {
+    /// Sends datagrams in order, each to its path's remote address (the
+    /// set chose this transport by the path), as `send` each (UDP: one
+    /// `sendmmsg` call for the batch, each datagram gathered from its
+    /// pieces).
+    fn send_batch(&mut self, now: Instant, dgrams: &[Outgoing<'_>]) -> io::Result<()> {
         send_each(self, now, dgrams)
     }
     /// Receives what is waiting, in one system call when possible, handing

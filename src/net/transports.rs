@@ -1,17 +1,18 @@
 //! The transports of one endpoint, and the one place a send is routed.
 //!
 //! An endpoint owns a `Transports`: one or more transports in order of
-//! preference. A send goes out on the first transport that reaches the peer
-//! (today only UDP, which reaches every peer; a same-host transport added
-//! before it would take the peers it has a path to). Receiving drains every
-//! transport, and every transport's descriptor wakes `AM_WaitSema`. Several
-//! paths to one peer (rails) would replace `route` with a choice by health.
+//! preference. A datagram goes by its path (`crate::path::Path`, chosen by
+//! the protocol): on the first preferred transport (shared memory) that
+//! reaches the path's remote address, else on the fallback, the transport
+//! of the path's rail (one rail today). Receiving drains every transport,
+//! and every transport's descriptor wakes `AM_WaitSema`.
 
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use super::{DatagramSink, Gathered, Transport, SEND_BATCH};
+use super::{DatagramSink, Outgoing, Transport, SEND_BATCH};
+use crate::path::Rail;
 use crate::time::Instant;
 
 /// Which transport of a set (its position: lower is preferred).
@@ -317,16 +318,14 @@ impl Transports {
         }
     }
 
-    /// Sends datagrams in order, each on the transport that reaches its
-    /// peer; each run of datagrams for the fallback (UDP) leaves as one
-    /// batch.
+    /// Sends datagrams in order, each by its path: on a preferred
+    /// transport that reaches its remote address, else on its rail's
+    /// transport (the fallback); each run of datagrams for the fallback
+    /// leaves as one batch.
     #[inline]
-    pub fn send_batch(
-        &mut self,
-        now: Instant,
-        dgrams: &[(SocketAddr, Gathered<'_>)],
-    ) -> io::Result<()> {
+    pub fn send_batch(&mut self, now: Instant, dgrams: &[Outgoing<'_>]) -> io::Result<()> {
         if let [t] = &mut self.list[..] {
+            debug_assert!(dgrams.iter().all(|(p, _)| p.rail == Rail::NAME));
             return t.send_batch(now, dgrams);
         }
         let last = self.list.len() - 1;
@@ -335,7 +334,9 @@ impl Transports {
         // dgrams[s..i]: datagrams for the fallback, sent as one batch when
         // a ring's datagram or the end comes (no array to fill per call)
         let mut run: Option<usize> = None;
-        for (i, &(to, parts)) in dgrams.iter().enumerate() {
+        for (i, &(path, parts)) in dgrams.iter().enumerate() {
+            debug_assert_eq!(path.rail, Rail::NAME, "one rail today");
+            let to = path.remote;
             // a ring takes the datagram whole
             let sent = match parts {
                 // one piece (a short message): the first preferred
@@ -376,11 +377,7 @@ impl Transports {
     }
 
     /// Sends `dgrams` on the fallback, in batches of at most `SEND_BATCH`.
-    fn send_fallback(
-        &mut self,
-        now: Instant,
-        dgrams: &[(SocketAddr, Gathered<'_>)],
-    ) -> io::Result<()> {
+    fn send_fallback(&mut self, now: Instant, dgrams: &[Outgoing<'_>]) -> io::Result<()> {
         let last = self.list.len() - 1;
         for c in dgrams.chunks(SEND_BATCH) {
             self.list[last].send_batch(now, c)?;

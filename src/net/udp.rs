@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
 use super::udp_conns::Conns;
-use super::{Connectable, DatagramSink, Gathered, Transport, RECV_BATCH, RECV_SLOT};
+use super::{Connectable, DatagramSink, Outgoing, Transport, RECV_BATCH, RECV_SLOT};
 use crate::clock::Clock;
 use crate::sys::{BatchReceiver, BatchSender};
 use crate::time::Instant;
@@ -178,15 +178,14 @@ impl Transport for UdpTransport {
         sent(|| SockRef::from(sock).send_to(dgram, raw))
     }
 
-    fn send_batch(
-        &mut self,
-        now: Instant,
-        dgrams: &[(SocketAddr, Gathered<'_>)],
-    ) -> io::Result<()> {
+    fn send_batch(&mut self, now: Instant, dgrams: &[Outgoing<'_>]) -> io::Result<()> {
         match dgrams {
             // one datagram in one piece: plain sendto costs the kernel less
-            [(to, [d, [], []])] => self.send(now, *to, d),
-            _ => self.sender.send(self.sock.as_raw_fd(), dgrams),
+            [(path, [d, [], []])] => self.send(now, path.remote, d),
+            _ => self.sender.send(
+                self.sock.as_raw_fd(),
+                dgrams.iter().map(|(path, parts)| (path.remote, parts)),
+            ),
         }
     }
 
