@@ -4,7 +4,8 @@
 //! - `SharedMemory`: rings to the endpoints of this host (`shm.rs`): a
 //!   ring's identity and claim words for a direct copy (`am/rma_direct.rs`,
 //!   `am/xfer_direct.rs`), region messages (`am/rma_shared.rs`), a
-//!   same-host datagram that came by the fallback (a HELLO may wait).
+//!   same-host datagram that came by the fallback (a HELLO may wait), and
+//!   when what its socket holds is read (the simulator's readiness).
 //!   The set holds shared memory as such (`Transports::prefer`).
 //! - `ExpressLane`: shared memory's lane for short AM records beside the
 //!   protocol (`express.rs`, `am/express.rs`): records written, held,
@@ -38,6 +39,17 @@ pub trait SharedMemory: Transport {
     /// Whether rings carry traffic now; the set then polls the fallback
     /// (a system call each) only every few receives.
     fn active(&self) -> bool;
+    /// When a receive next takes what waits but is read only now and then
+    /// (the socket, read every `WAKE_CHECK` while busy: a peer's HELLO, a
+    /// wake-up, a region message); None when nothing waits so. With
+    /// `Transport::readable`, the simulator's question of when an endpoint
+    /// has work next.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn next_look(&self) -> Option<Instant>;
+    /// Region messages read and waiting for `region_take` (the simulator's
+    /// question too).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn regions_waiting(&self) -> bool;
     /// A datagram from `from`, an address of this host, came by the
     /// fallback (UDP): a same-host peer that may be asking for our ring.
     fn fallback_from_host(&self, from: SocketAddr, now: Instant);

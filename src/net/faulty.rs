@@ -113,6 +113,14 @@ impl<T: SharedMemory + 'static> SharedMemory for FaultyTransport<T> {
         self.inner.active()
     }
 
+    fn next_look(&self) -> Option<Instant> {
+        self.inner.next_look()
+    }
+
+    fn regions_waiting(&self) -> bool {
+        self.inner.regions_waiting()
+    }
+
     fn fallback_from_host(&self, from: SocketAddr, now: Instant) {
         self.inner.fallback_from_host(from, now)
     }

@@ -8,18 +8,17 @@
 //! (`ConnectedPorts`). The transports: UDP (`udp.rs`: one non-blocking
 //! socket per endpoint, serving every peer; `udp_conns.rs`), shared-memory
 //! rings to endpoints on the same host (`shm.rs`), a fault-injecting
-//! wrapper configured by `RAMP_FAULT_*` (`faulty.rs`), and, in tests, an
-//! in-memory network whose delivery the test controls (`mem.rs`). An
-//! endpoint owns a set of them (`transports.rs`), which routes each
-//! datagram by the path the protocol chose for it (`crate::path`) and is
-//! the AM layer's one door to the capabilities (`transports_caps.rs`).
+//! wrapper configured by `RAMP_FAULT_*` (`faulty.rs`); tests run these, or
+//! the simulated world's network (`sim::network`). An endpoint owns a set
+//! of them (`transports.rs`), which routes each datagram by the path the
+//! protocol chose for it (`crate::path`), tells the simulator when a pump
+//! would find work, and is the AM layer's one door to the capabilities
+//! (`transports_caps.rs`).
 
 mod capabilities;
 pub mod express;
 mod faulty;
 mod iface;
-#[cfg(test)]
-pub(crate) mod mem;
 mod shm;
 mod transports;
 mod udp;
@@ -36,6 +35,8 @@ pub use faulty::FaultyTransport;
 pub use iface::choose_bind_address;
 pub use shm::{remove_stale_files, ShmTransport};
 pub use transports::Transports;
+#[cfg(test)]
+pub(crate) use transports::FALLBACK_WAIT_MAX;
 pub use udp::UdpTransport;
 
 use crate::clock::Clock;
@@ -167,8 +168,8 @@ pub fn open_at(
         TransportChoice::Auto => ShmTransport::open_with(local, clock.clone()).ok(),
         TransportChoice::Shm => Some(ShmTransport::open_with(local, clock.clone())?),
     };
-    if let Some(mut shm) = shm {
-        shm.stuck_after = cfg.proto.peer_timeout;
+    if let Some(shm) = shm {
+        let shm = shm.with_peer_timeout(cfg.proto.peer_timeout);
         set.prefer(match faults {
             Some(f) => Box::new(FaultyTransport::new(shm, f)),
             None => Box::new(shm),

@@ -3,8 +3,9 @@
 //! get or Xfer names and settles its fate by (`am/rma_direct.rs`,
 //! `am/xfer_direct.rs`); region messages on the endpoint's socket
 //! (`am/rma_shared.rs`; read with its other messages, `shm_setup.rs`); a
-//! same-host datagram that came by UDP (a HELLO may wait); a send with one
-//! look-up of the route; and the express lane it offers (`shm_lane.rs`).
+//! same-host datagram that came by UDP (a HELLO may wait); when what the
+//! socket holds is read; a send with one look-up of the route; and the
+//! express lane it offers (`shm_lane.rs`).
 
 use super::*;
 
@@ -125,6 +126,15 @@ impl SharedMemory for ShmTransport {
     fn active(&self) -> bool {
         self.map.u64_at(H_ACTIVE).load(Relaxed) != 0
             || self.tx.borrow().rings.iter().any(Option::is_some)
+    }
+
+    /// The socket is read every `WAKE_CHECK` while busy (`flush_due`).
+    fn next_look(&self) -> Option<Instant> {
+        self.socket_waiting().then(|| self.next_wake_check.get())
+    }
+
+    fn regions_waiting(&self) -> bool {
+        !self.regions.borrow().is_empty()
     }
 
     fn into_express_lane(self: Box<Self>) -> Result<Box<dyn ExpressLane>, Box<dyn SharedMemory>> {

@@ -86,8 +86,33 @@ const FALLBACK_GAP_BUSY: crate::time::Nanos = 50 * crate::time::MICROS;
 /// from a new peer, or one a full ring spilled, waits at most this long;
 /// the first one found brings the short gap back.
 const FALLBACK_GAP_QUIET: crate::time::Nanos = 50 * crate::time::MICROS;
+/// The longest a datagram waits in the fallback for a pump to read it
+/// while a preferred transport carries traffic (the larger gap).
+#[cfg(test)]
+pub(crate) const FALLBACK_WAIT_MAX: crate::time::Nanos = if FALLBACK_GAP_BUSY > FALLBACK_GAP_QUIET {
+    FALLBACK_GAP_BUSY
+} else {
+    FALLBACK_GAP_QUIET
+};
 /// How long the fallback must have been quiet for `FALLBACK_GAP_QUIET`.
 const FALLBACK_QUIET: crate::time::Nanos = crate::time::MILLIS;
+
+/// While a preferred transport is active and the fallback brought nothing
+/// at its last receive: the instant from which a receive reads the
+/// fallback again, it last having been read at `polled` and having
+/// brought something at `seen` (`rings_took`: that receive takes
+/// datagrams from a ring).
+#[inline]
+fn fallback_from(polled: Instant, seen: Instant, now: Instant, rings_took: bool) -> Instant {
+    let gap = if rings_took {
+        FALLBACK_GAP_BUSY
+    } else if now.since(seen) >= FALLBACK_QUIET {
+        FALLBACK_GAP_QUIET
+    } else {
+        FALLBACK_GAP
+    };
+    polled.plus(gap)
+}
 
 impl Transports {
     /// A set of one transport, which must reach every peer: it is the
@@ -222,14 +247,7 @@ impl Transports {
             // (and send the answers) without a system call in between:
             // the fallback waits for the next pump, or at most
             // `FALLBACK_GAP_BUSY` while every pump finds ring traffic.
-            let gap = if n > 0 {
-                FALLBACK_GAP_BUSY
-            } else if now.since(self.fallback_seen) >= FALLBACK_QUIET {
-                FALLBACK_GAP_QUIET
-            } else {
-                FALLBACK_GAP
-            };
-            if now.since(self.polled.get()) < gap {
+            if now < fallback_from(self.polled.get(), self.fallback_seen, now, n > 0) {
                 return Ok(n);
             }
             self.polled.set(now);
@@ -274,10 +292,41 @@ impl Transports {
             .filter(|&fd| fd >= 0)
     }
 
-    /// Whether a receive now would find something on any transport.
+    /// Whether a pump at `now` would find something: a transport's
+    /// receive (the fallback's only when `recv_batch` would poll it: past
+    /// its gap), or region messages when `region_take` looks.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
-    pub fn readable(&self) -> bool {
-        self.near.as_ref().is_some_and(|n| n.rings().readable()) || self.fallback.readable()
+    pub fn readable(&self, now: Instant) -> bool {
+        let near = self.near.as_ref().map(Near::rings);
+        near.is_some_and(|n| n.readable() || (self.region_look_due(now) && n.regions_waiting()))
+            || (self.fallback.readable() && self.fallback_gap_end(now).is_none())
+    }
+
+    /// When a pump next finds what waits now but is not taken at `now`
+    /// (see `readable`): shared memory's next look at its socket, the next
+    /// region look, the end of the fallback's gap.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub fn next_look(&self, now: Instant) -> Option<Instant> {
+        let near = self.near.as_ref().map(Near::rings)?;
+        let regions = near.regions_waiting().then(|| self.next_region_look.get());
+        let gap = self
+            .fallback
+            .readable()
+            .then(|| self.fallback_gap_end(now))
+            .flatten();
+        near.next_look().into_iter().chain(regions).chain(gap).min()
+    }
+
+    /// When `recv_batch` at `now`, its rings found empty, would poll the
+    /// fallback again; None: at once.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn fallback_gap_end(&self, now: Instant) -> Option<Instant> {
+        let near = self.near.as_ref()?;
+        if !near.rings().active() || self.fallback_busy {
+            return None;
+        }
+        let end = fallback_from(self.polled.get(), self.fallback_seen, now, false);
+        (now < end).then_some(end)
     }
 
     /// Sends what the transports hold back and is due, and does their

@@ -25,6 +25,12 @@ macro_rules! no_rings {
                 true
             }
             fn fallback_from_host(&self, _from: SocketAddr, _now: Instant) {}
+            fn next_look(&self) -> Option<Instant> {
+                None
+            }
+            fn regions_waiting(&self) -> bool {
+                false
+            }
             fn ring_to(&self, _to: SocketAddr) -> Option<(u32, u64)> {
                 None
             }
