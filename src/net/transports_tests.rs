@@ -1,6 +1,7 @@
 //! The set's routing: a send takes shared memory when it reaches the
 //! peer, else the fallback; a receive drains both, the fallback after its
-//! gap while rings carry the traffic.
+//! gap while rings carry the traffic; readiness (the simulator's) counts
+//! that gap and the region look.
 
 use std::sync::Arc;
 
@@ -10,8 +11,12 @@ use super::*;
 use crate::net::{ExpressLane, RegionMsg};
 
 /// Shared memory's capability, as the stubs (rings of nothing) have it.
+/// `regions`: whether region messages wait (none unless given).
 macro_rules! no_rings {
     ($t:ty) => {
+        no_rings!($t, |_| false);
+    };
+    ($t:ty, $regions:expr) => {
         impl SharedMemory for $t {
             fn send_reached(
                 &mut self,
@@ -29,7 +34,8 @@ macro_rules! no_rings {
                 None
             }
             fn regions_waiting(&self) -> bool {
-                false
+                let regions: fn(&Self) -> bool = $regions;
+                regions(self)
             }
             fn ring_to(&self, _to: SocketAddr) -> Option<(u32, u64)> {
                 None
@@ -192,5 +198,70 @@ fn the_fallback_waits_its_gap_and_longer_while_the_ring_brings_datagrams() {
         assert_eq!(*calls.lock(), 1, "ring {ring}: polled before its gap");
         set.recv_batch(t0.plus(gap), &mut |_| {}).unwrap();
         assert_eq!(*calls.lock(), 2, "ring {ring}: not polled after its gap");
+    }
+}
+
+/// Has something waiting (`readable`) or not, brings nothing, has region
+/// messages waiting or not.
+struct Waiting {
+    readable: bool,
+    regions: bool,
+}
+
+impl Transport for Waiting {
+    fn send(&mut self, _now: Instant, _to: SocketAddr, _d: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+    fn recv_batch(&mut self, _each: &mut DatagramSink<'_>) -> io::Result<usize> {
+        Ok(0)
+    }
+    fn local_addr(&self) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, 1], 1))
+    }
+    fn fd(&self) -> RawFd {
+        -1
+    }
+    fn readable(&self) -> bool {
+        self.readable
+    }
+}
+
+no_rings!(Waiting, |w| w.regions);
+
+/// The simulator's readiness: beside an active ring, what waits on the
+/// fallback is found by a pump only once the fallback's gap is over, and
+/// region messages only at the next region look; `next_look` names the
+/// first of them. Without shared memory the fallback's readiness is the
+/// set's.
+#[test]
+fn readiness_counts_the_fallbacks_gap_and_the_region_look() {
+    let fallback = || {
+        Box::new(Waiting {
+            readable: true,
+            regions: false,
+        })
+    };
+    let t0 = Instant(10 * crate::time::MILLIS);
+    let alone = Transports::new(fallback());
+    assert!(alone.readable(t0));
+    assert_eq!(alone.next_look(t0), None);
+    for regions in [false, true] {
+        let mut set = Transports::new(fallback());
+        set.prefer(Box::new(Waiting {
+            readable: false,
+            regions,
+        }));
+        // read the fallback (and looked for regions) at t0; quiet since
+        // long before: its gap is FALLBACK_GAP_QUIET
+        set.recv_batch(t0, &mut |_| {}).unwrap();
+        let _ = set.region_take(t0);
+        let region_look = set.next_region_look.get();
+        assert!(t0 < region_look && region_look < t0.plus(FALLBACK_GAP_QUIET));
+        let gap_end = t0.plus(FALLBACK_GAP_QUIET);
+        let first = if regions { region_look } else { gap_end };
+        assert!(!set.readable(t0.plus(1)), "regions {regions}");
+        assert_eq!(set.next_look(t0.plus(1)), Some(first), "regions {regions}");
+        assert!(set.readable(first), "regions {regions}");
+        assert!(set.readable(gap_end), "regions {regions}");
     }
 }
