@@ -8,6 +8,7 @@
 //!   (`Protocol::check_invariants`, `SimNet::check`), in release builds too;
 //! - `world.rs`: `World`, whole endpoints (AM layer, protocol,
 //!   transports) as simulated processes, killed and restarted at will;
+//!   how it runs them on virtual time in `world_scheduler.rs`;
 //! - `network.rs`: the world's datagram network and its `SimTransport`;
 //! - `manual.rs`: `ManualClock`, virtual time a test moves by hand, for
 //!   code it drives directly (a transport's rings).
