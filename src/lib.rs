@@ -27,6 +27,12 @@ mod fault;
 mod ffi;
 mod fxhash;
 mod net;
+/// A path (a local rail, a remote address): what the protocol chooses
+/// and the transports route by.
+#[cfg(feature = "testing")]
+pub mod path;
+#[cfg(not(feature = "testing"))]
+mod path;
 mod rng;
 pub mod spmd;
 mod stats;

@@ -18,6 +18,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("fxhash", &[]),
     ("error", &[]),
     ("stats", &[]),
+    // a path (local rail, remote address): chosen by proto, routed by net
+    ("path", &[]),
     ("time", &["sys"]),
     // the clock an endpoint owns: the only clock reads and waits above sys
     ("clock", &["sys", "time"]),
@@ -25,7 +27,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("wire", &["sys"]),
     ("fault", &["rng", "time"]),
     // the sans-IO protocol core: no socket, no clock, no AM notion
-    ("proto", &["wire", "time", "rng", "fxhash", "stats"]),
+    ("proto", &["wire", "time", "rng", "fxhash", "stats", "path"]),
     // the transaction log's files (a locked memory-mapped file); its
     // mutation tests draw from the seeded generator
     ("txlog", &["sys", "fxhash", "rng"]),
@@ -35,7 +37,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "net",
         &[
-            "sys", "time", "clock", "fault", "config", "fxhash", "rng", "error",
+            "sys", "time", "clock", "fault", "config", "fxhash", "rng", "error", "path",
         ],
     ),
     // AM-2 semantics

@@ -224,7 +224,7 @@ fn send_batch(
     transports: &mut crate::net::Transports,
     verbose: bool,
     now: Instant,
-    batch: &[(SocketAddr, [&[u8]; 3])],
+    batch: &[crate::net::Outgoing<'_>],
 ) {
     if let Err(e) = transports.send_batch(now, batch) {
         // The rest of the batch is lost; the protocol's timers resend it.

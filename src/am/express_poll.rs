@@ -223,7 +223,7 @@ impl EpState {
     fn express_fast_ok(&self) -> bool {
         // (an endpoint without a ring, UDP only, first: its polls pay
         // one test for the fast poll)
-        self.transports.has_preferred()
+        self.transports.has_shared_memory()
             && self.depth.is_some()
             && self.dispatch_nesting == 0
             && self.express.fast_streak < STREAK

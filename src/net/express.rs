@@ -55,7 +55,7 @@ pub struct Express {
 }
 
 /// What a look at the rings' heads for an express record found
-/// (`Transport::express_take`, the express lane's fast poll).
+/// (`ExpressLane::express_take`, the express lane's fast poll).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExpressTake {
     /// Nothing waits at any ring's head.
@@ -69,7 +69,7 @@ pub enum ExpressTake {
     Record,
 }
 
-/// Where `Transport::express_take` puts the record it takes: its bytes,
+/// Where `ExpressLane::express_take` puts the record it takes: its bytes,
 /// how many, and its writer. (Kept by the caller from one poll to the
 /// next, filled in place: a record handed back by value was copied at
 /// once with wider loads than the stores that wrote it, a stall each.)

@@ -1,7 +1,12 @@
 //! Fault injection on the real socket, configured by `RAMP_FAULT_*`: the
 //! shared [`FaultInjector`](crate::fault::FaultInjector) decides what happens
 //! to each outgoing datagram; this wrapper holds back the delayed ones and
-//! sends them when they are due.
+//! sends them when they are due (`flush_due`).
+//!
+//! It forwards the `Transport` core, and shared memory's rings, claims,
+//! regions and host datagrams (`SharedMemory`) of a transport that has
+//! them; never an express lane (a record would bypass the faults), nor
+//! UDP's connected ports (`connected_ports`: none).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -9,7 +14,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use super::{DatagramSink, Transport};
+use super::{DatagramSink, ExpressLane, RegionMsg, SharedMemory, Transport};
 use crate::fault::{FaultConfig, FaultInjector};
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -68,6 +73,46 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.fd()
     }
 
+    fn readable(&self) -> bool {
+        self.inner.readable()
+    }
+
+    fn reaches(&self, to: SocketAddr) -> bool {
+        self.inner.reaches(to)
+    }
+
+    fn flush_due(&mut self, now: Instant) -> Option<Instant> {
+        let inner = self.inner.flush_due(now);
+        while let Some(Reverse((at, ..))) = self.held.peek() {
+            if *at > now {
+                return Some(inner.map_or(*at, |t| t.min(*at)));
+            }
+            let Reverse((_, _, to, d)) = self.held.pop().unwrap();
+            // A send error here is a lost datagram, as on a real network.
+            let _ = self.inner.send(now, to, &d);
+        }
+        inner
+    }
+}
+
+impl<T: SharedMemory + 'static> SharedMemory for FaultyTransport<T> {
+    /// Through the faults, like any send.
+    fn send_reached(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        dgram: &[u8],
+    ) -> Option<io::Result<()>> {
+        if !self.reaches(to) {
+            return None;
+        }
+        Some(self.send(now, to, dgram))
+    }
+
+    fn active(&self) -> bool {
+        self.inner.active()
+    }
+
     fn next_look(&self) -> Option<Instant> {
         self.inner.next_look()
     }
@@ -76,12 +121,8 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.regions_waiting()
     }
 
-    fn readable(&self) -> bool {
-        self.inner.readable()
-    }
-
-    fn reaches(&self, to: SocketAddr) -> bool {
-        self.inner.reaches(to)
+    fn fallback_from_host(&self, from: SocketAddr, now: Instant) {
+        self.inner.fallback_from_host(from, now)
     }
 
     fn ring_to(&self, to: SocketAddr) -> Option<(u32, u64)> {
@@ -107,32 +148,16 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.claim_from(from, owner, k, current, new)
     }
 
-    fn fallback_from_host(&self, from: SocketAddr, now: Instant) {
-        self.inner.fallback_from_host(from, now)
-    }
-
-    fn region_send(&self, to: SocketAddr, body: &[u8], fd: Option<std::os::fd::RawFd>) -> bool {
+    fn region_send(&self, to: SocketAddr, body: &[u8], fd: Option<RawFd>) -> bool {
         self.inner.region_send(to, body, fd)
     }
 
-    fn region_take(&self) -> (Vec<super::RegionMsg>, u64) {
+    fn region_take(&self) -> (Vec<RegionMsg>, u64) {
         self.inner.region_take()
     }
 
-    fn active(&self) -> bool {
-        self.inner.active()
-    }
-
-    fn flush_due(&mut self, now: Instant) -> Option<Instant> {
-        let inner = self.inner.flush_due(now);
-        while let Some(Reverse((at, ..))) = self.held.peek() {
-            if *at > now {
-                return Some(inner.map_or(*at, |t| t.min(*at)));
-            }
-            let Reverse((_, _, to, d)) = self.held.pop().unwrap();
-            // A send error here is a lost datagram, as on a real network.
-            let _ = self.inner.send(now, to, &d);
-        }
-        inner
+    /// None: express records would bypass the faults.
+    fn into_express_lane(self: Box<Self>) -> Result<Box<dyn ExpressLane>, Box<dyn SharedMemory>> {
+        Err(self)
     }
 }

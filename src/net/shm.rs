@@ -54,11 +54,14 @@
 //! stuck, or our slot no longer open and ours) is reported once by
 //! `take_dropped`: the express requests in it will never be answered.
 //!
-//! The rooms: this file (the layout, the transport and its trait), `shm_ring.rs`
-//! (records: a sender's push and wake-up, a receiver's drain),
-//! `shm_setup.rs` (the socket: HELLO, the descriptor, a slot claimed),
-//! `shm_peers.rs` (liveness), `shm_proof.rs` (the express lane's proof of a
-//! job under a job key).
+//! The rooms: this file (the layout, the transport and its `Transport`
+//! core: datagrams in rings), `shm_caps.rs` (the `SharedMemory`
+//! capability: a ring's identity and claim words, region messages, a
+//! same-host datagram by UDP), `shm_lane.rs` (the `ExpressLane`
+//! capability), `shm_ring.rs` (records: a sender's push and wake-up, a
+//! receiver's drain), `shm_setup.rs` (the socket: HELLO, the descriptor, a
+//! slot claimed), `shm_peers.rs` (liveness), `shm_proof.rs` (the express
+//! lane's proof of a job under a job key).
 //!
 //! Failure: senders and receivers check each other's pid now and then
 //! (`flush_due`); a dead receiver's ring is dropped (its messages fail by
@@ -78,12 +81,19 @@ use std::sync::atomic::{fence, Ordering::*};
 
 use once_cell::sync::Lazy;
 
-use super::{DatagramSink, ExpressProver, RegionMsg, Transport, RECV_BATCH, RECV_SLOT};
+use super::{
+    DatagramSink, ExpressLane, ExpressProver, RegionMsg, SharedMemory, Transport, RECV_BATCH,
+    RECV_SLOT,
+};
 use crate::clock::Clock;
 use crate::fxhash::FxHashMap;
 use crate::sys::{euid, memfd, pid_alive, recv_with_fd, send_with_fd, size_sealed, SharedMap};
 use crate::time::{Instant, MILLIS};
 
+#[path = "shm_caps.rs"]
+mod caps;
+#[path = "shm_lane.rs"]
+mod lane;
 #[path = "shm_peers.rs"]
 mod peers;
 #[path = "shm_proof.rs"]
@@ -272,52 +282,6 @@ pub struct ShmTransport {
 }
 
 impl ShmTransport {
-    /// The ring an express record to `to` would go into: open, its
-    /// receiver's proof verified (the last one found is remembered: no
-    /// hash look-up per record to the same peer).
-    /// (The remembered ring inline, the look-up in a function of its own.)
-    #[inline(always)]
-    fn express_ring(&mut self, to: SocketAddr) -> Option<usize> {
-        let tx = self.tx.get_mut();
-        let k = match tx.express_last {
-            Some((a, k)) if a == to => k,
-            _ => self.express_ring_look_up(to)?,
-        };
-        let tx = self.tx.get_mut();
-        tx.rings
-            .get(k)?
-            .as_ref()
-            .filter(|r| r.express_ok)
-            .map(|_| k)
-    }
-
-    /// The ring to `to` by its route, remembered for `express_ring`.
-    #[inline(never)]
-    fn express_ring_look_up(&mut self, to: SocketAddr) -> Option<usize> {
-        let tx = self.tx.get_mut();
-        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
-            return None;
-        };
-        tx.express_last = Some((to, k));
-        Some(k)
-    }
-
-    /// The slot `from` writes, open, owned by `pid` holding `secret` (see
-    /// `ring_from`).
-    fn slot_from(&self, from: SocketAddr, pid: u32, secret: u64) -> Option<usize> {
-        if secret == 0 || pid == 0 {
-            return None;
-        }
-        let active = self.map.u64_at(H_ACTIVE).load(Acquire);
-        (0..SLOTS).find(|&i| {
-            let s = slot_off(i);
-            active & (1 << i) != 0
-                && self.slots[i].from == Some(from)
-                && self.map.u32_at(s + S_STATE).load(Acquire) == OPEN
-                && self.map.u32_at(s + S_OWNER).load(Acquire) == pid
-                && self.map.u64_at(s + S_SECRET).load(Acquire) == secret
-        })
-    }
     /// Creates the receiving file and the socket of the endpoint whose UDP
     /// address is `local` (`AddrInUse`: a live endpoint of this host has it).
     #[cfg(test)]
@@ -409,99 +373,6 @@ impl Transport for ShmTransport {
         self.push_ring(k, dgram)
     }
 
-    fn send_reached(
-        &mut self,
-        now: Instant,
-        to: SocketAddr,
-        dgram: &[u8],
-    ) -> Option<io::Result<()>> {
-        // a known ring: one look-up
-        if let Some(&Route::Ring(k)) = self.tx.get_mut().routes.get(&to) {
-            return Some(self.push_ring(k, dgram));
-        }
-        if !self.reaches(to) {
-            return None;
-        }
-        Some(self.send(now, to, dgram))
-    }
-
-    fn express_open(&mut self, to: SocketAddr) -> bool {
-        self.express_ring(to).is_some()
-    }
-
-    fn express_send(&mut self, to: SocketAddr, rec: &[u8], hold: bool) -> bool {
-        let Some(k) = self.express_ring(to) else {
-            return false;
-        };
-        let tx = self.tx.get_mut();
-        if hold
-            && tx.held_in.is_none_or(|h| h == k)
-            && tx.rings[k].as_mut().is_some_and(|r| r.hold(rec))
-        {
-            tx.held_in = Some(k);
-            return true;
-        }
-        self.release_held();
-        let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
-            return false;
-        };
-        if !ring.push(rec) {
-            return false;
-        }
-        ring.express_end = ring.tail;
-        ring.wake(&self.wake);
-        true
-    }
-
-    #[cfg(test)]
-    fn express_send_unproven(&mut self, to: SocketAddr, rec: &[u8]) -> bool {
-        let tx = self.tx.get_mut();
-        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
-            return false;
-        };
-        let Some(ring) = tx.rings[k].as_mut() else {
-            return false;
-        };
-        let ok = ring.express_ok;
-        ring.express_ok = true;
-        let sent = self.express_send(to, rec, false);
-        if let Some(r) = self.tx.get_mut().rings[k].as_mut() {
-            r.express_ok = ok;
-        }
-        sent
-    }
-
-    fn set_express_prover(&mut self, prover: Option<ExpressProver>) {
-        proof::write_receiver(&self.map, prover.as_ref());
-        self.prover = prover;
-    }
-
-    fn take_express_refused(&mut self) -> u64 {
-        std::mem::take(&mut self.express_refused)
-    }
-
-    fn take_dropped(&mut self) -> Option<SocketAddr> {
-        self.tx.get_mut().dropped.pop()
-    }
-
-    /// Held records leave before anything else goes into a ring, at the
-    /// next receive (`recv_batch`, `express_take`), and when the layer
-    /// above calls this (before a sleep, at the close, at exit).
-    #[inline]
-    fn release_held(&mut self) {
-        if self.tx.get_mut().held_in.is_some() {
-            self.write_held();
-        }
-    }
-
-    fn express_take(
-        &mut self,
-        rec: &mut crate::net::express::TakenRecord,
-    ) -> crate::net::express::ExpressTake {
-        self.release_held();
-        self.take_express(rec)
-    }
-
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
         self.release_held();
         self.awake();
@@ -543,14 +414,6 @@ impl Transport for ShmTransport {
             .filter(|i| active & (1 << i) != 0)
             .any(|i| self.slot_waiting(i))
             || (self.clock.now() >= self.next_wake_check.get() && self.socket_waiting())
-    }
-
-    fn next_look(&self) -> Option<Instant> {
-        self.socket_waiting().then(|| self.next_wake_check.get())
-    }
-
-    fn regions_waiting(&self) -> bool {
-        !self.regions.borrow().is_empty()
     }
 
     /// Asked just before the endpoint sleeps: arms the sleep word.
@@ -611,57 +474,6 @@ impl Transport for ShmTransport {
         false
     }
 
-    fn ring_to(&self, to: SocketAddr) -> Option<(u32, u64)> {
-        let tx = self.tx.borrow();
-        let Some(Route::Ring(k)) = tx.routes.get(&to) else {
-            return None;
-        };
-        let ring = tx.rings[*k].as_ref()?;
-        (ring.secret != 0).then_some((self.pid, ring.secret))
-    }
-
-    /// Only slots a datagram was read from (their sender's address known)
-    /// and still open: the secret and the owner pid are in our file, which
-    /// only processes of our user on this host can read.
-    fn ring_from(&self, from: SocketAddr, pid: u32, secret: u64) -> bool {
-        self.slot_from(from, pid, secret).is_some()
-    }
-
-    fn claim_to(&self, to: SocketAddr, k: usize, current: u64, new: u64) -> Option<bool> {
-        let tx = self.tx.borrow();
-        let Some(Route::Ring(r)) = tx.routes.get(&to) else {
-            return None;
-        };
-        let ring = tx.rings[*r].as_ref()?;
-        let word = ring
-            .map
-            .u64_at(slot_off(ring.slot) + S_CLAIMS + 8 * (k % CLAIMS));
-        Some(word.compare_exchange(current, new, AcqRel, Acquire).is_ok())
-    }
-
-    fn claim_from(
-        &self,
-        from: SocketAddr,
-        (pid, secret): (u32, u64),
-        k: usize,
-        current: u64,
-        new: u64,
-    ) -> bool {
-        let Some(i) = self.slot_from(from, pid, secret) else {
-            return false;
-        };
-        let word = self.map.u64_at(slot_off(i) + S_CLAIMS + 8 * (k % CLAIMS));
-        word.compare_exchange(current, new, AcqRel, Acquire).is_ok()
-    }
-
-    /// A HELLO from that peer may wait in our socket, unless it already
-    /// writes into a ring of ours.
-    fn fallback_from_host(&self, from: SocketAddr, now: Instant) {
-        if !self.slots.iter().any(|s| s.from == Some(from)) {
-            self.read_socket_for_setup(now);
-        }
-    }
-
     #[inline]
     fn flush_due(&mut self, now: Instant) -> Option<Instant> {
         // (the usual case, nothing due, without the frame of the work)
@@ -669,38 +481,6 @@ impl Transport for ShmTransport {
             self.checks_due(now);
         }
         None
-    }
-
-    fn region_send(&self, to: SocketAddr, body: &[u8], fd: Option<RawFd>) -> bool {
-        let me = self.local.to_string();
-        let mut m = REGION.to_vec();
-        m.push(me.len() as u8);
-        m.extend_from_slice(me.as_bytes());
-        m.extend_from_slice(body);
-        if m.len() > SOCK_MSG {
-            return false;
-        }
-        let Ok(a) = wake_addr(to) else {
-            return false;
-        };
-        match fd {
-            Some(fd) => send_with_fd(&self.wake, stem(to).as_bytes(), &m, fd).is_ok(),
-            None => self.wake.send_to_addr(&m, &a).is_ok(),
-        }
-    }
-
-    fn region_take(&self) -> (Vec<RegionMsg>, u64) {
-        // read with the socket's other messages (`flush_due`, `fd`)
-        let dropped = self.regions_dropped.replace(0);
-        if self.regions.borrow().is_empty() {
-            return (Vec::new(), dropped);
-        }
-        (std::mem::take(&mut *self.regions.borrow_mut()), dropped)
-    }
-
-    fn active(&self) -> bool {
-        self.map.u64_at(H_ACTIVE).load(Relaxed) != 0
-            || self.tx.borrow().rings.iter().any(Option::is_some)
     }
 }
 

@@ -167,7 +167,7 @@ mod tests {
     use super::super::tests::{fresh, link, prover};
     use super::super::ShmTransport;
     use super::*;
-    use crate::net::Transport;
+    use crate::net::{ExpressLane, Transport};
     use crate::sys::random::failing::FailingRandomness;
     use crate::time::Instant;
 

@@ -77,7 +77,7 @@ impl ShmTransport {
         Ok(())
     }
 
-    /// `Transport::release_held`'s work when a ring holds records.
+    /// `ExpressLane::release_held`'s work when a ring holds records.
     #[inline(never)]
     pub(super) fn write_held(&mut self) {
         let tx = self.tx.get_mut();
@@ -230,7 +230,7 @@ impl ShmTransport {
         self.map.u32_at(ring + pos).load(Acquire)
     }
 
-    /// The express lane's fast poll (`Transport::express_take`): the first
+    /// The express lane's fast poll (`ExpressLane::express_take`): the first
     /// slot, from `next` round, with something at its head decides. An
     /// express record of a proven slot is copied into `rec` and taken
     /// (the head moves, published as `drain_slot` publishes it); anything

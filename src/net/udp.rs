@@ -1,4 +1,7 @@
-//! UDP: one non-blocking socket per endpoint for all its peers, IPv4 or IPv6.
+//! UDP: one non-blocking socket per endpoint for all its peers, IPv4 or
+//! IPv6 (the `Transport` core), and the sockets connected to its busiest
+//! peers that an association's small packets may leave through (the
+//! `ConnectedPorts` capability, `udp_conns.rs`).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -7,7 +10,9 @@ use std::os::fd::{AsRawFd, RawFd};
 use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
 use super::udp_conns::Conns;
-use super::{Connectable, DatagramSink, Gathered, Transport, RECV_BATCH, RECV_SLOT};
+use super::{
+    Connectable, ConnectedPorts, DatagramSink, Outgoing, Transport, RECV_BATCH, RECV_SLOT,
+};
 use crate::clock::Clock;
 use crate::sys::{BatchReceiver, BatchSender};
 use crate::time::Instant;
@@ -178,15 +183,14 @@ impl Transport for UdpTransport {
         sent(|| SockRef::from(sock).send_to(dgram, raw))
     }
 
-    fn send_batch(
-        &mut self,
-        now: Instant,
-        dgrams: &[(SocketAddr, Gathered<'_>)],
-    ) -> io::Result<()> {
+    fn send_batch(&mut self, now: Instant, dgrams: &[Outgoing<'_>]) -> io::Result<()> {
         match dgrams {
             // one datagram in one piece: plain sendto costs the kernel less
-            [(to, [d, [], []])] => self.send(now, *to, d),
-            _ => self.sender.send(self.sock.as_raw_fd(), dgrams),
+            [(path, [d, [], []])] => self.send(now, path.remote, d),
+            _ => self.sender.send(
+                self.sock.as_raw_fd(),
+                dgrams.iter().map(|(path, parts)| (path.remote, parts)),
+            ),
         }
     }
 
@@ -252,6 +256,12 @@ impl Transport for UdpTransport {
             .unwrap_or(false)
     }
 
+    fn connected_ports(&mut self) -> Option<&mut dyn ConnectedPorts> {
+        Some(self)
+    }
+}
+
+impl ConnectedPorts for UdpTransport {
     fn set_connectable(&mut self, f: Option<Connectable>) {
         if f.is_none_or(|c| c.announce != self.conns.announce) {
             self.conns = Conns::new(self.conns.buffer, f.is_some_and(|c| c.announce));

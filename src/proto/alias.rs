@@ -112,7 +112,7 @@ impl<A: PeerAddr> Protocol<A> {
             false,
             port,
         );
-        self.out.push(*to, start);
+        self.out.push(p.path(), start);
         true
     }
 
@@ -145,7 +145,7 @@ impl<A: PeerAddr> Protocol<A> {
         let start = cx.out.start();
         let integ = &cx.cfg.integrity;
         wire::encode_alias(&mut cx.out.bytes, integ, peer.assoc.peer_tag, true, port);
-        cx.out.push(from, start);
+        cx.out.push(back_to(from), start);
     }
 
     /// An ALIAS_ACK: the peer named `from` took `port` as ours, when it

@@ -1,6 +1,7 @@
 //! Associations (after SCTP, RFC 9260): the state a peer's association is
-//! in, the endpoint's secrets (verification tags, cookies), and the token
-//! bucket that bounds unsolicited answers.
+//! in and the paths it owns (`path.rs`), the endpoint's secrets
+//! (verification tags, cookies), and the token bucket that bounds
+//! unsolicited answers.
 //!
 //! The handshake, as `Protocol` and `Peer` run it:
 //!
@@ -26,6 +27,7 @@
 
 use std::hash::{Hash, Hasher};
 
+use super::path::Paths;
 use crate::time::{Instant, Nanos};
 use crate::wire::{Integrity, COOKIE_LEN};
 
@@ -48,8 +50,11 @@ pub enum AssocState {
 
 /// One peer's association.
 #[derive(Debug)]
-pub struct Assoc {
+pub struct Assoc<A> {
     pub state: AssocState,
+    /// The ways its packets go to the peer (one today: from our name to
+    /// the peer's address).
+    pub paths: Paths<A>,
     /// Our tag: what the peer's packets carry as `vtag`.
     pub local_tag: u64,
     /// The peer's tag: what our packets to it carry.
@@ -77,10 +82,13 @@ pub struct Assoc {
     pub shutdown_seen: u64,
 }
 
-impl Default for Assoc {
-    fn default() -> Self {
+impl<A: Copy> Assoc<A> {
+    /// No association yet with the peer at `peer` (`Closed`), its path
+    /// from our name to that address.
+    pub fn to(peer: A) -> Self {
         Assoc {
             state: AssocState::Closed,
+            paths: Paths::to(peer),
             local_tag: 0,
             peer_tag: 0,
             since: Instant::ZERO,
@@ -96,7 +104,7 @@ impl Default for Assoc {
     }
 }
 
-impl Assoc {
+impl<A> Assoc<A> {
     /// Sets the keys of the tags `local_tag`, `peer_tag` under the
     /// endpoint's integrity (derived once here, not per packet).
     pub fn keyed(&mut self, integ: &Integrity) {

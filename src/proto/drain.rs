@@ -1,11 +1,14 @@
 //! Datagrams out: the outbox drained into the caller's buffer or handed
-//! over in batches, straight from where they were encoded.
+//! over in batches, straight from where they were encoded, each with the
+//! path it takes.
 
 use super::*;
+use crate::path::Path;
 
 impl<A: PeerAddr> Protocol<A> {
     /// Writes the next datagram to put on the network into `buf` (replacing
-    /// its contents) and returns its destination; None when there is none.
+    /// its contents) and returns its destination (its path's remote
+    /// address: the simulators have one rail); None when there is none.
     /// `buf` may come back in another allocation (the protocol keeps the
     /// caller's for its queue rather than copy): no allocation either way
     /// once both have grown.
@@ -15,12 +18,12 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// Hands every datagram to put on the network to `each`, in order, in
-    /// batches of at most `N` (the small packets to one peer joined into
-    /// one datagram, `outbox.rs`) (destination and the datagram's pieces, to be
-    /// sent back to back, straight from where they were encoded or lie: no
-    /// copy).
+    /// batches of at most `N` (the small packets on one path joined into
+    /// one datagram, `outbox.rs`): the path it takes and the datagram's
+    /// pieces, to be sent back to back, straight from where they were
+    /// encoded or lie (no copy).
     #[inline]
-    pub fn drain_transmits<const N: usize>(&mut self, each: impl FnMut(&[(A, [&[u8]; 3])])) {
+    pub fn drain_transmits<const N: usize>(&mut self, each: impl FnMut(&[(Path<A>, [&[u8]; 3])])) {
         self.out.drain_batches::<N>(each)
     }
 
@@ -33,7 +36,7 @@ impl<A: PeerAddr> Protocol<A> {
     pub fn drain_transmits_keeping<const N: usize>(
         &mut self,
         keep: A,
-        each: impl FnMut(&[(A, [&[u8]; 3])]),
+        each: impl FnMut(&[(Path<A>, [&[u8]; 3])]),
     ) -> bool {
         self.out.drain_batches_keeping::<N>(keep, each)
     }

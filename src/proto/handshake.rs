@@ -45,7 +45,7 @@ impl<A: PeerAddr> Protocol<A> {
         if !known && !self.in_bundle && self.take_unsolicited(now) {
             let start = self.out.start();
             wire::encode_abort(&mut self.out.bytes, &self.cfg.integrity, vtag);
-            self.out.push(from, start);
+            self.out.push(back_to(from), start);
         }
     }
 
@@ -87,7 +87,7 @@ impl<A: PeerAddr> Protocol<A> {
             resp_tag,
             &cookie,
         );
-        self.out.push(from, start);
+        self.out.push(back_to(from), start);
     }
 
     pub(super) fn on_init_ack(
@@ -154,7 +154,7 @@ impl<A: PeerAddr> Protocol<A> {
                     // answer it again, change nothing.
                     let start = self.out.start();
                     wire::encode_cookie_ack(&mut self.out.bytes, &self.cfg.integrity, a.peer_tag);
-                    self.out.push(from, start);
+                    self.out.push(back_to(from), start);
                     return;
                 }
                 if tags.created < a.since {
@@ -186,7 +186,7 @@ impl<A: PeerAddr> Protocol<A> {
         }
         let start = self.out.start();
         wire::encode_unknown_cookie(&mut self.out.bytes, &self.cfg.integrity, init_tag, vtag);
-        self.out.push(from, start);
+        self.out.push(back_to(from), start);
     }
 
     /// An UNKNOWN_COOKIE: the peer cannot open the cookie we echo. Taken
@@ -258,7 +258,7 @@ impl<A: PeerAddr> Protocol<A> {
             let start = cx.out.start();
             let integ = &cx.cfg.integrity;
             wire::encode_heartbeat(&mut cx.out.bytes, integ, peer.assoc.peer_tag, true, nonce);
-            cx.out.push(from, start);
+            cx.out.push(back_to(from), start);
         }
         self.schedule(slot);
     }

@@ -5,6 +5,8 @@
 //!
 //! - slots: every slot is a live peer (its address maps to it) or free
 //!   (an idle placeholder); aliases and addresses agree both ways.
+//! - paths: an association has one path today, from our name to the
+//!   peer's address, and it is the one its packets take.
 //! - timers: a peer with a timer set is in the heap by then; each timer is
 //!   set exactly when the state needs it (a handshake or shutdown out, an
 //!   ACK owed, something to say, an established association to watch).
@@ -135,6 +137,14 @@ impl<A: PeerAddr> Peer<A> {
             "peer {who:?}: handshake timer in {:?}",
             a.state
         );
+        // one path today: from our name to the peer's address
+        let paths: Vec<_> = a.paths.all().collect();
+        assert_eq!(
+            paths,
+            [crate::path::Path::from_name(self.addr)],
+            "peer {who:?}: its association's paths"
+        );
+        assert_eq!(a.paths.current(), paths[0], "peer {who:?}: current path");
         if a.state != AssocState::Closed {
             assert_ne!(a.local_tag, 0, "peer {who:?}: no tag of ours");
         }

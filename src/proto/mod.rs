@@ -35,6 +35,9 @@
 //! can still forge packets within the window unless every packet carries
 //! the MAC of a job key (`ProtoConfig::mac`, `wire::Integrity`): then only
 //! a holder of the key can (replaying a packet whole gives a duplicate).
+//! An association owns the paths its packets take (`path.rs`: one today,
+//! from the endpoint's name to the peer's address); every datagram the
+//! protocol hands out names its path, and the transports route by it.
 //!
 //! A peer is dead when nothing has been heard from it for
 //! `ProtoConfig::peer_timeout` (`RAMP_PEER_TIMEOUT_MS`) while we have
@@ -87,6 +90,7 @@ mod invariants;
 mod outbox;
 #[cfg(test)]
 mod packing_tests;
+mod path;
 mod peer;
 mod place;
 mod recv;
@@ -120,6 +124,7 @@ use crate::wire::{self, MsgMeta, Packet, COOKIE_LEN, NUM_CHANNELS};
 use assoc::{AssocState, ClosedTags, CookieError, Secrets, TokenBucket};
 use outbox::Outbox;
 pub(crate) use outbox::SEND_BUNDLE_MAX;
+use path::back_to;
 use peer::{Ctx, Peer};
 use recv::{InFrag, InPlace};
 use send::{push_fragments, MsgRef, OutMsg, SpareMsgs};

@@ -1,4 +1,5 @@
-//! What the protocol hands out: encoded datagrams, events, and the counters.
+//! What the protocol hands out: encoded datagrams, each naming the path
+//! it takes (`path.rs`), events, and the counters.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -6,6 +7,7 @@ use std::sync::Arc;
 use super::bufpool::BufPool;
 use super::event::Event;
 use super::send::OutMsg;
+use crate::path::Path;
 use crate::stats::Statistics;
 
 /// Most packets the outbox joins into one datagram (the wire takes
@@ -31,13 +33,14 @@ impl Piece {
     }
 }
 
-/// One queued packet: `head` bytes in `Outbox::bytes`, then the piece
-/// if any, then `tail` bytes (the trailer) in `Outbox::bytes`.
+/// One queued packet: the path it takes, `head` bytes in
+/// `Outbox::bytes`, then the piece if any, then `tail` bytes (the
+/// trailer) in `Outbox::bytes`.
 struct Tx<A> {
-    to: A,
+    to: Path<A>,
     head: u32,
     /// A DATA, ACK or NACK encoded whole (no piece): it may share a
-    /// datagram with the packets beside it to the same peer.
+    /// datagram with the packets beside it on the same path.
     bundles: bool,
     piece: Option<Piece>,
     tail: u32,
@@ -45,9 +48,9 @@ struct Tx<A> {
 
 /// Datagrams and events on their way out, and the counters.
 ///
-/// Packets are queued one by one; when they are drained, consecutive
-/// small association packets (DATA, ACK, NACK encoded whole) to the same
-/// peer leave as one datagram of at most `max_datagram` bytes and
+/// Packets are queued one by one, each for a path; when they are drained,
+/// consecutive small association packets (DATA, ACK, NACK encoded whole)
+/// on the same path leave as one datagram of at most `max_datagram` bytes and
 /// `SEND_BUNDLE_MAX` packets (a bundle:
 /// their bytes lie back to back in `bytes`, so the datagram is one slice).
 /// A DATA packet gathered around a piece ends the bundle before it when it
@@ -64,7 +67,7 @@ pub(super) struct Outbox<A> {
     /// per datagram.
     pub bytes: Vec<u8>,
     head: usize,
-    /// The destination and pieces of each packet, in order.
+    /// The path and pieces of each packet, in order.
     transmits: VecDeque<Tx<A>>,
     /// The largest datagram a bundle makes (`ProtoConfig::max_datagram`).
     max_datagram: usize,
@@ -122,8 +125,8 @@ impl<A> Outbox<A> {
         self.bytes.len()
     }
 
-    /// Queues the packet encoded at `bytes[start..]` for `to`.
-    pub fn push(&mut self, to: A, start: usize) {
+    /// Queues the packet encoded at `bytes[start..]` to go on path `to`.
+    pub fn push(&mut self, to: Path<A>, start: usize) {
         let len = self.bytes.len() - start;
         self.stats.packets_sent += 1;
         self.stats.total_bytes_sent += len as u64;
@@ -137,10 +140,10 @@ impl<A> Outbox<A> {
         });
     }
 
-    /// Queues for `to` the DATA packet gathered from `bytes[start..trailer]`,
-    /// `piece` and `bytes[trailer..]`: the end of the bundle before it
-    /// when it fits, else a datagram of its own.
-    pub fn push_gathered(&mut self, to: A, start: usize, trailer: usize, piece: Piece) {
+    /// Queues for path `to` the DATA packet gathered from
+    /// `bytes[start..trailer]`, `piece` and `bytes[trailer..]`: the end of
+    /// the bundle before it when it fits, else a datagram of its own.
+    pub fn push_gathered(&mut self, to: Path<A>, start: usize, trailer: usize, piece: Piece) {
         let (head, tail) = (trailer - start, self.bytes.len() - trailer);
         self.stats.packets_sent += 1;
         self.stats.total_bytes_sent += (head + tail) as u64 + u64::from(piece.len);
@@ -154,14 +157,14 @@ impl<A> Outbox<A> {
     }
 
     /// The last datagram as the drain will make it (`join_into`'s rule),
-    /// when it is a bundle of small packets that may take more: its peer,
+    /// when it is a bundle of small packets that may take more: its path,
     /// bytes and packets. (Looked at only for a large fragment or a hold:
     /// a forward walk of the few queued packets.)
-    fn open_bundle(&self) -> Option<(A, usize, usize)>
+    fn open_bundle(&self) -> Option<(Path<A>, usize, usize)>
     where
         A: Copy + PartialEq,
     {
-        let mut open: Option<(A, usize, usize)> = None;
+        let mut open: Option<(Path<A>, usize, usize)> = None;
         for t in &self.transmits {
             let len = t.head as usize;
             open = match open {
@@ -178,11 +181,11 @@ impl<A> Outbox<A> {
         open.filter(|&(_, _, k)| k < SEND_BUNDLE_MAX)
     }
 
-    /// The bytes a DATA packet to `to` queued next may take and still end
-    /// the last datagram (a bundle of small packets to `to`); 0 when it
-    /// would go alone.
+    /// The bytes a DATA packet on path `to` queued next may take and still
+    /// end the last datagram (a bundle of small packets on `to`); 0 when
+    /// it would go alone.
     #[inline]
-    pub fn open_room(&self, to: A) -> usize
+    pub fn open_room(&self, to: Path<A>) -> usize
     where
         A: Copy + PartialEq,
     {
@@ -214,19 +217,20 @@ impl<A> Outbox<A> {
     }
 
     /// `drain_batches`, except that the last datagram stays queued when it
-    /// is a bundle of small packets to `keep` that may take more (a long
-    /// message's last fragment, held for the next one's first to join:
-    /// `am/batch.rs`). True when it stayed.
+    /// is a bundle of small packets to peer `keep` that may take more (a
+    /// long message's last fragment, held for the next one's first to
+    /// join: `am/batch.rs`). True when it stayed.
     #[inline]
     pub fn drain_batches_keeping<const N: usize>(
         &mut self,
         keep: A,
-        mut each: impl FnMut(&[(A, [&[u8]; 3])]),
+        mut each: impl FnMut(&[(Path<A>, [&[u8]; 3])]),
     ) -> bool
     where
         A: Copy + PartialEq,
     {
-        let Some((_, kept_bytes, kept_packets)) = self.open_bundle().filter(|b| b.0 == keep) else {
+        let open = self.open_bundle().filter(|b| b.0.remote == keep);
+        let Some((_, kept_bytes, kept_packets)) = open else {
             self.drain_batches::<N>(each);
             return false;
         };
@@ -246,13 +250,16 @@ impl<A> Outbox<A> {
 
     /// Drains the first `go` packets (not all: some stay).
     #[inline(never)]
-    fn drain_first<const N: usize>(&mut self, go: usize, each: &mut impl FnMut(&[(A, [&[u8]; 3])]))
-    where
+    fn drain_first<const N: usize>(
+        &mut self,
+        go: usize,
+        each: &mut impl FnMut(&[(Path<A>, [&[u8]; 3])]),
+    ) where
         A: Copy + PartialEq,
     {
         let e: &[u8] = &[];
         let first = &self.transmits[0];
-        let mut batch: [(A, [&[u8]; 3]); N] = [(first.to, [e, e, e]); N];
+        let mut batch: [(Path<A>, [&[u8]; 3]); N] = [(first.to, [e, e, e]); N];
         let n = self.join_into::<N>(go, &mut batch, each);
         if n > 0 {
             each(&batch[..n]);
@@ -260,12 +267,12 @@ impl<A> Outbox<A> {
     }
 
     /// Hands every queued packet to `each` in order, in datagrams (the
-    /// small packets to one peer joined, see `Outbox`) in batches of at
-    /// most `N`, as its pieces from where they were encoded or lie (no
-    /// copy), then empties the queue. (Always inlined: a round trip's
-    /// one datagram goes straight out.)
+    /// small packets on one path joined, see `Outbox`) in batches of at
+    /// most `N`, each with its path and its pieces from where they were
+    /// encoded or lie (no copy), then empties the queue. (Always inlined:
+    /// a round trip's one datagram goes straight out.)
     #[inline(always)]
-    pub fn drain_batches<const N: usize>(&mut self, mut each: impl FnMut(&[(A, [&[u8]; 3])]))
+    pub fn drain_batches<const N: usize>(&mut self, mut each: impl FnMut(&[(Path<A>, [&[u8]; 3])]))
     where
         A: Copy + PartialEq,
     {
@@ -280,7 +287,7 @@ impl<A> Outbox<A> {
             self.transmits.pop_front();
         } else {
             let e: &[u8] = &[];
-            let mut batch: [(A, [&[u8]; 3]); N] = [(first.to, [e, e, e]); N];
+            let mut batch: [(Path<A>, [&[u8]; 3]); N] = [(first.to, [e, e, e]); N];
             let n = self.join_into::<N>(self.transmits.len(), &mut batch, &mut each);
             if n > 0 {
                 each(&batch[..n]);
@@ -298,8 +305,8 @@ impl<A> Outbox<A> {
     fn join_into<'a, const N: usize>(
         &'a self,
         count: usize,
-        batch: &mut [(A, [&'a [u8]; 3]); N],
-        each: &mut impl FnMut(&[(A, [&[u8]; 3])]),
+        batch: &mut [(Path<A>, [&'a [u8]; 3]); N],
+        each: &mut impl FnMut(&[(Path<A>, [&[u8]; 3])]),
     ) -> usize
     where
         A: Copy + PartialEq,
@@ -341,8 +348,9 @@ impl<A> Outbox<A> {
     }
 
     /// Puts the next datagram into `buf` (replacing its contents): one
-    /// packet, or the small packets to one peer joined as
-    /// `drain_batches` joins them.
+    /// packet, or the small packets on one path joined as
+    /// `drain_batches` joins them. Returns its path's remote address (the
+    /// simulators have one rail).
     #[cfg(any(test, feature = "testing"))] // the simulator; the AM layer drains
     #[inline]
     pub fn pop(&mut self, buf: &mut Vec<u8>) -> Option<A>
@@ -386,7 +394,7 @@ impl<A> Outbox<A> {
                         self.bytes.clear();
                         self.head = 0;
                     }
-                    return Some(to);
+                    return Some(to.remote);
                 }
             }
         }
@@ -397,7 +405,7 @@ impl<A> Outbox<A> {
                 std::mem::swap(buf, &mut self.bytes);
                 self.bytes.clear();
                 self.transmits.clear();
-                return Some(to);
+                return Some(to.remote);
             }
             buf.clear();
             buf.extend_from_slice(&self.bytes[self.head..self.head + len]);
@@ -416,13 +424,18 @@ impl<A> Outbox<A> {
             self.bytes.clear();
             self.head = 0;
         }
-        Some(to)
+        Some(to.remote)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The path to peer `to` (the one of today).
+    fn on(to: u32) -> Path<u32> {
+        Path::from_name(to)
+    }
 
     #[test]
     fn drained_in_order_in_batches_then_empty() {
@@ -431,14 +444,14 @@ mod tests {
             for i in 0..n {
                 let s = o.start();
                 o.bytes.extend(std::iter::repeat_n(i as u8, i + 1));
-                o.push(i as u32, s);
+                o.push(on(i as u32), s);
             }
             let mut sizes = Vec::new();
             let mut next = 0u32;
             o.drain_batches::<32>(|b| {
                 sizes.push(b.len());
                 for &(to, d) in b {
-                    assert_eq!(to, next);
+                    assert_eq!(to, on(next));
                     assert_eq!(d[0], &vec![next as u8; next as usize + 1][..]);
                     assert!(d[1].is_empty() && d[2].is_empty());
                     next += 1;
@@ -459,7 +472,7 @@ mod tests {
             ..Default::default()
         };
         crate::wire::encode_nack(&mut o.bytes, &crate::wire::Integrity::Crc32c, &c, false);
-        o.push(to, s);
+        o.push(on(to), s);
     }
 
     #[test]
@@ -477,7 +490,7 @@ mod tests {
         nack(&mut o, 1, 73);
         let s = o.start();
         crate::wire::encode_abort(&mut o.bytes, &integ, 5);
-        o.push(1, s);
+        o.push(on(1), s);
         nack(&mut o, 1, 74);
         let want: Vec<(u32, Vec<u32>)> = vec![
             (1, (0..32).collect()),
@@ -500,7 +513,7 @@ mod tests {
         o.drain_batches::<4>(|b| {
             for &(to, p) in b {
                 assert!(p[1].is_empty() && p[2].is_empty());
-                got.push((to, seqs(p[0])));
+                got.push((to.remote, seqs(p[0])));
             }
         });
         assert_eq!(got, want);
@@ -547,16 +560,16 @@ mod tests {
                 off,
                 len: 50,
             };
-            o.push_gathered(to, s, t, piece);
+            o.push_gathered(on(to), s, t, piece);
         }
         let s = o.start();
         o.bytes.extend_from_slice(b"plain");
-        o.push(3, s);
+        o.push(on(3), s);
         assert_eq!(o.stats.total_bytes_sent, 2 * 56 + 5);
         let mut seen = Vec::new();
         o.drain_batches::<2>(|b| {
             for &(to, p) in b {
-                seen.push((to, p.concat()));
+                seen.push((to.remote, p.concat()));
             }
         });
         let mid = |off: usize| [&b"head"[..], &m.payload[off..off + 50], b"tl"].concat();
@@ -574,7 +587,7 @@ mod tests {
             off: 10,
             len: 5,
         };
-        o.push_gathered(7, s, t, piece);
+        o.push_gathered(on(7), s, t, piece);
         let mut buf = Vec::new();
         assert_eq!(o.pop(&mut buf), Some(7));
         assert_eq!(buf, [&b"head"[..], &m.payload[10..15]].concat());

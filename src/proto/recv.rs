@@ -87,6 +87,7 @@ impl RecvChannel {
     /// number 0, never from whatever a packet says (an older epoch, or a
     /// newer one at another number, is stale). Newer, not only the next:
     /// a sender cut off twice in a row skips one.
+    #[inline]
     pub fn accept_epoch(&mut self, epoch: u16, seq: u32) -> bool {
         let d = epoch.wrapping_sub(self.epoch) as i16;
         if d == 0 {

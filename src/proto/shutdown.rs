@@ -81,7 +81,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let start = cx.out.start();
         let (vtag, nonce) = (self.assoc.peer_tag, self.assoc.shutdown_sent);
         wire::encode_shutdown(&mut cx.out.bytes, &cx.cfg.integrity, vtag, false, nonce);
-        cx.out.push(self.addr, start);
+        cx.out.push(self.path(), start);
     }
 
     /// The SHUTDOWN is unanswered: send it again; past the peer timeout,
@@ -137,7 +137,7 @@ impl<A: PeerAddr> Protocol<A> {
             if self.take_unsolicited(now) {
                 let start = self.out.start();
                 wire::encode_shutdown(&mut self.out.bytes, &self.cfg.integrity, vtag, true, nonce);
-                self.out.push(from, start);
+                self.out.push(back_to(from), start);
             }
             return;
         };
@@ -157,7 +157,7 @@ impl<A: PeerAddr> Protocol<A> {
         let start = cx.out.start();
         let integ = &cx.cfg.integrity;
         wire::encode_shutdown(&mut cx.out.bytes, integ, peer.assoc.peer_tag, true, nonce);
-        cx.out.push(from, start);
+        cx.out.push(back_to(from), start);
         peer.end_association(&mut cx);
         self.shutdowns += 1;
         self.free_slot(slot);

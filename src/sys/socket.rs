@@ -155,10 +155,10 @@ impl BatchSender {
     /// out without being copied together first. A datagram the kernel will not take now (full
     /// buffer, an ICMP error of an earlier send) counts as lost and is
     /// skipped: the protocol resends it. Other errors end the call.
-    pub fn send(
+    pub fn send<'a, 'b: 'a>(
         &mut self,
         fd: RawFd,
-        dgrams: &[(SocketAddr, Gathered<'_>)],
+        dgrams: impl ExactSizeIterator<Item = (SocketAddr, &'a Gathered<'b>)>,
     ) -> std::io::Result<()> {
         let n = dgrams.len();
         if n == 0 {
@@ -169,7 +169,7 @@ impl BatchSender {
         self.iov.clear();
         self.iov_at.clear();
         for (to, parts) in dgrams {
-            let a = socket2::SockAddr::from(*to);
+            let a = socket2::SockAddr::from(to);
             // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
             let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
             let len = (a.len() as usize).min(std::mem::size_of::<libc::sockaddr_storage>());
@@ -286,8 +286,9 @@ mod tests {
             (pa, [e, e, e]),
         ];
         let mut s = BatchSender::new();
-        s.send(tx.as_raw_fd(), &batch).unwrap();
-        s.send(tx.as_raw_fd(), &[]).unwrap();
+        s.send(tx.as_raw_fd(), batch.iter().map(|(to, d)| (*to, d)))
+            .unwrap();
+        s.send(tx.as_raw_fd(), std::iter::empty()).unwrap();
         let mut buf = vec![0u8; 65536];
         for want in [&b"one"[..], b"three", b""] {
             let (n, from) = a.recv_from(&mut buf).unwrap();

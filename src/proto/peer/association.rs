@@ -13,7 +13,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             state: AssocState::CookieWait,
             local_tag: tag,
             init_sent: now,
-            ..Assoc::default()
+            ..Assoc::to(self.addr)
         };
         self.send_handshake(cx);
         self.timers
@@ -33,7 +33,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             }
             _ => return,
         }
-        cx.out.push(self.addr, start);
+        cx.out.push(self.path(), start);
     }
 
     /// The INIT_ACK of our INIT: echo the cookie.
@@ -142,7 +142,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             local_tag,
             peer_tag,
             since: now,
-            ..Assoc::default()
+            ..Assoc::to(self.addr)
         };
         match keys {
             Some((tx, rx)) => (self.assoc.tx, self.assoc.rx) = (tx, rx),
@@ -154,7 +154,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         self.heard = now;
         let start = cx.out.start();
         wire::encode_cookie_ack(&mut cx.out.bytes, &cx.cfg.integrity, peer_tag);
-        cx.out.push(self.addr, start);
+        cx.out.push(self.path(), start);
         for ch in 0..NUM_CHANNELS {
             self.pump(now, ch, cx);
         }
@@ -175,7 +175,7 @@ impl<A: Copy + PartialEq> Peer<A> {
                 .record(self.assoc.local_tag, cx.cfg.cookie_lifetime);
         }
         self.reset_channels();
-        self.assoc = Assoc::default();
+        self.assoc = Assoc::to(self.addr);
         self.timers.stop(Timer::Handshake);
         self.timers.stop(Timer::Idle);
     }

@@ -34,7 +34,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             probe_after: rtt.probe_timeout_within(rto),
             window: cx.cfg.window,
         };
-        if let Some(d) = self.tx[ch].transmit(now, &t, self.addr, &self.assoc.tx, cx.out) {
+        if let Some(d) = self.tx[ch].transmit(now, &t, self.path(), &self.assoc.tx, cx.out) {
             self.acks_carried(cx.cfg);
             self.timers.lower(Timer::Retransmit(ch), d);
         }
@@ -156,7 +156,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let start = out.start();
         wire::encode_ack_dup(&mut out.bytes, &self.assoc.tx, &c, sack, dup);
         out.stats.acks_sent += 1;
-        out.push(self.addr, start);
+        out.push(self.path(), start);
         self.rx[ch].ack_paid();
         self.timers.stop(Timer::Ack(ch));
     }
@@ -166,6 +166,6 @@ impl<A: Copy + PartialEq> Peer<A> {
         let start = cx.out.start();
         wire::encode_nack(&mut cx.out.bytes, &self.assoc.tx, &c, last);
         cx.out.stats.nacks_sent += 1;
-        cx.out.push(self.addr, start);
+        cx.out.push(self.path(), start);
     }
 }

@@ -55,7 +55,7 @@ impl<A: Copy + PartialEq> Peer<A> {
                 false,
                 nonce,
             );
-            cx.out.push(self.addr, start);
+            cx.out.push(self.path(), start);
         }
         let hb_at = self.heard.max(self.last_heartbeat).plus(hb);
         let hb_at = if hb_at > now { hb_at } else { now.plus(hb) };

@@ -18,6 +18,7 @@ use super::recv::{InFrag, RecvChannel, RecvCx};
 use super::rtt::RttEstimator;
 use super::send::{Nacked, SendChannel, SpareMsgs, Transmission};
 use super::timer::{Timer, TimerTable};
+use crate::path::Path;
 use crate::time::Instant;
 use crate::wire::{self, AckField, Common, COOKIE_LEN, NUM_CHANNELS};
 
@@ -43,7 +44,7 @@ pub(super) struct Peer<A> {
     /// When `Protocol::timers` has this peer looked at (None: not queued).
     pub queued: Option<Instant>,
     pub timers: TimerTable,
-    pub assoc: Assoc,
+    pub assoc: Assoc<A>,
     pub tx: [SendChannel; NUM_CHANNELS],
     pub rx: [RecvChannel; NUM_CHANNELS],
     pub rtt: RttEstimator,
@@ -65,7 +66,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             announced: None,
             queued: None,
             timers: TimerTable::default(),
-            assoc: Assoc::default(),
+            assoc: Assoc::to(addr),
             tx: Default::default(),
             rx: Default::default(),
             rtt: RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max)
@@ -103,6 +104,12 @@ impl<A: Copy + PartialEq> Peer<A> {
         let rx: usize = self.rx.iter().map(RecvChannel::heap_bytes).sum();
         let cookie = self.assoc.cookie.as_ref().map_or(0, |_| COOKIE_LEN);
         tx + rx + cookie
+    }
+
+    /// The path its association's packets take now.
+    #[inline]
+    pub fn path(&self) -> Path<A> {
+        self.assoc.paths.current()
     }
 
     /// Whether we have something to say: messages queued or in flight.

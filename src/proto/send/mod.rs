@@ -17,6 +17,7 @@ use super::event::MsgId;
 use super::outbox::{Outbox, Piece};
 use super::rtt::RttEstimator;
 use super::stats;
+use crate::path::Path;
 use crate::stats::Statistics;
 use crate::time::{Instant, Nanos};
 use crate::wire::{self, Common, Integrity};
@@ -166,13 +167,13 @@ impl SendChannel {
 
     /// Sends packets marked for resending, then new fragments while the
     /// window allows, each as a DATA packet with `t.header` (its `seq` set)
-    /// to `to`. Returns the earliest retransmission deadline armed, None
+    /// on path `to`. Returns the earliest retransmission deadline armed, None
     /// when nothing was sent.
     pub fn transmit<A: Copy + PartialEq>(
         &mut self,
         now: Instant,
         t: &Transmission,
-        to: A,
+        to: Path<A>,
         integ: &Integrity,
         out: &mut Outbox<A>,
     ) -> Option<Instant> {
@@ -470,13 +471,13 @@ fn cut_to_room(
     f.len = cut as u32;
 }
 
-/// Queues the DATA packet of `f`, numbered `seq`, for `to`; returns its
+/// Queues the DATA packet of `f`, numbered `seq`, on path `to`; returns its
 /// length. A large fragment of a shared message is gathered (its payload
 /// is not copied; CRC32C or the MAC runs on across the pieces); otherwise
 /// the packet is encoded whole.
 fn send_fragment<A: Copy + PartialEq>(
     out: &mut Outbox<A>,
-    to: A,
+    to: Path<A>,
     integ: &Integrity,
     header: &Common,
     seq: u32,

@@ -181,7 +181,7 @@ fn one_probe_per_channel_however_many_packets_went_one_by_one() {
         ch.transmit(
             Instant(t * 10),
             &tx(5_000, Some(1_000)),
-            0,
+            Path::from_name(0),
             &integ,
             &mut out,
         );
@@ -220,7 +220,13 @@ fn an_ack_of_the_resent_packet_only_lets_two_more_go_not_all() {
     for _ in 0..8 {
         queue(&mut ch, &m);
     }
-    ch.transmit(Instant(0), &tx(5_000, None), 0, &integ, &mut out);
+    ch.transmit(
+        Instant(0),
+        &tx(5_000, None),
+        Path::from_name(0),
+        &integ,
+        &mut out,
+    );
     let e = ch.on_timeout(Instant(7_000), 10);
     assert!(e.backoff);
     let resend = |ch: &SendChannel| -> Vec<u32> {
@@ -231,12 +237,24 @@ fn an_ack_of_the_resent_packet_only_lets_two_more_go_not_all() {
             .collect()
     };
     assert_eq!(resend(&ch), [0], "a timeout resends the oldest only");
-    ch.transmit(Instant(7_000), &tx(10_000, None), 0, &integ, &mut out);
+    ch.transmit(
+        Instant(7_000),
+        &tx(10_000, None),
+        Path::from_name(0),
+        &integ,
+        &mut out,
+    );
     // covers seq 0 only: ambiguous
     let o = ch.on_ack(Instant(7_100), (0, 1, 0), &mut rtt, &mut stats, &mut spare);
     assert!(o.is_some());
     assert_eq!(resend(&ch), [1, 2], "two more, not all seven");
-    ch.transmit(Instant(7_100), &tx(10_000, None), 0, &integ, &mut out);
+    ch.transmit(
+        Instant(7_100),
+        &tx(10_000, None),
+        Path::from_name(0),
+        &integ,
+        &mut out,
+    );
     // covers packets 3 and 4, never resent: the timeout was spurious
     ch.on_ack(Instant(7_200), (0, 5, 0), &mut rtt, &mut stats, &mut spare);
     assert!(resend(&ch).is_empty());
