@@ -139,19 +139,16 @@ fn killed_with_requests_queued(loss: bool) {
         e.request(1, &Message::short(30, &[k]), false).unwrap();
     }
     // the first handler started (and sleeps): the target stops polling
-    let t0 = Instant::now();
+    common::waiting_for("the target to run the first handler");
     while !std::fs::read_to_string(&effects)
         .unwrap_or_default()
         .contains("ran 0\n")
     {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "the target never ran"
-        );
         b.poll().unwrap();
         b.wait_for_activity(5);
     }
-    // a moment for whatever else it would do
+    // a moment for whatever else it would do (nothing below depends on
+    // what it did meanwhile)
     let t1 = Instant::now();
     while t1.elapsed() < Duration::from_millis(200) {
         b.poll().unwrap();
@@ -161,13 +158,8 @@ fn killed_with_requests_queued(loss: bool) {
     child.wait().unwrap();
     // one more request: something in flight, so the death is noticed
     e.request(1, &Message::short(30, &[n]), false).unwrap();
-    let t2 = Instant::now();
+    common::waiting_for("every request to come back");
     while returned.lock().unwrap().len() < n as usize + 1 {
-        assert!(
-            t2.elapsed() < Duration::from_secs(30),
-            "returned: {:?}",
-            returned.lock().unwrap()
-        );
         b.poll().unwrap();
         b.wait_for_activity(5);
     }
