@@ -464,10 +464,14 @@ int ramp_DrainTryReply1(int index, handler_t handler, int32_t a0);
  * gives up after RAMP_PEER_TIMEOUT_MS).  A transaction given up without an ack ends
  * RAMP_ABANDON_NOT_ACKED only when its handler cannot have started: the target's protocol
  * refused the request for want of buffer, it waited behind 64 older requests when its
- * target died or restarted, or the target answered a probe that it never started it (the
- * process the request went to, or a target with a log).  Otherwise (a lost ack looks
- * like none; a request given up in the network may have arrived) it ends
- * RAMP_ABANDON_NO_REPLY with ack RAMP_ACK_NONE: the handler may have run.
+ * target died or restarted, or the process the request went to answered a probe that it
+ * never started it.  Otherwise (a lost ack looks like none; a request given up in the
+ * network may have arrived) it ends RAMP_ABANDON_NO_REPLY with ack RAMP_ACK_NONE: the
+ * handler may have run.  A transaction not acknowledged when its target restarts from its
+ * log is sent again to the restarted target (its log says it never started it), so it
+ * ends PROCESSED.  Transactions waiting for their answers are looked after as the
+ * endpoint makes progress (AM_Poll, a request waiting for a credit, ramp_TxnWait): a
+ * target that restarted or went silent is asked how far each got.
  * ---------------------------------------------------------------------------------- */
 typedef uint64_t ramp_txn_t;
 typedef enum { RAMP_ACK_NONE = 0, RAMP_ACK_ACKED = 1, RAMP_ACK_NACKED = 2 } ramp_ack_t;
@@ -514,7 +518,8 @@ int ramp_TxnList(ep_t ep, ramp_progress_t progress, ramp_txn_t *out, size_t max,
 int ramp_TxnRelease(ep_t ep, ramp_txn_t txn);
 /* Bounds the time a transaction's handler may run, from its ack (microseconds; 0: no
  * bound, the default, as AM-2): past it the transaction is abandoned with
- * RAMP_ABANDON_HANDLER_TIMEOUT (checked when its state is read or waited for). */
+ * RAMP_ABANDON_HANDLER_TIMEOUT (checked as the endpoint makes progress, and when its
+ * state is read). */
 int ramp_SetHandlerTimeout(ep_t ep, uint64_t usec);
 /* In handler 0, for a returned request: *may = 1 when its handler may have run at the
  * target (it was given up in the network, EUNREACHABLE, after it may have arrived: do

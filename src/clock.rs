@@ -25,6 +25,9 @@ pub trait VirtualTime: Send + Sync {
     /// reaches it: the rest of the world runs and time moves on, at most
     /// to `until`.
     fn wait(&self, until: Instant);
+    /// The process sleeps until `until`, whatever reaches it meanwhile:
+    /// the rest of the world runs and time moves on to `until`.
+    fn sleep(&self, until: Instant);
     /// A busy loop's turn: the rest of the world runs; when nothing is due
     /// anywhere, time moves on to the next thing that happens.
     fn yield_now(&self);
@@ -89,7 +92,7 @@ impl Clock {
     pub fn sleep(&self, d: Nanos) {
         match self {
             Clock::Real => std::thread::sleep(std::time::Duration::from_nanos(d)),
-            Clock::Virtual(v) => v.wait(v.now().plus(d)),
+            Clock::Virtual(v) => v.sleep(v.now().plus(d)),
         }
     }
 

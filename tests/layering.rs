@@ -217,80 +217,10 @@ const CLOCK_READS: &[&str] = &[
 
 /// Files that still read the wall clock themselves, each with its reason;
 /// this list only shrinks.
-const CLOCK_NOT_YET: &[(&str, &str)] = &[
-    (
-        "am/batch_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/express_owed_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/express_poll_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/express_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/names/tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/placement_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/rma_direct_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/rma_shared_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/rma_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/services/tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/txn_id64_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/txn_lost_ack_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/txn_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "am/xfer_shared_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "net/shm_hold_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "net/shm_tests.rs",
-        "a wall-clock test of the AM layer: moves to the simulator",
-    ),
-    (
-        "wire/codec_tests.rs",
-        "an ignored measurement of the send path, not a test: belongs in benches/",
-    ),
-];
+const CLOCK_NOT_YET: &[(&str, &str)] = &[(
+    "wire/codec_tests.rs",
+    "an ignored measurement of the send path, not a test: belongs in benches/",
+)];
 
 /// Whether `file` may read the clock itself: `sys/` (the OS calls),
 /// `clock.rs` (the clock), the binaries (benchmarks measure wall time).

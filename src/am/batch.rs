@@ -169,8 +169,13 @@ impl EpState {
     /// while the program computed is neither resent nor a late answer).
     pub(super) fn release_batch(&mut self, now: Instant) {
         if let Some(to) = self.batch.to.take() {
+            // the held requests, each a packet, or (none) a last fragment:
+            // the last packets queued to `to` (a request sent before the
+            // hold began, at the same instant, is not one of them)
+            let held = usize::from(self.batch.held.max(1));
+            let since = self.batch.since;
             self.proto
-                .restamp(&to, crate::wire::CHANNEL_REQUEST, self.batch.since, now);
+                .restamp(&to, crate::wire::CHANNEL_REQUEST, since, now, held);
         }
         self.batch.held = 0;
     }

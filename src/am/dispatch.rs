@@ -192,7 +192,7 @@ impl EpState {
         now: Instant,
     ) -> bool {
         let answers = self.complete_from(from, txn, now);
-        let kept = self.txn.any() && self.txn_replied(from, txn);
+        let kept = self.txn.any() && self.txn_replied(from, txn, now);
         if !answers && !kept {
             return false;
         }
@@ -272,7 +272,7 @@ impl EpState {
                                 let txn = if i == 0 { meta.txn } else { meta.args[i - 1] };
                                 self.complete_from(from, txn, now);
                                 if self.txn.any() {
-                                    self.txn_replied(from, txn);
+                                    self.txn_replied(from, txn, now);
                                 }
                             }
                             return None;
@@ -297,7 +297,7 @@ impl EpState {
                             }
                             if meta.returned_request
                                 && self.txn.any()
-                                && self.txn_refused(from, meta.txn, meta.status)
+                                && self.txn_refused(from, meta.txn, meta.status, now)
                             {
                                 // its state says it; handler 0 is for AM-2's
                                 return None;

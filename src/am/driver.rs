@@ -30,16 +30,15 @@ impl Endpoint {
             s.send_all_held(now);
             let a = s.proto.next_timeout();
             let b = s.transports.flush_due(now);
-            match (a, b) {
-                (Some(x), Some(y)) => Some(x.min(y)),
-                (x, y) => x.or(y),
-            }
+            [a, b, s.txn.due].into_iter().flatten().min()
         })
     }
 
     /// The next time this endpoint needs a call, asked without doing
     /// anything (the simulator's question): the protocol's timers, a held
-    /// last fragment's expiry, held requests (at once).
+    /// last fragment's expiry, held requests (at once), kept transactions'
+    /// probes, the transports' next look at what waits for them
+    /// (`Transports::next_look`).
     #[cfg(feature = "testing")]
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.try_with(|s| {
@@ -50,10 +49,11 @@ impl Endpoint {
                     s.batch.since
                 }
             });
-            match (s.proto.next_timeout(), held) {
-                (Some(x), Some(y)) => Some(x.min(y)),
-                (x, y) => x.or(y),
-            }
+            let look = s.transports.next_look(s.clock.now());
+            [s.proto.next_timeout(), held, s.txn.due, look]
+                .into_iter()
+                .flatten()
+                .min()
         })
         .flatten()
     }
@@ -62,7 +62,8 @@ impl Endpoint {
     /// question: which endpoints have work).
     #[cfg(feature = "testing")]
     pub(crate) fn readable(&self) -> bool {
-        self.try_with(|s| s.transports.readable()).unwrap_or(false)
+        self.try_with(|s| s.transports.readable(s.clock.now()))
+            .unwrap_or(false)
     }
 
     /// Moves packets (receive, timers, transmit) without running handlers.
@@ -139,6 +140,10 @@ impl EpState {
         self.announce_aliases(now);
         // remote memory is performed now, AM messages queued in order
         self.drain_events(now);
+        // kept transactions: probes, bounds, resumes (`txn.rs`)
+        if self.txn.due.is_some_and(|d| now >= d) {
+            self.txn_refresh(now);
+        }
         self.flush(now);
         Ok(())
     }

@@ -432,10 +432,9 @@ impl Endpoint {
 
 #[cfg(test)]
 mod tests {
-    use crate::am::{allocate_bundle, allocate_endpoint_over, allocate_endpoint_with, BundleMode};
+    use crate::am::{allocate_bundle, allocate_endpoint_with, BundleMode};
     use crate::config::Config;
     use crate::error::Error;
-    use crate::net::{mem::MemNetwork, Transports};
     use crate::sys::random::failing::FailingRandomness;
 
     #[test]
@@ -443,26 +442,20 @@ mod tests {
         crate::am::init().unwrap();
         let cfg = Config::from_lookup(|_| None).unwrap();
         let b = allocate_bundle(BundleMode::Seq).unwrap();
-        let net = MemNetwork::new();
         {
             let _f = FailingRandomness::start();
-            // over the in-memory network, and on a real socket
-            let over = allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach())));
-            let real = allocate_endpoint_with(b.id, &cfg);
-            for r in [over, real] {
-                let Err(Error::Resource(why)) = r else {
-                    panic!("an endpoint opened without randomness");
-                };
-                assert!(why.contains("randomness"), "{why}");
-            }
+            let Err(Error::Resource(why)) = allocate_endpoint_with(b.id, &cfg) else {
+                panic!("an endpoint opened without randomness");
+            };
+            assert!(why.contains("randomness"), "{why}");
             assert!(
                 b.endpoints().is_empty(),
                 "a refused endpoint joined its bundle"
             );
         }
         // with randomness: open, each with a secret of its own
-        let e0 = allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach())));
-        let e1 = allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach())));
+        let e0 = allocate_endpoint_with(b.id, &cfg);
+        let e1 = allocate_endpoint_with(b.id, &cfg);
         let (s0, s1) = (
             e0.unwrap().with(|s| s.secret),
             e1.unwrap().with(|s| s.secret),

@@ -27,11 +27,13 @@
 //! | `rma_direct.rs` | large puts and gets to a same-host peer copied by the target (process_vm_readv/writev) |
 //! | `progress.rs` | the bundle's progress thread |
 //! | `txn.rs` | transactions at the initiator: state tuple, ack, abandon reasons, wait, list |
+//! | `txn_probe.rs` | late answers: probes, a target restarted (sent again), conclusions, the poll path's look |
 //! | `txn_log.rs` | the transaction log wired in: identity, target records, restore |
 //! | `txn_target.rs` | transactions at the target: at-most-once, kept replies, floor, bounds |
 //! | `txn_tests.rs` | transactions over the in-memory network: duplication, replays, refusals |
 //! | `txn_id64_tests.rs` | 64-bit transaction ids: a wire id repeated a lap later, trailers out of reach |
-//! | `tests.rs` | the AM layer over the in-memory network (`net::mem`), credits |
+//! | `txn_crash_tests.rs` | either end killed and restarted from its log at random, in the simulated world |
+//! | `tests.rs` | the basic exchange in the simulated world (`sim::World`), credits; helpers the other tests share |
 
 mod batch;
 #[cfg(test)]
@@ -79,11 +81,14 @@ mod timing_world_tests;
 pub(crate) mod token;
 mod txn;
 #[cfg(test)]
+mod txn_crash_tests;
+#[cfg(test)]
 mod txn_id64_tests;
 mod txn_log;
 #[cfg(test)]
 mod txn_lost_ack_tests;
 mod txn_map;
+mod txn_probe;
 mod txn_target;
 #[cfg(test)]
 mod txn_tests;
@@ -300,18 +305,6 @@ pub fn allocate_endpoint_with(
         )?;
     }
     register(&b, ep)
-}
-
-/// Allocates an endpoint on the given transports (tests).
-#[cfg(test)]
-pub(crate) fn allocate_endpoint_over(
-    bundle_id: u64,
-    cfg: &crate::config::Config,
-    transports: crate::net::Transports,
-) -> Result<Arc<Endpoint>> {
-    let b = bundle(bundle_id).ok_or(Error::BadArg("not a live bundle"))?;
-    let host = b.host.clone();
-    register(&b, Endpoint::over(cfg, bundle_id, transports, host)?)
 }
 
 /// Puts a new endpoint in its bundle and in the registry.

@@ -1,63 +1,65 @@
 //! Long messages placed into the segment as they arrive (`placement.rs`),
-//! over the in-memory network: the bytes land whole and the handler runs
-//! once on them; a handler never sees the bytes of a message behind it;
-//! a message placed into a segment replaced before its dispatch is refused;
-//! a message that would be refused is not placed (the segment untouched).
+//! in the simulated world (`sim::World`), on virtual time: the sender
+//! (node 0) and the target (node 1) on a clean LAN. While the test looks
+//! at what arrived, the target computes and its progress thread moves its
+//! packets (placing them, running no handler); then it polls and its
+//! handlers run. The bytes land whole and the handler runs once on them;
+//! a handler never sees the bytes of a message behind it; a message placed
+//! into a segment replaced before its dispatch is refused; a message that
+//! would be refused is not placed (the segment untouched); one whose
+//! segment is replaced between its fragments writes no more.
 
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::tests::{pair, poll_until};
-use super::{handler, Bundle, BundleMode, Data, Endpoint, Message, SegmentMemory, VecSegment};
-use crate::config::Config;
+use super::tests::{cfg, pair};
+use super::{handler, Data, Endpoint, Message, SegmentMemory, VecSegment};
 use crate::error::ReturnStatus;
-use crate::net::mem::MemNetwork;
-use crate::net::Transports;
 use crate::proto::Event;
+use crate::sim::{Program, World};
+use crate::time::MILLIS;
 use crate::wire::Placed;
 
-const TAG: u64 = 0x91ace;
-
-/// Moves `e`'s network (no handler runs) until a message waits for
-/// dispatch or `e0` has nothing more to send; what the first waiting one
-/// says of its placement.
-fn pump_until_delivered(e0: &Endpoint, e: &Endpoint) -> Option<Placed> {
-    let t0 = std::time::Instant::now();
-    loop {
-        e0.with(|s| s.pump_network(s.clock.now())).unwrap();
-        let front = e.with(|s| {
-            s.pump_network(s.clock.now()).unwrap();
-            let ev = s.rma.pending.front().or(s.proto.peek_event());
-            match ev {
-                Some(Event::Delivered { meta, .. }) => Some(meta.placed),
-                _ => None,
-            }
-        });
-        if let Some(p) = front {
-            return p;
-        }
-        assert!(t0.elapsed().as_secs() < 5, "nothing delivered");
-    }
+/// Two nodes (`tests::pair`, depth 4), the target computing with its
+/// progress thread on: it receives and places, and runs no handler.
+fn apart(seed: u64) -> (World, Arc<Endpoint>, Arc<Endpoint>) {
+    let w = World::seeded(seed);
+    let (n0, n1) = pair(&w, &cfg(), 4);
+    n1.bundle.set_progress_thread(true).unwrap();
+    w.set_program(n1.index, Program::Computes);
+    (w, n0.ep, n1.ep)
 }
 
-/// `pair`'s two endpoints, each in a bundle of its own.
-fn apart(net: &MemNetwork) -> (Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>, Arc<Bundle>) {
-    super::init().unwrap();
-    let cfg = Config::from_lookup(|_| None).unwrap();
-    let open = || {
-        let b = super::allocate_bundle(BundleMode::Seq).unwrap();
-        let t = Transports::new(Box::new(net.attach()));
-        (super::allocate_endpoint_over(b.id, &cfg, t).unwrap(), b)
-    };
-    let ((e0, b0), (e1, b1)) = (open(), open());
-    for e in [&e0, &e1] {
-        e.set_tag(TAG);
-        e.map(0, e0.name(), TAG).unwrap();
-        e.map(1, e1.name(), TAG).unwrap();
-        e.set_expected_resources(2, 4).unwrap();
-    }
-    (b0, e0, e1, b1)
+/// The first message waiting for dispatch at `e` (in the endpoint's
+/// queue, else the protocol's): what it says of its placement.
+fn waiting(e: &Endpoint) -> Option<Option<Placed>> {
+    e.with(|s| match s.rma.pending.front().or(s.proto.peek_event()) {
+        Some(Event::Delivered { meta, .. }) => Some(meta.placed),
+        _ => None,
+    })
+}
+
+/// Runs the world (the target computing) until a message waits for
+/// dispatch at `e`; what it says of its placement.
+fn until_delivered(w: &World, e: &Endpoint) -> Option<Placed> {
+    let mut front = None;
+    assert!(
+        w.run_until(100 * MILLIS, || {
+            front = waiting(e);
+            front.is_some()
+        }),
+        "nothing delivered"
+    );
+    front.expect("delivered")
+}
+
+/// The target polls until `done` (within a second of virtual time), then
+/// computes again.
+fn dispatch_until(w: &World, what: &str, done: impl FnMut() -> bool) {
+    w.set_program(1, Program::Polls);
+    assert!(w.run_until(1000 * MILLIS, done), "waiting for {what}");
+    w.set_program(1, Program::Computes);
 }
 
 /// Byte `i` of message `k`.
@@ -103,8 +105,7 @@ fn returns(e: &Endpoint) -> Arc<Mutex<Vec<ReturnStatus>>> {
 
 #[test]
 fn placed_bytes_land_whole_and_the_handler_runs_once_on_them() {
-    let net = MemNetwork::new();
-    let (b, e0, e1) = pair(&net, 4);
+    let (w, e0, e1) = apart(1);
     let seg = VecSegment::new(512 << 10);
     e1.set_segment(Some(seg.clone()));
     let seen = recorder(&e1, &seg);
@@ -114,27 +115,26 @@ fn placed_bytes_land_whole_and_the_handler_runs_once_on_them() {
         let data: Vec<u8> = (0..n).map(|i| pattern(k, i)).collect();
         e0.request(1, &Message::long(10, &[k], &data, off), false)
             .unwrap();
-        let placed = pump_until_delivered(&e0, &e1);
+        let placed = until_delivered(&w, &e1);
         assert_eq!(
             placed.map(|p| p.len as usize),
             Some(n),
             "message {k} placed"
         );
-        poll_until(&b, "the handler", || seen.lock().len() == k as usize + 1);
+        assert!(seen.lock().len() == k as usize, "no handler ran yet");
+        assert_eq!(&seg.snapshot()[off as usize..off as usize + n], &data[..]);
+        dispatch_until(&w, "the handler", || seen.lock().len() == k as usize + 1);
         let (got_k, got) = seen.lock()[k as usize].clone();
         assert_eq!((got_k, got.len()), (k, n));
         assert!(got == data, "message {k}: the handler saw its own bytes");
-        assert_eq!(&seg.snapshot()[off as usize..off as usize + n], &data[..]);
     }
-    poll_until(&b, "the replies", || e0.with(|s| s.outstanding.len() == 0));
+    dispatch_until(&w, "the replies", || e0.unanswered_requests() == 0);
     assert_eq!(seen.lock().len(), cases.len(), "each handler ran once");
 }
 
 #[test]
 fn a_handler_never_sees_the_bytes_of_a_message_behind_it() {
-    let net = MemNetwork::new();
-    // e1 in a bundle of its own: e0's request polls only e0's
-    let (b, e0, e1, b1) = apart(&net);
+    let (w, e0, e1) = apart(2);
     let seg = VecSegment::new(64 << 10);
     e1.set_segment(Some(seg.clone()));
     let seen = recorder(&e1, &seg);
@@ -149,25 +149,20 @@ fn a_handler_never_sees_the_bytes_of_a_message_behind_it() {
         .unwrap()
     };
     send(1);
-    let first = pump_until_delivered(&e0, &e1);
+    let first = until_delivered(&w, &e1);
     assert!(first.is_some(), "the first is placed");
     assert_eq!(e1.with(|s| s.rma.pending.len()), 1, "queued for dispatch");
     send(2);
-    let t0 = std::time::Instant::now();
-    while e1.with(|s| s.rma.pending.len()) < 2 {
-        e0.with(|s| s.pump_network(s.clock.now())).unwrap();
-        e1.with(|s| s.pump_network(s.clock.now())).unwrap();
-        assert!(t0.elapsed().as_secs() < 5, "the second never came");
-    }
+    assert!(
+        w.run_until(100 * MILLIS, || e1.with(|s| s.rma.pending.len()) == 2),
+        "the second never came"
+    );
     let second = e1.with(|s| match s.rma.pending.get(1) {
         Some(Event::Delivered { meta, .. }) => meta.placed,
         _ => panic!("the second waits in the queue"),
     });
     assert_eq!(second, None, "the second is gathered, not placed");
-    poll_until(&b1, "both handlers", || {
-        b.poll().unwrap();
-        seen.lock().len() == 2
-    });
+    dispatch_until(&w, "both handlers", || seen.lock().len() == 2);
     for (k, bytes) in seen.lock().iter() {
         assert!(
             bytes.iter().all(|&x| x as u32 == *k),
@@ -178,18 +173,17 @@ fn a_handler_never_sees_the_bytes_of_a_message_behind_it() {
 
 #[test]
 fn a_message_placed_into_a_segment_replaced_before_its_handler_is_refused() {
-    let net = MemNetwork::new();
-    let (b, e0, e1) = pair(&net, 4);
+    let (w, e0, e1) = apart(3);
     let old = VecSegment::new(64 << 10);
     e1.set_segment(Some(old.clone()));
     let seen = recorder(&e1, &old);
     let status = returns(&e0);
     e0.request(1, &Message::long(10, &[5], &[9u8; 20_000], 128), false)
         .unwrap();
-    assert!(pump_until_delivered(&e0, &e1).is_some(), "placed");
+    assert!(until_delivered(&w, &e1).is_some(), "placed");
     let new = VecSegment::new(64 << 10);
     e1.set_segment(Some(new.clone()));
-    poll_until(&b, "the returned request", || !status.lock().is_empty());
+    dispatch_until(&w, "the returned request", || !status.lock().is_empty());
     assert_eq!(*status.lock(), [ReturnStatus::BadSegOff]);
     assert!(seen.lock().is_empty(), "no handler ran");
     assert!(
@@ -200,8 +194,7 @@ fn a_message_placed_into_a_segment_replaced_before_its_handler_is_refused() {
 
 #[test]
 fn a_message_that_would_be_refused_is_not_placed() {
-    let net = MemNetwork::new();
-    let (b, e0, e1) = pair(&net, 4);
+    let (w, e0, e1) = apart(4);
     let seg = VecSegment::new(64 << 10);
     e1.set_segment(Some(seg.clone()));
     let _seen = recorder(&e1, &seg);
@@ -213,20 +206,12 @@ fn a_message_that_would_be_refused_is_not_placed() {
         false,
     )
     .unwrap();
-    assert_eq!(
-        pump_until_delivered(&e0, &e1),
-        None,
-        "past the end: not placed"
-    );
-    poll_until(&b, "the first returned", || status.lock().len() == 1);
+    assert_eq!(until_delivered(&w, &e1), None, "past the end: not placed");
+    dispatch_until(&w, "the first returned", || status.lock().len() == 1);
     e0.request(1, &Message::long(33, &[1], &[7u8; 1000], 0), false)
         .unwrap();
-    assert_eq!(
-        pump_until_delivered(&e0, &e1),
-        None,
-        "no handler: not placed"
-    );
-    poll_until(&b, "the second returned", || status.lock().len() == 2);
+    assert_eq!(until_delivered(&w, &e1), None, "no handler: not placed");
+    dispatch_until(&w, "the second returned", || status.lock().len() == 2);
     assert_eq!(
         *status.lock(),
         [ReturnStatus::BadLength, ReturnStatus::BadHandler]
@@ -236,8 +221,8 @@ fn a_message_that_would_be_refused_is_not_placed() {
 
 #[test]
 fn a_message_whose_segment_is_replaced_between_its_fragments_writes_no_more() {
-    let net = MemNetwork::new();
-    let (b, e0, e1) = pair(&net, 4);
+    use crate::wire::{any_packet, Packet};
+    let (w, e0, e1) = apart(5);
     let old = VecSegment::new(512 << 10);
     e1.set_segment(Some(old.clone()));
     let seen = recorder(&e1, &old);
@@ -245,8 +230,7 @@ fn a_message_whose_segment_is_replaced_between_its_fragments_writes_no_more() {
     // the datagrams after the first (which carries the first fragment,
     // and the next beside it) wait in the network
     let to = e1.addr();
-    net.hold_if(move |dst, d| {
-        use crate::wire::{any_packet, Packet};
+    w.hold(move |_, dst, d| {
         dst == to
             && any_packet(d, |p| matches!(p, Packet::Data { .. }))
             && !any_packet(d, |p| matches!(p, Packet::Data { frag_off: 0, .. }))
@@ -254,19 +238,18 @@ fn a_message_whose_segment_is_replaced_between_its_fragments_writes_no_more() {
     let n = 200_000;
     e0.request(1, &Message::long(10, &[3], &vec![0x5a; n], 64), false)
         .unwrap();
-    let t0 = std::time::Instant::now();
-    while net.held() == 0 {
-        e0.with(|s| s.pump_network(s.clock.now())).unwrap();
-        e1.with(|s| s.pump_network(s.clock.now())).unwrap();
-        assert!(t0.elapsed().as_secs() < 5, "nothing held");
-    }
-    e1.with(|s| s.pump_network(s.clock.now())).unwrap();
-    assert_eq!(old.snapshot()[64], 0x5a, "the first fragment placed");
+    assert!(
+        w.run_until(100 * MILLIS, || w.held() > 0 && old.snapshot()[64] == 0x5a),
+        "the first fragment placed, the rest held"
+    );
+    assert!(
+        old.snapshot()[64 + n - 1] != 0x5a,
+        "the last fragment not placed"
+    );
     let new = VecSegment::new(512 << 10);
     e1.set_segment(Some(new.clone()));
-    net.hold_if(|_, _| false);
-    net.release_all();
-    poll_until(&b, "the returned request", || !status.lock().is_empty());
+    w.release_all();
+    dispatch_until(&w, "the returned request", || !status.lock().is_empty());
     assert_eq!(*status.lock(), [ReturnStatus::BadSegOff]);
     assert!(seen.lock().is_empty(), "no handler ran");
     assert!(

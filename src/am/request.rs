@@ -244,10 +244,14 @@ impl EpState {
         let room = if keep { super::txn::TRAILER_LEN } else { 0 };
         let mut payload = self.proto.payload_summed(msg.payload, room);
         if keep {
-            // recorded first: the floor counts this one as waiting
-            self.txn_sent(id64, addr, now);
+            // recorded first: the floor counts this one as waiting; its
+            // request kept to be sent again (by the log, else the record)
             if self.txn.log.is_some() {
+                self.txn_sent(id64, addr, now, None);
                 self.log_issued(id64, addr, &meta, msg.payload);
+            } else {
+                let request = super::txn_log::logged(&meta, msg.payload);
+                self.txn_sent(id64, addr, now, Some(request));
             }
             let floor = self.txn_floor(addr);
             super::txn::put_trailer(&mut payload.bytes, self.txn.incarnation, id64, floor);

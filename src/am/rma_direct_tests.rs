@@ -1,29 +1,28 @@
-//! The direct path's trust rule over real sockets: a descriptor that comes
-//! by UDP is never honoured, even one carrying the pid and the secret of a
-//! real ring (read here from the sender's side), while the same descriptor
+//! The direct path's trust rule, between simulated processes
+//! (`sim::World`, virtual time) whose shared-memory rings and direct
+//! copies are real (one process): a descriptor that comes by the network
+//! is never honoured, even one carrying the pid and the secret of a real
+//! ring (read here from the sender's side), while the same descriptor
 //! through that ring is (the control that shows the test can fail); the
-//! same for a direct Xfer's descriptor.
+//! same for a direct Xfer's descriptor. The seeds `sim::seeds` gives.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::region::{REGION_READ, REGION_WRITE};
 use super::rma_direct::Desc;
 use super::xfer_direct::{claim, encode, XFER_FLAG};
-use super::{Bundle, BundleMode, Endpoint, SegmentMemory, VecSegment};
+use super::{Endpoint, SegmentMemory, VecSegment};
 use crate::config::{Config, TransportChoice};
-use crate::sys::monotonic_nanos;
+use crate::sim::{seeds, World};
+use crate::time::{Nanos, MILLIS};
 use crate::wire::{MsgKind, CHANNEL_REQUEST};
 
 const TAG: u64 = 0xc3a;
 const N: usize = 64 << 10;
-
-/// An endpoint of bundle `b` over `transport` (also `xfer_shared_tests.rs`'s).
-pub(super) fn endpoint(b: &Bundle, transport: TransportChoice) -> Arc<Endpoint> {
-    let mut cfg = Config::from_lookup(|_| None).unwrap();
-    cfg.transport = transport;
-    let tr = crate::net::open(&cfg, &crate::clock::Clock::Real).unwrap();
-    super::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
-}
+/// Virtual time within which what a test waits for comes: a few round
+/// trips and the rings' set-up, with room to spare.
+const SOON: Nanos = 10 * MILLIS;
 
 fn counts(e: &Endpoint) -> (u64, u64) {
     e.with(|s| (s.stats.corrupt_dropped, s.rma.direct_counts[2]))
@@ -31,12 +30,23 @@ fn counts(e: &Endpoint) -> (u64, u64) {
 
 #[test]
 fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
-    super::init().unwrap();
-    let b = super::allocate_bundle(BundleMode::Seq).unwrap();
-    // the target (shm + UDP), a peer over shm, an attacker over UDP only
-    let target = endpoint(&b, TransportChoice::Shm);
-    let friend = endpoint(&b, TransportChoice::Shm);
-    let attacker = endpoint(&b, TransportChoice::Udp);
+    for seed in seeds(2) {
+        descriptors_by_the_network_are_ignored(seed);
+    }
+}
+
+fn descriptors_by_the_network_are_ignored(seed: u64) {
+    let w = World::seeded(seed);
+    let node = |transport| {
+        let mut cfg = Config::from_lookup(|_| None).unwrap();
+        cfg.transport = transport;
+        w.node(&cfg).ep
+    };
+    // the target (rings and the network), a peer with rings too, an
+    // attacker on the network only
+    let target = node(TransportChoice::Shm);
+    let friend = node(TransportChoice::Shm);
+    let attacker = node(TransportChoice::Udp);
     let eps = [&target, &friend, &attacker];
     for e in eps {
         e.set_tag(TAG);
@@ -45,16 +55,19 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
         }
         e.set_expected_resources(3, 8).unwrap();
     }
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        assert!(w.run_until(SOON, done), "not within {SOON} ns: {what}");
+    };
     let region = VecSegment::new(N);
     let r = target
         .register_region(region.clone(), REGION_READ | REGION_WRITE)
         .unwrap();
     // the friend's ring to the target is set up after a first message
-    let t0 = std::time::Instant::now();
+    let t0 = w.now();
     while !friend.ring_ready(0) {
         let op = friend.put(0, r, 0, &[0u8; 8], None, true).unwrap();
         assert_eq!(friend.wait_op(op).unwrap(), 0);
-        assert!(t0.elapsed().as_secs() < 10, "no ring to the target");
+        assert!(w.now().since(t0) < SOON, "no ring to the target");
     }
     // the friend's ring to the target is in use: a direct put through it
     let op = friend.put(0, r, 0, &vec![0u8; N], None, true).unwrap();
@@ -74,7 +87,7 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
         notify: None,
         start: 0,
         total: N as u64,
-        expiry: monotonic_nanos() + 10_000_000_000,
+        expiry: target.clock.now().as_nanos() + 10_000 * MILLIS,
         addr: addr as u64,
         pid,
         secret,
@@ -84,37 +97,32 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
         let to = target.addr();
         from.with(|s| s.send_message(s.clock.now(), to, CHANNEL_REQUEST, meta, Vec::new()));
     };
-    let poll_until = |what: &str, done: &dyn Fn() -> bool| {
-        let t0 = std::time::Instant::now();
-        while !done() {
-            b.poll().unwrap();
-            assert!(t0.elapsed().as_secs() < 10, "timed out waiting for {what}");
-        }
-    };
     let (dropped0, copies0) = counts(&target);
     send(&attacker, MsgKind::Put, bait.base(), 77);
     send(&attacker, MsgKind::Get, victim.base(), 78);
-    poll_until("the forged descriptors", &|| {
-        counts(&target).0 >= dropped0 + 2
+    until("the forged descriptors", &|| {
+        counts(&target).0 == dropped0 + 2
     });
     assert_eq!(counts(&target).1, copies0, "no copy performed");
     assert!(region.snapshot().iter().all(|&x| x == 0), "region written");
     assert!(victim.snapshot().iter().all(|&x| x == 0), "memory written");
     // the same descriptor through the friend's ring is honoured
     send(&friend, MsgKind::Put, bait.base(), 79);
-    poll_until("the ring's descriptor", &|| counts(&target).1 > copies0);
+    until("the ring's descriptor", &|| {
+        counts(&target).1 == copies0 + 1
+    });
     assert!(region.snapshot().iter().all(|&x| x == 0xab));
     // a direct Xfer (`xfer_direct.rs`): the same descriptor as a long
     // request's payload runs no handler and writes nothing by UDP, and is
     // honoured through the ring
     let seg = VecSegment::new(N);
     target.set_segment(Some(seg.clone()));
-    let runs = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let r = runs.clone();
+    let runs = Arc::new(AtomicU64::new(0));
+    let rn = runs.clone();
     target.set_handler(
         20,
         super::handler(move |_| {
-            r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            rn.fetch_add(1, Ordering::SeqCst);
         }),
     );
     let xfer = |from: &Endpoint, txn| {
@@ -126,25 +134,18 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
     };
     let (dropped0, copies0) = counts(&target);
     xfer(&attacker, 80);
-    poll_until("the forged Xfer", &|| counts(&target).0 > dropped0);
+    until("the forged Xfer", &|| counts(&target).0 == dropped0 + 1);
     assert_eq!(counts(&target).1, copies0, "no copy performed");
-    assert_eq!(
-        runs.load(std::sync::atomic::Ordering::SeqCst),
-        0,
-        "a handler ran"
-    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "a handler ran");
     assert!(seg.snapshot().iter().all(|&x| x == 0), "segment written");
     // through the ring but without its sender's claim word set (a sender
     // that withdrew): copied, yet no handler runs (the chunks will)
     xfer(&friend, 81);
-    poll_until("the unclaimed Xfer's copy", &|| {
+    until("the unclaimed Xfer's copy", &|| {
         seg.snapshot().iter().all(|&x| x == 0xab)
     });
-    assert_eq!(
-        runs.load(std::sync::atomic::Ordering::SeqCst),
-        0,
-        "ran unclaimed"
-    );
+    w.run_for(SOON);
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "ran unclaimed");
     // claimed, as the sender does before sending: honoured
     seg.write(0, &vec![0u8; N]);
     let id = desc(0).region;
@@ -152,8 +153,6 @@ fn a_descriptor_by_udp_is_ignored_even_with_a_real_secret() {
     let set = friend.with(|s| s.transports.claim_to(to, id as usize, 0, claim(id)));
     assert_eq!(set, Some(true));
     xfer(&friend, 82);
-    poll_until("the ring's Xfer", &|| {
-        runs.load(std::sync::atomic::Ordering::SeqCst) == 1
-    });
+    until("the ring's Xfer", &|| runs.load(Ordering::SeqCst) == 1);
     assert!(seg.snapshot().iter().all(|&x| x == 0xab));
 }

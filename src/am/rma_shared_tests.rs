@@ -1,25 +1,22 @@
-//! The handover's checks with real shared-memory transports in one
-//! process: hostile answers (a file not sealed, of a wrong size, not live,
-//! not asked for) are never mapped; asks with a wrong secret or tag get no
-//! file; the true ones do.
+//! The handover's checks between simulated processes (`sim::World`,
+//! virtual time) whose shared-memory transports and region files are
+//! real (one process): hostile answers (a file not sealed, of a wrong
+//! size, not live, not asked for) are never mapped; asks with a wrong
+//! secret or tag get no file; the true ones do. The seeds `sim::seeds`
+//! gives.
 
 use std::sync::Arc;
 
 use super::{ask_body, Cached, ANSWER, ASK};
 use crate::am::region::{REGION_READ, REGION_WRITE};
-use crate::am::{Bundle, BundleMode, Endpoint};
+use crate::am::Endpoint;
 use crate::config::{Config, TransportChoice};
 use crate::net::RegionMsg;
+use crate::sim::{seeds, World};
 use crate::sys::{memfd, memfd_unsealed, OwnedRegion};
+use crate::time::MILLIS;
 
 const TAG: u64 = 0x5ead;
-
-fn endpoint(b: &Bundle) -> Arc<Endpoint> {
-    let mut cfg = Config::from_lookup(|_| None).unwrap();
-    cfg.transport = TransportChoice::Shm;
-    let tr = crate::net::open(&cfg, &crate::clock::Clock::Real).unwrap();
-    crate::am::allocate_endpoint_over(b.id, &cfg, tr).unwrap()
-}
 
 fn answer(region: u32) -> Vec<u8> {
     let mut b = vec![ANSWER];
@@ -29,10 +26,16 @@ fn answer(region: u32) -> Vec<u8> {
 
 #[test]
 fn hostile_answers_are_not_mapped_and_asks_are_checked() {
-    crate::am::init().unwrap();
-    let b = crate::am::allocate_bundle(BundleMode::Seq).unwrap();
-    let target = endpoint(&b);
-    let friend = endpoint(&b);
+    for seed in seeds(2) {
+        handover_checks(seed);
+    }
+}
+
+fn handover_checks(seed: u64) {
+    let w = World::seeded(seed);
+    let mut cfg = Config::from_lookup(|_| None).unwrap();
+    cfg.transport = TransportChoice::Shm;
+    let (target, friend): (Arc<Endpoint>, Arc<Endpoint>) = (w.node(&cfg).ep, w.node(&cfg).ep);
     for e in [&target, &friend] {
         e.set_tag(TAG);
         e.map(0, target.name(), TAG).unwrap();
@@ -42,13 +45,13 @@ fn hostile_answers_are_not_mapped_and_asks_are_checked() {
     let (r, _, _) = target
         .alloc_region(1 << 20, REGION_READ | REGION_WRITE)
         .unwrap();
-    let t0 = std::time::Instant::now();
+    let t0 = w.now();
     while !friend.ring_ready(0) || !target.ring_ready(1) {
         let op = friend.put(0, r, 0, &[0u8; 8], None, true).unwrap();
         assert_eq!(friend.wait_op(op).unwrap(), 0);
         let op = target.put(1, r, 0, &[0u8; 8], None, true).unwrap();
         let _ = target.wait_op(op);
-        assert!(t0.elapsed().as_secs() < 10, "no rings");
+        assert!(w.now().since(t0) < 10 * MILLIS, "no rings");
     }
     let (to, from) = (target.addr(), friend.addr());
 
@@ -58,7 +61,7 @@ fn hostile_answers_are_not_mapped_and_asks_are_checked() {
         friend.with(|s| {
             s.rma.shared.map.clear();
             if asked {
-                let later = crate::clock::real_now().plus(crate::time::MILLIS * 1000);
+                let later = s.clock.now().plus(1000 * MILLIS);
                 s.rma.shared.map.insert((to, r), Cached::Not(later));
             }
             s.region_msg(RegionMsg {
@@ -123,7 +126,7 @@ fn hostile_answers_are_not_mapped_and_asks_are_checked() {
         .alloc_region(1 << 20, REGION_READ | REGION_WRITE)
         .unwrap();
     friend.with(|s| {
-        let later = crate::clock::real_now().plus(crate::time::MILLIS * 5000);
+        let later = s.clock.now().plus(5000 * MILLIS);
         s.rma.shared.map.insert((to, r2), Cached::Not(later));
         s.region_msg(RegionMsg {
             from: to,

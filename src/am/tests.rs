@@ -1,51 +1,62 @@
-//! The AM layer over the in-memory network (`net::mem`): no sockets, and
-//! the tests decide when datagrams arrive.
+//! The AM layer's basic exchange in the simulated world (`sim::World`):
+//! two nodes (simulated processes) on a clean LAN, on virtual time, each
+//! test a program calling the API; the world polls the other node when it
+//! has work. Requests and replies of every category, a returned message,
+//! credits (one reply gives back one, counted with the replies held in the
+//! network, `World::hold`), forged answers from a third endpoint, and the
+//! unmap of the last entry of an address.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{handler, Bundle, BundleMode, Data, Endpoint, Message, VecSegment};
+use super::{handler, Data, Endpoint, Message, VecSegment};
 use crate::config::Config;
 use crate::error::{Error, ReturnStatus};
-use crate::net::mem::MemNetwork;
-use crate::net::Transports;
+use crate::sim::{Node, World};
+use crate::time::MILLIS;
 use crate::wire::{any_packet, Packet, CHANNEL_REPLY};
 
 const TAG: u64 = 0x5eed;
 
-/// Two endpoints on `net` in one bundle, mapped to each other (index 0 is
-/// e0, 1 is e1), with network depth `depth`.
-pub(super) fn pair(net: &MemNetwork, depth: i32) -> (Arc<Bundle>, Arc<Endpoint>, Arc<Endpoint>) {
-    super::init().unwrap();
-    let cfg = Config::from_lookup(|_| None).unwrap();
-    let b = super::allocate_bundle(BundleMode::Seq).unwrap();
-    let open = || {
-        let t = Transports::new(Box::new(net.attach()));
-        super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
-    };
-    let (e0, e1) = (open(), open());
-    for e in [&e0, &e1] {
-        e.set_tag(TAG);
-        e.map(0, e0.name(), TAG).unwrap();
-        e.map(1, e1.name(), TAG).unwrap();
-        e.set_expected_resources(2, depth).unwrap();
-    }
-    (b, e0, e1)
+/// The configuration every node of these tests has: the defaults.
+pub(super) fn cfg() -> Config {
+    Config::from_lookup(|_| None).unwrap()
 }
 
-/// Polls `b` until `done` or a few seconds pass.
-pub(super) fn poll_until(b: &Bundle, what: &str, done: impl Fn() -> bool) {
-    let t0 = std::time::Instant::now();
-    while !done() {
-        b.poll().unwrap();
-        assert!(t0.elapsed().as_secs() < 5, "timed out waiting for {what}");
+/// Maps every endpoint of `eps` to every other (index k is `eps[k]`),
+/// tagged `tag`, and fixes the tables with network depth `depth`.
+pub(super) fn connect(eps: &[&Arc<Endpoint>], tag: u64, depth: i32) {
+    for e in eps {
+        e.set_tag(tag);
+        for (k, p) in eps.iter().enumerate() {
+            e.map(k as i64, p.name(), tag).unwrap();
+        }
+        e.set_expected_resources(eps.len() as i32, depth).unwrap();
     }
+}
+
+/// Two new nodes of `w` configured by `cfg`, mapped to each other (index
+/// 0 is node 0's endpoint, 1 node 1's), with network depth `depth`.
+pub(super) fn pair(w: &World, cfg: &Config, depth: i32) -> (Node, Node) {
+    let (n0, n1) = (w.node(cfg), w.node(cfg));
+    connect(&[&n0.ep, &n1.ep], TAG, depth);
+    (n0, n1)
+}
+
+/// Whether `dgram` carries a DATA of the reply channel (among the packets
+/// of a bundle too).
+pub(super) fn is_reply(dgram: &[u8]) -> bool {
+    any_packet(
+        dgram,
+        |p| matches!(p, Packet::Data { common, .. } if common.channel == CHANNEL_REPLY),
+    )
 }
 
 #[test]
-fn requests_replies_and_a_returned_message_over_memory() {
-    let net = MemNetwork::new();
-    let (b, e0, e1) = pair(&net, 4);
+fn requests_replies_and_a_returned_message() {
+    let w = World::seeded(1);
+    let (n0, n1) = pair(&w, &cfg(), 4);
+    let (e0, e1) = (&n0.ep, &n1.ep);
     let seg = VecSegment::new(4096);
     e1.set_segment(Some(seg.clone()));
     let got = Arc::new(AtomicU64::new(0));
@@ -96,9 +107,12 @@ fn requests_replies_and_a_returned_message_over_memory() {
         .unwrap();
     // Nobody handles 99 on e1: the request comes back to e0's handler 0.
     e0.request(1, &Message::short(99, &[]), false).unwrap();
-    poll_until(&b, "three replies and a returned request", || {
-        replies.load(Ordering::SeqCst) == 6 + 104 + 1000 && returned.load(Ordering::SeqCst) == 1
-    });
+    assert!(
+        w.run_until(100 * MILLIS, || {
+            replies.load(Ordering::SeqCst) == 6 + 104 + 1000 && returned.load(Ordering::SeqCst) == 1
+        }),
+        "three replies and a returned request"
+    );
     assert_eq!(got.load(Ordering::SeqCst), 6 + 104 + 1000);
     assert_eq!(&seg.snapshot()[64..1064], &[3u8; 1000][..]);
     let s = e0.statistics();
@@ -106,22 +120,15 @@ fn requests_replies_and_a_returned_message_over_memory() {
     assert_eq!(s.replies_received, [3, 0, 0]);
     assert_eq!(s.returned_messages, 1);
     assert_eq!(e1.statistics().requests_received, [2, 1, 1]);
-}
-
-/// Whether `dgram` carries a DATA of the reply channel (among the packets
-/// of a bundle too).
-pub(super) fn is_reply(dgram: &[u8]) -> bool {
-    any_packet(
-        dgram,
-        |p| matches!(p, Packet::Data { common, .. } if common.channel == CHANNEL_REPLY),
-    )
+    assert_eq!(e0.unanswered_requests(), 0);
 }
 
 #[test]
 fn one_reply_gives_back_one_credit() {
     const DEPTH: usize = 4;
-    let net = MemNetwork::new();
-    let (b, e0, e1) = pair(&net, DEPTH as i32);
+    let w = World::seeded(2);
+    let (n0, n1) = pair(&w, &cfg(), DEPTH as i32);
+    let (e0, e1) = (&n0.ep, &n1.ep);
     let handled = Arc::new(AtomicU64::new(0));
     let h1 = handled.clone();
     e1.set_handler(
@@ -139,29 +146,28 @@ fn one_reply_gives_back_one_credit() {
             r.fetch_add(1, Ordering::SeqCst);
         }),
     );
+    // the replies wait in the network until the test lets them go
     let e0_addr = e0.addr();
-    net.hold_if(move |to, d| to == e0_addr && is_reply(d));
+    w.hold(move |_, to, d| to == e0_addr && is_reply(d));
     let request = || e0.request(1, &Message::short(10, &[]), true);
 
     // one at a time: each reply leaves in a datagram of its own (replies
     // of one poll would share one)
     for i in 0..DEPTH {
         request().unwrap_or_else(|e| panic!("request {i} of {DEPTH}: {e:?}"));
-        poll_until(&b, "the request's handler", || {
-            handled.load(Ordering::SeqCst) == i as u64 + 1 && net.held() > i
-        });
+        assert!(
+            w.run_until(10 * MILLIS, || {
+                handled.load(Ordering::SeqCst) == i as u64 + 1 && w.held() > i
+            }),
+            "request {i}'s handler and its reply"
+        );
     }
+    assert_eq!(w.held(), DEPTH, "one datagram per reply, none sent twice");
     assert!(matches!(request(), Err(Error::InUse(_))), "depth exceeded");
-    poll_until(&b, "the replies to be held", || {
-        handled.load(Ordering::SeqCst) == DEPTH as u64 && net.held() >= DEPTH
-    });
-    assert!(matches!(request(), Err(Error::InUse(_))), "no reply came");
 
     // Exactly one reply arrives: exactly one request more may go.
-    assert_eq!(net.release(1), 1);
-    poll_until(&b, "the released reply", || {
-        replies.load(Ordering::SeqCst) == 1
-    });
+    assert_eq!(w.release(1), 1);
+    assert!(w.run_until(10 * MILLIS, || replies.load(Ordering::SeqCst) == 1));
     request().expect("the reply gave back a credit");
     assert!(
         matches!(request(), Err(Error::InUse(_))),
@@ -170,10 +176,10 @@ fn one_reply_gives_back_one_credit() {
     assert_eq!(replies.load(Ordering::SeqCst), 1);
 
     // The rest arrive: every credit comes back.
-    net.release_all();
-    poll_until(&b, "every reply", || {
+    w.release_all();
+    assert!(w.run_until(100 * MILLIS, || {
         replies.load(Ordering::SeqCst) == DEPTH as u64 + 1
-    });
+    }));
     for i in 0..DEPTH {
         request().unwrap_or_else(|e| panic!("request {i} after the replies: {e:?}"));
     }
@@ -187,11 +193,11 @@ fn one_reply_gives_back_one_credit() {
 #[test]
 fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
     use crate::wire::{Category, MsgKind, MsgMeta};
-    let net = MemNetwork::new();
-    let (b, e0, e1) = pair(&net, 1);
-    let cfg = Config::from_lookup(|_| None).unwrap();
-    let e2 =
-        super::allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach()))).unwrap();
+    let w = World::seeded(3);
+    let (n0, n1) = pair(&w, &cfg(), 1);
+    let (e0, e1) = (&n0.ep, &n1.ep);
+    // the forger: a process of its own, mapped by nobody
+    let e2 = w.node(&cfg()).ep;
     e2.set_expected_resources(2, 1).unwrap();
     let seg = VecSegment::new(256);
     e0.set_segment(Some(seg.clone()));
@@ -217,7 +223,7 @@ fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
     let e0_addr = e0.addr();
     let e1_addr = e1.addr();
     // hold e1's reply (its one argument is 7; the forgeries carry 5)
-    net.hold_if(move |to, d| {
+    w.hold(move |_, to, d| {
         to == e0_addr
             && any_packet(d, |p| {
                 matches!(p, Packet::Data { common, meta, .. }
@@ -225,9 +231,11 @@ fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
             })
     });
     e0.request(1, &Message::short(10, &[]), false).unwrap(); // transaction 1
-    let e1_stats = e1.statistics();
-    poll_until(&b, "the real reply to be held", || net.held() >= 1);
-    assert!(e1_stats.requests_received.iter().sum::<u64>() <= 1);
+    assert!(
+        w.run_until(10 * MILLIS, || w.held() >= 1),
+        "the real reply held"
+    );
+    assert_eq!(e1.statistics().requests_received.iter().sum::<u64>(), 1);
     // e2 forges every kind of answer to transaction 1 (and a few others)
     let forge = |kind, category, returned_request, payload: Vec<u8>| {
         for txn in [1, 2, 0] {
@@ -245,12 +253,13 @@ fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
     forge(MsgKind::AutoReply, Category::Short, false, vec![]);
     forge(MsgKind::User, Category::Long, false, vec![0xEE; 64]);
     forge(MsgKind::User, Category::Short, false, vec![]);
-    poll_until(&b, "the forgeries to arrive", || {
-        e0.statistics().stale_dropped >= 15
-    });
-    for _ in 0..100 {
-        b.poll().unwrap();
-    }
+    assert!(
+        w.run_until(100 * MILLIS, || e0.statistics().stale_dropped >= 15),
+        "the forgeries arrive"
+    );
+    // and a while longer: nothing else comes of them
+    w.run_for(10 * MILLIS);
+    assert_eq!(e0.statistics().stale_dropped, 15);
     assert_eq!(ran0.load(Ordering::SeqCst), 0, "handler 0 ran");
     assert_eq!(ran11.load(Ordering::SeqCst), 0, "a reply handler ran");
     assert!(
@@ -266,8 +275,8 @@ fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
     );
     // the real reply, from e1, completes the request
     assert_ne!(e1_addr, e2.addr());
-    net.release_all();
-    poll_until(&b, "the real reply", || ran11.load(Ordering::SeqCst) == 1);
+    w.release_all();
+    assert!(w.run_until(100 * MILLIS, || ran11.load(Ordering::SeqCst) == 1));
     e0.request(1, &Message::short(10, &[]), true)
         .expect("the real reply gave the credit back");
     assert_eq!(ran0.load(Ordering::SeqCst), 0);
@@ -279,19 +288,12 @@ fn forged_returned_messages_and_replies_from_another_endpoint_run_nothing() {
 /// frees it, another entry for the address keeps it.
 #[test]
 fn unmapping_the_last_entry_of_an_address_frees_its_protocol_state() {
-    let net = MemNetwork::new();
-    super::init().unwrap();
-    let cfg = Config::from_lookup(|_| None).unwrap();
-    let b = super::allocate_bundle(BundleMode::Seq).unwrap();
-    let open = || {
-        let t = Transports::new(Box::new(net.attach()));
-        super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
-    };
-    let (e0, e1) = (open(), open());
+    let w = World::seeded(4);
+    let (e0, e1) = (w.node(&cfg()).ep, w.node(&cfg()).ep);
     e0.map(1, e1.name(), TAG).unwrap();
     e0.map(2, e1.name(), TAG).unwrap();
     let to = e1.addr();
-    e0.with(|s| s.proto.connect(crate::clock::real_now(), to));
+    e0.with(|s| s.proto.connect(s.clock.now(), to));
     let peers = |e: &Endpoint| e.with(|s| s.proto.peer_count());
     assert_eq!(peers(&e0), 1);
     e0.unmap(1).unwrap();

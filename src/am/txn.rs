@@ -24,9 +24,8 @@ use super::endpoint::{Endpoint, EpState};
 use super::request::Outstanding;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
-use crate::proto::FailReason;
 use crate::time::{Instant, MICROS};
-use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST};
+use crate::wire::{Category, MsgMeta};
 
 /// Status bit of a request's header: a kept transaction (trailer, ack).
 pub(super) const TXN_FLAG: u8 = 1;
@@ -34,9 +33,9 @@ pub(super) const TXN_FLAG: u8 = 1;
 /// payload.
 pub(super) const TRAILER_LEN: usize = 16;
 /// A transaction waiting this long is probed (then again as long).
-const PROBE_EVERY: u64 = 200 * crate::time::MILLIS;
+pub(super) const PROBE_EVERY: u64 = 200 * crate::time::MILLIS;
 /// Probes of one transaction given up before it is concluded.
-const MAX_PROBE_FAILURES: u8 = 3;
+pub(super) const MAX_PROBE_FAILURES: u8 = 3;
 /// A `TxnAck`'s status when it answers a probe for a transaction the
 /// target does not keep. Its one argument is `UNKNOWN_LOGGED` when the
 /// target keeps a log (it logs a start before the handler runs, so it
@@ -49,6 +48,8 @@ pub(super) const UNKNOWN_LOGGED: u32 = 1;
 pub(super) const PROBE_CRASHED: u8 = 2;
 /// How far behind the next id a floor may be (`txn_floor`).
 pub(super) const MAX_FLOOR_LAG: u32 = 1 << 30;
+/// How soon a transaction's end is logged (`txn_floor` waits for it).
+const STATE_LAG: u64 = crate::time::MILLIS;
 /// Kept transactions at once (until `ramp_TxnRelease`).
 pub const MAX_KEPT_TXNS: usize = 1 << 16;
 
@@ -121,25 +122,31 @@ impl TxnState {
 }
 
 pub(super) struct TxnRecord {
-    state: TxnState,
-    addr: SocketAddr,
+    pub(super) state: TxnState,
+    pub(super) addr: SocketAddr,
     /// The association (tags) the transaction travels in, once known: a
     /// new one means the peer restarted and will not answer.
-    assoc: Option<(u64, u64)>,
+    pub(super) assoc: Option<(u64, u64)>,
     /// When the ack came (the handler-time bound counts from it).
-    acked_at: Instant,
+    pub(super) acked_at: Instant,
     /// When it was sent or last probed (`TxnProbe`).
-    probed_at: Instant,
+    pub(super) probed_at: Instant,
     /// Probes given up in a row (a restarted peer fails the first).
-    probe_failures: u8,
+    pub(super) probe_failures: u8,
     /// The association the request went out in, when it had one then.
-    sent_in: Option<(u64, u64)>,
+    pub(super) sent_in: Option<(u64, u64)>,
     /// Whether the request may have started at the target although no
     /// ack came (an ack can be lost): `Some(false)` only when it cannot
     /// have (given up before the target took it, or at a place of the
     /// start window no handler reaches, `started.rs`); None: not known,
     /// taken as "may have".
-    may_have_run: Option<bool>,
+    pub(super) may_have_run: Option<bool>,
+    /// The request, kept to be sent again while no ack came, when no log
+    /// keeps it (`txn_send_again`).
+    pub(super) request: Option<crate::txlog::record::LoggedMsg>,
+    /// It was sent again (resumed): an "unknown" may answer a probe that
+    /// went before it (`txn_acked`).
+    pub(super) again: bool,
     /// The state the log has (`txn_log.rs`: written when it is next read).
     pub(super) logged: TxnState,
     /// The 64-bit id (its low half is the wire id, the record's key).
@@ -155,11 +162,15 @@ pub(crate) struct Txns {
     /// Transactions the log had unfinished, to send again once their
     /// target is mapped: (id, target, message).
     pub(super) to_resume: Vec<(u64, SocketAddr, crate::txlog::record::LoggedMsg)>,
-    records: FxHashMap<u32, TxnRecord>,
+    pub(super) records: FxHashMap<u32, TxnRecord>,
     /// The handler-time bound, nanoseconds (None: no bound, as AM-2).
-    handler_timeout: Option<u64>,
+    pub(super) handler_timeout: Option<u64>,
     /// What this endpoint keeps as a target (`txn_target.rs`).
     pub(super) target: super::txn_target::TxnTarget,
+    /// When the poll path next looks after the kept transactions (a
+    /// probe due, the handler-time bound, a resume, `txn_refresh`): None
+    /// while none waits for an answer.
+    pub(super) due: Option<Instant>,
 }
 
 impl Txns {
@@ -171,6 +182,20 @@ impl Txns {
             target: Default::default(),
             log: None,
             to_resume: Vec::new(),
+            due: None,
+        }
+    }
+
+    /// The poll path looks after the kept transactions at `at` at the latest.
+    pub(super) fn wake(&mut self, at: Instant) {
+        self.due = Some(self.due.map_or(at, |d| d.min(at)));
+    }
+
+    /// A transaction ended: with a log, its end is logged soon (the floor
+    /// passes it only then: `txn_floor`).
+    pub(super) fn ended(&mut self, now: Instant) {
+        if self.log.is_some() {
+            self.wake(now.plus(STATE_LAG));
         }
     }
 
@@ -202,6 +227,8 @@ impl Txns {
                 probe_failures: 0,
                 sent_in: None,
                 may_have_run: None,
+                request: None,
+                again: false,
                 logged: s,
                 id64,
             },
@@ -212,19 +239,6 @@ impl Txns {
     #[inline]
     pub(super) fn any(&self) -> bool {
         !self.records.is_empty()
-    }
-}
-
-/// How a transaction given up without its reply ends: NOT_ACKED ("the
-/// handler never ran") only when no ack came and its handler cannot have
-/// started (`may_run` is `Some(false)`); else NO_REPLY, "may have run":
-/// an ack lost on its way while the handler runs looks like no ack, and
-/// a request given up in the network may have arrived.
-fn given_up(ack: Ack, may_run: Option<bool>) -> Abandon {
-    if ack == Ack::None && may_run == Some(false) {
-        Abandon::NotAcked
-    } else {
-        Abandon::NoReply
     }
 }
 
@@ -293,15 +307,19 @@ impl EpState {
     /// `MAX_FLOOR_LAG` ids behind the next one (the trailer carries the
     /// floor's low half, placed by the target below the id within that
     /// lag; an older one still waiting loses only its kept reply there, a
-    /// copy of it below the floor is dropped, never run again).
+    /// copy of it below the floor is dropped, never run again). With a
+    /// log, an answer counts once the log has it: a restarted initiator
+    /// resumes what its log has unfinished, and the target must still
+    /// know it (so it never sees an id below a floor it was sent).
     pub(super) fn txn_floor(&self, addr: SocketAddr) -> u64 {
         let next = self.next_txn;
+        let logging = self.txn.log.is_some();
         let oldest = self
             .txn
             .records
             .values()
-            .filter(|r| r.addr == addr && r.state.progress != Progress::Processed)
-            .filter(|r| r.state.abandon == Abandon::None)
+            .filter(|r| r.addr == addr)
+            .filter(|r| !(if logging { r.logged } else { r.state }).is_final())
             .map(|r| r.id64)
             .min()
             .unwrap_or(next)
@@ -310,10 +328,17 @@ impl EpState {
     }
 
     /// Starts the record of kept transaction `id64` (the wire id its low
-    /// half), sent to `addr`.
-    pub(super) fn txn_sent(&mut self, id64: u64, addr: SocketAddr, now: Instant) {
+    /// half), sent to `addr`; `request`: the request when no log keeps it.
+    pub(super) fn txn_sent(
+        &mut self,
+        id64: u64,
+        addr: SocketAddr,
+        now: Instant,
+        request: Option<crate::txlog::record::LoggedMsg>,
+    ) {
         let txn = id64 as u32;
         let assoc = self.proto.association(&addr);
+        self.txn.wake(now.plus(PROBE_EVERY));
         self.txn.records.insert(
             txn,
             TxnRecord {
@@ -328,6 +353,8 @@ impl EpState {
                 probe_failures: 0,
                 sent_in: assoc,
                 may_have_run: None,
+                request,
+                again: false,
                 logged: TxnState::default(),
                 id64,
             },
@@ -354,7 +381,16 @@ impl EpState {
                 e.outstanding += 1;
             }
         }
-        self.txn_sent(id64, addr, now);
+        let request = self
+            .txn
+            .log
+            .is_none()
+            .then(|| self.txn_request(id64))
+            .flatten();
+        self.txn_sent(id64, addr, now, request);
+        if let Some(r) = self.txn.records.get_mut(&txn) {
+            r.again = true;
+        }
     }
 
     /// A loopback transaction: its handler ran (or was refused) already.
@@ -384,79 +420,29 @@ impl EpState {
                 probe_failures: 0,
                 sent_in: None,
                 may_have_run: None,
+                request: None,
+                again: false,
                 logged: TxnState::default(),
                 id64,
             },
         );
     }
 
-    fn live_record(&mut self, txn: u32, from: SocketAddr) -> Option<&mut TxnRecord> {
+    pub(super) fn live_record(&mut self, txn: u32, from: SocketAddr) -> Option<&mut TxnRecord> {
         self.txn
             .records
             .get_mut(&txn)
             .filter(|r| r.addr == from && !r.state.is_final())
     }
 
-    /// The target's `TxnAck` for `meta.txn` arrived from `from` (status
-    /// `PROBE_UNKNOWN`: the answer to a probe the target cannot place).
-    pub(super) fn txn_acked(&mut self, from: SocketAddr, meta: &MsgMeta, now: Instant) {
-        let assoc = self.proto.association(&from);
-        let txn = meta.txn;
-        if meta.status == PROBE_CRASHED {
-            let Some(r) = self.live_record(txn, from) else {
-                self.stats.stale_dropped += 1;
-                return;
-            };
-            r.state.ack = Ack::Acked;
-            r.state.abandon = Abandon::TargetCrashed;
-            r.state.status = ReturnStatus::Unreachable as i32;
-            self.complete(txn, Category::Short, now);
-            return;
-        }
-        if meta.status == PROBE_UNKNOWN {
-            let verdict = self.outstanding.get(&txn).and_then(|o| o.may_run);
-            let Some(r) = self.live_record(txn, from) else {
-                self.stats.stale_dropped += 1;
-                return;
-            };
-            // it keeps no such transaction: it never started it if it
-            // logs its starts, or if it is the process the request went
-            // to (the same association: the request came before the
-            // probe); else it restarted without a log and the process
-            // before it may have run it
-            let never_started = meta.args().first() == Some(&UNKNOWN_LOGGED)
-                || (r.sent_in.is_some() && r.sent_in == assoc);
-            let may_run = if never_started {
-                Some(false)
-            } else {
-                r.may_have_run.max(verdict)
-            };
-            r.state.abandon = given_up(r.state.ack, may_run);
-            r.state.status = ReturnStatus::Unreachable as i32;
-            self.complete(txn, Category::Short, now);
-            return;
-        }
-        match self.live_record(txn, from) {
-            Some(r) => {
-                r.probe_failures = 0;
-                if r.state.ack == Ack::None {
-                    r.state.ack = Ack::Acked;
-                    r.state.progress = Progress::Processing;
-                    r.acked_at = now;
-                    r.assoc = assoc.or(r.assoc);
-                }
-            }
-            None => self.stats.stale_dropped += 1,
-        }
-    }
-
     /// The reply (or automatic reply) of `txn` arrived: true when it is a
     /// kept transaction.
-    pub(super) fn txn_replied(&mut self, from: SocketAddr, txn: u32) -> bool {
+    pub(super) fn txn_replied(&mut self, from: SocketAddr, txn: u32, now: Instant) -> bool {
         match self.live_record(txn, from) {
             Some(r) => {
                 r.state.ack = Ack::Acked;
                 r.state.progress = Progress::Processed;
+                self.txn.ended(now);
                 true
             }
             None => false,
@@ -465,126 +451,23 @@ impl EpState {
 
     /// Kept transaction `txn` was returned by its target with `status`:
     /// true when it is one (then handler 0 is not called).
-    pub(super) fn txn_refused(&mut self, from: SocketAddr, txn: u32, status: u8) -> bool {
+    pub(super) fn txn_refused(
+        &mut self,
+        from: SocketAddr,
+        txn: u32,
+        status: u8,
+        now: Instant,
+    ) -> bool {
         match self.live_record(txn, from) {
             Some(r) => {
                 r.state.ack = Ack::Nacked;
                 r.state.abandon = Abandon::Refused;
                 r.state.status = status as i32;
+                self.txn.ended(now);
                 true
             }
             None => false,
         }
-    }
-
-    /// The protocol gave kept transaction `txn` up: true when it is one.
-    /// `probe_failed`: the message that failed was a probe (else the
-    /// request itself). A request given up because the peer went silent
-    /// or restarted is not concluded yet: the target may have run it and
-    /// come back from its log, so it is probed first (the probe's own
-    /// failure concludes). `may_run`: whether the request itself, given
-    /// up, may have started at the target (dispatch's verdict, as for a
-    /// plain request's `ramp_ReturnedMayHaveRun`); the verdict of its
-    /// place when its association ended (`started.rs`) counts too.
-    pub(super) fn txn_failed(
-        &mut self,
-        to: SocketAddr,
-        txn: u32,
-        reason: FailReason,
-        probe_failed: bool,
-        may_run: Option<bool>,
-        now: Instant,
-    ) -> bool {
-        let verdict = self.outstanding.get(&txn).and_then(|o| o.may_run);
-        let Some(r) = self.live_record(txn, to) else {
-            return false;
-        };
-        // (Option's order: None < Some(false) < Some(true): "may have run"
-        // from any source wins, then "cannot have", then "not known")
-        r.may_have_run = r.may_have_run.max(may_run).max(verdict);
-        if probe_failed {
-            r.probe_failures += 1;
-        }
-        // a probe given up because the peer restarted goes again, in the
-        // new association; a dead peer fails the next ones at once
-        if reason == FailReason::PeerUnreachable && r.probe_failures < MAX_PROBE_FAILURES {
-            r.probed_at = now;
-            self.send_probe(txn, to, now);
-            return true;
-        }
-        let status = match reason {
-            FailReason::PeerUnreachable => ReturnStatus::Unreachable,
-            FailReason::Refused => ReturnStatus::Congestion,
-            FailReason::TooLong => ReturnStatus::BadLength,
-        };
-        r.state.status = status as i32;
-        r.state.abandon = given_up(r.state.ack, r.may_have_run);
-        true
-    }
-
-    /// Abandons what the handler-time bound or a restarted peer ended;
-    /// probes the targets of transactions that waited `PROBE_EVERY` (so a
-    /// target that died while nothing else was in flight is noticed: the
-    /// probe fails after the peer timeout).
-    fn txn_refresh(&mut self, now: Instant) {
-        let bound = self.txn.handler_timeout;
-        let mut ended = Vec::new();
-        let mut probes = Vec::new();
-        for (&id, r) in self.txn.records.iter_mut() {
-            if r.state.is_final() {
-                continue;
-            }
-            if now.since(r.probed_at) >= PROBE_EVERY {
-                r.probed_at = now;
-                probes.push((id, r.addr));
-            }
-            if let (Some(b), Progress::Processing) = (bound, r.state.progress) {
-                if now.since(r.acked_at) > b {
-                    r.state.abandon = Abandon::HandlerTimeout;
-                    r.state.status = ReturnStatus::Unreachable as i32;
-                    ended.push(id);
-                    continue;
-                }
-            }
-            let cur = self.proto.association(&r.addr);
-            match (r.assoc, cur) {
-                (None, Some(c)) => r.assoc = Some(c),
-                (Some(a), Some(c)) if a != c => {
-                    // the peer restarted: ask the new one (from its log it
-                    // knows; else it answers "unknown")
-                    r.assoc = Some(c);
-                    if r.probed_at != now {
-                        r.probed_at = now;
-                        probes.push((id, r.addr));
-                    }
-                }
-                _ => {}
-            }
-        }
-        for id in ended {
-            // its credit is free again; a late answer is dropped
-            self.complete(id, Category::Short, now);
-        }
-        for (id, addr) in probes {
-            self.send_probe(id, addr, now);
-        }
-        if self.txn.log.is_some() {
-            self.log_states();
-            if !self.txn.to_resume.is_empty() && self.depth.is_some() {
-                self.txn_resume(now);
-            }
-        }
-    }
-
-    /// Asks `addr` how far kept transaction `txn` got.
-    fn send_probe(&mut self, txn: u32, addr: SocketAddr, now: Instant) {
-        let inc = self.txn.incarnation;
-        let args = [(inc >> 32) as u32, inc as u32];
-        let meta = MsgMeta {
-            txn,
-            ..MsgMeta::new(MsgKind::TxnProbe, Category::Short, 0, &args)
-        };
-        self.send_message(now, addr, CHANNEL_REQUEST, meta, Vec::new());
     }
 
     /// Whether `txn` is a kept transaction (its state says how it ended).
@@ -691,6 +574,7 @@ impl Endpoint {
     pub fn set_handler_timeout(&self, usec: u64) {
         self.with(|s| {
             s.txn.handler_timeout = (usec > 0).then(|| usec.saturating_mul(MICROS));
+            s.txn.wake(Instant::ZERO);
         })
     }
 }

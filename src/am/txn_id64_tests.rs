@@ -2,16 +2,18 @@
 //! nothing from an initiator for half or all of the 32-bit id space frees
 //! what the floor passed and runs a new transaction whose wire id repeats
 //! an old finished one; trailers whose floor is out of reach of their id
-//! are refused and counted, never a panic.
+//! are refused and counted, never a panic. The tables and trailers alone,
+//! and whole endpoints between simulated processes (`sim::World`, virtual
+//! time, the seeds `sim::seeds` gives), their logs real files.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
 use super::txn::{put_trailer, take_trailer, Trailer, MAX_FLOOR_LAG, TXN_FLAG};
 use super::txn_target::{Entry, Seen, TxnTarget};
-use super::txn_tests::{counting, pair, wait, TAG};
+use super::txn_tests::{cfg, counting, pair, until, wait, SOON, TAG};
 use super::{Message, Progress};
-use crate::net::mem::MemNetwork;
+use crate::sim::{seeds, World};
 use crate::wire::CHANNEL_REQUEST;
 
 const LAP: u64 = 1 << 32;
@@ -133,100 +135,97 @@ fn trailer_ids_are_rebuilt_and_a_floor_out_of_reach_is_refused() {
 
 #[test]
 fn a_new_transaction_whose_wire_id_repeats_a_lap_later_runs() {
-    let net = MemNetwork::new();
-    let (_b, _, e0, e1) = pair(&net, false);
-    let (runs, sum) = counting(&e0, &e1);
-    let mut last = 0;
-    for arg in 1..=2 {
-        last = e0.request_txn(1, &Message::short(10, &[arg])).unwrap();
-        assert_eq!(wait(&e0, last).progress, Progress::Processed);
-        e0.txn_release(last).unwrap();
+    for seed in seeds(2) {
+        let w = World::seeded(seed);
+        let (n0, n1) = pair(&w);
+        let (e0, e1) = (&n0.ep, &n1.ep);
+        let (runs, sum) = counting(e0, e1);
+        let mut last = 0;
+        for arg in 1..=2 {
+            last = e0.request_txn(1, &Message::short(10, &[arg])).unwrap();
+            assert_eq!(wait(e0, last).progress, Progress::Processed);
+            e0.txn_release(last).unwrap();
+        }
+        // the target keeps the last one's reply (its floor did not pass it)
+        assert_eq!(e1.txn_target_counts().entries, 1);
+        // 2^32 ids go to other targets: the next one to e1 has the same wire id
+        e0.with(|s| s.next_txn = last + LAP);
+        let t = e0.request_txn(1, &Message::short(10, &[3])).unwrap();
+        assert_eq!(t, last, "the same 32-bit id");
+        let st = wait(e0, t);
+        assert_eq!(st.progress, Progress::Processed, "{st:?}");
+        assert_eq!(runs.load(Ordering::SeqCst), 3, "it ran");
+        assert_eq!(sum.load(Ordering::SeqCst), 3 * 1000 + 1 + 2 + 3);
+        let c = e1.txn_target_counts();
+        assert_eq!((c.duplicates, c.entries), (0, 1), "{c:?}");
     }
-    // the target keeps the last one's reply (its floor did not pass it)
-    assert_eq!(e1.txn_target_counts().entries, 1);
-    // 2^32 ids go to other targets: the next one to e1 has the same wire id
-    e0.with(|s| s.next_txn = last + LAP);
-    let t = e0.request_txn(1, &Message::short(10, &[3])).unwrap();
-    assert_eq!(t, last, "the same 32-bit id");
-    let st = wait(&e0, t);
-    assert_eq!(st.progress, Progress::Processed, "{st:?}");
-    assert_eq!(runs.load(Ordering::SeqCst), 3, "it ran");
-    assert_eq!(sum.load(Ordering::SeqCst), 3 * 1000 + 1 + 2 + 3);
-    let c = e1.txn_target_counts();
-    assert_eq!((c.duplicates, c.entries), (0, 1), "{c:?}");
 }
 
 #[test]
 fn a_trailer_whose_floor_is_out_of_reach_is_refused_and_counted() {
-    let net = MemNetwork::new();
-    let (b, _, e0, e1) = pair(&net, false);
-    let (runs, _) = counting(&e0, &e1);
-    let raw = |txn: u32, floor_low: u32, id_high: u32| {
-        e0.with(|s| {
-            let mut meta = Message::short(10, &[9]).meta(txn, TAG);
-            meta.status = TXN_FLAG;
-            let mut payload = s.txn.incarnation.to_be_bytes().to_vec();
-            payload.extend_from_slice(&floor_low.to_be_bytes());
-            payload.extend_from_slice(&id_high.to_be_bytes());
-            s.send_message(s.clock.now(), e1.addr(), CHANNEL_REQUEST, meta, payload);
-        })
-    };
-    raw(100, 100u32.wrapping_sub(MAX_FLOOR_LAG + 1), 0);
-    raw(5, 6, 0);
-    raw(3, u32::MAX, 0);
-    let t0 = std::time::Instant::now();
-    while e1.txn_target_counts().bad_floor < 3 {
-        b.poll().unwrap();
-        assert!(t0.elapsed().as_secs() < 5, "{:?}", e1.txn_target_counts());
+    for seed in seeds(2) {
+        let w = World::seeded(seed);
+        let (n0, n1) = pair(&w);
+        let (e0, e1) = (&n0.ep, &n1.ep);
+        let (runs, _) = counting(e0, e1);
+        let raw = |txn: u32, floor_low: u32, id_high: u32| {
+            e0.with(|s| {
+                let mut meta = Message::short(10, &[9]).meta(txn, TAG);
+                meta.status = TXN_FLAG;
+                let mut payload = s.txn.incarnation.to_be_bytes().to_vec();
+                payload.extend_from_slice(&floor_low.to_be_bytes());
+                payload.extend_from_slice(&id_high.to_be_bytes());
+                s.send_message(s.clock.now(), e1.addr(), CHANNEL_REQUEST, meta, payload);
+            })
+        };
+        raw(100, 100u32.wrapping_sub(MAX_FLOOR_LAG + 1), 0);
+        raw(5, 6, 0);
+        raw(3, u32::MAX, 0);
+        until(&w, SOON, "three refusals", || {
+            e1.txn_target_counts().bad_floor == 3
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "none ran");
+        // a garbage high half with the floor in reach is only another id: it runs
+        raw(200, 200, 0xdead_beef);
+        until(&w, SOON, "the run", || runs.load(Ordering::SeqCst) == 1);
+        assert_eq!(e1.txn_target_counts().bad_floor, 3);
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 0, "none ran");
-    // a garbage high half with the floor in reach is only another id: it runs
-    raw(200, 200, 0xdead_beef);
-    while runs.load(Ordering::SeqCst) == 0 {
-        b.poll().unwrap();
-        assert!(t0.elapsed().as_secs() < 5);
-    }
-    assert_eq!(e1.txn_target_counts().bad_floor, 3);
 }
 
 #[test]
 fn logs_keep_the_64_bit_ids_at_both_ends() {
-    use crate::config::Config;
-    use crate::net::Transports;
-    super::init().unwrap();
-    let dir = std::env::temp_dir().join(format!("ramp-txid64-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let net = MemNetwork::new();
-    let cfg = Config::from_lookup(|_| None).unwrap();
-    let b = super::allocate_bundle(super::BundleMode::Seq).unwrap();
-    let open = || {
-        let t = Transports::new(Box::new(net.attach()));
-        super::allocate_endpoint_over(b.id, &cfg, t).unwrap()
-    };
-    let (e0, e1) = (open(), open());
-    let (p0, p1) = (dir.join("e0.log"), dir.join("e1.log"));
-    e0.log_open(&p0, false, &cfg).unwrap();
-    e1.log_open(&p1, false, &cfg).unwrap();
-    for e in [&e0, &e1] {
-        e.set_tag(TAG);
-        e.map(0, e0.name(), TAG).unwrap();
-        e.map(1, e1.name(), TAG).unwrap();
-        e.set_expected_resources(2, 8).unwrap();
+    for seed in seeds(2) {
+        let dir = std::env::temp_dir().join(format!("ramp-txid64-{}-{seed}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (p0, p1) = (dir.join("e0.log"), dir.join("e1.log"));
+        {
+            let w = World::seeded(seed);
+            let c = cfg();
+            let (n0, n1) = (w.node(&c), w.node(&c));
+            let (e0, e1) = (&n0.ep, &n1.ep);
+            e0.log_open(&p0, false, &c).unwrap();
+            e1.log_open(&p1, false, &c).unwrap();
+            for e in [e0, e1] {
+                e.set_tag(TAG);
+                e.map(0, e0.name(), TAG).unwrap();
+                e.map(1, e1.name(), TAG).unwrap();
+                e.set_expected_resources(2, 8).unwrap();
+            }
+            let (runs, _) = counting(e0, e1);
+            e0.with(|s| s.next_txn = 3 * LAP + 40);
+            let t = e0.request_txn(1, &Message::short(10, &[1])).unwrap();
+            assert_eq!(t, 40);
+            assert_eq!(wait(e0, t).progress, Progress::Processed);
+            assert_eq!(runs.load(Ordering::SeqCst), 1);
+            let _ = e0.txn_state(t).unwrap(); // its state logged
+            let (_, s0, _) = crate::txlog::inspect(&p0).unwrap();
+            assert_eq!(s0.next_txn, 3 * LAP + 41);
+            assert_eq!(s0.issued[&(3 * LAP + 40)].state.progress, 3);
+            let (_, s1, _) = crate::txlog::inspect(&p1).unwrap();
+            let ids: Vec<u64> = s1.target.iter().map(|(k, _)| k.txn).collect();
+            assert_eq!(ids, vec![3 * LAP + 40]);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
-    let (runs, _) = counting(&e0, &e1);
-    e0.with(|s| s.next_txn = 3 * LAP + 40);
-    let t = e0.request_txn(1, &Message::short(10, &[1])).unwrap();
-    assert_eq!(t, 40);
-    assert_eq!(wait(&e0, t).progress, Progress::Processed);
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    let _ = e0.txn_state(t).unwrap(); // its state logged
-    let (_, s0, _) = crate::txlog::inspect(&p0).unwrap();
-    assert_eq!(s0.next_txn, 3 * LAP + 41);
-    assert_eq!(s0.issued[&(3 * LAP + 40)].state.progress, 3);
-    let (_, s1, _) = crate::txlog::inspect(&p1).unwrap();
-    let ids: Vec<u64> = s1.target.iter().map(|(k, _)| k.txn).collect();
-    assert_eq!(ids, vec![3 * LAP + 40]);
-    drop((e0, e1));
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -30,7 +30,7 @@ use crate::txlog::state::TargetPhase;
 use crate::txlog::{Identity, TxLog};
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST, MAX_ARGS};
 
-fn logged(meta: &MsgMeta, payload: &[u8]) -> LoggedMsg {
+pub(super) fn logged(meta: &MsgMeta, payload: &[u8]) -> LoggedMsg {
     LoggedMsg {
         handler: meta.handler,
         category: meta.category as u8,
@@ -208,24 +208,39 @@ impl EpState {
                 self.txn.to_resume.push((txn, addr, m));
                 continue;
             };
-            let tag = self.table.mapped_entry(index).map_or(0, |e| e.tag);
-            let Some(cat) = Category::from_u8(m.category) else {
-                continue;
-            };
-            if m.args.len() > MAX_ARGS {
-                continue;
-            }
-            let mut meta = MsgMeta::new(MsgKind::User, cat, m.handler, &m.args);
-            meta.txn = txn as u32;
-            meta.tag = tag;
-            meta.dest_offset = m.dest_offset;
-            meta.status = TXN_FLAG;
-            self.txn_resumed(txn, index, addr, meta, now);
-            let floor = self.txn_floor(addr);
-            let mut payload = self.proto.payload_buffer_with_room(&m.payload, TRAILER_LEN);
-            put_trailer(&mut payload, self.txn.incarnation, txn, floor);
-            self.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
+            self.txn_send_logged(txn, index, addr, &m, now);
         }
+    }
+
+    /// Sends kept transaction `txn` (64-bit id), whose request is `m`, to
+    /// translation index `index` (at `addr`) again: it waits for its
+    /// answer anew. False when `m` is unusable.
+    pub(super) fn txn_send_logged(
+        &mut self,
+        txn: u64,
+        index: u32,
+        addr: SocketAddr,
+        m: &LoggedMsg,
+        now: Instant,
+    ) -> bool {
+        let tag = self.table.mapped_entry(index).map_or(0, |e| e.tag);
+        let Some(cat) = Category::from_u8(m.category) else {
+            return false;
+        };
+        if m.args.len() > MAX_ARGS {
+            return false;
+        }
+        let mut meta = MsgMeta::new(MsgKind::User, cat, m.handler, &m.args);
+        meta.txn = txn as u32;
+        meta.tag = tag;
+        meta.dest_offset = m.dest_offset;
+        meta.status = TXN_FLAG;
+        self.txn_resumed(txn, index, addr, meta, now);
+        let floor = self.txn_floor(addr);
+        let mut payload = self.proto.payload_buffer_with_room(&m.payload, TRAILER_LEN);
+        put_trailer(&mut payload, self.txn.incarnation, txn, floor);
+        self.send_message(now, addr, CHANNEL_REQUEST, meta, payload);
+        true
     }
 
     /// Logs the entries the table freed as forgotten.
@@ -344,6 +359,9 @@ impl Endpoint {
             if !s.is_final() {
                 st.txn.to_resume.push((txn, i.dest, i.msg.clone()));
             }
+        }
+        if !st.txn.to_resume.is_empty() {
+            st.txn.wake(Instant::ZERO);
         }
         st.txn.target.logging = true;
         st.txn.log = Some(log);

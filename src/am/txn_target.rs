@@ -241,17 +241,18 @@ impl TxnTarget {
     }
 
     /// Puts back an entry a log kept (`txn_log.rs`); the peer's latest
-    /// incarnation in the log wins.
+    /// incarnation in the log wins. The peer's floor is not logged: it
+    /// comes again with its next request (an initiator never sends again
+    /// an id below a floor it sent, `txn_floor`), and until then none is
+    /// taken as old: one that never started here (lost in the crash, with
+    /// newer ones finished) runs when it comes again.
     pub(super) fn restore(&mut self, peer: SocketAddr, incarnation: u64, txn: u64, e: Entry) {
         let p = self
             .peers
             .entry(peer)
-            .or_insert_with(|| PeerTxns::new(incarnation, txn));
+            .or_insert_with(|| PeerTxns::new(incarnation, 0));
         if p.incarnation != incarnation {
             return;
-        }
-        if txn < p.floor {
-            p.floor = txn;
         }
         self.kept_bytes += entry_bytes(&e);
         p.entries.insert(txn, e);

@@ -1,18 +1,21 @@
 //! The target's checks of a long request "bytes in place"
-//! (`xfer_shared.rs`) over real rings and sockets in one process, with
-//! requests forged as a hostile peer would: the handler runs only for one
-//! through our ring, naming our current segment, inside it; each other is
-//! refused (returned to the sender) with nothing run.
+//! (`xfer_shared.rs`) between simulated processes (`sim::World`, virtual
+//! time): the target and a friend joined by real shared-memory rings, an
+//! attacker on the simulated network only, with requests forged as a
+//! hostile peer would: the handler runs only for one through our ring,
+//! naming our current segment, inside it; each other is refused (returned
+//! to the sender) with nothing run.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::request::Outstanding;
-use super::rma_direct_tests::endpoint;
 use super::xfer_shared::{trailer, INPLACE_FLAG};
-use super::{BundleMode, Data, Endpoint, Message};
-use crate::config::TransportChoice;
+use super::{Data, Endpoint, Message};
+use crate::config::{Config, TransportChoice};
 use crate::error::ReturnStatus;
+use crate::sim::World;
+use crate::time::MILLIS;
 use crate::wire::CHANNEL_REQUEST;
 
 const TAG: u64 = 0xc3b;
@@ -20,11 +23,15 @@ const SEG: usize = 64 << 10;
 
 #[test]
 fn only_a_request_through_our_ring_naming_our_segment_inside_it_runs() {
-    super::init().unwrap();
-    let b = super::allocate_bundle(BundleMode::Seq).unwrap();
-    let target = endpoint(&b, TransportChoice::Shm);
-    let friend = endpoint(&b, TransportChoice::Shm);
-    let attacker = endpoint(&b, TransportChoice::Udp);
+    let w = World::seeded(1);
+    let node = |transport| {
+        let mut cfg = Config::from_lookup(|_| None).unwrap();
+        cfg.transport = transport;
+        w.node(&cfg).ep
+    };
+    let target = node(TransportChoice::Shm);
+    let friend = node(TransportChoice::Shm);
+    let attacker = node(TransportChoice::Udp);
     let eps = [&target, &friend, &attacker];
     let returned = Arc::new(std::sync::Mutex::new(Vec::new()));
     for e in eps {
@@ -58,19 +65,12 @@ fn only_a_request_through_our_ring_naming_our_segment_inside_it_runs() {
         }),
     );
     let poll_until = |what: &str, done: &dyn Fn() -> bool| {
-        let t0 = std::time::Instant::now();
-        while !done() {
-            b.poll().unwrap();
-            assert!(t0.elapsed().as_secs() < 10, "timed out waiting for {what}");
-        }
+        let ok = w.run_until(10_000 * MILLIS, done);
+        assert!(ok, "never came: {what}");
     };
     target.set_handler(21, super::handler(|_| {}));
-    let t0 = std::time::Instant::now();
-    while !friend.ring_ready(0) {
-        friend.request(0, &Message::short(21, &[]), false).unwrap();
-        b.poll().unwrap();
-        assert!(t0.elapsed().as_secs() < 10, "no ring to the target");
-    }
+    friend.request(0, &Message::short(21, &[]), false).unwrap();
+    poll_until("a ring to the target", &|| friend.ring_ready(0));
     returned.lock().unwrap().clear();
     let to = target.addr();
     let (pid, secret) = friend.with(|s| s.transports.ring_to(to)).unwrap();
@@ -80,7 +80,7 @@ fn only_a_request_through_our_ring_naming_our_segment_inside_it_runs() {
         meta.status = INPLACE_FLAG;
         from.with(|s| {
             // as a request of ours (its refusal comes back to handler 0)
-            let now = crate::clock::real_now();
+            let now = s.clock.now();
             s.send_message(now, to, CHANNEL_REQUEST, meta, body);
             s.table.get_mut(0).unwrap().outstanding += 1;
             s.outstanding

@@ -68,6 +68,14 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         self.inner.fd()
     }
 
+    fn next_look(&self) -> Option<Instant> {
+        self.inner.next_look()
+    }
+
+    fn regions_waiting(&self) -> bool {
+        self.inner.regions_waiting()
+    }
+
     fn readable(&self) -> bool {
         self.inner.readable()
     }

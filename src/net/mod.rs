@@ -3,14 +3,12 @@
 //! endpoint, serving every peer), a fault-injecting wrapper configured by
 //! `RAMP_FAULT_*` (`faulty.rs`), shared-memory rings to endpoints on the same
 //! host (`shm.rs`), the set of transports an endpoint owns and
-//! routes by (`transports.rs`), and, in tests, an in-memory network whose
-//! delivery the test controls (`mem.rs`).
+//! routes by (`transports.rs`). Tests run the real transports, or the
+//! simulated world's network (`sim::network`).
 
 pub mod express;
 mod faulty;
 mod iface;
-#[cfg(test)]
-pub(crate) mod mem;
 mod shm;
 mod transports;
 mod udp;
@@ -24,6 +22,8 @@ pub use faulty::FaultyTransport;
 pub use iface::choose_bind_address;
 pub use shm::{remove_stale_files, ShmTransport};
 pub use transports::Transports;
+#[cfg(test)]
+pub(crate) use transports::FALLBACK_WAIT_MAX;
 pub use udp::UdpTransport;
 
 use crate::clock::Clock;
@@ -110,6 +110,20 @@ pub trait Transport: Send {
     /// endpoint to know which have work.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     fn readable(&self) -> bool;
+    /// When a receive next takes what waits but is read only now and then
+    /// (shared memory's socket, read every `WAKE_CHECK` while busy), None
+    /// when nothing waits so: with `readable`, the simulator's question of
+    /// when an endpoint has work next.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn next_look(&self) -> Option<Instant> {
+        None
+    }
+    /// Region messages read and waiting for `region_take` (the simulator's
+    /// question too).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn regions_waiting(&self) -> bool {
+        false
+    }
     /// A descriptor that becomes readable when a datagram arrives (negative:
     /// none; the endpoint then wakes only on its timers). Asked just before
     /// the endpoint sleeps on it (shared memory arms its wake-up then).
@@ -288,9 +302,8 @@ pub fn open_at(
         TransportChoice::Auto => ShmTransport::open_with(local, clock.clone()).ok(),
         TransportChoice::Shm => Some(ShmTransport::open_with(local, clock.clone())?),
     };
-    if let Some(mut shm) = shm {
-        shm.stuck_after = cfg.proto.peer_timeout;
-        set.prefer(faulty(shm, cfg));
+    if let Some(shm) = shm {
+        set.prefer(faulty(shm.with_peer_timeout(cfg.proto.peer_timeout), cfg));
     }
     Ok(set)
 }

@@ -365,6 +365,22 @@ impl ShmTransport {
             express_refused: 0,
         })
     }
+
+    /// Whether a message waits on the socket (a look, no read).
+    fn socket_waiting(&self) -> bool {
+        crate::sys::poll_fds(&[self.wake.as_raw_fd()], 0)
+            .first()
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// The protocol's peer timeout (`ProtoConfig::peer_timeout`), as what
+    /// a ring's receiver is allowed: how long it may leave an express
+    /// record unread before the ring is dropped (`stuck_after`).
+    pub fn with_peer_timeout(mut self, d: crate::time::Nanos) -> ShmTransport {
+        self.stuck_after = d;
+        self
+    }
 }
 
 impl ShmTransport {
@@ -518,16 +534,23 @@ impl Transport for ShmTransport {
     }
 
     /// A record at an open ring's head, or a message on the socket (a
-    /// peer's HELLO or its file, a wake-up, a region message).
+    /// peer's HELLO or its file, a wake-up, a region message) when a pump
+    /// now reads the socket (`flush_due`: every `WAKE_CHECK`; else at the
+    /// endpoint's next sleep, `fd`, or `next_look`).
     fn readable(&self) -> bool {
         let active = self.map.u64_at(H_ACTIVE).load(Acquire);
         (0..SLOTS)
             .filter(|i| active & (1 << i) != 0)
             .any(|i| self.slot_waiting(i))
-            || crate::sys::poll_fds(&[self.wake.as_raw_fd()], 0)
-                .first()
-                .copied()
-                .unwrap_or(false)
+            || (self.clock.now() >= self.next_wake_check.get() && self.socket_waiting())
+    }
+
+    fn next_look(&self) -> Option<Instant> {
+        self.socket_waiting().then(|| self.next_wake_check.get())
+    }
+
+    fn regions_waiting(&self) -> bool {
+        !self.regions.borrow().is_empty()
     }
 
     /// Asked just before the endpoint sleeps: arms the sleep word.
@@ -699,3 +722,7 @@ mod tests;
 #[cfg(test)]
 #[path = "shm_hold_tests.rs"]
 mod hold_tests;
+
+#[cfg(test)]
+#[path = "shm_stale_tests.rs"]
+mod stale_tests;

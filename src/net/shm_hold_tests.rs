@@ -3,13 +3,18 @@
 //! and then all of them, in order, before anything sent after them; every
 //! moment that releases them (the eighth record, a datagram, another
 //! peer's record, a receive, `release_held`); what a dropped ring
-//! held is never written anywhere; a ring without room holds nothing.
+//! held is never written anywhere; a ring without room holds nothing; a
+//! ring whose receiver leaves an express record unread is dropped after
+//! exactly the time allowed. The transports keep time by a clock the test
+//! moves by hand (`sim::ManualClock`): the peer checks are exact.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
 
-use super::tests::fresh;
+use super::tests::{fresh, open_on};
 use super::*;
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
+use crate::sim::ManualClock;
 
 /// `tx` with a proven ring to `rx` at `a` (no job key at either end).
 fn linked(tx: &ShmTransport, rx: &ShmTransport, a: SocketAddr) {
@@ -20,24 +25,27 @@ fn linked(tx: &ShmTransport, rx: &ShmTransport, a: SocketAddr) {
 }
 
 /// A receiver `rx` at `a` and a sender `tx` with a ring to it (their
-/// addresses' sockets kept bound while they live).
+/// addresses' sockets kept bound while they live), on clock `c`.
 struct Two {
     _keep: [UdpSocket; 2],
     a: SocketAddr,
     rx: ShmTransport,
     tx: ShmTransport,
+    c: Arc<ManualClock>,
 }
 
 fn two() -> Two {
     let ((k1, a), (k2, a2)) = (fresh(), fresh());
-    let rx = ShmTransport::open(a).unwrap();
-    let tx = ShmTransport::open(a2).unwrap();
+    let c = ManualClock::new();
+    let rx = open_on(a, &c);
+    let tx = open_on(a2, &c);
     linked(&tx, &rx, a);
     Two {
         _keep: [k1, k2],
         a,
         rx,
         tx,
+        c,
     }
 }
 
@@ -78,6 +86,7 @@ fn held_records_wait_for_a_receive_of_the_sender_then_go_in_order() {
         a: a1,
         mut rx,
         mut tx,
+        ..
     } = two();
     // the first not held (a lone request), the next ones held
     assert!(tx.express_send(a1, &rec(1), false));
@@ -106,6 +115,7 @@ fn the_eighth_record_writes_the_seven_held_before_it() {
         a: a1,
         mut rx,
         mut tx,
+        ..
     } = two();
     for round in 0..3u32 {
         let base = 100 * round;
@@ -121,9 +131,10 @@ fn the_eighth_record_writes_the_seven_held_before_it() {
 #[test]
 fn anything_else_into_a_ring_goes_after_the_held_records() {
     let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
-    let mut other = ShmTransport::open(a3).unwrap();
-    let mut tx = ShmTransport::open(a2).unwrap();
+    let c = ManualClock::new();
+    let mut rx = open_on(a1, &c);
+    let mut other = open_on(a3, &c);
+    let mut tx = open_on(a2, &c);
     linked(&tx, &rx, a1);
     linked(&tx, &other, a3);
     // a protocol datagram to the same peer
@@ -160,6 +171,7 @@ fn release_held_writes_them_once_for_a_sleep_or_the_close() {
         a: a1,
         mut rx,
         mut tx,
+        ..
     } = two();
     for t in 1..4 {
         assert!(tx.express_send(a1, &rec(t), true));
@@ -181,8 +193,9 @@ fn release_held_writes_them_once_for_a_sleep_or_the_close() {
 #[test]
 fn what_a_dropped_ring_held_is_never_written_and_its_peer_is_reported() {
     let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
-    let rx = ShmTransport::open(a1).unwrap();
-    let mut tx = ShmTransport::open(a2).unwrap();
+    let c = ManualClock::new();
+    let rx = open_on(a1, &c);
+    let mut tx = open_on(a2, &c);
     linked(&tx, &rx, a1);
     assert!(tx.express_send(a1, &rec(1), false));
     for t in 2..5 {
@@ -190,12 +203,12 @@ fn what_a_dropped_ring_held_is_never_written_and_its_peer_is_reported() {
     }
     // the receiver closes: its ring is dropped, with what it held
     drop(rx);
-    tx.check_peers(crate::clock::real_now());
+    tx.check_peers(c.now());
     assert_eq!(tx.take_dropped(), Some(a1));
     assert!(tx.tx.get_mut().held_in.is_none());
     // a new ring takes the dropped one's place: nothing of the old
     // peer's records reaches it, and it holds and writes its own
-    let mut next = ShmTransport::open(a3).unwrap();
+    let mut next = open_on(a3, &c);
     linked(&tx, &next, a3);
     assert!(take(&mut tx).is_empty());
     assert!(take(&mut next).is_empty());
@@ -218,6 +231,7 @@ fn a_ring_without_room_holds_nothing() {
         a: a1,
         mut rx,
         mut tx,
+        ..
     } = two();
     // filled with datagrams the receiver does not read
     let d = [7u8; 4000];
@@ -238,4 +252,41 @@ fn a_ring_without_room_holds_nothing() {
     let got = take(&mut rx);
     assert_eq!(got.len(), sent + n as usize);
     assert_eq!(got[sent..], recs(0..n)[..]);
+}
+
+/// A receiver that leaves an express record unread, its head still, for
+/// the time it is allowed (`stuck_after`: the protocol's peer timeout) has
+/// its ring dropped at the sender's first peer check from then on, not a
+/// check before; one that reads in time keeps its ring.
+#[test]
+fn a_ring_whose_receiver_leaves_a_record_unread_is_dropped_after_the_timeout() {
+    let Two {
+        _keep: _k,
+        a: a1,
+        mut rx,
+        mut tx,
+        c,
+    } = two();
+    tx.stuck_after = 3 * CHECK_EVERY;
+    let t0 = c.now();
+    // the sender's peer checks, each CHECK_EVERY from its opening
+    let check = |tx: &mut ShmTransport, k: u64| {
+        c.set(t0.plus(k * CHECK_EVERY));
+        tx.flush_due(c.now());
+        tx.take_dropped()
+    };
+    // read before the next check: never stuck
+    assert!(tx.express_send(a1, &rec(1), false));
+    assert_eq!(take(&mut rx), recs(1..2));
+    for k in 1..=5 {
+        assert_eq!(check(&mut tx, k), None, "check {k}: a ring read in time");
+    }
+    // left unread: first seen still at check 6, dropped at check 6 + 3
+    assert!(tx.express_send(a1, &rec(2), false));
+    for k in 6..9 {
+        assert_eq!(check(&mut tx, k), None, "check {k}: dropped too soon");
+        assert!(tx.reaches(a1));
+    }
+    assert_eq!(check(&mut tx, 9), Some(a1), "not dropped after the timeout");
+    assert!(!tx.reaches(a1), "its peer is reached by UDP");
 }

@@ -23,10 +23,15 @@ pub(super) fn owner_alive(m: &SharedMap) -> bool {
 /// something only in the namespace it was read in: a container sharing
 /// /dev/shm has its own, and its live files are not ours to judge).
 pub fn remove_stale_files() -> usize {
-    remove_stale_files_in(Path::new(DIR))
+    remove_stale_files_in(Path::new(DIR), &crate::sys::secs_since)
 }
 
-pub(super) fn remove_stale_files_in(dir: &Path) -> usize {
+/// `remove_stale_files` in `dir`, a file's age in seconds told by `age`
+/// from its modification time (None: not known, or in the future).
+pub(super) fn remove_stale_files_in(
+    dir: &Path,
+    age: &dyn Fn(std::time::SystemTime) -> Option<u64>,
+) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -44,11 +49,7 @@ pub(super) fn remove_stale_files_in(dir: &Path) -> usize {
             continue;
         }
         let path = e.path();
-        let old = meta
-            .modified()
-            .ok()
-            .and_then(crate::sys::secs_since)
-            .is_some_and(|s| s >= 10);
+        let old = meta.modified().ok().and_then(age).is_some_and(|s| s >= 10);
         let stale = match SharedMap::open(&path, HDR) {
             Ok(m) if m.u64_at(H_MAGIC).load(Acquire) == MAGIC => {
                 !pid_alive(m.u32_at(H_PID).load(Relaxed))

@@ -1,11 +1,31 @@
 //! The shared-memory transport between endpoints of this process, over real
 //! memfds passed on real sockets: the HELLO/descriptor exchange, independent
 //! rings, a full ring refusing, hostile ring contents and socket messages,
-//! wake-ups, closing.
+//! wake-ups, closing (stale files: `shm_stale_tests.rs`).
+//!
+//! Time is given, not read: each transport keeps it by a clock the test
+//! moves by hand (`sim::ManualClock`), so the checks that depend on it
+//! (peer checks, retries, the setup looks' back-off) are exact at any
+//! speed. The one test of real threads (a receiver going to sleep as
+//! records come) runs on the real clock and asserts only what holds at
+//! any speed.
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
 
 use super::*;
+use crate::sim::ManualClock;
+
+/// The transport of the endpoint at `a`, keeping time by `c`.
+pub(super) fn open_on(a: SocketAddr, c: &Arc<ManualClock>) -> ShmTransport {
+    ShmTransport::open_with(a, c.clock()).unwrap()
+}
+
+/// The transport of the endpoint at `a`, on a clock of its own that
+/// stays still (a test where time plays no part).
+fn open(a: SocketAddr) -> ShmTransport {
+    open_on(a, &ManualClock::new())
+}
 
 /// A fresh address no live endpoint has (a bound, kept UDP socket's).
 pub(super) fn fresh() -> (UdpSocket, SocketAddr) {
@@ -41,9 +61,9 @@ fn take(t: &mut ShmTransport) -> Vec<(Vec<u8>, SocketAddr)> {
 #[test]
 fn a_stalled_receiver_fills_only_its_own_ring() {
     let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
-    let mut stalled = ShmTransport::open(a1).unwrap();
-    let mut busy = ShmTransport::open(a2).unwrap();
-    let mut tx = ShmTransport::open(a3).unwrap();
+    let mut stalled = open(a1);
+    let mut busy = open(a2);
+    let mut tx = open(a3);
     assert!(link(&tx, &stalled, a1) && link(&tx, &busy, a2));
     let d = [7u8; 1000];
     let mut sent = 0;
@@ -71,8 +91,8 @@ fn a_stalled_receiver_fills_only_its_own_ring() {
 #[test]
 fn datagrams_wrap_around_the_ring_whole_and_in_order() {
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
-    let mut tx = ShmTransport::open(a2).unwrap();
+    let mut rx = open(a1);
+    let mut tx = open(a2);
     assert!(link(&tx, &rx, a1));
     let mut next = 0u32;
     // (three of up to 60,000 bytes, and a wrap's waste, fit in the ring)
@@ -97,8 +117,8 @@ fn a_slot_freed_with_records_unread_gives_the_next_sender_a_clean_ring() {
     // when the slot is freed: else the next sender's second record, where
     // an old one started, would read as that old one)
     let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
-    let mut old = ShmTransport::open(a2).unwrap();
+    let mut rx = open(a1);
+    let mut old = open(a2);
     assert!(link(&old, &rx, a1));
     for _ in 0..100 {
         old.send(Instant::ZERO, a1, &[0xab; 1000]).unwrap();
@@ -110,7 +130,7 @@ fn a_slot_freed_with_records_unread_gives_the_next_sender_a_clean_ring() {
     drop(old);
     // freed with its 100 records unread (as when its sender misbehaves)
     rx.free_slot(slot);
-    let mut new = ShmTransport::open(a3).unwrap();
+    let mut new = open(a3);
     assert!(link(&new, &rx, a1));
     let Route::Ring(k) = new.tx.get_mut().routes[&a1] else {
         panic!("no ring")
@@ -140,8 +160,8 @@ fn hostile_ring_contents_free_the_slot_without_reading_out_of_bounds() {
     };
     for case in 0..4 {
         let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-        let mut rx = ShmTransport::open(a1).unwrap();
-        let mut tx = ShmTransport::open(a2).unwrap();
+        let mut rx = open(a1);
+        let mut tx = open(a2);
         assert!(link(&tx, &rx, a1));
         if case == 1 {
             // near the ring's end: a length that would run past it
@@ -175,8 +195,8 @@ fn hostile_ring_contents_free_the_slot_without_reading_out_of_bounds() {
 #[test]
 fn a_sender_reads_the_head_only_when_the_ring_looks_full() {
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
-    let mut tx = ShmTransport::open(a2).unwrap();
+    let mut rx = open(a1);
+    let mut tx = open(a2);
     assert!(link(&tx, &rx, a1));
     let Route::Ring(k) = tx.tx.get_mut().routes[&a1] else {
         panic!()
@@ -206,23 +226,33 @@ fn a_sender_reads_the_head_only_when_the_ring_looks_full() {
 #[test]
 fn an_armed_receiver_is_woken_and_a_closed_one_is_forgotten() {
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
-    let mut tx = ShmTransport::open(a2).unwrap();
+    let c = ManualClock::new();
+    let t0 = c.now();
+    let mut rx = open_on(a1, &c);
+    let mut tx = open_on(a2, &c);
     assert!(link(&tx, &rx, a1));
     assert!(take(&mut rx).is_empty()); // (a new sender's slot is noticed)
     let fd = rx.fd(); // arms the sleep word: nothing waits
     assert!(!crate::sys::wait_readable(&[fd], 0));
     tx.send(Instant::ZERO, a1, b"wake").unwrap();
-    assert!(crate::sys::wait_readable(&[fd], 5000), "no wake-up");
+    // (the push itself sends the wake-up: there when it returns)
+    assert!(crate::sys::wait_readable(&[fd], 0), "no wake-up");
     drop(rx);
-    tx.flush_due(crate::clock::real_now().plus(CHECK_EVERY));
+    // the sender checks its receivers every CHECK_EVERY from its opening
+    c.set(t0.plus(CHECK_EVERY - 1));
+    tx.flush_due(c.now());
+    assert!(tx.reaches(a1), "checked before its time");
+    c.set(t0.plus(CHECK_EVERY));
+    tx.flush_due(c.now());
     assert!(!tx.reaches(a1), "a closed receiver is reached by UDP");
-    // its address is free for a new endpoint, which is reached again
-    let rx = ShmTransport::open(a1).unwrap();
-    let until = crate::clock::real_now().plus(CHECK_EVERY + RETRY_AFTER);
-    while crate::clock::real_now() < until {
-        std::hint::spin_loop();
-    }
+    assert_eq!(tx.take_dropped(), Some(a1));
+    // its address is free for a new endpoint, asked for a ring once the
+    // route's retry is due, not before
+    let rx = open_on(a1, &c);
+    c.set(t0.plus(CHECK_EVERY + RETRY_AFTER - 1));
+    assert!(!tx.reaches(a1));
+    assert!(!rx.read_socket(), "asked before the retry was due");
+    c.set(t0.plus(CHECK_EVERY + RETRY_AFTER));
     assert!(link(&tx, &rx, a1), "a new endpoint at the address");
 }
 
@@ -230,29 +260,31 @@ fn an_armed_receiver_is_woken_and_a_closed_one_is_forgotten() {
 fn a_receiver_going_to_sleep_as_records_come_is_always_woken() {
     // a sender thread pushes one record at a time, at staggered moments
     // around the receiver's going to sleep (it arms its word whenever it
-    // finds nothing): every record wakes it, none waits for the timeout
-    // (the sender looks at the word without a fence: `TxRing::wake`)
+    // finds nothing): every record wakes it (the sender looks at the word
+    // without a fence: `TxRing::wake`; the receiver's grace covers it).
+    // Real threads and memory on the real clock, asserting only what holds
+    // at any speed: a sleep that nothing ends is a failure only once its
+    // record was all sent (pushed, the word looked at) and no wake-up waits
     use std::sync::atomic::AtomicU32;
-    use std::sync::Arc;
     const N: u32 = 2000;
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
     let mut rx = ShmTransport::open(a1).unwrap();
     let mut tx = ShmTransport::open(a2).unwrap();
     assert!(link(&tx, &rx, a1));
     assert!(take(&mut rx).is_empty());
-    let taken = Arc::new(AtomicU32::new(0));
-    let t2 = taken.clone();
+    let (taken, sent) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let (t2, s2) = (taken.clone(), sent.clone());
     let sender = std::thread::spawn(move || {
         for k in 0..N {
             while t2.load(Acquire) < k {
                 std::hint::spin_loop();
             }
-            // 0 to 30 us after the last one was taken
-            let t = crate::clock::real_now();
-            while crate::clock::real_now().since(t) < (k as u64 * 7919) % 30_000 {
+            // a staggered moment after the last one was taken
+            for _ in 0..(k * 7919) % 4000 {
                 std::hint::spin_loop();
             }
             tx.send(Instant::ZERO, a1, &k.to_le_bytes()).unwrap();
+            s2.store(k + 1, Release);
         }
         tx
     });
@@ -262,9 +294,15 @@ fn a_receiver_going_to_sleep_as_records_come_is_always_woken() {
         if n > 0 {
             got += n;
             taken.store(got, Release);
-        } else {
-            let woken = crate::sys::wait_readable(&[rx.fd()], 3000);
-            assert!(woken, "record {got} woke nobody");
+            continue;
+        }
+        let fd = rx.fd();
+        if !crate::sys::wait_readable(&[fd], 100) && sent.load(Acquire) > got {
+            // (a wake-up sent as the wait ended is there now)
+            assert!(
+                crate::sys::wait_readable(&[fd], 0),
+                "record {got} woke nobody"
+            );
         }
     }
     let _tx = sender.join().unwrap();
@@ -273,7 +311,7 @@ fn a_receiver_going_to_sleep_as_records_come_is_always_woken() {
 #[test]
 fn a_live_address_cannot_be_opened_twice() {
     let (_k, a) = fresh();
-    let _first = ShmTransport::open(a).unwrap();
+    let _first = open(a);
     let e = ShmTransport::open(a)
         .err()
         .expect("a second endpoint at a live address");
@@ -283,10 +321,17 @@ fn a_live_address_cannot_be_opened_twice() {
 #[test]
 fn an_address_with_no_endpoint_is_reached_by_udp_without_asking_again() {
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-    let tx = ShmTransport::open(a1).unwrap();
+    let c = ManualClock::new();
+    let tx = open_on(a1, &c);
     assert!(!tx.reaches(a2));
     assert!(matches!(tx.tx.borrow().routes[&a2], Route::Udp { .. }));
+    // an endpoint there now: asked only once the route's retry is due
+    let rx = open_on(a2, &c);
+    c.advance(RETRY_AFTER - 1);
     assert!(!tx.reaches(a2));
+    assert!(!rx.read_socket(), "asked again before the retry");
+    c.advance(1);
+    assert!(link(&tx, &rx, a2), "asked again at the retry");
 }
 
 /// Socket messages that are not what a ramp peer sends: junk, descriptors
@@ -296,8 +341,8 @@ fn an_address_with_no_endpoint_is_reached_by_udp_without_asking_again() {
 #[test]
 fn hostile_socket_messages_give_no_ring() {
     let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
-    let rx = ShmTransport::open(a1).unwrap();
-    let tx = ShmTransport::open(a2).unwrap();
+    let rx = open(a1);
+    let tx = open(a2);
     let me = stem(a2);
     // an impostor holds the name of a3, which has no endpoint
     let imp = UnixDatagram::bind_addr(&wake_addr(a3).unwrap()).unwrap();
@@ -330,7 +375,7 @@ fn hostile_socket_messages_give_no_ring() {
 #[test]
 fn hostile_region_messages_are_dropped_and_counted() {
     let ((_k1, a1), (_k3, a3)) = (fresh(), fresh());
-    let rx = ShmTransport::open(a1).unwrap();
+    let rx = open(a1);
     let to = wake_addr(a1).unwrap();
     // a process of our user that holds the name of a3's endpoint
     let peer = UnixDatagram::bind_addr(&wake_addr(a3).unwrap()).unwrap();
@@ -382,10 +427,11 @@ fn open_fds() -> usize {
 #[test]
 fn a_path_is_set_up_by_the_next_messages() {
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-    let rx = ShmTransport::open(a1).unwrap();
-    let tx = ShmTransport::open(a2).unwrap();
+    let c = ManualClock::new();
+    let rx = open_on(a1, &c);
+    let tx = open_on(a2, &c);
     assert!(!tx.reaches(a1), "asks; this message goes by UDP");
-    rx.fallback_from_host(a2, crate::clock::real_now());
+    rx.fallback_from_host(a2, c.now());
     assert!(tx.reaches(a1), "the answer is read by the next send");
 }
 
@@ -395,9 +441,10 @@ fn a_path_is_set_up_by_the_next_messages() {
 #[test]
 fn empty_setup_looks_back_off() {
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-    let rx = ShmTransport::open(a1).unwrap();
-    let tx = ShmTransport::open(a2).unwrap();
-    let mut now = crate::clock::real_now();
+    let c = ManualClock::new();
+    let rx = open_on(a1, &c);
+    let tx = open_on(a2, &c);
+    let mut now = c.now();
     for _ in 0..10 {
         rx.fallback_from_host(a2, now);
         now = rx.next_setup_check.get();
@@ -411,8 +458,8 @@ fn empty_setup_looks_back_off() {
 #[test]
 fn claim_words_let_exactly_one_side_decide() {
     let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
-    let mut tx = ShmTransport::open(a2).unwrap();
+    let mut rx = open(a1);
+    let mut tx = open(a2);
     assert!(link(&tx, &rx, a1));
     // the receiver learns the slot's sender from a datagram
     tx.send(Instant::ZERO, a1, b"hello").unwrap();
@@ -470,7 +517,7 @@ fn express_record() -> Vec<u8> {
 fn express_records_pass_only_between_ends_of_one_job_each_slot_generation_checked() {
     let rec = express_record();
     // (receiver's key, sender's key, whether the lane is open)
-    for (rk, sk, open) in [
+    for (rk, sk, lane) in [
         (Some(1), Some(1), true),
         (None, None, true),
         (Some(1), Some(2), false),
@@ -478,29 +525,29 @@ fn express_records_pass_only_between_ends_of_one_job_each_slot_generation_checke
         (None, Some(1), false),
     ] {
         let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-        let mut rx = ShmTransport::open(a1).unwrap();
+        let mut rx = open(a1);
         rx.set_express_prover(rk.and_then(prover));
-        let mut tx = ShmTransport::open(a2).unwrap();
+        let mut tx = open(a2);
         tx.set_express_prover(sk.and_then(prover));
         assert!(link(&tx, &rx, a1));
         // the sender takes the lane only to a receiver of its job
-        assert_eq!(tx.express_send(a1, &rec, false), open, "{rk:?} {sk:?}");
+        assert_eq!(tx.express_send(a1, &rec, false), lane, "{rk:?} {sk:?}");
         // a record written anyway, and a datagram of the protocol
         assert!(tx.express_send_unproven(a1, &rec));
         tx.send(Instant::ZERO, a1, b"RAdatagram").unwrap();
         let got = take(&mut rx);
         let express = got.iter().filter(|(b, _)| b[..] == rec[..]).count();
-        assert_eq!(express, if open { 2 } else { 0 }, "{rk:?} {sk:?}");
+        assert_eq!(express, if lane { 2 } else { 0 }, "{rk:?} {sk:?}");
         assert!(got.iter().any(|(b, _)| &b[..] == b"RAdatagram"));
-        assert_eq!(rx.take_express_refused(), if open { 0 } else { 1 });
+        assert_eq!(rx.take_express_refused(), if lane { 0 } else { 1 });
         assert_eq!(rx.take_express_refused(), 0);
     }
     // a proven slot freed and claimed again by a sender of another job:
     // its records are judged by the new generation's proof
     let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
-    let mut rx = ShmTransport::open(a1).unwrap();
+    let mut rx = open(a1);
     rx.set_express_prover(prover(1));
-    let mut good = ShmTransport::open(a2).unwrap();
+    let mut good = open(a2);
     good.set_express_prover(prover(1));
     assert!(link(&good, &rx, a1));
     assert!(good.express_send(a1, &rec, false));
@@ -508,7 +555,7 @@ fn express_records_pass_only_between_ends_of_one_job_each_slot_generation_checke
     let slot = good.tx.get_mut().rings[0].as_ref().unwrap().slot;
     drop(good);
     rx.free_slot(slot);
-    let mut other = ShmTransport::open(a3).unwrap();
+    let mut other = open(a3);
     other.set_express_prover(prover(2));
     assert!(link(&other, &rx, a1));
     assert_eq!(other.tx.get_mut().rings[0].as_ref().unwrap().slot, slot);
@@ -516,84 +563,4 @@ fn express_records_pass_only_between_ends_of_one_job_each_slot_generation_checke
     assert!(other.express_send_unproven(a1, &rec));
     assert!(take(&mut rx).is_empty());
     assert_eq!(rx.take_express_refused(), 1);
-}
-
-/// What a version before the memfd left in /dev/shm: a header with the
-/// magic and its owner's pid.
-fn legacy_file(path: &std::path::Path, pid: u32) {
-    let mut b = vec![0u8; HDR];
-    b[H_MAGIC..H_MAGIC + 8].copy_from_slice(&MAGIC.to_le_bytes());
-    b[H_PID..H_PID + 4].copy_from_slice(&pid.to_le_bytes());
-    std::fs::write(path, b).unwrap();
-}
-
-#[test]
-fn stale_files_are_removed_only_when_regular_ours_and_of_this_namespace() {
-    use std::time::{Duration, SystemTime};
-    let dir = std::env::temp_dir().join(format!("ramp-stale-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let dead = {
-        let mut c = std::process::Command::new("true").spawn().unwrap();
-        let pid = c.id();
-        c.wait().unwrap();
-        pid
-    };
-    let ours = |name: &str| dir.join(format!("{PREFIX}{}.{name}", HOST.1));
-    let (stale, live, garbage_old, garbage_new) = (
-        ours("stale"),
-        ours("live"),
-        ours("garbage-old"),
-        ours("garbage-new"),
-    );
-    legacy_file(&stale, dead);
-    legacy_file(&live, std::process::id());
-    std::fs::write(&garbage_old, b"half made").unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&garbage_old)
-        .unwrap()
-        .set_modified(SystemTime::now() - Duration::from_secs(60))
-        .unwrap();
-    std::fs::write(&garbage_new, b"being made").unwrap();
-    // another pid namespace's file (a container sharing /dev/shm): its pid
-    // is not one of ours to look up
-    let foreign = dir.join(format!("{PREFIX}1.2.foreign"));
-    legacy_file(&foreign, dead);
-    // a link under our name to a stale-looking file elsewhere, and a FIFO
-    let target = dir.join("elsewhere");
-    legacy_file(&target, dead);
-    let link = ours("link");
-    std::os::unix::fs::symlink(&target, &link).unwrap();
-    let fifo = ours("fifo");
-    assert!(std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
-    // another user's (when we may give it away: as root)
-    let theirs = ours("theirs");
-    legacy_file(&theirs, dead);
-    let given = std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).is_ok();
-
-    let n = peers::remove_stale_files_in(&dir);
-    // (not root: the "other user's" file is ours, and stale)
-    assert_eq!(
-        n,
-        if given { 2 } else { 3 },
-        "the stale file and the old half-made one"
-    );
-    assert!(!stale.exists() && !garbage_old.exists());
-    for kept in [&live, &garbage_new, &foreign, &target] {
-        assert!(kept.exists(), "{} was removed", kept.display());
-    }
-    assert!(link.symlink_metadata().is_ok(), "the link was removed");
-    assert_eq!(std::fs::read(&target).unwrap()[..8], MAGIC.to_le_bytes());
-    assert!(fifo.symlink_metadata().is_ok(), "the FIFO was removed");
-    if given {
-        assert!(theirs.exists(), "another user's file was removed");
-    } else {
-        eprintln!("(not root: no file of another user was tried)");
-    }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -54,8 +54,33 @@ const FALLBACK_GAP_BUSY: crate::time::Nanos = 50 * crate::time::MICROS;
 /// from a new peer, or one a full ring spilled, waits at most this long;
 /// the first one found brings the short gap back.
 const FALLBACK_GAP_QUIET: crate::time::Nanos = 50 * crate::time::MICROS;
+/// The longest a datagram waits in the fallback for a pump to read it
+/// while a preferred transport carries traffic (the larger gap).
+#[cfg(test)]
+pub(crate) const FALLBACK_WAIT_MAX: crate::time::Nanos = if FALLBACK_GAP_BUSY > FALLBACK_GAP_QUIET {
+    FALLBACK_GAP_BUSY
+} else {
+    FALLBACK_GAP_QUIET
+};
 /// How long the fallback must have been quiet for `FALLBACK_GAP_QUIET`.
 const FALLBACK_QUIET: crate::time::Nanos = crate::time::MILLIS;
+
+/// While a preferred transport is active and the fallback brought nothing
+/// at its last receive: the instant from which a receive reads the
+/// fallback again, it last having been read at `polled` and having
+/// brought something at `seen` (`rings_took`: that receive takes
+/// datagrams from a ring).
+#[inline]
+fn fallback_from(polled: Instant, seen: Instant, now: Instant, rings_took: bool) -> Instant {
+    let gap = if rings_took {
+        FALLBACK_GAP_BUSY
+    } else if now.since(seen) >= FALLBACK_QUIET {
+        FALLBACK_GAP_QUIET
+    } else {
+        FALLBACK_GAP
+    };
+    polled.plus(gap)
+}
 
 impl Transports {
     /// A set of one transport, which must reach every peer: it is the
@@ -407,14 +432,7 @@ impl Transports {
             // (and send the answers) without a system call in between:
             // the fallback waits for the next pump, or at most
             // `FALLBACK_GAP_BUSY` while every pump finds ring traffic.
-            let gap = if n > 0 {
-                FALLBACK_GAP_BUSY
-            } else if now.since(self.fallback_seen) >= FALLBACK_QUIET {
-                FALLBACK_GAP_QUIET
-            } else {
-                FALLBACK_GAP
-            };
-            if now.since(self.polled.get()) < gap {
+            if now < fallback_from(self.polled.get(), self.fallback_seen, now, n > 0) {
                 return Ok(n);
             }
             self.polled.set(now);
@@ -467,10 +485,57 @@ impl Transports {
         self.list.iter().map(|t| t.fd()).filter(|&fd| fd >= 0)
     }
 
-    /// Whether a receive now would find something on any transport.
+    /// Whether a pump at `now` would find something: a transport's
+    /// receive (the fallback's only when `recv_batch` would poll it: past
+    /// its gap), or region messages when `region_take` looks.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
-    pub fn readable(&self) -> bool {
-        self.list.iter().any(|t| t.readable())
+    pub fn readable(&self, now: Instant) -> bool {
+        let Some((fallback, preferred)) = self.list.split_last() else {
+            return false;
+        };
+        preferred.iter().any(|t| t.readable())
+            || (self.region_look_due(now) && preferred.iter().any(|t| t.regions_waiting()))
+            || (fallback.readable() && self.fallback_gap_end(now).is_none())
+    }
+
+    /// When a pump next finds what waits now but is not taken at `now`
+    /// (see `readable`): a transport's next look, the next region look,
+    /// the end of the fallback's gap.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    pub fn next_look(&self, now: Instant) -> Option<Instant> {
+        let (fallback, preferred) = self.list.split_last()?;
+        let regions = preferred
+            .iter()
+            .any(|t| t.regions_waiting())
+            .then(|| self.next_region_look.get());
+        let gap = fallback
+            .readable()
+            .then(|| self.fallback_gap_end(now))
+            .flatten();
+        preferred
+            .iter()
+            .filter_map(|t| t.next_look())
+            .chain(regions)
+            .chain(gap)
+            .min()
+    }
+
+    /// When `recv_batch` at `now`, its rings found empty, would poll the
+    /// fallback again; None: at once.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn fallback_gap_end(&self, now: Instant) -> Option<Instant> {
+        let (_, preferred) = self.list.split_last()?;
+        let active = preferred.iter().any(|t| t.active());
+        if !active || self.fallback_busy {
+            return None;
+        }
+        let gap = if now.since(self.fallback_seen) >= FALLBACK_QUIET {
+            FALLBACK_GAP_QUIET
+        } else {
+            FALLBACK_GAP
+        };
+        let end = self.polled.get().plus(gap);
+        (now < end).then_some(end)
     }
 
     /// Sends what the transports hold back and is due; returns the next

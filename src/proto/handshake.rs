@@ -49,7 +49,10 @@ impl<A: PeerAddr> Protocol<A> {
     /// An INIT: answered with a cookie, and nothing else: no peer, no slot,
     /// no map entry. While we are opening an association with `from`
     /// ourselves (simultaneous open), our pending tag goes in the cookie,
-    /// so that both ends settle on the same pair of tags.
+    /// so that both ends settle on the same pair of tags; an INIT with the
+    /// tag of the association we have with `from` (its end asks again, our
+    /// COOKIE_ACKs lost) gets that association's tag: its echo changes
+    /// nothing.
     pub(super) fn on_init(&mut self, now: Instant, from: A, init_tag: u64) {
         if !self.take_unsolicited(now) {
             self.out.stats.stale_dropped += 1;
@@ -57,7 +60,8 @@ impl<A: PeerAddr> Protocol<A> {
         }
         let pending = self.find_peer(&from).and_then(|s| {
             let a = &self.peers[s].assoc;
-            matches!(a.state, AssocState::CookieWait | AssocState::CookieEchoed)
+            let same = a.state == AssocState::Established && a.peer_tag == init_tag;
+            (same || matches!(a.state, AssocState::CookieWait | AssocState::CookieEchoed))
                 .then_some(a.local_tag)
         });
         let resp_tag = pending.unwrap_or_else(|| self.secrets.next_tag());

@@ -116,22 +116,22 @@ impl<A: PeerAddr> Protocol<A> {
             .unwrap_or(0)
     }
 
-    /// Fragments queued to `to` on `channel` that the window has not taken
-    /// yet (no sequence number, not sent). A large put waits while its
-    /// peer has a backlog (`am/rma.rs`): its chunks are then copied just
-    /// before they go, not megabytes ahead.
-    /// What the layer above queued for `to` on `channel` at `since` or
-    /// later leaves only `now`: its timers start now
-    /// (`SendChannel::restamp`). Its timer entry may fire early, finds
-    /// nothing due, and is armed again.
-    pub fn restamp(&mut self, to: &A, channel: u8, since: Instant, now: Instant) {
+    /// The last `held` packets the layer above queued for `to` on
+    /// `channel` at `since` or later, and held back, leave only `now`:
+    /// their timers start now (`SendChannel::restamp`). Their timer entry
+    /// may fire early, finds nothing due, and is armed again.
+    pub fn restamp(&mut self, to: &A, channel: u8, since: Instant, now: Instant, held: usize) {
         if let Some(&s) = self.slots.get(to) {
             if let Some(t) = self.peers[s as usize].tx.get_mut(channel as usize) {
-                t.restamp(since, now);
+                t.restamp(since, now, held);
             }
         }
     }
 
+    /// Fragments queued to `to` on `channel` that the window has not taken
+    /// yet (no sequence number, not sent). A large put waits while its
+    /// peer has a backlog (`am/rma.rs`): its chunks are then copied just
+    /// before they go, not megabytes ahead.
     pub fn queued_fragments(&self, to: &A, channel: u8) -> usize {
         self.slots
             .get(to)

@@ -8,11 +8,15 @@
 //!   (`Protocol::check_invariants`, `SimNet::check`), in release builds too;
 //! - `world.rs`: `World`, whole endpoints (AM layer, protocol,
 //!   transports) as simulated processes, killed and restarted at will;
-//! - `network.rs`: the world's datagram network and its `SimTransport`.
+//! - `network.rs`: the world's datagram network and its `SimTransport`;
+//! - `manual.rs`: `ManualClock`, virtual time a test moves by hand, for
+//!   code it drives directly (a transport's rings).
 
+mod manual;
 mod network;
 mod world;
 
+pub use manual::{ManualClock, YIELD_STEP};
 pub use network::{SimTransport, Tap, INBOX_MAX};
 
 /// `RAMP_SIM_TRACE` set: the world prints every datagram and every move of

@@ -1,7 +1,8 @@
 //! The simulated datagram network of a `World`: datagrams in transit with
 //! the instant they arrive (the seeded fault injector decides loss,
 //! duplication, corruption, reordering and delay), an inbox per address
-//! (a socket's receive buffer, bounded), links cut and hosts down; and
+//! (a socket's receive buffer, bounded), links cut and hosts down, the
+//! test's tap and the datagrams it holds back; and
 //! `SimTransport`, the `Transport` an endpoint of the world sends and
 //! receives through.
 
@@ -50,6 +51,10 @@ pub(crate) struct Network {
     pub(crate) overflowed: u64,
     /// The test's look at every datagram sent (`World::tap`): false drops it.
     pub(crate) tap: Option<Tap>,
+    /// Which datagrams the test holds back (`World::hold`): true holds it.
+    pub(crate) hold: Option<Tap>,
+    /// Those held, in the order sent: (from, to, bytes).
+    pub(crate) held: VecDeque<(SocketAddr, SocketAddr, Vec<u8>)>,
 }
 
 /// Sees every datagram sent, (from, to, bytes); false: it is lost.
@@ -75,6 +80,8 @@ impl Network {
             stats: SimStats::default(),
             overflowed: 0,
             tap: None,
+            hold: None,
+            held: VecDeque::new(),
         }
     }
 
@@ -127,6 +134,29 @@ impl Network {
                 return;
             }
         }
+        if let Some(hold) = self.hold.as_mut() {
+            if hold(from, to, d) {
+                self.held.push_back((from, to, d.to_vec()));
+                return;
+            }
+        }
+        self.send_on(now, from, to, d);
+    }
+
+    /// Sends on the `n` oldest datagrams held (`World::release`), as if
+    /// sent at `now`; how many.
+    pub(crate) fn release(&mut self, now: Instant, n: usize) -> usize {
+        let n = n.min(self.held.len());
+        for _ in 0..n {
+            let (from, to, d) = self.held.pop_front().expect("counted");
+            self.send_on(now, from, to, &d);
+        }
+        n
+    }
+
+    /// A datagram on its way at `now`, past the tap and the hold: lost on
+    /// a cut link, else in transit as the faults say.
+    fn send_on(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, d: &[u8]) {
         if self.cut.contains(&link(from, to)) {
             self.stats.lost += 1;
             return;

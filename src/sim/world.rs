@@ -6,26 +6,37 @@
 //! A node's clock is virtual (`clock::VirtualTime`): time moves only when
 //! nothing is left to do at the present instant. A test drives the nodes
 //! by calling their API, as a program would; whenever that call waits
-//! (`Clock::wait_readable`, `Clock::sleep`) or polls (`Clock::yield_now`,
-//! at the end of every `Bundle::poll`), the world runs the other nodes that
-//! have something to do now (a datagram in their inbox, a timer due, a
-//! message to handle): each is polled as a program in a poll loop would
-//! (`Program::Polls`, the default), or, one that computes, only by its
-//! progress thread if it has one (`Program::Computes`). When nothing is
-//! due anywhere, time jumps to the next arrival or deadline. A node whose
-//! code is on the stack (the caller, or one the world is polling) is never
-//! polled again from inside it.
+//! (`Clock::wait_readable`: until a datagram comes or a deadline;
+//! `Clock::sleep`: the time given, whatever comes) or polls
+//! (`Clock::yield_now`, at the end of every `Bundle::poll`), the world runs
+//! the other nodes that have something to do now (a datagram in their
+//! inbox, a timer due, a message to handle): each is polled as a program
+//! in a poll loop would (`Program::Polls`, the default), or, one that
+//! computes, only by its progress thread if it has one
+//! (`Program::Computes`). When nothing is due anywhere, time jumps to the
+//! next arrival or deadline. A node whose code is on the stack (the
+//! caller, or one the world is polling) is never polled again from inside
+//! it; a handler the world runs that polls or waits itself (nested) lets
+//! the rest of the world run meanwhile, as its process would.
+//! A handler that runs for long blocks what is below it on the stack: a
+//! test whose target's handler runs long drives the world from the top
+//! (`World::run_until`), not from inside the initiator's calls.
 //!
 //! Faults: the network's (loss, duplication, corruption, reordering,
 //! delay, from the seed), links cut, a node descheduled (it is not run
 //! until a given instant; what arrives waits in its inbox), and a node
 //! killed as by `kill -9` (its datagrams vanish, nothing of it runs again;
-//! its transaction log stays on disk) and restarted. A handler can kill its
-//! own node in the middle of running (`crash_here`).
+//! its transaction log stays on disk) and restarted (from its log, or on
+//! its host without one: `restart`). A handler can kill its own node in the
+//! middle of running (`crash_here`). The test sees every datagram sent
+//! (`tap`, which may drop it) and may hold some back in the network until
+//! it releases them (`hold`, `release`).
 //!
 //! A failing test prints its seed; `RAMP_SIM_SEED=n` replays it (`seeds`).
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -89,8 +100,6 @@ struct Slot {
     addrs: Vec<(SocketAddr, u64)>,
     /// Its code is running (a call of its clock, or the world polling it).
     stack: u32,
-    /// The world is polling it: its own yields do nothing.
-    driven: bool,
     asleep_until: Instant,
     program: Program,
     /// Datagrams it sent or took, and that count at its last clock call:
@@ -128,9 +137,42 @@ impl State {
 
 pub(crate) struct Shared {
     seed: u64,
-    /// This world's number in the process (its hosts' addresses).
-    id: u64,
+    /// The block of host addresses this world holds (`host_of`).
+    hosts: HostBlock,
     st: Mutex<State>,
+}
+
+/// Blocks of host addresses (10.b.x.y, b below this) worlds hold.
+const HOST_BLOCKS: u64 = 250;
+
+/// A block of host addresses, 10.b.x.y, that one world holds against
+/// every other world alive on this host, in this process or another
+/// (test processes run at once): shared memory names its sockets by
+/// address (`net/shm.rs`), so two worlds alive at once must never share
+/// one. The hold is an abstract Unix socket named for the block, which
+/// goes with the world, or with its process however that ends.
+struct HostBlock {
+    b: u8,
+    _hold: UnixDatagram,
+}
+
+impl HostBlock {
+    fn claim() -> HostBlock {
+        // (each process starts looking elsewhere: few tries)
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let start = 7 * std::process::id() as u64 + NEXT.fetch_add(1, Ordering::Relaxed);
+        for k in 0..HOST_BLOCKS {
+            let b = ((start + k) % HOST_BLOCKS) as u8;
+            let name = format!("ramp-sim-hosts.{b}");
+            let Ok(addr) = UnixAddr::from_abstract_name(name.as_bytes()) else {
+                continue;
+            };
+            if let Ok(hold) = UnixDatagram::bind_addr(&addr) {
+                return HostBlock { b, _hold: hold };
+            }
+        }
+        panic!("simulated world: all {HOST_BLOCKS} blocks of host addresses are held");
+    }
 }
 
 impl Shared {
@@ -176,13 +218,19 @@ impl VirtualTime for NodeClock {
 
     fn wait(&self, until: Instant) {
         if let Some(w) = self.world.upgrade() {
-            turn(&w, self.node, Some(until));
+            turn(&w, self.node, Turn::Wait(until));
+        }
+    }
+
+    fn sleep(&self, until: Instant) {
+        if let Some(w) = self.world.upgrade() {
+            turn(&w, self.node, Turn::Sleep(until));
         }
     }
 
     fn yield_now(&self) {
         if let Some(w) = self.world.upgrade() {
-            turn(&w, self.node, None);
+            turn(&w, self.node, Turn::Yield);
         }
     }
 
@@ -203,10 +251,7 @@ impl World {
         World {
             shared: Arc::new(Shared {
                 seed,
-                id: {
-                    static WORLDS: AtomicU64 = AtomicU64::new(1);
-                    WORLDS.fetch_add(1, Ordering::Relaxed)
-                },
+                hosts: HostBlock::claim(),
                 st: Mutex::new(State {
                     now: START,
                     net: Network::new(FaultInjector::with_rng(faults, net_rng)),
@@ -250,15 +295,29 @@ impl World {
     /// other: the simulated network alone.) One restarted from its
     /// transaction log moves to the logged address when it opens the log.
     pub fn node(&self, cfg: &Config) -> Node {
+        self.node_on(cfg, None)
+    }
+
+    /// A new process on the host of node `i`, which is dead: a new node
+    /// whose endpoints take that host's ports in the same order, so that
+    /// its first endpoint has the address node `i`'s had (a process
+    /// restarted without a log; one with a log comes back at its logged
+    /// address when it opens it, from `node`).
+    pub fn restart(&self, i: usize, cfg: &Config) -> Node {
+        assert!(!self.alive(i), "node {i} is alive: kill it first");
+        let host = self.shared.state().nodes[i].host;
+        self.node_on(cfg, Some(host))
+    }
+
+    fn node_on(&self, cfg: &Config, host: Option<Ipv4Addr>) -> Node {
         let index = {
             let mut st = self.shared.state();
-            let host = host_of(self.shared.id, st.nodes.len());
+            let host = host.unwrap_or_else(|| host_of(self.shared.hosts.b, st.nodes.len()));
             st.nodes.push(Slot {
                 bundle: None,
                 host,
                 addrs: Vec::new(),
                 stack: 0,
-                driven: false,
                 asleep_until: Instant::ZERO,
                 program: Program::Polls,
                 activity: 0,
@@ -297,7 +356,8 @@ impl World {
             let mut set = Transports::new(Box::new(t));
             if cfg.transport == TransportChoice::Shm {
                 let addr = set.local_addr();
-                set.prefer(Box::new(ShmTransport::open_with(addr, c.clone())?));
+                let shm = ShmTransport::open_with(addr, c.clone())?;
+                set.prefer(Box::new(shm.with_peer_timeout(cfg.proto.peer_timeout)));
             }
             Ok(set)
         });
@@ -327,6 +387,45 @@ impl World {
     /// before the network's faults; one for which `f` says false is lost.
     pub fn tap(&self, f: impl FnMut(SocketAddr, SocketAddr, &[u8]) -> bool + Send + 'static) {
         self.shared.state().net.tap = Some(Box::new(f));
+    }
+
+    /// Holds back every datagram sent from now on for which `f(from, to,
+    /// bytes)` says true (one the tap keeps), in the network, until the
+    /// test releases it (`release`): a queue on the way under the test's
+    /// control. (A protocol's copies of a held datagram are held too when
+    /// `f` says so.)
+    pub fn hold(&self, f: impl FnMut(SocketAddr, SocketAddr, &[u8]) -> bool + Send + 'static) {
+        self.shared.state().net.hold = Some(Box::new(f));
+    }
+
+    /// How many datagrams are held.
+    pub fn held(&self) -> usize {
+        self.shared.state().net.held.len()
+    }
+
+    /// Sends on the `n` oldest datagrams held (fewer when fewer are), as if
+    /// sent now; how many.
+    pub fn release(&self, n: usize) -> usize {
+        let mut st = self.shared.state();
+        let now = st.now;
+        st.net.release(now, n)
+    }
+
+    /// Stops holding and sends on every datagram held.
+    pub fn release_all(&self) {
+        let mut st = self.shared.state();
+        st.net.hold = None;
+        let now = st.now;
+        st.net.release(now, usize::MAX);
+    }
+
+    /// Sends `bytes` from `from` to `to` now, as a host that is no node
+    /// of the world would (a hostile one, forging what it likes): through
+    /// the tap and the network's faults, as any datagram.
+    pub fn send_datagram(&self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let mut st = self.shared.state();
+        let now = st.now;
+        st.net.transmit(now, from, to, bytes);
     }
 
     /// Sets what node `i`'s program does between its calls.
@@ -363,8 +462,26 @@ impl World {
 
     /// Kills node `i` as `kill -9` would: nothing of it runs again, its
     /// address takes nothing more, what it had in flight still arrives.
+    /// A node killed while its own call waits (the test's program, in a
+    /// call of its API: a scheduled action kills it) does not come back
+    /// from that call: it unwinds to `run_program`.
     pub fn kill(&self, i: usize) {
         kill(&self.shared, i);
+    }
+
+    /// Runs `f`, the program of node `i` (calls of its API): None when
+    /// the node was killed meanwhile (by `kill` while a call of it
+    /// waited, or `crash_here` in a handler its own call ran), the node
+    /// then dead; other panics go on.
+    pub fn run_program<R>(&self, i: usize, f: impl FnOnce() -> R) -> Option<R> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(r) => Some(r),
+            Err(p) if p.is::<Killed>() => {
+                kill(&self.shared, i);
+                None
+            }
+            Err(p) => std::panic::resume_unwind(p),
+        }
     }
 
     /// Calls `f(world, node)` after every kill (by `kill` or `crash_here`):
@@ -456,16 +573,10 @@ impl Drop for Shared {
     }
 }
 
-/// The host of world `world`'s `i`-th node: 10.w.x.y, of its own (worlds
-/// alive at once in a process have different ones: shared memory names
-/// its rings by address).
-fn host_of(world: u64, i: usize) -> Ipv4Addr {
-    Ipv4Addr::new(
-        10,
-        (world % 250) as u8,
-        (i / 250) as u8,
-        (i % 250 + 1) as u8,
-    )
+/// The host of the `i`-th node of the world that holds block `b`:
+/// 10.b.x.y, of its own (`HostBlock`).
+fn host_of(b: u8, i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, b, (i / 250) as u8, (i % 250 + 1) as u8)
 }
 
 fn kill(w: &Arc<Shared>, i: usize) {
@@ -590,24 +701,21 @@ fn run_ready(w: &Arc<Shared>) -> bool {
             continue;
         }
         worked = true;
-        {
-            let mut st = w.state();
-            st.nodes[i].stack += 1;
-            st.nodes[i].driven = true;
-        }
+        w.state().nodes[i].stack += 1;
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match program {
+            // `Bundle::poll` without its closing yield (the world is the
+            // loop): a yield of the node's own code, a handler polling
+            // inside, is a turn of the world
             Program::Polls => {
-                let _ = bundle.poll();
+                for e in bundle.endpoints().iter() {
+                    let _ = e.poll();
+                }
             }
             Program::Computes => {
                 am::progress_pass(&bundle);
             }
         }));
-        {
-            let mut st = w.state();
-            st.nodes[i].stack -= 1;
-            st.nodes[i].driven = false;
-        }
+        w.state().nodes[i].stack -= 1;
         if r.is_ok() {
             for e in bundle.endpoints().iter() {
                 e.check_invariants();
@@ -666,33 +774,45 @@ fn advance(w: &Arc<Shared>, until: Option<Instant>) {
     st.net.deliver(next);
 }
 
-/// A clock call of node `caller`: a wait until `until` (or until a
-/// datagram reaches it), or a busy loop's yield (None).
-fn turn(w: &Arc<Shared>, caller: usize, until: Option<Instant>) {
-    {
-        let mut st = w.state();
-        let s = &mut st.nodes[caller];
-        if s.driven && until.is_none() {
-            // the world itself is polling this node
-            return;
-        }
-        s.stack += 1;
-    }
+/// What a clock call of a node asks for.
+#[derive(Clone, Copy)]
+enum Turn {
+    /// A busy loop's turn (`yield_now`).
+    Yield,
+    /// Nothing to do before the instant, unless a datagram or a message
+    /// comes for the node (`wait_readable`).
+    Wait(Instant),
+    /// Nothing to do before the instant, whatever comes (`sleep`).
+    Sleep(Instant),
+}
+
+/// A clock call of node `caller` (see `Turn`).
+fn turn(w: &Arc<Shared>, caller: usize, how: Turn) {
     // a yield right after its own poll moved datagrams: it runs on
     let busy = {
         let mut st = w.state();
         let s = &mut st.nodes[caller];
+        s.stack += 1;
         let busy = s.activity != s.seen;
         s.seen = s.activity;
         busy
     };
+    let until = match how {
+        Turn::Yield => None,
+        Turn::Wait(u) | Turn::Sleep(u) => Some(u),
+    };
     loop {
         let worked = run_ready(w) || (busy && until.is_none());
         let ready = has_work(w, caller, true);
-        let now = w.state().now;
-        match until {
-            None if worked || ready => break,
-            Some(u) if ready || now >= u => break,
+        let (now, dead) = {
+            let st = w.state();
+            (st.now, st.nodes[caller].bundle.is_none())
+        };
+        match how {
+            _ if dead => break,
+            Turn::Yield if worked || ready => break,
+            Turn::Wait(u) if now >= u || ready => break,
+            Turn::Sleep(u) if now >= u => break,
             _ => {}
         }
         advance(w, until);
@@ -705,10 +825,11 @@ fn turn(w: &Arc<Shared>, caller: usize, until: Option<Instant>) {
         st.nodes[caller].stack -= 1;
         st.nodes[caller].bundle.clone()
     };
-    for e in bundle
-        .iter()
-        .flat_map(|b| b.endpoints().iter().cloned().collect::<Vec<_>>())
-    {
+    let Some(bundle) = bundle else {
+        // (a scheduled action killed it while this call of it waited)
+        crash_here();
+    };
+    for e in bundle.endpoints().iter().cloned().collect::<Vec<_>>() {
         e.check_invariants();
     }
 }

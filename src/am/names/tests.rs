@@ -1,46 +1,30 @@
-//! Handler names over the in-memory network: lookups across different
-//! install orders, the cache, refusals, and hostile name messages.
+//! Handler names in the simulated world (`sim::World`), on virtual time:
+//! each endpoint a node (a simulated process) on a clean LAN, the test
+//! calling the API as a program would (a look-up waits for its answer
+//! while the world runs the peer). Lookups across different install
+//! orders, the cache, refusals, hostile name messages, a flood of queries
+//! whose answers never arrive (`World::tap` drops them), and a peer
+//! restarted at its old address (`World::restart`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::MAX_QUEUED_TO_PEER;
-use crate::am::{self, handler, Bundle, BundleMode, Endpoint, Message};
-use crate::config::Config;
+use crate::am::tests::{cfg, connect, is_reply};
+use crate::am::{handler, Endpoint, Message};
 use crate::error::Error;
-use crate::net::mem::MemNetwork;
-use crate::net::Transports;
+use crate::sim::World;
+use crate::time::MILLIS;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
 const TAG: u64 = 0x7a9;
 
-/// `n` endpoints on `net` in one bundle, each mapped to all (index i is
-/// endpoint i), tagged TAG, depth 4.
-fn endpoints(net: &MemNetwork, n: usize) -> (Arc<Bundle>, Vec<Arc<Endpoint>>) {
-    am::init().unwrap();
-    let cfg = Config::from_lookup(|_| None).unwrap();
-    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let eps: Vec<_> = (0..n)
-        .map(|_| {
-            am::allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach()))).unwrap()
-        })
-        .collect();
-    for e in &eps {
-        e.set_tag(TAG);
-        for (i, p) in eps.iter().enumerate() {
-            e.map(i as i64, p.name(), TAG).unwrap();
-        }
-        e.set_expected_resources(n as i32, 4).unwrap();
-    }
-    (b, eps)
-}
-
-fn poll_until(b: &Bundle, what: &str, done: impl Fn() -> bool) {
-    let t0 = std::time::Instant::now();
-    while !done() {
-        b.poll().unwrap();
-        assert!(t0.elapsed().as_secs() < 10, "timed out waiting for {what}");
-    }
+/// `n` nodes of `w`, each endpoint mapped to all (index i is node i's),
+/// tagged TAG, depth 4.
+fn endpoints(w: &World, n: usize) -> Vec<Arc<Endpoint>> {
+    let eps: Vec<_> = (0..n).map(|_| w.node(&cfg()).ep).collect();
+    connect(&eps.iter().collect::<Vec<_>>(), TAG, 4);
+    eps
 }
 
 /// Installs a handler that counts its calls into `hits[k]`.
@@ -56,8 +40,8 @@ fn install(e: &Endpoint, index: u8, hits: &Arc<[AtomicU64; 3]>, k: usize) {
 
 #[test]
 fn lookups_find_handlers_installed_in_other_orders() {
-    let net = MemNetwork::new();
-    let (b, eps) = endpoints(&net, 2);
+    let w = World::seeded(1);
+    let eps = endpoints(&w, 2);
     let (e0, e1) = (&eps[0], &eps[1]);
     let hits: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     // e1 installs "ping" at 7 and "pong" at 20; e0 the other way round
@@ -73,7 +57,10 @@ fn lookups_find_handlers_installed_in_other_orders() {
     // loopback: its own table
     assert_eq!(e0.lookup_handler(0, b"ping").unwrap(), 20);
     e0.request(1, &Message::short(h, &[]), false).unwrap();
-    poll_until(&b, "ping to run", || hits[0].load(Ordering::SeqCst) == 1);
+    assert!(
+        w.run_until(10 * MILLIS, || hits[0].load(Ordering::SeqCst) == 1),
+        "ping runs"
+    );
     // cached: no query goes out
     let sent = e0.statistics().packets_sent;
     assert_eq!(e0.lookup_handler(1, b"ping").unwrap(), 7);
@@ -93,8 +80,8 @@ fn lookups_find_handlers_installed_in_other_orders() {
 
 #[test]
 fn bad_names_and_uninstalled_handlers_are_refused() {
-    let net = MemNetwork::new();
-    let (_b, eps) = endpoints(&net, 2);
+    let w = World::seeded(2);
+    let eps = endpoints(&w, 2);
     let e0 = &eps[0];
     let hits: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     install(e0, 3, &hits, 0);
@@ -127,14 +114,15 @@ fn bad_names_and_uninstalled_handlers_are_refused() {
         e0.lookup_handler(0, b"with space"),
         Err(Error::BadArg(_))
     ));
+    assert_eq!(e0.statistics().packets_sent, 0, "nothing was sent");
 }
 
 /// A peer whose tag our endpoint does not accept gets REFUSED, seen as
 /// Resource, not as a missing name.
 #[test]
 fn a_query_with_the_wrong_tag_is_refused() {
-    let net = MemNetwork::new();
-    let (_b, eps) = endpoints(&net, 2);
+    let w = World::seeded(3);
+    let eps = endpoints(&w, 2);
     let hits: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     install(&eps[1], 9, &hits, 0);
     eps[1].set_handler_name(9, b"h").unwrap();
@@ -150,8 +138,8 @@ fn a_query_with_the_wrong_tag_is_refused() {
 /// runs, lookups still work.
 #[test]
 fn hostile_name_messages_are_dropped_and_counted() {
-    let net = MemNetwork::new();
-    let (b, eps) = endpoints(&net, 2);
+    let w = World::seeded(4);
+    let eps = endpoints(&w, 2);
     let (e0, e1) = (&eps[0], &eps[1]);
     let hits: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     install(e0, 0, &hits, 0);
@@ -179,14 +167,18 @@ fn hostile_name_messages_are_dropped_and_counted() {
     send(a, Category::Short, CHANNEL_REPLY, &[1, 0], b""); // two args
     send(a, Category::Medium, CHANNEL_REPLY, &[1, 0, 5], b"x"); // payload
     let corrupt0 = e0.statistics().corrupt_dropped;
-    poll_until(&b, "the malformed messages", || {
-        e0.statistics().corrupt_dropped >= corrupt0 + 11
-    });
+    assert!(
+        w.run_until(10 * MILLIS, || e0.statistics().corrupt_dropped
+            >= corrupt0 + 11),
+        "the malformed messages arrive"
+    );
+    assert_eq!(e0.statistics().corrupt_dropped, corrupt0 + 11);
     send(a, Category::Short, CHANNEL_REPLY, &[77, 0, 5], b""); // no such query
     let stale0 = e0.statistics().stale_dropped;
-    poll_until(&b, "the stray answer", || {
-        e0.statistics().stale_dropped > stale0
-    });
+    assert!(
+        w.run_until(10 * MILLIS, || e0.statistics().stale_dropped > stale0),
+        "the stray answer arrives"
+    );
     assert_eq!(hits[0].load(Ordering::SeqCst), 0, "handler 0 ran");
     assert_eq!(hits[1].load(Ordering::SeqCst), 0, "a user handler ran");
     assert_eq!(e1.lookup_handler(0, b"five").unwrap(), 5);
@@ -196,15 +188,15 @@ fn hostile_name_messages_are_dropped_and_counted() {
 /// stays bounded, the rest is dropped and counted.
 #[test]
 fn a_flood_of_queries_does_not_grow_memory() {
-    let net = MemNetwork::new();
-    let (b, eps) = endpoints(&net, 2);
+    let w = World::seeded(5);
+    let eps = endpoints(&w, 2);
     let (e0, e1) = (&eps[0], &eps[1]);
     let hits: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     install(e0, 5, &hits, 0);
     e0.set_handler_name(5, b"five").unwrap();
     let (a0, a1) = (e0.addr(), e1.addr());
     // answers to e1 (DATA on the reply channel) never arrive
-    net.hold_if(move |to, d| to == a1 && crate::am::tests::is_reply(d));
+    w.tap(move |_, to, d| !(to == a1 && is_reply(d)));
     let total = 3 * MAX_QUEUED_TO_PEER;
     for i in 0..total {
         let meta = MsgMeta {
@@ -213,19 +205,22 @@ fn a_flood_of_queries_does_not_grow_memory() {
         };
         e1.with(|s| s.send_message(s.clock.now(), a0, CHANNEL_REQUEST, meta, b"five".to_vec()));
     }
-    let most = std::cell::Cell::new(0);
-    poll_until(&b, "every query to arrive", || {
-        let (unfinished, dropped) =
-            e0.with(|s| (s.proto.unfinished_to(&a1), s.stats.stale_dropped));
-        most.set(most.get().max(unfinished));
-        assert!(
-            unfinished <= MAX_QUEUED_TO_PEER,
-            "{unfinished} answers queued"
-        );
-        dropped as usize >= total - MAX_QUEUED_TO_PEER
-    });
+    let mut most = 0;
     assert!(
-        most.get() >= MAX_QUEUED_TO_PEER / 2,
+        w.run_until(1000 * MILLIS, || {
+            let (unfinished, dropped) =
+                e0.with(|s| (s.proto.unfinished_to(&a1), s.stats.stale_dropped));
+            most = most.max(unfinished);
+            assert!(
+                unfinished <= MAX_QUEUED_TO_PEER,
+                "{unfinished} answers queued"
+            );
+            dropped as usize >= total - MAX_QUEUED_TO_PEER
+        }),
+        "every query arrives"
+    );
+    assert!(
+        most >= MAX_QUEUED_TO_PEER / 2,
         "the flood never filled the queue"
     );
     assert_eq!(hits[0].load(Ordering::SeqCst), 0);
@@ -237,21 +232,18 @@ fn a_flood_of_queries_does_not_grow_memory() {
 /// look-up asks again.
 #[test]
 fn a_restarted_peer_is_asked_again() {
-    let net = MemNetwork::new();
-    let (b, mut eps) = endpoints(&net, 2);
+    let w = World::seeded(6);
+    let mut eps = endpoints(&w, 2);
     let hits: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     install(&eps[1], 5, &hits, 0);
     eps[1].set_handler_name(5, b"h").unwrap();
     install(&eps[0], 7, &hits, 1);
     assert_eq!(eps[0].lookup_handler(1, b"h").unwrap(), 5);
     // the peer's process ends; a new one starts at the same address
-    let old = eps.pop().unwrap();
-    let addr = old.addr();
-    am::free_endpoint(old.id).unwrap();
-    drop(old);
-    let cfg = Config::from_lookup(|_| None).unwrap();
-    let e1 = am::allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach_at(addr))))
-        .unwrap();
+    let addr = eps.pop().unwrap().addr();
+    w.kill(1);
+    let e1 = w.restart(1, &cfg()).ep;
+    assert_eq!(e1.addr(), addr);
     e1.set_tag(TAG);
     e1.map(0, eps[0].name(), TAG).unwrap();
     e1.map(1, e1.name(), TAG).unwrap();
@@ -265,9 +257,10 @@ fn a_restarted_peer_is_asked_again() {
         "before the new process talks, nothing shows the restart"
     );
     e1.request(0, &Message::short(7, &[]), false).unwrap();
-    poll_until(&b, "the new process's request", || {
-        hits[1].load(Ordering::SeqCst) == 1
-    });
+    assert!(
+        w.run_until(100 * MILLIS, || hits[1].load(Ordering::SeqCst) == 1),
+        "the new process's request runs"
+    );
     assert_eq!(
         e0.lookup_handler(1, b"h").unwrap(),
         9,

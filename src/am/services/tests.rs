@@ -1,77 +1,56 @@
-//! Published names over the in-memory network: publish and look-up at an
-//! owner, the owner being the asker, a second publish, refusals, bounds,
-//! a gone owner, and hostile or forged service messages.
+//! Published names in the simulated world (`sim::World`), on virtual time:
+//! each endpoint a node (a simulated process) on a clean LAN; a query's
+//! answer is awaited with the query's own bound (`answer_within`) as the
+//! virtual-time limit while the world runs the owner. Publish and look-up
+//! at an owner, the owner being the asker, a second publish, refusals,
+//! bounds, a gone owner (killed: Unreachable after the peer timeout), and
+//! hostile or forged service messages.
 
 use std::sync::Arc;
 
 use super::*;
-use crate::am::{self, Bundle, BundleMode};
+use crate::am::tests::{cfg, connect, is_reply};
 use crate::config::Config;
-use crate::net::mem::MemNetwork;
-use crate::net::Transports;
 use crate::rng::Rng;
+use crate::sim::{seeds, World};
+use crate::time::MICROS;
 
 const TAG: u64 = 0x5e1;
 
-/// `n` endpoints on `net` in one bundle, each mapped to all (index i is
-/// endpoint i), tagged TAG, depth 4, configured by `var` (RAMP_*).
-fn endpoints_with(
-    net: &MemNetwork,
-    n: usize,
-    var: fn(&str) -> Option<String>,
-) -> (Arc<Bundle>, Vec<Arc<Endpoint>>) {
-    am::init().unwrap();
-    let cfg = Config::from_lookup(var).unwrap();
-    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let eps: Vec<_> = (0..n)
-        .map(|_| {
-            am::allocate_endpoint_over(b.id, &cfg, Transports::new(Box::new(net.attach()))).unwrap()
-        })
-        .collect();
-    for e in &eps {
-        e.set_tag(TAG);
-        for (i, p) in eps.iter().enumerate() {
-            e.map(i as i64, p.name(), TAG).unwrap();
-        }
-        e.set_expected_resources(n as i32, 4).unwrap();
-    }
-    (b, eps)
+/// `n` nodes of `w` configured by `cfg`, each endpoint mapped to all
+/// (index i is node i's), tagged TAG, depth 4.
+fn endpoints_with(w: &World, n: usize, cfg: &Config) -> Vec<Arc<Endpoint>> {
+    let eps: Vec<_> = (0..n).map(|_| w.node(cfg).ep).collect();
+    connect(&eps.iter().collect::<Vec<_>>(), TAG, 4);
+    eps
 }
 
-fn endpoints(net: &MemNetwork, n: usize) -> (Arc<Bundle>, Vec<Arc<Endpoint>>) {
-    endpoints_with(net, n, |_| None)
+fn endpoints(w: &World, n: usize) -> Vec<Arc<Endpoint>> {
+    endpoints_with(w, n, &cfg())
 }
 
-/// Polls until `q` is answered (a hang guard of 10 s, never reached when
-/// the code works).
-fn answer(b: &Bundle, e: &Endpoint, q: ServiceQuery) -> ServiceAnswer {
-    let t0 = std::time::Instant::now();
-    loop {
-        b.poll().unwrap();
-        if let Some(a) = e.take_service_answer(&q) {
-            return a;
-        }
-        assert!(t0.elapsed().as_secs() < 10, "no answer to {q:?}");
-    }
+/// Runs the world until `q` is answered, within the query's own bound.
+fn answer(w: &World, e: &Endpoint, q: ServiceQuery) -> ServiceAnswer {
+    let mut a = None;
+    assert!(
+        w.run_until(q.answer_within, || {
+            a = e.take_service_answer(&q);
+            a.is_some()
+        }),
+        "no answer to {q:?}"
+    );
+    a.expect("answered")
 }
 
 fn ask(
-    b: &Bundle,
+    w: &World,
     e: &Endpoint,
     dest: u32,
     s: &[u8],
     publish: Option<EndpointName>,
 ) -> ServiceAnswer {
     let q = e.ask_service(dest, s, publish).unwrap();
-    answer(b, e, q)
-}
-
-fn poll_until(b: &Bundle, what: &str, done: impl Fn() -> bool) {
-    let t0 = std::time::Instant::now();
-    while !done() {
-        b.poll().unwrap();
-        assert!(t0.elapsed().as_secs() < 10, "timed out waiting for {what}");
-    }
+    answer(w, e, q)
 }
 
 fn table_len(e: &Endpoint) -> usize {
@@ -80,41 +59,41 @@ fn table_len(e: &Endpoint) -> usize {
 
 #[test]
 fn publish_then_look_up_at_the_owner_and_a_second_publish_is_refused() {
-    let net = MemNetwork::new();
-    let (b, eps) = endpoints(&net, 3);
+    let w = World::seeded(1);
+    let eps = endpoints(&w, 3);
     let (e0, e1, e2) = (&eps[0], &eps[1], &eps[2]);
     // nothing yet
-    assert_eq!(ask(&b, e1, 2, b"svc", None), ServiceAnswer::Missing);
+    assert_eq!(ask(&w, e1, 2, b"svc", None), ServiceAnswer::Missing);
     // e0 publishes at the owner e2; e1 finds it there
     assert_eq!(
-        ask(&b, e0, 2, b"svc", Some(e0.name())),
+        ask(&w, e0, 2, b"svc", Some(e0.name())),
         ServiceAnswer::Published
     );
     assert_eq!(
-        ask(&b, e1, 2, b"svc", None),
+        ask(&w, e1, 2, b"svc", None),
         ServiceAnswer::Found(e0.name())
     );
     // a second publish, by anyone, is refused; the first name stays
     assert_eq!(
-        ask(&b, e1, 2, b"svc", Some(e1.name())),
+        ask(&w, e1, 2, b"svc", Some(e1.name())),
         ServiceAnswer::Taken
     );
     assert_eq!(
-        ask(&b, e0, 2, b"svc", Some(e0.name())),
+        ask(&w, e0, 2, b"svc", Some(e0.name())),
         ServiceAnswer::Taken
     );
     assert_eq!(
-        ask(&b, e0, 2, b"svc", None),
+        ask(&w, e0, 2, b"svc", None),
         ServiceAnswer::Found(e0.name())
     );
-    // the owner itself answers from its table, sending nothing
-    let sent = e2.statistics().packets_sent;
+    // the owner itself answers from its table at once, sending nothing
+    let (sent, t0) = (e2.statistics().packets_sent, w.now());
     assert_eq!(
-        ask(&b, e2, 2, b"svc", None),
+        ask(&w, e2, 2, b"svc", None),
         ServiceAnswer::Found(e0.name())
     );
     assert_eq!(
-        ask(&b, e2, 2, b"own", Some(e1.name())),
+        ask(&w, e2, 2, b"own", Some(e1.name())),
         ServiceAnswer::Published
     );
     assert_eq!(
@@ -122,20 +101,21 @@ fn publish_then_look_up_at_the_owner_and_a_second_publish_is_refused() {
         sent,
         "a local query sent packets"
     );
+    assert_eq!(w.now(), t0, "a local query waited");
     assert_eq!(
-        ask(&b, e0, 2, b"own", None),
+        ask(&w, e0, 2, b"own", None),
         ServiceAnswer::Found(e1.name())
     );
     // only the owner has the names
-    assert_eq!(ask(&b, e0, 1, b"svc", None), ServiceAnswer::Missing);
+    assert_eq!(ask(&w, e0, 1, b"svc", None), ServiceAnswer::Missing);
     assert_eq!(table_len(e2), 2);
     assert_eq!((table_len(e0), table_len(e1)), (0, 0));
 }
 
 #[test]
 fn bad_arguments_are_refused_before_anything_is_sent() {
-    let net = MemNetwork::new();
-    let (_b, eps) = endpoints(&net, 2);
+    let w = World::seeded(2);
+    let eps = endpoints(&w, 2);
     let e0 = &eps[0];
     for bad in [
         &b""[..],
@@ -159,14 +139,9 @@ fn bad_arguments_are_refused_before_anything_is_sent() {
         Err(Error::BadArg(_))
     ));
     assert!(e0.with(|s| s.services.pending.is_empty()));
+    assert_eq!(e0.statistics().packets_sent, 0, "nothing was sent");
     // before AM_SetExpectedResources
-    let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let fresh = am::allocate_endpoint_over(
-        b.id,
-        &Config::from_lookup(|_| None).unwrap(),
-        Transports::new(Box::new(net.attach())),
-    )
-    .unwrap();
+    let fresh = w.node(&cfg()).ep;
     fresh.map(0, fresh.name(), 0).unwrap();
     assert!(matches!(
         fresh.ask_service(0, b"s", None),
@@ -177,12 +152,12 @@ fn bad_arguments_are_refused_before_anything_is_sent() {
 /// An asker whose tag the owner does not accept is refused: nothing stored.
 #[test]
 fn a_query_with_the_wrong_tag_is_refused() {
-    let net = MemNetwork::new();
-    let (b, eps) = endpoints(&net, 2);
+    let w = World::seeded(3);
+    let eps = endpoints(&w, 2);
     eps[0].set_translation_tag(1, TAG + 1).unwrap();
     let n = eps[0].name();
-    assert_eq!(ask(&b, &eps[0], 1, b"s", Some(n)), ServiceAnswer::Refused);
-    assert_eq!(ask(&b, &eps[0], 1, b"s", None), ServiceAnswer::Refused);
+    assert_eq!(ask(&w, &eps[0], 1, b"s", Some(n)), ServiceAnswer::Refused);
+    assert_eq!(ask(&w, &eps[0], 1, b"s", None), ServiceAnswer::Refused);
     assert_eq!(table_len(&eps[1]), 0);
 }
 
@@ -190,8 +165,8 @@ fn a_query_with_the_wrong_tag_is_refused() {
 /// most MAX_PENDING_SERVICE_QUERIES queries wait at once.
 #[test]
 fn the_table_and_the_waiting_queries_are_bounded() {
-    let net = MemNetwork::new();
-    let (b, eps) = endpoints(&net, 2);
+    let w = World::seeded(4);
+    let eps = endpoints(&w, 2);
     let (e0, e1) = (&eps[0], &eps[1]);
     for i in 0..MAX_SERVICES + 10 {
         let s = format!("s{i}");
@@ -200,11 +175,11 @@ fn the_table_and_the_waiting_queries_are_bounded() {
         } else {
             ServiceAnswer::Full
         };
-        assert_eq!(ask(&b, e0, 0, s.as_bytes(), Some(e1.name())), want, "{s}");
+        assert_eq!(ask(&w, e0, 0, s.as_bytes(), Some(e1.name())), want, "{s}");
     }
     assert_eq!(table_len(e0), MAX_SERVICES);
-    assert_eq!(ask(&b, e1, 0, b"s7", None), ServiceAnswer::Found(e1.name()));
-    // queries nobody polls for: the next one is refused, until one is given up
+    assert_eq!(ask(&w, e1, 0, b"s7", None), ServiceAnswer::Found(e1.name()));
+    // queries nobody waits for: the next one is refused, until one is given up
     let qs: Vec<_> = (0..MAX_PENDING_SERVICE_QUERIES)
         .map(|_| e1.ask_service(0, b"s1", None).unwrap())
         .collect();
@@ -217,10 +192,12 @@ fn the_table_and_the_waiting_queries_are_bounded() {
     }
     // their answers come to no query: dropped and counted
     let stale = e1.statistics().stale_dropped;
-    poll_until(&b, "the late answers", || {
-        e1.statistics().stale_dropped >= stale + MAX_PENDING_SERVICE_QUERIES as u64
-    });
-    assert_eq!(ask(&b, e1, 0, b"s1", None), ServiceAnswer::Found(e1.name()));
+    let all = stale + MAX_PENDING_SERVICE_QUERIES as u64;
+    assert!(
+        w.run_until(100 * MILLIS, || e1.statistics().stale_dropped >= all),
+        "the late answers arrive"
+    );
+    assert_eq!(ask(&w, e1, 0, b"s1", None), ServiceAnswer::Found(e1.name()));
 }
 
 /// A message to forge: kind, category, channel, arguments, payload.
@@ -247,15 +224,15 @@ fn forge(
 /// nothing answered, no handler runs, the exchange still works.
 #[test]
 fn hostile_service_messages_are_dropped_and_counted() {
-    let net = MemNetwork::new();
-    let (b, eps) = endpoints(&net, 2);
+    let w = World::seeded(5);
+    let eps = endpoints(&w, 2);
     let (e0, e1) = (&eps[0], &eps[1]);
     let ran = Arc::new(std::sync::atomic::AtomicU64::new(0));
     for h in [0u8, 1] {
         let r = ran.clone();
         e0.set_handler(
             h,
-            am::handler(move |_| {
+            crate::am::handler(move |_| {
                 r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }),
         );
@@ -291,21 +268,24 @@ fn hostile_service_messages_are_dropped_and_counted() {
     for (k, c, ch, args, p) in malformed {
         forge(e1, to, k, c, ch, &args, &p);
     }
-    poll_until(&b, "the malformed messages", || {
-        e0.statistics().corrupt_dropped >= corrupt + n
-    });
+    assert!(
+        w.run_until(10 * MILLIS, || e0.statistics().corrupt_dropped
+            >= corrupt + n),
+        "the malformed messages arrive"
+    );
+    assert_eq!(e0.statistics().corrupt_dropped, corrupt + n);
     // answers to no query of ours
     let stale = e0.statistics().stale_dropped;
     forge(e1, to, a, short, rp, &[77, MISSING, 0], b"");
     forge(e1, to, a, med, rp, &[78, OK, service_check(b"s")], &name);
-    poll_until(&b, "the stray answers", || {
-        e0.statistics().stale_dropped >= stale + 2
-    });
+    assert!(
+        w.run_until(10 * MILLIS, || e0.statistics().stale_dropped >= stale + 2),
+        "the stray answers arrive"
+    );
     assert_eq!(table_len(e0), 0, "a malformed publish was stored");
-    for _ in 0..50 {
-        b.poll().unwrap();
-    }
-    // (an answer to any of them would be stale at e1, which asked nothing)
+    // (an answer to any of them, had one been sent, would have come by now
+    // and been stale at e1, which asked nothing)
+    w.run_for(10 * MILLIS);
     assert_eq!(
         e1.statistics().stale_dropped,
         e1_stale,
@@ -317,10 +297,10 @@ fn hostile_service_messages_are_dropped_and_counted() {
         "a handler ran"
     );
     assert_eq!(
-        ask(&b, e1, 0, b"s", Some(e1.name())),
+        ask(&w, e1, 0, b"s", Some(e1.name())),
         ServiceAnswer::Published
     );
-    assert_eq!(ask(&b, e0, 0, b"s", None), ServiceAnswer::Found(e1.name()));
+    assert_eq!(ask(&w, e0, 0, b"s", None), ServiceAnswer::Found(e1.name()));
 }
 
 /// Answers to a waiting look-up from a peer it was not sent to, with
@@ -328,16 +308,16 @@ fn hostile_service_messages_are_dropped_and_counted() {
 /// never taken; the owner's real answer is.
 #[test]
 fn a_forged_answer_never_gives_a_look_up_a_wrong_name() {
-    let net = MemNetwork::new();
-    let (b, eps) = endpoints(&net, 3);
+    let w = World::seeded(6);
+    let eps = endpoints(&w, 3);
     let (e0, e1, e2) = (&eps[0], &eps[1], &eps[2]);
     assert_eq!(
-        ask(&b, e2, 1, b"real", Some(e2.name())),
+        ask(&w, e2, 1, b"real", Some(e2.name())),
         ServiceAnswer::Published
     );
     // (every pair has its association: the forged answers leave at once)
-    assert_eq!(ask(&b, e0, 2, b"x", None), ServiceAnswer::Missing);
-    assert_eq!(ask(&b, e0, 1, b"x", None), ServiceAnswer::Missing);
+    assert_eq!(ask(&w, e0, 2, b"x", None), ServiceAnswer::Missing);
+    assert_eq!(ask(&w, e0, 1, b"x", None), ServiceAnswer::Missing);
     // a look-up by e0 at the owner e1, and a publish
     let look = e0.ask_service(1, b"real", None).unwrap();
     let publ = e0.ask_service(1, b"other", Some(e0.name())).unwrap();
@@ -363,7 +343,8 @@ fn a_forged_answer_never_gives_a_look_up_a_wrong_name() {
             p,
         )
     };
-    // (sent before any poll: they come before the owner's answers)
+    // (sent at the instant of the queries: they arrive before the owner's
+    // answers, a round trip later)
     // the wrong peer, right query and check
     answer_from(e2, &[lid, OK, real], &wrong);
     // the right peer, another service's check
@@ -373,91 +354,90 @@ fn a_forged_answer_never_gives_a_look_up_a_wrong_name() {
     answer_from(e1, &[lid, OK, real], b"");
     // a found name to the publish
     answer_from(e1, &[pid, OK, other], &wrong);
-    assert_eq!(answer(&b, e0, look), ServiceAnswer::Found(e2.name()));
-    assert_eq!(answer(&b, e0, publ), ServiceAnswer::Published);
-    // every forged answer was dropped, before or after the real ones came
+    assert_eq!(answer(&w, e0, look), ServiceAnswer::Found(e2.name()));
+    assert_eq!(answer(&w, e0, publ), ServiceAnswer::Published);
+    // every forged answer was dropped, before the real ones came
     let st = e0.statistics();
-    assert!(st.stale_dropped + st.corrupt_dropped >= 5, "{st:?}");
+    assert_eq!(st.stale_dropped + st.corrupt_dropped, 5, "{st:?}");
 }
 
 /// Random service messages (lengths, arguments, payloads, statuses) from a
-/// mapped peer: no panic, the table stays within its bound, and every
-/// name it holds is one that was validly published.
+/// mapped peer, a few seeds: no panic, the table stays within its bound,
+/// and every name it holds is one that was validly published.
 #[test]
 fn random_service_messages_never_break_the_owner() {
-    let net = MemNetwork::new();
-    let (b, eps) = endpoints(&net, 2);
-    let (e0, e1) = (&eps[0], &eps[1]);
-    let to = e0.addr();
-    let mut rng = Rng::new(11);
-    let valid = e1.name().0;
-    for i in 0..3000u32 {
-        let kind = if rng.chance(0.5) {
-            MsgKind::ServiceQuery
-        } else {
-            MsgKind::ServiceAnswer
-        };
-        let cat = Category::from_u8(rng.below(3) as u8).unwrap();
-        let ch = if rng.chance(0.5) {
-            CHANNEL_REQUEST
-        } else {
-            CHANNEL_REPLY
-        };
-        let nargs = rng.below(4) as usize;
-        let args: Vec<u32> = (0..nargs)
-            .map(|_| {
-                if rng.chance(0.5) {
-                    rng.below(6) as u32
-                } else {
-                    rng.next_u64() as u32
-                }
-            })
-            .collect();
-        let len = rng.below(100) as usize;
-        let mut p: Vec<u8> = (0..len)
-            .map(|_| {
-                if rng.chance(0.7) {
-                    b'a' + rng.below(26) as u8
-                } else {
-                    rng.next_u64() as u8
-                }
-            })
-            .collect();
-        if rng.chance(0.3) && p.len() >= 32 {
-            p[..32].copy_from_slice(&valid);
+    for seed in seeds(3) {
+        let w = World::seeded(seed);
+        let eps = endpoints(&w, 2);
+        let (e0, e1) = (&eps[0], &eps[1]);
+        let to = e0.addr();
+        let mut rng = Rng::new(seed);
+        let valid = e1.name().0;
+        for i in 0..3000u32 {
+            let kind = if rng.chance(0.5) {
+                MsgKind::ServiceQuery
+            } else {
+                MsgKind::ServiceAnswer
+            };
+            let cat = Category::from_u8(rng.below(3) as u8).unwrap();
+            let ch = if rng.chance(0.5) {
+                CHANNEL_REQUEST
+            } else {
+                CHANNEL_REPLY
+            };
+            let nargs = rng.below(4) as usize;
+            let args: Vec<u32> = (0..nargs)
+                .map(|_| {
+                    if rng.chance(0.5) {
+                        rng.below(6) as u32
+                    } else {
+                        rng.next_u64() as u32
+                    }
+                })
+                .collect();
+            let len = rng.below(100) as usize;
+            let mut p: Vec<u8> = (0..len)
+                .map(|_| {
+                    if rng.chance(0.7) {
+                        b'a' + rng.below(26) as u8
+                    } else {
+                        rng.next_u64() as u8
+                    }
+                })
+                .collect();
+            if rng.chance(0.3) && p.len() >= 32 {
+                p[..32].copy_from_slice(&valid);
+            }
+            forge(e1, to, kind, cat, ch, &args, &p);
+            if i % 64 == 0 {
+                w.run_for(50 * MICROS);
+            }
         }
-        forge(e1, to, kind, cat, ch, &args, &p);
-        if i % 64 == 0 {
-            b.poll().unwrap();
-        }
+        w.run_for(200 * MILLIS);
+        assert!(table_len(e0) <= MAX_SERVICES);
+        e0.with(|s| {
+            for (k, n) in &s.services.table {
+                assert!(valid_service(k));
+                assert_eq!(*n, e1.name(), "a stored name is not the one published");
+            }
+        });
+        assert_eq!(
+            ask(&w, e1, 0, b"after-the-storm", None),
+            ServiceAnswer::Missing
+        );
     }
-    let t0 = std::time::Instant::now();
-    while t0.elapsed().as_millis() < 200 {
-        b.poll().unwrap();
-    }
-    assert!(table_len(e0) <= MAX_SERVICES);
-    e0.with(|s| {
-        for (k, n) in &s.services.table {
-            assert!(valid_service(k));
-            assert_eq!(*n, e1.name(), "a stored name is not the one published");
-        }
-    });
-    assert_eq!(
-        ask(&b, e1, 0, b"after-the-storm", None),
-        ServiceAnswer::Missing
-    );
 }
 
 /// A peer floods look-ups and never takes the answers: what the owner
 /// queues for it stays bounded, the rest is dropped and counted.
 #[test]
 fn a_flood_of_queries_does_not_grow_memory() {
-    let net = MemNetwork::new();
-    let (b, eps) = endpoints(&net, 2);
+    let w = World::seeded(7);
+    let eps = endpoints(&w, 2);
     let (e0, e1) = (&eps[0], &eps[1]);
     let (a0, a1) = (e0.addr(), e1.addr());
     // answers to e1 (DATA on the reply channel) never arrive
-    net.hold_if(move |to, d| to == a1 && crate::am::tests::is_reply(d));
+    w.tap(move |_, to, d| !(to == a1 && is_reply(d)));
     let total = 3 * MAX_QUEUED_TO_PEER;
     for i in 0..total {
         let args = [i as u32, LOOKUP];
@@ -471,32 +451,39 @@ fn a_flood_of_queries_does_not_grow_memory() {
             b"s",
         );
     }
-    poll_until(&b, "every query to arrive", || {
-        let (unfinished, dropped) =
-            e0.with(|s| (s.proto.unfinished_to(&a1), s.stats.stale_dropped));
-        assert!(
-            unfinished <= MAX_QUEUED_TO_PEER,
-            "{unfinished} answers queued"
-        );
-        dropped as usize >= total - MAX_QUEUED_TO_PEER
-    });
+    assert!(
+        w.run_until(1000 * MILLIS, || {
+            let (unfinished, dropped) =
+                e0.with(|s| (s.proto.unfinished_to(&a1), s.stats.stale_dropped));
+            assert!(
+                unfinished <= MAX_QUEUED_TO_PEER,
+                "{unfinished} answers queued"
+            );
+            dropped as usize >= total - MAX_QUEUED_TO_PEER
+        }),
+        "every query arrives"
+    );
 }
 
-/// An owner that is gone: the protocol gives up on the query after the
-/// peer timeout, and the asker sees Unreachable (never a hang).
+/// An owner that is gone (its process killed): the protocol gives up on
+/// the query exactly the peer timeout after it was sent, and the asker
+/// sees Unreachable then, never a hang.
 #[test]
 fn a_gone_owner_is_unreachable() {
-    let net = MemNetwork::new();
-    let (b, mut eps) = endpoints_with(&net, 2, |k| {
-        (k == "RAMP_PEER_TIMEOUT_MS").then(|| "300".into())
-    });
-    let e1 = eps.pop().unwrap();
+    let w = World::seeded(8);
+    let mut c = cfg();
+    c.proto.peer_timeout = 300 * MILLIS;
+    let eps = endpoints_with(&w, 2, &c);
     assert_eq!(
-        ask(&b, &eps[0], 1, b"s", Some(e1.name())),
+        ask(&w, &eps[0], 1, b"s", Some(eps[1].name())),
         ServiceAnswer::Published
     );
-    am::free_endpoint(e1.id).unwrap();
-    drop(e1);
+    w.kill(1);
+    let t0 = w.now();
     let q = eps[0].ask_service(1, b"s", None).unwrap();
-    assert_eq!(answer(&b, &eps[0], q), ServiceAnswer::Unreachable);
+    let bound = q.answer_within;
+    assert_eq!(answer(&w, &eps[0], q), ServiceAnswer::Unreachable);
+    let took = w.now().since(t0);
+    assert!(took <= bound);
+    assert_eq!(took, 300 * MILLIS, "Unreachable the peer timeout after");
 }

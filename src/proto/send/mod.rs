@@ -89,13 +89,16 @@ pub fn seq_diff(a: u32, b: u32) -> i32 {
 }
 
 impl SendChannel {
-    /// The packets first sent at `since` or later, never resent, leave only
-    /// `now` (the layer above held them back: `am/batch.rs`): their send
-    /// times and timers start now, so that a hold is neither a round trip
-    /// nor a reason to resend them.
-    pub fn restamp(&mut self, since: Instant, now: Instant) {
+    /// The last `held` packets first sent at `since` or later and before
+    /// `now`, never resent, leave only `now` (the layer above held them
+    /// back: `am/batch.rs`): their send times and timers start now, so
+    /// that a hold is neither a round trip nor a reason to resend them.
+    /// (Counted, not told by time alone: a packet that did leave at the
+    /// instant the hold began keeps its times, and its timer.)
+    pub fn restamp(&mut self, since: Instant, now: Instant, held: usize) {
+        let mut left = held;
         for p in self.in_flight.iter_mut().rev() {
-            if p.first_sent < since {
+            if left == 0 || p.first_sent < since {
                 break;
             }
             if p.retries == 0 && p.first_sent < now {
@@ -103,6 +106,7 @@ impl SendChannel {
                 p.first_sent = now;
                 p.last_sent = now;
                 p.deadline = p.deadline.plus(delay);
+                left -= 1;
             }
         }
     }

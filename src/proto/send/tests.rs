@@ -282,3 +282,35 @@ fn a_sacked_packet_made_the_oldest_is_timed_afresh() {
         );
     }
 }
+
+/// A hold's packets leave late and have their timers start then; a packet
+/// that left at the instant the hold began, before it, is not one of them.
+#[test]
+fn restamp_moves_only_the_held_packets() {
+    let m = msg(1);
+    let mut ch = SendChannel::default();
+    // seq 0 left at 10; seq 1 left at 20, the instant the hold began; 2
+    // and 3 were held from 20 and 30; 4 was queued at 50, when they leave
+    for (seq, t) in [(0, 10), (1, 20), (2, 20), (3, 30), (4, 50)] {
+        let mut p = in_flight(seq, &m);
+        (p.first_sent, p.last_sent) = (Instant(t), Instant(t));
+        p.deadline = Instant(t + 1000);
+        ch.in_flight.push_back(p);
+    }
+    ch.restamp(Instant(20), Instant(50), 2);
+    let sent: Vec<(u64, u64, u64)> = ch
+        .in_flight
+        .iter()
+        .map(|p| (p.first_sent.0, p.last_sent.0, p.deadline.0))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            (10, 10, 1010),
+            (20, 20, 1020),
+            (50, 50, 1050),
+            (50, 50, 1050),
+            (50, 50, 1050)
+        ]
+    );
+}
