@@ -36,11 +36,8 @@ fn child_receiver() {
     e.set_expected_resources(2, 64).unwrap();
     e.set_handler(20, handler(|_| {}));
     println!("NAME {}", common::name_hex(&e.name()));
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
-        b.poll().unwrap();
-        b.wait_for_activity(10);
-    }
+    // until killed, or its parent is gone (its standard input closes)
+    common::serve_until_stdin_closes(&b);
 }
 
 #[test]
@@ -71,7 +68,8 @@ fn receiver_killed_every_request_returns_unreachable() {
                 "--test-threads=1",
             ])
             .env("RAMP_LIFE_CHILD", "1")
-            .env("RAMP_LIFE_PARENT", common::name_hex(&e.name())),
+            .env("RAMP_LIFE_PARENT", common::name_hex(&e.name()))
+            .stdin(std::process::Stdio::piped()),
     );
 
     e.set_tag(TAG);

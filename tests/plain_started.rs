@@ -56,11 +56,8 @@ fn child_target() {
         }),
     );
     println!("NAME {}", common::name_hex(&e.name()));
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(100) {
-        b.poll().unwrap();
-        b.wait_for_activity(10);
-    }
+    // until killed, or its parent is gone (its standard input closes)
+    common::serve_until_stdin_closes(&b);
 }
 
 #[test]
@@ -115,7 +112,8 @@ fn killed_with_requests_queued(loss: bool) {
             .env("RAMP_STARTED_CHILD", "1")
             .env("RAMP_STARTED_PARENT", common::name_hex(&e.name()))
             .env("RAMP_STARTED_EFFECTS", &effects)
-            .envs(faults.iter().map(|(k, v)| (*k, v.as_str()))),
+            .envs(faults.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(std::process::Stdio::piped()),
     );
     e.set_tag(TAG);
     e.map(1, name, TAG).unwrap();

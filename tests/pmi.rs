@@ -219,7 +219,6 @@ fn abort_ends_the_job() {
             let ctx = r.context();
             assert_ne!(r.status, Some(0), "abort must fail the job: {ctx}");
             assert_ne!(r.status, Some(124), "the job hung after the abort: {ctx}");
-            assert!(r.elapsed < LIMIT, "{ctx}");
             // Hydra ends the job with the abort's exit code.
             assert_eq!(r.status, Some(3), "{ctx}");
             assert!(

@@ -15,7 +15,7 @@ mod common;
 use std::io::Write;
 use std::process::{Child, Command};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ramp::am::{self, handler, Abandon, Ack, Bundle, BundleMode, Endpoint, Message, Progress};
 
@@ -60,11 +60,8 @@ fn child_target() {
         }),
     );
     println!("NAME {}", common::name_hex(&e.name()));
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
-        b.poll().unwrap();
-        b.wait_for_activity(10);
-    }
+    // until killed, or its parent is gone (its standard input closes)
+    common::serve_until_stdin_closes(&b);
 }
 
 /// The initiator (peer timeout 500 ms) and its target child, mapped at 1,
@@ -83,7 +80,8 @@ fn setup(file: &std::path::Path) -> (Arc<Bundle>, Arc<Endpoint>, Child) {
             .args(["--exact", "child_target", "--nocapture", "--test-threads=1"])
             .env("RAMP_TXN_CHILD", "1")
             .env("RAMP_TXN_PARENT", common::name_hex(&e.name()))
-            .env("RAMP_TXN_FILE", file),
+            .env("RAMP_TXN_FILE", file)
+            .stdin(std::process::Stdio::piped()),
     );
     e.set_tag(TAG);
     e.map(1, name, TAG).unwrap();
