@@ -9,7 +9,8 @@ char g_label[64] = "test";
 volatile const char *g_phase = "start";
 
 static pid_t g_child_pid = 0;   /* parent of a pair: the child's pid, until reaped */
-static unsigned g_alarm_secs = 60;
+static unsigned g_alarm_secs = CT_WATCHDOG_SECS;
+static char g_waiting[256]; /* ct_waiting: "file:line: format", or empty */
 
 /* ------------------------------------------------------------------------------------ */
 
@@ -115,6 +116,10 @@ static void on_alarm(int sig) {
   write_str(g_label);
   write_str("] FAIL: TIMEOUT (alarm) in phase: ");
   write_str(g_phase ? (const char *)g_phase : "?");
+  if (g_waiting[0]) {
+    write_str(", waiting at ");
+    write_str(g_waiting);
+  }
   write_str("\n");
   if (g_child_pid > 0) {
     kill(g_child_pid, SIGKILL);
@@ -127,6 +132,14 @@ void ct_label_suffix(const char *suffix) {
   memcpy(base, g_label, sizeof base);
   base[sizeof base - 1] = 0;
   snprintf(g_label, sizeof g_label, "%.40s%.20s", base, suffix);
+}
+
+void ct_waiting(const char *file, int line, const char *fmt, ...) {
+  if (!file) {
+    g_waiting[0] = 0;
+    return;
+  }
+  snprintf(g_waiting, sizeof g_waiting, "%s:%d: %s", file, line, fmt);
 }
 
 void ct_init(const char *testname, unsigned alarm_seconds) {

@@ -10,7 +10,7 @@
 #   --transports L comma-separated RAMP_TRANSPORT values the tests run over
 #                  (default shm,udp: every test once over shared memory, once over UDP)
 #
-# Every c-tests/t_*.c is compiled and run (timeout 120 s each) over each transport; then the tests that are
+# Every c-tests/t_*.c is compiled and run (timeout 600 s each: a watchdog above every test's own alarm) over each transport; then the tests that are
 # meaningful under loss run again with RAMP_FAULT_LOSS=0.05 RAMP_FAULT_DUP=0.02
 # RAMP_FAULT_REORDER=0.05 RAMP_FAULT_SEED=<n>; t_rma also runs with RAMP_PROGRESS_THREAD=1
 # and with T_RMA_ALLOC=1 (its target's regions from ramp_AllocRegion); t_exchange also
@@ -124,7 +124,7 @@ run_one() { # run_one LABEL NAME [ENV...]
   local log="$BUILD/${label//[^A-Za-z0-9_.-]/_}.log"
   local t0 rc
   t0=$(now)
-  env "$@" timeout -k 5 120 "$BUILD/$name" >"$log" 2>&1
+  env "$@" timeout -k 5 600 "$BUILD/$name" >"$log" 2>&1
   rc=$?
   local secs
   secs="$(elapsed "$t0" "$(now)")"
@@ -132,7 +132,7 @@ run_one() { # run_one LABEL NAME [ENV...]
     report PASS "$label" "$secs" "$log"
   else
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-      echo "run.sh: $label killed by timeout 120 s (exit $rc)" >>"$log"
+      echo "run.sh: $label killed by timeout 600 s (exit $rc)" >>"$log"
     else
       echo "run.sh: $label exited with status $rc" >>"$log"
     fi

@@ -214,7 +214,7 @@ static void bad_configuration(void) {
 }
 
 int main(void) {
-  ct_init("t_badargs", 60);
+  ct_init("t_badargs", CT_WATCHDOG_SECS);
   PHASE("bad configuration");
   bad_configuration();
   AM_SAFE(AM_Init());

@@ -64,19 +64,18 @@ static void on_returned(int status, op_t opcode, void *token) {
   c_handler_calls++;
 }
 
-/* Drains until a message arrives; returns how many (stall guard: 60 s). */
+/* Drains until a message arrives; returns how many (a hang: the alarm). */
 static int drain_some(ramp_msg_t *m, const char *what) {
-  double deadline = now_sec() + 60;
   int n = 0;
+  ct_waiting(__FILE__, __LINE__, "no message drained: %s", what);
   for (;;) {
     AM_SAFE(ramp_Drain(eb, m, NMSG, &n));
     if (n > 0) return n;
-    if (now_sec() > deadline) FAIL("no message drained: %s", what);
   }
 }
 
 int main(void) {
-  ct_init("t_drain", 90);
+  ct_init("t_drain", CT_WATCHDOG_SECS);
   ramp_msg_t m[NMSG];
   int n = -1;
   static char segB[SEGLEN];
@@ -225,13 +224,11 @@ int main(void) {
     EXPECT_RC(ramp_DrainOn(&d), 0); /* nothing comes: back after about 1 ms */
     CHECK(d.count == 0, "nothing drained, got %d", d.count);
     AM_SAFE(ramp_RequestShort1(A, 0, H_REQ, 31));
-    double deadline = now_sec() + 60;
     d.spin_us = 100000;
     int got;
     do {
       got = ramp_DrainOn(&d);
       CHECK(got >= 0 && got == d.count, "ramp_DrainOn returned %d, count %d", got, d.count);
-      if (now_sec() > deadline) FAIL("ramp_DrainOn never handed out the request");
     } while (got == 0);
     CHECK(d.count == 1 && m[0].ep == B && m[0].handler == H_REQ && m[0].args[0] == 31 &&
               (m[0].flags & RAMP_MSG_REQUEST),
@@ -240,7 +237,6 @@ int main(void) {
     do {
       got = ramp_DrainOn(&d);
       CHECK(got >= 0 && got == d.count, "ramp_DrainOn returned %d, count %d", got, d.count);
-      if (now_sec() > deadline) FAIL("ramp_DrainOn never handed out the reply");
     } while (got == 0);
     CHECK(d.count == 1 && m[0].ep == A && m[0].handler == H_REP && m[0].args[0] == 32,
           "n %d handler %d arg %d", d.count, m[0].handler, m[0].args[0]);
@@ -260,11 +256,9 @@ int main(void) {
   EXPECT_RC(AM_RequestXferAsync0(A, 0, 0, H_LONG, xbyte, 1), AM_ERR_IN_USE);
   AM_SAFE(ramp_DrainRelease()); /* the automatic reply goes out now */
   {
-    double deadline = now_sec() + 60;
     int rc;
     while ((rc = AM_RequestXferAsync0(A, 0, 0, H_LONG, xbyte, 1)) == AM_ERR_IN_USE) {
       AM_SAFE(AM_Poll(eb));
-      if (now_sec() > deadline) FAIL("the credit never came back after ramp_DrainRelease");
     }
     CHECK(rc == AM_OK, "async long request: %s", ct_errname(rc));
   }
@@ -312,10 +306,8 @@ int main(void) {
   PHASE("drain inside a handler; AM_Poll runs installed handlers");
   AM_SAFE(AM_Request0(A, 0, H_NESTED));
   {
-    double deadline = now_sec() + 60;
     while (nested_calls == 0) {
       AM_SAFE(AM_Poll(eb));
-      if (now_sec() > deadline) FAIL("the nested handler never ran");
     }
   }
   CHECK(nested_rc == AM_ERR_RESOURCE, "ramp_Drain inside a handler: %s",

@@ -46,11 +46,8 @@ static void on_req(void *token, int32_t a) {
 static void on_block(void *token) {
   (void)token;
   atomic_store(&in_block, 1);
-  double t0 = now_sec();
   while (!atomic_load(&let_go)) {
-    if (now_sec() - t0 > 60)
-      FAIL("the blocking handler was never let go");
-  }
+  } /* (a hang: the alarm) */
   atomic_store(&block_done, 1);
 }
 static void on_rep(void *token, int32_t v) {
@@ -74,12 +71,10 @@ static void *poller(void *arg) {
 static ramp_msg_t drain_one(const char *what) {
   ramp_msg_t m[NMSG];
   int n = 0;
-  double t0 = now_sec();
+  ct_waiting(__FILE__, __LINE__, what);
   while (n == 0) {
     AM_SAFE(AM_Poll(ebQ)); /* A's retransmissions under loss */
     AM_SAFE(ramp_Drain(ebP, m, 1, &n));
-    if (n == 0 && now_sec() - t0 > 30)
-      FAIL("%s never came", what);
   }
   CHECK(m[0].ep == B && m[0].handler == H_REQ && (m[0].flags & RAMP_MSG_REQUEST),
         "%s: ep %p handler %d flags %d", what, (void *)m[0].ep, m[0].handler, m[0].flags);
@@ -98,11 +93,8 @@ static void hold_B(pthread_t *t, int32_t value, void **token) {
   CHECK(m.args[0] == value, "arg %d, want %d", m.args[0], value);
   *token = m.token;
   CHECK(pthread_create(t, NULL, poller, NULL) == 0, "pthread_create");
-  double t0 = now_sec();
   while (!atomic_load(&in_block)) {
     AM_SAFE(AM_Poll(ebQ));
-    if (now_sec() - t0 > 30)
-      FAIL("the second thread never ran the blocking handler");
   }
 
 }
@@ -114,18 +106,16 @@ static void unhold_B(pthread_t t) {
 
 /* Polls A until it has `want` replies in all. */
 static void wait_replies(int want, const char *what) {
-  double t0 = now_sec();
+  ct_waiting(__FILE__, __LINE__, what);
   while (atomic_load(&replies) < want) {
     AM_SAFE(AM_Poll(ebQ));
     int n = 0;
     AM_SAFE(ramp_Drain(ebP, NULL, 0, &n)); /* B's side moves (retransmissions) */
-    if (now_sec() - t0 > 30)
-      FAIL("%s: %d replies, want %d", what, atomic_load(&replies), want);
   }
 }
 
 int main(void) {
-  ct_init("t_drain_try", 120);
+  ct_init("t_drain_try", CT_WATCHDOG_SECS);
   pthread_t t;
   void *tok = NULL;
 

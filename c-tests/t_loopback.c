@@ -303,7 +303,7 @@ static void reset(void) {
 }
 
 int main(void) {
-  ct_init("t_loopback", 60);
+  ct_init("t_loopback", CT_WATCHDOG_SECS);
   AM_SAFE(AM_Init());
   eb_t eb;
   AM_SAFE(AM_AllocateBundle(AM_SEQ, &eb));

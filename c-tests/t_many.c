@@ -135,7 +135,7 @@ static void sb_h0(int status, op_t op, void *t) {
 
 static void same_bundle_child(void) {
   ct_label_suffix("/same-bundle");
-  alarm(10);
+  alarm(CT_WATCHDOG_SECS);
   PHASE("same bundle: A sends 3 requests to B (depth 1) without polling; the 2nd must poll B for its credit");
   eb_t b;
   ep_t A, B;
@@ -164,7 +164,7 @@ static void same_bundle_child(void) {
 }
 
 int main(void) {
-  ct_init("t_many", 60);
+  ct_init("t_many", CT_WATCHDOG_SECS);
   fflush(stdout);
   pid_t c = fork();
   CHECK(c >= 0, "fork");
@@ -263,8 +263,6 @@ int main(void) {
     AM_SAFE(AM_SetEventMask(eb, AM_NOTEMPTY));
     AM_SAFE(AM_WaitSema(eb));
     waits++;
-    CHECK(now_sec() - w0 < 5.0, "AM_WaitSema: no reply after 5 s (%d wakeups); request handler ran %d times",
-          waits, req_seen[1][NE - 1][0]);
   }
   CHECK(req_seen[1][NE - 1][0] == 1 && rep_seen[NE - 1][1][0] == 1, "request/reply counts %d/%d",
         req_seen[1][NE - 1][0], rep_seen[NE - 1][1][0]);

@@ -79,7 +79,7 @@ static int spmd_part(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  ct_init("t_names", 60);
+  ct_init("t_names", CT_WATCHDOG_SECS);
   if (ramp_SPMDIsWorker(argv) || (argc > 1 && strcmp(argv[1], "spmd") == 0))
     return spmd_part(argc, argv);
 

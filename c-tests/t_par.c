@@ -104,17 +104,15 @@ static void *worker(void *arg) {
     AM_SAFE(AM_Request2(P.ep, 0, H_LREQ, t, lsent));
     lsent++;
   }
-  double deadline = now_sec() + 30.0;
   while (atomic_load(&rep_count[t]) < K) {
     int rc = AM_Poll(P.eb);
     CHECK(rc == AM_OK, "thread %d: AM_Poll returned %s", t, ct_errname(rc));
-    CHECK(now_sec() < deadline, "thread %d: %d of %d replies after 30 s", t, atomic_load(&rep_count[t]), K);
   }
   return NULL;
 }
 
 int main(void) {
-  ct_init("t_par", 60);
+  ct_init("t_par", CT_WATCHDOG_SECS);
   K = (int)env_long("RAMP_CTEST_PAR_K", 2000);
   L = K / 4;
   C = K;

@@ -61,7 +61,7 @@ static void setup(pair_t *p, void *arg) {
 }
 
 int main(void) {
-  ct_init("t_return", 60);
+  ct_init("t_return", CT_WATCHDOG_SECS);
   spawn_pair(&P, AM_SEQ, DEPTH, setup, NULL);
   EXPECT_RC(ramp_ReturnMessage(NULL, EBADARGS), AM_ERR_BAD_ARG); /* no live token */
   if (P.rank == 1) {

@@ -280,7 +280,7 @@ static void run_scenario(const scenario_t *sc) {
         int rc = send_request(ep, sc->cat, req_handler, k);
         CHECK(rc == AM_OK, "%s: request %d returned %s", sc->name, k, ct_errname(rc));
       }
-      POLL_UNTIL(eb, nrec >= NSEND, 10.0, "%s: only %d of %d returned messages reached handler 0 in 10 s", sc->name,
+      POLL_UNTIL(eb, nrec >= NSEND, 10.0, "%s: only %d of %d returned messages reached handler 0", sc->name,
                  nrec, NSEND);
       poll_for_ms(eb, 30);
       CHECK(nrec == NSEND, "%s: handler 0 ran %d times, expected %d", sc->name, nrec, NSEND);
@@ -369,7 +369,7 @@ static void run_unreachable(void) {
   static const scenario_t sc = {"EUNREACHABLE after the peer was killed", K_REQUEST, 0, 0, EUNREACHABLE};
   cur = &sc;
   snprintf(g_label, sizeof g_label, "t_returned/unreachable");
-  alarm(50);
+  alarm(CT_WATCHDOG_SECS);
   setenv("RAMP_RETRY_LIMIT", "4", 1);
   setenv("RAMP_RTO_MAX_US", "20000", 1);
   PHASE("unreachable: setup");
@@ -392,7 +392,7 @@ static void run_unreachable(void) {
   PHASE("unreachable: request to the dead peer");
   double t0 = now_sec();
   EXPECT_RC(AM_Request1(P.ep, 1, 30, 5), AM_OK);
-  POLL_UNTIL(P.eb, nrec >= 1, 20.0, "a request to a dead peer never came back to handler 0 within 20 s");
+  POLL_UNTIL(P.eb, nrec >= 1, 20.0, "a request to a dead peer never came back to handler 0");
   double el = now_sec() - t0;
   check_rec(&recs[0], EUNREACHABLE, AM_REQUEST_M, 30, 0, 1, P.name[1], P.tag[1], 1, P.ep);
   ct_note("EUNREACHABLE after %.2f s", el);
@@ -402,12 +402,12 @@ static void run_unreachable(void) {
   int rc = AM_RequestXferAsync0(P.ep, 1, 0, 32, b, sizeof b);
   CHECK(rc == AM_OK, "AM_RequestXferAsync0 after the return gave %d (%s): the returned request's credit was not "
         "released (depth 1)", rc, ct_errname(rc));
-  POLL_UNTIL(P.eb, nrec >= 2, 20.0, "second request to a dead peer never came back within 20 s");
+  POLL_UNTIL(P.eb, nrec >= 2, 20.0, "second request to a dead peer never came back");
   check_rec(&recs[1], EUNREACHABLE, AM_REQUEST_XFER_M, 32, 2, 1, P.name[1], P.tag[1], 1, P.ep);
 
   PHASE("unreachable: credit released (blocking short request)");
   EXPECT_RC(AM_Request1(P.ep, 1, 30, 5), AM_OK);
-  POLL_UNTIL(P.eb, nrec >= 3, 20.0, "third request to a dead peer never came back within 20 s");
+  POLL_UNTIL(P.eb, nrec >= 3, 20.0, "third request to a dead peer never came back");
   check_rec(&recs[2], EUNREACHABLE, AM_REQUEST_M, 30, 0, 1, P.name[1], P.tag[1], 1, P.ep);
   poll_for_ms(P.eb, 100);
   CHECK(nrec == 3, "handler 0 ran %d times, expected 3", nrec);
@@ -427,7 +427,7 @@ static void run_unreachable(void) {
 /* default handler 0                                                                     */
 
 static void default_handler0_child(void) {
-  alarm(20);
+  alarm(CT_WATCHDOG_SECS);
   eb_t eb;
   ep_t a, b;
   en_t na, nb;
@@ -442,10 +442,8 @@ static void default_handler0_child(void) {
   AM_SAFE(AM_SetExpectedResources(a, 1, 4));
   AM_SAFE(AM_SetExpectedResources(b, 1, 4));
   AM_SAFE(AM_Request1(a, 0, H_UNREGISTERED_REQ, 5)); /* a keeps the default handler 0 */
-  double end = now_sec() + 10.0;
-  while (now_sec() < end) AM_SAFE(AM_Poll(eb));
-  fprintf(stderr, "default handler 0 did not abort within 10 s\n");
-  _exit(7);
+  /* until the default handler 0 aborts the process (a hang: the alarm) */
+  for (;;) AM_SAFE(AM_Poll(eb));
 }
 
 static void check_default_handler0(void) {
@@ -479,7 +477,7 @@ static void check_default_handler0(void) {
 }
 
 int main(void) {
-  ct_init("t_returned", 60);
+  ct_init("t_returned", CT_WATCHDOG_SECS);
   check_default_handler0();
   memset(rep_payload, 0x77, sizeof rep_payload);
 

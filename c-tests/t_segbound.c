@@ -85,7 +85,7 @@ static void expect_return(int i, int opcode, const char *what) {
 }
 
 int main(void) {
-  ct_init("t_segbound", 60);
+  ct_init("t_segbound", CT_WATCHDOG_SECS);
   PHASE("setup");
   spawn_pair(&P, AM_SEQ, 4, setup, NULL);
   uint8_t b[N];

@@ -224,7 +224,7 @@ static void check_aggregate(const ramp_stats_t *a, const ramp_stats_t *b) {
 }
 
 int main(void) {
-  ct_init("t_stats", 60);
+  ct_init("t_stats", CT_WATCHDOG_SECS);
   CHECK(sizeof(ramp_stats_t) == NFIELDS * sizeof(uint64_t), "sizeof(ramp_stats_t) = %zu, expected %zu",
         sizeof(ramp_stats_t), (size_t)NFIELDS * sizeof(uint64_t));
   CHECK(FI(RttSamples) == NFIELDS - 1 && FI(TotalBytesSent) == 39 && FI(RequestMinLatency) == 24,

@@ -40,7 +40,7 @@ static en_t name_of(eb_t eb, ep_t *out) {
 }
 
 int main(void) {
-  ct_init("t_tables", 60);
+  ct_init("t_tables", CT_WATCHDOG_SECS);
 
   PHASE("before AM_Init");
   eb_t eb = NULL;

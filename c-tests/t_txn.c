@@ -210,7 +210,7 @@ static void initiator(void) {
 }
 
 int main(void) {
-  ct_init("t_txn", 100);
+  ct_init("t_txn", CT_WATCHDOG_SECS);
   spawn_pair(&P, AM_SEQ, 8, setup, NULL);
   int total = 0;
   if (P.rank == 0) {

@@ -51,30 +51,45 @@ static void setup(pair_t *p, void *arg) {
   AM_SAFE(AM_SetHandler(p->ep, H_REP, h_rep));
 }
 
-/* Block in AM_WaitSema until *flag reaches target; return (wall, cpu, calls). */
-static void wait_until(volatile int *flag, int target, double *wall, double *cpu, int *calls) {
+/* Block in AM_WaitSema until *flag reaches target (however long: a wait that never ends
+ * is caught by the alarm); return (wall, cpu, calls). With `notify`, the clocks are read
+ * first, then a barrier that does not poll tells the peer that the wait begins: a peer
+ * that sleeps after that barrier before it sends makes the wall time at least its sleep,
+ * at any speed. */
+static void wait_until_n(volatile int *flag, int target, int notify, double *wall, double *cpu, int *calls) {
   double w0 = now_sec(), c0 = cpu_sec();
+  if (notify) pair_barrier_eb(&P, NULL);
   int n = 0;
+  ct_waiting(__FILE__, __LINE__, "AM_WaitSema: the handler to run");
   while (*flag < target) {
     AM_SAFE(AM_SetEventMask(P.eb, AM_NOTEMPTY));
     AM_SAFE(AM_WaitSema(P.eb));
     n++;
-    CHECK(now_sec() - w0 < 10.0, "waited 10 s in AM_WaitSema without the handler running (%d wakeups)", n);
   }
+  ct_waiting(NULL, 0, NULL);
   *wall = now_sec() - w0;
   *cpu = cpu_sec() - c0;
   *calls = n;
+}
+
+static void wait_until(volatile int *flag, int target, double *wall, double *cpu, int *calls) {
+  wait_until_n(flag, target, 0, wall, cpu, calls);
 }
 
 static void wait_for(volatile int *flag, double *wall, double *cpu, int *calls) {
   wait_until(flag, 1, wall, cpu, calls);
 }
 
+/* wait_for, the peer told when the wait begins (it then sleeps before it sends). */
+static void wait_for_notified(volatile int *flag, double *wall, double *cpu, int *calls) {
+  wait_until_n(flag, 1, 1, wall, cpu, calls);
+}
+
 static void noevents_child(void) {
   eb_t eb;
   ep_t a, b;
   en_t na, nb;
-  alarm(10);
+  alarm(CT_WATCHDOG_SECS);
   PHASE("AM_WaitSema with AM_NOEVENTS");
   AM_SAFE(AM_Init());
   AM_SAFE(AM_AllocateBundle(AM_SEQ, &eb));
@@ -119,7 +134,7 @@ static void noevents_child(void) {
 static void lossy_round_trips(void) {
   const int rounds = 20;
   ct_label_suffix("/lossy");
-  alarm(50);
+  alarm(CT_WATCHDOG_SECS);
   setenv("RAMP_FAULT_LOSS", "0.25", 1);
   char seed[32];
   snprintf(seed, sizeof seed, "%ld", env_long("RAMP_FAULT_SEED", 11) + 1000);
@@ -150,7 +165,7 @@ static void lossy_round_trips(void) {
 }
 
 int main(void) {
-  ct_init("t_waitsema", 60);
+  ct_init("t_waitsema", CT_WATCHDOG_SECS);
   const unsigned sleep_ms_before_send = 300;
 
   /* NOEVENTS first, in its own process, before any endpoint exists here */
@@ -162,7 +177,7 @@ int main(void) {
   while (waitpid(c, &st, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
-    FAIL("AM_WaitSema with mask AM_NOEVENTS hung (killed by the 10 s alarm)");
+    FAIL("AM_WaitSema with mask AM_NOEVENTS hung (killed by the alarm)");
   CHECK(!WIFSIGNALED(st), "AM_WaitSema with mask AM_NOEVENTS killed the process (signal %d, %s); ramp returns "
         "AM_ERR_RESOURCE (include/am.h)", WIFSIGNALED(st) ? WTERMSIG(st) : 0,
         WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "");
@@ -186,18 +201,20 @@ int main(void) {
   int calls = 0;
   if (P.rank == 0) {
     PHASE("rank 0 blocked in AM_WaitSema for the request");
-    wait_for(&req_ran, &wall, &cpu, &calls);
+    wait_for_notified(&req_ran, &wall, &cpu, &calls);
     ct_note("request wait: wall %.3f s, cpu %.3f s (%.1f%%), %d AM_WaitSema call(s)", wall, cpu,
             100.0 * cpu / wall, calls);
     CHECK(req_ran == 1, "request handler ran %d times", (int)req_ran);
-    /* The point is CPU: a sleeping wait uses next to none of the 0.3 s; a spinning one
-     * all it can get (under load, less: a loaded machine can only hide a spin, never
-     * fail a sleeping wait). */
+    /* The point is CPU: the wall time is at least rank 1's 0.3 s sleep, which begins
+     * after this wait's clocks were read (the barrier); a sleeping wait uses next to none
+     * of it, a spinning one all it can get (under load, less: a loaded machine can only
+     * hide a spin, never fail a sleeping wait). How often it woke without the handler
+     * (ACKs, heartbeats: more on a slow machine) is printed, not bounded. */
     CHECK(cpu < 0.5 * wall, "AM_WaitSema spins: %.3f s CPU in %.3f s wall (%.0f%%, limit 50%%)", cpu, wall,
           100.0 * cpu / wall);
-    CHECK(calls <= 5, "AM_WaitSema woke up %d times without a message", calls - 1);
   } else {
     PHASE("rank 1 sleeping, then sending");
+    pair_barrier_eb(&P, NULL); /* rank 0's wait begins */
     sleep_ms(sleep_ms_before_send);
     AM_SAFE(AM_Request1(P.ep, 0, H_REQ, 1234));
     PHASE("rank 1 blocked in AM_WaitSema for the reply");
@@ -210,13 +227,13 @@ int main(void) {
   PHASE("second round");
   pair_barrier(&P);
   if (P.rank == 1) {
-    wait_for(&req_ran, &wall, &cpu, &calls);
+    wait_for_notified(&req_ran, &wall, &cpu, &calls);
     ct_note("request wait (rank 1): wall %.3f s, cpu %.3f s (%.1f%%), %d call(s)", wall, cpu, 100.0 * cpu / wall,
             calls);
     CHECK(req_ran == 1, "request handler ran %d times", (int)req_ran);
     CHECK(cpu < 0.5 * wall, "AM_WaitSema spins: %.3f s CPU in %.3f s wall", cpu, wall);
-    CHECK(calls <= 5, "AM_WaitSema woke up %d times without a message", calls - 1);
   } else {
+    pair_barrier_eb(&P, NULL); /* rank 1's wait begins */
     sleep_ms(500);
     AM_SAFE(AM_Request1(P.ep, 1, H_REQ, 1234));
     wait_for(&rep_ran, &wall, &cpu, &calls);
@@ -229,7 +246,8 @@ int main(void) {
   /* rank 0 must not poll from here on until AM_WaitSema: a barrier that does not poll */
   pair_barrier_eb(&P, NULL);
   if (P.rank == 0) {
-    sleep_ms(300); /* not polling: rank 1's request waits in the socket */
+    /* not polling: once rank 1 has sent (the barrier), its request waits in the socket */
+    pair_barrier_eb(&P, NULL);
     double w0 = now_sec();
     AM_SAFE(AM_SetEventMask(P.eb, AM_NOTEMPTY));
     AM_SAFE(AM_WaitSema(P.eb)); /* one call: the message is there */
@@ -239,6 +257,7 @@ int main(void) {
     ct_note("AM_WaitSema with a message already queued: %.3f s", w);
   } else {
     AM_SAFE(AM_Request1(P.ep, 0, H_REQ, 1234));
+    pair_barrier_eb(&P, NULL); /* sent: rank 0 may wait */
     wait_for(&rep_ran, &wall, &cpu, &calls);
   }
   pair_finish(&P, 50);

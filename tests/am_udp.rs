@@ -71,10 +71,9 @@ fn request_reply_every_category() {
         .unwrap();
     e0.request(1, &Message::long(10, &[], &[3u8; 1000], 64), false)
         .unwrap();
-    let t0 = std::time::Instant::now();
+    common::waiting_for("the replies");
     while replies.load(Ordering::SeqCst) < 3 {
         b.poll().unwrap();
-        assert!(t0.elapsed().as_secs() < 10, "no replies");
     }
     assert_eq!(got.load(Ordering::SeqCst), 11);
     assert_eq!(&seg.snapshot()[64..1064], &[3u8; 1000][..]);
@@ -124,14 +123,9 @@ fn exchange(b: &am::Bundle, e0: &Arc<am::Endpoint>, e1: &Arc<am::Endpoint>, n: u
         e0.request(1, &Message::medium(20, &[k], &payload), false)
             .unwrap();
     }
-    let t0 = std::time::Instant::now();
+    common::waiting_for("the replies");
     while replies.load(Ordering::SeqCst) < n as u64 {
         b.poll().unwrap();
-        assert!(
-            t0.elapsed().as_secs() < 60,
-            "stuck at {} replies",
-            replies.load(Ordering::SeqCst)
-        );
         assert_eq!(
             returned.load(Ordering::SeqCst),
             0,
@@ -241,10 +235,9 @@ fn translation_table_of_4096_peers() {
             .request(i as u32, &Message::short(5, &[i as u32]), false)
             .unwrap();
     }
-    let t0 = std::time::Instant::now();
+    common::waiting_for("an answer from every index");
     while got.lock().contains(&0) {
         b.poll().unwrap();
-        assert!(t0.elapsed().as_secs() < 60);
     }
     assert!(
         got.lock().iter().all(|&c| c == 1),

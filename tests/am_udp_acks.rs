@@ -1,6 +1,10 @@
-//! Over UDP a ping-pong's ACKs ride on the next request and reply (about
-//! one datagram per message), in one process and between two processes
-//! busy-polling as `ramp bench` runs.
+//! Ping-pongs over UDP, in one process and between two processes
+//! busy-polling as `ramp bench` runs: every round trip completes, and the
+//! datagrams each end sent are printed. That the ACKs ride on the next
+//! request and reply (about one datagram per message) holds while a round
+//! trip is shorter than the ACK delay, which a loaded machine does not
+//! promise: it is shown on virtual time
+//! (`src/am/timing_world_tests.rs`, `a_ping_pongs_acks_ride_on_its_requests_and_replies`).
 
 #[path = "common/am_pair.rs"]
 mod am_pair;
@@ -15,14 +19,15 @@ use std::sync::Arc;
 
 use ramp::am::{self, handler, Message};
 
-/// Over UDP a ping-pong's ACKs ride on the next request and reply: about
-/// one datagram per message, not ACK datagrams beside each one. (The
-/// express lane's ACK flush before a record, once also done for UDP peers,
-/// made it 1,504 datagrams from the requester for 500 round trips.)
+/// A ping-pong over UDP in one process: every round trip completes; the
+/// datagrams are printed (about one per message while a round trip is
+/// shorter than the ACK delay: the express lane's ACK flush before a
+/// record, once also done for UDP peers, made it 1,504 datagrams from the
+/// requester for 500 round trips).
 #[test]
-fn ping_pong_acks_ride_on_the_messages() {
+fn ping_pong_round_trips_complete() {
     let _watchdog = common::watchdog(
-        "am_udp_acks::ping_pong_acks_ride_on_the_messages",
+        "am_udp_acks::ping_pong_round_trips_complete",
         Duration::from_secs(120),
     );
     let mut cfg = ramp::config::Config::from_lookup(|_| None).unwrap();
@@ -62,16 +67,15 @@ fn ping_pong_acks_ride_on_the_messages() {
     }
     let (d0, d1) = (sent(&e0) - s0, sent(&e1) - s1);
     eprintln!("{N} round trips: {d0} datagrams from the requester, {d1} from the replier");
-    // one each per round trip; a few standalone ACKs when a round trip
-    // takes longer than the ACK delay (a loaded machine); twice N: an ACK
-    // datagram before every request
+    assert_eq!(replies.load(Ordering::SeqCst), 10 + N);
+    // a message a datagram at least
     assert!(
-        d0 < N * 3 / 2 && d1 < N * 3 / 2,
+        d0 >= N && d1 >= N,
         "{d0} and {d1} datagrams for {N} round trips"
     );
 }
 
-/// The replier of `ping_pong_between_processes_acks_ride_on_the_messages`
+/// The replier of `ping_pong_between_processes_round_trips_complete`
 /// (run by it as a child process; returns at once otherwise).
 #[test]
 fn child_replier() {
@@ -92,17 +96,17 @@ fn child_replier() {
     println!("SENT {}", s.packets_sent + s.acks_sent);
 }
 
-/// `ping_pong_acks_ride_on_the_messages` between two processes over UDP,
-/// both busy-polling, as `ramp bench` runs (the express lane's ACK flush,
-/// once done for UDP peers too, made it 6,008 datagrams from the requester
-/// for 2,000 round trips: `am/express.rs::try_express`).
+/// `ping_pong_round_trips_complete` between two processes over UDP, both
+/// busy-polling, as `ramp bench` runs (the express lane's ACK flush, once
+/// done for UDP peers too, made it 6,008 datagrams from the requester for
+/// 2,000 round trips: `am/express.rs::try_express`).
 #[test]
-fn ping_pong_between_processes_acks_ride_on_the_messages() {
+fn ping_pong_between_processes_round_trips_complete() {
     if std::env::var_os("RAMP_ACKS_PARENT").is_some() {
         return;
     }
     let _watchdog = common::watchdog(
-        "am_udp_acks::ping_pong_between_processes_acks_ride_on_the_messages",
+        "am_udp_acks::ping_pong_between_processes_round_trips_complete",
         Duration::from_secs(120),
     );
     let (b, e, mut child, mut lines) = udp_parent("child_replier", "RAMP_ACKS_PARENT", 4);
@@ -143,15 +147,11 @@ fn ping_pong_between_processes_acks_ride_on_the_messages() {
     lines.for_each(drop);
     assert!(child.wait().unwrap().success());
     eprintln!("{N} round trips: {d0} datagrams from the requester, {d1} from the replier in all");
-    // one per round trip each (the replier's count includes its 10 first
-    // replies and what the association took); twice N: an ACK datagram
-    // beside every request or reply
+    assert_eq!(replies.load(Ordering::SeqCst), 10 + N);
+    // a message a datagram at least (the replier's count includes its 10
+    // first replies and what the association took)
     assert!(
-        d0 < N * 3 / 2,
-        "{d0} datagrams from the requester for {N} round trips"
-    );
-    assert!(
-        d1 < N * 3 / 2 + 50,
-        "{d1} datagrams from the replier for {N} round trips"
+        d0 >= N && d1 >= N + 10,
+        "{d0} and {d1} datagrams for {N} round trips"
     );
 }

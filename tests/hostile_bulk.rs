@@ -130,51 +130,76 @@ fn flipped_bits_in_long_packets_never_reach_the_segment() {
         );
     }
     let to = e.addr();
+    // What the endpoint did so far, published after each of its polls:
+    // handlers run, and packets received (each datagram the peer sends is
+    // one packet, counted whether it is taken or dropped). The peer sends
+    // a datagram only once the endpoint has taken every earlier one: a
+    // 60 KB datagram waits in the socket's buffer, which holds only a few
+    // of them; one the kernel dropped would not be tested.
     let handled = Arc::new(AtomicU64::new(0));
+    let received = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
-    let (hd, dn) = (handled.clone(), done.clone());
+    let (hd, rx, dn) = (handled.clone(), received.clone(), done.clone());
     let sender = std::thread::spawn(move || {
-        let theirs = common::wire_handshake(&s, to, 0x0bad_f00d_0bad_f00d, &|| {});
+        let (theirs, mut sent) = common::wire_handshake(&s, to, 0x0bad_f00d_0bad_f00d, &|| {});
         s.set_nonblocking(true).unwrap();
+        let send = |d: &[u8], sent: &mut u64| {
+            while rx.load(Ordering::SeqCst) < *sent {
+                std::thread::yield_now();
+            }
+            s.send_to(d, to).unwrap();
+            *sent += 1;
+        };
         let head = wire::DATA_HEADER_LEN + 4;
         let mut sent_bad = 0u64;
         // one datagram: 60,000 bytes of 1 at offset 0
         let good = long_frag(theirs, 0, 1, 0, ONE, 0, &[1u8; ONE]);
         for bad in flipped(&good, head) {
-            s.send_to(&bad, to).unwrap();
+            send(&bad, &mut sent);
             sent_bad += 1;
-            std::thread::sleep(Duration::from_millis(2));
         }
         while hd.load(Ordering::SeqCst) < 1 {
-            s.send_to(&good, to).unwrap();
-            std::thread::sleep(Duration::from_millis(20));
+            send(&good, &mut sent);
+            // taken: then its handler ran in that poll, or it is to run
+            while rx.load(Ordering::SeqCst) < sent {
+                std::thread::yield_now();
+            }
         }
         // two fragments: 70,000 bytes of 2 at offset 60,000; the second
         // fragment flipped first
         let a = long_frag(theirs, 1, 2, ONE as u64, TWO, 0, &[2u8; FIRST]);
         let z = long_frag(theirs, 2, 2, ONE as u64, TWO, FIRST, &[2u8; TWO - FIRST]);
-        s.send_to(&a, to).unwrap();
-        std::thread::sleep(Duration::from_millis(5));
+        send(&a, &mut sent);
         for bad in flipped(&z, head) {
-            s.send_to(&bad, to).unwrap();
+            send(&bad, &mut sent);
             sent_bad += 1;
-            std::thread::sleep(Duration::from_millis(2));
         }
         while hd.load(Ordering::SeqCst) < 2 {
-            s.send_to(&a, to).unwrap();
-            s.send_to(&z, to).unwrap();
-            std::thread::sleep(Duration::from_millis(20));
+            send(&a, &mut sent);
+            send(&z, &mut sent);
+            while rx.load(Ordering::SeqCst) < sent {
+                std::thread::yield_now();
+            }
         }
         dn.store(true, Ordering::SeqCst);
-        sent_bad
+        (sent_bad, sent)
     });
+    let publish = || {
+        handled.store(runs.lock().unwrap().len() as u64, Ordering::SeqCst);
+        received.store(e.statistics().packets_received, Ordering::SeqCst);
+    };
+    common::waiting_for("the sender's handshake and messages");
     while !done.load(Ordering::SeqCst) {
         b.poll().unwrap();
-        handled.store(runs.lock().unwrap().len() as u64, Ordering::SeqCst);
+        publish();
     }
-    let sent_bad = sender.join().unwrap();
-    let t = std::time::Instant::now();
-    while t.elapsed() < Duration::from_millis(100) {
+    let (sent_bad, sent) = sender.join().unwrap();
+    // every datagram sent taken (none waits in the socket to run later)
+    common::waiting_for("the last datagrams to be taken");
+    while e.statistics().packets_received < sent {
+        b.poll().unwrap();
+    }
+    for _ in 0..100 {
         b.poll().unwrap();
     }
     let runs = runs.lock().unwrap().clone();

@@ -364,17 +364,13 @@ impl Flow {
 }
 
 /// Runs the exchange until every flow has sent `upto` and all are answered.
-fn run_to(b: &Bundle, flows: &mut [Flow], upto: u64, limit: Duration) {
-    let t = Instant::now();
+fn run_to(b: &Bundle, flows: &mut [Flow], upto: u64) {
+    common::waiting_for("the real exchange under the flood");
     while !flows.iter().all(|f| f.next >= upto && f.done()) {
         for f in flows.iter_mut() {
             f.pump(upto);
         }
         b.poll().unwrap();
-        assert!(
-            t.elapsed() < limit,
-            "the real exchange stalled under the flood"
-        );
     }
 }
 
@@ -475,12 +471,11 @@ fn a_live_endpoint_keeps_serving_under_a_flood() {
             }
         })
     };
-    let limit = common::scaled(Duration::from_secs(120));
     // warm-up: a first exchange (captures), then a flood of a quarter size
     let t_start = Instant::now();
-    run_to(&b, &mut flows, 300, limit);
+    run_to(&b, &mut flows, 300);
     go_tx.send(count / 4).unwrap();
-    let t = Instant::now();
+    common::waiting_for("the warm-up flood to end");
     let (_, warm_took) = loop {
         // (the exchange goes on, a few at a time)
         for f in flows.iter_mut() {
@@ -490,10 +485,9 @@ fn a_live_endpoint_keeps_serving_under_a_flood() {
         if let Ok(r) = done_rx.try_recv() {
             break r;
         }
-        assert!(t.elapsed() < limit, "the warm-up flood did not end");
     };
     let most = flows.iter().map(|f| f.next).max().unwrap();
-    run_to(&b, &mut flows, most, limit);
+    run_to(&b, &mut flows, most);
     eprintln!(
         "flood: warm-up: {} datagrams in {:.2} s, {} real requests so far",
         count / 4,
@@ -503,7 +497,7 @@ fn a_live_endpoint_keeps_serving_under_a_flood() {
     let rss_warm = rss_kib();
     let before: Vec<u64> = flows.iter().map(|f| f.next).collect();
     go_tx.send(count).unwrap();
-    let t = Instant::now();
+    common::waiting_for("the flood to end");
     let (kinds, took) = loop {
         for f in flows.iter_mut() {
             f.pump(WARM_REQUESTS + FLOOD_REQUESTS);
@@ -512,14 +506,13 @@ fn a_live_endpoint_keeps_serving_under_a_flood() {
         if let Ok(r) = done_rx.try_recv() {
             break r;
         }
-        assert!(t.elapsed() < limit, "the flood did not end");
     };
     let most = flows.iter().map(|f| f.next).max().unwrap();
-    run_to(&b, &mut flows, most, limit);
+    run_to(&b, &mut flows, most);
     let under_fire: u64 = flows.iter().zip(&before).map(|(f, b)| f.next - b).sum();
-    // a little quiet polling, then the figures
-    let q = Instant::now();
-    while q.elapsed() < Duration::from_millis(200) {
+    // a little quiet polling (what is left of the flood in the sockets
+    // taken), then the figures
+    for _ in 0..10_000 {
         b.poll().unwrap();
     }
     let rss_end = rss_kib();

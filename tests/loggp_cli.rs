@@ -220,15 +220,23 @@ fn a_bench_role_ends_with_the_process_that_started_it() {
     let name = format!("0100{:04x}{}", 9, "0".repeat(56));
     let out = Command::new("sh")
         .arg("-c")
-        .arg(r#""$0" bench-client 192.0.2.1:9 "$1" 1000000 1 1 >/dev/null 2>&1 & echo $!; sleep 1"#)
+        // the shell ends once the role watches it: its watcher thread (the
+        // first thing the role starts) is running, whatever the speed
+        .arg(concat!(
+            r#""$0" bench-client 192.0.2.1:9 "$1" 1000000 1 1 >/dev/null 2>&1 & p=$!; "#,
+            r#"while [ "$(ls /proc/$p/task 2>/dev/null | wc -l)" -lt 2 ]; do sleep 0.01; done; echo $p"#
+        ))
         .arg(env!("CARGO_BIN_EXE_ramp"))
         .arg(&name)
         .output()
         .unwrap();
     let pid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     let proc_dir = format!("/proc/{pid}");
+    // (a watchdog: a role that never ends is killed after minutes, and
+    // the test fails)
+    let limit = common::scaled(Duration::from_secs(180));
     let t = std::time::Instant::now();
-    while std::path::Path::new(&proc_dir).exists() && t.elapsed() < Duration::from_secs(10) {
+    while std::path::Path::new(&proc_dir).exists() && t.elapsed() < limit {
         std::thread::sleep(Duration::from_millis(50));
     }
     let alive = std::path::Path::new(&proc_dir).exists();
@@ -237,6 +245,6 @@ fn a_bench_role_ends_with_the_process_that_started_it() {
     }
     assert!(
         !alive,
-        "the orphaned bench client {pid} still runs 10 s after its parent"
+        "the orphaned bench client {pid} still runs {limit:?} after its parent"
     );
 }

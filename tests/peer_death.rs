@@ -1,7 +1,10 @@
 //! A receiver process killed with SIGKILL (finding 7): with
 //! `RAMP_PEER_TIMEOUT_MS=500` every request to it returns to handler 0
-//! with EUNREACHABLE within a small multiple of the timeout, queued ones
-//! and new ones alike, while `AM_Request` blocks for credits.
+//! with EUNREACHABLE, queued ones and new ones alike, while `AM_Request`
+//! blocks for credits. How long after the kill is printed; that the last
+//! comes back within a small multiple of the timeout is shown on virtual
+//! time (`src/am/timing_world_tests.rs`), where a loaded machine cannot
+//! stretch it.
 //!
 //! The receiver is this test binary again, run with `RAMP_LIFE_CHILD=1`
 //! and only `child_receiver` selected.
@@ -33,17 +36,14 @@ fn child_receiver() {
     e.set_expected_resources(2, 64).unwrap();
     e.set_handler(20, handler(|_| {}));
     println!("NAME {}", common::name_hex(&e.name()));
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
-        b.poll().unwrap();
-        b.wait_for_activity(10);
-    }
+    // until killed, or its parent is gone (its standard input closes)
+    common::serve_until_stdin_closes(&b);
 }
 
 #[test]
-fn receiver_killed_every_request_returns_unreachable_by_the_timeout() {
+fn receiver_killed_every_request_returns_unreachable() {
     let _watchdog = common::watchdog(
-        "peer_death::receiver_killed_every_request_returns_unreachable_by_the_timeout",
+        "peer_death::receiver_killed_every_request_returns_unreachable",
         Duration::from_secs(120),
     );
     if std::env::var_os("RAMP_LIFE_CHILD").is_some() {
@@ -68,7 +68,8 @@ fn receiver_killed_every_request_returns_unreachable_by_the_timeout() {
                 "--test-threads=1",
             ])
             .env("RAMP_LIFE_CHILD", "1")
-            .env("RAMP_LIFE_PARENT", common::name_hex(&e.name())),
+            .env("RAMP_LIFE_PARENT", common::name_hex(&e.name()))
+            .stdin(std::process::Stdio::piped()),
     );
 
     e.set_tag(TAG);
@@ -88,10 +89,10 @@ fn receiver_killed_every_request_returns_unreachable_by_the_timeout() {
             r.fetch_add(1, Ordering::SeqCst);
         }),
     );
-    // one request that gets through: the association is up
+    // one request that gets through (answered): the association is up
     e.request(1, &Message::short(20, &[0]), false).unwrap();
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_millis(300) {
+    common::waiting_for("the first request's answer");
+    while e.unanswered_requests() > 0 {
         b.poll().unwrap();
         b.wait_for_activity(5);
     }
@@ -106,7 +107,8 @@ fn receiver_killed_every_request_returns_unreachable_by_the_timeout() {
             .unwrap();
     }
     let issued = killed.elapsed();
-    while returned.load(Ordering::SeqCst) < n && killed.elapsed() < Duration::from_secs(30) {
+    common::waiting_for("every request to come back");
+    while returned.load(Ordering::SeqCst) < n {
         b.poll().unwrap();
         b.wait_for_activity(5);
     }
@@ -120,9 +122,4 @@ fn receiver_killed_every_request_returns_unreachable_by_the_timeout() {
     );
     assert_eq!(returned.load(Ordering::SeqCst), n);
     assert_eq!(unreachable.load(Ordering::SeqCst), n);
-    assert!(
-        last < Duration::from_millis(3 * timeout_ms),
-        "took {} ms",
-        last.as_millis()
-    );
 }

@@ -132,13 +132,9 @@ fn peer_with(no_ptrace: bool) -> Peer {
     };
     // the first messages to a peer go by UDP while the shared-memory ring
     // is set up: small (chunked) puts until it is
-    let t0 = std::time::Instant::now();
+    common::waiting_for("the ring to the target");
     while !p.e.ring_ready(1) {
         assert_eq!(p.put(p.rw, 0, &[0u8; 8]), 0);
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "no ring to the target"
-        );
     }
     p
 }
@@ -153,6 +149,26 @@ impl Peer {
         let dst = VecSegment::new(n);
         let op = self.e.get(1, region, off, dst.clone(), true).unwrap();
         (self.e.wait_op(op).unwrap(), dst.snapshot())
+    }
+
+    /// Runs `op` (a put or get that returns its status, checking its own
+    /// bytes) again until it goes direct: one the target took too late
+    /// (its descriptor's `TTL`, which a loaded machine may exceed) fell
+    /// back to chunks, with the same outcome. How many fell back.
+    fn until_direct(&self, what: &str, op: &mut dyn FnMut()) -> u64 {
+        common::waiting_for(what);
+        let mut fell = 0;
+        loop {
+            let [done0, back0, _] = self.e.rma_direct_counts();
+            op();
+            let [done, back, _] = self.e.rma_direct_counts();
+            if done > done0 {
+                assert_eq!((done - done0, back - back0), (1, 0));
+                return fell;
+            }
+            assert_eq!(back - back0, 1, "{what}: neither direct nor fallen back");
+            fell += 1;
+        }
     }
 
     /// The region's bytes read in chunks below the direct path's threshold.
@@ -185,24 +201,22 @@ fn large_puts_and_gets_of_odd_sizes_are_copied_directly_and_intact() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _w = common::watchdog("rma_direct::sizes", Duration::from_secs(300));
     let p = peer();
-    let [done0, back0, _] = p.e.rma_direct_counts();
     let sizes = [64usize << 10, 1 << 20, (1 << 20) + 13, (3 << 20) + 7];
+    let mut fell = 0;
     for (k, &n) in sizes.iter().enumerate() {
         let off = 5 + 3 * k as u64;
         let data = common::pattern(n, k as u32 + 1);
-        assert_eq!(p.put(p.rw, off, &data), 0, "put of {n}");
-        assert!(p.get_chunked(off, n) == data, "put of {n} bytes differs");
-        let (s, got) = p.get(p.rw, off, n);
-        assert_eq!(s, 0, "get of {n}");
-        assert!(got == data, "get of {n} bytes differs");
+        fell += p.until_direct("a direct put", &mut || {
+            assert_eq!(p.put(p.rw, off, &data), 0, "put of {n}");
+            assert!(p.get_chunked(off, n) == data, "put of {n} bytes differs");
+        });
+        fell += p.until_direct("a direct get", &mut || {
+            let (s, got) = p.get(p.rw, off, n);
+            assert_eq!(s, 0, "get of {n}");
+            assert!(got == data, "get of {n} bytes differs");
+        });
     }
-    let [done, back, _] = p.e.rma_direct_counts();
-    assert_eq!(back - back0, 0, "nothing fell back");
-    assert_eq!(
-        done - done0,
-        2 * sizes.len() as u64,
-        "every one went direct"
-    );
+    eprintln!("every size went direct; {fell} fell back before");
     // a put with a handle-less call: returns once done, the fence sees it
     let data = common::pattern(1 << 20, 9);
     assert_eq!(p.e.put(1, p.rw, 0, &data, None, false).unwrap(), 0);
@@ -220,11 +234,25 @@ fn out_of_bounds_and_without_rights_are_refused_and_write_nothing() {
     let p = peer();
     let zeros = vec![0u8; 1 << 20];
     let data = common::pattern(1 << 20, 3);
-    assert_eq!(p.put(p.rw, (REGION - (1 << 20) + 1) as u64, &data), BAD_SEG);
-    assert_eq!(p.put(p.rw, u64::MAX / 2, &data), BAD_SEG);
-    assert_eq!(p.put(p.ro, 0, &data), BAD_SEG, "a read-only region");
-    assert_eq!(p.put(p.rw + 100, 0, &data), BAD_SEG, "no such region");
-    assert_eq!(p.get(p.rw, (REGION - 100) as u64, 1 << 20).0, BAD_SEG);
+    // refused, and final: no fall-back to chunks (the refusal comes within
+    // the descriptor's TTL + GRACE, 100 ms, after which the initiator
+    // would give it up and fall back)
+    let refused = |what: &str, status: u8| {
+        assert_eq!(status, BAD_SEG, "{what}");
+        let [_, back, _] = p.e.rma_direct_counts();
+        assert_eq!(back, 0, "{what}: refusals are final, not fall-backs");
+    };
+    refused(
+        "past the end",
+        p.put(p.rw, (REGION - (1 << 20) + 1) as u64, &data),
+    );
+    refused("far past the end", p.put(p.rw, u64::MAX / 2, &data));
+    refused("a read-only region", p.put(p.ro, 0, &data));
+    refused("no such region", p.put(p.rw + 100, 0, &data));
+    refused(
+        "a get past the end",
+        p.get(p.rw, (REGION - 100) as u64, 1 << 20).0,
+    );
     let (s, got) = p.get(p.ro, 0, 1 << 20);
     assert_eq!(s, 0, "a read-only region can be read");
     assert!(got == zeros);
@@ -232,8 +260,6 @@ fn out_of_bounds_and_without_rights_are_refused_and_write_nothing() {
         p.get_chunked(REGION as u64 - (1 << 20), 1 << 20) == zeros,
         "nothing written"
     );
-    let [_, back, _] = p.e.rma_direct_counts();
-    assert_eq!(back, 0, "refusals are final, not fall-backs");
 }
 
 #[test]
@@ -245,8 +271,9 @@ fn a_deregistration_racing_a_stream_of_puts_stops_every_later_write() {
     let _w = common::watchdog("rma_direct::deregister", Duration::from_secs(300));
     let p = peer();
     let n = 1 << 20;
-    assert_eq!(p.put(p.rw, 0, &common::pattern(n, 0)), 0);
-    assert_eq!(p.e.rma_direct_counts()[0], 1, "went direct");
+    p.until_direct("a direct put", &mut || {
+        assert_eq!(p.put(p.rw, 0, &common::pattern(n, 0)), 0);
+    });
     // the deregistration runs in the target's handler while puts stream in
     p.answer.store(u64::MAX, Ordering::SeqCst);
     p.e.request(1, &Message::short(H_DEREGISTER, &[]), false)

@@ -140,17 +140,13 @@ fn peer(ro: bool) -> Peer {
     // small puts (gets from the read-only region) until the ring is up
     // and the region files came and are mapped
     let want = if ro { 2 } else { 1 };
-    let t0 = std::time::Instant::now();
+    common::waiting_for("the target's regions to be mapped");
     while p.e.rma_shared_counts()[1] < want {
         assert_eq!(p.put(p.rw, 0, &[0u8; 8]), 0);
         if ro {
             assert_eq!(p.get(p.ro, 0, 8).0, 0);
         }
         p.b.wait_for_activity(1);
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "the target's regions were not mapped"
-        );
     }
     p
 }
@@ -327,18 +323,17 @@ fn the_owner_killed_does_not_harm_the_initiator() {
     // the mapping stays memory until the ring's check drops it: a put
     // meanwhile lands in the dead file, never a fault here
     let _ = p.e.put(1, p.rw, 0, &data, None, false);
-    let t0 = std::time::Instant::now();
+    common::waiting_for("the dead peer's ring to be dropped");
     while p.e.ring_ready(1) {
         p.b.poll().unwrap();
         p.b.wait_for_activity(5);
-        assert!(t0.elapsed() < Duration::from_secs(20), "ring kept");
     }
     let done = p.e.rma_shared_counts()[0];
     // the dead peer's mapping is dropped without any operation to it
+    common::waiting_for("the dead peer's mapping to be dropped");
     while p.e.rma_shared_counts()[3] != 0 {
         p.b.poll().unwrap();
         p.b.wait_for_activity(5);
-        assert!(t0.elapsed() < Duration::from_secs(20), "mapping kept");
     }
     // small: a chunk that waits for no window
     let op = p.e.put(1, p.rw, 0, &data[..8], None, true).unwrap();

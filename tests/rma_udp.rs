@@ -103,7 +103,7 @@ fn put_notify_sets_the_word_after_the_bytes() {
     let flag_off = n as u64 + 8;
     e0.put(1, r, 0, &data, Some((flag_off, 0xfeed)), false)
         .unwrap();
-    let t0 = std::time::Instant::now();
+    common::waiting_for("the flag after the bytes");
     loop {
         let snap = mem.snapshot();
         let flag = u32::from_ne_bytes(snap[n + 8..n + 12].try_into().unwrap());
@@ -113,7 +113,6 @@ fn put_notify_sets_the_word_after_the_bytes() {
         }
         assert_eq!(flag, 0);
         b.poll().unwrap();
-        assert!(t0.elapsed() < common::scaled(Duration::from_secs(60)));
     }
     e0.fence().unwrap();
     // a flag outside the region refuses the whole put: nothing written
@@ -255,10 +254,9 @@ fn a_put_is_performed_before_a_later_am_request_runs() {
         )
         .unwrap();
     }
-    let t0 = std::time::Instant::now();
+    common::waiting_for("every handler after its put");
     while ok.load(Ordering::SeqCst) + bad.load(Ordering::SeqCst) < rounds as u64 {
         b.poll().unwrap();
-        assert!(t0.elapsed() < common::scaled(Duration::from_secs(60)));
     }
     assert_eq!(
         bad.load(Ordering::SeqCst),
@@ -294,7 +292,7 @@ fn many_outstanding_operations_complete() {
     }
     // test in a loop until all are done
     let mut left: Vec<u64> = ops.clone();
-    let t0 = std::time::Instant::now();
+    common::waiting_for("every operation to complete");
     while !left.is_empty() {
         left.retain(|&op| match e0.test_op(op).unwrap() {
             Some(s) => {
@@ -303,7 +301,6 @@ fn many_outstanding_operations_complete() {
             }
             None => true,
         });
-        assert!(t0.elapsed() < common::scaled(Duration::from_secs(120)));
     }
     for (i, d) in dsts.iter().enumerate() {
         assert!(d.snapshot().iter().all(|&x| x == (i % 251) as u8));
@@ -383,11 +380,10 @@ fn a_progress_thread_serves_a_target_that_never_polls() {
     );
     b1.set_progress_thread(false).unwrap();
     assert!(!b1.has_progress_thread());
-    let t0 = std::time::Instant::now();
+    common::waiting_for("the AM request's handler at the application's poll");
     while !ran.load(Ordering::SeqCst) {
         b1.poll().unwrap();
         b0.poll().unwrap();
-        assert!(t0.elapsed() < common::scaled(Duration::from_secs(30)));
     }
     // freeing the bundle stops a running thread
     b1.set_progress_thread(true).unwrap();

@@ -18,7 +18,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ramp::am::{self, handler, BundleMode, Data, EndpointName, Message, VecSegment};
 
@@ -206,8 +206,8 @@ fn many_outstanding(key: Option<&str>) {
             .unwrap();
         want += k + 3;
     }
-    let t0 = Instant::now();
-    while e.unanswered_requests() > 0 && t0.elapsed() < Duration::from_secs(60) {
+    common::waiting_for("every answer");
+    while e.unanswered_requests() > 0 {
         b.poll().unwrap();
     }
     assert_eq!(sums.load(Ordering::SeqCst), want);
@@ -271,8 +271,8 @@ fn handlers_run_in_order_after_the_puts_and_mediums_before_them() {
             e.request(1, &Message::short(20, &msg_args), false).unwrap();
         }
     }
-    let t0 = Instant::now();
-    while e.unanswered_requests() > 0 && t0.elapsed() < Duration::from_secs(60) {
+    common::waiting_for("every answer");
+    while e.unanswered_requests() > 0 {
         b.poll().unwrap();
     }
     assert_eq!(returned.load(Ordering::SeqCst), 0);
@@ -286,7 +286,8 @@ fn handlers_run_in_order_after_the_puts_and_mediums_before_them() {
         e.request(1, &Message::short(20, &[k, value]), false)
             .unwrap();
     }
-    while e.unanswered_requests() > 0 && t0.elapsed() < Duration::from_secs(60) {
+    common::waiting_for("the tail's answers");
+    while e.unanswered_requests() > 0 {
         b.poll().unwrap();
     }
     let n = n + tail;
@@ -361,11 +362,10 @@ fn returned_when_the_peer_stops(kill: bool) {
         }),
     );
     // until requests go express
-    let t0 = Instant::now();
+    common::waiting_for("requests to go express");
     while e.express_stats().requests_sent < 100 {
         e.request(1, &Message::short(10, &[1]), false).unwrap();
         b.poll().unwrap();
-        assert!(t0.elapsed() < Duration::from_secs(30), "no express path");
     }
     while e.unanswered_requests() > 0 {
         b.poll().unwrap();
@@ -382,17 +382,22 @@ fn returned_when_the_peer_stops(kill: bool) {
     }
     let express = e.express_stats().requests_sent - sent0;
     assert!(express > 0, "none went express");
-    // nobody answers them; the peer dies holding them
+    // nobody answers them (the peer timeout may end them meanwhile: they
+    // come back, below); the peer dies holding them
     for _ in 0..100 {
         b.poll().unwrap();
     }
-    assert_eq!(e.unanswered_requests(), 8);
+    assert_eq!(
+        sums.load(Ordering::SeqCst),
+        before,
+        "no reply after the stop"
+    );
     if kill {
         peer.child.kill().unwrap();
         peer.child.wait().unwrap();
     }
-    let t0 = Instant::now();
-    while unreachable.load(Ordering::SeqCst) < 8 && t0.elapsed() < Duration::from_secs(30) {
+    common::waiting_for("the 8 to come back EUNREACHABLE");
+    while unreachable.load(Ordering::SeqCst) < 8 {
         b.poll().unwrap();
         b.wait_for_activity(5);
     }
@@ -437,9 +442,7 @@ fn child_exits_with_a_held_record() {
     println!("NAME {}", common::name_hex(&e.name()));
     let mut go = String::new();
     std::io::stdin().read_line(&mut go).unwrap();
-    let t0 = Instant::now();
     while e.express_stats().requests_sent == 0 {
-        assert!(t0.elapsed() < Duration::from_secs(20), "no express lane");
         e.request(0, &Message::short(10, &[0]), false).unwrap();
         while e.unanswered_requests() > 0 {
             b.poll().unwrap();
@@ -482,17 +485,12 @@ fn held_records_leave_when_the_program_exits() {
     e.set_tag(TAG);
     e.map(1, name, TAG).unwrap();
     e.set_expected_resources(2, 8).unwrap();
-    let quick = common::held_request_target(&e);
+    let quick = common::held_request_target(&e, child.id());
     use std::io::Write;
     writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
-    let t0 = Instant::now();
+    common::waiting_for("the held request, written at the child's exit");
     while quick.lock().last() != Some(&7) {
         b.poll().unwrap();
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "the held request never came: {:?}",
-            quick.lock()
-        );
     }
     assert!(quick.lock().iter().rev().skip(1).all(|&a| a == 0));
     drop(lines);
@@ -534,10 +532,9 @@ fn the_progress_thread_writes_a_held_record_while_the_program_computes() {
         })
     };
     let wait_until = |what: &str, done: &dyn Fn() -> bool| {
-        let t0 = Instant::now();
+        common::waiting_for(what);
         while !done() {
             b0.poll().unwrap();
-            assert!(t0.elapsed().as_secs() < 20, "waiting for {what}");
         }
     };
     // round trips until the lane is open

@@ -33,7 +33,7 @@ fn run_with(env: &[(&str, &str)], expect: &[&str]) {
         }
     }
     c.envs(env.iter().copied());
-    let o = common::output_within(&mut c, Duration::from_secs(30));
+    let o = common::output_within(&mut c, Duration::from_secs(180));
     let err = String::from_utf8_lossy(&o.stderr);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{env:?}: {out}\n{err}");

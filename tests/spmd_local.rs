@@ -314,15 +314,26 @@ fn a_stranger_at_the_masters_port_gets_nothing_and_the_job_runs() {
         Duration::from_secs(180),
     );
     let hello = example("spmd_hello");
-    // workers that start late: the stranger comes first
+    // workers that start once the stranger has come (the file `go` is
+    // created): the stranger comes first, whatever the speed
+    let go = std::env::temp_dir().join(format!("ramp-stranger-go-{}", std::process::id()));
+    let _ = std::fs::remove_file(&go);
     let child = Command::new(ramp_run())
-        .args(["-n", "2", "--label", "sh", "-c", "sleep 2; exec \"$0\""])
+        .args([
+            "-n",
+            "2",
+            "--label",
+            "sh",
+            "-c",
+            "while [ ! -e \"$RAMP_TEST_GO\" ]; do sleep 0.01; done; exec \"$0\"",
+        ])
         .arg(&hello)
+        .env("RAMP_TEST_GO", &go)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("ramp-run starts");
-    let t0 = std::time::Instant::now();
+    common::waiting_for("a worker with RAMP_SPMD_MASTER");
     let master = loop {
         let found = children_of(child.id()).into_iter().find_map(|c| {
             let env = std::fs::read(format!("/proc/{c}/environ")).ok()?;
@@ -336,10 +347,6 @@ fn a_stranger_at_the_masters_port_gets_nothing_and_the_job_runs() {
         if let Some(m) = found {
             break m;
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "no worker with RAMP_SPMD_MASTER"
-        );
         std::thread::sleep(Duration::from_millis(10));
     };
     // rank 0 and rank 1, without a token and with a wrong one
@@ -366,7 +373,11 @@ fn a_stranger_at_the_masters_port_gets_nothing_and_the_job_runs() {
             got.len()
         );
     }
+    // now the workers
+    std::fs::write(&go, b"").unwrap();
+    common::waiting_for("the job");
     let o = child.wait_with_output().unwrap();
+    let _ = std::fs::remove_file(&go);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     for r in 0..2 {

@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ramp::am::{self, handler, Abandon, Ack, BundleMode, EndpointName, Message, Progress};
 
@@ -68,11 +68,8 @@ fn child_logged_target() {
         }),
     );
     println!("NAME {}", common::name_hex(&e.name()));
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(100) {
-        b.poll().unwrap();
-        b.wait_for_activity(10);
-    }
+    // until killed, or its parent is gone (its standard input closes)
+    common::serve_until_stdin_closes(&b);
 }
 
 /// `RAMP_FAULT_*` for both ends of a run under injected faults.
@@ -102,9 +99,21 @@ fn spawn(dir: &Path, parent: &EndpointName, loss: bool) -> (Child, EndpointName)
             .env("RAMP_CRASH_PARENT", common::name_hex(parent))
             .env("RAMP_CRASH_LOG", dir.join("target.ramplog"))
             .env("RAMP_CRASH_EFFECTS", dir.join("effects"))
-            .envs(fault_env(loss)),
+            .envs(fault_env(loss))
+            .stdin(Stdio::piped()),
     );
     (child, name)
+}
+
+/// Waits for transaction `t` to end, however long it takes (the test's
+/// watchdog limits it): its status.
+fn wait_ended(e: &Arc<am::Endpoint>, t: u64) -> ramp::am::TxnState {
+    loop {
+        let (done, st) = e.txn_wait(t, 1000).unwrap();
+        if done {
+            return st;
+        }
+    }
 }
 
 fn ran_counts(file: &Path) -> HashMap<u32, usize> {
@@ -158,7 +167,12 @@ fn a_logged_target_killed_at_random_through_compactions_runs_no_handler_twice() 
 /// Kills the logged target at random moments (4 times) while `total`
 /// transactions go to it; checks every handler ran at most once, every
 /// PROCESSED one and every acknowledged one exactly once unless the target
-/// crashed while it ran (TARGET_CRASHED).
+/// crashed while it ran (TARGET_CRASHED). A moment is a point of the
+/// exchange, not of the clock: the kill comes after a random number of
+/// batches, while the next batch is in flight, after a random number of
+/// polls (so it lands before, during or after the target's handlers):
+/// whatever the speed, the target is killed 4 times with transactions in
+/// flight.
 fn kill_at_random(loss: bool, total: u32) {
     let tag = match (loss, total) {
         (true, _) => "loss",
@@ -187,45 +201,51 @@ fn kill_at_random(loss: bool, total: u32) {
     e.set_expected_resources(2, 8).unwrap();
     e.set_handler(31, handler(|_| {}));
 
-    // the killer: kills the target at random moments and restarts it from its log
-    let child = Arc::new(Mutex::new(child));
-    let stop = Arc::new(AtomicBool::new(false));
+    // the kills: after which batches (4 of the first half's), and how many
+    // polls into the batch
     let seed = std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15;
     eprintln!("txn_crash: seed {seed:#x}");
-    let killer = {
-        let (child, stop, dir) = (child.clone(), stop.clone(), dir.clone());
-        std::thread::spawn(move || {
-            let mut r = seed;
-            let mut kills = 0;
-            while !stop.load(Ordering::SeqCst) && kills < 4 {
-                r = r
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                std::thread::sleep(Duration::from_millis(50 + (r >> 56)));
-                let mut c = child.lock().unwrap();
-                c.kill().unwrap(); // SIGKILL
-                c.wait().unwrap();
-                let (n, again) = spawn(&dir, &me, loss);
-                assert_eq!(again, name, "the restarted target has another name");
-                *c = n;
-                kills += 1;
-            }
-            kills
-        })
+    let mut r = seed;
+    let mut rand = move || {
+        r = r
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        r >> 33
     };
+    let batches = u64::from(total).div_ceil(8);
+    let mut kill_at: Vec<(u64, u64)> = (0..4)
+        .map(|_| (rand() % (batches / 2).max(1), rand() % 2000))
+        .collect();
+    kill_at.sort_unstable();
+    let mut child = child;
+    let mut kills = 0;
 
     let mut outcome: HashMap<u32, (Abandon, Ack)> = HashMap::new();
     let mut processed = 0;
     let mut next = 0u32;
+    let mut batch_no = 0u64;
     while next < total {
         let mut batch = Vec::new();
         for a in next..total.min(next + 8) {
             batch.push((a, e.request_txn(1, &Message::short(30, &[a])).unwrap()));
         }
         next = total.min(next + 8);
+        while kill_at.first().is_some_and(|k| k.0 == batch_no) {
+            let (_, polls) = kill_at.remove(0);
+            for _ in 0..polls {
+                b.poll().unwrap();
+            }
+            child.kill().unwrap(); // SIGKILL
+            child.wait().unwrap();
+            let (n, again) = spawn(&dir, &me, loss);
+            assert_eq!(again, name, "the restarted target has another name");
+            child = n;
+            kills += 1;
+        }
+        batch_no += 1;
+        common::waiting_for("the transactions of a batch to end");
         for (a, t) in batch {
-            let (done, st) = e.txn_wait(t, 60_000).unwrap();
-            assert!(done, "transaction of {a} not ended: {st:?}");
+            let st = wait_ended(&e, t);
             e.txn_release(t).unwrap();
             if st.progress == Progress::Processed {
                 processed += 1;
@@ -235,8 +255,6 @@ fn kill_at_random(loss: bool, total: u32) {
             }
         }
     }
-    stop.store(true, Ordering::SeqCst);
-    let kills = killer.join().unwrap();
     let st = e.statistics();
     eprintln!(
         "txn_crash ({tag}): {} packets sent, {} retransmitted, {} duplicates dropped",
@@ -246,11 +264,8 @@ fn kill_at_random(loss: bool, total: u32) {
         // the faults were there (5% of the datagrams lost each way)
         assert!(st.packets_retransmitted > 0, "no retransmission under loss");
     }
-    {
-        let mut c = child.lock().unwrap();
-        c.kill().ok();
-        c.wait().ok();
-    }
+    child.kill().ok();
+    child.wait().ok();
     let log = ramp::txlog::inspect(&dir.join("target.ramplog"));
     let (_, _, report) = log.unwrap_or_else(|e| panic!("the target's log: {e}"));
     eprintln!(
@@ -284,10 +299,7 @@ fn kill_at_random(loss: bool, total: u32) {
         "txn_crash ({tag}): {kills} kills, {processed} processed, {crashed} target crashed, {} others",
         outcome.len() - processed - crashed
     );
-    assert!(
-        kills >= 1,
-        "the target was never killed: the test proved nothing"
-    );
+    assert_eq!(kills, 4, "the target was killed 4 times");
     assert!(crashed <= kills, "{crashed} TARGET_CRASHED, {kills} kills");
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -332,8 +344,8 @@ fn child_logged_initiator() {
         }
         println!("LISTED {}", open.len());
         for t in open {
-            let (done, st) = e.txn_wait(t, 30_000).unwrap();
-            println!("OUT {t} {done} {:?} {:?}", st.progress, st.abandon);
+            let st = wait_ended(&e, t);
+            println!("OUT {t} true {:?} {:?}", st.progress, st.abandon);
         }
         println!("END");
         return;
@@ -343,8 +355,7 @@ fn child_logged_initiator() {
             .map(|k| e.request_txn(1, &Message::short(40, &[i * 8 + k])).unwrap())
             .collect();
         for t in batch {
-            let (done, _) = e.txn_wait(t, 30_000).unwrap();
-            assert!(done);
+            wait_ended(&e, t);
             e.txn_release(t).unwrap();
         }
     }
@@ -403,10 +414,15 @@ fn a_logged_initiator_killed_at_random_resumes_its_transactions() {
     e.set_tag(TAG);
     e.map(0, name, TAG).unwrap();
     e.set_expected_resources(2, 16).unwrap();
+    // killed at a random point of its work: once 1 to 400 of its
+    // transactions ran here (then a random number of polls more)
     let seed = std::process::id() as u64;
-    let t0 = Instant::now();
-    let run_for = Duration::from_millis(100 + seed % 200);
-    while t0.elapsed() < run_for {
+    let ran_before_kill = 1 + (seed % 400) as usize;
+    common::waiting_for("the initiator's transactions to run");
+    while runs.lock().unwrap().values().sum::<usize>() < ran_before_kill {
+        b.poll().unwrap();
+    }
+    for _ in 0..(seed >> 9) % 1000 {
         b.poll().unwrap();
     }
     child.kill().unwrap(); // SIGKILL

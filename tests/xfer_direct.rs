@@ -3,7 +3,11 @@
 //! (`process_vm_readv`, `am/xfer_direct.rs`): the bytes land whole, the
 //! handler runs once with (buf, nbytes); one past the segment comes back
 //! EBADLENGTH to handler 0 with nothing written; when the kernel refuses
-//! the copy it falls back to chunks, still one handler run.
+//! the copy, or the target does not take the descriptor in time (`TTL`),
+//! it falls back to chunks, still one handler run. Whether a target on a
+//! loaded machine takes a descriptor in time is not the tests' to say: an
+//! Xfer meant to go direct is sent again until one does (each one that
+//! fell back also lands whole and runs once).
 //!
 //! The target is this test binary again, run with `RAMP_XFER_CHILD` set
 //! and only `child` selected.
@@ -25,7 +29,8 @@ const N: usize = 1 << 20;
 /// far, nbytes]), the whole segment's hash (replies [hash, runs]).
 const H_XFER: u8 = 20;
 const H_SEG: u8 = 21;
-/// A request whose handler keeps the target from polling for 400 ms.
+/// A request whose handler keeps the target from polling until the test
+/// releases it (creates the file `RAMP_XFER_RELEASE` names).
 const H_PAUSE: u8 = 22;
 const H_ANSWER: u8 = 31;
 
@@ -69,15 +74,22 @@ fn child() {
             am::reply(h.token, &Message::short(H_ANSWER, &[v, n, 0])).unwrap();
         }),
     );
+    let release = std::env::var("RAMP_XFER_RELEASE").unwrap();
     e.set_handler(
         H_PAUSE,
-        handler(|_| std::thread::sleep(Duration::from_millis(400))),
+        handler(move |_| {
+            while !std::path::Path::new(&release).exists() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }),
     );
     common::serve_parent(&b, &e, "RAMP_XFER_PARENT", TAG, "");
 }
 
 struct Peer {
     _child: common::ChildGuard,
+    /// The file whose creation ends the target's `H_PAUSE` handler.
+    release: std::path::PathBuf,
     b: Arc<am::Bundle>,
     e: Arc<Endpoint>,
     answers: Arc<std::sync::Mutex<Vec<[u32; 3]>>>,
@@ -107,9 +119,12 @@ fn peer(no_ptrace: bool) -> Peer {
             }
         }),
     );
+    let release = std::env::temp_dir().join(format!("ramp-xfer-release-{}", std::process::id()));
+    let _ = std::fs::remove_file(&release);
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
         .env("RAMP_XFER_CHILD", "1")
+        .env("RAMP_XFER_RELEASE", &release)
         .env("RAMP_TRANSPORT", "shm")
         .env("RAMP_XFER_PARENT", common::name_hex(&e.name()))
         .env_remove("RAMP_XFER_NO_PTRACE")
@@ -123,21 +138,24 @@ fn peer(no_ptrace: bool) -> Peer {
     e.set_expected_resources(1, 8).unwrap();
     let p = Peer {
         _child: common::ChildGuard(child),
+        release,
         b,
         e,
         answers,
         returned,
     };
     // the first messages to a peer go by UDP while the ring is set up
-    let t0 = std::time::Instant::now();
+    common::waiting_for("the ring to the target");
     while !p.e.ring_ready(1) {
         p.ask(&Message::short(H_SEG, &[]), false);
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "no ring to the target"
-        );
     }
     p
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.release);
+    }
 }
 
 impl Peer {
@@ -146,6 +164,32 @@ impl Peer {
         self.answers.lock().unwrap().clear();
         self.e.request(1, m, nonblocking).unwrap();
         self.answers(1)[0]
+    }
+
+    /// `ask` for the Xfer `m` (its handler answers [hash, runs so far,
+    /// nbytes]) again until one goes direct: one the target took too late
+    /// fell back to chunks, its bytes whole, its handler run once. The last
+    /// answer, and how many fell back.
+    fn ask_until_direct(&self, m: &Message<'_>, nonblocking: bool, data: &[u8]) -> ([u32; 3], u32) {
+        common::waiting_for("an Xfer to go direct");
+        let mut fell = 0;
+        loop {
+            let [done0, back0, _] = self.e.rma_direct_counts();
+            let runs0 = self.ask(&Message::short(H_SEG, &[]), false)[1];
+            let a = self.ask(m, nonblocking);
+            assert_eq!(
+                a,
+                [common::hash(data), runs0 + 1, data.len() as u32],
+                "bytes, one run, nbytes"
+            );
+            let [done, back, _] = self.e.rma_direct_counts();
+            if done > done0 {
+                assert_eq!((done - done0, back - back0), (1, 0));
+                return (a, fell);
+            }
+            assert_eq!(back - back0, 1, "neither direct nor fallen back");
+            fell += 1;
+        }
     }
 
     /// Waits for `n` answers.
@@ -163,31 +207,27 @@ impl Peer {
 #[test]
 fn a_large_xfer_goes_direct_lands_whole_and_runs_its_handler_once() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _w = common::watchdog("xfer_direct::direct", Duration::from_secs(300));
     let p = peer(false);
-    let [done0, back0, _] = p.e.rma_direct_counts();
     let data = common::pattern(N, 3);
     let off = 4096 + 3;
-    let a = p.ask(&Message::long(H_XFER, &[], &data, off), false);
-    assert_eq!(a, [common::hash(&data), 1, N as u32], "bytes, runs, nbytes");
-    let [done, back, _] = p.e.rma_direct_counts();
-    assert_eq!((done - done0, back - back0), (1, 0), "went direct");
+    let (_, fell) = p.ask_until_direct(&Message::long(H_XFER, &[], &data, off), false, &data);
     // the smallest direct one, by the non-blocking form (a credit is free)
     let small = common::pattern(64 << 10, 9);
-    let a = p.ask(&Message::long(H_XFER, &[], &small, 1), true);
-    assert_eq!(a, [common::hash(&small), 2, small.len() as u32]);
-    let [done, _, _] = p.e.rma_direct_counts();
-    assert_eq!(done - done0, 2, "went direct");
+    let (a, fell_small) = p.ask_until_direct(&Message::long(H_XFER, &[], &small, 1), true, &small);
+    eprintln!("{fell} and {fell_small} fell back before one went direct");
     // the segment holds both, and nothing else
     let mut seg = vec![0u8; SEG];
     seg[off as usize..off as usize + N].copy_from_slice(&data);
     seg[1..1 + small.len()].copy_from_slice(&small);
-    let a = p.ask(&Message::short(H_SEG, &[]), false);
-    assert_eq!(a[..2], [common::hash(&seg), 2]);
+    let s = p.ask(&Message::short(H_SEG, &[]), false);
+    assert_eq!(s[..2], [common::hash(&seg), a[1]]);
 }
 
 #[test]
 fn an_xfer_past_the_segment_is_refused_with_nothing_written() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _w = common::watchdog("xfer_direct::bounds", Duration::from_secs(300));
     let p = peer(false);
     let before = p.ask(&Message::short(H_SEG, &[]), false);
     let [done0, back0, _] = p.e.rma_direct_counts();
@@ -224,6 +264,7 @@ fn an_xfer_past_the_segment_is_refused_with_nothing_written() {
 #[test]
 fn an_xfer_the_kernel_refuses_to_copy_falls_back_to_chunks() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _w = common::watchdog("xfer_direct::refused", Duration::from_secs(300));
     let p = peer(true);
     // SAFETY: prctl on this process; restored below.
     assert_eq!(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) }, 0);
@@ -244,43 +285,57 @@ fn an_xfer_the_kernel_refuses_to_copy_falls_back_to_chunks() {
 #[test]
 fn an_xfer_lands_after_the_handlers_of_earlier_requests_ran() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _w = common::watchdog("xfer_direct::order", Duration::from_secs(300));
     let p = peer(false);
-    let before = p.ask(&Message::short(H_SEG, &[]), false);
-    let [done0, _, _] = p.e.rma_direct_counts();
-    let data = common::pattern(N, 13);
-    // the segment's hash asked first, then the Xfer over the same bytes:
-    // the first handler sees the segment as it was (as with chunks)
-    p.answers.lock().unwrap().clear();
-    p.e.request(1, &Message::short(H_SEG, &[]), false).unwrap();
-    p.e.request(1, &Message::long(H_XFER, &[], &data, 0), false)
-        .unwrap();
-    let a = p.answers(2);
-    assert_eq!(a[0], before, "the earlier handler saw the Xfer's bytes");
-    assert_eq!(a[1][..2], [common::hash(&data), 1]);
-    assert_eq!(p.e.rma_direct_counts()[0] - done0, 1, "went direct");
+    // (again, other bytes each time, until the Xfer goes direct: one the
+    // target took too late fell back to chunks, in order all the same)
+    common::waiting_for("an Xfer behind a request to go direct");
+    for k in 0.. {
+        let before = p.ask(&Message::short(H_SEG, &[]), false);
+        let [done0, _, _] = p.e.rma_direct_counts();
+        let data = common::pattern(N, 13 + k);
+        // the segment's hash asked first, then the Xfer over the same
+        // bytes: the first handler sees the segment as it was (as with
+        // chunks)
+        p.answers.lock().unwrap().clear();
+        p.e.request(1, &Message::short(H_SEG, &[]), false).unwrap();
+        p.e.request(1, &Message::long(H_XFER, &[], &data, 0), false)
+            .unwrap();
+        let a = p.answers(2);
+        assert_eq!(a[0], before, "the earlier handler saw the Xfer's bytes");
+        assert_eq!(a[1][..2], [common::hash(&data), before[1] + 1]);
+        if p.e.rma_direct_counts()[0] > done0 {
+            break;
+        }
+    }
 }
 
 #[test]
 fn an_xfer_to_a_target_that_does_not_poll_is_withdrawn_and_its_handler_runs_once() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _w = common::watchdog("xfer_direct::withdrawn", Duration::from_secs(300));
     let p = peer(false);
     let [done0, back0, _] = p.e.rma_direct_counts();
-    // the target sits in a handler for 400 ms: the Xfer's descriptor waits
-    // past its expiry and grace (100 ms), the sender withdraws its claim
-    // and sends the chunks; the target, polling again, finds the
-    // descriptor too late (no copy, no handler), then runs the chunks'
-    // handler once
+    // the target sits in a handler until released: the Xfer's descriptor
+    // waits past its expiry and grace, the sender withdraws its claim and
+    // sends the chunks (only then does its call return); the target,
+    // released, finds the descriptor withdrawn (no copy, no handler), then
+    // runs the chunks' handler once
+    p.answers.lock().unwrap().clear();
     p.e.request(1, &Message::short(H_PAUSE, &[]), false)
         .unwrap();
     let data = common::pattern(N, 17);
-    let a = p.ask(&Message::long(H_XFER, &[], &data, 5), false);
+    p.e.request(1, &Message::long(H_XFER, &[], &data, 5), false)
+        .unwrap();
+    let [done, back, _] = p.e.rma_direct_counts();
+    assert_eq!((done - done0, back - back0), (0, 1), "withdrawn, fell back");
+    std::fs::write(&p.release, b"").unwrap();
+    let a = p.answers(1)[0];
     assert_eq!(
         a,
         [common::hash(&data), 1, N as u32],
         "bytes, one run, nbytes"
     );
-    let [done, back, _] = p.e.rma_direct_counts();
-    assert_eq!((done - done0, back - back0), (0, 1), "withdrawn, fell back");
     // no second run of the handler shows up later
     let a = p.ask(&Message::short(H_SEG, &[]), false);
     assert_eq!(a[1], 1, "the Xfer's handler ran once");

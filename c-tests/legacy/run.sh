@@ -23,7 +23,7 @@
 # under ramp-run, the master form and srun -K).  srun gets -K (--kill-on-bad-exit): without
 # it Slurm never tells the other tasks that one died, and they wait for it.
 #
-# A run passes when it exits 0 within 60 s, its log has no "FAILED CHECK" / "FATAL ERROR",
+# A run passes when it exits 0 within RUN_LIMIT (300 s: a watchdog for a hang, not a speed test), its log has no "FAILED CHECK" / "FATAL ERROR",
 # has rank 0's figures line ("<prog>: procs=N ...") and the global statistics dump;
 # testoutput's routed stdout must also hold every line and both unterminated tails of
 # every rank.  testbounce runs only with an even number of processes.
@@ -39,6 +39,8 @@ set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 2
 
+# Each run is killed after this long (a hang); a working run takes seconds.
+RUN_LIMIT=300
 ONLY=""
 SIZES="2 4 8"
 FOREIGN_SIZES="2 4"
@@ -197,12 +199,12 @@ launch() {
   local prog="$1"; shift
   local envpre=()
   case "$launcher" in
-    ramp-run) env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 60 "$RAMP_RUN" -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
-    master)   env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 60 "$BUILD/$prog" "$n" L "$@" >"$log" 2>&1 ;;
-    mpiexec)  env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 60 mpiexec -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
+    ramp-run) env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 "$RUN_LIMIT" "$RAMP_RUN" -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
+    master)   env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 "$RUN_LIMIT" "$BUILD/$prog" "$n" L "$@" >"$log" 2>&1 ;;
+    mpiexec)  env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 "$RUN_LIMIT" mpiexec -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
     srun-pmi2|srun-pmix)
-              env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 60 srun -O ${SRUN_K--K} --mpi="${launcher#srun-}" -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
-    mpirun)   env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 60 "$MPIRUN_OPENMPI" --allow-run-as-root --oversubscribe -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
+              env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 "$RUN_LIMIT" srun -O ${SRUN_K--K} --mpi="${launcher#srun-}" -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
+    mpirun)   env "${EXTRA_ENV[@]}" "${envpre[@]}" timeout -k 5 "$RUN_LIMIT" "$MPIRUN_OPENMPI" --allow-run-as-root --oversubscribe -n "$n" "$BUILD/$prog" "$@" >"$log" 2>&1 ;;
   esac
 }
 
@@ -243,7 +245,7 @@ run_one() {
   t1=$(date +%s.%N)
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   label="$label (${secs}s)"
-  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then fail "$label" "$log" "timed out (60 s)"; return; fi
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then fail "$label" "$log" "timed out ($RUN_LIMIT s)"; return; fi
   if [ $rc -ne 0 ]; then fail "$label" "$log" "exit code $rc"; return; fi
   if grep -q 'FAILED CHECK\|FATAL ERROR' "$log"; then fail "$label" "$log" "exit code 0 but the log reports a failure"; return; fi
   # (anywhere in a line: testoutput's unterminated tails may precede it)
@@ -280,7 +282,7 @@ for launcher in $LAUNCHERS; do
       # Probe: a process that does not recognise mpiexec's PMI environment takes itself
       # for an AMUDP master and would spawn argv[1] workers of its own: stop here then.
       plog="$LOGS/mpiexec-probe.log"
-      timeout -k 5 30 mpiexec -n 2 "$BUILD/testreduce" >"$plog" 2>&1
+      timeout -k 5 "$RUN_LIMIT" mpiexec -n 2 "$BUILD/testreduce" >"$plog" 2>&1
       prc=$?
       if grep -q 'testreduce: procs=2 ' "$plog" && [ $prc -eq 0 ]; then
         mpiexec_ok=1
@@ -392,7 +394,7 @@ if [ $NEGATIVE -eq 1 ] && [[ " $BUILT " == *" testreduce "* ]]; then
         launch "$launcher" 4 "$log" testreduce 1 $how
       fi
       rc=$?
-      if [ $rc -eq 124 ] || [ $((SECONDS - t0)) -ge 60 ]; then fail "$label" "$log" "timed out (60 s)"
+      if [ $rc -eq 124 ] || [ $((SECONDS - t0)) -ge $RUN_LIMIT ]; then fail "$label" "$log" "timed out ($RUN_LIMIT s)"
       elif [ $rc -eq 0 ]; then fail "$label" "$log" "launcher exited 0"
       elif [ "$want" != nonzero ] && [[ " $want " != *" $rc "* ]]; then fail "$label" "$log" "launcher exited $rc, expected $want"
       elif [ $how = exit ] && [[ $launcher == srun-* ]] && grep -q 'Killed\|Terminated' "$log"; then

@@ -36,7 +36,7 @@ def test_unregistered_handler_returns_ebadhandler(pair):
     ready(x, y)
     x.request(0, 200, 1, 2)
     with pytest.raises(ramp.ReturnedMessageError) as e:
-        b.wait(timeout=30)
+        b.wait(timeout=300)
     err = e.value
     assert err.status == ramp.EBADHANDLER and err.opcode == ramp.AM_REQUEST_M
     assert err.handler == 200 and err.tag == TAG and err.source == y.name
@@ -69,7 +69,7 @@ def test_error_handler_receives_returned_messages(pair):
     ready(x, y)
     x.request_medium(0, 201, b"abc")  # unregistered
     x.request_long(0, 202, b"0123456789", 10)  # past the end of y's 16-byte segment
-    assert b.wait(lambda: len(got) == 2, timeout=30)
+    assert b.wait(lambda: len(got) == 2, timeout=300)
     assert got[0] == (
         ramp.EBADHANDLER,
         ramp.AM_REQUEST_IM,
@@ -86,7 +86,7 @@ def test_error_handler_receives_returned_messages(pair):
     x.set_error_handler(None)  # back to the default: ReturnedMessageError
     x.request(0, 203)
     with pytest.raises(ramp.ReturnedMessageError):
-        b.wait(timeout=30)
+        b.wait(timeout=300)
     with pytest.raises(TypeError):
         x.set_error_handler(42)  # type: ignore[arg-type]
 
@@ -97,7 +97,7 @@ def test_handler_zero_is_the_error_handler(pair):
     x.set_handler(0, lambda status, opcode, tok: got.append(status))
     ready(x, y)
     x.request(0, 99)
-    assert b.wait(lambda: got, timeout=30)
+    assert b.wait(lambda: got, timeout=300)
     assert got == [ramp.EBADHANDLER]
 
 
@@ -112,7 +112,7 @@ def test_wrong_tag_returns_ebadtag(pair):
     x.set_translation_tag(0, TAG + 1)  # legal after set_expected_resources
     x.request(0, 1)
     with pytest.raises(ramp.ReturnedMessageError) as e:
-        b.wait(timeout=30)
+        b.wait(timeout=300)
     assert e.value.status == ramp.EBADTAG and e.value.tag == TAG + 1
 
 
@@ -125,12 +125,12 @@ def test_tag_none_refuses_and_all_accepts(pair):
     assert y.tag == ramp.AM_NONE
     x.request(0, 1)
     with pytest.raises(ramp.ReturnedMessageError) as e:
-        b.wait(timeout=30)
+        b.wait(timeout=300)
     assert e.value.status == ramp.EBADTAG
     y.tag = ramp.AM_ALL
     x.set_translation_tag(0, 0x1234)
     x.request(0, 1)
-    assert b.wait(lambda: got, timeout=30)
+    assert b.wait(lambda: got, timeout=300)
     assert got == [0x1234]
 
 
@@ -143,12 +143,12 @@ def test_segment_overflow(pair):
     ready(x, y)
     x.request_long(0, 5, b"data", 0)  # y has no segment
     with pytest.raises(ramp.ReturnedMessageError) as e:
-        b.wait(timeout=30)
+        b.wait(timeout=300)
     assert e.value.status == ramp.EBADSEGOFF and e.value.opcode == ramp.AM_REQUEST_XFER_M
     y.set_segment(bytearray(100))
     x.request_long(0, 5, bytes(50), 60)  # 60 + 50 > 100
     with pytest.raises(ramp.ReturnedMessageError) as e:
-        b.wait(timeout=30)
+        b.wait(timeout=300)
     assert e.value.status == ramp.EBADLENGTH
     with pytest.raises(ramp.BadArgError, match="negative destination offset"):
         x.request_long(0, 5, b"x", -8)
@@ -186,11 +186,11 @@ def test_handler_exception_raised_from_poll(pair):
     ready(x, y)
     x.request(0, 1, 7)
     with pytest.raises(Boom, match="handler failed with 7") as e:
-        b.wait(timeout=30)
+        b.wait(timeout=300)
     assert any(f.name == "bad" for f in e.traceback)  # the handler's frame is kept
     x.request(0, 1, 8)  # the endpoint still works (ramp auto-replied)
     with pytest.raises(Boom, match="8"):
-        b.wait(timeout=30)
+        b.wait(timeout=300)
 
 
 def test_handler_exceptions_queue_in_order(pair):
@@ -245,7 +245,7 @@ def test_keyboard_interrupt_in_handler_propagates(pair):
     ready(x, y)
     x.request(0, 1)
     with pytest.raises(KeyboardInterrupt):
-        b.wait(timeout=30)
+        b.wait(timeout=300)
 
 
 # ---- handler kinds ----------------------------------------------------------------------
@@ -258,7 +258,7 @@ def test_short_message_to_bulk_handler(pair):
     ready(x, y)
     x.request(0, 3, 1, 2)  # buf would be garbage: the function is not called
     with pytest.raises(ramp.HandlerKindError, match="medium or long messages .* short request"):
-        b.wait(timeout=30)
+        b.wait(timeout=300)
     assert not called
 
 
@@ -268,7 +268,7 @@ def test_medium_message_to_short_handler(pair):
     ready(x, y)
     x.request_medium(0, 3, b"abc")
     with pytest.raises(ramp.HandlerKindError, match="short messages"):
-        b.wait(timeout=30)
+        b.wait(timeout=300)
 
 
 def test_long_message_to_medium_handler(pair):
@@ -280,10 +280,10 @@ def test_long_message_to_medium_handler(pair):
     ready(x, y)
     x.request_long(0, 3, b"abc", 0)
     with pytest.raises(ramp.HandlerKindError, match="medium messages .* long request"):
-        b.wait(timeout=30)
+        b.wait(timeout=300)
     x.request_medium(0, 4, b"abc")
     with pytest.raises(ramp.HandlerKindError, match="long messages .* medium request"):
-        b.wait(timeout=30)
+        b.wait(timeout=300)
 
 
 def test_argument_count_mismatch(pair, capfd):
@@ -296,17 +296,17 @@ def test_argument_count_mismatch(pair, capfd):
     # target says so on stderr and keeps running
     x.request(0, 3, 1, 2)  # two arguments to a one-argument handler
     with pytest.raises(ramp.ReturnedMessageError, match="EBADARGS") as e:
-        b.wait(until=lambda: False, timeout=30)
+        b.wait(until=lambda: False, timeout=300)
     assert e.value.status == ramp.EBADARGS
     x.request_medium(0, 4, b"abc", 7)  # one argument to a two-argument handler
     with pytest.raises(ramp.ReturnedMessageError, match="EBADARGS"):
-        b.wait(until=lambda: False, timeout=30)
+        b.wait(until=lambda: False, timeout=300)
     assert not called
     err = capfd.readouterr().err
     assert "takes 1 argument(s); a request with 2 came and was returned" in err, err
     assert "takes 2 argument(s); a request with 1 came" in err, err
     x.request(0, 3, 5)
-    b.wait(until=lambda: called, timeout=30)
+    b.wait(until=lambda: called, timeout=300)
     assert called == [5]
 
 

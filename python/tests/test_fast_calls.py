@@ -112,7 +112,7 @@ def run_requests(pair: Any) -> List[Tuple[Tuple[str, str], List[Any]]]:
         got.clear()
         r = outcome(lambda: x.request(dest, handler, value))
         if r[0] == "ok":  # sent: wait for where it went
-            assert b.wait(lambda: got, timeout=30), (dest, handler, value)
+            assert b.wait(lambda: got, timeout=300), (dest, handler, value)
         out.append((r, list(got)))
     return out
 
@@ -164,9 +164,9 @@ def run_replies(pair: Any) -> List[Tuple[Tuple[str, str], List[int]]]:
         got.clear()
         n = len(out)
         x.request(0, 1, 0)
-        assert b.wait(lambda: len(out) > n, timeout=30), c
+        assert b.wait(lambda: len(out) > n, timeout=300), c
         if out[-1][0][0] == "ok":  # a reply went out: wait for where it went
-            assert b.wait(lambda: got, timeout=30), c
+            assert b.wait(lambda: got, timeout=300), c
         out[-1] = (out[-1][0], list(got))
     return out
 
@@ -197,7 +197,7 @@ def test_fast_calls_on_a_closed_endpoint_and_an_expired_token(pair):
     kept = []
     y.set_handler(1, lambda tok, n: kept.append(tok))
     x.request(0, 1, 1)
-    assert b.wait(lambda: kept, timeout=30)
+    assert b.wait(lambda: kept, timeout=300)
     with pytest.raises(ramp.TokenExpiredError):
         kept[0].reply(2, 1)  # the fast path's shape, on a dead token
     e = ramp.Endpoint(b)

@@ -308,7 +308,7 @@ def test_pip_install(tmp_path, bundle):
         env.pop("RAMP_RUN", None)
         r = subprocess.run(
             [sys.executable, "-m", "ramp.run", "-n", "2", "true"],
-            capture_output=True, text=True, env=env, timeout=60,
+            capture_output=True, text=True, env=env, timeout=300,
         )
         if not system_has_ramp():
             assert r.returncode == 127 and "RAMP_RUN" in r.stderr, describe(r)

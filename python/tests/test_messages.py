@@ -25,7 +25,7 @@ def test_readme_example(pair):
     x.set_handler(2, lambda tok, n: answers.append(n))
     ready(x, y)
     x.request(0, 1, 41)
-    assert b.wait(lambda: answers, timeout=30)
+    assert b.wait(lambda: answers, timeout=300)
     assert answers == [42]
 
 
@@ -47,7 +47,7 @@ def test_short_every_arity(pair, n):
     x.set_handler(3, rep, kind="short", nargs=n)
     ready(x, y)
     x.request(0, 2, *args)
-    assert b.wait(lambda: len(got) == 2, timeout=30)
+    assert b.wait(lambda: len(got) == 2, timeout=300)
     assert got[0] == ("req", signed, ramp.Category.SHORT, True)
     assert got[1] == ("rep", signed, ramp.Category.SHORT, False)
 
@@ -75,7 +75,7 @@ def test_arity_from_signature(pair):
     ready(x, y)
     x.request(0, 3, 1, 2, 3)
     x.request(0, 5, 8, 9)
-    assert b.wait(lambda: len(got) == 3, timeout=30)
+    assert b.wait(lambda: len(got) == 3, timeout=300)
     assert sorted(map(str, got)) == sorted(map(str, [(1, 2, 3), "zero", (8, 9)]))
 
 
@@ -107,7 +107,7 @@ def test_medium_buffer_types(pair, kind):
     x.set_handler(5, back)
     ready(x, y)
     x.request_medium(0, 4, BUFFERS[kind](data), len(data))
-    assert b.wait(lambda: len(got) == 2, timeout=30)
+    assert b.wait(lambda: len(got) == 2, timeout=300)
     assert got == [data, (data, len(data))]
 
 
@@ -127,7 +127,7 @@ def test_medium_numpy(pair):
     ro = np.arange(10, dtype=np.float64)
     ro.setflags(write=False)
     x.request_medium(0, 4, ro)  # read-only: read in place through PyObject_GetBuffer
-    assert b.wait(lambda: len(got) == 3, timeout=30)
+    assert b.wait(lambda: len(got) == 3, timeout=300)
     assert np.array_equal(got[0], a)
     assert np.array_equal(got[1], a[::2])
     assert np.array_equal(got[2], ro)
@@ -141,7 +141,7 @@ def test_medium_sizes(pair):
     x.request_medium(0, 4, b"")
     x.request_medium(0, 4, None)
     x.request_medium(0, 4, bytes(ramp.MAX_MEDIUM))
-    assert b.wait(lambda: len(sizes) == 3, timeout=30)
+    assert b.wait(lambda: len(sizes) == 3, timeout=300)
     assert sizes == [0, 0, ramp.MAX_MEDIUM]
     with pytest.raises(ramp.BadArgError) as e:
         x.request_medium(0, 4, bytes(ramp.MAX_MEDIUM + 1))
@@ -158,7 +158,7 @@ def test_medium_view_only_valid_in_handler(pair):
     y.set_handler(4, lambda tok, buf: kept.append(buf), kind="medium", nargs=0)
     ready(x, y)
     x.request_medium(0, 4, b"abc")
-    assert b.wait(lambda: kept, timeout=30)
+    assert b.wait(lambda: kept, timeout=300)
     with pytest.raises(ValueError):
         bytes(kept[0])  # released when the handler returned
 
@@ -188,7 +188,7 @@ def test_long_into_bytearray_segment(pair):
     x.set_handler(6, done)
     ready(x, y)
     x.request_long(0, 5, b"hello, segment", 100, 10, 14)
-    assert b.wait(lambda: len(got) == 2, timeout=30)
+    assert b.wait(lambda: len(got) == 2, timeout=300)
     assert got[0] == b"hello, segment"
     assert seg_y[100:114] == b"\x7fello, segment"
     assert got[1] == (b"\x7fELLO, SEGMENT", 14)
@@ -215,7 +215,7 @@ def test_long_into_numpy_segment(pair):
     src = np.linspace(0.0, 1.0, 100)
     x.request_long(0, 5, src, 8 * 200, 200)
     x.request_long(0, 5, src[::-1], 0, 0)  # strided source: copied
-    assert b.wait(lambda: len(got) == 2, timeout=30)
+    assert b.wait(lambda: len(got) == 2, timeout=300)
     assert np.array_equal(seg[200:300], src) and np.array_equal(got[0], src)
     assert np.array_equal(seg[:100], src[::-1])
     y.set_segment(np.zeros((10, 10), dtype=np.int32))  # any C-contiguous shape
@@ -256,7 +256,7 @@ def test_long_non_blocking():
         assert e.value.code == ramp.AM_ERR_IN_USE
         # The first message to a peer waits for the association's handshake,
         # which needs the sender to make progress too: poll both.
-        assert b2.wait(lambda: b1.poll() or n, timeout=30)
+        assert b2.wait(lambda: b1.poll() or n, timeout=300)
 
 
 def test_token_interrogation(pair):
@@ -283,7 +283,7 @@ def test_token_interrogation(pair):
     x.set_handler(8, lambda tok, a: seen.setdefault("reply_info", tok.info()))
     ready(x, y)
     x.request(0, 7, 1)
-    assert b.wait(lambda: "reply_info" in seen, timeout=30)
+    assert b.wait(lambda: "reply_info" in seen, timeout=300)
     assert seen["source"] == x.name and seen["source_id"] == 0 and seen["tag"] == TAG
     assert seen["info"] == ramp.TokenInfo(7, ramp.Category.SHORT, True)
     assert seen["handler"] == 7 and seen["endpoint"] is y and seen["valid"]
@@ -304,7 +304,7 @@ def test_reply_handler_cannot_reply(pair):
     ready(x, y)
     x.request(0, 7)
     with pytest.raises(ramp.ResourceError):
-        b.wait(timeout=30)
+        b.wait(timeout=300)
         b.wait(timeout=1)
 
 
@@ -359,4 +359,4 @@ def test_par_bundle_threads():
         for t in ts:
             t.join()
         assert not errors
-        assert b.wait(lambda: count[0] == 600, timeout=60)
+        assert b.wait(lambda: count[0] == 600, timeout=300)

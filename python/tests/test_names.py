@@ -34,7 +34,7 @@ def test_lookup_across_install_orders(pair):
     assert names.lookup_handler(y, 0, "ping") == 3
     assert names.lookup_handler(x, 0, "ping") == 200  # cached
     x.request(0, h, 41, names.lookup_handler(x, 1, "pong"))  # index 1: x itself
-    assert b.wait(lambda: got, timeout=30)
+    assert b.wait(lambda: got, timeout=300)
     assert got == [("x", 42)]
     with pytest.raises(ramp.BadArgError):
         names.lookup_handler(x, 0, "missing")

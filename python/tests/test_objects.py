@@ -146,7 +146,7 @@ def test_handler_registration_forms(pair):
     x.request(0, 9, 1)
     # replace x's handler while it could be running: the old callback stays alive
     x.set_handler(i, lambda tok, v: got.append(-v))
-    assert b.wait(lambda: got, timeout=30)
+    assert b.wait(lambda: got, timeout=300)
     assert got == [-2]
 
 
@@ -176,7 +176,7 @@ def test_event_mask_and_waits(pair):
     assert x.wait(lambda: False, timeout=0.05) is False
     x.request(0, 1)
     b.wait_sema()  # sleeps until the request arrives, then polls
-    assert b.wait(lambda: got, timeout=30)
+    assert b.wait(lambda: got, timeout=300)
     x.request(0, 1)
     assert b.wait() is True  # without until: until a Python handler has run
     x.request(0, 1)
@@ -200,7 +200,7 @@ def test_statistics(pair):
     ready(x, y)
     for _ in range(5):
         x.request_medium(0, 1, b"12345678")
-    assert b.wait(lambda: len(done) == 5, timeout=30)
+    assert b.wait(lambda: len(done) == 5, timeout=300)
     s = x.statistics()
     assert len(s) == 33 and s["RequestsSent"] == (0, 5, 0) and s["RequestDataBytesSent"][1] == 40
     assert s["RepliesReceived"][0] >= 5 and s["TotalBytesSent"] > 40
@@ -369,5 +369,5 @@ def test_handler_type_aliases(pair):
     ready(x, y)
     x.request(0, 1, 5)
     x.request(0, 2)
-    assert b.wait(lambda: len(got) == 2, timeout=30)
+    assert b.wait(lambda: len(got) == 2, timeout=300)
     assert sorted(got) == [ramp.EBADHANDLER, 5]

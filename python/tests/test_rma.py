@@ -145,7 +145,7 @@ def test_a_put_lands_before_a_later_request_runs(pair):
         off = i * (300 << 10)
         rma.put(x, 0, r.id, off, np.full(n, i + 1, dtype=np.uint8), handle=False)
         x.request(0, 5, off, n, i + 1)
-    assert b.wait(lambda: len(seen) == 12, timeout=60)
+    assert b.wait(lambda: len(seen) == 12, timeout=300)
     assert all(seen)
     rma.fence(x)
 
@@ -186,7 +186,7 @@ def test_alloc_segment_long_requests_land_in_place_and_replacement_frees(pair):
     for k, n in enumerate((1, 64 << 10, 1 << 20, 1 << 20)):
         src = ((np.arange(n, dtype=np.uint32) + k) * 2654435761 >> 7).astype(np.uint8)
         x.request_long(0, 5, src, 7)
-        assert b.wait(lambda: len(got) == k + 1, timeout=30)
+        assert b.wait(lambda: len(got) == k + 1, timeout=300)
         assert got[k] == src.tobytes() and np.array_equal(view[7 : 7 + n], src)
     # freed memory must not stay visible through a view
     with pytest.raises(ramp.BadArgError):

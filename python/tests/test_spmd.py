@@ -71,7 +71,7 @@ def test_not_started_by_a_launcher():
         [sys.executable, MODES, "notworker"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         env=_no_launcher_env(),
     )
     assert (

@@ -22,14 +22,14 @@ def test_transactions_end_processed_and_are_listed_until_released(pair):
     ready(x, y)
     ts = [txn.request(x, 0, 10, i) for i in range(100)]
     for t in ts:
-        st = t.wait(10000)
+        st = t.wait(300000)
         assert st is not None and st.done
         assert (st.ack, st.progress, st.abandon, st.status) == (txn.ACKED, txn.PROCESSED, 0, 0)
     assert sorted(runs) == list(range(100)), "each handler ran exactly once"
     assert sorted(replies) == list(range(1, 101))
     assert txn.list_txns(x, txn.PROCESSED) == [t.id for t in ts]
     m = txn.request_medium(x, 0, 12, b"abc")
-    st = m.wait(10000)
+    st = m.wait(300000)
     assert st is not None and st.abandon == txn.REFUSED and st.status == EBADHANDLER
     for t in ts + [m]:
         t.release()
@@ -71,7 +71,7 @@ def test_a_handler_past_the_bound_is_abandoned():
         try:
             txn.set_handler_timeout(x, 20000)
             t = txn.request(x, 0, 10)
-            st = t.wait(30000)
+            st = t.wait(300000)
             assert st is not None
             want = (txn.ACKED, txn.PROCESSING, txn.HANDLER_TIMEOUT)
             assert (st.ack, st.progress, st.abandon) == want
@@ -82,7 +82,7 @@ def test_a_handler_past_the_bound_is_abandoned():
             t2 = txn.request(x, 0, 10)
             assert t2.wait(0) is None
             go.set()
-            st = t2.wait(30000)
+            st = t2.wait(300000)
             assert st is not None and st.progress == txn.PROCESSED
         finally:
             go.set()
@@ -99,8 +99,6 @@ def test_a_logged_target_killed_with_sigkill_runs_no_handler_twice(tmp_path):
     import signal
     import subprocess
     import sys
-    import threading
-    import time
 
     from conftest import SCRIPTS, TAG
 
@@ -122,25 +120,16 @@ def test_a_logged_target_killed_with_sigkill_runs_no_handler_twice(tmp_path):
         x.map(0, ramp.EndpointName.from_bytes(bytes.fromhex(name)), TAG)
         ready(x, depth=8)
         x.set_handler(31, lambda tok, a: None)
-        lock, stop, kills = threading.Lock(), threading.Event(), [0]
+        kills = [0]
         seed = os.getpid()
         print("seed", seed)
         rnd = random.Random(seed)
-
-        def killer():
-            nonlocal child
-            while not stop.is_set() and kills[0] < 3:
-                time.sleep(0.1 + rnd.random() * 0.3)
-                with lock:
-                    child.send_signal(signal.SIGKILL)
-                    child.wait()
-                    child, again = spawn()
-                    assert again == name, "the restarted target has another name"
-                    kills[0] += 1
-
-        th = threading.Thread(target=killer)
-        th.start()
+        # the kills: right after 3 of the first half's batches are sent (a point of
+        # the exchange, not of the clock: at any speed the target is killed 3 times
+        # with transactions in flight), each after a random number of polls
         outcome, todo, nxt, total = {}, [], 0, 200
+        kill_at = sorted(rnd.sample(range(total // 8 // 2), 3))
+        batch_no = 0
         try:
             while nxt < total or todo:
                 batch = []
@@ -152,8 +141,20 @@ def test_a_logged_target_killed_with_sigkill_runs_no_handler_twice(tmp_path):
                     else:
                         break
                     batch.append((a, txn.request(x, 0, 30, a)))
+                if kill_at and kill_at[0] == batch_no:
+                    kill_at.pop(0)
+                    for _ in range(rnd.randrange(2000)):
+                        bx.poll()
+                    child.send_signal(signal.SIGKILL)
+                    child.wait()
+                    child, again = spawn()
+                    assert again == name, "the restarted target has another name"
+                    kills[0] += 1
+                batch_no += 1
                 for a, t in batch:
-                    st = t.wait(60000)
+                    # (no limit but the suite's: a transaction that never ends is the
+                    # bug this would show, and pytest's faulthandler_timeout names it)
+                    st = t.wait(3600000)
                     assert st is not None, "transaction of %d did not end" % a
                     t.release()
                     if st.abandon == txn.NOT_ACKED:
@@ -161,11 +162,8 @@ def test_a_logged_target_killed_with_sigkill_runs_no_handler_twice(tmp_path):
                     else:
                         outcome[a] = st
         finally:
-            stop.set()
-            th.join()
-            with lock:
-                child.send_signal(signal.SIGKILL)
-                child.wait()
+            child.send_signal(signal.SIGKILL)
+            child.wait()
         ran = {}
         with open(effects) as f:
             for line in f:
@@ -177,4 +175,4 @@ def test_a_logged_target_killed_with_sigkill_runs_no_handler_twice(tmp_path):
             if st.progress == txn.PROCESSED or (st.ack == txn.ACKED
                                                  and st.abandon != txn.TARGET_CRASHED):
                 assert n == 1, "%d ended %r but ran %d times" % (a, st, n)
-        assert kills[0] >= 1, "the target was never killed: the test proved nothing"
+        assert kills[0] == 3, "the target was killed 3 times"

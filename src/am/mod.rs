@@ -76,6 +76,8 @@ mod started;
 mod tables;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timing_world_tests;
 pub(crate) mod token;
 mod txn;
 #[cfg(test)]

@@ -25,25 +25,56 @@ pub fn scaled(limit: Duration) -> Duration {
 }
 
 /// While alive, watches the test named `test`: if it is still running after
-/// `limit`, prints which test hung and ends the whole test process with
-/// status 124 (the other tests of the binary cannot be trusted after a hang
-/// anyway). Dropping the guard, also by a panic's unwinding, disarms it.
+/// `limit`, prints which test hung, and what it was waiting for
+/// (`waiting_for`), and ends the whole test process with status 124 (the
+/// other tests of the binary cannot be trusted after a hang anyway).
+/// Dropping the guard, also by a panic's unwinding, disarms it.
+///
+/// It is a test's one time limit: the loops of a test wait for their
+/// conditions without limits of their own (a slow machine makes a working
+/// run slow, never wrong), and the limit is far above what a working run
+/// takes on a loaded machine.
 pub struct Watchdog {
     _disarm: mpsc::Sender<()>,
+}
+
+thread_local! {
+    /// What the test of this thread waits for now (`waiting_for`), shared
+    /// with its watchdog.
+    static WAITING_FOR: std::cell::RefCell<Option<std::sync::Arc<std::sync::Mutex<String>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Names what the calling test waits for from now on: a watchdog that
+/// fires says it. (A thread without a watchdog: nothing.)
+pub fn waiting_for(what: &str) {
+    WAITING_FOR.with(|w| {
+        if let Some(w) = &*w.borrow() {
+            *w.lock().unwrap_or_else(|e| e.into_inner()) = what.to_string();
+        }
+    });
 }
 
 pub fn watchdog(test: &str, limit: Duration) -> Watchdog {
     let limit = scaled(limit);
     let (tx, rx) = mpsc::channel::<()>();
     let name = test.to_string();
+    let phase = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    WAITING_FOR.with(|w| *w.borrow_mut() = Some(phase.clone()));
     std::thread::Builder::new()
         .name(format!("watchdog {name}"))
         .spawn(move || {
             if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                let what = phase.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let what = if what.is_empty() {
+                    String::new()
+                } else {
+                    format!(" waiting for {what}")
+                };
                 // Straight to the stderr stream: the test harness captures
                 // eprintln! (also in threads a test spawns) and would drop it.
                 let msg = format!(
-                    "\nTIMEOUT: test `{name}` still running after {limit:?}: it hangs \
+                    "\nTIMEOUT: test `{name}` still running after {limit:?}{what}: it hangs \
                      (set RAMP_TEST_TIME_SCALE to allow more time on a slow machine); \
                      ending the test process with status 124\n"
                 );
@@ -370,13 +401,28 @@ pub fn two_bundles(
     (b0, e0, b1, e1)
 }
 
+/// Whether process `pid` has ended (gone, or a zombie not yet reaped).
+pub fn exited(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // "pid (comm) S ...": the state follows the last parenthesis
+        Ok(st) => st
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| matches!(rest.trim_start().chars().next(), Some('Z' | 'X'))),
+    }
+}
+
 /// The parent's handlers in the tests of a request held behind an
 /// unanswered one when its sender exits (`tests/am_udp_batch.rs`,
 /// `tests/shm_express.rs`): 10 records its first argument and answers
-/// 11; 13 answers after 200 ms (so the child's next request is held
-/// behind it); returned messages are ignored (the child is gone by the
-/// time these replies would reach it). Returns the arguments 10 saw.
-pub fn held_request_target(e: &ramp::am::Endpoint) -> std::sync::Arc<parking_lot::Mutex<Vec<u32>>> {
+/// 11; 13 answers only once process `child` (the sender) has exited, so
+/// that the child's next request is held behind it whatever the speed;
+/// returned messages are ignored (the child is gone by the time these
+/// replies would reach it). Returns the arguments 10 saw.
+pub fn held_request_target(
+    e: &ramp::am::Endpoint,
+    child: u32,
+) -> std::sync::Arc<parking_lot::Mutex<Vec<u32>>> {
     use ramp::am::{handler, reply, Message};
     let quick = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
     let q = quick.clone();
@@ -389,8 +435,10 @@ pub fn held_request_target(e: &ramp::am::Endpoint) -> std::sync::Arc<parking_lot
     );
     e.set_handler(
         13,
-        handler(|h| {
-            std::thread::sleep(Duration::from_millis(200));
+        handler(move |h| {
+            while !exited(child) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             reply(h.token, &Message::short(11, &[])).unwrap();
         }),
     );
@@ -401,11 +449,14 @@ pub fn held_request_target(e: &ramp::am::Endpoint) -> std::sync::Arc<parking_lot
 /// The held request's second half, over UDP (`tests/am_udp_batch.rs`) and over
 /// shared memory (`tests/shm_express.rs`): e0 (in bundle b0) sends e1
 /// (polled by a thread of its own; its handler 10 counts itself in `ran`
-/// and answers 11) a slow request (handler 13, set here: 300 ms before its
-/// answer), then a quick one, held behind the unanswered slow one: without
-/// a progress thread it waits for e0's next call; with one it leaves while
-/// the program computes (the slow one's answer wakes the thread, whose
-/// pass sends it).
+/// and answers 11) a slow request (handler 13, set here: it answers once
+/// the test lets it), then a quick one, held behind the unanswered slow
+/// one. The slow one leaves at once (its handler runs while e0 makes no
+/// call); without a progress thread the quick one leaves with e0's next
+/// call, with one while the program computes (the slow one's answer wakes
+/// the thread, whose pass sends it). Each runs once. That the held one
+/// waits for a call however long the program computes is a matter of time:
+/// `src/am/timing_world_tests.rs` shows it on virtual time.
 pub fn a_held_request_waits_for_a_call_or_the_progress_thread(
     b0: &std::sync::Arc<ramp::am::Bundle>,
     e0: &std::sync::Arc<ramp::am::Endpoint>,
@@ -413,70 +464,83 @@ pub fn a_held_request_waits_for_a_call_or_the_progress_thread(
     ran: &std::sync::atomic::AtomicU64,
 ) {
     use ramp::am::{handler, reply, Message};
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
     let wait_until = |what: &str, done: &dyn Fn() -> bool| {
-        let t0 = Instant::now();
+        waiting_for(what);
         while !done() {
             b0.poll().unwrap();
-            assert!(t0.elapsed().as_secs() < 20, "waiting for {what}");
         }
     };
-    let slow = Arc::new(AtomicU64::new(0));
-    let sl = slow.clone();
+    // (no call of e0 meanwhile)
+    let watch = |what: &str, done: &dyn Fn() -> bool| {
+        waiting_for(what);
+        while !done() {
+            std::thread::yield_now();
+        }
+    };
+    let (slow, release) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (sl, rel) = (slow.clone(), release.clone());
     e1.set_handler(
         13,
         handler(move |h| {
-            std::thread::sleep(Duration::from_millis(300));
             sl.fetch_add(1, Ordering::SeqCst);
+            while !rel.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
             reply(h.token, &Message::short(11, &[0])).unwrap();
         }),
     );
     let r0 = ran.load(Ordering::SeqCst);
     e0.request(1, &Message::short(13, &[]), false).unwrap();
     e0.request(1, &Message::short(10, &[1]), false).unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    assert_eq!(slow.load(Ordering::SeqCst), 1, "the slow one went at once");
-    assert_eq!(
-        ran.load(Ordering::SeqCst),
-        r0,
-        "the quick one waits for a call"
-    );
+    watch("the slow request, sent at once, to run", &|| {
+        slow.load(Ordering::SeqCst) == 1
+    });
+    release.store(true, Ordering::SeqCst);
     wait_until("both answers", &|| e0.unanswered_requests() == 0);
     assert_eq!(ran.load(Ordering::SeqCst), r0 + 1);
     b0.set_progress_thread(true).unwrap();
+    release.store(false, Ordering::SeqCst);
     e0.request(1, &Message::short(13, &[]), false).unwrap();
     e0.request(1, &Message::short(10, &[2]), false).unwrap();
-    let t0 = Instant::now();
-    while ran.load(Ordering::SeqCst) < r0 + 2 {
-        assert!(
-            t0.elapsed().as_secs() < 10,
-            "the progress thread did not send the held request"
-        );
-        std::hint::spin_loop();
-    }
-    assert_eq!(slow.load(Ordering::SeqCst), 2);
+    watch("the second slow request to run", &|| {
+        slow.load(Ordering::SeqCst) == 2
+    });
+    release.store(true, Ordering::SeqCst);
+    watch(
+        "the progress thread to send the held request while the program computes",
+        &|| ran.load(Ordering::SeqCst) == r0 + 2,
+    );
     b0.set_progress_thread(false).unwrap();
     wait_until("the last answers", &|| e0.unanswered_requests() == 0);
+    waiting_for("");
 }
 
-/// The handshake a plain UDP socket `s` runs with the endpoint at `to`,
-/// offering `my_tag` (under CRC32C), calling `poll` while it waits (the
-/// endpoint's own polling, when the test has no other thread): returns
-/// the endpoint's tag.
+/// The handshake a plain UDP socket `s` (with a read timeout) runs with
+/// the endpoint at `to`, offering `my_tag` (under CRC32C), calling `poll`
+/// while it waits (the endpoint's own polling, when the test has no other
+/// thread), sending again after each read timeout, for as long as it takes
+/// (the test's watchdog limits it): the endpoint's tag, and how many
+/// datagrams it sent.
 pub fn wire_handshake(
     s: &std::net::UdpSocket,
     to: std::net::SocketAddr,
     my_tag: u64,
     poll: &dyn Fn(),
-) -> u64 {
+) -> (u64, u64) {
     use ramp::wire::{self, Integrity, Packet};
     const I: Integrity = Integrity::Crc32c;
     let mut init = Vec::new();
     wire::encode_init(&mut init, &I, my_tag);
     let mut buf = [0u8; 2048];
-    for _ in 0..100 {
+    let mut sent = 0u64;
+    loop {
         s.send_to(&init, to).unwrap();
+        sent += 1;
         poll();
         let Ok((n, _)) = s.recv_from(&mut buf) else {
             continue;
@@ -487,16 +551,16 @@ pub fn wire_handshake(
         {
             let mut echo = Vec::new();
             wire::encode_cookie_echo(&mut echo, &I, resp_tag, cookie);
-            for _ in 0..100 {
+            loop {
                 s.send_to(&echo, to).unwrap();
+                sent += 1;
                 poll();
                 if let Ok((n, _)) = s.recv_from(&mut buf) {
                     if let Ok(Packet::CookieAck { .. }) = wire::decode(&I, &buf[..n]) {
-                        return resp_tag;
+                        return (resp_tag, sent);
                     }
                 }
             }
         }
     }
-    panic!("no handshake with {to}");
 }

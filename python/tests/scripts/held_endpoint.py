@@ -63,7 +63,7 @@ def main(mode: str) -> int:
         x.set_handler(H_REP, lambda tok, v: answers.append(v))
         w.set_handler(H_REP, lambda tok, v: None)
         x.request(0, H_PY, 41)
-        if not b.wait(lambda: answers and held_done.is_set(), timeout=60):
+        if not b.wait(lambda: answers and held_done.is_set(), timeout=300):
             print("no reply", file=sys.stderr)
             return 1
         t.join(60)

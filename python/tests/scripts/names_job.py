@@ -45,7 +45,7 @@ def main() -> int:
             check(False, "a missing name was found")
         except ramp.BadArgError:
             pass
-    job.bundle.wait(lambda: len(pongs) == size, timeout=60)
+    job.bundle.wait(lambda: len(pongs) == size, timeout=300)
     job.barrier()
     names.publish(ep, "svc-%d" % rank)
     # no barrier: a look-up waits for a name published later
