@@ -35,67 +35,20 @@
 //! | `txn_crash_tests.rs` | either end killed and restarted from its log at random, in the simulated world |
 //! | `tests.rs` | the basic exchange in the simulated world (`sim::World`), credits; helpers the other tests share |
 
-mod batch;
-#[cfg(test)]
-mod batch_tests;
 mod bundle;
-mod dispatch;
-mod driver;
 mod endpoint;
 mod express;
-#[cfg(test)]
-mod express_owed_tests;
-mod express_poll;
-#[cfg(test)]
-mod express_tests;
 mod handler;
-mod host;
-mod loopback;
-mod message;
-mod name;
+mod messages;
 mod names;
-mod placement;
-#[cfg(test)]
-mod placement_tests;
-mod progress;
-mod pull;
-mod region;
-mod reply;
-mod request;
-mod returned;
 mod rma;
-mod rma_direct;
-#[cfg(test)]
-mod rma_direct_tests;
-mod rma_shared;
-mod rma_target;
-#[cfg(test)]
-mod rma_tests;
-mod services;
-mod started;
-mod tables;
+mod state;
 #[cfg(test)]
 mod tests;
-pub(crate) mod token;
 mod txn;
 #[cfg(test)]
-mod txn_crash_tests;
-#[cfg(test)]
-mod txn_id64_tests;
-mod txn_log;
-#[cfg(test)]
-mod txn_lost_ack_tests;
-mod txn_map;
-mod txn_probe;
-mod txn_target;
-#[cfg(test)]
-mod txn_tests;
-#[cfg(test)]
 mod world_tests;
-mod xfer_direct;
-mod xfer_shared;
-#[cfg(test)]
-mod xfer_shared_tests;
+pub(crate) use messages::token;
 
 use std::sync::Arc;
 
@@ -104,28 +57,28 @@ use parking_lot::RwLock;
 
 pub use crate::stats::Statistics;
 pub use crate::wire::Category;
-pub use bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
-pub use endpoint::{Endpoint, LockWait, TAG_ALL, TAG_NONE};
-pub use express::ExpressStats;
-pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
+pub use bundle::bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
 #[cfg(feature = "testing")]
-pub(crate) use host::Host;
-#[cfg(feature = "testing")]
-pub(crate) use host::{MakeSecret, OpenTransports};
-pub use message::Message;
-pub use name::EndpointName;
-pub use names::{valid_handler_name, MAX_HANDLER_NAME};
-#[cfg(feature = "testing")]
-pub(crate) use progress::pass as progress_pass;
-pub use pull::{
+pub(crate) use bundle::progress::pass as progress_pass;
+pub use bundle::pull::{
     drained_token, end as end_drained, end_with as end_drained_with, release as release_drained,
     release_with as release_drained_with, Pulled,
 };
-pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
-pub use services::{
+pub use endpoint::endpoint::{Endpoint, LockWait, TAG_ALL, TAG_NONE};
+#[cfg(feature = "testing")]
+pub(crate) use endpoint::host::Host;
+#[cfg(feature = "testing")]
+pub(crate) use endpoint::host::{MakeSecret, OpenTransports};
+pub use express::express::ExpressStats;
+pub use handler::handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
+pub use handler::message::Message;
+pub use handler::name::EndpointName;
+pub use names::handler_names::{valid_handler_name, MAX_HANDLER_NAME};
+pub use names::services::{
     service_check, service_hash, valid_service, ServiceAnswer, ServiceQuery,
     MAX_PENDING_SERVICE_QUERIES, MAX_SERVICE, MAX_SERVICES,
 };
+pub use state::region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
 
 /// Removes the shared-memory files in /dev/shm that versions of ramp before
 /// the memfd left behind when killed: those of endpoints whose process
@@ -134,14 +87,14 @@ pub use services::{
 pub fn remove_stale_shm_files() -> usize {
     crate::net::remove_stale_files()
 }
-pub use reply::{reply, reply_with, return_to_sender};
-pub use rma::MAX_OPS;
-pub use rma_target::CHUNK as RMA_CHUNK;
-pub use started::{returned_may_have_run, START_WINDOW};
-pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
-pub use token::{in_handler, TokenId};
-pub use txn::{Abandon, Ack, Progress, TxnState, MAX_KEPT_TXNS};
-pub use txn_target::{TargetCounts, MAX_ENTRIES_PER_PEER, MAX_KEPT_BYTES};
+pub use handler::tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
+pub use messages::reply::{reply, reply_with, return_to_sender};
+pub use messages::started::{returned_may_have_run, START_WINDOW};
+pub use messages::token::{in_handler, TokenId};
+pub use rma::rma::MAX_OPS;
+pub use rma::rma_target::CHUNK as RMA_CHUNK;
+pub use txn::txn::{Abandon, Ack, Progress, TxnState, MAX_KEPT_TXNS};
+pub use txn::txn_target::{TargetCounts, MAX_ENTRIES_PER_PEER, MAX_KEPT_BYTES};
 
 use crate::error::{Error, Result};
 use crate::fxhash::FxHashMap;

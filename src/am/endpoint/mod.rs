@@ -1,0 +1,7 @@
+//! The endpoint itself: `EpState` (its transports, protocol, tables and the
+//! subsystems' state of `state/`), the `Endpoint` that locks it, the calls
+//! that set it up and read it (`endpoint.rs`), and the host it runs on
+//! (`host.rs`).
+
+pub(in crate::am) mod endpoint;
+pub(in crate::am) mod host;
