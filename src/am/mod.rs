@@ -41,6 +41,7 @@ mod express;
 mod handler;
 mod messages;
 mod names;
+mod queue;
 mod rma;
 mod state;
 #[cfg(test)]
@@ -64,21 +65,24 @@ pub use bundle::pull::{
     drained_token, end as end_drained, end_with as end_drained_with, release as release_drained,
     release_with as release_drained_with, Pulled,
 };
-pub use endpoint::endpoint::{Endpoint, LockWait, TAG_ALL, TAG_NONE};
+pub use endpoint::endpoint::{Endpoint, LockWait};
 #[cfg(feature = "testing")]
 pub(crate) use endpoint::host::Host;
 #[cfg(feature = "testing")]
 pub(crate) use endpoint::host::{MakeSecret, OpenTransports};
-pub use express::express::ExpressStats;
 pub use handler::handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 pub use handler::message::Message;
+pub use handler::message::{MAX_LONG, MAX_MEDIUM, MAX_SHORT};
 pub use handler::name::EndpointName;
+pub use handler::tables::{TAG_ALL, TAG_NONE};
 pub use names::handler_names::{valid_handler_name, MAX_HANDLER_NAME};
 pub use names::services::{
-    service_check, service_hash, valid_service, ServiceAnswer, ServiceQuery,
-    MAX_PENDING_SERVICE_QUERIES, MAX_SERVICE, MAX_SERVICES,
+    service_check, service_hash, valid_service, ServiceQuery, MAX_PENDING_SERVICE_QUERIES,
+    MAX_SERVICE,
 };
+pub use state::express::ExpressStats;
 pub use state::region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
+pub use state::services::{ServiceAnswer, MAX_SERVICES};
 
 /// Removes the shared-memory files in /dev/shm that versions of ramp before
 /// the memfd left behind when killed: those of endpoints whose process
@@ -87,22 +91,19 @@ pub use state::region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
 pub fn remove_stale_shm_files() -> usize {
     crate::net::remove_stale_files()
 }
+pub use handler::handler::TokenId;
 pub use handler::tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use messages::reply::{reply, reply_with, return_to_sender};
 pub use messages::started::{returned_may_have_run, START_WINDOW};
-pub use messages::token::{in_handler, TokenId};
-pub use rma::rma::MAX_OPS;
+pub use messages::token::in_handler;
 pub use rma::rma_target::CHUNK as RMA_CHUNK;
-pub use txn::txn::{Abandon, Ack, Progress, TxnState, MAX_KEPT_TXNS};
-pub use txn::txn_target::{TargetCounts, MAX_ENTRIES_PER_PEER, MAX_KEPT_BYTES};
+pub use state::rma::MAX_OPS;
+pub use state::txn::{Abandon, Ack, Progress, TxnState, MAX_KEPT_TXNS};
+pub use state::txn_target::{TargetCounts, MAX_ENTRIES_PER_PEER, MAX_KEPT_BYTES};
 
 use crate::error::{Error, Result};
 use crate::fxhash::FxHashMap;
 
-/// AM_MaxShort, AM_MaxMedium, AM_MaxLong.
-pub const MAX_SHORT: usize = 16;
-pub const MAX_MEDIUM: usize = 65000;
-pub const MAX_LONG: usize = 1 << 20;
 pub use crate::config::MAX_NETWORK_DEPTH;
 /// Live bundles at once.
 pub const MAX_BUNDLES: usize = 4096;

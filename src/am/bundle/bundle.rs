@@ -2,8 +2,9 @@
 //! `wait_sema`. Endpoint lists are copy-on-write snapshots so that handlers
 //! may create, move or free endpoints while a poll runs.
 
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use parking_lot::RwLock;
 
@@ -36,7 +37,7 @@ pub struct Bundle {
     /// Where its endpoints run: their clock and network.
     pub(crate) host: Host,
     /// The progress thread, when on (`progress.rs`).
-    pub(in crate::am) progress: parking_lot::Mutex<Option<super::progress::ProgressThread>>,
+    pub(in crate::am) progress: parking_lot::Mutex<Option<ProgressThread>>,
 }
 
 impl Bundle {
@@ -150,4 +151,12 @@ impl Bundle {
         fds.extend(extra);
         self.clock.wait_readable(&fds, deadline, max_ms * MILLIS);
     }
+}
+pub(crate) enum ProgressThread {
+    Running {
+        stop: Arc<AtomicBool>,
+        handle: JoinHandle<()>,
+    },
+    /// On the simulator's clock (`pass`).
+    Simulated,
 }

@@ -11,9 +11,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use super::bundle::Bundle;
+use crate::am::bundle::bundle::ProgressThread;
 use crate::error::{Error, Result};
 use crate::time::{Instant, MILLIS};
 
@@ -21,15 +21,6 @@ use crate::time::{Instant, MILLIS};
 const MAX_SLEEP_MS: u64 = 20;
 /// The sleep when an endpoint was busy in another thread.
 const BUSY_SLEEP_MS: u64 = 1;
-
-pub(crate) enum ProgressThread {
-    Running {
-        stop: Arc<AtomicBool>,
-        handle: JoinHandle<()>,
-    },
-    /// On the simulator's clock (`pass`).
-    Simulated,
-}
 
 impl ProgressThread {
     fn start(b: Arc<Bundle>) -> Result<ProgressThread> {
@@ -110,7 +101,7 @@ impl Bundle {
     }
 }
 
-impl crate::am::Endpoint {
+impl crate::am::endpoint::endpoint::Endpoint {
     /// One pump of the network for the progress thread, unless another
     /// thread holds the endpoint (None): the descriptors to sleep on and
     /// the next deadline.

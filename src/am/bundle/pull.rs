@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use super::bundle::Bundle;
 use crate::am::endpoint::endpoint::{Endpoint, LockWait};
-use crate::am::messages::dispatch::WorkData;
-use crate::am::messages::token::{self, TokenId};
+use crate::am::handler::handler::TokenId;
+use crate::am::messages::token;
+use crate::am::messages::work::WorkData;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::wire::Category;
 

@@ -18,21 +18,18 @@ use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 use super::host::Host;
 use crate::am::handler::handler::{HandlerFn, SegmentMemory};
 use crate::am::handler::name::EndpointName;
+use crate::am::handler::tables::TAG_NONE;
 use crate::am::handler::tables::{HandlerTable, TranslationTable};
-use crate::am::messages::request::Outstanding;
-use crate::am::MAX_NETWORK_DEPTH;
+use crate::am::state::outstanding::Outstanding;
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::config::MAX_NETWORK_DEPTH;
 use crate::error::{Error, Result};
 use crate::net::Transports;
 use crate::proto::Protocol;
 use crate::stats::Statistics;
 use crate::time::Instant;
 use crate::wire::mac::MacKey;
-
-/// Special tag values.
-pub const TAG_NONE: u64 = 0;
-pub const TAG_ALL: u64 = 1;
 
 static NEXT_ENDPOINT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -46,9 +43,9 @@ pub(crate) struct EpState {
     pub(in crate::am) table: TranslationTable,
     pub(in crate::am) handlers: HandlerTable,
     /// Handler names, the cache of peers' names, lookups (`names.rs`).
-    pub(in crate::am) names: crate::am::names::handler_names::Names,
+    pub(in crate::am) names: crate::am::state::handler_names::Names,
     /// Names published here by others, our queries about them (`services.rs`).
-    pub(in crate::am) services: crate::am::names::services::Services,
+    pub(in crate::am) services: crate::am::state::services::Services,
     pub(in crate::am) segment: Option<Arc<dyn SegmentMemory>>,
     /// Counts the segments set: a long message placed into one
     /// (`placement.rs`) runs only while it is still the segment.
@@ -67,18 +64,20 @@ pub(crate) struct EpState {
     pub(in crate::am) open_requests: u32,
     recv_depth_env: Option<usize>,
     pub(in crate::am) verbose: bool,
-    /// Regions, remote memory operations, AM messages drained in order.
-    pub(in crate::am) rma: crate::am::rma::rma::RmaState,
+    /// Regions and remote memory operations (`rma/`).
+    pub(in crate::am) rma: crate::am::state::rma::RmaState,
+    /// AM messages drained in order, waiting for a poll (`queue/`).
+    pub(in crate::am) incoming: crate::am::queue::incoming::Incoming,
     /// Kept transactions, as initiator and as target (`txn.rs`).
-    pub(in crate::am) txn: crate::am::txn::txn::Txns,
+    pub(in crate::am) txn: crate::am::state::txn::Txns,
     /// The protocol's secret (a transaction log keeps it: `txn_log.rs`).
     pub(in crate::am) secret: [u8; 32],
     /// The express lane over shared-memory rings (`express.rs`).
-    pub(in crate::am) express: crate::am::express::express::ExpressState,
+    pub(in crate::am) express: crate::am::state::express::ExpressState,
     /// The record the fast poll took last (`express_poll.rs`).
     pub(in crate::am) express_rx: crate::net::express::TakenRecord,
     /// Requests held back to leave together (`request.rs`).
-    pub(in crate::am) batch: crate::am::messages::batch::Batch,
+    pub(in crate::am) batch: crate::am::state::batch::Batch,
 }
 
 impl Drop for EpState {
@@ -197,7 +196,7 @@ impl Endpoint {
         // express records carry no MAC: under a job key each ring's ends
         // prove once that they are of the same job (`net/shm_proof.rs`)
         let mut transports = transports;
-        transports.set_express_prover(crate::am::express::express::prover(
+        transports.set_express_prover(crate::am::state::express::prover(
             proto.config().mac.as_ref(),
         ));
         // an association's packets leave through sockets connected to
@@ -208,8 +207,8 @@ impl Endpoint {
             tag_of: crate::wire::association_vtag,
             announce: proto.config().mac.is_none(),
         }));
-        let express = crate::am::express::express::ExpressState::new(cfg.shm_express);
-        let incarnation = crate::am::txn::txn::incarnation_of(&secret);
+        let express = crate::am::state::express::ExpressState::new(cfg.shm_express);
+        let incarnation = crate::am::state::txn::incarnation_of(&secret);
         let st = EpState {
             clock: host.clock.clone(),
             proto,
@@ -231,11 +230,12 @@ impl Endpoint {
             recv_depth_env: cfg.recv_depth,
             verbose: cfg.verbose,
             rma: Default::default(),
-            txn: crate::am::txn::txn::Txns::new(incarnation),
+            incoming: Default::default(),
+            txn: crate::am::state::txn::Txns::new(incarnation),
             secret,
             express,
             express_rx: Default::default(),
-            batch: crate::am::messages::batch::Batch {
+            batch: crate::am::state::batch::Batch {
                 max: cfg.request_batch,
                 ..Default::default()
             },

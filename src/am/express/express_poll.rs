@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use crate::am::endpoint::endpoint::{Endpoint, EpState, Guard};
 use crate::am::handler::handler::{Data, HandlerArgs};
-use crate::am::messages::returned::tag_accepts;
+use crate::am::handler::tables::tag_accepts;
 use crate::am::messages::token::{self, LiveToken, TokenInfo};
 use crate::net::express::{Express, ExpressKind, ExpressTake};
 use crate::proto::Event;

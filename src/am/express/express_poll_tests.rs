@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::{FULL_EVERY, STREAK};
+use crate::am::express::express_poll::{FULL_EVERY, STREAK};
 use crate::am::express::express_tests::{inject, pair, pair_with, record, Pair, SEED, SETTLE, TAG};
 use crate::am::{handler, Endpoint, Message};
 use crate::config::{Config, TransportChoice};

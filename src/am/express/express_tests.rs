@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::express::QUEUE;
+use crate::am::state::express::QUEUE;
 use crate::am::{handler, Endpoint, EndpointName, Message};
 use crate::config::{Config, TransportChoice};
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
@@ -389,7 +389,7 @@ fn a_flood_of_requests_is_bounded_by_the_queue() {
         }
     });
     assert!(written > QUEUE);
-    let queued = p.target.with(|s| s.rma.pending.len()) as u64;
+    let queued = p.target.with(|s| s.incoming.pending.len()) as u64;
     let received = p.target.express_stats().requests_received;
     // taken: at most the queue, and what the in-order queue holds
     assert!(received <= (QUEUE as u64) + queued + 1, "{received}");

@@ -4,8 +4,10 @@
 use std::io;
 use std::sync::Arc;
 
-use crate::am::messages::token::TokenId;
 use crate::error::ReturnStatus;
+
+/// The value a handler sees as its token (never 0).
+pub type TokenId = u64;
 
 /// What a handler receives besides its token and arguments.
 pub enum Data<'a> {

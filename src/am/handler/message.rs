@@ -2,10 +2,23 @@
 //! the arguments, the payload and, for a long message, where the payload
 //! lands in the receiver's segment.
 
-use crate::am::{MAX_LONG, MAX_MEDIUM};
 use crate::error::{Error, Result};
 use crate::net::express::{Express, ExpressKind};
 use crate::wire::{Category, MsgKind, MsgMeta, MAX_ARGS};
+
+/// Status bit of a request's header: a kept transaction (trailer, ack).
+pub(in crate::am) const TXN_FLAG: u8 = 1;
+/// The status byte's mark of a long request whose payload is a descriptor
+/// (`TXN_FLAG` is 1).
+pub(in crate::am) const XFER_FLAG: u8 = 2;
+/// The status byte's mark of a long request whose bytes are in place
+/// (`TXN_FLAG` is 1, `XFER_FLAG` 2).
+pub(in crate::am) const INPLACE_FLAG: u8 = 4;
+
+/// AM_MaxShort, AM_MaxMedium, AM_MaxLong.
+pub const MAX_SHORT: usize = 16;
+pub const MAX_MEDIUM: usize = 65000;
+pub const MAX_LONG: usize = 1 << 20;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Message<'a> {

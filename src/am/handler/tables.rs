@@ -8,6 +8,20 @@ use super::name::EndpointName;
 use crate::error::{Error, Result};
 use crate::fxhash::FxHashMap;
 
+/// Special tag values.
+pub const TAG_NONE: u64 = 0;
+pub const TAG_ALL: u64 = 1;
+
+/// Whether an endpoint tagged `own` takes a message tagged `msg`.
+#[inline]
+pub(in crate::am) fn tag_accepts(own: u64, msg: u64) -> bool {
+    match own {
+        TAG_NONE => false,
+        TAG_ALL => true,
+        t => t == msg,
+    }
+}
+
 /// AM-2's initial and maximum translation table sizes.
 pub const INIT_TRANSLATIONS: usize = 256;
 pub const MAX_TRANSLATIONS: usize = 1 << 20;

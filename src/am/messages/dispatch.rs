@@ -8,10 +8,13 @@ use std::sync::Arc;
 use super::returned::{default_returned_handler, Admitted};
 use super::token::{LiveToken, TokenInfo};
 use crate::am::endpoint::endpoint::{Endpoint, EpState, Guard};
-use crate::am::handler::handler::{Data, HandlerArgs, HandlerFn};
-use crate::am::rma::xfer_direct::XFER_FLAG;
-use crate::am::rma::xfer_shared::INPLACE_FLAG;
-use crate::am::txn::txn::{take_trailer, TXN_FLAG};
+use crate::am::handler::handler::{Data, HandlerArgs};
+use crate::am::handler::message::INPLACE_FLAG;
+use crate::am::handler::message::TXN_FLAG;
+use crate::am::handler::message::XFER_FLAG;
+use crate::am::messages::work::Work;
+use crate::am::messages::work::WorkData;
+use crate::am::state::txn::take_trailer;
 use crate::error::{Result, ReturnStatus};
 use crate::net::express::ExpressKind;
 use crate::proto::{Event, FailReason};
@@ -21,24 +24,6 @@ use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 /// Handlers may poll from inside handlers; beyond this nesting, a nested poll
 /// only moves packets and leaves messages queued.
 const MAX_DISPATCH_NESTING: u32 = 8;
-
-/// A handler call prepared under the borrow, run after it is released.
-pub(in crate::am) struct Work {
-    /// None: handler 0 is not installed (the default one runs).
-    pub(in crate::am) f: Option<HandlerFn>,
-    /// Its arguments are `info.args` (the first `info.nargs`).
-    pub(in crate::am) info: TokenInfo,
-    pub(in crate::am) data: WorkData,
-    /// A request: where the automatic reply goes if its handler does not reply.
-    pub(in crate::am) auto_reply_to: Option<SocketAddr>,
-}
-
-pub(in crate::am) enum WorkData {
-    None,
-    Medium(Vec<u8>),
-    Long { addr: usize, len: usize },
-    Returned { status: ReturnStatus, opcode: i32 },
-}
 
 impl Endpoint {
     /// AM_Poll for this endpoint: moves packets, then runs handlers for up to

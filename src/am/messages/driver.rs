@@ -85,9 +85,9 @@ impl EpState {
         // looked at (a request held while the program computed must not
         // be sent twice)
         self.send_held(now);
-        let (proto, rma, outstanding, express, counts) = (
+        let (proto, incoming, outstanding, express, counts) = (
             &mut self.proto,
-            &mut self.rma,
+            &mut self.incoming,
             &mut self.outstanding,
             &mut self.express,
             &mut self.stats,
@@ -102,14 +102,14 @@ impl EpState {
             },
             table: &self.table,
             gen: self.seg_gen,
-            quiet: self.dispatch_nesting == 0 && rma.pending.is_empty() && rma.stalled.is_none(),
+            quiet: self.dispatch_nesting == 0 && incoming.is_quiet(),
         };
         for _ in 0..64 {
             let r = self.transports.recv_batch(now, &mut |d| match d {
                 // (only a ring brings one: `Transports` drops the others)
                 Some((bytes, from)) if crate::net::express::is_express(bytes) => {
                     placer.quiet = false;
-                    express.arrived(proto, rma, outstanding, counts, from, bytes)
+                    express.arrived(proto, incoming, outstanding, counts, from, bytes)
                 }
                 Some((bytes, from)) => proto.handle_datagram_placing(now, from, bytes, &mut placer),
                 None => proto.count_malformed(),

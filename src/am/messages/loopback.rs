@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use super::dispatch::{Work, WorkData};
-use super::returned::tag_accepts;
 use super::token::TokenInfo;
 use crate::am::endpoint::endpoint::{Endpoint, Guard};
 use crate::am::handler::message::Message;
-use crate::am::TAG_NONE;
+use crate::am::handler::tables::tag_accepts;
+use crate::am::handler::tables::TAG_NONE;
+use crate::am::messages::work::{Work, WorkData};
 use crate::error::{Error, Result, ReturnStatus};
 use crate::wire::Category;
 

@@ -9,6 +9,7 @@ pub(in crate::am) mod batch;
 #[cfg(test)]
 mod batch_tests;
 pub(in crate::am) mod dispatch;
+pub(in crate::am) mod drain;
 pub(in crate::am) mod driver;
 pub(in crate::am) mod loopback;
 pub(in crate::am) mod placement;
@@ -19,3 +20,4 @@ pub(in crate::am) mod request;
 pub(in crate::am) mod returned;
 pub(in crate::am) mod started;
 pub(crate) mod token;
+pub(in crate::am) mod work;

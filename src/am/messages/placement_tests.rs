@@ -34,10 +34,12 @@ fn apart(seed: u64) -> (World, Arc<Endpoint>, Arc<Endpoint>) {
 /// The first message waiting for dispatch at `e` (in the endpoint's
 /// queue, else the protocol's): what it says of its placement.
 fn waiting(e: &Endpoint) -> Option<Option<Placed>> {
-    e.with(|s| match s.rma.pending.front().or(s.proto.peek_event()) {
-        Some(Event::Delivered { meta, .. }) => Some(meta.placed),
-        _ => None,
-    })
+    e.with(
+        |s| match s.incoming.pending.front().or(s.proto.peek_event()) {
+            Some(Event::Delivered { meta, .. }) => Some(meta.placed),
+            _ => None,
+        },
+    )
 }
 
 /// Runs the world (the target computing) until a message waits for
@@ -151,13 +153,17 @@ fn a_handler_never_sees_the_bytes_of_a_message_behind_it() {
     send(1);
     let first = until_delivered(&w, &e1);
     assert!(first.is_some(), "the first is placed");
-    assert_eq!(e1.with(|s| s.rma.pending.len()), 1, "queued for dispatch");
+    assert_eq!(
+        e1.with(|s| s.incoming.pending.len()),
+        1,
+        "queued for dispatch"
+    );
     send(2);
     assert!(
-        w.run_until(100 * MILLIS, || e1.with(|s| s.rma.pending.len()) == 2),
+        w.run_until(100 * MILLIS, || e1.with(|s| s.incoming.pending.len()) == 2),
         "the second never came"
     );
-    let second = e1.with(|s| match s.rma.pending.get(1) {
+    let second = e1.with(|s| match s.incoming.pending.get(1) {
         Some(Event::Delivered { meta, .. }) => meta.placed,
         _ => panic!("the second waits in the queue"),
     });

@@ -1,10 +1,11 @@
 //! Replies: a request handler answers through its token, at most once.
 
-use super::token::{self, TokenId};
+use super::token;
 use crate::am::endpoint::endpoint::LockWait;
+use crate::am::handler::handler::TokenId;
 use crate::am::handler::message::Message;
-use crate::am::txn::txn_target::KeptReply;
-use crate::am::TAG_NONE;
+use crate::am::handler::tables::TAG_NONE;
+use crate::am::state::txn_target::KeptReply;
 use crate::error::{Error, Result};
 use crate::net::express::ExpressKind;
 use crate::wire::{Category, CHANNEL_REPLY};

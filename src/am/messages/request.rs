@@ -8,53 +8,15 @@ use std::sync::Arc;
 use super::token;
 use crate::am::endpoint::endpoint::{Endpoint, EpState};
 use crate::am::handler::message::Message;
+use crate::am::state::outstanding::Outstanding;
 use crate::error::{Error, Result};
 use crate::net::express::ExpressKind;
 use crate::time::Instant;
-use crate::wire::{Category, MsgMeta, CHANNEL_REQUEST};
+use crate::wire::{Category, CHANNEL_REQUEST};
 
 /// A request polls before sending, unless the endpoint was polled this
 /// recently (in a poll loop the extra empty receive only adds latency).
 const RECENT_POLL: u64 = 20 * crate::time::MICROS;
-
-/// A request waiting for its reply.
-pub(in crate::am) struct Outstanding {
-    /// The destination's translation index (whose credit it holds).
-    pub(in crate::am) index: u32,
-    /// Where it went: only that peer's reply (or refusal) completes it.
-    pub(in crate::am) addr: SocketAddr,
-    pub(in crate::am) sent: Instant,
-    /// Its header: the peer's death returns it to handler 0 even after its
-    /// request was acknowledged (`started.rs`).
-    pub(in crate::am) meta: MsgMeta,
-    /// Set when its peer died: whether its handler may have run there
-    /// (`started.rs`: its place among the requests to that peer).
-    pub(in crate::am) may_run: Option<bool>,
-    /// It went as an express record (`express.rs`): its peer's lost ring
-    /// returns it, and only then may an express record answer it.
-    pub(in crate::am) express: bool,
-    /// An express answer to it is queued: another is dropped on arrival.
-    pub(in crate::am) answered: bool,
-}
-
-impl Outstanding {
-    pub(in crate::am) fn new(
-        index: u32,
-        addr: SocketAddr,
-        sent: Instant,
-        meta: MsgMeta,
-    ) -> Outstanding {
-        Outstanding {
-            index,
-            addr,
-            sent,
-            meta,
-            may_run: None,
-            express: false,
-            answered: false,
-        }
-    }
-}
 
 impl Endpoint {
     /// Sends a request to translation index `dest`. Polls first; waits (by
@@ -247,7 +209,7 @@ impl EpState {
         }
         let mut meta = msg.meta(txn, tag);
         let room = if keep {
-            crate::am::txn::txn::TRAILER_LEN
+            crate::am::state::txn::TRAILER_LEN
         } else {
             0
         };
@@ -263,8 +225,13 @@ impl EpState {
                 self.txn_sent(id64, addr, now, Some(request));
             }
             let floor = self.txn_floor(addr);
-            crate::am::txn::txn::put_trailer(&mut payload.bytes, self.txn.incarnation, id64, floor);
-            meta.status = crate::am::txn::txn::TXN_FLAG;
+            crate::am::state::txn::put_trailer(
+                &mut payload.bytes,
+                self.txn.incarnation,
+                id64,
+                floor,
+            );
+            meta.status = crate::am::handler::message::TXN_FLAG;
         }
         self.proto.send(now, addr, CHANNEL_REQUEST, meta, payload);
         // Out at once, unless it may wait for a batch (`batch.rs`: an

@@ -5,24 +5,16 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::dispatch::{Work, WorkData};
 use super::token::{self, TokenInfo};
 use crate::am::endpoint::endpoint::EpState;
 use crate::am::handler::handler::{opcode, Data, HandlerArgs, SegmentMemory};
+use crate::am::handler::tables::tag_accepts;
 use crate::am::handler::tables::HandlerTable;
-use crate::am::{MAX_LONG, MAX_MEDIUM, TAG_ALL, TAG_NONE};
+use crate::am::messages::work::{Work, WorkData};
+use crate::am::{MAX_LONG, MAX_MEDIUM};
 use crate::error::ReturnStatus;
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY};
-
-/// Whether an endpoint tagged `own` takes a message tagged `msg`.
-pub(in crate::am) fn tag_accepts(own: u64, msg: u64) -> bool {
-    match own {
-        TAG_NONE => false,
-        TAG_ALL => true,
-        t => t == msg,
-    }
-}
 
 /// Where the payload of a message that passed the checks goes.
 pub(in crate::am) enum Admitted {

@@ -60,7 +60,8 @@ pub(in crate::am) fn arrival_tag(st: &EpState, from: &SocketAddr) -> u64 {
 impl EpState {
     /// The window's judgement of the message at the head of the queue.
     pub(in crate::am) fn head_gate(&self) -> Gate {
-        let (Some(ev), Some(&arrived)) = (self.rma.pending.front(), self.rma.arrived.front())
+        let (Some(ev), Some(&arrived)) =
+            (self.incoming.pending.front(), self.incoming.arrived.front())
         else {
             return Gate::Go;
         };
@@ -93,13 +94,14 @@ impl EpState {
         loop {
             match self.head_gate() {
                 Gate::Go => {
-                    self.rma.arrived.pop_front();
-                    return self.rma.pending.pop_front();
+                    self.incoming.arrived.pop_front();
+                    return self.incoming.pending.pop_front();
                 }
                 Gate::Hold => return None,
                 Gate::Refuse => {
-                    self.rma.arrived.pop_front();
-                    if let Some(Event::Delivered { from, meta, .. }) = self.rma.pending.pop_front()
+                    self.incoming.arrived.pop_front();
+                    if let Some(Event::Delivered { from, meta, .. }) =
+                        self.incoming.pending.pop_front()
                     {
                         self.send_returned(now, from, meta, ReturnStatus::Unreachable, true);
                     }
@@ -192,15 +194,16 @@ impl EpState {
     /// anything queued behind them.
     fn push_returned(&mut self, returned: Vec<Event<SocketAddr>>) {
         for ev in returned.into_iter().rev() {
-            self.rma.pending.push_front(ev);
-            self.rma.arrived.push_front(0);
+            self.incoming.push_front(ev);
         }
     }
 }
 
 /// In handler 0, for a returned request: whether its handler may have run
 /// at the target (`ramp_ReturnedMayHaveRun`).
-pub fn returned_may_have_run(token: crate::am::TokenId) -> crate::error::Result<bool> {
+pub fn returned_may_have_run(
+    token: crate::am::handler::handler::TokenId,
+) -> crate::error::Result<bool> {
     use crate::error::Error;
     super::token::with(token, |t| {
         if t.returned {

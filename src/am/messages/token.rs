@@ -8,11 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::am::endpoint::endpoint::Endpoint;
+use crate::am::handler::handler::TokenId;
 use crate::am::handler::name::EndpointName;
 use crate::wire::{Category, MsgKind, MsgMeta};
-
-/// The value a handler sees as its token (never 0).
-pub type TokenId = u64;
 
 /// The first id of the next block of ids a thread takes.
 static NEXT_TOKEN_BLOCK: AtomicU64 = AtomicU64::new(0x1000);
@@ -78,7 +76,7 @@ impl TokenInfo {
             txn: meta.txn,
             replied: false,
             keep: is_request
-                && meta.status & crate::am::txn::txn::TXN_FLAG != 0
+                && meta.status & crate::am::handler::message::TXN_FLAG != 0
                 && meta.kind == MsgKind::User,
             may_have_run: false,
             express: is_request && meta.express,

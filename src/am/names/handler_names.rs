@@ -33,10 +33,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::am::endpoint::endpoint::{Endpoint, EpState};
+use crate::am::handler::tables::tag_accepts;
 use crate::am::handler::tables::NUM_HANDLERS;
-use crate::am::messages::returned::tag_accepts;
+use crate::am::state::handler_names::{Answer, Pending};
 use crate::error::{Error, Result};
-use crate::fxhash::FxHashMap;
 use crate::time::{Instant, MILLIS};
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
@@ -51,37 +51,6 @@ const FOUND: u32 = 0;
 const MISSING: u32 = 1;
 const REFUSED: u32 = 2;
 
-/// How a lookup ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Answer {
-    Found(u8),
-    Missing,
-    Refused,
-    Unreachable,
-}
-
-struct Pending {
-    addr: SocketAddr,
-    name: Box<[u8]>,
-    answer: Option<Answer>,
-}
-
-struct PeerCache {
-    /// The peer's verification tag of the association the answers came in.
-    peer_tag: u64,
-    by_name: FxHashMap<Box<[u8]>, u8>,
-}
-
-/// An endpoint's handler names, its cache of peers' names and its lookups.
-#[derive(Default)]
-pub(crate) struct Names {
-    by_name: FxHashMap<Box<[u8]>, u8>,
-    of_handler: FxHashMap<u8, Box<[u8]>>,
-    cache: FxHashMap<SocketAddr, PeerCache>,
-    pending: FxHashMap<u32, Pending>,
-    next_qid: u32,
-}
-
 /// 1..=63 bytes of printable ASCII (space to tilde).
 pub fn valid_handler_name(name: &[u8]) -> bool {
     (1..=MAX_HANDLER_NAME).contains(&name.len()) && name.iter().all(|&c| (0x20..=0x7e).contains(&c))
@@ -94,44 +63,6 @@ fn check_name(name: &[u8]) -> Result<()> {
         Err(Error::BadArg(
             "a handler name is 1..63 bytes of printable ASCII",
         ))
-    }
-}
-
-impl Names {
-    /// Names handler `h`: its old name, if any, is dropped; a handler that
-    /// had this name loses it (a name names one handler).
-    fn set(&mut self, h: u8, name: &[u8]) {
-        if let Some(old) = self.of_handler.remove(&h) {
-            self.by_name.remove(&old);
-        }
-        if let Some(prev) = self.by_name.insert(name.into(), h) {
-            self.of_handler.remove(&prev);
-        }
-        self.of_handler.insert(h, name.into());
-    }
-
-    fn local(&self, name: &[u8]) -> Option<u8> {
-        self.by_name.get(name).copied()
-    }
-
-    fn cached(&self, addr: &SocketAddr, name: &[u8], peer_tag: Option<u64>) -> Option<u8> {
-        let c = self.cache.get(addr)?;
-        if Some(c.peer_tag) != peer_tag {
-            return None;
-        }
-        c.by_name.get(name).copied()
-    }
-
-    fn remember(&mut self, addr: SocketAddr, peer_tag: u64, name: Box<[u8]>, h: u8) {
-        let c = self.cache.entry(addr).or_insert_with(|| PeerCache {
-            peer_tag,
-            by_name: FxHashMap::default(),
-        });
-        if c.peer_tag != peer_tag || c.by_name.len() >= NUM_HANDLERS {
-            c.peer_tag = peer_tag;
-            c.by_name.clear();
-        }
-        c.by_name.insert(name, h);
     }
 }
 

@@ -35,22 +35,19 @@
 //! queries whose answers are never taken is dropped and counted in
 //! `stale_dropped`).
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 
 use super::handler_names::MAX_QUEUED_TO_PEER;
 use crate::am::endpoint::endpoint::{Endpoint, EpState};
 use crate::am::handler::name::EndpointName;
-use crate::am::messages::returned::tag_accepts;
+use crate::am::handler::tables::tag_accepts;
+use crate::am::state::services::{Pending, ServiceAnswer};
 use crate::error::{Error, Result};
-use crate::fxhash::FxHashMap;
 use crate::time::{Instant, MILLIS};
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
 /// Longest service string, in bytes.
 pub const MAX_SERVICE: usize = 48;
-/// Names an endpoint keeps for others.
-pub const MAX_SERVICES: usize = 4096;
 /// Queries waiting for their answer at once (threads, nested handlers).
 pub const MAX_PENDING_SERVICE_QUERIES: usize = 64;
 
@@ -84,25 +81,6 @@ pub fn service_check(service: &[u8]) -> u32 {
     (h ^ (h >> 32)) as u32
 }
 
-/// How a query ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ServiceAnswer {
-    /// A look-up: the name published under the service.
-    Found(EndpointName),
-    /// A look-up: nothing is published under the service (yet).
-    Missing,
-    /// A publish: the name is stored.
-    Published,
-    /// A publish: the service has a name already (the first one stays).
-    Taken,
-    /// A publish: the owner's table is full.
-    Full,
-    /// The owner does not take queries from us (not mapped, another tag).
-    Refused,
-    /// The protocol gave up on the query: the owner is gone.
-    Unreachable,
-}
-
 /// A query sent with [`Endpoint::ask_service`]: take its answer with
 /// [`Endpoint::take_service_answer`], or give it up with
 /// [`Endpoint::forget_service_query`].
@@ -114,40 +92,6 @@ pub struct ServiceQuery {
     /// not acknowledge within the peer timeout; one that acknowledges and
     /// never polls is not noticed otherwise).
     pub answer_within: crate::time::Nanos,
-}
-
-struct Pending {
-    addr: SocketAddr,
-    publish: bool,
-    check: u32,
-    answer: Option<ServiceAnswer>,
-}
-
-/// An endpoint's table of published names, and its queries waiting.
-#[derive(Default)]
-pub(crate) struct Services {
-    /// Keys come from peers: the standard (keyed) hash, not Fx.
-    table: HashMap<Box<[u8]>, EndpointName>,
-    pending: FxHashMap<u32, Pending>,
-    next_qid: u32,
-}
-
-impl Services {
-    /// What the owner answers to a query (the asker was accepted).
-    fn serve(&mut self, service: &[u8], publish: Option<EndpointName>) -> ServiceAnswer {
-        match publish {
-            None => match self.table.get(service) {
-                Some(&n) => ServiceAnswer::Found(n),
-                None => ServiceAnswer::Missing,
-            },
-            Some(_) if self.table.contains_key(service) => ServiceAnswer::Taken,
-            Some(_) if self.table.len() >= MAX_SERVICES => ServiceAnswer::Full,
-            Some(n) => {
-                self.table.insert(service.into(), n);
-                ServiceAnswer::Published
-            }
-        }
-    }
 }
 
 /// A query's payload: (service, the name to publish).

@@ -38,11 +38,12 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::rma::{Op, Redo, RmaState, MAX_OPS};
-use super::rma_target::{Chunk, CHUNK};
+use super::rma_target::{is_direct, Chunk, CHUNK, FLAG_DIRECT, FLAG_NOTIFY};
 use crate::am::endpoint::endpoint::{Endpoint, EpState};
 use crate::am::handler::handler::SegmentMemory;
-use crate::am::messages::returned::tag_accepts;
+use crate::am::handler::tables::tag_accepts;
+use crate::am::state::rma::Direct;
+use crate::am::state::rma::{Op, Redo, RmaState, MAX_OPS};
 use crate::error::{Result, ReturnStatus};
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST};
 
@@ -52,9 +53,6 @@ use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST};
 /// us); below 64 KiB a chunked put's call returns before the round trip,
 /// which a stream of small puts keeps.
 pub const DIRECT_MIN: u64 = 64 << 10;
-const FLAG_NOTIFY: u32 = 1;
-const FLAG_DIRECT: u32 = 2;
-const NARGS: usize = 16;
 /// How long a descriptor may wait for the target (ns).
 pub(in crate::am) const TTL: u64 = 50_000_000;
 /// What the initiator waits beyond the expiry before falling back after
@@ -70,20 +68,6 @@ pub(in crate::am) const GRACE: u64 = 50_000_000;
 /// until the target's answer wakes it.
 pub(in crate::am) const SPIN_NS: u64 = 50_000;
 pub(in crate::am) const SPIN_BYTES_PER_NS: u64 = 8;
-
-/// Where a direct operation stands at the initiator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::am) enum Direct {
-    /// A chunked operation.
-    No,
-    Waiting,
-    /// The target answered with a final status.
-    Answered,
-    /// The target did not copy: send the chunks.
-    FallBack,
-    /// The descriptor could not be delivered.
-    Failed,
-}
 
 /// A descriptor's fields (the arguments above).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,11 +88,6 @@ fn lo_hi(v: u64) -> [u32; 2] {
 
 fn join(a: &[u32]) -> u64 {
     a[0] as u64 | (a[1] as u64) << 32
-}
-
-/// Whether `meta` is a descriptor (not a chunk).
-pub(in crate::am) fn is_direct(meta: &MsgMeta) -> bool {
-    meta.nargs as usize == NARGS && meta.args[1] & FLAG_DIRECT != 0
 }
 
 impl Desc {

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::rma_direct::Desc;
-use super::xfer_direct::{claim, encode, XFER_FLAG};
+use super::xfer_direct::{claim, encode};
+use crate::am::handler::message::XFER_FLAG;
 use crate::am::state::region::{REGION_READ, REGION_WRITE};
 use crate::am::{Endpoint, SegmentMemory, VecSegment};
 use crate::config::{Config, TransportChoice};

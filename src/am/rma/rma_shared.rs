@@ -28,14 +28,16 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::rma::{Op, RmaState};
-use super::rma_direct::{Direct, DirectIssue};
+use super::rma_direct::DirectIssue;
 use crate::am::endpoint::endpoint::{Endpoint, EpState};
 use crate::am::handler::handler::SegmentMemory;
-use crate::am::messages::returned::tag_accepts;
+use crate::am::handler::tables::tag_accepts;
 use crate::am::state::region::{REGION_READ, REGION_WRITE};
+use crate::am::state::rma::Cached;
+use crate::am::state::rma::Direct;
+use crate::am::state::rma::SharedCache;
+use crate::am::state::rma::{Op, RmaState};
 use crate::error::{Error, Result, ReturnStatus};
-use crate::fxhash::FxHashMap;
 use crate::net::RegionMsg;
 use crate::sys::{OwnedRegion, PeerRegion, MAX_REGION};
 use crate::time::{Instant, MILLIS};
@@ -95,23 +97,6 @@ impl SegmentMemory for SharedMem {
     ) -> std::io::Result<()> {
         self.0.copy_to_process(off, len, pid, remote)
     }
-}
-
-/// What an initiator knows of one peer's region.
-pub(in crate::am) enum Cached {
-    Mapped(Arc<PeerRegion>),
-    /// Asked, or refused: the usual way until then.
-    Not(Instant),
-}
-
-/// The initiator's mappings of peers' regions (in `RmaState`).
-#[derive(Default)]
-pub(crate) struct SharedCache {
-    pub(in crate::am) map: FxHashMap<(SocketAddr, u32), Cached>,
-    /// [operations done through a mapping, mappings made, files handed out]
-    pub(in crate::am) counts: [u64; 3],
-    /// When mappings of peers gone or regions revoked are dropped next.
-    next_sweep: Instant,
 }
 
 pub(in crate::am) fn ask_body(region: u32, tag: u64, pid: u32, secret: u64) -> Vec<u8> {
@@ -176,7 +161,7 @@ impl Endpoint {
         }
         let (peer, addr) = self.with(|st| {
             // no room for its handle: the usual way refuses it
-            if o.keep && st.rma.ops.len() >= super::rma::MAX_OPS {
+            if o.keep && st.rma.ops.len() >= crate::am::state::rma::MAX_OPS {
                 return None;
             }
             st.shared_mapping(o.dest, o.region, self.addr())
@@ -265,7 +250,7 @@ impl RmaState {
             self.fence_failed |= status.is_some();
             return Ok(0);
         }
-        if self.ops.len() >= super::rma::MAX_OPS {
+        if self.ops.len() >= crate::am::state::rma::MAX_OPS {
             // (only when other threads filled the room meanwhile)
             return Err(Error::Resource(
                 "too many remote memory operations unfinished",

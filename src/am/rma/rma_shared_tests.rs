@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
-use super::{ask_body, Cached, ANSWER, ASK};
+use crate::am::rma::rma_shared::{ask_body, ANSWER, ASK};
 use crate::am::state::region::{REGION_READ, REGION_WRITE};
+use crate::am::state::rma::Cached;
 use crate::am::Endpoint;
 use crate::config::{Config, TransportChoice};
 use crate::net::RegionMsg;

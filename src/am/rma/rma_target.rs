@@ -33,7 +33,7 @@
 use std::net::SocketAddr;
 
 use crate::am::endpoint::endpoint::EpState;
-use crate::am::messages::returned::tag_accepts;
+use crate::am::handler::tables::tag_accepts;
 use crate::error::ReturnStatus;
 use crate::proto::{Event, FailReason};
 use crate::time::Instant;
@@ -58,8 +58,12 @@ pub(in crate::am) const MAX_BACKLOG: usize = 1024;
 /// region just before they go, not megabytes ahead into buffers that have
 /// left the cache (or were never touched: fresh pages).
 pub(in crate::am) const ANSWER_BACKLOG: usize = 8;
-const FLAG_NOTIFY: u32 = 1;
+pub(in crate::am) const FLAG_NOTIFY: u32 = 1;
 const NARGS: usize = 11;
+/// A put or get request from a same-host peer may be, instead of a chunk,
+/// a descriptor (`rma_direct.rs`): 16 arguments, this flag in argument 1.
+pub(in crate::am) const FLAG_DIRECT: u32 = 2;
+const DESC_NARGS: usize = 16;
 
 /// One chunk's header (the arguments above).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +82,11 @@ fn lo_hi(v: u64) -> (u32, u32) {
 
 fn join(lo: u32, hi: u32) -> u64 {
     lo as u64 | (hi as u64) << 32
+}
+
+/// Whether `meta` is a descriptor (not a chunk).
+pub(in crate::am) fn is_direct(meta: &MsgMeta) -> bool {
+    meta.nargs as usize == DESC_NARGS && meta.args[1] & FLAG_DIRECT != 0
 }
 
 impl Chunk {
@@ -161,196 +170,44 @@ impl Chunk {
 }
 
 impl EpState {
-    /// Moves the protocol's events, in order, into the queue of AM messages,
-    /// performing (or completing) remote memory ones as they come out.
-    /// AM messages wait here (taken from the protocol, so no longer counted
-    /// in its receive buffer) up to the receive depth; beyond, they wait in
-    /// the protocol, whose receive buffer then refuses more.
-    #[inline]
-    pub(in crate::am) fn drain_events(&mut self, now: Instant) {
-        if self.rma.stalled.is_none() && self.proto.peek_event().is_none() {
-            return; // an empty poll's usual case (tested inline: no call)
-        }
-        self.drain_some(now);
-    }
-
-    /// `drain_events` when there is something to drain.
-    #[inline(never)]
-    fn drain_some(&mut self, now: Instant) {
-        let max_pending = self.proto.recv_depth().max(1);
-        if self.take_all_events(max_pending) {
-            self.release_held();
-            return;
-        }
-        while self.rma.pending.len() < max_pending {
-            // (`take` only when there is one: the move of an empty slot
-            // costs as much as an event's)
-            let stalled = match self.rma.stalled {
-                Some(_) => self.rma.stalled.take(),
-                None => None,
-            };
-            let ev = match stalled {
-                Some(ev) => ev,
-                None => {
-                    // An AM message (the usual case) is judged where it
-                    // lies and moved once, into the queue.
-                    let tag = match self.proto.peek_event() {
-                        None => break,
-                        Some(Event::Delivered {
-                            from,
-                            channel,
-                            meta,
-                            ..
-                        }) if !meta.kind.is_rma() => {
-                            if *channel == CHANNEL_REQUEST
-                                && meta.kind == MsgKind::User
-                                && !meta.express
-                            {
-                                Some(crate::am::messages::started::arrival_tag(self, from))
-                            } else {
-                                Some(0)
-                            }
-                        }
-                        Some(Event::Failed { meta, .. }) if !meta.kind.is_rma() => Some(0),
-                        Some(_) => None,
-                    };
-                    if let Some(tag) = tag {
-                        if let Some(ev) = self.proto.poll_event() {
-                            self.rma.pending.push_back(ev);
-                            self.rma.arrived.push_back(tag);
-                        }
-                        continue;
-                    }
-                    match self.proto.poll_event() {
-                        Some(ev) => ev,
-                        None => break,
-                    }
-                }
-            };
-            if let Event::Delivered {
+    /// A remote memory event the in-order draining took from the
+    /// protocol (`messages/drain.rs`): a put or get performed and answered,
+    /// an answer taken, or a failure reported to its operation.
+    pub(in crate::am) fn rma_event(&mut self, now: Instant, ev: Event<SocketAddr>) {
+        match ev {
+            Event::Delivered {
                 from,
                 channel,
                 meta,
+                payload,
+            } => self.rma_delivered(now, from, channel, meta, payload),
+            Event::Failed {
+                channel,
+                meta,
+                reason,
                 ..
-            } = &ev
-            {
-                let backlog = *channel == CHANNEL_REQUEST
-                    && meta.kind.is_rma()
-                    && (self.proto.queued_fragments(from, CHANNEL_REPLY) >= ANSWER_BACKLOG
-                        || self.proto.unfinished_to(from) >= MAX_BACKLOG);
-                if backlog {
-                    self.rma.stalled = Some(ev);
-                    break;
-                }
-            }
-            match ev {
-                Event::Delivered {
-                    from,
-                    channel,
-                    meta,
-                    payload,
-                } if meta.kind.is_rma() => self.rma_delivered(now, from, channel, meta, payload),
-                Event::Failed {
-                    channel,
-                    meta,
-                    reason,
-                    ..
-                } if meta.kind.is_rma() => {
-                    if channel == CHANNEL_REQUEST {
-                        let status = match reason {
-                            FailReason::PeerUnreachable => ReturnStatus::Unreachable,
-                            FailReason::Refused => ReturnStatus::Congestion,
-                            FailReason::TooLong => ReturnStatus::BadLength,
-                        };
-                        let index = if super::rma_direct::is_direct(&meta) {
-                            0
-                        } else {
-                            meta.args[6]
-                        };
-                        self.chunk_failed(meta.txn, index, status);
-                    } else {
-                        // an answer to a peer that went away: nothing waits here
-                        self.stats.returned_messages += 1;
-                    }
-                }
-                ev => {
-                    let tag = match &ev {
-                        Event::Delivered {
-                            from,
-                            channel: CHANNEL_REQUEST,
-                            meta,
-                            ..
-                        } if meta.kind == MsgKind::User => {
-                            crate::am::messages::started::arrival_tag(self, from)
-                        }
-                        _ => 0,
+            } => {
+                if channel == CHANNEL_REQUEST {
+                    let status = match reason {
+                        FailReason::PeerUnreachable => ReturnStatus::Unreachable,
+                        FailReason::Refused => ReturnStatus::Congestion,
+                        FailReason::TooLong => ReturnStatus::BadLength,
                     };
-                    self.rma.pending.push_back(ev);
-                    self.rma.arrived.push_back(tag);
+                    let index = if is_direct(&meta) { 0 } else { meta.args[6] };
+                    self.chunk_failed(meta.txn, index, status);
+                } else {
+                    // an answer to a peer that went away: nothing waits here
+                    self.stats.returned_messages += 1;
                 }
             }
         }
-        self.release_held();
     }
 
-    /// `drain_some`'s usual case, done without moving an event: nothing
-    /// waits here, and what the protocol holds is AM messages only, no
-    /// more than the queue takes. Their queue becomes ours (the tags judged
-    /// where they lie, as the loop would). False (nothing done) otherwise.
-    fn take_all_events(&mut self, max_pending: usize) -> bool {
-        if !self.rma.pending.is_empty() || self.rma.stalled.is_some() {
-            return false;
-        }
-        if self.proto.events().len() > max_pending {
-            return false;
-        }
-        for ev in self.proto.events() {
-            let tag = match ev {
-                Event::Delivered { meta, .. } | Event::Failed { meta, .. }
-                    if meta.kind.is_rma() =>
-                {
-                    self.rma.arrived.clear();
-                    return false;
-                }
-                Event::Delivered {
-                    from,
-                    channel: CHANNEL_REQUEST,
-                    meta,
-                    ..
-                } if meta.kind == MsgKind::User && !meta.express => {
-                    crate::am::messages::started::arrival_tag(self, from)
-                }
-                _ => 0,
-            };
-            self.rma.arrived.push_back(tag);
-        }
-        self.proto.take_events(&mut self.rma.pending);
-        true
-    }
-
-    /// The next AM message for a handler, in arrival order.
-    pub(in crate::am) fn next_event(&mut self, now: Instant) -> Option<Event<SocketAddr>> {
-        if self.rma.pending.is_empty() {
-            self.drain_events(now);
-            if self.rma.pending.is_empty() {
-                // (a dispatch's last look, after its messages: no gate)
-                return None;
-            }
-        }
-        // a request waits while its sender has many answers open
-        self.take_head(now)
-    }
-
-    /// Nothing for a handler now and nothing the protocol holds for the
-    /// queue: a dispatch would find nothing.
-    pub(in crate::am) fn nothing_to_dispatch(&self) -> bool {
-        self.rma.pending.is_empty()
-            && self.rma.stalled.is_none()
-            && self.proto.peek_event().is_none()
-    }
-
-    pub(in crate::am) fn has_pending(&self) -> bool {
-        !self.rma.pending.is_empty() && self.head_gate() != crate::am::messages::started::Gate::Hold
+    /// Whether the answers to `from` back up: its puts and gets wait (are
+    /// not performed, nor anything behind them drained).
+    pub(in crate::am) fn rma_backlogged(&self, from: &SocketAddr) -> bool {
+        self.proto.queued_fragments(from, CHANNEL_REPLY) >= ANSWER_BACKLOG
+            || self.proto.unfinished_to(from) >= MAX_BACKLOG
     }
 
     fn rma_delivered(
@@ -362,9 +219,7 @@ impl EpState {
         payload: Vec<u8>,
     ) {
         match (channel, meta.kind) {
-            (CHANNEL_REQUEST, MsgKind::Put | MsgKind::Get)
-                if super::rma_direct::is_direct(&meta) =>
-            {
+            (CHANNEL_REQUEST, MsgKind::Put | MsgKind::Get) if is_direct(&meta) => {
                 let (status, fall_back) = self.perform_direct(from, &meta, &payload);
                 self.proto.recycle(payload);
                 let kind = if meta.kind == MsgKind::Put {

@@ -34,19 +34,18 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::rma_direct::{Desc, Direct, DIRECT_MIN, GRACE, SPIN_BYTES_PER_NS, SPIN_NS, TTL};
+use super::rma_direct::{Desc, DIRECT_MIN, GRACE, SPIN_BYTES_PER_NS, SPIN_NS, TTL};
 use crate::am::endpoint::endpoint::{Endpoint, EpState};
 use crate::am::handler::handler::SegmentMemory;
 use crate::am::handler::message::Message;
-use crate::am::messages::request::Outstanding;
+use crate::am::handler::message::XFER_FLAG;
 use crate::am::messages::returned::Admitted;
+use crate::am::state::outstanding::Outstanding;
+use crate::am::state::rma::Direct;
 use crate::error::{Result, ReturnStatus};
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
-/// The status byte's mark of a long request whose payload is a descriptor
-/// (`txn::TXN_FLAG` is 1).
-pub(in crate::am) const XFER_FLAG: u8 = 2;
 /// A descriptor's length in bytes (16 little-endian words).
 const DESC_LEN: usize = 64;
 
@@ -318,7 +317,7 @@ mod tests {
         m.dest_offset = 0;
         assert_eq!(decode(&m, &bytes), None, "offset inconsistent");
         m = meta;
-        m.status = XFER_FLAG | crate::am::txn::txn::TXN_FLAG;
+        m.status = XFER_FLAG | crate::am::handler::message::TXN_FLAG;
         assert_eq!(decode(&m, &bytes), None, "with a kept transaction");
         m = meta;
         m.category = Category::Medium;

@@ -42,36 +42,22 @@ use super::rma_shared::SharedMem;
 use crate::am::endpoint::endpoint::{Endpoint, EpState};
 use crate::am::handler::handler::SegmentMemory;
 use crate::am::handler::message::Message;
-use crate::am::messages::request::Outstanding;
+use crate::am::handler::message::INPLACE_FLAG;
 use crate::am::messages::returned::Admitted;
+use crate::am::state::outstanding::Outstanding;
 use crate::am::state::region::SEGMENT_REGION;
+use crate::am::state::rma::OwnSegment;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::sys::{OwnedRegion, PeerRegion, MAX_REGION};
 use crate::time::Instant;
 use crate::wire::{Category, MsgMeta, CHANNEL_REQUEST};
 
-/// The status byte's mark of a long request whose bytes are in place
-/// (`txn::TXN_FLAG` is 1, `xfer_direct::XFER_FLAG` 2).
-pub(in crate::am) const INPLACE_FLAG: u8 = 4;
 /// Smallest long request sent in place (below it the ring is as fast).
 pub(in crate::am) const INPLACE_MIN: u64 = 16 * 1024;
 /// The trailer: n, the segment's state, pid, secret (little-endian).
 const TRAILER: usize = 28;
 /// How long a replacement waits for peers inside a copy.
 const REVOKE_WAIT: Duration = Duration::from_millis(10);
-
-/// The endpoint's segment when ramp allocated it (in `RmaState`).
-#[derive(Default)]
-pub(crate) struct OwnSegment {
-    pub(in crate::am) mem: Option<Arc<OwnedRegion>>,
-    /// The highest generation any of our segments had (a new one's is
-    /// above it: no state word of an earlier segment, reshared or not,
-    /// ever names a later one).
-    last: u64,
-    /// Peers our threads are copying an Xfer into right now (as sender):
-    /// another waits as for an unanswered request (AM_PAR).
-    copying: Vec<std::net::SocketAddr>,
-}
 
 impl OwnSegment {
     /// Revokes the allocated segment, if any (it is being replaced).

@@ -9,8 +9,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::xfer_shared::{trailer, INPLACE_FLAG};
-use crate::am::messages::request::Outstanding;
+use super::xfer_shared::trailer;
+use crate::am::handler::message::INPLACE_FLAG;
+use crate::am::state::outstanding::Outstanding;
 use crate::am::{Data, Endpoint, Message};
 use crate::config::{Config, TransportChoice};
 use crate::error::ReturnStatus;

@@ -175,7 +175,7 @@ impl Regions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::am::VecSegment;
+    use crate::am::handler::handler::VecSegment;
 
     #[test]
     fn ids_are_never_reused_and_rights_and_bounds_are_checked() {

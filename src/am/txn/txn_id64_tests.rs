@@ -9,9 +9,10 @@
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
-use super::txn::{put_trailer, take_trailer, Trailer, MAX_FLOOR_LAG, TXN_FLAG};
-use super::txn_target::{Entry, Seen, TxnTarget};
 use super::txn_tests::{cfg, counting, pair, until, wait, SOON, TAG};
+use crate::am::handler::message::TXN_FLAG;
+use crate::am::state::txn::{put_trailer, take_trailer, Trailer, MAX_FLOOR_LAG};
+use crate::am::state::txn_target::{Entry, Seen, TxnTarget};
 use crate::am::{Message, Progress};
 use crate::sim::{seeds, World};
 use crate::wire::CHANNEL_REQUEST;

@@ -16,11 +16,12 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::txn::{
-    incarnation_of, put_trailer, Abandon, Ack, Progress, TxnState, TRAILER_LEN, TXN_FLAG,
-};
-use super::txn_target::{Entry, KeptReply};
 use crate::am::endpoint::endpoint::{Endpoint, EpState};
+use crate::am::handler::message::TXN_FLAG;
+use crate::am::state::txn::{
+    incarnation_of, put_trailer, Abandon, Ack, Progress, TxnState, TRAILER_LEN,
+};
+use crate::am::state::txn_target::{Entry, KeptReply};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::proto::Protocol;

@@ -282,7 +282,7 @@ fn unknown_to_a_restarted_target_without_a_log_is_not_reported_not_acked() {
 /// starts, says the handler never ran: NOT_ACKED, as soon as it arrives.
 #[test]
 fn unknown_from_the_same_process_or_a_logged_target_is_not_acked() {
-    use super::txn::{PROBE_UNKNOWN, UNKNOWN_LOGGED};
+    use crate::am::state::txn::{PROBE_UNKNOWN, UNKNOWN_LOGGED};
     use crate::wire::{Category, MsgMeta, CHANNEL_REPLY};
     for seed in seeds(2) {
         for logged in [false, true] {

@@ -9,11 +9,11 @@
 
 use std::net::SocketAddr;
 
-use super::txn::{
+use crate::am::endpoint::endpoint::EpState;
+use crate::am::state::txn::{
     Abandon, Ack, Progress, MAX_PROBE_FAILURES, PROBE_CRASHED, PROBE_EVERY, PROBE_UNKNOWN,
     UNKNOWN_LOGGED,
 };
-use crate::am::endpoint::endpoint::EpState;
 use crate::error::ReturnStatus;
 use crate::proto::FailReason;
 use crate::time::Instant;

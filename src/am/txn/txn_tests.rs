@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::txn::{put_trailer, TxnState, TXN_FLAG};
-use super::txn_target::{Seen, TxnTarget, MAX_ENTRIES_PER_PEER};
+use crate::am::handler::message::TXN_FLAG;
+use crate::am::state::txn::{put_trailer, TxnState};
+use crate::am::state::txn_target::{Seen, TxnTarget, MAX_ENTRIES_PER_PEER};
 use crate::am::{handler, Abandon, Ack, Endpoint, Message, Progress};
 use crate::config::Config;
 use crate::sim::{seeds, Node, World};
@@ -382,8 +383,8 @@ fn acks_and_probe_answers_from_another_endpoint_change_nothing() {
         let t = e0.request_txn(1, &Message::short(10, &[1])).unwrap();
         for status in [
             0u8,
-            super::txn::PROBE_UNKNOWN,
-            super::txn::PROBE_CRASHED,
+            crate::am::state::txn::PROBE_UNKNOWN,
+            crate::am::state::txn::PROBE_CRASHED,
             77,
         ] {
             e2.with(|s| {
@@ -443,7 +444,10 @@ fn wrapped_ids_skip_kept_transactions_and_floors_stay_within_reach() {
             s.txn_resumed(t, 1, e1.addr(), meta, s.clock.now());
             s.next_txn = t + 0x8000_0005;
             let f = s.txn_floor(e1.addr());
-            assert_eq!(s.next_txn - f, u64::from(super::txn::MAX_FLOOR_LAG));
+            assert_eq!(
+                s.next_txn - f,
+                u64::from(crate::am::state::txn::MAX_FLOOR_LAG)
+            );
         });
         let v = e0.request_txn(1, &Message::short(10, &[7])).unwrap();
         let st = wait(e0, v);

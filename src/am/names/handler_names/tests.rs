@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::MAX_QUEUED_TO_PEER;
+use crate::am::names::handler_names::MAX_QUEUED_TO_PEER;
 use crate::am::tests::{cfg, connect, is_reply};
 use crate::am::{handler, Endpoint, Message};
 use crate::error::Error;

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::am::state::services::MAX_SERVICES;
 use crate::am::tests::{cfg, connect, is_reply};
 use crate::config::Config;
 use crate::rng::Rng;
