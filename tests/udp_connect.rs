@@ -31,7 +31,7 @@ fn without_a_mac_packets_leave_from_an_announced_port_once_taken_and_an_abort_th
     );
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     let peer = UdpSocket::bind(SocketAddr::new(e.addr().ip(), 0)).unwrap();
     peer.set_read_timeout(Some(Duration::from_millis(50)))
         .unwrap();

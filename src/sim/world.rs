@@ -378,7 +378,7 @@ impl World {
             secret: Some(secret),
         };
         let bundle = am::allocate_bundle_on(BundleMode::Seq, host).expect("a bundle");
-        let ep = am::allocate_endpoint_with(bundle.id, cfg).expect("an endpoint");
+        let ep = am::allocate_endpoint_with(&bundle, cfg).expect("an endpoint");
         self.shared.state().nodes[index].bundle = Some(bundle.clone());
         Node { index, bundle, ep }
     }
@@ -457,7 +457,7 @@ impl World {
             .bundle
             .clone()
             .expect("a live node");
-        am::allocate_endpoint_with(b.id, cfg).expect("an endpoint")
+        am::allocate_endpoint_with(&b, cfg).expect("an endpoint")
     }
 
     /// Kills node `i` as `kill -9` would: nothing of it runs again, its
@@ -566,10 +566,9 @@ impl Drop for Shared {
         st.on_kill.clear();
         for s in st.nodes.iter_mut() {
             if let Some(b) = s.bundle.take() {
-                let _ = am::free_bundle(b.id);
+                let _ = am::free_bundle(&b);
             }
         }
-        let _ = am::terminate();
     }
 }
 
@@ -583,7 +582,7 @@ fn kill(w: &Arc<Shared>, i: usize) {
     let Some(bundle) = take_node(w, i) else {
         return;
     };
-    let _ = am::free_bundle(bundle.id);
+    let _ = am::free_bundle(&bundle);
     drop(bundle);
     let hooks = w.state().on_kill.clone();
     let world = World { shared: w.clone() };

@@ -3,12 +3,12 @@
 //! may create, move or free endpoints while a poll runs.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
 use parking_lot::RwLock;
 
-use crate::am::endpoint::endpoint::Endpoint;
+use crate::am::endpoint::endpoint::{Endpoint, Holder};
 use crate::am::endpoint::host::Host;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
@@ -62,22 +62,46 @@ impl Bundle {
         self.endpoints.read().clone()
     }
 
-    pub(crate) fn add(&self, ep: Arc<Endpoint>) {
+    /// Puts an endpoint in: this bundle holds it from now on.
+    pub(crate) fn add(self: &Arc<Self>, ep: Arc<Endpoint>) {
+        ep.set_holder(Some(self.as_holder()));
         let mut w = self.endpoints.write();
         let mut v = (**w).clone();
         v.push(ep);
         *w = Arc::new(v);
     }
 
-    /// Takes an endpoint out; false when it is not in this bundle.
+    /// Takes an endpoint out (no bundle holds it then); false when it is
+    /// not in this bundle.
     pub(crate) fn remove(&self, ep_id: u64) -> bool {
         let mut w = self.endpoints.write();
         let mut v = (**w).clone();
         let before = v.len();
-        v.retain(|e| e.id != ep_id);
+        v.retain(|e| {
+            let keep = e.id != ep_id;
+            if !keep {
+                e.set_holder(None);
+            }
+            keep
+        });
         let found = v.len() != before;
         *w = Arc::new(v);
         found
+    }
+
+    /// Takes every endpoint out (the bundle is freed).
+    pub(crate) fn remove_all(&self) {
+        let mut w = self.endpoints.write();
+        for e in w.iter() {
+            e.set_holder(None);
+        }
+        *w = Arc::new(Vec::new());
+    }
+
+    /// This bundle as its endpoints see it.
+    pub(crate) fn as_holder(self: &Arc<Self>) -> Weak<dyn Holder> {
+        let w: Weak<Bundle> = Arc::downgrade(self);
+        w
     }
 
     pub fn event_mask(&self) -> i32 {
@@ -152,6 +176,8 @@ impl Bundle {
         self.clock.wait_readable(&fds, deadline, max_ms * MILLIS);
     }
 }
+
+/// A bundle's progress thread (`progress.rs`), when on.
 pub(crate) enum ProgressThread {
     Running {
         stop: Arc<AtomicBool>,
@@ -159,4 +185,18 @@ pub(crate) enum ProgressThread {
     },
     /// On the simulator's clock (`pass`).
     Simulated,
+}
+
+impl Holder for Bundle {
+    fn poll(&self) -> Result<()> {
+        Bundle::poll(self)
+    }
+
+    fn wait_for_activity(&self, max_ms: u64) {
+        Bundle::wait_for_activity(self, max_ms)
+    }
+
+    fn remove(&self, ep_id: u64) -> bool {
+        Bundle::remove(self, ep_id)
+    }
 }

@@ -3,5 +3,6 @@
 //! delivered messages handed to the caller (`pull.rs`).
 
 pub(in crate::am) mod bundle;
+pub(in crate::am) mod lifetime;
 pub(in crate::am) mod progress;
 pub(in crate::am) mod pull;

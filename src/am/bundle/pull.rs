@@ -124,7 +124,7 @@ fn finish(t: token::TokenInfo) {
     if !owes_reply(&t) {
         return;
     }
-    if crate::am::endpoint(t.endpoint.id).is_none() {
+    if t.endpoint.holder().is_none() {
         return; // freed: AM_FreeEndpoint ends its messages
     }
     let g = t.endpoint.state.lock();

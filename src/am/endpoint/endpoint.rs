@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 
@@ -100,8 +100,24 @@ pub struct Endpoint {
     /// endpoint's address and name from then on.
     pub(in crate::am) logged: std::sync::OnceLock<SocketAddr>,
     pub(in crate::am) state: ReentrantMutex<RefCell<EpState>>,
-    /// Id of the bundle holding this endpoint.
-    pub(crate) bundle: Mutex<u64>,
+    /// The bundle holding this endpoint (`bundle/bundle.rs` keeps it);
+    /// None once the endpoint is freed.
+    bundle: Mutex<Option<Weak<dyn Holder>>>,
+}
+
+/// The bundle holding an endpoint, as the endpoint sees it: a call that
+/// waits (for a credit, an answer, a completion) polls the whole bundle,
+/// since what it waits for may depend on another endpoint of it, and
+/// sleeps until one of its endpoints has something.
+pub(crate) trait Holder: Send + Sync {
+    /// AM_Poll of the bundle.
+    fn poll(&self) -> Result<()>;
+    /// Sleeps in the kernel until a datagram reaches an endpoint of the
+    /// bundle, a protocol timer is due, or `max_ms` pass.
+    fn wait_for_activity(&self, max_ms: u64);
+    /// Lets go of endpoint `ep_id` (it is freed); false when it does not
+    /// hold it.
+    fn remove(&self, ep_id: u64) -> bool;
 }
 
 pub(in crate::am) type Guard<'a> = ReentrantMutexGuard<'a, RefCell<EpState>>;
@@ -164,7 +180,7 @@ impl Endpoint {
 
     /// Opens an endpoint on `host`'s network (the configured transports of
     /// a real process), keeping time by its clock.
-    pub(crate) fn open(cfg: &Config, bundle: u64, host: &Host) -> Result<Arc<Endpoint>> {
+    pub(crate) fn open(cfg: &Config, host: &Host) -> Result<Arc<Endpoint>> {
         if let Err(e) = cfg.mac_job_key() {
             eprintln!("ramp: cannot open an endpoint: {e}");
             return Err(Error::Resource(
@@ -175,18 +191,13 @@ impl Endpoint {
             eprintln!("ramp: cannot open an endpoint: {e}");
             Error::Resource("cannot open the endpoint's socket")
         })?;
-        Endpoint::over(cfg, bundle, transports, host.clone())
+        Endpoint::over(cfg, transports, host.clone())
     }
 
     /// An endpoint on the given transports; its name is their address.
     /// Fails only when no secret can be made for it (`endpoint_secret`;
     /// a simulated host makes its own, `Host::secret`).
-    pub(crate) fn over(
-        cfg: &Config,
-        bundle: u64,
-        transports: Transports,
-        host: Host,
-    ) -> Result<Arc<Endpoint>> {
+    pub(crate) fn over(cfg: &Config, transports: Transports, host: Host) -> Result<Arc<Endpoint>> {
         let addr = transports.local_addr();
         let secret = match &host.secret {
             Some(make) => make(),
@@ -247,9 +258,24 @@ impl Endpoint {
             name: EndpointName::from_addr(addr),
             addr,
             state: ReentrantMutex::new(RefCell::new(st)),
-            bundle: Mutex::new(bundle),
+            bundle: Mutex::new(None),
             logged: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// The bundle holding this endpoint; None once it is freed.
+    pub(crate) fn holder(&self) -> Option<Arc<dyn Holder>> {
+        self.bundle.lock().as_ref()?.upgrade()
+    }
+
+    /// Whether `h` holds this endpoint.
+    pub(crate) fn is_held_by(&self, h: &Weak<dyn Holder>) -> bool {
+        self.bundle.lock().as_ref().is_some_and(|b| b.ptr_eq(h))
+    }
+
+    /// Sets the bundle holding this endpoint (None: freed).
+    pub(crate) fn set_holder(&self, h: Option<Weak<dyn Holder>>) {
+        *self.bundle.lock() = h;
     }
 
     pub fn name(&self) -> EndpointName {
@@ -429,41 +455,5 @@ impl Endpoint {
 
     pub(crate) fn is_ready(&self) -> bool {
         self.with(|s| s.depth.is_some())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::am::{allocate_bundle, allocate_endpoint_with, BundleMode};
-    use crate::config::Config;
-    use crate::error::Error;
-    use crate::sys::random::failing::FailingRandomness;
-
-    #[test]
-    fn no_endpoint_opens_without_randomness_for_its_secret() {
-        crate::am::init().unwrap();
-        let cfg = Config::from_lookup(|_| None).unwrap();
-        let b = allocate_bundle(BundleMode::Seq).unwrap();
-        {
-            let _f = FailingRandomness::start();
-            let Err(Error::Resource(why)) = allocate_endpoint_with(b.id, &cfg) else {
-                panic!("an endpoint opened without randomness");
-            };
-            assert!(why.contains("randomness"), "{why}");
-            assert!(
-                b.endpoints().is_empty(),
-                "a refused endpoint joined its bundle"
-            );
-        }
-        // with randomness: open, each with a secret of its own
-        let e0 = allocate_endpoint_with(b.id, &cfg);
-        let e1 = allocate_endpoint_with(b.id, &cfg);
-        let (s0, s1) = (
-            e0.unwrap().with(|s| s.secret),
-            e1.unwrap().with(|s| s.secret),
-        );
-        assert!(s0 != [0; 32] && s0 != s1);
-        crate::am::free_bundle(b.id).unwrap();
-        crate::am::terminate().unwrap();
     }
 }

@@ -4,4 +4,6 @@
 //! (`host.rs`).
 
 pub(in crate::am) mod endpoint;
+#[cfg(test)]
+mod endpoint_tests;
 pub(in crate::am) mod host;

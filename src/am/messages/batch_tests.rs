@@ -261,7 +261,7 @@ fn held_requests_leave_before_a_sleep_and_when_the_endpoint_closes() {
     assert_eq!(requests_in(&seen), 2);
     // the program frees the endpoint: what it asked to send still leaves
     let Apart { w, e0, ran, .. } = a;
-    crate::am::free_endpoint(e0.id).unwrap();
+    crate::am::free_endpoint(&e0).unwrap();
     drop(e0);
     assert_eq!(
         requests_in(&seen),
@@ -422,7 +422,7 @@ fn a_long_requests_last_fragment_waits_for_the_next_ones_first_or_a_sleep() {
     long(&a.e0, 6);
     let before = requests_in(&seen);
     let Apart { w, e0, .. } = a;
-    crate::am::free_endpoint(e0.id).unwrap();
+    crate::am::free_endpoint(&e0).unwrap();
     drop(e0);
     assert_eq!(requests_in(&seen), before + 1, "{:?}", seen.lock());
     w.set_program(1, Program::Polls);

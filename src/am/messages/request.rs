@@ -113,7 +113,7 @@ impl Endpoint {
             self.poll_bundle()?;
             idle_rounds += 1;
             if idle_rounds > 1000 {
-                if let Some(b) = self.owning_bundle() {
+                if let Some(b) = self.holder() {
                     b.wait_for_activity(10);
                 }
             }
@@ -126,13 +126,9 @@ impl Endpoint {
         self.with(|s| s.outstanding.len())
     }
 
-    pub(in crate::am) fn owning_bundle(&self) -> Option<Arc<crate::am::Bundle>> {
-        crate::am::bundle(*self.bundle.lock())
-    }
-
     /// AM_Poll of the bundle this endpoint belongs to.
     pub(in crate::am) fn poll_bundle(self: &Arc<Self>) -> Result<()> {
-        match self.owning_bundle() {
+        match self.holder() {
             Some(b) => b.poll(),
             None => self.poll(),
         }

@@ -162,7 +162,7 @@ impl Endpoint {
                 }
                 None => {}
             }
-            let bundle = crate::am::bundle(*self.bundle.lock());
+            let bundle = self.holder();
             match &bundle {
                 Some(b) => b.poll()?,
                 None => self.poll()?,

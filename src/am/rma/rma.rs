@@ -300,7 +300,7 @@ impl Endpoint {
         }
         *rounds += 1;
         if *rounds > SPIN_ROUNDS {
-            match self.owning_bundle() {
+            match self.holder() {
                 Some(b) => b.wait_for_activity(2),
                 None => std::thread::yield_now(),
             }

@@ -276,7 +276,7 @@ impl Endpoint {
                 return Ok((false, st));
             }
             self.poll_bundle()?;
-            if let Some(b) = self.owning_bundle() {
+            if let Some(b) = self.holder() {
                 b.wait_for_activity(1);
             }
         }
