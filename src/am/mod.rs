@@ -1,39 +1,27 @@
 //! AM-2 semantics: bundles, endpoints, translation and handler tables, tags,
 //! segments, tokens, the request/reply categories, handler dispatch and
-//! returned messages. Also the process-wide registry of live bundles and
-//! endpoints, which the C ABI's handles name (this file).
+//! returned messages; remote memory, transactions, the express lane, names.
+//! This file is the layer's face: it re-exports what the rest of the crate
+//! uses. The C ABI's registry of handles is the C ABI's (`ffi/registry.rs`).
 //!
-//! | file | what it holds |
-//! |---|---|
-//! | `bundle.rs` | bundles: endpoints polled together, AM_WaitSema |
-//! | `endpoint.rs` | the endpoint's state; tables, tag, segment, handlers, statistics |
-//! | `message.rs` | `Message`: what a request or reply carries, and its limits |
-//! | `request.rs` | the request path: credits (network depth), waiting for one |
-//! | `batch.rs` | requests held back to leave as one datagram while the peer owes an answer (`batch_tests.rs`) |
-//! | `reply.rs` | replies through a handler's token |
-//! | `loopback.rs` | messages from an endpoint to itself |
-//! | `driver.rs` | the I/O driver: transports <-> protocol, timers, transmit |
-//! | `dispatch.rs` | AM_Poll: protocol events -> handler calls, automatic replies |
-//! | `returned.rs` | checks on arrival, refusals, handler 0 for returned messages |
-//! | `express.rs` | the express lane: short requests and their replies straight into a shared-memory ring |
-//! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
-//! | `pull.rs` | pull-style receive: delivered messages handed to the caller, held until the next drain |
-//! | `tables.rs`, `name.rs` | translation/handler tables, names |
-//! | `names.rs` | handler names: naming, lookups at peers (wire kinds 8, 9), their cache |
-//! | `services.rs` | published endpoint names: the table kept for others, publish and look-up queries (wire kinds 12, 13) |
-//! | `region.rs` | memory regions: registry, rights, bounds |
-//! | `rma.rs` | one-sided put/get at the initiator: chunks, completion, test/wait/fence |
-//! | `rma_target.rs` | remote memory on the wire and at the target; in-order event draining |
-//! | `rma_direct.rs` | large puts and gets to a same-host peer copied by the target (process_vm_readv/writev) |
-//! | `progress.rs` | the bundle's progress thread |
-//! | `txn.rs` | transactions at the initiator: state tuple, ack, abandon reasons, wait, list |
-//! | `txn_probe.rs` | late answers: probes, a target restarted (sent again), conclusions, the poll path's look |
-//! | `txn_log.rs` | the transaction log wired in: identity, target records, restore |
-//! | `txn_target.rs` | transactions at the target: at-most-once, kept replies, floor, bounds |
-//! | `txn_tests.rs` | transactions over the in-memory network: duplication, replays, refusals |
-//! | `txn_id64_tests.rs` | 64-bit transaction ids: a wire id repeated a lap later, trailers out of reach |
-//! | `txn_crash_tests.rs` | either end killed and restarted from its log at random, in the simulated world |
-//! | `tests.rs` | the basic exchange in the simulated world (`sim::World`), credits; helpers the other tests share |
+//! Rooms, from the ground up (`tests/layering.rs` holds the order: a room
+//! imports only itself and the rooms below it, never this face):
+//!
+//! | room | files | what it holds |
+//! |---|---|---|
+//! | `handler/` | `args.rs`, `message.rs`, `name.rs`, `tables.rs` | what a handler is and receives, `TokenId`; `Message`, its limits and the status byte's flags; endpoint names; translation and handler tables, tags |
+//! | `queue/` | `incoming.rs` | the queue of incoming AM messages, the tag each arrived under, the remote memory request stalling it |
+//! | `state/` | `batch.rs`, `express.rs`, `handler_names.rs`, `outstanding.rs`, `region.rs`, `rma.rs`, `services.rs`, `txn.rs`, `txn_map.rs`, `txn_target.rs` | the subsystems' state in `EpState`, plain data that knows no endpoint: held requests, the express lane's counts and owed replies, names, requests waiting for replies (`TxnMap`), regions and remote memory operations, kept transactions at both ends |
+//! | `endpoint/` | `core.rs`, `host.rs` | `EpState`, the `Endpoint` that locks it, the calls that set it up and read it; the bundle holding it as it sees it (`Holder`); the host (`endpoint_tests.rs`) |
+//! | `txn/` | `initiator.rs`, `txn_probe.rs`, `txn_target.rs`, `txn_log.rs` | transactions: the initiator's state tuple, acks, wait, list; late answers and probes; at-most-once at the target; the log wired in (`txn_tests.rs`, `txn_id64_tests.rs`, `txn_crash_tests.rs`, `txn_lost_ack_tests.rs`) |
+//! | `messages/` | `request.rs`, `batch.rs`, `reply.rs`, `token.rs`, `loopback.rs`, `driver.rs`, `placement.rs`, `drain.rs`, `started.rs`, `returned.rs`, `work.rs`, `dispatch.rs` | the request path and its credits; requests held for a batch; replies and tokens; loopback; the I/O driver; long messages placed as they arrive; the in-order draining into the queue; the start window; arrival checks and returned messages; AM_Poll (`batch_tests.rs`, `placement_tests.rs`) |
+//! | `rma/` | `initiator.rs`, `rma_target.rs`, `rma_direct.rs`, `rma_shared.rs`, `xfer_direct.rs`, `xfer_shared.rs` | remote memory: put/get at the initiator; chunks on the wire and at the target; direct copies and shared regions to a same-host peer; large long requests copied or in place (`rma_tests.rs`, `rma_direct_tests.rs`, `rma_shared_tests.rs`, `xfer_shared_tests.rs`) |
+//! | `express/` | `lane.rs`, `express_poll.rs` | the express lane: short requests and replies straight into a ring; its fast poll (`express_tests.rs`, `express_owed_tests.rs`, `express_poll_tests.rs`) |
+//! | `names/` | `handler_names.rs`, `services.rs` | handler names and their look-ups at peers (wire kinds 8, 9); published endpoint names (wire kinds 12, 13) |
+//! | `bundle/` | `set.rs`, `progress.rs`, `pull.rs`, `lifetime.rs` | bundles and AM_WaitSema; the progress thread; pull-style receive; the Rust API's beginnings and ends (`init`, allocate, free, move) |
+//!
+//! Beside the rooms: `tests.rs` (the basic exchange in the simulated world,
+//! `sim::World`; helpers the other tests share) and `world_tests.rs`.
 
 mod bundle;
 mod endpoint;
@@ -53,7 +41,6 @@ pub(crate) use messages::token;
 
 pub use crate::stats::Statistics;
 pub use crate::wire::Category;
-pub use bundle::bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
 #[cfg(feature = "testing")]
 pub(crate) use bundle::lifetime::allocate_bundle_on;
 pub use bundle::lifetime::{
@@ -66,12 +53,13 @@ pub use bundle::pull::{
     drained_token, end as end_drained, end_with as end_drained_with, release as release_drained,
     release_with as release_drained_with, Pulled,
 };
-pub use endpoint::endpoint::{Endpoint, LockWait};
+pub use bundle::set::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
+pub use endpoint::core::{Endpoint, LockWait};
 #[cfg(feature = "testing")]
 pub(crate) use endpoint::host::Host;
 #[cfg(feature = "testing")]
 pub(crate) use endpoint::host::{MakeSecret, OpenTransports};
-pub use handler::handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
+pub use handler::args::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 pub use handler::message::Message;
 pub use handler::message::{MAX_LONG, MAX_MEDIUM, MAX_SHORT};
 pub use handler::name::EndpointName;
@@ -92,7 +80,7 @@ pub use state::services::{ServiceAnswer, MAX_SERVICES};
 pub fn remove_stale_shm_files() -> usize {
     crate::net::remove_stale_files()
 }
-pub use handler::handler::TokenId;
+pub use handler::args::TokenId;
 pub use handler::tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
 pub use messages::reply::{reply, reply_with, return_to_sender};
 pub use messages::started::{returned_may_have_run, START_WINDOW};

@@ -9,8 +9,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::am::endpoint::endpoint::Endpoint;
-use crate::am::handler::handler::{handler, Data, VecSegment};
+use crate::am::endpoint::core::Endpoint;
+use crate::am::handler::args::{handler, Data, VecSegment};
 use crate::am::handler::message::Message;
 use crate::config::Config;
 use crate::error::{Error, ReturnStatus};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::am::handler::handler::handler;
+use crate::am::handler::args::handler;
 use crate::am::handler::message::Message;
 use crate::config::Config;
 use crate::error::Error;

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use super::bundle::{Bundle, BundleMode};
-use crate::am::endpoint::endpoint::Endpoint;
+use super::set::{Bundle, BundleMode};
+use crate::am::endpoint::core::Endpoint;
 #[cfg(feature = "testing")]
 use crate::am::endpoint::host::Host;
 use crate::error::{Error, Result};

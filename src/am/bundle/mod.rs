@@ -1,8 +1,9 @@
-//! Bundles: endpoints polled together and AM_WaitSema (`bundle.rs`), a
+//! Bundles: endpoints polled together and AM_WaitSema (`set.rs`), a
 //! bundle's progress thread (`progress.rs`), and pull-style receive,
-//! delivered messages handed to the caller (`pull.rs`).
+//! delivered messages handed to the caller (`pull.rs`); the Rust API's
+//! beginnings and ends: init, allocate, free, move (`lifetime.rs`).
 
-pub(in crate::am) mod bundle;
 pub(in crate::am) mod lifetime;
 pub(in crate::am) mod progress;
 pub(in crate::am) mod pull;
+pub(in crate::am) mod set;

@@ -12,8 +12,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::bundle::Bundle;
-use crate::am::bundle::bundle::ProgressThread;
+use super::set::Bundle;
+use crate::am::bundle::set::ProgressThread;
 use crate::error::{Error, Result};
 use crate::time::{Instant, MILLIS};
 
@@ -101,7 +101,7 @@ impl Bundle {
     }
 }
 
-impl crate::am::endpoint::endpoint::Endpoint {
+impl crate::am::endpoint::core::Endpoint {
     /// One pump of the network for the progress thread, unless another
     /// thread holds the endpoint (None): the descriptors to sleep on and
     /// the next deadline.

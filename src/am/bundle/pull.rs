@@ -15,9 +15,9 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::bundle::Bundle;
-use crate::am::endpoint::endpoint::{Endpoint, LockWait};
-use crate::am::handler::handler::TokenId;
+use super::set::Bundle;
+use crate::am::endpoint::core::{Endpoint, LockWait};
+use crate::am::handler::args::TokenId;
 use crate::am::messages::token;
 use crate::am::messages::work::WorkData;
 use crate::error::{Error, Result, ReturnStatus};

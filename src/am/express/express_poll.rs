@@ -2,7 +2,7 @@
 //! express record at the head of a ring (`net/express.rs`) is checked and
 //! its handler run straight away, without the full receive
 //! (`driver.rs`'s pump over every transport, timers and queues) and
-//! without a trip through the delivered queue (`rma_target.rs`).
+//! without a trip through the delivered queue (`queue/incoming.rs`).
 //!
 //! The same checks and the same dispatch as the full path: the record is
 //! checked as `ExpressState::check` checks it (a reply only for an express
@@ -33,8 +33,8 @@
 
 use std::sync::Arc;
 
-use crate::am::endpoint::endpoint::{Endpoint, EpState, Guard};
-use crate::am::handler::handler::{Data, HandlerArgs};
+use crate::am::endpoint::core::{Endpoint, EpState, Guard};
+use crate::am::handler::args::{Data, HandlerArgs};
 use crate::am::handler::tables::tag_accepts;
 use crate::am::messages::token::{self, LiveToken, TokenInfo};
 use crate::net::express::{Express, ExpressKind, ExpressTake};

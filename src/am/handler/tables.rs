@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::net::SocketAddr;
 
-use super::handler::HandlerFn;
+use super::args::HandlerFn;
 use super::name::EndpointName;
 use crate::error::{Error, Result};
 use crate::fxhash::FxHashMap;

@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
+use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::message::Message;
 use crate::time::Instant;
 

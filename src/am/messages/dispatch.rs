@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::returned::{default_returned_handler, Admitted};
 use super::token::{LiveToken, TokenInfo};
-use crate::am::endpoint::endpoint::{Endpoint, EpState, Guard};
-use crate::am::handler::handler::{Data, HandlerArgs};
+use crate::am::endpoint::core::{Endpoint, EpState, Guard};
+use crate::am::handler::args::{Data, HandlerArgs};
 use crate::am::handler::message::INPLACE_FLAG;
 use crate::am::handler::message::TXN_FLAG;
 use crate::am::handler::message::XFER_FLAG;

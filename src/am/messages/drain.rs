@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 
-use crate::am::endpoint::endpoint::EpState;
+use crate::am::endpoint::core::EpState;
 use crate::am::messages::started::{arrival_tag, Gate};
 use crate::proto::Event;
 use crate::time::Instant;

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
+use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::error::{Error, Result};
 use crate::time::Instant;
 use crate::wire::MsgMeta;

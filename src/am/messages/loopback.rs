@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::token::TokenInfo;
-use crate::am::endpoint::endpoint::{Endpoint, Guard};
+use crate::am::endpoint::core::{Endpoint, Guard};
 use crate::am::handler::message::Message;
 use crate::am::handler::tables::tag_accepts;
 use crate::am::handler::tables::TAG_NONE;

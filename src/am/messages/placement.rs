@@ -17,7 +17,7 @@
 use std::net::SocketAddr;
 
 use super::returned::{AdmitParts, Admitted};
-use crate::am::handler::handler::SegmentMemory;
+use crate::am::handler::args::SegmentMemory;
 use crate::am::handler::tables::TranslationTable;
 use crate::proto::Placement;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REQUEST};

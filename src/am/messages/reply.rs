@@ -1,8 +1,8 @@
 //! Replies: a request handler answers through its token, at most once.
 
 use super::token;
-use crate::am::endpoint::endpoint::LockWait;
-use crate::am::handler::handler::TokenId;
+use crate::am::endpoint::core::LockWait;
+use crate::am::handler::args::TokenId;
 use crate::am::handler::message::Message;
 use crate::am::handler::tables::TAG_NONE;
 use crate::am::state::txn_target::KeptReply;

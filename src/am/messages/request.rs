@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::token;
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
+use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::message::Message;
 use crate::am::state::outstanding::Outstanding;
 use crate::error::{Error, Result};

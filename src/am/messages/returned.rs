@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::token::{self, TokenInfo};
-use crate::am::endpoint::endpoint::EpState;
-use crate::am::handler::handler::{opcode, Data, HandlerArgs, SegmentMemory};
+use crate::am::endpoint::core::EpState;
+use crate::am::handler::args::{opcode, Data, HandlerArgs, SegmentMemory};
 use crate::am::handler::message::{MAX_LONG, MAX_MEDIUM};
 use crate::am::handler::tables::tag_accepts;
 use crate::am::handler::tables::HandlerTable;

@@ -32,7 +32,7 @@
 
 use std::net::SocketAddr;
 
-use crate::am::endpoint::endpoint::EpState;
+use crate::am::endpoint::core::EpState;
 use crate::error::ReturnStatus;
 use crate::proto::{Event, FailReason};
 use crate::time::Instant;
@@ -202,7 +202,7 @@ impl EpState {
 /// In handler 0, for a returned request: whether its handler may have run
 /// at the target (`ramp_ReturnedMayHaveRun`).
 pub fn returned_may_have_run(
-    token: crate::am::handler::handler::TokenId,
+    token: crate::am::handler::args::TokenId,
 ) -> crate::error::Result<bool> {
     use crate::error::Error;
     super::token::with(token, |t| {

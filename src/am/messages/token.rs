@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::am::endpoint::endpoint::Endpoint;
-use crate::am::handler::handler::TokenId;
+use crate::am::endpoint::core::Endpoint;
+use crate::am::handler::args::TokenId;
 use crate::am::handler::name::EndpointName;
 use crate::wire::{Category, MsgKind, MsgMeta};
 

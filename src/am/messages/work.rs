@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use super::token::TokenInfo;
-use crate::am::handler::handler::HandlerFn;
+use crate::am::handler::args::HandlerFn;
 use crate::error::ReturnStatus;
 
 /// A handler call prepared under the borrow, run after it is released.

@@ -32,7 +32,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
+use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::tables::tag_accepts;
 use crate::am::handler::tables::NUM_HANDLERS;
 use crate::am::state::handler_names::{Answer, Pending};

@@ -38,7 +38,7 @@
 use std::net::SocketAddr;
 
 use super::handler_names::MAX_QUEUED_TO_PEER;
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
+use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::name::EndpointName;
 use crate::am::handler::tables::tag_accepts;
 use crate::am::state::services::{Pending, ServiceAnswer};

@@ -1,9 +1,9 @@
-//! Remote memory: one-sided puts and gets at the initiator (`rma.rs`), the
+//! Remote memory: one-sided puts and gets at the initiator (`initiator.rs`), the
 //! chunks on the wire and at the target (`rma_target.rs`), direct copies to a
 //! same-host peer (`rma_direct.rs`, `xfer_direct.rs`) and regions and
 //! segments shared through memory (`rma_shared.rs`, `xfer_shared.rs`).
 
-pub(in crate::am) mod rma;
+pub(in crate::am) mod initiator;
 pub(in crate::am) mod rma_direct;
 #[cfg(test)]
 mod rma_direct_tests;

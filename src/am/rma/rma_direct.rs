@@ -39,8 +39,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::rma_target::{is_direct, Chunk, CHUNK, FLAG_DIRECT, FLAG_NOTIFY};
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
-use crate::am::handler::handler::SegmentMemory;
+use crate::am::endpoint::core::{Endpoint, EpState};
+use crate::am::handler::args::SegmentMemory;
 use crate::am::handler::tables::tag_accepts;
 use crate::am::state::rma::Direct;
 use crate::am::state::rma::{Op, Redo, RmaState, MAX_OPS};

@@ -29,8 +29,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::rma_direct::DirectIssue;
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
-use crate::am::handler::handler::SegmentMemory;
+use crate::am::endpoint::core::{Endpoint, EpState};
+use crate::am::handler::args::SegmentMemory;
 use crate::am::handler::tables::tag_accepts;
 use crate::am::state::region::{REGION_READ, REGION_WRITE};
 use crate::am::state::rma::Cached;

@@ -1,6 +1,6 @@
 //! Remote memory on the wire and at the target: the chunk header, the
-//! performing of puts and gets (no handler runs), and the in-order draining
-//! of protocol events that keeps remote memory ahead of later AM requests.
+//! performing of puts and gets (no handler runs), and the remote memory
+//! events the in-order draining (`messages/drain.rs`) hands over.
 //!
 //! Wire (kinds of `wire::MsgKind`): a put or get is cut into chunks of at
 //! most [`CHUNK`] bytes; each chunk is one message on the request channel
@@ -26,13 +26,14 @@
 //!
 //! Ordering: the request channel delivers in order. Each pump of the network
 //! drains the protocol's events in order into the endpoint's queue of AM
-//! messages, performing remote memory messages as they come out: a put is
-//! therefore performed before any AM request sent after it on the same
-//! channel can run its handler (handlers take messages from that queue only).
+//! messages (`queue/incoming.rs`), handing remote memory messages here as
+//! they come out: a put is therefore performed before any AM request sent
+//! after it on the same channel can run its handler (handlers take messages
+//! from that queue only).
 
 use std::net::SocketAddr;
 
-use crate::am::endpoint::endpoint::EpState;
+use crate::am::endpoint::core::EpState;
 use crate::am::handler::tables::tag_accepts;
 use crate::error::ReturnStatus;
 use crate::proto::{Event, FailReason};

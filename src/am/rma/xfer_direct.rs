@@ -35,8 +35,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::rma_direct::{Desc, DIRECT_MIN, GRACE, SPIN_BYTES_PER_NS, SPIN_NS, TTL};
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
-use crate::am::handler::handler::SegmentMemory;
+use crate::am::endpoint::core::{Endpoint, EpState};
+use crate::am::handler::args::SegmentMemory;
 use crate::am::handler::message::Message;
 use crate::am::handler::message::XFER_FLAG;
 use crate::am::messages::returned::Admitted;

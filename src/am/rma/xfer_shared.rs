@@ -39,8 +39,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::rma_shared::SharedMem;
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
-use crate::am::handler::handler::SegmentMemory;
+use crate::am::endpoint::core::{Endpoint, EpState};
+use crate::am::handler::args::SegmentMemory;
 use crate::am::handler::message::Message;
 use crate::am::handler::message::INPLACE_FLAG;
 use crate::am::messages::returned::Admitted;

@@ -217,7 +217,7 @@ pub(in crate::am) fn prover(mac: Option<&crate::wire::mac::MacKey>) -> Option<Ex
 /// `Protocol::push_delivered` (false: a request refused, `limit` requests
 /// waiting there), or, when nothing waits before it there nor is stalled
 /// and the AM queue has room, straight into the AM queue, where the
-/// in-order draining (`rma_target.rs`) would move it next with the tag 0
+/// in-order draining (`messages/drain.rs`) would move it next with the tag 0
 /// (no place of the start window): one move of the event instead of three.
 fn deliver(
     proto: &mut Protocol<SocketAddr>,

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::am::handler::handler::SegmentMemory;
+use crate::am::handler::args::SegmentMemory;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
 use crate::sys::OwnedRegion;
@@ -175,7 +175,7 @@ impl Regions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::am::handler::handler::VecSegment;
+    use crate::am::handler::args::VecSegment;
 
     #[test]
     fn ids_are_never_reused_and_rights_and_bounds_are_checked() {

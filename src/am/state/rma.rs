@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::region::Regions;
-use crate::am::handler::handler::SegmentMemory;
+use crate::am::handler::args::SegmentMemory;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::fxhash::FxHashMap;
 use crate::sys::{OwnedRegion, PeerRegion};

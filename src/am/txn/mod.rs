@@ -1,9 +1,9 @@
 //! Transactions (issue 10): the initiator's kept requests, their acks, probes
-//! and conclusions (`txn.rs`, `txn_probe.rs`), the target's at-most-once
+//! and conclusions (`initiator.rs`, `txn_probe.rs`), the target's at-most-once
 //! execution and kept replies (`txn_target.rs`), and the transaction log
 //! wired in (`txn_log.rs`).
 
-pub(in crate::am) mod txn;
+pub(in crate::am) mod initiator;
 #[cfg(test)]
 mod txn_crash_tests;
 #[cfg(test)]

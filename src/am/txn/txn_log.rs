@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
+use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::message::TXN_FLAG;
 use crate::am::state::txn::{
     incarnation_of, put_trailer, Abandon, Ack, Progress, TxnState, TRAILER_LEN,

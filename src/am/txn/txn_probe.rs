@@ -9,7 +9,7 @@
 
 use std::net::SocketAddr;
 
-use crate::am::endpoint::endpoint::EpState;
+use crate::am::endpoint::core::EpState;
 use crate::am::state::txn::{
     Abandon, Ack, Progress, MAX_PROBE_FAILURES, PROBE_CRASHED, PROBE_EVERY, PROBE_UNKNOWN,
     UNKNOWN_LOGGED,

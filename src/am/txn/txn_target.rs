@@ -15,7 +15,7 @@
 
 use std::net::SocketAddr;
 
-use crate::am::endpoint::endpoint::EpState;
+use crate::am::endpoint::core::EpState;
 use crate::am::state::txn::{Trailer, PROBE_CRASHED, PROBE_UNKNOWN, UNKNOWN_LOGGED};
 use crate::am::state::txn_target::KeptReply;
 use crate::am::state::txn_target::Seen;
@@ -146,7 +146,7 @@ impl EpState {
     }
 }
 
-impl crate::am::endpoint::endpoint::Endpoint {
+impl crate::am::endpoint::core::Endpoint {
     /// The counters of this endpoint's table of transactions as a target.
     pub fn txn_target_counts(&self) -> TargetCounts {
         self.with(|s| s.txn.target.counts())

@@ -1,7 +1,9 @@
 //! An endpoint: its state (transports, protocol, tables, handlers, segment,
-//! credits, statistics) and the calls that set it up and read it. The paths
-//! that move messages live beside this file: `request.rs`, `reply.rs`,
-//! `loopback.rs`, `driver.rs`, `dispatch.rs`, `returned.rs`.
+//! credits, statistics) and the calls that set it up and read it. Its
+//! parts' types live below it (`state/`, `queue/`, `handler/`); the paths
+//! that move messages live above it (`messages/`: `request.rs`,
+//! `reply.rs`, `loopback.rs`, `driver.rs`, `drain.rs`, `dispatch.rs`,
+//! `returned.rs`), as do remote memory, transactions and the rest.
 //!
 //! Locking: the state sits in a re-entrant mutex around a RefCell. A thread
 //! holds the mutex while it polls or sends; the RefCell is borrowed only for
@@ -16,7 +18,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 
 use super::host::Host;
-use crate::am::handler::handler::{HandlerFn, SegmentMemory};
+use crate::am::handler::args::{HandlerFn, SegmentMemory};
 use crate::am::handler::name::EndpointName;
 use crate::am::handler::tables::TAG_NONE;
 use crate::am::handler::tables::{HandlerTable, TranslationTable};

@@ -27,7 +27,7 @@
 //! Receiving: a record is read from the ring in its place among the
 //! protocol's datagrams and, checked, queued as a delivered message behind
 //! those delivered before it (`Protocol::push_delivered`), so the in-order
-//! draining (`rma_target.rs`), the arrival checks and the dispatch are the
+//! draining (`messages/drain.rs`), the arrival checks and the dispatch are the
 //! protocol's messages'. Hostile input: a record not exactly of the format
 //! is dropped and counted; a reply counts only for an express request of
 //! ours to the peer whose ring it came from, not yet answered (one queued
@@ -51,7 +51,7 @@
 
 use std::net::SocketAddr;
 
-use crate::am::endpoint::endpoint::EpState;
+use crate::am::endpoint::core::EpState;
 use crate::am::state::express::ExpressStats;
 use crate::am::state::express::OWED_MAX;
 use crate::error::ReturnStatus;
@@ -60,7 +60,7 @@ use crate::proto::{Event, FailReason};
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
-impl crate::am::endpoint::endpoint::Endpoint {
+impl crate::am::endpoint::core::Endpoint {
     /// What this endpoint's express lane counted.
     pub fn express_stats(&self) -> ExpressStats {
         self.with(|s| s.express.stats)

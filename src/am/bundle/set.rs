@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::RwLock;
 
-use crate::am::endpoint::endpoint::{Endpoint, Holder};
+use crate::am::endpoint::core::{Endpoint, Holder};
 use crate::am::endpoint::host::Host;
 use crate::clock::Clock;
 use crate::error::{Error, Result};

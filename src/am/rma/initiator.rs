@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use super::rma_direct::DirectIssue;
 use super::rma_target::{Chunk, CHUNK};
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
-use crate::am::handler::handler::SegmentMemory;
+use crate::am::endpoint::core::{Endpoint, EpState};
+use crate::am::handler::args::SegmentMemory;
 use crate::am::messages::token;
 use crate::am::state::rma::Direct;
 use crate::am::state::rma::Op;

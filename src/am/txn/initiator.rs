@@ -20,7 +20,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::am::endpoint::endpoint::{Endpoint, EpState};
+use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::state::outstanding::Outstanding;
 use crate::am::state::txn::Abandon;
 use crate::am::state::txn::Ack;
