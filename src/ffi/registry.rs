@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::fxhash::FxHashMap;
 
 /// Live bundles at once.
-pub const MAX_BUNDLES: usize = 4096;
+const MAX_BUNDLES: usize = 4096;
 
 #[derive(Default)]
 struct Registry {
