@@ -3,10 +3,6 @@
 //! count, and AM_Terminate, which frees everything. The Rust API
 //! (`am::allocate_bundle`, ...) knows nothing of it: there the `Arc`s are
 //! the handles.
-//!
-//! Requests held for a batch (`am/messages/batch.rs`) leave even when a
-//! program exits without AM_Terminate: at exit, every registered
-//! endpoint's are sent.
 
 use std::sync::Arc;
 
@@ -33,24 +29,7 @@ static REGISTRY: Lazy<RwLock<Registry>> = Lazy::new(Default::default);
 pub fn init() -> Result<()> {
     am::init()?;
     REGISTRY.write().init_count += 1;
-    static AT_EXIT: std::sync::Once = std::sync::Once::new();
-    AT_EXIT.call_once(|| {
-        crate::sys::at_exit(send_held_requests);
-    });
     Ok(())
-}
-
-/// At process exit: every endpoint's requests held for a batch are sent
-/// (an endpoint another thread holds at that moment is skipped: waiting
-/// for it could hang the exit).
-fn send_held_requests() {
-    let eps: Vec<Arc<Endpoint>> = match REGISTRY.try_read() {
-        Some(r) => r.endpoints.values().cloned().collect(),
-        None => return,
-    };
-    for ep in eps {
-        ep.send_held_at_exit();
-    }
 }
 
 /// AM_Terminate: the last matching call frees every bundle and endpoint.

@@ -2,8 +2,15 @@
 //! (`init`), bundles allocated and freed, endpoints opened in a bundle,
 //! freed and moved. Handles are the `Arc`s themselves: the C ABI's ids and
 //! its registry of live handles are the C ABI's (`ffi/registry.rs`).
+//!
+//! Requests held for a batch (`messages/batch.rs`) leave even when the
+//! program exits without freeing its endpoints: `init` has every open
+//! endpoint's sent at exit.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+
+use once_cell::sync::Lazy;
+use parking_lot::Mutex;
 
 use super::set::{Bundle, BundleMode};
 use crate::am::endpoint::core::Endpoint;
@@ -17,6 +24,10 @@ pub fn init() -> Result<()> {
     match crate::config::global() {
         Ok(cfg) => {
             crate::sys::clock_counter(cfg.clock_counter);
+            static AT_EXIT: std::sync::Once = std::sync::Once::new();
+            AT_EXIT.call_once(|| {
+                crate::sys::at_exit(send_held_requests);
+            });
             Ok(())
         }
         Err(msg) => {
@@ -24,6 +35,24 @@ pub fn init() -> Result<()> {
             Err(Error::BadArg(
                 "bad RAMP_* configuration (see the message above)",
             ))
+        }
+    }
+}
+
+/// The endpoints opened, for the exit (freed ones are skipped there).
+static OPENED: Lazy<Mutex<Vec<Weak<Endpoint>>>> = Lazy::new(Default::default);
+
+/// At process exit: every endpoint's requests held for a batch are sent
+/// (an endpoint another thread holds at that moment is skipped: waiting
+/// for it could hang the exit).
+fn send_held_requests() {
+    let eps: Vec<Arc<Endpoint>> = match OPENED.try_lock() {
+        Some(o) => o.iter().filter_map(Weak::upgrade).collect(),
+        None => return,
+    };
+    for ep in eps {
+        if ep.holder().is_some() {
+            ep.send_held_at_exit();
         }
     }
 }
@@ -74,6 +103,9 @@ pub fn allocate_endpoint_with(
         )?;
     }
     b.add(ep.clone());
+    let mut opened = OPENED.lock();
+    opened.retain(|e| e.strong_count() > 0);
+    opened.push(Arc::downgrade(&ep));
     Ok(ep)
 }
 

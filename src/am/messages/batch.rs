@@ -153,7 +153,7 @@ impl EpState {
 impl Endpoint {
     /// At process exit: sends the requests held for a batch, unless
     /// another thread holds the endpoint (waiting could hang the exit).
-    pub(crate) fn send_held_at_exit(&self) {
+    pub(in crate::am) fn send_held_at_exit(&self) {
         self.try_with(|s| s.send_all_held(s.clock.now()));
     }
 }
