@@ -143,8 +143,8 @@ fn main() {
     } else {
         bun.clone()
     };
-    let e0 = am::allocate_endpoint(bun.id).unwrap();
-    let e1 = am::allocate_endpoint(bun1.id).unwrap();
+    let e0 = am::allocate_endpoint(&bun).unwrap();
+    let e1 = am::allocate_endpoint(&bun1).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(5);
         e.map(0, e0.name(), 5).unwrap();

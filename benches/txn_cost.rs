@@ -26,10 +26,10 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     am::init().unwrap();
     let bun = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint(bun.id).unwrap();
+    let e0 = am::allocate_endpoint(&bun).unwrap();
     let targets: Vec<Arc<Endpoint>> = (0..3)
         .map(|i| {
-            let e = am::allocate_endpoint(bun.id).unwrap();
+            let e = am::allocate_endpoint(&bun).unwrap();
             if i > 0 {
                 e.log_open(&dir.join(format!("t{i}.ramplog")), i == 2, &cfg)
                     .unwrap();

@@ -58,7 +58,7 @@ fn bw(n: usize, bytes: usize, mut f: impl FnMut(usize)) -> f64 {
 fn server() {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     e.set_handler(
         20,
@@ -140,7 +140,7 @@ fn main() {
         .unwrap_or(64);
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     e.set_handler(21, am::handler(|_| {}));
     let wrap = std::env::var("RMA_PIECES_WRAP").unwrap_or_default();

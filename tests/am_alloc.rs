@@ -59,8 +59,8 @@ fn long_and_medium_requests_allocate_no_payload_buffer_in_steady_state() {
     );
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint(b.id).unwrap();
-    let e1 = am::allocate_endpoint(b.id).unwrap();
+    let e0 = am::allocate_endpoint(&b).unwrap();
+    let e1 = am::allocate_endpoint(&b).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(5);
         e.map(0, e0.name(), 5).unwrap();

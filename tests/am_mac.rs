@@ -160,8 +160,8 @@ fn same_key_every_packet_carries_the_mac_and_flipped_ones_are_dropped() {
     am::init().unwrap();
     let cfg = config(Some(KEY_A), None);
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b.id, &cfg).unwrap();
-    let e1 = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let e0 = am::allocate_endpoint_with(&b, &cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(&b, &cfg).unwrap();
     let a0 = UdpSocket::bind("127.0.0.1:0").unwrap();
     let a1 = UdpSocket::bind("127.0.0.1:0").unwrap();
     let (addr0, addr1) = (a0.local_addr().unwrap(), a1.local_addr().unwrap());
@@ -247,8 +247,8 @@ fn a_changed_payload_byte_of_a_large_gathered_packet_is_refused() {
     am::init().unwrap();
     let cfg = config(Some(KEY_A), None);
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b.id, &cfg).unwrap();
-    let e1 = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let e0 = am::allocate_endpoint_with(&b, &cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(&b, &cfg).unwrap();
     let a0 = UdpSocket::bind("127.0.0.1:0").unwrap();
     let a1 = UdpSocket::bind("127.0.0.1:0").unwrap();
     let (addr0, addr1) = (a0.local_addr().unwrap(), a1.local_addr().unwrap());
@@ -321,8 +321,8 @@ fn a_changed_payload_byte_of_a_large_gathered_packet_is_refused() {
 fn never_associate(a: &Config, b_cfg: &Config) {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b.id, a).unwrap();
-    let e1 = am::allocate_endpoint_with(b.id, b_cfg).unwrap();
+    let e0 = am::allocate_endpoint_with(&b, a).unwrap();
+    let e1 = am::allocate_endpoint_with(&b, b_cfg).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(3);
         e.map(0, e0.name(), 3).unwrap();
@@ -402,8 +402,8 @@ fn auth_off_on_both_ends_exchanges_with_the_crc() {
     am::init().unwrap();
     let cfg = config(Some(KEY_A), Some("off"));
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b.id, &cfg).unwrap();
-    let e1 = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let e0 = am::allocate_endpoint_with(&b, &cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(&b, &cfg).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(4);
         e.map(0, e0.name(), 4).unwrap();

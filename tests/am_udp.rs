@@ -20,8 +20,8 @@ use ramp::am::{self, handler, BundleMode, Data, Message, VecSegment};
 fn setup() -> (Arc<am::Bundle>, Arc<am::Endpoint>, Arc<am::Endpoint>) {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint(b.id).unwrap();
-    let e1 = am::allocate_endpoint(b.id).unwrap();
+    let e0 = am::allocate_endpoint(&b).unwrap();
+    let e1 = am::allocate_endpoint(&b).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(77);
         e.map(0, e0.name(), 77).unwrap();
@@ -195,10 +195,8 @@ fn translation_table_of_4096_peers() {
     );
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let servers: Vec<_> = (0..8)
-        .map(|_| am::allocate_endpoint(b.id).unwrap())
-        .collect();
-    let client = am::allocate_endpoint(b.id).unwrap();
+    let servers: Vec<_> = (0..8).map(|_| am::allocate_endpoint(&b).unwrap()).collect();
+    let client = am::allocate_endpoint(&b).unwrap();
     const N: usize = 4096;
     client.set_num_translations(N as i64 + 1).unwrap();
     for i in 0..N {

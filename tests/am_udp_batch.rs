@@ -43,8 +43,8 @@ fn a_burst_of_replies_runs_each_reply_once() {
     // one bundle each: the replier is polled only when its requests wait
     let b0 = am::allocate_bundle(BundleMode::Seq).unwrap();
     let b1 = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b0.id, &cfg).unwrap();
-    let e1 = am::allocate_endpoint_with(b1.id, &cfg).unwrap();
+    let e0 = am::allocate_endpoint_with(&b0, &cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(&b1, &cfg).unwrap();
     let relay = Relay::start(&e0, &e1);
     e0.set_tag(9);
     e1.set_tag(9);

@@ -164,8 +164,8 @@ fn forged_packets_change_nothing_while_a_real_exchange_completes() {
     );
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint(b.id).unwrap();
-    let e1 = am::allocate_endpoint(b.id).unwrap();
+    let e0 = am::allocate_endpoint(&b).unwrap();
+    let e1 = am::allocate_endpoint(&b).unwrap();
     let segs = [VecSegment::new(4096), VecSegment::new(4096)];
     for (e, seg) in [&e0, &e1].into_iter().zip(&segs) {
         e.set_tag(TAG);

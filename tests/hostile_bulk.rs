@@ -95,7 +95,7 @@ fn flipped_bits_in_long_packets_never_reach_the_segment() {
     );
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     let seg = VecSegment::new(SEG);
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();

@@ -384,9 +384,9 @@ fn a_live_endpoint_keeps_serving_under_a_flood() {
     let slack = env_u64("RAMP_FLOOD_RSS_SLACK_KIB", 2048);
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint(b.id).unwrap();
-    let e1 = am::allocate_endpoint(b.id).unwrap();
-    let e2 = am::allocate_endpoint(b.id).unwrap();
+    let e0 = am::allocate_endpoint(&b).unwrap();
+    let e1 = am::allocate_endpoint(&b).unwrap();
+    let e2 = am::allocate_endpoint(&b).unwrap();
     let r0 = UdpSocket::bind("127.0.0.1:0").unwrap();
     let r1 = UdpSocket::bind("127.0.0.1:0").unwrap();
     let name = |s: &UdpSocket| EndpointName::from_addr(s.local_addr().unwrap());

@@ -34,8 +34,8 @@ fn rss_stays_flat_with_50000_forged_source_ports() {
     let slack = env_u64("RAMP_PORTS_RSS_SLACK_KIB", 4096);
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint(b.id).unwrap();
-    let e1 = am::allocate_endpoint(b.id).unwrap();
+    let e0 = am::allocate_endpoint(&b).unwrap();
+    let e1 = am::allocate_endpoint(&b).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(TAG);
         e.map(0, e0.name(), TAG).unwrap();

@@ -113,8 +113,8 @@ fn ended_associations_stay_ended_and_forged_shutdowns_end_nothing() {
     );
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint(b.id).unwrap();
-    let e1 = am::allocate_endpoint(b.id).unwrap();
+    let e0 = am::allocate_endpoint(&b).unwrap();
+    let e1 = am::allocate_endpoint(&b).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(5);
         e.map(0, e0.name(), 5).unwrap();

@@ -4,8 +4,11 @@
 //!
 //! A new import that points up or sideways fails this test with the file and
 //! line; a new top-level module must be given its place in `ALLOWED` first.
+//!
+//! Inside `src/am/` the same rule holds between its rooms (`AM_ROOMS`), and
+//! no files import each other in a circle.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -307,4 +310,224 @@ fn the_checker_sees_a_clock_read() {
     let real = "let t = crate::clock::real_now();\n";
     assert!(clock_reads(real, false).is_empty());
     assert_eq!(clock_reads(real, true).len(), 1);
+}
+
+/// The rooms of `src/am/`, from the ground up, each with what it holds. A
+/// file of a room may import (`crate::am::room::file`, or `super::file`
+/// within its room) its own room and the rooms below it only; never the
+/// AM layer's face (`crate::am::Name`: `am/mod.rs` re-exports the rooms to
+/// the rest of the crate, above them all). Tests drive whole endpoints:
+/// a test file may import any room and the face.
+const AM_ROOMS: &[(&str, &str)] = &[
+    (
+        "handler",
+        "what a program hands the layer: handlers, messages, names, tables",
+    ),
+    ("queue", "the queue of incoming AM messages"),
+    (
+        "state",
+        "the subsystems' state, plain data that knows no endpoint",
+    ),
+    (
+        "endpoint",
+        "`EpState` and the `Endpoint` that locks it; the host",
+    ),
+    ("txn", "transactions: initiator, target, probes, log"),
+    (
+        "messages",
+        "requests, replies, tokens, the driver, the draining, dispatch",
+    ),
+    (
+        "rma",
+        "remote memory: puts, gets, direct and shared transfers",
+    ),
+    ("express", "the express lane"),
+    ("names", "handler names and published endpoint names"),
+    (
+        "bundle",
+        "bundles, their progress thread, pull-style receive; the Rust API's lifetimes",
+    ),
+];
+
+/// What a file of `src/am/` names inside the AM layer (comments removed):
+/// (the room or `""` for the face, the file or `""`, line) for each
+/// `crate::am::x` path, and `("super::super", "", line)` for each
+/// `super::super::` (a room's files name other rooms by `crate::am::`).
+fn am_imports(code: &str) -> Vec<(String, String, usize)> {
+    let word = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut found = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let line = match line.find("//") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        let mut at = 0;
+        while let Some(i) = line[at..].find("crate::am::") {
+            let start = at + i + "crate::am::".len();
+            at = start;
+            // `crate::am::{a, b::c}` names each of a and b
+            let paths: Vec<&str> = match line[start..].strip_prefix('{') {
+                Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                    .split(',')
+                    .map(str::trim)
+                    .collect(),
+                None => vec![&line[start..]],
+            };
+            for path in paths {
+                let first = word(path);
+                let rest = &path[first.len()..];
+                let file = rest.strip_prefix("::").map(word).unwrap_or_default();
+                if AM_ROOMS.iter().any(|(r, _)| *r == first) {
+                    found.push((first, file, n + 1));
+                } else if !first.is_empty() && first != "tests" && first != "world_tests" {
+                    found.push((String::new(), first, n + 1));
+                }
+            }
+        }
+        if line.contains("super::super::") {
+            found.push(("super::super".to_string(), String::new(), n + 1));
+        }
+    }
+    found
+}
+
+/// The file a room's module path names: `src/am/<room>/<file>.rs`.
+fn am_file(am: &Path, room: &str, file: &str) -> Option<PathBuf> {
+    let f = am.join(room).join(format!("{file}.rs"));
+    f.exists().then_some(f)
+}
+
+#[test]
+fn the_am_rooms_import_only_their_own_and_those_below() {
+    let am = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join("am");
+    let floor = |r: &str| AM_ROOMS.iter().position(|(x, _)| *x == r);
+    let mut files = Vec::new();
+    rust_files(&am, &mut files);
+    files.sort();
+    let mut wrong = Vec::new();
+    // file -> the files it imports (tests left out), for the circles
+    let mut arrows: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    for f in &files {
+        let rel = f.strip_prefix(&am).unwrap();
+        if rel.components().count() < 2 {
+            continue; // the face (`mod.rs`) and the tests beside it
+        }
+        let room = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_str()
+            .unwrap();
+        let Some(own) = floor(room) else {
+            wrong.push(format!(
+                "{}: room `{room}` has no place in AM_ROOMS (tests/layering.rs)",
+                f.display()
+            ));
+            continue;
+        };
+        if is_test_file(f) {
+            continue;
+        }
+        let code = fs::read_to_string(f).unwrap();
+        let to = arrows.entry(f.clone()).or_default();
+        for (target, file, line) in am_imports(&code) {
+            match floor(&target) {
+                Some(t) if t <= own => {
+                    if let Some(g) = am_file(&am, &target, &file) {
+                        to.insert(g);
+                    }
+                }
+                Some(_) => wrong.push(format!(
+                    "{}:{line}: room `{room}` imports `crate::am::{target}`, which is above it",
+                    f.display()
+                )),
+                None if target.is_empty() => wrong.push(format!(
+                    "{}:{line}: room `{room}` imports `crate::am::{file}` through the face \
+                     (`am/mod.rs`): name the room and file it is defined in",
+                    f.display()
+                )),
+                None => wrong.push(format!(
+                    "{}:{line}: `super::super::` out of room `{room}`: name the room \
+                     (`crate::am::room::file`)",
+                    f.display()
+                )),
+            }
+        }
+        // `super::file` inside the room
+        let dir = f.parent().unwrap();
+        for line in code.lines() {
+            let line = line.split("//").next().unwrap();
+            let mut at = 0;
+            while let Some(i) = line[at..].find("super::") {
+                let start = at + i + "super::".len();
+                at = start;
+                if line[..start - "super::".len()].ends_with("super::") {
+                    continue;
+                }
+                let name: String = line[start..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                let g = dir.join(format!("{name}.rs"));
+                if g.exists() && g != *f {
+                    to.insert(g);
+                }
+            }
+        }
+    }
+    // circles: a depth-first walk that meets a file still on its path
+    fn walk(
+        f: &PathBuf,
+        arrows: &BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+        path: &mut Vec<PathBuf>,
+        done: &mut BTreeSet<PathBuf>,
+        circles: &mut Vec<String>,
+    ) {
+        if done.contains(f) {
+            return;
+        }
+        if let Some(i) = path.iter().position(|p| p == f) {
+            let names: Vec<String> = path[i..].iter().map(|p| p.display().to_string()).collect();
+            circles.push(format!("{} -> {}", names.join(" -> "), f.display()));
+            return;
+        }
+        path.push(f.clone());
+        for g in arrows.get(f).into_iter().flatten() {
+            walk(g, arrows, path, done, circles);
+        }
+        path.pop();
+        done.insert(f.clone());
+    }
+    let mut done = BTreeSet::new();
+    let mut circles = Vec::new();
+    for f in arrows.keys() {
+        walk(f, &arrows, &mut Vec::new(), &mut done, &mut circles);
+    }
+    for c in circles {
+        wrong.push(format!(
+            "files of src/am/ import each other in a circle: {c}"
+        ));
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports against the rooms of src/am/:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_the_am_rooms() {
+    let code = "use crate::am::state::rma::RmaState;\n// crate::am::bundle in a comment\nuse crate::am::{Endpoint, queue::incoming};\nlet x = super::super::token::with(1);\n";
+    let found = am_imports(code);
+    let rooms: Vec<&str> = found.iter().map(|(r, _, _)| r.as_str()).collect();
+    assert_eq!(rooms, ["state", "", "queue", "super::super"]);
+    assert_eq!(found[0].1, "rma");
+    assert_eq!(found[1].1, "Endpoint");
+    assert_eq!(found[2].1, "incoming");
+    assert_eq!(found[3].2, 4, "line numbers");
 }

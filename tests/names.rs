@@ -58,7 +58,7 @@ fn a_lookup_outside_a_job_is_a_resource_error() {
     ));
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let ep = am::allocate_endpoint(b.id).unwrap();
+    let ep = am::allocate_endpoint(&b).unwrap();
     assert!(matches!(
         ramp::spmd::name_publish(&ep, b"svc"),
         Err(Error::Resource(_))
@@ -95,7 +95,7 @@ fn a_lookup_at_a_gone_peer_fails_instead_of_hanging() {
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     t.join().unwrap();
     // e1's endpoint goes away (its socket closes)
-    am::free_bundle(b1.id).unwrap();
+    am::free_bundle(&b1).unwrap();
     drop(e1);
     drop(b1);
     let r = e0.lookup_handler(1, b"question");

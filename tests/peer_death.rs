@@ -29,7 +29,7 @@ fn child_receiver() {
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     let parent = std::env::var("RAMP_LIFE_PARENT").unwrap();
     e.map(0, common::parse_name_hex(&parent), TAG).unwrap();
@@ -58,7 +58,7 @@ fn receiver_killed_every_request_returns_unreachable() {
     .unwrap();
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let e = am::allocate_endpoint_with(&b, &cfg).unwrap();
     let (mut child, _lines, name) = common::spawn_named(
         Command::new(std::env::current_exe().unwrap())
             .args([

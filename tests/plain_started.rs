@@ -32,7 +32,7 @@ fn child_target() {
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     let parent = std::env::var("RAMP_STARTED_PARENT").unwrap();
     e.map(0, common::parse_name_hex(&parent), TAG).unwrap();
@@ -105,7 +105,7 @@ fn killed_with_requests_queued(loss: bool) {
     .unwrap();
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let e = am::allocate_endpoint_with(&b, &cfg).unwrap();
     let (mut child, _lines, name) = common::spawn_named(
         Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "child_target", "--nocapture", "--test-threads=1"])

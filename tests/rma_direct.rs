@@ -44,7 +44,7 @@ fn child() {
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     let rw = VecSegment::new(REGION);
     let ro = VecSegment::new(1 << 20);
@@ -94,7 +94,7 @@ fn peer() -> Peer {
 fn peer_with(no_ptrace: bool) -> Peer {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     let answer = Arc::new(AtomicU64::new(u64::MAX));
     let a = answer.clone();

@@ -43,7 +43,7 @@ fn child() {
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     let (r_rw, rw_base, rw_len) = e.alloc_region(REGION, REGION_READ | REGION_WRITE).unwrap();
     assert_eq!(rw_len, REGION);
@@ -104,7 +104,7 @@ struct Peer {
 fn peer(ro: bool) -> Peer {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     let answer = Arc::new(AtomicU64::new(u64::MAX));
     let a = answer.clone();

@@ -16,9 +16,9 @@ use ramp::error::{Error, ReturnStatus};
 
 const BAD_SEG: u8 = ReturnStatus::BadSegOff as u8;
 
-fn endpoints(b0: &am::Bundle, b1: &am::Bundle) -> (Arc<Endpoint>, Arc<Endpoint>) {
-    let e0 = am::allocate_endpoint(b0.id).unwrap();
-    let e1 = am::allocate_endpoint(b1.id).unwrap();
+fn endpoints(b0: &Arc<am::Bundle>, b1: &Arc<am::Bundle>) -> (Arc<Endpoint>, Arc<Endpoint>) {
+    let e0 = am::allocate_endpoint(b0).unwrap();
+    let e1 = am::allocate_endpoint(b1).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(5);
         e.map(0, e0.name(), 5).unwrap();
@@ -387,9 +387,9 @@ fn a_progress_thread_serves_a_target_that_never_polls() {
     }
     // freeing the bundle stops a running thread
     b1.set_progress_thread(true).unwrap();
-    am::free_bundle(b1.id).unwrap();
+    am::free_bundle(&b1).unwrap();
     assert!(!b1.has_progress_thread());
-    am::free_bundle(b0.id).unwrap();
+    am::free_bundle(&b0).unwrap();
 }
 
 #[test]
@@ -403,9 +403,9 @@ fn operations_to_a_silent_peer_fail_with_eunreachable() {
     am::init().unwrap();
     let b0 = am::allocate_bundle(BundleMode::Seq).unwrap();
     let b1 = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b0.id, &cfg).unwrap();
+    let e0 = am::allocate_endpoint_with(&b0, &cfg).unwrap();
     // the peer: a socket that never answers (its bundle is never polled)
-    let e1 = am::allocate_endpoint(b1.id).unwrap();
+    let e1 = am::allocate_endpoint(&b1).unwrap();
     e0.set_tag(5);
     e0.map(1, e1.name(), 5).unwrap();
     e0.set_expected_resources(2, 4).unwrap();
@@ -419,6 +419,6 @@ fn operations_to_a_silent_peer_fail_with_eunreachable() {
     assert!(matches!(e0.fence(), Err(Error::Resource(_))));
     assert!(dst.snapshot().iter().all(|&x| x == 0));
     assert_eq!(e0.rma_counts().1, 0);
-    am::free_bundle(b0.id).unwrap();
-    am::free_bundle(b1.id).unwrap();
+    am::free_bundle(&b0).unwrap();
+    am::free_bundle(&b1).unwrap();
 }

@@ -116,7 +116,7 @@ fn child() {
     };
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     e.set_segment(Some(VecSegment::new(1 << 16)));
     e.set_handler(
@@ -203,7 +203,7 @@ fn every_category_with_few_credits_between_processes() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &config(&[])).unwrap();
+    let e = am::allocate_endpoint_with(&b, &config(&[])).unwrap();
     let (mut child, name) = spawn("server", &e.name(), None);
     e.set_tag(TAG);
     e.map(1, name, TAG).unwrap();
@@ -282,7 +282,7 @@ fn every_category_with_few_credits_between_processes() {
 
     drop(child.stdin.take()); // the server ends, exiting normally
     assert!(child.wait().unwrap().success());
-    am::free_endpoint(e.id).unwrap();
+    am::free_endpoint(&e).unwrap();
     drop(e);
     assert!(memfds_of(std::process::id()).is_empty());
     assert_eq!(mapped_rings_of_others(), 0, "the server's file is unmapped");
@@ -300,7 +300,7 @@ fn killed_peer_returns_unreachable_and_kill_9_of_all_leaves_no_files() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &config(&[("RAMP_PEER_TIMEOUT_MS", "500")])).unwrap();
+    let e = am::allocate_endpoint_with(&b, &config(&[("RAMP_PEER_TIMEOUT_MS", "500")])).unwrap();
     let (mut server, name) = spawn("server", &e.name(), None);
     let (mut client, _) = spawn("client", &e.name(), Some(&name));
     e.set_tag(TAG);
@@ -358,7 +358,7 @@ fn killed_peer_returns_unreachable_and_kill_9_of_all_leaves_no_files() {
         b.poll().unwrap();
         b.wait_for_activity(5);
     }
-    am::free_endpoint(e.id).unwrap();
+    am::free_endpoint(&e).unwrap();
     drop(e);
 }
 
@@ -374,7 +374,7 @@ fn a_receiver_that_stops_polling_holds_up_only_its_own_traffic() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &config(&[])).unwrap();
+    let e = am::allocate_endpoint_with(&b, &config(&[])).unwrap();
     let (mut staller, stalled) = spawn("staller", &e.name(), None);
     let (mut server, busy) = spawn("server", &e.name(), None);
     e.set_tag(TAG);
@@ -419,6 +419,6 @@ fn a_receiver_that_stops_polling_holds_up_only_its_own_traffic() {
     drop(server.stdin.take());
     assert!(staller.wait().unwrap().success());
     assert!(server.wait().unwrap().success());
-    am::free_endpoint(e.id).unwrap();
+    am::free_endpoint(&e).unwrap();
     drop(e);
 }

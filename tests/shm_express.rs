@@ -56,7 +56,7 @@ fn child() {
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &config(&[])).unwrap();
+    let e = am::allocate_endpoint_with(&b, &config(&[])).unwrap();
     e.set_tag(TAG);
     let seg = VecSegment::new(SEG);
     e.set_segment(Some(seg.clone()));
@@ -191,7 +191,7 @@ fn many_outstanding(key: Option<&str>) {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
     let extra: Vec<(&str, &str)> = key.map(|k| ("RAMP_JOB_KEY", k)).into_iter().collect();
-    let e = am::allocate_endpoint_with(b.id, &config(&extra)).unwrap();
+    let e = am::allocate_endpoint_with(&b, &config(&extra)).unwrap();
     let peer = spawn_keyed(&e.name(), key);
     e.set_tag(TAG);
     e.map(1, peer.name, TAG).unwrap();
@@ -222,7 +222,7 @@ fn many_outstanding(key: Option<&str>) {
     assert_eq!(received, x.requests_sent);
     assert_eq!(replied, x.replies_received);
     assert_eq!(dropped, 0);
-    am::free_endpoint(e.id).unwrap();
+    am::free_endpoint(&e).unwrap();
 }
 
 #[test]
@@ -236,7 +236,7 @@ fn handlers_run_in_order_after_the_puts_and_mediums_before_them() {
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &config(&[])).unwrap();
+    let e = am::allocate_endpoint_with(&b, &config(&[])).unwrap();
     let peer = spawn(&e.name());
     e.set_tag(TAG);
     e.map(1, peer.name, TAG).unwrap();
@@ -305,7 +305,7 @@ fn handlers_run_in_order_after_the_puts_and_mediums_before_them() {
     assert!(x.requests_sent > 0, "no request went express: {x:?}");
     let [received, _, _] = peer.finish();
     assert_eq!(received, x.requests_sent);
-    am::free_endpoint(e.id).unwrap();
+    am::free_endpoint(&e).unwrap();
 }
 
 #[test]
@@ -340,7 +340,7 @@ fn a_peer_that_stops_polling_returns_them_after_the_peer_timeout() {
 fn returned_when_the_peer_stops(kill: bool) {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &config(&[("RAMP_PEER_TIMEOUT_MS", "500")])).unwrap();
+    let e = am::allocate_endpoint_with(&b, &config(&[("RAMP_PEER_TIMEOUT_MS", "500")])).unwrap();
     let mut peer = spawn(&e.name());
     e.set_tag(TAG);
     e.map(1, peer.name, TAG).unwrap();
@@ -418,7 +418,7 @@ fn returned_when_the_peer_stops(kill: bool) {
         drop(peer.child.stdin.take());
         assert!(peer.child.wait().unwrap().success());
     }
-    am::free_endpoint(e.id).unwrap();
+    am::free_endpoint(&e).unwrap();
 }
 
 /// The sender of `held_records_leave_when_the_program_exits` (run by it as
@@ -433,7 +433,7 @@ fn child_exits_with_a_held_record() {
     };
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &config(&[])).unwrap();
+    let e = am::allocate_endpoint_with(&b, &config(&[])).unwrap();
     e.set_tag(TAG);
     e.map(0, common::parse_name_hex(parent.to_str().unwrap()), TAG)
         .unwrap();
@@ -470,7 +470,7 @@ fn held_records_leave_when_the_program_exits() {
     );
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &config(&[])).unwrap();
+    let e = am::allocate_endpoint_with(&b, &config(&[])).unwrap();
     let (mut child, lines, name) = common::spawn_named(
         Command::new(std::env::current_exe().unwrap())
             .args([
@@ -495,7 +495,7 @@ fn held_records_leave_when_the_program_exits() {
     assert!(quick.lock().iter().rev().skip(1).all(|&a| a == 0));
     drop(lines);
     assert!(child.wait().unwrap().success());
-    am::free_endpoint(e.id).unwrap();
+    am::free_endpoint(&e).unwrap();
 }
 
 /// Over shared memory as over UDP (`tests/am_udp_batch.rs`): a request held

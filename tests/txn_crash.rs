@@ -33,7 +33,7 @@ fn child_logged_target() {
     let cfg = ramp::config::Config::from_lookup(|k| std::env::var(k).ok()).unwrap();
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     let log = PathBuf::from(std::env::var("RAMP_CRASH_LOG").unwrap());
     e.log_open(&log, false, &cfg).unwrap();
     e.set_tag(TAG);
@@ -193,7 +193,7 @@ fn kill_at_random(loss: bool, total: u32) {
     .unwrap();
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let e = am::allocate_endpoint_with(&b, &cfg).unwrap();
     let me = e.name();
     let (child, name) = spawn(&dir, &me, loss);
     e.set_tag(TAG);
@@ -316,7 +316,7 @@ fn child_logged_initiator() {
     let cfg = ramp::config::Config::from_lookup(|k| std::env::var(k).ok()).unwrap();
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.log_open(
         Path::new(&std::env::var("RAMP_CRASH_LOG").unwrap()),
         false,
@@ -373,7 +373,7 @@ fn a_logged_initiator_killed_at_random_resumes_its_transactions() {
     std::fs::create_dir_all(&dir).unwrap();
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     // replies to the killed initiator come back here: expected
     e.set_handler(0, handler(|_| {}));
     let runs: Arc<Mutex<HashMap<u32, usize>>> = Default::default();

@@ -30,7 +30,7 @@ fn child_target() {
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     e.map(
         0,
@@ -74,7 +74,7 @@ fn setup(file: &std::path::Path) -> (Arc<Bundle>, Arc<Endpoint>, Child) {
     .unwrap();
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let e = am::allocate_endpoint_with(&b, &cfg).unwrap();
     let (child, _lines, name) = common::spawn_named(
         Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "child_target", "--nocapture", "--test-threads=1"])

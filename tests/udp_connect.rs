@@ -37,7 +37,7 @@ fn without_a_mac_packets_leave_from_an_announced_port_once_taken_and_an_abort_th
     cfg.proto.retry_limit = 1_000_000;
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let e = am::allocate_endpoint_with(&b, &cfg).unwrap();
     let peer = UdpSocket::bind(SocketAddr::new(e.addr().ip(), 0)).unwrap();
     peer.set_read_timeout(Some(Duration::from_millis(50)))
         .unwrap();

@@ -48,7 +48,7 @@ fn child() {
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     let seg = VecSegment::new(SEG);
     e.set_segment(Some(seg.clone()));
@@ -101,7 +101,7 @@ struct Peer {
 fn peer(no_ptrace: bool) -> Peer {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     let answers = Arc::new(std::sync::Mutex::new(Vec::new()));
     let a = answers.clone();

@@ -54,7 +54,7 @@ fn child() {
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     let (_, len) = e.alloc_segment(SEG).unwrap();
     assert_eq!(len, SEG);
@@ -122,7 +122,7 @@ struct Peer {
 fn peer() -> Peer {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint(b.id).unwrap();
+    let e = am::allocate_endpoint(&b).unwrap();
     e.set_tag(TAG);
     let answers = Arc::new(std::sync::Mutex::new(Vec::new()));
     let a = answers.clone();

@@ -1,133 +1,82 @@
 //! AM-2 semantics: bundles, endpoints, translation and handler tables, tags,
 //! segments, tokens, the request/reply categories, handler dispatch and
-//! returned messages. Also the process-wide registry of live bundles and
-//! endpoints, which the C ABI's handles name (this file).
+//! returned messages; remote memory, transactions, the express lane, names.
+//! This file is the layer's face: it re-exports what the rest of the crate
+//! uses. The C ABI's registry of handles is the C ABI's (`ffi/registry.rs`).
 //!
-//! | file | what it holds |
-//! |---|---|
-//! | `bundle.rs` | bundles: endpoints polled together, AM_WaitSema |
-//! | `endpoint.rs` | the endpoint's state; tables, tag, segment, handlers, statistics |
-//! | `message.rs` | `Message`: what a request or reply carries, and its limits |
-//! | `request.rs` | the request path: credits (network depth), waiting for one |
-//! | `batch.rs` | requests held back to leave as one datagram while the peer owes an answer (`batch_tests.rs`) |
-//! | `reply.rs` | replies through a handler's token |
-//! | `loopback.rs` | messages from an endpoint to itself |
-//! | `driver.rs` | the I/O driver: transports <-> protocol, timers, transmit |
-//! | `dispatch.rs` | AM_Poll: protocol events -> handler calls, automatic replies |
-//! | `returned.rs` | checks on arrival, refusals, handler 0 for returned messages |
-//! | `express.rs` | the express lane: short requests and their replies straight into a shared-memory ring |
-//! | `handler.rs`, `token.rs` | what a handler is and receives; its token |
-//! | `pull.rs` | pull-style receive: delivered messages handed to the caller, held until the next drain |
-//! | `tables.rs`, `name.rs` | translation/handler tables, names |
-//! | `names.rs` | handler names: naming, lookups at peers (wire kinds 8, 9), their cache |
-//! | `services.rs` | published endpoint names: the table kept for others, publish and look-up queries (wire kinds 12, 13) |
-//! | `region.rs` | memory regions: registry, rights, bounds |
-//! | `rma.rs` | one-sided put/get at the initiator: chunks, completion, test/wait/fence |
-//! | `rma_target.rs` | remote memory on the wire and at the target; in-order event draining |
-//! | `rma_direct.rs` | large puts and gets to a same-host peer copied by the target (process_vm_readv/writev) |
-//! | `progress.rs` | the bundle's progress thread |
-//! | `txn.rs` | transactions at the initiator: state tuple, ack, abandon reasons, wait, list |
-//! | `txn_probe.rs` | late answers: probes, a target restarted (sent again), conclusions, the poll path's look |
-//! | `txn_log.rs` | the transaction log wired in: identity, target records, restore |
-//! | `txn_target.rs` | transactions at the target: at-most-once, kept replies, floor, bounds |
-//! | `txn_tests.rs` | transactions over the in-memory network: duplication, replays, refusals |
-//! | `txn_id64_tests.rs` | 64-bit transaction ids: a wire id repeated a lap later, trailers out of reach |
-//! | `txn_crash_tests.rs` | either end killed and restarted from its log at random, in the simulated world |
-//! | `tests.rs` | the basic exchange in the simulated world (`sim::World`), credits; helpers the other tests share |
+//! Rooms, from the ground up (`tests/layering.rs` holds the order: a room
+//! imports only itself and the rooms below it, never this face):
+//!
+//! | room | files | what it holds |
+//! |---|---|---|
+//! | `handler/` | `args.rs`, `message.rs`, `name.rs`, `tables.rs` | what a handler is and receives, `TokenId`; `Message`, its limits and the status byte's flags; endpoint names; translation and handler tables, tags |
+//! | `queue/` | `incoming.rs` | the queue of incoming AM messages, the tag each arrived under, the remote memory request stalling it |
+//! | `state/` | `batch.rs`, `express.rs`, `handler_names.rs`, `outstanding.rs`, `region.rs`, `rma.rs`, `services.rs`, `txn.rs`, `txn_map.rs`, `txn_target.rs` | the subsystems' state in `EpState`, plain data that knows no endpoint: held requests, the express lane's counts and owed replies, names, requests waiting for replies (`TxnMap`), regions and remote memory operations, kept transactions at both ends |
+//! | `endpoint/` | `core.rs`, `host.rs` | `EpState`, the `Endpoint` that locks it, the calls that set it up and read it; the bundle holding it as it sees it (`Holder`); the host (`endpoint_tests.rs`) |
+//! | `txn/` | `initiator.rs`, `txn_probe.rs`, `txn_target.rs`, `txn_log.rs` | transactions: the initiator's state tuple, acks, wait, list; late answers and probes; at-most-once at the target; the log wired in (`txn_tests.rs`, `txn_id64_tests.rs`, `txn_crash_tests.rs`, `txn_lost_ack_tests.rs`) |
+//! | `messages/` | `request.rs`, `batch.rs`, `reply.rs`, `token.rs`, `loopback.rs`, `driver.rs`, `placement.rs`, `drain.rs`, `started.rs`, `returned.rs`, `work.rs`, `dispatch.rs` | the request path and its credits; requests held for a batch; replies and tokens; loopback; the I/O driver; long messages placed as they arrive; the in-order draining into the queue; the start window; arrival checks and returned messages; AM_Poll (`batch_tests.rs`, `placement_tests.rs`) |
+//! | `rma/` | `initiator.rs`, `rma_target.rs`, `rma_direct.rs`, `rma_shared.rs`, `xfer_direct.rs`, `xfer_shared.rs` | remote memory: put/get at the initiator; chunks on the wire and at the target; direct copies and shared regions to a same-host peer; large long requests copied or in place (`rma_tests.rs`, `rma_direct_tests.rs`, `rma_shared_tests.rs`, `xfer_shared_tests.rs`) |
+//! | `express/` | `lane.rs`, `express_poll.rs` | the express lane: short requests and replies straight into a ring; its fast poll (`express_tests.rs`, `express_owed_tests.rs`, `express_poll_tests.rs`) |
+//! | `names/` | `handler_names.rs`, `services.rs` | handler names and their look-ups at peers (wire kinds 8, 9); published endpoint names (wire kinds 12, 13) |
+//! | `bundle/` | `set.rs`, `progress.rs`, `pull.rs`, `lifetime.rs` | bundles and AM_WaitSema; the progress thread; pull-style receive; the Rust API's beginnings and ends (`init`, allocate, free, move) |
+//!
+//! Beside the rooms: `tests.rs` (the basic exchange in the simulated world,
+//! `sim::World`; helpers the other tests share), `world_tests.rs`, and
+//! `timing_world_tests.rs` (the time behaviour the tests on real processes
+//! no longer assert: ACKs riding on messages, bundled replies, held requests,
+//! a killed receiver's returned requests).
 
-mod batch;
-#[cfg(test)]
-mod batch_tests;
 mod bundle;
-mod dispatch;
-mod driver;
 mod endpoint;
 mod express;
-#[cfg(test)]
-mod express_owed_tests;
-mod express_poll;
-#[cfg(test)]
-mod express_tests;
 mod handler;
-mod host;
-mod loopback;
-mod message;
-mod name;
+mod messages;
 mod names;
-mod placement;
-#[cfg(test)]
-mod placement_tests;
-mod progress;
-mod pull;
-mod region;
-mod reply;
-mod request;
-mod returned;
+mod queue;
 mod rma;
-mod rma_direct;
-#[cfg(test)]
-mod rma_direct_tests;
-mod rma_shared;
-mod rma_target;
-#[cfg(test)]
-mod rma_tests;
-mod services;
-mod started;
-mod tables;
+mod state;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod timing_world_tests;
-pub(crate) mod token;
 mod txn;
 #[cfg(test)]
-mod txn_crash_tests;
-#[cfg(test)]
-mod txn_id64_tests;
-mod txn_log;
-#[cfg(test)]
-mod txn_lost_ack_tests;
-mod txn_map;
-mod txn_probe;
-mod txn_target;
-#[cfg(test)]
-mod txn_tests;
-#[cfg(test)]
 mod world_tests;
-mod xfer_direct;
-mod xfer_shared;
-#[cfg(test)]
-mod xfer_shared_tests;
-
-use std::sync::Arc;
-
-use once_cell::sync::Lazy;
-use parking_lot::RwLock;
+pub(crate) use messages::token;
 
 pub use crate::stats::Statistics;
 pub use crate::wire::Category;
-pub use bundle::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
-pub use endpoint::{Endpoint, LockWait, TAG_ALL, TAG_NONE};
-pub use express::ExpressStats;
-pub use handler::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 #[cfg(feature = "testing")]
-pub(crate) use host::Host;
+pub(crate) use bundle::lifetime::allocate_bundle_on;
+pub use bundle::lifetime::{
+    allocate_bundle, allocate_endpoint, allocate_endpoint_with, free_bundle, free_endpoint, init,
+    move_endpoint,
+};
 #[cfg(feature = "testing")]
-pub(crate) use host::{MakeSecret, OpenTransports};
-pub use message::Message;
-pub use name::EndpointName;
-pub use names::{valid_handler_name, MAX_HANDLER_NAME};
-#[cfg(feature = "testing")]
-pub(crate) use progress::pass as progress_pass;
-pub use pull::{
+pub(crate) use bundle::progress::pass as progress_pass;
+pub use bundle::pull::{
     drained_token, end as end_drained, end_with as end_drained_with, release as release_drained,
     release_with as release_drained_with, Pulled,
 };
-pub use region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
-pub use services::{
-    service_check, service_hash, valid_service, ServiceAnswer, ServiceQuery,
-    MAX_PENDING_SERVICE_QUERIES, MAX_SERVICE, MAX_SERVICES,
+pub use bundle::set::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
+pub use endpoint::core::{Endpoint, LockWait};
+#[cfg(feature = "testing")]
+pub(crate) use endpoint::host::Host;
+#[cfg(feature = "testing")]
+pub(crate) use endpoint::host::{MakeSecret, OpenTransports};
+pub use handler::args::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
+pub use handler::message::Message;
+pub use handler::message::{MAX_LONG, MAX_MEDIUM, MAX_SHORT};
+pub use handler::name::EndpointName;
+pub use handler::tables::{TAG_ALL, TAG_NONE};
+pub use names::handler_names::{valid_handler_name, MAX_HANDLER_NAME};
+pub use names::services::{
+    service_check, service_hash, valid_service, ServiceQuery, MAX_PENDING_SERVICE_QUERIES,
+    MAX_SERVICE,
 };
+pub use state::express::ExpressStats;
+pub use state::region::{MAX_REGIONS, REGION_READ, REGION_WRITE, SEGMENT_REGION};
+pub use state::services::{ServiceAnswer, MAX_SERVICES};
 
 /// Removes the shared-memory files in /dev/shm that versions of ramp before
 /// the memfd left behind when killed: those of endpoints whose process
@@ -136,228 +85,14 @@ pub use services::{
 pub fn remove_stale_shm_files() -> usize {
     crate::net::remove_stale_files()
 }
-pub use reply::{reply, reply_with, return_to_sender};
-pub use rma::MAX_OPS;
-pub use rma_target::CHUNK as RMA_CHUNK;
-pub use started::{returned_may_have_run, START_WINDOW};
-pub use tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
-pub use token::{in_handler, TokenId};
-pub use txn::{Abandon, Ack, Progress, TxnState, MAX_KEPT_TXNS};
-pub use txn_target::{TargetCounts, MAX_ENTRIES_PER_PEER, MAX_KEPT_BYTES};
+pub use handler::args::TokenId;
+pub use handler::tables::{MAX_TRANSLATIONS, NUM_HANDLERS};
+pub use messages::reply::{reply, reply_with, return_to_sender};
+pub use messages::started::{returned_may_have_run, START_WINDOW};
+pub use messages::token::in_handler;
+pub use rma::rma_target::CHUNK as RMA_CHUNK;
+pub use state::rma::MAX_OPS;
+pub use state::txn::{Abandon, Ack, Progress, TxnState, MAX_KEPT_TXNS};
+pub use state::txn_target::{TargetCounts, MAX_ENTRIES_PER_PEER, MAX_KEPT_BYTES};
 
-use crate::error::{Error, Result};
-use crate::fxhash::FxHashMap;
-
-/// AM_MaxShort, AM_MaxMedium, AM_MaxLong.
-pub const MAX_SHORT: usize = 16;
-pub const MAX_MEDIUM: usize = 65000;
-pub const MAX_LONG: usize = 1 << 20;
 pub use crate::config::MAX_NETWORK_DEPTH;
-/// Live bundles at once.
-pub const MAX_BUNDLES: usize = 4096;
-
-#[derive(Default)]
-struct Registry {
-    init_count: u32,
-    bundles: FxHashMap<u64, Arc<Bundle>>,
-    endpoints: FxHashMap<u64, Arc<Endpoint>>,
-}
-
-static REGISTRY: Lazy<RwLock<Registry>> = Lazy::new(Default::default);
-
-/// AM_Init: reference counted. Fails only when the `RAMP_*` configuration is bad.
-pub fn init() -> Result<()> {
-    match crate::config::global() {
-        Ok(cfg) => crate::sys::clock_counter(cfg.clock_counter),
-        Err(msg) => {
-            eprintln!("{msg}");
-            return Err(Error::BadArg(
-                "bad RAMP_* configuration (see the message above)",
-            ));
-        }
-    }
-    REGISTRY.write().init_count += 1;
-    // requests held for a batch (`batch.rs`) leave even when the program
-    // exits without AM_Terminate
-    static AT_EXIT: std::sync::Once = std::sync::Once::new();
-    AT_EXIT.call_once(|| {
-        crate::sys::at_exit(send_held_requests);
-    });
-    Ok(())
-}
-
-/// At process exit: every endpoint's requests held for a batch are sent
-/// (an endpoint another thread holds at that moment is skipped: waiting
-/// for it could hang the exit).
-fn send_held_requests() {
-    let eps: Vec<Arc<Endpoint>> = match REGISTRY.try_read() {
-        Some(r) => r.endpoints.values().cloned().collect(),
-        None => return,
-    };
-    for ep in eps {
-        ep.send_held_at_exit();
-    }
-}
-
-/// AM_Terminate: the last matching call frees every bundle and endpoint.
-pub fn terminate() -> Result<()> {
-    let mut r = REGISTRY.write();
-    if r.init_count == 0 {
-        return Ok(());
-    }
-    r.init_count -= 1;
-    if r.init_count == 0 {
-        let bundles: Vec<_> = r.bundles.drain().map(|(_, b)| b).collect();
-        r.endpoints.clear();
-        drop(r);
-        for b in bundles {
-            b.set_progress_thread(false)?;
-        }
-    }
-    Ok(())
-}
-
-pub fn is_initialized() -> bool {
-    REGISTRY.read().init_count > 0
-}
-
-fn require_init(r: &Registry) -> Result<()> {
-    if r.init_count == 0 {
-        Err(Error::NotInit("AM_Init has not been called"))
-    } else {
-        Ok(())
-    }
-}
-
-pub fn allocate_bundle(mode: BundleMode) -> Result<Arc<Bundle>> {
-    let mut r = REGISTRY.write();
-    require_init(&r)?;
-    if r.bundles.len() >= MAX_BUNDLES {
-        return Err(Error::Resource("too many bundles"));
-    }
-    let b = Bundle::new(mode);
-    r.bundles.insert(b.id, b.clone());
-    drop(r);
-    if crate::config::global().is_ok_and(|c| c.progress_thread) {
-        b.set_progress_thread(true)?;
-    }
-    Ok(b)
-}
-
-/// Allocates a bundle whose endpoints run on `host` (the simulator's).
-#[cfg(feature = "testing")]
-pub(crate) fn allocate_bundle_on(mode: BundleMode, host: Host) -> Result<Arc<Bundle>> {
-    let mut r = REGISTRY.write();
-    require_init(&r)?;
-    let b = Bundle::on(mode, host);
-    r.bundles.insert(b.id, b.clone());
-    Ok(b)
-}
-
-pub fn bundle(id: u64) -> Option<Arc<Bundle>> {
-    REGISTRY.read().bundles.get(&id).cloned()
-}
-
-pub fn endpoint(id: u64) -> Option<Arc<Endpoint>> {
-    REGISTRY.read().endpoints.get(&id).cloned()
-}
-
-pub fn free_bundle(id: u64) -> Result<()> {
-    let mut r = REGISTRY.write();
-    let b = r
-        .bundles
-        .remove(&id)
-        .ok_or(Error::BadArg("not a live bundle"))?;
-    for ep in b.endpoints().iter() {
-        r.endpoints.remove(&ep.id);
-    }
-    drop(r);
-    b.set_progress_thread(false)
-}
-
-pub fn allocate_endpoint(bundle_id: u64) -> Result<Arc<Endpoint>> {
-    let cfg = crate::config::global().map_err(|_| Error::BadArg("bad RAMP_* configuration"))?;
-    allocate_endpoint_with(bundle_id, cfg)
-}
-
-/// Allocates an endpoint with an explicit configuration instead of the
-/// process-wide one (tests, and programs that configure from code).
-pub fn allocate_endpoint_with(
-    bundle_id: u64,
-    cfg: &crate::config::Config,
-) -> Result<Arc<Endpoint>> {
-    let b = {
-        let r = REGISTRY.read();
-        require_init(&r)?;
-        r.bundles
-            .get(&bundle_id)
-            .cloned()
-            .ok_or(Error::BadArg("not a live bundle"))?
-    };
-    let ep = Endpoint::open(cfg, bundle_id, &b.host)?;
-    if let Some(dir) = &cfg.log_dir {
-        static LOGGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = LOGGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        ep.log_open(
-            &dir.join(format!("endpoint-{n}.ramplog")),
-            cfg.log_sync,
-            cfg,
-        )?;
-    }
-    register(&b, ep)
-}
-
-/// Puts a new endpoint in its bundle and in the registry.
-fn register(b: &Arc<Bundle>, ep: Arc<Endpoint>) -> Result<Arc<Endpoint>> {
-    let bundle_id = b.id;
-    let mut r = REGISTRY.write();
-    if !r.bundles.contains_key(&bundle_id) {
-        return Err(Error::BadArg("the bundle was freed meanwhile"));
-    }
-    b.add(ep.clone());
-    r.endpoints.insert(ep.id, ep.clone());
-    Ok(ep)
-}
-
-pub fn free_endpoint(id: u64) -> Result<()> {
-    let mut r = REGISTRY.write();
-    let ep = r
-        .endpoints
-        .get(&id)
-        .cloned()
-        .ok_or(Error::BadArg("not a live endpoint"))?;
-    let bid = *ep.bundle.lock();
-    let b = r.bundles.get(&bid).cloned();
-    if !b.is_some_and(|b| b.remove(id)) {
-        return Err(Error::Resource("the endpoint is not in its bundle"));
-    }
-    r.endpoints.remove(&id);
-    Ok(())
-}
-
-pub fn move_endpoint(ep_id: u64, from: u64, to: u64) -> Result<()> {
-    let r = REGISTRY.write();
-    let ep = r
-        .endpoints
-        .get(&ep_id)
-        .ok_or(Error::BadArg("not a live endpoint"))?;
-    let fb = r
-        .bundles
-        .get(&from)
-        .ok_or(Error::BadArg("not a live bundle"))?;
-    let tb = r
-        .bundles
-        .get(&to)
-        .ok_or(Error::BadArg("not a live bundle"))?;
-    let mut owner = ep.bundle.lock();
-    if *owner != from {
-        return Err(Error::Resource("the endpoint is not in the source bundle"));
-    }
-    if from == to {
-        return Ok(());
-    }
-    fb.remove(ep_id);
-    tb.add(ep.clone());
-    *owner = to;
-    Ok(())
-}

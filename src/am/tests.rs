@@ -9,7 +9,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{handler, Data, Endpoint, Message, VecSegment};
+use crate::am::endpoint::core::Endpoint;
+use crate::am::handler::args::{handler, Data, VecSegment};
+use crate::am::handler::message::Message;
 use crate::config::Config;
 use crate::error::{Error, ReturnStatus};
 use crate::sim::{Node, World};

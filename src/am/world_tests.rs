@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{handler, Message};
+use crate::am::handler::args::handler;
+use crate::am::handler::message::Message;
 use crate::config::Config;
 use crate::error::Error;
 use crate::sim::{lan, seeds, FaultConfig, Node, World};

@@ -4,6 +4,7 @@
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
+use super::registry;
 use super::segment::CSegment;
 use super::trampolines::c_handler;
 use super::types::{am_handler_fn_t, eb_t, en_t, ep_t, handler_t, tag_t};
@@ -23,7 +24,7 @@ pub(crate) fn with_token<R>(
 #[no_mangle]
 pub extern "C" fn AM_Init() -> c_int {
     boundary("AM_Init", || {
-        am::init()?;
+        registry::init()?;
         if let Ok(cfg) = crate::config::global() {
             if cfg.verbose {
                 VERBOSE.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -35,7 +36,7 @@ pub extern "C" fn AM_Init() -> c_int {
 
 #[no_mangle]
 pub extern "C" fn AM_Terminate() -> c_int {
-    boundary("AM_Terminate", am::terminate)
+    boundary("AM_Terminate", registry::terminate)
 }
 
 #[no_mangle]
@@ -47,7 +48,7 @@ pub unsafe extern "C" fn AM_AllocateBundle(type_: c_int, endb: *mut eb_t) -> c_i
             _ => return Err(Error::BadArg("bundle type must be AM_SEQ or AM_PAR")),
         };
         need(endb)?;
-        let b = am::allocate_bundle(mode)?;
+        let b = registry::allocate_bundle(mode)?;
         // SAFETY: checked non-null above; the caller's eb_t slot.
         unsafe { out(endb, eb_handle(b.id)) }
     })
@@ -55,7 +56,9 @@ pub unsafe extern "C" fn AM_AllocateBundle(type_: c_int, endb: *mut eb_t) -> c_i
 
 #[no_mangle]
 pub extern "C" fn AM_FreeBundle(bundle_: eb_t) -> c_int {
-    boundary("AM_FreeBundle", || am::free_bundle(bundle(bundle_)?.id))
+    boundary("AM_FreeBundle", || {
+        registry::free_bundle(bundle(bundle_)?.id)
+    })
 }
 
 #[no_mangle]
@@ -68,7 +71,7 @@ pub unsafe extern "C" fn AM_AllocateEndpoint(
         let b = bundle(bundle_)?;
         need(endp)?;
         need(endpoint_name)?;
-        let ep = am::allocate_endpoint(b.id)?;
+        let ep = registry::allocate_endpoint(b.id)?;
         // SAFETY: both checked non-null above; the caller's slots.
         unsafe {
             out(endp, ep_handle(ep.id))?;
@@ -79,7 +82,9 @@ pub unsafe extern "C" fn AM_AllocateEndpoint(
 
 #[no_mangle]
 pub extern "C" fn AM_FreeEndpoint(ea: ep_t) -> c_int {
-    boundary("AM_FreeEndpoint", || am::free_endpoint(endpoint(ea)?.id))
+    boundary("AM_FreeEndpoint", || {
+        registry::free_endpoint(endpoint(ea)?.id)
+    })
 }
 
 #[no_mangle]
@@ -88,7 +93,7 @@ pub extern "C" fn AM_MoveEndpoint(ea: ep_t, from_bundle: eb_t, to_bundle: eb_t) 
         let ep = endpoint(ea)?;
         let f = bundle(from_bundle)?;
         let t = bundle(to_bundle)?;
-        am::move_endpoint(ep.id, f.id, t.id)
+        registry::move_endpoint(ep.id, f.id, t.id)
     })
 }
 

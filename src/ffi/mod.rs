@@ -40,6 +40,7 @@ mod bounds_tests;
 pub mod drain;
 pub mod names;
 pub mod ramp;
+pub mod registry;
 pub mod rma;
 mod segment;
 #[cfg(test)]
@@ -54,7 +55,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::am::{self, Bundle, Endpoint};
+use crate::am::{Bundle, Endpoint};
 use crate::error::{Error, Result, AM_ERR_RESOURCE, AM_OK};
 use types::{eb_t, ep_t};
 
@@ -263,14 +264,14 @@ pub(crate) fn endpoint(ep: ep_t) -> Result<Arc<Endpoint>> {
     if ep.is_null() {
         return Err(Error::BadArg("NULL endpoint"));
     }
-    am::endpoint(ep as usize as u64).ok_or(Error::BadArg("not a live endpoint"))
+    registry::endpoint(ep as usize as u64).ok_or(Error::BadArg("not a live endpoint"))
 }
 
 pub(crate) fn bundle(eb: eb_t) -> Result<Arc<Bundle>> {
     if eb.is_null() {
         return Err(Error::BadArg("NULL bundle"));
     }
-    am::bundle(eb as usize as u64).ok_or(Error::BadArg("not a live bundle"))
+    registry::bundle(eb as usize as u64).ok_or(Error::BadArg("not a live bundle"))
 }
 
 pub(crate) fn ep_handle(id: u64) -> ep_t {

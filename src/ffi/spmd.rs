@@ -111,6 +111,10 @@ pub unsafe extern "C" fn ramp_SPMDStartup(
                     need(networkpid)?;
                 }
                 let (b, e, pid) = spmd::start_worker(boot, networkdepth as u32)?;
+                // its handles are the C ABI's from now on
+                super::registry::init()?;
+                super::registry::adopt_bundle(&b);
+                super::registry::adopt_endpoint(&e);
                 spmd::set_kill_hook(Some(Box::new(kill_through_c)));
                 let label = keep(format!("Node {}", spmd::rank().unwrap_or(0)));
                 // SAFETY: the shim's exported pointer, written once during

@@ -61,7 +61,7 @@ pub(super) fn kill(w: &Arc<Shared>, i: usize) {
     let Some(bundle) = take_node(w, i) else {
         return;
     };
-    let _ = am::free_bundle(bundle.id);
+    let _ = am::free_bundle(&bundle);
     drop(bundle);
     let hooks = w.state().on_kill.clone();
     let world = World { shared: w.clone() };

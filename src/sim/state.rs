@@ -85,9 +85,8 @@ impl Drop for Shared {
         st.on_kill.clear();
         for s in st.nodes.iter_mut() {
             if let Some(b) = s.bundle.take() {
-                let _ = am::free_bundle(b.id);
+                let _ = am::free_bundle(&b);
             }
         }
-        let _ = am::terminate();
     }
 }

@@ -245,7 +245,7 @@ impl World {
             secret: Some(secret),
         };
         let bundle = am::allocate_bundle_on(BundleMode::Seq, host).expect("a bundle");
-        let ep = am::allocate_endpoint_with(bundle.id, cfg).expect("an endpoint");
+        let ep = am::allocate_endpoint_with(&bundle, cfg).expect("an endpoint");
         self.shared.state().nodes[index].bundle = Some(bundle.clone());
         Node { index, bundle, ep }
     }
@@ -324,7 +324,7 @@ impl World {
             .bundle
             .clone()
             .expect("a live node");
-        am::allocate_endpoint_with(b.id, cfg).expect("an endpoint")
+        am::allocate_endpoint_with(&b, cfg).expect("an endpoint")
     }
 
     /// Kills node `i` as `kill -9` would: nothing of it runs again, its

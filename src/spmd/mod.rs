@@ -244,7 +244,7 @@ pub fn start_worker(
             Error::Resource("the job key from rank 0 is refused")
         })?;
     }
-    let ep = am::allocate_endpoint(bundle.id)?;
+    let ep = am::allocate_endpoint(&bundle)?;
     let net_pid = network_pid(boot.job_id());
     let names = boot
         .allgather(&ep.name().0, &mut |fd| progress_on(&bundle, fd))
@@ -427,7 +427,13 @@ pub fn end_process(code: i32) -> ! {
     if let Some(cb) = EXIT_CALLBACK.lock().take() {
         cb(code);
     }
-    let _ = am::terminate();
+    // the job's bundle freed: its progress thread stops
+    let job_bundle = JOB
+        .try_lock()
+        .and_then(|j| j.as_ref().map(|j| j.bundle.clone()));
+    if let Some(b) = job_bundle {
+        let _ = am::free_bundle(&b);
+    }
     if let Some(k) = KILL.lock().take() {
         k(code);
     }

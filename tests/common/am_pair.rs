@@ -16,8 +16,8 @@ pub fn pair_with(
 ) -> (Arc<am::Bundle>, Arc<am::Endpoint>, Arc<am::Endpoint>) {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b.id, cfg).unwrap();
-    let e1 = am::allocate_endpoint_with(b.id, cfg).unwrap();
+    let e0 = am::allocate_endpoint_with(&b, cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(&b, cfg).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(9);
         e.map(0, e0.name(), 9).unwrap();
@@ -33,8 +33,8 @@ pub fn pair_via_relay(
 ) -> (Arc<am::Bundle>, Arc<am::Endpoint>, Arc<am::Endpoint>, Relay) {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b.id, cfg).unwrap();
-    let e1 = am::allocate_endpoint_with(b.id, cfg).unwrap();
+    let e0 = am::allocate_endpoint_with(&b, cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(&b, cfg).unwrap();
     let relay = Relay::start(&e0, &e1);
     e0.map(1, am::EndpointName::from_addr(relay.to_e1), 9)
         .unwrap();
@@ -126,7 +126,7 @@ pub fn udp_endpoint() -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
     cfg.transport = ramp::config::TransportChoice::Udp;
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e = am::allocate_endpoint_with(b.id, &cfg).unwrap();
+    let e = am::allocate_endpoint_with(&b, &cfg).unwrap();
     e.set_tag(9);
     (b, e)
 }

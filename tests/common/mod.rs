@@ -390,8 +390,8 @@ pub fn two_bundles(
     am::init().unwrap();
     let b0 = am::allocate_bundle(BundleMode::Seq).unwrap();
     let b1 = am::allocate_bundle(BundleMode::Seq).unwrap();
-    let e0 = am::allocate_endpoint_with(b0.id, cfg).unwrap();
-    let e1 = am::allocate_endpoint_with(b1.id, cfg).unwrap();
+    let e0 = am::allocate_endpoint_with(&b0, cfg).unwrap();
+    let e1 = am::allocate_endpoint_with(&b1, cfg).unwrap();
     for e in [&e0, &e1] {
         e.set_tag(tag);
         e.map(0, e0.name(), tag).unwrap();

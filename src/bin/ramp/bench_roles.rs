@@ -75,7 +75,7 @@ fn open_endpoint(role: &str) -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
 pub(crate) fn open_or_exit(role: &str) -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
     let opened = am::init().and_then(|()| {
         let b = am::allocate_bundle(BundleMode::Seq)?;
-        let e = am::allocate_endpoint(b.id)?;
+        let e = am::allocate_endpoint(&b)?;
         Ok((b, e))
     });
     opened.unwrap_or_else(|e| {

@@ -39,10 +39,10 @@ fn setup() -> Result<Setup, String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     am::init().map_err(err)?;
     let bun = am::allocate_bundle(BundleMode::Seq).map_err(err)?;
-    let e0 = am::allocate_endpoint(bun.id).map_err(err)?;
+    let e0 = am::allocate_endpoint(&bun).map_err(err)?;
     // index 1: no log; index 2: the target logs
-    let plain_t = am::allocate_endpoint(bun.id).map_err(err)?;
-    let logged_t = am::allocate_endpoint(bun.id).map_err(err)?;
+    let plain_t = am::allocate_endpoint(&bun).map_err(err)?;
+    let logged_t = am::allocate_endpoint(&bun).map_err(err)?;
     logged_t
         .log_open(&dir.join("target.ramplog"), false, &cfg)
         .map_err(err)?;
@@ -199,7 +199,7 @@ pub fn run(iters: usize, runs: usize) -> Result<(), String> {
         })
         .unwrap_or(0);
     println!("  the target's log: {log_bytes} bytes on disk");
-    let _ = am::free_endpoint(s.e0.id);
+    let _ = am::free_endpoint(&s.e0);
     std::fs::remove_dir_all(&s.dir).ok();
     Ok(())
 }

@@ -1,0 +1,33 @@
+//! An endpoint opens only with a secret of its own (`endpoint.rs`).
+
+use crate::am::{allocate_bundle, allocate_endpoint_with, BundleMode};
+use crate::config::Config;
+use crate::error::Error;
+use crate::sys::random::failing::FailingRandomness;
+
+#[test]
+fn no_endpoint_opens_without_randomness_for_its_secret() {
+    crate::am::init().unwrap();
+    let cfg = Config::from_lookup(|_| None).unwrap();
+    let b = allocate_bundle(BundleMode::Seq).unwrap();
+    {
+        let _f = FailingRandomness::start();
+        let Err(Error::Resource(why)) = allocate_endpoint_with(&b, &cfg) else {
+            panic!("an endpoint opened without randomness");
+        };
+        assert!(why.contains("randomness"), "{why}");
+        assert!(
+            b.endpoints().is_empty(),
+            "a refused endpoint joined its bundle"
+        );
+    }
+    // with randomness: open, each with a secret of its own
+    let e0 = allocate_endpoint_with(&b, &cfg);
+    let e1 = allocate_endpoint_with(&b, &cfg);
+    let (s0, s1) = (
+        e0.unwrap().with(|s| s.secret),
+        e1.unwrap().with(|s| s.secret),
+    );
+    assert!(s0 != [0; 32] && s0 != s1);
+    crate::am::free_bundle(&b).unwrap();
+}

@@ -1,0 +1,9 @@
+//! The express lane: short requests and their replies straight into a shared-
+//! memory ring (`lane.rs`), and its fast poll (`express_poll.rs`).
+
+#[cfg(test)]
+mod express_owed_tests;
+pub(in crate::am) mod express_poll;
+#[cfg(test)]
+mod express_tests;
+pub(in crate::am) mod lane;

@@ -1,0 +1,244 @@
+//! The translation table (index -> peer name and tag) and the handler table.
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+
+use super::args::HandlerFn;
+use super::name::EndpointName;
+use crate::error::{Error, Result};
+use crate::fxhash::FxHashMap;
+
+/// Special tag values.
+pub const TAG_NONE: u64 = 0;
+pub const TAG_ALL: u64 = 1;
+
+/// Whether an endpoint tagged `own` takes a message tagged `msg`.
+#[inline]
+pub(in crate::am) fn tag_accepts(own: u64, msg: u64) -> bool {
+    match own {
+        TAG_NONE => false,
+        TAG_ALL => true,
+        t => t == msg,
+    }
+}
+
+/// AM-2's initial and maximum translation table sizes.
+pub const INIT_TRANSLATIONS: usize = 256;
+pub const MAX_TRANSLATIONS: usize = 1 << 20;
+pub const NUM_HANDLERS: usize = 256;
+
+#[derive(Clone, Debug)]
+pub struct Translation {
+    pub name: EndpointName,
+    pub addr: SocketAddr,
+    pub tag: u64,
+    /// Requests sent to this peer whose reply has not come yet (credits used).
+    pub outstanding: u32,
+}
+
+#[derive(Debug)]
+pub struct TranslationTable {
+    entries: Vec<Option<Translation>>,
+    by_addr: FxHashMap<SocketAddr, u32>,
+    /// The last answer of `index_of` (a ping-pong asks for one peer).
+    last: Cell<Option<(SocketAddr, u32)>>,
+}
+
+impl Default for TranslationTable {
+    fn default() -> Self {
+        TranslationTable {
+            entries: vec![None; INIT_TRANSLATIONS],
+            by_addr: FxHashMap::default(),
+            last: Cell::new(None),
+        }
+    }
+}
+
+impl TranslationTable {
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn mapped(&self) -> usize {
+        self.entries.iter().filter(|e| e.is_some()).count()
+    }
+
+    fn slot(&self, index: i64) -> Result<usize> {
+        if index < 0 || index as usize >= self.entries.len() {
+            return Err(Error::BadArg("translation index out of range"));
+        }
+        Ok(index as usize)
+    }
+
+    pub fn get(&self, index: i64) -> Result<Option<&Translation>> {
+        let i = self.slot(index)?;
+        Ok(self.entries[i].as_ref())
+    }
+
+    pub fn get_mut(&mut self, index: u32) -> Option<&mut Translation> {
+        self.entries
+            .get_mut(index as usize)
+            .and_then(|e| e.as_mut())
+    }
+
+    pub fn mapped_entry(&self, index: u32) -> Option<&Translation> {
+        self.entries.get(index as usize).and_then(|e| e.as_ref())
+    }
+
+    /// The index under which a peer address is mapped (lowest when several).
+    pub fn index_of(&self, addr: &SocketAddr) -> Option<u32> {
+        if let Some((a, i)) = self.last.get() {
+            if a == *addr {
+                return Some(i);
+            }
+        }
+        let i = self.by_addr.get(addr).copied()?;
+        self.last.set(Some((*addr, i)));
+        Some(i)
+    }
+
+    pub fn map(&mut self, index: i64, name: EndpointName, tag: u64) -> Result<()> {
+        let i = self.slot(index)?;
+        let addr = name
+            .to_addr()
+            .ok_or(Error::BadArg("not an endpoint name"))?;
+        if self.entries[i].is_some() {
+            return Err(Error::Resource("translation entry already mapped"));
+        }
+        self.entries[i] = Some(Translation {
+            name,
+            addr,
+            tag,
+            outstanding: 0,
+        });
+        self.last.set(None);
+        let e = self.by_addr.entry(addr).or_insert(i as u32);
+        *e = (*e).min(i as u32);
+        Ok(())
+    }
+
+    pub fn map_any(&mut self, name: EndpointName, tag: u64) -> Result<u32> {
+        name.to_addr()
+            .ok_or(Error::BadArg("not an endpoint name"))?;
+        let i = self
+            .entries
+            .iter()
+            .position(|e| e.is_none())
+            .ok_or(Error::Resource("translation table full"))?;
+        self.map(i as i64, name, tag)?;
+        Ok(i as u32)
+    }
+
+    /// Unmaps entry `index`; returns its address when no other entry maps
+    /// it (its protocol state may then be freed).
+    pub fn unmap(&mut self, index: i64) -> Result<Option<SocketAddr>> {
+        let i = self.slot(index)?;
+        let old = self.entries[i]
+            .take()
+            .ok_or(Error::Resource("translation entry not mapped"))?;
+        self.last.set(None);
+        if self.by_addr.get(&old.addr) == Some(&(i as u32)) {
+            self.by_addr.remove(&old.addr);
+            if let Some(j) = self
+                .entries
+                .iter()
+                .position(|e| e.as_ref().is_some_and(|t| t.addr == old.addr))
+            {
+                self.by_addr.insert(old.addr, j as u32);
+                return Ok(None);
+            }
+            return Ok(Some(old.addr));
+        }
+        Ok(None)
+    }
+
+    /// Resizes; below 256 means 256. Refuses sizes over the maximum and a
+    /// shrink that would drop mapped entries.
+    pub fn set_len(&mut self, n: i64) -> Result<()> {
+        if n < 0 || n as usize > MAX_TRANSLATIONS {
+            return Err(Error::Resource("translation table size beyond the maximum"));
+        }
+        let n = (n as usize).max(INIT_TRANSLATIONS);
+        if n < self.entries.len() && self.entries[n..].iter().any(|e| e.is_some()) {
+            return Err(Error::Resource("shrinking would drop mapped translations"));
+        }
+        self.entries.resize(n, None);
+        Ok(())
+    }
+}
+
+/// The 256 handler slots. Slot 0 holds the returned-message handler (None:
+/// the default, which reports and aborts as AM-2 prescribes).
+pub struct HandlerTable {
+    slots: Vec<Option<HandlerFn>>,
+}
+
+impl Default for HandlerTable {
+    fn default() -> Self {
+        HandlerTable {
+            slots: vec![None; NUM_HANDLERS],
+        }
+    }
+}
+
+impl HandlerTable {
+    pub fn get(&self, h: u8) -> Option<&HandlerFn> {
+        self.slots[h as usize].as_ref()
+    }
+
+    pub fn set(&mut self, h: u8, f: HandlerFn) {
+        self.slots[h as usize] = Some(f);
+    }
+
+    /// Installs `f` in the lowest unused slot of 1..255.
+    pub fn set_any(&mut self, f: HandlerFn) -> Result<u8> {
+        let i = (1..NUM_HANDLERS)
+            .find(|&i| self.slots[i].is_none())
+            .ok_or(Error::Resource("every handler slot is in use"))?;
+        self.slots[i] = Some(f);
+        Ok(i as u8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(port: u16) -> EndpointName {
+        EndpointName::from_addr(SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    #[test]
+    fn map_unmap_and_lookup() {
+        let mut t = TranslationTable::default();
+        assert_eq!(t.len(), 256);
+        t.map(5, name(1000), 9).unwrap();
+        assert!(matches!(t.map(5, name(1001), 9), Err(Error::Resource(_))));
+        assert!(matches!(t.map(256, name(1001), 9), Err(Error::BadArg(_))));
+        assert!(matches!(t.map(-1, name(1001), 9), Err(Error::BadArg(_))));
+        assert_eq!(t.map_any(name(1001), 1).unwrap(), 0);
+        assert_eq!(t.index_of(&name(1000).to_addr().unwrap()), Some(5));
+        t.map(2, name(1000), 3).unwrap();
+        assert_eq!(t.index_of(&name(1000).to_addr().unwrap()), Some(2));
+        t.unmap(2).unwrap();
+        assert_eq!(t.index_of(&name(1000).to_addr().unwrap()), Some(5));
+        assert!(matches!(t.unmap(2), Err(Error::Resource(_))));
+        assert_eq!(t.index_of(&name(1001).to_addr().unwrap()), Some(0));
+        assert_eq!(t.index_of(&name(1000).to_addr().unwrap()), Some(5));
+        t.unmap(5).unwrap();
+        assert_eq!(t.index_of(&name(1000).to_addr().unwrap()), None);
+        assert_eq!(t.index_of(&name(1001).to_addr().unwrap()), Some(0));
+    }
+
+    #[test]
+    fn resize_rules() {
+        let mut t = TranslationTable::default();
+        t.set_len(10).unwrap();
+        assert_eq!(t.len(), 256);
+        t.set_len(4096).unwrap();
+        t.map(4095, name(7), 0).unwrap();
+        assert!(t.set_len(1024).is_err());
+        assert!(t.set_len(MAX_TRANSLATIONS as i64 + 1).is_err());
+        assert_eq!(t.len(), 4096);
+    }
+}
