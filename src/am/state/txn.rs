@@ -131,6 +131,27 @@ pub(in crate::am) struct TxnRecord {
     pub(in crate::am) id64: u64,
 }
 
+impl TxnRecord {
+    /// A transaction in `state` to `addr`: not yet in an association,
+    /// never acked, probed or logged.
+    pub(in crate::am) fn new(state: TxnState, addr: SocketAddr, id64: u64) -> TxnRecord {
+        TxnRecord {
+            state,
+            addr,
+            assoc: None,
+            acked_at: Instant::ZERO,
+            probed_at: Instant::ZERO,
+            probe_failures: 0,
+            sent_in: None,
+            may_have_run: None,
+            request: None,
+            again: false,
+            logged: TxnState::default(),
+            id64,
+        }
+    }
+}
+
 /// The endpoint's transactions (in `EpState::txn`).
 pub(crate) struct Txns {
     /// Names this process's run of the endpoint to targets.
@@ -197,18 +218,8 @@ impl Txns {
         self.records.insert(
             id64 as u32,
             TxnRecord {
-                state: s,
-                addr,
-                assoc: None,
-                acked_at: Instant::ZERO,
-                probed_at: Instant::ZERO,
-                probe_failures: 0,
-                sent_in: None,
-                may_have_run: None,
-                request: None,
-                again: false,
                 logged: s,
-                id64,
+                ..TxnRecord::new(s, addr, id64)
             },
         );
     }

@@ -143,23 +143,9 @@ impl EpState {
                 status: ReturnStatus::BadArgs as i32,
             },
         };
-        self.txn.records.insert(
-            txn,
-            TxnRecord {
-                state,
-                addr,
-                assoc: None,
-                acked_at: Instant::ZERO,
-                probed_at: Instant::ZERO,
-                probe_failures: 0,
-                sent_in: None,
-                may_have_run: None,
-                request: None,
-                again: false,
-                logged: TxnState::default(),
-                id64,
-            },
-        );
+        self.txn
+            .records
+            .insert(txn, TxnRecord::new(state, addr, id64));
     }
 
     pub(in crate::am) fn live_record(
