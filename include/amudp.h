@@ -43,69 +43,10 @@
 #include <inttypes.h>
 #include <netinet/in.h> /* AMUDP includes it (for sockaddr_in); programs may rely on it */
 
+#include "amudp_const.h" /* version, build mode, limits (AMUDP_MAX_*), AM_* codes */
 #include "am.h"
 #include "ramp.h"
 #include "ramp_spmd.h"
-
-/* ------------------------------------------------------------------------------------
- * Helpers, version, build mode
- * ---------------------------------------------------------------------------------- */
-
-#ifndef AMX_STRINGIFY
-#define _AMX_STRINGIFY_HELPER(x) #x
-#define AMX_STRINGIFY(x) _AMX_STRINGIFY_HELPER(x)
-#endif
-#ifndef AMX_CONCAT
-#define _AMX_CONCAT_HELPER(a, b) a ## b
-#define AMX_CONCAT(a, b) _AMX_CONCAT_HELPER(a, b)
-#endif
-
-#ifndef AMUDP
-#define AMUDP 1
-#endif
-
-/* The AMUDP release whose API this header provides. */
-#define AMUDP_LIBRARY_VERSION_MAJOR 3
-#define AMUDP_LIBRARY_VERSION_MINOR 16
-/* MAJOR.MINOR as tokens (only meaningful stringified) */
-#define AMUDP_LIBRARY_VERSION AMUDP_LIBRARY_VERSION_MAJOR.AMUDP_LIBRARY_VERSION_MINOR
-#define AMUDP_LIBRARY_VERSION_STR AMX_STRINGIFY(AMUDP_LIBRARY_VERSION)
-
-/* Build mode: AMUDP_DEBUG or AMUDP_NDEBUG, from GASNET_/AMX_ (N)DEBUG when not given;
- * neither given anywhere: AMUDP_NDEBUG (ramp's choice; AMUDP gives #error). */
-#if !defined(AMUDP_DEBUG) && !defined(AMUDP_NDEBUG)
-  #if defined(GASNET_DEBUG) || defined(AMX_DEBUG)
-    #define AMUDP_DEBUG 1
-  #else
-    #define AMUDP_NDEBUG 1
-  #endif
-#endif
-#if defined(AMUDP_DEBUG) && !defined(AMUDP_NDEBUG)
-  #undef AMUDP_DEBUG
-  #define AMUDP_DEBUG 1
-#elif !defined(AMUDP_DEBUG) && defined(AMUDP_NDEBUG)
-  #undef AMUDP_NDEBUG
-  #define AMUDP_NDEBUG 1
-#else
-  #error "bad definitions of AMUDP_DEBUG and AMUDP_NDEBUG: define at most one of them"
-#endif
-
-#undef AMX_DEBUG
-#undef AMX_NDEBUG
-#ifdef AMUDP_DEBUG
-  #define AMX_DEBUG AMUDP_DEBUG
-  #define AMUDP_DEBUG_CONFIG _DEBUG
-#endif
-#ifdef AMUDP_NDEBUG
-  #define AMX_NDEBUG AMUDP_NDEBUG
-  #define AMUDP_DEBUG_CONFIG _NDEBUG
-#endif
-#if (defined(AMX_DEBUG_VERBOSE) && (AMX_DEBUG_VERBOSE + 0)) || \
-    (defined(AMUDP_DEBUG_VERBOSE) && (AMUDP_DEBUG_VERBOSE + 0)) || \
-    (defined(GASNET_DEBUG_VERBOSE) && (GASNET_DEBUG_VERBOSE + 0))
-  #undef AMX_DEBUG_VERBOSE
-  #define AMX_DEBUG_VERBOSE 1
-#endif
 
 #ifdef __cplusplus
   #define AMUDP_BEGIN_EXTERNC extern "C" {
@@ -120,28 +61,6 @@
 /* Link names: both build modes call the one ramp entry point. */
 #define AM_Init_AMUDP_DEBUG  AM_Init
 #define AM_Init_AMUDP_NDEBUG AM_Init
-
-/* ------------------------------------------------------------------------------------
- * Constants (AMUDP's amudp_const.h)
- * ---------------------------------------------------------------------------------- */
-
-#define AMUDP_MAX_SHORT            AM_MaxShort()       /* max handler arguments: 16 */
-#define AMUDP_MAX_MEDIUM           AM_MaxMedium()      /* max medium payload: 65000 bytes */
-#define AMUDP_MAX_LONG             AM_MaxLong()        /* max long payload: 1 MiB */
-#define AMUDP_MAX_NUMHANDLERS      AM_MaxNumHandlers() /* handler table size: 256 */
-#define AMUDP_INIT_NUMTRANSLATIONS 256                 /* initial translation table size */
-#define AMUDP_MAX_NUMTRANSLATIONS  (1U<<20)            /* max translation table size */
-#define AMUDP_MAX_SEGLENGTH        ((uintptr_t)-1)     /* max segment length / dest_offset */
-#define AMUDP_MAX_BUNDLES          255   /* AMUDP's limit; ramp allows at least as many */
-#define AMUDP_MAX_NETWORKDEPTH     1024  /* max credits per peer (AM_SetExpectedResources) */
-#define AMUDP_MAX_RECVDEPTH        65534 /* AMUDP's limit; ramp allows at least as many */
-#define AMUDP_MAX_SPMDPROCS        AMUDP_MAX_NUMTRANSLATIONS /* max SPMD ranks */
-#ifndef AMUDP_COLLECT_STATS
-#define AMUDP_COLLECT_STATS         1
-#endif
-#ifndef AMUDP_COLLECT_LATENCY_STATS
-#define AMUDP_COLLECT_LATENCY_STATS 1
-#endif
 
 /* Always 0: every handler index is valid (handler_t is 8 bits). */
 #define AMUDP_BADHANDLERVAL(h) (0)

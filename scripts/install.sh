@@ -84,7 +84,7 @@ if [ $BUILD -eq 1 ]; then
   fi
 fi
 for f in "$REL/libramp.so" "$REL/libramp.a" "$REL/ramp" "$REL/ramp-run" include/am.h include/ramp.h \
-         include/ramp_spmd.h include/amudp.h include/amudp_spmd.h scripts/ramp.pc.in; do
+         include/ramp_spmd.h include/amudp.h include/amudp_spmd.h include/amudp_const.h scripts/ramp.pc.in; do
   [ -e "$f" ] || die "$f is missing (run 'cargo build --release')"
 done
 
@@ -114,7 +114,7 @@ ln -sfn "$REALNAME" "$LIB/$SONAME"
 ln -sfn "$SONAME" "$LIB/libramp.so"
 install -m 0644 "$REL/libramp.a" "$LIB/libramp.a"
 
-for h in am.h ramp.h ramp_spmd.h amudp.h amudp_spmd.h; do
+for h in am.h ramp.h ramp_spmd.h amudp.h amudp_spmd.h amudp_const.h; do
   install -m 0644 "include/$h" "$INC/$h"
 done
 
@@ -138,7 +138,7 @@ mv -f "$PC/ramp.pc.tmp" "$PC/ramp.pc"
 
 echo "install.sh: installed ramp $VERSION (soname $SONAME) into ${DESTDIR:+$DESTDIR}$PREFIX:"
 for f in "$LIB/$REALNAME" "$LIB/$SONAME" "$LIB/libramp.so" "$LIB/libramp.a" \
-         "$INC/am.h" "$INC/ramp.h" "$INC/ramp_spmd.h" "$INC/amudp.h" "$INC/amudp_spmd.h" \
+         "$INC/am.h" "$INC/ramp.h" "$INC/ramp_spmd.h" "$INC/amudp.h" "$INC/amudp_spmd.h" "$INC/amudp_const.h" \
          "$BIN/ramp" "$BIN/ramp-run" "$PC/ramp.pc"; do
   if [ -L "$f" ]; then
     echo "  $f -> $(readlink "$f")"

@@ -29,7 +29,11 @@
 #                      python3 c-tests/check_headers.py --lib target/release/libramp.so
 #                        --generated bindings/ramp_gen.h --cargo Cargo.toml
 #   6. C tests         bash c-tests/run.sh
-#   7. AMUDP headers   bash c-tests/amudp_compile.sh
+#   7. AMUDP headers   bash c-tests/amudp_compile.sh, then bash c-tests/gasnet/run.sh
+#                      (GASNet udp-conduit compatibility, issue 41: amudp_const.h asserts,
+#                      handler callbacks, GASNET_* settings, exported AMUDP_* symbols,
+#                      statistics, exits, the 'C' and 'S' spawners; 'S' SKIPPED and
+#                      counted when no ssh server on localhost can be reached)
 #   8. legacy AMX      bash c-tests/legacy/run.sh (ramp-run, ./prog N L, mpiexec, srun
 #                      --mpi=pmi2/pmix, mpirun.openmpi; those absent SKIPPED and counted),
 #                      then bash scripts/startup-times.sh (start-up time per launcher,
@@ -357,6 +361,14 @@ headers() {
     --header am.h --header ramp.h --header ramp_spmd.h --header amudp.h --header amudp_spmd.h
 }
 
+# The AMUDP headers' compile check, then GASNet's udp-conduit's needs (issue 41).
+amudp_checks() {
+  bash c-tests/amudp_compile.sh || return 1
+  echo
+  echo "\$ bash c-tests/gasnet/run.sh"
+  bash c-tests/gasnet/run.sh
+}
+
 # The legacy ports, then (for the record, not asserted) the job start-up time per launcher.
 legacy() {
   bash c-tests/legacy/run.sh || return 1
@@ -373,7 +385,7 @@ step 3 "rust tests" rust_tests
 step 4 build cargo build --release
 step 5 headers headers
 step 6 "C tests" bash c-tests/run.sh
-step 7 "AMUDP headers" bash c-tests/amudp_compile.sh
+step 7 "AMUDP headers" amudp_checks
 step 8 "legacy AMX ports" legacy
 step 9 install bash scripts/test-install.sh
 if [ -d python/tests ]; then

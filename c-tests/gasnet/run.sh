@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# GASNet udp-conduit compatibility checks (issue 41), without GASNet itself: what the
+# conduit needs from ramp's AMUDP drop-in, each checked as GASNet uses it.
+#
+# Usage: bash c-tests/gasnet/run.sh [--lib-dir DIR] [--only NAME[,NAME...]]
+#   --lib-dir DIR  directory holding libramp.so (default: target/release)
+#   --only         run only these checks: const, callbacks, env, symbols, stats, exit,
+#                  spawn
+#
+# Checks (each prints PASS/FAIL/SKIPPED lines):
+#   const      const_asserts.c: <amudp_const.h> alone and with the other headers, in C11
+#              and C++ with -Wall -Wextra -Werror -pedantic: gasnet_core.c's static
+#              asserts hold and every limit is an integer constant expression
+#   callbacks  callbacks.c, 2 ranks: AMUDP_SetHandlerCallbacks' functions run at every
+#              handler's entry and exit with the message's category, request/reply flag,
+#              handler, arguments and payload
+#   env        env.c under the master form: every GASNET_* name AMUDP reads is honoured
+#              (and shown by its RAMP_* name's effect) or refused with a message naming it
+#   symbols    nm -D of libramp.so holds every AMUDP_*/AMX_*/AM_* symbol an object built
+#              against AMUDP's own headers links to (GASNet's udp-conduit and AMX tests),
+#              and such an object (symbols.c, built with AMUDP's prototypes) links and runs
+#   stats      stats.c, 2 ranks: a known exchange's short/medium/long requests sent equal
+#              the replies sent and the requests received, on every rank
+#   exit       exit.c: a rank's exit(code) ends the job with that code and the other
+#              ranks quietly (their exit callback runs, no signal); a crashed rank ends
+#              the job with 255 (AMUDP's code)
+#   spawn      'C' (GASNET_CSPAWN_CMD with %N %C %D %P %%) and 'S' (ssh to localhost;
+#              SKIPPED, counted, when no ssh server can be reached) spawners run a job
+# Prints "gasnet compat: N passed, M failed, K skipped"; exit status 1 on any failure.
+# Logs: c-tests/build/gasnet.*.log.
+set -u
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT" || exit 2
+
+LIB_DIR="target/release"
+ONLY=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --lib-dir) LIB_DIR="${2:?--lib-dir needs a directory}"; shift 2 ;;
+    --only) ONLY="${2:?--only needs a name}"; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gasnet/run.sh: unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+LIB_DIR="$(cd "$LIB_DIR" 2>/dev/null && pwd)" || { echo "gasnet/run.sh: no such directory" >&2; exit 2; }
+[ -e "$LIB_DIR/libramp.so" ] || { echo "gasnet/run.sh: $LIB_DIR/libramp.so not found (cargo build --release)" >&2; exit 2; }
+[ -e "$LIB_DIR/libramp.so.0" ] || ln -sf libramp.so "$LIB_DIR/libramp.so.0"
+
+CC="${CC:-gcc}"
+CXX="${CXX:-g++}"
+BUILD="$ROOT/c-tests/build"
+mkdir -p "$BUILD"
+SRC="c-tests/gasnet"
+WARN="-Wall -Wextra -Werror"
+# A watchdog for a hang, not a speed limit.
+LIMIT=120
+PASSED=0 FAILED=0 SKIPPED=0
+
+selected() {
+  [ -z "$ONLY" ] && return 0
+  case ",$ONLY," in *",$1,"*) return 0 ;; esac
+  return 1
+}
+result() { # result RC LABEL LOG
+  if [ "$1" = 0 ]; then
+    printf 'PASS %s\n' "$2"; PASSED=$((PASSED + 1))
+  else
+    printf 'FAIL %s\n' "$2"; FAILED=$((FAILED + 1))
+    [ -s "$3" ] && tail -n 30 "$3" | sed 's/^/    | /'
+  fi
+}
+skipped() { printf 'SKIPPED %s: %s\n' "$1" "$2"; SKIPPED=$((SKIPPED + 1)); }
+# build NAME: c-tests/gasnet/NAME.c -> $BUILD/gasnet.NAME (as a user's program)
+build() {
+  "$CC" -std=c11 $WARN -D_GNU_SOURCE -Iinclude -o "$BUILD/gasnet.$1" "$SRC/$1.c" \
+    -L"$LIB_DIR" -lramp -Wl,-rpath,"$LIB_DIR" >"$BUILD/gasnet.$1.build.log" 2>&1 ||
+    { result 1 "$1 (build)" "$BUILD/gasnet.$1.build.log"; return 1; }
+}
+
+# ---- const ----------------------------------------------------------------------------
+if selected const; then
+  for order in 0 1 2; do
+    for lang in c c++; do
+      log="$BUILD/gasnet.const.$order.$lang.log"
+      if [ $lang = c ]; then cmd=("$CC" -std=c11); else cmd=("$CXX" -x c++ -std=c++17); fi
+      "${cmd[@]}" $WARN -pedantic -Iinclude -DORDER=$order -c "$SRC/const_asserts.c" \
+        -o "$BUILD/gasnet.const.$order.$lang.o" >"$log" 2>&1
+      result $? "const: GASNet's static asserts, $lang, header order $order" "$log"
+    done
+  done
+fi
+
+echo "gasnet compat: $PASSED passed, $FAILED failed, $SKIPPED skipped"
+[ "$FAILED" -eq 0 ]
