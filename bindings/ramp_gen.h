@@ -89,6 +89,30 @@ typedef uint8_t handler_t;
 typedef void (*am_handler_fn_t)(void);
 
 /**
+ * AMUDP's name of the message category.
+ */
+typedef ramp_category_t amudp_category_t;
+
+/**
+ * Run before a handler: category, is-request, handler index, token,
+ * payload (NULL for a short message) and its length, argument count and
+ * arguments.
+ */
+typedef void (*AMUDP_preHandlerCallback_t)(amudp_category_t,
+                                           int,
+                                           int,
+                                           void*,
+                                           void*,
+                                           size_t,
+                                           int,
+                                           uint32_t*);
+
+/**
+ * Run after a handler returns: category, is-request.
+ */
+typedef void (*AMUDP_postHandlerCallback_t)(amudp_category_t, int);
+
+/**
  * One delivered message, as `ramp_Drain` reports it (112 bytes on LP64).
  */
 typedef struct {
@@ -390,6 +414,14 @@ int AM_GetDestEndpoint(void *token, ep_t *endp);
 int AM_GetMsgTag(void *token, tag_t *tagp);
 
 int AM_Poll(eb_t bundle_);
+
+/**
+ * AMUDP_SetHandlerCallbacks: installs (or, with both NULL, removes) the
+ * endpoint's hooks.
+ */
+int ramp_amudp_SetHandlerCallbacks(ep_t ep,
+                                   AMUDP_preHandlerCallback_t preHandlerCallback,
+                                   AMUDP_postHandlerCallback_t postHandlerCallback);
 
 int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
 

@@ -25,8 +25,7 @@
  *    ramp's own counters; the latencies are nanoseconds, not CPU ticks.
  *  - AMUDP_SetUDPInterface sets RAMP_INTERFACE, which ramp reads once, at the first
  *    AM_Init (AMX_SPMDStartup calls AM_Init): call it before that.
- *  - AMUDP_SetHandlerCallbacks is not supported (AM_ERR_RESOURCE);
- *    AMUDP_SPMDHandleControlTraffic has nothing to do (ramp services its control
+ *  - AMUDP_SPMDHandleControlTraffic has nothing to do (ramp services its control
  *    traffic itself) and returns AM_OK.
  *  - The PLATFORM_* macros of amx_portable_platform.h are not provided.
  */
@@ -109,7 +108,10 @@ typedef ramp_stats_t amudp_stats_t;
 /* Generic, unprototyped handler pointer (the type AM_SetHandler casts to). */
 typedef am_handler_fn_t amudp_handler_fn_t;
 
-/* Handler callbacks of AMUDP_SetHandlerCallbacks (not supported by ramp). */
+/* Handler callbacks of AMUDP_SetHandlerCallbacks: pre runs before each handler of the
+ * endpoint (buf NULL and nbytes 0 for a short message; args points at numargs values),
+ * post after it returns; handler 0 for a returned message runs without them.  They may
+ * not call ramp. */
 typedef void (*AMUDP_preHandlerCallback_t)(amudp_category_t cat, int isReq, int handlerId,
                                            void *token, void *buf, size_t nbytes,
                                            int numargs, uint32_t *args);
@@ -124,8 +126,8 @@ typedef void (*AMUDP_postHandlerCallback_t)(amudp_category_t cat, int isReq);
  * call it before AM_Init / AMX_SPMDStartup.  Returns AM_OK, AM_ERR_RESOURCE if the
  * environment cannot be changed. */
 int ramp_amudp_SetUDPInterface(uint32_t IPAddress);
-/* Not supported: AM_OK when both callbacks are NULL (nothing installed), else
- * AM_ERR_RESOURCE; AM_ERR_BAD_ARG when ep is NULL. */
+/* Installs the endpoint's handler callbacks (either may be NULL; both NULL removes
+ * them), as AMUDP does; AM_ERR_BAD_ARG when ep is not an endpoint. */
 int ramp_amudp_SetHandlerCallbacks(ep_t ep, AMUDP_preHandlerCallback_t preHandlerCallback,
                                    AMUDP_postHandlerCallback_t postHandlerCallback);
 /* Nothing to do in ramp (control traffic is serviced by AM_Poll and the SPMD calls):

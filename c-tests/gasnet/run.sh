@@ -91,5 +91,26 @@ if selected const; then
   done
 fi
 
+# run LABEL LOG CMD...: runs a job under the watchdog; status in RC
+run() {
+  local label="$1" log="$2"
+  shift 2
+  timeout -k 5 "$LIMIT" "$@" >"$log" 2>&1
+  RC=$?
+  [ $RC -eq 124 ] && echo "gasnet/run.sh: $label killed by the ${LIMIT}s watchdog" >>"$log"
+  return 0
+}
+
+# ---- callbacks ------------------------------------------------------------------------
+if selected callbacks && build callbacks; then
+  for transport in shm udp; do
+    log="$BUILD/gasnet.callbacks.$transport.log"
+    run callbacks "$log" env RAMP_TRANSPORT=$transport "$BUILD/gasnet.callbacks" 2
+    rc=$RC
+    [ $rc = 0 ] && [ "$(grep -c '^callbacks: rank [01] ok$' "$log")" = 2 ] && ! grep -q "FAILED CHECK" "$log" || rc=1
+    result $rc "callbacks: pre/post handler callbacks with each message's category ($transport)" "$log"
+  done
+fi
+
 echo "gasnet compat: $PASSED passed, $FAILED failed, $SKIPPED skipped"
 [ "$FAILED" -eq 0 ]

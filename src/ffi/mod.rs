@@ -37,6 +37,7 @@
 pub mod am2;
 #[cfg(test)]
 mod bounds_tests;
+pub mod callbacks;
 pub mod drain;
 pub mod names;
 pub mod ramp;

@@ -5,6 +5,7 @@
 use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
+use super::callbacks;
 use crate::am::{Data, HandlerArgs, HandlerFn};
 
 type RawHandler = unsafe extern "C" fn();
@@ -67,7 +68,8 @@ unsafe fn call_bulk(f: RawHandler, token: *mut c_void, buf: *mut c_void, n: usiz
     unsafe { call_with_args!(f, args, [*mut c_void, *mut c_void, usize], [token, buf, n]) }
 }
 
-/// Wraps a C handler pointer as a handler closure.
+/// Wraps a C handler pointer as a handler closure. When the endpoint has
+/// AMUDP handler callbacks (`callbacks.rs`), they run around the handler.
 pub fn c_handler(f: RawHandler) -> HandlerFn {
     Arc::new(move |h: &mut HandlerArgs<'_>| {
         let token = h.token as usize as *mut c_void;
@@ -75,30 +77,58 @@ pub fn c_handler(f: RawHandler) -> HandlerFn {
         for (d, s) in a.iter_mut().zip(h.args) {
             *d = *s as i32;
         }
-        let args = &a[..h.args.len()];
+        let nargs = h.args.len();
+        let hooks = match &h.data {
+            Data::Returned { .. } => None,
+            _ => callbacks::armed(h.token),
+        };
+        let args = &mut a[..nargs];
+        // Payload pointer and length, after the pre-handler callback.
+        let run = |f2: &dyn Fn(*mut c_void, usize, &[i32]),
+                   buf: *mut c_void,
+                   n: usize,
+                   args: &mut [i32]| {
+            if let Some(k) = &hooks {
+                // SAFETY: `buf` holds `n` bytes and `args` its values for the
+                // whole call (the callers below).
+                unsafe { k.pre(token, buf, n, args) };
+            }
+            f2(buf, n, args);
+            if let Some(k) = &hooks {
+                k.post();
+            }
+        };
         match &mut h.data {
             // SAFETY: the application registered `f` for this handler index and
             // AM-2 fixes its prototype by the message's category and arity.
-            Data::None => unsafe { call_short(f, token, args) },
+            Data::None => run(
+                &|_, _, a| unsafe { call_short(f, token, a) },
+                std::ptr::null_mut(),
+                0,
+                args,
+            ),
             Data::Medium(buf) => {
+                // SAFETY: as above; the buffer lives until the handler returns.
+                let bulk =
+                    |p: *mut c_void, n: usize, a: &[i32]| unsafe { call_bulk(f, token, p, n, a) };
                 if (buf.as_ptr() as usize).is_multiple_of(8) {
-                    // SAFETY: as above; `buf` lives until the handler returns.
-                    unsafe { call_bulk(f, token, buf.as_mut_ptr().cast(), buf.len(), args) }
+                    run(&bulk, buf.as_mut_ptr().cast(), buf.len(), args)
                 } else {
                     // AM-2 promises an 8-byte aligned buffer: copy into one.
                     let mut aligned = vec![0u64; buf.len().div_ceil(8)];
                     let p = aligned.as_mut_ptr().cast::<u8>();
                     // SAFETY: `aligned` holds at least buf.len() bytes.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(buf.as_ptr(), p, buf.len());
-                        call_bulk(f, token, p.cast(), buf.len(), args)
-                    }
+                    unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), p, buf.len()) };
+                    run(&bulk, p.cast(), buf.len(), args)
                 }
             }
             // SAFETY: as above; the bytes sit in the application's segment.
-            Data::Long { addr, len } => unsafe {
-                call_bulk(f, token, *addr as *mut c_void, *len, args)
-            },
+            Data::Long { addr, len } => run(
+                &|p, n, a| unsafe { call_bulk(f, token, p, n, a) },
+                *addr as *mut c_void,
+                *len,
+                args,
+            ),
             Data::Returned { status, opcode } => {
                 // SAFETY: handler 0 has the prototype void(int, op_t, void *).
                 let g: unsafe extern "C" fn(c_int, c_int, *mut c_void) =

@@ -261,19 +261,6 @@ RAMP_SHIM_EXPORT int ramp_amudp_SetUDPInterface(uint32_t IPAddress)
   return setenv("RAMP_INTERFACE", addr, 1) == 0 ? AM_OK : AM_ERR_RESOURCE;
 }
 
-/* AMUDP_SetHandlerCallbacks: ramp has no pre/post handler hooks. */
-RAMP_SHIM_EXPORT int ramp_amudp_SetHandlerCallbacks(ep_t ep,
-                                                    AMUDP_preHandlerCallback_t preHandlerCallback,
-                                                    AMUDP_postHandlerCallback_t postHandlerCallback)
-{
-  if (!ep) return AM_ERR_BAD_ARG;
-  if (!preHandlerCallback && !postHandlerCallback) return AM_OK; /* "none": already so */
-  if (ramp_VerboseErrors) {
-    fprintf(stderr, "ramp: AMUDP_SetHandlerCallbacks is not supported (AM_ERR_RESOURCE)\n");
-  }
-  return AM_ERR_RESOURCE;
-}
-
 /* AMUDP_SPMDHandleControlTraffic: ramp services SPMD control traffic inside AM_Poll and
  * the SPMD calls; nothing is left for the caller to do. */
 RAMP_SHIM_EXPORT int ramp_amudp_SPMDHandleControlTraffic(int *controlMessagesServiced)
