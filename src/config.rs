@@ -14,8 +14,15 @@ pub use crate::fault::FaultConfig;
 use crate::proto::ProtoConfig;
 use crate::time::MICROS;
 
+mod amudp;
 mod variables;
+pub use amudp::{AmudpVar, AMUDP_PREFIXES, AMUDP_VARIABLES};
 pub use variables::*;
+
+/// The entry of [`VARIABLES`] named `name`.
+pub fn find_var(name: &str) -> Option<&'static Var> {
+    VARIABLES.iter().find(|v| v.name == name)
+}
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -148,6 +155,14 @@ pub struct SpmdConfig {
     pub route_output: bool,
     /// `RAMP_SPAWNFN`: the spawner letter of the AMUDP master form (upper case).
     pub spawnfn: Option<char>,
+    /// `GASNET_MASTERIP` / `AMUDP_MASTERIP`: the address the master form's
+    /// workers reach the master at (default 127.0.0.1).
+    pub master_ip: Option<std::net::IpAddr>,
+    /// `GASNET_VERBOSEENV` / `AMUDP_VERBOSEENV`: the master form says how it
+    /// starts the workers.
+    pub verbose_env: bool,
+    /// The 'S' and 'C' spawners' settings (AMUDP's names, `config/amudp.rs`).
+    pub spawn: SpawnConfig,
     /// `RAMP_SPMD_MASTER`, `RAMP_SPMD_RANK`, `RAMP_SPMD_SIZE`: set by the
     /// local launcher for its workers (all three, or none).
     pub master: Option<SocketAddr>,
@@ -159,6 +174,20 @@ pub struct SpmdConfig {
     pub token: Option<[u8; SPMD_TOKEN_LEN]>,
 }
 
+/// The settings of AMUDP's 'S' (ssh) and 'C' (custom command) spawners,
+/// from `GASNET_*` / `AMUDP_*` variables (`config/amudp.rs`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SpawnConfig {
+    pub cspawn_cmd: Option<String>,
+    pub cspawn_servers: Option<String>,
+    pub cspawn_route_output: bool,
+    pub ssh_servers: Option<String>,
+    pub ssh_cmd: Option<String>,
+    pub ssh_options: Option<String>,
+    pub ssh_remote_path: Option<String>,
+    pub env_cmd: Option<String>,
+}
+
 impl Default for SpmdConfig {
     fn default() -> Self {
         SpmdConfig {
@@ -167,6 +196,9 @@ impl Default for SpmdConfig {
             label_output: false,
             route_output: true,
             spawnfn: None,
+            master_ip: None,
+            verbose_env: false,
+            spawn: SpawnConfig::default(),
             master: None,
             rank: None,
             size: None,
@@ -212,6 +244,8 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, Vec<String>> {
         let mut errs = Vec::new();
         let mut c = Config::default();
+        // AMUDP's names first: the RAMP_* ones win
+        amudp::apply(&mut c, &get, &mut errs);
         for var in VARIABLES {
             let found = std::iter::once(var.name)
                 .chain(var.aliases.iter().copied())

@@ -159,3 +159,28 @@ The `RAMP_C` variable in prose is not a row.
     assert_eq!(readme_table_names(text), vec!["RAMP_A", "RAMP_B_2"]);
     assert_eq!(row_for("RAMP_X", "2*a|b_c"), "| `RAMP_X` | 2\\*a\\|b\\_c |");
 }
+
+/// The README's table of AMUDP's names lists every entry of
+/// `ramp::config::AMUDP_VARIABLES` with what ramp does with it.
+#[test]
+fn readme_lists_every_amudp_variable() {
+    let text = readme();
+    let mut missing = Vec::new();
+    for v in ramp::config::AMUDP_VARIABLES {
+        let row = row_for_amudp(v.suffix, v.ramp);
+        if !text.lines().any(|l| l.trim() == row) {
+            missing.push(row);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "README.md's table of AMUDP and GASNet names lacks these rows (paste them):\n{}",
+        missing.join("\n")
+    );
+}
+
+fn row_for_amudp(suffix: &str, ramp: &str) -> String {
+    let r = row_for("X", ramp);
+    let meaning = r.trim_start_matches("| `X` | ");
+    format!("| `GASNET_{suffix}`, `AMUDP_{suffix}` | {meaning}")
+}

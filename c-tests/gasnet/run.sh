@@ -112,5 +112,39 @@ if selected callbacks && build callbacks; then
   done
 fi
 
+# ---- env ------------------------------------------------------------------------------
+if selected env && build env; then
+  E="$BUILD/gasnet.env"
+  ok2() { [ "$RC" = 0 ] && [ "$(grep -c '^env: rank [01] ok' "$1")" = 2 ]; }
+  # honoured: a whole job under GASNet's own settings for a local run
+  log="$BUILD/gasnet.env.honoured.log"
+  run env "$log" env GASNET_SPAWNFN=L GASNET_MASTERIP=127.0.0.1 GASNET_NETWORKDEPTH=8 \
+    GASNET_ROUTE_OUTPUT=1 GASNET_VERBOSEENV=1 AMUDP_RECVDEPTH=64 GASNET_REQUESTTIMEOUT_MAX=30000000 \
+    GASNET_REQUESTTIMEOUT_INITIAL=20000 ENV_PROBE=seen "$E" 2
+  rc=1
+  ok2 "$log" && grep -q '^env: rank 1 ok seen$' "$log" &&
+    grep -q "ramp: master: starting 2 worker(s) with spawner 'L'.*reach the master at 127.0.0.1" "$log" && rc=0
+  result $rc "env: GASNET_SPAWNFN, _MASTERIP, _NETWORKDEPTH, _ROUTE_OUTPUT, _VERBOSEENV, _REQUESTTIMEOUT_*, AMUDP_RECVDEPTH honoured" "$log"
+  # a bad value of an honoured name: refused naming it as it was set
+  for kv in GASNET_NETWORKDEPTH=lots AMUDP_NETWORKDEPTH=lots GASNET_MASTERIP=not-an-ip \
+            GASNET_REQUESTTIMEOUT_MAX=0 GASNET_ROUTE_OUTPUT=maybe GASNET_RECVDEPTH=-3; do
+    log="$BUILD/gasnet.env.bad.${kv%%=*}.log"
+    run env "$log" env "$kv" "$E" 2
+    rc=1
+    [ "$RC" != 0 ] && grep -qF "${kv%%=*}=\"${kv#*=}\": expected" "$log" && ! grep -q '^env: rank' "$log" && rc=0
+    result $rc "env: $kv refused by name" "$log"
+  done
+  # names ramp does not support: refused by name with what to use instead
+  for name in WORKERIP LINEBUFFERSZ REQUESTTIMEOUT_BACKOFF SENDDEPTH EXPECTED_BANDWIDTH; do
+    for prefix in GASNET_ AMUDP_; do
+      log="$BUILD/gasnet.env.refused.$prefix$name.log"
+      run env "$log" env "$prefix$name=4" "$E" 2
+      rc=1
+      [ "$RC" != 0 ] && grep -qF "$prefix$name=\"4\": not supported by ramp (refused: " "$log" && rc=0
+      result $rc "env: $prefix$name refused by name" "$log"
+    done
+  done
+fi
+
 echo "gasnet compat: $PASSED passed, $FAILED failed, $SKIPPED skipped"
 [ "$FAILED" -eq 0 ]

@@ -231,3 +231,90 @@ fn clock_is_the_counter_unless_system_is_asked() {
     assert!(!cfg(&[(CLOCK, "system")]).unwrap().clock_counter);
     assert!(cfg(&[(CLOCK, "tsc")]).is_err());
 }
+
+/// Every AMUDP variable, under both of AMUDP's prefixes, is honoured (a
+/// good value accepted, a bad one refused naming it as it was set) or
+/// refused with a message naming it and what ramp offers instead; an empty
+/// value of a refused one is as unset.
+#[test]
+fn every_amudp_variable_is_honoured_or_refused_by_name() {
+    for var in AMUDP_VARIABLES {
+        for prefix in AMUDP_PREFIXES {
+            let name = format!("{prefix}{}", var.suffix);
+            let r = cfg(&[(name.as_str(), "not-a-value!")]);
+            match var.set {
+                None => {
+                    let e = r.unwrap_err();
+                    assert_eq!(
+                        e,
+                        vec![format!(
+                            "{name}=\"not-a-value!\": not supported by ramp ({})",
+                            var.ramp
+                        )]
+                    );
+                    assert!(var.ramp.starts_with("refused: "), "{}", var.ramp);
+                    assert!(cfg(&[(name.as_str(), "")]).is_ok(), "{name}");
+                }
+                Some(_) => {
+                    assert!(var.ramp.starts_with("honoured"), "{}", var.ramp);
+                    if let Err(e) = r {
+                        assert_eq!(e.len(), 1, "{e:?}");
+                        assert!(
+                            e[0].starts_with(&format!("{name}=\"not-a-value!\": expected ")),
+                            "{e:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn amudp_names_set_what_their_ramp_names_set() {
+    let c = cfg(&[
+        ("GASNET_NETWORKDEPTH", "8"),
+        ("AMUDP_RECVDEPTH", "77"),
+        ("GASNET_FAULT_RATE", "0.25"),
+        ("GASNET_REQUESTTIMEOUT_INITIAL", "30000"),
+        ("GASNET_REQUESTTIMEOUT_MAX", "2500"),
+        ("GASNET_MASTERIP", "10.1.2.3"),
+        ("GASNET_SPAWNFN", "c"),
+        ("GASNET_ROUTE_OUTPUT", "0"),
+        ("GASNET_VERBOSEENV", "1"),
+        ("GASNET_CSPAWN_CMD", "sh -c %C"),
+        ("GASNET_SSH_SERVERS", "a b"),
+        ("AMUDP_SSH_CMD", "myssh"),
+    ])
+    .unwrap();
+    assert_eq!(c.spmd.network_depth, Some(8));
+    assert_eq!(c.recv_depth, Some(77));
+    assert_eq!(c.fault.loss, 0.25);
+    assert_eq!(c.proto.rto_initial, 30_000 * MICROS);
+    assert_eq!(c.proto.peer_timeout, 3 * crate::time::MILLIS);
+    assert_eq!(c.spmd.master_ip, Some("10.1.2.3".parse().unwrap()));
+    assert_eq!(c.spmd.spawnfn, Some('C'));
+    assert!(!c.spmd.route_output);
+    assert!(c.spmd.verbose_env);
+    assert_eq!(c.spmd.spawn.cspawn_cmd.as_deref(), Some("sh -c %C"));
+    assert_eq!(c.spmd.spawn.ssh_servers.as_deref(), Some("a b"));
+    assert_eq!(c.spmd.spawn.ssh_cmd.as_deref(), Some("myssh"));
+    // the RAMP_* name wins; AMUDP's infinite timeout (0) is refused
+    let c = cfg(&[("GASNET_NETWORKDEPTH", "8"), ("RAMP_NETWORK_DEPTH", "16")]).unwrap();
+    assert_eq!(c.spmd.network_depth, Some(16));
+    let e = cfg(&[("GASNET_NETWORKDEPTH", "lots")]).unwrap_err();
+    assert_eq!(
+        e,
+        vec!["GASNET_NETWORKDEPTH=\"lots\": expected an integer between 1 and 1024".to_string()]
+    );
+    let e = cfg(&[("GASNET_REQUESTTIMEOUT_MAX", "0")]).unwrap_err();
+    assert!(
+        e[0].starts_with("GASNET_REQUESTTIMEOUT_MAX=\"0\": expected"),
+        "{e:?}"
+    );
+    // empty MASTERIP: the default (GASNet's way to say "not forced")
+    assert_eq!(
+        cfg(&[("GASNET_MASTERIP", "")]).unwrap().spmd.master_ip,
+        None
+    );
+}

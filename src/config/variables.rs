@@ -219,8 +219,8 @@ pub const VARIABLES: &[Var] = &[
     },
     Var {
         name: "RAMP_NETWORK_DEPTH",
-        aliases: &["NETWORKDEPTH", "AMUDP_NETWORKDEPTH"],
-        meaning: "SPMD jobs: network depth (credits per peer), 1..1024, when the program passes 0 (default 128; NETWORKDEPTH is also read)",
+        aliases: &["NETWORKDEPTH"],
+        meaning: "SPMD jobs: network depth (credits per peer), 1..1024, when the program passes 0 (default 128; NETWORKDEPTH, GASNET_NETWORKDEPTH and AMUDP_NETWORKDEPTH are also read)",
         set: |c, v| {
             int(v, 1, MAX_NETWORK_DEPTH as u64).map(|x| c.spmd.network_depth = Some(x as u32))
         },
@@ -247,13 +247,13 @@ pub const VARIABLES: &[Var] = &[
     Var {
         name: "RAMP_ROUTE_OUTPUT",
         aliases: &["ROUTE_OUTPUT"],
-        meaning: "AMUDP master form: 0 lets workers write to the terminal directly (default 1, through the master; ROUTE_OUTPUT is also read)",
+        meaning: "AMUDP master form: 0 lets workers write to the terminal directly (default 1, through the master; ROUTE_OUTPUT, GASNET_ROUTE_OUTPUT and AMUDP_ROUTE_OUTPUT are also read)",
         set: |c, v| flag(v).map(|x| c.spmd.route_output = x),
     },
     Var {
         name: "RAMP_SPAWNFN",
-        aliases: &["SPAWNFN", "AMUDP_SPAWNFN"],
-        meaning: "AMUDP master form: spawner letter when none is given (only L, the default, is supported; SPAWNFN is also read)",
+        aliases: &["SPAWNFN"],
+        meaning: "AMUDP master form: spawner letter when none is given (only L, the default, is supported; SPAWNFN, GASNET_SPAWNFN and AMUDP_SPAWNFN are also read)",
         set: |c, v| {
             let mut ch = v.trim().chars();
             c.spmd.spawnfn = match (ch.next(), ch.next()) {
@@ -391,7 +391,7 @@ fn int(v: &str, min: u64, max: u64) -> Result<u64, String> {
     }
 }
 
-fn flag(v: &str) -> Result<bool, String> {
+pub(super) fn flag(v: &str) -> Result<bool, String> {
     match v.trim() {
         "" | "0" | "no" | "false" => Ok(false),
         "1" | "yes" | "true" => Ok(true),

@@ -472,10 +472,16 @@ pub fn run_master_form(
     depth: u32,
     letter: Option<char>,
 ) -> ! {
-    let cfg = match config() {
-        Ok(c) => &c.spmd,
-        Err(e) => {
-            eprintln!("{e}");
+    // read afresh: the program may have set variables since the library
+    // first looked (GASNet sets GASNET_SPAWNFN and GASNET_MASTERIP after
+    // asking AMUDP_SPMDIsWorker)
+    let cfg = match crate::config::Config::from_env() {
+        Ok(c) => c.spmd,
+        Err(errs) => {
+            eprintln!("ramp: bad configuration:");
+            for e in errs {
+                eprintln!("  {e}");
+            }
             std::process::exit(1);
         }
     };
@@ -526,5 +532,14 @@ pub fn run_master_form(
     };
     spec.label_output = cfg.label_output;
     spec.route_output = cfg.route_output;
+    spec.master_ip = cfg.master_ip;
+    if cfg.verbose_env {
+        eprintln!(
+            "ramp: master: starting {n} worker(s) with spawner '{letter}': {} {}; they reach the master at {}",
+            spec.program,
+            spec.args.join(" "),
+            spec.master_ip.map_or("127.0.0.1".into(), |a| a.to_string())
+        );
+    }
     std::process::exit(run_job(&spec))
 }
