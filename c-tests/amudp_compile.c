@@ -111,7 +111,7 @@ AC_STATIC_ASSERT(AM_SEQ == 0 && AM_PAR == 1 && AM_NUM_BUNDLE_MODES == 2, "bundle
 AC_STATIC_ASSERT(sizeof(amudp_eventmask_t) >= 1 && sizeof(amudp_bundle_mode_t) >= 1, "enums");
 /* printGlobalStats sends the stats in one medium message */
 AC_STATIC_ASSERT(sizeof(amx_stats_t) < AM_MaxMedium(), "amx_stats_t fits in a medium");
-AC_STATIC_ASSERT(sizeof(amudp_stats_t) == sizeof(ramp_stats_t), "amudp_stats_t");
+AC_STATIC_ASSERT(sizeof(amudp_stats_t) == 40 * sizeof(uint64_t), "amudp_stats_t: AMUDP's 40 counters");
 
 /* ---- handlers with the prototypes the tests declare -------------------------------- */
 static volatile int ac_sink;

@@ -3,26 +3,36 @@
  *
  * Programs written against AMUDP (amudp.h: the AM-2 API plus the AMUDP_* and AMX_*
  * extensions) compile unchanged against ramp's include/ directory and link with
- * -lramp only.  Everything here is a macro or typedef over <am.h>, <ramp.h> and
- * <ramp_spmd.h>; the few AMUDP-only entry points without a ramp counterpart are small
- * C functions of libramp.so named ramp_amudp_* (declared at the end).  SPMD start-up
- * (AMUDP_SPMD*, AMX_SPMD*) is in <amudp_spmd.h>.
+ * -lramp only.  Link level: every AMUDP_* / AMX_* function and object that AMUDP
+ * 3.16's amudp.h and amudp_spmd.h declare (and GASNet's udp-conduit links against),
+ * and AMUDP's link names AM_Init_AMUDP_{DEBUG,NDEBUG} and
+ * AMUDP_SPMDStartup_AMUDP_{DEBUG,NDEBUG}, are real symbols of libramp.so (the list:
+ * c-tests/gasnet/amudp_symbols.txt, checked with nm -D), so an object compiled against
+ * AMUDP's own headers links with -lramp as long as it does not depend on the two
+ * layouts below.  SPMD start-up (AMUDP_SPMD*, AMX_SPMD*) is in <amudp_spmd.h>,
+ * AMUDP's limits in <amudp_const.h>.
  *
  * Differences from AMUDP (see the spec, "ramp's choices where AMUDP leaves room"):
+ *  - en_t is ramp's opaque 32-byte name (am.h), not AMUDP's 16-byte struct sockaddr_in:
+ *    it has no sin_family/sin_port/sin_addr members.  Recompile against ramp's headers
+ *    every object that declares an en_t, or passes or receives one
+ *    (AM_AllocateEndpoint, AM_Map, AM_MapAny, AM_GetTranslationName,
+ *    AM_GetSourceEndpoint, AMUDP_enEqual): an object built against AMUDP's headers
+ *    would pass 16 bytes where ramp reads 32.  Code that reads an en_t's sockaddr_in
+ *    fields does not compile against ramp (GASNet-EX's udp-conduit reads sin_addr for
+ *    its node map unless GASNET_USE_GETHOSTID=1; GASNet 1.x's does not).  Compare
+ *    names only with AMX_enEqual/AMUDP_enEqual; ramp_enToString prints one.
+ *  - amudp_stats_t has AMUDP 3.16's layout exactly (40 uint64_t, the same names and
+ *    order; c-tests/gasnet/stats.c checks offsets); its latencies are nanoseconds,
+ *    not CPU ticks.  ramp's own counters are in ramp_stats_t (ramp_GetEndpointStatistics).
  *  - Build mode: AMUDP insists that exactly one of AMUDP_DEBUG / AMUDP_NDEBUG ends up
- *    defined (derived from GASNET_DEBUG/AMX_DEBUG or GASNET_NDEBUG/AMX_NDEBUG).  This
- *    header accepts either mode, or none (then AMUDP_NDEBUG), and maps both to the one
- *    ramp library: AM_Init_AMUDP_{DEBUG,NDEBUG} and
- *    AMUDP_SPMDStartup_AMUDP_{DEBUG,NDEBUG} are macros for AM_Init and
- *    ramp_SPMDStartup.  Defining both modes is still an #error, and so is defining
- *    AMUDP_COEXIST_WITH_AM (ramp is one library: the AM-2 names cannot be renamed).
- *    AMUDP's "AMUDP_DEBUG with optimisation" #error is not kept: ramp behaves the same
- *    in both modes.
- *  - en_t is ramp's opaque 32-byte name, not a struct sockaddr_in: compare names only
- *    with AMX_enEqual/AMUDP_enEqual (as AMUDP programs already must).
+ *    defined (derived from GASNET_DEBUG/AMX_DEBUG or GASNET_NDEBUG/AMX_NDEBUG).  These
+ *    headers accept either mode, or none (then AMUDP_NDEBUG), and both modes' link
+ *    names are the one ramp library (AM_Init, ramp_SPMDStartup).  Defining both modes
+ *    is still an #error, and so is defining AMUDP_COEXIST_WITH_AM (ramp is one
+ *    library: the AM-2 names cannot be renamed).  AMUDP's "AMUDP_DEBUG with
+ *    optimisation" #error is not kept: ramp behaves the same in both modes.
  *  - AM_MaxMedium() is 65000, AM_MaxLong() is 1 MiB (AMUDP: 65000 on Linux).
- *  - amudp_stats_t is ramp_stats_t: AMUDP's fields in AMUDP's order, followed by
- *    ramp's own counters; the latencies are nanoseconds, not CPU ticks.
  *  - AMUDP_SetUDPInterface sets RAMP_INTERFACE, which ramp reads once, at the first
  *    AM_Init (AMX_SPMDStartup calls AM_Init): call it before that.
  *  - AMUDP_SPMDHandleControlTraffic has nothing to do (ramp services its control
@@ -56,10 +66,6 @@
   #define AMUDP_END_EXTERNC
   #define AMUDP_EXTERNC extern
 #endif
-
-/* Link names: both build modes call the one ramp entry point. */
-#define AM_Init_AMUDP_DEBUG  AM_Init
-#define AM_Init_AMUDP_NDEBUG AM_Init
 
 /* Always 0: every handler index is valid (handler_t is 8 bits). */
 #define AMUDP_BADHANDLERVAL(h) (0)
@@ -102,8 +108,29 @@ typedef enum {
   AM_NUM_BUNDLE_MODES = 2
 } amudp_bundle_mode_t;
 
-/* Per-endpoint statistics (AMUDP's fields first, in AMUDP's order; then ramp's). */
-typedef ramp_stats_t amudp_stats_t;
+/* Per-endpoint statistics: AMUDP 3.16's struct, field for field (40 uint64_t, 320
+ * bytes); the latencies are nanoseconds, not CPU ticks.  It is the first part of
+ * ramp_stats_t (ramp_GetEndpointStatistics also gives ramp's own counters). */
+typedef struct {
+  uint64_t RequestsSent[amudp_NumCategories];
+  uint64_t RepliesSent[amudp_NumCategories];
+  uint64_t RequestsRetransmitted[amudp_NumCategories];
+  uint64_t RepliesRetransmitted[amudp_NumCategories];
+  uint64_t RepliesSquashed[amudp_NumCategories];
+  uint64_t RequestsReceived[amudp_NumCategories];   /* includes retransmits */
+  uint64_t RepliesReceived[amudp_NumCategories];    /* includes retransmits */
+  uint64_t ReturnedMessages;
+  uint64_t OutOfOrderRequests;
+  uint64_t OutOfOrderReplies;
+  amx_tick_t RequestMinLatency;  /* nanoseconds, request sent -> reply received */
+  amx_tick_t RequestMaxLatency;
+  amx_tick_t RequestSumLatency;
+  uint64_t RequestDataBytesSent[amudp_NumCategories];  /* payload only */
+  uint64_t ReplyDataBytesSent[amudp_NumCategories];
+  uint64_t RequestTotalBytesSent[amudp_NumCategories]; /* payload + headers */
+  uint64_t ReplyTotalBytesSent[amudp_NumCategories];
+  uint64_t TotalBytesSent;                             /* bytes, all packets */
+} amudp_stats_t;
 
 /* Generic, unprototyped handler pointer (the type AM_SetHandler casts to). */
 typedef am_handler_fn_t amudp_handler_fn_t;
@@ -139,54 +166,95 @@ int ramp_amudp_SPMDHandleControlTraffic(int *controlMessagesServiced);
 #endif
 
 /* ------------------------------------------------------------------------------------
- * AMUDP names -> ramp names
+ * AMUDP's entry points: real symbols of libramp.so under AMUDP 3.16's link names (an
+ * object compiled against AMUDP's own headers links with -lramp); each is the ramp_*
+ * function or object of the same meaning (the same object for the knobs).
  * ---------------------------------------------------------------------------------- */
 
-/* Tuning knobs and diagnostics (real, assignable objects) */
-#define AMUDP_PoliteSync     ramp_PoliteSync
-#define AMUDP_VerboseErrors  ramp_VerboseErrors
-#define AMUDP_SilentMode     ramp_SilentMode
-#define AMUDP_ProcessLabel   ramp_ProcessLabel
-#define AMUDP_FatalErr       ramp_FatalErr
-#define AMUDP_SetUDPInterface         ramp_amudp_SetUDPInterface
-#define AMUDP_SetHandlerCallbacks     ramp_amudp_SetHandlerCallbacks
-#define AMUDP_SPMDHandleControlTraffic ramp_amudp_SPMDHandleControlTraffic
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-/* Statistics */
-#define AMUDP_GetEndpointStatistics   ramp_GetEndpointStatistics
-#define AMUDP_ResetEndpointStatistics ramp_ResetEndpointStatistics
-#define AMUDP_AggregateStatistics     ramp_AggregateStatistics
-#define AMUDP_DumpStatistics          ramp_DumpStatistics
-#define AMUDP_initial_stats           ramp_initial_stats
+/* AM_Init under AMUDP's link names (AMUDP's amudp.h defines AM_Init as one of them). */
+int AM_Init_AMUDP_DEBUG(void);
+int AM_Init_AMUDP_NDEBUG(void);
 
-/* Translation tags and message interrogation */
-#define AMUDP_SetTranslationTag ramp_SetTranslationTag
-#define AMUDP_GetSourceId       ramp_GetSourceId
+/* Tuning knobs and diagnostics: the objects ramp_PoliteSync, ramp_VerboseErrors,
+ * ramp_SilentMode, ramp_ProcessLabel themselves (also as AMX_*). */
+extern int AMUDP_PoliteSync;
+extern int AMUDP_VerboseErrors;
+extern int AMX_VerboseErrors;
+extern int AMUDP_SilentMode;
+extern int AMX_SilentMode;
+extern const char *AMUDP_ProcessLabel;
+extern const char *AMX_ProcessLabel;
+/* ramp_FatalErr, under both names. */
+#if defined(__GNUC__)
+__attribute__((__format__(__printf__, 1, 2), __noreturn__))
+#endif
+void AMUDP_FatalErr(const char *msg, ...);
+#if defined(__GNUC__)
+__attribute__((__format__(__printf__, 1, 2), __noreturn__))
+#endif
+void AMX_FatalErr(const char *msg, ...);
+int AMUDP_SetUDPInterface(uint32_t IPAddress);
+int AMUDP_SetHandlerCallbacks(ep_t ep, AMUDP_preHandlerCallback_t preHandlerCallback,
+                              AMUDP_postHandlerCallback_t postHandlerCallback);
+int AMUDP_SPMDHandleControlTraffic(int *controlMessagesServiced);
+
+/* Statistics, in amudp_stats_t (AMUDP's layout).  AMUDP_DumpStatistics formats like
+ * ramp_DumpStatistics (ramp's own counters shown as 0) into a static buffer reused by
+ * the next call. */
+int AMUDP_GetEndpointStatistics(ep_t ep, amudp_stats_t *stats);
+int AMUDP_ResetEndpointStatistics(ep_t ep);
+int AMUDP_AggregateStatistics(amudp_stats_t *runningsum, amudp_stats_t *newvalues);
+const char *AMUDP_DumpStatistics(void *fp, amudp_stats_t *stats, int globalAnalysis);
+/* Identity for AMUDP_AggregateStatistics: all 0 except RequestMinLatency = UINT64_MAX. */
+extern const amudp_stats_t AMUDP_initial_stats;
+
+/* Translation tags and message interrogation (ramp_SetTranslationTag, ...) */
+int AMUDP_SetTranslationTag(ep_t ea, int index, tag_t tag);
+int AMUDP_GetSourceId(void *token, int *srcid);
+int AMUDP_enEqual(en_t en1, en_t en2);
+
+/* Requests and replies: ramp_Request ... ramp_ReplyXferVA (what am.h's AM-2 macro
+ * families call). */
+int AMUDP_Request(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t handler,
+                  int numargs, ...);
+int AMUDP_RequestI(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t handler,
+                   void *source_addr, size_t nbytes, int numargs, ...);
+int AMUDP_RequestXfer(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t handler,
+                      void *source_addr, size_t nbytes, uintptr_t dest_offset, int async,
+                      int numargs, ...);
+int AMUDP_Reply(void *token, handler_t handler, int numargs, ...);
+int AMUDP_ReplyI(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                 int numargs, ...);
+int AMUDP_ReplyXfer(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                    uintptr_t dest_offset, int numargs, ...);
+int AMUDP_RequestVA(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t handler,
+                    int numargs, va_list argptr);
+int AMUDP_RequestIVA(ep_t request_endpoint, amudp_node_t reply_endpoint, handler_t handler,
+                     void *source_addr, size_t nbytes, int numargs, va_list argptr);
+int AMUDP_RequestXferVA(ep_t request_endpoint, amudp_node_t reply_endpoint,
+                        handler_t handler, void *source_addr, size_t nbytes,
+                        uintptr_t dest_offset, int async, int numargs, va_list argptr);
+int AMUDP_ReplyVA(void *token, handler_t handler, int numargs, va_list argptr);
+int AMUDP_ReplyIVA(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                   int numargs, va_list argptr);
+int AMUDP_ReplyXferVA(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                      uintptr_t dest_offset, int numargs, va_list argptr);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+/* ramp's token interrogation, under an AMUDP-style name (no AMUDP counterpart). */
 #define AMUDP_GetTokenInfo      ramp_GetTokenInfo
-#define AMUDP_enEqual           ramp_enEqual
-
-/* Requests and replies (the AM-2 macro families of am.h call the ramp_ names) */
-#define AMUDP_Request     ramp_Request
-#define AMUDP_RequestI    ramp_RequestI
-#define AMUDP_RequestXfer ramp_RequestXfer
-#define AMUDP_Reply       ramp_Reply
-#define AMUDP_ReplyI      ramp_ReplyI
-#define AMUDP_ReplyXfer   ramp_ReplyXfer
-#define AMUDP_RequestVA     ramp_RequestVA
-#define AMUDP_RequestIVA    ramp_RequestIVA
-#define AMUDP_RequestXferVA ramp_RequestXferVA
-#define AMUDP_ReplyVA       ramp_ReplyVA
-#define AMUDP_ReplyIVA      ramp_ReplyIVA
-#define AMUDP_ReplyXferVA   ramp_ReplyXferVA
 
 /* ------------------------------------------------------------------------------------
  * AMX names (the portable spelling used by GASNet's AMX test and application code)
  * ---------------------------------------------------------------------------------- */
 
-#define AMX_VerboseErrors         AMUDP_VerboseErrors
-#define AMX_SilentMode            AMUDP_SilentMode
-#define AMX_ProcessLabel          AMUDP_ProcessLabel
-#define AMX_FatalErr              AMUDP_FatalErr
 #define AMX_SetTranslationTag     AMUDP_SetTranslationTag
 #define AMX_GetEndpointStatistics AMUDP_GetEndpointStatistics
 #define AMX_ResetEndpointStatistics AMUDP_ResetEndpointStatistics

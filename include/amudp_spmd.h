@@ -13,7 +13,7 @@
  *  - AMUDP_SPMDSetProc is not supported: it only prints a warning (the rank comes from
  *    the launcher).
  *  - AMUDP_SPMDStartup_AMUDP_{DEBUG,NDEBUG} (AMUDP's link names) are both
- *    ramp_SPMDStartup.
+ *    ramp_SPMDStartup; the spawner function type takes AMUDP 3.16's extra_env.
  */
 #ifndef RAMP_AMUDP_SPMD_H
 #define RAMP_AMUDP_SPMD_H
@@ -32,6 +32,31 @@ typedef ramp_exitcallback_t amudp_exitcallback_t;
 /* { letter, description, spawner } entry of AMUDP_Spawnfn_Desc. */
 typedef ramp_spawnfn_desc_t amudp_spawnfn_desc_t;
 
+/* AMUDP's SPMD entry points: real symbols of libramp.so (each the ramp_SPMD* function
+ * or object of the same meaning; see <ramp_spmd.h> for what each does). */
+int AMUDP_SPMDStartup_AMUDP_DEBUG(int *argc, char ***argv, int nproc, int networkdepth,
+                                  amudp_spawnfn_t spawnfn, uint64_t *networkpid,
+                                  eb_t *eb, ep_t *ep);
+int AMUDP_SPMDStartup_AMUDP_NDEBUG(int *argc, char ***argv, int nproc, int networkdepth,
+                                   amudp_spawnfn_t spawnfn, uint64_t *networkpid,
+                                   eb_t *eb, ep_t *ep);
+int AMUDP_SPMDExit(int exitcode);
+int AMUDP_SPMDSetExitCallback(amudp_exitcallback_t fp);
+/* The object ramp_SPMDkillmyprocess itself. */
+extern void (*AMUDP_SPMDkillmyprocess)(int);
+int AMUDP_SPMDIsWorker(char **argv);
+int AMUDP_SPMDNumProcs(void);
+int AMUDP_SPMDMyProc(void);
+int AMUDP_SPMDBarrier(void);
+int AMUDP_SPMDAllGather(void *source, void *dest, size_t len);
+const char *AMUDP_SPMDgetenvMaster(const char *keyname);
+/* The spawners (pass them to AMUDP_SPMDStartup; never call them) and their table: the
+ * object ramp_Spawnfn_Desc itself. */
+int AMUDP_SPMDLocalSpawn(int nproc, int argc, char **argv, char **extra_env);
+int AMUDP_SPMDSshSpawn(int nproc, int argc, char **argv, char **extra_env);
+int AMUDP_SPMDCustomSpawn(int nproc, int argc, char **argv, char **extra_env);
+extern const amudp_spawnfn_desc_t AMUDP_Spawnfn_Desc[];
+
 /* Not supported by ramp (the rank comes from the launcher): prints a warning on stderr
  * and does nothing. */
 void ramp_amudp_SPMDSetProc(int rank);
@@ -40,27 +65,9 @@ void ramp_amudp_SPMDSetProc(int rank);
 } /* extern "C" */
 #endif
 
-/* ------------------------------------------------------------------------------------
- * AMUDP names -> ramp names
- * ---------------------------------------------------------------------------------- */
-
-#define AMUDP_Spawnfn_Desc           ramp_Spawnfn_Desc
-#define AMUDP_SPMDStartup            ramp_SPMDStartup
-#define AMUDP_SPMDStartup_AMUDP_DEBUG  ramp_SPMDStartup
-#define AMUDP_SPMDStartup_AMUDP_NDEBUG ramp_SPMDStartup
-#define AMUDP_SPMDExit               ramp_SPMDExit
-#define AMUDP_SPMDSetExitCallback    ramp_SPMDSetExitCallback
-#define AMUDP_SPMDIsWorker           ramp_SPMDIsWorker
-#define AMUDP_SPMDNumProcs           ramp_SPMDNumProcs
-#define AMUDP_SPMDMyProc             ramp_SPMDMyProc
-#define AMUDP_SPMDBarrier            ramp_SPMDBarrier
-#define AMUDP_SPMDAllGather          ramp_SPMDAllGather
-#define AMUDP_SPMDgetenvMaster       ramp_SPMDgetenvMaster
+/* AMUDP's spelling of the start-up call: the link name of the build mode. */
+#define AMUDP_SPMDStartup AMX_CONCAT(AMUDP_SPMDStartup_AMUDP, AMUDP_DEBUG_CONFIG)
 #define AMUDP_check_env_prefix       ramp_check_env_prefix
-#define AMUDP_SPMDLocalSpawn         ramp_SPMDLocalSpawn
-#define AMUDP_SPMDSshSpawn           ramp_SPMDSshSpawn
-#define AMUDP_SPMDCustomSpawn        ramp_SPMDCustomSpawn
-#define AMUDP_SPMDkillmyprocess      ramp_SPMDkillmyprocess
 #define AMUDP_SPMDSetProc            ramp_amudp_SPMDSetProc
 
 /* ------------------------------------------------------------------------------------

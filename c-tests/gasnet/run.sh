@@ -146,5 +146,36 @@ if selected env && build env; then
   done
 fi
 
+# ---- symbols --------------------------------------------------------------------------
+if selected symbols; then
+  log="$BUILD/gasnet.symbols.nm.log"
+  nm -D --defined-only "$LIB_DIR/libramp.so" >"$BUILD/gasnet.nm.txt" 2>"$log"
+  missing=0
+  while read -r kind name _; do
+    case "$kind" in ''|'#'*) continue ;; esac
+    got="$(awk -v n="$name" '$3 == n { print $2 }' "$BUILD/gasnet.nm.txt" | head -n 1)"
+    case "$kind:$got" in
+      T:T|D:D|D:B|D:R|D:V) ;;
+      *) echo "$name: want $kind, nm -D shows '${got:-nothing}'" >>"$log"; missing=$((missing + 1)) ;;
+    esac
+  done <"$SRC/amudp_symbols.txt"
+  n="$(grep -c '^[TD] ' "$SRC/amudp_symbols.txt")"
+  result $missing "symbols: nm -D libramp.so exports all $n names of amudp_symbols.txt with their kind" "$log"
+  # an object built with AMUDP's own declarations (no ramp header) links and runs
+  log="$BUILD/gasnet.symbols.build.log"
+  if "$CC" -std=c11 $WARN -o "$BUILD/gasnet.symbols" "$SRC/symbols.c" \
+       -L"$LIB_DIR" -lramp -Wl,-rpath,"$LIB_DIR" >"$log" 2>&1; then
+    for transport in shm udp; do
+      log="$BUILD/gasnet.symbols.$transport.log"
+      run symbols "$log" env RAMP_TRANSPORT=$transport SYMBOLS_PROBE=from-master "$BUILD/gasnet.symbols" 2
+      rc=$RC
+      [ $rc = 0 ] && [ "$(grep -c '^symbols: rank [01] ok$' "$log")" = 2 ] && ! grep -q "FAILED CHECK" "$log" || rc=1
+      result $rc "symbols: an object built against AMUDP's declarations links with -lramp and runs ($transport)" "$log"
+    done
+  else
+    result 1 "symbols: an object built against AMUDP's declarations links with -lramp" "$log"
+  fi
+fi
+
 echo "gasnet compat: $PASSED passed, $FAILED failed, $SKIPPED skipped"
 [ "$FAILED" -eq 0 ]

@@ -287,3 +287,188 @@ RAMP_SHIM_EXPORT RAMP_SHIM_CONST_EXTERN const ramp_spawnfn_desc_t ramp_Spawnfn_D
   {'C', "custom command", ramp_SPMDCustomSpawn},
   {'\0', NULL, NULL}
 };
+
+/* =======================================================================================
+ * AMUDP's link names (include/amudp.h, include/amudp_spmd.h): real symbols, so that an
+ * object compiled against AMUDP's own headers links with -lramp.  The knobs and the
+ * shim's own functions are aliases (the same object, the same code); the Rust-side
+ * functions get one-line forwarders.  Every name is listed in exports.txt and in
+ * c-tests/gasnet/amudp_symbols.txt (checked with nm -D).
+ * ===================================================================================== */
+#define RAMP_SHIM_ALIAS(target) __attribute__((alias(#target), visibility("default")))
+/* Data aliases are weak: a program that references two names of one object gets ONE copy
+ * of it (the linker copies a strong symbol's weak aliases together; two strong names at
+ * one address would become two copies, and writes through one name would not be seen
+ * through the other). */
+#define RAMP_SHIM_DATA_ALIAS(target) \
+  __attribute__((weak, alias(#target), visibility("default")))
+
+/* AMUDP 3.16 spells the knobs AMX_* (older releases AMUDP_*): both, one object each. */
+extern int AMUDP_PoliteSync RAMP_SHIM_DATA_ALIAS(ramp_PoliteSync);
+extern int AMUDP_VerboseErrors RAMP_SHIM_DATA_ALIAS(ramp_VerboseErrors);
+extern int AMX_VerboseErrors RAMP_SHIM_DATA_ALIAS(ramp_VerboseErrors);
+extern int AMUDP_SilentMode RAMP_SHIM_DATA_ALIAS(ramp_SilentMode);
+extern int AMX_SilentMode RAMP_SHIM_DATA_ALIAS(ramp_SilentMode);
+extern const char *AMUDP_ProcessLabel RAMP_SHIM_DATA_ALIAS(ramp_ProcessLabel);
+extern const char *AMX_ProcessLabel RAMP_SHIM_DATA_ALIAS(ramp_ProcessLabel);
+extern void (*AMUDP_SPMDkillmyprocess)(int) RAMP_SHIM_DATA_ALIAS(ramp_SPMDkillmyprocess);
+extern const amudp_spawnfn_desc_t
+  AMUDP_Spawnfn_Desc[sizeof ramp_Spawnfn_Desc / sizeof ramp_Spawnfn_Desc[0]]
+  RAMP_SHIM_DATA_ALIAS(ramp_Spawnfn_Desc);
+
+void AMUDP_FatalErr(const char *msg, ...) RAMP_SHIM_ALIAS(ramp_FatalErr);
+void AMX_FatalErr(const char *msg, ...) RAMP_SHIM_ALIAS(ramp_FatalErr);
+int AMUDP_SetUDPInterface(uint32_t IPAddress) RAMP_SHIM_ALIAS(ramp_amudp_SetUDPInterface);
+int AMUDP_SPMDHandleControlTraffic(int *controlMessagesServiced)
+  RAMP_SHIM_ALIAS(ramp_amudp_SPMDHandleControlTraffic);
+
+int AMUDP_Request(ep_t ep, amudp_node_t dest, handler_t handler, int numargs, ...)
+  RAMP_SHIM_ALIAS(ramp_Request);
+int AMUDP_RequestI(ep_t ep, amudp_node_t dest, handler_t handler, void *source_addr,
+                   size_t nbytes, int numargs, ...) RAMP_SHIM_ALIAS(ramp_RequestI);
+int AMUDP_RequestXfer(ep_t ep, amudp_node_t dest, handler_t handler, void *source_addr,
+                      size_t nbytes, uintptr_t dest_offset, int async, int numargs, ...)
+  RAMP_SHIM_ALIAS(ramp_RequestXfer);
+int AMUDP_Reply(void *token, handler_t handler, int numargs, ...) RAMP_SHIM_ALIAS(ramp_Reply);
+int AMUDP_ReplyI(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                 int numargs, ...) RAMP_SHIM_ALIAS(ramp_ReplyI);
+int AMUDP_ReplyXfer(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                    uintptr_t dest_offset, int numargs, ...) RAMP_SHIM_ALIAS(ramp_ReplyXfer);
+int AMUDP_RequestVA(ep_t ep, amudp_node_t dest, handler_t handler, int numargs,
+                    va_list argptr) RAMP_SHIM_ALIAS(ramp_RequestVA);
+int AMUDP_RequestIVA(ep_t ep, amudp_node_t dest, handler_t handler, void *source_addr,
+                     size_t nbytes, int numargs, va_list argptr) RAMP_SHIM_ALIAS(ramp_RequestIVA);
+int AMUDP_RequestXferVA(ep_t ep, amudp_node_t dest, handler_t handler, void *source_addr,
+                        size_t nbytes, uintptr_t dest_offset, int async, int numargs,
+                        va_list argptr) RAMP_SHIM_ALIAS(ramp_RequestXferVA);
+int AMUDP_ReplyVA(void *token, handler_t handler, int numargs, va_list argptr)
+  RAMP_SHIM_ALIAS(ramp_ReplyVA);
+int AMUDP_ReplyIVA(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                   int numargs, va_list argptr) RAMP_SHIM_ALIAS(ramp_ReplyIVA);
+int AMUDP_ReplyXferVA(void *token, handler_t handler, void *source_addr, size_t nbytes,
+                      uintptr_t dest_offset, int numargs, va_list argptr)
+  RAMP_SHIM_ALIAS(ramp_ReplyXferVA);
+
+/* Forwarders to the Rust-side functions. */
+RAMP_SHIM_EXPORT int AM_Init_AMUDP_DEBUG(void) { return AM_Init(); }
+RAMP_SHIM_EXPORT int AM_Init_AMUDP_NDEBUG(void) { return AM_Init(); }
+RAMP_SHIM_EXPORT int AMUDP_SetHandlerCallbacks(ep_t ep, AMUDP_preHandlerCallback_t pre,
+                                               AMUDP_postHandlerCallback_t post)
+{
+  return ramp_amudp_SetHandlerCallbacks(ep, pre, post);
+}
+RAMP_SHIM_EXPORT int AMUDP_SetTranslationTag(ep_t ea, int index, tag_t tag)
+{
+  return ramp_SetTranslationTag(ea, index, tag);
+}
+RAMP_SHIM_EXPORT int AMUDP_GetSourceId(void *token, int *srcid)
+{
+  return ramp_GetSourceId(token, srcid);
+}
+RAMP_SHIM_EXPORT int AMUDP_enEqual(en_t en1, en_t en2) { return ramp_enEqual(en1, en2); }
+RAMP_SHIM_EXPORT int AMUDP_SPMDStartup_AMUDP_DEBUG(int *argc, char ***argv, int nproc,
+                                                   int networkdepth, amudp_spawnfn_t spawnfn,
+                                                   uint64_t *networkpid, eb_t *eb, ep_t *ep)
+{
+  return ramp_SPMDStartup(argc, argv, nproc, networkdepth, spawnfn, networkpid, eb, ep);
+}
+RAMP_SHIM_EXPORT int AMUDP_SPMDStartup_AMUDP_NDEBUG(int *argc, char ***argv, int nproc,
+                                                    int networkdepth, amudp_spawnfn_t spawnfn,
+                                                    uint64_t *networkpid, eb_t *eb, ep_t *ep)
+{
+  return ramp_SPMDStartup(argc, argv, nproc, networkdepth, spawnfn, networkpid, eb, ep);
+}
+RAMP_SHIM_EXPORT int AMUDP_SPMDExit(int exitcode) { return ramp_SPMDExit(exitcode); }
+RAMP_SHIM_EXPORT int AMUDP_SPMDSetExitCallback(amudp_exitcallback_t fp)
+{
+  return ramp_SPMDSetExitCallback(fp);
+}
+RAMP_SHIM_EXPORT int AMUDP_SPMDIsWorker(char **argv) { return ramp_SPMDIsWorker(argv); }
+RAMP_SHIM_EXPORT int AMUDP_SPMDNumProcs(void) { return ramp_SPMDNumProcs(); }
+RAMP_SHIM_EXPORT int AMUDP_SPMDMyProc(void) { return ramp_SPMDMyProc(); }
+RAMP_SHIM_EXPORT int AMUDP_SPMDBarrier(void) { return ramp_SPMDBarrier(); }
+RAMP_SHIM_EXPORT int AMUDP_SPMDAllGather(void *source, void *dest, size_t len)
+{
+  return ramp_SPMDAllGather(source, dest, len);
+}
+RAMP_SHIM_EXPORT const char *AMUDP_SPMDgetenvMaster(const char *keyname)
+{
+  return ramp_SPMDgetenvMaster(keyname);
+}
+/* The spawners must be the very functions of ramp_Spawnfn_Desc (ramp_SPMDStartup
+ * recognises them by address): aliases would be, but these live in Rust, so the
+ * forwarders are recognised by address too (src/ffi/spmd.rs). */
+RAMP_SHIM_EXPORT int AMUDP_SPMDLocalSpawn(int nproc, int argc, char **argv, char **extra_env)
+{
+  return ramp_SPMDLocalSpawn(nproc, argc, argv, extra_env);
+}
+RAMP_SHIM_EXPORT int AMUDP_SPMDSshSpawn(int nproc, int argc, char **argv, char **extra_env)
+{
+  return ramp_SPMDSshSpawn(nproc, argc, argv, extra_env);
+}
+RAMP_SHIM_EXPORT int AMUDP_SPMDCustomSpawn(int nproc, int argc, char **argv, char **extra_env)
+{
+  return ramp_SPMDCustomSpawn(nproc, argc, argv, extra_env);
+}
+
+/* ---- statistics in AMUDP's layout: amudp_stats_t is the first part of ramp_stats_t -- */
+#ifdef __cplusplus
+#define RAMP_SHIM_STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#define RAMP_SHIM_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+RAMP_SHIM_STATIC_ASSERT(sizeof(amudp_stats_t) == 40 * sizeof(uint64_t), "amudp_stats_t");
+RAMP_SHIM_STATIC_ASSERT(offsetof(ramp_stats_t, RequestLatencySamples) == sizeof(amudp_stats_t),
+                        "amudp_stats_t is ramp_stats_t's first part");
+RAMP_SHIM_STATIC_ASSERT(offsetof(ramp_stats_t, TotalBytesSent) ==
+                        offsetof(amudp_stats_t, TotalBytesSent), "TotalBytesSent");
+RAMP_SHIM_STATIC_ASSERT(offsetof(ramp_stats_t, RequestMinLatency) ==
+                        offsetof(amudp_stats_t, RequestMinLatency), "RequestMinLatency");
+
+RAMP_SHIM_EXPORT RAMP_SHIM_CONST_EXTERN const amudp_stats_t AMUDP_initial_stats = {
+  {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0},
+  0, 0, 0, UINT64_MAX, 0, 0,
+  {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, 0
+};
+
+/* ramp_stats_t with `s` as its AMUDP part and ramp's part as ramp_initial_stats. */
+static ramp_stats_t ramp_shim_widen(const amudp_stats_t *s)
+{
+  ramp_stats_t r = ramp_initial_stats;
+  memcpy(&r, s, sizeof *s);
+  return r;
+}
+
+RAMP_SHIM_EXPORT int AMUDP_GetEndpointStatistics(ep_t ep, amudp_stats_t *stats)
+{
+  ramp_stats_t r;
+  int rc;
+  if (!stats) return AM_ERR_BAD_ARG;
+  rc = ramp_GetEndpointStatistics(ep, &r);
+  if (rc == AM_OK) memcpy(stats, &r, sizeof *stats);
+  return rc;
+}
+RAMP_SHIM_EXPORT int AMUDP_ResetEndpointStatistics(ep_t ep)
+{
+  return ramp_ResetEndpointStatistics(ep);
+}
+RAMP_SHIM_EXPORT int AMUDP_AggregateStatistics(amudp_stats_t *runningsum,
+                                               amudp_stats_t *newvalues)
+{
+  ramp_stats_t sum, add;
+  int rc;
+  if (!runningsum || !newvalues) return AM_ERR_BAD_ARG;
+  sum = ramp_shim_widen(runningsum);
+  add = ramp_shim_widen(newvalues);
+  rc = ramp_AggregateStatistics(&sum, &add);
+  if (rc == AM_OK) memcpy(runningsum, &sum, sizeof *runningsum);
+  return rc;
+}
+RAMP_SHIM_EXPORT const char *AMUDP_DumpStatistics(void *fp, amudp_stats_t *stats,
+                                                  int globalAnalysis)
+{
+  ramp_stats_t r;
+  if (!stats) return NULL;
+  r = ramp_shim_widen(stats);
+  return ramp_DumpStatistics(fp, &r, globalAnalysis);
+}
