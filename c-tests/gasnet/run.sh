@@ -177,5 +177,16 @@ if selected symbols; then
   fi
 fi
 
+# ---- stats ----------------------------------------------------------------------------
+if selected stats && build stats; then
+  for transport in shm udp; do
+    log="$BUILD/gasnet.stats.$transport.log"
+    run stats "$log" env RAMP_TRANSPORT=$transport "$BUILD/gasnet.stats" 2
+    rc=$RC
+    [ $rc = 0 ] && grep -q '^stats: ok$' "$log" && ! grep -q "FAILED CHECK" "$log" || rc=1
+    result $rc "stats: requests sent = received, replies sent (automatic as short) = received = requests ($transport)" "$log"
+  done
+fi
+
 echo "gasnet compat: $PASSED passed, $FAILED failed, $SKIPPED skipped"
 [ "$FAILED" -eq 0 ]

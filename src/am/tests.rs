@@ -303,3 +303,47 @@ fn unmapping_the_last_entry_of_an_address_frees_its_protocol_state() {
     e0.unmap(2).unwrap();
     assert_eq!(peers(&e0), 0, "the last entry's unmap frees the peer");
 }
+
+/// A request whose handler does not reply gets its automatic reply, which
+/// counts as a short reply sent and received, as AMUDP counts it (GASNet's
+/// statistics compare replies with requests): every request one reply.
+#[test]
+fn automatic_replies_count_as_short_replies() {
+    let w = World::seeded(3);
+    let (n0, n1) = pair(&w, &cfg(), 4);
+    let (e0, e1) = (&n0.ep, &n1.ep);
+    e1.set_handler(10, handler(|_| {}));
+    e1.set_handler(
+        12,
+        handler(|h| super::reply(h.token, &Message::medium(11, &[], &[1u8; 10])).unwrap()),
+    );
+    let replies = Arc::new(AtomicU64::new(0));
+    let r = replies.clone();
+    e0.set_handler(
+        11,
+        handler(move |_| {
+            r.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    for _ in 0..3 {
+        e0.request(1, &Message::short(10, &[]), false).unwrap();
+        e0.request(1, &Message::medium(10, &[], &[2u8; 20]), false)
+            .unwrap();
+        e0.request(1, &Message::short(12, &[]), false).unwrap();
+    }
+    assert!(
+        w.run_until(100 * MILLIS, || {
+            replies.load(Ordering::SeqCst) == 3 && e0.unanswered_requests() == 0
+        }),
+        "three replies and six automatic replies"
+    );
+    let (s0, s1) = (e0.statistics(), e1.statistics());
+    assert_eq!(s0.requests_sent, [6, 3, 0]);
+    assert_eq!(s1.requests_received, [6, 3, 0]);
+    assert_eq!(
+        s1.replies_sent,
+        [6, 3, 0],
+        "the six automatic ones as short"
+    );
+    assert_eq!(s0.replies_received, [6, 3, 0]);
+}

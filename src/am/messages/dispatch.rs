@@ -155,6 +155,9 @@ impl EpState {
         replied: bool,
     ) {
         if !replied {
+            // counted as a short reply sent, as AMUDP counts its automatic
+            // replies (GASNet's statistics compare the two)
+            self.stats.replies_sent[Category::Short.index()] += 1;
             if express {
                 self.owe_auto_reply(now, to, txn);
             } else {
@@ -253,12 +256,11 @@ impl EpState {
                             // An express one answers more requests, one per
                             // argument (checked: `ExpressState::check`).
                             let more = if meta.express { meta.nargs as usize } else { 0 };
+                            // Each answer counts as a short reply received,
+                            // as AMUDP counts automatic replies.
                             for i in 0..=more {
                                 let txn = if i == 0 { meta.txn } else { meta.args[i - 1] };
-                                self.complete_from(from, txn, now);
-                                if self.txn.any() {
-                                    self.txn_replied(from, txn, now);
-                                }
+                                self.reply_arrived(from, txn, Category::Short.index(), now);
                             }
                             return None;
                         }
