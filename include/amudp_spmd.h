@@ -7,7 +7,19 @@
  * (the letter may be left out when SPAWNFN is set); the job may also be started by
  * ramp-run or by a PMI launcher (mpiexec, srun --mpi=pmi2), see <ramp_spmd.h>.
  *
+ * Exits, as AMUDP's: when a rank calls AMUDP_SPMDExit(code) with code != 0 the job exits
+ * with code, and every other rank ends at once, whatever it is doing (a thread of each
+ * rank watches the launcher's connection): its exit callback runs with 0, then
+ * AMUDP_SPMDkillmyprocess; no signal, no message.  A rank that dies without
+ * AMUDP_SPMDExit (a signal, a crash, a non-zero exit) ends the job with 255 in the
+ * master form (AMUDP's -1), the other ranks likewise (exit callback with 255).
+ *
  * Differences from AMUDP:
+ *  - After AMUDP_SPMDExit(0) on one rank, the others get 5 s to finish on their own
+ *    before they are ended that way (AMUDP ends them at once).  Under ramp-run, a rank
+ *    that dies makes the job exit with the rank's code, or 128 + the signal's number.
+ *  - A rank that does not end within 2 s of the order (its watcher thread cannot run)
+ *    gets SIGTERM, then SIGKILL.
  *  - The 'S' (ssh) spawner is not supported by ramp (it fails); use 'L' or 'C', ramp-run
  *    or a PMI launcher.
  *  - AMUDP_SPMDSetProc is not supported: it only prints a warning (the rank comes from

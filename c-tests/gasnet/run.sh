@@ -188,5 +188,38 @@ if selected stats && build stats; then
   done
 fi
 
+# ---- exit -----------------------------------------------------------------------------
+if selected exit && build exit; then
+  # exit_case LAUNCHER MODE WANT_CODE WANT_CALLBACK_CODE
+  exit_case() {
+    local launcher="$1" mode="$2" want="$3" cb="$4" log rc
+    log="$BUILD/gasnet.exit.$launcher.$mode.log"
+    if [ "$launcher" = master ]; then
+      run exit "$log" "$BUILD/gasnet.exit" 3 "$mode"
+    else
+      run exit "$log" "$LIB_DIR/ramp-run" -n 3 "$BUILD/gasnet.exit" "$mode"
+    fi
+    rc=1
+    if [ "$RC" = "$want" ] && grep -q "^exit: rank 0 callback $cb\$" "$log" &&
+       grep -q "^exit: rank 2 callback $cb\$" "$log" &&
+       { [ "$mode" = code ] && grep -q "^exit: rank 1 callback 7\$" "$log" || ! grep -q "^exit: rank 1 callback" "$log"; } &&
+       ! grep -qi "SIGTERM\|signal 15" "$log"; then
+      rc=0
+    else
+      echo "gasnet/run.sh: exit code $RC (want $want); want both other ranks' callbacks with $cb, no SIGTERM" >>"$log"
+    fi
+    result $rc "exit: $launcher, rank 1 $mode: job exits $want, the others end quietly (callback $cb)" "$log"
+  }
+  exit_case master code 7 0
+  exit_case master segv 255 255
+  exit_case master kill 255 255
+  if [ -x "$LIB_DIR/ramp-run" ]; then
+    exit_case ramp-run code 7 0
+    exit_case ramp-run segv 139 139
+  else
+    skipped "exit: ramp-run" "$LIB_DIR/ramp-run not built"
+  fi
+fi
+
 echo "gasnet compat: $PASSED passed, $FAILED failed, $SKIPPED skipped"
 [ "$FAILED" -eq 0 ]

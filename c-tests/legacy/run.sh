@@ -20,7 +20,7 @@
 # AMX_SPMDExit(3) must make the launcher exit with 3 (every launcher; under srun no task
 # may be reported killed: the others exit by themselves), with rank 1 calling AMX_FatalErr
 # (abort) or raising SIGKILL the launcher must exit non-zero (128+9 = 137 for a SIGKILL
-# under ramp-run, the master form and srun -K).  srun gets -K (--kill-on-bad-exit): without
+# under ramp-run and srun -K; 255, AMUDP's code for a lost rank, under the master form).  srun gets -K (--kill-on-bad-exit): without
 # it Slurm never tells the other tasks that one died, and they wait for it.
 #
 # A run passes when it exits 0 within RUN_LIMIT (300 s: a watchdog for a hang, not a speed test), its log has no "FAILED CHECK" / "FATAL ERROR",
@@ -379,7 +379,7 @@ if [ $NEGATIVE -eq 1 ] && [[ " $BUILT " == *" testreduce "* ]]; then
         kill)  label="negative: testreduce $launcher N=4, rank 1 raises SIGKILL"
                # srun -K: 128 + the highest signal of any task (the survivors' SIGTERM
                # when Slurm kills them: 143)
-               case "$launcher" in ramp-run|master) want=137 ;; srun-*) want="137 143" ;; *) want=nonzero ;; esac ;;
+               case "$launcher" in ramp-run) want=137 ;; master) want=255 ;; srun-*) want="137 143" ;; *) want=nonzero ;; esac ;;
         kill-noK) label="negative: testreduce $launcher without -K N=4, rank 1 raises SIGKILL"
                # the survivors find the death (src/spmd/notice.rs: probes in collectives,
                # RAMP_PEER_TIMEOUT_MS) and end with 137; pmix: Slurm cancels the step

@@ -46,4 +46,15 @@ pub trait Bootstrap: Send {
     fn depth(&self) -> Option<u32> {
         None
     }
+    /// The descriptor on which the launcher may order this process to end
+    /// outside a collective (ramp's local launcher: its control
+    /// connection), watched by a thread of the job (`spmd::watch_ends`).
+    fn control_fd(&self) -> Option<RawFd> {
+        None
+    }
+    /// Outside a collective, with `control_fd` readable: the code the
+    /// launcher ordered this process to end with, if that is what arrived.
+    fn end_ordered(&mut self) -> Option<i32> {
+        None
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::io::{self, ErrorKind};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
 use super::bootstrap::{Bootstrap, Progress};
@@ -216,5 +216,32 @@ impl Bootstrap for LocalWorker {
 
     fn depth(&self) -> Option<u32> {
         Some(self.depth)
+    }
+
+    fn control_fd(&self) -> Option<RawFd> {
+        Some(self.stream.as_raw_fd())
+    }
+
+    /// Outside a collective the master sends nothing but Kill; the master
+    /// gone (end of stream, or an error) ends this process too (with 1),
+    /// as the job is over.
+    fn end_ordered(&mut self) -> Option<i32> {
+        let _ = self.stream.set_nonblocking(true);
+        let open = self.reader.fill(&mut self.stream).unwrap_or(false);
+        match self.reader.next() {
+            Ok(Some((Kind::Kill, p))) => Some(u32_at(&p, 0).unwrap_or(0) as i32),
+            Ok(Some((k, _))) => {
+                eprintln!(
+                    "ramp: rank {}: unexpected {k:?} frame from the master; ignored",
+                    self.rank
+                );
+                None
+            }
+            Ok(None) if open => None,
+            _ => {
+                eprintln!("ramp: rank {}: the job's master is gone; ending", self.rank);
+                Some(1)
+            }
+        }
     }
 }

@@ -48,6 +48,11 @@ pub struct JobSpec {
     pub wrap: Option<Vec<String>>,
     /// Variables added to every worker's environment.
     pub extra_env: Vec<(String, String)>,
+    /// The job's exit code when a rank dies without SPMDExit (killed by a
+    /// signal, or a non-zero exit): None, ramp-run's rule (the rank's code,
+    /// 128 + signal); Some(255) in the AMUDP master form, as AMUDP's master
+    /// exits with -1 when it loses a worker.
+    pub lost_rank_code: Option<i32>,
 }
 
 impl JobSpec {
@@ -68,6 +73,7 @@ impl JobSpec {
             master_ip: None,
             wrap: None,
             extra_env: Vec::new(),
+            lost_rank_code: None,
         }
     }
 }
@@ -159,6 +165,7 @@ struct Master {
     token: [u8; crate::config::SPMD_TOKEN_LEN],
     env: Vec<u8>,
     job_code: Option<i32>,
+    lost_rank_code: Option<i32>,
     /// When the job ends by Kill frames / signals.
     stopping: Option<(Instant, u8)>,
     exit_grace_until: Option<Instant>,
@@ -279,6 +286,7 @@ impl Master {
             token,
             env: env_blob(),
             job_code: None,
+            lost_rank_code: spec.lost_rank_code,
             stopping: None,
             exit_grace_until: None,
             pending: HashMap::new(),
@@ -392,7 +400,9 @@ impl Master {
                 "ramp: rank {rank} (pid {pid}) {}{why}; stopping the job ({running} other process(es) still running)",
                 describe(&st)
             );
-            let code = *self.job_code.get_or_insert(code_of(&st).max(1));
+            let code = *self
+                .job_code
+                .get_or_insert(self.lost_rank_code.unwrap_or(code_of(&st).max(1)));
             // the survivors' exit callbacks learn that the job failed
             self.stop_all(code);
         }

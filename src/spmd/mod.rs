@@ -33,6 +33,7 @@ mod frame;
 pub mod fuzz;
 mod local;
 pub(crate) mod master;
+mod master_form;
 mod names;
 mod notice;
 #[cfg(feature = "testing")]
@@ -53,6 +54,7 @@ use parking_lot::Mutex;
 
 pub use bootstrap::{Bootstrap, Progress};
 pub use master::{run_job, JobSpec};
+pub use master_form::run_master_form;
 pub use names::{
     lookup as name_lookup, publish as name_publish, service_owner, valid_service, MAX_SERVICE,
 };
@@ -272,13 +274,51 @@ pub fn start_worker(
     ep.set_expected_resources(size as i32, depth as i32)?;
     RANK.store(rank as i64, Ordering::Relaxed);
     SIZE.store(size as i64, Ordering::Relaxed);
+    let watched = boot.control_fd();
     *JOB.lock() = Some(Job {
         boot,
         bundle: bundle.clone(),
         endpoint: ep.clone(),
         network_pid: net_pid,
     });
+    if let Some(fd) = watched {
+        watch_ends(fd);
+    }
     Ok((bundle, ep, net_pid))
+}
+
+/// A thread that ends this process as soon as the launcher orders it
+/// (another rank exited with a code, or died), whatever the main thread is
+/// doing: the exit callback runs and the process ends through the kill
+/// hook with the launcher's code, with no signal and no message, as an
+/// AMUDP rank ends when another calls exit. Inside a collective the order
+/// is the collective's to read (`collective`); the thread waits for it to
+/// finish.
+fn watch_ends(fd: RawFd) {
+    let spawned = std::thread::Builder::new()
+        .name("ramp-spmd-watch".into())
+        .spawn(move || loop {
+            if !crate::sys::poll_fds(&[fd], -1)[0] {
+                continue;
+            }
+            let code = {
+                let Some(mut g) = JOB.try_lock() else {
+                    // a collective reads the connection now
+                    crate::clock::Clock::Real.sleep(5 * crate::time::MILLIS);
+                    continue;
+                };
+                match g.as_mut() {
+                    Some(job) => job.boot.end_ordered(),
+                    None => return,
+                }
+            };
+            if let Some(code) = code {
+                end_with(code, false);
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("ramp: cannot start the SPMD watcher thread ({e}): other ranks' exits reach this one only in its SPMD calls");
+    }
 }
 
 /// `N` random bytes (`sys::random`): the launchers' secrets (job keys, the
@@ -328,14 +368,29 @@ pub fn job_endpoint() -> Option<(Arc<Bundle>, Arc<Endpoint>, u64)> {
 fn collective<T>(
     f: impl FnOnce(&mut dyn Bootstrap, &mut Progress<'_>) -> io::Result<T>,
 ) -> Result<T> {
-    let mut guard = JOB.try_lock().ok_or(Error::Resource(
-        "an SPMD collective is already running (inside a handler?)",
-    ))?;
+    // (the watcher thread holds the lock for a moment when the connection
+    // is readable; a collective of this thread, from a handler, holds it
+    // for good)
+    let mut guard = JOB
+        .try_lock_for(std::time::Duration::from_millis(500))
+        .ok_or(Error::Resource(
+            "an SPMD collective is already running (inside a handler?)",
+        ))?;
     let job = guard.as_mut().ok_or(Error::NotInit(NOT_STARTED))?;
     let bundle = job.bundle.clone();
     let r = f(job.boot.as_mut(), &mut |fd| progress_on(&bundle, fd));
     match r {
-        Ok(v) => Ok(v),
+        Ok(v) => {
+            // an order to end that came right behind the collective's answer
+            // was read with it: the watcher thread cannot see it
+            if job.boot.control_fd().is_some() {
+                if let Some(code) = job.boot.end_ordered() {
+                    drop(guard);
+                    end_process(code);
+                }
+            }
+            Ok(v)
+        }
         Err(e) => {
             if let Some(code) = job.boot.take_kill() {
                 drop(guard);
@@ -424,8 +479,21 @@ pub fn set_kill_hook(k: Option<ExitHook>) {
 /// Ends this process with `code`: the exit callback, the AM layer, then the
 /// kill hook (default: exit).
 pub fn end_process(code: i32) -> ! {
+    end_with(code, true)
+}
+
+/// Ends this process with `code`: the exit callback, the job's bundle
+/// freed when `free` (not from the watcher thread: the application's
+/// thread may be inside it), then the kill hook (default: exit).
+fn end_with(code: i32, free: bool) -> ! {
     if let Some(cb) = EXIT_CALLBACK.lock().take() {
         cb(code);
+    }
+    if !free {
+        if let Some(k) = KILL.lock().take() {
+            k(code);
+        }
+        std::process::exit(code)
     }
     // the job's bundle freed: its progress thread stops
     let job_bundle = JOB
@@ -462,84 +530,4 @@ pub fn abort(code: i32, msg: &str) -> ! {
         j.boot.abort(code, msg);
     }
     end_process(code)
-}
-
-/// The AMUDP master form: `prog N [L] args` — takes N (when `nproc` is 0)
-/// and the spawner letter out of `args`, runs the job, exits with its code.
-pub fn run_master_form(
-    args: &mut Vec<String>,
-    nproc: usize,
-    depth: u32,
-    letter: Option<char>,
-) -> ! {
-    // read afresh: the program may have set variables since the library
-    // first looked (GASNet sets GASNET_SPAWNFN and GASNET_MASTERIP after
-    // asking AMUDP_SPMDIsWorker)
-    let cfg = match crate::config::Config::from_env() {
-        Ok(c) => c.spmd,
-        Err(errs) => {
-            eprintln!("ramp: bad configuration:");
-            for e in errs {
-                eprintln!("  {e}");
-            }
-            std::process::exit(1);
-        }
-    };
-    let prog = std::env::current_exe()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| args.first().cloned().unwrap_or_default());
-    let mut n = nproc;
-    if n == 0 {
-        let parsed = args
-            .get(1)
-            .and_then(|a| a.parse::<usize>().ok())
-            .filter(|&v| v >= 1);
-        match parsed {
-            Some(v) => {
-                n = v;
-                args.remove(1);
-            }
-            None => {
-                eprintln!(
-                    "usage: {} <numprocs> [L] <program args...>\n  (or start it with ramp-run -n N, mpiexec -n N, or srun --mpi=pmi2)",
-                    args.first().map_or("prog", |s| s.as_str())
-                );
-                std::process::exit(1);
-            }
-        }
-    }
-    let mut letter = letter;
-    if letter.is_none() {
-        if let Some(a) = args.get(1) {
-            if a.len() == 1 && a.chars().next().is_some_and(|c| "LSClsc".contains(c)) {
-                letter = a.chars().next();
-                args.remove(1);
-            }
-        }
-    }
-    let letter = letter.or(cfg.spawnfn).unwrap_or('L').to_ascii_uppercase();
-    if letter != 'L' {
-        eprintln!(
-            "ramp: spawner '{letter}' is not supported; use L (local fork/exec), or start the job with mpiexec / srun --mpi=pmi2"
-        );
-        std::process::exit(1);
-    }
-    let mut spec = JobSpec::new(n, prog, args[1..].to_vec());
-    spec.depth = if depth > 0 {
-        depth
-    } else {
-        cfg.network_depth.unwrap_or(DEFAULT_DEPTH)
-    };
-    spec.label_output = cfg.label_output;
-    spec.route_output = cfg.route_output;
-    spec.master_ip = cfg.master_ip;
-    if cfg.verbose_env {
-        eprintln!(
-            "ramp: master: starting {n} worker(s) with spawner '{letter}': {} {}; they reach the master at {}",
-            spec.program,
-            spec.args.join(" "),
-            spec.master_ip.map_or("127.0.0.1".into(), |a| a.to_string())
-        );
-    }
-    std::process::exit(run_job(&spec))
 }
