@@ -652,6 +652,12 @@ int ramp_SPMDStartup(int *argc,
                      eb_t *eb,
                      ep_t *ep);
 
+extern int AMUDP_SPMDLocalSpawn(int n, int argc, char **argv, char **env);
+
+extern int AMUDP_SPMDSshSpawn(int n, int argc, char **argv, char **env);
+
+extern int AMUDP_SPMDCustomSpawn(int n, int argc, char **argv, char **env);
+
 int ramp_SPMDExit(int exitcode);
 
 int ramp_SPMDSetExitCallback(ramp_exitcallback_t fp);

@@ -3,7 +3,7 @@
  *
  * Maps the AMUDP_SPMD* and AMX_SPMD* job-control names onto <ramp_spmd.h>; includes
  * <amudp.h>.  Command line of a program using AMX_SPMDStartup, as with AMUDP:
- *     prog <nproc> [<spawner letter>] <program args...>     e.g.  ./testping 2 L 1000
+ *     prog <nproc> [L|S|C] <program args...>     e.g.  ./testping 2 L 1000
  * (the letter may be left out when SPAWNFN is set); the job may also be started by
  * ramp-run or by a PMI launcher (mpiexec, srun --mpi=pmi2), see <ramp_spmd.h>.
  *
@@ -20,8 +20,13 @@
  *    that dies makes the job exit with the rank's code, or 128 + the signal's number.
  *  - A rank that does not end within 2 s of the order (its watcher thread cannot run)
  *    gets SIGTERM, then SIGKILL.
- *  - The 'S' (ssh) spawner is not supported by ramp (it fails); use 'L' or 'C', ramp-run
- *    or a PMI launcher.
+ *  - Spawners: 'L' (the default when none is given; AMUDP's is 'S'), 'S' and 'C' with
+ *    AMUDP's settings under GASNET_ / AMUDP_ names (README: "AMUDP and GASNet names"),
+ *    or the program's own spawn function, which the master calls with the workers'
+ *    argv and extra_env.  'S' gives OpenSSH -o StrictHostKeyChecking=no -o BatchMode=yes
+ *    and sends the job's secrets on the ssh client's standard input; 'C' puts them in
+ *    %C (visible on the custom command's command line).  Workers that 'C' or a spawn
+ *    function start get their ranks in the order they connect.
  *  - AMUDP_SPMDSetProc is not supported: it only prints a warning (the rank comes from
  *    the launcher).
  *  - AMUDP_SPMDStartup_AMUDP_{DEBUG,NDEBUG} (AMUDP's link names) are both

@@ -8,8 +8,8 @@
  *   2. ramp's local launcher (`ramp-run -n N prog args`, or the AMUDP form
  *      `./prog N L args`): RAMP_SPMD_MASTER, RAMP_SPMD_RANK, RAMP_SPMD_SIZE -> a worker.
  *   3. Otherwise -> the master: nproc from argv[1] (removed), optional spawner letter
- *      argv[2] (removed); it starts N workers, serves them and never returns (it exits
- *      with the job's exit code).
+ *      argv[2] (L, S or C; removed); it starts N workers, serves them and never returns
+ *      (it exits with the job's exit code).
  * The AMUDP names (AMUDP_SPMD*, AMX_SPMD*) are provided by <amudp_spmd.h>.
  *
  * Every function returns an AM_* code unless noted.  After an internal error (a panic
@@ -41,8 +41,9 @@ typedef void (*ramp_exitcallback_t)(int);
 /* One entry of ramp_Spawnfn_Desc: spawner letter, description, function. */
 typedef struct { char abbrev; const char *desc; ramp_spawnfn_t fnptr; } ramp_spawnfn_desc_t;
 
-/* The spawners, in order 'S' ssh (unsupported: returns 0), 'L' local fork/exec,
- * 'C' custom command; terminated by an entry with abbrev '\0' (C shim data). */
+/* The spawners, in AMUDP's order: 'S' ssh, 'L' local fork/exec, 'C' custom command
+ * (settings: README, "AMUDP and GASNet names"); terminated by an entry with abbrev
+ * '\0' (C shim data). */
 extern const ramp_spawnfn_desc_t ramp_Spawnfn_Desc[];
 
 /* ------------------------------------------------------------------------------------
@@ -83,7 +84,11 @@ const char *ramp_SPMDgetenvMaster(const char *keyname);
  * prefix, or NULL. */
 const char *ramp_check_env_prefix(const char *prefix);
 
-/* Spawners: pass them to ramp_SPMDStartup, never call them directly. */
+/* Spawners: pass them to ramp_SPMDStartup, never call them directly.  Any other
+ * function passed is the program's own: the master calls it once with nproc, the
+ * workers' argv and extra_env (the job's variables, secrets among them), and it must
+ * start nproc processes running argv with extra_env added (they get their ranks in the
+ * order they connect); it returns non-zero on success. */
 int ramp_SPMDLocalSpawn(int nproc, int argc, char **argv, char **extra_env);
 int ramp_SPMDSshSpawn(int nproc, int argc, char **argv, char **extra_env);
 int ramp_SPMDCustomSpawn(int nproc, int argc, char **argv, char **extra_env);

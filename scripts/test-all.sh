@@ -7,6 +7,7 @@
 # naming the step, and the exit status is non-zero):
 #   0. prerequisites   on a fresh Debian machine, installs what is missing, by package
 #                      name: apt-get install -y pkg-config gcc python3 python3-pip
+#                      (openssh-client/-server for the 'S' spawner check, ...)
 #                      (apt-get update once first), rustup component add clippy rustfmt,
 #                      and pytest with pip when python/tests exists
 #   1. fmt             cargo fmt --check
@@ -227,6 +228,15 @@ prerequisites() {
     apt_install "${missing[@]}" || return 1
   else
     echo "test-all: pkg-config, gcc, python3, pip, binutils, mpich, iproute2, openmpi-bin: present"
+  fi
+  # optional: the 'S' (ssh) spawner check of c-tests/gasnet/run.sh runs an sshd of its
+  # own on a private port; without one it is SKIPPED (counted)
+  local ssh_pkgs=()
+  command -v ssh >/dev/null 2>&1 || ssh_pkgs+=(openssh-client)
+  [ -x /usr/sbin/sshd ] || ssh_pkgs+=(openssh-server)
+  if [ ${#ssh_pkgs[@]} -gt 0 ]; then
+    apt_install "${ssh_pkgs[@]}" ||
+      echo "test-all: could not install ${ssh_pkgs[*]}: the 'S' spawner check will be SKIPPED"
   fi
   # Installing openmpi-bin points Debian's mpirun/mpiexec alternative at Open MPI;
   # the mpiexec suites need MPICH's Hydra there.

@@ -180,7 +180,6 @@ pub struct SpmdConfig {
 pub struct SpawnConfig {
     pub cspawn_cmd: Option<String>,
     pub cspawn_servers: Option<String>,
-    pub cspawn_route_output: bool,
     pub ssh_servers: Option<String>,
     pub ssh_cmd: Option<String>,
     pub ssh_options: Option<String>,
@@ -271,11 +270,8 @@ impl Config {
         }
         let s = &c.spmd;
         if s.master.is_some() {
-            for (name, v) in [
-                (SPMD_RANK, s.rank),
-                (SPMD_SIZE, s.size),
-                (SPMD_TOKEN, s.token.map(|_| 0)),
-            ] {
+            // (no rank: the master assigns one)
+            for (name, v) in [(SPMD_SIZE, s.size), (SPMD_TOKEN, s.token.map(|_| 0))] {
                 if v.is_none() && get(name).is_none() {
                     errs.push(format!("{SPMD_MASTER} is set but {name} is missing"));
                 }

@@ -123,7 +123,7 @@ if selected env && build env; then
     GASNET_REQUESTTIMEOUT_INITIAL=20000 ENV_PROBE=seen "$E" 2
   rc=1
   ok2 "$log" && grep -q '^env: rank 1 ok seen$' "$log" &&
-    grep -q "ramp: master: starting 2 worker(s) with spawner 'L'.*reach the master at 127.0.0.1" "$log" && rc=0
+    grep -q "ramp: master: starting 2 worker(s) with spawner Local ('L').*reach the master at 127.0.0.1" "$log" && rc=0
   result $rc "env: GASNET_SPAWNFN, _MASTERIP, _NETWORKDEPTH, _ROUTE_OUTPUT, _VERBOSEENV, _REQUESTTIMEOUT_*, AMUDP_RECVDEPTH honoured" "$log"
   # a bad value of an honoured name: refused naming it as it was set
   for kv in GASNET_NETWORKDEPTH=lots AMUDP_NETWORKDEPTH=lots GASNET_MASTERIP=not-an-ip \
@@ -218,6 +218,102 @@ if selected exit && build exit; then
     exit_case ramp-run segv 139 139
   else
     skipped "exit: ramp-run" "$LIB_DIR/ramp-run not built"
+  fi
+fi
+
+# ---- spawn ----------------------------------------------------------------------------
+if selected spawn && build env && build spawnfn; then
+  E="$BUILD/gasnet.env"
+  # 'C': a custom command that runs the %N workers here, in %D
+  log="$BUILD/gasnet.spawn.C.log"
+  run spawn "$log" env GASNET_SPAWNFN=C ENV_PROBE=custom \
+    GASNET_CSPAWN_CMD='cd %D && test -x %P && for i in $(seq %N); do %C & done; wait; echo 100%%' "$E" 2
+  rc=1
+  [ "$RC" = 0 ] && [ "$(grep -c '^env: rank [01] ok custom$' "$log")" = 2 ] && grep -q '^100%$' "$log" && rc=0
+  result $rc "spawn: 'C' with GASNET_CSPAWN_CMD (%N %C %D %P %%) runs a 2-rank job" "$log"
+  # the letter on the command line, AMUDP_ names, %M with CSPAWN_SERVERS
+  log="$BUILD/gasnet.spawn.C2.log"
+  run spawn "$log" env AMUDP_CSPAWN_SERVERS="hostA,hostB,hostC" ENV_PROBE=letter \
+    AMUDP_CSPAWN_CMD='echo servers: %M; for i in $(seq %n); do %c & done; wait' "$E" 2 C
+  rc=1
+  [ "$RC" = 0 ] && [ "$(grep -c '^env: rank [01] ok letter$' "$log")" = 2 ] && grep -q '^servers: hostA hostB$' "$log" && rc=0
+  result $rc "spawn: 'C' as argv letter, AMUDP_CSPAWN_CMD, %M = first 2 of AMUDP_CSPAWN_SERVERS" "$log"
+  # a failing custom command fails the job, naming it
+  log="$BUILD/gasnet.spawn.Cfail.log"
+  run spawn "$log" env GASNET_SPAWNFN=C GASNET_CSPAWN_CMD='exit 3' "$E" 2
+  rc=1
+  [ "$RC" != 0 ] && [ "$RC" != 124 ] && grep -q "spawner's process .* exited with code 3 before every worker joined" "$log" && rc=0
+  result $rc "spawn: 'C' whose command fails stops the job with a message" "$log"
+  log="$BUILD/gasnet.spawn.Cnone.log"
+  run spawn "$log" env GASNET_SPAWNFN=C "$E" 2
+  rc=1
+  [ "$RC" != 0 ] && grep -q "needs GASNET_CSPAWN_CMD" "$log" && rc=0
+  result $rc "spawn: 'C' without GASNET_CSPAWN_CMD is refused naming it" "$log"
+  # the program's own spawn function is called (and its failure fails start-up)
+  log="$BUILD/gasnet.spawn.fn.log"
+  run spawn "$log" "$BUILD/gasnet.spawnfn" 2
+  rc=1
+  [ "$RC" = 0 ] && [ "$(grep -c '^spawnfn: rank [01] ok called=1$' "$log")" = 2 ] && rc=0
+  result $rc "spawn: the program's own spawn function is called with argv and extra_env" "$log"
+  log="$BUILD/gasnet.spawn.fnfail.log"
+  run spawn "$log" "$BUILD/gasnet.spawnfn" 2 refuse
+  rc=1
+  [ "$RC" != 0 ] && grep -q "spawn function returned 0" "$log" && rc=0
+  result $rc "spawn: a spawn function returning 0 fails the job" "$log"
+  # 'S': ssh to this host, through an sshd of our own on a private port
+  SSHD=/usr/sbin/sshd
+  if [ ! -x "$SSHD" ] || ! command -v ssh >/dev/null || ! command -v ssh-keygen >/dev/null; then
+    skipped "spawn: 'S' (ssh)" "no $SSHD / ssh / ssh-keygen (Debian: apt-get install openssh-server openssh-client)"
+  else
+    SD="$(mktemp -d)"
+    SSHD_PID=""
+    stop_sshd() { [ -n "$SSHD_PID" ] && kill "$SSHD_PID" 2>/dev/null && wait "$SSHD_PID" 2>/dev/null; rm -rf "$SD"; }
+    trap stop_sshd EXIT
+    ssh-keygen -q -t ed25519 -N '' -f "$SD/host_key" && ssh-keygen -q -t ed25519 -N '' -f "$SD/id" &&
+      cp "$SD/id.pub" "$SD/authorized_keys" && chmod 600 "$SD/authorized_keys"
+    PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    cat >"$SD/sshd_config" <<CONF
+Port $PORT
+ListenAddress 127.0.0.1
+HostKey $SD/host_key
+AuthorizedKeysFile $SD/authorized_keys
+PidFile $SD/sshd.pid
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+PermitUserEnvironment no
+CONF
+    [ "$(id -u)" = 0 ] && mkdir -p /run/sshd 2>/dev/null
+    "$SSHD" -D -e -f "$SD/sshd_config" >"$SD/sshd.log" 2>&1 &
+    SSHD_PID=$!
+    OPTS="-p $PORT -i $SD/id -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5"
+    ok=0
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      # shellcheck disable=SC2086
+      if ssh $OPTS -o BatchMode=yes -o StrictHostKeyChecking=no 127.0.0.1 true </dev/null >/dev/null 2>&1; then ok=1; break; fi
+      sleep 0.5
+    done
+    if [ $ok = 0 ]; then
+      skipped "spawn: 'S' (ssh)" "cannot ssh to an sshd of our own on 127.0.0.1:$PORT ($(tail -n 1 "$SD/sshd.log" 2>/dev/null))"
+    else
+      log="$BUILD/gasnet.spawn.S.log"
+      run spawn "$log" env GASNET_SPAWNFN=S GASNET_SSH_SERVERS="127.0.0.1 127.0.0.1" \
+        GASNET_SSH_OPTIONS="$OPTS" ENV_PROBE=ssh "$E" 2
+      rc=1
+      [ "$RC" = 0 ] && [ "$(grep -c '^env: rank [01] ok ssh$' "$log")" = 2 ] && rc=0
+      result $rc "spawn: 'S' over ssh to localhost (GASNET_SSH_SERVERS, GASNET_SSH_OPTIONS) runs a 2-rank job" "$log"
+      log="$BUILD/gasnet.spawn.S1.log"
+      run spawn "$log" env GASNET_SPAWNFN=S GASNET_SSH_SERVERS="127.0.0.1" GASNET_SSH_OPTIONS="$OPTS" "$E" 2
+      rc=1
+      [ "$RC" != 0 ] && grep -q "2 workers but only 1 server(s) in SSH_SERVERS" "$log" && rc=0
+      result $rc "spawn: 'S' with fewer servers than ranks is refused" "$log"
+    fi
+    stop_sshd
+    SSHD_PID=""
+    trap - EXIT
   fi
 fi
 

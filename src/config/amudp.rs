@@ -116,8 +116,11 @@ pub const AMUDP_VARIABLES: &[AmudpVar] = &[
     },
     AmudpVar {
         suffix: "CSPAWN_ROUTE_OUTPUT",
-        ramp: "honoured by the 'C' spawner: 1 routes the workers' output through the master (default 0: the command's own)",
-        set: Some(|c, v| super::variables::flag(v).map(|x| c.spmd.spawn.cspawn_route_output = x)),
+        ramp: "honoured when 0 (the default): the workers of the 'C' spawner write where its command sends them; 1 (routing through the master) is refused",
+        set: Some(|_, v| match super::variables::flag(v)? {
+            false => Ok(()),
+            true => Err("expected 0: ramp's 'C' spawner leaves the workers' output to its command".into()),
+        }),
     },
     AmudpVar {
         suffix: "SSH_SERVERS",

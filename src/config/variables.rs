@@ -253,13 +253,13 @@ pub const VARIABLES: &[Var] = &[
     Var {
         name: "RAMP_SPAWNFN",
         aliases: &["SPAWNFN"],
-        meaning: "AMUDP master form: spawner letter when none is given (only L, the default, is supported; SPAWNFN, GASNET_SPAWNFN and AMUDP_SPAWNFN are also read)",
+        meaning: "AMUDP master form: spawner letter when none is given: L (fork/exec here, the default), S (ssh) or C (custom command) (SPAWNFN, GASNET_SPAWNFN and AMUDP_SPAWNFN are also read)",
         set: |c, v| {
             let mut ch = v.trim().chars();
             c.spmd.spawnfn = match (ch.next(), ch.next()) {
                 (None, _) => None,
                 (Some(l), None) if l.is_ascii_alphabetic() => Some(l.to_ascii_uppercase()),
-                _ => return Err("expected a spawner letter such as L".into()),
+                _ => return Err("expected a spawner letter: L, S or C".into()),
             };
             Ok(())
         },

@@ -138,18 +138,92 @@ pub unsafe extern "C" fn ramp_SPMDStartup(
             Role::Master => {
                 // SAFETY: argc/argv are main's, by contract.
                 let mut args = unsafe { args_of(argc, argv) };
-                let letter = match spawnfn {
-                    None => None,
-                    Some(f) if f as usize == ramp_SPMDSshSpawn as *const () as usize => Some('S'),
-                    Some(f) if f as usize == ramp_SPMDCustomSpawn as *const () as usize => {
-                        Some('C')
-                    }
-                    Some(_) => Some('L'),
-                };
-                spmd::run_master_form(&mut args, nproc as usize, networkdepth as u32, letter)
+                let (letter, func) = spawner_of(spawnfn);
+                spmd::run_master_form(&mut args, nproc as usize, networkdepth as u32, letter, func)
             }
         }
     })
+}
+
+extern "C" {
+    // the AMUDP names of the spawners (C shim forwarders: other addresses)
+    fn AMUDP_SPMDLocalSpawn(
+        n: c_int,
+        argc: c_int,
+        argv: *mut *mut c_char,
+        env: *mut *mut c_char,
+    ) -> c_int;
+    fn AMUDP_SPMDSshSpawn(
+        n: c_int,
+        argc: c_int,
+        argv: *mut *mut c_char,
+        env: *mut *mut c_char,
+    ) -> c_int;
+    fn AMUDP_SPMDCustomSpawn(
+        n: c_int,
+        argc: c_int,
+        argv: *mut *mut c_char,
+        env: *mut *mut c_char,
+    ) -> c_int;
+}
+
+/// The spawner a start-up's spawn function stands for: one of the library's
+/// (by its letter), or the program's own, called by the master with the
+/// workers' command and environment (AMUDP's contract: it starts `nproc`
+/// processes running argv with extra_env added; non-zero is success).
+fn spawner_of(spawnfn: ramp_spawnfn_t) -> (Option<char>, Option<spmd::Spawner>) {
+    let Some(f) = spawnfn else {
+        return (None, None);
+    };
+    let a = f as usize;
+    let is = |g: usize| a == g;
+    if is(ramp_SPMDLocalSpawn as *const () as usize)
+        || is(AMUDP_SPMDLocalSpawn as *const () as usize)
+    {
+        return (Some('L'), None);
+    }
+    if is(ramp_SPMDSshSpawn as *const () as usize) || is(AMUDP_SPMDSshSpawn as *const () as usize) {
+        return (Some('S'), None);
+    }
+    if is(ramp_SPMDCustomSpawn as *const () as usize)
+        || is(AMUDP_SPMDCustomSpawn as *const () as usize)
+    {
+        return (Some('C'), None);
+    }
+    let call = move |job: &spmd::ExternalJob| -> std::io::Result<Vec<std::process::Child>> {
+        let cstr = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
+        let argv: Vec<CString> = job.argv.iter().map(|a| cstr(a)).collect();
+        let env: Vec<CString> = job
+            .env
+            .iter()
+            .map(|(k, v)| cstr(&format!("{k}={v}")))
+            .collect();
+        let mut argv_p: Vec<*mut c_char> = argv.iter().map(|c| c.as_ptr() as *mut c_char).collect();
+        argv_p.push(std::ptr::null_mut());
+        let mut env_p: Vec<*mut c_char> = env.iter().map(|c| c.as_ptr() as *mut c_char).collect();
+        env_p.push(std::ptr::null_mut());
+        // SAFETY: the program's spawn function of AMUDP's prototype; argv
+        // and extra_env are NULL-terminated arrays of NUL-terminated strings
+        // that live (`argv`, `env`) until it returns.
+        let ok = unsafe {
+            f(
+                job.nproc as c_int,
+                job.argv.len() as c_int,
+                argv_p.as_mut_ptr(),
+                env_p.as_mut_ptr(),
+            )
+        };
+        if ok == 0 {
+            return Err(std::io::Error::other(
+                "the program's spawn function returned 0 (failure)",
+            ));
+        }
+        Ok(Vec::new())
+    };
+    (
+        None,
+        Some(spmd::Spawner::External(std::sync::Arc::new(call))),
+    )
 }
 
 #[no_mangle]

@@ -9,11 +9,11 @@ pub const MAX_FRAME: usize = 256 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
-    /// worker -> master: rank u32, pid u32, the job's token (16 bytes,
-    /// `RAMP_SPMD_TOKEN`)
+    /// worker -> master: rank u32 (u32::MAX: the master assigns the next
+    /// one), pid u32, the job's token (16 bytes, `RAMP_SPMD_TOKEN`)
     Hello = 1,
-    /// master -> worker: size u32, depth u32, job id u64, then the master's
-    /// environment as NUL-separated KEY=VALUE strings
+    /// master -> worker: size u32, depth u32, job id u64, the worker's rank
+    /// u32, then the master's environment as NUL-separated KEY=VALUE strings
     Init = 2,
     /// worker -> master: seq u32, data (an all-gather or, empty, a barrier)
     Gather = 3,

@@ -32,15 +32,15 @@ impl LocalWorker {
     /// (`RAMP_SPMD_MASTER` and the rest, read and checked by `config`).
     pub fn from_env() -> io::Result<Option<LocalWorker>> {
         let cfg = crate::config::global().map_err(|m| bad(m.to_string()))?;
-        let (Some(addr), Some(rank), Some(size), Some(token)) = (
-            cfg.spmd.master,
-            cfg.spmd.rank,
-            cfg.spmd.size,
-            cfg.spmd.token,
-        ) else {
-            // The configuration refuses a master without rank, size and token.
+        let (Some(addr), Some(size), Some(token)) =
+            (cfg.spmd.master, cfg.spmd.size, cfg.spmd.token)
+        else {
+            // The configuration refuses a master without size and token.
             return Ok(None);
         };
+        // no rank (the 'C' spawner and spawn functions start every worker
+        // alike): the master assigns the next one
+        let asked = cfg.spmd.rank.map_or(u32::MAX, |r| r as u32);
         let mut stream =
             TcpStream::connect_timeout(&addr, Duration::from_secs(30)).map_err(|e| {
                 io::Error::new(
@@ -49,7 +49,7 @@ impl LocalWorker {
                 )
             })?;
         stream.set_nodelay(true)?;
-        let mut hello = (rank as u32).to_be_bytes().to_vec();
+        let mut hello = asked.to_be_bytes().to_vec();
         hello.extend_from_slice(&std::process::id().to_be_bytes());
         hello.extend_from_slice(&token);
         write_frame(&mut stream, Kind::Hello, &hello)?;
@@ -76,7 +76,13 @@ impl LocalWorker {
         }
         let depth = u32_at(&init, 4)?;
         let job_id = u64_at(&init, 8)?;
-        let mut env: Vec<(String, String)> = init[16..]
+        let rank = u32_at(&init, 16)? as usize;
+        if rank >= size || (asked != u32::MAX && rank != asked as usize) {
+            return Err(bad(format!(
+                "the master gave rank {rank} (asked: {asked}, job of {size})"
+            )));
+        }
+        let mut env: Vec<(String, String)> = init[20..]
             .split(|&b| b == 0)
             .filter(|kv| !kv.is_empty())
             .filter_map(|kv| {

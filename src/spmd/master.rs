@@ -16,6 +16,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 mod control;
 mod output;
 
+pub use super::spawn::{ExternalJob, Spawner};
+
 use super::frame::{write_frame, FrameReader, Kind};
 use crate::sys as os;
 use output::{OutputPipe, PipeSrc};
@@ -53,6 +55,8 @@ pub struct JobSpec {
     /// 128 + signal); Some(255) in the AMUDP master form, as AMUDP's master
     /// exits with -1 when it loses a worker.
     pub lost_rank_code: Option<i32>,
+    /// How the workers are started (default: fork/exec here).
+    pub spawner: Spawner,
 }
 
 impl JobSpec {
@@ -74,6 +78,7 @@ impl JobSpec {
             wrap: None,
             extra_env: Vec::new(),
             lost_rank_code: None,
+            spawner: Spawner::Local,
         }
     }
 }
@@ -89,6 +94,9 @@ struct Worker {
     said_exit: bool,
     /// It connected and said hello (called start-up) at some point.
     joined: bool,
+    /// Started by an external spawner: not our child; its end is its
+    /// control connection's.
+    external: bool,
     status: Option<ExitStatus>,
 }
 
@@ -153,6 +161,9 @@ pub fn run_job(spec: &JobSpec) -> i32 {
 }
 
 struct Master {
+    /// Processes an external spawner left to us (ssh clients, the custom
+    /// command): one failing before every worker joined fails the job.
+    helpers: Vec<Child>,
     listener: TcpListener,
     workers: Vec<Worker>,
     pipes: Vec<OutputPipe>,
@@ -211,7 +222,11 @@ impl Master {
         let token_hex = super::pmi_wire::hex(&token);
         let mut workers = Vec::new();
         let mut pipes = Vec::new();
-        for rank in 0..spec.nproc {
+        let local_ranks = match spec.spawner {
+            Spawner::Local => spec.nproc,
+            Spawner::External(_) => 0,
+        };
+        for rank in 0..local_ranks {
             let mut argv: Vec<String> = Vec::new();
             if let Some(w) = &spec.wrap {
                 argv.extend(w.iter().map(|t| t.replace("{rank}", &rank.to_string())));
@@ -273,10 +288,47 @@ impl Master {
                 gather: None,
                 said_exit: false,
                 joined: false,
+                external: false,
                 status: None,
             });
         }
+        let helpers = match &spec.spawner {
+            Spawner::Local => Vec::new(),
+            Spawner::External(start) => {
+                let mut env = vec![
+                    (ENV_MASTER.to_string(), master_addr.to_string()),
+                    (ENV_SIZE.to_string(), spec.nproc.to_string()),
+                    (crate::config::SPMD_TOKEN.to_string(), token_hex.clone()),
+                ];
+                if let Some(k) = &job_key {
+                    env.push((crate::config::JOB_KEY.to_string(), k.clone()));
+                }
+                env.extend(spec.extra_env.iter().cloned());
+                let mut argv = vec![spec.program.clone()];
+                argv.extend(spec.args.iter().cloned());
+                for rank in 0..spec.nproc {
+                    workers.push(Worker {
+                        rank,
+                        pid: None,
+                        child: None,
+                        stream: None,
+                        reader: FrameReader::default(),
+                        gather: None,
+                        said_exit: false,
+                        joined: false,
+                        external: true,
+                        status: None,
+                    });
+                }
+                start(&ExternalJob {
+                    nproc: spec.nproc,
+                    argv,
+                    env,
+                })?
+            }
+        };
         Ok(Master {
+            helpers,
             listener,
             workers,
             pipes,
@@ -294,9 +346,10 @@ impl Master {
     }
 
     fn all_ended(&self) -> bool {
-        self.workers
-            .iter()
-            .all(|w| w.status.is_some() || (w.child.is_none() && w.stream.is_none()))
+        self.workers.iter().all(|w| {
+            w.status.is_some()
+                || (w.child.is_none() && w.stream.is_none() && (w.joined || !w.external))
+        })
     }
 
     fn serve(&mut self) -> i32 {
@@ -359,13 +412,63 @@ impl Master {
                         self.pipes.remove(k);
                     }
                 }
+                self.end_helpers();
                 return self.job_code.unwrap_or(0);
             }
         }
     }
 
+    /// Helper processes of an external spawner: one that fails before
+    /// every worker joined fails the job (the workers it should have started
+    /// will never come).
+    fn reap_helpers(&mut self) {
+        let mut failed = None;
+        for h in self.helpers.iter_mut() {
+            if let Ok(Some(st)) = h.try_wait() {
+                if !st.success() && self.workers.iter().any(|w| !w.joined) {
+                    failed = Some((h.id(), st));
+                }
+            }
+        }
+        self.helpers
+            .retain_mut(|h| !matches!(h.try_wait(), Ok(Some(_))));
+        if let Some((pid, st)) = failed {
+            if self.stopping.is_none() {
+                eprintln!(
+                    "ramp: the spawner's process (pid {pid}) {} before every worker joined the job; stopping the job",
+                    describe(&st)
+                );
+                let code = *self
+                    .job_code
+                    .get_or_insert(self.lost_rank_code.unwrap_or(1));
+                self.stop_all(code);
+                // workers that never joined will not come: the job is over
+                // once those that did have ended
+                for w in self.workers.iter_mut().filter(|w| w.external && !w.joined) {
+                    w.joined = true;
+                }
+            }
+        }
+    }
+
+    /// After the job: the helper processes get a moment to end on their
+    /// own (an ssh client whose remote command ended), then are killed.
+    fn end_helpers(&mut self) {
+        let until = real_now().plus(2_000 * MILLIS);
+        while !self.helpers.is_empty() && real_now() < until {
+            self.helpers
+                .retain_mut(|h| !matches!(h.try_wait(), Ok(Some(_))));
+            os::poll_fds(&[], 10);
+        }
+        for h in self.helpers.iter_mut() {
+            let _ = h.kill();
+            let _ = h.wait();
+        }
+    }
+
     /// Children that ended: a death without an exit stops the job.
     fn reap(&mut self) {
+        self.reap_helpers();
         let mut failed = None;
         for w in self.workers.iter_mut() {
             let Some(c) = w.child.as_mut() else { continue };
@@ -438,11 +541,22 @@ impl Master {
                 } else {
                     libc::SIGKILL
                 };
+                // (our children only: an external worker's pid may be
+                // another host's)
                 for w in &self.workers {
-                    if w.status.is_none() {
+                    if w.status.is_none() && w.child.is_some() {
                         if let Some(pid) = w.pid {
                             os::kill(pid, sig);
                         }
+                    }
+                }
+                for h in &self.helpers {
+                    os::kill(h.id(), sig);
+                }
+                if stage > 0 {
+                    // external workers that never came will not
+                    for w in self.workers.iter_mut().filter(|w| w.external) {
+                        w.joined = true;
                     }
                 }
                 self.stopping = Some((real_now().plus(KILL_GRACE), stage.saturating_add(1)));

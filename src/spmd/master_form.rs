@@ -2,15 +2,18 @@
 //! no launcher becomes its job's master, starts the workers with the
 //! spawner AMUDP's rules choose, and exits with the job's code.
 
+use super::spawn::{self, Spawner};
 use super::{run_job, JobSpec, DEFAULT_DEPTH};
 
-/// The AMUDP master form: `prog N [L] args` — takes N (when `nproc` is 0)
-/// and the spawner letter out of `args`, runs the job, exits with its code.
+/// The AMUDP master form: `prog N [L|S|C] args` — takes N (when `nproc`
+/// is 0) and the spawner letter out of `args`, runs the job, exits with its
+/// code. `func`: the program's own spawn function (then no letter is read).
 pub fn run_master_form(
     args: &mut Vec<String>,
     nproc: usize,
     depth: u32,
     letter: Option<char>,
+    func: Option<Spawner>,
 ) -> ! {
     // read afresh: the program may have set variables since the library
     // first looked (GASNet sets GASNET_SPAWNFN and GASNET_MASTERIP after
@@ -41,7 +44,7 @@ pub fn run_master_form(
             }
             None => {
                 eprintln!(
-                    "usage: {} <numprocs> [L] <program args...>\n  (or start it with ramp-run -n N, mpiexec -n N, or srun --mpi=pmi2)",
+                    "usage: {} <numprocs> [L|S|C] <program args...>\n  (or start it with ramp-run -n N, mpiexec -n N, or srun --mpi=pmi2)",
                     args.first().map_or("prog", |s| s.as_str())
                 );
                 std::process::exit(1);
@@ -49,7 +52,7 @@ pub fn run_master_form(
         }
     }
     let mut letter = letter;
-    if letter.is_none() {
+    if letter.is_none() && func.is_none() {
         if let Some(a) = args.get(1) {
             if a.len() == 1 && a.chars().next().is_some_and(|c| "LSClsc".contains(c)) {
                 letter = a.chars().next();
@@ -58,13 +61,27 @@ pub fn run_master_form(
         }
     }
     let letter = letter.or(cfg.spawnfn).unwrap_or('L').to_ascii_uppercase();
-    if letter != 'L' {
-        eprintln!(
-            "ramp: spawner '{letter}' is not supported; use L (local fork/exec), or start the job with mpiexec / srun --mpi=pmi2"
-        );
-        std::process::exit(1);
-    }
+    let spawner = match (func, letter) {
+        (Some(f), _) => Ok(f),
+        (None, 'L') => Ok(Spawner::Local),
+        (None, 'C') => spawn::custom(&cfg.spawn),
+        (None, 'S') => spawn::ssh(&cfg.spawn),
+        (None, other) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "spawner '{other}' is not one of L (fork/exec here), S (ssh), C (custom command)"
+            ),
+        )),
+    };
+    let spawner = match spawner {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ramp: {e}");
+            std::process::exit(1);
+        }
+    };
     let mut spec = JobSpec::new(n, prog, args[1..].to_vec());
+    spec.spawner = spawner;
     spec.depth = if depth > 0 {
         depth
     } else {
@@ -77,7 +94,8 @@ pub fn run_master_form(
     spec.lost_rank_code = Some(255);
     if cfg.verbose_env {
         eprintln!(
-            "ramp: master: starting {n} worker(s) with spawner '{letter}': {} {}; they reach the master at {}",
+            "ramp: master: starting {n} worker(s) with spawner {:?} ('{letter}'): {} {}; they reach the master at {}",
+            spec.spawner,
             spec.program,
             spec.args.join(" "),
             spec.master_ip.map_or("127.0.0.1".into(), |a| a.to_string())

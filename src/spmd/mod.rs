@@ -43,6 +43,7 @@ mod pmi1;
 mod pmi2;
 mod pmi_wire;
 mod pmix;
+mod spawn;
 
 use std::io;
 use std::os::fd::RawFd;
@@ -53,7 +54,7 @@ use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
 pub use bootstrap::{Bootstrap, Progress};
-pub use master::{run_job, JobSpec};
+pub use master::{run_job, ExternalJob, JobSpec, Spawner};
 pub use master_form::run_master_form;
 pub use names::{
     lookup as name_lookup, publish as name_publish, service_owner, valid_service, MAX_SERVICE,

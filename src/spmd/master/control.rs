@@ -46,8 +46,19 @@ impl Master {
                     );
                     return;
                 }
-                let rank = u32_at(&p, 0).unwrap_or(u32::MAX) as usize;
-                let ok = rank < self.workers.len() && self.workers[rank].stream.is_none();
+                let asked = u32_at(&p, 0).unwrap_or(u32::MAX - 1);
+                // u32::MAX: the next rank no worker took (external spawners)
+                let rank = if asked == u32::MAX {
+                    self.workers
+                        .iter()
+                        .position(|w| w.external && !w.joined)
+                        .unwrap_or(usize::MAX)
+                } else {
+                    asked as usize
+                };
+                let ok = rank < self.workers.len()
+                    && self.workers[rank].stream.is_none()
+                    && !self.workers[rank].joined;
                 if !ok {
                     eprintln!(
                         "ramp: a worker announced rank {rank}, which is not expected; ignored"
@@ -58,6 +69,7 @@ impl Master {
                 init.extend_from_slice(&(self.workers.len() as u32).to_be_bytes());
                 init.extend_from_slice(&self.depth.to_be_bytes());
                 init.extend_from_slice(&self.job_id.to_be_bytes());
+                init.extend_from_slice(&(rank as u32).to_be_bytes());
                 init.extend_from_slice(&self.env);
                 if write_frame(&mut s, Kind::Init, &init).is_err() {
                     return;
@@ -67,6 +79,9 @@ impl Master {
                 w.stream = Some(s);
                 w.joined = true;
                 w.reader = r;
+                if w.external {
+                    w.pid = u32_at(&p, 4).ok();
+                }
             }
             Ok(None) if open && real_now().since(t0) < 10_000 * MILLIS => {
                 self.pending.insert(fd, (s, r, t0));
@@ -125,6 +140,19 @@ impl Master {
         }
         if !open {
             self.workers[rank].stream = None;
+            let w = &self.workers[rank];
+            // an external worker's end is its connection's: gone without
+            // an exit, it died
+            if w.external && !w.said_exit && self.stopping.is_none() {
+                eprintln!(
+                    "ramp: rank {rank} (pid {}) ended without exiting through the job; stopping the job",
+                    w.pid.unwrap_or(0)
+                );
+                let code = *self
+                    .job_code
+                    .get_or_insert(self.lost_rank_code.unwrap_or(1));
+                self.stop_all(code);
+            }
         }
     }
 
