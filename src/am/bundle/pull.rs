@@ -134,7 +134,7 @@ fn finish(t: token::TokenInfo) {
     st.request_closed();
     if st.depth.is_some() && !t.replied {
         // a short reply sent, as `request_handled` counts one
-        st.stats.replies_sent[crate::am::Category::Short.index()] += 1;
+        st.stats.replies_sent[Category::Short.index()] += 1;
         st.send_auto_reply(now, t.source_addr, t.txn, t.express);
         st.flush(now);
     }
