@@ -652,11 +652,11 @@ int ramp_SPMDStartup(int *argc,
                      eb_t *eb,
                      ep_t *ep);
 
-extern int AMUDP_SPMDLocalSpawn(int n, int argc, char **argv, char **env);
-
-extern int AMUDP_SPMDSshSpawn(int n, int argc, char **argv, char **env);
-
-extern int AMUDP_SPMDCustomSpawn(int n, int argc, char **argv, char **env);
+/**
+ * 'L', 'S', 'C' for the library's spawners under either name, else 0
+ * (C shim: it sees both names' addresses).
+ */
+extern char ramp_internal_spawner_letter(ramp_spawnfn_t f);
 
 int ramp_SPMDExit(int exitcode);
 

@@ -146,25 +146,9 @@ pub unsafe extern "C" fn ramp_SPMDStartup(
 }
 
 extern "C" {
-    // the AMUDP names of the spawners (C shim forwarders: other addresses)
-    fn AMUDP_SPMDLocalSpawn(
-        n: c_int,
-        argc: c_int,
-        argv: *mut *mut c_char,
-        env: *mut *mut c_char,
-    ) -> c_int;
-    fn AMUDP_SPMDSshSpawn(
-        n: c_int,
-        argc: c_int,
-        argv: *mut *mut c_char,
-        env: *mut *mut c_char,
-    ) -> c_int;
-    fn AMUDP_SPMDCustomSpawn(
-        n: c_int,
-        argc: c_int,
-        argv: *mut *mut c_char,
-        env: *mut *mut c_char,
-    ) -> c_int;
+    /// 'L', 'S', 'C' for the library's spawners under either name, else 0
+    /// (C shim: it sees both names' addresses).
+    fn ramp_internal_spawner_letter(f: ramp_spawnfn_t) -> c_char;
 }
 
 /// The spawner a start-up's spawn function stands for: one of the library's
@@ -175,20 +159,13 @@ fn spawner_of(spawnfn: ramp_spawnfn_t) -> (Option<char>, Option<spmd::Spawner>) 
     let Some(f) = spawnfn else {
         return (None, None);
     };
-    let a = f as usize;
-    let is = |g: usize| a == g;
-    if is(ramp_SPMDLocalSpawn as *const () as usize)
-        || is(AMUDP_SPMDLocalSpawn as *const () as usize)
-    {
-        return (Some('L'), None);
-    }
-    if is(ramp_SPMDSshSpawn as *const () as usize) || is(AMUDP_SPMDSshSpawn as *const () as usize) {
-        return (Some('S'), None);
-    }
-    if is(ramp_SPMDCustomSpawn as *const () as usize)
-        || is(AMUDP_SPMDCustomSpawn as *const () as usize)
-    {
-        return (Some('C'), None);
+    // SAFETY: the shim's function compares the pointer with its spawners'
+    // addresses; it does not call it.
+    match unsafe { ramp_internal_spawner_letter(Some(f)) } as u8 {
+        b'L' => return (Some('L'), None),
+        b'S' => return (Some('S'), None),
+        b'C' => return (Some('C'), None),
+        _ => {}
     }
     let call = move |job: &spmd::ExternalJob| -> std::io::Result<Vec<std::process::Child>> {
         let cstr = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();

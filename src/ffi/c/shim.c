@@ -411,6 +411,17 @@ RAMP_SHIM_EXPORT int AMUDP_SPMDCustomSpawn(int nproc, int argc, char **argv, cha
   return ramp_SPMDCustomSpawn(nproc, argc, argv, extra_env);
 }
 
+/* Which of the library's spawners `f` is, under either name: 'L', 'S', 'C', or 0 (the
+ * program's own).  Internal: for ramp_SPMDStartup (src/ffi/spmd.rs), not exported. */
+char ramp_internal_spawner_letter(ramp_spawnfn_t f);
+char ramp_internal_spawner_letter(ramp_spawnfn_t f)
+{
+  if (f == ramp_SPMDLocalSpawn || f == AMUDP_SPMDLocalSpawn) return 'L';
+  if (f == ramp_SPMDSshSpawn || f == AMUDP_SPMDSshSpawn) return 'S';
+  if (f == ramp_SPMDCustomSpawn || f == AMUDP_SPMDCustomSpawn) return 'C';
+  return 0;
+}
+
 /* ---- statistics in AMUDP's layout: amudp_stats_t is the first part of ramp_stats_t -- */
 #ifdef __cplusplus
 #define RAMP_SHIM_STATIC_ASSERT(c, m) static_assert(c, m)
