@@ -182,10 +182,12 @@ pub fn run(
                 .collect();
             let mut mean: Vec<f64> = rounds.iter().map(|x| x.mean).collect();
             let mut p99: Vec<f64> = rounds.iter().map(|x| x.p99).collect();
-            let target = match loss {
-                l if l == 0.01 => " (target <= 1.5x)",
-                l if l == 0.05 => " (target <= 3x)",
-                _ => "",
+            let target = if loss == 0.01 {
+                " (target <= 1.5x)"
+            } else if loss == 0.05 {
+                " (target <= 3x)"
+            } else {
+                ""
             };
             println!(
                 "{name:<4} serial loss {loss:<5}: mean {:7.1} us, p99 {:7.1} us, {:5.2}x loss-free{target}",
@@ -250,7 +252,7 @@ fn spawn(bin: &str, cpu: Option<usize>, args: &[String], loss: f64) -> Result<Ch
     };
     c.args(args)
         .env(ramp::config::TRANSPORT, "udp")
-        .env("RAMP_FAULT_LOSS", loss.to_string())
+        .env(ramp::config::FAULT_LOSS, loss.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
