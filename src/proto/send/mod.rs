@@ -181,9 +181,15 @@ impl SendChannel {
         let mut first_deadline: Option<Instant> = None;
         for p in self.in_flight.iter_mut().filter(|p| p.resend) {
             p.resend = false;
-            p.reorder_timer = false;
+            // The first copy of a packet lost at random (a probe, or one a
+            // later packet's SACK showed lost) is lost too now and then:
+            // it gets a second probe's time, not a whole RTO (a loss
+            // repaired in round trips even then); later copies back off.
+            let first_copy = p.retries == 0 && p.nacks == 0 && p.first_sent == p.last_sent;
+            let again = t.probe_after.filter(|_| first_copy).map(|pto| 2 * pto);
+            p.reorder_timer = again.is_some_and(|a| a < t.rto);
             p.last_sent = now;
-            p.deadline = now.plus(t.rto);
+            p.deadline = now.plus(again.map_or(t.rto, |a| a.min(t.rto)));
             let cat = p.frag.msg.meta.category.index();
             stats::count_retransmit(&mut out.stats, ch, cat);
             send_fragment(out, to, integ, &t.header, p.seq, &p.frag);
