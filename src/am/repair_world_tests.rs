@@ -411,3 +411,61 @@ fn five_percent_random_loss_costs_a_small_multiple_of_the_loss_free_round_trip()
         );
     }
 }
+
+/// Node `node` off the CPU for `off` of every `off + on` until `until`:
+/// its share of a core beside one busy neighbour (time slices).
+fn time_slices(w: &World, node: usize, on: Nanos, off: Nanos, until: Instant) {
+    w.deschedule(node, off);
+    let next = w.now().plus(off + on);
+    if next < until {
+        w.at(next, move |w| time_slices(w, node, on, off, until));
+    }
+}
+
+/// Beside a busy neighbour (the server off the CPU 3 ms of every 6 ms, as
+/// a scheduler shares a core between two busy processes), 5% random loss
+/// both ways costs a small multiple of the same ping-pong's loss-free
+/// mean: the timers learn that the peer is away from the needless copies
+/// it reports, and forget it after 16 prompt round trips, so random loss
+/// while it runs is repaired by probes, except just after a stall, when
+/// a loss waits for the floor (3.75 ms here): about 3.3x on this model,
+/// the target 3x (printed by `ramp bench --repair --busy` on a
+/// real host); main took 1564 round trips for a loss after a stall.
+#[test]
+fn five_percent_random_loss_beside_a_busy_neighbour_costs_a_small_multiple() {
+    for seed in seeds(3) {
+        let mean = |loss: f64| {
+            let p = Pair::new(
+                World::new(FaultConfig {
+                    seed,
+                    loss,
+                    ..lan()
+                }),
+                3100,
+            );
+            loss_free_rtt(&p, 0, 100);
+            let until = p.w.now().plus(100_000 * MILLIS);
+            let (w, s) = (p.w.clone(), p.server.index);
+            time_slices(&w, s, 3 * MILLIS, 3 * MILLIS, until);
+            let t0 = p.w.now();
+            for k in 100..3100 {
+                p.round_trip(k);
+            }
+            let copies = p.client.ep.statistics().packets_retransmitted
+                + p.server.ep.statistics().packets_retransmitted;
+            (p.w.now().since(t0) / 3000, copies)
+        };
+        let ((clean, c0), (lossy, c5)) = (mean(0.0), mean(0.05));
+        eprintln!(
+            "seed {seed}: beside a busy neighbour, mean round trip {} us loss-free ({c0} copies), {} us at 5% loss ({c5} copies): {:.2}x",
+            clean / 1000,
+            lossy / 1000,
+            lossy as f64 / clean as f64
+        );
+        assert!(
+            lossy <= 4 * clean,
+            "seed {seed}: {:.2}x the loss-free round trip",
+            lossy as f64 / clean as f64
+        );
+    }
+}
