@@ -37,8 +37,12 @@ pub struct RttEstimator {
 const FLOOR_PERSIST: u32 = 16;
 
 /// The floor learned from copies known to be needless (the receiver
-/// reported the duplicate) is at most this many minimum RTOs.
-const NEEDLESS_CAP_RTO_MIN: u64 = 50;
+/// reported the duplicate) is at most this many minimum RTOs (20 ms by
+/// default): every loss while it lasts waits that long, and a peer away
+/// for longer costs the RTO's backed-off copies beyond it, a few (a
+/// 50 ms stall: two). It was 50 (250 ms): under a loaded host's stalls
+/// of tens of ms a random loss then took a quarter of a second.
+const NEEDLESS_CAP_RTO_MIN: u64 = 4;
 
 /// Clock granularity term of RFC 6298 (G).
 const GRANULARITY: Nanos = 1_000;
@@ -282,13 +286,13 @@ mod tests {
         // a needless copy answered promptly (an ACK was lost) teaches nothing
         r.on_needless_copy(50_000, 500_000);
         assert_eq!(r.rto(), 8_750_000);
-        // a peer that did not poll for a second: at most 50 minimum RTOs
+        // a peer that did not poll for a second: at most 4 minimum RTOs
         r.on_needless_copy(900_000_000, 1_000_000_000);
-        assert_eq!(r.rto(), 250_000_000);
+        assert_eq!(r.rto(), 20_000_000);
         for _ in 0..FLOOR_PERSIST - 1 {
             r.on_retransmit_answered(50_000, 500_000);
         }
-        assert_eq!(r.rto(), 250_000_000);
+        assert_eq!(r.rto(), 20_000_000);
         r.on_retransmit_answered(50_000, 500_000);
         assert_eq!(r.probe_timeout(), Some(pto), "16 real losses: fast again");
         assert_eq!(r.rto(), 5_000_000);
@@ -301,8 +305,8 @@ mod tests {
             r.sample(20_000);
         }
         let (pto, rto) = (r.probe_timeout().unwrap(), r.rto());
-        r.on_needless_copy(40_000_000, 50_000_000);
-        assert_eq!(r.floor(), 62_500_000);
+        r.on_needless_copy(10_000_000, 12_000_000);
+        assert_eq!(r.floor(), 15_000_000);
         for _ in 0..FLOOR_PERSIST - 1 {
             r.sample(20_000);
         }
@@ -311,11 +315,11 @@ mod tests {
         for _ in 0..FLOOR_PERSIST - 1 {
             r.sample(20_000);
         }
-        assert_eq!(r.floor(), 62_500_000);
+        assert_eq!(r.floor(), 15_000_000);
         r.sample(21_000);
         assert_eq!(r.floor(), 0, "16 prompt round trips in a row");
         // back to what the round trips say (the late one still in the
-        // variation), not the floor's 62.5 ms
+        // variation), not the floor's 15 ms
         let (p, o) = (r.probe_timeout().unwrap(), r.rto());
         assert!(
             pto < p && p < 1_000_000 && o == rto,

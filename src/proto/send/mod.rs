@@ -351,6 +351,17 @@ impl SendChannel {
                 }
             }
         }
+        if e.backoff {
+            // The rest of the flight waits for that ACK too, not only what
+            // expired at this instant: packets sent one by one expire one
+            // by one, and a receiver off the CPU for longer than the RTO
+            // would get a copy of each (TCP's one timer per connection).
+            for p in self.in_flight.iter_mut().filter(|p| !p.sacked && !p.resend) {
+                p.deadline = DEFERRED;
+                p.reorder_timer = false;
+                deferred = true;
+            }
+        }
         if deferred {
             self.rto_at = Some(now);
             self.frto_sent = 1;
