@@ -45,6 +45,8 @@ pub struct InFlight {
     /// `deadline` is a reordering timer, not a retransmission timeout: a
     /// packet sent after this one has arrived; if this one's ACK is not
     /// back by then, it is taken as lost (fast retransmit, no backoff).
+    /// Also the tail-loss probe's timer, and a first copy's second probe
+    /// (`transmit`): on expiry, resent without backoff.
     pub reorder_timer: bool,
 }
 
@@ -275,8 +277,8 @@ impl SendChannel {
     /// New packets are about to go, and the newest carries the probe from
     /// now on: the packet that carried it so far (the newest before them;
     /// a reordering timer is only ever set on a packet before a later one
-    /// that arrived, so on the newest it is the probe) gets back its
-    /// retransmission timeout. One probe per channel is outstanding at any
+    /// that arrived, so on the newest it is a probe, first or second) gets
+    /// back its retransmission timeout. One probe per channel is outstanding at any
     /// time (RFC 8985 TLP: one probe timer): a receiver off the CPU for
     /// longer than the probe timeout costs one needless copy, not one per
     /// packet sent since it stopped.
