@@ -147,6 +147,9 @@ fn bundles_under_faults_arrive_exactly_once_in_order() {
         "proto_sim::bundles_under_faults_arrive_exactly_once_in_order",
         Duration::from_secs(180),
     );
+    // every kind of fault happened, over the seeds (a seed's short run,
+    // a hundred datagrams, may miss one of them)
+    let mut faults = (0u64, 0u64, 0u64);
     for seed in 1..=8 {
         let sim = FaultConfig {
             loss: 0.1,
@@ -197,14 +200,17 @@ fn bundles_under_faults_arrive_exactly_once_in_order() {
         assert_goes_idle(&mut net, 10 * SECOND);
         let packets = net.node(0).stats().packets_sent + net.node(1).stats().packets_sent;
         let st = net.stats.clone();
-        assert!(
-            st.lost > 0 && st.duplicated > 0 && st.corrupted > 0,
-            "{st:?}"
-        );
+        faults.0 += st.lost;
+        faults.1 += st.duplicated;
+        faults.2 += st.corrupted;
         assert!(
             st.sent * 2 < packets,
             "seed {seed}: {} datagrams for {packets} packets",
             st.sent
         );
     }
+    assert!(
+        faults.0 > 0 && faults.1 > 0 && faults.2 > 0,
+        "lost, duplicated, corrupted: {faults:?}"
+    );
 }

@@ -33,6 +33,8 @@ mod handler;
 mod messages;
 mod names;
 mod queue;
+#[cfg(test)]
+mod repair_world_tests;
 mod rma;
 mod state;
 #[cfg(test)]

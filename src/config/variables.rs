@@ -40,6 +40,8 @@ pub const SHM_EXPRESS: &str = "RAMP_SHM_EXPRESS";
 pub const REQUEST_BATCH: &str = "RAMP_REQUEST_BATCH";
 pub const UDP_CONNECT: &str = "RAMP_UDP_CONNECT";
 pub const CLOCK: &str = "RAMP_CLOCK";
+/// The fault injector's loss rate (`ramp bench --repair` sets it for its roles).
+pub const FAULT_LOSS: &str = "RAMP_FAULT_LOSS";
 /// The simulator's seed to replay (`sim::seeds`), and its trace on stderr:
 /// test tools, not the library's configuration.
 pub const SIM_SEED: &str = "RAMP_SIM_SEED";
@@ -67,7 +69,7 @@ pub const VARIABLES: &[Var] = &[
         },
     },
     Var {
-        name: "RAMP_FAULT_LOSS",
+        name: FAULT_LOSS,
         aliases: &[],
         meaning: "probability [0,1] of dropping an outgoing datagram",
         set: |c, v| prob(v).map(|x| c.fault.loss = x),
@@ -147,7 +149,7 @@ pub const VARIABLES: &[Var] = &[
     Var {
         name: "RAMP_ACK_DELAY_US",
         aliases: &[],
-        meaning: "how long an ACK waits for a packet to ride on (default 200)",
+        meaning: "how long an ACK waits for a packet to ride on (default 25)",
         set: |c, v| int(v, 0, HOUR_US).map(|x| c.proto.ack_delay = x * MICROS),
     },
     Var {

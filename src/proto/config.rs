@@ -34,7 +34,12 @@ pub struct ProtoConfig {
     /// channels. An out-of-order packet beyond it is dropped (and counted);
     /// the sender sends it again.
     pub peer_buffer: usize,
-    /// How long an acknowledgement may wait for a packet to ride on.
+    /// How long an acknowledgement may wait for a packet to ride on. A
+    /// sender's tail-loss probe waits for it (twice: `RttEstimator`'s
+    /// prompt answer) on top of two round trips, so it bounds how fast a
+    /// lone lost packet is repaired: short, a few round trips of a LAN
+    /// (an ACK rides on a reply or the next request, which come at once;
+    /// what waits longer for them goes on its own).
     pub ack_delay: Nanos,
     /// Times a receiver out of buffer refuses (NACKs) one message; the next
     /// refusal is final and the sender gives the message up
@@ -77,7 +82,7 @@ impl Default for ProtoConfig {
             peer_timeout: 10_000 * MILLIS,
             idle_timeout: 0,
             peer_buffer: 4 << 20,
-            ack_delay: 200 * MICROS,
+            ack_delay: 25 * MICROS,
             nack_limit: 200,
             nack_backoff: MILLIS,
             recv_depth: 1024,

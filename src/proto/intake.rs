@@ -226,7 +226,6 @@ impl<A: PeerAddr> Protocol<A> {
             };
             return self.outside_association(now, from, data_vtag);
         };
-        let mut learned_floor = None;
         let (peer, mut cx) = self.peer_cx(slot);
         // A packet with our tag: the peer has our COOKIE_ECHO.
         peer.confirm(now, &mut cx);
@@ -246,12 +245,10 @@ impl<A: PeerAddr> Protocol<A> {
                 cx.out.stats.acks_received += 1;
                 let ch = common.channel as usize;
                 if let Some(seq) = dup {
-                    // a copy we resent may have been needless (D-SACK)
-                    let before = peer.rtt.floor();
+                    // a copy we resent may have been needless (D-SACK):
+                    // what the timers learn is this peer's alone (another
+                    // peer answering late says nothing of this one)
                     peer.tx[ch].needless_copy(seq, &mut peer.rtt);
-                    if peer.rtt.floor() > before {
-                        learned_floor = Some(peer.rtt.floor());
-                    }
                 }
                 peer.on_ack(now, ch, (common.epoch, common.seq, sack), &mut cx);
             }
@@ -279,12 +276,6 @@ impl<A: PeerAddr> Protocol<A> {
                 peer.on_data(now, common, f, &mut cx, place);
             }
             _ => {}
-        }
-        if let Some(floor) = learned_floor {
-            // rare (a needless copy answered late): every peer waits as long
-            for p in &mut self.peers {
-                p.rtt.share_floor(floor);
-            }
         }
         self.schedule(slot);
     }

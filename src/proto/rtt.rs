@@ -15,28 +15,34 @@ pub struct RttEstimator {
     max: Nanos,
     /// The peer's delayed-ACK time: part of every probe timeout.
     ack_delay: Nanos,
-    /// Learned from retransmissions the peer answered late (see
-    /// `on_retransmit_answered`): how long it has lately taken to answer.
-    /// Neither the probe nor the retransmission timeout is shorter.
+    /// Learned from copies the receiver reported needless and answered
+    /// late (`on_needless_copy`: it was off the CPU): how long it has
+    /// lately taken to answer. Neither the probe nor the retransmission
+    /// timeout is shorter while it lasts.
     floor: Nanos,
     /// Prompt answers to retransmissions (real losses) left before the
     /// floor is dropped (after RFC 8985's reo_wnd_persist).
     floor_persist: u32,
+    /// The shortest round trip sampled: what a prompt answer takes.
+    min_rtt: Option<Nanos>,
+    /// Round trips sampled promptly in a row since the floor was learnt:
+    /// `FLOOR_PERSIST` of them, and the peer is running again: the floor is
+    /// dropped (a peer descheduled a while ago must not make every later
+    /// loss wait for it).
+    prompt_run: u32,
 }
 
-/// Prompt answers to retransmissions (real losses) after which a floor
-/// learned from late answers is dropped.
+/// Prompt answers to retransmissions (real losses), or prompt round trips
+/// in a row, after which a floor learned from late answers is dropped.
 const FLOOR_PERSIST: u32 = 16;
 
-/// The floor is at most this many minimum RTOs: a peer that does not poll
-/// for longer (on purpose, or stopped) is the business of the backed-off
-/// RTO, and a lasting floor of seconds would make every later loss that
-/// slow to repair.
-const FLOOR_CAP_RTO_MIN: u64 = 2;
-
 /// The floor learned from copies known to be needless (the receiver
-/// reported the duplicate) is at most this many minimum RTOs.
-const NEEDLESS_CAP_RTO_MIN: u64 = 50;
+/// reported the duplicate) is at most this many minimum RTOs (20 ms by
+/// default): every loss while it lasts waits that long, and a peer away
+/// for longer costs the RTO's backed-off copies beyond it, a few (a
+/// 50 ms stall: two). It was 50 (250 ms): under a loaded host's stalls
+/// of tens of ms a random loss then took a quarter of a second.
+const NEEDLESS_CAP_RTO_MIN: u64 = 4;
 
 /// Clock granularity term of RFC 6298 (G).
 const GRANULARITY: Nanos = 1_000;
@@ -53,6 +59,8 @@ impl RttEstimator {
             ack_delay: 0,
             floor: 0,
             floor_persist: 0,
+            min_rtt: None,
+            prompt_run: 0,
         }
     }
 
@@ -63,7 +71,29 @@ impl RttEstimator {
     }
 
     /// Feeds one sample (from a packet never retransmitted: Karn's rule).
+    /// While a floor is learnt (the peer has been off the CPU), a sample
+    /// of half the floor or more is the peer away again and leaves the
+    /// estimate alone; `FLOOR_PERSIST` prompt ones in a row drop the floor.
     pub fn sample(&mut self, r: Nanos) {
+        if self.floor > 0 {
+            let min = self.min_rtt.unwrap_or(r);
+            // prompt: within a few of the path's shortest round trips and
+            // the receiver's ACK delay, far below any floor learnt
+            if r <= 4 * min + 2 * self.ack_delay + GRANULARITY {
+                self.prompt_run += 1;
+                if self.prompt_run >= FLOOR_PERSIST {
+                    self.drop_floor();
+                }
+            } else {
+                self.prompt_run = 0;
+                if 2 * r >= self.floor {
+                    // the peer away again, as the floor expects: that is
+                    // its scheduler, not the path's round trip, which the
+                    // probe's and the RTO's times are made of
+                    return;
+                }
+            }
+        }
         match self.srtt {
             None => {
                 self.srtt = Some(r);
@@ -75,6 +105,13 @@ impl RttEstimator {
                 self.srtt = Some((7 * s + r) / 8);
             }
         }
+        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+    }
+
+    fn drop_floor(&mut self) {
+        self.floor = 0;
+        self.floor_persist = 0;
+        self.prompt_run = 0;
     }
 
     pub fn srtt(&self) -> Option<Nanos> {
@@ -123,27 +160,30 @@ impl RttEstimator {
 
     /// An ACK covered a retransmitted packet `since_last` after its last
     /// copy was sent and `since_first` after its first. Karn's rule keeps
-    /// this from the round-trip estimate, but it tells whether the timer
-    /// was too short: when even the last copy was answered later than a
-    /// prompt answer's time, the peer was not answering (descheduled, on
-    /// an oversubscribed host), the first copy most likely arrived, and the
-    /// retransmission was needless (the spurious timeout of F-RTO/Eifel).
-    /// The timers then wait at least as long as this answer took
-    /// (`since_first`), until 16 prompt answers to retransmissions, the
-    /// sign of real losses, have come back (as RFC 8985 keeps a widened
-    /// reordering window for 16 recoveries): loss recovery is fast again.
-    pub fn on_retransmit_answered(&mut self, since_last: Nanos, since_first: Nanos) {
+    /// this from the round-trip estimate. Answered promptly, the copy
+    /// repaired a real loss: one of the 16 that end a floor learnt from a
+    /// descheduled peer (as RFC 8985 keeps a widened reordering window for
+    /// 16 recoveries). Answered late, nothing is learnt from the timing
+    /// alone: a late answer is as much a lost copy or a lost answer (random
+    /// loss, which must be repaired in round trips) as a peer off the CPU;
+    /// only the receiver can tell, by reporting the copy it got twice
+    /// (`on_needless_copy`).
+    pub fn on_retransmit_answered(&mut self, since_last: Nanos, _since_first: Nanos) {
         let Some(prompt) = self.prompt_answer() else {
             return;
         };
-        if since_last > prompt {
-            let cap = FLOOR_CAP_RTO_MIN.saturating_mul(self.min).min(self.max);
-            self.floor = self.floor.max(since_first + since_first / 4).min(cap);
-            self.floor_persist = FLOOR_PERSIST;
-        } else if self.floor_persist > 0 {
+        if since_last <= prompt {
+            self.real_loss_repaired();
+        }
+    }
+
+    /// A retransmission repaired a real loss: the floor is dropped after
+    /// `FLOOR_PERSIST` of them.
+    fn real_loss_repaired(&mut self) {
+        if self.floor_persist > 0 {
             self.floor_persist -= 1;
             if self.floor_persist == 0 {
-                self.floor = 0;
+                self.drop_floor();
             }
         }
     }
@@ -153,10 +193,10 @@ impl RttEstimator {
     /// first copy. Answered late even so, the peer was not running (a
     /// descheduled process, not a lost ACK): the timers wait at least as
     /// long as the answer took (and a quarter more), up to
-    /// `NEEDLESS_CAP_RTO_MIN` minimum RTOs, beyond the cap of the guess by
-    /// timing alone (`on_retransmit_answered`): here the copy is known to
-    /// be needless. It lasts until 16 prompt answers to retransmissions
-    /// (real losses). Answered promptly (an ACK was lost, or the peer woke
+    /// `NEEDLESS_CAP_RTO_MIN` minimum RTOs. It lasts until 16 prompt
+    /// answers to retransmissions (real losses), or 16 prompt round trips
+    /// in a row (the peer runs again): a peer descheduled once does not
+    /// make loss slow to repair for good. Answered promptly (an ACK was lost, or the peer woke
     /// just after the copy went), nothing is learnt, but the copy does not
     /// count as a real loss either (`on_retransmit_answered` counted it so).
     pub fn on_needless_copy(&mut self, since_last: Nanos, since_first: Nanos) {
@@ -169,25 +209,13 @@ impl RttEstimator {
         let cap = NEEDLESS_CAP_RTO_MIN.saturating_mul(self.min).min(self.max);
         self.floor = self.floor.max(since_first + since_first / 4).min(cap);
         self.floor_persist = FLOOR_PERSIST;
+        self.prompt_run = 0;
         self.backoff = 0;
     }
 
     /// The floor learned from late answers (0: none).
     pub fn floor(&self) -> Nanos {
         self.floor
-    }
-
-    /// Another peer of the endpoint learned `floor` from a needless copy:
-    /// the peers share one host's scheduler (the endpoint's own process
-    /// and, on one machine, the other processes it talks to), so a late
-    /// answer from one says how late the others may answer too. Taken
-    /// when higher, until 16 prompt answers to retransmissions to this
-    /// peer, as if learned here.
-    pub fn share_floor(&mut self, floor: Nanos) {
-        if floor > self.floor {
-            self.floor = floor;
-            self.floor_persist = FLOOR_PERSIST;
-        }
     }
 
     /// Timeout with the current backoff applied.
@@ -235,49 +263,67 @@ mod tests {
     }
 
     #[test]
-    fn late_answers_raise_the_timers_until_real_losses() {
+    fn a_late_answer_alone_teaches_nothing_a_needless_copy_does_until_real_losses() {
         let mut r = RttEstimator::new(20_000_000, 5_000_000, 1_000_000_000).with_ack_delay(200_000);
         for _ in 0..50 {
             r.sample(20_000);
         }
         let pto = r.probe_timeout().unwrap();
         assert!((440_000..=450_000).contains(&pto), "{pto}");
-        // a prompt answer without a floor changes nothing
-        r.on_retransmit_answered(50_000, 500_000);
-        assert_eq!(r.probe_timeout(), Some(pto));
-        // the peer answered the probe 2.5 ms after it, 3 ms after the original
+        // answered late: a lost copy or a lost answer as much as a
+        // descheduled peer; the timing alone changes nothing
         r.on_retransmit_answered(2_500_000, 3_000_000);
+        assert_eq!(r.probe_timeout(), Some(pto));
+        assert_eq!(r.floor(), 0);
+        // the receiver reported the copy needless, answered 2.5 ms after
+        // it, 3 ms after the original: it was off the CPU
+        r.on_needless_copy(2_500_000, 3_000_000);
         assert_eq!(r.probe_timeout(), Some(3_750_000));
         assert_eq!(r.rto(), 5_000_000);
-        r.on_retransmit_answered(6_000_000, 7_000_000);
+        r.on_needless_copy(6_000_000, 7_000_000);
         assert_eq!(r.probe_timeout(), Some(8_750_000), "at most the RTO");
         assert_eq!(r.rto(), 8_750_000);
-        // a peer that did not poll for a second: at most twice the minimum RTO
-        r.on_retransmit_answered(900_000_000, 1_000_000_000);
-        assert_eq!(r.rto(), 10_000_000);
+        // a needless copy answered promptly (an ACK was lost) teaches nothing
+        r.on_needless_copy(50_000, 500_000);
+        assert_eq!(r.rto(), 8_750_000);
+        // a peer that did not poll for a second: at most 4 minimum RTOs
+        r.on_needless_copy(900_000_000, 1_000_000_000);
+        assert_eq!(r.rto(), 20_000_000);
         for _ in 0..FLOOR_PERSIST - 1 {
             r.on_retransmit_answered(50_000, 500_000);
         }
-        assert_eq!(r.rto(), 10_000_000);
+        assert_eq!(r.rto(), 20_000_000);
         r.on_retransmit_answered(50_000, 500_000);
         assert_eq!(r.probe_timeout(), Some(pto), "16 real losses: fast again");
         assert_eq!(r.rto(), 5_000_000);
     }
 
     #[test]
-    fn a_floor_shared_by_another_peer_lasts_until_real_losses_here() {
-        let mut r = RttEstimator::new(20_000_000, 5_000_000, 1_000_000_000).with_ack_delay(200_000);
+    fn a_floor_is_dropped_after_16_prompt_round_trips_in_a_row() {
+        let mut r = RttEstimator::new(20_000_000, 5_000_000, 1_000_000_000).with_ack_delay(25_000);
         for _ in 0..50 {
             r.sample(20_000);
         }
         let (pto, rto) = (r.probe_timeout().unwrap(), r.rto());
-        r.share_floor(30_000_000);
-        assert_eq!((r.probe_timeout(), r.rto()), (Some(30_000_000), 30_000_000));
-        r.share_floor(10_000_000);
-        assert_eq!(r.floor(), 30_000_000, "a lower floor changes nothing");
-        for _ in 0..FLOOR_PERSIST {
-            r.on_retransmit_answered(50_000, 500_000);
+        r.on_needless_copy(10_000_000, 12_000_000);
+        assert_eq!(r.floor(), 15_000_000);
+        for _ in 0..FLOOR_PERSIST - 1 {
+            r.sample(20_000);
         }
-        assert_eq!((r.probe_timeout(), r.rto()), (Some(pto), rto));
+        // a late round trip (the peer off the CPU again) starts the count over
+        r.sample(3_000_000);
+        for _ in 0..FLOOR_PERSIST - 1 {
+            r.sample(20_000);
+        }
+        assert_eq!(r.floor(), 15_000_000);
+        r.sample(21_000);
+        assert_eq!(r.floor(), 0, "16 prompt round trips in a row");
+        // back to what the round trips say (the late one still in the
+        // variation), not the floor's 15 ms
+        let (p, o) = (r.probe_timeout().unwrap(), r.rto());
+        assert!(
+            pto < p && p < 1_000_000 && o == rto,
+            "{p} {o} against {pto} {rto}"
+        );
     }
 }

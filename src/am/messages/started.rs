@@ -27,7 +27,7 @@
 //! acknowledgement of the answers that freed its credit. Requests from
 //! handlers (no credit) and kept transactions (an ack and a reply each)
 //! can fill it; then a request waits for the peer's next packet or its
-//! delayed ACK (`ack_delay`, 200 us). 64 covers the usual depths: with 16,
+//! delayed ACK (`ack_delay`, 25 us). 64 covers the usual depths: with 16,
 //! `ramp bench txn`'s request rate with 32 credits fell by about a quarter.
 
 use std::net::SocketAddr;

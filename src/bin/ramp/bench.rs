@@ -22,6 +22,12 @@ pub struct BenchOptions {
     pub runs: usize,
     pub xfer_mib: usize,
     pub pin: bool,
+    /// `--repair`: the loss-repair figures only (`bench_repair.rs`).
+    pub repair: bool,
+    /// `--busy`: a neighbour spinning on the server's core (with `--repair`).
+    pub busy: bool,
+    /// `--against OLD`: another ramp binary's roles beside this one's.
+    pub against: Option<String>,
 }
 
 impl Default for BenchOptions {
@@ -31,6 +37,9 @@ impl Default for BenchOptions {
             runs: 3,
             xfer_mib: 256,
             pin: true,
+            repair: false,
+            busy: false,
+            against: None,
         }
     }
 }
@@ -204,6 +213,31 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
     crate::bench_shm::run(&exe, pin, opts)?;
     crate::bench_rma::run(&exe, pin, opts.runs)?;
     crate::bench_txn::run(opts.iters, opts.runs)
+}
+
+/// `ramp bench --repair` (`bench_repair.rs`): 5000 round trips per figure
+/// unless `--iters` says otherwise.
+pub fn run_repair(opts: &BenchOptions) -> Result<(), String> {
+    check_config()?;
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find this program: {e}"))?
+        .to_string_lossy()
+        .into_owned();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = opts.pin && cores >= 2 && have_taskset();
+    let iters = if opts.iters == BenchOptions::default().iters {
+        5000
+    } else {
+        opts.iters
+    };
+    crate::bench_repair::run(
+        &exe,
+        pin,
+        iters,
+        opts.runs,
+        opts.busy,
+        opts.against.as_deref(),
+    )
 }
 
 /// One server and client pair with `env`; prints the client's lines.

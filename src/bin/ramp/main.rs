@@ -6,6 +6,7 @@ use std::process::ExitCode;
 mod bench;
 mod bench_blast;
 mod bench_integrity;
+mod bench_repair;
 mod bench_rma;
 mod bench_roles;
 mod bench_shm;
@@ -21,6 +22,7 @@ mod loggp_ucx;
 use bench::BenchOptions;
 
 const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--no-pin]
+       ramp bench --repair [--iters N] [--runs N] [--busy] [--against OLD_RAMP] [--no-pin]
        ramp bench txn [--iters N] [--runs N]
        ramp bench --loggp [--plot FILE.png] [--iters N] [--runs N] [--mib N] [--max-burst N]
                     [--no-pin] [--font FILE.ttf]
@@ -30,6 +32,10 @@ const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--
             --loggp: LogGP parameters (L, o_s, o_r, g, G) of ramp over udp and shm
             beside raw UDP, raw shared memory, memcpy and UCX's ucx_perftest (when
             installed), a table and with --plot a PNG (also `ramp loggp`)
+            --repair: loss repair over UDP with the fault injector: serial ping-pong
+            mean/p99 at loss 0, 0.001, 0.01, 0.05 and 32 outstanding p50/p99/p99.9 at
+            0 and 0.01 (--iters round trips, default 5000); --busy: a neighbour spins on
+            the server's core; --against: another ramp binary's roles alternated (A/B)
   bench txn what the transaction log costs (log off and on; also the end of ramp bench)
   log       print a transaction log and check it (exit 1 when ramp would refuse it)";
 
@@ -48,6 +54,11 @@ fn parse_bench(args: &[String]) -> Result<BenchOptions, String> {
             "--runs" => o.runs = num("--runs")?,
             "--xfer-mib" => o.xfer_mib = num("--xfer-mib")?,
             "--no-pin" => o.pin = false,
+            "--repair" => o.repair = true,
+            "--busy" => o.busy = true,
+            "--against" => {
+                o.against = Some(it.next().ok_or("--against needs a ramp binary")?.clone())
+            }
             other => return Err(format!("unknown option {other:?}")),
         }
     }
@@ -88,7 +99,11 @@ fn main() -> ExitCode {
             }
         }
         Some("bench") => match parse_bench(&args[1..]) {
-            Ok(o) => match bench::run(&o) {
+            Ok(o) => match if o.repair {
+                bench::run_repair(&o)
+            } else {
+                bench::run(&o)
+            } {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("ramp bench: {e}");
@@ -109,6 +124,9 @@ fn main() -> ExitCode {
         },
         Some("bench-server") => bench::server_main(),
         Some("bench-client") => bench::client_main(&args[1..]),
+        Some("bench-repair-server") => bench_repair::server(),
+        Some("bench-repair-client") => bench_repair::client(&args[1..]),
+        Some("bench-repair-spin") => bench_repair::spin(),
         Some(r) if r.starts_with("bench-rma-") => bench_rma::role(&args),
         Some("-h") | Some("--help") | Some("help") => {
             println!("{USAGE}");

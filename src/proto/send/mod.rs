@@ -45,6 +45,8 @@ pub struct InFlight {
     /// `deadline` is a reordering timer, not a retransmission timeout: a
     /// packet sent after this one has arrived; if this one's ACK is not
     /// back by then, it is taken as lost (fast retransmit, no backoff).
+    /// Also the tail-loss probe's timer, and a first copy's second probe
+    /// (`transmit`): on expiry, resent without backoff.
     pub reorder_timer: bool,
 }
 
@@ -181,9 +183,15 @@ impl SendChannel {
         let mut first_deadline: Option<Instant> = None;
         for p in self.in_flight.iter_mut().filter(|p| p.resend) {
             p.resend = false;
-            p.reorder_timer = false;
+            // The first copy of a packet lost at random (a probe, or one a
+            // later packet's SACK showed lost) is lost too now and then:
+            // it gets a second probe's time, not a whole RTO (a loss
+            // repaired in round trips even then); later copies back off.
+            let first_copy = p.retries == 0 && p.nacks == 0 && p.first_sent == p.last_sent;
+            let again = t.probe_after.filter(|_| first_copy).map(|pto| 2 * pto);
+            p.reorder_timer = again.is_some_and(|a| a < t.rto);
             p.last_sent = now;
-            p.deadline = now.plus(t.rto);
+            p.deadline = now.plus(again.map_or(t.rto, |a| a.min(t.rto)));
             let cat = p.frag.msg.meta.category.index();
             stats::count_retransmit(&mut out.stats, ch, cat);
             send_fragment(out, to, integ, &t.header, p.seq, &p.frag);
@@ -269,8 +277,8 @@ impl SendChannel {
     /// New packets are about to go, and the newest carries the probe from
     /// now on: the packet that carried it so far (the newest before them;
     /// a reordering timer is only ever set on a packet before a later one
-    /// that arrived, so on the newest it is the probe) gets back its
-    /// retransmission timeout. One probe per channel is outstanding at any
+    /// that arrived, so on the newest it is a probe, first or second) gets
+    /// back its retransmission timeout. One probe per channel is outstanding at any
     /// time (RFC 8985 TLP: one probe timer): a receiver off the CPU for
     /// longer than the probe timeout costs one needless copy, not one per
     /// packet sent since it stopped.
@@ -343,6 +351,17 @@ impl SendChannel {
                 if p.retries > retry_limit {
                     e.unreachable = true;
                 }
+            }
+        }
+        if e.backoff {
+            // The rest of the flight waits for that ACK too, not only what
+            // expired at this instant: packets sent one by one expire one
+            // by one, and a receiver off the CPU for longer than the RTO
+            // would get a copy of each (TCP's one timer per connection).
+            for p in self.in_flight.iter_mut().filter(|p| !p.sacked && !p.resend) {
+                p.deadline = DEFERRED;
+                p.reorder_timer = false;
+                deferred = true;
             }
         }
         if deferred {
