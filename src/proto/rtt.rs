@@ -71,9 +71,12 @@ impl RttEstimator {
     }
 
     /// Feeds one sample (from a packet never retransmitted: Karn's rule).
-    /// While a floor is learnt (the peer has been off the CPU), a sample
-    /// of half the floor or more is the peer away again and leaves the
-    /// estimate alone; `FLOOR_PERSIST` prompt ones in a row drop the floor.
+    /// While a floor is learnt (the peer has been off the CPU),
+    /// `FLOOR_PERSIST` prompt samples in a row drop it. Every sample feeds
+    /// the estimate, long ones too: a queue building at a bottleneck
+    /// (congestion) lengthens the round trip for real, and an estimate
+    /// that ignored it would time out spuriously (seen in the incast of
+    /// `tests/proto_sim_congestion.rs`).
     pub fn sample(&mut self, r: Nanos) {
         if self.floor > 0 {
             let min = self.min_rtt.unwrap_or(r);
@@ -86,12 +89,6 @@ impl RttEstimator {
                 }
             } else {
                 self.prompt_run = 0;
-                if 2 * r >= self.floor {
-                    // the peer away again, as the floor expects: that is
-                    // its scheduler, not the path's round trip, which the
-                    // probe's and the RTO's times are made of
-                    return;
-                }
             }
         }
         match self.srtt {
