@@ -58,6 +58,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         if self.assoc.tries == 0 {
             // sent once: its answer times a round trip (Karn's rule)
             self.rtt.sample(now.since(self.assoc.init_sent));
+            let r = now.since(self.assoc.init_sent);
+            self.assoc.paths.cc.on_handshake_rtt(now, r);
         }
         self.rtt.on_progress();
         self.heard = now;

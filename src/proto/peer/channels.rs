@@ -41,16 +41,16 @@ impl<A: Copy + PartialEq> Peer<A> {
             self.timers.lower(Timer::Retransmit(ch), d);
         }
         if let Some(at) = self.assoc.paths.cc.sent(now, &gate) {
-            self.pace_until(at);
+            self.pace_until(at, &mut cx.out.stats);
         }
     }
 
     /// Pacing lets the next packet go at `at`: if new data waits, the
     /// pacing timer sends it then.
     #[inline(never)]
-    fn pace_until(&mut self, at: Instant) {
+    fn pace_until(&mut self, at: Instant, stats: &mut crate::stats::Statistics) {
         if self.tx.iter().any(|t| !t.pending.is_empty()) {
-            self.assoc.paths.cc.held();
+            self.assoc.paths.cc.held(stats);
             self.timers.set(Timer::Pace, Some(at));
         }
     }
@@ -64,10 +64,15 @@ impl<A: Copy + PartialEq> Peer<A> {
     /// Gives the path's congestion controller what send channel `ch`'s
     /// flight told since the last look.
     #[inline]
-    pub(super) fn settle(&mut self, now: Instant, ch: usize) {
+    pub(super) fn settle(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
         let news = std::mem::take(&mut self.tx[ch].news);
         let in_flight = self.in_flight();
-        self.assoc.paths.cc.on_news(now, &news, in_flight);
+        let stats = &mut cx.out.stats;
+        let cc = &mut self.assoc.paths.cc;
+        cc.on_news(now, &news, in_flight, stats);
+        if news.delivered > 0 && cc.is_on() && self.tx[ch].in_flight.len() > 1 {
+            self.tx[ch].restart_timers(now, self.rtt.rto());
+        }
     }
 
     /// Sends what both send channels may send now, replies first: the path's
@@ -86,7 +91,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let Some(o) = tx.on_ack(now, ack, &mut self.rtt, &mut cx.out.stats, cx.spare_msgs) else {
             return;
         };
-        self.settle(now, ch);
+        self.settle(now, ch, cx);
         if let Some(t) = o.rearm_at {
             self.timers.lower(Timer::Retransmit(ch), t);
         }
@@ -114,6 +119,9 @@ impl<A: Copy + PartialEq> Peer<A> {
                 let until = now.plus(cx.cfg.nack_backoff);
                 self.timers.set(Timer::Pause(ch), Some(until));
                 self.timers.stop(Timer::Retransmit(ch));
+                // its packets left the path's flight: the other channel
+                // may send
+                self.pump(now, ch ^ 1, cx);
             }
         }
     }

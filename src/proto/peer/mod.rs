@@ -176,9 +176,13 @@ impl<A: Copy + PartialEq> Peer<A> {
                 let e = self.tx[ch].on_timeout(now, cx.cfg.retry_limit);
                 if e.backoff {
                     self.rtt.on_timeout();
-                    self.assoc.paths.cc.on_timeout(now);
+                    let cc = &mut self.assoc.paths.cc;
+                    cc.on_timeout(now, &mut cx.out.stats);
+                    if cc.is_on() {
+                        self.tx[ch].restart_timers(now, self.rtt.rto());
+                    }
                 }
-                self.settle(now, ch);
+                self.settle(now, ch, cx);
                 if e.unreachable {
                     unreachable = true;
                     break;
@@ -248,7 +252,8 @@ impl<A: Copy + PartialEq> Peer<A> {
             });
         }
         self.timers.stop(Timer::Pause(ch));
-        self.pump(now, ch, cx);
+        // (its packets left the path's flight: both channels may send)
+        self.pump_both(now, cx);
         self.unwatch_if_idle();
     }
 

@@ -262,7 +262,10 @@ impl SendChannel {
                 }
             }
             self.frto_sent = resent;
-            self.news.frto = Some(spurious);
+            if spurious || self.rto_at.is_none() {
+                // decided (else the next ACK decides again)
+                self.news.frto = Some(spurious);
+            }
         }
         let sample_from = sacked.sample_from.or(done.sample_from);
         if done.count > 0 || sacked.newly_sacked {

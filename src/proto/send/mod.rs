@@ -5,6 +5,7 @@
 
 mod ack;
 mod msg;
+mod restart;
 #[cfg(test)]
 mod tests;
 
