@@ -15,7 +15,7 @@
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use crate::time::{Instant, Nanos, MILLIS};
+use crate::time::{Instant, Nanos};
 
 /// Virtual time, as the simulator keeps it for one simulated process.
 pub trait VirtualTime: Send + Sync {

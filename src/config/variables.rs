@@ -366,10 +366,13 @@ pub const VARIABLES: &[Var] = &[
         name: "RAMP_CC",
         aliases: &[],
         meaning: "on (default): congestion control and pacing per peer path (a window in bytes, slow start, a reduction per loss episode that tells random loss from congestion, pacing at the window's rate; `proto/congestion.rs`); off: the packet window alone, as before it (for comparison)",
-        set: |c, v| match v.trim() {
-            "" | "on" | "1" => Ok(c.proto.congestion = true),
-            "off" | "0" => Ok(c.proto.congestion = false),
-            _ => Err("expected on or off".into()),
+        set: |c, v| {
+            c.proto.congestion = match v.trim() {
+                "" | "on" | "1" => true,
+                "off" | "0" => false,
+                _ => return Err("expected on or off".into()),
+            };
+            Ok(())
         },
     },
     Var {

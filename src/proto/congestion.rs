@@ -195,16 +195,6 @@ pub struct CcCounts {
     pub paced: u64,
 }
 
-impl CcCounts {
-    pub fn add(&mut self, o: &CcCounts) {
-        self.reductions += o.reductions;
-        self.random_losses += o.random_losses;
-        self.timeouts += o.timeouts;
-        self.undone += o.undone;
-        self.paced += o.paced;
-    }
-}
-
 /// One path's congestion controller.
 #[derive(Clone, Debug)]
 pub struct Congestion {
@@ -274,10 +264,6 @@ impl Congestion {
     /// The window, bytes.
     pub fn cwnd(&self) -> u64 {
         self.cwnd
-    }
-
-    pub fn ssthresh(&self) -> u64 {
-        self.ssthresh
     }
 
     pub fn srtt(&self) -> Option<Nanos> {

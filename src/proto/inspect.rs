@@ -37,16 +37,6 @@ impl<A: PeerAddr> Protocol<A> {
         })
     }
 
-    /// What the congestion controllers did, summed over every peer (a
-    /// freed peer's counts go with it).
-    pub fn congestion_counts(&self) -> congestion::CcCounts {
-        let mut c = congestion::CcCounts::default();
-        for (_, cc, _) in self.paths() {
-            c.add(&cc.counts);
-        }
-        c
-    }
-
     /// One line per peer about its path: window, bytes in flight, pacing
     /// rate, round trip (smoothed, least), what the congestion
     /// controller did (the statistics dump's per-peer part, `RAMP_VERBOSE`).
