@@ -8,8 +8,10 @@
 //!   to `ssthresh`, or until the flow holds `RANDOM_BACKLOG` largest
 //!   datagrams in the bottleneck's queue (the estimate below: slow start
 //!   ends by delay, as Vegas and HyStart end it, not by overflowing the
-//!   queue), then `INCREASE` bytes more per window acknowledged;
+//!   queue), then `INCREASE` bytes more per window acknowledged
+//!   (`QUEUED_SLOWDOWN` times less while that queue is held, after Veno);
 //!   grown only while the flight used at least half of it (RFC 7661).
+//!   The initial window is 4 largest datagrams (at least 64 KiB).
 //! - Bytes in flight are the send channels' exact counters
 //!   (`SendChannel::outstanding`: sent, not acknowledged, SACKed or taken
 //!   as lost), checked by `invariants.rs` against a walk over the flight.
@@ -21,12 +23,17 @@
 //!   is part of it. Congestion or random loss is told by TCP Veno's rule
 //!   (Fu & Liew 2003): the queue the flow holds is estimated from the
 //!   smoothed round trip over the least one seen lately,
-//!   `backlog = cwnd * (1 - min_rtt / rtt)`; a loss with less than
-//!   `RANDOM_BACKLOG` largest datagrams queued is random (the fault
-//!   injector, a bad cable): the window shrinks to 0.8; else it is
-//!   congestion: to 0.7 (CUBIC's beta; with 0.5, flows that took their
-//!   losses as random took three times the share of one that did not). A tail-loss probe and a NACK (the receiver's
-//!   buffer, not the network) are no congestion.
+//!   `backlog = cwnd * (1 - min_rtt / rtt)` (the least round trip over
+//!   two 10 s windows, seeded by the handshake's); a loss with less than
+//!   `RANDOM_BACKLOG` largest datagrams (or half the window) queued is
+//!   random (the fault injector, a bad cable): the window shrinks to 0.8;
+//!   else it is congestion: to 0.7 (CUBIC's beta; with 0.5, flows that
+//!   took their losses as random took three times the share of one that
+//!   did not). The samples of 64 KiB datagrams include their
+//!   serialization, the handshake's do not: on a slow link a full-size
+//!   flow's losses are taken as congestion (the safe side). A tail-loss
+//!   probe and a NACK (the receiver's buffer, not the network) are no
+//!   congestion.
 //! - A retransmission timeout collapses the window to the minimum (two
 //!   largest datagrams: one packet always goes when nothing is in flight)
 //!   and F-RTO's verdict of a spurious timeout undoes it.
