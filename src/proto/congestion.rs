@@ -336,6 +336,9 @@ impl Congestion {
     /// now (after it).
     #[inline]
     pub fn on_news(&mut self, now: Instant, n: &FlightNews, in_flight: u64, s: &mut Statistics) {
+        if !self.on {
+            return;
+        }
         if let Some(r) = n.rtt {
             self.on_rtt(now, r);
         }
@@ -382,9 +385,12 @@ impl Congestion {
         } else {
             GAIN_AVOIDANCE
         };
-        // cost per byte = srtt / (gain * cwnd), gain in quarters
-        let c = ((srtt as u128) << (PACE_SHIFT + 2)) / (gain as u128 * self.cwnd as u128);
-        self.cost = (c as u64).max(1);
+        // cost per byte = srtt / (gain * cwnd), gain in quarters (u64: a
+        // round trip under 2^40 ns, 18 minutes, shifts without overflow;
+        // one division per sample, no u128 one)
+        let srtt = srtt.min(1 << 40);
+        let c = (srtt << (PACE_SHIFT + 2)) / (gain * self.cwnd).max(1);
+        self.cost = c.max(1);
     }
 
     fn on_delivered(&mut self, bytes: u64, in_flight: u64) {
