@@ -5,8 +5,8 @@
 //! a message waits for both.
 //!
 //! - The window (`cwnd`, bytes) after NewReno (RFC 5681, 6582): slow start
-//!   to `ssthresh`, or until the flow holds `RANDOM_BACKLOG` largest
-//!   datagrams in the bottleneck's queue (the estimate below: slow start
+//!   to `ssthresh`, the first one also until the flow holds
+//!   `RANDOM_BACKLOG` largest datagrams in the bottleneck's queue (the estimate below: slow start
 //!   ends by delay, as Vegas and HyStart end it, not by overflowing the
 //!   queue), then `INCREASE` bytes more per window acknowledged
 //!   (`QUEUED_SLOWDOWN` times less while that queue is held, after Veno);
@@ -400,9 +400,11 @@ impl Congestion {
         }
         if self.in_slow_start() {
             self.cwnd = (self.cwnd + bytes).min(self.ssthresh);
-            if self.backlog() >= RANDOM_BACKLOG * self.mss {
-                // a queue builds at the bottleneck: slow start ends before
-                // it overflows (as Vegas and HyStart end it by delay)
+            if self.ssthresh == u64::MAX && self.backlog() >= RANDOM_BACKLOG * self.mss {
+                // a queue builds at the bottleneck: the first slow start
+                // ends before it overflows (as HyStart ends it by delay;
+                // after a timeout it goes on to `ssthresh`: a loaded host's
+                // late answers look like a queue too)
                 self.ssthresh = self.cwnd;
             }
         } else {
