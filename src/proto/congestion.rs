@@ -360,7 +360,11 @@ impl Congestion {
     /// flow whose first data met a full queue does not take that queue
     /// for the path (and every loss in it for random).
     pub fn on_handshake_rtt(&mut self, now: Instant, r: Nanos) {
-        self.min_rtt.sample(now, r.max(1));
+        // (under a microsecond: a clock reading carried forward, not a
+        // round trip; a least of ~0 would take every window for a queue)
+        if r >= MICROS {
+            self.min_rtt.sample(now, r);
+        }
     }
 
     fn on_rtt(&mut self, now: Instant, r: Nanos) {
