@@ -310,6 +310,17 @@ typedef struct {
   uint64_t RttMaxNs;
   uint64_t RttSumNs;
   uint64_t RttSamples;
+  /**
+   * Congestion control (protocol, `proto/congestion.rs`): windows
+   * reduced for congestion, losses taken as random (reduced gently),
+   * windows collapsed by a retransmission timeout, collapses undone
+   * (the timeout was spurious), times pacing held packets back.
+   */
+  uint64_t CcReductions;
+  uint64_t CcRandomLosses;
+  uint64_t CcTimeouts;
+  uint64_t CcUndone;
+  uint64_t CcPaced;
 } ramp_stats_t;
 
 /**

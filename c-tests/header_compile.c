@@ -39,7 +39,7 @@ HC_STATIC_ASSERT(offsetof(ramp_stats_t, RequestDataBytesSent) == 27 * 8, "stats 
 HC_STATIC_ASSERT(offsetof(ramp_stats_t, TotalBytesSent) == 39 * 8, "stats layout");
 HC_STATIC_ASSERT(offsetof(ramp_stats_t, RequestLatencySamples) == 40 * 8, "stats layout");
 HC_STATIC_ASSERT(offsetof(ramp_stats_t, RttSamples) == 54 * 8, "stats layout");
-HC_STATIC_ASSERT(sizeof(ramp_stats_t) == 55 * 8, "stats size");
+HC_STATIC_ASSERT(sizeof(ramp_stats_t) == 60 * 8, "stats size");
 HC_STATIC_ASSERT(ramp_NumCategories == 3, "three categories");
 
 /* Codes */

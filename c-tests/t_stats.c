@@ -29,7 +29,7 @@
 #define H_CREQ 66
 #define H_CREP 67
 
-#define NFIELDS 55
+#define NFIELDS 60
 static const char *field_names[NFIELDS] = {
     "RequestsSent[0]", "RequestsSent[1]", "RequestsSent[2]",
     "RepliesSent[0]", "RepliesSent[1]", "RepliesSent[2]",
@@ -48,7 +48,8 @@ static const char *field_names[NFIELDS] = {
     "PacketsSent", "PacketsReceived", "PacketsRetransmitted",
     "AcksSent", "AcksReceived", "NacksSent", "NacksReceived",
     "DuplicatesDropped", "CorruptDropped", "StaleDropped",
-    "RttMinNs", "RttMaxNs", "RttSumNs", "RttSamples"};
+    "RttMinNs", "RttMaxNs", "RttSumNs", "RttSamples",
+    "CcReductions", "CcRandomLosses", "CcTimeouts", "CcUndone", "CcPaced"};
 
 static int field_index(size_t off) { return (int)(off / sizeof(uint64_t)); }
 #define FI(f) field_index(offsetof(ramp_stats_t, f))
@@ -227,7 +228,7 @@ int main(void) {
   ct_init("t_stats", CT_WATCHDOG_SECS);
   CHECK(sizeof(ramp_stats_t) == NFIELDS * sizeof(uint64_t), "sizeof(ramp_stats_t) = %zu, expected %zu",
         sizeof(ramp_stats_t), (size_t)NFIELDS * sizeof(uint64_t));
-  CHECK(FI(RttSamples) == NFIELDS - 1 && FI(TotalBytesSent) == 39 && FI(RequestMinLatency) == 24,
+  CHECK(FI(CcPaced) == NFIELDS - 1 && FI(RttSamples) == 54 && FI(TotalBytesSent) == 39 && FI(RequestMinLatency) == 24,
         "ramp_stats_t field order differs from the contract");
   memset(payload, 0x5C, sizeof payload);
   PHASE("setup");

@@ -69,6 +69,9 @@ typedef struct ramp_stats {
   uint64_t AcksSent, AcksReceived, NacksSent, NacksReceived;
   uint64_t DuplicatesDropped, CorruptDropped, StaleDropped;
   uint64_t RttMinNs, RttMaxNs, RttSumNs, RttSamples;  /* round-trip time, nanoseconds */
+  uint64_t CcReductions, CcRandomLosses, CcTimeouts, CcUndone, CcPaced;
+           /* congestion control: windows reduced for congestion, losses taken as random,
+              collapses by a timeout, of them undone (spurious), pacing holds */
 } ramp_stats_t;
 
 /* ------------------------------------------------------------------------------------

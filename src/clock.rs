@@ -15,7 +15,7 @@
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
-use crate::time::{Instant, Nanos, MILLIS};
+use crate::time::{Instant, Nanos};
 
 /// Virtual time, as the simulator keeps it for one simulated process.
 pub trait VirtualTime: Send + Sync {
@@ -81,8 +81,9 @@ impl Clock {
         let until = until.map_or(now.plus(max), |u| u.min(now.plus(max)));
         match self {
             Clock::Real => {
-                let ms = until.since(now).div_ceil(MILLIS).min(i32::MAX as u64);
-                crate::sys::wait_readable(fds, ms as i32);
+                // to the nanosecond: a protocol deadline under a
+                // millisecond (a paced packet's) is not rounded up to one
+                crate::sys::wait_readable_ns(fds, until.since(now));
             }
             Clock::Virtual(v) => v.wait(until),
         }

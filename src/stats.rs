@@ -91,6 +91,15 @@ pub struct Statistics {
     pub rtt_max_ns: u64,
     pub rtt_sum_ns: u64,
     pub rtt_samples: u64,
+    /// Congestion control (protocol, `proto/congestion.rs`): windows
+    /// reduced for congestion, losses taken as random (reduced gently),
+    /// windows collapsed by a retransmission timeout, collapses undone
+    /// (the timeout was spurious), times pacing held packets back.
+    pub cc_reductions: u64,
+    pub cc_random_losses: u64,
+    pub cc_timeouts: u64,
+    pub cc_undone: u64,
+    pub cc_paced: u64,
 }
 
 impl Default for Statistics {
@@ -142,6 +151,11 @@ impl Statistics {
             rtt_max_ns: 0,
             rtt_sum_ns: 0,
             rtt_samples: 0,
+            cc_reductions: 0,
+            cc_random_losses: 0,
+            cc_timeouts: 0,
+            cc_undone: 0,
+            cc_paced: 0,
         }
     }
 
@@ -203,6 +217,11 @@ impl Statistics {
         self.rtt_max_ns = self.rtt_max_ns.max(o.rtt_max_ns);
         self.rtt_sum_ns += o.rtt_sum_ns;
         self.rtt_samples += o.rtt_samples;
+        self.cc_reductions += o.cc_reductions;
+        self.cc_random_losses += o.cc_random_losses;
+        self.cc_timeouts += o.cc_timeouts;
+        self.cc_undone += o.cc_undone;
+        self.cc_paced += o.cc_paced;
     }
 
     /// A human-readable report; `global` adds loss and retransmission analysis
@@ -285,6 +304,15 @@ impl Statistics {
                 self.rtt_samples
             );
         }
+        let _ = writeln!(
+            s,
+            "congestion: reductions {}  random losses {}  timeouts {} (undone {})  paced {}",
+            self.cc_reductions,
+            self.cc_random_losses,
+            self.cc_timeouts,
+            self.cc_undone,
+            self.cc_paced
+        );
         if global {
             let sent = sum(&self.requests_sent) + sum(&self.replies_sent);
             let recv = sum(&self.requests_received) + sum(&self.replies_received);
@@ -357,10 +385,10 @@ mod tests {
         assert_eq!((both.packets_sent, both.corrupt_dropped), (9, 3));
     }
 
-    /// The layout of C's `ramp_stats_t`: 55 `uint64_t`, in order, no padding.
+    /// The layout of C's `ramp_stats_t`: 60 `uint64_t`, in order, no padding.
     #[test]
     fn layout_is_the_c_struct() {
-        assert_eq!(std::mem::size_of::<Statistics>(), 55 * 8);
+        assert_eq!(std::mem::size_of::<Statistics>(), 60 * 8);
         assert_eq!(
             std::mem::offset_of!(Statistics, returned_messages),
             7 * 3 * 8
@@ -374,5 +402,6 @@ mod tests {
             (27 + 12) * 8
         );
         assert_eq!(std::mem::offset_of!(Statistics, rtt_samples), 54 * 8);
+        assert_eq!(std::mem::offset_of!(Statistics, cc_paced), 59 * 8);
     }
 }

@@ -99,12 +99,17 @@ _FIELDS += [
         "RttMaxNs",
         "RttSumNs",
         "RttSamples",
+        "CcReductions",
+        "CcRandomLosses",
+        "CcTimeouts",
+        "CcUndone",
+        "CcPaced",
     )
 ]
 
 
 class ramp_stats_t(Structure):
-    """``ramp_stats_t`` (include/ramp.h): 55 uint64_t counters."""
+    """``ramp_stats_t`` (include/ramp.h): 60 uint64_t counters."""
 
     _fields_ = _FIELDS
 

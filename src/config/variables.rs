@@ -365,6 +365,19 @@ pub const VARIABLES: &[Var] = &[
         set: |c, v| flag(v).map(|x| c.udp_connect = x),
     },
     Var {
+        name: "RAMP_CC",
+        aliases: &[],
+        meaning: "on (default): congestion control and pacing per peer path (a window in bytes, slow start, a reduction per loss episode that tells random loss from congestion, pacing at the window's rate; `proto/congestion.rs`); off: the packet window alone, as before it (for comparison)",
+        set: |c, v| {
+            c.proto.congestion = match v.trim() {
+                "" | "on" | "1" => true,
+                "off" | "0" => false,
+                _ => return Err("expected on or off".into()),
+            };
+            Ok(())
+        },
+    },
+    Var {
         name: CLOCK,
         aliases: &[],
         meaning: "counter (default): readings of the monotonic clock (every poll and request takes one) are carried forward by the CPU's time-stamp counter from a real reading at most about 50 us old, where the kernel itself keeps time by that counter (clocksource tsc); system: every reading is the system's (clock_gettime), as profilers that replace the clock need",

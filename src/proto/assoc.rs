@@ -84,11 +84,12 @@ pub struct Assoc<A> {
 
 impl<A: Copy> Assoc<A> {
     /// No association yet with the peer at `peer` (`Closed`), its path
-    /// from our name to that address.
+    /// from our name to that address (with a congestion controller that
+    /// limits nothing: the peer gives it its path's, `Peer::fresh_assoc`).
     pub fn to(peer: A) -> Self {
         Assoc {
             state: AssocState::Closed,
-            paths: Paths::to(peer),
+            paths: Paths::to(peer, super::congestion::Congestion::new(false, 0, 0)),
             local_tag: 0,
             peer_tag: 0,
             since: Instant::ZERO,

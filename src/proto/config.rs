@@ -70,6 +70,9 @@ pub struct ProtoConfig {
     /// a job of 10,000 processes start at once.
     pub unsolicited_rate: u64,
     pub unsolicited_burst: u64,
+    /// Congestion control and pacing per path (`congestion.rs`); off
+    /// (`RAMP_CC=off`): the packet window alone.
+    pub congestion: bool,
 }
 
 impl Default for ProtoConfig {
@@ -93,6 +96,7 @@ impl Default for ProtoConfig {
             cookie_lifetime: 60_000 * MILLIS,
             unsolicited_rate: 20_000,
             unsolicited_burst: 4096,
+            congestion: true,
         }
     }
 }

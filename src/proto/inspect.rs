@@ -27,6 +27,46 @@ impl<A: PeerAddr> Protocol<A> {
         (a.state == AssocState::Established).then_some((a.local_tag, a.peer_tag))
     }
 
+    /// Each peer's path (its address, its congestion controller, the
+    /// bytes in flight on it), in no particular order: the statistics
+    /// dump, `RAMP_VERBOSE`, tests.
+    pub fn paths(&self) -> impl Iterator<Item = (A, &congestion::Congestion, u64)> + '_ {
+        self.slots.iter().map(|(a, &s)| {
+            let p = &self.peers[s as usize];
+            (*a, &p.assoc.paths.cc, p.in_flight())
+        })
+    }
+
+    /// One line per peer about its path: window, bytes in flight, pacing
+    /// rate, round trip (smoothed, least), what the congestion
+    /// controller did (the statistics dump's per-peer part, `RAMP_VERBOSE`).
+    pub fn paths_report(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let us = |n: Option<u64>| n.map_or("-".to_string(), |n| format!("{:.1}", n as f64 / 1e3));
+        for (a, cc, flight) in self.paths() {
+            let c = &cc.counts;
+            let rate = cc.pacing_rate().map_or("unpaced".to_string(), |r| {
+                format!("{:.1} MB/s", r as f64 / 1e6)
+            });
+            let _ = writeln!(
+                s,
+                "path to {a:?}: window {} KiB{} in flight {} KiB, pacing {rate}, rtt {} us (least {}), reductions {} random losses {} timeouts {} (undone {}) paced {}",
+                cc.cwnd() / 1024,
+                if cc.in_slow_start() { " (slow start)" } else { "" },
+                flight / 1024,
+                us(cc.srtt()),
+                us(cc.min_rtt()),
+                c.reductions,
+                c.random_losses,
+                c.timeouts,
+                c.undone,
+                c.paced
+            );
+        }
+        s
+    }
+
     /// Number of peers with protocol state.
     #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
     pub fn peer_count(&self) -> usize {

@@ -14,6 +14,10 @@
 //!   a gap up to the next sequence number; DATA only in an established
 //!   association; a packet left for a timeout's verdict (F-RTO) is judged
 //!   by the next ACK; a message's fragments in order.
+//! - congestion: each send channel's bytes in flight counted exactly
+//!   (sent, not acknowledged, SACKed or taken as lost); the path's window
+//!   never under its minimum (two largest datagrams); new data that the windows let go is held only by pacing, whose timer
+//!   is then set (no stall: nothing else would send it).
 //! - receive window: held packets ahead of `next` within the window, their
 //!   bytes counted exactly and within the peer's budget; reassembly within
 //!   its message's length.
@@ -167,6 +171,7 @@ impl<A: PeerAddr> Peer<A> {
         if self.dead.is_some() {
             assert!(!self.busy(), "peer {who:?}: dead with messages");
         }
+        self.check_congestion(cfg);
         let mut held = 0;
         for ch in 0..NUM_CHANNELS {
             let paused = self.timers.get(Timer::Pause(ch)).is_some();
@@ -187,6 +192,43 @@ impl<A: PeerAddr> Peer<A> {
             "peer {who:?}: {held} bytes held, budget {}",
             cfg.peer_buffer
         );
+    }
+}
+
+impl<A: PeerAddr> Peer<A> {
+    /// The path's window, pacing and the channels' bytes in flight.
+    fn check_congestion(&self, cfg: &ProtoConfig) {
+        let who = &self.addr;
+        for ch in 0..NUM_CHANNELS {
+            let tx = &self.tx[ch];
+            assert_eq!(
+                tx.outstanding,
+                tx.flight_bytes(),
+                "peer {who:?} send channel {ch}: bytes in flight counted"
+            );
+        }
+        let cc = &self.assoc.paths.cc;
+        assert!(
+            cc.cwnd() >= 2 * cfg.max_datagram as u64 || !cfg.congestion,
+            "peer {who:?}: window {} under two datagrams",
+            cc.cwnd()
+        );
+        if self.assoc.state != AssocState::Established || self.in_flight() >= cc.cwnd() {
+            return;
+        }
+        for ch in 0..NUM_CHANNELS {
+            let tx = &self.tx[ch];
+            let free = tx.in_flight.len() < cfg.window && !self.is_paused(ch);
+            if free && !tx.pending.is_empty() {
+                assert!(
+                    self.timers.get(Timer::Pace).is_some(),
+                    "peer {who:?} send channel {ch}: new data within both windows \
+                     ({} of {} bytes in flight), not sent, no pacing timer",
+                    self.in_flight(),
+                    cc.cwnd()
+                );
+            }
+        }
     }
 }
 

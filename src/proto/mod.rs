@@ -76,6 +76,7 @@ mod alias_tests;
 mod assoc;
 mod bufpool;
 pub mod config;
+pub mod congestion;
 #[cfg(test)]
 mod deferred_tests;
 mod drain;

@@ -4,13 +4,22 @@
 //! `drain_transmits`, the simulator's `poll_transmit`), the datagrams are
 //! the same, all full but the last and one of ~2 KiB every few messages
 //! (a last fragment that grew past `GATHER_MIN` goes alone), and the
-//! receiver takes every message whole, once, in order.
+//! receiver takes every message whole, once, in order. (Congestion
+//! control off: a burst of 20 such messages goes at once, past the
+//! initial window.)
 
-use super::tests::pair;
+use super::tests::pair_with;
 use super::*;
 use crate::wire::{Category, MsgKind, CHANNEL_REQUEST};
 
 const MAX: usize = 65_507;
+
+fn pair() -> [Protocol<u32>; 2] {
+    pair_with(ProtoConfig {
+        congestion: false,
+        ..ProtoConfig::default()
+    })
+}
 
 fn long(k: u32, nargs: usize) -> MsgMeta {
     let args: Vec<u32> = (0..nargs as u32).map(|i| k + i).collect();
@@ -45,6 +54,7 @@ fn burst_of(
     summed: bool,
 ) -> (Vec<Vec<u8>>, [Protocol<u32>; 2]) {
     let mut n = pair();
+
     let now = Instant(1_000_000);
     for (k, &len) in lens.iter().enumerate() {
         let meta = long(k as u32, nargs);
@@ -153,6 +163,7 @@ fn a_message_of_several_full_fragments_is_not_cut_and_its_tail_is_joined() {
 #[test]
 fn a_held_last_fragment_stays_until_the_next_drain_and_the_queue_does_not_grow() {
     let mut n = pair();
+
     let now = Instant(1_000_000);
     let (mut all, mut kept, mut one_full) = (Vec::new(), 0, 0);
     for k in 0..20u32 {

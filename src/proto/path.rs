@@ -8,9 +8,16 @@
 //! endpoint's name (rail 0) to the peer's address. The rails issue adds
 //! the peer's other addresses (learned in the handshake, each confirmed by
 //! a heartbeat before it carries data), our other rails, and per path its
-//! round-trip time, window and state (active, failed, probing); `current`
-//! then becomes the scheduler's choice.
+//! state (active, failed, probing); `current` then becomes the
+//! scheduler's choice.
+//!
+//! Each path has its congestion controller (`congestion.rs`: window,
+//! pacing, its own round-trip estimate), shared by both send channels.
+//! It outlives an association to the same address (a new association
+//! over the same route finds the network as it was): the peer hands it on
+//! (`Peer::fresh_assoc`).
 
+use super::congestion::Congestion;
 use crate::path::Path;
 
 /// The path an answer to a packet from `from` takes: back to that address,
@@ -25,13 +32,18 @@ pub fn back_to<A>(from: A) -> Path<A> {
 pub struct Paths<A> {
     /// The path packets take now: the only one today.
     current: Path<A>,
+    /// The current path's congestion controller (the rails issue: one
+    /// per path, and each packet in flight knows its path).
+    pub cc: Congestion,
 }
 
 impl<A: Copy> Paths<A> {
-    /// An association's one path: from the endpoint's name to `peer`.
-    pub fn to(peer: A) -> Paths<A> {
+    /// An association's one path: from the endpoint's name to `peer`,
+    /// with the congestion controller `cc`.
+    pub fn to(peer: A, cc: Congestion) -> Paths<A> {
         Paths {
             current: Path::from_name(peer),
+            cc,
         }
     }
 

@@ -14,9 +14,14 @@ fn meta(k: u32) -> MsgMeta {
 /// Node 0 and node 1, associated (tags 0xA0 and 0xB1); each calls the
 /// other by its number.
 pub(super) fn pair() -> [Protocol<u32>; 2] {
+    pair_with(ProtoConfig::default())
+}
+
+/// `pair` with configuration `cfg`.
+pub(super) fn pair_with(cfg: ProtoConfig) -> [Protocol<u32>; 2] {
     let mut n = [
-        Protocol::new(ProtoConfig::default(), &[0x10; 32]),
-        Protocol::new(ProtoConfig::default(), &[0x20; 32]),
+        Protocol::new(cfg.clone(), &[0x10; 32]),
+        Protocol::new(cfg, &[0x20; 32]),
     ];
     n[0].associate(1, 0xA0, 0xB1);
     n[1].associate(0, 0xB1, 0xA0);

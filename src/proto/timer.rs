@@ -23,9 +23,12 @@ pub(super) enum Timer {
     /// The association has been quiet for the idle timeout: shut it down
     /// (set while established; looked at lazily, once per idle timeout).
     Idle,
+    /// Pacing held new data back (`congestion.rs`): both send channels
+    /// may send again then.
+    Pace,
 }
 
-const COUNT: usize = 3 * NUM_CHANNELS + 3;
+const COUNT: usize = 3 * NUM_CHANNELS + 4;
 
 impl Timer {
     #[inline]
@@ -37,6 +40,7 @@ impl Timer {
             Timer::Handshake => 3 * NUM_CHANNELS,
             Timer::Live => 3 * NUM_CHANNELS + 1,
             Timer::Idle => 3 * NUM_CHANNELS + 2,
+            Timer::Pace => 3 * NUM_CHANNELS + 3,
         }
     }
 }

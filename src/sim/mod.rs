@@ -11,9 +11,13 @@
 //!   its state (`state.rs`), how it runs them on virtual time
 //!   (`scheduler.rs`), the host addresses it holds (`hosts.rs`);
 //! - `network.rs`: the world's datagram network and its `SimTransport`;
+//! - `bottleneck.rs`: a bottleneck link (a rate and a drop-tail queue)
+//!   both networks may route datagrams through (`SimNet::bottleneck`,
+//!   `World::bottleneck`);
 //! - `manual.rs`: `ManualClock`, virtual time a test moves by hand, for
 //!   code it drives directly (a transport's rings).
 
+mod bottleneck;
 mod hosts;
 mod manual;
 mod network;
@@ -21,6 +25,7 @@ mod scheduler;
 mod state;
 mod world;
 
+pub use bottleneck::{Bottleneck, BottleneckStats, Bottlenecks, Carries};
 pub use manual::{ManualClock, YIELD_STEP};
 pub use network::{SimTransport, Tap, INBOX_MAX};
 
@@ -72,6 +77,8 @@ pub struct SimStats {
     pub corrupted: u64,
     pub reordered: u64,
     pub delivered: u64,
+    /// Datagrams a bottleneck's queue dropped (counted in `lost` too).
+    pub queue_dropped: u64,
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -107,6 +114,8 @@ pub struct SimNet {
     buf: Vec<u8>,
     /// Steps of each node since its invariants were last checked whole.
     since_walk: Vec<usize>,
+    /// Bottleneck links datagrams go through before the faults.
+    links: Bottlenecks<u32>,
 }
 
 /// A node with up to this many peers has its whole state checked after
@@ -136,6 +145,7 @@ impl SimNet {
             touched: Vec::new(),
             buf: Vec::new(),
             since_walk: vec![0; n],
+            links: Bottlenecks::default(),
         }
     }
 
@@ -157,6 +167,22 @@ impl SimNet {
     pub fn node(&mut self, i: u32) -> &mut Protocol<u32> {
         self.touched.push(i);
         &mut self.nodes[i as usize]
+    }
+
+    /// Adds a bottleneck link for the datagrams `carries(from, to)` says
+    /// (one receiver's downlink: `|_, to| to == r`); returns its index for
+    /// `link`.
+    pub fn bottleneck(
+        &mut self,
+        b: Bottleneck,
+        carries: impl Fn(u32, u32) -> bool + Send + 'static,
+    ) -> usize {
+        self.links.add(b, Box::new(carries))
+    }
+
+    /// Bottleneck `i` as it is now (its counters).
+    pub fn link(&self, i: usize) -> &Bottleneck {
+        self.links.get(i)
     }
 
     /// Cuts a node off the network (or brings it back).
@@ -201,8 +227,13 @@ impl SimNet {
                 self.stats.lost += 1;
                 continue;
             }
+            let Some(left) = self.links.pass(self.now, from, to, bytes.len()) else {
+                self.stats.lost += 1;
+                self.stats.queue_dropped += 1;
+                continue;
+            };
             let (transit, order) = (&mut self.transit, &mut self.order);
-            let fate = self.faults.inject(self.now, bytes, |at, b| {
+            let fate = self.faults.inject(left, bytes, |at, b| {
                 *order += 1;
                 transit.push(Reverse(InTransit {
                     at,

@@ -13,6 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::RawFd;
 use std::sync::Weak;
 
+use super::bottleneck::Bottlenecks;
 use super::state::Shared;
 use super::SimStats;
 use crate::fault::FaultInjector;
@@ -55,6 +56,9 @@ pub(crate) struct Network {
     pub(crate) hold: Option<Tap>,
     /// Those held, in the order sent: (from, to, bytes).
     pub(crate) held: VecDeque<(SocketAddr, SocketAddr, Vec<u8>)>,
+    /// Bottleneck links datagrams go through before the faults
+    /// (`World::bottleneck`).
+    pub(crate) links: Bottlenecks<SocketAddr>,
 }
 
 /// Sees every datagram sent, (from, to, bytes); false: it is lost.
@@ -82,6 +86,7 @@ impl Network {
             tap: None,
             hold: None,
             held: VecDeque::new(),
+            links: Bottlenecks::default(),
         }
     }
 
@@ -161,8 +166,13 @@ impl Network {
             self.stats.lost += 1;
             return;
         }
+        let Some(left) = self.links.pass(now, from, to, d.len()) else {
+            self.stats.lost += 1;
+            self.stats.queue_dropped += 1;
+            return;
+        };
         let (transit, order) = (&mut self.transit, &mut self.order);
-        let fate = self.faults.inject(now, d, |at, bytes| {
+        let fate = self.faults.inject(left, d, |at, bytes| {
             *order += 1;
             transit.push(Reverse(InTransit {
                 at,

@@ -286,6 +286,21 @@ impl World {
         st.net.release(now, usize::MAX);
     }
 
+    /// Adds a bottleneck link (`sim::Bottleneck`) for the datagrams
+    /// `carries(from, to)` says, before the faults; returns its index.
+    pub fn bottleneck(
+        &self,
+        b: super::Bottleneck,
+        carries: impl Fn(SocketAddr, SocketAddr) -> bool + Send + 'static,
+    ) -> usize {
+        self.shared.state().net.links.add(b, Box::new(carries))
+    }
+
+    /// Bottleneck `i`'s counters now.
+    pub fn link_stats(&self, i: usize) -> super::BottleneckStats {
+        self.shared.state().net.links.get(i).stats
+    }
+
     /// Sends `bytes` from `from` to `to` now, as a host that is no node
     /// of the world would (a hostile one, forging what it likes): through
     /// the tap and the network's faults, as any datagram.

@@ -31,7 +31,7 @@ pub(crate) use fdpass::memfd_unsealed;
 pub(crate) use fdpass::{euid, memfd, recv_with_fd, send_with_fd, size_sealed};
 pub(crate) use ifaddrs::{interface_addresses, IfAddr};
 pub(crate) use mmap::MappedFile;
-pub(crate) use poll::{poll_fds, wait_readable};
+pub(crate) use poll::{poll_fds, wait_readable, wait_readable_ns};
 pub(crate) use process::{adopt_inherited_socket, at_exit, kill};
 pub(crate) use shm::{pid_alive, SharedMap};
 pub(crate) use shm_region::{OwnedRegion, PeerRegion, MAX_REGION};

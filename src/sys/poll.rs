@@ -8,6 +8,35 @@ pub fn wait_readable(fds: &[RawFd], timeout_ms: i32) -> bool {
     poll_fds(fds, timeout_ms).iter().any(|&r| r)
 }
 
+/// Sleeps until one of `fds` is readable or `timeout_ns` nanoseconds pass
+/// (`ppoll`: a deadline under a millisecond, a paced packet's, is kept,
+/// not rounded up to one). Returns whether any descriptor is readable.
+pub fn wait_readable_ns(fds: &[RawFd], timeout_ns: u64) -> bool {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000).min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `pfds` is a valid array of pollfd of the given length, `ts`
+    // a valid timespec, and a null signal mask leaves the mask as it is.
+    let r = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    r > 0 && pfds.iter().any(|p| p.revents != 0)
+}
+
 /// Sleeps until one of `fds` is readable (or hung up) or `timeout_ms`
 /// passes; returns, for each descriptor, whether it needs attention.
 pub fn poll_fds(fds: &[RawFd], timeout_ms: i32) -> Vec<bool> {

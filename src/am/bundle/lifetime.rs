@@ -112,6 +112,10 @@ pub fn allocate_endpoint_with(
 /// Frees an endpoint: it leaves its bundle (and closes once the last
 /// handle to it is dropped).
 pub fn free_endpoint(ep: &Arc<Endpoint>) -> Result<()> {
+    if crate::config::global().is_ok_and(|c| c.verbose) {
+        // what congestion control saw on each path (`RAMP_VERBOSE`)
+        eprint!("{}", ep.paths_report());
+    }
     match ep.holder() {
         None => Err(Error::BadArg("not a live endpoint")),
         Some(b) if b.remove(ep.id) => Ok(()),

@@ -440,6 +440,12 @@ impl Endpoint {
         self.with(|s| s.segment.as_ref().map_or((0, 0), |m| (m.base(), m.len())))
     }
 
+    /// One line per peer about its path's congestion control (window,
+    /// pacing rate, round trip, events): the statistics' per-peer part.
+    pub fn paths_report(&self) -> String {
+        self.with(|s| s.proto.paths_report())
+    }
+
     pub fn statistics(&self) -> Statistics {
         self.with(|s| {
             let mut st = s.stats;

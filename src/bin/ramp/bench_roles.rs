@@ -539,6 +539,11 @@ pub fn client_main(args: &[String]) -> i32 {
         xfer_retx.show("Xfer"),
         rate(s.packets_retransmitted, s.packets_sent)
     );
+    println!(
+        "client congestion: reductions {} random losses {} timeouts {} (undone {}) paced {}",
+        s.cc_reductions, s.cc_random_losses, s.cc_timeouts, s.cc_undone, s.cc_paced
+    );
+    print!("client {}", ep.paths_report());
     // for the parent (not shown): the figures it compares across runs
     println!(
         "FIGURES {} {} {} {} {} {}",

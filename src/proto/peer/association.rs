@@ -7,13 +7,21 @@
 use super::*;
 
 impl<A: Copy + PartialEq> Peer<A> {
+    /// A closed association with the peer that keeps the paths (and
+    /// their congestion state) of the current one: the route is the same.
+    pub(super) fn fresh_assoc(&mut self) -> Assoc<A> {
+        let mut a = Assoc::to(self.addr);
+        std::mem::swap(&mut a.paths, &mut self.assoc.paths);
+        a
+    }
+
     /// Starts the handshake: sends an INIT offering `tag`.
     pub fn start_handshake(&mut self, now: Instant, tag: u64, cx: &mut Ctx<'_, A>) {
         self.assoc = Assoc {
             state: AssocState::CookieWait,
             local_tag: tag,
             init_sent: now,
-            ..Assoc::to(self.addr)
+            ..self.fresh_assoc()
         };
         self.send_handshake(cx);
         self.timers
@@ -50,6 +58,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         if self.assoc.tries == 0 {
             // sent once: its answer times a round trip (Karn's rule)
             self.rtt.sample(now.since(self.assoc.init_sent));
+            let r = now.since(self.assoc.init_sent);
+            self.assoc.paths.cc.on_handshake_rtt(now, r);
         }
         self.rtt.on_progress();
         self.heard = now;
@@ -142,7 +152,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             local_tag,
             peer_tag,
             since: now,
-            ..Assoc::to(self.addr)
+            ..self.fresh_assoc()
         };
         match keys {
             Some((tx, rx)) => (self.assoc.tx, self.assoc.rx) = (tx, rx),
@@ -175,7 +185,7 @@ impl<A: Copy + PartialEq> Peer<A> {
                 .record(self.assoc.local_tag, cx.cfg.cookie_lifetime);
         }
         self.reset_channels();
-        self.assoc = Assoc::to(self.addr);
+        self.assoc = self.fresh_assoc();
         self.timers.stop(Timer::Handshake);
         self.timers.stop(Timer::Idle);
     }

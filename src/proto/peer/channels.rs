@@ -34,10 +34,54 @@ impl<A: Copy + PartialEq> Peer<A> {
             probe_after: rtt.probe_timeout_within(rto),
             window: cx.cfg.window,
         };
-        if let Some(d) = self.tx[ch].transmit(now, &t, self.path(), &self.assoc.tx, cx.out) {
+        let mut gate = self.assoc.paths.cc.gate(now, self.in_flight());
+        let path = self.path();
+        if let Some(d) = self.tx[ch].transmit(now, &t, &mut gate, path, &self.assoc.tx, cx.out) {
             self.acks_carried(cx.cfg);
             self.timers.lower(Timer::Retransmit(ch), d);
         }
+        if let Some(at) = self.assoc.paths.cc.sent(now, &gate) {
+            self.pace_until(at, &mut cx.out.stats);
+        }
+    }
+
+    /// Pacing lets the next packet go at `at`: if new data waits, the
+    /// pacing timer sends it then.
+    #[inline(never)]
+    fn pace_until(&mut self, at: Instant, stats: &mut crate::stats::Statistics) {
+        if self.tx.iter().any(|t| !t.pending.is_empty()) {
+            self.assoc.paths.cc.held(stats);
+            self.timers.set(Timer::Pace, Some(at));
+        }
+    }
+
+    /// Bytes in flight on the path: both send channels' exact counts.
+    #[inline]
+    pub fn in_flight(&self) -> u64 {
+        self.tx[0].outstanding + self.tx[1].outstanding
+    }
+
+    /// Gives the path's congestion controller what send channel `ch`'s
+    /// flight told since the last look.
+    #[inline]
+    pub(super) fn settle(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
+        let news = std::mem::take(&mut self.tx[ch].news);
+        let in_flight = self.in_flight();
+        let stats = &mut cx.out.stats;
+        let cc = &mut self.assoc.paths.cc;
+        cc.on_news(now, &news, in_flight, stats);
+        if news.delivered > 0 && cc.is_on() && self.tx[ch].in_flight.len() > 1 {
+            self.tx[ch].restart_timers(now, self.rtt.rto());
+        }
+    }
+
+    /// Sends what both send channels may send now, replies first: the path's
+    /// window is shared, and a reply (the answer a requester waits for, and
+    /// its credit) must not starve behind bulk requests when it opens.
+    #[inline]
+    pub fn pump_both(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        self.pump(now, wire::CHANNEL_REPLY as usize, cx);
+        self.pump(now, wire::CHANNEL_REQUEST as usize, cx);
     }
 
     /// An acknowledgement for send channel `ch`: (epoch, next, sack).
@@ -47,11 +91,13 @@ impl<A: Copy + PartialEq> Peer<A> {
         let Some(o) = tx.on_ack(now, ack, &mut self.rtt, &mut cx.out.stats, cx.spare_msgs) else {
             return;
         };
+        self.settle(now, ch, cx);
         if let Some(t) = o.rearm_at {
             self.timers.lower(Timer::Retransmit(ch), t);
         }
         if o.progress {
-            self.pump(now, ch, cx);
+            // the window opened for both channels
+            self.pump_both(now, cx);
             self.unwatch_if_idle();
         }
     }
@@ -73,6 +119,9 @@ impl<A: Copy + PartialEq> Peer<A> {
                 let until = now.plus(cx.cfg.nack_backoff);
                 self.timers.set(Timer::Pause(ch), Some(until));
                 self.timers.stop(Timer::Retransmit(ch));
+                // its packets left the path's flight: the other channel
+                // may send
+                self.pump(now, ch ^ 1, cx);
             }
         }
     }

@@ -12,8 +12,10 @@ mod liveness;
 
 use super::assoc::{Assoc, AssocState, ClosedTags};
 use super::config::ProtoConfig;
+use super::congestion::{self, Congestion};
 use super::event::{Event, FailReason, MsgId};
 use super::outbox::Outbox;
+use super::path::Paths;
 use super::recv::{InFrag, RecvChannel, RecvCx};
 use super::rtt::RttEstimator;
 use super::send::{Nacked, SendChannel, SpareMsgs, Transmission};
@@ -21,6 +23,14 @@ use super::timer::{Timer, TimerTable};
 use crate::path::Path;
 use crate::time::Instant;
 use crate::wire::{self, AckField, Common, COOKIE_LEN, NUM_CHANNELS};
+
+/// A new path's congestion controller: its window bounded by what both
+/// channels' packet windows let be in flight.
+fn path_congestion(cfg: &ProtoConfig) -> Congestion {
+    let packet = cfg.max_datagram as u64 + congestion::PACKET_OVERHEAD;
+    let max_flight = (NUM_CHANNELS * cfg.window) as u64 * packet;
+    Congestion::new(cfg.congestion, cfg.max_datagram, max_flight)
+}
 
 /// What the peers share, lent by `Protocol` for one operation.
 pub(super) struct Ctx<'a, A> {
@@ -66,7 +76,10 @@ impl<A: Copy + PartialEq> Peer<A> {
             announced: None,
             queued: None,
             timers: TimerTable::default(),
-            assoc: Assoc::to(addr),
+            assoc: Assoc {
+                paths: Paths::to(addr, path_congestion(cfg)),
+                ..Assoc::to(addr)
+            },
             tx: Default::default(),
             rx: Default::default(),
             rtt: RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max)
@@ -131,7 +144,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     }
 
     /// Whether send channel `ch` waits out a NACK.
-    fn is_paused(&self, ch: usize) -> bool {
+    pub(in crate::proto) fn is_paused(&self, ch: usize) -> bool {
         self.timers.get(Timer::Pause(ch)).is_some()
     }
 
@@ -149,6 +162,11 @@ impl<A: Copy + PartialEq> Peer<A> {
         if self.timers.is_expired(Timer::Idle, now) {
             self.on_idle(now, cx);
         }
+        if self.timers.is_expired(Timer::Pace, now) {
+            // pacing lets new data go: replies first (`pump_both`)
+            self.timers.stop(Timer::Pace);
+            self.pump(now, wire::CHANNEL_REPLY as usize, cx);
+        }
         let mut unreachable = false;
         for ch in 0..NUM_CHANNELS {
             if self.timers.is_expired(Timer::Pause(ch), now) {
@@ -158,7 +176,13 @@ impl<A: Copy + PartialEq> Peer<A> {
                 let e = self.tx[ch].on_timeout(now, cx.cfg.retry_limit);
                 if e.backoff {
                     self.rtt.on_timeout();
+                    let cc = &mut self.assoc.paths.cc;
+                    cc.on_timeout(now, &mut cx.out.stats);
+                    if cc.is_on() {
+                        self.tx[ch].restart_timers(now, self.rtt.rto());
+                    }
                 }
+                self.settle(now, ch, cx);
                 if e.unreachable {
                     unreachable = true;
                     break;
@@ -228,7 +252,8 @@ impl<A: Copy + PartialEq> Peer<A> {
             });
         }
         self.timers.stop(Timer::Pause(ch));
-        self.pump(now, ch, cx);
+        // (its packets left the path's flight: both channels may send)
+        self.pump_both(now, cx);
         self.unwatch_if_idle();
     }
 

@@ -37,6 +37,17 @@ pub struct AckOutcome {
 }
 
 impl SendChannel {
+    /// Packet `p` leaves the flight acknowledged: if it counted in
+    /// flight, its bytes are delivered.
+    #[inline]
+    fn delivered(&mut self, p: &InFlight) {
+        if p.counts() {
+            let len = p.flight_len();
+            self.outstanding -= len;
+            self.news.delivered += len;
+        }
+    }
+
     /// Removes every packet before `next`; says how many and what they time.
     /// The boxes of one-fragment messages go to `spare` for reuse.
     pub fn ack_cumulative(&mut self, next: u32, spare: &mut SpareMsgs) -> Acked {
@@ -50,6 +61,7 @@ impl SendChannel {
             }
             r.count += 1;
             if let Some(p) = self.in_flight.pop_front() {
+                self.delivered(&p);
                 p.frag.msg.recycle(spare);
             }
         }
@@ -66,6 +78,10 @@ impl SendChannel {
         for p in self.in_flight.iter_mut() {
             let d = seq_diff(p.seq, next);
             if (1..=64).contains(&d) && sack & (1u64 << (d - 1)) != 0 {
+                if p.counts() {
+                    self.outstanding -= p.flight_len();
+                    self.news.delivered += p.flight_len();
+                }
                 if !p.sacked {
                     r.newly_sacked = true;
                     if p.rtt_eligible() {
@@ -137,6 +153,7 @@ impl SendChannel {
                 done.sample_from = Some(p.first_sent);
             }
             done.count += 1;
+            self.delivered(&p);
             p.frag.msg.recycle(spare);
         }
         if done.count > 0 {
@@ -146,6 +163,7 @@ impl SendChannel {
             let r = now.since(t);
             rtt.sample(r);
             stats.record_rtt(r);
+            self.news.rtt = Some(r);
         }
         let rearm_at = if done.count > 0 {
             self.time_sacked_front(now, rtt)
@@ -235,10 +253,19 @@ impl SendChannel {
                 } else {
                     budget -= 1;
                     resent += 1;
+                    // taken as lost after the timeout (its collapse is
+                    // the congestion news)
+                    if p.counts() {
+                        self.outstanding -= p.flight_len();
+                    }
                     p.resend = true;
                 }
             }
             self.frto_sent = resent;
+            if spurious || self.rto_at.is_none() {
+                // decided (else the next ACK decides again)
+                self.news.frto = Some(spurious);
+            }
         }
         let sample_from = sacked.sample_from.or(done.sample_from);
         if done.count > 0 || sacked.newly_sacked {
@@ -248,6 +275,7 @@ impl SendChannel {
             let r = now.since(t);
             rtt.sample(r);
             stats.record_rtt(r);
+            self.news.rtt = Some(r);
         }
         let mut reorder_at = rearmed;
         if done.count > 0 {
@@ -280,6 +308,8 @@ impl SendChannel {
                 }
                 let lost_at = p.last_sent.plus(rtt_now + reo_wnd);
                 if lost_at <= now {
+                    self.outstanding -= p.flight_len();
+                    self.news.lost(p.flight_len(), p.last_sent);
                     p.resend = true;
                 } else if lost_at < p.deadline {
                     p.deadline = lost_at;

@@ -5,6 +5,7 @@
 
 mod ack;
 mod msg;
+mod restart;
 #[cfg(test)]
 mod tests;
 
@@ -13,6 +14,7 @@ use std::sync::Arc;
 
 pub use msg::{push_fragments, Cut, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
 
+use super::congestion::{flight_len, FlightNews, Gate};
 use super::event::MsgId;
 use super::outbox::{Outbox, Piece};
 use super::rtt::RttEstimator;
@@ -72,12 +74,31 @@ pub struct SendChannel {
     /// `take_ack`): each ACK that does not show the timeout spurious lets
     /// twice as many go.
     pub frto_sent: usize,
+    /// Bytes in flight (`congestion::flight_len` of each packet sent, not
+    /// acknowledged, SACKed or taken as lost): exact, checked by
+    /// `invariants.rs`; the path's window bounds their sum.
+    pub outstanding: u64,
+    /// What the flight told since the peer last looked, for the path's
+    /// congestion controller (`Peer::settle`).
+    pub news: FlightNews,
 }
 
 /// The deadline of a packet waiting out a retransmission timeout's answer.
 pub(in crate::proto) const DEFERRED: Instant = Instant(u64::MAX);
 
 impl InFlight {
+    /// Whether it counts in flight: sent, not SACKed, not taken as lost.
+    #[inline]
+    pub fn counts(&self) -> bool {
+        !self.sacked && !self.resend
+    }
+
+    /// Bytes it counts in flight when it does.
+    #[inline]
+    pub fn flight_len(&self) -> u64 {
+        flight_len(self.frag.len)
+    }
+
     /// Whether its acknowledgement times one round trip: sent once, never
     /// refused, and not already acknowledged selectively (then the
     /// cumulative ACK comes late, after the gap before it was filled).
@@ -114,6 +135,21 @@ impl SendChannel {
         }
     }
 
+    /// Counts the bytes in flight afresh (after a change of many packets
+    /// on a rare path: a NACK, a timeout, a new epoch).
+    pub fn recount(&mut self) {
+        self.outstanding = self.flight_bytes();
+    }
+
+    /// The bytes in flight by a walk over the flight.
+    pub fn flight_bytes(&self) -> u64 {
+        self.in_flight
+            .iter()
+            .filter(|p| p.counts())
+            .map(InFlight::flight_len)
+            .sum()
+    }
+
     #[inline]
     pub fn is_idle(&self) -> bool {
         self.in_flight.is_empty() && self.pending.is_empty()
@@ -142,6 +178,7 @@ impl SendChannel {
                 out.push(f.msg);
             }
         }
+        self.outstanding = 0;
         out
     }
 
@@ -157,6 +194,8 @@ impl SendChannel {
         while let Some(p) = self.in_flight.pop_back() {
             self.pending.push_front(p.frag);
         }
+        self.outstanding = 0;
+        self.news = FlightNews::default();
         self.epoch = 0;
         self.next_seq = 0;
     }
@@ -168,13 +207,15 @@ impl SendChannel {
     }
 
     /// Sends packets marked for resending, then new fragments while the
-    /// window allows, each as a DATA packet with `t.header` (its `seq` set)
-    /// on path `to`. Returns the earliest retransmission deadline armed, None
-    /// when nothing was sent.
+    /// window allows (the packet window and `gate`, the path's congestion
+    /// window and pacing), each as a DATA packet with `t.header` (its
+    /// `seq` set) on path `to`. Returns the earliest retransmission
+    /// deadline armed, None when nothing was sent.
     pub fn transmit<A: Copy + PartialEq>(
         &mut self,
         now: Instant,
         t: &Transmission,
+        gate: &mut Gate,
         to: Path<A>,
         integ: &Integrity,
         out: &mut Outbox<A>,
@@ -192,6 +233,11 @@ impl SendChannel {
             p.reorder_timer = again.is_some_and(|a| a < t.rto);
             p.last_sent = now;
             p.deadline = now.plus(again.map_or(t.rto, |a| a.min(t.rto)));
+            // a retransmission replaces bytes taken as lost: it always
+            // goes, and counts in flight again
+            let len = p.flight_len();
+            self.outstanding += len;
+            gate.take(len);
             let cat = p.frag.msg.meta.category.index();
             stats::count_retransmit(&mut out.stats, ch, cat);
             send_fragment(out, to, integ, &t.header, p.seq, &p.frag);
@@ -211,10 +257,14 @@ impl SendChannel {
                 .sum()
         };
         let mut new_sent = false;
-        if t.probe_after.is_some() && !self.pending.is_empty() && self.in_flight.len() < t.window {
+        if t.probe_after.is_some()
+            && !self.pending.is_empty()
+            && self.in_flight.len() < t.window
+            && gate.allows()
+        {
             self.unprobe_newest(t.rto);
         }
-        while self.in_flight.len() < t.window {
+        while self.in_flight.len() < t.window && gate.allows() {
             let Some(mut frag) = self.pending.pop_front() else {
                 break;
             };
@@ -242,6 +292,9 @@ impl SendChannel {
             // tail is still being handled.
             let deadline = now.plus(t.rto + burst_bytes * BURST_NS_PER_BYTE);
             burst_bytes += len;
+            let counted = flight_len(frag.len);
+            self.outstanding += counted;
+            gate.take(counted);
             self.in_flight.push_back(InFlight {
                 seq,
                 frag,
@@ -305,7 +358,10 @@ impl SendChannel {
         }
         front.nacks += 1;
         // A SACK for it is void: the receiver dropped it.
-        front.sacked = false;
+        if front.sacked {
+            front.sacked = false;
+            self.outstanding += front.flight_len();
+        }
         // The receiver counts its refusals and says when it gives up: only
         // then is it sure never to deliver the message (the sender cannot
         // count: a NACK may be duplicated, or overtake the ACK of a copy
@@ -320,6 +376,8 @@ impl SendChannel {
                 p.resend = true;
             }
         }
+        // the receiver's buffer, not the network: no congestion news
+        self.recount();
         Nacked::GoBack
     }
 
@@ -329,10 +387,16 @@ impl SendChannel {
     pub fn on_timeout(&mut self, now: Instant, retry_limit: u32) -> Expired {
         let mut e = Expired::default();
         let mut deferred = false;
+        let newest = self.in_flight.len().wrapping_sub(1);
+        let news = &mut self.news;
         for (i, p) in self.in_flight.iter_mut().enumerate() {
             if (!p.sacked || i == 0) && !p.resend && p.deadline <= now {
                 if p.reorder_timer {
-                    // lost, by the reordering rule: no backoff
+                    // lost, by the reordering rule: no backoff (the newest
+                    // carries the tail-loss probe: no loss is known)
+                    if i != newest && !p.sacked {
+                        news.lost(p.flight_len(), p.last_sent);
+                    }
                     p.sacked = false;
                     p.resend = true;
                     continue;
@@ -368,6 +432,7 @@ impl SendChannel {
             self.rto_at = Some(now);
             self.frto_sent = 1;
         }
+        self.recount();
         e
     }
 

@@ -181,6 +181,7 @@ fn one_probe_per_channel_however_many_packets_went_one_by_one() {
         ch.transmit(
             Instant(t * 10),
             &tx(5_000, Some(1_000)),
+            &mut { Gate::OPEN },
             Path::from_name(0),
             &integ,
             &mut out,
@@ -223,6 +224,7 @@ fn an_ack_of_the_resent_packet_only_lets_two_more_go_not_all() {
     ch.transmit(
         Instant(0),
         &tx(5_000, None),
+        &mut { Gate::OPEN },
         Path::from_name(0),
         &integ,
         &mut out,
@@ -240,6 +242,7 @@ fn an_ack_of_the_resent_packet_only_lets_two_more_go_not_all() {
     ch.transmit(
         Instant(7_000),
         &tx(10_000, None),
+        &mut { Gate::OPEN },
         Path::from_name(0),
         &integ,
         &mut out,
@@ -251,6 +254,7 @@ fn an_ack_of_the_resent_packet_only_lets_two_more_go_not_all() {
     ch.transmit(
         Instant(7_100),
         &tx(10_000, None),
+        &mut { Gate::OPEN },
         Path::from_name(0),
         &integ,
         &mut out,

@@ -1,0 +1,217 @@
+use super::*;
+
+const S: Statistics = Statistics::initial();
+
+const MSS: u64 = 65507;
+const MAX: u64 = 128 * (MSS + PACKET_OVERHEAD);
+
+fn cc() -> Congestion {
+    Congestion::new(true, MSS as usize, MAX)
+}
+
+fn t(us: u64) -> Instant {
+    Instant(1_000_000_000 + us * MICROS)
+}
+
+fn news(delivered: u64, rtt: Option<Nanos>) -> FlightNews {
+    FlightNews {
+        delivered,
+        rtt,
+        ..FlightNews::default()
+    }
+}
+
+fn loss(sent: Instant) -> FlightNews {
+    let mut n = FlightNews::default();
+    n.lost(MSS, sent);
+    n
+}
+
+#[test]
+fn starts_at_four_datagrams_and_doubles_per_round_trip_in_slow_start() {
+    let mut c = cc();
+    assert_eq!(c.cwnd(), 4 * MSS);
+    assert!(c.in_slow_start());
+    // a whole window acknowledged while the window limited the flow
+    c.on_news(
+        t(100),
+        &news(4 * MSS, Some(100 * MICROS)),
+        0,
+        &mut S.clone(),
+    );
+    assert_eq!(c.cwnd(), 8 * MSS);
+}
+
+#[test]
+fn a_flow_the_window_does_not_limit_does_not_grow_it() {
+    let mut c = cc();
+    // one small message at a time: a sliver of the window in flight
+    for i in 0..1000 {
+        c.on_news(t(i), &news(200, Some(10 * MICROS)), 0, &mut S.clone());
+    }
+    assert_eq!(c.cwnd(), 4 * MSS);
+}
+
+#[test]
+fn the_window_never_grows_past_what_the_packet_windows_allow() {
+    let mut c = cc();
+    for i in 0..100 {
+        c.on_news(t(i), &news(MAX, Some(10 * MICROS)), MAX, &mut S.clone());
+    }
+    assert_eq!(c.cwnd(), MAX);
+}
+
+/// One reduction per recovery episode: losses of packets sent before it
+/// began are part of it; a loss of a packet sent after starts a new one.
+#[test]
+fn one_reduction_per_recovery_episode() {
+    let mut c = cc();
+    // slow start without a queue: 4, 8, then 16 datagrams
+    c.on_news(
+        t(0),
+        &news(4 * MSS, Some(1_000 * MICROS)),
+        0,
+        &mut S.clone(),
+    );
+    c.on_news(
+        t(1),
+        &news(8 * MSS, Some(1_000 * MICROS)),
+        0,
+        &mut S.clone(),
+    );
+    assert_eq!(c.cwnd(), 16 * MSS);
+    // a queue builds: the round trip grows from 1 ms to 10 ms
+    c.on_news(t(0), &news(0, Some(1_000 * MICROS)), 0, &mut S.clone());
+    for i in 1..40 {
+        c.on_news(
+            t(i * 1000),
+            &news(0, Some(10_000 * MICROS)),
+            0,
+            &mut S.clone(),
+        );
+    }
+    let before = c.cwnd();
+    c.on_news(t(50_000), &loss(t(40_000)), 0, &mut S.clone());
+    assert_eq!(c.cwnd(), before * 11 / 16, "congestion: to 0.7");
+    assert_eq!(c.counts.reductions, 1);
+    // more losses of packets sent before the episode began
+    c.on_news(t(50_100), &loss(t(45_000)), 0, &mut S.clone());
+    c.on_news(t(50_200), &loss(t(50_000)), 0, &mut S.clone());
+    assert_eq!(c.cwnd(), before * 11 / 16, "same episode");
+    // a packet sent after the episode began: a new one
+    c.on_news(t(70_000), &loss(t(60_000)), 0, &mut S.clone());
+    assert_eq!(c.cwnd(), before * 11 / 16 * 11 / 16);
+    assert_eq!(c.counts.reductions, 2);
+    assert!(!c.in_slow_start());
+}
+
+/// A loss while the flow holds almost no queue (the round trip at its
+/// least) is random: the window shrinks to 0.8, not to half.
+#[test]
+fn a_loss_without_a_queue_is_random_and_reduces_gently() {
+    let mut c = cc();
+    for i in 0..40 {
+        c.on_news(t(i * 100), &news(0, Some(100 * MICROS)), 0, &mut S.clone());
+    }
+    let before = c.cwnd();
+    assert!(c.backlog() < MSS);
+    c.on_news(t(5_000), &loss(t(4_900)), 0, &mut S.clone());
+    assert_eq!(c.cwnd(), before * 13 / 16);
+    assert_eq!((c.counts.random_losses, c.counts.reductions), (1, 0));
+}
+
+#[test]
+fn the_window_never_falls_under_two_datagrams() {
+    let mut c = cc();
+    c.on_news(t(0), &news(0, Some(1_000 * MICROS)), 0, &mut S.clone());
+    for i in 1..100 {
+        c.on_news(
+            t(i * 1_000),
+            &news(0, Some(50_000 * MICROS)),
+            0,
+            &mut S.clone(),
+        );
+        c.on_news(t(i * 1_000 + 1), &loss(t(i * 1_000)), 0, &mut S.clone());
+    }
+    assert_eq!(c.cwnd(), 2 * MSS);
+    // nothing in flight: a packet may always go
+    assert!(c.gate(t(200_000), 0).room > 0);
+}
+
+/// A retransmission timeout collapses the window to the minimum; F-RTO's
+/// verdict that it was spurious undoes it, a real one keeps it.
+#[test]
+fn a_timeout_collapses_the_window_and_a_spurious_one_is_undone() {
+    let mut c = cc();
+    c.on_news(t(0), &news(4 * MSS, Some(100 * MICROS)), 0, &mut S.clone());
+    let before = c.cwnd();
+    c.on_timeout(t(10_000), &mut S.clone());
+    assert_eq!(c.cwnd(), 2 * MSS);
+    let spurious = FlightNews {
+        frto: Some(true),
+        ..FlightNews::default()
+    };
+    c.on_news(t(10_100), &spurious, 0, &mut S.clone());
+    assert_eq!(c.cwnd(), before);
+    assert_eq!((c.counts.timeouts, c.counts.undone), (1, 1));
+    c.on_timeout(t(20_000), &mut S.clone());
+    let real = FlightNews {
+        frto: Some(false),
+        ..FlightNews::default()
+    };
+    c.on_news(t(20_100), &real, 0, &mut S.clone());
+    c.on_news(t(20_200), &spurious, 0, &mut S.clone());
+    assert_eq!(c.cwnd(), 2 * MSS, "a real timeout is not undone later");
+}
+
+/// Pacing: before a round trip is known nothing waits; after, a burst
+/// allowance goes at once, then packets leave at the pacing rate.
+#[test]
+fn pacing_lets_a_burst_go_then_spaces_packets_at_the_rate() {
+    let mut c = cc();
+    assert_eq!(c.gate(t(0), 0).slack, i64::MAX, "no round trip: not paced");
+    // 10 ms round trip, 4 datagrams: 2 * 262 KB / 10 ms = 52 MB/s
+    c.on_news(t(0), &news(0, Some(10_000 * MICROS)), 0, &mut S.clone());
+    let rate = c.pacing_rate().unwrap();
+    assert!((50_000_000..55_000_000).contains(&rate), "{rate}");
+    let now = t(1_000_000);
+    let mut g = c.gate(now, 0);
+    let mut sent = 0;
+    while g.allows() && sent < 100 {
+        g.take(MSS);
+        sent += 1;
+    }
+    assert!((2..=5).contains(&sent), "a burst of {sent}");
+    let at = c.sent(now, &g).expect("held back");
+    // the next one goes when its bytes' time at the rate has passed
+    assert!(at > now && at.since(now) <= 2 * MSS * 1_000_000_000 / rate);
+    assert!(!c.gate(Instant(at.0 - 1), 0).allows());
+    assert!(c.gate(at, 0).allows());
+}
+
+/// Loopback: a round trip of 20 µs makes pacing's rate huge; a window of
+/// 64 KiB datagrams goes at once.
+#[test]
+fn loopback_never_waits_for_pacing() {
+    let mut c = cc();
+    c.on_news(t(0), &news(0, Some(20 * MICROS)), 0, &mut S.clone());
+    let mut g = c.gate(t(1), 0);
+    let mut sent = 0;
+    while g.allows() {
+        g.take(MSS);
+        sent += 1;
+    }
+    assert_eq!(sent, 4, "the window limits, not pacing");
+}
+
+#[test]
+fn off_limits_nothing() {
+    let mut c = Congestion::new(false, MSS as usize, MAX);
+    c.on_news(t(0), &news(0, Some(10_000 * MICROS)), 0, &mut S.clone());
+    c.on_news(t(1), &loss(t(0)), 0, &mut S.clone());
+    c.on_timeout(t(2), &mut S.clone());
+    assert_eq!(c.cwnd(), MAX);
+    let g = c.gate(t(3), MAX);
+    assert_eq!((g.slack, g.cost), (i64::MAX, 0));
+    assert_eq!(c.counts, CcCounts::default());
+}

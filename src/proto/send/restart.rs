@@ -1,0 +1,24 @@
+//! The retransmission timers restarted on progress (RFC 6298 5.3 and
+//! 5.6, as TCP's one timer is): with congestion control on, a packet that
+//! waits in a bottleneck's queue behind the rest of the window is not
+//! resent while acknowledgements of the packets before it still arrive,
+//! nor once a timeout fired for an older one. (Per-packet deadlines set
+//! at send time assume the path drains a burst at 500 MB/s,
+//! `BURST_NS_PER_BYTE`; a 100 Mbit/s link drains 64 KiB in 5 ms, the
+//! least timeout.)
+
+use super::*;
+
+impl SendChannel {
+    /// Every packet in flight on its retransmission timeout (not a
+    /// reordering timer or probe, not waiting out a timeout's verdict)
+    /// waits at least `rto` from `now`.
+    pub fn restart_timers(&mut self, now: Instant, rto: Nanos) {
+        let at = now.plus(rto);
+        for p in self.in_flight.iter_mut() {
+            if p.counts() && !p.reorder_timer && p.deadline != DEFERRED && p.deadline < at {
+                p.deadline = at;
+            }
+        }
+    }
+}
