@@ -8,6 +8,10 @@
 #   scripts/netns.sh down          remove every ramp<i> namespace, rampv<i>
 #                                  link and the bridge
 #   scripts/netns.sh exec I cmd..  run cmd inside namespace ramp<I>
+#   scripts/netns.sh pick MAP R cmd..  run cmd inside namespace ramp<MAP[R]>,
+#                                  MAP a comma-separated list (a launcher's
+#                                  --wrap 'netns.sh pick 0,2 {rank}': rank 1
+#                                  in ramp2)
 #   scripts/netns.sh addr I        print the address of ramp<I>
 #   scripts/netns.sh check         exit 0 if namespaces, veth pairs and bridges
 #                                  can be made here, else 2 with the reason
@@ -50,7 +54,7 @@ cannot() {
 }
 
 usage() {
-    sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 1
 }
 
@@ -202,6 +206,16 @@ case "$cmd" in
     check)
         [[ $# -eq 1 ]] || usage
         check
+        ;;
+    pick)
+        [[ $# -ge 4 && "$2" =~ ^[0-9]+(,[0-9]+)*$ ]] || usage
+        num "$3"
+        IFS=, read -r -a map <<<"$2"
+        (( $3 < ${#map[@]} )) || die "rank $3: the map $2 has ${#map[@]} entries"
+        i=${map[$3]}
+        have_ns "$PFX$i" || die "namespace $PFX$i does not exist (run: $0 up N)"
+        shift 3
+        exec ip netns exec "$PFX$i" "$@"
         ;;
     shape)
         [[ $# -eq 3 ]] || usage
