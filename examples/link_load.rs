@@ -61,7 +61,9 @@ fn opts() -> Result<Opts, String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
-        let v = args.get(i + 1).ok_or(format!("{} needs a value", args[i]))?;
+        let v = args
+            .get(i + 1)
+            .ok_or(format!("{} needs a value", args[i]))?;
         let bad = || format!("{} {v:?}: not a valid value", args[i]);
         match args[i].as_str() {
             "--secs" => o.secs = v.parse().ok().filter(|s: &f64| *s > 0.0).ok_or_else(bad)?,
@@ -239,8 +241,7 @@ fn main() {
                     }
                     _ => x.lock().unwrap().damaged += 1,
                 }
-                am::reply(a.token, &Message::short(H_SHORT_REPLY, &a.args[1..2]))
-                    .expect("reply");
+                am::reply(a.token, &Message::short(H_SHORT_REPLY, &a.args[1..2])).expect("reply");
             }),
         );
         let x = rx.clone();
@@ -310,7 +311,12 @@ fn main() {
         let short_out = Arc::new(AtomicBool::new(false));
         let lat = Arc::new(Mutex::new(Vec::<u64>::new()));
         let sent_at = Arc::new(Mutex::new(Vec::<Instant>::new()));
-        let (rp, so, l, sa) = (replied.clone(), short_out.clone(), lat.clone(), sent_at.clone());
+        let (rp, so, l, sa) = (
+            replied.clone(),
+            short_out.clone(),
+            lat.clone(),
+            sent_at.clone(),
+        );
         ep.set_handler(
             H_SHORT_REPLY,
             handler(move |a| {
@@ -477,7 +483,11 @@ fn report(rows: &[Vec<u64>], o: &Opts, size: usize) -> bool {
             problems.push(format!("sender {s}: {} short replies of {ss}", tx[4]));
         }
         if r[4] != xs * o.xfer as u64 {
-            problems.push(format!("sender {s}: {} bytes arrived of {}", r[4], xs * o.xfer as u64));
+            problems.push(format!(
+                "sender {s}: {} bytes arrived of {}",
+                r[4],
+                xs * o.xfer as u64
+            ));
         }
         // the statistics agree with what the program counted
         if tx[14] != xs || tx[15] != ss + 1 || tx[16] != tx[3] || tx[9] < tx[10] {
@@ -544,7 +554,11 @@ fn report(rows: &[Vec<u64>], o: &Opts, size: usize) -> bool {
     }
     let sum: f64 = shares.iter().sum();
     let sq: f64 = shares.iter().map(|x| x * x).sum();
-    let jain = if sq > 0.0 { sum * sum / (shares.len() as f64 * sq) } else { 0.0 };
+    let jain = if sq > 0.0 {
+        sum * sum / (shares.len() as f64 * sq)
+    } else {
+        0.0
+    };
     if print {
         println!(
             "link_load: total senders={} bytes={total_bytes} secs={secs:.3} goodput_MBps={:.3} \

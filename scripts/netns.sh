@@ -16,6 +16,8 @@
 #   scripts/netns.sh check         exit 0 if namespaces, veth pairs and bridges
 #                                  can be made here, else 2 with the reason
 #                                  (creates and removes probes; leaves nothing)
+#   scripts/netns.sh check-shape   check, then whether tc can put a tbf on a link
+#                                  (exit 2 with the reason if not)
 #   scripts/netns.sh shape I RATE  shape the link toward ramp<I> (egress of
 #                                  rampv<I>): tbf RATE (tc's units, 200mbit)
 #                                  burst 565kb latency 30ms; `shape I off`
@@ -54,7 +56,7 @@ cannot() {
 }
 
 usage() {
-    sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 1
 }
 
@@ -94,6 +96,21 @@ check() {
     fi
     ip link del "$br" 2>/dev/null || true
     echo "netns.sh: network namespaces, veth pairs and bridges can be made here"
+}
+
+# check, then a token bucket on a probe namespace's loopback (tc present,
+# sch_tbf available).
+check_shape() {
+    check >/dev/null
+    command -v tc >/dev/null 2>&1 || cannot "the tc command (iproute2) is missing"
+    local probe="rampprobe$$" err
+    ip netns add "$probe" 2>/dev/null || cannot "ip netns add failed"
+    if ! err=$(ip netns exec "$probe" tc qdisc add dev lo root tbf rate 100mbit burst 565kb latency 30ms 2>&1); then
+        ip netns del "$probe" 2>/dev/null || true
+        cannot "tc qdisc add ... tbf failed: $err"
+    fi
+    ip netns del "$probe" 2>/dev/null || true
+    echo "netns.sh: network namespaces can be made and links shaped (tc tbf) here"
 }
 
 num() { [[ "$1" =~ ^[0-9]+$ ]] || die "not a number: $1"; }
@@ -206,6 +223,10 @@ case "$cmd" in
     check)
         [[ $# -eq 1 ]] || usage
         check
+        ;;
+    check-shape)
+        [[ $# -eq 1 ]] || usage
+        check_shape
         ;;
     pick)
         [[ $# -ge 4 && "$2" =~ ^[0-9]+(,[0-9]+)*$ ]] || usage
