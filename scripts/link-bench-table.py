@@ -96,7 +96,12 @@ def one_run(tmp, c, label, k, names):
     jobs = [job(os.path.join(tmp, n)) for n in names]
     backlog, drops = qdisc(os.path.join(tmp, "%s.%s.%s.qdisc" % (c, label, k)))
     r = {"good": sum(j["goodput"] for j in jobs), "retx": max(j["retx"] for j in jobs),
-         "status": "; ".join(j["status"] for j in jobs), "drops": drops}
+         "status": "; ".join(j["status"] for j in jobs), "drops": drops, "sock": None}
+    try:
+        a = [int(x) for x in open(os.path.join(tmp, "%s.%s.%s.sock" % (c, label, k))).read().split()]
+        r["sock"] = (a[2] - a[0]) + (a[3] - a[1])
+    except (OSError, ValueError, IndexError):
+        pass
     if rate:
         r["ratio"] = r["good"] * 8 / rate
         r["each"] = [j["goodput"] * 8 / rate for j in jobs]
@@ -138,7 +143,7 @@ def main():
                 int(m.group(3)), []).append(f[:-4])
     hdr = ["case", "build", "rate", "goodput MB/s", "good/rate (target)", "retx share (target)",
            "Jain (target)", "short p50/p99 ms", "+delay p50 ms", "tc backlog ms mean/max",
-           "tc drops", "runs"]
+           "tc drops", "sock drops", "runs"]
     rows = []
     base_p50 = {}
     for c in [c for c in ORDER if c in cases]:
@@ -171,6 +176,7 @@ def main():
             rows.append([c, label, "-" if not rate else "%d Mbit/s" % (rate / 1e6),
                          "{:.2f}".format(med(runs, "good") / 1e6), gr, rt, jt, lat, delay, bl,
                          f2(med(runs, "drops"), "{:.0f}") if rate else "-",
+                         f2(med(runs, "sock"), "{:.0f}"),
                          " | ".join(r["status"] for r in runs).replace("|", "/")])
     print("# link-bench: %s s of sending per job, medians of %s run(s); load average at the "
           "start and the end: %s" % (meta.get("secs"), meta.get("runs"), meta.get("load")))

@@ -18,6 +18,9 @@
 # shares (bytes delivered by the end of the sending time), the short
 # requests' latency (p50/p99) and its p50 minus the unshaped one, the
 # shaped queue's mean backlog as delay (tc -s qdisc, sampled every 100 ms),
+# its drops, the datagrams the kernel dropped at ramp's sockets (UDP
+# RcvbufErrors+SndbufErrors of every namespace: with the queue's drops, what
+# ramp's retransmissions had to repair),
 # and the issue's targets beside them. A job that does not finish within
 # its watchdog is killed and reported as "collapsed" with the rate it
 # achieved (from its progress lines).
@@ -70,7 +73,7 @@ while [[ $# -gt 0 ]]; do
             ;;
         --cases) CASES=${2:-}; shift 2 ;;
         --report) [[ -d "${2:-}" ]] || die "--report: not a directory: ${2:-}"; REPORT=$2; shift 2 ;;
-        -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument: $1 (see --help)" ;;
     esac
 done
@@ -177,6 +180,18 @@ wait_jobs() {
     JOBS=()
 }
 
+# udp_drops: datagrams the kernel dropped at ramp's sockets in every
+# namespace (UDP RcvbufErrors and SndbufErrors, summed): "rcvbuf sndbuf"
+udp_drops() {
+    local ns
+    for ns in rlb0 rlb1 rlb2 rlb3 rlb4; do
+        ip netns exec "$ns" cat /proc/net/snmp 2>/dev/null
+    done | awk '/^Udp:/ {
+        if ($2 ~ /^[0-9]+$/) { r += $(ri); s += $(si) }
+        else for (i = 2; i <= NF; i++) { if ($i == "RcvbufErrors") ri = i; if ($i == "SndbufErrors") si = i }
+    } END { printf "%d %d\n", r, s }'
+}
+
 # run_case CASE RUN BUILD RATE MAP... : shapes (RATE or off), runs one job per
 # MAP with build BUILD (an index of BINS), waits; files CASE.LABEL.RUN.*
 run_case() {
@@ -186,6 +201,8 @@ run_case() {
     log "$tag: rate $rate; $# job(s): $*"
     "${NETNS[@]}" shape 0 "$rate" >/dev/null || die "shape failed"
     sample rlbv0
+    local drops0
+    drops0=$(udp_drops)
     local i=0 names=() m
     for m in "$@"; do
         local env=()
@@ -197,6 +214,7 @@ run_case() {
     wait_jobs "${names[@]}"
     stop_sampler
     cp "$TMP/qdisc.samples" "$TMP/$tag.qdisc"
+    echo "$drops0 $(udp_drops)" >"$TMP/$tag.sock"
     # the namespaces stay; what a killed job left inside goes
     local ns
     for ns in rlb0 rlb1 rlb2 rlb3 rlb4; do
