@@ -26,7 +26,7 @@
 # achieved (from its progress lines).
 #
 #   scripts/link-bench.sh [--secs S] [--watchdog S] [--runs N]
-#                         [--bin [LABEL=]DIR]... [--cases LIST]
+#                         [--bin [LABEL=]DIR]... [--env LABEL VAR=VALUE]... [--cases LIST]
 #     --secs S       sending time of each job (default 5)
 #     --watchdog S   a job still running after S seconds is killed (default S+30)
 #     --runs N       runs of each case; the table shows medians (default 3)
@@ -34,6 +34,9 @@
 #                    target/release, built first with cargo build --release);
 #                    given twice or more (old and new builds), each case runs
 #                    with each build in turn, alternated, one table row each
+#     --env LABEL VAR=VALUE  VAR=VALUE for the workers of build LABEL only
+#                    (repeatable; e.g. the same build twice, once with
+#                    RAMP_MAX_DATAGRAM=8192)
 #     --cases LIST   comma-separated subset of base,r100,r200,r400,incast,
 #                    twojobs,loss (default all)
 #     --report DIR   only print the table of an earlier run whose output
@@ -54,6 +57,7 @@ LABELS=()
 RUNS=3
 CASES="base,r100,r200,r400,incast,twojobs,loss"
 REPORT=""
+declare -A ENVS=()
 
 die() { echo "link-bench: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
@@ -71,9 +75,14 @@ while [[ $# -gt 0 ]]; do
             LABELS+=("$l")
             shift 2
             ;;
+        --env)
+            [[ "${3:-}" =~ ^RAMP_[A-Z0-9_]+=[^[:space:]]*$ ]] || die "--env LABEL RAMP_VAR=VALUE"
+            ENVS[${2:-}]+=" $3"
+            shift 3
+            ;;
         --cases) CASES=${2:-}; shift 2 ;;
         --report) [[ -d "${2:-}" ]] || die "--report: not a directory: ${2:-}"; REPORT=$2; shift 2 ;;
-        -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument: $1 (see --help)" ;;
     esac
 done
@@ -207,6 +216,8 @@ run_case() {
     for m in "$@"; do
         local env=()
         [[ $c == loss ]] && env=(RAMP_FAULT_LOSS=0.01)
+        # shellcheck disable=SC2206
+        env+=(${ENVS[${LABELS[$b]}]:-})
         start_job "${BINS[$b]}" "$tag.$i" "$m" "${env[@]}"
         names+=("$tag.$i")
         i=$((i + 1))
@@ -249,6 +260,8 @@ log "all cases in $(($(date +%s) - T0)) s; load: $(cut -d' ' -f1-3 /proc/loadavg
     echo "secs $SECS"
     echo "runs $RUNS"
     echo "load $LOAD0 / $(cut -d' ' -f1-3 /proc/loadavg)"
-    for ((b = 0; b < ${#BINS[@]}; b++)); do echo "build ${LABELS[$b]} ${BINS[$b]}"; done
+    for ((b = 0; b < ${#BINS[@]}; b++)); do
+        echo "build ${LABELS[$b]} ${BINS[$b]}${ENVS[${LABELS[$b]}]:-}"
+    done
 } >"$TMP/meta"
 table "$TMP"
