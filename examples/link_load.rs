@@ -5,7 +5,8 @@
 //! sender and sequence number; at the end the ranks all-gather and rank 0
 //! prints, per sender, what arrived, the goodput, the share of the bytes
 //! sent beyond first transmissions (retransmissions, from ramp's
-//! statistics) and the short requests' latency as the application saw it
+//! statistics), its share of what arrived while every sender still had
+//! messages arriving (for Jain's index), and the short requests' latency as the application saw it
 //! (request call to reply handler: credit wait and every queue included),
 //! then `link_load: PASS` or `link_load: FAIL` with what was wrong: a
 //! message lost or run twice, a payload not where it belonged, a message
@@ -181,7 +182,8 @@ fn main() {
             xfers: Vec<Seen>,
             shorts: Vec<Seen>,
             bytes: Vec<u64>,
-            by_deadline: Vec<u64>,
+            /// arrival of each Xfer (ns after the start), per sender
+            arrivals: Vec<Vec<u64>>,
             last_ns: Vec<u64>,
             done: Vec<Option<(u64, u64)>>,
             damaged: u64,
@@ -190,13 +192,12 @@ fn main() {
             xfers: (0..size).map(|_| Seen::default()).collect(),
             shorts: (0..size).map(|_| Seen::default()).collect(),
             bytes: vec![0; size],
-            by_deadline: vec![0; size],
+            arrivals: vec![Vec::new(); size],
             last_ns: vec![0; size],
             done: vec![None; size],
             damaged: 0,
         }));
         let start = Arc::new(Mutex::new(Instant::now()));
-        let deadline_ns = (o.secs * 1e9) as u64;
         let (x, st) = (rx.clone(), start.clone());
         ep.set_handler(
             H_XFER,
@@ -225,9 +226,7 @@ fn main() {
                 }
                 x.xfers[s].count(q);
                 x.bytes[s] += len as u64;
-                if now <= deadline_ns {
-                    x.by_deadline[s] += len as u64;
-                }
+                x.arrivals[s].push(now);
                 x.last_ns[s] = now;
             }),
         );
@@ -289,8 +288,13 @@ fn main() {
         row[2] = st.requests_received[2];
         row[3] = st.requests_received[0];
         row[4] = returned.load(SeqCst);
+        // the senders' shares while all of them had messages arriving: up
+        // to the first sender's last arrival
+        let all_until = (1..size).map(|s| x.last_ns[s]).min().unwrap_or(0);
         for s in 1..size {
             let (xs, ss) = x.done[s].unwrap();
+            let contended = x.arrivals[s].iter().filter(|&&t| t <= all_until).count() as u64
+                * xfer as u64;
             let (xo, xt, xb) = x.xfers[s].tally(xs);
             let (so, stw, sb) = x.shorts[s].tally(ss);
             let b = W_HEAD + W_PER * s;
@@ -300,7 +304,7 @@ fn main() {
                 so,
                 stw,
                 x.bytes[s],
-                x.by_deadline[s],
+                contended,
                 x.last_ns[s],
                 xb + sb,
             ]);
@@ -517,7 +521,7 @@ fn report(rows: &[Vec<u64>], o: &Opts, size: usize) -> bool {
         if print {
             println!(
                 "link_load: sender {s} xfers={xs} bytes={} secs={last:.3} goodput_MBps={:.3} \
-                 bytes_by_deadline={} wire_bytes={} retx_share={:.4} packets={} \
+                 bytes_contended={} wire_bytes={} retx_share={:.4} packets={} \
                  packets_retransmitted={} shorts={ss} short_p50_us={:.0} short_p99_us={:.0} \
                  short_max_us={:.0} lost={l} twice={}",
                 r[4],

@@ -49,12 +49,12 @@ def job(path):
     if total and verdict and "PASS" in verdict:
         j["status"] = "ok"
         j["goodput"] = float(total["goodput_MBps"]) * 1e6
-        j["shares"] = [float(s["bytes_by_deadline"]) for s in senders]
+        j["shares"] = [float(s["bytes_contended"]) for s in senders]
         j["p50"] = max(float(s["short_p50_us"]) for s in senders) / 1e3
         j["p99"] = max(float(s["short_p99_us"]) for s in senders) / 1e3
     elif total:
         j["goodput"] = j["rate_all"]
-        j["shares"] = [float(s["bytes_by_deadline"]) for s in senders]
+        j["shares"] = [float(s["bytes_contended"]) for s in senders]
         v = verdict or "exit %d" % rc
         back = re.search(r"(\d+) messages came back", v)
         if back:

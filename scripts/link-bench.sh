@@ -15,7 +15,7 @@
 # Progress on stderr; the table on stdout: goodput / link rate, the share of
 # bytes sent beyond first transmissions (retransmissions, with the little
 # control traffic: an upper bound), Jain's fairness index of the senders'
-# shares (bytes delivered by the end of the sending time), the short
+# shares (bytes delivered while every sender still had messages arriving), the short
 # requests' latency (p50/p99) and its p50 minus the unshaped one, the
 # shaped queue's mean backlog as delay (tc -s qdisc, sampled every 100 ms),
 # its drops, the datagrams the kernel dropped at ramp's sockets (UDP
