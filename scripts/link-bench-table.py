@@ -99,7 +99,9 @@ def one_run(tmp, c, label, k, names):
          "status": "; ".join(j["status"] for j in jobs), "drops": drops, "sock": None}
     try:
         a = [int(x) for x in open(os.path.join(tmp, "%s.%s.%s.sock" % (c, label, k))).read().split()]
-        r["sock"] = (a[2] - a[0]) + (a[3] - a[1])
+        n = len(a) // 2
+        r["sock"] = (a[n] - a[0]) + (a[n + 1] - a[1])
+        r["reasm"] = a[n + 2] - a[2] if n >= 3 else None
     except (OSError, ValueError, IndexError):
         pass
     if rate:
@@ -143,7 +145,7 @@ def main():
                 int(m.group(3)), []).append(f[:-4])
     hdr = ["case", "build", "rate", "goodput MB/s", "good/rate (target)", "retx share (target)",
            "Jain (target)", "short p50/p99 ms", "+delay p50 ms", "tc backlog ms mean/max",
-           "tc drops", "sock drops", "runs"]
+           "tc drops", "sock drops", "reasm fails", "runs"]
     rows = []
     base_p50 = {}
     for c in [c for c in ORDER if c in cases]:
@@ -177,6 +179,7 @@ def main():
                          "{:.2f}".format(med(runs, "good") / 1e6), gr, rt, jt, lat, delay, bl,
                          f2(med(runs, "drops"), "{:.0f}") if rate else "-",
                          f2(med(runs, "sock"), "{:.0f}"),
+                         f2(med(runs, "reasm"), "{:.0f}"),
                          " | ".join(r["status"] for r in runs).replace("|", "/")])
     print("# link-bench: %s s of sending per job, medians of %s run(s); load average at the "
           "start and the end: %s" % (meta.get("secs"), meta.get("runs"), meta.get("load")))

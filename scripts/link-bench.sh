@@ -20,7 +20,8 @@
 # shaped queue's mean backlog as delay (tc -s qdisc, sampled every 100 ms),
 # its drops, the datagrams the kernel dropped at ramp's sockets (UDP
 # RcvbufErrors+SndbufErrors of every namespace: with the queue's drops, what
-# ramp's retransmissions had to repair),
+# ramp's retransmissions had to repair) and those lost in IP reassembly
+# (ReasmFails: ramp's datagrams above the link's MTU travel as fragments),
 # and the issue's targets beside them. A job that does not finish within
 # its watchdog is killed and reported as "collapsed" with the rate it
 # achieved (from its progress lines).
@@ -82,7 +83,7 @@ while [[ $# -gt 0 ]]; do
             ;;
         --cases) CASES=${2:-}; shift 2 ;;
         --report) [[ -d "${2:-}" ]] || die "--report: not a directory: ${2:-}"; REPORT=$2; shift 2 ;;
-        -h|--help) sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument: $1 (see --help)" ;;
     esac
 done
@@ -190,15 +191,20 @@ wait_jobs() {
 }
 
 # udp_drops: datagrams the kernel dropped at ramp's sockets in every
-# namespace (UDP RcvbufErrors and SndbufErrors, summed): "rcvbuf sndbuf"
+# namespace (UDP RcvbufErrors and SndbufErrors, summed), and datagrams whose
+# IP fragments could not be reassembled (Ip ReasmFails: a fragment lost, or
+# the reassembly memory, ipfrag_high_thresh, full of incomplete datagrams
+# held for ipfrag_time): "rcvbuf sndbuf reasmfails"
 udp_drops() {
     local ns
     for ns in rlb0 rlb1 rlb2 rlb3 rlb4; do
         ip netns exec "$ns" cat /proc/net/snmp 2>/dev/null
-    done | awk '/^Udp:/ {
-        if ($2 ~ /^[0-9]+$/) { r += $(ri); s += $(si) }
-        else for (i = 2; i <= NF; i++) { if ($i == "RcvbufErrors") ri = i; if ($i == "SndbufErrors") si = i }
-    } END { printf "%d %d\n", r, s }'
+    done | awk '
+        /^Udp:/ && $2 !~ /^[0-9]+$/ { for (i = 2; i <= NF; i++) { if ($i == "RcvbufErrors") ri = i; if ($i == "SndbufErrors") si = i } }
+        /^Udp:/ && $2 ~ /^[0-9]+$/ { r += $(ri); s += $(si) }
+        /^Ip:/ && $2 !~ /^[0-9]+$/ { for (i = 2; i <= NF; i++) if ($i == "ReasmFails") fi = i }
+        /^Ip:/ && $2 ~ /^[0-9]+$/ { f += $(fi) }
+        END { printf "%d %d %d\n", r, s, f }'
 }
 
 # run_case CASE RUN BUILD RATE MAP... : shapes (RATE or off), runs one job per
@@ -208,6 +214,11 @@ run_case() {
     shift 4
     local tag="$c.${LABELS[$b]}.$k"
     log "$tag: rate $rate; $# job(s): $*"
+    # fresh namespaces for every run: a collapsed run leaves the receiver's
+    # IP reassembly memory full of incomplete datagrams for ipfrag_time
+    # (30 s), which would drop the next run's fragments
+    "${NETNS[@]}" down >/dev/null 2>&1
+    "${NETNS[@]}" up 5 >/dev/null || die "netns.sh up failed"
     "${NETNS[@]}" shape 0 "$rate" >/dev/null || die "shape failed"
     sample rlbv0
     local drops0
@@ -226,15 +237,6 @@ run_case() {
     stop_sampler
     cp "$TMP/qdisc.samples" "$TMP/$tag.qdisc"
     echo "$drops0 $(udp_drops)" >"$TMP/$tag.sock"
-    # the namespaces stay; what a killed job left inside goes
-    local ns
-    for ns in rlb0 rlb1 rlb2 rlb3 rlb4; do
-        local pids
-        pids=$(ip netns pids "$ns" 2>/dev/null)
-        # shellcheck disable=SC2086
-        [[ -n "$pids" ]] && kill -9 $pids 2>/dev/null
-    done
-    "${NETNS[@]}" shape 0 off >/dev/null
 }
 
 T0=$(date +%s)
