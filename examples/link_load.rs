@@ -293,8 +293,8 @@ fn main() {
         let all_until = (1..size).map(|s| x.last_ns[s]).min().unwrap_or(0);
         for s in 1..size {
             let (xs, ss) = x.done[s].unwrap();
-            let contended = x.arrivals[s].iter().filter(|&&t| t <= all_until).count() as u64
-                * xfer as u64;
+            let contended =
+                x.arrivals[s].iter().filter(|&&t| t <= all_until).count() as u64 * xfer as u64;
             let (xo, xt, xb) = x.xfers[s].tally(xs);
             let (so, stw, sb) = x.shorts[s].tally(ss);
             let b = W_HEAD + W_PER * s;
