@@ -8,10 +8,28 @@
 #   scripts/netns.sh down          remove every ramp<i> namespace, rampv<i>
 #                                  link and the bridge
 #   scripts/netns.sh exec I cmd..  run cmd inside namespace ramp<I>
+#   scripts/netns.sh pick MAP R cmd..  run cmd inside namespace ramp<MAP[R]>,
+#                                  MAP a comma-separated list (a launcher's
+#                                  --wrap 'netns.sh pick 0,2 {rank}': rank 1
+#                                  in ramp2)
 #   scripts/netns.sh addr I        print the address of ramp<I>
 #   scripts/netns.sh check         exit 0 if namespaces, veth pairs and bridges
 #                                  can be made here, else 2 with the reason
 #                                  (creates and removes probes; leaves nothing)
+#   scripts/netns.sh check-shape   check, then whether tc can put a tbf on a link
+#                                  (exit 2 with the reason if not)
+#   scripts/netns.sh shape I RATE  shape the link toward ramp<I> (egress of
+#                                  rampv<I>): tbf RATE (tc's units, 200mbit)
+#                                  burst 565kb latency 30ms; `shape I off`
+#                                  removes it
+#   scripts/netns.sh qdisc I       `tc -s qdisc show` of rampv<I>
+#
+# Options before the command (every command honours them):
+#   -p PREFIX   names PREFIX<i>, PREFIXv<i>, PREFIXbr0 instead of ramp<i>,
+#               rampv<i>, rampbr0 (2-8 lower-case letters), so that suites
+#               that run at the same time never touch each other's
+#   -s A.B.C    the subnet A.B.C.0/24 instead of 10.99.0 (give each prefix
+#               its own)
 #
 # Addresses: 10.99.0.1/24 on rampbr0, 10.99.0.(10+i)/24 on eth0 of ramp<i>;
 # loopback is up in every namespace. Nothing else is configured: no
@@ -19,12 +37,14 @@
 # reach each other and the root namespace (10.99.0.1) and nothing else.
 #
 # `up` is idempotent: what exists is kept, what is missing is created.
+# `down` first kills (SIGKILL, by pid) what still runs inside the namespaces
+# (workers of a job whose launcher was killed), then removes them.
 # Exit status 2 (with a message) when namespaces cannot be created here
 # (not root, no CAP_NET_ADMIN/CAP_SYS_ADMIN, no `ip`), so callers can skip.
 
 set -euo pipefail
 
-BR=rampbr0
+PFX=ramp
 NET=10.99.0
 MAX=200
 
@@ -36,7 +56,7 @@ cannot() {
 }
 
 usage() {
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 1
 }
 
@@ -78,6 +98,21 @@ check() {
     echo "netns.sh: network namespaces, veth pairs and bridges can be made here"
 }
 
+# check, then a token bucket on a probe namespace's loopback (tc present,
+# sch_tbf available).
+check_shape() {
+    check >/dev/null
+    command -v tc >/dev/null 2>&1 || cannot "the tc command (iproute2) is missing"
+    local probe="rampprobe$$" err
+    ip netns add "$probe" 2>/dev/null || cannot "ip netns add failed"
+    if ! err=$(ip netns exec "$probe" tc qdisc add dev lo root tbf rate 100mbit burst 565kb latency 30ms 2>&1); then
+        ip netns del "$probe" 2>/dev/null || true
+        cannot "tc qdisc add ... tbf failed: $err"
+    fi
+    ip netns del "$probe" 2>/dev/null || true
+    echo "netns.sh: network namespaces can be made and links shaped (tc tbf) here"
+}
+
 num() { [[ "$1" =~ ^[0-9]+$ ]] || die "not a number: $1"; }
 
 up() {
@@ -94,13 +129,13 @@ up() {
     ip link set "$BR" up
     local i
     for (( i = 0; i < n; i++ )); do
-        local ns="ramp$i" host="rampv$i" addr="$NET.$((10 + i))"
+        local ns="$PFX$i" host="${PFX}v$i" addr="$NET.$((10 + i))"
         have_ns "$ns" || ip netns add "$ns"
         if ! ip link show "$host" >/dev/null 2>&1; then
             # A stale namespace end without its root end: start over.
             ip -n "$ns" link del eth0 2>/dev/null || true
-            ip link add "$host" type veth peer name "rampn$i" netns "$ns"
-            ip -n "$ns" link set "rampn$i" name eth0
+            ip link add "$host" type veth peer name "${PFX}n$i" netns "$ns"
+            ip -n "$ns" link set "${PFX}n$i" name eth0
         fi
         ip link set "$host" master "$BR"
         ip link set "$host" up
@@ -108,25 +143,63 @@ up() {
         ip -n "$ns" link set eth0 up
         ip -n "$ns" link set lo up
     done
-    echo "netns.sh: $n namespace(s) ramp0..ramp$((n - 1)) on $BR ($NET.1): $NET.10..$NET.$((9 + n))"
+    echo "netns.sh: $n namespace(s) ${PFX}0..$PFX$((n - 1)) on $BR ($NET.1): $NET.10..$NET.$((9 + n))"
 }
 
 down() {
     command -v ip >/dev/null 2>&1 || cannot "the ip command (iproute2) is missing"
-    local ns l
-    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^ramp[0-9]+$' || true); do
+    local ns l pids
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$PFX[0-9]+\$" || true); do
+        # processes left inside (a killed launcher's workers): a deleted
+        # namespace would live on with them
+        pids=$(ip netns pids "$ns" 2>/dev/null || true)
+        if [[ -n "$pids" ]]; then
+            # shellcheck disable=SC2086
+            kill -9 $pids 2>/dev/null || true
+        fi
         ip netns del "$ns"
     done
     # Root ends normally vanish with their namespace; remove any leftover.
     for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' \
-               | grep -E '^rampv[0-9]+$' || true); do
+               | grep -E "^${PFX}v[0-9]+\$" || true); do
         ip link del "$l" 2>/dev/null || true
     done
     if ip link show "$BR" >/dev/null 2>&1; then
         ip link del "$BR"
     fi
-    echo "netns.sh: removed the ramp namespaces and $BR"
+    echo "netns.sh: removed the $PFX namespaces and $BR"
 }
+
+# The link toward namespace I: a token bucket of RATE on the bridge's port
+# (what ramp<I> receives queues there), or none ("off").
+shape() {
+    local i=$1 rate=$2 dev="${PFX}v$1"
+    num "$i"
+    ip link show "$dev" >/dev/null 2>&1 || die "$dev does not exist (run: $0 up N)"
+    if [[ "$rate" == off ]]; then
+        tc qdisc del dev "$dev" root 2>/dev/null || true
+    else
+        [[ "$rate" =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || die "rate: expected e.g. 200mbit, got $rate"
+        tc qdisc replace dev "$dev" root tbf rate "$rate" burst 565kb latency 30ms
+    fi
+}
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        -p)
+            [[ $# -ge 2 && "$2" =~ ^[a-z]{2,8}$ ]] || die "-p: expected 2-8 lower-case letters"
+            PFX=$2
+            shift 2
+            ;;
+        -s)
+            [[ $# -ge 2 && "$2" =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || die "-s: expected A.B.C"
+            NET=$2
+            shift 2
+            ;;
+        *) break ;;
+    esac
+done
+BR="${PFX}br0"
 
 cmd=${1:-}
 case "$cmd" in
@@ -141,15 +214,38 @@ case "$cmd" in
     exec)
         [[ $# -ge 3 ]] || usage
         num "$2"
-        have_ns "ramp$2" || die "namespace ramp$2 does not exist (run: $0 up N)"
+        have_ns "$PFX$2" || die "namespace $PFX$2 does not exist (run: $0 up N)"
         shift
         i=$1
         shift
-        exec ip netns exec "ramp$i" "$@"
+        exec ip netns exec "$PFX$i" "$@"
         ;;
     check)
         [[ $# -eq 1 ]] || usage
         check
+        ;;
+    check-shape)
+        [[ $# -eq 1 ]] || usage
+        check_shape
+        ;;
+    pick)
+        [[ $# -ge 4 && "$2" =~ ^[0-9]+(,[0-9]+)*$ ]] || usage
+        num "$3"
+        IFS=, read -r -a map <<<"$2"
+        (( $3 < ${#map[@]} )) || die "rank $3: the map $2 has ${#map[@]} entries"
+        i=${map[$3]}
+        have_ns "$PFX$i" || die "namespace $PFX$i does not exist (run: $0 up N)"
+        shift 3
+        exec ip netns exec "$PFX$i" "$@"
+        ;;
+    shape)
+        [[ $# -eq 3 ]] || usage
+        shape "$2" "$3"
+        ;;
+    qdisc)
+        [[ $# -eq 2 ]] || usage
+        num "$2"
+        tc -s qdisc show dev "${PFX}v$2"
         ;;
     addr)
         [[ $# -eq 2 ]] || usage

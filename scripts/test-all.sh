@@ -17,7 +17,9 @@
 #   3. rust tests      cargo test --release; then the tests marked #[ignore = "needs ..."]
 #                      that need something this machine may lack, each suite only when a
 #                      probe finds it: spmd_netns (scripts/netns.sh check: network
-#                      namespaces can be made), spmd_mpiexec and pmi (mpiexec runs),
+#                      namespaces can be made), link_shaped (scripts/netns.sh
+#                      check-shape: and tc can shape a link; ~1 min, much longer where
+#                      congestion control is missing), spmd_mpiexec and pmi (mpiexec runs),
 #                      spmd_slurm (scripts/slurm.sh check: srun runs; step 0 brings up a
 #                      one-node Slurm with scripts/slurm.sh up, and the end of the run
 #                      takes it down), spmd_openmpi (/usr/bin/mpirun.openmpi runs; step 0
@@ -54,7 +56,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 2
 
 case "${1:-}" in
-  -h|--help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,47p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   "") ;;
   *) echo "test-all.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
 esac
@@ -307,6 +309,7 @@ python_tests() {
 
 # The suites whose tests are #[ignore = "needs ..."]: run only where the probe succeeds.
 have_netns() { bash scripts/netns.sh check; }
+have_shaping() { bash scripts/netns.sh check-shape; }
 have_mpiexec() {
   command -v mpiexec >/dev/null 2>&1 || { echo "mpiexec (MPICH Hydra) is not installed" >&2; return 1; }
   timeout 30 mpiexec -n 1 true >/dev/null 2>&1 || { echo "'mpiexec -n 1 true' does not run" >&2; return 1; }
@@ -317,7 +320,7 @@ have_openmpi() {
   timeout 60 /usr/bin/mpirun.openmpi --allow-run-as-root --oversubscribe -n 1 true >/dev/null 2>&1 ||
     { echo "'mpirun.openmpi -n 1 true' does not run" >&2; return 1; }
 }
-GATED=("spmd_netns have_netns" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec" "spmd_slurm have_slurm" "spmd_openmpi have_openmpi")
+GATED=("spmd_netns have_netns" "link_shaped have_shaping" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec" "spmd_slurm have_slurm" "spmd_openmpi have_openmpi")
 
 # bounded SECONDS WHAT CMD...: CMD, killed after SECONDS (a hang fails its step with a
 # message instead of eating the whole CI run's time).
