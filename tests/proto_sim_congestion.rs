@@ -261,8 +261,11 @@ fn four_senders_into_one_receiver_share_its_link() {
         assert!(jain(&o.goodput) >= 0.9, "seed {seed}");
         // (not the 3% of one sender: four initial windows meet in a queue
         // of 15 datagrams, and four windows of a few datagrams each
-        // overflow it now and then: 4.9% measured, half of it the start's)
-        assert!(o.retransmitted <= 0.06, "seed {seed}");
+        // overflow it now and then: 6.0% measured with the repair timers
+        // (4.9% before them), 46 of its 64 queue drops the start's; the
+        // figure moves by a point with any change of timing, so the bound
+        // leaves one)
+        assert!(o.retransmitted <= 0.07, "seed {seed}");
     }
 }
 

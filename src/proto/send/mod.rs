@@ -222,13 +222,16 @@ impl SendChannel {
     ) -> Option<Instant> {
         let ch = t.header.channel as usize;
         let mut first_deadline: Option<Instant> = None;
+        // A second probe is for a tail (a packet or two in flight): in a
+        // longer flight RACK finds a lost copy from later packets' SACKs.
+        let tail = self.in_flight.len() <= 2;
         for p in self.in_flight.iter_mut().filter(|p| p.resend) {
             p.resend = false;
             // The first copy of a packet lost at random (a probe, or one a
             // later packet's SACK showed lost) is lost too now and then:
             // it gets a second probe's time, not a whole RTO (a loss
             // repaired in round trips even then); later copies back off.
-            let first_copy = p.retries == 0 && p.nacks == 0 && p.first_sent == p.last_sent;
+            let first_copy = tail && p.retries == 0 && p.nacks == 0 && p.first_sent == p.last_sent;
             let again = t.probe_after.filter(|_| first_copy).map(|pto| 2 * pto);
             p.reorder_timer = again.is_some_and(|a| a < t.rto);
             p.last_sent = now;
@@ -241,7 +244,7 @@ impl SendChannel {
             let cat = p.frag.msg.meta.category.index();
             stats::count_retransmit(&mut out.stats, ch, cat);
             send_fragment(out, to, integ, &t.header, p.seq, &p.frag);
-            first_deadline.get_or_insert(p.deadline);
+            first_deadline = Some(first_deadline.map_or(p.deadline, |d| d.min(p.deadline)));
         }
         // A new packet waits at the receiver behind what is still in flight
         // (sent, not yet acknowledged or SACKed): its timer allows for those
@@ -327,14 +330,10 @@ impl SendChannel {
         first_deadline
     }
 
-    /// New packets are about to go, and the newest carries the probe from
-    /// now on: the packet that carried it so far (the newest before them;
-    /// a reordering timer is only ever set on a packet before a later one
-    /// that arrived, so on the newest it is a probe, first or second) gets
-    /// back its retransmission timeout. One probe per channel is outstanding at any
-    /// time (RFC 8985 TLP: one probe timer): a receiver off the CPU for
-    /// longer than the probe timeout costs one needless copy, not one per
-    /// packet sent since it stopped.
+    /// New packets are about to go and the newest carries the probe: the
+    /// packet that carried it (a reordering timer on the newest is a probe)
+    /// gets back its RTO. One probe per channel (RFC 8985 TLP): a receiver
+    /// off the CPU costs one needless copy, not one per packet sent since.
     fn unprobe_newest(&mut self, rto: Nanos) {
         if let Some(p) = self.in_flight.back_mut() {
             if p.reorder_timer && !p.sacked && !p.resend {
