@@ -211,6 +211,7 @@ impl RttEstimator {
     }
 
     /// The floor learned from late answers (0: none).
+    #[cfg(test)]
     pub fn floor(&self) -> Nanos {
         self.floor
     }
