@@ -202,7 +202,7 @@ def test_statistics(pair):
         x.request_medium(0, 1, b"12345678")
     assert b.wait(lambda: len(done) == 5, timeout=300)
     s = x.statistics()
-    assert len(s) == 33 and s["RequestsSent"] == (0, 5, 0) and s["RequestDataBytesSent"][1] == 40
+    assert len(s) == 38 and s["RequestsSent"] == (0, 5, 0) and s["RequestDataBytesSent"][1] == 40
     assert s["RepliesReceived"][0] >= 5 and s["TotalBytesSent"] > 40
     t = y.statistics()
     assert t["RequestsReceived"][1] >= 5 and t["RepliesSent"][0] == 5
