@@ -12,14 +12,7 @@ pub fn wait_readable(fds: &[RawFd], timeout_ms: i32) -> bool {
 /// (`ppoll`: a deadline under a millisecond, a paced packet's, is kept,
 /// not rounded up to one). Returns whether any descriptor is readable.
 pub fn wait_readable_ns(fds: &[RawFd], timeout_ns: u64) -> bool {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut pfds = for_reading(fds);
     let ts = libc::timespec {
         tv_sec: (timeout_ns / 1_000_000_000).min(i32::MAX as u64) as libc::time_t,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
@@ -40,14 +33,7 @@ pub fn wait_readable_ns(fds: &[RawFd], timeout_ns: u64) -> bool {
 /// Sleeps until one of `fds` is readable (or hung up) or `timeout_ms`
 /// passes; returns, for each descriptor, whether it needs attention.
 pub fn poll_fds(fds: &[RawFd], timeout_ms: i32) -> Vec<bool> {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    let mut pfds = for_reading(fds);
     loop {
         // SAFETY: `pfds` is a valid array of pollfd of the given length.
         let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
@@ -58,4 +44,15 @@ pub fn poll_fds(fds: &[RawFd], timeout_ms: i32) -> Vec<bool> {
             return vec![false; fds.len()];
         }
     }
+}
+
+/// A `pollfd` asking for input of each of `fds`.
+fn for_reading(fds: &[RawFd]) -> Vec<libc::pollfd> {
+    fds.iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect()
 }
