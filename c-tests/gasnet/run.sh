@@ -291,9 +291,13 @@ CONF
     SSHD_PID=$!
     OPTS="-p $PORT -i $SD/id -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5"
     ok=0
-    for _ in 1 2 3 4 5 6 7 8 9 10; do
+    # wait for our sshd to answer: a readiness poll bounded by a watchdog
+    # (60 s), not a guess of how fast it starts; it gives up at once if
+    # sshd exited (then the check is skipped and counted, with its log)
+    for _ in $(seq 120); do
       # shellcheck disable=SC2086
       if ssh $OPTS -o BatchMode=yes -o StrictHostKeyChecking=no 127.0.0.1 true </dev/null >/dev/null 2>&1; then ok=1; break; fi
+      kill -0 "$SSHD_PID" 2>/dev/null || break
       sleep 0.5
     done
     if [ $ok = 0 ]; then
