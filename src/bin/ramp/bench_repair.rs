@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant as StdInstant;
 
-use ramp::am::{self, handler, EndpointName, Message};
+use crate::role_util::{hex, median, name_from_hex};
+use ramp::am::{self, handler, Message};
 
 const TAG: u64 = 0xbe7e;
 const H_ECHO: u8 = 10;
@@ -37,27 +38,6 @@ const PIPE_REQUESTS: usize = 20_000;
 /// first and third.
 const LOSSES: [f64; 4] = [0.0, 0.001, 0.01, 0.05];
 const PIPE_LOSSES: [f64; 2] = [0.0, 0.01];
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn name_from_hex(s: &str) -> Option<EndpointName> {
-    let s = s.trim();
-    if s.len() != 64 {
-        return None;
-    }
-    let mut n = [0u8; 32];
-    for (i, b) in n.iter_mut().enumerate() {
-        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(EndpointName(n))
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]

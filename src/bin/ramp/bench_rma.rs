@@ -14,9 +14,8 @@ use std::sync::Arc;
 use std::time::Instant as StdInstant;
 
 use crate::bench_roles;
-use ramp::am::{
-    self, handler, EndpointName, Message, SegmentMemory, VecSegment, REGION_READ, REGION_WRITE,
-};
+use crate::role_util::{hex, median, name_from_hex};
+use ramp::am::{self, handler, Message, SegmentMemory, VecSegment, REGION_READ, REGION_WRITE};
 
 const TAG: u64 = 0xbe7d;
 const DEPTH: i32 = 32;
@@ -30,27 +29,6 @@ const WINDOW: usize = 16;
 /// Bytes moved per figure and run.
 const TOTAL: usize = 128 << 20;
 const REGION: usize = 2 << 20;
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn name_from_hex(s: &str) -> Option<EndpointName> {
-    let s = s.trim();
-    if s.len() != 64 {
-        return None;
-    }
-    let mut n = [0u8; 32];
-    for (i, b) in n.iter_mut().enumerate() {
-        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(EndpointName(n))
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
 
 fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
     let mut l = String::new();

@@ -13,14 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::role_util::median;
 use ramp::am::{self, handler, Bundle, BundleMode, Endpoint, Message};
 
 const DEPTH: i32 = 32;
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
 
 struct Setup {
     bun: Arc<Bundle>,

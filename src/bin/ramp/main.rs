@@ -18,6 +18,7 @@ mod loggp_plot;
 mod loggp_raw;
 mod loggp_roles;
 mod loggp_ucx;
+mod role_util;
 
 use bench::BenchOptions;
 
