@@ -470,12 +470,19 @@ impl Master {
     fn reap(&mut self) {
         self.reap_helpers();
         let mut failed = None;
-        for w in self.workers.iter_mut() {
+        for rank in 0..self.workers.len() {
+            let w = &mut self.workers[rank];
             let Some(c) = w.child.as_mut() else { continue };
             if w.status.is_some() {
                 continue;
             }
             if let Ok(Some(st)) = c.try_wait() {
+                if !w.said_exit && w.stream.is_some() {
+                    // what it wrote before it ended (its exit's frame) is
+                    // read first: the poll may have looked before it came
+                    self.serve_worker(rank);
+                }
+                let w = &mut self.workers[rank];
                 w.status = Some(st);
                 // A rank that never joined (no start-up call) would leave
                 // the others waiting for it in start-up: the job fails.
