@@ -137,6 +137,39 @@ const NOT_STARTED: &str = "the SPMD job is not started: call ramp_SPMDStartup \
      started (ramp-run -n N prog)";
 
 static JOB: Lazy<Mutex<Option<Job>>> = Lazy::new(|| Mutex::new(None));
+
+thread_local! {
+    /// Whether this thread runs an SPMD collective (and so holds `JOB`):
+    /// an SPMD call from a handler run by its progress is refused, not
+    /// deadlocked. Other holders of `JOB` (the watcher thread, a moment
+    /// at a time; another thread's collective) are waited for.
+    static IN_COLLECTIVE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `JOB`, locked: `Resource` when this thread runs a collective already
+/// (an SPMD call from a handler inside it), else waits for the lock.
+fn lock_job(what: &'static str) -> Result<parking_lot::MutexGuard<'static, Option<Job>>> {
+    if IN_COLLECTIVE.with(|c| c.get()) {
+        return Err(Error::Resource(what));
+    }
+    Ok(JOB.lock())
+}
+
+/// Marks this thread as running a collective while alive.
+struct CollectiveMark;
+
+impl CollectiveMark {
+    fn new() -> Self {
+        IN_COLLECTIVE.with(|c| c.set(true));
+        CollectiveMark
+    }
+}
+
+impl Drop for CollectiveMark {
+    fn drop(&mut self) {
+        IN_COLLECTIVE.with(|c| c.set(false));
+    }
+}
 static RANK: AtomicI64 = AtomicI64::new(-1);
 static SIZE: AtomicI64 = AtomicI64::new(-1);
 
@@ -358,8 +391,11 @@ pub(crate) fn rank0_job_key() -> io::Result<Option<String>> {
 }
 
 /// The bundle and endpoint of the job.
+/// None outside a job, and inside a handler run by a collective of this
+/// thread.
 pub fn job_endpoint() -> Option<(Arc<Bundle>, Arc<Endpoint>, u64)> {
-    JOB.lock()
+    lock_job("")
+        .ok()?
         .as_ref()
         .map(|j| (j.bundle.clone(), j.endpoint.clone(), j.network_pid))
 }
@@ -370,13 +406,10 @@ fn collective<T>(
     f: impl FnOnce(&mut dyn Bootstrap, &mut Progress<'_>) -> io::Result<T>,
 ) -> Result<T> {
     // (the watcher thread holds the lock for a moment when the connection
-    // is readable; a collective of this thread, from a handler, holds it
-    // for good)
-    let mut guard = JOB
-        .try_lock_for(std::time::Duration::from_millis(500))
-        .ok_or(Error::Resource(
-            "an SPMD collective is already running (inside a handler?)",
-        ))?;
+    // is readable: waited for; a collective of this thread, from a handler,
+    // holds it for good: refused)
+    let mut guard = lock_job("an SPMD collective is already running (inside a handler?)")?;
+    let _mark = CollectiveMark::new();
     let job = guard.as_mut().ok_or(Error::NotInit(NOT_STARTED))?;
     let bundle = job.bundle.clone();
     let r = f(job.boot.as_mut(), &mut |fd| progress_on(&bundle, fd));
@@ -425,14 +458,14 @@ pub fn barrier() -> Result<()> {
 /// unanswered request. A dead target ends the wait too: its requests fail
 /// after the peer timeout and come back to handler 0.
 fn drain_requests() -> Result<()> {
-    let Some((bundle, ep, _)) = job_endpoint() else {
-        return Err(Error::NotInit(NOT_STARTED));
-    };
     if am::in_handler() {
         return Err(Error::Resource(
             "the SPMD barrier was called inside a handler (handlers must not block)",
         ));
     }
+    let Some((bundle, ep, _)) = job_endpoint() else {
+        return Err(Error::NotInit(NOT_STARTED));
+    };
     let mut spins = 0u32;
     while ep.unanswered_requests() > 0 {
         bundle.poll()?;
@@ -456,7 +489,7 @@ pub fn allgather(data: &[u8]) -> Result<Vec<u8>> {
 /// The first `KEY=VALUE` of the launcher's environment whose key starts
 /// with `prefix`.
 pub fn env_entry_with_prefix(prefix: &str) -> Option<String> {
-    let g = JOB.lock();
+    let g = lock_job("").ok()?;
     g.as_ref()?
         .boot
         .master_env()
@@ -466,7 +499,10 @@ pub fn env_entry_with_prefix(prefix: &str) -> Option<String> {
 }
 
 pub fn getenv_master(key: &str) -> Option<String> {
-    JOB.lock().as_ref().and_then(|j| j.boot.getenv_master(key))
+    lock_job("")
+        .ok()?
+        .as_ref()
+        .and_then(|j| j.boot.getenv_master(key))
 }
 
 pub fn set_exit_callback(cb: Option<ExitHook>) {
@@ -513,7 +549,7 @@ fn end_with(code: i32, free: bool) -> ! {
 /// process. Errors only when the job was never started.
 pub fn exit(code: i32) -> Result<std::convert::Infallible> {
     {
-        let mut g = JOB.lock();
+        let mut g = lock_job("SPMDExit inside a handler run by an SPMD collective")?;
         let job = g.as_mut().ok_or(Error::NotInit(NOT_STARTED))?;
         use std::io::Write;
         let _ = std::io::stdout().flush();
@@ -527,8 +563,38 @@ pub fn exit(code: i32) -> Result<std::convert::Infallible> {
 
 /// Asks the launcher to stop the whole job.
 pub fn abort(code: i32, msg: &str) -> ! {
-    if let Some(j) = JOB.lock().as_mut() {
-        j.boot.abort(code, msg);
+    // (inside a handler run by a collective of this thread the launcher
+    // is not told: the process ends, which it sees)
+    if let Ok(mut g) = lock_job("") {
+        if let Some(j) = g.as_mut() {
+            j.boot.abort(code, msg);
+        }
     }
     end_process(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The watcher thread holds `JOB` a moment at a time: an SPMD call of
+    /// another thread waits for it instead of being refused (a publish in a
+    /// job was refused "already running" once in CI).
+    #[test]
+    fn an_spmd_call_waits_for_another_threads_hold_and_refuses_its_own() {
+        let (locked, wait_locked) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let _g = JOB.lock();
+            locked.send(()).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        });
+        wait_locked.recv().unwrap();
+        assert!(lock_job("held elsewhere").is_ok());
+        holder.join().unwrap();
+        let _mark = CollectiveMark::new();
+        assert!(matches!(lock_job("mine"), Err(Error::Resource("mine"))));
+        assert!(job_endpoint().is_none());
+        drop(_mark);
+        assert!(lock_job("free").is_ok());
+    }
 }

@@ -36,7 +36,6 @@
 use crate::time::{Instant, Nanos, MILLIS};
 use std::sync::Arc;
 
-use super::JOB;
 use crate::am::{self, Bundle, Endpoint, EndpointName, ServiceAnswer, ServiceQuery};
 use crate::error::{Error, Result};
 
@@ -70,9 +69,7 @@ fn outside() -> Error {
 /// The job's bundle and endpoint, and the translation index (the rank) of
 /// `service`'s owner.
 fn job_and_owner(service: &[u8]) -> Result<(Arc<Bundle>, Arc<Endpoint>, u32)> {
-    let g = JOB.try_lock().ok_or(Error::Resource(
-        "an SPMD call is already running (inside a handler?)",
-    ))?;
+    let g = super::lock_job("an SPMD collective is running on this thread (inside a handler?)")?;
     let job = g.as_ref().ok_or_else(outside)?;
     let size = super::size().ok_or_else(outside)?;
     let owner = service_owner(service, size) as u32;
