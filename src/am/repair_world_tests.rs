@@ -321,7 +321,9 @@ fn one_loss_on_a_busy_path_is_repaired_in_a_few_round_trips() {
 
 /// A server descheduled for 50 ms (nothing lost: its arrivals and its
 /// timers wait) while the client's request waits for its answer costs at
-/// most a couple of needless copies each time, and random loss after it
+/// most three needless copies each time (the probe's, which the floor
+/// delays only once most copies were needless, and the RTO's, at the
+/// floor and backed off once past it), and random loss after it
 /// is repaired as fast as before: what the timers learn from a
 /// descheduled peer is what its receiver reported (the needless copies
 /// it got), and it does not make a lone lost packet wait milliseconds.
@@ -346,7 +348,7 @@ fn a_descheduled_server_costs_few_copies_and_loss_after_it_is_repaired_fast() {
         let dups = p.server.ep.statistics().duplicates_dropped - dups_before;
         eprintln!("seed {seed}: {stalls} stalls of 50 ms: {copies} copies resent, {dups} needless");
         assert!(
-            copies <= 2 * stalls as u64,
+            copies <= 3 * stalls as u64,
             "seed {seed}: {copies} copies in {stalls} stalls"
         );
         // the server runs again: 16 prompt round trips in a row and the
@@ -426,11 +428,13 @@ fn time_slices(w: &World, node: usize, on: Nanos, off: Nanos, until: Instant) {
 /// a scheduler shares a core between two busy processes), 5% random loss
 /// both ways costs a small multiple of the same ping-pong's loss-free
 /// mean: the timers learn that the peer is away from the needless copies
-/// it reports, and forget it after 16 prompt round trips, so random loss
-/// while it runs is repaired by probes, except just after a stall, when
-/// a loss waits for the floor (3.75 ms here): about 3.3x on this model,
-/// the target 3x (printed by `ramp bench --repair --busy` on a
-/// real host); main took 1564 round trips for a loss after a stall.
+/// it reports, and forget it after 16 prompt round trips; while most
+/// copies repair real losses the probe is not delayed by what they learnt,
+/// so random loss is repaired by probes also just after a stall (only a
+/// lost probe waits for the floor, 3.75 ms here): about 2x on this model
+/// (3.3x when the floor delayed every probe), within the 3x (printed by `ramp bench --repair
+/// --busy` on a real host); main took 1564 round trips for a loss after a
+/// stall.
 #[test]
 fn five_percent_random_loss_beside_a_busy_neighbour_costs_a_small_multiple() {
     for seed in seeds(3) {
@@ -463,7 +467,7 @@ fn five_percent_random_loss_beside_a_busy_neighbour_costs_a_small_multiple() {
             lossy as f64 / clean as f64
         );
         assert!(
-            lossy <= 4 * clean,
+            lossy <= 3 * clean,
             "seed {seed}: {:.2}x the loss-free round trip",
             lossy as f64 / clean as f64
         );

@@ -32,6 +32,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             },
             rto,
             probe_after: rtt.probe_timeout_within(rto),
+            again_after: rtt.second_probe_within(rto),
             window: cx.cfg.window,
         };
         let mut gate = self.assoc.paths.cc.gate(now, self.in_flight());

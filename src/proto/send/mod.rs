@@ -232,7 +232,7 @@ impl SendChannel {
             // it gets a second probe's time, not a whole RTO (a loss
             // repaired in round trips even then); later copies back off.
             let first_copy = tail && p.retries == 0 && p.nacks == 0 && p.first_sent == p.last_sent;
-            let again = t.probe_after.filter(|_| first_copy).map(|pto| 2 * pto);
+            let again = t.again_after.filter(|_| first_copy);
             p.reorder_timer = again.is_some_and(|a| a < t.rto);
             p.last_sent = now;
             p.deadline = now.plus(again.map_or(t.rto, |a| a.min(t.rto)));
@@ -472,11 +472,16 @@ pub struct Transmission {
     /// Tail-loss probe (after RFC 8985 TLP): the last packet of what goes
     /// out now is resent once, without backoff, if no ACK came within this
     /// (`RttEstimator::probe_timeout`: about two round trips plus twice the
-    /// receiver's ACK delay, or as long as the peer lately took to answer).
-    /// A lost last packet has no later one whose SACK would reveal the loss,
-    /// and would otherwise wait a whole retransmission timeout. None before
-    /// any round trip is known.
+    /// receiver's ACK delay, never lengthened by a floor learnt from a
+    /// descheduled peer). A lost last packet has no later one whose SACK
+    /// would reveal the loss, and would otherwise wait a whole
+    /// retransmission timeout. None before any round trip is known.
     pub probe_after: Option<Nanos>,
+    /// The second probe of a lost tail packet's first copy
+    /// (`RttEstimator::second_probe_within`: twice `probe_after`, or the
+    /// floor learnt from a descheduled peer if longer): a peer off the CPU
+    /// costs the first probe's needless copy, not a second.
+    pub again_after: Option<Nanos>,
     pub window: usize,
 }
 

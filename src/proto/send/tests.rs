@@ -164,6 +164,7 @@ fn tx(rto: Nanos, probe: Option<Nanos>) -> Transmission {
         header: Common::default(),
         rto,
         probe_after: probe,
+        again_after: probe.map(|p| 2 * p),
         window: 64,
     }
 }
