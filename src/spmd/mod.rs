@@ -586,7 +586,7 @@ mod tests {
         let holder = std::thread::spawn(move || {
             let _g = JOB.lock();
             locked.send(()).unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            crate::clock::Clock::Real.sleep(20 * crate::time::MILLIS);
         });
         wait_locked.recv().unwrap();
         assert!(lock_job("held elsewhere").is_ok());

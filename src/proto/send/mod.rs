@@ -471,16 +471,12 @@ pub struct Transmission {
     pub rto: Nanos,
     /// Tail-loss probe (after RFC 8985 TLP): the last packet of what goes
     /// out now is resent once, without backoff, if no ACK came within this
-    /// (`RttEstimator::probe_timeout`: about two round trips plus twice the
-    /// receiver's ACK delay, never lengthened by a floor learnt from a
-    /// descheduled peer). A lost last packet has no later one whose SACK
-    /// would reveal the loss, and would otherwise wait a whole
-    /// retransmission timeout. None before any round trip is known.
+    /// (`RttEstimator::probe_timeout`); a lost last packet has no later one
+    /// whose SACK would reveal it. None before any round trip is known.
     pub probe_after: Option<Nanos>,
     /// The second probe of a lost tail packet's first copy
     /// (`RttEstimator::second_probe_within`: twice `probe_after`, or the
-    /// floor learnt from a descheduled peer if longer): a peer off the CPU
-    /// costs the first probe's needless copy, not a second.
+    /// floor learnt from a descheduled peer if longer).
     pub again_after: Option<Nanos>,
     pub window: usize,
 }
