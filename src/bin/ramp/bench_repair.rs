@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Instant as StdInstant;
 
 use crate::role_util::{hex, median, name_from_hex};
-use ramp::am::{self, handler, Message};
+use ramp::am::{self, handler, Message, VecSegment, MAX_LONG, MAX_MEDIUM};
 
 const TAG: u64 = 0xbe7e;
 const H_ECHO: u8 = 10;
@@ -53,13 +53,13 @@ fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
 }
 
 /// One round's figures of one binary at one loss rate.
-#[derive(Clone, Copy, Default)]
-struct Round {
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Round {
     /// Serial ping-pong: mean and p99, us.
-    mean: f64,
-    p99: f64,
+    pub mean: f64,
+    pub p99: f64,
     /// Pipelined: p50, p99, p99.9, us (0 when not measured).
-    pipe: [f64; 3],
+    pub pipe: [f64; 3],
 }
 
 /// A spinning process pinned to `cpu` (the busy neighbour), ended on drop.
@@ -221,7 +221,49 @@ pub fn run(
     Ok(())
 }
 
-fn spawn(bin: &str, cpu: Option<usize>, args: &[String], loss: f64) -> Result<Child, String> {
+/// What one pair of roles runs (`ramp bench --repair`, `ramp perf`).
+#[derive(Clone, Debug, Default)]
+pub struct Pair {
+    /// `RAMP_TRANSPORT` of both.
+    pub transport: &'static str,
+    /// `RAMP_*` settings of each process (the fault injector's).
+    pub client_env: Vec<(&'static str, String)>,
+    pub server_env: Vec<(&'static str, String)>,
+    pub iters: usize,
+    /// Requests of the pipelined figure (0: none).
+    pub pipe: usize,
+    /// The request's payload (0: a short request; up to 65,000 bytes a
+    /// medium one, else long) and whether it is a transaction.
+    pub bytes: usize,
+    pub txn: bool,
+    /// The serial figure stops after this long (at least 200 round trips).
+    pub max_secs: u32,
+    /// The handler stalls with this probability for `stall_us`.
+    pub stall: f64,
+    pub stall_us: u64,
+}
+
+/// The client's and server's figures of one pair.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PairFigures {
+    pub round: Round,
+    /// The request call, us (mean).
+    pub send_us: f64,
+    /// Mean absolute deviation of the round trips, us.
+    pub mad_us: f64,
+    /// Round trips timed.
+    pub n: usize,
+    /// The server's handler with its reply, us (mean).
+    pub handler_us: f64,
+}
+
+fn spawn(
+    bin: &str,
+    cpu: Option<usize>,
+    args: &[String],
+    transport: &str,
+    env: &[(&str, String)],
+) -> Result<Child, String> {
     let mut c = match cpu {
         Some(cpu) => {
             let mut c = Command::new("taskset");
@@ -231,8 +273,8 @@ fn spawn(bin: &str, cpu: Option<usize>, args: &[String], loss: f64) -> Result<Ch
         None => Command::new(bin),
     };
     c.args(args)
-        .env(ramp::config::TRANSPORT, "udp")
-        .env(ramp::config::FAULT_LOSS, loss.to_string())
+        .env(ramp::config::TRANSPORT, transport)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -249,16 +291,43 @@ fn run_pair(
     pipe: bool,
     loss: f64,
 ) -> Result<Round, String> {
-    let mut server = spawn(bin, srv_cpu, &["bench-repair-server".into()], loss)?;
+    let env = vec![(ramp::config::FAULT_LOSS, loss.to_string())];
+    let pair = Pair {
+        transport: "udp",
+        client_env: env.clone(),
+        server_env: env,
+        iters,
+        pipe: if pipe { PIPE_REQUESTS } else { 0 },
+        ..Pair::default()
+    };
+    run_roles(bin, srv_cpu, cli_cpu, &pair).map(|f| f.round)
+}
+
+/// Runs one server and one client of binary `bin` as `pair` says.
+pub fn run_roles(
+    bin: &str,
+    srv_cpu: Option<usize>,
+    cli_cpu: Option<usize>,
+    pair: &Pair,
+) -> Result<PairFigures, String> {
+    let srv_args = vec![
+        "bench-repair-server".into(),
+        pair.stall.to_string(),
+        pair.stall_us.to_string(),
+    ];
+    let mut server = spawn(bin, srv_cpu, &srv_args, pair.transport, &pair.server_env)?;
     let mut srv_out = BufReader::new(server.stdout.take().unwrap());
     let srv_name = read_line(&mut srv_out, "server")?;
     let args = vec![
         "bench-repair-client".into(),
         srv_name,
-        iters.to_string(),
-        if pipe { PIPE_REQUESTS } else { 0 }.to_string(),
+        pair.iters.to_string(),
+        pair.pipe.to_string(),
+        pair.bytes.to_string(),
+        u8::from(pair.txn).to_string(),
+        pair.max_secs.to_string(),
     ];
-    let mut client = spawn(bin, cli_cpu, &args, loss)?;
+    let mut client = spawn(bin, cli_cpu, &args, pair.transport, &pair.client_env)?;
     let mut cli_out = BufReader::new(client.stdout.take().unwrap());
     let cli_name = read_line(&mut cli_out, "client")?;
     let mut srv_in = server.stdin.take().unwrap();
@@ -266,9 +335,10 @@ fn run_pair(
     srv_in.flush().map_err(|e| e.to_string())?;
     let line = read_line(&mut cli_out, "client");
     drop(srv_in);
+    let srv_line = read_line(&mut srv_out, "server");
     let cs = client.wait().map_err(|e| e.to_string())?;
     let ss = server.wait().map_err(|e| e.to_string())?;
-    let line = line?;
+    let (line, srv_line) = (line?, srv_line?);
     if !cs.success() || !ss.success() {
         return Err(format!(
             "repair bench roles ended badly: client {cs}, server {ss}"
@@ -280,11 +350,21 @@ fn run_pair(
         .split_whitespace()
         .filter_map(|x| x.parse().ok())
         .collect();
+    let handler_us = srv_line
+        .strip_prefix("HANDLER ")
+        .and_then(|x| x.trim().parse().ok())
+        .ok_or(format!("the repair bench server said {srv_line:?}"))?;
     match v[..] {
-        [mean, p99, p50, q99, q999] => Ok(Round {
-            mean,
-            p99,
-            pipe: [p50, q99, q999],
+        [mean, p99, p50, q99, q999, send_us, mad_us, n] => Ok(PairFigures {
+            round: Round {
+                mean,
+                p99,
+                pipe: [p50, q99, q999],
+            },
+            send_us,
+            mad_us,
+            n: n as usize,
+            handler_us,
         }),
         _ => Err(format!("the repair bench client said {line:?}")),
     }
@@ -296,8 +376,24 @@ fn open(role: &str) -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
     (b, e)
 }
 
-/// The server: answers every request at once until its stdin closes.
-pub fn server() -> i32 {
+/// The server: `bench-repair-server [STALL_PROB STALL_US]`: answers
+/// every request at once (its handler stalls, spinning, for `STALL_US`
+/// with probability `STALL_PROB`) until its stdin closes; then prints
+/// `HANDLER mean` (us: the handler with its reply).
+pub fn server(args: &[String]) -> i32 {
+    let stall = (|| {
+        let p: f64 = args.first()?.parse().ok()?;
+        let us: u64 = args.get(1)?.parse().ok()?;
+        Some((p, us)).filter(|_| (0.0..=1.0).contains(&p))
+    })();
+    let (stall, stall_us) = match (args.is_empty(), stall) {
+        (true, _) => (0.0, 0),
+        (false, Some(s)) => s,
+        (false, None) => {
+            eprintln!("usage: ramp bench-repair-server [STALL_PROB STALL_US]");
+            return 2;
+        }
+    };
     let (b, ep) = open("bench-repair-server");
     println!("{}", hex(&ep.name().0));
     let mut line = String::new();
@@ -310,9 +406,32 @@ pub fn server() -> i32 {
     };
     ep.map(0, client, TAG).unwrap();
     ep.set_expected_resources(1, DEPTH as i32).unwrap();
+    // long requests land here (a transaction's trailer after them)
+    ep.set_segment(Some(VecSegment::new(2 * 65_536)));
+    let spent = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let sp = spent.clone();
+    // a seeded stream decides the stalls (xorshift)
+    let rng = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
     ep.set_handler(
         H_ECHO,
-        handler(|h| am::reply(h.token, &Message::short(H_PONG, h.args)).unwrap()),
+        handler(move |h| {
+            let t = StdInstant::now();
+            if stall > 0.0 {
+                let mut x = rng.load(Ordering::Relaxed);
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                rng.store(x, Ordering::Relaxed);
+                if ((x >> 11) as f64 / (1u64 << 53) as f64) < stall {
+                    while t.elapsed().as_micros() < stall_us as u128 {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+            am::reply(h.token, &Message::short(H_PONG, h.args)).unwrap();
+            sp.0.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            sp.1.fetch_add(1, Ordering::Relaxed);
+        }),
     );
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
@@ -326,23 +445,38 @@ pub fn server() -> i32 {
     while !stop.load(Ordering::Relaxed) {
         b.poll().unwrap();
     }
+    let n = spent.1.load(Ordering::Relaxed).max(1);
+    println!(
+        "HANDLER {:.3}",
+        spent.0.load(Ordering::Relaxed) as f64 / n as f64 / 1000.0
+    );
     0
 }
 
-/// The client: `bench-repair-client SERVER_NAME ITERS PIPE_REQUESTS`;
-/// prints `REPAIR mean p99 p50 p99 p99.9` (us; the last three 0 without
-/// the pipelined figure).
+/// The client: `bench-repair-client SERVER_NAME ITERS PIPE_REQUESTS
+/// [BYTES TXN MAX_SECS]`: serial requests of `BYTES` (0: short; up to
+/// 65,000 medium, else long), transactions when `TXN` is 1, for at most
+/// `MAX_SECS` (0: no limit; at least 200 round trips); prints `REPAIR mean
+/// p99 p50 p99 p99.9 send mad n` (us; the pipelined three 0 without the
+/// pipelined figure; `send`: the request call; `mad`: the round trips'
+/// mean absolute deviation; `n` round trips timed).
 pub fn client(args: &[String]) -> i32 {
     let parsed = (|| {
         let server = name_from_hex(args.first()?)?;
         let iters: usize = args.get(1)?.parse().ok()?;
         let pipe: usize = args.get(2)?.parse().ok()?;
-        Some((server, iters.max(1), pipe))
+        let num = |i: usize| -> Option<u64> { args.get(i).map_or(Some(0), |v| v.parse().ok()) };
+        let (bytes, txn, secs) = (num(3)?, num(4)?, num(5)?);
+        (bytes <= MAX_LONG as u64 && txn <= 1).then_some(())?;
+        Some((server, iters.max(1), pipe, bytes as usize, txn == 1, secs))
     })();
-    let Some((server, iters, pipe)) = parsed else {
-        eprintln!("usage: ramp bench-repair-client SERVER_NAME ITERS PIPE_REQUESTS");
+    let Some((server, iters, pipe, bytes, txn, max_secs)) = parsed else {
+        eprintln!(
+            "usage: ramp bench-repair-client SERVER_NAME ITERS PIPE_REQUESTS [BYTES TXN MAX_SECS]"
+        );
         return 2;
     };
+    let payload = vec![0x5au8; bytes];
     let (b, ep) = open("bench-repair-client");
     println!("{}", hex(&ep.name().0));
     ep.map(1, server, TAG).unwrap();
@@ -364,19 +498,42 @@ pub fn client(args: &[String]) -> i32 {
     // serial: one outstanding; a tenth more first as warm-up
     let warm = iters / 10;
     let mut rt = Vec::with_capacity(iters);
+    let mut send_ns = 0u128;
+    let mut timed_from = None;
     for i in 0..warm + iters {
         let t = StdInstant::now();
         let want = pongs.load(Ordering::Relaxed) + 1;
-        ep.request(1, &Message::short(H_ECHO, &[i as u32]), false)
-            .unwrap();
+        let arg = [i as u32];
+        let msg = match bytes {
+            0 => Message::short(H_ECHO, &arg),
+            1..=MAX_MEDIUM => Message::medium(H_ECHO, &arg, &payload),
+            _ => Message::long(H_ECHO, &arg, &payload, 0),
+        };
+        let id = if txn {
+            Some(ep.request_txn(1, &msg).unwrap())
+        } else {
+            ep.request(1, &msg, false).unwrap();
+            None
+        };
+        let sent = t.elapsed().as_nanos();
         while pongs.load(Ordering::Relaxed) < want {
             b.poll().unwrap();
         }
         if i >= warm {
             rt.push(t.elapsed().as_nanos() as f64 / 1000.0);
+            send_ns += sent;
+            let from = *timed_from.get_or_insert_with(StdInstant::now);
+            if max_secs > 0 && rt.len() >= 200 && from.elapsed().as_secs() >= max_secs {
+                break;
+            }
+        }
+        if let Some(id) = id {
+            ep.txn_release(id).unwrap();
         }
     }
     let mean = rt.iter().sum::<f64>() / rt.len() as f64;
+    let mad = rt.iter().map(|r| (r - mean).abs()).sum::<f64>() / rt.len() as f64;
+    let send_us = send_ns as f64 / rt.len() as f64 / 1000.0;
     rt.sort_by(|a, b| a.total_cmp(b));
     let p99 = percentile(&rt, 0.99);
     // pipelined: DEPTH outstanding, each request's own latency
@@ -411,8 +568,11 @@ pub fn client(args: &[String]) -> i32 {
         ];
     }
     println!(
-        "REPAIR {mean:.3} {p99:.3} {:.3} {:.3} {:.3}",
-        q[0], q[1], q[2]
+        "REPAIR {mean:.3} {p99:.3} {:.3} {:.3} {:.3} {send_us:.3} {mad:.3} {}",
+        q[0],
+        q[1],
+        q[2],
+        rt.len()
     );
     0
 }
