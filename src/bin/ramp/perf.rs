@@ -188,8 +188,10 @@ pub fn measure(o: &Opts, sizes: &[usize]) -> Result<StageTable, String> {
             };
             let f = run_median(o, &pair)?;
             let ways = (f.round.mean - f.send_us - f.handler_us).max(0.0);
-            // the reply is short: its way is the short request's half
-            let back = *reply_way.get_or_insert(ways / 2.0);
+            // the reply is short: its way is the short request's half (at
+            // most half of this size's: a noisy short run must not leave
+            // the request a negative way)
+            let back = reply_way.get_or_insert(ways / 2.0).min(ways / 2.0);
             let st = Stages {
                 send: f.send_us,
                 request_way: ways - back,
