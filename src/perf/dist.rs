@@ -108,9 +108,12 @@ impl Dist {
         d
     }
 
-    /// The mean delay of what arrives.
+    /// The mean delay of what arrives (infinite when nothing does).
     pub fn mean(&self) -> f64 {
         let m: f64 = self.atoms.iter().map(|a| a.1).sum();
+        if m <= 0.0 {
+            return f64::INFINITY;
+        }
         self.atoms.iter().map(|a| a.0 * a.1).sum::<f64>() / m
     }
 
@@ -124,6 +127,6 @@ impl Dist {
                 return t;
             }
         }
-        self.atoms.last().map_or(0.0, |a| a.0)
+        self.atoms.last().map_or(f64::INFINITY, |a| a.0)
     }
 }

@@ -236,7 +236,8 @@ pub struct Pair {
     /// medium one, else long) and whether it is a transaction.
     pub bytes: usize,
     pub txn: bool,
-    /// The serial figure stops after this long (at least 200 round trips).
+    /// The serial figure stops after this long, warm-up included (at least
+    /// 100 round trips timed).
     pub max_secs: u32,
     /// The handler stalls with this probability for `stall_us`.
     pub stall: f64,
@@ -456,7 +457,7 @@ pub fn server(args: &[String]) -> i32 {
 /// The client: `bench-repair-client SERVER_NAME ITERS PIPE_REQUESTS
 /// [BYTES TXN MAX_SECS]`: serial requests of `BYTES` (0: short; up to
 /// 65,000 medium, else long), transactions when `TXN` is 1, for at most
-/// `MAX_SECS` (0: no limit; at least 200 round trips); prints `REPAIR mean
+/// `MAX_SECS` (0: no limit; at least 100 round trips); prints `REPAIR mean
 /// p99 p50 p99 p99.9 send mad n` (us; the pipelined three 0 without the
 /// pipelined figure; `send`: the request call; `mad`: the round trips'
 /// mean absolute deviation; `n` round trips timed).
@@ -495,11 +496,12 @@ pub fn client(args: &[String]) -> i32 {
             p.fetch_add(1, Ordering::Relaxed);
         }),
     );
-    // serial: one outstanding; a tenth more first as warm-up
-    let warm = iters / 10;
+    // serial: one outstanding; a tenth more first as warm-up (at most
+    // 100: the estimator has settled long before)
+    let warm = (iters / 10).min(100);
+    let began = StdInstant::now();
     let mut rt = Vec::with_capacity(iters);
     let mut send_ns = 0u128;
-    let mut timed_from = None;
     for i in 0..warm + iters {
         let t = StdInstant::now();
         let want = pongs.load(Ordering::Relaxed) + 1;
@@ -522,8 +524,7 @@ pub fn client(args: &[String]) -> i32 {
         if i >= warm {
             rt.push(t.elapsed().as_nanos() as f64 / 1000.0);
             send_ns += sent;
-            let from = *timed_from.get_or_insert_with(StdInstant::now);
-            if max_secs > 0 && rt.len() >= 200 && from.elapsed().as_secs() >= max_secs {
+            if max_secs > 0 && rt.len() >= 100 && began.elapsed().as_secs() >= max_secs {
                 break;
             }
         }

@@ -93,7 +93,7 @@ pub fn run(o: &Opts) -> Result<(), String> {
     } else {
         5000
     };
-    let max_secs = if o.quick { 1 } else { 3 };
+    let max_secs = if o.quick { 1 } else { 2 };
     let started = std::time::Instant::now();
     eprintln!(
         "ramp perf sweep{}: {} transports, {} sizes, bit error rates {bers:?}, {} runs per point, \
