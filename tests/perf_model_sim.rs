@@ -228,28 +228,3 @@ fn the_model_follows_the_simulated_protocol_under_a_bit_error_rate() {
         misses.join("\n")
     );
 }
-
-/// Diagnosis only (`--ignored`): short requests at BER 1e-3 (45% of
-/// datagrams lost), simulated against the model.
-#[test]
-#[ignore]
-fn diagnose_heavy_loss() {
-    let policy = Policy::default();
-    let free = serial_of(&World::seeded(1), Protocol::Plain, 0, 300);
-    let st = Stages {
-        request_way: mean(&free) / 2.0,
-        reply_way: mean(&free) / 2.0,
-        ..Stages::default()
-    };
-    for ber in [3e-4, 1e-3] {
-        let w = World::new(FaultConfig {
-            seed: 1,
-            ber,
-            ..lan()
-        });
-        let got = serial_of(&w, Protocol::Plain, 0, 400);
-        let f = Faults { ber, ..Faults::default() };
-        let m = outcome(Protocol::Plain, 0, &st, &f, &policy);
-        eprintln!("ber {ber}: model {:.0} / {:.0}; sim {:.0} / {:.0}", m.mean_us, m.p99_us, mean(&got), p99(&got));
-    }
-}

@@ -39,6 +39,10 @@
 //! round trips after it), F-RTO's resend of the oldest packet alone after a
 //! timeout of a flight of several (one more round trip), a lost SACK (one
 //! more probe), the scheduler (a process off the CPU: the learned floor).
+//! Against the simulated protocol (`tests/perf_model_sim.rs`) it holds to a
+//! few percent up to 5% loss per datagram; at 45% (short requests at BER
+//! 1e-3) the simulation's mean is about twice the model's (12.5 ms against
+//! 6.5 ms, seed 1), and a real association may not even open then.
 
 mod chain;
 mod dist;
