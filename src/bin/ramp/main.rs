@@ -8,6 +8,7 @@ mod bench;
 mod bench_blast;
 mod bench_integrity;
 mod bench_repair;
+mod bench_repair_roles;
 mod bench_rma;
 mod bench_roles;
 mod bench_shm;
@@ -136,9 +137,9 @@ fn main() -> ExitCode {
         },
         Some("bench-server") => bench::server_main(),
         Some("bench-client") => bench::client_main(&args[1..]),
-        Some("bench-repair-server") => bench_repair::server(&args[1..]),
-        Some("bench-repair-client") => bench_repair::client(&args[1..]),
-        Some("bench-repair-spin") => bench_repair::spin(),
+        Some("bench-repair-server") => bench_repair_roles::server(&args[1..]),
+        Some("bench-repair-client") => bench_repair_roles::client(&args[1..]),
+        Some("bench-repair-spin") => bench_repair_roles::spin(),
         Some(r) if r.starts_with("bench-rma-") => bench_rma::role(&args),
         Some("-h") | Some("--help") | Some("help") => {
             println!("{USAGE}");
