@@ -13,6 +13,10 @@ use crate::time::{Instant, Nanos, MICROS};
 pub struct FaultConfig {
     /// Probability of dropping a datagram.
     pub loss: f64,
+    /// Bit error rate: a datagram of `n` bytes is dropped with probability
+    /// `1 - (1 - ber)^(8 n)` (one bit wrong anywhere and its checksum
+    /// refuses it), on top of `loss` (`ber_loss`).
+    pub ber: f64,
     /// Probability of sending a datagram twice.
     pub dup: f64,
     /// Probability of flipping one bit of a datagram (each copy apart).
@@ -32,6 +36,7 @@ impl FaultConfig {
     /// Whether the injector changes anything at all.
     pub fn enabled(&self) -> bool {
         self.loss > 0.0
+            || self.ber > 0.0
             || self.dup > 0.0
             || self.corrupt > 0.0
             || self.reorder > 0.0
@@ -45,6 +50,7 @@ impl Default for FaultConfig {
     fn default() -> Self {
         FaultConfig {
             loss: 0.0,
+            ber: 0.0,
             dup: 0.0,
             corrupt: 0.0,
             reorder: 0.0,
@@ -54,6 +60,16 @@ impl Default for FaultConfig {
             seed: 1,
         }
     }
+}
+
+/// The probability that a datagram of `bytes` bytes has at least one of
+/// its bits wrong at bit error rate `ber`: `1 - (1 - ber)^(8 bytes)`.
+pub fn ber_loss(ber: f64, bytes: usize) -> f64 {
+    if ber <= 0.0 {
+        return 0.0;
+    }
+    // ln_1p keeps the small rates exact (1e-9 per bit)
+    -(8.0 * bytes as f64 * (-ber).ln_1p()).exp_m1()
 }
 
 /// What the injector did to one datagram.
@@ -100,7 +116,7 @@ impl FaultInjector {
         let mut fate = Fate::default();
         let cfg = &self.cfg;
         let rng = &mut self.rng;
-        if rng.chance(cfg.loss) {
+        if rng.chance(cfg.loss) || rng.chance(ber_loss(cfg.ber, dgram.len())) {
             fate.dropped = true;
             return fate;
         }
@@ -182,5 +198,73 @@ mod tests {
         assert!(flipped > 0);
         let other = FaultConfig { seed: 43, ..cfg };
         assert_ne!(run(&other, 2000).1, fates);
+    }
+
+    /// Drops of `n` datagrams of `len` bytes, and the binomial's bound
+    /// (5 standard deviations: a seed that fails it is one in millions).
+    fn realised(cfg: FaultConfig, len: usize, n: usize, p: f64) {
+        let mut f = FaultInjector::new(cfg.clone());
+        let d = vec![0u8; len];
+        let dropped = (0..n)
+            .filter(|_| f.inject(Instant(0), &d, |_, _| {}).dropped)
+            .count() as f64;
+        let sd = (n as f64 * p * (1.0 - p)).sqrt();
+        assert!(
+            (dropped - n as f64 * p).abs() <= 5.0 * sd + 1.0,
+            "{cfg:?}, {len} bytes: {dropped} of {n} dropped, expected {:.1} +- {:.1}",
+            n as f64 * p,
+            5.0 * sd
+        );
+    }
+
+    #[test]
+    fn the_realised_loss_rate_is_the_setting() {
+        for seed in [1, 7, 1234] {
+            for loss in [0.001, 0.01, 0.05, 0.3] {
+                let cfg = FaultConfig {
+                    loss,
+                    seed,
+                    ..Default::default()
+                };
+                realised(cfg, 100, 200_000, loss);
+            }
+        }
+    }
+
+    #[test]
+    fn a_bit_error_rate_drops_by_size() {
+        assert_eq!(ber_loss(0.0, 65_000), 0.0);
+        assert!((ber_loss(1e-3, 1) - (1.0 - 0.999f64.powi(8))).abs() < 1e-15);
+        assert!(
+            (ber_loss(1e-7, 76) - 608e-7).abs() < 1e-8,
+            "about 8 n ber when small"
+        );
+        assert!(ber_loss(1e-3, 65_507) > 0.999_999);
+        for seed in [1, 99] {
+            for (ber, len) in [
+                (1e-5, 76),
+                (1e-5, 1_100),
+                (1e-4, 76),
+                (1e-6, 65_507),
+                (1e-3, 80),
+            ] {
+                let p = ber_loss(ber, len);
+                let cfg = FaultConfig {
+                    ber,
+                    seed,
+                    ..Default::default()
+                };
+                realised(cfg, len, 100_000, p);
+            }
+        }
+        // on top of the plain loss rate: dropped when either says so
+        let p = 1.0 - (1.0 - 0.01) * (1.0 - ber_loss(1e-5, 1_100));
+        let cfg = FaultConfig {
+            loss: 0.01,
+            ber: 1e-5,
+            seed: 3,
+            ..Default::default()
+        };
+        realised(cfg, 1_100, 100_000, p);
     }
 }

@@ -7,7 +7,8 @@
 //! -> `sys` (the OS calls).
 //!
 //! The Rust API is `am` (bundles, endpoints, handlers, messages), `spmd` (job
-//! start-up), `config`, `error` and `txlog` (the transaction log's files). The `testing` feature, which only tests,
+//! start-up), `config`, `error`, `txlog` (the transaction log's files) and
+//! `perf` (the performability model `ramp perf` solves). The `testing` feature, which only tests,
 //! benches and examples turn on, also exposes the internals they drive
 //! (`proto`, `wire`, `time`, the simulator `sim`, the PMI clients); the
 //! shipped library is built without it.
@@ -33,6 +34,8 @@ mod net;
 pub mod path;
 #[cfg(not(feature = "testing"))]
 mod path;
+/// The performability model: response time as faults grow (`ramp perf`).
+pub mod perf;
 mod rng;
 pub mod spmd;
 mod stats;

@@ -36,6 +36,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("txlog", &["sys", "fxhash", "rng"]),
     // configuration: read once, handed down
     ("config", &["proto", "fault", "time", "error"]),
+    // the performability model: the protocol's timer rules and wire sizes,
+    // no I/O
+    ("perf", &["proto", "wire", "fault", "config"]),
     // transports
     (
         "net",

@@ -42,6 +42,8 @@ pub const UDP_CONNECT: &str = "RAMP_UDP_CONNECT";
 pub const CLOCK: &str = "RAMP_CLOCK";
 /// The fault injector's loss rate (`ramp bench --repair` sets it for its roles).
 pub const FAULT_LOSS: &str = "RAMP_FAULT_LOSS";
+/// The fault injector's bit error rate (`ramp perf sweep` sets it).
+pub const FAULT_BER: &str = "RAMP_FAULT_BER";
 /// The simulator's seed to replay (`sim::seeds`), and its trace on stderr:
 /// test tools, not the library's configuration.
 pub const SIM_SEED: &str = "RAMP_SIM_SEED";
@@ -73,6 +75,12 @@ pub const VARIABLES: &[Var] = &[
         aliases: &[],
         meaning: "probability [0,1] of dropping an outgoing datagram",
         set: |c, v| prob(v).map(|x| c.fault.loss = x),
+    },
+    Var {
+        name: FAULT_BER,
+        aliases: &[],
+        meaning: "bit error rate [0,1]: an outgoing datagram of n bytes is dropped with probability 1-(1-ber)^(8n)",
+        set: |c, v| prob(v).map(|x| c.fault.ber = x),
     },
     Var {
         name: "RAMP_FAULT_DUP",

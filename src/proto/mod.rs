@@ -117,6 +117,8 @@ pub use event::{Event, FailReason, MsgId};
 pub use place::NoPlacement;
 pub use place::Placement;
 pub use send::Payload;
+// the model of `perf` follows the timers
+pub(crate) use send::BURST_NS_PER_BYTE;
 
 use crate::fxhash::FxHashMap;
 use crate::stats::Statistics;

@@ -16,32 +16,24 @@
 //! runs the same roles of another `ramp` binary (an older build) in every
 //! round beside this one, alternating, and prints the ratios new / old per
 //! round (their median): a same-run A/B. Every figure is the median of
-//! `--runs` rounds.
+//! `--runs` rounds. The processes are in `bench_repair_roles.rs`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Instant as StdInstant;
 
-use crate::role_util::{hex, median, name_from_hex};
-use ramp::am::{self, handler, Message};
+use crate::role_util::median;
 
-const TAG: u64 = 0xbe7e;
-const H_ECHO: u8 = 10;
-const H_PONG: u8 = 11;
+pub(crate) const TAG: u64 = 0xbe7e;
+pub(crate) const H_ECHO: u8 = 10;
+pub(crate) const H_PONG: u8 = 11;
 /// Requests outstanding in the pipelined figure.
-const DEPTH: usize = 32;
+pub(crate) const DEPTH: usize = 32;
 /// Requests per pipelined figure.
 const PIPE_REQUESTS: usize = 20_000;
 /// Loss rates of the serial ping-pong; the pipelined figure runs at the
 /// first and third.
 const LOSSES: [f64; 4] = [0.0, 0.001, 0.01, 0.05];
 const PIPE_LOSSES: [f64; 2] = [0.0, 0.01];
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
 
 fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
     let mut l = String::new();
@@ -53,13 +45,13 @@ fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
 }
 
 /// One round's figures of one binary at one loss rate.
-#[derive(Clone, Copy, Default)]
-struct Round {
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Round {
     /// Serial ping-pong: mean and p99, us.
-    mean: f64,
-    p99: f64,
+    pub mean: f64,
+    pub p99: f64,
     /// Pipelined: p50, p99, p99.9, us (0 when not measured).
-    pipe: [f64; 3],
+    pub pipe: [f64; 3],
 }
 
 /// A spinning process pinned to `cpu` (the busy neighbour), ended on drop.
@@ -221,7 +213,50 @@ pub fn run(
     Ok(())
 }
 
-fn spawn(bin: &str, cpu: Option<usize>, args: &[String], loss: f64) -> Result<Child, String> {
+/// What one pair of roles runs (`ramp bench --repair`, `ramp perf`).
+#[derive(Clone, Debug, Default)]
+pub struct Pair {
+    /// `RAMP_TRANSPORT` of both.
+    pub transport: &'static str,
+    /// `RAMP_*` settings of each process (the fault injector's).
+    pub client_env: Vec<(&'static str, String)>,
+    pub server_env: Vec<(&'static str, String)>,
+    pub iters: usize,
+    /// Requests of the pipelined figure (0: none).
+    pub pipe: usize,
+    /// The request's payload (0: a short request; up to 65,000 bytes a
+    /// medium one, else long) and whether it is a transaction.
+    pub bytes: usize,
+    pub txn: bool,
+    /// The serial figure stops after this long, warm-up included (at least
+    /// 100 round trips timed).
+    pub max_secs: u32,
+    /// The handler stalls with this probability for `stall_us`.
+    pub stall: f64,
+    pub stall_us: u64,
+}
+
+/// The client's and server's figures of one pair.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PairFigures {
+    pub round: Round,
+    /// The request call, us (mean).
+    pub send_us: f64,
+    /// Mean absolute deviation of the round trips, us.
+    pub mad_us: f64,
+    /// Round trips timed.
+    pub n: usize,
+    /// The server's handler with its reply, us (mean).
+    pub handler_us: f64,
+}
+
+fn spawn(
+    bin: &str,
+    cpu: Option<usize>,
+    args: &[String],
+    transport: &str,
+    env: &[(&str, String)],
+) -> Result<Child, String> {
     let mut c = match cpu {
         Some(cpu) => {
             let mut c = Command::new("taskset");
@@ -231,8 +266,8 @@ fn spawn(bin: &str, cpu: Option<usize>, args: &[String], loss: f64) -> Result<Ch
         None => Command::new(bin),
     };
     c.args(args)
-        .env(ramp::config::TRANSPORT, "udp")
-        .env(ramp::config::FAULT_LOSS, loss.to_string())
+        .env(ramp::config::TRANSPORT, transport)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -249,16 +284,43 @@ fn run_pair(
     pipe: bool,
     loss: f64,
 ) -> Result<Round, String> {
-    let mut server = spawn(bin, srv_cpu, &["bench-repair-server".into()], loss)?;
+    let env = vec![(ramp::config::FAULT_LOSS, loss.to_string())];
+    let pair = Pair {
+        transport: "udp",
+        client_env: env.clone(),
+        server_env: env,
+        iters,
+        pipe: if pipe { PIPE_REQUESTS } else { 0 },
+        ..Pair::default()
+    };
+    run_roles(bin, srv_cpu, cli_cpu, &pair).map(|f| f.round)
+}
+
+/// Runs one server and one client of binary `bin` as `pair` says.
+pub fn run_roles(
+    bin: &str,
+    srv_cpu: Option<usize>,
+    cli_cpu: Option<usize>,
+    pair: &Pair,
+) -> Result<PairFigures, String> {
+    let srv_args = vec![
+        "bench-repair-server".into(),
+        pair.stall.to_string(),
+        pair.stall_us.to_string(),
+    ];
+    let mut server = spawn(bin, srv_cpu, &srv_args, pair.transport, &pair.server_env)?;
     let mut srv_out = BufReader::new(server.stdout.take().unwrap());
     let srv_name = read_line(&mut srv_out, "server")?;
     let args = vec![
         "bench-repair-client".into(),
         srv_name,
-        iters.to_string(),
-        if pipe { PIPE_REQUESTS } else { 0 }.to_string(),
+        pair.iters.to_string(),
+        pair.pipe.to_string(),
+        pair.bytes.to_string(),
+        u8::from(pair.txn).to_string(),
+        pair.max_secs.to_string(),
     ];
-    let mut client = spawn(bin, cli_cpu, &args, loss)?;
+    let mut client = spawn(bin, cli_cpu, &args, pair.transport, &pair.client_env)?;
     let mut cli_out = BufReader::new(client.stdout.take().unwrap());
     let cli_name = read_line(&mut cli_out, "client")?;
     let mut srv_in = server.stdin.take().unwrap();
@@ -266,9 +328,10 @@ fn run_pair(
     srv_in.flush().map_err(|e| e.to_string())?;
     let line = read_line(&mut cli_out, "client");
     drop(srv_in);
+    let srv_line = read_line(&mut srv_out, "server");
     let cs = client.wait().map_err(|e| e.to_string())?;
     let ss = server.wait().map_err(|e| e.to_string())?;
-    let line = line?;
+    let (line, srv_line) = (line?, srv_line?);
     if !cs.success() || !ss.success() {
         return Err(format!(
             "repair bench roles ended badly: client {cs}, server {ss}"
@@ -280,159 +343,22 @@ fn run_pair(
         .split_whitespace()
         .filter_map(|x| x.parse().ok())
         .collect();
+    let handler_us = srv_line
+        .strip_prefix("HANDLER ")
+        .and_then(|x| x.trim().parse().ok())
+        .ok_or(format!("the repair bench server said {srv_line:?}"))?;
     match v[..] {
-        [mean, p99, p50, q99, q999] => Ok(Round {
-            mean,
-            p99,
-            pipe: [p50, q99, q999],
+        [mean, p99, p50, q99, q999, send_us, mad_us, n] => Ok(PairFigures {
+            round: Round {
+                mean,
+                p99,
+                pipe: [p50, q99, q999],
+            },
+            send_us,
+            mad_us,
+            n: n as usize,
+            handler_us,
         }),
         _ => Err(format!("the repair bench client said {line:?}")),
     }
-}
-
-fn open(role: &str) -> (Arc<am::Bundle>, Arc<am::Endpoint>) {
-    let (b, e) = crate::bench_roles::open_or_exit(role);
-    e.set_tag(TAG);
-    (b, e)
-}
-
-/// The server: answers every request at once until its stdin closes.
-pub fn server() -> i32 {
-    let (b, ep) = open("bench-repair-server");
-    println!("{}", hex(&ep.name().0));
-    let mut line = String::new();
-    if std::io::stdin().read_line(&mut line).unwrap_or(0) == 0 {
-        return 1;
-    }
-    let Some(client) = name_from_hex(&line) else {
-        eprintln!("ramp bench-repair-server: bad client name");
-        return 1;
-    };
-    ep.map(0, client, TAG).unwrap();
-    ep.set_expected_resources(1, DEPTH as i32).unwrap();
-    ep.set_handler(
-        H_ECHO,
-        handler(|h| am::reply(h.token, &Message::short(H_PONG, h.args)).unwrap()),
-    );
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    std::thread::spawn(move || {
-        let mut l = String::new();
-        while std::io::stdin().read_line(&mut l).unwrap_or(0) > 0 {
-            l.clear();
-        }
-        s.store(true, Ordering::Relaxed);
-    });
-    while !stop.load(Ordering::Relaxed) {
-        b.poll().unwrap();
-    }
-    0
-}
-
-/// The client: `bench-repair-client SERVER_NAME ITERS PIPE_REQUESTS`;
-/// prints `REPAIR mean p99 p50 p99 p99.9` (us; the last three 0 without
-/// the pipelined figure).
-pub fn client(args: &[String]) -> i32 {
-    let parsed = (|| {
-        let server = name_from_hex(args.first()?)?;
-        let iters: usize = args.get(1)?.parse().ok()?;
-        let pipe: usize = args.get(2)?.parse().ok()?;
-        Some((server, iters.max(1), pipe))
-    })();
-    let Some((server, iters, pipe)) = parsed else {
-        eprintln!("usage: ramp bench-repair-client SERVER_NAME ITERS PIPE_REQUESTS");
-        return 2;
-    };
-    let (b, ep) = open("bench-repair-client");
-    println!("{}", hex(&ep.name().0));
-    ep.map(1, server, TAG).unwrap();
-    ep.set_expected_resources(2, DEPTH as i32).unwrap();
-    let start = StdInstant::now();
-    let slots = (iters + iters / 10).max(pipe);
-    let answered: Arc<Vec<AtomicU64>> = Arc::new((0..slots).map(|_| AtomicU64::new(0)).collect());
-    let pongs = Arc::new(AtomicU64::new(0));
-    let (a, p) = (answered.clone(), pongs.clone());
-    ep.set_handler(
-        H_PONG,
-        handler(move |h| {
-            if let Some(s) = h.args.first().and_then(|&i| a.get(i as usize)) {
-                s.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            }
-            p.fetch_add(1, Ordering::Relaxed);
-        }),
-    );
-    // serial: one outstanding; a tenth more first as warm-up
-    let warm = iters / 10;
-    let mut rt = Vec::with_capacity(iters);
-    for i in 0..warm + iters {
-        let t = StdInstant::now();
-        let want = pongs.load(Ordering::Relaxed) + 1;
-        ep.request(1, &Message::short(H_ECHO, &[i as u32]), false)
-            .unwrap();
-        while pongs.load(Ordering::Relaxed) < want {
-            b.poll().unwrap();
-        }
-        if i >= warm {
-            rt.push(t.elapsed().as_nanos() as f64 / 1000.0);
-        }
-    }
-    let mean = rt.iter().sum::<f64>() / rt.len() as f64;
-    rt.sort_by(|a, b| a.total_cmp(b));
-    let p99 = percentile(&rt, 0.99);
-    // pipelined: DEPTH outstanding, each request's own latency
-    let mut q = [0.0; 3];
-    if pipe > 0 {
-        for s in answered.iter() {
-            s.store(0, Ordering::Relaxed);
-        }
-        let base = pongs.load(Ordering::Relaxed);
-        let mut sent_at = vec![0u64; pipe];
-        for (i, at) in sent_at.iter_mut().enumerate() {
-            while (i as u64) - (pongs.load(Ordering::Relaxed) - base) >= DEPTH as u64 {
-                b.poll().unwrap();
-            }
-            *at = start.elapsed().as_nanos() as u64;
-            ep.request(1, &Message::short(H_ECHO, &[i as u32]), false)
-                .unwrap();
-        }
-        while pongs.load(Ordering::Relaxed) < base + pipe as u64 {
-            b.poll().unwrap();
-        }
-        let mut lat: Vec<f64> = sent_at
-            .iter()
-            .zip(answered.iter())
-            .map(|(&s, a)| a.load(Ordering::Relaxed).saturating_sub(s) as f64 / 1000.0)
-            .collect();
-        lat.sort_by(|a, b| a.total_cmp(b));
-        q = [
-            percentile(&lat, 0.5),
-            percentile(&lat, 0.99),
-            percentile(&lat, 0.999),
-        ];
-    }
-    println!(
-        "REPAIR {mean:.3} {p99:.3} {:.3} {:.3} {:.3}",
-        q[0], q[1], q[2]
-    );
-    0
-}
-
-/// The busy neighbour: spins until its stdin closes (or it is killed).
-pub fn spin() -> i32 {
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    std::thread::spawn(move || {
-        let mut l = String::new();
-        while std::io::stdin().read_line(&mut l).unwrap_or(0) > 0 {
-            l.clear();
-        }
-        s.store(true, Ordering::Relaxed);
-    });
-    let mut x = 0u64;
-    while !stop.load(Ordering::Relaxed) {
-        for _ in 0..10_000 {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-        }
-    }
-    0
 }

@@ -23,7 +23,7 @@ pub struct Line {
 
 /// Registers the first font found (`font`, else the usual places) as
 /// "sans-serif": its path, or None.
-fn load_font(font: Option<&str>) -> Option<String> {
+pub(crate) fn load_font(font: Option<&str>) -> Option<String> {
     let places: Vec<&str> = font.map_or(FONTS.to_vec(), |f| vec![f]);
     for path in places {
         if let Ok(bytes) = std::fs::read(path) {
@@ -37,7 +37,7 @@ fn load_font(font: Option<&str>) -> Option<String> {
 }
 
 /// The range of the positive values `v`, widened a little, for a log axis.
-fn log_range(v: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+pub(crate) fn log_range(v: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     let (lo, hi) = v
         .filter(|x| x.is_finite() && *x > 0.0)
         .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
@@ -49,13 +49,13 @@ fn log_range(v: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
 
 /// The power of ten at or just below `v` (a hair lower: the axis's first
 /// key point is the first power of ten not below the range's start).
-fn decade_below(v: f64) -> f64 {
+pub(crate) fn decade_below(v: f64) -> f64 {
     10f64.powf(v.log10().floor()) * 0.999
 }
 
 /// An axis label: 3 significant digits at most, k and M for thousands and
 /// millions.
-fn tick(v: &f64) -> String {
+pub(crate) fn tick(v: &f64) -> String {
     let v = *v;
     if v >= 1e6 {
         format!("{}M", tick(&(v / 1e6)))

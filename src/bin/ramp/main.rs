@@ -1,5 +1,6 @@
 //! The `ramp` command: `ramp bench` (round trip and bandwidth beside raw UDP),
-//! `ramp log FILE` (print and check a transaction log).
+//! `ramp log FILE` (print and check a transaction log), `ramp perf`
+//! (performability: the model beside fault-injected measurement).
 
 use std::process::ExitCode;
 
@@ -7,6 +8,7 @@ mod bench;
 mod bench_blast;
 mod bench_integrity;
 mod bench_repair;
+mod bench_repair_roles;
 mod bench_rma;
 mod bench_roles;
 mod bench_shm;
@@ -18,6 +20,9 @@ mod loggp_plot;
 mod loggp_raw;
 mod loggp_roles;
 mod loggp_ucx;
+mod perf;
+mod perf_plot;
+mod perf_sweep;
 mod role_util;
 
 use bench::BenchOptions;
@@ -28,6 +33,7 @@ const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--
        ramp bench --loggp [--plot FILE.png] [--iters N] [--runs N] [--mib N] [--max-burst N]
                     [--no-pin] [--font FILE.ttf]
        ramp log FILE
+       ramp perf measure|model|sweep [options]   (ramp perf --help)
   bench     round trip of short requests and Xfer bandwidth between two processes
             on loopback, beside a raw UDP ping-pong measured in the same run;
             --loggp: LogGP parameters (L, o_s, o_r, g, G) of ramp over udp and shm
@@ -38,7 +44,8 @@ const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--
             0 and 0.01 (--iters round trips, default 5000); --busy: a neighbour spins on
             the server's core; --against: another ramp binary's roles alternated (A/B)
   bench txn what the transaction log costs (log off and on; also the end of ramp bench)
-  log       print a transaction log and check it (exit 1 when ramp would refuse it)";
+  log       print a transaction log and check it (exit 1 when ramp would refuse it)
+  perf      performability: response time as faults grow, the model beside measurement";
 
 fn parse_bench(args: &[String]) -> Result<BenchOptions, String> {
     let mut o = BenchOptions::default();
@@ -81,6 +88,11 @@ fn main() -> ExitCode {
         }
         Some("bench") if args.iter().any(|a| a == "--loggp") => loggp::main(&args[1..]),
         Some("loggp") => loggp::main(&args[1..]),
+        Some("perf") if args.iter().any(help) => {
+            println!("{}", perf::USAGE);
+            0
+        }
+        Some("perf") => perf::main(&args[1..]),
         Some("loggp-server") => loggp_roles::server(&args[1..]),
         Some("loggp-client") => loggp_roles::client(&args[1..]),
         Some("bench") if args.get(1).map(String::as_str) == Some("txn") => {
@@ -125,9 +137,9 @@ fn main() -> ExitCode {
         },
         Some("bench-server") => bench::server_main(),
         Some("bench-client") => bench::client_main(&args[1..]),
-        Some("bench-repair-server") => bench_repair::server(),
-        Some("bench-repair-client") => bench_repair::client(&args[1..]),
-        Some("bench-repair-spin") => bench_repair::spin(),
+        Some("bench-repair-server") => bench_repair_roles::server(&args[1..]),
+        Some("bench-repair-client") => bench_repair_roles::client(&args[1..]),
+        Some("bench-repair-spin") => bench_repair_roles::spin(),
         Some(r) if r.starts_with("bench-rma-") => bench_rma::role(&args),
         Some("-h") | Some("--help") | Some("help") => {
             println!("{USAGE}");

@@ -26,7 +26,7 @@ use crate::wire::{self, Common, Integrity};
 
 /// Retransmission allowance per byte sent ahead in the same burst (2 ns per
 /// byte: a receiver that takes in 500 MB/s).
-const BURST_NS_PER_BYTE: u64 = 2;
+pub(crate) const BURST_NS_PER_BYTE: u64 = 2;
 
 /// A fragment that has a sequence number and is waiting for its ACK.
 #[derive(Debug)]

@@ -1,0 +1,141 @@
+//! The PNG of `ramp perf sweep --plot FILE.png`: mean and p99 response time
+//! against bit error rate (log-log), the model as lines, the measurement as
+//! points, one colour per (transport, protocol, size). The loss-free point
+//! is drawn at 1e-8 (a log axis has no 0). Drawn as `ramp bench --loggp
+//! --plot` draws (`loggp_plot.rs`: its font, ranges and labels).
+
+use plotters::prelude::*;
+
+use crate::loggp_plot::{decade_below, load_font, log_range, tick};
+use crate::perf_sweep::Row;
+
+/// Where the loss-free points go on the log axis.
+const BER_ZERO_AT: f64 = 1e-8;
+
+struct Series {
+    name: String,
+    model: Vec<(f64, f64)>,
+    measured: Vec<(f64, f64)>,
+}
+
+fn series(rows: &[Row], p99: bool) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
+    for r in rows {
+        let name = format!("{} {} {} B", r.transport, r.protocol.name(), r.bytes);
+        let x = if r.ber > 0.0 { r.ber } else { BER_ZERO_AT };
+        let (m, y) = if p99 {
+            (r.model.p99_us, r.p99)
+        } else {
+            (r.model.mean_us, r.mean)
+        };
+        let i = match out.iter().position(|s| s.name == name) {
+            Some(i) => i,
+            None => {
+                out.push(Series {
+                    name,
+                    model: Vec::new(),
+                    measured: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        out[i].model.push((x, m));
+        out[i].measured.push((x, y));
+    }
+    out
+}
+
+fn panel(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    text: bool,
+    title: &str,
+    lines: &[Series],
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<_>| format!("plot: {e}");
+    let pts = || {
+        lines
+            .iter()
+            .flat_map(|l| l.model.iter().chain(l.measured.iter()))
+    };
+    let xr = log_range(pts().map(|p| p.0));
+    let yr = log_range(pts().map(|p| p.1));
+    let yr = decade_below(yr.start)..yr.end;
+    let mut b = ChartBuilder::on(area);
+    b.margin(12)
+        .x_label_area_size(if text { 45 } else { 5 })
+        .y_label_area_size(if text { 70 } else { 5 });
+    if text {
+        b.caption(title, ("sans-serif", 20));
+    }
+    let mut chart = b
+        .build_cartesian_2d(xr.log_scale(), yr.log_scale())
+        .map_err(e)?;
+    if text {
+        chart
+            .configure_mesh()
+            .light_line_style(RGBColor(236, 236, 236))
+            .x_desc("bit error rate (loss-free at 1e-8)")
+            .y_desc("response time, us")
+            .x_label_formatter(&|v| format!("{v:.0e}"))
+            .y_label_formatter(&tick)
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(e)?;
+    }
+    for (i, l) in lines.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let s = chart
+            .draw_series(LineSeries::new(
+                l.model.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(e)?;
+        if text {
+            s.label(l.name.clone()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        }
+        chart
+            .draw_series(
+                l.measured
+                    .iter()
+                    .map(|&p| Cross::new(p, 5, color.stroke_width(2))),
+            )
+            .map_err(e)?;
+    }
+    if text {
+        chart
+            .configure_series_labels()
+            .label_font(("sans-serif", 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Writes the mean and p99 panels to `path`; the font used, or None.
+pub fn write(path: &str, font: Option<&str>, rows: &[Row]) -> Result<Option<String>, String> {
+    let font = load_font(font);
+    let text = font.is_some();
+    let root = BitMapBackend::new(path, (1400, 650)).into_drawing_area();
+    let e = |e: DrawingAreaErrorKind<_>| format!("plot {path}: {e}");
+    root.fill(&WHITE).map_err(e)?;
+    let (left, right) = root.split_horizontally(700);
+    panel(
+        &left,
+        text,
+        "mean response time: model (lines), measured (x)",
+        &series(rows, false),
+    )?;
+    panel(
+        &right,
+        text,
+        "p99 response time: model (lines), measured (x)",
+        &series(rows, true),
+    )?;
+    root.present().map_err(e)?;
+    Ok(font)
+}

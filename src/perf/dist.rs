@@ -1,0 +1,132 @@
+//! A discrete distribution of delays (microseconds): the atoms a chain of
+//! retransmission stages reaches, each with its probability, and the mass
+//! that never arrives (the message given up, or below what is tracked).
+
+/// Atoms lighter than this are dropped (counted in `lost`): the p99 and
+/// the mean do not see them.
+const TINY: f64 = 1e-15;
+/// Atoms closer than this (us) are merged.
+const MERGE_US: f64 = 1e-6;
+/// Most atoms kept; beyond it the lightest are folded into their neighbour.
+const MAX_ATOMS: usize = 20_000;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dist {
+    /// (delay us, probability), sorted by delay.
+    atoms: Vec<(f64, f64)>,
+    /// Probability of never arriving.
+    pub lost: f64,
+}
+
+impl Dist {
+    /// Certainly `t`.
+    pub fn at(t: f64) -> Dist {
+        Dist {
+            atoms: vec![(t, 1.0)],
+            lost: 0.0,
+        }
+    }
+
+    /// The atoms given (any order); what they leave of 1 is lost.
+    pub fn from_atoms(mut atoms: Vec<(f64, f64)>) -> Dist {
+        atoms.retain(|a| a.1 > 0.0);
+        let mass: f64 = atoms.iter().map(|a| a.1).sum();
+        let mut d = Dist {
+            atoms,
+            lost: (1.0 - mass).max(0.0),
+        };
+        d.compact();
+        d
+    }
+
+    pub fn atoms(&self) -> &[(f64, f64)] {
+        &self.atoms
+    }
+
+    fn compact(&mut self) {
+        self.atoms.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut out: Vec<(f64, f64)> = Vec::with_capacity(self.atoms.len());
+        for &(t, p) in &self.atoms {
+            if p < TINY {
+                self.lost += p;
+                continue;
+            }
+            match out.last_mut() {
+                Some(l) if t - l.0 <= MERGE_US => {
+                    l.0 = (l.0 * l.1 + t * p) / (l.1 + p);
+                    l.1 += p;
+                }
+                _ => out.push((t, p)),
+            }
+        }
+        while out.len() > MAX_ATOMS {
+            // fold every other atom into its left neighbour at their mean
+            let mut folded = Vec::with_capacity(out.len() / 2 + 1);
+            for pair in out.chunks(2) {
+                let p: f64 = pair.iter().map(|a| a.1).sum();
+                let t = pair.iter().map(|a| a.0 * a.1).sum::<f64>() / p;
+                folded.push((t, p));
+            }
+            out = folded;
+        }
+        self.atoms = out;
+    }
+
+    /// The sum of two independent delays.
+    pub fn plus(&self, o: &Dist) -> Dist {
+        let mut atoms = Vec::with_capacity(self.atoms.len() * o.atoms.len());
+        for &(a, p) in &self.atoms {
+            for &(b, q) in &o.atoms {
+                atoms.push((a + b, p * q));
+            }
+        }
+        // what either loses, and the products too light to keep
+        let mut d = Dist { atoms, lost: 0.0 };
+        d.compact();
+        d.lost = (1.0 - d.atoms.iter().map(|a| a.1).sum::<f64>()).max(0.0);
+        d
+    }
+
+    /// `self` shifted by `t`.
+    pub fn shift(&self, t: f64) -> Dist {
+        Dist {
+            atoms: self.atoms.iter().map(|&(a, p)| (a + t, p)).collect(),
+            lost: self.lost,
+        }
+    }
+
+    /// The mixture: each distribution with its weight (weights sum to 1).
+    pub fn mix(parts: &[(f64, &Dist)]) -> Dist {
+        let mut atoms = Vec::new();
+        let mut lost = 0.0;
+        for &(w, d) in parts {
+            atoms.extend(d.atoms.iter().map(|&(t, p)| (t, w * p)));
+            lost += w * d.lost;
+        }
+        let mut d = Dist { atoms, lost };
+        d.compact();
+        d
+    }
+
+    /// The mean delay of what arrives (infinite when nothing does).
+    pub fn mean(&self) -> f64 {
+        let m: f64 = self.atoms.iter().map(|a| a.1).sum();
+        if m <= 0.0 {
+            return f64::INFINITY;
+        }
+        self.atoms.iter().map(|a| a.0 * a.1).sum::<f64>() / m
+    }
+
+    /// The smallest delay by which a fraction `q` of what arrives has.
+    pub fn quantile(&self, q: f64) -> f64 {
+        let m: f64 = self.atoms.iter().map(|a| a.1).sum();
+        let mut acc = 0.0;
+        for &(t, p) in &self.atoms {
+            acc += p / m;
+            if acc >= q - 1e-12 {
+                return t;
+            }
+        }
+        self.atoms.last().map_or(f64::INFINITY, |a| a.0)
+    }
+}
