@@ -70,7 +70,8 @@ impl<A: Copy> Paths<A> {
 }
 
 impl<A: super::PeerAddr> super::Protocol<A> {
-    /// The transport says `path` carries datagrams of at most `size`
+    /// The transport says the path to `to` (from our name: an
+    /// association's one path today) carries datagrams of at most `size`
     /// bytes whole (UDP: the route's MTU less the IP and UDP headers, told
     /// when a datagram was refused with `EMSGSIZE`). The peer's path
     /// shrinks to it (within the configured bound, and never below what a
@@ -78,7 +79,8 @@ impl<A: super::PeerAddr> super::Protocol<A> {
     /// stay within it. A packet already numbered keeps its size (the
     /// transport still delivers it, fragmented by IP). Never grows; news
     /// of a path no peer takes is ignored (the next refusal tells again).
-    pub fn path_datagram(&mut self, path: Path<A>, size: usize) {
+    pub fn path_datagram(&mut self, to: A, size: usize) {
+        let path = Path::from_name(to);
         let size = size.clamp(crate::wire::MAX_OVERHEAD + 64, self.cfg.max_datagram);
         let Some(slot) = self.find_peer(&path.remote) else {
             return;

@@ -239,8 +239,7 @@ impl SimNet {
             self.stats.sent += 1;
             if let Some(size) = self.path_datagram.filter(|&m| bytes.len() > m) {
                 self.stats.too_big += 1;
-                let path = crate::path::Path::from_name(to);
-                self.nodes[from as usize].path_datagram(path, size);
+                self.nodes[from as usize].path_datagram(to, size);
             }
             if self.down[from as usize] || self.down[to as usize] {
                 self.stats.lost += 1;

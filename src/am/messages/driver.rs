@@ -135,7 +135,7 @@ impl EpState {
         // paths found to carry smaller datagrams (UDP: EMSGSIZE)
         let proto = &mut self.proto;
         self.transports
-            .path_news(&mut |to, size| proto.path_datagram(crate::path::Path::from_name(to), size));
+            .path_news(&mut |to, size| proto.path_datagram(to, size));
         // refused express requests, lost rings' express requests
         self.express_after_receive(now);
         // peers' asks for our allocated regions, their files for ours
