@@ -24,6 +24,22 @@
 //!   (`segments` splits them; each goes to the protocol on its own and is
 //!   checked on its own: CRC or MAC, sequence). A kernel without it
 //!   simply never coalesces.
+//!
+//! Measured (2026-12-02, 2 cores at load 8-10, old = main dc0b92d):
+//! `scripts/link-bench.sh --secs 5 --runs 3 --watchdog 20 --cases incast`:
+//! incast goodput/rate 0.368 (2 of 3 runs collapsed, 3,725 reassembly
+//! failures) -> 0.901 (3 of 3, none), Jain 0.993 -> 1.000, retransmitted
+//! 4.1% -> 0.03%. One sender at 100/200/400 Mbit/s (`--runs 1`): 0.979/
+//! 0.976/0.955 -> 0.906/0.903/0.900: the link is full (tc backlog 3-7 ms),
+//! the loss is headers: 72 bytes of ramp's and 42 of Ethernet, IP and UDP
+//! per 1,472-byte datagram, against 45 x 34 per 64 KiB one. Unshaped veth
+//! (`scripts/veth-bench.sh --rounds 5 --iters 2000 --runs 3 --xfer-mib 32`):
+//! 0-arg round trip 1.04x, request rate 0.94x, Xfer 64 KiB 0.41x (47 ->
+//! 19 MiB/s): GSO and GRO take the syscalls away (the receiver's
+//! InDatagrams: about one per 9 datagrams) but a channel's window of 64
+//! packets (the SACK bitmap's width) holds 90 KB of 1,472-byte packets
+//! against 4 MiB of 64 KiB ones, and on a loaded host a round trip waits
+//! for the peer to be scheduled.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
