@@ -36,7 +36,8 @@
 //! (`scripts/veth-bench.sh --rounds 5 --iters 2000 --runs 3 --xfer-mib 32`):
 //! 0-arg round trip 1.04x, request rate 0.94x, Xfer 64 KiB 0.41x (47 ->
 //! 19 MiB/s): GSO and GRO take the syscalls away (the receiver's
-//! InDatagrams: about one per 9 datagrams) but a channel's window of 64
+//! InDatagrams: about one per 9 datagrams); the likely cause (not proven:
+//! no profile yet) is that a channel's window of 64
 //! packets (the SACK bitmap's width) holds 90 KB of 1,472-byte packets
 //! against 4 MiB of 64 KiB ones, and on a loaded host a round trip waits
 //! for the peer to be scheduled.
