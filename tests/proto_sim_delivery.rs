@@ -259,6 +259,50 @@ fn many_mixed_sizes_in_fragments() {
     run_plan(&mut net, &plan, 12, &[0, 1, 2], 600 * SECOND);
 }
 
+/// A path that carries smaller datagrams than configured (a link's MTU,
+/// told as UDP's `EMSGSIZE` tells it: `Protocol::path_datagram`): 256 KiB
+/// messages both ways, under loss, duplication and reordering, each
+/// delivered exactly once and whole (`run_plan`); what the protocol had
+/// cut before it knew is cut again, so only the first datagrams of each
+/// direction are too large, never the rest.
+#[test]
+fn a_path_of_small_datagrams_carries_256_kib_messages_exactly_once() {
+    let _watchdog = common::watchdog(
+        "proto_sim::a_path_of_small_datagrams_carries_256_kib_messages_exactly_once",
+        Duration::from_secs(180),
+    );
+    for seed in ramp::sim::seeds(4) {
+        eprintln!("seed {seed} (RAMP_SIM_SEED={seed} replays it)");
+        let sim = FaultConfig {
+            loss: 0.02,
+            dup: 0.01,
+            reorder: 0.05,
+            seed,
+            ..lan()
+        };
+        let mut net = SimNet::new(2, ProtoConfig::default(), sim);
+        net.set_path_datagram(Some(1472));
+        let mut plan = Vec::new();
+        for k in 0..6 {
+            plan.push((0, 1, CHANNEL_REQUEST, 256 * 1024));
+            plan.push((1, 0, CHANNEL_REPLY, 256 * 1024 - k * 1000));
+        }
+        run_plan(&mut net, &plan, 4, &[0, 1], 600 * SECOND);
+        assert_eq!(net.node(0).path_datagram_to(1), 1472);
+        assert_eq!(net.node(1).path_datagram_to(0), 1472);
+        // 12 messages of 178 datagrams each went; the large ones were
+        // those cut (or in flight, resent) before the first was told
+        let too_big = net.stats.too_big;
+        eprintln!(
+            "seed {seed}: {too_big} of {} datagrams too large",
+            net.stats.sent
+        );
+        assert!(too_big > 0 && too_big < 40, "{too_big} too large");
+        assert!(net.stats.sent > 12 * 178);
+        assert_goes_idle(&mut net, 10 * SECOND);
+    }
+}
+
 /// A message longer than the receiver accepts must not vanish silently.
 #[test]
 fn message_over_the_limit_is_refused_not_lost() {

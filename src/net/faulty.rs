@@ -93,6 +93,10 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         }
         inner
     }
+
+    fn path_news(&mut self, each: &mut dyn FnMut(SocketAddr, usize)) {
+        self.inner.path_news(each);
+    }
 }
 
 impl<T: SharedMemory + 'static> SharedMemory for FaultyTransport<T> {

@@ -23,6 +23,7 @@ mod shm;
 mod transports;
 mod udp;
 mod udp_conns;
+mod udp_offload;
 
 use std::io;
 use std::net::SocketAddr;
@@ -130,6 +131,12 @@ pub trait Transport: Send {
     fn flush_due(&mut self, _now: Instant) -> Option<Instant> {
         None
     }
+    /// News of paths that carry smaller datagrams than were sent on them
+    /// since the last call: each one's remote address and the largest
+    /// datagram it carries whole (UDP: a datagram refused with `EMSGSIZE`,
+    /// `udp_offload.rs`). The AM layer hands them to the protocol
+    /// (`Protocol::path_datagram`). None, unless the transport learns them.
+    fn path_news(&mut self, _each: &mut dyn FnMut(SocketAddr, usize)) {}
     /// The capability of sending an association's packets through sockets
     /// connected to the peer (UDP), if the transport offers it (not under
     /// fault injection).
@@ -156,7 +163,9 @@ pub fn open_at(
     clock: &Clock,
 ) -> io::Result<Transports> {
     use crate::config::TransportChoice;
-    let udp = UdpTransport::bind(addr, cfg.socket_buffer)?.with_clock(clock.clone());
+    let udp = UdpTransport::bind(addr, cfg.socket_buffer)?
+        .with_clock(clock.clone())
+        .with_verbose(cfg.verbose);
     let local = udp.local_addr();
     let faults = cfg.fault.enabled().then(|| cfg.fault.clone());
     let mut set = Transports::new(match &faults {

@@ -341,6 +341,12 @@ impl Transports {
             (a, b) => a.or(b),
         }
     }
+
+    /// Paths that carry smaller datagrams than were sent on them
+    /// (`Transport::path_news`): UDP's; shared memory keeps its own sizes.
+    pub fn path_news(&mut self, each: &mut dyn FnMut(SocketAddr, usize)) {
+        self.fallback.path_news(each);
+    }
 }
 
 /// Sends `dgrams` on the fallback, in batches of at most `SEND_BATCH`.

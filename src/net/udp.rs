@@ -1,7 +1,12 @@
 //! UDP: one non-blocking socket per endpoint for all its peers, IPv4 or
 //! IPv6 (the `Transport` core), and the sockets connected to its busiest
 //! peers that an association's small packets may leave through (the
-//! `ConnectedPorts` capability, `udp_conns.rs`).
+//! `ConnectedPorts` capability, `udp_conns.rs`). The kernel never
+//! fragments what it sends: a datagram larger than its route carries is
+//! refused (`EMSGSIZE`), told to the protocol as the path's size, and
+//! sent fragmented once; equal datagrams to one peer leave as GSO trains
+//! and come in coalesced by GRO where the kernel offers them
+//! (`udp_offload.rs`).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -10,6 +15,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
 use super::udp_conns::Conns;
+use super::udp_offload::{segments, Offload};
 use super::{
     Connectable, ConnectedPorts, DatagramSink, Outgoing, Transport, RECV_BATCH, RECV_SLOT,
 };
@@ -49,6 +55,8 @@ pub struct UdpTransport {
     drained: Instant,
     /// The endpoint's clock (`with_clock`).
     clock: Clock,
+    /// GSO, GRO, the paths' sizes learnt (`udp_offload.rs`).
+    pub(super) offload: Offload,
 }
 
 impl UdpTransport {
@@ -63,6 +71,9 @@ impl UdpTransport {
         let _ = sock.set_recv_buffer_size(buffer);
         let _ = sock.set_send_buffer_size(buffer);
         sock.set_nonblocking(true)?;
+        // never fragmented by IP: a datagram too large for its route is
+        // refused, and the path's size learnt (`udp_offload.rs`)
+        crate::sys::set_fragmenting(sock.as_raw_fd(), addr.is_ipv6(), false)?;
         sock.bind(&addr.into())?;
         let sock: UdpSocket = sock.into();
         let local = sock.local_addr()?;
@@ -73,7 +84,6 @@ impl UdpTransport {
             ));
         }
         Ok(UdpTransport {
-            sock,
             local,
             batch: BatchReceiver::new(RECV_BATCH, RECV_SLOT),
             sender: BatchSender::new(),
@@ -86,7 +96,16 @@ impl UdpTransport {
             empty: 0,
             drained: Instant::ZERO,
             clock: Clock::Real,
+            offload: Offload::new(sock.as_raw_fd()),
+            sock,
         })
+    }
+
+    /// The transport, saying what it falls back from (GSO, GRO) on stderr
+    /// when `verbose` (`RAMP_VERBOSE`).
+    pub fn with_verbose(mut self, verbose: bool) -> UdpTransport {
+        self.offload.verbose = verbose;
+        self
     }
 
     /// The transport, keeping time by `clock` (the endpoint's).
@@ -171,7 +190,11 @@ impl Transport for UdpTransport {
         if dgram.len() <= CONNECTED_MAX {
             if let Some(tag) = self.connectable.and_then(|c| (c.tag_of)(dgram)) {
                 if let Some(s) = self.conns.socket_for(self.local, to, tag) {
-                    return sent(|| s.send(dgram));
+                    match sent(|| s.send(dgram)) {
+                        // (too large for the route: by the endpoint's socket)
+                        Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {}
+                        r => return r,
+                    }
                 }
             }
         }
@@ -180,17 +203,31 @@ impl Transport for UdpTransport {
             self.last_raw = SockAddr::from(to);
         }
         let (sock, raw) = (&self.sock, &self.last_raw);
-        sent(|| SockRef::from(sock).send_to(dgram, raw))
+        match sent(|| SockRef::from(sock).send_to(dgram, raw)) {
+            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
+                self.offload.too_big(&self.sock, to, dgram)
+            }
+            r => r,
+        }
     }
 
     fn send_batch(&mut self, now: Instant, dgrams: &[Outgoing<'_>]) -> io::Result<()> {
         match dgrams {
             // one datagram in one piece: plain sendto costs the kernel less
             [(path, [d, [], []])] => self.send(now, path.remote, d),
-            _ => self.sender.send(
-                self.sock.as_raw_fd(),
-                dgrams.iter().map(|(path, parts)| (path.remote, parts)),
-            ),
+            _ => {
+                let refused = &mut self.offload.refused;
+                let r = self.sender.send(
+                    self.sock.as_raw_fd(),
+                    dgrams.iter().map(|(path, parts)| (path.remote, parts)),
+                    self.offload.gso,
+                    &mut |r| refused.push(r),
+                );
+                if !self.offload.refused.is_empty() {
+                    self.offload.resend_refused(&self.sock, dgrams)?;
+                }
+                r
+            }
         }
     }
 
@@ -203,7 +240,7 @@ impl Transport for UdpTransport {
         // more than is there costs it a second, failing attempt, both in
         // the polling loop a round trip waits in.
         let want = self.want;
-        if want == 1 {
+        if want == 1 && !self.offload.gro {
             let buf = self.batch.slot(0);
             let n = loop {
                 match self.sock.recv_from(buf) {
@@ -232,13 +269,23 @@ impl Transport for UdpTransport {
             return Ok(self.after_empty(each));
         }
         self.empty = 0;
+        let mut got = 0;
         for i in 0..n {
             match self.batch.datagram(i) {
-                (Some(d), Some(from)) => each(Some((d, from))),
-                _ => each(None),
+                // (GRO: several datagrams back to back, each on its own)
+                (Some(d), Some(from), gro) => {
+                    for seg in segments(d, gro) {
+                        each(Some((seg, from)));
+                        got += 1;
+                    }
+                }
+                _ => {
+                    each(None);
+                    got += 1;
+                }
             }
         }
-        Ok(n)
+        Ok(got)
     }
 
     fn local_addr(&self) -> SocketAddr {
@@ -258,6 +305,12 @@ impl Transport for UdpTransport {
 
     fn connected_ports(&mut self) -> Option<&mut dyn ConnectedPorts> {
         Some(self)
+    }
+
+    fn path_news(&mut self, each: &mut dyn FnMut(SocketAddr, usize)) {
+        for (to, size) in self.offload.news.drain(..) {
+            each(to, size);
+        }
     }
 }
 
@@ -279,263 +332,5 @@ impl ConnectedPorts for UdpTransport {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::net::udp_conns::MAX_CONNS;
-
-    fn take(t: &mut UdpTransport) -> usize {
-        let mut got = 0;
-        let n = t
-            .recv_batch(&mut |d| {
-                assert_eq!(d.map(|(b, _)| b.len()), Some(3));
-                got += 1;
-            })
-            .unwrap();
-        assert_eq!(n, got);
-        n
-    }
-
-    /// A lone datagram (a ping-pong) is read one at a time; a burst, once
-    /// two receives in a row found datagrams, in batches that double.
-    #[test]
-    fn receives_grow_only_in_a_burst() {
-        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
-        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let to = t.local_addr();
-        let wait_for = |t: &mut UdpTransport| loop {
-            crate::sys::wait_readable(&[t.fd()], 1000);
-            if let n @ 1.. = take(t) {
-                return n;
-            }
-        };
-        for _ in 0..3 {
-            peer.send_to(b"abc", to).unwrap();
-            assert_eq!(wait_for(&mut t), 1);
-            assert_eq!(take(&mut t), 0);
-        }
-        for _ in 0..12 {
-            peer.send_to(b"abc", to).unwrap();
-        }
-        // loopback delivers at once: all twelve wait
-        let mut sizes = vec![wait_for(&mut t)];
-        while sizes.iter().sum::<usize>() < 12 {
-            sizes.push(wait_for(&mut t));
-        }
-        assert_eq!(sizes, [1, 1, 2, 4, 4]);
-        assert_eq!(take(&mut t), 0);
-        // after the burst, a lone datagram is read by itself again
-        peer.send_to(b"abc", to).unwrap();
-        assert_eq!(wait_for(&mut t), 1);
-    }
-
-    /// Every receive finding exactly one datagram (one thread polling two
-    /// endpoints in turn): at most one receive in three asks for a batch.
-    #[test]
-    fn one_datagram_per_receive_asks_for_a_batch_rarely() {
-        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
-        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let to = t.local_addr();
-        let mut asked = Vec::new();
-        for _ in 0..9 {
-            peer.send_to(b"abc", to).unwrap();
-            asked.push(t.want);
-            // readable first: no receive finds nothing
-            crate::sys::wait_readable(&[t.fd()], 1000);
-            assert_eq!(take(&mut t), 1);
-        }
-        assert_eq!(asked, [1, 1, 2, 1, 1, 2, 1, 1, 2]);
-    }
-
-    /// A datagram the tests' `connectable` picks.
-    fn data_packet() -> Vec<u8> {
-        b"D\x05 an association's packet".to_vec()
-    }
-
-    /// The tests' association tag: a 'D' datagram's second byte.
-    fn tag_of(d: &[u8]) -> Option<u64> {
-        (d.first() == Some(&b'D')).then(|| u64::from(d[1]))
-    }
-
-    fn connectable(announce: bool) -> Connectable {
-        Connectable { tag_of, announce }
-    }
-
-    fn connecting() -> UdpTransport {
-        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
-        t.set_connectable(Some(connectable(false)));
-        t
-    }
-
-    /// The ports `aliases_to_announce` names at `now`.
-    fn to_announce(t: &mut UdpTransport, now: Instant) -> Vec<(SocketAddr, u16)> {
-        let mut v = Vec::new();
-        t.aliases_to_announce(now, &mut |to, port| v.push((to, port)));
-        v
-    }
-
-    /// Announced aliases (without a MAC): an association's packets leave
-    /// from the name until the layer above says the peer took the socket's
-    /// port for the association's tag; the port is named at once, then
-    /// after `ANNOUNCE_EVERY`, each wait twice the last up to 64 times it,
-    /// until taken; a taking for another port or
-    /// tag changes nothing; a new association (another tag) waits again;
-    /// a full set takes no new peer (a port given up could be anyone's).
-    #[test]
-    fn announced_aliases_carry_nothing_until_the_peer_takes_them() {
-        use crate::net::udp_conns::ANNOUNCE_EVERY;
-        let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
-        t.set_connectable(Some(connectable(true)));
-        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let peer_addr = peer.local_addr().unwrap();
-        let mut buf = [0u8; 64];
-        let now = Instant::ZERO;
-        let mut from = |t: &mut UdpTransport, tag: u8| {
-            let mut d = data_packet();
-            d[1] = tag;
-            t.send(now, peer_addr, &d).unwrap();
-            peer.recv_from(&mut buf).unwrap().1
-        };
-        assert_eq!(to_announce(&mut t, now), [], "nothing sent yet");
-        assert_eq!(from(&mut t, 7), t.local_addr(), "not taken yet: the name");
-        let named = to_announce(&mut t, now);
-        assert_eq!(named.len(), 1);
-        let (to, port) = named[0];
-        assert_eq!(to, peer_addr);
-        assert_ne!(port, t.local_addr().port());
-        assert_eq!(
-            to_announce(&mut t, now.plus(ANNOUNCE_EVERY - 1)),
-            [],
-            "not again so soon"
-        );
-        assert_eq!(
-            to_announce(&mut t, now.plus(ANNOUNCE_EVERY)),
-            named,
-            "again"
-        );
-        // then each wait twice the one before, up to 64 times the first
-        let mut at = now.plus(ANNOUNCE_EVERY);
-        for k in 1..10u32 {
-            let wait = ANNOUNCE_EVERY << k.min(6);
-            assert_eq!(to_announce(&mut t, at.plus(wait - 1)), [], "wait {k}");
-            at = at.plus(wait);
-            assert_eq!(to_announce(&mut t, at), named, "after wait {k}");
-        }
-        // taken for another port, or by another peer: nothing changes
-        t.alias_accepted(peer_addr, port.wrapping_add(1), 7);
-        t.alias_accepted(t.local_addr(), port, 7);
-        assert_eq!(from(&mut t, 7), t.local_addr());
-        // taken for tag 7: its packets leave from the port
-        t.alias_accepted(peer_addr, port, 7);
-        let conn = from(&mut t, 7);
-        assert_eq!(conn, SocketAddr::new(t.local_addr().ip(), port));
-        assert_eq!(to_announce(&mut t, now.plus(10 * ANNOUNCE_EVERY)), []);
-        // a new association with the peer (tag 8): the name until taken
-        assert_eq!(from(&mut t, 8), t.local_addr());
-        assert_eq!(to_announce(&mut t, now.plus(10 * ANNOUNCE_EVERY)), named);
-        t.alias_accepted(peer_addr, port, 8);
-        assert_eq!(from(&mut t, 8), conn);
-        // a full set takes no new peer, however idle the others are
-        let others: Vec<UdpSocket> = (1..MAX_CONNS)
-            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
-            .collect();
-        for o in &others {
-            t.send(now, o.local_addr().unwrap(), &data_packet())
-                .unwrap();
-        }
-        assert_eq!(t.connected().1, MAX_CONNS);
-        let late = UdpSocket::bind("127.0.0.1:0").unwrap();
-        for _ in 0..5000 {
-            from(&mut t, 8);
-        }
-        t.send(now, late.local_addr().unwrap(), &data_packet())
-            .unwrap();
-        assert_eq!(late.recv_from(&mut buf).unwrap().1, t.local_addr());
-        assert_eq!(
-            t.connected(),
-            (MAX_CONNS as u64, MAX_CONNS),
-            "none replaced"
-        );
-    }
-
-    /// An association's packets leave from a port of their own connected
-    /// to the peer, a handshake's from the endpoint's; what the peer sends
-    /// back to that port is read after 16 empty receives, as from the
-    /// peer; `set_connectable(None)`: everything from the endpoint's port.
-    #[test]
-    fn association_packets_leave_through_a_socket_connected_to_the_peer() {
-        let mut t = connecting();
-        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let peer_addr = peer.local_addr().unwrap();
-        let mut buf = [0u8; 64];
-        let now = Instant::ZERO;
-        t.send(now, peer_addr, &data_packet()).unwrap();
-        let (_, conn) = peer.recv_from(&mut buf).unwrap();
-        assert_eq!(conn.ip(), t.local_addr().ip());
-        assert_ne!(conn, t.local_addr(), "another port");
-        assert_eq!(t.connected(), (1, 1));
-        t.send(now, peer_addr, &data_packet()).unwrap();
-        assert_eq!(
-            peer.recv_from(&mut buf).unwrap().1,
-            conn,
-            "the same socket again"
-        );
-        t.send(now, peer_addr, b"a handshake's").unwrap();
-        assert_eq!(peer.recv_from(&mut buf).unwrap().1, t.local_addr());
-        // a bulk one: its route look-up is nothing beside its copy
-        let mut big = data_packet();
-        big.resize(CONNECTED_MAX + 1, 0);
-        t.send(now, peer_addr, &big).unwrap();
-        let mut bigbuf = vec![0u8; CONNECTED_MAX + 8];
-        assert_eq!(
-            peer.recv_from(&mut bigbuf).unwrap(),
-            (big.len(), t.local_addr())
-        );
-        // an answer to the connected port, and a stranger's datagram there
-        // (the kernel takes only the peer's into a connected socket)
-        let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
-        stranger.send_to(b"xyz", conn).unwrap();
-        peer.send_to(b"abc", conn).unwrap();
-        let mut from = Vec::new();
-        for _ in 0..16 {
-            t.recv_batch(&mut |d| from.push(d.map(|(b, f)| (b.to_vec(), f))))
-                .unwrap();
-        }
-        assert_eq!(from, [Some((b"abc".to_vec(), peer_addr))]);
-        t.set_connectable(None);
-        t.send(now, peer_addr, &data_packet()).unwrap();
-        assert_eq!(peer.recv_from(&mut buf).unwrap().1, t.local_addr());
-        assert_eq!(t.connected(), (0, 0));
-    }
-
-    /// At most `MAX_CONNS` peers get a connected socket; the next peer is
-    /// sent to unconnected until one of them has been idle long enough.
-    #[test]
-    fn connected_sockets_are_few_and_go_to_the_busy_peers() {
-        let mut t = connecting();
-        let peers: Vec<UdpSocket> = (0..MAX_CONNS + 1)
-            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
-            .collect();
-        let mut buf = [0u8; 64];
-        let now = Instant::ZERO;
-        let mut from = |t: &mut UdpTransport, p: &UdpSocket| {
-            t.send(now, p.local_addr().unwrap(), &data_packet())
-                .unwrap();
-            p.recv_from(&mut buf).unwrap().1
-        };
-        for p in &peers[..MAX_CONNS] {
-            assert_ne!(from(&mut t, p), t.local_addr());
-        }
-        let last = &peers[MAX_CONNS];
-        assert_eq!(from(&mut t, last), t.local_addr(), "no room");
-        assert_eq!(t.connected(), (MAX_CONNS as u64, MAX_CONNS));
-        // the first peers stay busy; the last one idle for long enough
-        for _ in 0..5000 {
-            for p in &peers[1..MAX_CONNS] {
-                from(&mut t, p);
-            }
-        }
-        assert_ne!(from(&mut t, last), t.local_addr(), "the idle one's place");
-        assert_eq!(t.connected(), (MAX_CONNS as u64 + 1, MAX_CONNS));
-        assert_eq!(from(&mut t, &peers[0]), t.local_addr(), "the first lost it");
-    }
-}
+#[path = "udp_tests.rs"]
+mod tests;

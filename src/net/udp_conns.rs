@@ -226,6 +226,12 @@ fn connected(local: SocketAddr, to: SocketAddr, buffer: usize) -> io::Result<Udp
     }
     let _ = s.set_send_buffer_size(buffer);
     s.set_nonblocking(true)?;
+    // never fragmented: one too large goes by the endpoint's socket
+    // (`UdpTransport::send`), which learns the path's size
+    {
+        use std::os::fd::AsRawFd;
+        crate::sys::set_fragmenting(s.as_raw_fd(), local.is_ipv6(), false)?;
+    }
     s.bind(&SocketAddr::new(local.ip(), 0).into())?;
     s.connect(&to.into())?;
     Ok(s.into())

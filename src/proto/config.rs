@@ -121,10 +121,18 @@ impl ProtoConfig {
 
     /// Bytes of payload one datagram carries for a message with `nargs` arguments.
     pub fn fragment_capacity(&self, nargs: usize) -> usize {
-        self.max_datagram - crate::wire::DATA_HEADER_LEN - 4 * nargs - self.integrity.trailer_len()
+        self.capacity_in(self.max_datagram, nargs)
     }
 
-    /// How a message of `len` bytes is cut into fragments
+    /// Bytes of payload a datagram of `max` bytes carries for a message
+    /// with `nargs` arguments (at least 64: see `Protocol::path_datagram`).
+    pub fn capacity_in(&self, max: usize, nargs: usize) -> usize {
+        let overhead = crate::wire::DATA_HEADER_LEN + 4 * nargs + self.integrity.trailer_len();
+        max.saturating_sub(overhead).max(64)
+    }
+
+    /// How a message of `len` bytes is cut into fragments of datagrams of
+    /// at most `max` bytes (its path's: `Paths::datagram`)
     /// (`send::push_fragments`). Under CRC32C a long user message of at
     /// least `PLACED_SPLIT_MIN` bytes (one the receiver may place in its
     /// segment) first sends `PLACED_HEAD` bytes alone: that packet, checked
@@ -132,18 +140,19 @@ impl ProtoConfig {
     /// goes, and the rest then follows in fragments whose own headers decide
     /// nothing, which it checks as it copies them there
     /// (`Protocol::take_deferred`): one pass over their bytes, not two.
-    pub fn cut(&self, meta: &MsgMeta, len: usize) -> Cut {
+    pub fn cut(&self, meta: &MsgMeta, len: usize, max: usize) -> Cut {
+        let cap = self.capacity_in(max, meta.nargs as usize);
+        let packet = max.saturating_sub(cap);
         let placeable = matches!(self.integrity, Integrity::Crc32c)
             && meta.kind == MsgKind::User
             && meta.category == Category::Long
-            && len >= PLACED_SPLIT_MIN;
-        let cap = self.fragment_capacity(meta.nargs as usize);
+            && len >= PLACED_SPLIT_MIN
+            && cap >= packet + PLACED_HEAD + 64;
         if !placeable {
             return Cut::plain(cap);
         }
         // the head's packet and the first fragment after it fill one
         // datagram
-        let packet = self.max_datagram - cap;
         Cut {
             cap,
             head: PLACED_HEAD,

@@ -207,6 +207,21 @@ impl<A: PeerAddr> Peer<A> {
                 "peer {who:?} send channel {ch}: bytes in flight counted"
             );
         }
+        let size = self.assoc.paths.datagram;
+        assert!(
+            (crate::wire::MAX_OVERHEAD + 64..=cfg.max_datagram).contains(&size),
+            "peer {who:?}: its path's datagram size {size}"
+        );
+        for ch in 0..NUM_CHANNELS {
+            let cut = |m: &super::send::OutMsg| cfg.cut(&m.meta, m.payload.len(), size).cap;
+            assert!(
+                self.tx[ch]
+                    .pending
+                    .iter()
+                    .all(|f| f.len as usize <= cut(&f.msg)),
+                "peer {who:?} send channel {ch}: a fragment waits longer than its path carries"
+            );
+        }
         let cc = &self.assoc.paths.cc;
         assert!(
             cc.cwnd() >= 2 * cfg.max_datagram as u64 || !cfg.congestion,

@@ -44,13 +44,15 @@ struct Tx<A> {
     bundles: bool,
     piece: Option<Piece>,
     tail: u32,
+    /// The largest datagram of its path (`Outbox::limit` when queued).
+    max: u32,
 }
 
 /// Datagrams and events on their way out, and the counters.
 ///
 /// Packets are queued one by one, each for a path; when they are drained,
 /// consecutive small association packets (DATA, ACK, NACK encoded whole)
-/// on the same path leave as one datagram of at most `max_datagram` bytes and
+/// on the same path leave as one datagram of at most the path's size (`limit`) and
 /// `SEND_BUNDLE_MAX` packets (a bundle:
 /// their bytes lie back to back in `bytes`, so the datagram is one slice).
 /// A DATA packet gathered around a piece ends the bundle before it when it
@@ -71,6 +73,9 @@ pub(super) struct Outbox<A> {
     transmits: VecDeque<Tx<A>>,
     /// The largest datagram a bundle makes (`ProtoConfig::max_datagram`).
     max_datagram: usize,
+    /// The largest datagram of the path of the packets queued now (the
+    /// peer's: `Protocol::peer_cx` sets it; `Paths::datagram`).
+    limit: usize,
     pub events: VecDeque<Event<A>>,
     pub stats: Statistics,
     /// Peers declared dead (silent for the peer timeout while busy).
@@ -90,6 +95,7 @@ impl<A> Outbox<A> {
             head: 0,
             transmits: VecDeque::new(),
             max_datagram,
+            limit: max_datagram,
             events: VecDeque::new(),
             stats: Statistics::initial(),
             peers_died: 0,
@@ -115,9 +121,18 @@ impl<A> Outbox<A> {
                 .sum::<usize>()
     }
 
-    /// The largest datagram a bundle makes.
-    pub fn max_datagram(&self) -> usize {
-        self.max_datagram
+    /// The packets queued from now on take a path that carries datagrams
+    /// of at most `max` bytes (within `max_datagram`): their bundles stay
+    /// within it.
+    #[inline]
+    pub fn set_limit(&mut self, max: usize) {
+        self.limit = max.min(self.max_datagram);
+    }
+
+    /// The largest datagram of the path of the packets queued now.
+    #[inline]
+    pub fn limit(&self) -> usize {
+        self.limit
     }
 
     /// Where the next datagram is to be encoded (appended to `bytes`).
@@ -137,6 +152,7 @@ impl<A> Outbox<A> {
             bundles,
             piece: None,
             tail: 0,
+            max: self.limit as u32,
         });
     }
 
@@ -153,6 +169,7 @@ impl<A> Outbox<A> {
             bundles: false,
             piece: Some(piece),
             tail: tail as u32,
+            max: self.limit as u32,
         });
     }
 
@@ -160,25 +177,23 @@ impl<A> Outbox<A> {
     /// when it is a bundle of small packets that may take more: its path,
     /// bytes and packets. (Looked at only for a large fragment or a hold:
     /// a forward walk of the few queued packets.)
-    fn open_bundle(&self) -> Option<(Path<A>, usize, usize)>
+    fn open_bundle(&self) -> Option<(Path<A>, usize, usize, usize)>
     where
         A: Copy + PartialEq,
     {
-        let mut open: Option<(Path<A>, usize, usize)> = None;
+        let mut open: Option<(Path<A>, usize, usize, usize)> = None;
         for t in &self.transmits {
             let len = t.head as usize;
             open = match open {
                 _ if !t.bundles => None,
-                Some((to, n, k))
-                    if k < SEND_BUNDLE_MAX && to == t.to && n + len <= self.max_datagram =>
-                {
-                    Some((to, n + len, k + 1))
+                Some((to, n, k, max)) if k < SEND_BUNDLE_MAX && to == t.to && n + len <= max => {
+                    Some((to, n + len, k + 1, max))
                 }
-                _ => Some((t.to, len, 1)),
+                _ => Some((t.to, len, 1, t.max as usize)),
             };
         }
         // (a full one takes nothing more: no room, nothing to keep)
-        open.filter(|&(_, _, k)| k < SEND_BUNDLE_MAX)
+        open.filter(|&(_, _, k, _)| k < SEND_BUNDLE_MAX)
     }
 
     /// The bytes a DATA packet on path `to` queued next may take and still
@@ -193,7 +208,7 @@ impl<A> Outbox<A> {
             return 0;
         }
         match self.open_bundle() {
-            Some((t, n, _)) if t == to => self.max_datagram - n,
+            Some((t, n, _, max)) if t == to => max.saturating_sub(n),
             _ => 0,
         }
     }
@@ -230,7 +245,7 @@ impl<A> Outbox<A> {
         A: Copy + PartialEq,
     {
         let open = self.open_bundle().filter(|b| b.0.remote == keep);
-        let Some((_, kept_bytes, kept_packets)) = open else {
+        let Some((_, kept_bytes, kept_packets, _)) = open else {
             self.drain_batches::<N>(each);
             return false;
         };
@@ -314,14 +329,14 @@ impl<A> Outbox<A> {
         let (mut n, mut at) = (0, self.head);
         // batch[n - 1] is a bundle of `open` packets from `open_at`
         // that may take more (0: it may not)
-        let (mut open, mut open_at) = (0, 0);
+        let (mut open, mut open_at, mut batch_max) = (0, 0, self.max_datagram);
         for t in self.transmits.iter().take(count) {
             let (p, end) = Self::pieces(&self.bytes, t, at);
             let piece = t.piece.as_ref().map_or(0, |p| p.len as usize);
             if open > 0
                 && open < SEND_BUNDLE_MAX
                 && batch[n - 1].0 == t.to
-                && end - open_at + piece <= self.max_datagram
+                && end - open_at + piece <= batch_max
                 && (t.bundles || t.piece.is_some())
             {
                 if t.bundles {
@@ -340,7 +355,7 @@ impl<A> Outbox<A> {
                 }
                 batch[n] = (t.to, p);
                 n += 1;
-                (open, open_at) = (usize::from(t.bundles), at);
+                (open, open_at, batch_max) = (usize::from(t.bundles), at, t.max as usize);
             }
             at = end;
         }
@@ -360,13 +375,10 @@ impl<A> Outbox<A> {
         let first = self.transmits.front()?;
         let to = first.to;
         // the packets of the datagram: `k` of them, `len` bytes (no piece)
-        let (mut k, mut len) = (1, first.head as usize);
+        let (mut k, mut len, max) = (1, first.head as usize, first.max as usize);
         if first.bundles {
             while let Some(t) = self.transmits.get(k) {
-                if !(k < SEND_BUNDLE_MAX
-                    && t.bundles
-                    && t.to == to
-                    && len + t.head as usize <= self.max_datagram)
+                if !(k < SEND_BUNDLE_MAX && t.bundles && t.to == to && len + t.head as usize <= max)
                 {
                     break;
                 }
@@ -377,11 +389,7 @@ impl<A> Outbox<A> {
             if let Some(t) = self.transmits.get(k) {
                 let whole =
                     (t.head + t.tail) as usize + t.piece.as_ref().map_or(0, |p| p.len as usize);
-                if k < SEND_BUNDLE_MAX
-                    && t.piece.is_some()
-                    && t.to == to
-                    && len + whole <= self.max_datagram
-                {
+                if k < SEND_BUNDLE_MAX && t.piece.is_some() && t.to == to && len + whole <= max {
                     buf.clear();
                     buf.extend_from_slice(&self.bytes[self.head..self.head + len]);
                     let (p, end) = Self::pieces(&self.bytes, t, self.head + len);
@@ -429,168 +437,5 @@ impl<A> Outbox<A> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The path to peer `to` (the one of today).
-    fn on(to: u32) -> Path<u32> {
-        Path::from_name(to)
-    }
-
-    #[test]
-    fn drained_in_order_in_batches_then_empty() {
-        let mut o: Outbox<u32> = Outbox::new(65507);
-        for n in [1usize, 70] {
-            for i in 0..n {
-                let s = o.start();
-                o.bytes.extend(std::iter::repeat_n(i as u8, i + 1));
-                o.push(on(i as u32), s);
-            }
-            let mut sizes = Vec::new();
-            let mut next = 0u32;
-            o.drain_batches::<32>(|b| {
-                sizes.push(b.len());
-                for &(to, d) in b {
-                    assert_eq!(to, on(next));
-                    assert_eq!(d[0], &vec![next as u8; next as usize + 1][..]);
-                    assert!(d[1].is_empty() && d[2].is_empty());
-                    next += 1;
-                }
-            });
-            assert_eq!(next as usize, n);
-            assert_eq!(sizes, if n == 1 { vec![1] } else { vec![32, 32, 6] });
-            assert!(!o.has_transmits() && o.bytes.is_empty());
-        }
-        o.drain_batches::<32>(|_| panic!("nothing to drain"));
-    }
-
-    /// An association packet (a NACK) of `seq` to be queued for `to`.
-    fn nack(o: &mut Outbox<u32>, to: u32, seq: u32) {
-        let s = o.start();
-        let c = crate::wire::Common {
-            seq,
-            ..Default::default()
-        };
-        crate::wire::encode_nack(&mut o.bytes, &crate::wire::Integrity::Crc32c, &c, false);
-        o.push(on(to), s);
-    }
-
-    #[test]
-    fn small_packets_to_one_peer_are_joined_up_to_the_bounds() {
-        use crate::wire::{decode, packets, Integrity, Packet};
-        let integ = Integrity::Crc32c;
-        // 70 to peer 1, 3 to peer 2, 1 to peer 1; a handshake packet alone
-        let mut o: Outbox<u32> = Outbox::new(65507);
-        for seq in 0..70 {
-            nack(&mut o, 1, seq);
-        }
-        for seq in 70..73 {
-            nack(&mut o, 2, seq);
-        }
-        nack(&mut o, 1, 73);
-        let s = o.start();
-        crate::wire::encode_abort(&mut o.bytes, &integ, 5);
-        o.push(on(1), s);
-        nack(&mut o, 1, 74);
-        let want: Vec<(u32, Vec<u32>)> = vec![
-            (1, (0..32).collect()),
-            (1, (32..64).collect()),
-            (1, (64..70).collect()),
-            (2, (70..73).collect()),
-            (1, vec![73]),
-            (1, vec![]), // the ABORT
-            (1, vec![74]),
-        ];
-        let seqs = |d: &[u8]| -> Vec<u32> {
-            packets(&integ, d)
-                .filter_map(|p| match decode(&integ, p.unwrap()).unwrap() {
-                    Packet::Nack { common, .. } => Some(common.seq),
-                    _ => None,
-                })
-                .collect()
-        };
-        let mut got = Vec::new();
-        o.drain_batches::<4>(|b| {
-            for &(to, p) in b {
-                assert!(p[1].is_empty() && p[2].is_empty());
-                got.push((to.remote, seqs(p[0])));
-            }
-        });
-        assert_eq!(got, want);
-        assert_eq!(o.stats.packets_sent, 76);
-        // the simulator's pop joins them alike
-        let mut o: Outbox<u32> = Outbox::new(65507);
-        for seq in 0..70 {
-            nack(&mut o, 1, seq);
-        }
-        let mut buf = Vec::new();
-        let mut got = Vec::new();
-        while let Some(to) = o.pop(&mut buf) {
-            got.push((to, seqs(&buf)));
-        }
-        assert_eq!(got, want[..3]);
-        // and never past max_datagram: a NACK is 36 bytes
-        let mut o: Outbox<u32> = Outbox::new(100);
-        for seq in 0..5 {
-            nack(&mut o, 1, seq);
-        }
-        let mut sizes = Vec::new();
-        o.drain_batches::<8>(|b| sizes.extend(b.iter().map(|(_, p)| p[0].len())));
-        assert_eq!(sizes, [72, 72, 36]);
-    }
-
-    #[test]
-    fn gathered_datagrams_come_out_in_their_pieces_and_pop_joined() {
-        use crate::proto::event::MsgId;
-        use crate::wire::{Category, MsgKind, MsgMeta};
-        let m = Arc::new(OutMsg {
-            id: 1 as MsgId,
-            meta: MsgMeta::new(MsgKind::User, Category::Long, 0, &[]),
-            payload: (0..100u8).collect(),
-            sums: Vec::new(),
-        });
-        let mut o: Outbox<u32> = Outbox::new(65507);
-        for (to, off) in [(1u32, 0u32), (2, 50)] {
-            let s = o.start();
-            o.bytes.extend_from_slice(b"head");
-            let t = o.bytes.len();
-            o.bytes.extend_from_slice(b"tl");
-            let piece = Piece {
-                msg: m.clone(),
-                off,
-                len: 50,
-            };
-            o.push_gathered(on(to), s, t, piece);
-        }
-        let s = o.start();
-        o.bytes.extend_from_slice(b"plain");
-        o.push(on(3), s);
-        assert_eq!(o.stats.total_bytes_sent, 2 * 56 + 5);
-        let mut seen = Vec::new();
-        o.drain_batches::<2>(|b| {
-            for &(to, p) in b {
-                seen.push((to.remote, p.concat()));
-            }
-        });
-        let mid = |off: usize| [&b"head"[..], &m.payload[off..off + 50], b"tl"].concat();
-        assert_eq!(
-            seen,
-            vec![(1, mid(0)), (2, mid(50)), (3, b"plain".to_vec())]
-        );
-        assert_eq!(Arc::strong_count(&m), 1, "the outbox let the message go");
-        // the simulator's pop joins the pieces
-        let s = o.start();
-        o.bytes.extend_from_slice(b"head");
-        let t = o.bytes.len();
-        let piece = Piece {
-            msg: m.clone(),
-            off: 10,
-            len: 5,
-        };
-        o.push_gathered(on(7), s, t, piece);
-        let mut buf = Vec::new();
-        assert_eq!(o.pop(&mut buf), Some(7));
-        assert_eq!(buf, [&b"head"[..], &m.payload[10..15]].concat());
-        assert_eq!(o.pop(&mut buf), None);
-    }
-}
+#[path = "outbox_tests.rs"]
+mod tests;

@@ -7,6 +7,8 @@ use super::*;
 impl<A: PeerAddr> Protocol<A> {
     /// The peer in `slot`, and what it shares with the others.
     pub(super) fn peer_cx(&mut self, slot: usize) -> (&mut Peer<A>, Ctx<'_, A>) {
+        // (the peer's packets stay within its path's datagram size)
+        self.out.set_limit(self.peers[slot].assoc.paths.datagram);
         let cx = Ctx {
             cfg: &self.cfg,
             out: &mut self.out,

@@ -54,7 +54,9 @@ impl<A: PeerAddr> Protocol<A> {
             self.schedule(slot);
             return id;
         }
-        let cut = self.cfg.cut(&meta, payload.len());
+        let cut = self
+            .cfg
+            .cut(&meta, payload.len(), self.peers[slot].assoc.paths.datagram);
         let cap = cut.cap;
         let m = OutMsg {
             id,

@@ -79,6 +79,9 @@ pub struct SimStats {
     pub delivered: u64,
     /// Datagrams a bottleneck's queue dropped (counted in `lost` too).
     pub queue_dropped: u64,
+    /// Datagrams larger than the paths carry (`SimNet::set_path_datagram`):
+    /// their senders were told, and they went on (fragmented, as UDP).
+    pub too_big: u64,
 }
 
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -116,6 +119,8 @@ pub struct SimNet {
     since_walk: Vec<usize>,
     /// Bottleneck links datagrams go through before the faults.
     links: Bottlenecks<u32>,
+    /// The largest datagram every path carries whole (None: any).
+    path_datagram: Option<usize>,
 }
 
 /// A node with up to this many peers has its whole state checked after
@@ -146,7 +151,16 @@ impl SimNet {
             buf: Vec::new(),
             since_walk: vec![0; n],
             links: Bottlenecks::default(),
+            path_datagram: None,
         }
+    }
+
+    /// Every path carries datagrams of at most `size` bytes whole (a link's
+    /// MTU): a larger one is told to its sender as UDP's `EMSGSIZE` is
+    /// (`Protocol::path_datagram`) and goes on all the same (UDP sends it
+    /// once fragmented), counted in `stats.too_big`.
+    pub fn set_path_datagram(&mut self, size: Option<usize>) {
+        self.path_datagram = size;
     }
 
     pub fn now(&self) -> Instant {
@@ -223,6 +237,10 @@ impl SimNet {
         while let Some(to) = self.nodes[from as usize].poll_transmit(&mut self.buf) {
             let bytes = &self.buf;
             self.stats.sent += 1;
+            if let Some(size) = self.path_datagram.filter(|&m| bytes.len() > m) {
+                self.stats.too_big += 1;
+                self.nodes[from as usize].path_datagram(to, size);
+            }
             if self.down[from as usize] || self.down[to as usize] {
                 self.stats.lost += 1;
                 continue;

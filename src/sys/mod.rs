@@ -19,6 +19,7 @@ pub(crate) mod random;
 mod shm;
 mod shm_region;
 mod socket;
+mod udp_path;
 
 pub(crate) use clock::{clock_counter, monotonic_nanos, secs_since, unix_nanos};
 pub(crate) use cma::{read_from_process, write_to_process};
@@ -35,4 +36,5 @@ pub(crate) use poll::{poll_fds, wait_readable, wait_readable_ns};
 pub(crate) use process::{adopt_inherited_socket, at_exit, kill};
 pub(crate) use shm::{pid_alive, SharedMap};
 pub(crate) use shm_region::{OwnedRegion, PeerRegion, MAX_REGION};
-pub(crate) use socket::{BatchReceiver, BatchSender, Gathered};
+pub(crate) use socket::{BatchReceiver, BatchSender, Gathered, Refused};
+pub(crate) use udp_path::{enable_gro, path_datagram, probe_gso, set_fragmenting};

@@ -1,8 +1,11 @@
-//! Batched datagram receives (recvmmsg) and sends (sendmmsg), and socket
-//! addresses from C.
+//! Batched datagram receives (recvmmsg) and sends (sendmmsg), with UDP
+//! GRO's sizes on receive and GSO's trains on send (`udp_path.rs`), and
+//! socket addresses from C.
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::RawFd;
+
+use super::udp_path::{gro_size, GsoCmsg, GSO_MAX_SEGMENTS, RECV_CMSG_SPACE};
 
 /// Receives up to `slots` datagrams with one `recvmmsg` call.
 pub struct BatchReceiver {
@@ -13,6 +16,8 @@ pub struct BatchReceiver {
     names: Vec<libc::sockaddr_storage>,
     iov: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
+    /// Each slot's control messages (UDP GRO's segment size).
+    ctrl: Vec<[u64; RECV_CMSG_SPACE / 8]>,
 }
 
 // SAFETY: the raw pointers inside `iov`/`hdrs` are rebuilt before every use and
@@ -42,11 +47,13 @@ impl BatchReceiver {
             iov: Vec::with_capacity(slots),
             // SAFETY: mmsghdr is plain old data; all-zero is valid.
             hdrs: vec![unsafe { std::mem::zeroed() }; slots],
+            ctrl: vec![[0; RECV_CMSG_SPACE / 8]; slots],
         }
     }
 
     /// Takes up to `max` datagrams waiting on non-blocking `fd` (0 when
-    /// nothing is).
+    /// nothing is): one `recvmsg` for one, else one `recvmmsg`. With UDP
+    /// GRO on, a slot may hold several (`datagram`'s segment size).
     pub fn recv(&mut self, fd: RawFd, max: usize) -> std::io::Result<usize> {
         let slots = max.clamp(1, self.hdrs.len());
         self.iov.clear();
@@ -65,22 +72,32 @@ impl BatchReceiver {
                 std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             h.msg_hdr.msg_iov = &mut self.iov[i];
             h.msg_hdr.msg_iovlen = 1;
-            h.msg_hdr.msg_control = std::ptr::null_mut();
-            h.msg_hdr.msg_controllen = 0;
+            h.msg_hdr.msg_control = self.ctrl[i].as_mut_ptr().cast();
+            h.msg_hdr.msg_controllen = RECV_CMSG_SPACE as _;
             h.msg_hdr.msg_flags = 0;
             h.msg_len = 0;
         }
         loop {
-            // SAFETY: every header points into buffers owned by `self` that
-            // outlive the call, with the lengths given.
-            let r = unsafe {
-                libc::recvmmsg(
-                    fd,
-                    self.hdrs.as_mut_ptr(),
-                    slots as libc::c_uint,
-                    libc::MSG_DONTWAIT,
-                    std::ptr::null_mut(),
-                )
+            let r = if slots == 1 {
+                // SAFETY: header 0 points into buffers owned by `self` that
+                // outlive the call, with the lengths given.
+                let r = unsafe { libc::recvmsg(fd, &mut self.hdrs[0].msg_hdr, libc::MSG_DONTWAIT) };
+                if r >= 0 {
+                    self.hdrs[0].msg_len = r as libc::c_uint;
+                }
+                r.min(1) as libc::c_int
+            } else {
+                // SAFETY: every header points into buffers owned by `self`
+                // that outlive the call, with the lengths given.
+                unsafe {
+                    libc::recvmmsg(
+                        fd,
+                        self.hdrs.as_mut_ptr(),
+                        slots as libc::c_uint,
+                        libc::MSG_DONTWAIT,
+                        std::ptr::null_mut(),
+                    )
+                }
             };
             if r >= 0 {
                 return Ok(r as usize);
@@ -103,14 +120,16 @@ impl BatchReceiver {
     }
 
     /// Datagram `i` of the last `recv`: its bytes (None when it was cut short
-    /// by the slot size) and its sender.
-    pub fn datagram(&self, i: usize) -> (Option<&[u8]>, Option<std::net::SocketAddr>) {
+    /// by the slot size), its sender, and with UDP GRO the size of the
+    /// datagrams it holds back to back (None: it is one; the size as the
+    /// kernel said it, unchecked: `net::udp_offload::segments`).
+    pub fn datagram(&self, i: usize) -> (Option<&[u8]>, Option<SocketAddr>, Option<usize>) {
         let h = &self.hdrs[i];
-        let len = h.msg_len as usize;
+        let len = (h.msg_len as usize).min(self.slot_size);
         let truncated = h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
         let at = self.base + i * self.slot_size;
         let bytes = (!truncated).then(|| &self.buf[at..at + len]);
-        (bytes, sockaddr_to_std(&self.names[i]))
+        (bytes, sockaddr_to_std(&self.names[i]), gro_size(&h.msg_hdr))
     }
 }
 
@@ -119,13 +138,40 @@ pub struct BatchSender {
     names: Vec<libc::sockaddr_storage>,
     name_lens: Vec<libc::socklen_t>,
     iov: Vec<libc::iovec>,
-    /// Where each datagram's pieces start in `iov`, and how many.
-    iov_at: Vec<(usize, usize)>,
+    /// Each message: where its pieces start in `iov` and how many, its
+    /// first datagram and how many it carries (more than one: a GSO
+    /// train, whose control message is `gso[k]`).
+    msgs: Vec<Msg>,
+    gso: Vec<GsoCmsg>,
     hdrs: Vec<libc::mmsghdr>,
+}
+
+#[derive(Clone, Copy)]
+struct Msg {
+    iov_first: usize,
+    iov_count: usize,
+    first: usize,
+    count: usize,
+    /// Its GSO control message (an index into `gso`), for a train.
+    gso: Option<usize>,
 }
 
 /// A datagram as up to three pieces sent back to back (empty ones skipped).
 pub type Gathered<'a> = [&'a [u8]; 3];
+
+/// Most bytes of one GSO train (the kernel takes up to 65,535 less the
+/// headers).
+const GSO_MAX_BYTES: usize = 65_000;
+
+/// A message of a batch the kernel refused (`BatchSender::send`): its
+/// datagrams `first..first + count` of the batch (more than one: a GSO
+/// train) and the error's number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refused {
+    pub first: usize,
+    pub count: usize,
+    pub errno: i32,
+}
 
 // SAFETY: the raw pointers inside `iov`/`hdrs` are rebuilt before every use
 // and only point into the sender's own vectors and the caller's datagrams
@@ -144,7 +190,8 @@ impl BatchSender {
             names: Vec::new(),
             name_lens: Vec::new(),
             iov: Vec::new(),
-            iov_at: Vec::new(),
+            msgs: Vec::new(),
+            gso: Vec::new(),
             hdrs: Vec::new(),
         }
     }
@@ -152,63 +199,99 @@ impl BatchSender {
     /// Sends every datagram of `dgrams` on non-blocking `fd`, as few calls
     /// as the kernel allows. A datagram is gathered from its (up to three)
     /// pieces in order, empty pieces skipped: header, payload, trailer go
-    /// out without being copied together first. A datagram the kernel will not take now (full
-    /// buffer, an ICMP error of an earlier send) counts as lost and is
-    /// skipped: the protocol resends it. Other errors end the call.
+    /// out without being copied together first. With `gso`, consecutive
+    /// datagrams to one address of one size (the last of them may be
+    /// shorter) go as one GSO train (`UDP_SEGMENT`: the kernel cuts it).
+    /// A datagram the kernel will not take now (full buffer, an ICMP error
+    /// of an earlier send) counts as lost and is skipped: the protocol
+    /// resends it. One larger than the route carries (`EMSGSIZE`), or a
+    /// train the kernel refuses (`EINVAL`, `EOPNOTSUPP`, `EIO`), goes to
+    /// `refused` and the batch goes on. Other errors end the call.
     pub fn send<'a, 'b: 'a>(
         &mut self,
         fd: RawFd,
         dgrams: impl ExactSizeIterator<Item = (SocketAddr, &'a Gathered<'b>)>,
+        gso: bool,
+        refused: &mut dyn FnMut(Refused),
     ) -> std::io::Result<()> {
-        let n = dgrams.len();
-        if n == 0 {
+        if dgrams.len() == 0 {
             return Ok(());
         }
         self.names.clear();
         self.name_lens.clear();
         self.iov.clear();
-        self.iov_at.clear();
-        for (to, parts) in dgrams {
-            let a = socket2::SockAddr::from(to);
-            // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
-            let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-            let len = (a.len() as usize).min(std::mem::size_of::<libc::sockaddr_storage>());
-            // SAFETY: `a` holds `len` valid bytes of a socket address and
-            // `st` has room for them (bounded above); the regions are
-            // distinct.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    a.as_ptr().cast::<u8>(),
-                    (&mut st as *mut libc::sockaddr_storage).cast::<u8>(),
-                    len,
-                );
+        self.msgs.clear();
+        self.gso.clear();
+        // the open train: its address, segment size, bytes; closed by a
+        // shorter datagram
+        let mut train: Option<(SocketAddr, usize, usize)> = None;
+        for (i, (to, parts)) in dgrams.enumerate() {
+            let len: usize = parts.iter().map(|p| p.len()).sum();
+            let joins = match (gso, train, self.msgs.last()) {
+                (true, Some((t, seg, bytes)), Some(m)) => {
+                    t == to
+                        && len > 0
+                        && len <= seg
+                        && m.count < GSO_MAX_SEGMENTS
+                        && bytes + len <= GSO_MAX_BYTES
+                }
+                _ => false,
+            };
+            if !joins {
+                self.push_name(to);
+                self.msgs.push(Msg {
+                    iov_first: self.iov.len(),
+                    iov_count: 0,
+                    first: i,
+                    count: 0,
+                    gso: None,
+                });
             }
-            self.names.push(st);
-            self.name_lens.push(len as libc::socklen_t);
-            let first = self.iov.len();
             for d in parts.iter().filter(|d| !d.is_empty()) {
                 self.iov.push(libc::iovec {
                     iov_base: d.as_ptr() as *mut libc::c_void,
                     iov_len: d.len(),
                 });
             }
-            self.iov_at.push((first, self.iov.len() - first));
+            let m = self.msgs.last_mut().expect("a message was pushed");
+            m.iov_count = self.iov.len() - m.iov_first;
+            m.count += 1;
+            if let (true, None, Some((_, seg, _))) = (joins, m.gso, train) {
+                // the second datagram makes a train: its segments are the
+                // first's size
+                m.gso = Some(self.gso.len());
+                self.gso.push(GsoCmsg::new(seg as u16));
+            }
+            train = match train {
+                Some((t, seg, bytes)) if joins && len == seg => Some((t, seg, bytes + len)),
+                _ if joins => None,
+                _ => Some((to, len, len)),
+            };
         }
+        let n = self.msgs.len();
         // SAFETY: mmsghdr is plain old data; all-zero is valid.
         self.hdrs.resize(n, unsafe { std::mem::zeroed() });
         for i in 0..n {
+            let m = self.msgs[i];
             let h = &mut self.hdrs[i];
             h.msg_hdr.msg_name = (&mut self.names[i] as *mut libc::sockaddr_storage).cast();
             h.msg_hdr.msg_namelen = self.name_lens[i];
-            let (first, count) = self.iov_at[i];
-            h.msg_hdr.msg_iov = if count == 0 {
+            h.msg_hdr.msg_iov = if m.iov_count == 0 {
                 std::ptr::null_mut()
             } else {
-                &mut self.iov[first]
+                &mut self.iov[m.iov_first]
             };
-            h.msg_hdr.msg_iovlen = count as _;
-            h.msg_hdr.msg_control = std::ptr::null_mut();
-            h.msg_hdr.msg_controllen = 0;
+            h.msg_hdr.msg_iovlen = m.iov_count as _;
+            match m.gso {
+                Some(k) => {
+                    h.msg_hdr.msg_control = self.gso[k].as_ptr();
+                    h.msg_hdr.msg_controllen = GsoCmsg::space() as _;
+                }
+                None => {
+                    h.msg_hdr.msg_control = std::ptr::null_mut();
+                    h.msg_hdr.msg_controllen = 0;
+                }
+            }
             h.msg_hdr.msg_flags = 0;
             h.msg_len = 0;
         }
@@ -229,14 +312,48 @@ impl BatchSender {
                 continue;
             }
             let e = std::io::Error::last_os_error();
+            let errno = e.raw_os_error().unwrap_or(0);
+            let m = self.msgs[i];
+            let train_refused = m.count > 1
+                && matches!(
+                    errno,
+                    libc::EINVAL | libc::EOPNOTSUPP | libc::EIO | libc::EMSGSIZE
+                );
             match e.kind() {
                 std::io::ErrorKind::Interrupted => continue,
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::ConnectionRefused => i += 1,
-                _ if e.raw_os_error() == Some(libc::ENOBUFS) => i += 1,
+                _ if errno == libc::ENOBUFS => i += 1,
+                _ if errno == libc::EMSGSIZE || train_refused => {
+                    refused(Refused {
+                        first: m.first,
+                        count: m.count,
+                        errno,
+                    });
+                    i += 1;
+                }
                 _ => return Err(e),
             }
         }
         Ok(())
+    }
+
+    /// Appends `to` in the kernel's form to `names`.
+    fn push_name(&mut self, to: SocketAddr) {
+        let a = socket2::SockAddr::from(to);
+        // SAFETY: sockaddr_storage is plain old data; all-zero is valid.
+        let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let len = (a.len() as usize).min(std::mem::size_of::<libc::sockaddr_storage>());
+        // SAFETY: `a` holds `len` valid bytes of a socket address and `st`
+        // has room for them (bounded above); the regions are distinct.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                a.as_ptr().cast::<u8>(),
+                (&mut st as *mut libc::sockaddr_storage).cast::<u8>(),
+                len,
+            );
+        }
+        self.names.push(st);
+        self.name_lens.push(len as libc::socklen_t);
     }
 }
 
@@ -286,9 +403,16 @@ mod tests {
             (pa, [e, e, e]),
         ];
         let mut s = BatchSender::new();
-        s.send(tx.as_raw_fd(), batch.iter().map(|(to, d)| (*to, d)))
+        let no = &mut |r| panic!("refused {r:?}");
+        s.send(
+            tx.as_raw_fd(),
+            batch.iter().map(|(to, d)| (*to, d)),
+            false,
+            no,
+        )
+        .unwrap();
+        s.send(tx.as_raw_fd(), std::iter::empty(), true, no)
             .unwrap();
-        s.send(tx.as_raw_fd(), std::iter::empty()).unwrap();
         let mut buf = vec![0u8; 65536];
         for want in [&b"one"[..], b"three", b""] {
             let (n, from) = a.recv_from(&mut buf).unwrap();
@@ -329,8 +453,8 @@ mod tests {
             );
             let n = r.recv(rx.as_raw_fd(), 4).unwrap();
             for i in 0..n {
-                let (d, from) = r.datagram(i);
-                assert_eq!(from, Some(tx.local_addr().unwrap()));
+                let (d, from, gro) = r.datagram(i);
+                assert_eq!((from, gro), (Some(tx.local_addr().unwrap()), None));
                 got.push(d.unwrap().to_vec());
             }
         }

@@ -132,6 +132,10 @@ impl EpState {
         self.express.quick_polls = 0;
         self.express.full_at = now;
         self.transports.flush_due(now);
+        // paths found to carry smaller datagrams (UDP: EMSGSIZE)
+        let proto = &mut self.proto;
+        self.transports
+            .path_news(&mut |to, size| proto.path_datagram(to, size));
         // refused express requests, lost rings' express requests
         self.express_after_receive(now);
         // peers' asks for our allocated regions, their files for ours

@@ -77,7 +77,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             queued: None,
             timers: TimerTable::default(),
             assoc: Assoc {
-                paths: Paths::to(addr, path_congestion(cfg)),
+                paths: Paths::to(addr, path_congestion(cfg), cfg.max_datagram),
                 ..Assoc::to(addr)
             },
             tx: Default::default(),
@@ -242,7 +242,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         cx: &mut Ctx<'_, A>,
     ) {
         let cfg = cx.cfg;
-        if let Some(m) = self.tx[ch].give_up(id, |m| cfg.cut(&m.meta, m.payload.len())) {
+        let max = self.assoc.paths.datagram;
+        if let Some(m) = self.tx[ch].give_up(id, |m| cfg.cut(&m.meta, m.payload.len(), max)) {
             cx.out.events.push_back(Event::Failed {
                 to: self.addr,
                 channel: ch as u8,

@@ -12,7 +12,7 @@ mod tests;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-pub use msg::{push_fragments, Cut, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
+pub use msg::{push_fragments, recut, Cut, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
 
 use super::congestion::{flight_len, FlightNews, Gate};
 use super::event::MsgId;
@@ -274,7 +274,7 @@ impl SendChannel {
             if frag.len as usize >= GATHER_MIN {
                 let room = out.open_room(to);
                 if room > 0 {
-                    let max = out.max_datagram();
+                    let max = out.limit();
                     cut_to_room(&mut frag, &mut self.pending, room, integ, max);
                 }
             }

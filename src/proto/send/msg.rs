@@ -250,3 +250,52 @@ fn push_split(q: &mut VecDeque<Fragment>, msg: MsgRef, cut: Cut) {
         len: (len - off) as u32,
     });
 }
+
+/// Cuts again the fragments of `q` (none numbered yet) when one is longer
+/// than its message's cut now allows (the path carries smaller datagrams
+/// than when it was cut: `Protocol::path_datagram`): each message from its
+/// first fragment in `q` on, as `cut` says when none of it went yet, else
+/// in plain fragments from where it stands. A message's fragments in `q`
+/// are consecutive and run to its end (they leave from the front).
+pub fn recut(q: &mut VecDeque<Fragment>, cut: impl Fn(&OutMsg) -> Cut) {
+    if q.iter().all(|f| f.len as usize <= cut(&f.msg).cap) {
+        return;
+    }
+    let old = std::mem::take(q);
+    let mut last: Option<MsgId> = None;
+    for f in old {
+        if last == Some(f.msg.id) {
+            // (the rest of a message already cut again)
+            continue;
+        }
+        last = Some(f.msg.id);
+        let c = cut(&f.msg);
+        if f.off == 0 {
+            push_fragments(q, f.msg, c);
+        } else {
+            push_rest(q, f.msg, f.off as usize, c.cap);
+        }
+    }
+}
+
+/// Queues the bytes of `msg` from `off` on in fragments of at most `cap`.
+fn push_rest(q: &mut VecDeque<Fragment>, msg: MsgRef, mut off: usize, cap: usize) {
+    let len = msg.payload.len();
+    let shared = match msg {
+        MsgRef::Shared(a) => a,
+        MsgRef::One(b) => Arc::new(*b),
+    };
+    while len - off > cap {
+        q.push_back(Fragment {
+            msg: MsgRef::Shared(shared.clone()),
+            off: off as u32,
+            len: cap as u32,
+        });
+        off += cap;
+    }
+    q.push_back(Fragment {
+        msg: MsgRef::Shared(shared),
+        off: off as u32,
+        len: (len - off) as u32,
+    });
+}

@@ -1,0 +1,320 @@
+//! The UDP transport's tests: receive batches, connected sockets, path sizes, GSO and GRO.
+use super::*;
+use crate::net::udp_conns::MAX_CONNS;
+
+fn take(t: &mut UdpTransport) -> usize {
+    let mut got = 0;
+    let n = t
+        .recv_batch(&mut |d| {
+            assert_eq!(d.map(|(b, _)| b.len()), Some(3));
+            got += 1;
+        })
+        .unwrap();
+    assert_eq!(n, got);
+    n
+}
+
+/// A lone datagram (a ping-pong) is read one at a time; a burst, once
+/// two receives in a row found datagrams, in batches that double.
+#[test]
+fn receives_grow_only_in_a_burst() {
+    let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = t.local_addr();
+    let wait_for = |t: &mut UdpTransport| loop {
+        crate::sys::wait_readable(&[t.fd()], 1000);
+        if let n @ 1.. = take(t) {
+            return n;
+        }
+    };
+    for _ in 0..3 {
+        peer.send_to(b"abc", to).unwrap();
+        assert_eq!(wait_for(&mut t), 1);
+        assert_eq!(take(&mut t), 0);
+    }
+    for _ in 0..12 {
+        peer.send_to(b"abc", to).unwrap();
+    }
+    // loopback delivers at once: all twelve wait
+    let mut sizes = vec![wait_for(&mut t)];
+    while sizes.iter().sum::<usize>() < 12 {
+        sizes.push(wait_for(&mut t));
+    }
+    assert_eq!(sizes, [1, 1, 2, 4, 4]);
+    assert_eq!(take(&mut t), 0);
+    // after the burst, a lone datagram is read by itself again
+    peer.send_to(b"abc", to).unwrap();
+    assert_eq!(wait_for(&mut t), 1);
+}
+
+/// Every receive finding exactly one datagram (one thread polling two
+/// endpoints in turn): at most one receive in three asks for a batch.
+#[test]
+fn one_datagram_per_receive_asks_for_a_batch_rarely() {
+    let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = t.local_addr();
+    let mut asked = Vec::new();
+    for _ in 0..9 {
+        peer.send_to(b"abc", to).unwrap();
+        asked.push(t.want);
+        // readable first: no receive finds nothing
+        crate::sys::wait_readable(&[t.fd()], 1000);
+        assert_eq!(take(&mut t), 1);
+    }
+    assert_eq!(asked, [1, 1, 2, 1, 1, 2, 1, 1, 2]);
+}
+
+/// A datagram the tests' `connectable` picks.
+fn data_packet() -> Vec<u8> {
+    b"D\x05 an association's packet".to_vec()
+}
+
+/// The tests' association tag: a 'D' datagram's second byte.
+fn tag_of(d: &[u8]) -> Option<u64> {
+    (d.first() == Some(&b'D')).then(|| u64::from(d[1]))
+}
+
+fn connectable(announce: bool) -> Connectable {
+    Connectable { tag_of, announce }
+}
+
+fn connecting() -> UdpTransport {
+    let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+    t.set_connectable(Some(connectable(false)));
+    t
+}
+
+/// The ports `aliases_to_announce` names at `now`.
+fn to_announce(t: &mut UdpTransport, now: Instant) -> Vec<(SocketAddr, u16)> {
+    let mut v = Vec::new();
+    t.aliases_to_announce(now, &mut |to, port| v.push((to, port)));
+    v
+}
+
+/// Announced aliases (without a MAC): an association's packets leave
+/// from the name until the layer above says the peer took the socket's
+/// port for the association's tag; the port is named at once, then
+/// after `ANNOUNCE_EVERY`, each wait twice the last up to 64 times it,
+/// until taken; a taking for another port or
+/// tag changes nothing; a new association (another tag) waits again;
+/// a full set takes no new peer (a port given up could be anyone's).
+#[test]
+fn announced_aliases_carry_nothing_until_the_peer_takes_them() {
+    use crate::net::udp_conns::ANNOUNCE_EVERY;
+    let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+    t.set_connectable(Some(connectable(true)));
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let peer_addr = peer.local_addr().unwrap();
+    let mut buf = [0u8; 64];
+    let now = Instant::ZERO;
+    let mut from = |t: &mut UdpTransport, tag: u8| {
+        let mut d = data_packet();
+        d[1] = tag;
+        t.send(now, peer_addr, &d).unwrap();
+        peer.recv_from(&mut buf).unwrap().1
+    };
+    assert_eq!(to_announce(&mut t, now), [], "nothing sent yet");
+    assert_eq!(from(&mut t, 7), t.local_addr(), "not taken yet: the name");
+    let named = to_announce(&mut t, now);
+    assert_eq!(named.len(), 1);
+    let (to, port) = named[0];
+    assert_eq!(to, peer_addr);
+    assert_ne!(port, t.local_addr().port());
+    assert_eq!(
+        to_announce(&mut t, now.plus(ANNOUNCE_EVERY - 1)),
+        [],
+        "not again so soon"
+    );
+    assert_eq!(
+        to_announce(&mut t, now.plus(ANNOUNCE_EVERY)),
+        named,
+        "again"
+    );
+    // then each wait twice the one before, up to 64 times the first
+    let mut at = now.plus(ANNOUNCE_EVERY);
+    for k in 1..10u32 {
+        let wait = ANNOUNCE_EVERY << k.min(6);
+        assert_eq!(to_announce(&mut t, at.plus(wait - 1)), [], "wait {k}");
+        at = at.plus(wait);
+        assert_eq!(to_announce(&mut t, at), named, "after wait {k}");
+    }
+    // taken for another port, or by another peer: nothing changes
+    t.alias_accepted(peer_addr, port.wrapping_add(1), 7);
+    t.alias_accepted(t.local_addr(), port, 7);
+    assert_eq!(from(&mut t, 7), t.local_addr());
+    // taken for tag 7: its packets leave from the port
+    t.alias_accepted(peer_addr, port, 7);
+    let conn = from(&mut t, 7);
+    assert_eq!(conn, SocketAddr::new(t.local_addr().ip(), port));
+    assert_eq!(to_announce(&mut t, now.plus(10 * ANNOUNCE_EVERY)), []);
+    // a new association with the peer (tag 8): the name until taken
+    assert_eq!(from(&mut t, 8), t.local_addr());
+    assert_eq!(to_announce(&mut t, now.plus(10 * ANNOUNCE_EVERY)), named);
+    t.alias_accepted(peer_addr, port, 8);
+    assert_eq!(from(&mut t, 8), conn);
+    // a full set takes no new peer, however idle the others are
+    let others: Vec<UdpSocket> = (1..MAX_CONNS)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    for o in &others {
+        t.send(now, o.local_addr().unwrap(), &data_packet())
+            .unwrap();
+    }
+    assert_eq!(t.connected().1, MAX_CONNS);
+    let late = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..5000 {
+        from(&mut t, 8);
+    }
+    t.send(now, late.local_addr().unwrap(), &data_packet())
+        .unwrap();
+    assert_eq!(late.recv_from(&mut buf).unwrap().1, t.local_addr());
+    assert_eq!(
+        t.connected(),
+        (MAX_CONNS as u64, MAX_CONNS),
+        "none replaced"
+    );
+}
+
+/// An association's packets leave from a port of their own connected
+/// to the peer, a handshake's from the endpoint's; what the peer sends
+/// back to that port is read after 16 empty receives, as from the
+/// peer; `set_connectable(None)`: everything from the endpoint's port.
+#[test]
+fn association_packets_leave_through_a_socket_connected_to_the_peer() {
+    let mut t = connecting();
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let peer_addr = peer.local_addr().unwrap();
+    let mut buf = [0u8; 64];
+    let now = Instant::ZERO;
+    t.send(now, peer_addr, &data_packet()).unwrap();
+    let (_, conn) = peer.recv_from(&mut buf).unwrap();
+    assert_eq!(conn.ip(), t.local_addr().ip());
+    assert_ne!(conn, t.local_addr(), "another port");
+    assert_eq!(t.connected(), (1, 1));
+    t.send(now, peer_addr, &data_packet()).unwrap();
+    assert_eq!(
+        peer.recv_from(&mut buf).unwrap().1,
+        conn,
+        "the same socket again"
+    );
+    t.send(now, peer_addr, b"a handshake's").unwrap();
+    assert_eq!(peer.recv_from(&mut buf).unwrap().1, t.local_addr());
+    // a bulk one: its route look-up is nothing beside its copy
+    let mut big = data_packet();
+    big.resize(CONNECTED_MAX + 1, 0);
+    t.send(now, peer_addr, &big).unwrap();
+    let mut bigbuf = vec![0u8; CONNECTED_MAX + 8];
+    assert_eq!(
+        peer.recv_from(&mut bigbuf).unwrap(),
+        (big.len(), t.local_addr())
+    );
+    // an answer to the connected port, and a stranger's datagram there
+    // (the kernel takes only the peer's into a connected socket)
+    let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
+    stranger.send_to(b"xyz", conn).unwrap();
+    peer.send_to(b"abc", conn).unwrap();
+    let mut from = Vec::new();
+    for _ in 0..16 {
+        t.recv_batch(&mut |d| from.push(d.map(|(b, f)| (b.to_vec(), f))))
+            .unwrap();
+    }
+    assert_eq!(from, [Some((b"abc".to_vec(), peer_addr))]);
+    t.set_connectable(None);
+    t.send(now, peer_addr, &data_packet()).unwrap();
+    assert_eq!(peer.recv_from(&mut buf).unwrap().1, t.local_addr());
+    assert_eq!(t.connected(), (0, 0));
+}
+
+/// At most `MAX_CONNS` peers get a connected socket; the next peer is
+/// sent to unconnected until one of them has been idle long enough.
+#[test]
+fn connected_sockets_are_few_and_go_to_the_busy_peers() {
+    let mut t = connecting();
+    let peers: Vec<UdpSocket> = (0..MAX_CONNS + 1)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let mut buf = [0u8; 64];
+    let now = Instant::ZERO;
+    let mut from = |t: &mut UdpTransport, p: &UdpSocket| {
+        t.send(now, p.local_addr().unwrap(), &data_packet())
+            .unwrap();
+        p.recv_from(&mut buf).unwrap().1
+    };
+    for p in &peers[..MAX_CONNS] {
+        assert_ne!(from(&mut t, p), t.local_addr());
+    }
+    let last = &peers[MAX_CONNS];
+    assert_eq!(from(&mut t, last), t.local_addr(), "no room");
+    assert_eq!(t.connected(), (MAX_CONNS as u64, MAX_CONNS));
+    // the first peers stay busy; the last one idle for long enough
+    for _ in 0..5000 {
+        for p in &peers[1..MAX_CONNS] {
+            from(&mut t, p);
+        }
+    }
+    assert_ne!(from(&mut t, last), t.local_addr(), "the idle one's place");
+    assert_eq!(t.connected(), (MAX_CONNS as u64 + 1, MAX_CONNS));
+    assert_eq!(from(&mut t, &peers[0]), t.local_addr(), "the first lost it");
+}
+
+/// Equal datagrams to one peer leave as GSO trains where the kernel
+/// offers GSO (a datagram of another size, or another peer's, ends one),
+/// and a receive that GRO coalesced is taken apart: each datagram
+/// arrives whole, once, in order.
+#[test]
+fn trains_of_equal_datagrams_arrive_one_by_one() {
+    let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let mut a = UdpTransport::bind(lo, 4 << 20).unwrap();
+    let mut b = UdpTransport::bind(lo, 4 << 20).unwrap();
+    let mut c = UdpTransport::bind(lo, 4 << 20).unwrap();
+    eprintln!(
+        "GSO {} GRO {} (a kernel without them sends and receives one by one)",
+        a.offload.gso, b.offload.gro
+    );
+    let len = |i: usize| match i {
+        39 | 99 => 300,
+        20 => 5000,
+        _ => 1400,
+    };
+    let bodies: Vec<Vec<u8>> = (0..100)
+        .map(|i| (0..len(i)).map(|j| (i * 7 + j) as u8).collect())
+        .collect();
+    let (pb, pc) = (
+        crate::path::Path::from_name(b.local_addr()),
+        crate::path::Path::from_name(c.local_addr()),
+    );
+    let e: &[u8] = &[];
+    // one for c in the middle of b's
+    let out: Vec<Outgoing<'_>> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (if i == 50 { pc } else { pb }, [&d[..8], &d[8..], e]))
+        .collect();
+    for batch in out.chunks(crate::net::SEND_BATCH) {
+        a.send_batch(Instant::ZERO, batch).unwrap();
+    }
+    assert!(a.offload.refused.is_empty() && a.offload.news.is_empty());
+    let receive = |t: &mut UdpTransport, n: usize| {
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        // (a watchdog: 200 waits of at most 100 ms that found nothing)
+        let mut waits = 0;
+        while got.len() < n {
+            assert!(waits < 200, "{} of {n}", got.len());
+            crate::sys::wait_readable(&[t.fd()], 100);
+            let found = t
+                .recv_batch(&mut |d| got.push(d.expect("whole").0.to_vec()))
+                .unwrap();
+            waits += usize::from(found == 0);
+        }
+        got
+    };
+    let want: Vec<Vec<u8>> = bodies
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != 50)
+        .map(|(_, d)| d.clone())
+        .collect();
+    assert_eq!(receive(&mut b, 99), want);
+    assert_eq!(receive(&mut c, 1), [bodies[50].clone()]);
+}
