@@ -184,7 +184,7 @@ pub struct Outcome {
 
 /// The datagrams (bytes each, in order) that carry a message of `bytes`
 /// payload bytes (0: a short message) with `nargs` arguments, under
-/// CRC32C with the default datagram size (`ProtoConfig::cut`,
+/// CRC32C on a path of the default datagram size (loopback's; `ProtoConfig::cut`,
 /// `send::push_fragments`).
 pub fn datagrams(bytes: usize, nargs: u8) -> Vec<usize> {
     let cfg = ProtoConfig::default();
@@ -196,7 +196,7 @@ pub fn datagrams(bytes: usize, nargs: u8) -> Vec<usize> {
         Category::Long
     };
     let meta = MsgMeta::new(MsgKind::User, category, 0, &vec![0; nargs as usize]);
-    let cut = cfg.cut(&meta, bytes);
+    let cut = cfg.cut(&meta, bytes, cfg.max_datagram);
     let packet = DATA_HEADER_LEN + 4 * nargs as usize + CRC_LEN;
     let mut left = bytes;
     let mut out = Vec::new();
