@@ -10,15 +10,36 @@ use super::send::seq_diff;
 use super::stats;
 use super::{MAX_MESSAGE, MAX_WINDOW};
 use crate::time::{Instant, Nanos};
-use crate::wire::{Category, MsgMeta, Placed, CHANNEL_REQUEST};
+use crate::wire::{Category, MsgKind, MsgMeta, Placed, CHANNEL_REPLY, CHANNEL_REQUEST};
 
-/// A DATA packet kept because it arrived ahead of a gap.
+/// A DATA packet kept because it arrived ahead of a gap, or the marker of
+/// one delivered at once (`delivered`, `unordered`): its payload is gone
+/// to the layer above; it stays here so that it is SACKed, refused as a
+/// duplicate, and stepped over when the gap before it fills.
 #[derive(Debug, Clone)]
 pub struct HeldPacket {
     pub meta: MsgMeta,
     pub msg_len: u32,
     pub frag_off: u32,
     pub payload: Vec<u8>,
+    pub delivered: bool,
+}
+
+/// Whether a packet ahead of a gap is delivered at once rather than held:
+/// a whole message in one fragment, on the reply channel, that no order
+/// is promised for: a user reply or an automatic one (AM-2 promises no
+/// order between replies; each answers its own request and frees its own
+/// credit). Remote memory's answers, name answers and transaction acks
+/// keep the channel's order (their handling reads state that the messages
+/// before them change).
+#[inline]
+fn unordered(ch: usize, f: &InFrag<'_>) -> bool {
+    ch == CHANNEL_REPLY as usize
+        && f.frag_off == 0
+        && f.bytes.len() == f.msg_len as usize
+        && f.msg_len as usize <= MAX_MESSAGE
+        && f.meta.placed.is_none()
+        && matches!(f.meta.kind, MsgKind::User | MsgKind::AutoReply)
 }
 
 /// Where a packet's payload goes when it is taken
@@ -62,7 +83,8 @@ pub struct RecvChannel {
     pub known: bool,
     pub epoch: u16,
     pub next: u32,
-    /// Packets after a gap, by sequence number (distance 1..=64 from `next`).
+    /// Packets after a gap, by sequence number (distance 1..=64 from
+    /// `next`), and the markers of those delivered already.
     pub held: BTreeMap<u32, HeldPacket>,
     /// What `held` costs, as `held_cost` counts it.
     pub held_bytes: usize,
@@ -254,7 +276,8 @@ impl RecvChannel {
         }
         if d > 0 {
             stats::count_out_of_order(&mut cx.out.stats, cx.ch);
-            let cost = held_cost(f.bytes.len());
+            let early = unordered(cx.ch, &f);
+            let cost = held_cost(if early { 0 } else { f.bytes.len() });
             if cost > cx.budget {
                 // Beyond the peer's budget: dropped, not SACKed; the
                 // sender sends it again.
@@ -262,13 +285,27 @@ impl RecvChannel {
                 return None;
             }
             self.held_bytes += cost;
+            let payload = cx.out.pool.copy_of(f.bytes);
+            let payload = if early {
+                // no order promised: delivered now, its marker held
+                cx.out.events.push_back(Event::Delivered {
+                    from: cx.from,
+                    channel: cx.ch as u8,
+                    meta: *f.meta,
+                    payload,
+                });
+                Vec::new()
+            } else {
+                payload
+            };
             self.held.insert(
                 seq,
                 HeldPacket {
                     meta: *f.meta,
                     msg_len: f.msg_len,
                     frag_off: f.frag_off,
-                    payload: cx.out.pool.copy_of(f.bytes),
+                    payload,
+                    delivered: early,
                 },
             );
             // within the window (the SACK bitmap's width)
@@ -284,6 +321,10 @@ impl RecvChannel {
         }
         if filled_gap {
             while let Some(h) = self.unhold(self.next) {
+                if h.delivered {
+                    self.step_over_delivered(now, cx);
+                    continue;
+                }
                 let f = InFrag {
                     meta: &h.meta,
                     msg_len: h.msg_len,
@@ -325,6 +366,19 @@ impl RecvChannel {
             *cx.queued_requests += 1;
         }
         Ok(())
+    }
+
+    /// Packet `next` was delivered when it arrived ahead of the gap now
+    /// filled (`unordered`): it is taken without being delivered again. A
+    /// message being reassembled before it ends there unfinished, as it
+    /// would when the packet were taken (a whole message starts with it).
+    fn step_over_delivered<A: Copy>(&mut self, now: Instant, cx: &mut RecvCx<'_, A>) {
+        self.refused = None;
+        self.next = self.next.wrapping_add(1);
+        self.owe_ack(now, true);
+        if self.reassembly.take().is_some() {
+            cx.out.stats.corrupt_dropped += 1;
+        }
     }
 
     /// Adds one in-order fragment to the reassembly; queues the event and
@@ -485,6 +539,7 @@ mod tests {
             msg_len: 0,
             frag_off: 0,
             payload: Vec::new(),
+            delivered: false,
         }
     }
 
