@@ -107,7 +107,7 @@ impl EpState {
             None => {
                 // (the reply may come first: delivered ahead of a gap
                 // that held the ack, `proto/recv.rs`)
-                if !self.txn.records.get(&txn).is_some_and(|r| r.addr == from) {
+                if self.txn.records.get(&txn).is_none_or(|r| r.addr != from) {
                     self.stats.stale_dropped += 1;
                 }
             }
