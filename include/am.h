@@ -58,6 +58,16 @@
  *   A request handler that returns without replying causes an automatic empty reply
  *   (no handler runs at the requester).  A request to the endpoint's own name
  *   (loopback) runs the handler synchronously inside the request call.
+ *
+ * Order (what is promised between messages of one sender to one endpoint)
+ *   Requests: a put or get sent before a request is performed before that
+ *   request's handler runs (ramp.h); nothing more is promised (today a request
+ *   lost on the way holds the ones sent after it until it is repaired).
+ *   Replies: NO order.  A reply that arrives whole (one packet: any short reply, a
+ *   medium or long one up to about one datagram) while an earlier one is still
+ *   being repaired runs its handler at once; a larger one waits for those before
+ *   it.  Each reply still runs exactly once and frees its own request's credit.
+ *   AM-2 promises no order between messages; do not rely on more.
  */
 #ifndef RAMP_AM_H
 #define RAMP_AM_H

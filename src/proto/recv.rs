@@ -10,15 +10,41 @@ use super::send::seq_diff;
 use super::stats;
 use super::{MAX_MESSAGE, MAX_WINDOW};
 use crate::time::{Instant, Nanos};
-use crate::wire::{Category, MsgMeta, Placed, CHANNEL_REQUEST};
+use crate::wire::{Category, MsgKind, MsgMeta, Placed, CHANNEL_REPLY, CHANNEL_REQUEST};
 
-/// A DATA packet kept because it arrived ahead of a gap.
+/// A DATA packet kept because it arrived ahead of a gap, or the marker of
+/// one delivered at once (`delivered`, `unordered`): its payload is gone
+/// to the layer above; it stays here so that it is SACKed, refused as a
+/// duplicate, and stepped over when the gap before it fills.
 #[derive(Debug, Clone)]
 pub struct HeldPacket {
     pub meta: MsgMeta,
     pub msg_len: u32,
     pub frag_off: u32,
     pub payload: Vec<u8>,
+    pub delivered: bool,
+}
+
+/// Whether a packet ahead of a gap is delivered at once rather than held:
+/// a whole message in one fragment, on the reply channel, that no order
+/// is promised for: a user reply or an automatic one (AM-2 promises no
+/// order between replies; each answers its own request and frees its own
+/// credit). Remote memory's answers, name answers and transaction acks
+/// keep the channel's order (their handling reads state that the messages
+/// before them change). Requests keep it too: a put before a request must
+/// be performed before its handler runs, and what is in a gap is unknown
+/// here; the start window (`am/messages/started.rs`) counts a prefix of
+/// started handlers for `ramp_ReturnedMayHaveRun`. Letting requests
+/// through would take the sender's word (a flag: nothing ordered before
+/// it unacknowledged) and a window that counts a set.
+#[inline]
+fn unordered(ch: usize, f: &InFrag<'_>) -> bool {
+    ch == CHANNEL_REPLY as usize
+        && f.frag_off == 0
+        && f.bytes.len() == f.msg_len as usize
+        && f.msg_len as usize <= MAX_MESSAGE
+        && f.meta.placed.is_none()
+        && matches!(f.meta.kind, MsgKind::User | MsgKind::AutoReply)
 }
 
 /// Where a packet's payload goes when it is taken
@@ -62,7 +88,8 @@ pub struct RecvChannel {
     pub known: bool,
     pub epoch: u16,
     pub next: u32,
-    /// Packets after a gap, by sequence number (distance 1..=64 from `next`).
+    /// Packets after a gap, by sequence number (distance 1..=64 from
+    /// `next`), and the markers of those delivered already.
     pub held: BTreeMap<u32, HeldPacket>,
     /// What `held` costs, as `held_cost` counts it.
     pub held_bytes: usize,
@@ -254,7 +281,8 @@ impl RecvChannel {
         }
         if d > 0 {
             stats::count_out_of_order(&mut cx.out.stats, cx.ch);
-            let cost = held_cost(f.bytes.len());
+            let early = unordered(cx.ch, &f);
+            let cost = held_cost(if early { 0 } else { f.bytes.len() });
             if cost > cx.budget {
                 // Beyond the peer's budget: dropped, not SACKed; the
                 // sender sends it again.
@@ -262,13 +290,27 @@ impl RecvChannel {
                 return None;
             }
             self.held_bytes += cost;
+            let payload = cx.out.pool.copy_of(f.bytes);
+            let payload = if early {
+                // no order promised: delivered now, its marker held
+                cx.out.events.push_back(Event::Delivered {
+                    from: cx.from,
+                    channel: cx.ch as u8,
+                    meta: *f.meta,
+                    payload,
+                });
+                Vec::new()
+            } else {
+                payload
+            };
             self.held.insert(
                 seq,
                 HeldPacket {
                     meta: *f.meta,
                     msg_len: f.msg_len,
                     frag_off: f.frag_off,
-                    payload: cx.out.pool.copy_of(f.bytes),
+                    payload,
+                    delivered: early,
                 },
             );
             // within the window (the SACK bitmap's width)
@@ -284,6 +326,10 @@ impl RecvChannel {
         }
         if filled_gap {
             while let Some(h) = self.unhold(self.next) {
+                if h.delivered {
+                    self.step_over_delivered(now, cx);
+                    continue;
+                }
                 let f = InFrag {
                     meta: &h.meta,
                     msg_len: h.msg_len,
@@ -325,6 +371,19 @@ impl RecvChannel {
             *cx.queued_requests += 1;
         }
         Ok(())
+    }
+
+    /// Packet `next` was delivered when it arrived ahead of the gap now
+    /// filled (`unordered`): it is taken without being delivered again. A
+    /// message being reassembled before it ends there unfinished, as it
+    /// would when the packet were taken (a whole message starts with it).
+    fn step_over_delivered<A: Copy>(&mut self, now: Instant, cx: &mut RecvCx<'_, A>) {
+        self.refused = None;
+        self.next = self.next.wrapping_add(1);
+        self.owe_ack(now, true);
+        if self.reassembly.take().is_some() {
+            cx.out.stats.corrupt_dropped += 1;
+        }
     }
 
     /// Adds one in-order fragment to the reassembly; queues the event and
@@ -475,71 +534,5 @@ pub struct RecvCx<'a, A> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::wire::{Category, MsgKind};
-
-    fn held() -> HeldPacket {
-        HeldPacket {
-            meta: MsgMeta::new(MsgKind::User, Category::Short, 0, &[]),
-            msg_len: 0,
-            frag_off: 0,
-            payload: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn epochs_start_at_0_and_move_only_with_sequence_number_0() {
-        let mut rx = RecvChannel::default();
-        assert!(rx.accept_epoch(0, 5), "epoch 0 from the start");
-        assert!(rx.known);
-        rx.next = 40;
-        rx.held.insert(42, held());
-        assert!(!rx.accept_epoch(1, 40), "a newer epoch at another number");
-        assert!(!rx.accept_epoch(7, 1));
-        assert_eq!((rx.epoch, rx.next, rx.held.len()), (0, 40, 1), "unchanged");
-        assert!(!rx.accept_epoch(u16::MAX, 0), "an older epoch is stale");
-        assert!(rx.accept_epoch(0, 41));
-        assert_eq!(rx.next, 40, "the same epoch changes nothing");
-        assert!(rx.accept_epoch(1, 0), "the next epoch, from 0, restarts");
-        assert_eq!((rx.epoch, rx.next, rx.held.len()), (1, 0, 0));
-        assert!(rx.accept_epoch(3, 0), "one skipped (cut off twice)");
-        let mut rx = RecvChannel {
-            epoch: u16::MAX,
-            ..Default::default()
-        };
-        assert!(rx.accept_epoch(0, 0), "0 follows 65535");
-        assert!(!rx.accept_epoch(u16::MAX, 0));
-    }
-
-    #[test]
-    fn sack_bits_across_the_sequence_wrap() {
-        let mut rx = RecvChannel {
-            next: u32::MAX - 1,
-            ..Default::default()
-        };
-        for s in [u32::MAX, 1, 62] {
-            rx.held.insert(s, held());
-        }
-        // distance 1 -> bit 0, distance 3 -> bit 2, distance 64 -> bit 63
-        assert_eq!(rx.sack_bits(), 1 | 1 << 2 | 1 << 63);
-        rx.held.insert(63, held()); // distance 65: not representable
-        assert_eq!(rx.sack_bits(), 1 | 1 << 2 | 1 << 63);
-    }
-
-    #[test]
-    fn owed_ack_keeps_the_first_time_and_becomes_urgent() {
-        let mut rx = RecvChannel::default();
-        rx.owe_ack(Instant(10), false);
-        rx.owe_ack(Instant(20), false);
-        assert_eq!(
-            (rx.ack_owed_since, rx.ack_urgent),
-            (Some(Instant(10)), false)
-        );
-        rx.owe_ack(Instant(30), true);
-        assert_eq!(
-            (rx.ack_owed_since, rx.ack_urgent),
-            (Some(Instant(10)), true)
-        );
-    }
-}
+#[path = "recv_tests.rs"]
+mod tests;

@@ -43,11 +43,20 @@ pub fn faults(seed: u64) -> FaultConfig {
     }
 }
 
-/// Records deliveries and checks each is the next one expected on its
-/// (receiver, sender, channel) and intact.
+/// Records deliveries and checks each is intact, delivered once, and on
+/// the request channel the next one expected on its (receiver, sender,
+/// channel). The reply channel promises no order to user replies: one
+/// whole in a packet is delivered as it arrives, ahead of a gap
+/// (`proto/recv.rs`); a fragmented one waits for the gap.
 #[derive(Default)]
 pub struct Ledger {
+    /// Per (receiver, sender, channel): how many delivered (on the request
+    /// channel, the next number expected).
     pub next: HashMap<(u32, u32, u8), u32>,
+    /// Every (receiver, sender, channel, k) delivered.
+    pub seen: HashSet<(u32, u32, u8, u32)>,
+    /// Reply-channel messages delivered out of their number's place.
+    pub early: u64,
     pub delivered: u64,
     pub failed: Vec<(u32, Event<u32>)>,
     /// (receiver, sender, channel, k) in delivery order.
@@ -67,11 +76,16 @@ impl Ledger {
                 assert_eq!(a.len(), 3, "arguments lost");
                 assert_eq!(a[0], from, "delivered from the wrong peer");
                 let (k, len) = (a[1], a[2] as usize);
-                let next = self.next.entry((to, from, channel)).or_insert(0);
-                assert_eq!(
-                    k, *next,
-                    "out of order or duplicate at {to} from {from} channel {channel}"
+                assert!(
+                    self.seen.insert((to, from, channel, k)),
+                    "duplicate {k} at {to} from {from} channel {channel}"
                 );
+                let next = self.next.entry((to, from, channel)).or_insert(0);
+                if channel == CHANNEL_REQUEST {
+                    assert_eq!(k, *next, "out of order at {to} from {from}");
+                } else if k != *next {
+                    self.early += 1;
+                }
                 *next += 1;
                 assert!(p == payload(from, k, channel, len), "payload damaged");
                 self.delivered += 1;
