@@ -513,5 +513,9 @@ mod tests;
 mod hold_tests;
 
 #[cfg(test)]
+#[path = "shm_proven_tests.rs"]
+mod proven_tests;
+
+#[cfg(test)]
 #[path = "shm_stale_tests.rs"]
 mod stale_tests;

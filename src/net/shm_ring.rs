@@ -59,17 +59,28 @@ impl ShmTransport {
     /// Pushes `dgram` into ring `k` and wakes its reader if it sleeps;
     /// `WouldBlock` when the ring is full.
     pub(super) fn push_ring(&mut self, k: usize, dgram: &[u8]) -> io::Result<()> {
-        self.push_ring_parts(k, &[dgram])
+        self.push_ring_with(k, |ring| ring.push(dgram))
     }
 
     /// `push_ring` of a datagram in pieces, written back to back.
     pub(super) fn push_ring_parts(&mut self, k: usize, parts: &[&[u8]]) -> io::Result<()> {
+        self.push_ring_with(k, |ring| ring.push_parts(parts))
+    }
+
+    /// `push_ring`, the datagram written by `push` (one piece, or several:
+    /// no loop over pieces on a short datagram's path).
+    #[inline(always)]
+    fn push_ring_with(
+        &mut self,
+        k: usize,
+        push: impl FnOnce(&mut TxRing) -> bool,
+    ) -> io::Result<()> {
         // what is held goes first (held only for one ring: any will do)
         self.release_held();
         let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
             return Ok(());
         };
-        if !ring.push_parts(parts) {
+        if !push(ring) {
             if ring.express_pending() {
                 // an express record may be unread: a datagram by UDP could
                 // be handled before it. Lost instead: the protocol resends
@@ -449,15 +460,28 @@ impl TxRing {
     }
 
     /// Appends one datagram; false when the ring is full.
+    #[inline]
     pub(super) fn push(&mut self, d: &[u8]) -> bool {
-        self.push_parts(&[d])
+        self.push_with(d.len(), |map, at| map.write(at, d))
     }
 
     /// Appends one datagram made of `parts` back to back (written where
     /// they go, not joined first); false when the ring is full.
     pub(super) fn push_parts(&mut self, parts: &[&[u8]]) -> bool {
+        let len = parts.iter().map(|p| p.len()).sum();
+        self.push_with(len, |map, mut at| {
+            for p in parts {
+                map.write(at, p);
+                at += p.len();
+            }
+        })
+    }
+
+    /// Appends a datagram of `len` bytes, which `write` writes at the
+    /// offset it is given; false when the ring is full.
+    #[inline(always)]
+    fn push_with(&mut self, len: usize, write: impl FnOnce(&SharedMap, usize)) -> bool {
         let ring = slot_off(self.slot) + SLOT_HDR;
-        let len: usize = parts.iter().map(|p| p.len()).sum();
         if len == 0 || len > RECV_SLOT {
             return false; // the receiver would refuse it
         }
@@ -473,11 +497,7 @@ impl TxRing {
         let at = if wrap { 0 } else { pos };
         // (the next record's word is 0: the receiver cleared it when it
         // took what was there a lap ago, `clear_taken`)
-        let mut off = ring + at + 8;
-        for p in parts {
-            self.map.write(off, p);
-            off += p.len();
-        }
+        write(&self.map, ring + at + 8);
         let word = READY | len as u32;
         if wrap {
             self.map.u32_at(ring).store(word, Relaxed);
