@@ -26,6 +26,7 @@ impl<A: PeerAddr> Protocol<A> {
     /// follows it cannot be framed); one outside any association is dropped
     /// and counted as alone, and the next one is handled (only the first
     /// packet of a datagram may draw an answer outside an association).
+    #[inline]
     pub fn handle_datagram_placing(
         &mut self,
         now: Instant,
@@ -43,6 +44,7 @@ impl<A: PeerAddr> Protocol<A> {
     /// wrote zeros, or a seal nobody needs to check); handshake packets
     /// are checked as any. Everything else (framing, tags, sequence
     /// numbers, the receive budget) is judged as for any datagram.
+    #[inline]
     pub fn handle_ring_datagram(
         &mut self,
         now: Instant,

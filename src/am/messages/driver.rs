@@ -182,8 +182,10 @@ impl EpState {
         self.tail_due();
         // through a ring whose receiver proved our job: no trailer to make
         // (`Protocol::set_same_host`; dropped rings: `express_after_receive`)
-        let proven = self.transports.express_open(to);
-        self.proto.set_same_host(to, proven);
+        if self.transports.has_shared_memory() {
+            let proven = self.transports.express_open(to);
+            self.proto.set_same_host(to, proven);
+        }
         self.proto.send(now, to, channel, meta, payload);
         if self.dispatch_nesting == 0 {
             self.flush(now);
