@@ -9,7 +9,8 @@
 //!   The set holds shared memory as such (`Transports::prefer`).
 //! - `ExpressLane`: shared memory's lane for short AM records beside the
 //!   protocol (`express.rs`, `am/express.rs`): records written, held,
-//!   taken, proven under the job key, lost with a dropped ring. Offered by
+//!   taken, proven under the job key, lost with a dropped ring; the
+//!   datagrams of a proven ring told apart (`recv_proven`). Offered by
 //!   `SharedMemory::into_express_lane`, once, when the set takes the
 //!   transport: the fault-injecting wrapper offers none (a record would
 //!   bypass the faults).
@@ -36,6 +37,25 @@ pub trait SharedMemory: Transport {
         to: SocketAddr,
         dgram: &[u8],
     ) -> Option<io::Result<()>>;
+    /// `send_reached` of a datagram in pieces, sent back to back: joined
+    /// in `joined` first, unless the transport writes them where they go
+    /// itself (a ring: one copy of a large fragment, not two).
+    fn send_gathered_reached(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        parts: super::Gathered<'_>,
+        joined: &mut Vec<u8>,
+    ) -> Option<io::Result<()>> {
+        if !self.reaches(to) {
+            return None;
+        }
+        joined.clear();
+        for p in parts {
+            joined.extend_from_slice(p);
+        }
+        Some(self.send(now, to, joined))
+    }
     /// Whether rings carry traffic now; the set then polls the fallback
     /// (a system call each) only every few receives.
     fn active(&self) -> bool;
@@ -114,6 +134,9 @@ pub trait ExpressLane: SharedMemory {
     /// thing there, into `rec` (the express lane's fast poll,
     /// `am/express_poll.rs`); anything else stays for `recv_batch`.
     fn express_take(&mut self, rec: &mut TakenRecord) -> ExpressTake;
+    /// `Transport::recv_batch`, each datagram told with whether its ring's
+    /// sender proved our job (`shm_proof.rs`; `ProvenSink`).
+    fn recv_proven(&mut self, each: &mut super::ProvenSink<'_>) -> io::Result<usize>;
     /// The job key's keyed hash (`wire::mac::MacKey::proof`) by which the
     /// lane proves, once per ring, that its two ends belong to the same
     /// job (`shm_proof.rs`); None: no job key. Set before any ring is

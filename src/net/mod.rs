@@ -55,6 +55,11 @@ pub const RECV_SLOT: usize = 65536;
 /// Receives each datagram of a batch (None: one that could not be read whole).
 pub type DatagramSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>) + 'a;
 
+/// `DatagramSink`, each datagram told with whether it came through a
+/// same-host ring whose sender proved our job (`shm_proof.rs`): its
+/// packets' trailers need no check (`wire::Integrity::SameHost`).
+pub type ProvenSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>, bool) + 'a;
+
 /// A datagram to send: the path it takes (chosen by the protocol, handed
 /// on by the AM layer) and its pieces, sent back to back.
 pub type Outgoing<'a> = (Path<SocketAddr>, Gathered<'a>);

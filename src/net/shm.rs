@@ -82,8 +82,8 @@ use std::sync::atomic::{fence, Ordering::*};
 use once_cell::sync::Lazy;
 
 use super::{
-    DatagramSink, ExpressLane, ExpressProver, RegionMsg, SharedMemory, Transport, RECV_BATCH,
-    RECV_SLOT,
+    DatagramSink, ExpressLane, ExpressProver, ProvenSink, RegionMsg, SharedMemory, Transport,
+    RECV_BATCH, RECV_SLOT,
 };
 use crate::clock::Clock;
 use crate::fxhash::FxHashMap;
@@ -364,16 +364,11 @@ impl ShmTransport {
     }
 }
 
-impl Transport for ShmTransport {
-    fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
-        let tx = self.tx.get_mut();
-        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
-            return Ok(()); // `reaches` said no: the set does not call us
-        };
-        self.push_ring(k, dgram)
-    }
-
-    fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+impl ShmTransport {
+    /// `recv_batch`, each datagram told with whether its slot's sender
+    /// proved our job (`ExpressLane::recv_proven`).
+    #[inline]
+    pub(super) fn recv_rings(&mut self, each: &mut ProvenSink<'_>) -> io::Result<usize> {
         self.release_held();
         self.awake();
         let active = self.map.u64_at(H_ACTIVE).load(Acquire);
@@ -398,6 +393,20 @@ impl Transport for ShmTransport {
             }
         }
         Ok(n)
+    }
+}
+
+impl Transport for ShmTransport {
+    fn send(&mut self, _now: Instant, to: SocketAddr, dgram: &[u8]) -> io::Result<()> {
+        let tx = self.tx.get_mut();
+        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
+            return Ok(()); // `reaches` said no: the set does not call us
+        };
+        self.push_ring(k, dgram)
+    }
+
+    fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+        self.recv_rings(&mut |d, _| each(d))
     }
 
     fn local_addr(&self) -> SocketAddr {
@@ -502,6 +511,10 @@ mod tests;
 #[cfg(test)]
 #[path = "shm_hold_tests.rs"]
 mod hold_tests;
+
+#[cfg(test)]
+#[path = "shm_proven_tests.rs"]
+mod proven_tests;
 
 #[cfg(test)]
 #[path = "shm_stale_tests.rs"]

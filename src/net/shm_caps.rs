@@ -45,6 +45,27 @@ impl SharedMemory for ShmTransport {
         Some(self.send(now, to, dgram))
     }
 
+    fn send_gathered_reached(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        parts: crate::net::Gathered<'_>,
+        joined: &mut Vec<u8>,
+    ) -> Option<io::Result<()>> {
+        // a known ring: the pieces written straight into it
+        if let Some(&Route::Ring(k)) = self.tx.get_mut().routes.get(&to) {
+            return Some(self.push_ring_parts(k, &parts));
+        }
+        if !self.reaches(to) {
+            return None;
+        }
+        joined.clear();
+        for p in parts {
+            joined.extend_from_slice(p);
+        }
+        Some(self.send(now, to, joined))
+    }
+
     fn ring_to(&self, to: SocketAddr) -> Option<(u32, u64)> {
         let tx = self.tx.borrow();
         let Some(Route::Ring(k)) = tx.routes.get(&to) else {

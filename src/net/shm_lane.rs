@@ -109,6 +109,10 @@ impl ExpressLane for ShmTransport {
         }
     }
 
+    fn recv_proven(&mut self, each: &mut ProvenSink<'_>) -> io::Result<usize> {
+        self.recv_rings(each)
+    }
+
     fn express_take(
         &mut self,
         rec: &mut crate::net::express::TakenRecord,

@@ -19,7 +19,8 @@ pub(super) struct RxSlot {
     pub(super) published: u64,
     pub(super) from: Option<SocketAddr>,
     /// Its sender proved it is of our job (`shm_proof.rs`): its express
-    /// records are taken (checked once, at the first look at the slot).
+    /// records are taken and its datagrams' trailers need no check
+    /// (checked once, at the first look at the slot).
     pub(super) express: bool,
 }
 
@@ -58,12 +59,28 @@ impl ShmTransport {
     /// Pushes `dgram` into ring `k` and wakes its reader if it sleeps;
     /// `WouldBlock` when the ring is full.
     pub(super) fn push_ring(&mut self, k: usize, dgram: &[u8]) -> io::Result<()> {
+        self.push_ring_with(k, |ring| ring.push(dgram))
+    }
+
+    /// `push_ring` of a datagram in pieces, written back to back.
+    pub(super) fn push_ring_parts(&mut self, k: usize, parts: &[&[u8]]) -> io::Result<()> {
+        self.push_ring_with(k, |ring| ring.push_parts(parts))
+    }
+
+    /// `push_ring`, the datagram written by `push` (one piece, or several:
+    /// no loop over pieces on a short datagram's path).
+    #[inline(always)]
+    fn push_ring_with(
+        &mut self,
+        k: usize,
+        push: impl FnOnce(&mut TxRing) -> bool,
+    ) -> io::Result<()> {
         // what is held goes first (held only for one ring: any will do)
         self.release_held();
         let Some(ring) = self.tx.get_mut().rings[k].as_mut() else {
             return Ok(());
         };
-        if !ring.push(dgram) {
+        if !push(ring) {
             if ring.express_pending() {
                 // an express record may be unread: a datagram by UDP could
                 // be handled before it. Lost instead: the protocol resends
@@ -104,7 +121,7 @@ impl ShmTransport {
         &mut self,
         i: usize,
         budget: usize,
-        each: &mut DatagramSink<'_>,
+        each: &mut ProvenSink<'_>,
     ) -> usize {
         let s = slot_off(i);
         let from = match self.slots[i].from {
@@ -166,11 +183,13 @@ impl ShmTransport {
             self.map.read(ring + pos + 8, &mut self.buf[..len]);
             self.clear_taken(ring, pos, rec);
             let d = &self.buf[..len];
-            if !self.slots[i].express && crate::net::express::is_express(d) {
+            let proven = self.slots[i].express;
+            if !proven && crate::net::express::is_express(d) {
                 // not of our job: runs nothing here
                 self.express_refused += 1;
             } else {
-                each(Some((d, from)));
+                // (a proven sender's datagrams need no trailer checked)
+                each(Some((d, from)), proven);
             }
             head += rec as u64;
             n += 1;
@@ -441,12 +460,32 @@ impl TxRing {
     }
 
     /// Appends one datagram; false when the ring is full.
+    #[inline]
     pub(super) fn push(&mut self, d: &[u8]) -> bool {
+        self.push_with(d.len(), |map, at| map.write(at, d))
+    }
+
+    /// Appends one datagram made of `parts` back to back (written where
+    /// they go, not joined first); false when the ring is full.
+    pub(super) fn push_parts(&mut self, parts: &[&[u8]]) -> bool {
+        let len = parts.iter().map(|p| p.len()).sum();
+        self.push_with(len, |map, mut at| {
+            for p in parts {
+                map.write(at, p);
+                at += p.len();
+            }
+        })
+    }
+
+    /// Appends a datagram of `len` bytes, which `write` writes at the
+    /// offset it is given; false when the ring is full.
+    #[inline(always)]
+    fn push_with(&mut self, len: usize, write: impl FnOnce(&SharedMap, usize)) -> bool {
         let ring = slot_off(self.slot) + SLOT_HDR;
-        if d.is_empty() || d.len() > RECV_SLOT {
+        if len == 0 || len > RECV_SLOT {
             return false; // the receiver would refuse it
         }
-        let rec = record_size(d.len()) as usize;
+        let rec = record_size(len) as usize;
         let pos = (self.tail % RING as u64) as usize;
         let room = RING - pos;
         let wrap = room < rec;
@@ -458,8 +497,8 @@ impl TxRing {
         let at = if wrap { 0 } else { pos };
         // (the next record's word is 0: the receiver cleared it when it
         // took what was there a lap ago, `clear_taken`)
-        self.map.write(ring + at + 8, d);
-        let word = READY | d.len() as u32;
+        write(&self.map, ring + at + 8);
+        let word = READY | len as u32;
         if wrap {
             self.map.u32_at(ring).store(word, Relaxed);
             self.map.u32_at(ring + pos).store(WRAP, Release);

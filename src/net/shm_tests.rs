@@ -23,7 +23,7 @@ pub(super) fn open_on(a: SocketAddr, c: &Arc<ManualClock>) -> ShmTransport {
 
 /// The transport of the endpoint at `a`, on a clock of its own that
 /// stays still (a test where time plays no part).
-fn open(a: SocketAddr) -> ShmTransport {
+pub(super) fn open(a: SocketAddr) -> ShmTransport {
     open_on(a, &ManualClock::new())
 }
 
@@ -43,7 +43,7 @@ pub(super) fn link(tx: &ShmTransport, rx: &ShmTransport, a: SocketAddr) -> bool 
     tx.reaches(a)
 }
 
-fn take(t: &mut ShmTransport) -> Vec<(Vec<u8>, SocketAddr)> {
+pub(super) fn take(t: &mut ShmTransport) -> Vec<(Vec<u8>, SocketAddr)> {
     let mut got = Vec::new();
     loop {
         let n = t
@@ -497,70 +497,4 @@ pub(super) fn prover(key: u8) -> Option<ExpressProver> {
         }
         out
     }))
-}
-
-fn express_record() -> Vec<u8> {
-    let x = super::super::express::Express {
-        kind: super::super::express::ExpressKind::Request,
-        handler: 9,
-        nargs: 1,
-        args: [7; super::super::express::MAX_ARGS],
-        txn: 1,
-        tag: 5,
-    };
-    let mut buf = [0u8; super::super::express::MAX_LEN];
-    let n = x.encode(&mut buf);
-    buf[..n].to_vec()
-}
-
-#[test]
-fn express_records_pass_only_between_ends_of_one_job_each_slot_generation_checked() {
-    let rec = express_record();
-    // (receiver's key, sender's key, whether the lane is open)
-    for (rk, sk, lane) in [
-        (Some(1), Some(1), true),
-        (None, None, true),
-        (Some(1), Some(2), false),
-        (Some(1), None, false),
-        (None, Some(1), false),
-    ] {
-        let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
-        let mut rx = open(a1);
-        rx.set_express_prover(rk.and_then(prover));
-        let mut tx = open(a2);
-        tx.set_express_prover(sk.and_then(prover));
-        assert!(link(&tx, &rx, a1));
-        // the sender takes the lane only to a receiver of its job
-        assert_eq!(tx.express_send(a1, &rec, false), lane, "{rk:?} {sk:?}");
-        // a record written anyway, and a datagram of the protocol
-        assert!(tx.express_send_unproven(a1, &rec));
-        tx.send(Instant::ZERO, a1, b"RAdatagram").unwrap();
-        let got = take(&mut rx);
-        let express = got.iter().filter(|(b, _)| b[..] == rec[..]).count();
-        assert_eq!(express, if lane { 2 } else { 0 }, "{rk:?} {sk:?}");
-        assert!(got.iter().any(|(b, _)| &b[..] == b"RAdatagram"));
-        assert_eq!(rx.take_express_refused(), if lane { 0 } else { 1 });
-        assert_eq!(rx.take_express_refused(), 0);
-    }
-    // a proven slot freed and claimed again by a sender of another job:
-    // its records are judged by the new generation's proof
-    let ((_k1, a1), (_k2, a2), (_k3, a3)) = (fresh(), fresh(), fresh());
-    let mut rx = open(a1);
-    rx.set_express_prover(prover(1));
-    let mut good = open(a2);
-    good.set_express_prover(prover(1));
-    assert!(link(&good, &rx, a1));
-    assert!(good.express_send(a1, &rec, false));
-    assert_eq!(take(&mut rx).len(), 1);
-    let slot = good.tx.get_mut().rings[0].as_ref().unwrap().slot;
-    drop(good);
-    rx.free_slot(slot);
-    let mut other = open(a3);
-    other.set_express_prover(prover(2));
-    assert!(link(&other, &rx, a1));
-    assert_eq!(other.tx.get_mut().rings[0].as_ref().unwrap().slot, slot);
-    assert!(!other.express_send(a1, &rec, false));
-    assert!(other.express_send_unproven(a1, &rec));
-    assert!(take(&mut rx).is_empty());
-    assert_eq!(rx.take_express_refused(), 1);
 }

@@ -18,7 +18,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use super::{DatagramSink, ExpressLane, Outgoing, SharedMemory, Transport, SEND_BATCH};
+use super::{ExpressLane, Outgoing, ProvenSink, SharedMemory, Transport, SEND_BATCH};
 use crate::path::Rail;
 use crate::time::Instant;
 
@@ -179,11 +179,10 @@ impl Transports {
     /// each run of datagrams for the fallback leaves as one batch.
     #[inline]
     pub fn send_batch(&mut self, now: Instant, dgrams: &[Outgoing<'_>]) -> io::Result<()> {
-        let Some(near) = &mut self.near else {
+        let Some(set_near) = &mut self.near else {
             debug_assert!(dgrams.iter().all(|(p, _)| p.rail == Rail::NAME));
             return self.fallback.send_batch(now, dgrams);
         };
-        let near = near.rings_mut();
         // taken for the loop and put back (an error drops it: allocated again)
         let mut joined = std::mem::take(&mut self.joined);
         // dgrams[s..i]: datagrams for the fallback, sent as one batch when
@@ -192,20 +191,24 @@ impl Transports {
         for (i, &(path, parts)) in dgrams.iter().enumerate() {
             debug_assert_eq!(path.rail, Rail::NAME, "one rail today");
             let to = path.remote;
+            let near = set_near.rings_mut();
             // a ring takes the datagram whole
-            let sent = match parts {
+            let mut sent = match parts {
                 // one piece (a short message): one look-up of the route
                 [d, [], []] => near.send_reached(now, to, d),
-                // a gathered one is joined only for a ring that reaches `to`
-                _ if near.reaches(to) => {
-                    joined.clear();
-                    for p in parts {
-                        joined.extend_from_slice(p);
-                    }
-                    Some(near.send(now, to, &joined))
-                }
-                _ => None,
+                // a gathered one: written in pieces (or joined) for a ring
+                // that reaches `to`
+                _ => near.send_gathered_reached(now, to, parts, &mut joined),
             };
+            if let (Some(Err(e)), Near::Lane(lane)) = (&sent, &mut *set_near) {
+                if e.kind() == io::ErrorKind::WouldBlock && lane.express_open(to) {
+                    // a full ring whose receiver proved our job: the datagram
+                    // may be unsealed (`wire::Integrity::SameHost`), which the
+                    // receiver would refuse by UDP. Lost instead, for the
+                    // protocol to resend, as a full router queue drops.
+                    sent = Some(Ok(()));
+                }
+            }
             match sent {
                 None => {}
                 Some(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => {} // full: spills
@@ -230,18 +233,23 @@ impl Transports {
     /// returns how many datagrams there were in all. `now`: the caller's
     /// time of this pump (no clock read here).
     #[inline]
-    pub fn recv_batch(&mut self, now: Instant, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+    /// Each datagram is told with whether it came through a ring whose
+    /// sender proved our job (`ProvenSink`).
+    pub fn recv_batch(&mut self, now: Instant, each: &mut ProvenSink<'_>) -> io::Result<usize> {
         let Some(near) = &mut self.near else {
             // only a ring may carry an express record
             let m = self.fallback.recv_batch(&mut |d| match d {
-                Some((b, _)) if super::express::is_express(b) => each(None),
-                d => each(d),
+                Some((b, _)) if super::express::is_express(b) => each(None, false),
+                d => each(d, false),
             })?;
             self.fallback_busy = m > 0;
             return Ok(m);
         };
+        let n = match near {
+            Near::Lane(lane) => lane.recv_proven(each)?,
+            Near::Rings(rings) => rings.recv_batch(&mut |d| each(d, false))?,
+        };
         let near = near.rings_mut();
-        let n = near.recv_batch(each)?;
         if near.active() && !self.fallback_busy {
             // A pump that took datagrams from a ring goes on to handle them
             // (and send the answers) without a system call in between:
@@ -263,10 +271,10 @@ impl Transports {
                 }
                 if super::express::is_express(b) {
                     // only a ring may carry an express record
-                    return each(None);
+                    return each(None, false);
                 }
             }
-            each(d)
+            each(d, false)
         })?;
         if let Some(from) = from_host {
             near.fallback_from_host(from, now);

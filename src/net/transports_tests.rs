@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::*;
-use crate::net::{ExpressLane, RegionMsg};
+use crate::net::{DatagramSink, ExpressLane, RegionMsg};
 
 /// Shared memory's capability, as the stubs (rings of nothing) have it.
 /// `regions`: whether region messages wait (none unless given).
@@ -124,12 +124,12 @@ fn a_send_takes_the_preferred_transport_that_reaches_the_peer() {
     let mut got = Vec::new();
     let t0 = Instant(1_000_000);
     let n = set
-        .recv_batch(t0, &mut |d| got.push(d.unwrap().0.to_vec()))
+        .recv_batch(t0, &mut |d, _| got.push(d.unwrap().0.to_vec()))
         .unwrap();
     assert_eq!((n, got), (2, vec![b"shm".to_vec(), b"udp".to_vec()]));
     // a fallback that had datagrams is read again at once (a burst)
     let mut udp = 0;
-    set.recv_batch(t0.plus(1), &mut |d| {
+    set.recv_batch(t0.plus(1), &mut |d, _| {
         udp += usize::from(d.unwrap().0 == b"udp")
     })
     .unwrap();
@@ -192,11 +192,11 @@ fn the_fallback_waits_its_gap_and_longer_while_the_ring_brings_datagrams() {
         if seen {
             set.fallback_seen = Instant(t0.0 - FALLBACK_QUIET / 2);
         }
-        set.recv_batch(t0, &mut |_| {}).unwrap();
+        set.recv_batch(t0, &mut |_, _| {}).unwrap();
         assert_eq!(*calls.lock(), 1);
-        set.recv_batch(t0.plus(gap - 1), &mut |_| {}).unwrap();
+        set.recv_batch(t0.plus(gap - 1), &mut |_, _| {}).unwrap();
         assert_eq!(*calls.lock(), 1, "ring {ring}: polled before its gap");
-        set.recv_batch(t0.plus(gap), &mut |_| {}).unwrap();
+        set.recv_batch(t0.plus(gap), &mut |_, _| {}).unwrap();
         assert_eq!(*calls.lock(), 2, "ring {ring}: not polled after its gap");
     }
 }
@@ -253,7 +253,7 @@ fn readiness_counts_the_fallbacks_gap_and_the_region_look() {
         }));
         // read the fallback (and looked for regions) at t0; quiet since
         // long before: its gap is FALLBACK_GAP_QUIET
-        set.recv_batch(t0, &mut |_| {}).unwrap();
+        set.recv_batch(t0, &mut |_, _| {}).unwrap();
         let _ = set.region_take(t0);
         let region_look = set.next_region_look.get();
         assert!(t0 < region_look && region_look < t0.plus(FALLBACK_GAP_QUIET));

@@ -44,6 +44,15 @@
 //!
 //! `ProtoConfig::congestion` off (`RAMP_CC=off`) leaves the window at its
 //! largest and pacing off: the packet window alone, as before.
+//!
+//! Why these rules, measured in `tests/proto_sim_congestion.rs` (the
+//! bottlenecks of `sim/bottleneck.rs`): x0.5 let flows that took losses as random take three times the share of
+//! one that did not (Jain 0.89 in incast); growth by one 64 KiB datagram per
+//! round trip overflowed a queue of ten such every few hundred ms; the least
+//! round trip seeded by the handshake keeps a flow whose first data met a
+//! full queue from taking every loss for random; 10 initial datagrams from
+//! four senders and slow start to the first loss overflowed the queue
+//! (retransmitted 17%, now 5% in incast, under 2% for one or two senders).
 
 use crate::stats::Statistics;
 use crate::time::{Instant, Nanos, MICROS, MILLIS};

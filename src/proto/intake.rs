@@ -26,6 +26,7 @@ impl<A: PeerAddr> Protocol<A> {
     /// follows it cannot be framed); one outside any association is dropped
     /// and counted as alone, and the next one is handled (only the first
     /// packet of a datagram may draw an answer outside an association).
+    #[inline]
     pub fn handle_datagram_placing(
         &mut self,
         now: Instant,
@@ -33,12 +34,58 @@ impl<A: PeerAddr> Protocol<A> {
         dgram: &[u8],
         place: &mut dyn Placement<A>,
     ) {
+        self.handle_datagram_via(now, from, dgram, place, false)
+    }
+
+    /// `handle_datagram_placing` for a datagram that came through a
+    /// same-host ring whose ends proved the same job (the transport says
+    /// so, `net/shm_proof.rs`): its DATA, ACK and NACK are opened without
+    /// a check of their trailer (`wire::Integrity::SameHost`: the sender
+    /// wrote zeros, or a seal nobody needs to check); handshake packets
+    /// are checked as any. Everything else (framing, tags, sequence
+    /// numbers, the receive budget) is judged as for any datagram.
+    #[inline]
+    pub fn handle_ring_datagram(
+        &mut self,
+        now: Instant,
+        from: A,
+        dgram: &[u8],
+        place: &mut dyn Placement<A>,
+    ) {
+        self.handle_datagram_via(now, from, dgram, place, true)
+    }
+
+    /// Whether our datagrams to `peer` go through a same-host ring whose
+    /// ends proved the same job (the AM layer asks its transports): its
+    /// DATA, ACK and NACK then carry an unchecked trailer
+    /// (`wire::Integrity::SameHost`) instead of the association's MAC or
+    /// CRC32C. A peer without state is left alone (set again at its next
+    /// message). A datagram sealed so that ends up elsewhere than in that
+    /// ring fails its check at the receiver: lost, and sent again.
+    pub fn set_same_host(&mut self, peer: A, on: bool) {
+        let Some(slot) = self.find_peer(&peer) else {
+            return;
+        };
+        let p = &mut self.peers[slot];
+        if p.same_host.is_some() != on {
+            p.same_host = on.then(|| self.cfg.integrity.same_host());
+        }
+    }
+
+    fn handle_datagram_via(
+        &mut self,
+        now: Instant,
+        from: A,
+        dgram: &[u8],
+        place: &mut dyn Placement<A>,
+        ring: bool,
+    ) {
         self.closed.now = now;
         for (i, framed) in wire::packets(&self.cfg.integrity, dgram).enumerate() {
             self.in_bundle = i > 0;
             self.out.stats.packets_received += 1;
             let ok = match framed {
-                Ok(pkt) => self.handle_one(now, from, pkt, place),
+                Ok(pkt) => self.handle_one(now, from, pkt, place, ring),
                 Err(_) => false,
             };
             if !ok {
@@ -56,8 +103,13 @@ impl<A: PeerAddr> Protocol<A> {
         from: A,
         bytes: &[u8],
         place: &mut dyn Placement<A>,
+        ring: bool,
     ) -> bool {
         let decoded = match self.cfg.integrity {
+            _ if ring && wire::association_vtag(bytes).is_some() => {
+                let unchecked = wire::Integrity::SameHost(self.cfg.integrity.trailer_len());
+                wire::decode(&unchecked, bytes)
+            }
             wire::Integrity::Crc32c => {
                 if bytes.len() > wire::DEFER_MIN {
                     if let Some(ok) = self.take_deferred(now, from, bytes, place) {

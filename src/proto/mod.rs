@@ -96,6 +96,8 @@ mod peer;
 mod place;
 mod recv;
 pub mod rtt;
+#[cfg(test)]
+mod same_host_tests;
 mod send;
 mod shutdown;
 mod slots;

@@ -28,6 +28,16 @@
 //!
 //! A packet whose trailer does not check is refused with
 //! `DecodeError::Checksum` (the protocol drops and counts it).
+//!
+//! - On a same-host ring whose two ends proved the same job
+//!   ([`Integrity::SameHost`], `net/shm_proof.rs`): DATA, ACK and NACK
+//!   carry a trailer of the usual length, zeros, neither computed nor
+//!   checked (the datagram is framed as any). Memory does not corrupt
+//!   what it holds, and whoever can write into the ring (a process of the
+//!   same user that received the sealed file, and proved it holds the job
+//!   key) could forge the MAC anyway. The receiver opens a datagram so
+//!   only when it came through such a ring (`Protocol::handle_ring_datagram`);
+//!   the same bytes by UDP fail their check.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -161,6 +171,10 @@ pub enum Integrity {
     /// An association's key for one direction with a counter nonce (DATA,
     /// ACK, NACK). Clones share the counter.
     AssocMac(Arc<AssocMac>),
+    /// A proven same-host ring's (module doc): a trailer of this many zero
+    /// bytes (the endpoint's own integrity's length, so that every
+    /// datagram is framed alike), neither computed nor checked.
+    SameHost(usize),
 }
 
 impl Integrity {
@@ -179,7 +193,13 @@ impl Integrity {
 
     /// Whether packets carry a MAC.
     pub fn is_mac(&self) -> bool {
-        !matches!(self, Integrity::Crc32c)
+        matches!(self, Integrity::JobMac(_) | Integrity::AssocMac(_))
+    }
+
+    /// What a proven same-host ring's datagrams carry under this (the
+    /// endpoint's) integrity: a trailer of the same length, unchecked.
+    pub fn same_host(&self) -> Integrity {
+        Integrity::SameHost(self.trailer_len())
     }
 
     /// The sealing and the opening integrity of the association whose tags
@@ -212,6 +232,7 @@ impl Integrity {
         match self {
             Integrity::Crc32c => CRC_LEN,
             Integrity::JobMac(_) | Integrity::AssocMac(_) => MAC_TRAILER_LEN,
+            Integrity::SameHost(n) => *n,
         }
     }
 
@@ -230,6 +251,7 @@ impl Integrity {
                 buf.extend_from_slice(&nonce);
                 buf.extend_from_slice(&tag);
             }
+            Integrity::SameHost(n) => buf.resize(buf.len() + n, 0),
         }
     }
 
@@ -251,6 +273,10 @@ impl Integrity {
             }
             Integrity::JobMac(j) => (j.next_nonce(), &j.key),
             Integrity::AssocMac(a) => (a.next_nonce(), &a.key),
+            Integrity::SameHost(n) => {
+                buf.resize(buf.len() + n, 0);
+                return;
+            }
         };
         let tag = key.tag_pieces(&nonce, &[&buf[start..], rest.bytes()]);
         buf.extend_from_slice(&nonce);
@@ -272,6 +298,11 @@ impl Integrity {
             }
             Integrity::JobMac(j) => open_mac(&j.key, dgram),
             Integrity::AssocMac(a) => open_mac(&a.key, dgram),
+            Integrity::SameHost(n) => dgram
+                .len()
+                .checked_sub(*n)
+                .map(|body| &dgram[..body])
+                .ok_or(DecodeError::Truncated),
         }
     }
 }
@@ -356,6 +387,38 @@ mod tests {
         let mut again = head.clone();
         tx.seal(&mut again, 0);
         assert_eq!(again[head.len() + 4..head.len() + 12], 1u64.to_be_bytes());
+    }
+
+    /// A proven same-host ring's trailer: as long as the endpoint's own,
+    /// zeros, never checked; the same bytes fail every real check (what
+    /// the receiver does with them when they come by UDP).
+    #[test]
+    fn same_host_trailers_are_framed_alike_and_pass_no_other_check() {
+        let (tx, rx) = job().for_association(5, 6);
+        let (_, peer_rx) = job().for_association(6, 5);
+        let _ = rx;
+        for own in [Integrity::Crc32c, job(), tx] {
+            let same = own.same_host();
+            assert_eq!(same.trailer_len(), own.trailer_len());
+            assert!(!same.is_mac());
+            let mut a = b"header and payload".to_vec();
+            same.seal(&mut a, 0);
+            assert_eq!(a[18..], vec![0; own.trailer_len()][..]);
+            let mut g = b"head".to_vec();
+            same.seal_gathered(&mut g, 0, PayloadPiece::plain(b"er and payload"));
+            assert_eq!(g[4..], vec![0; own.trailer_len()][..]);
+            assert_eq!(same.open(&a).unwrap(), b"header and payload");
+            assert!(own.open(&a).is_err());
+            assert!(peer_rx.open(&a).is_err());
+            assert!(Integrity::Crc32c.open(&a).is_err());
+            // a trailer changed: still opened (nothing is checked)
+            a[20] ^= 1;
+            assert_eq!(same.open(&a).unwrap(), b"header and payload");
+            assert_eq!(
+                same.open(&a[..own.trailer_len() - 1]),
+                Err(DecodeError::Truncated)
+            );
+        }
     }
 
     #[test]

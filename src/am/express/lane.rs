@@ -196,6 +196,8 @@ impl EpState {
             }
         }
         while let Some(to) = self.transports.take_dropped() {
+            // its datagrams are sealed again (they may go by UDP now)
+            self.proto.set_same_host(to, false);
             self.express_lost(to);
         }
     }

@@ -105,11 +105,15 @@ impl EpState {
             quiet: self.dispatch_nesting == 0 && incoming.is_quiet(),
         };
         for _ in 0..64 {
-            let r = self.transports.recv_batch(now, &mut |d| match d {
+            let r = self.transports.recv_batch(now, &mut |d, proven| match d {
                 // (only a ring brings one: `Transports` drops the others)
                 Some((bytes, from)) if crate::net::express::is_express(bytes) => {
                     placer.quiet = false;
                     express.arrived(proto, incoming, outstanding, counts, from, bytes)
+                }
+                // a ring whose sender proved our job: no trailer to check
+                Some((bytes, from)) if proven => {
+                    proto.handle_ring_datagram(now, from, bytes, &mut placer)
                 }
                 Some((bytes, from)) => proto.handle_datagram_placing(now, from, bytes, &mut placer),
                 None => proto.count_malformed(),
@@ -180,6 +184,12 @@ impl EpState {
         // only a long request's last fragment waits for the next one:
         // a held one leaves with this (`batch.rs`)
         self.tail_due();
+        // through a ring whose receiver proved our job: no trailer to make
+        // (`Protocol::set_same_host`; dropped rings: `express_after_receive`)
+        if self.transports.has_shared_memory() {
+            let proven = self.transports.express_open(to);
+            self.proto.set_same_host(to, proven);
+        }
         self.proto.send(now, to, channel, meta, payload);
         if self.dispatch_nesting == 0 {
             self.flush(now);

@@ -229,6 +229,12 @@ impl EpState {
             );
             meta.status = crate::am::handler::message::TXN_FLAG;
         }
+        // through a ring whose receiver proved our job: no trailer to make
+        // (`Protocol::set_same_host`, as `send_message`)
+        if self.transports.has_shared_memory() {
+            let proven = self.transports.express_open(addr);
+            self.proto.set_same_host(addr, proven);
+        }
         self.proto.send(now, addr, CHANNEL_REQUEST, meta, payload);
         // Out at once, unless it may wait for a batch (`batch.rs`: an
         // earlier request to this peer is unanswered), or, from a handler,

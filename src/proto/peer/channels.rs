@@ -37,7 +37,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         };
         let mut gate = self.assoc.paths.cc.gate(now, self.in_flight());
         let path = self.path();
-        if let Some(d) = self.tx[ch].transmit(now, &t, &mut gate, path, &self.assoc.tx, cx.out) {
+        let seal = self.same_host.as_ref().unwrap_or(&self.assoc.tx);
+        if let Some(d) = self.tx[ch].transmit(now, &t, &mut gate, path, seal, cx.out) {
             self.acks_carried(cx.cfg);
             self.timers.lower(Timer::Retransmit(ch), d);
         }
@@ -204,7 +205,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let dup = std::mem::take(&mut self.rx[ch].dup);
         let out = &mut *cx.out;
         let start = out.start();
-        wire::encode_ack_dup(&mut out.bytes, &self.assoc.tx, &c, sack, dup);
+        wire::encode_ack_dup(&mut out.bytes, self.sealing(), &c, sack, dup);
         out.stats.acks_sent += 1;
         out.push(self.path(), start);
         self.rx[ch].ack_paid();
@@ -214,7 +215,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     pub(super) fn send_nack(&mut self, ch: usize, last: bool, cx: &mut Ctx<'_, A>) {
         let c = self.control_header(ch);
         let start = cx.out.start();
-        wire::encode_nack(&mut cx.out.bytes, &self.assoc.tx, &c, last);
+        wire::encode_nack(&mut cx.out.bytes, self.sealing(), &c, last);
         cx.out.stats.nacks_sent += 1;
         cx.out.push(self.path(), start);
     }

@@ -22,6 +22,7 @@ use super::send::{Nacked, SendChannel, SpareMsgs, Transmission};
 use super::timer::{Timer, TimerTable};
 use crate::path::Path;
 use crate::time::Instant;
+use crate::wire::Integrity;
 use crate::wire::{self, AckField, Common, COOKIE_LEN, NUM_CHANNELS};
 
 /// A new path's congestion controller: its window bounded by what both
@@ -66,6 +67,11 @@ pub(super) struct Peer<A> {
     /// Dead since then (silent for `peer_timeout` while we had something
     /// to say): new messages fail at once until an association succeeds.
     pub dead: Option<Instant>,
+    /// Our datagrams to it go through a same-host ring whose ends proved
+    /// the same job (`Protocol::set_same_host`): its DATA, ACK and NACK
+    /// are sealed with this (`wire::Integrity::SameHost`), not the
+    /// association's key.
+    pub same_host: Option<Integrity>,
 }
 
 impl<A: Copy + PartialEq> Peer<A> {
@@ -87,7 +93,14 @@ impl<A: Copy + PartialEq> Peer<A> {
             heard: Instant::ZERO,
             last_heartbeat: Instant::ZERO,
             dead: None,
+            same_host: None,
         }
+    }
+
+    /// How its DATA, ACK and NACK are sealed (`same_host`).
+    #[inline]
+    pub fn sealing(&self) -> &Integrity {
+        self.same_host.as_ref().unwrap_or(&self.assoc.tx)
     }
 
     /// Bytes this peer holds beyond its slot (an estimate): queued and

@@ -1,0 +1,110 @@
+//! Same-host rings (`Protocol::set_same_host`, `handle_ring_datagram`):
+//! toward a peer reached by a ring whose ends proved one job, DATA, ACK and
+//! NACK carry an unchecked trailer of zeros (`wire::Integrity::SameHost`);
+//! the receiver opens them so only when they came through such a ring.
+//! The same datagrams by any other way fail their check; a forged one
+//! (another tag) is refused there too; a peer's sealed datagrams pass both
+//! ways.
+
+use std::net::SocketAddr;
+
+use super::*;
+use crate::wire::{Category, MsgKind, CHANNEL_REQUEST};
+
+const A: &str = "127.0.0.1:1000";
+const B: &str = "127.0.0.1:2000";
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+/// A and B associated (tags 0xA0 and 0xB1), under the job key `key` or
+/// CRC32C.
+fn pair(key: Option<&str>) -> [Protocol<SocketAddr>; 2] {
+    let cfg = || ProtoConfig {
+        mac: key.map(crate::wire::mac::MacKey::from_job_key),
+        ..ProtoConfig::default()
+    };
+    let mut n = [
+        Protocol::new(cfg(), &[0x10; 32]),
+        Protocol::new(cfg(), &[0x20; 32]),
+    ];
+    n[0].associate(addr(B), 0xA0, 0xB1);
+    n[1].associate(addr(A), 0xB1, 0xA0);
+    n
+}
+
+/// B's request `k` to A with `len` bytes of payload, as datagrams.
+fn request(n: &mut [Protocol<SocketAddr>; 2], now: Instant, k: u32, len: usize) -> Vec<Vec<u8>> {
+    let meta = MsgMeta::new(MsgKind::User, Category::Medium, 1, &[k]);
+    n[1].send(now, addr(A), CHANNEL_REQUEST, meta, vec![7; len]);
+    let mut b = Vec::new();
+    std::iter::from_fn(|| n[1].poll_transmit(&mut b).map(|_| b.clone())).collect()
+}
+
+fn delivered(p: &mut Protocol<SocketAddr>) -> Vec<(u32, usize)> {
+    std::iter::from_fn(|| p.poll_event())
+        .filter_map(|ev| match ev {
+            Event::Delivered { meta, payload, .. } => Some((meta.args()[0], payload.len())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn unsealed_datagrams_pass_only_through_a_proven_ring() {
+    for key in [None, Some("a job key of sixteen or more")] {
+        let mut n = pair(key);
+        let trailer = n[1].cfg.integrity.trailer_len();
+        let now = Instant(1_000_000);
+        n[1].set_same_host(addr(A), true);
+        // a short one and a long one (gathered from its payload)
+        for (k, len) in [(1, 10), (2, 20_000)] {
+            let d = request(&mut n, now, k, len);
+            assert!(!d.is_empty());
+            assert!(
+                d.iter()
+                    .all(|d| d[d.len() - trailer..].iter().all(|&b| b == 0)),
+                "{key:?}: unsealed"
+            );
+            // by UDP: every one fails its check, nothing is delivered
+            let dropped = n[0].stats().corrupt_dropped;
+            for x in &d {
+                n[0].handle_datagram(now, addr(B), x);
+            }
+            assert_eq!(
+                n[0].stats().corrupt_dropped - dropped,
+                d.len() as u64,
+                "{key:?}"
+            );
+            assert!(delivered(&mut n[0]).is_empty());
+            // another association's tag through the ring: refused
+            for x in &d {
+                let mut f = x.clone();
+                f[wire::layout::VTAG_AT] ^= 1;
+                n[0].handle_ring_datagram(now, addr(B), &f, &mut NoPlacement);
+            }
+            assert!(delivered(&mut n[0]).is_empty());
+            // through the ring: delivered
+            for x in &d {
+                n[0].handle_ring_datagram(now, addr(B), x, &mut NoPlacement);
+            }
+            assert_eq!(delivered(&mut n[0]), [(k, len)], "{key:?}");
+        }
+        // sealed again (the ring dropped): both ways take them
+        n[1].set_same_host(addr(A), false);
+        let d = request(&mut n, now, 3, 10);
+        assert!(d
+            .iter()
+            .all(|d| d[d.len() - trailer..].iter().any(|&b| b != 0)));
+        for x in &d {
+            n[0].handle_ring_datagram(now, addr(B), x, &mut NoPlacement);
+        }
+        assert_eq!(delivered(&mut n[0]), [(3, 10)], "{key:?}");
+        let d = request(&mut n, now, 4, 10);
+        for x in &d {
+            n[0].handle_datagram(now, addr(B), x);
+        }
+        assert_eq!(delivered(&mut n[0]), [(4, 10)], "{key:?}");
+    }
+}
