@@ -46,8 +46,8 @@
 //! largest and pacing off: the packet window alone, as before.
 //!
 //! Why these rules, measured in `tests/proto_sim_congestion.rs` (the
-//! bottlenecks of `sim/bottleneck.rs`): x0.5 let flows that took losses as random take three times the share of
-//! one that did not (Jain 0.89 in incast); growth by one 64 KiB datagram per
+//! bottlenecks of `sim/bottleneck.rs`): x0.5 let flows that took losses
+//! as random take three times the share of one that did not (Jain 0.89 in incast); growth by one 64 KiB datagram per
 //! round trip overflowed a queue of ten such every few hundred ms; the least
 //! round trip seeded by the handshake keeps a flow whose first data met a
 //! full queue from taking every loss for random; 10 initial datagrams from
