@@ -72,20 +72,22 @@ pub(crate) fn tick(v: &f64) -> String {
     }
 }
 
-fn panel(
-    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+/// The log-log chart of both plots (`perf_plot.rs` too): ranges from
+/// `points`, the y axis from a whole decade (a range from 0.15 us showed no
+/// label below 1.0), the caption and, with a font, a light mesh labelled
+/// `descs` (the mesh draws its labels even when asked for none: without a
+/// font, no mesh, the lines only).
+pub(crate) fn log_log_chart<'a, 'b>(
+    area: &'a DrawingArea<BitMapBackend<'b>, plotters::coord::Shift>,
     text: bool,
     title: &str,
-    x_desc: &str,
-    y_desc: &str,
-    lines: &[Line],
-) -> Result<(), String> {
+    descs: (&str, &str),
+    x_label: &dyn Fn(&f64) -> String,
+    points: impl Iterator<Item = (f64, f64)> + Clone,
+) -> Result<LogLogChart<'a, 'b>, String> {
     let e = |e: DrawingAreaErrorKind<_>| format!("plot: {e}");
-    let pts = || lines.iter().flat_map(|l| l.points.iter());
-    let xr = log_range(pts().map(|p| p.0));
-    // from a whole decade: the axis is labelled from its first decade up
-    // (a range from 0.15 us showed no label below 1.0)
-    let yr = log_range(pts().map(|p| p.1));
+    let xr = log_range(points.clone().map(|p| p.0));
+    let yr = log_range(points.map(|p| p.1));
     let yr = decade_below(yr.start)..yr.end;
     let mut b = ChartBuilder::on(area);
     b.margin(12)
@@ -97,20 +99,42 @@ fn panel(
     let mut chart = b
         .build_cartesian_2d(xr.log_scale(), yr.log_scale())
         .map_err(e)?;
-    // the mesh draws its labels even when asked for none: without a font,
-    // no mesh (the lines only)
     if text {
         chart
             .configure_mesh()
             .light_line_style(RGBColor(236, 236, 236))
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .x_label_formatter(&tick)
+            .x_desc(descs.0)
+            .y_desc(descs.1)
+            .x_label_formatter(x_label)
             .y_label_formatter(&tick)
             .label_style(("sans-serif", 14))
             .draw()
             .map_err(e)?;
     }
+    Ok(chart)
+}
+
+/// What `log_log_chart` gives.
+pub(crate) type LogLogChart<'a, 'b> = ChartContext<
+    'a,
+    BitMapBackend<'b>,
+    Cartesian2d<
+        plotters::coord::combinators::LogCoord<f64>,
+        plotters::coord::combinators::LogCoord<f64>,
+    >,
+>;
+
+fn panel(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    text: bool,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    lines: &[Line],
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<_>| format!("plot: {e}");
+    let pts = lines.iter().flat_map(|l| l.points.iter().copied());
+    let mut chart = log_log_chart(area, text, title, (x_desc, y_desc), &tick, pts)?;
     for (i, l) in lines.iter().enumerate() {
         if l.points.is_empty() {
             continue;

@@ -6,7 +6,7 @@
 
 use plotters::prelude::*;
 
-use crate::loggp_plot::{decade_below, load_font, log_range, tick};
+use crate::loggp_plot::{load_font, log_log_chart};
 use crate::perf_sweep::Row;
 
 /// Where the loss-free points go on the log axis.
@@ -52,36 +52,17 @@ fn panel(
     lines: &[Series],
 ) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<_>| format!("plot: {e}");
-    let pts = || {
-        lines
-            .iter()
-            .flat_map(|l| l.model.iter().chain(l.measured.iter()))
-    };
-    let xr = log_range(pts().map(|p| p.0));
-    let yr = log_range(pts().map(|p| p.1));
-    let yr = decade_below(yr.start)..yr.end;
-    let mut b = ChartBuilder::on(area);
-    b.margin(12)
-        .x_label_area_size(if text { 45 } else { 5 })
-        .y_label_area_size(if text { 70 } else { 5 });
-    if text {
-        b.caption(title, ("sans-serif", 20));
-    }
-    let mut chart = b
-        .build_cartesian_2d(xr.log_scale(), yr.log_scale())
-        .map_err(e)?;
-    if text {
-        chart
-            .configure_mesh()
-            .light_line_style(RGBColor(236, 236, 236))
-            .x_desc("bit error rate (loss-free at 1e-8)")
-            .y_desc("response time, us")
-            .x_label_formatter(&|v| format!("{v:.0e}"))
-            .y_label_formatter(&tick)
-            .label_style(("sans-serif", 14))
-            .draw()
-            .map_err(e)?;
-    }
+    let pts = lines
+        .iter()
+        .flat_map(|l| l.model.iter().chain(l.measured.iter()).copied());
+    let mut chart = log_log_chart(
+        area,
+        text,
+        title,
+        ("bit error rate (loss-free at 1e-8)", "response time, us"),
+        &|v| format!("{v:.0e}"),
+        pts,
+    )?;
     for (i, l) in lines.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         let s = chart
