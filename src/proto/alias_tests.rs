@@ -5,33 +5,12 @@
 
 use std::net::SocketAddr;
 
+use super::test_pair::{addr, pair, A, B};
 use super::*;
 use crate::wire::{Category, Integrity, MsgKind, Packet, CHANNEL_REQUEST};
 
-const A: &str = "127.0.0.1:1000";
 /// The job key of the pairs that learn aliases.
 const KEY: Option<&str> = Some("a job key of sixteen or more");
-const B: &str = "127.0.0.1:2000";
-
-fn addr(s: &str) -> SocketAddr {
-    s.parse().unwrap()
-}
-
-/// A at `A` and B at `B`, associated (tags 0xA0 and 0xB1), under the
-/// job key `key` (its MAC) or CRC32C.
-fn pair(key: Option<&str>) -> [Protocol<SocketAddr>; 2] {
-    let cfg = || ProtoConfig {
-        mac: key.map(crate::wire::mac::MacKey::from_job_key),
-        ..ProtoConfig::default()
-    };
-    let mut n = [
-        Protocol::new(cfg(), &[0x10; 32]),
-        Protocol::new(cfg(), &[0x20; 32]),
-    ];
-    n[0].associate(addr(B), 0xA0, 0xB1);
-    n[1].associate(addr(A), 0xB1, 0xA0);
-    n
-}
 
 /// B's request `k` to A, as datagrams.
 fn request_from_b(n: &mut [Protocol<SocketAddr>; 2], now: Instant, k: u32) -> Vec<Vec<u8>> {

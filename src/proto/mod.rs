@@ -104,6 +104,8 @@ mod slots;
 mod stats;
 mod submit;
 #[cfg(test)]
+mod test_pair;
+#[cfg(test)]
 mod tests;
 mod timer;
 mod timer_heap;

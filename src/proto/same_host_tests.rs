@@ -8,31 +8,9 @@
 
 use std::net::SocketAddr;
 
+use super::test_pair::{addr, pair, A, B};
 use super::*;
 use crate::wire::{Category, MsgKind, CHANNEL_REQUEST};
-
-const A: &str = "127.0.0.1:1000";
-const B: &str = "127.0.0.1:2000";
-
-fn addr(s: &str) -> SocketAddr {
-    s.parse().unwrap()
-}
-
-/// A and B associated (tags 0xA0 and 0xB1), under the job key `key` or
-/// CRC32C.
-fn pair(key: Option<&str>) -> [Protocol<SocketAddr>; 2] {
-    let cfg = || ProtoConfig {
-        mac: key.map(crate::wire::mac::MacKey::from_job_key),
-        ..ProtoConfig::default()
-    };
-    let mut n = [
-        Protocol::new(cfg(), &[0x10; 32]),
-        Protocol::new(cfg(), &[0x20; 32]),
-    ];
-    n[0].associate(addr(B), 0xA0, 0xB1);
-    n[1].associate(addr(A), 0xB1, 0xA0);
-    n
-}
 
 /// B's request `k` to A with `len` bytes of payload, as datagrams.
 fn request(n: &mut [Protocol<SocketAddr>; 2], now: Instant, k: u32, len: usize) -> Vec<Vec<u8>> {
