@@ -79,15 +79,7 @@ pub fn server(args: &[String]) -> i32 {
             sp.1.fetch_add(1, Ordering::Relaxed);
         }),
     );
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    std::thread::spawn(move || {
-        let mut l = String::new();
-        while std::io::stdin().read_line(&mut l).unwrap_or(0) > 0 {
-            l.clear();
-        }
-        s.store(true, Ordering::Relaxed);
-    });
+    let stop = stop_when_stdin_closes();
     while !stop.load(Ordering::Relaxed) {
         b.poll().unwrap();
     }
@@ -237,6 +229,19 @@ pub fn client(args: &[String]) -> i32 {
 
 /// The busy neighbour: spins until its stdin closes (or it is killed).
 pub fn spin() -> i32 {
+    let stop = stop_when_stdin_closes();
+    let mut x = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..10_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+    0
+}
+
+/// A flag set once this role's stdin closes (the bench that runs it is
+/// done with it), read by its loop.
+fn stop_when_stdin_closes() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     std::thread::spawn(move || {
@@ -246,11 +251,5 @@ pub fn spin() -> i32 {
         }
         s.store(true, Ordering::Relaxed);
     });
-    let mut x = 0u64;
-    while !stop.load(Ordering::Relaxed) {
-        for _ in 0..10_000 {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-        }
-    }
-    0
+    stop
 }
