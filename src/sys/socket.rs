@@ -38,7 +38,7 @@ impl BatchReceiver {
         let slots = slots.max(1);
         let buf = vec![0u8; slots * slot_size + SLOT_ALIGN];
         let base = buf.as_ptr().align_offset(SLOT_ALIGN).min(SLOT_ALIGN);
-        BatchReceiver {
+        let mut r = BatchReceiver {
             buf,
             base,
             slot_size,
@@ -48,14 +48,17 @@ impl BatchReceiver {
             // SAFETY: mmsghdr is plain old data; all-zero is valid.
             hdrs: vec![unsafe { std::mem::zeroed() }; slots],
             ctrl: vec![[0; RECV_CMSG_SPACE / 8]; slots],
-        }
+        };
+        r.point(1);
+        r
     }
 
-    /// Takes up to `max` datagrams waiting on non-blocking `fd` (0 when
-    /// nothing is): one `recvmsg` for one, else one `recvmmsg`. With UDP
-    /// GRO on, a slot may hold several (`datagram`'s segment size).
-    pub fn recv(&mut self, fd: RawFd, max: usize) -> std::io::Result<usize> {
-        let slots = max.clamp(1, self.hdrs.len());
+    /// Points the first `slots` headers at their slots, names and control
+    /// buffers. Every pointer is into a heap buffer of `self` that never
+    /// grows past its first capacity (`iov` holds at most `hdrs.len()`),
+    /// so they stay valid when the receiver moves: header 0 is pointed
+    /// once here and by each `recv`, always at the same places (`recv_one`).
+    fn point(&mut self, slots: usize) {
         self.iov.clear();
         for i in 0..slots {
             self.iov.push(libc::iovec {
@@ -77,38 +80,62 @@ impl BatchReceiver {
             h.msg_hdr.msg_flags = 0;
             h.msg_len = 0;
         }
+    }
+
+    /// `recv` of at most one datagram, into slot 0 (`datagram(0)`): one
+    /// `recvmsg` with header 0 as `point` left it, nothing to set up but
+    /// the lengths the kernel overwrites. A ping-pong's receives, found or
+    /// not, are all of this kind.
+    pub fn recv_one(&mut self, fd: RawFd) -> std::io::Result<usize> {
         loop {
-            let r = if slots == 1 {
-                // SAFETY: header 0 points into buffers owned by `self` that
-                // outlive the call, with the lengths given.
-                let r = unsafe { libc::recvmsg(fd, &mut self.hdrs[0].msg_hdr, libc::MSG_DONTWAIT) };
-                if r >= 0 {
-                    self.hdrs[0].msg_len = r as libc::c_uint;
-                }
-                r.min(1) as libc::c_int
-            } else {
-                // SAFETY: every header points into buffers owned by `self`
-                // that outlive the call, with the lengths given.
-                unsafe {
-                    libc::recvmmsg(
-                        fd,
-                        self.hdrs.as_mut_ptr(),
-                        slots as libc::c_uint,
-                        libc::MSG_DONTWAIT,
-                        std::ptr::null_mut(),
-                    )
-                }
+            let h = &mut self.hdrs[0];
+            h.msg_hdr.msg_namelen =
+                std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_hdr.msg_controllen = RECV_CMSG_SPACE as _;
+            h.msg_hdr.msg_flags = 0;
+            // SAFETY: header 0 points into heap buffers owned by `self`
+            // (`point`), valid for the lengths given, for the whole call.
+            let r = unsafe { libc::recvmsg(fd, &mut h.msg_hdr, libc::MSG_DONTWAIT) };
+            if r >= 0 {
+                h.msg_len = r as libc::c_uint;
+                return Ok(1);
+            }
+            match received_error() {
+                None => continue,
+                Some(Ok(())) => return Ok(0),
+                Some(Err(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// Takes up to `max` datagrams waiting on non-blocking `fd` (0 when
+    /// nothing is): one `recvmsg` for one, else one `recvmmsg`. With UDP
+    /// GRO on, a slot may hold several (`datagram`'s segment size).
+    pub fn recv(&mut self, fd: RawFd, max: usize) -> std::io::Result<usize> {
+        let slots = max.clamp(1, self.hdrs.len());
+        if slots == 1 {
+            return self.recv_one(fd);
+        }
+        self.point(slots);
+        loop {
+            // SAFETY: every header points into buffers owned by `self`
+            // that outlive the call, with the lengths given (`point`).
+            let r = unsafe {
+                libc::recvmmsg(
+                    fd,
+                    self.hdrs.as_mut_ptr(),
+                    slots as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                )
             };
             if r >= 0 {
                 return Ok(r as usize);
             }
-            let e = std::io::Error::last_os_error();
-            match e.kind() {
-                std::io::ErrorKind::WouldBlock => return Ok(0),
-                std::io::ErrorKind::Interrupted => continue,
-                // ICMP errors of earlier sends; the protocol's timers handle them.
-                std::io::ErrorKind::ConnectionRefused => continue,
-                _ => return Err(e),
+            match received_error() {
+                None => continue,
+                Some(Ok(())) => return Ok(0),
+                Some(Err(e)) => return Err(e),
             }
         }
     }
@@ -130,6 +157,18 @@ impl BatchReceiver {
         let at = self.base + i * self.slot_size;
         let bytes = (!truncated).then(|| &self.buf[at..at + len]);
         (bytes, sockaddr_to_std(&self.names[i]), gro_size(&h.msg_hdr))
+    }
+}
+
+/// What a failed receive's `errno` means: `None` to try again (a signal,
+/// or an ICMP error of an earlier send, which the protocol's timers
+/// handle), `Some(Ok(()))` nothing waiting, else the error.
+fn received_error() -> Option<std::io::Result<()>> {
+    let e = std::io::Error::last_os_error();
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock => Some(Ok(())),
+        std::io::ErrorKind::Interrupted | std::io::ErrorKind::ConnectionRefused => None,
+        _ => Some(Err(e)),
     }
 }
 
