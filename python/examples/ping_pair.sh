@@ -16,10 +16,12 @@
 # --python the interpreter PYTHON (default: python3 on PATH; e.g. /usr/bin/python3).
 # --floor also runs, in each round, c/drain_ping.c (the C library on the Python
 # package's path: ramp_DrainOn, ramp_DrainReply1) and raw_ping.py (those calls from
-# Python through ctypes with nothing else: the floor of any ctypes-based layer), and
-# prints their medians and differences to C too.  --plain also runs, in each round,
-# ping.py --plain (the reply awaited with a loop of ep.poll(), the loop a new user
-# writes first) and prints its median and difference to C.
+# Python through ctypes with nothing else: the floor of any ctypes-based layer) and
+# raw_ping.py --keep-gil (the same, every call keeping the GIL: the floor without the
+# GIL's release and re-acquisition), and prints their medians and differences to C
+# too.  --plain also runs, in each round, ping.py --plain (the reply awaited with a
+# loop of ep.poll(), the loop a new user writes first) and prints its median and
+# difference to C; with --floor also raw_ping.py --plain (its floor).
 set -u
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -93,7 +95,9 @@ CS=()
 PS=()
 DS=()
 RS=()
+KS=()
 LS=()
+WS=()
 for r in $(seq 1 "$RUNS"); do
   c="$(one "$TMP/ping_c")" || exit 1
   p="$(one "$PY" "$HERE/ping.py")" || exit 1
@@ -104,15 +108,23 @@ for r in $(seq 1 "$RUNS"); do
   if [ "$FLOOR" = 1 ]; then
     d="$(one "$TMP/drain_ping")" || exit 1
     w="$(one "$PY" "$HERE/raw_ping.py")" || exit 1
-    printf 'ping_pair: run %d: C drain %8.2f us   raw Python %8.2f us (the floor)\n' "$r" "$d" "$w"
+    k="$(one "$PY" "$HERE/raw_ping.py" --keep-gil)" || exit 1
+    printf 'ping_pair: run %d: C drain %8.2f us   raw Python %8.2f us (the floor)   GIL kept %8.2f us\n' \
+      "$r" "$d" "$w" "$k"
     DS+=("$d")
     RS+=("$w")
+    KS+=("$k")
   fi
   if [ "$PLAIN" = 1 ]; then
     l="$(one "$PY" "$HERE/ping.py" --plain)" || exit 1
     printf 'ping_pair: run %d: Python plain loop %8.2f us   difference %+.2f us\n' \
       "$r" "$l" "$(awk -v a="$l" -v b="$c" 'BEGIN { print a - b }')"
     LS+=("$l")
+    if [ "$FLOOR" = 1 ]; then
+      w="$(one "$PY" "$HERE/raw_ping.py" --plain)" || exit 1
+      printf 'ping_pair: run %d: raw Python plain loop %8.2f us (its floor)\n' "$r" "$w"
+      WS+=("$w")
+    fi
   fi
 done
 cm="$(printf '%s\n' "${CS[@]}" | median)"
@@ -127,9 +139,19 @@ if [ "$FLOOR" = 1 ]; then
     "$dm" "$(awk -v a="$dm" -v b="$cm" 'BEGIN { print a - b }')" \
     "$rm_" "$(awk -v a="$rm_" -v b="$cm" 'BEGIN { print a - b }')" \
     "$(awk -v a="$pm" -v b="$rm_" 'BEGIN { print a - b }')"
+  km="$(printf '%s\n' "${KS[@]}" | median)"
+  printf 'ping_pair: floor with the GIL kept in every call: raw Python %.2f us (%+.2f us to C; the GIL costs %+.2f us)\n' \
+    "$km" "$(awk -v a="$km" -v b="$cm" 'BEGIN { print a - b }')" \
+    "$(awk -v a="$rm_" -v b="$km" 'BEGIN { print a - b }')"
 fi
 if [ "$PLAIN" = 1 ]; then
   lm="$(printf '%s\n' "${LS[@]}" | median)"
   printf 'ping_pair: plain loop (ep.poll()): Python %.2f us, difference %+.2f us to C\n' \
     "$lm" "$(awk -v a="$lm" -v b="$cm" 'BEGIN { print a - b }')"
+  if [ "$FLOOR" = 1 ]; then
+    wm="$(printf '%s\n' "${WS[@]}" | median)"
+    printf 'ping_pair: plain loop floor: raw Python %.2f us (%+.2f us to C): the package adds %+.2f us to it\n' \
+      "$wm" "$(awk -v a="$wm" -v b="$cm" 'BEGIN { print a - b }')" \
+      "$(awk -v a="$lm" -v b="$wm" 'BEGIN { print a - b }')"
+  fi
 fi
