@@ -1203,8 +1203,8 @@ def _drain_play(
     """Drains bundle b (ramp_DrainOn: ramp_DrainWait, spinning in the library up to
     spin_us microseconds while nothing arrives; 0: one ramp_Drain), then plays the
     drained messages' handlers here; returns the call's code.  ``drained``: not 0, the
-    caller made the call (a poll, spin_us 0) and this is what it returned: only played.  A request not replied to
-    by its handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
+    caller made the call (a poll, spin_us 0) and this is what it returned: only played.
+    A request not replied to by its handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
     returns, as AM_Poll would.  (The hot path of every Python receive, kept lean: the
     work before the call waits with it, but every instruction between its return and
     the handler is on the round trip, so the handlers are played here, not in a

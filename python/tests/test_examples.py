@@ -79,7 +79,9 @@ def test_examples_have_usage():
 
 def test_ping_plain_loop():
     # ping.py --plain: rank 0 awaits each reply with a loop of ep.poll()
-    r = ramp_run(2, sys.executable, example("ping.py"), "--iters", "200", "--warmup", "20", "--plain")
+    r = ramp_run(
+        2, sys.executable, example("ping.py"), "--iters", "200", "--warmup", "20", "--plain"
+    )
     assert r.returncode == 0, describe(r)
     assert "python (plain poll loop), 2 rank(s)" in r.stdout, describe(r)
     assert re.search(r"ping: python-plain short round-trip median [\d.]+ us", r.stdout), describe(r)
