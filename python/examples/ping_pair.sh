@@ -6,7 +6,7 @@
 #
 #   bash python/examples/ping_pair.sh [--runs N] [--iters N] [--warmup N] [--no-pin]
 #                                     [--python-dir DIR] [--python PYTHON] [--floor]
-#                                     [--plain]
+#                                     [--plain] [--versus DIR]
 #
 # Needs target/release/{libramp.so,ramp-run} (cargo build --release) and a C compiler.
 # Each rank is pinned to its own CPU with taskset when there are 2 CPUs or more
@@ -21,7 +21,10 @@
 # GIL's release and re-acquisition), and prints their medians and differences to C
 # too.  --plain also runs, in each round, ping.py --plain (the reply awaited with a
 # loop of ep.poll(), the loop a new user writes first) and prints its median and
-# difference to C; with --floor also raw_ping.py --plain (its floor).
+# difference to C; with --floor also raw_ping.py --plain (its floor).  --versus DIR
+# also runs, in each round, ping.py (and ping.py --plain with --plain) with the package
+# found in DIR, and prints its medians and the difference: an A/B of two packages in
+# the same rounds, the machine's swings shared.
 set -u
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -33,6 +36,7 @@ PYDIR="$ROOT/python"
 FLOOR=0
 PY=python3
 PLAIN=0
+VERSUS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS="${2:?}"; shift 2 ;;
@@ -43,7 +47,8 @@ while [ $# -gt 0 ]; do
     --python) PY="${2:?}"; shift 2 ;;
     --floor) FLOOR=1; shift ;;
     --plain) PLAIN=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --versus) VERSUS="${2:?}"; shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "ping_pair.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -51,6 +56,10 @@ done
 REL="$ROOT/target/release"
 RUN="$REL/ramp-run"
 command -v "$PY" >/dev/null || { echo "ping_pair.sh: no interpreter $PY" >&2; exit 2; }
+if [ -n "$VERSUS" ] && [ ! -f "$VERSUS/ramp/__init__.py" ]; then
+  echo "ping_pair.sh: --versus $VERSUS: no ramp package there ($VERSUS/ramp/__init__.py)" >&2
+  exit 2
+fi
 for f in "$REL/libramp.so" "$RUN"; do
   [ -e "$f" ] || { echo "ping_pair.sh: $f missing: run cargo build --release" >&2; exit 2; }
 done
@@ -98,6 +107,8 @@ RS=()
 KS=()
 LS=()
 WS=()
+VS=()
+VLS=()
 for r in $(seq 1 "$RUNS"); do
   c="$(one "$TMP/ping_c")" || exit 1
   p="$(one "$PY" "$HERE/ping.py")" || exit 1
@@ -124,6 +135,16 @@ for r in $(seq 1 "$RUNS"); do
       w="$(one "$PY" "$HERE/raw_ping.py" --plain)" || exit 1
       printf 'ping_pair: run %d: raw Python plain loop %8.2f us (its floor)\n' "$r" "$w"
       WS+=("$w")
+    fi
+  fi
+  if [ -n "$VERSUS" ]; then
+    v="$(PYTHONPATH="$VERSUS${PYTHONPATH:+:$PYTHONPATH}" one "$PY" "$HERE/ping.py")" || exit 1
+    printf 'ping_pair: run %d: Python (versus package) %8.2f us\n' "$r" "$v"
+    VS+=("$v")
+    if [ "$PLAIN" = 1 ]; then
+      v="$(PYTHONPATH="$VERSUS${PYTHONPATH:+:$PYTHONPATH}" one "$PY" "$HERE/ping.py" --plain)" || exit 1
+      printf 'ping_pair: run %d: Python plain loop (versus package) %8.2f us\n' "$r" "$v"
+      VLS+=("$v")
     fi
   fi
 done
@@ -153,5 +174,17 @@ if [ "$PLAIN" = 1 ]; then
     printf 'ping_pair: plain loop floor: raw Python %.2f us (%+.2f us to C): the package adds %+.2f us to it\n' \
       "$wm" "$(awk -v a="$wm" -v b="$cm" 'BEGIN { print a - b }')" \
       "$(awk -v a="$lm" -v b="$wm" 'BEGIN { print a - b }')"
+  fi
+fi
+if [ -n "$VERSUS" ]; then
+  vm="$(printf '%s\n' "${VS[@]}" | median)"
+  printf 'ping_pair: versus %s: Python %.2f us (%+.2f us to C); this package %+.2f us to it\n' \
+    "$VERSUS" "$vm" "$(awk -v a="$vm" -v b="$cm" 'BEGIN { print a - b }')" \
+    "$(awk -v a="$pm" -v b="$vm" 'BEGIN { print a - b }')"
+  if [ "$PLAIN" = 1 ]; then
+    vlm="$(printf '%s\n' "${VLS[@]}" | median)"
+    printf 'ping_pair: versus %s: plain loop %.2f us (%+.2f us to C); this package %+.2f us to it\n' \
+      "$VERSUS" "$vlm" "$(awk -v a="$vlm" -v b="$cm" 'BEGIN { print a - b }')" \
+      "$(awk -v a="$lm" -v b="$vlm" 'BEGIN { print a - b }')"
   fi
 fi

@@ -1204,28 +1204,20 @@ def _drain_play(
     spin_us microseconds while nothing arrives; 0: one ramp_Drain), then plays the
     drained messages' handlers here; returns the call's code.  ``drained``: not 0, the
     caller made the call (a poll, spin_us 0) and this is what it returned: only played.
-    A request not replied to by its handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
-    returns, as AM_Poll would.  (The hot path of every Python receive, kept lean: the
-    work before the call waits with it, but every instruction between its return and
-    the handler is on the round trip, so the handlers are played here, not in a
-    function of their own.  A short message of at most 2 arguments to a short handler
-    of as many arguments, found in the endpoint's ``_quick`` table, is played from the
-    record's head alone; anything else reads the whole record, in _play_one.)"""
+    A request not replied to by its handler is ended (ramp_DrainEnd: its automatic
+    reply) as soon as the handler returns, as AM_Poll would.  (The hot path of every
+    Python receive, kept lean: every instruction between the call's return and the
+    handler is on the round trip, so the handlers are played here, not in a function
+    of their own; a handler's token is made ready for the next message after the
+    handler, where a server's reply has gone out already.  A short message of at most
+    2 arguments to a short handler of as many arguments, found in the endpoint's
+    ``_quick`` table, is played from the record's head alone; anything else reads the
+    whole record, in _play_one.)"""
     h = b._handle
     if s.drain_eb != h:
         s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
-    # before the call, where it waits with it: the spare token put back after its last
-    # use (below) is checked and made fresh here, off the round trip
-    tok = s.spare
-    if tok is not None:
-        if _refs(tok) != 3:  # s.spare, tok and the argument: someone else keeps it
-            s.spare = None
-        else:
-            tok._raw = None
-            tok._replied = False
     msgs = s.msgs_view
-    di = s.drain_i
-    n = i = 0
+    n = rc = i = 0
     # depth counts this thread's running handlers; the drain runs none (not even C
     # trampolines), so it is raised before the call rather than on the way to one
     s.depth += 1
@@ -1233,19 +1225,11 @@ def _drain_play(
         # the count, or minus the error code (the count then in the struct)
         if spin_us == _SPIN_CHUNK_US:
             n = _don(s.drain_p)
-        elif not spin_us:  # a poll: its own struct
-            n = drained or _don(s.poll_p)
-            di = s.poll_i
         else:
-            di[6] = spin_us
-            try:
-                n = _don(s.drain_p)
-            finally:
-                di[6] = _SPIN_CHUNK_US
-        rc = 0
+            n = drained or _drain_other(s, spin_us)
         if n < 0:
             rc = -n
-            n = di[5]
+            n = (s.drain_i if spin_us else s.poll_i)[5]
         while i < n:
             tp, eid, a0, a1, kind = _head(msgs, i * 112)  # 112: _MSG_SIZE
             try:
@@ -1265,8 +1249,8 @@ def _drain_play(
                 i += 1
                 continue
             # s.spare: a Token that nothing kept after its handler returned, made fresh
-            # in all but identity (nobody else can see it; no nested drain runs while
-            # depth > 0, so the token stays this message's until it is done)
+            # in all but identity (below; nobody else can see it; no nested drain runs
+            # while depth > 0, so the token stays this message's until it is done)
             tok = s.spare
             if tok is None:
                 tok = s.spare = Token(tp, ep, False, i)
@@ -1289,17 +1273,35 @@ def _drain_play(
                 if _dend(p) == _IN_USE:
                     _end_drained(p)
             i += 1
-            if i == n:  # the spare token is looked at by the next call, off the round trip
-                break
-            if _refs(tok) != 3:  # reused now unless someone kept it (s.spare, tok, argument)
+            # reused unless someone kept it (3: s.spare, tok and the argument); a token
+            # that has expired cannot be replied to, so _replied stays as reset here
+            if _refs(tok) != 3:
                 s.spare = None
             else:
                 tok._raw = None
                 tok._replied = False
+    except BaseException:
+        # raised between a handler's return and its token's check above (say a
+        # KeyboardInterrupt): that token is not reused (someone may keep it)
+        s.spare = None
+        raise
     finally:
         s.depth -= 1
         s.count += n  # after the handlers: nothing on the way to the first one
     return rc
+
+
+def _drain_other(s: _ThreadState, spin_us: int) -> int:
+    """ramp_DrainOn for _drain_play with a spin other than _SPIN_CHUNK_US: a poll's own
+    struct (0), or the wait's with that spin for this call."""
+    if not spin_us:
+        return _don(s.poll_p)
+    di = s.drain_i
+    di[6] = spin_us
+    try:
+        return _don(s.drain_p)
+    finally:
+        di[6] = _SPIN_CHUNK_US
 
 
 def _play_one(s: _ThreadState, ep: "Endpoint", tok: Token, m: Tuple[int, ...]) -> None:
