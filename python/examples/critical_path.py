@@ -17,6 +17,13 @@ prints, as medians over the runs of each loop's median span:
 With --raw also the same spans of raw_ping.py (the bare ctypes calls, no handler: the
 floor of a ctypes layer): raw recv, raw send, raw server.
 
+With --cycles also each side's whole work per round trip, as CPU time per message
+(the thread's, which preemption does not add to): cycle client (ep.request, then
+ep.wait(until)), cycle plain (ep.request, then a loop of ep.poll()), cycle server (a
+wait serving pings), and with --raw the same of raw_ping.py.  With a peer that answers
+at once, all of the client's cycle is on the round trip, not only its spans (the reply
+is back before the client reaches its next drain).
+
 Each includes a stub's clock read (~20 ns) and, for the first two, a ctypes call that
 marks the point (~60 ns).  What a change to the package's hot path saves shows here
 without the noise of two processes and a network; python/examples/ping_pair.sh measures
@@ -33,6 +40,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from typing import Callable
 
 try:
     import ramp
@@ -99,6 +108,9 @@ def main() -> int:
     p.add_argument("--iters", type=int, default=100000, help="messages per loop")
     p.add_argument("--runs", type=int, default=3, help="loops of each kind")
     p.add_argument("--raw", action="store_true", help="also the floor's spans (raw_ping.py)")
+    p.add_argument(
+        "--cycles", action="store_true", help="also each side's whole work per round trip"
+    )
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         S = build(tmp)
@@ -208,11 +220,72 @@ def main() -> int:
         ]
         if args.raw:
             spans += [("raw recv", raw_recv), ("raw send", raw_send), ("raw server", raw_server)]
+        def cycle(fn: "Callable[[int], None]", rec: bytes) -> Callable[[], float]:
+            def run() -> float:
+                S.stub_set(rec, 1)
+                t0 = time.thread_time_ns()
+                fn(args.iters)
+                return (time.thread_time_ns() - t0) / args.iters
+
+            return run
+
+        def c_client(n: int) -> None:
+            target = [0]
+            until = lambda: pongs[0] >= target[0]  # noqa: E731
+            for i in range(n):
+                target[0] = pongs[0] + 1
+                ep.request(0, H_PING, i)
+                ep.wait(until)
+
+        def c_plain(n: int) -> None:
+            for i in range(n):
+                want = pongs[0] + 1
+                ep.request(0, H_PING, i)
+                while pongs[0] < want:
+                    ep.poll()
+
+        def c_server(n: int) -> None:
+            left = [n]
+
+            def until() -> bool:
+                left[0] -= 1
+                return left[0] <= 0
+
+            ep.wait(until)
+
+        def c_raw_client(n: int) -> None:
+            for i in range(n):
+                send(eph, 1, H_PING, i)
+                got = False
+                while not got:
+                    for j in range(don(dp)):
+                        if head(msgs, j * 112)[4] & 0xFF == H_PONG:
+                            got = True
+
+        def c_raw_server(n: int) -> None:
+            for _ in range(n):
+                for i in range(don(dp)):
+                    r = head(msgs, i * 112)
+                    if r[4] & 0xFF == H_PING:
+                        send(i, H_PONG, r[2])
+
+        pong, ping = record(H_PONG, False), record(H_PING, True)
+        if args.cycles:
+            spans += [
+                ("cycle client", cycle(c_client, pong)),
+                ("cycle plain", cycle(c_plain, pong)),
+                ("cycle server", cycle(c_server, ping)),
+            ]
+            if args.raw:
+                spans += [
+                    ("cycle raw client", cycle(c_raw_client, pong)),
+                    ("cycle raw server", cycle(c_raw_server, ping)),
+                ]
         try:
             for name, fn in spans:
                 runs = [fn() for _ in range(args.runs)]
                 print(
-                    "critical_path: %-11s %7.0f ns (median of %d runs: %s)"
+                    "critical_path: %-16s %7.0f ns (median of %d runs: %s)"
                     % (name, statistics.median(runs), len(runs), " ".join("%.0f" % r for r in runs))
                 )
         finally:

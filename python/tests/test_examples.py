@@ -133,13 +133,15 @@ def test_critical_path_measures_each_span():
     import subprocess
 
     r = subprocess.run(
-        [sys.executable, example("critical_path.py"), "--iters", "2000", "--runs", "1", "--raw"],
+        [sys.executable, example("critical_path.py"), "--iters", "2000", "--runs", "1", "--raw"]
+        + ["--cycles"],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert r.returncode == 0, describe(r)
     spans = ("client recv", "client send", "server", "plain recv", "raw recv", "raw send")
-    for span in spans + ("raw server",):
+    cycles = ("cycle client", "cycle plain", "cycle server", "cycle raw client")
+    for span in spans + ("raw server",) + cycles + ("cycle raw server",):
         m = re.search(r"critical_path: %s +(\d+) ns" % span, r.stdout)
         assert m and 0 < int(m.group(1)) < 1_000_000, describe(r)
