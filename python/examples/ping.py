@@ -2,13 +2,19 @@
 """Ping-pong with timing: round-trip latency of short (and medium) active messages.
 
     ramp-run -n 4 python3 python/examples/ping.py [--iters N] [--warmup N] [--size BYTES]
+                                                  [--plain]
 
 Rank 0 pings every other rank in turn (rank 1, then 2, ...): a short request whose
 handler replies at once; it times each round trip and prints, per peer, the median
 and spread in microseconds, then the median over all peers.  With ``--size B`` it also
 times medium round trips carrying B bytes each way.  The other ranks serve until
 rank 0 tells them to stop.  With one process, rank 0 pings itself (loopback: the
-handlers run inside the request call, no network).
+handlers run inside the request call, no network).  Rank 0 waits for each reply with
+``ep.wait(until)``; with ``--plain``, with the loop a new user writes first::
+
+    ep.request(peer, H_PING, i)
+    while pongs[0] < want:
+        ep.poll()
 
 python/examples/c/ping.c is the same program in C (same handlers, same output), to
 compare the two; the ranks of one job may mix them (see by_rank.sh).
@@ -41,6 +47,7 @@ def main() -> int:
     p.add_argument("--iters", type=int, default=5000, help="timed round trips per peer")
     p.add_argument("--warmup", type=int, default=500, help="untimed round trips first")
     p.add_argument("--size", type=int, default=0, help="also time medium messages of SIZE bytes")
+    p.add_argument("--plain", action="store_true", help="wait for replies with a loop of ep.poll()")
     args = p.parse_args()
 
     job = ramp.spmd.startup()
@@ -81,11 +88,18 @@ def main() -> int:
     payload = bytes(range(256)) * (args.size // 256 + 1)
     payload = payload[: args.size]
     print(
-        "ping: python, %d rank(s), %d round trips per peer after %d warm-up%s"
-        % (size, args.iters, args.warmup, ", medium %d bytes" % args.size if args.size else "")
+        "ping: python%s, %d rank(s), %d round trips per peer after %d warm-up%s"
+        % (
+            " (plain poll loop)" if args.plain else "",
+            size,
+            args.iters,
+            args.warmup,
+            ", medium %d bytes" % args.size if args.size else "",
+        )
     )
     medians: List[float] = []
     wait = ep.wait
+    plain = args.plain
     target = [0]
 
     def until() -> bool:
@@ -101,7 +115,10 @@ def main() -> int:
                     ep.request(peer, H_PING, i)
                 else:
                     ep.request_medium(peer, H_PING_M, data, i)
-                if pongs[0] < want:
+                if plain:
+                    while pongs[0] < want:
+                        ep.poll()
+                elif pongs[0] < want:
                     wait(until)
                 t1 = time.perf_counter_ns()
                 if i >= args.warmup:
@@ -118,8 +135,8 @@ def main() -> int:
         if peer != 0:
             ep.request(peer, H_STOP)
     print(
-        "ping: python short round-trip median %.2f us (median over %d peer(s))"
-        % (statistics.median(medians), len(medians))
+        "ping: %s short round-trip median %.2f us (median over %d peer(s))"
+        % ("python-plain" if plain else "python", statistics.median(medians), len(medians))
     )
     st = ep.statistics()
     print(

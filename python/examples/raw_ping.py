@@ -4,7 +4,15 @@ without argtypes) and no handler, token or check: only the ctypes calls and the 
 bytecodes that read a drained record.  No Python layer over these C calls can be
 faster; ping_pair.sh --floor runs it beside ping.py, ping.c and c/drain_ping.c.
 
-    ramp-run -n 2 python3 python/examples/raw_ping.py [--iters N] [--warmup N]
+    ramp-run -n 2 python3 python/examples/raw_ping.py [--iters N] [--warmup N] [--plain]
+                                                      [--keep-gil]
+
+--plain: the client drains without spinning in the library (ramp_DrainOn with spin_us
+0, as ep.poll() does), in a loop of its own: the floor of ping.py --plain.
+--keep-gil: the request and drain calls keep the GIL (ctypes' PYTHONAPI calls), as
+the reply does: what GIL-keeping forms of them would save.  Safe here only because
+each process has one thread: a call that waits with the GIL held while another
+thread needs it never ends (why the package keeps it only in the Try forms).
 
 Not an example of how to use ramp (it reaches into ramp.core's internals).
 """
@@ -31,6 +39,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--iters", type=int, default=5000)
     p.add_argument("--warmup", type=int, default=500)
+    p.add_argument("--plain", action="store_true", help="drain without spinning (ep.poll())")
+    p.add_argument("--keep-gil", action="store_true", help="keep the GIL in every call")
     args = p.parse_args()
     job = ramp.spmd.startup()
     ep = job.endpoint
@@ -56,11 +66,22 @@ def main() -> int:
     s = core._tls.s
     eph = ep._hp
     don, reply1, request1 = core._Fast.don, core._Fast.dreply1, core._Fast.rshort1
+    if args.keep_gil:
+        lib = core._L()
+        don, reply1, request1 = (
+            core._IntCallKeepGIL((name, lib))
+            for name in ("ramp_DrainOn", "ramp_DrainReply1", "ramp_RequestShort1")
+        )
     head = core._MSG_HEAD.unpack_from
     # the thread's ramp_drain_t (eb, its messages, 32 of them, spin 100 us): the count
     # comes back as the result (or minus an error code: none here)
     s.drain_q[0] = s.drain_eb = ep._bundle._handle
     msgs, dp = s.msgs_view, s.drain_p
+    # the client's drain: spinning up to 100 us (as ep.wait()), or not at all (ep.poll())
+    cdp = dp
+    if args.plain:
+        s.poll_q[0] = s.drain_eb
+        cdp = s.poll_p
     if job.rank != 0:
         stop = stopped[0]
         while not stop:
@@ -82,7 +103,7 @@ def main() -> int:
         request1(eph, 1, H_PING, i)
         got = pongs[0] != seen
         while not got:
-            for j in range(don(dp)):
+            for j in range(don(cdp)):
                 if head(msgs, j * 112)[4] & 0xFF == H_PONG:
                     got = True
         t1 = perf()
@@ -90,7 +111,14 @@ def main() -> int:
             samples.append((t1 - t0) / 1000.0)
     core._Fast.release()
     ep.request(1, H_STOP)
-    print("ping: raw-python short round-trip median %.2f us" % statistics.median(samples))
+    print(
+        "ping: raw-python%s%s short round-trip median %.2f us"
+        % (
+            "-plain" if args.plain else "",
+            "-keep-gil" if args.keep_gil else "",
+            statistics.median(samples),
+        )
+    )
     job.barrier()
     return 0
 

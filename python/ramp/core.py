@@ -187,6 +187,10 @@ class _ThreadState:
         "drain_q",
         "drain_i",
         "drain_eb",
+        "poll",
+        "poll_p",
+        "poll_q",
+        "poll_i",
     )
 
     def __init__(self) -> None:
@@ -227,6 +231,13 @@ class _ThreadState:
         self.drain_q[1] = self.msgs_addr
         self.drain_i[4] = _DRAIN_BATCH
         self.drain_i[6] = _SPIN_CHUNK_US
+        # a second one for polls (spin_us 0): nothing rewritten around each poll
+        poll = self.poll = (ctypes.c_char * 32)()
+        self.poll_p = byref(poll)
+        self.poll_q = memoryview(poll).cast("B").cast("q")
+        self.poll_i = memoryview(poll).cast("B").cast("i")
+        self.poll_q[1] = self.msgs_addr
+        self.poll_i[4] = _DRAIN_BATCH
 
 
 class _Local(threading.local):
@@ -1095,17 +1106,6 @@ def _poll_bundle(b: "Bundle") -> None:
         _after(rc, "ramp_Drain")
 
 
-def _wait_bundle(b: "Bundle", spin_us: int) -> None:
-    """_poll_bundle that spins in the library (ramp_DrainWait) for up to spin_us
-    microseconds while nothing arrives: an arrival is noticed at C's speed."""
-    if b._hp is None:
-        raise RampError("the bundle is closed")
-    s = _tls.s
-    rc = _drain_play(s, b, spin_us)
-    if rc or s.pending:
-        _after(rc, "ramp_DrainWait")
-
-
 def _wait(
     b: "Bundle", until: Optional[Callable[[], bool]], timeout: Optional[float], spin: float
 ) -> bool:
@@ -1124,7 +1124,9 @@ def _wait(
 
     if until():
         return True
-    t0 = time.monotonic()
+    # the start, for a timeout; without one the spin's window may start after the first
+    # round (up to one chunk later): a clock read less on the round trip
+    t0 = None if timeout is None else time.monotonic()
     if _don is not None and not s.depth and spin >= _SPIN_CHUNK_S:
         rc = _drain_play(s, b)
         if rc or s.pending:
@@ -1140,32 +1142,47 @@ def _wait_loop(
     timeout: Optional[float],
     spin: float,
     s: _ThreadState,
-    t0: float,
+    t0: Optional[float],
 ) -> bool:
     """The rest of _wait: polls (spinning in the library between looks at until()) until
     until() is true or the timeout expires; blocks in AM_WaitSema after ``spin`` seconds
-    without a handler run (no timeout), or sleeps in short steps (with one)."""
+    without a handler run (no timeout), or sleeps in short steps (with one).  ``t0``: when
+    the wait began (None: now; given whenever there is a timeout)."""
     monotonic = time.monotonic
+    if t0 is None:
+        t0 = monotonic()
     deadline = None if timeout is None else t0 + timeout
-    spin_end = t0 + spin
+    spin_end: Optional[float] = t0 + spin
     seen = s.count
     # spin in the library between looks at until() (at most 100 us at a time, as
     # handlers, which alone make until() true, run only after a message came)
     spin_us = max(0, min(_SPIN_CHUNK_US, int(spin * 1e6)))
-    dwait = _wait_bundle if _don is not None and spin_us else None
+    drains = _don is not None and spin_us > 0
     while True:
-        if dwait is not None and not s.depth:
-            dwait(b, spin_us)
+        if drains and not s.depth:  # _wait_bundle, here (one call less per message)
+            if b._hp is None:
+                raise RampError("the bundle is closed")
+            rc = _drain_play(s, b, spin_us)
+            if rc or s.pending:
+                _after(rc, "ramp_DrainWait")
         else:
             _poll_bundle(b)
         if until():
             return True
+        c = s.count
+        if c != seen and deadline is None:
+            # progress: keep spinning; the window restarts at the next look that finds
+            # none (a chunk later at most), so a busy wait reads no clock per message
+            seen = c
+            spin_end = None
+            continue
         now = monotonic()
         if deadline is not None and now >= deadline:
             return False
-        c = s.count
         if c != seen:  # progress: keep spinning
             seen = c
+            spin_end = now + spin
+        elif spin_end is None:
             spin_end = now + spin
         elif now >= spin_end:
             if deadline is None:
@@ -1180,32 +1197,27 @@ _head = _MSG_HEAD.unpack_from
 _refs = sys.getrefcount
 
 
-def _drain_play(s: _ThreadState, b: "Bundle", spin_us: int = _SPIN_CHUNK_US) -> int:
+def _drain_play(
+    s: _ThreadState, b: "Bundle", spin_us: int = _SPIN_CHUNK_US, drained: int = 0
+) -> int:
     """Drains bundle b (ramp_DrainOn: ramp_DrainWait, spinning in the library up to
     spin_us microseconds while nothing arrives; 0: one ramp_Drain), then plays the
-    drained messages' handlers here; returns the call's code.  A request not replied to
-    by its handler is ended (ramp_DrainEnd: its automatic reply) as soon as the handler
-    returns, as AM_Poll would.  (The hot path of every Python receive, kept lean: the
-    work before the call waits with it, but every instruction between its return and
-    the handler is on the round trip, so the handlers are played here, not in a
-    function of their own.  A short message of at most 2 arguments to a short handler
-    of as many arguments, found in the endpoint's ``_quick`` table, is played from the
-    record's head alone; anything else reads the whole record, in _play_one.)"""
+    drained messages' handlers here; returns the call's code.  ``drained``: not 0, the
+    caller made the call (a poll, spin_us 0) and this is what it returned: only played.
+    A request not replied to by its handler is ended (ramp_DrainEnd: its automatic
+    reply) as soon as the handler returns, as AM_Poll would.  (The hot path of every
+    Python receive, kept lean: every instruction between the call's return and the
+    handler is on the round trip, so the handlers are played here, not in a function
+    of their own; a handler's token is made ready for the next message after the
+    handler, where a server's reply has gone out already.  A short message of at most
+    2 arguments to a short handler of as many arguments, found in the endpoint's
+    ``_quick`` table, is played from the record's head alone; anything else reads the
+    whole record, in _play_one.)"""
     h = b._handle
     if s.drain_eb != h:
-        s.drain_q[0] = s.drain_eb = h
-    # before the call, where it waits with it: the spare token put back after its last
-    # use (below) is checked and made fresh here, off the round trip
-    tok = s.spare
-    if tok is not None:
-        if _refs(tok) != 3:  # s.spare, tok and the argument: someone else keeps it
-            s.spare = None
-        else:
-            tok._raw = None
-            tok._replied = False
+        s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
     msgs = s.msgs_view
-    di = s.drain_i
-    n = i = 0
+    n = rc = i = 0
     # depth counts this thread's running handlers; the drain runs none (not even C
     # trampolines), so it is raised before the call rather than on the way to one
     s.depth += 1
@@ -1214,15 +1226,10 @@ def _drain_play(s: _ThreadState, b: "Bundle", spin_us: int = _SPIN_CHUNK_US) -> 
         if spin_us == _SPIN_CHUNK_US:
             n = _don(s.drain_p)
         else:
-            di[6] = spin_us
-            try:
-                n = _don(s.drain_p)
-            finally:
-                di[6] = _SPIN_CHUNK_US
-        rc = 0
+            n = drained or _drain_other(s, spin_us)
         if n < 0:
             rc = -n
-            n = di[5]
+            n = (s.drain_i if spin_us else s.poll_i)[5]
         while i < n:
             tp, eid, a0, a1, kind = _head(msgs, i * 112)  # 112: _MSG_SIZE
             try:
@@ -1242,8 +1249,8 @@ def _drain_play(s: _ThreadState, b: "Bundle", spin_us: int = _SPIN_CHUNK_US) -> 
                 i += 1
                 continue
             # s.spare: a Token that nothing kept after its handler returned, made fresh
-            # in all but identity (nobody else can see it; no nested drain runs while
-            # depth > 0, so the token stays this message's until it is done)
+            # in all but identity (below; nobody else can see it; no nested drain runs
+            # while depth > 0, so the token stays this message's until it is done)
             tok = s.spare
             if tok is None:
                 tok = s.spare = Token(tp, ep, False, i)
@@ -1266,17 +1273,35 @@ def _drain_play(s: _ThreadState, b: "Bundle", spin_us: int = _SPIN_CHUNK_US) -> 
                 if _dend(p) == _IN_USE:
                     _end_drained(p)
             i += 1
-            if i == n:  # the spare token is looked at by the next call, off the round trip
-                break
-            if _refs(tok) != 3:  # reused now unless someone kept it (s.spare, tok, argument)
+            # reused unless someone kept it (3: s.spare, tok and the argument); a token
+            # that has expired cannot be replied to, so _replied stays as reset here
+            if _refs(tok) != 3:
                 s.spare = None
             else:
                 tok._raw = None
                 tok._replied = False
+    except BaseException:
+        # raised between a handler's return and its token's check above (say a
+        # KeyboardInterrupt): that token is not reused (someone may keep it)
+        s.spare = None
+        raise
     finally:
         s.depth -= 1
         s.count += n  # after the handlers: nothing on the way to the first one
     return rc
+
+
+def _drain_other(s: _ThreadState, spin_us: int) -> int:
+    """ramp_DrainOn for _drain_play with a spin other than _SPIN_CHUNK_US: a poll's own
+    struct (0), or the wait's with that spin for this call."""
+    if not spin_us:
+        return _don(s.poll_p)
+    di = s.drain_i
+    di[6] = spin_us
+    try:
+        return _don(s.drain_p)
+    finally:
+        di[6] = _SPIN_CHUNK_US
 
 
 def _play_one(s: _ThreadState, ep: "Endpoint", tok: Token, m: Tuple[int, ...]) -> None:
@@ -1990,7 +2015,23 @@ class Endpoint:
 
     def poll(self) -> None:
         """``AM_Poll`` on this endpoint's bundle."""
-        _poll_bundle(self._bundle)
+        # _poll_bundle, here, with the drain called before _drain_play: a poll that
+        # finds nothing (most of a loop of polls) returns at once (keep in step)
+        b = self._bundle
+        h = b._handle
+        if b._hp is None:
+            raise RampError("the bundle is closed")
+        s = _tls.s
+        if s.depth or _don is None:
+            _poll_bundle(b)
+            return
+        if s.drain_eb != h:
+            s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
+        n = _don(s.poll_p)  # no handler runs in it: depth raised only to play (below)
+        if n:
+            rc = _drain_play(s, b, 0, n)
+            if rc or s.pending:
+                _after(rc, "ramp_Drain")
 
     def wait(
         self,
@@ -2008,7 +2049,7 @@ class Endpoint:
             return _wait(b, until, timeout, spin)
         if until():
             return True
-        t0 = time.monotonic()
+        t0 = None if timeout is None else time.monotonic()  # as _wait
         s = _tls.s
         if _don is not None and not s.depth:
             rc = _drain_play(s, b)

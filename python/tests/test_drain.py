@@ -261,6 +261,68 @@ def test_a_kept_token_stays_expired_while_later_tokens_are_fresh(pair):
         assert id(tok) not in seen[3 * k + 1 :], "message after %d reused a kept token" % (3 * k)
 
 
+def test_an_exception_after_a_handler_returned_does_not_reuse_its_token(pair, monkeypatch):
+    # _drain_play makes a played token ready for the next message after its handler,
+    # unless someone kept it; an exception raised in between (here in the automatic
+    # reply's ramp_DrainEnd, as a KeyboardInterrupt could) skips that check, so the
+    # token, which the handler kept, must not be handed out again
+    b, x, y = pair
+
+    class Interrupt(BaseException):
+        pass
+
+    kept, later, got = [], [], []
+    y.set_handler(1, lambda tok, n: kept.append(tok))  # no reply: ramp_DrainEnd follows
+    y.set_handler(3, lambda tok, n: (later.append(tok), tok.reply(2, n)))
+    x.set_handler(2, lambda tok, n: got.append(n))
+    ready(x, y)
+    real = core._dend
+    calls = []
+
+    def interrupted(p):
+        calls.append(p)
+        if len(calls) == 1:
+            raise Interrupt()
+        return real(p)
+
+    monkeypatch.setattr(core, "_dend", interrupted)
+    x.request(0, 1, 5)
+    with pytest.raises(Interrupt):
+        b.wait(lambda: bool(kept), timeout=300)
+    assert len(kept) == 1 and core._tls.s.depth == 0
+    monkeypatch.setattr(core, "_dend", real)
+    x.request(0, 3, 7)
+    assert b.wait(lambda: got == [7], timeout=300)
+    assert later and later[0] is not kept[0], "a kept token was handed out again"
+    assert not kept[0].valid
+
+
+def test_a_poll_whose_drain_fails_raises_its_error_and_plays_nothing(pair, monkeypatch):
+    # Endpoint.poll makes the drain call itself (a poll that finds nothing returns at
+    # once); an error code it gets back is raised, with no record played
+    b, x, y = pair
+    ran = []
+    y.set_handler(1, lambda tok, n: ran.append(n))
+    ready(x, y)
+    s = core._tls.s
+
+    def failing(d):
+        s.poll_i[5] = s.drain_i[5] = 0  # as the library: the count written, 0
+        return -int(ramp.ErrorCode.AM_ERR_RESOURCE)
+
+    monkeypatch.setattr(core, "_don", failing)
+    for poll in (x.poll, y.poll, b.poll):
+        with pytest.raises(ramp.ResourceError):
+            poll()
+    assert ran == [] and s.depth == 0
+    monkeypatch.undo()
+    x.request(0, 1, 4)
+    t0 = time.monotonic()
+    while not ran and time.monotonic() - t0 < 300:
+        y.poll()
+    assert ran == [4]
+
+
 @pytest.mark.parametrize(
     "value, expect",
     [

@@ -77,14 +77,26 @@ def test_examples_have_usage():
         assert r.returncode == 0 and "usage:" in r.stdout, describe(r)
 
 
+def test_ping_plain_loop():
+    # ping.py --plain: rank 0 awaits each reply with a loop of ep.poll()
+    r = ramp_run(
+        2, sys.executable, example("ping.py"), "--iters", "200", "--warmup", "20", "--plain"
+    )
+    assert r.returncode == 0, describe(r)
+    assert "python (plain poll loop), 2 rank(s)" in r.stdout, describe(r)
+    assert re.search(r"ping: python-plain short round-trip median [\d.]+ us", r.stdout), describe(r)
+
+
 def test_ping_pair_with_its_floor():
     # python/examples/ping_pair.sh: the C and Python pings, and with --floor the C ping
-    # over the drain calls (c/drain_ping.c) and the raw-ctypes Python ping (raw_ping.py)
+    # over the drain calls (c/drain_ping.c) and the raw-ctypes Python ping (raw_ping.py,
+    # also with the GIL kept); with --plain the plain loop and its floor; --python picks
+    # the interpreter
     import subprocess
 
     r = subprocess.run(
         ["bash", example("ping_pair.sh"), "--runs", "1", "--iters", "200", "--warmup", "20"]
-        + ["--no-pin", "--floor"],
+        + ["--no-pin", "--floor", "--plain", "--python", sys.executable],
         capture_output=True,
         text=True,
         timeout=300,
@@ -97,6 +109,22 @@ def test_ping_pair_with_its_floor():
         r"the package adds [+-][\d.]+ us to the raw floor" % (num, num),
         r.stdout,
     ), describe(r)
+    assert re.search(r"floor with the GIL kept in every call: raw Python %s" % num, r.stdout)
+    assert re.search(r"plain loop \(ep.poll\(\)\): Python %s, difference [+-]" % num, r.stdout)
+    assert re.search(r"plain loop floor: raw Python %s" % num, r.stdout), describe(r)
+    assert "ping_pair: Python %s %s" % (sys.version.split()[0], sys.executable) in r.stdout
+
+
+def test_ping_pair_refuses_a_missing_interpreter():
+    import subprocess
+
+    r = subprocess.run(
+        ["bash", example("ping_pair.sh"), "--python", "/nonexistent/python3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and "no interpreter /nonexistent/python3" in r.stderr, describe(r)
 
 
 def test_critical_path_measures_each_span():
@@ -105,12 +133,15 @@ def test_critical_path_measures_each_span():
     import subprocess
 
     r = subprocess.run(
-        [sys.executable, example("critical_path.py"), "--iters", "2000", "--runs", "1"],
+        [sys.executable, example("critical_path.py"), "--iters", "2000", "--runs", "1", "--raw"]
+        + ["--cycles"],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert r.returncode == 0, describe(r)
-    for span in ("client recv", "client send", "server"):
+    spans = ("client recv", "client send", "server", "plain recv", "raw recv", "raw send")
+    cycles = ("cycle client", "cycle plain", "cycle server", "cycle raw client")
+    for span in spans + ("raw server",) + cycles + ("cycle raw server",):
         m = re.search(r"critical_path: %s +(\d+) ns" % span, r.stdout)
         assert m and 0 < int(m.group(1)) < 1_000_000, describe(r)
