@@ -66,6 +66,14 @@ pub trait SharedMemory: Transport {
     /// has work next.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     fn next_look(&self) -> Option<Instant>;
+    /// When the transport's own periodic work (`Transport::flush_due`:
+    /// its socket's look, its peers' liveness) is next due: a receive
+    /// before then finds nothing that only that work brings. (The
+    /// express lane's fast poll skips the full one until then,
+    /// `Transports::quiet_until`; at once unless the transport says.)
+    fn checks_due_at(&self) -> Instant {
+        Instant::ZERO
+    }
     /// Region messages read and waiting for `region_take` (the simulator's
     /// question too).
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]

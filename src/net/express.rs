@@ -78,6 +78,10 @@ pub struct TakenRecord {
     pub bytes: [u8; MAX_LEN],
     pub len: usize,
     pub from: std::net::SocketAddr,
+    /// Something may wait behind it (its ring was not empty after it, or
+    /// another ring was not looked at): false, a look now would most
+    /// likely find nothing, and the fast poll ends without one.
+    pub more: bool,
 }
 
 impl Default for TakenRecord {
@@ -86,6 +90,7 @@ impl Default for TakenRecord {
             bytes: [0; MAX_LEN],
             len: 0,
             from: std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+            more: false,
         }
     }
 }

@@ -121,6 +121,10 @@ impl<T: SharedMemory + 'static> SharedMemory for FaultyTransport<T> {
         self.inner.next_look()
     }
 
+    fn checks_due_at(&self) -> Instant {
+        self.inner.checks_due_at()
+    }
+
     fn regions_waiting(&self) -> bool {
         self.inner.regions_waiting()
     }

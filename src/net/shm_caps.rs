@@ -154,6 +154,11 @@ impl SharedMemory for ShmTransport {
         self.socket_waiting().then(|| self.next_wake_check.get())
     }
 
+    /// The socket's look and the peers' check (`flush_due`).
+    fn checks_due_at(&self) -> Instant {
+        self.next_wake_check.get().min(self.next_check.get())
+    }
+
     fn regions_waiting(&self) -> bool {
         !self.regions.borrow().is_empty()
     }

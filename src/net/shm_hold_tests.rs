@@ -290,3 +290,34 @@ fn a_ring_whose_receiver_leaves_a_record_unread_is_dropped_after_the_timeout() {
     assert_eq!(check(&mut tx, 9), Some(a1), "not dropped after the timeout");
     assert!(!tx.reaches(a1), "its peer is reached by UDP");
 }
+
+/// The fast poll's take says whether something may wait behind the
+/// record it took (`TakenRecord::more`): after a lone record, no (the
+/// fast poll looks no further); after the first of two, yes.
+#[test]
+fn a_take_says_whether_anything_waits_behind_its_record() {
+    use crate::net::express::{ExpressTake, TakenRecord};
+    let Two {
+        _keep: _k,
+        a: a1,
+        mut rx,
+        mut tx,
+        ..
+    } = two();
+    // the slot looked at once by a full receive
+    assert!(tx.express_send(a1, &rec(1), false));
+    assert_eq!(take(&mut rx), recs(1..2));
+    let mut taken = TakenRecord::default();
+    assert!(tx.express_send(a1, &rec(2), false));
+    assert_eq!(rx.express_take(&mut taken), ExpressTake::Record);
+    assert_eq!(taken.record(), &rec(2)[..]);
+    assert!(!taken.more, "a lone record");
+    assert!(tx.express_send(a1, &rec(3), false));
+    assert!(tx.express_send(a1, &rec(4), false));
+    assert_eq!(rx.express_take(&mut taken), ExpressTake::Record);
+    assert!(taken.more, "another behind it");
+    assert_eq!(rx.express_take(&mut taken), ExpressTake::Record);
+    assert_eq!(taken.record(), &rec(4)[..]);
+    assert!(!taken.more, "the last one");
+    assert_eq!(rx.express_take(&mut taken), ExpressTake::Nothing);
+}

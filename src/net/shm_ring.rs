@@ -280,14 +280,15 @@ impl ShmTransport {
                 }
                 continue;
             }
-            return self.take_express_at(i, ring, pos, word, rec);
+            return self.take_express_at(i, ring, pos, word, bits != 0, rec);
         }
         ExpressTake::Nothing
     }
 
     /// `take_express` when `word` is at slot `i`'s head (at `pos` of the
-    /// ring at `ring`). (Out of line: an empty look, the busy-polling
-    /// loop's, keeps a small frame.)
+    /// ring at `ring`; `others`: other slots are active and were not
+    /// looked at). (Out of line: an empty look, the busy-polling loop's,
+    /// keeps a small frame.)
     #[inline(never)]
     fn take_express_at(
         &mut self,
@@ -295,6 +296,7 @@ impl ShmTransport {
         ring: usize,
         pos: usize,
         word: u32,
+        others: bool,
         rec: &mut TakenRecord,
     ) -> ExpressTake {
         let slot = &self.slots[i];
@@ -323,6 +325,9 @@ impl ShmTransport {
         let next = (head % RING as u64) as usize;
         let drained = self.map.u32_at(ring + next).load(Acquire) == 0;
         self.move_head(i, head, drained);
+        // (a ping-pong's record is alone: the look after it, which finds
+        // nothing, is spared)
+        rec.more = others || !drained;
         // the next look starts at the next sender
         self.next = (i + 1) % SLOTS;
         ExpressTake::Record

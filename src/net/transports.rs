@@ -325,6 +325,28 @@ impl Transports {
         near.next_look().into_iter().chain(regions).chain(gap).min()
     }
 
+    /// Until when a receive with empty rings finds nothing a full pump
+    /// would (the fallback in its gap, no region look due, the rings'
+    /// periodic work not due), asked at the end of a pump at `now`: the
+    /// express lane's fast poll skips the full one until then
+    /// (`am/express/express_poll.rs`). `now` when the fallback is read
+    /// at every receive (no ring active, or its last receive found
+    /// datagrams), or there is no shared memory.
+    pub fn quiet_until(&self, now: Instant) -> Instant {
+        let Some(near) = self.near.as_ref().map(Near::rings) else {
+            return now;
+        };
+        if self.fallback_busy || !near.active() {
+            return now;
+        }
+        let mut until = fallback_from(self.polled.get(), self.fallback_seen, now, false)
+            .min(near.checks_due_at());
+        if near.regions_waiting() {
+            until = until.min(self.next_region_look.get());
+        }
+        until
+    }
+
     /// When `recv_batch` at `now`, its rings found empty, would poll the
     /// fallback again; None: at once.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]

@@ -13,23 +13,28 @@
 //! arrival checks goes more directly still (`run_express_record`): the
 //! same checks and counts, its token made from the record where it lies
 //! in the live list. The records behind the first are taken in the same poll (up
-//! to the endpoint's depth, at least 10) while nothing else waits.
+//! to the endpoint's depth, at least 10) while nothing else waits and the
+//! last take saw something behind its record (`TakenRecord::more`: a
+//! ping-pong's lone record costs no second look).
 //!
 //! When: a top-level poll (not from a handler), the endpoint ready, nothing
 //! queued or stalled for a handler (so the record cannot overtake a
 //! message delivered before it; and it is the head of its ring, after
 //! everything that ring brought), no request held for a batch, nothing
 //! refused waiting to be returned. Anything else at a ring's head and the
-//! poll takes the full path as before. A full poll follows at most
-//! `STREAK` fast ones in a row, so UDP, timers and the rest are never
-//! starved by a stream of records.
+//! poll takes the full path as before. After `STREAK` fast ones in a
+//! row a full poll follows when it has work due (`full_poll_due`), so
+//! UDP, timers and the rest are never starved by a stream of records.
 //!
-//! An empty look (nothing at any ring) ends the poll too while the last
-//! full one is recent (`FULL_EVERY`, and at most `QUICK_MAX` looks): a
-//! busy-polling loop spends its time looking at the rings, not on the UDP
-//! socket's gap, timers and queues, which a full poll still serves every
-//! microsecond. The poll's one clock read comes before the look, so no
-//! clock read lies between a record's arrival and its handler.
+//! An empty look (nothing at any ring) ends the poll too while the full
+//! one has nothing due: less than `FULL_EVERY` since the last one, or no
+//! protocol timer or transaction probe due and the transports quiet (the
+//! UDP socket in its gap, their periodic work not due,
+//! `Transports::quiet_until`); at most `FULL_MAX` and `QUICK_MAX` looks.
+//! A busy-polling loop spends its time looking at the rings, not on the
+//! UDP socket's gap, timers and queues when nothing there is due. The
+//! poll's one clock read comes before the look, so no clock read lies
+//! between a record's arrival and its handler.
 
 use std::sync::Arc;
 
@@ -42,12 +47,15 @@ use crate::proto::Event;
 use crate::time::Instant;
 use crate::wire::{Category, CHANNEL_REQUEST};
 
-/// Fast polls in a row that took records before a full one.
+/// Fast polls in a row that took records before the full poll is asked
+/// whether it has work due (`full_poll_due`).
 const STREAK: u32 = 8;
 /// Empty fast polls after a full one before the next, at most...
-const QUICK_MAX: u32 = 64;
-/// ...and the longest they go on.
+const QUICK_MAX: u32 = 1024;
+/// ...never fewer than this apart...
 const FULL_EVERY: crate::time::Nanos = crate::time::MICROS;
+/// ...and at most this long apart, even when nothing is due.
+const FULL_MAX: crate::time::Nanos = 50 * crate::time::MICROS;
 
 impl Endpoint {
     /// The fast poll at `now`: true when it took express records, or found
@@ -58,6 +66,12 @@ impl Endpoint {
             let mut st = g.borrow_mut();
             if !st.express_fast_ok() {
                 return false;
+            }
+            if st.express.fast_streak >= STREAK {
+                if st.full_poll_due(now) {
+                    return false;
+                }
+                st.express.fast_streak = 0;
             }
             let st = &mut *st;
             match st.transports.express_take(&mut st.express_rx) {
@@ -198,19 +212,37 @@ impl EpState {
     /// old and fewer than `QUICK_MAX` quick ones followed it; false: a
     /// full poll now.
     fn quick_empty_poll(&mut self, now: Instant) -> bool {
-        let x = &mut self.express;
-        if x.quick_polls < QUICK_MAX && now.since(x.full_at) < FULL_EVERY {
-            x.quick_polls += 1;
+        if self.express.quick_polls < QUICK_MAX && !self.full_poll_due(now) {
+            self.express.quick_polls += 1;
             return true;
         }
         false
     }
 
+    /// Whether a full poll at `now` has work due: `FULL_EVERY` after the
+    /// last one, a protocol timer or a kept transaction's probe due, or
+    /// the transports' quiet time over (`Transports::quiet_until`: the
+    /// fallback's gap, their periodic work); at the latest `FULL_MAX`
+    /// after the last one. (A full poll when nothing was due cost a
+    /// busy-polling loop ~500 instructions every microsecond, and a record
+    /// that came meanwhile waited for it.)
+    #[inline]
+    fn full_poll_due(&self, now: Instant) -> bool {
+        let x = &self.express;
+        let age = now.since(x.full_at);
+        age >= FULL_EVERY
+            && (age >= FULL_MAX
+                || now >= x.full_by
+                || self.proto.next_timeout().is_some_and(|t| t <= now)
+                || self.txn.due.is_some_and(|d| d <= now))
+    }
+
     /// Takes the next express record at a ring's head into `express_rx`
-    /// while nothing else waits for a handler; false: none (for this
-    /// fast poll).
+    /// while nothing else waits for a handler and the last take saw
+    /// something behind its record; false: none (for this fast poll).
     fn take_next_express(&mut self) -> bool {
-        if !self.nothing_to_dispatch()
+        if !self.express_rx.more
+            || !self.nothing_to_dispatch()
             || self.transports.express_take(&mut self.express_rx) != ExpressTake::Record
         {
             return false;
@@ -226,7 +258,6 @@ impl EpState {
         self.transports.has_shared_memory()
             && self.depth.is_some()
             && self.dispatch_nesting == 0
-            && self.express.fast_streak < STREAK
             && self.batch.to.is_none()
             && self.express.refused.is_empty()
             && self.nothing_to_dispatch()

@@ -10,13 +10,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::am::express::express_poll::{FULL_EVERY, STREAK};
+use crate::am::express::express_poll::{FULL_EVERY, FULL_MAX, STREAK};
 use crate::am::express::express_tests::{inject, pair, pair_with, record, Pair, SEED, SETTLE, TAG};
 use crate::am::{handler, Endpoint, Message};
 use crate::config::{Config, TransportChoice};
 use crate::net::express::ExpressKind;
 use crate::sim::{lan, World};
-use crate::time::{Instant, Nanos, MICROS};
+use crate::time::{Instant, Nanos, MICROS, MILLIS};
 
 /// A pair whose target also hears a peer reached by the network only,
 /// a node of its own, at the target's index 2 (returned with it); the
@@ -171,6 +171,53 @@ fn polling_empty_rings_leaves_room_for_a_udp_request() {
         p.w.run_until(SETTLE, || u.unanswered_requests() == 0),
         "no reply"
     );
+}
+
+/// A busy-polling loop over empty rings (a poll every 100 ns for 200 us)
+/// while nothing is due (no protocol timer, the network quiet for
+/// longer than the fallback's quiet gap): the polls are quick looks, a
+/// full one at most every `FULL_MAX` (there was one every `FULL_EVERY`);
+/// a record that comes meanwhile is still taken by the next poll.
+#[test]
+fn polling_empty_rings_runs_a_full_poll_only_when_one_is_due() {
+    let p = pair();
+    p.settle();
+    // the network quiet (its gap the long one) and no timer near
+    p.w.run_for(5 * MILLIS);
+    let span = 200 * MICROS;
+    let step = 100;
+    let (fulls, ran) = p.computing(p.t, || {
+        let full_at = || p.target.with(|s| s.express.full_at);
+        let mut last = full_at();
+        let mut fulls = 0u64;
+        let ran0 = p.ran.load(Ordering::SeqCst);
+        for i in 0..span / step {
+            if i == span / step / 2 {
+                assert!(inject(
+                    &p.friend,
+                    p.target.addr(),
+                    &record(ExpressKind::Request, 10, &[], 0x5151_0001, TAG)
+                ));
+            }
+            p.target.poll().unwrap();
+            let f = full_at();
+            if f != last {
+                fulls += 1;
+                last = f;
+            }
+            p.w.run_for(step);
+        }
+        (fulls, p.ran.load(Ordering::SeqCst) - ran0)
+    });
+    let timer = p.target.with(|s| s.proto.next_timeout());
+    assert!(
+        fulls <= span / FULL_MAX + 2,
+        "{fulls} full polls in {span} ns of empty looks (next timer {timer:?}; \
+         one every {FULL_EVERY} ns would be {})",
+        span / FULL_EVERY
+    );
+    assert_eq!(ran, 1, "the record came in the middle and ran");
+    p.settle();
 }
 
 #[test]

@@ -13,7 +13,11 @@ use crate::wire::MsgMeta;
 impl Endpoint {
     /// The descriptors that become readable when a datagram arrives.
     pub(crate) fn fds(&self) -> Vec<RawFd> {
-        self.with(|s| s.transports.fds().collect())
+        self.with(|s| {
+            // (what woke it is read by the next poll, a full one)
+            s.express.full_by = Instant::ZERO;
+            s.transports.fds().collect()
+        })
     }
 
     /// Whether messages wait to be handled.
@@ -153,6 +157,8 @@ impl EpState {
             self.txn_refresh(now);
         }
         self.flush(now);
+        // the fast poll's empty looks skip the next full poll until then
+        self.express.full_by = self.transports.quiet_until(now);
         Ok(())
     }
 

@@ -57,6 +57,10 @@ pub(in crate::am) struct ExpressState {
     /// Empty fast polls since the last full one, and when that was.
     pub(in crate::am) quick_polls: u32,
     pub(in crate::am) full_at: Instant,
+    /// Until when, as the last full poll left the transports, a full
+    /// poll finds nothing that is not due (`Transports::quiet_until`;
+    /// `Instant::ZERO` after a sleep: the next poll is a full one).
+    pub(in crate::am) full_by: Instant,
     /// Automatic replies owed, sent when the dispatch ends.
     pub(in crate::am) owed: OwedAutoReplies,
 }
