@@ -200,6 +200,7 @@ impl ExpressState {
                 returned_request: false,
                 express: true,
                 placed: None,
+                overtook: 0,
             },
             payload: Vec::new(),
         })
