@@ -61,8 +61,11 @@
  *
  * Order (what is promised between messages of one sender to one endpoint)
  *   Requests: a put or get sent before a request is performed before that
- *   request's handler runs (ramp.h); nothing more is promised (today a request
- *   lost on the way holds the ones sent after it until it is repaired).
+ *   request's handler runs (ramp.h); nothing more is promised.  A request that
+ *   arrives whole (one packet, as replies below) while an earlier one is still
+ *   being repaired runs its handler at once, unless a put or get sent before it
+ *   is not yet acknowledged: then it waits for that.  A larger one waits for
+ *   those before it.  Each request still runs at most once.
  *   Replies: NO order.  A reply that arrives whole (one packet: any short reply, a
  *   medium or long one up to about one datagram) while an earlier one is still
  *   being repaired runs its handler at once; a larger one waits for those before

@@ -306,8 +306,9 @@ fn small_buffers_slow_receivers_under_faults_20_seeds() {
 
 /// With a small NACK limit and a network that loses, duplicates and
 /// reorders, some requests come back with ECONGESTION. Each message is then
-/// either delivered once or failed once, never both, and what is delivered
-/// keeps its order.
+/// either delivered once or failed once, never both: one delivered ahead
+/// of a gap is never sent again in a new epoch (its sender is not told to
+/// give up the one before it: `proto/recv.rs`).
 #[test]
 fn congestion_under_faults_is_delivered_xor_failed() {
     let _watchdog = common::watchdog(
@@ -319,7 +320,7 @@ fn congestion_under_faults_is_delivered_xor_failed() {
         recv_depth: 2,
         ..Default::default()
     };
-    let mut congested = 0;
+    let (mut congested, mut early) = (0, 0);
     for seed in 1..=20 {
         let mut net = SimNet::new(2, proto.clone(), faults(seed));
         let mut ids = Vec::new();
@@ -353,10 +354,9 @@ fn congestion_under_faults_is_delivered_xor_failed() {
         while let Some(Event::Delivered { meta: m, .. }) = net.poll_event(1) {
             delivered.push(m.args()[1]);
         }
-        assert!(
-            delivered.windows(2).all(|w| w[0] < w[1]),
-            "seed {seed}: order {delivered:?}"
-        );
+        // (no order: a request whole in a packet may be delivered ahead
+        // of a gap, `proto_sim_unordered.rs`)
+        early += delivered.windows(2).filter(|w| w[0] > w[1]).count();
         let d: HashSet<u32> = delivered.iter().copied().collect();
         let f: HashSet<u32> = failed.iter().copied().collect();
         assert_eq!(f.len(), failed.len(), "seed {seed}: failed twice");
@@ -368,7 +368,10 @@ fn congestion_under_faults_is_delivered_xor_failed() {
         assert_eq!(d.len() + f.len(), 40, "seed {seed}: lost");
         congested += failed.len();
     }
-    assert!(congested > 0);
+    assert!(
+        congested > 0 && early > 0,
+        "{congested} failed, {early} early"
+    );
 }
 
 /// A lost last packet (nothing after it to reveal the loss through a SACK)

@@ -9,7 +9,9 @@
 //! it is repaired as fast as before it (the floor the timers learn from a
 //! descheduled peer does not slow the repair of random loss for good).
 //!
-//! Replies behind a lost one are not held for its repair.
+//! Replies behind a lost one are not held for its repair, nor requests
+//! behind a lost request; a request behind a lost put waits for it
+//! (`repair_order_tests.rs`).
 //!
 //! A failing test prints its seed (`RAMP_SIM_SEED` replays it).
 
@@ -45,6 +47,8 @@ enum Lose {
     /// The first datagram from the client that is acknowledgements only
     /// (no DATA), once armed.
     Ack,
+    /// The first datagram from the client with the DATA of a put.
+    Put,
 }
 
 /// The client (node 0) and the server (node 1), the server answering
@@ -65,6 +69,13 @@ fn carries(bytes: &[u8], ch: u8, k: u32) -> bool {
     wire::any_packet(bytes, |p| {
         matches!(p, Packet::Data { common, .. } if common.channel == ch) && data_arg(p) == Some(k)
     })
+}
+
+fn carries_put(bytes: &[u8]) -> bool {
+    wire::any_packet(
+        bytes,
+        |p| matches!(p, Packet::Data { meta, .. } if meta.kind == wire::MsgKind::Put),
+    )
 }
 
 /// The first argument of a DATA packet.
@@ -120,6 +131,7 @@ impl Pair {
                 Some(Lose::Request(k)) => from == c_addr && carries(bytes, CHANNEL_REQUEST, k),
                 Some(Lose::Reply(k)) => from == s_addr && carries(bytes, CHANNEL_REPLY, k),
                 Some(Lose::Ack) => from == c_addr && acks_only(bytes),
+                Some(Lose::Put) => from == c_addr && carries_put(bytes),
                 None => false,
             };
             if hit {
@@ -297,7 +309,7 @@ fn one_loss_on_a_busy_path_is_repaired_in_a_few_round_trips() {
         for lose in [Lose::Request(550), Lose::Reply(850), Lose::Request(1299)] {
             let k = match lose {
                 Lose::Request(k) | Lose::Reply(k) => k,
-                Lose::Ack => unreachable!(),
+                Lose::Ack | Lose::Put => unreachable!(),
             };
             p.arm(lose);
             let lat = p.pipelined(from, from + 300, 32);
@@ -318,34 +330,6 @@ fn one_loss_on_a_busy_path_is_repaired_in_a_few_round_trips() {
             );
             from += 300;
         }
-    }
-}
-
-/// No head-of-line blocking on the reply channel (`proto/recv.rs`,
-/// `include/am.h`'s order): with 32 requests outstanding, the replies
-/// sent after a lost one run their handlers at the client before the lost
-/// one is repaired, each once.
-#[test]
-fn replies_behind_a_lost_reply_run_before_its_repair() {
-    for seed in seeds(3) {
-        let p = Pair::new(World::seeded(seed), 1000);
-        p.pipelined(0, 200, 32);
-        p.arm(Lose::Reply(350));
-        p.pipelined(200, 500, 32);
-        assert!(p.lost(), "seed {seed}: the reply lost");
-        assert_eq!(
-            p.pongs.load(Ordering::SeqCst),
-            500,
-            "seed {seed}: each once"
-        );
-        let a = p.answered.lock();
-        let repaired = a[350].unwrap();
-        let ahead = (351..500).filter(|&k| a[k].unwrap() < repaired).count();
-        eprintln!("seed {seed}: {ahead} replies sent after the lost one ran before its repair");
-        assert!(
-            ahead > 0,
-            "seed {seed}: every later reply waited for the lost one"
-        );
     }
 }
 
@@ -503,3 +487,6 @@ fn five_percent_random_loss_beside_a_busy_neighbour_costs_a_small_multiple() {
         );
     }
 }
+
+#[path = "repair_order_tests.rs"]
+mod order;

@@ -322,6 +322,7 @@ impl<A: PeerAddr> Protocol<A> {
                     frag_off,
                     bytes: payload,
                     copied,
+                    unordered: common.unordered,
                 };
                 // the peer had something to say: no shutdown
                 peer.resume(now, &mut cx);

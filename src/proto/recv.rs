@@ -25,26 +25,31 @@ pub struct HeldPacket {
     pub delivered: bool,
 }
 
-/// Whether a packet ahead of a gap is delivered at once rather than held:
-/// a whole message in one fragment, on the reply channel, that no order
-/// is promised for: a user reply or an automatic one (AM-2 promises no
-/// order between replies; each answers its own request and frees its own
-/// credit). Remote memory's answers, name answers and transaction acks
-/// keep the channel's order (their handling reads state that the messages
-/// before them change). Requests keep it too: a put before a request must
-/// be performed before its handler runs, and what is in a gap is unknown
-/// here; the start window (`am/messages/started.rs`) counts a prefix of
-/// started handlers for `ramp_ReturnedMayHaveRun`. Letting requests
-/// through would take the sender's word (a flag: nothing ordered before
-/// it unacknowledged) and a window that counts a set.
+/// Whether a packet ahead of a gap may be delivered at once rather than
+/// held: a whole message in one fragment that no order is promised for.
+/// On the reply channel, a user reply or an automatic one (AM-2 promises
+/// no order between replies; each answers its own request and frees its
+/// own credit); remote memory's answers, name answers and transaction
+/// acks keep the channel's order (their handling reads state that the
+/// messages before them change). On the request channel, a user request
+/// its sender marked `unordered` (`Common::unordered`): a put or get sent
+/// before a request is performed before its handler runs, and what is in
+/// a gap is unknown here, but the sender knows whether anything that keeps
+/// order is unacknowledged before it. A forged mark only lets a packet go
+/// earlier: its marker refuses it twice all the same. `RecvChannel::
+/// overtakes` says when a request may (room in the receive buffer, the
+/// start window's bound).
 #[inline]
 fn unordered(ch: usize, f: &InFrag<'_>) -> bool {
-    ch == CHANNEL_REPLY as usize
-        && f.frag_off == 0
+    f.frag_off == 0
         && f.bytes.len() == f.msg_len as usize
         && f.msg_len as usize <= MAX_MESSAGE
         && f.meta.placed.is_none()
-        && matches!(f.meta.kind, MsgKind::User | MsgKind::AutoReply)
+        && if ch == CHANNEL_REPLY as usize {
+            matches!(f.meta.kind, MsgKind::User | MsgKind::AutoReply)
+        } else {
+            f.unordered && f.meta.kind == MsgKind::User
+        }
 }
 
 /// Where a packet's payload goes when it is taken
@@ -281,7 +286,7 @@ impl RecvChannel {
         }
         if d > 0 {
             stats::count_out_of_order(&mut cx.out.stats, cx.ch);
-            let early = unordered(cx.ch, &f);
+            let early = unordered(cx.ch, &f) && self.overtakes(seq, cx);
             let cost = held_cost(if early { 0 } else { f.bytes.len() });
             if cost > cx.budget {
                 // Beyond the peer's budget: dropped, not SACKed; the
@@ -293,10 +298,15 @@ impl RecvChannel {
             let payload = cx.out.pool.copy_of(f.bytes);
             let payload = if early {
                 // no order promised: delivered now, its marker held
+                let mut meta = *f.meta;
+                if cx.ch == CHANNEL_REQUEST as usize {
+                    meta.overtook = self.missing_before(seq);
+                    *cx.queued_requests += 1;
+                }
                 cx.out.events.push_back(Event::Delivered {
                     from: cx.from,
                     channel: cx.ch as u8,
-                    meta: *f.meta,
+                    meta,
                     payload,
                 });
                 Vec::new()
@@ -336,6 +346,7 @@ impl RecvChannel {
                     frag_off: h.frag_off,
                     bytes: &h.payload,
                     copied: false,
+                    unordered: false,
                 };
                 let r = self.take_in_order(now, filled_gap, f, cx);
                 cx.out.pool.give(h.payload);
@@ -361,9 +372,13 @@ impl RecvChannel {
         let refuse = cx.ch == CHANNEL_REQUEST as usize
             && f.frag_off == 0
             && (*cx.queued_requests >= cx.recv_depth || self.given_up(cx.nack_limit));
-        if refuse {
-            return Err(self.refuse() > cx.nack_limit);
+        if refuse && (self.refuse() <= cx.nack_limit || !self.delivered_ahead()) {
+            return Err(self.given_up(cx.nack_limit));
         }
+        // (taken, past the receive depth if it must: given up, its
+        // sender would send the messages after it again in a new epoch,
+        // and one delivered early would run twice; at most the window's
+        // packets more are taken so, `overtakes`)
         self.refused = None;
         self.next = self.next.wrapping_add(1);
         self.owe_ack(now, filled_gap);
@@ -371,6 +386,39 @@ impl RecvChannel {
             *cx.queued_requests += 1;
         }
         Ok(())
+    }
+
+    /// Whether request packet `seq`, ahead of a gap and `unordered`, is
+    /// delivered now: the receive buffer has room (as a request taken in
+    /// order would need), `next` was not given up (the sender may be
+    /// starting the messages after it over in a new epoch: `take_in_order`
+    /// never gives one up while a message after it was delivered early),
+    /// and fewer than `MAX_WINDOW` packets are before it (what
+    /// `missing_before` counts stays within the start window). Replies
+    /// always are.
+    #[inline]
+    fn overtakes<A: Copy>(&self, seq: u32, cx: &RecvCx<'_, A>) -> bool {
+        cx.ch == CHANNEL_REPLY as usize
+            || (seq_diff(seq, self.next) < MAX_WINDOW as i32
+                && *cx.queued_requests < cx.recv_depth
+                && !self.given_up(cx.nack_limit))
+    }
+
+    /// How many packets before `seq` (ahead of the gap at `next`) have not
+    /// been delivered: neither taken in order nor delivered early. At
+    /// most `MAX_WINDOW - 1` (`overtakes`).
+    fn missing_before(&self, seq: u32) -> u8 {
+        let early = self
+            .held
+            .iter()
+            .filter(|&(&s, h)| h.delivered && seq_diff(s, seq) < 0)
+            .count();
+        (seq_diff(seq, self.next) as usize - early) as u8
+    }
+
+    /// Whether a message after `next` was delivered early (its marker held).
+    fn delivered_ahead(&self) -> bool {
+        self.held.values().any(|h| h.delivered)
     }
 
     /// Packet `next` was delivered when it arrived ahead of the gap now
@@ -515,6 +563,8 @@ pub struct InFrag<'a> {
     /// Copied where it goes already (the segment or the reassembly
     /// buffer), checked as it was copied (`Protocol::take_deferred`).
     pub copied: bool,
+    /// Its sender marked it `Common::unordered`.
+    pub unordered: bool,
 }
 
 /// What a receive channel needs beyond itself to take DATA.

@@ -13,6 +13,7 @@ fn sample_common() -> Common {
         channel: 1,
         epoch: 3,
         seq: 42,
+        unordered: false,
         acks: [
             AckField {
                 valid: true,

@@ -89,6 +89,7 @@ fn decode_body(body: &[u8]) -> Result<Packet<'_>, DecodeError> {
         channel,
         epoch: be16(h, EPOCH_AT),
         seq: be32(h, SEQ_AT),
+        unordered: h[TYPE_AT] == PacketType::Data as u8 && flags & FLAG_UNORDERED != 0,
         acks: [
             AckField {
                 valid: flags & FLAG_ACK_REQ != 0,
@@ -287,6 +288,7 @@ fn decode_data(body: &[u8], common: Common, flags: u8) -> Result<Packet<'_>, Dec
         returned_request: flags & FLAG_RETURNED_REQUEST != 0,
         express: false,
         placed: None,
+        overtook: 0,
     };
     Ok(Packet::Data {
         common,

@@ -8,6 +8,9 @@ use super::{Common, Integrity, MsgMeta, PacketType, PayloadPiece, COOKIE_LEN, MA
 #[inline(always)]
 fn put_common<const N: usize>(h: &mut [u8; N], ptype: PacketType, c: &Common, extra_flags: u8) {
     let mut flags = extra_flags;
+    if c.unordered {
+        flags |= FLAG_UNORDERED;
+    }
     for (a, flag) in c.acks.iter().zip([FLAG_ACK_REQ, FLAG_ACK_REP]) {
         if a.valid {
             flags |= flag;

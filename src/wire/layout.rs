@@ -20,6 +20,8 @@
 //! DATA: 32 txn u32 | 36 handler u8 | 37 kind<<4|category u8 | 38 nargs u8
 //!       39 status u8 | 40 tag u64 | 48 dest_offset u64 | 56 msg_len u32
 //!       60 frag_off u32 | 64 frag_len u32 | 68 args (4*nargs) | payload
+//!       flag 4: a returned request; flag 32: it may be delivered ahead
+//!       of a gap (`FLAG_UNORDERED`)
 //! INIT:        32 initiator tag u64 | 40 zero padding to the INIT_ACK's size
 //! INIT_ACK:    32 responder tag u64 | 40 cookie (COOKIE_LEN)
 //! COOKIE_ECHO: 32 cookie (COOKIE_LEN)
@@ -137,6 +139,8 @@ pub const FLAG_RETURNED_REQUEST: u8 = 4;
 pub const FLAG_FINAL: u8 = 8;
 /// ACK: `DUP_AT` follows.
 pub const FLAG_DUP: u8 = 16;
+/// DATA: it may be delivered ahead of a gap (`Common::unordered`).
+pub const FLAG_UNORDERED: u8 = 32;
 
 // The sizes the format has always had (a change is a new wire version).
 const _: () = assert!(COMMON_LEN == 32 && ACK_LEN == 40 && DATA_HEADER_LEN == 68);

@@ -29,6 +29,7 @@ fn common() -> Common {
         channel: 1,
         epoch: 0x1112,
         seq: 0x2122_2324,
+        unordered: false,
         acks: [
             AckField {
                 valid: true,
@@ -69,6 +70,30 @@ fn check_common(d: &[u8], ptype: PacketType, c: &Common, extra_flags: u8, len: u
         );
     }
     assert_eq!(association_vtag(d), Some(c.vtag), "{ptype:?}");
+}
+
+/// `FLAG_UNORDERED` on a DATA packet, read back; on an ACK or NACK it
+/// means nothing.
+#[test]
+fn the_unordered_flag_is_a_data_flag() {
+    let meta = MsgMeta::new(MsgKind::User, Category::Short, 1, &[]);
+    let c = Common {
+        unordered: true,
+        ..common()
+    };
+    let mut d = Vec::new();
+    encode_data(&mut d, &I, &c, &meta, 0, 0, &[]);
+    check_common(&d, PacketType::Data, &c, FLAG_UNORDERED, ARGS_AT);
+    match decode(&I, &d) {
+        Ok(Packet::Data { common, .. }) => assert_eq!(common, c),
+        other => panic!("{other:?}"),
+    }
+    let mut d = Vec::new();
+    encode_nack(&mut d, &I, &c, false);
+    match decode(&I, &d) {
+        Ok(Packet::Nack { common, .. }) => assert!(!common.unordered),
+        other => panic!("{other:?}"),
+    }
 }
 
 /// Bytes 12..32 of a handshake packet are zero.

@@ -72,6 +72,17 @@ pub enum MsgKind {
 }
 
 impl MsgKind {
+    /// Whether a request of this kind keeps its channel's order: no
+    /// request sent after it is delivered before it (remote memory's: a
+    /// put or get is performed before the handler of any request sent
+    /// later runs, ramp.h; names and transaction probes too, their
+    /// handling being state a later request may read). A user request
+    /// keeps none (AM-2 promises no order between requests): whole in one
+    /// packet, it may be delivered ahead of a gap (`Common::unordered`).
+    pub fn keeps_order(self) -> bool {
+        self != MsgKind::User
+    }
+
     /// Whether the kind is one of remote memory's (performed without a handler).
     pub fn is_rma(self) -> bool {
         matches!(
@@ -135,6 +146,12 @@ pub struct MsgMeta {
     /// bytes were written into the receiver's segment as they arrived
     /// (`proto::Placement`); its delivered payload is empty.
     pub placed: Option<Placed>,
+    /// Never on the wire (decoding leaves it 0): a request delivered ahead
+    /// of a gap (`proto/recv.rs`): how many packets before it on its
+    /// channel had not been delivered (the start window counts them as
+    /// handlers that may start after it: `am/messages/started.rs`). 0 when
+    /// delivered in order.
+    pub overtook: u8,
 }
 
 /// A long message written into its destination as it arrived: its
@@ -165,6 +182,7 @@ impl MsgMeta {
             returned_request: false,
             express: false,
             placed: None,
+            overtook: 0,
         }
     }
 

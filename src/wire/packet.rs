@@ -12,6 +12,12 @@ pub struct Common {
     pub channel: u8,
     pub epoch: u16,
     pub seq: u32,
+    /// DATA on the request channel (`FLAG_UNORDERED`): whole in this
+    /// packet, a user request, and nothing that needs order before it
+    /// (remote memory, names, probes) unacknowledged on its channel when
+    /// it was first sent: it may be delivered ahead of a gap
+    /// (`proto/recv.rs`). False in every other packet.
+    pub unordered: bool,
     /// Piggybacked cumulative acks for the reverse channels, indexed by channel.
     pub acks: [AckField; NUM_CHANNELS],
 }

@@ -3,22 +3,28 @@
 //! datagram of its own and without keeping its id at the target.
 //!
 //! The target's rule (the start window): a request handler from a peer
-//! starts only while fewer than `START_WINDOW` of its answers are open:
+//! starts only while fewer than `START_WINDOW` of its answers are open,
+//! counting with them the requests before it that may start after it:
 //! messages on the reply channel to that peer not yet cumulatively
 //! acknowledged by it, plus request handlers started here and not yet
 //! answered (running, or held by a drain; all peers counted: more is
-//! safe). Otherwise it waits at the head of the queue for the peer's
-//! acknowledgements, which ride on its next packet. A request whose
-//! association ended before its start is refused (returned), never run:
-//! the count of a new association says nothing of the old one's answers.
+//! safe), plus, for a request delivered ahead of a gap (`proto/recv.rs`),
+//! the packets of its channel before it not delivered then
+//! (`MsgMeta::overtook`, fewer than `START_WINDOW`). Otherwise it waits
+//! at the head of the queue for the peer's acknowledgements, which ride
+//! on its next packet. A request whose association ended before its
+//! start is refused (returned), never run: the count of a new association
+//! says nothing of the old one's answers.
 //!
 //! The initiator's conclusion: when a peer's association has ended
 //! (death, restart), every request to it still waiting for its answer is
 //! returned to handler 0 with EUNREACHABLE, and its place `j` among them
-//! (oldest first) says whether it may have run. Handlers of one channel
-//! start in order, so if the `j`-th started, each of the `j` before it
-//! had started too, and the answer of each (the oldest's never reached us)
-//! was open at the target: fewer than `START_WINDOW` may start. Requests
+//! (oldest first) says whether it may have run. Handlers start in the
+//! order their requests are delivered, so when the `j`-th started, each
+//! of the `j` before it had started, its answer (which never reached us)
+//! open at the target, or had not been delivered when the `j`-th was,
+//! one of the packets it overtook: `j` is at most what the window counts,
+//! and fewer than `START_WINDOW` may start. Requests
 //! from place `START_WINDOW` on did not run, whatever was lost; the first
 //! `START_WINDOW` may have (one started, or a lost packet may hide that it
 //! did: `ramp_ReturnedMayHaveRun` says 1). With the initiator's credits
@@ -40,6 +46,10 @@ use crate::wire::{MsgKind, CHANNEL_REPLY, CHANNEL_REQUEST};
 
 /// Open answers to one peer past which its next request handler waits.
 pub const START_WINDOW: usize = 64;
+
+// a request that overtook the most packets (`MsgMeta::overtook`) starts
+// once nothing else is open
+const _: () = assert!(crate::proto::MAX_WINDOW <= START_WINDOW);
 
 /// What the request at the head of the queue may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,8 +88,10 @@ impl EpState {
             // (an express request is no place of the window: `express.rs`)
             return Gate::Go;
         }
-        // the association's tag and the open answers, one look-up
-        let left = START_WINDOW.saturating_sub(self.open_requests as usize);
+        // the association's tag and the open answers, one look-up (the
+        // requests it overtook are counted as open)
+        let open = self.open_requests as usize + meta.overtook as usize;
+        let left = START_WINDOW.saturating_sub(open);
         match self.proto.start_window(from, CHANNEL_REPLY, left) {
             Some((tag, _)) if arrived == 0 || tag != arrived => Gate::Refuse,
             None => Gate::Refuse,

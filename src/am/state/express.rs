@@ -204,6 +204,7 @@ impl ExpressState {
                 returned_request: false,
                 express: true,
                 placed: None,
+                overtook: 0,
             },
             payload: Vec::new(),
         })

@@ -28,6 +28,7 @@ impl<A: Copy + PartialEq> Peer<A> {
                 channel: ch as u8,
                 epoch: self.tx[ch].epoch,
                 seq: 0,
+                unordered: false,
                 acks: self.piggyback(),
             },
             rto,
@@ -194,6 +195,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             channel: ch as u8,
             epoch: rx.epoch,
             seq: rx.next,
+            unordered: false,
             acks: self.piggyback(),
         }
     }

@@ -4,6 +4,7 @@
 //! does is in `ack.rs`.
 
 mod ack;
+mod build;
 mod msg;
 mod restart;
 #[cfg(test)]
@@ -12,6 +13,7 @@ mod tests;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use build::send_fragment;
 pub use msg::{push_fragments, recut, Cut, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
 
 use super::congestion::{flight_len, FlightNews, Gate};
@@ -81,6 +83,10 @@ pub struct SendChannel {
     /// What the flight told since the peer last looked, for the path's
     /// congestion controller (`Peer::settle`).
     pub news: FlightNews,
+    /// The newest packet numbered in this epoch of a message that keeps
+    /// the channel's order (`MsgKind::keeps_order`): while it is not
+    /// acknowledged, no request goes `unordered`.
+    pub last_ordered: Option<u32>,
 }
 
 /// The deadline of a packet waiting out a retransmission timeout's answer.
@@ -186,6 +192,7 @@ impl SendChannel {
     pub fn new_epoch(&mut self) {
         self.epoch = self.epoch.wrapping_add(1);
         self.next_seq = 0;
+        self.last_ordered = None;
     }
 
     /// Back to the start of a new association: every fragment not yet
@@ -198,6 +205,7 @@ impl SendChannel {
         self.news = FlightNews::default();
         self.epoch = 0;
         self.next_seq = 0;
+        self.last_ordered = None;
     }
 
     /// Whether `transmit` has anything to send.
@@ -225,6 +233,7 @@ impl SendChannel {
         // A second probe is for a tail (a packet or two in flight): in a
         // longer flight RACK finds a lost copy from later packets' SACKs.
         let tail = self.in_flight.len() <= 2;
+        let clear = ch == wire::CHANNEL_REQUEST as usize && self.order_clear();
         for p in self.in_flight.iter_mut().filter(|p| p.resend) {
             p.resend = false;
             // The first copy of a packet lost at random (a probe, or one a
@@ -243,7 +252,8 @@ impl SendChannel {
             gate.take(len);
             let cat = p.frag.msg.meta.category.index();
             stats::count_retransmit(&mut out.stats, ch, cat);
-            send_fragment(out, to, integ, &t.header, p.seq, &p.frag);
+            let free = clear && p.frag.may_overtake();
+            send_fragment(out, to, integ, &t.header, (p.seq, free), &p.frag);
             first_deadline = Some(first_deadline.map_or(p.deadline, |d| d.min(p.deadline)));
         }
         // A new packet waits at the receiver behind what is still in flight
@@ -286,7 +296,8 @@ impl SendChannel {
                 .is_none_or(|p| p.seq.wrapping_add(1) == seq));
             debug_assert!(self.in_flight.len() < t.window);
             self.next_seq = self.next_seq.wrapping_add(1);
-            let len = send_fragment(out, to, integ, &t.header, seq, &frag) as u64;
+            let header = (seq, self.numbered_unordered(ch, seq, &frag));
+            let len = send_fragment(out, to, integ, &t.header, header, &frag) as u64;
             let cat = frag.msg.meta.category.index();
             stats::count_data_sent(&mut out.stats, ch, cat, len);
             // A burst takes time to leave and to be taken in at the other
@@ -553,48 +564,4 @@ fn cut_to_room(
         }),
     }
     f.len = cut as u32;
-}
-
-/// Queues the DATA packet of `f`, numbered `seq`, on path `to`; returns its
-/// length. A large fragment of a shared message is gathered (its payload
-/// is not copied; CRC32C or the MAC runs on across the pieces); otherwise
-/// the packet is encoded whole.
-fn send_fragment<A: Copy + PartialEq>(
-    out: &mut Outbox<A>,
-    to: Path<A>,
-    integ: &Integrity,
-    header: &Common,
-    seq: u32,
-    f: &Fragment,
-) -> usize {
-    let start = out.start();
-    let c = Common { seq, ..*header };
-    let (off, len) = (f.off as usize, f.len as usize);
-    let payload = &f.msg.payload[off..off + len];
-    let msg_len = f.msg.payload.len() as u32;
-    if let (MsgRef::Shared(m), true) = (&f.msg, len >= GATHER_MIN) {
-        let meta = &f.msg.meta;
-        let piece = wire::PayloadPiece::summed(&m.payload, &m.sums, off, len);
-        let trailer =
-            wire::encode_data_gathered(&mut out.bytes, integ, &c, meta, msg_len, f.off, piece);
-        let whole = out.bytes.len() - start + len;
-        let piece = Piece {
-            msg: m.clone(),
-            off: f.off,
-            len: f.len,
-        };
-        out.push_gathered(to, start, trailer, piece);
-        return whole;
-    }
-    wire::encode_data(
-        &mut out.bytes,
-        integ,
-        &c,
-        &f.msg.meta,
-        msg_len,
-        f.off,
-        payload,
-    );
-    out.push(to, start);
-    out.bytes.len() - start
 }

@@ -175,6 +175,18 @@ pub struct Fragment {
     pub len: u32,
 }
 
+impl Fragment {
+    /// Whether it is a whole message that keeps no order
+    /// (`MsgKind::keeps_order`): a request that may be delivered ahead of
+    /// a gap when nothing ordered before it is unacknowledged.
+    #[inline]
+    pub fn may_overtake(&self) -> bool {
+        self.off == 0
+            && self.len as usize == self.msg.payload.len()
+            && !self.msg.meta.kind.keeps_order()
+    }
+}
+
 /// How a message is cut (`ProtoConfig::cut`): fragments of at most `cap`
 /// bytes; when `head` is not 0, a first one of `head` bytes alone, then
 /// one of at most `first` (which fits one datagram beside the head's
