@@ -206,8 +206,8 @@ impl EpState {
 
 /// The place of each request (`metas`, in the order they were sent) in
 /// its channel's order, or less: the requests certainly sent on the
-/// channel before it. The protocol sends a short one ahead of medium and
-/// long ones queued before it and not begun (`proto::overtakes`,
+/// channel before it. The protocol sends a short one ahead of long ones
+/// (Xfers) queued before it and not begun (`proto::overtakes`,
 /// `proto::overtaken`), so only those sent before it that it could not
 /// have passed count for it; any other has every one sent before it
 /// before it (nothing passes it, and it passes nothing). Counting fewer
@@ -265,7 +265,7 @@ mod tests {
         let medium = m(MsgKind::User, Category::Medium, 0);
         let kept = m(MsgKind::User, Category::Long, 1); // a flag: keeps its place
         let sent = [short, long, medium, short, kept, long, short, long];
-        assert_eq!(channel_places(&sent), vec![0, 1, 2, 1, 4, 5, 3, 7]);
+        assert_eq!(channel_places(&sent), vec![0, 1, 2, 2, 4, 5, 4, 7]);
         // nothing to pass: the places they were sent in
         let shorts = [short; 5];
         assert_eq!(channel_places(&shorts), vec![0, 1, 2, 3, 4]);

@@ -1,5 +1,5 @@
 //! Where a new message goes in a send channel's queue (`pending`): a short
-//! user message goes ahead of the medium and long user messages queued
+//! user message goes ahead of the long user messages (Xfers) queued
 //! before it whose sending has not begun (issue 37: a short request
 //! waited behind every fragment of every queued Xfer, tens of MiB on a
 //! slow link; its latency was seconds).
@@ -14,8 +14,10 @@
 //! - `overtakes`: a user request or reply, or an automatic reply, of the
 //!   short category, with no flag in its status (not a kept transaction,
 //!   not a direct Xfer's descriptor);
-//! - `overtaken`: a user request or reply of the medium or long category,
-//!   with no flag in its status.
+//! - `overtaken`: a user request or reply of the long category (an Xfer),
+//!   with no flag in its status. (Not a medium one: medium messages are
+//!   small as a rule, and programs, ramp's tests among them, count on
+//!   short and medium requests running in the order they were sent.)
 //!
 //! Everything else keeps its place and nothing queued after it passes it:
 //! remote memory (put before request), transactions and their probes and
@@ -47,7 +49,7 @@ pub fn overtakes(meta: &MsgMeta) -> bool {
 /// `meta` (not begun).
 #[inline]
 pub fn overtaken(meta: &MsgMeta) -> bool {
-    meta.kind == MsgKind::User && meta.category != Category::Short && meta.status == 0
+    meta.kind == MsgKind::User && meta.category == Category::Long && meta.status == 0
 }
 
 impl SendChannel {

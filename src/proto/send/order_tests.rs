@@ -49,10 +49,13 @@ fn a_short_message_goes_ahead_of_bulk_not_begun_in_its_order() {
     ch.queue(short(3), CUT);
     ch.queue(short(4), CUT);
     assert_eq!(order(&ch), [3, 4, 1, 2], "shorts first, in their order");
-    // an automatic reply overtakes too; a medium message is passed too
-    ch.queue(msg(5, MsgKind::User, Category::Medium, 3000), CUT);
-    ch.queue(msg(6, MsgKind::AutoReply, Category::Short, 0), CUT);
-    assert_eq!(order(&ch), [3, 4, 6, 1, 2, 5]);
+    // an automatic reply overtakes too
+    ch.queue(msg(5, MsgKind::AutoReply, Category::Short, 0), CUT);
+    assert_eq!(order(&ch), [3, 4, 5, 1, 2]);
+    // a medium message is not passed
+    ch.queue(msg(6, MsgKind::User, Category::Medium, 3000), CUT);
+    ch.queue(short(7), CUT);
+    assert_eq!(order(&ch), [3, 4, 5, 1, 2, 6, 7]);
 }
 
 #[test]
