@@ -145,6 +145,7 @@ impl SendChannel {
     /// Whether the queue's order holds what `queue` promises: what follows
     /// `settled` is whole `overtaken` messages not begun
     /// (`Protocol::check_invariants`).
+    #[cfg(any(test, feature = "testing"))]
     pub fn check_order(&self) -> Result<(), String> {
         if self.settled > self.pending.len() {
             return Err(format!(
