@@ -7,7 +7,8 @@
 //! sent beyond first transmissions (retransmissions, from ramp's
 //! statistics), its share of what arrived while every sender still had
 //! messages arriving (for Jain's index), and the short requests' latency as the application saw it
-//! (request call to reply handler: credit wait and every queue included),
+//! (request call to reply handler: credit wait and every queue included;
+//! the credit wait alone beside it: `short_credit_p50_us`),
 //! then `link_load: PASS` or `link_load: FAIL` with what was wrong: a
 //! message lost or run twice, a payload not where it belonged, a message
 //! returned, statistics that disagree with what the program counted.
@@ -353,6 +354,7 @@ fn main() {
             );
         };
         let (mut pending_xfer, mut pending_short) = (false, false);
+        let mut credit_waits: Vec<u64> = Vec::new();
         while t0.elapsed().as_secs_f64() < o.secs && (bytes < o.bytes || pending_xfer) {
             if o.progress_ms > 0 && t0.elapsed() >= next {
                 progress(t0, bytes, "sending");
@@ -372,6 +374,10 @@ fn main() {
                 let args = [rank as u32, sq as u32];
                 match ep.request(0, &Message::short(H_SHORT, &args), true) {
                     Ok(()) => {
+                        // the wait for a credit, part of its latency
+                        if let Some(t) = sent_at.lock().unwrap().last() {
+                            credit_waits.push(t.elapsed().as_nanos() as u64);
+                        }
                         pending_short = false;
                         sq += 1;
                         last_short = Instant::now();
@@ -451,6 +457,8 @@ fn main() {
         row[16] = st.request_data_bytes_sent[2];
         row[17] = elapsed;
         row[18] = lat.last().copied().unwrap_or(0);
+        row[19] = percentile(&mut credit_waits, 0.5);
+        row[20] = percentile(&mut credit_waits, 0.99);
     }
 
     let bytes: Vec<u8> = row.iter().flat_map(|v| v.to_be_bytes()).collect();
@@ -523,7 +531,8 @@ fn report(rows: &[Vec<u64>], o: &Opts, size: usize) -> bool {
                 "link_load: sender {s} xfers={xs} bytes={} secs={last:.3} goodput_MBps={:.3} \
                  bytes_contended={} wire_bytes={} retx_share={:.4} packets={} \
                  packets_retransmitted={} shorts={ss} short_p50_us={:.0} short_p99_us={:.0} \
-                 short_max_us={:.0} lost={l} twice={}",
+                 short_max_us={:.0} short_credit_p50_us={:.0} short_credit_p99_us={:.0} \
+                 lost={l} twice={}",
                 r[4],
                 r[4] as f64 / last.max(1e-9) / 1e6,
                 r[5],
@@ -534,6 +543,8 @@ fn report(rows: &[Vec<u64>], o: &Opts, size: usize) -> bool {
                 tx[6] as f64 / 1e3,
                 tx[7] as f64 / 1e3,
                 tx[18] as f64 / 1e3,
+                tx[19] as f64 / 1e3,
+                tx[20] as f64 / 1e3,
                 r[1] + r[3] + r[7] + tx[5]
             );
         }

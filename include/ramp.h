@@ -528,8 +528,10 @@ int ramp_SetHandlerTimeout(ep_t ep, uint64_t usec);
  * target (it was given up in the network, EUNREACHABLE, after it may have arrived: do
  * not resend it blindly, or send it as a transaction), 0 when it did not run (refused
  * by the target, or never sent, or, when its target died or restarted, it was waiting
- * behind at least 64 older requests to that target (a target starts
- * a handler only while fewer than 64 of its answers to the sender are unacknowledged)).
+ * behind at least 64 older requests to that target that it could not have gone ahead
+ * of (a short request goes ahead of long ones not begun, am.h "Order"; a
+ * target starts a handler only while fewer than 64 of its answers to the sender are
+ * unacknowledged)).
  * A plain request acknowledged by its target is returned too when the target dies.
  * AM_ERR_BAD_ARG for another token. */
 int ramp_ReturnedMayHaveRun(void *token, int *may);

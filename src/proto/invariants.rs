@@ -305,7 +305,7 @@ fn check_send(
         }
         last = Some((f.msg.id, f.off + f.len));
     }
-    Ok(())
+    tx.check_order()
 }
 
 /// A receive channel's part of `Protocol::check_invariants`.

@@ -120,7 +120,7 @@ pub use event::{Event, FailReason, MsgId};
 #[cfg(any(test, feature = "testing"))]
 pub use place::NoPlacement;
 pub use place::Placement;
-pub use send::Payload;
+pub use send::{overtaken, overtakes, Payload};
 // the model of `perf` follows the timers
 pub(crate) use send::BURST_NS_PER_BYTE;
 
@@ -134,7 +134,7 @@ pub(crate) use outbox::SEND_BUNDLE_MAX;
 use path::back_to;
 use peer::{Ctx, Peer};
 use recv::{InFrag, InPlace};
-use send::{push_fragments, MsgRef, OutMsg, SpareMsgs};
+use send::{MsgRef, OutMsg, SpareMsgs};
 
 /// The largest message (payload bytes) a receiver reassembles.
 pub const MAX_MESSAGE: usize = 1 << 20;

@@ -93,6 +93,7 @@ impl<A: super::PeerAddr> super::Protocol<A> {
         let cfg = &self.cfg;
         for tx in peer.tx.iter_mut() {
             super::send::recut(&mut tx.pending, |m| cfg.cut(&m.meta, m.payload.len(), size));
+            tx.resettle();
         }
     }
 

@@ -79,7 +79,7 @@ impl<A: PeerAddr> Protocol<A> {
         };
         let (peer, mut cx) = self.peer_cx(slot);
         let was_busy = peer.busy();
-        push_fragments(&mut peer.tx[ch].pending, msg, cut);
+        peer.tx[ch].queue(msg, cut);
         peer.arm_live(now, was_busy, cx.cfg);
         match tag {
             Some(tag) => peer.start_handshake(now, tag, &mut cx),

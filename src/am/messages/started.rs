@@ -40,9 +40,9 @@ use std::net::SocketAddr;
 
 use crate::am::endpoint::core::EpState;
 use crate::error::ReturnStatus;
-use crate::proto::{Event, FailReason};
+use crate::proto::{overtaken, overtakes, Event, FailReason};
 use crate::time::Instant;
-use crate::wire::{MsgKind, CHANNEL_REPLY, CHANNEL_REQUEST};
+use crate::wire::{MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
 /// Open answers to one peer past which its next request handler waits.
 pub const START_WINDOW: usize = 64;
@@ -180,7 +180,12 @@ impl EpState {
         // in the order they were sent (a resumed transaction keeps its old
         // id): oldest first, then the largest distance back from the next id
         waiting.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        for (place, &(_, _, id)) in waiting.iter().enumerate() {
+        let metas: Vec<Option<MsgMeta>> = waiting
+            .iter()
+            .map(|&(_, _, id)| self.outstanding.get(&id).map(|o| o.meta))
+            .collect();
+        let places = channel_places(&metas);
+        for (&place, &(_, _, id)) in places.iter().zip(&waiting) {
             let kept = self.txn.any() && self.txn_is_kept(id);
             let Some(o) = self.outstanding.get_mut(&id) else {
                 continue;
@@ -211,6 +216,31 @@ impl EpState {
     }
 }
 
+/// The place of each request (`metas`, in the order they were sent) in
+/// its channel's order, or less: the requests certainly sent on the
+/// channel before it. The protocol sends a short one ahead of long ones
+/// (Xfers) queued before it and not begun (`proto::overtakes`,
+/// `proto::overtaken`), so only those sent before it that it could not
+/// have passed count for it; any other has every one sent before it
+/// before it (nothing passes it, and it passes nothing). Counting fewer
+/// is safe: a request not counted past the window is said to have
+/// maybe run.
+fn channel_places(metas: &[Option<MsgMeta>]) -> Vec<usize> {
+    let mut not_passable = 0;
+    let mut out = Vec::with_capacity(metas.len());
+    for (i, m) in metas.iter().enumerate() {
+        let place = match m {
+            Some(m) if overtakes(m) => not_passable,
+            _ => i,
+        };
+        out.push(place);
+        if !m.is_some_and(|m| overtaken(&m)) {
+            not_passable += 1;
+        }
+    }
+    out
+}
+
 /// In handler 0, for a returned request: whether its handler may have run
 /// at the target (`ramp_ReturnedMayHaveRun`).
 pub fn returned_may_have_run(
@@ -225,4 +255,31 @@ pub fn returned_may_have_run(
         }
     })
     .ok_or(Error::BadArg("not the token of a running handler"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Category;
+
+    fn m(kind: MsgKind, category: Category, status: u8) -> Option<MsgMeta> {
+        let mut m = MsgMeta::new(kind, category, 1, &[]);
+        m.status = status;
+        Some(m)
+    }
+
+    /// A short request counts only the requests sent before it that it
+    /// could not have passed; any other counts all sent before it.
+    #[test]
+    fn a_short_request_counts_only_what_it_could_not_pass() {
+        let short = m(MsgKind::User, Category::Short, 0);
+        let long = m(MsgKind::User, Category::Long, 0);
+        let medium = m(MsgKind::User, Category::Medium, 0);
+        let kept = m(MsgKind::User, Category::Long, 1); // a flag: keeps its place
+        let sent = [short, long, medium, short, kept, long, short, long];
+        assert_eq!(channel_places(&sent), vec![0, 1, 2, 2, 4, 5, 4, 7]);
+        // nothing to pass: the places they were sent in
+        let shorts = [short; 5];
+        assert_eq!(channel_places(&shorts), vec![0, 1, 2, 3, 4]);
+    }
 }

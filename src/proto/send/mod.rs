@@ -6,15 +6,19 @@
 mod ack;
 mod build;
 mod msg;
+mod order;
+#[cfg(test)]
+mod order_tests;
 mod restart;
 #[cfg(test)]
 mod tests;
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use build::send_fragment;
+use msg::cut_to_room;
 pub use msg::{push_fragments, recut, Cut, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
+pub use order::{overtaken, overtakes};
 
 use super::congestion::{flight_len, FlightNews, Gate};
 use super::event::MsgId;
@@ -60,8 +64,14 @@ pub struct SendChannel {
     pub next_seq: u32,
     /// Ordered by sequence number.
     pub in_flight: VecDeque<InFlight>,
-    /// Fragments not yet given a sequence number.
+    /// Fragments not yet given a sequence number, in the order they go
+    /// (`order.rs`: a short message goes ahead of bulk not begun).
     pub pending: VecDeque<Fragment>,
+    /// The first `settled` fragments of `pending` keep their place; after
+    /// them only whole messages that a short one may pass (`order.rs`).
+    pub settled: usize,
+    /// Bytes of messages queued ahead of the message after `settled`.
+    pub passed: u64,
     /// How long after its last and its first copy the last resent packet
     /// was acknowledged: if the receiver then reports a duplicate, the
     /// copy was needless and the timers may learn that (`needless_copy`).
@@ -185,6 +195,7 @@ impl SendChannel {
             }
         }
         self.outstanding = 0;
+        self.resettle();
         out
     }
 
@@ -201,6 +212,7 @@ impl SendChannel {
         while let Some(p) = self.in_flight.pop_back() {
             self.pending.push_front(p.frag);
         }
+        self.resettle();
         self.outstanding = 0;
         self.news = FlightNews::default();
         self.epoch = 0;
@@ -278,14 +290,16 @@ impl SendChannel {
             self.unprobe_newest(t.rto);
         }
         while self.in_flight.len() < t.window && gate.allows() {
-            let Some(mut frag) = self.pending.pop_front() else {
+            let Some(mut frag) = self.take_next() else {
                 break;
             };
             if frag.len as usize >= GATHER_MIN {
                 let room = out.open_room(to);
                 if room > 0 {
-                    let max = out.limit();
+                    let (max, queued) = (out.limit(), self.pending.len());
                     cut_to_room(&mut frag, &mut self.pending, room, integ, max);
+                    // (a piece put back in front: its message's, begun)
+                    self.settled += self.pending.len() - queued;
                 }
             }
             let seq = self.next_seq;
@@ -471,6 +485,7 @@ impl SendChannel {
                 push_fragments(&mut self.pending, m, c);
             }
         }
+        self.resettle();
         failed
     }
 }
@@ -516,52 +531,3 @@ pub struct Expired {
 /// copied into the outbox: below it the copy costs less than the extra
 /// piece.
 pub const GATHER_MIN: usize = 2048;
-
-/// A large fragment `f`, next to go, cut to end the bundle of small
-/// packets the outbox has last for its peer (`room` bytes left in its
-/// datagram; `Outbox::open_room`): a message's small last fragment and the
-/// next message's first then share one full datagram (a 64 KiB Xfer took
-/// two datagrams, the second of ~100 bytes, each costing the kernel its
-/// per-datagram work at both ends). The bytes cut off go with the
-/// fragment after it in the same message when that is its last and both
-/// fit one fragment, or are its last fragment themselves; otherwise
-/// (a large fragment follows, which could not take them) nothing is cut.
-/// The cut part stays gathered (at least `GATHER_MIN` bytes).
-#[inline(never)]
-fn cut_to_room(
-    f: &mut Fragment,
-    pending: &mut VecDeque<Fragment>,
-    room: usize,
-    integ: &Integrity,
-    max_datagram: usize,
-) {
-    let MsgRef::Shared(m) = &f.msg else {
-        return;
-    };
-    let overhead = wire::DATA_HEADER_LEN + 4 * m.meta.nargs as usize + integ.trailer_len();
-    let len = f.len as usize;
-    if overhead + len <= room || room < overhead + GATHER_MIN {
-        return;
-    }
-    let cut = room - overhead;
-    let rest = (len - cut) as u32;
-    let end = f.off + f.len;
-    match pending.front_mut() {
-        Some(n) if matches!(&n.msg, MsgRef::Shared(a) if Arc::ptr_eq(a, m)) && n.off == end => {
-            // the next fragment of this message: it takes the rest when
-            // it is the last and both fit one fragment
-            let last = n.off + n.len == m.payload.len() as u32;
-            if !last || overhead + (n.len + rest) as usize > max_datagram {
-                return;
-            }
-            n.off -= rest;
-            n.len += rest;
-        }
-        _ => pending.push_front(Fragment {
-            msg: MsgRef::Shared(m.clone()),
-            off: end - rest,
-            len: rest,
-        }),
-    }
-    f.len = cut as u32;
-}

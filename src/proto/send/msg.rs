@@ -6,6 +6,9 @@ use std::sync::Arc;
 use crate::proto::bufpool::BufPool;
 use crate::proto::event::MsgId;
 use crate::wire::MsgMeta;
+use crate::wire::{self, Integrity};
+
+use super::GATHER_MIN;
 
 /// One message as handed to `send`.
 #[derive(Debug)]
@@ -310,4 +313,53 @@ fn push_rest(q: &mut VecDeque<Fragment>, msg: MsgRef, mut off: usize, cap: usize
         off: off as u32,
         len: (len - off) as u32,
     });
+}
+
+/// A large fragment `f`, next to go, cut to end the bundle of small
+/// packets the outbox has last for its peer (`room` bytes left in its
+/// datagram; `Outbox::open_room`): a message's small last fragment and the
+/// next message's first then share one full datagram (a 64 KiB Xfer took
+/// two datagrams, the second of ~100 bytes, each costing the kernel its
+/// per-datagram work at both ends). The bytes cut off go with the
+/// fragment after it in the same message when that is its last and both
+/// fit one fragment, or are its last fragment themselves; otherwise
+/// (a large fragment follows, which could not take them) nothing is cut.
+/// The cut part stays gathered (at least `GATHER_MIN` bytes).
+#[inline(never)]
+pub(super) fn cut_to_room(
+    f: &mut Fragment,
+    pending: &mut VecDeque<Fragment>,
+    room: usize,
+    integ: &Integrity,
+    max_datagram: usize,
+) {
+    let MsgRef::Shared(m) = &f.msg else {
+        return;
+    };
+    let overhead = wire::DATA_HEADER_LEN + 4 * m.meta.nargs as usize + integ.trailer_len();
+    let len = f.len as usize;
+    if overhead + len <= room || room < overhead + GATHER_MIN {
+        return;
+    }
+    let cut = room - overhead;
+    let rest = (len - cut) as u32;
+    let end = f.off + f.len;
+    match pending.front_mut() {
+        Some(n) if matches!(&n.msg, MsgRef::Shared(a) if Arc::ptr_eq(a, m)) && n.off == end => {
+            // the next fragment of this message: it takes the rest when
+            // it is the last and both fit one fragment
+            let last = n.off + n.len == m.payload.len() as u32;
+            if !last || overhead + (n.len + rest) as usize > max_datagram {
+                return;
+            }
+            n.off -= rest;
+            n.len += rest;
+        }
+        _ => pending.push_front(Fragment {
+            msg: MsgRef::Shared(m.clone()),
+            off: end - rest,
+            len: rest,
+        }),
+    }
+    f.len = cut as u32;
 }
