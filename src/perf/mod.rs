@@ -4,8 +4,11 @@
 //!
 //! A serial request (one outstanding) is modelled as the loss-free round
 //! trip, the sum of its stage costs (`Stages`: send, the request's wire,
-//! receive and dispatch, the handler with its reply, the reply's way back),
-//! plus the delay of each retransmission stage the faults add: the request
+//! receive and dispatch, the handler with its reply, the reply's way back,
+//! the transaction log's records) in the mean and, in shape, the
+//! distribution measured loss-free (`Stages::loss_free`: its tail is the
+//! scheduler's and the caches', which no rule gives), convolved with the
+//! delay of each retransmission stage the faults add: the request
 //! channel's and the reply channel's, independent (each end's copies follow
 //! its own timers). Each stage is a Markov chain over the copies of its
 //! packets (`chain.rs`), solved exactly into a discrete distribution of
@@ -146,15 +149,29 @@ pub struct Stages {
     pub handler: f64,
     /// The reply's way back: wire, receive, dispatch.
     pub reply_way: f64,
+    /// The transaction log's cost per request (its records at both ends:
+    /// issued, acknowledged, started, finished; 0 without a log).
+    pub log: f64,
     /// The round trips' variation (mean absolute deviation), as the
     /// estimator's `rttvar` settles to.
     pub rttvar: f64,
+    /// The loss-free round trip's distribution as measured (its mean the
+    /// sum of the stages); None: always that sum.
+    pub loss_free: Option<Dist>,
 }
 
 impl Stages {
-    /// The loss-free round trip: the sum of the stages.
+    /// The loss-free round trip's mean: the sum of the stages.
     pub fn round_trip(&self) -> f64 {
-        self.send + self.request_way + self.handler + self.reply_way
+        self.send + self.request_way + self.handler + self.reply_way + self.log
+    }
+
+    /// The loss-free round trip's distribution: the measured one, else
+    /// certainly `round_trip`.
+    pub fn loss_free(&self) -> Dist {
+        self.loss_free
+            .clone()
+            .unwrap_or_else(|| Dist::at(self.round_trip()))
     }
 }
 
@@ -278,7 +295,9 @@ pub fn response(proto: Protocol, bytes: usize, st: &Stages, f: &Faults, p: &Poli
         }
         .delay(p),
     };
-    let mut d = request.plus(&reply).shift(srtt);
+    // the retransmission stages' delays on top of a loss-free round trip
+    // drawn from its own distribution (independent of the losses)
+    let mut d = request.plus(&reply).plus(&st.loss_free());
     if f.stall > 0.0 {
         // the handler's stall delays the reply (a probe's copy meanwhile
         // is needless, and changes no delay without loss)

@@ -13,6 +13,7 @@ fn stages() -> Stages {
         handler: 1.0,
         reply_way: 4.5,
         rttvar: 0.5,
+        ..Stages::default()
     }
 }
 
@@ -163,4 +164,54 @@ fn one_component_at_a_time() {
     let s = outcome(Protocol::Plain, 0, &st, &stall, &p);
     assert!(close(s.mean_us, 11.0 + 20.0, 1e-12));
     assert_eq!(s.p99_us, 1011.0);
+}
+
+#[test]
+fn samples_sum_up_into_atoms_that_keep_the_mean_and_the_tail() {
+    // 10,000 samples: 9,850 at 10 us, 150 spread over 100..250 us
+    let mut v: Vec<f64> = vec![10.0; 9_850];
+    v.extend((0..150).map(|k| 100.0 + k as f64));
+    let d = Dist::of_samples(&v);
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    assert!(close(d.mean(), mean, 1e-12), "{} against {mean}", d.mean());
+    assert!(d.lost.abs() < 1e-12);
+    assert!(d.atoms().len() <= 145);
+    // the samples' p99 is the 9,900th: 149 us; the atom's, the mean of a
+    // 0.1% step (10 samples) ending there
+    assert!(
+        close(d.quantile(0.99), 144.5, 1e-12),
+        "{}",
+        d.quantile(0.99)
+    );
+    assert!(close(d.quantile(0.5), 10.0, 1e-12));
+    // fewer samples than steps: one atom each
+    let d = Dist::of_samples(&[1.0, 2.0, 3.0]);
+    assert_eq!(d.atoms().len(), 3);
+    assert!(close(d.mean(), 2.0, 1e-12));
+}
+
+#[test]
+fn the_measured_loss_free_round_trip_is_convolved_with_the_repairs() {
+    let p = Policy::default();
+    let mut v: Vec<f64> = vec![10.0; 980];
+    v.extend([30.0; 20]);
+    let st = Stages {
+        loss_free: Some(Dist::of_samples(&v)),
+        ..stages()
+    };
+    // loss-free: the measured distribution itself (the p99 its tail's)
+    let o = outcome(Protocol::Plain, 0, &st, &Faults::default(), &p);
+    assert!(close(o.mean_us, 10.4, 1e-12), "{o:?}");
+    assert!(close(o.p99_us, 30.0, 1e-12), "{o:?}");
+    // with loss: the repairs' delays on top, their means adding
+    let f = Faults {
+        ber: 1e-5,
+        ..Default::default()
+    };
+    let flat = outcome(Protocol::Plain, 0, &stages(), &f, &p);
+    let with = outcome(Protocol::Plain, 0, &st, &f, &p);
+    assert!(close(with.mean_us - 10.4, flat.mean_us - 11.0, 1e-9));
+    // 2% of round trips slow, 1.2% wait a probe: the p99 one of each, or
+    // a probe on a fast one
+    assert!(close(with.p99_us, 10.0 + 72.0, 1e-12), "{with:?}");
 }
