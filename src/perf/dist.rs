@@ -47,6 +47,18 @@ impl Dist {
         d
     }
 
+    /// The atoms given, scaled to sum to 1 (a distribution written with
+    /// rounded shares and read back).
+    pub fn normalized(mut atoms: Vec<(f64, f64)>) -> Dist {
+        let mass: f64 = atoms.iter().map(|a| a.1).sum();
+        if mass > 0.0 {
+            atoms.iter_mut().for_each(|a| a.1 /= mass);
+        }
+        let mut d = Dist::from_atoms(atoms);
+        d.lost = 0.0;
+        d
+    }
+
     pub fn atoms(&self) -> &[(f64, f64)] {
         &self.atoms
     }
@@ -154,7 +166,9 @@ impl Dist {
         let mut acc = 0.0;
         for &(t, p) in &self.atoms {
             acc += p / m;
-            if acc >= q - 1e-12 {
+            // (shares summed in floating point: a cumulative 0.99 may come
+            // out a hair below)
+            if acc >= q - 1e-9 {
                 return t;
             }
         }

@@ -51,6 +51,7 @@ mod chain;
 mod dist;
 #[cfg(test)]
 mod tests;
+mod timers;
 
 pub use chain::{Schedule, TwoPackets};
 pub use dist::Dist;
@@ -238,11 +239,40 @@ pub fn datagrams(bytes: usize, nargs: u8) -> Vec<usize> {
 }
 
 /// The response time's distribution (us) of a serial request of `bytes`
-/// (request payload; the reply is short) under `f`.
+/// (request payload; the reply is short) under `f`: the repair stages'
+/// delays at each state the round-trip estimator passes through on the
+/// measured loss-free round trips (`timers::states`), mixed, on top of a
+/// loss-free round trip.
 pub fn response(proto: Protocol, bytes: usize, st: &Stages, f: &Faults, p: &Policy) -> Dist {
-    let srtt = st.round_trip();
-    let (pto, rto) = (p.pto(srtt, st.rttvar), p.rto(srtt, st.rttvar));
-    let reo_wnd = p.reo_wnd(srtt, st.rttvar);
+    let states = timers::states(st);
+    let parts: Vec<(f64, Dist)> = states
+        .iter()
+        .map(|s| (s.weight, repairs(proto, bytes, st, f, p, s.srtt, s.rttvar)))
+        .collect();
+    let repair = Dist::mix(&parts.iter().map(|(w, d)| (*w, d)).collect::<Vec<_>>());
+    // the repairs' delays on top of a loss-free round trip drawn from its
+    // own distribution (independent of the losses)
+    let mut d = repair.plus(&st.loss_free());
+    if f.stall > 0.0 {
+        // the handler's stall delays the reply (a probe's copy meanwhile
+        // is needless, and changes no delay without loss)
+        d = Dist::mix(&[(1.0 - f.stall, &d), (f.stall, &d.shift(f.stall_us))]);
+    }
+    d
+}
+
+/// The delay the repair stages add, the estimator at `srtt`, `rttvar`.
+fn repairs(
+    proto: Protocol,
+    bytes: usize,
+    st: &Stages,
+    f: &Faults,
+    p: &Policy,
+    srtt: f64,
+    rttvar: f64,
+) -> Dist {
+    let (pto, rto) = (p.pto(srtt, rttvar), p.rto(srtt, rttvar));
+    let reo_wnd = p.reo_wnd(srtt, rttvar);
     let lost = |side: f64, len: usize| 1.0 - (1.0 - side) * (1.0 - ber_loss(f.ber, len));
     // the ACK of a packet at the other end comes back about as the reply does
     let rho = 2.0 * st.reply_way;
@@ -295,15 +325,7 @@ pub fn response(proto: Protocol, bytes: usize, st: &Stages, f: &Faults, p: &Poli
         }
         .delay(p),
     };
-    // the retransmission stages' delays on top of a loss-free round trip
-    // drawn from its own distribution (independent of the losses)
-    let mut d = request.plus(&reply).plus(&st.loss_free());
-    if f.stall > 0.0 {
-        // the handler's stall delays the reply (a probe's copy meanwhile
-        // is needless, and changes no delay without loss)
-        d = Dist::mix(&[(1.0 - f.stall, &d), (f.stall, &d.shift(f.stall_us))]);
-    }
-    d
+    request.plus(&reply)
 }
 
 /// `response`'s mean, p99 and loss.

@@ -203,15 +203,39 @@ fn the_measured_loss_free_round_trip_is_convolved_with_the_repairs() {
     let o = outcome(Protocol::Plain, 0, &st, &Faults::default(), &p);
     assert!(close(o.mean_us, 10.4, 1e-12), "{o:?}");
     assert!(close(o.p99_us, 30.0, 1e-12), "{o:?}");
-    // with loss: the repairs' delays on top, their means adding
+    // one loss-free round trip measured: one estimator state, the flat
+    // model's
+    let one = Stages {
+        loss_free: Some(Dist::at(11.0)),
+        ..stages()
+    };
     let f = Faults {
         ber: 1e-5,
         ..Default::default()
     };
     let flat = outcome(Protocol::Plain, 0, &stages(), &f, &p);
+    assert_eq!(outcome(Protocol::Plain, 0, &one, &f, &p), flat);
+    // with loss: the repairs' delays on top, at the estimator's states
+    let states = timers::states(&st);
+    let w: f64 = states.iter().map(|s| s.weight).sum();
+    assert!(close(w, 1.0, 1e-12));
+    let srtt: f64 = states.iter().map(|s| s.weight * s.srtt).sum();
+    assert!(
+        close(srtt, 10.4, 0.03),
+        "the EWMA's mean is the round trip's: {srtt}"
+    );
+    // after a 30 us round trip the probe waits longer than at the mean
+    let pto = |s: &timers::State| p.pto(s.srtt, s.rttvar);
+    let (lo, hi) = (pto(&states[0]), pto(states.last().unwrap()));
+    assert!(
+        lo < p.pto(10.4, 0.768) && p.pto(10.4, 0.768) < hi,
+        "{states:?}"
+    );
     let with = outcome(Protocol::Plain, 0, &st, &f, &p);
-    assert!(close(with.mean_us - 10.4, flat.mean_us - 11.0, 1e-9));
-    // 2% of round trips slow, 1.2% wait a probe: the p99 one of each, or
-    // a probe on a fast one
-    assert!(close(with.p99_us, 10.0 + 72.0, 1e-12), "{with:?}");
+    let q = 1.0 - (1.0 - ber_loss(1e-5, 76)) * (1.0 - ber_loss(1e-5, 76));
+    let extra = with.mean_us - 10.4;
+    assert!(
+        q * lo * 0.9 < extra && extra < q * hi * 1.1,
+        "{extra} for {q} of round trips waiting {lo}..{hi}"
+    );
 }

@@ -292,7 +292,7 @@ fn parse_dist(line: &str) -> Option<ramp::perf::Dist> {
             Some((t.parse().ok()?, p.parse().ok()?))
         })
         .collect::<Option<Vec<(f64, f64)>>>()?;
-    Some(ramp::perf::Dist::from_atoms(atoms))
+    Some(ramp::perf::Dist::normalized(atoms))
 }
 
 fn spawn(

@@ -127,7 +127,7 @@ pub fn read(path: &str) -> Result<(String, StageTable), String> {
                 let (st, ..) = table
                     .get_mut(&(proto, bytes))
                     .ok_or_else(|| bad("no stage line before it"))?;
-                st.loss_free = Some(Dist::from_atoms(atoms));
+                st.loss_free = Some(Dist::normalized(atoms));
             }
             _ => return Err(bad("unknown")),
         }
