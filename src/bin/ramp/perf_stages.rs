@@ -33,7 +33,7 @@ pub fn text(transport: &str, runs: usize, p: &Policy, t: &StageTable) -> String 
          # RACK: a packet before one SACKed is resent max(srtt/2, 4 rttvar) after it was sent\n",
         p.rto_initial_us, p.rto_min_us, p.rto_max_us, p.ack_delay_us, p.retry_limit, p.burst_us_per_byte
     );
-    for ((proto, bytes), (st, p99, _)) in t {
+    for ((proto, bytes), (st, p99, ..)) in t {
         let rt = st.round_trip();
         let v = [
             st.send,
@@ -107,7 +107,7 @@ pub fn read(path: &str) -> Result<(String, StageTable), String> {
                     rttvar: v[5],
                     loss_free: None,
                 };
-                table.insert((proto, bytes), (st, 0.0, 0.0));
+                table.insert((proto, bytes), (st, 0.0, 0.0, 0));
             }
             Some(&"dist") if w.len() > 3 => {
                 let proto = proto(w[1]).ok_or_else(|| bad("plain or txn"))?;
