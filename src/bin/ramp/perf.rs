@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use crate::bench_repair::{run_roles, Pair, PairFigures};
 use crate::role_util::median;
-use ramp::perf::{self, Dist, Faults, Policy, Protocol, Stages};
+use ramp::perf::{self, Faults, Policy, Protocol, Stages};
 
 /// The request sizes: short, medium, long (64 KiB).
 pub const SIZES: [usize; 3] = [0, 1024, 65_536];
@@ -42,12 +42,15 @@ pub const USAGE: &str =
        ramp perf model [--stages FILE]
        ramp perf sweep [--quick] [--csv FILE] [--plot FILE.png] [--iters N] [--runs N] [--no-pin]
                        [--font FILE.ttf]
-  measure  stage costs of serial requests (plain, transactions; short, 1 KiB, 64 KiB), loss-free,
+  measure  stage costs of serial requests (plain, transactions with the log on and off; short,
+           1 KiB, 64 KiB), the loss-free round trips' distribution,
            and the timer policy, written to FILE (default ramp-perf-stages.txt)
   model    mean and p99 response time against bit error rate and one component's failure
            probability, from the protocol's rules and a stages file
-  sweep    the model beside two-process jobs under RAMP_FAULT_BER (udp, shm), with ratios;
-           --quick: udp, short requests, two rates (CI); progress on stderr";
+  sweep    the model beside two-process jobs under RAMP_FAULT_BER (udp, shm), with ratios
+           (transactions with the log on), then one component failing at a time (send, wire,
+           recv, handler_stall); --quick: udp, short requests, two rates, recv (CI); progress on
+           stderr; --csv: the issue's columns, then component, fault_p, p99_spread, n";
 
 /// Options of every `ramp perf` command.
 #[derive(Clone, Debug)]
@@ -171,9 +174,9 @@ pub fn cpus(pin: bool) -> (Option<usize>, Option<usize>) {
     }
 }
 
-/// One point (`pair`), `runs` times: the median of each figure, the
-/// round trips' distributions pooled (each run's share equal), and the
-/// p99's run-to-run spread ((max - min) / median).
+/// One point (`pair`), `runs` times: the median of each figure, the round
+/// trips' distribution of the median run, and the p99's run-to-run spread
+/// ((max - min) / median).
 pub fn run_median(o: &Opts, pair: &Pair) -> Result<(PairFigures, f64), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let exe = exe.to_str().ok_or("the ramp binary's path is not UTF-8")?;
@@ -202,8 +205,15 @@ pub fn run_median(o: &Opts, pair: &Pair) -> Result<(PairFigures, f64), String> {
     m.mad_us = med(|f| f.mad_us);
     m.handler_us = med(|f| f.handler_us);
     m.n = all.iter().map(|f| f.n).sum();
-    let w = 1.0 / all.len() as f64;
-    m.dist = Dist::mix(&all.iter().map(|f| (w, &f.dist)).collect::<Vec<_>>());
+    // the distribution of the run whose mean is the median (a run off
+    // the CPU for long would weigh on a pooled one as it does not on the
+    // median figures the model is set beside)
+    if let Some(mid) = all.iter().min_by(|a, b| {
+        let d = |f: &PairFigures| (f.round.mean - m.round.mean).abs();
+        d(a).total_cmp(&d(b))
+    }) {
+        m.dist = mid.dist.clone();
+    }
     let p99s = all.iter().map(|f| f.round.p99);
     let (lo, hi) = p99s.fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(x), h.max(x)));
     let spread = (hi - lo) / m.round.p99;

@@ -25,7 +25,7 @@ pub fn text(transport: &str, runs: usize, p: &Policy, t: &StageTable) -> String 
          # send: the request call; request_way/reply_way: wire, receive and dispatch each way;\n\
          # handler: the handler with its reply; log: the transaction log's cost (txn: log on less\n\
          # log off); rttvar: the round trips' mean absolute deviation; dist: the loss-free round\n\
-         # trip's distribution (t:p, the runs pooled), which the model convolves with the repairs\n\
+         # trip's distribution (t:p, of the median run), which the model convolves with the repairs\n\
          transport {transport}\n\
          policy rto_initial_us {} rto_min_us {} rto_max_us {} ack_delay_us {} retry_limit {} burst_us_per_byte {}\n\
          # tail-loss probe max(2 srtt, srtt + 4 rttvar) + 2 ack_delay (at most the RTO); a first copy\n\

@@ -2,11 +2,13 @@
 //! under the fault injector at bit error rates 1e-7 .. 1e-3 (both
 //! processes' `RAMP_FAULT_BER`), for short, 1 KiB and 64 KiB requests,
 //! plain and transactions, over udp and shm (the injector wraps the rings;
-//! the express lane is off under it). Each transport's stage costs are
-//! measured first, loss-free, in the same run; the model is solved on
-//! them, never fitted to the lossy points. A point whose model mean passes
-//! `MAX_MODEL_US` (or that is given up now and then) is skipped, and says
-//! so: a run would take minutes and its p99 is the retry limit's.
+//! the express lane is off under it). Each transport's stage costs and
+//! loss-free round trips are measured first, in the same run and through
+//! the same injector (`perf::run_median`); the model is solved on them,
+//! never fitted to the lossy points. A point where the model's repairs add
+//! more than `MAX_MODEL_US` to the mean (or that is given up now and then)
+//! is skipped, and says so: a run would take minutes and its p99 is the
+//! retry limit's.
 //!
 //! Transactions run with the transaction log on (`RAMP_LOG_DIR`, a fresh
 //! directory per process), whose cost `measure` takes.
