@@ -13,6 +13,10 @@ use crate::time::{Instant, Nanos, MICROS};
 pub struct FaultConfig {
     /// Probability of dropping a datagram.
     pub loss: f64,
+    /// Probability of dropping a datagram at its receiver, after the
+    /// socket gave it (`receive`): a loss in the receiver's kernel or
+    /// library rather than on the way.
+    pub recv_loss: f64,
     /// Bit error rate: a datagram of `n` bytes is dropped with probability
     /// `1 - (1 - ber)^(8 n)` (one bit wrong anywhere and its checksum
     /// refuses it), on top of `loss` (`ber_loss`).
@@ -36,6 +40,7 @@ impl FaultConfig {
     /// Whether the injector changes anything at all.
     pub fn enabled(&self) -> bool {
         self.loss > 0.0
+            || self.recv_loss > 0.0
             || self.ber > 0.0
             || self.dup > 0.0
             || self.corrupt > 0.0
@@ -50,6 +55,7 @@ impl Default for FaultConfig {
     fn default() -> Self {
         FaultConfig {
             loss: 0.0,
+            recv_loss: 0.0,
             ber: 0.0,
             dup: 0.0,
             corrupt: 0.0,
@@ -136,6 +142,13 @@ impl FaultInjector {
             out(at, d);
         }
         fate
+    }
+
+    /// Whether a datagram that arrived is dropped at its receiver
+    /// (`recv_loss`; draws from the stream only when it is set, so seeded
+    /// runs without it replay as before).
+    pub fn receive(&mut self) -> bool {
+        self.cfg.recv_loss > 0.0 && self.rng.chance(self.cfg.recv_loss)
     }
 }
 
@@ -229,6 +242,26 @@ mod tests {
                 realised(cfg, 100, 200_000, loss);
             }
         }
+    }
+
+    #[test]
+    fn the_realised_receive_loss_rate_is_the_setting() {
+        for (seed, p) in [(1, 0.01), (5, 0.2)] {
+            let mut f = FaultInjector::new(FaultConfig {
+                recv_loss: p,
+                seed,
+                ..Default::default()
+            });
+            let n = 100_000;
+            let dropped = (0..n).filter(|_| f.receive()).count() as f64;
+            let sd = (n as f64 * p * (1.0 - p)).sqrt();
+            assert!((dropped - n as f64 * p).abs() <= 5.0 * sd, "{p}: {dropped}");
+        }
+        // unset: nothing dropped, nothing drawn
+        let mut f = FaultInjector::new(FaultConfig::default());
+        let before = f.clone().rng.next_u64();
+        assert!(!(0..1000).any(|_| f.receive()));
+        assert_eq!(f.rng.next_u64(), before);
     }
 
     #[test]

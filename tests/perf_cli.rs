@@ -52,25 +52,43 @@ fn sweep_quick_writes_a_csv_whose_columns_parse_and_a_png() {
     assert!(out.contains("ratio"), "no table:\n{out}");
     let text = std::fs::read_to_string(&csv).unwrap();
     let mut lines = text.lines();
+    // the issue's columns first, then the component's and the sampling's
     assert_eq!(
         lines.next(),
-        Some("transport,protocol,bytes,ber,model_mean_us,measured_mean_us,model_p99_us,measured_p99_us")
+        Some(
+            "transport,protocol,bytes,ber,model_mean_us,measured_mean_us,model_p99_us,measured_p99_us,\
+             component,fault_p,p99_spread,n"
+        )
     );
     let mut seen = std::collections::BTreeSet::new();
+    let mut components = Vec::new();
     for l in lines {
         let c: Vec<&str> = l.split(',').collect();
-        assert_eq!(c.len(), 8, "{l}");
+        assert_eq!(c.len(), 12, "{l}");
+        let fault_p: f64 = c[9].parse().unwrap_or_else(|_| panic!("{l}"));
+        c[10].parse::<f64>().unwrap_or_else(|_| panic!("{l}"));
+        c[11].parse::<usize>().unwrap_or_else(|_| panic!("{l}"));
+        if c[8] != "none" {
+            // a component's point: ber 0, its probability set
+            assert_eq!((c[3], fault_p), ("0e0", 0.01), "{l}");
+            components.push(c[8].to_string());
+        }
         assert!(["udp", "shm"].contains(&c[0]), "{l}");
         assert!(["plain", "txn"].contains(&c[1]), "{l}");
         c[2].parse::<usize>().unwrap();
         let ber: f64 = c[3].parse().unwrap();
         assert!((0.0..=1e-3).contains(&ber), "{l}");
-        for v in &c[4..] {
+        for v in &c[4..8] {
             let x: f64 = v.parse().unwrap_or_else(|_| panic!("{l}"));
             assert!(x.is_finite() && x > 0.0, "{l}");
         }
-        seen.insert((c[1].to_string(), c[3].to_string()));
+        if c[8] == "none" {
+            seen.insert((c[1].to_string(), c[3].to_string()));
+        }
     }
+    // --quick measures one component: the target's receive dropping
+    assert_eq!(components, ["recv"], "{text}");
+    assert!(out.contains("udp plain 0 recv 0.01"), "{out}");
     // plain and transactions, loss-free and two rates each: a row, or a
     // point skipped because the model puts it past its bound (a machine
     // so loaded that the loss-free round trip is milliseconds) and said so

@@ -42,6 +42,10 @@ pub const UDP_CONNECT: &str = "RAMP_UDP_CONNECT";
 pub const CLOCK: &str = "RAMP_CLOCK";
 /// The fault injector's loss rate (`ramp bench --repair` sets it for its roles).
 pub const FAULT_LOSS: &str = "RAMP_FAULT_LOSS";
+/// The transaction log's directory (`ramp perf` sets it for transactions).
+pub const LOG_DIR: &str = "RAMP_LOG_DIR";
+/// The fault injector's loss at the receiver (`ramp perf sweep` sets it).
+pub const FAULT_RECV_LOSS: &str = "RAMP_FAULT_RECV_LOSS";
 /// The fault injector's bit error rate (`ramp perf sweep` sets it).
 pub const FAULT_BER: &str = "RAMP_FAULT_BER";
 /// The simulator's seed to replay (`sim::seeds`), and its trace on stderr:
@@ -75,6 +79,12 @@ pub const VARIABLES: &[Var] = &[
         aliases: &[],
         meaning: "probability [0,1] of dropping an outgoing datagram",
         set: |c, v| prob(v).map(|x| c.fault.loss = x),
+    },
+    Var {
+        name: FAULT_RECV_LOSS,
+        aliases: &[],
+        meaning: "probability [0,1] of dropping an incoming datagram after the socket gave it (a loss at the receiver: its kernel or library), on top of the outgoing faults",
+        set: |c, v| prob(v).map(|x| c.fault.recv_loss = x),
     },
     Var {
         name: FAULT_BER,
@@ -209,7 +219,7 @@ pub const VARIABLES: &[Var] = &[
         set: |c, v| flag(v).map(|x| c.progress_thread = x),
     },
     Var {
-        name: "RAMP_LOG_DIR",
+        name: LOG_DIR,
         aliases: &[],
         meaning: "an existing directory: every endpoint keeps its transactions in a log there (ramp_LogOpen), endpoint-N.ramplog for the process's N-th endpoint (from 0), so a restarted process comes back as the same endpoints",
         set: |c, v| {

@@ -62,7 +62,13 @@ impl<T: Transport> Transport for FaultyTransport<T> {
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
-        self.inner.recv_batch(each)
+        let faults = &mut self.faults;
+        // a datagram lost at the receiver (`recv_loss`) is never handed on
+        self.inner
+            .recv_batch(&mut |d: Option<(&[u8], SocketAddr)>| match d {
+                Some(_) if faults.receive() => {}
+                d => each(d),
+            })
     }
 
     fn local_addr(&self) -> SocketAddr {

@@ -4,8 +4,11 @@
 //!
 //! A serial request (one outstanding) is modelled as the loss-free round
 //! trip, the sum of its stage costs (`Stages`: send, the request's wire,
-//! receive and dispatch, the handler with its reply, the reply's way back),
-//! plus the delay of each retransmission stage the faults add: the request
+//! receive and dispatch, the handler with its reply, the reply's way back,
+//! the transaction log's records) in the mean and, in shape, the
+//! distribution measured loss-free (`Stages::loss_free`: its tail is the
+//! scheduler's and the caches', which no rule gives), convolved with the
+//! delay of each retransmission stage the faults add: the request
 //! channel's and the reply channel's, independent (each end's copies follow
 //! its own timers). Each stage is a Markov chain over the copies of its
 //! packets (`chain.rs`), solved exactly into a discrete distribution of
@@ -34,11 +37,22 @@
 //!   probability `1 - (1 - ber)^(8 n)` (`fault::ber_loss`); its size comes
 //!   from the wire format (`datagrams`).
 //!
+//! The timers are those of the round-trip estimator's state when the loss
+//! happens: RFC 6298's averages run over the measured loss-free round
+//! trips give a distribution of states (`timers.rs`), and the repairs'
+//! delays are mixed over it.
+//!
 //! What the model lacks (where it misses, look here first): round-trip
 //! samples lengthened by a lost reply (the probe timeout grows for a few
-//! round trips after it), F-RTO's resend of the oldest packet alone after a
+//! round trips after it; the states above cover only the loss-free
+//! round trips' variation), F-RTO's resend of the oldest packet alone after a
 //! timeout of a flight of several (one more round trip), a lost SACK (one
-//! more probe), the scheduler (a process off the CPU: the learned floor).
+//! more probe), the scheduler beyond the measured round trips (a copy
+//! answered late and reported needless teaches the estimator a floor under
+//! every timer, `rtt.rs` `on_needless_copy`, for 16 prompt round trips:
+//! on a loaded host a loss then waits up to 20 ms), and that the loss-free
+//! round trips' tail comes in bursts (a process off the CPU for a time
+//! slice), not independently of the losses.
 //! Against the simulated protocol (`tests/perf_model_sim.rs`) it holds to a
 //! few percent up to 5% loss per datagram; at 45% (short requests at BER
 //! 1e-3) the simulation's mean is about twice the model's (12.5 ms against
@@ -48,6 +62,7 @@ mod chain;
 mod dist;
 #[cfg(test)]
 mod tests;
+mod timers;
 
 pub use chain::{Schedule, TwoPackets};
 pub use dist::Dist;
@@ -146,15 +161,29 @@ pub struct Stages {
     pub handler: f64,
     /// The reply's way back: wire, receive, dispatch.
     pub reply_way: f64,
+    /// The transaction log's cost per request (its records at both ends:
+    /// issued, acknowledged, started, finished; 0 without a log).
+    pub log: f64,
     /// The round trips' variation (mean absolute deviation), as the
     /// estimator's `rttvar` settles to.
     pub rttvar: f64,
+    /// The loss-free round trip's distribution as measured (its mean the
+    /// sum of the stages); None: always that sum.
+    pub loss_free: Option<Dist>,
 }
 
 impl Stages {
-    /// The loss-free round trip: the sum of the stages.
+    /// The loss-free round trip's mean: the sum of the stages.
     pub fn round_trip(&self) -> f64 {
-        self.send + self.request_way + self.handler + self.reply_way
+        self.send + self.request_way + self.handler + self.reply_way + self.log
+    }
+
+    /// The loss-free round trip's distribution: the measured one, else
+    /// certainly `round_trip`.
+    pub fn loss_free(&self) -> Dist {
+        self.loss_free
+            .clone()
+            .unwrap_or_else(|| Dist::at(self.round_trip()))
     }
 }
 
@@ -221,11 +250,40 @@ pub fn datagrams(bytes: usize, nargs: u8) -> Vec<usize> {
 }
 
 /// The response time's distribution (us) of a serial request of `bytes`
-/// (request payload; the reply is short) under `f`.
+/// (request payload; the reply is short) under `f`: the repair stages'
+/// delays at each state the round-trip estimator passes through on the
+/// measured loss-free round trips (`timers::states`), mixed, on top of a
+/// loss-free round trip.
 pub fn response(proto: Protocol, bytes: usize, st: &Stages, f: &Faults, p: &Policy) -> Dist {
-    let srtt = st.round_trip();
-    let (pto, rto) = (p.pto(srtt, st.rttvar), p.rto(srtt, st.rttvar));
-    let reo_wnd = p.reo_wnd(srtt, st.rttvar);
+    let states = timers::states(st);
+    let parts: Vec<(f64, Dist)> = states
+        .iter()
+        .map(|s| (s.weight, repairs(proto, bytes, st, f, p, s.srtt, s.rttvar)))
+        .collect();
+    let repair = Dist::mix(&parts.iter().map(|(w, d)| (*w, d)).collect::<Vec<_>>());
+    // the repairs' delays on top of a loss-free round trip drawn from its
+    // own distribution (independent of the losses)
+    let mut d = repair.plus(&st.loss_free());
+    if f.stall > 0.0 {
+        // the handler's stall delays the reply (a probe's copy meanwhile
+        // is needless, and changes no delay without loss)
+        d = Dist::mix(&[(1.0 - f.stall, &d), (f.stall, &d.shift(f.stall_us))]);
+    }
+    d
+}
+
+/// The delay the repair stages add, the estimator at `srtt`, `rttvar`.
+fn repairs(
+    proto: Protocol,
+    bytes: usize,
+    st: &Stages,
+    f: &Faults,
+    p: &Policy,
+    srtt: f64,
+    rttvar: f64,
+) -> Dist {
+    let (pto, rto) = (p.pto(srtt, rttvar), p.rto(srtt, rttvar));
+    let reo_wnd = p.reo_wnd(srtt, rttvar);
     let lost = |side: f64, len: usize| 1.0 - (1.0 - side) * (1.0 - ber_loss(f.ber, len));
     // the ACK of a packet at the other end comes back about as the reply does
     let rho = 2.0 * st.reply_way;
@@ -278,13 +336,7 @@ pub fn response(proto: Protocol, bytes: usize, st: &Stages, f: &Faults, p: &Poli
         }
         .delay(p),
     };
-    let mut d = request.plus(&reply).shift(srtt);
-    if f.stall > 0.0 {
-        // the handler's stall delays the reply (a probe's copy meanwhile
-        // is needless, and changes no delay without loss)
-        d = Dist::mix(&[(1.0 - f.stall, &d), (f.stall, &d.shift(f.stall_us))]);
-    }
-    d
+    request.plus(&reply)
 }
 
 /// `response`'s mean, p99 and loss.

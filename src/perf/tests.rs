@@ -13,6 +13,7 @@ fn stages() -> Stages {
         handler: 1.0,
         reply_way: 4.5,
         rttvar: 0.5,
+        ..Stages::default()
     }
 }
 
@@ -163,4 +164,78 @@ fn one_component_at_a_time() {
     let s = outcome(Protocol::Plain, 0, &st, &stall, &p);
     assert!(close(s.mean_us, 11.0 + 20.0, 1e-12));
     assert_eq!(s.p99_us, 1011.0);
+}
+
+#[test]
+fn samples_sum_up_into_atoms_that_keep_the_mean_and_the_tail() {
+    // 10,000 samples: 9,850 at 10 us, 150 spread over 100..250 us
+    let mut v: Vec<f64> = vec![10.0; 9_850];
+    v.extend((0..150).map(|k| 100.0 + k as f64));
+    let d = Dist::of_samples(&v);
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    assert!(close(d.mean(), mean, 1e-12), "{} against {mean}", d.mean());
+    assert!(d.lost.abs() < 1e-12);
+    assert!(d.atoms().len() <= 145);
+    // the samples' p99 is the 9,900th: 149 us; the atom's, the mean of a
+    // 0.1% step (10 samples) ending there
+    assert!(
+        close(d.quantile(0.99), 144.5, 1e-12),
+        "{}",
+        d.quantile(0.99)
+    );
+    assert!(close(d.quantile(0.5), 10.0, 1e-12));
+    // fewer samples than steps: one atom each
+    let d = Dist::of_samples(&[1.0, 2.0, 3.0]);
+    assert_eq!(d.atoms().len(), 3);
+    assert!(close(d.mean(), 2.0, 1e-12));
+}
+
+#[test]
+fn the_measured_loss_free_round_trip_is_convolved_with_the_repairs() {
+    let p = Policy::default();
+    let mut v: Vec<f64> = vec![10.0; 980];
+    v.extend([30.0; 20]);
+    let st = Stages {
+        loss_free: Some(Dist::of_samples(&v)),
+        ..stages()
+    };
+    // loss-free: the measured distribution itself (the p99 its tail's)
+    let o = outcome(Protocol::Plain, 0, &st, &Faults::default(), &p);
+    assert!(close(o.mean_us, 10.4, 1e-12), "{o:?}");
+    assert!(close(o.p99_us, 30.0, 1e-12), "{o:?}");
+    // one loss-free round trip measured: one estimator state, the flat
+    // model's
+    let one = Stages {
+        loss_free: Some(Dist::at(11.0)),
+        ..stages()
+    };
+    let f = Faults {
+        ber: 1e-5,
+        ..Default::default()
+    };
+    let flat = outcome(Protocol::Plain, 0, &stages(), &f, &p);
+    assert_eq!(outcome(Protocol::Plain, 0, &one, &f, &p), flat);
+    // with loss: the repairs' delays on top, at the estimator's states
+    let states = timers::states(&st);
+    let w: f64 = states.iter().map(|s| s.weight).sum();
+    assert!(close(w, 1.0, 1e-12));
+    let srtt: f64 = states.iter().map(|s| s.weight * s.srtt).sum();
+    assert!(
+        close(srtt, 10.4, 0.03),
+        "the EWMA's mean is the round trip's: {srtt}"
+    );
+    // after a 30 us round trip the probe waits longer than at the mean
+    let pto = |s: &timers::State| p.pto(s.srtt, s.rttvar);
+    let (lo, hi) = (pto(&states[0]), pto(states.last().unwrap()));
+    assert!(
+        lo < p.pto(10.4, 0.768) && p.pto(10.4, 0.768) < hi,
+        "{states:?}"
+    );
+    let with = outcome(Protocol::Plain, 0, &st, &f, &p);
+    let q = 1.0 - (1.0 - ber_loss(1e-5, 76)) * (1.0 - ber_loss(1e-5, 76));
+    let extra = with.mean_us - 10.4;
+    assert!(
+        q * lo * 0.9 < extra && extra < q * hi * 1.1,
+        "{extra} for {q} of round trips waiting {lo}..{hi}"
+    );
 }

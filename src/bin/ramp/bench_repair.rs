@@ -234,10 +234,13 @@ pub struct Pair {
     /// The handler stalls with this probability for `stall_us`.
     pub stall: f64,
     pub stall_us: u64,
+    /// Both processes keep a transaction log (`RAMP_LOG_DIR`, a fresh
+    /// directory each, removed after).
+    pub log: bool,
 }
 
 /// The client's and server's figures of one pair.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PairFigures {
     pub round: Round,
     /// The request call, us (mean).
@@ -248,6 +251,48 @@ pub struct PairFigures {
     pub n: usize,
     /// The server's handler with its reply, us (mean).
     pub handler_us: f64,
+    /// The serial round trips' distribution (us).
+    pub dist: ramp::perf::Dist,
+}
+
+/// A fresh directory for one process's transaction log, removed on drop.
+struct LogDir(std::path::PathBuf);
+
+impl LogDir {
+    fn new(who: &str) -> Result<LogDir, String> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let d = std::env::temp_dir().join(format!(
+            "ramp-perf-log-{}-{}-{who}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        Ok(LogDir(d))
+    }
+
+    fn env(&self) -> (&'static str, String) {
+        (ramp::config::LOG_DIR, self.0.to_string_lossy().into_owned())
+    }
+}
+
+impl Drop for LogDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Parses a `DIST t:p ..` line.
+fn parse_dist(line: &str) -> Option<ramp::perf::Dist> {
+    let atoms = line
+        .strip_prefix("DIST")?
+        .split_whitespace()
+        .map(|a| {
+            let (t, p) = a.split_once(':')?;
+            Some((t.parse().ok()?, p.parse().ok()?))
+        })
+        .collect::<Option<Vec<(f64, f64)>>>()?;
+    Some(ramp::perf::Dist::normalized(atoms))
 }
 
 fn spawn(
@@ -308,7 +353,19 @@ pub fn run_roles(
         pair.stall.to_string(),
         pair.stall_us.to_string(),
     ];
-    let mut server = spawn(bin, srv_cpu, &srv_args, pair.transport, &pair.server_env)?;
+    let logs = if pair.log {
+        Some((LogDir::new("server")?, LogDir::new("client")?))
+    } else {
+        None
+    };
+    let with_log = |env: &[(&'static str, String)], d: Option<&LogDir>| {
+        let mut env = env.to_vec();
+        env.extend(d.map(LogDir::env));
+        env
+    };
+    let server_env = with_log(&pair.server_env, logs.as_ref().map(|l| &l.0));
+    let client_env = with_log(&pair.client_env, logs.as_ref().map(|l| &l.1));
+    let mut server = spawn(bin, srv_cpu, &srv_args, pair.transport, &server_env)?;
     let mut srv_out = BufReader::new(server.stdout.take().unwrap());
     let srv_name = read_line(&mut srv_out, "server")?;
     let args = vec![
@@ -320,18 +377,21 @@ pub fn run_roles(
         u8::from(pair.txn).to_string(),
         pair.max_secs.to_string(),
     ];
-    let mut client = spawn(bin, cli_cpu, &args, pair.transport, &pair.client_env)?;
+    let mut client = spawn(bin, cli_cpu, &args, pair.transport, &client_env)?;
     let mut cli_out = BufReader::new(client.stdout.take().unwrap());
     let cli_name = read_line(&mut cli_out, "client")?;
     let mut srv_in = server.stdin.take().unwrap();
     writeln!(srv_in, "{cli_name}").map_err(|e| e.to_string())?;
     srv_in.flush().map_err(|e| e.to_string())?;
     let line = read_line(&mut cli_out, "client");
+    let dist_line = read_line(&mut cli_out, "client");
     drop(srv_in);
     let srv_line = read_line(&mut srv_out, "server");
     let cs = client.wait().map_err(|e| e.to_string())?;
     let ss = server.wait().map_err(|e| e.to_string())?;
-    let (line, srv_line) = (line?, srv_line?);
+    let (line, srv_line, dist_line) = (line?, srv_line?, dist_line?);
+    let dist =
+        parse_dist(&dist_line).ok_or(format!("the repair bench client said {dist_line:?}"))?;
     if !cs.success() || !ss.success() {
         return Err(format!(
             "repair bench roles ended badly: client {cs}, server {ss}"
@@ -358,6 +418,7 @@ pub fn run_roles(
             mad_us,
             n: n as usize,
             handler_us,
+            dist,
         }),
         _ => Err(format!("the repair bench client said {line:?}")),
     }

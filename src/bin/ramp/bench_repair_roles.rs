@@ -97,7 +97,8 @@ pub fn server(args: &[String]) -> i32 {
 /// `MAX_SECS` (0: no limit; at least 100 round trips); prints `REPAIR mean
 /// p99 p50 p99 p99.9 send mad n` (us; the pipelined three 0 without the
 /// pipelined figure; `send`: the request call; `mad`: the round trips'
-/// mean absolute deviation; `n` round trips timed).
+/// mean absolute deviation; `n` round trips timed), then `DIST t:p ..`
+/// (the serial round trips' distribution, `Dist::of_samples`).
 pub fn client(args: &[String]) -> i32 {
     let parsed = (|| {
         let server = name_from_hex(args.first()?)?;
@@ -186,6 +187,7 @@ pub fn client(args: &[String]) -> i32 {
     } else {
         percentile(&rt, 0.99)
     };
+    let serial = rt.clone();
     // pipelined: DEPTH outstanding, each request's own latency
     let mut q = [0.0; 3];
     if pipe > 0 {
@@ -224,6 +226,14 @@ pub fn client(args: &[String]) -> i32 {
         q[2],
         rt.len()
     );
+    // the serial round trips' distribution, summed up (`ramp perf`'s model
+    // convolves the loss-free one with the repairs)
+    let atoms: Vec<String> = ramp::perf::Dist::of_samples(&serial)
+        .atoms()
+        .iter()
+        .map(|(t, p)| format!("{t:.3}:{p:.6}"))
+        .collect();
+    println!("DIST {}", atoms.join(" "));
     0
 }
 

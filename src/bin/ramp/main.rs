@@ -22,6 +22,7 @@ mod loggp_roles;
 mod loggp_ucx;
 mod perf;
 mod perf_plot;
+mod perf_stages;
 mod perf_sweep;
 mod role_util;
 

@@ -25,6 +25,15 @@ pub const PROTOCOLS: [Protocol; 2] = [Protocol::Plain, Protocol::Txn];
 pub const BERS: [f64; 5] = [1e-7, 1e-6, 1e-5, 1e-4, 1e-3];
 /// Component failure probabilities of the model's second table.
 const COMPONENT_P: [f64; 3] = [0.001, 0.01, 0.05];
+/// The bit error rate of a loss-free point (`run_median`): the injector on,
+/// losing nothing measurable.
+const PATH_BER: f64 = 1e-15;
+/// Round trips per run of the full sweep and of `measure` (the p99's
+/// run-to-run spread, printed beside each point, is then within 10% on a
+/// quiet machine where the point's tail is not a single atom near 1%).
+pub const ITERS: usize = 20_000;
+/// A run's time cap, s.
+pub const MAX_SECS: u32 = 3;
 /// A stalled handler's time in the model's second table, us.
 pub const STALL_US: f64 = 1000.0;
 
@@ -33,12 +42,15 @@ pub const USAGE: &str =
        ramp perf model [--stages FILE]
        ramp perf sweep [--quick] [--csv FILE] [--plot FILE.png] [--iters N] [--runs N] [--no-pin]
                        [--font FILE.ttf]
-  measure  stage costs of serial requests (plain, transactions; short, 1 KiB, 64 KiB), loss-free,
+  measure  stage costs of serial requests (plain, transactions with the log on and off; short,
+           1 KiB, 64 KiB), the loss-free round trips' distribution,
            and the timer policy, written to FILE (default ramp-perf-stages.txt)
   model    mean and p99 response time against bit error rate and one component's failure
            probability, from the protocol's rules and a stages file
-  sweep    the model beside two-process jobs under RAMP_FAULT_BER (udp, shm), with ratios;
-           --quick: udp, short requests, two rates (CI); progress on stderr";
+  sweep    the model beside two-process jobs under RAMP_FAULT_BER (udp, shm), with ratios
+           (transactions with the log on), then one component failing at a time (send, wire,
+           recv, handler_stall); --quick: udp, short requests, two rates, recv (CI); progress on
+           stderr; --csv: the issue's columns, then component, fault_p, p99_spread, n";
 
 /// Options of every `ramp perf` command.
 #[derive(Clone, Debug)]
@@ -52,6 +64,28 @@ pub struct Opts {
     pub csv: Option<String>,
     pub plot: Option<String>,
     pub font: Option<String>,
+}
+
+impl Opts {
+    /// Round trips timed per run (`--iters`; by default as many as
+    /// `max_secs` allows, up to 20,000 (1,000 with `--quick`)).
+    pub fn iters(&self) -> usize {
+        match (self.iters, self.quick) {
+            (0, true) => 1_000,
+            (0, false) => ITERS,
+            (n, _) => n,
+        }
+    }
+
+    /// A run's time cap, s (the client stops past it, at least 100
+    /// round trips timed).
+    pub fn max_secs(&self) -> u32 {
+        if self.quick {
+            1
+        } else {
+            MAX_SECS
+        }
+    }
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -140,53 +174,106 @@ pub fn cpus(pin: bool) -> (Option<usize>, Option<usize>) {
     }
 }
 
-/// One point (`pair`), `runs` times: the median of each figure.
-pub fn run_median(o: &Opts, pair: &Pair) -> Result<PairFigures, String> {
+/// One point (`pair`), `runs` times: the median of each figure, the round
+/// trips' distribution of the median run, and the p99's run-to-run spread
+/// ((max - min) / median).
+pub fn run_median(o: &Opts, pair: &Pair) -> Result<(PairFigures, f64), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let exe = exe.to_str().ok_or("the ramp binary's path is not UTF-8")?;
     let (srv, cli) = cpus(o.pin);
+    // every process through the injector, also loss-free: the lossy
+    // points' path (no express lane, no connected UDP ports), at a bit
+    // error rate that loses a datagram of 64 KiB once in 2e9
+    let mut pair = pair.clone();
+    for env in [&mut pair.client_env, &mut pair.server_env] {
+        if !env.iter().any(|(k, _)| *k == ramp::config::FAULT_BER) {
+            env.push((ramp::config::FAULT_BER, PATH_BER.to_string()));
+        }
+    }
     let mut all = Vec::new();
     for _ in 0..o.runs {
-        all.push(run_roles(exe, srv, cli, pair)?);
+        all.push(run_roles(exe, srv, cli, &pair)?);
     }
     let med = |f: fn(&PairFigures) -> f64| {
         let mut v: Vec<f64> = all.iter().map(f).collect();
         median(&mut v)
     };
-    let mut m = all[0];
+    let mut m = all[0].clone();
     m.round.mean = med(|f| f.round.mean);
     m.round.p99 = med(|f| f.round.p99);
     m.send_us = med(|f| f.send_us);
     m.mad_us = med(|f| f.mad_us);
     m.handler_us = med(|f| f.handler_us);
     m.n = all.iter().map(|f| f.n).sum();
-    Ok(m)
+    // the distribution of the run whose mean is the median (a run off
+    // the CPU for long would weigh on a pooled one as it does not on the
+    // median figures the model is set beside)
+    if let Some(mid) = all.iter().min_by(|a, b| {
+        let d = |f: &PairFigures| (f.round.mean - m.round.mean).abs();
+        d(a).total_cmp(&d(b))
+    }) {
+        m.dist = mid.dist.clone();
+    }
+    let p99s = all.iter().map(|f| f.round.p99);
+    let (lo, hi) = p99s.fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(x), h.max(x)));
+    let spread = (hi - lo) / m.round.p99;
+    Ok((m, spread))
 }
 
-/// Measured stage costs by (protocol, bytes), with the round trips' p99.
-pub type StageTable = BTreeMap<(&'static str, usize), (Stages, f64)>;
+/// Measured stage costs by (protocol, bytes), with the round trips' p99,
+/// its run-to-run spread and the round trips timed.
+pub type StageTable = BTreeMap<(&'static str, usize), (Stages, f64, f64, usize)>;
 
-/// Measures the loss-free stage costs over `o.transport` (progress on stderr).
+/// The loss-free serial round trips of `proto` and `bytes` (transactions
+/// with the log on when `log`), as `run_median` gives them.
+fn loss_free(
+    o: &Opts,
+    proto: Protocol,
+    bytes: usize,
+    log: bool,
+) -> Result<(PairFigures, f64), String> {
+    eprintln!(
+        "ramp perf measure: {} {}{} {bytes} bytes, loss-free, {} runs",
+        o.transport,
+        proto.name(),
+        if log {
+            " (log on)"
+        } else if proto == Protocol::Txn {
+            " (log off)"
+        } else {
+            ""
+        },
+        o.runs
+    );
+    let pair = Pair {
+        transport: o.transport,
+        iters: o.iters(),
+        bytes,
+        txn: proto == Protocol::Txn,
+        log,
+        max_secs: o.max_secs(),
+        ..Pair::default()
+    };
+    run_median(o, &pair)
+}
+
+/// Measures the loss-free stage costs over `o.transport` (progress on
+/// stderr). Transactions run with the transaction log on (`RAMP_LOG_DIR`,
+/// as the sweep's do) and off: the log's cost is the difference of their
+/// mean round trips, the other stages the run without it.
 pub fn measure(o: &Opts, sizes: &[usize]) -> Result<StageTable, String> {
     let mut table = StageTable::new();
     for proto in PROTOCOLS {
         let mut reply_way = None;
         for &bytes in sizes {
-            eprintln!(
-                "ramp perf measure: {} {} {bytes} bytes, loss-free, {} runs",
-                o.transport,
-                proto.name(),
-                o.runs
-            );
-            let pair = Pair {
-                transport: o.transport,
-                iters: if o.iters > 0 { o.iters } else { 5000 },
-                bytes,
-                txn: proto == Protocol::Txn,
-                max_secs: 2,
-                ..Pair::default()
+            let (f, spread) = loss_free(o, proto, bytes, false)?;
+            let (on, spread, log) = if proto == Protocol::Txn {
+                let (on, spread) = loss_free(o, proto, bytes, true)?;
+                let log = (on.round.mean - f.round.mean).max(0.0);
+                (on, spread, log)
+            } else {
+                (f.clone(), spread, 0.0)
             };
-            let f = run_median(o, &pair)?;
             let ways = (f.round.mean - f.send_us - f.handler_us).max(0.0);
             // the reply is short: its way is the short request's half (at
             // most half of this size's: a noisy short run must not leave
@@ -197,9 +284,11 @@ pub fn measure(o: &Opts, sizes: &[usize]) -> Result<StageTable, String> {
                 request_way: ways - back,
                 handler: f.handler_us,
                 reply_way: back,
-                rttvar: f.mad_us,
+                log,
+                rttvar: on.mad_us,
+                loss_free: Some(on.dist.clone()),
             };
-            table.insert((proto.name(), bytes), (st, f.round.p99));
+            table.insert((proto.name(), bytes), (st, on.round.p99, spread, on.n));
         }
     }
     Ok(table)
@@ -208,95 +297,11 @@ pub fn measure(o: &Opts, sizes: &[usize]) -> Result<StageTable, String> {
 fn measure_to_file(o: &Opts) -> Result<(), String> {
     let p = policy()?;
     let table = measure(o, &SIZES)?;
-    let text = stages_text(o.transport, o.runs, &p, &table);
+    let text = crate::perf_stages::text(o.transport, o.runs, &p, &table);
     std::fs::write(&o.out, &text).map_err(|e| format!("{}: {e}", o.out))?;
     print!("{text}");
     println!("# written to {}", o.out);
     Ok(())
-}
-
-/// The stages file: the policy, then one line per (protocol, bytes).
-pub fn stages_text(transport: &str, runs: usize, p: &Policy, t: &StageTable) -> String {
-    let mut s = format!(
-        "# ramp perf measure: stage costs (us) of serial requests between two processes, \
-         loss-free, medians of {runs} runs\n\
-         # send: the request call; request_way/reply_way: wire, receive and dispatch each way;\n\
-         # handler: the handler with its reply; rttvar: the round trips' mean absolute deviation\n\
-         transport {transport}\n\
-         policy rto_initial_us {} rto_min_us {} rto_max_us {} ack_delay_us {} retry_limit {} burst_us_per_byte {}\n\
-         # tail-loss probe max(2 srtt, srtt + 4 rttvar) + 2 ack_delay (at most the RTO); a first copy\n\
-         # lost again in a flight of <= 2 packets: a second probe (2 pto); then RTO, doubling;\n\
-         # RACK: a packet before one SACKed is resent max(srtt/2, 4 rttvar) after it was sent\n",
-        p.rto_initial_us, p.rto_min_us, p.rto_max_us, p.ack_delay_us, p.retry_limit, p.burst_us_per_byte
-    );
-    for ((proto, bytes), (st, p99)) in t {
-        let rt = st.round_trip();
-        s += &format!(
-            "stage {proto} {bytes} send {:.3} request_way {:.3} handler {:.3} reply_way {:.3} rttvar {:.3} \
-             # round trip {rt:.2} p99 {p99:.2} pto {:.1} rto {:.0}\n",
-            st.send,
-            st.request_way,
-            st.handler,
-            st.reply_way,
-            st.rttvar,
-            p.pto(rt, st.rttvar),
-            p.rto(rt, st.rttvar)
-        );
-    }
-    s
-}
-
-/// Reads a stages file: its transport and stages.
-pub fn read_stages(path: &str) -> Result<(String, StageTable), String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{path}: {e} (write it with `ramp perf measure --out {path}`)"))?;
-    let mut transport = None;
-    let mut table = StageTable::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        let w: Vec<&str> = line.split_whitespace().collect();
-        let bad = || format!("{path}:{}: not a stages line: {line:?}", n + 1);
-        match w.first() {
-            None | Some(&"policy") => {}
-            Some(&"transport") => transport = w.get(1).map(|t| t.to_string()),
-            Some(&"stage") if w.len() == 13 => {
-                let proto = match w[1] {
-                    "plain" => "plain",
-                    "txn" => "txn",
-                    _ => return Err(bad()),
-                };
-                let bytes: usize = w[2].parse().map_err(|_| bad())?;
-                let mut v = [0.0; 5];
-                for (i, name) in ["send", "request_way", "handler", "reply_way", "rttvar"]
-                    .iter()
-                    .enumerate()
-                {
-                    if w[3 + 2 * i] != *name {
-                        return Err(bad());
-                    }
-                    v[i] = w[4 + 2 * i]
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|x| x.is_finite() && *x >= 0.0)
-                        .ok_or_else(bad)?;
-                }
-                let st = Stages {
-                    send: v[0],
-                    request_way: v[1],
-                    handler: v[2],
-                    reply_way: v[3],
-                    rttvar: v[4],
-                };
-                table.insert((proto, bytes), (st, 0.0));
-            }
-            _ => return Err(bad()),
-        }
-    }
-    let transport = transport.ok_or(format!("{path}: no transport line"))?;
-    if table.is_empty() {
-        return Err(format!("{path}: no stage lines"));
-    }
-    Ok((transport, table))
 }
 
 fn protocol(name: &str) -> Protocol {
@@ -308,7 +313,7 @@ fn protocol(name: &str) -> Protocol {
 }
 
 fn model(o: &Opts) -> Result<(), String> {
-    let (transport, table) = read_stages(&o.out)?;
+    let (transport, table) = crate::perf_stages::read(&o.out)?;
     let p = policy()?;
     println!(
         "ramp perf model ({transport}, stages from {}): serial requests, response time (us) against \
@@ -319,7 +324,7 @@ fn model(o: &Opts) -> Result<(), String> {
         "{:<6} {:>6} {:>8} {:>10} {:>10} {:>10}",
         "proto", "bytes", "ber", "mean", "p99", "given up"
     );
-    for (&(name, bytes), (st, _)) in &table {
+    for (&(name, bytes), (st, ..)) in &table {
         for ber in std::iter::once(0.0).chain(BERS) {
             let f = Faults {
                 ber,
@@ -338,15 +343,15 @@ fn model(o: &Opts) -> Result<(), String> {
         "proto", "f", "component", "mean", "p99"
     );
     for name in ["plain", "txn"] {
-        let Some((st, _)) = table.get(&(name, 0)) else {
+        let Some((st, ..)) = table.get(&(name, 0)) else {
             continue;
         };
         for f in COMPONENT_P {
-            for (what, faults) in components(f) {
-                let out = perf::outcome(protocol(name), 0, st, &faults, &p);
+            for c in components(f) {
+                let out = perf::outcome(protocol(name), 0, st, &c.faults, &p);
                 println!(
-                    "{name:<6} {f:>6} {what:<28} {:>10.1} {:>10.1}",
-                    out.mean_us, out.p99_us
+                    "{name:<6} {f:>6} {:<28} {:>10.1} {:>10.1}",
+                    c.what, out.mean_us, out.p99_us
                 );
             }
         }
@@ -354,30 +359,68 @@ fn model(o: &Opts) -> Result<(), String> {
     Ok(())
 }
 
-/// One component failing with probability `f`, the others sound.
-pub fn components(f: f64) -> Vec<(String, Faults)> {
+/// One component failing at a time (`ramp perf model`, the sweep's
+/// component points): its name in the CSV's `component` column, what it
+/// is, the model's faults, and the injector's settings that make it.
+pub struct Component {
+    pub key: &'static str,
+    pub what: &'static str,
+    pub faults: Faults,
+    /// `RAMP_FAULT_*` of the client (initiator) and of the server (target).
+    pub client_env: Vec<(&'static str, String)>,
+    pub server_env: Vec<(&'static str, String)>,
+}
+
+/// Each component failing with probability `f`, the others sound: the
+/// initiator's send (`RAMP_FAULT_LOSS` at the client), the wire both ways
+/// (`RAMP_FAULT_LOSS` at both), the target's receive
+/// (`RAMP_FAULT_RECV_LOSS` at the server: the same datagrams as the
+/// initiator's send, dropped after they arrived), a handler that stalls
+/// `STALL_US` (the server's handler spins).
+pub fn components(f: f64) -> Vec<Component> {
+    let loss = |k: &'static str| vec![(k, f.to_string())];
     vec![
-        (
-            "initiator send / wire out".into(),
-            Faults {
+        Component {
+            key: "send",
+            what: "initiator's send drops",
+            faults: Faults {
                 initiator_loss: f,
                 ..Faults::default()
             },
-        ),
-        (
-            "target send / wire back".into(),
-            Faults {
+            client_env: loss(ramp::config::FAULT_LOSS),
+            server_env: vec![],
+        },
+        Component {
+            key: "wire",
+            what: "the wire drops, both ways",
+            faults: Faults {
+                initiator_loss: f,
                 target_loss: f,
                 ..Faults::default()
             },
-        ),
-        (
-            format!("handler stalls {STALL_US} us"),
-            Faults {
+            client_env: loss(ramp::config::FAULT_LOSS),
+            server_env: loss(ramp::config::FAULT_LOSS),
+        },
+        Component {
+            key: "recv",
+            what: "target's receive drops",
+            faults: Faults {
+                initiator_loss: f,
+                ..Faults::default()
+            },
+            client_env: vec![],
+            server_env: loss(ramp::config::FAULT_RECV_LOSS),
+        },
+        Component {
+            key: "handler_stall",
+            what: "handler stalls 1 ms",
+            faults: Faults {
                 stall: f,
                 stall_us: STALL_US,
                 ..Faults::default()
             },
-        ),
+            client_env: vec![],
+            server_env: vec![],
+        },
     ]
 }
