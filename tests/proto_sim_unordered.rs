@@ -338,3 +338,46 @@ fn exactly_once_with_early_replies_under_faults() {
         "no request was delivered ahead of a gap"
     );
 }
+
+/// Long requests keep their order (`MsgMeta::keeps_order`): their bytes
+/// land in the target's segment before their handlers run (a direct
+/// Xfer's descriptor is one packet and copies them when dispatched), so
+/// neither a long request nor a short one behind a lost long request is
+/// delivered before it. Found by AMX's testbulk (many Xfers to one offset
+/// over shared memory, each handler checking its own data): with long
+/// requests delivered ahead of a gap, a handler saw the next one's bytes.
+#[test]
+fn requests_behind_a_lost_long_request_wait_for_it() {
+    let _watchdog = common::watchdog("proto_sim_unordered::long", Duration::from_secs(60));
+    let mut duo = Duo::new(ProtoConfig::default());
+    let mut ledger = Ledger::default();
+    let now = duo.now;
+    for k in 0..4u32 {
+        let m = MsgMeta {
+            category: ramp::wire::Category::Long,
+            ..meta(0, k, 8)
+        };
+        duo.p[0].send(
+            now,
+            1,
+            CHANNEL_REQUEST,
+            m,
+            payload(0, k, CHANNEL_REQUEST, 8),
+        );
+    }
+    duo.send(0, CHANNEL_REQUEST, 4, 8); // a short one after them
+    let mut pkts = duo.out(0);
+    assert_eq!(pkts.len(), 5, "one DATA packet each");
+    pkts.remove(0); // the first long request lost
+    for p in &pkts {
+        duo.feed(1, p);
+    }
+    duo.drain(1, &mut ledger);
+    assert_eq!(ledger.delivered, 0, "nothing passes a long request");
+    assert!(duo.run(SECOND, |d| {
+        d.drain(1, &mut ledger);
+        ledger.delivered == 5 && d.p[0].is_idle()
+    }));
+    let ks: Vec<u32> = ledger.trace.iter().map(|t| t.3).collect();
+    assert_eq!(ks, vec![0, 1, 2, 3, 4]);
+}

@@ -48,7 +48,7 @@ fn unordered(ch: usize, f: &InFrag<'_>) -> bool {
         && if ch == CHANNEL_REPLY as usize {
             matches!(f.meta.kind, MsgKind::User | MsgKind::AutoReply)
         } else {
-            f.unordered && f.meta.kind == MsgKind::User
+            f.unordered && !f.meta.keeps_order()
         }
 }
 

@@ -165,6 +165,19 @@ pub struct Placed {
 }
 
 impl MsgMeta {
+    /// Whether this message keeps its channel's order: its kind does
+    /// (`MsgKind::keeps_order`), or it is a long request, whose bytes land
+    /// in the target's segment (placed as they arrive, or copied there
+    /// directly when its descriptor is dispatched: `am/rma/xfer_direct.rs`)
+    /// before its handler runs: a long request sent after it must not land
+    /// its bytes in between (AMX's testbulk: many Xfers to one offset,
+    /// each handler checking its own data), nor a request after it run
+    /// before those bytes are there.
+    #[inline]
+    pub fn keeps_order(&self) -> bool {
+        self.kind.keeps_order() || self.category == Category::Long
+    }
+
     pub fn new(kind: MsgKind, category: Category, handler: u8, args: &[u32]) -> MsgMeta {
         let mut a = [0u32; MAX_ARGS];
         let n = args.len().min(MAX_ARGS);

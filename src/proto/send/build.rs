@@ -6,7 +6,7 @@ use super::*;
 
 impl SendChannel {
     /// Whether no packet of a message that keeps order
-    /// (`MsgKind::keeps_order`) is unacknowledged: the newest numbered one
+    /// (`MsgMeta::keeps_order`) is unacknowledged: the newest numbered one
     /// is (then so is every one before it). A resent packet goes
     /// `unordered` only then (what was numbered before it is not looked at).
     #[inline]
@@ -25,7 +25,7 @@ impl SendChannel {
     #[inline]
     pub(super) fn numbered_unordered(&mut self, ch: usize, seq: u32, f: &Fragment) -> bool {
         let free = ch == wire::CHANNEL_REQUEST as usize && f.may_overtake() && self.order_clear();
-        if f.msg.meta.kind.keeps_order() {
+        if f.msg.meta.keeps_order() {
             self.last_ordered = Some(seq);
         }
         free

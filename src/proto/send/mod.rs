@@ -94,7 +94,7 @@ pub struct SendChannel {
     /// congestion controller (`Peer::settle`).
     pub news: FlightNews,
     /// The newest packet numbered in this epoch of a message that keeps
-    /// the channel's order (`MsgKind::keeps_order`): while it is not
+    /// the channel's order (`MsgMeta::keeps_order`): while it is not
     /// acknowledged, no request goes `unordered`.
     pub last_ordered: Option<u32>,
 }

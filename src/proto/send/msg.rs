@@ -180,13 +180,11 @@ pub struct Fragment {
 
 impl Fragment {
     /// Whether it is a whole message that keeps no order
-    /// (`MsgKind::keeps_order`): a request that may be delivered ahead of
+    /// (`MsgMeta::keeps_order`): a request that may be delivered ahead of
     /// a gap when nothing ordered before it is unacknowledged.
     #[inline]
     pub fn may_overtake(&self) -> bool {
-        self.off == 0
-            && self.len as usize == self.msg.payload.len()
-            && !self.msg.meta.kind.keeps_order()
+        self.off == 0 && self.len as usize == self.msg.payload.len() && !self.msg.meta.keeps_order()
     }
 }
 
