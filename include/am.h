@@ -64,11 +64,12 @@
  *   request's handler runs (ramp.h); nothing more is promised.  A short request
  *   goes ahead of the long requests (Xfers) queued before it whose sending has
  *   not begun (it does not wait behind bulk), and may run before them.  A
- *   request that arrives whole (one packet) while an earlier one is still being
- *   repaired runs its handler at once, unless a put or get sent before it is not
- *   yet acknowledged: then it waits for that.  A larger one waits for those
- *   before it.  Each request still runs at most once.  Short replies likewise go
- *   ahead of long replies not begun.
+ *   short or medium request that arrives whole (one packet) while an earlier one
+ *   is being repaired runs its handler at once, unless a put, get or long request
+ *   sent before it is not yet acknowledged: then it waits for that.  Long
+ *   requests (Xfers) and larger ones wait for those before them.  Each request
+ *   still runs at most once.  Short replies likewise go ahead of long replies
+ *   not begun.
  *   Replies: NO order.  A reply that arrives whole (one packet: any short reply, a
  *   medium or long one up to about one datagram) while an earlier one is still
  *   being repaired runs its handler at once; a larger one waits for those before
