@@ -6,7 +6,9 @@
 //! acknowledged; `ramp_ReturnedMayHaveRun` says 1 for the one that started
 //! and 0 for every one from place `START_WINDOW` on; a request it says 0
 //! for never ran (the target writes "ran <arg>" to a file when a handler
-//! starts).
+//! starts). Under loss a request whole in one packet may run ahead of a
+//! lost first one and be answered (am.h's Order): then each request is
+//! answered or returned, and at most `START_WINDOW` returned may have run.
 //!
 //! The target is this test binary again (`RAMP_STARTED_CHILD=1`, only
 //! `child_target` selected).
@@ -156,8 +158,12 @@ fn killed_with_requests_queued(loss: bool) {
     child.wait().unwrap();
     // one more request: something in flight, so the death is noticed
     e.request(1, &Message::short(30, &[n]), false).unwrap();
-    common::waiting_for("every request to come back");
-    while returned.lock().unwrap().len() < n as usize + 1 {
+    // every request comes back, or (under loss) was answered: a request
+    // whole in one packet may run ahead of a lost one (am.h's Order), so
+    // some after a lost request 0 may have run and been answered before 0
+    // started
+    common::waiting_for("every request to come back or be answered");
+    while e.unanswered_requests() > 0 || returned.lock().unwrap().is_empty() {
         b.poll().unwrap();
         b.wait_for_activity(5);
     }
@@ -176,7 +182,15 @@ fn killed_with_requests_queued(loss: bool) {
     let mut may: Vec<u32> = got.iter().filter(|(_, v)| v.1).map(|(k, _)| *k).collect();
     may.sort();
     eprintln!("returned as 'may have run': {may:?}");
-    assert_eq!(got.len(), n as usize + 1, "each returned once");
+    assert_eq!(
+        got.len(),
+        returned.lock().unwrap().len(),
+        "each returned once"
+    );
+    if !loss {
+        // in order: request 0 started first and held every other
+        assert_eq!(got.len(), n as usize + 1, "every request returned");
+    }
     for (a, (status, m)) in &got {
         assert!(status.contains("Unreachable"), "{a}: {status}");
         if !m {
@@ -190,11 +204,21 @@ fn killed_with_requests_queued(loss: bool) {
         got[&HANG].1,
         "the request whose handler started may have run"
     );
-    for k in START_WINDOW as u32..=n {
+    if loss {
+        // a place among the requests still waiting: at most START_WINDOW
+        // of them may have run
+        let may_count = got.values().filter(|v| v.1).count();
         assert!(
-            !got[&k].1,
-            "{k}: behind the start window, it cannot have run"
+            may_count <= START_WINDOW,
+            "{may_count} returned as 'may have run'"
         );
+    } else {
+        for k in START_WINDOW as u32..=n {
+            assert!(
+                !got[&k].1,
+                "{k}: behind the start window, it cannot have run"
+            );
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
