@@ -92,7 +92,7 @@ fn goodput(seed: u64, cc: bool, rate: u64, loaded: bool, puts: usize) -> (u64, S
     let l = w.link_stats(link);
     let note = format!(
         "{} MiB in {} ms, {} paced holds, {} timeouts, {} reductions, {} retransmitted, link dropped {}",
-        puts * PUT >> 20,
+        (puts * PUT) >> 20,
         took / MILLIS,
         s.cc_paced,
         s.cc_timeouts,

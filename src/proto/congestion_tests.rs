@@ -223,7 +223,7 @@ fn off_limits_nothing() {
 #[test]
 fn pacing_follows_the_standing_round_trip_not_stretched_samples() {
     let mut c = cc();
-    let mut s = S.clone();
+    let mut s = S;
     // 1 ms: 2 * 262 KB / 1 ms = 524 MB/s
     c.on_news(t(0), &news(0, Some(1_000 * MICROS)), 0, &mut s);
     let rate = c.pacing_rate().unwrap();
