@@ -2,7 +2,7 @@
 //! processes that share their CPUs with busy neighbours (each off the CPU
 //! 3 ms of every 6 ms, staggered, `World::deschedule`), over a bottleneck
 //! link (`sim::Bottleneck`), with congestion control on and off
-//! (`RAMP_CC=off`): the goodput of the two, printed with the seed.
+//! (as `RAMP_CC=off`): the goodput of the two, printed with the seed.
 //!
 //! What the model holds of a loaded host: a round trip stretched by a
 //! peer off the CPU (its acknowledgements wait in its inbox), and a
@@ -27,8 +27,11 @@ const TAG: u64 = 0x9ace;
 const PUT: usize = 1 << 20;
 const OUTSTANDING: usize = 16;
 
+/// Congestion control on (the default) or off (as `RAMP_CC=off` sets it).
 fn cfg(cc: bool) -> Config {
-    Config::from_lookup(|k| (k == "RAMP_CC" && !cc).then(|| "off".to_string())).unwrap()
+    let mut c = Config::from_lookup(|_| None).unwrap();
+    c.proto.congestion = cc;
+    c
 }
 
 /// Node `node` off the CPU `off` of every `off + on` until `until`.
