@@ -32,6 +32,8 @@ mod express;
 mod handler;
 mod messages;
 mod names;
+#[cfg(test)]
+mod pace_world_tests;
 mod queue;
 #[cfg(test)]
 mod repair_world_tests;

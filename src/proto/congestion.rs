@@ -37,10 +37,16 @@
 //! - A retransmission timeout collapses the window to the minimum (two
 //!   largest datagrams: one packet always goes when nothing is in flight)
 //!   and F-RTO's verdict of a spurious timeout undoes it.
-//! - Pacing: packets leave at `gain * cwnd / srtt` (2 in slow start, 1.25
-//!   after, as Linux), by an earliest departure time with a small burst
-//!   allowance; loopback's huge rate never waits. Held back, they go at
-//!   the peer's `Timer::Pace`.
+//! - Pacing: packets leave at `gain * cwnd / standing` (2 in slow start,
+//!   1.25 after, as Linux), by an earliest departure time with a small
+//!   burst allowance; loopback's huge rate never waits. Held back, they go
+//!   at the peer's `Timer::Pace`. `standing` is the least round trip over
+//!   the last one to two smoothed ones (Copa's standing round trip), not
+//!   the smoothed one: on a loaded host a process off the CPU for a time
+//!   slice (ms) stretches the samples taken across it, the mean follows
+//!   them and paced a path far below what it carries (bulk puts over
+//!   loopback at 0.1x of `RAMP_CC=off`), while the least over a round
+//!   trip still sees the path and its queue (`am/pace_world_tests.rs`).
 //!
 //! `ProtoConfig::congestion` off (`RAMP_CC=off`) leaves the window at its
 //! largest and pacing off: the packet window alone, as before.
@@ -169,7 +175,8 @@ impl Gate {
     }
 }
 
-/// The least round trip over a sliding window (two buckets).
+/// The least round trip over a sliding window (two buckets: the least of
+/// the last one to two windows).
 #[derive(Clone, Copy, Debug)]
 struct WindowedMin {
     cur: Nanos,
@@ -186,8 +193,8 @@ impl WindowedMin {
         }
     }
 
-    fn sample(&mut self, now: Instant, r: Nanos) {
-        if now.since(self.since) >= MIN_RTT_WINDOW {
+    fn sample(&mut self, now: Instant, r: Nanos, window: Nanos) {
+        if now.since(self.since) >= window {
             self.prev = self.cur;
             self.cur = Nanos::MAX;
             self.since = now;
@@ -236,6 +243,10 @@ pub struct Congestion {
     /// Smoothed round trip (1/8 gain) and the least lately.
     srtt: Option<Nanos>,
     min_rtt: WindowedMin,
+    /// The least round trip over the last one to two smoothed round trips
+    /// (Copa's standing round trip): the path's, without the stretch of
+    /// a peer or a sender off the CPU.
+    standing: WindowedMin,
     /// Earliest departure of the next byte (pacing).
     pace_at: Instant,
     /// Pacing cost of a byte, ns << PACE_SHIFT (0: not paced yet).
@@ -269,6 +280,7 @@ impl Congestion {
             undo: None,
             srtt: None,
             min_rtt: WindowedMin::new(),
+            standing: WindowedMin::new(),
             pace_at: Instant::ZERO,
             cost: 0,
             counts: CcCounts::default(),
@@ -288,6 +300,14 @@ impl Congestion {
 
     pub fn srtt(&self) -> Option<Nanos> {
         self.srtt
+    }
+
+    /// The round trip the pacing rate is reckoned by: the standing one
+    /// (the smoothed one until there is one).
+    pub fn standing_rtt(&self) -> Option<Nanos> {
+        Some(self.standing.get())
+            .filter(|&r| r != Nanos::MAX)
+            .or(self.srtt)
     }
 
     /// The least round trip lately.
@@ -376,20 +396,22 @@ impl Congestion {
         // (under a microsecond: a clock reading carried forward, not a
         // round trip; a least of ~0 would take every window for a queue)
         if r >= MICROS {
-            self.min_rtt.sample(now, r);
+            self.min_rtt.sample(now, r, MIN_RTT_WINDOW);
         }
     }
 
     fn on_rtt(&mut self, now: Instant, r: Nanos) {
         let r = r.max(1);
-        self.srtt = Some(match self.srtt {
+        let srtt = match self.srtt {
             Some(s) => s - s / 8 + r / 8,
             None => r,
-        });
+        };
+        self.srtt = Some(srtt);
         if r >= MICROS {
             // (under a microsecond: sent and acknowledged under one clock
             // reading, not a round trip)
-            self.min_rtt.sample(now, r);
+            self.min_rtt.sample(now, r, MIN_RTT_WINDOW);
+            self.standing.sample(now, r, srtt);
         }
         self.update_pacing();
     }
@@ -398,7 +420,7 @@ impl Congestion {
         if !self.on {
             return;
         }
-        let Some(srtt) = self.srtt else {
+        let Some(srtt) = self.standing_rtt() else {
             return;
         };
         let gain = if self.in_slow_start() {

@@ -215,3 +215,28 @@ fn off_limits_nothing() {
     assert_eq!((g.slack, g.cost), (i64::MAX, 0));
     assert_eq!(c.counts, CcCounts::default());
 }
+
+/// A round trip stretched by a peer off the CPU (a time slice of a
+/// loaded host) moves the smoothed round trip but not the pacing rate:
+/// it is reckoned by the least round trip of the last one or two smoothed
+/// ones; once the stretched samples are all there is, it follows them.
+#[test]
+fn pacing_follows_the_standing_round_trip_not_stretched_samples() {
+    let mut c = cc();
+    let mut s = S;
+    // 1 ms: 2 * 262 KB / 1 ms = 524 MB/s
+    c.on_news(t(0), &news(0, Some(1_000 * MICROS)), 0, &mut s);
+    let rate = c.pacing_rate().unwrap();
+    // five samples stretched by 3 ms
+    for k in 1..=5 {
+        c.on_news(t(k * 100), &news(0, Some(4_000 * MICROS)), 0, &mut s);
+    }
+    assert!(c.srtt().unwrap() > 2_000 * MICROS, "{:?}", c.srtt());
+    assert_eq!(c.pacing_rate(), Some(rate), "paced by the standing 1 ms");
+    // 4 ms for two windows of samples: the path's round trip now
+    for k in 1..=8 {
+        c.on_news(t(k * 3_000), &news(0, Some(4_000 * MICROS)), 0, &mut s);
+    }
+    let slow = c.pacing_rate().unwrap();
+    assert!(slow * 3 < rate, "{slow} vs {rate}");
+}

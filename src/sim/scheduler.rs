@@ -282,19 +282,23 @@ pub(super) fn turn(w: &Arc<Shared>, caller: usize, how: Turn) {
     loop {
         let worked = run_ready(w) || (busy && until.is_none());
         let ready = has_work(w, caller, true);
-        let (now, dead) = {
+        let (now, dead, asleep) = {
             let st = w.state();
-            (st.now, st.nodes[caller].bundle.is_none())
+            let s = &st.nodes[caller];
+            (st.now, s.bundle.is_none(), s.asleep_until)
         };
         match how {
             _ if dead => break,
+            // descheduled (`World::deschedule`): its call returns when its
+            // process runs again, whatever came meanwhile
+            _ if now < asleep => {}
             Turn::Yield if worked || ready => break,
             Turn::Wait(u) if now >= u || ready => break,
             Turn::Sleep(u) if now >= u => break,
             _ => {}
         }
-        advance(w, until);
-        if until.is_none() {
+        advance(w, until.map(|u| u.max(asleep)));
+        if until.is_none() && now >= asleep {
             break;
         }
     }

@@ -316,7 +316,8 @@ impl World {
     }
 
     /// Node `i` does not run until `d` from now (a process off the CPU):
-    /// its datagrams wait in its inbox, its timers wait.
+    /// its datagrams wait in its inbox, its timers wait, and a call of its
+    /// program (the test's) that reaches the clock returns only then.
     pub fn deschedule(&self, i: usize, d: Nanos) {
         let mut st = self.shared.state();
         let until = st.now.plus(d);
