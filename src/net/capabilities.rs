@@ -26,6 +26,22 @@ use super::express::{ExpressTake, TakenRecord};
 use super::Transport;
 use crate::time::Instant;
 
+/// `send` of a datagram in pieces, joined in `joined` first (a transport
+/// that cannot write them where they go itself).
+pub(crate) fn send_joined<T: Transport + ?Sized>(
+    t: &mut T,
+    now: Instant,
+    to: SocketAddr,
+    parts: super::Gathered<'_>,
+    joined: &mut Vec<u8>,
+) -> io::Result<()> {
+    joined.clear();
+    for p in parts {
+        joined.extend_from_slice(p);
+    }
+    t.send(now, to, joined)
+}
+
 /// Shared memory's rings to the endpoints of this host, beyond the
 /// datagrams they carry (`Transport`).
 pub trait SharedMemory: Transport {
@@ -50,11 +66,7 @@ pub trait SharedMemory: Transport {
         if !self.reaches(to) {
             return None;
         }
-        joined.clear();
-        for p in parts {
-            joined.extend_from_slice(p);
-        }
-        Some(self.send(now, to, joined))
+        Some(send_joined(self, now, to, parts, joined))
     }
     /// Whether rings carry traffic now; the set then polls the fallback
     /// (a system call each) only every few receives.

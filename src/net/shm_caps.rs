@@ -59,11 +59,9 @@ impl SharedMemory for ShmTransport {
         if !self.reaches(to) {
             return None;
         }
-        joined.clear();
-        for p in parts {
-            joined.extend_from_slice(p);
-        }
-        Some(self.send(now, to, joined))
+        Some(crate::net::capabilities::send_joined(
+            self, now, to, parts, joined,
+        ))
     }
 
     fn ring_to(&self, to: SocketAddr) -> Option<(u32, u64)> {

@@ -51,6 +51,16 @@ pub enum MsgRef {
     Shared(Arc<OutMsg>),
 }
 
+impl MsgRef {
+    /// The message shared, for fragments that each hold it.
+    fn into_shared(self) -> Arc<OutMsg> {
+        match self {
+            MsgRef::Shared(a) => a,
+            MsgRef::One(b) => Arc::new(*b),
+        }
+    }
+}
+
 impl std::ops::Deref for MsgRef {
     type Target = OutMsg;
 
@@ -234,11 +244,7 @@ pub fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cut: Cut) {
 #[inline(never)]
 fn push_split(q: &mut VecDeque<Fragment>, msg: MsgRef, cut: Cut) {
     let (cap, head) = (cut.cap, cut.head);
-    let len = msg.payload.len();
-    let shared = match msg {
-        MsgRef::Shared(a) => a,
-        MsgRef::One(b) => Arc::new(*b),
-    };
+    let shared = msg.into_shared();
     if head > 0 {
         q.push_back(Fragment {
             msg: MsgRef::Shared(shared.clone()),
@@ -246,8 +252,21 @@ fn push_split(q: &mut VecDeque<Fragment>, msg: MsgRef, cut: Cut) {
             len: head as u32,
         });
     }
-    let mut off = head;
-    let mut size = if head > 0 { cut.first } else { cap };
+    let first = if head > 0 { cut.first } else { cap };
+    push_from(q, shared, head, first, cap);
+}
+
+/// Queues the bytes of `shared` from `off` on: a fragment of at most
+/// `first` bytes, then fragments of at most `cap`.
+fn push_from(
+    q: &mut VecDeque<Fragment>,
+    shared: Arc<OutMsg>,
+    mut off: usize,
+    first: usize,
+    cap: usize,
+) {
+    let len = shared.payload.len();
+    let mut size = first;
     while len - off > size {
         q.push_back(Fragment {
             msg: MsgRef::Shared(shared.clone()),
@@ -292,25 +311,9 @@ pub fn recut(q: &mut VecDeque<Fragment>, cut: impl Fn(&OutMsg) -> Cut) {
 }
 
 /// Queues the bytes of `msg` from `off` on in fragments of at most `cap`.
-fn push_rest(q: &mut VecDeque<Fragment>, msg: MsgRef, mut off: usize, cap: usize) {
-    let len = msg.payload.len();
-    let shared = match msg {
-        MsgRef::Shared(a) => a,
-        MsgRef::One(b) => Arc::new(*b),
-    };
-    while len - off > cap {
-        q.push_back(Fragment {
-            msg: MsgRef::Shared(shared.clone()),
-            off: off as u32,
-            len: cap as u32,
-        });
-        off += cap;
-    }
-    q.push_back(Fragment {
-        msg: MsgRef::Shared(shared),
-        off: off as u32,
-        len: (len - off) as u32,
-    });
+fn push_rest(q: &mut VecDeque<Fragment>, msg: MsgRef, off: usize, cap: usize) {
+    let shared = msg.into_shared();
+    push_from(q, shared, off, cap, cap);
 }
 
 /// A large fragment `f`, next to go, cut to end the bundle of small
