@@ -174,10 +174,37 @@ pub fn cpus(pin: bool) -> (Option<usize>, Option<usize>) {
     }
 }
 
+/// A point's figures (medians) and its p99's run-to-run spread.
+pub type Point = (PairFigures, f64);
+
 /// One point (`pair`), `runs` times: the median of each figure, the round
 /// trips' distribution of the median run, and the p99's run-to-run spread
 /// ((max - min) / median).
-pub fn run_median(o: &Opts, pair: &Pair) -> Result<(PairFigures, f64), String> {
+pub fn run_median(o: &Opts, pair: &Pair) -> Result<Point, String> {
+    let mut all = Vec::new();
+    for _ in 0..o.runs {
+        all.push(run_once(o, pair)?);
+    }
+    Ok(reduce(all))
+}
+
+/// A lossy point and its loss-free twin (`lossy` without its faults),
+/// run alternately `runs` times (free, lossy, free, lossy, ...): each as
+/// `run_median` gives it. The model is set beside a lossy point on the
+/// loss-free round trips of the same minutes: the load of a shared host
+/// changes between a sweep's first loss-free runs and its later points,
+/// and the loss-free distribution carries it.
+pub fn run_paired(o: &Opts, free: &Pair, lossy: &Pair) -> Result<(Point, Point), String> {
+    let (mut frees, mut lossies) = (Vec::new(), Vec::new());
+    for _ in 0..o.runs {
+        frees.push(run_once(o, free)?);
+        lossies.push(run_once(o, lossy)?);
+    }
+    Ok((reduce(frees), reduce(lossies)))
+}
+
+/// One run of `pair`, pinned as `o` says, through the fault injector.
+fn run_once(o: &Opts, pair: &Pair) -> Result<PairFigures, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let exe = exe.to_str().ok_or("the ramp binary's path is not UTF-8")?;
     let (srv, cli) = cpus(o.pin);
@@ -190,10 +217,12 @@ pub fn run_median(o: &Opts, pair: &Pair) -> Result<(PairFigures, f64), String> {
             env.push((ramp::config::FAULT_BER, PATH_BER.to_string()));
         }
     }
-    let mut all = Vec::new();
-    for _ in 0..o.runs {
-        all.push(run_roles(exe, srv, cli, &pair)?);
-    }
+    run_roles(exe, srv, cli, &pair)
+}
+
+/// The median of each figure of `all` (not empty), the distribution of
+/// the median run, and the p99's run-to-run spread.
+fn reduce(all: Vec<PairFigures>) -> Point {
     let med = |f: fn(&PairFigures) -> f64| {
         let mut v: Vec<f64> = all.iter().map(f).collect();
         median(&mut v)
@@ -217,7 +246,7 @@ pub fn run_median(o: &Opts, pair: &Pair) -> Result<(PairFigures, f64), String> {
     let p99s = all.iter().map(|f| f.round.p99);
     let (lo, hi) = p99s.fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(x), h.max(x)));
     let spread = (hi - lo) / m.round.p99;
-    Ok((m, spread))
+    (m, spread)
 }
 
 /// Measured stage costs by (protocol, bytes), with the round trips' p99,

@@ -4,8 +4,12 @@
 //! plain and transactions, over udp and shm (the injector wraps the rings;
 //! the express lane is off under it). Each transport's stage costs and
 //! loss-free round trips are measured first, in the same run and through
-//! the same injector (`perf::run_median`); the model is solved on them,
-//! never fitted to the lossy points. A point where the model's repairs add
+//! the same injector (`perf::run_median`); each lossy point's runs
+//! alternate with loss-free runs of the same request (`perf::run_paired`),
+//! whose round trips' distribution the model at that point is solved on:
+//! a shared host's load changes between the first runs and the later
+//! points, and the loss-free distribution carries it. The model is never
+//! fitted to the lossy runs. A point where the model's repairs add
 //! more than `MAX_MODEL_US` to the mean (or that is given up now and then)
 //! is skipped, and says so: a run would take minutes and its p99 is the
 //! retry limit's.
@@ -25,8 +29,8 @@
 use std::io::Write;
 
 use crate::bench_repair::Pair;
-use crate::perf::{components, measure, policy, run_median, Opts, BERS, PROTOCOLS, SIZES};
-use ramp::perf::{self, Faults, Outcome, Protocol};
+use crate::perf::{components, measure, policy, run_paired, Opts, BERS, PROTOCOLS, SIZES};
+use ramp::perf::{self, Faults, Outcome, Protocol, Stages};
 
 /// Points where the model's repairs add more than this (us) to the mean
 /// are skipped: datagrams are lost so often that a run takes minutes, and
@@ -156,20 +160,20 @@ pub fn run(o: &Opts) -> Result<(), String> {
                         ber,
                         ..Faults::default()
                     };
-                    let model = perf::outcome(proto, bytes, st, &f, &p);
-                    if model.mean_us - free.mean_us > MAX_MODEL_US || model.lost > 1e-9 {
+                    let planned = perf::outcome(proto, bytes, st, &f, &p);
+                    if planned.mean_us - free.mean_us > MAX_MODEL_US || planned.lost > 1e-9 {
                         skipped.push(format!(
                             "{transport} {} {bytes} ber {ber:e}: model mean {:.0} us, p99 {:.0} us",
                             proto.name(),
-                            model.mean_us,
-                            model.p99_us
+                            planned.mean_us,
+                            planned.p99_us
                         ));
                         eprintln!(
                             "  {transport} {} {bytes} ber {ber:e}: skipped (model mean {:.0} us, \
                              given up {:.1e})",
                             proto.name(),
-                            model.mean_us,
-                            model.lost
+                            planned.mean_us,
+                            planned.lost
                         );
                         continue;
                     }
@@ -179,10 +183,8 @@ pub fn run(o: &Opts) -> Result<(), String> {
                         started.elapsed().as_secs_f64()
                     );
                     let env = vec![(ramp::config::FAULT_BER, ber.to_string())];
-                    let pair = Pair {
+                    let free_pair = Pair {
                         transport,
-                        client_env: env.clone(),
-                        server_env: env,
                         iters: o.iters(),
                         bytes,
                         txn: proto == Protocol::Txn,
@@ -190,7 +192,20 @@ pub fn run(o: &Opts) -> Result<(), String> {
                         max_secs: o.max_secs(),
                         ..Pair::default()
                     };
-                    let (m, spread) = run_median(&o, &pair)?;
+                    let pair = Pair {
+                        client_env: env.clone(),
+                        server_env: env,
+                        ..free_pair.clone()
+                    };
+                    // the model on the loss-free round trips of the same
+                    // minutes (`run_paired`), the other stages as measured
+                    let ((twin, _), (m, spread)) = run_paired(&o, &free_pair, &pair)?;
+                    let st = Stages {
+                        rttvar: twin.mad_us,
+                        loss_free: Some(twin.dist.clone()),
+                        ..st.clone()
+                    };
+                    let model = perf::outcome(proto, bytes, &st, &f, &p);
                     rows.push(point(ber, model, m.round.mean, m.round.p99, spread, m.n));
                 }
             }
@@ -281,20 +296,29 @@ fn components_rows(
                 c.key,
                 started.elapsed().as_secs_f64()
             );
-            let model = perf::outcome(proto, 0, st, &c.faults, p);
-            let pair = Pair {
+            let free_pair = Pair {
                 transport: "udp",
-                client_env: c.client_env.clone(),
-                server_env: c.server_env.clone(),
                 iters: o.iters(),
                 txn: proto == Protocol::Txn,
                 log: proto == Protocol::Txn,
                 max_secs: o.max_secs(),
-                stall: c.faults.stall,
-                stall_us: c.faults.stall_us as u64,
                 ..Pair::default()
             };
-            let (m, spread) = run_median(&o, &pair)?;
+            let pair = Pair {
+                client_env: c.client_env.clone(),
+                server_env: c.server_env.clone(),
+                stall: c.faults.stall,
+                stall_us: c.faults.stall_us as u64,
+                ..free_pair.clone()
+            };
+            // as the bit error rates' points: beside its loss-free twin
+            let ((twin, _), (m, spread)) = run_paired(&o, &free_pair, &pair)?;
+            let st = Stages {
+                rttvar: twin.mad_us,
+                loss_free: Some(twin.dist.clone()),
+                ..st.clone()
+            };
+            let model = perf::outcome(proto, 0, &st, &c.faults, p);
             rows.push(Row {
                 transport: "udp",
                 protocol: proto,
