@@ -490,3 +490,6 @@ fn five_percent_random_loss_beside_a_busy_neighbour_costs_a_small_multiple() {
 
 #[path = "repair_order_tests.rs"]
 mod order;
+
+#[path = "slice_world_tests.rs"]
+mod slice;
