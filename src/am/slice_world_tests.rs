@@ -1,6 +1,13 @@
 //! Loss repair beside a busy neighbour taking time slices (issue 37's
 //! "quiet or beside one busy process"): the server off the CPU 4 ms of
-//! every 8 ms (`World::deschedule`), a serial ping-pong at random loss.
+//! every 8 ms (a core shared with one busy process), or 6 ms of every 8
+//! (shared with more), `World::deschedule`; a serial ping-pong at 1% and
+//! 5% random loss both ways, its mean against the same sliced ping-pong's
+//! loss-free mean. A round trip stretched across a slice is held, not
+//! averaged into the timers (`proto/rtt.rs` `sample_from`): averaged in,
+//! every loss in the next ten or so round trips waited milliseconds
+//! (main: 4/4 ms at 5% 1.77-2.08x, 2/6 ms at 1% 1.45-1.46x; quiet 1.37x
+//! and 1.07x).
 //!
 //! A failing test prints its seed (`RAMP_SIM_SEED` replays it).
 
@@ -33,18 +40,25 @@ fn sliced_mean(seed: u64, loss: f64, on: Nanos, off: Nanos, n: u32) -> (Nanos, u
     (p.w.now().since(t0) / n as Nanos, copies)
 }
 
+/// The bounds: a loss repaired beside the busy neighbour costs about what
+/// it costs quiet (1.07x at 1%, 1.37x at 5% on this model), with margin.
 #[test]
-fn explore_slices() {
-    for (on, off) in [(4, 4), (2, 6), (0, 0)] {
-        for seed in seeds(3) {
+fn random_loss_beside_a_busy_neighbour_costs_about_what_it_costs_quiet() {
+    for seed in seeds(3) {
+        for (on, off) in [(4, 4), (2, 6)] {
             let (clean, c0) = sliced_mean(seed, 0.0, on * MILLIS, off * MILLIS, 3000);
-            for loss in [0.01, 0.05] {
+            for (loss, most) in [(0.01, 1.3), (0.05, 1.7)] {
                 let (m, c) = sliced_mean(seed, loss, on * MILLIS, off * MILLIS, 3000);
+                let x = m as f64 / clean as f64;
                 eprintln!(
-                    "seed {seed}: {on}/{off} ms slices, loss {loss}: mean {} us vs {} us loss-free ({c} vs {c0} copies): {:.2}x",
+                    "seed {seed}: server off {off} of every {} ms, loss {loss}: mean {} us, loss-free {} us ({c} and {c0} copies resent): {x:.2}x",
+                    on + off,
                     m / 1000,
                     clean / 1000,
-                    m as f64 / clean as f64
+                );
+                assert!(
+                    x <= most,
+                    "seed {seed}: {on}/{off} ms slices, loss {loss}: {x:.2}x the loss-free mean (at most {most})"
                 );
             }
         }

@@ -477,4 +477,44 @@ mod tests {
             "{p} {o} against {pto} {rto}"
         );
     }
+
+    /// A lone stretched round trip (a process off the CPU for a slice) is
+    /// held and dropped when the next is prompt; one followed by another
+    /// long one (a queue) is fed; stretches that come often are fed at once.
+    #[test]
+    fn a_lone_stretched_round_trip_is_dropped_a_lasting_one_is_fed() {
+        let at = |us: u64| Instant(us * 1_000);
+        let mut r = RttEstimator::new(20_000_000, 1_000, 1_000_000_000).with_ack_delay(25_000);
+        let mut t = 0;
+        let mut rt = |r: &mut RttEstimator, us: u64| {
+            r.sample_from(at(t + us), at(t));
+            t += us + 1;
+        };
+        for _ in 0..50 {
+            rt(&mut r, 20);
+        }
+        let (srtt, rto) = (r.srtt().unwrap(), r.rto());
+        // 4 ms off the CPU, then prompt again: nothing learnt
+        rt(&mut r, 4_000);
+        assert_eq!((r.srtt().unwrap(), r.rto()), (srtt, rto), "held");
+        rt(&mut r, 21);
+        assert!(r.srtt().unwrap() < 2 * srtt && r.rto() < 2 * rto, "dropped");
+        // the path's delay grows (a queue): the second long one feeds both
+        for _ in 0..50 {
+            rt(&mut r, 20);
+        }
+        rt(&mut r, 3_000);
+        rt(&mut r, 3_100);
+        assert!(r.srtt().unwrap() > 500_000, "fed: {:?}", r.srtt());
+        // long and prompt round trips in turn: the path's own, fed
+        let mut r = RttEstimator::new(20_000_000, 1_000, 1_000_000_000).with_ack_delay(25_000);
+        for _ in 0..50 {
+            rt(&mut r, 20);
+        }
+        for _ in 0..20 {
+            rt(&mut r, 2_000);
+            rt(&mut r, 20);
+        }
+        assert!(r.rttvar() > 300_000, "fed: {}", r.rttvar());
+    }
 }
