@@ -124,7 +124,9 @@ impl RttEstimator {
         self
     }
 
-    /// Feeds one sample (from a packet never retransmitted: Karn's rule).
+    /// Feeds one sample (from a packet never retransmitted: Karn's rule)
+    /// at once (the handshake's; an ACK's go through `sample_from`, which
+    /// holds a lone stretched one).
     /// While a floor is learnt (the peer has been off the CPU),
     /// `FLOOR_PERSIST` prompt samples in a row drop it. Every sample feeds
     /// the estimate, long ones too: a queue building at a bottleneck
