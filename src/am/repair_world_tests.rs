@@ -336,8 +336,8 @@ fn one_loss_on_a_busy_path_is_repaired_in_a_few_round_trips() {
 /// A server descheduled for 50 ms (nothing lost: its arrivals and its
 /// timers wait) while the client's request waits for its answer costs at
 /// most three needless copies each time (the probe's, which the floor
-/// never delays, the second probe's and the RTO's, at the floor and
-/// backed off once past it), and random loss after it
+/// delays only once most copies were needless, and the RTO's, at the
+/// floor and backed off once past it), and random loss after it
 /// is repaired as fast as before: what the timers learn from a
 /// descheduled peer is what its receiver reported (the needless copies
 /// it got), and it does not make a lone lost packet wait milliseconds.
@@ -442,8 +442,9 @@ fn time_slices(w: &World, node: usize, on: Nanos, off: Nanos, until: Instant) {
 /// a scheduler shares a core between two busy processes), 5% random loss
 /// both ways costs a small multiple of the same ping-pong's loss-free
 /// mean: the timers learn that the peer is away from the needless copies
-/// it reports, and forget it after 16 prompt round trips; the probe is
-/// never delayed by what they learnt, so random loss is repaired by probes also just after a stall (only a
+/// it reports, and forget it after 16 prompt round trips; while most
+/// copies repair real losses the probe is not delayed by what they learnt,
+/// so random loss is repaired by probes also just after a stall (only a
 /// lost probe waits for the floor, 3.75 ms here); a round trip stretched
 /// across a slice is not averaged into the timers (`proto/rtt.rs`
 /// `sample_from`): 1.44-1.50x on this model (1.82-2.0x when it was, 3.3x
