@@ -161,7 +161,7 @@ impl SendChannel {
         }
         if let Some(t) = done.sample_from {
             let r = now.since(t);
-            rtt.sample(r);
+            rtt.sample_from(now, t);
             stats.record_rtt(r);
             self.news.rtt = Some(r);
         }
@@ -273,7 +273,7 @@ impl SendChannel {
         }
         if let Some(t) = sample_from {
             let r = now.since(t);
-            rtt.sample(r);
+            rtt.sample_from(now, t);
             stats.record_rtt(r);
             self.news.rtt = Some(r);
         }
