@@ -34,7 +34,7 @@ pub use capabilities::{
 };
 pub use faulty::FaultyTransport;
 pub use iface::choose_bind_address;
-pub use shm::{remove_stale_files, ShmTransport};
+pub use shm::{remove_stale_files, ShmTransport, RING_FLIGHT};
 pub use transports::Transports;
 #[cfg(test)]
 pub(crate) use transports::FALLBACK_WAIT_MAX;

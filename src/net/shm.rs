@@ -114,14 +114,16 @@ const MAGIC: u64 = u64::from_le_bytes(*b"RAMPSHM1");
 /// Sending endpoints one receiver serves through shared memory.
 pub const SLOTS: usize = 32; // one bit each of a u32 (see `recv_batch`)
 const _: () = assert!(SLOTS == 32);
-/// Bytes of one ring (a power of two): room for four of the largest
+/// Bytes of one ring (a power of two): room for eight of the largest
 /// datagram, and small enough that a pair's two rings stay in the cores'
-/// L2 caches as records go round them (with 1 MiB rings the next record's
-/// line came from L3 or memory: a ping-pong touched 2 MiB a lap). Alternated
-/// with 1 MiB rings: medium requests of 16,000 and 65,000 bytes through the
-/// ring as fast or faster, short round trips ~2% shorter, and a fourth of
-/// the memory a job's rings touch.
-pub const RING: usize = 1 << 18;
+/// L2 caches (2 MiB each here) as records go round them (with 1 MiB rings
+/// the next record's line came from L3 or memory: a ping-pong touched
+/// 2 MiB a lap; alternated with them, 256 KiB rings had short round trips
+/// ~2% shorter). With 256 KiB a sender kept to what the ring holds
+/// (`RING_FLIGHT`) had two 64 KiB datagrams in flight and streamed at half
+/// the rate it had when it overfilled the ring and resent what it refused;
+/// with 512 KiB five, as fast, without resends (testbulk 4000 x 65000).
+pub const RING: usize = 1 << 19;
 const HDR: usize = 4096;
 const SLOT_HDR: usize = 4096;
 const SLOT_SIZE: usize = SLOT_HDR + RING;
@@ -172,6 +174,25 @@ const REC_ALIGN: usize = 64;
 /// largest record, `RECV_SLOT`, twice over, as a wrap may need).
 const HEAD_PUBLISH: u64 = (RING / 8) as u64;
 const _: () = assert!(HEAD_PUBLISH as usize + 2 * (RECV_SLOT + 2 * REC_ALIGN) < RING);
+/// Bytes of DATA a sender keeps in flight at most toward a peer it reaches
+/// by a proven ring (`ProtoConfig::same_host_flight`; the AM layer sets
+/// it): what the ring surely holds, from its geometry. The ring, less the
+/// head's publishing lag (the sender sees it up to `HEAD_PUBLISH` fuller),
+/// a wrap (less than one largest record wasted), the zeroed word after the
+/// last record, and one largest record more, as the window lets a packet
+/// go while any room is left. A ring refuses what does not fit, and a
+/// refused datagram sealed for the ring is lost (`Transports::send_batch`):
+/// with the congestion window alone (far above this) the 256 KiB ring
+/// overfilled: ~450 of testbulk's 8,000 requests of 65,000 bytes and ~700
+/// of its replies resent (4000 x 65000, both ways); with this, ~10 each.
+pub const RING_FLIGHT: usize =
+    RING - HEAD_PUBLISH as usize - 2 * record_bytes(RECV_SLOT) - REC_ALIGN;
+const _: () = assert!(RING_FLIGHT >= RECV_SLOT);
+
+/// Ring bytes of a record of a datagram of `len` bytes (`TxRing::push`).
+const fn record_bytes(len: usize) -> usize {
+    (8 + len).next_multiple_of(REC_ALIGN)
+}
 
 /// How often each side checks that the other is alive.
 const CHECK_EVERY: u64 = 100 * MILLIS;

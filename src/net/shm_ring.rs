@@ -357,7 +357,7 @@ const _: () = assert!(crate::net::express::MAX_LEN <= MAX_HELD);
 /// Ring bytes a record of a datagram of `len` bytes takes: the word, its
 /// pad, the bytes, to the next line.
 fn record_size(len: usize) -> u64 {
-    (8 + len).next_multiple_of(REC_ALIGN) as u64
+    record_bytes(len) as u64
 }
 
 impl TxRing {

@@ -73,6 +73,11 @@ pub struct ProtoConfig {
     /// Congestion control and pacing per path (`congestion.rs`); off
     /// (`RAMP_CC=off`): the packet window alone.
     pub congestion: bool,
+    /// Bytes in flight at most toward a peer reached by a same-host ring
+    /// whose ends proved one job (`Protocol::set_same_host`), whatever the
+    /// congestion window allows: what the ring surely holds
+    /// (`net::RING_FLIGHT`, set by the AM layer); a full ring loses them.
+    pub same_host_flight: u64,
 }
 
 impl Default for ProtoConfig {
@@ -97,6 +102,7 @@ impl Default for ProtoConfig {
             unsolicited_rate: 20_000,
             unsolicited_burst: 4096,
             congestion: true,
+            same_host_flight: u64::MAX,
         }
     }
 }

@@ -196,6 +196,16 @@ impl<A: PeerAddr> Peer<A> {
 }
 
 impl<A: PeerAddr> Peer<A> {
+    /// Bytes the path may have in flight: its window, and no more than a
+    /// same-host ring holds when it goes by one (`Peer::transmit`).
+    fn flight_limit(&self, cfg: &ProtoConfig) -> u64 {
+        let cwnd = self.assoc.paths.cc.cwnd();
+        match self.same_host {
+            Some(_) => cwnd.min(cfg.same_host_flight),
+            None => cwnd,
+        }
+    }
+
     /// The path's window, pacing and the channels' bytes in flight.
     fn check_congestion(&self, cfg: &ProtoConfig) {
         let who = &self.addr;
@@ -228,7 +238,8 @@ impl<A: PeerAddr> Peer<A> {
             "peer {who:?}: window {} under two datagrams",
             cc.cwnd()
         );
-        if self.assoc.state != AssocState::Established || self.in_flight() >= cc.cwnd() {
+        let limit = self.flight_limit(cfg);
+        if self.assoc.state != AssocState::Established || self.in_flight() >= limit {
             return;
         }
         for ch in 0..NUM_CHANNELS {
@@ -240,7 +251,7 @@ impl<A: PeerAddr> Peer<A> {
                     "peer {who:?} send channel {ch}: new data within both windows \
                      ({} of {} bytes in flight), not sent, no pacing timer",
                     self.in_flight(),
-                    cc.cwnd()
+                    limit
                 );
             }
         }

@@ -86,3 +86,65 @@ fn unsealed_datagrams_pass_only_through_a_proven_ring() {
         assert_eq!(delivered(&mut n[0]), [(4, 10)], "{key:?}");
     }
 }
+
+/// B streams 65,000-byte requests to A; A takes each packet at once and
+/// acknowledges it. Through a proven ring B never has more in flight than
+/// the ring surely holds (`ProtoConfig::same_host_flight`, set from
+/// `net::RING_FLIGHT`) and one packet more (the window lets one go while
+/// room is left), whatever its congestion window allows: a full ring loses
+/// what it refuses (`Transports::send_batch`). By UDP the same window lets
+/// more go at once. Every message arrives either way.
+#[test]
+fn a_ring_peer_is_sent_no_more_than_its_ring_holds() {
+    const COUNT: u32 = 16;
+    let flight = crate::net::RING_FLIGHT as u64;
+    let packet = ProtoConfig::default().max_datagram as u64 + congestion::PACKET_OVERHEAD;
+    for ring in [true, false] {
+        let mut n = pair(None);
+        for p in &mut n {
+            p.cfg.same_host_flight = flight;
+        }
+        n[1].set_same_host(addr(A), ring);
+        let mut now = Instant(1_000_000);
+        for k in 0..COUNT {
+            let meta = MsgMeta::new(MsgKind::User, Category::Medium, 1, &[k]);
+            n[1].send(now, addr(A), CHANNEL_REQUEST, meta, vec![7; 65_000]);
+        }
+        let (mut most, mut got, mut b) = (0, Vec::new(), Vec::new());
+        for _ in 0..10_000 {
+            let d: Vec<_> =
+                std::iter::from_fn(|| n[1].poll_transmit(&mut b).map(|_| b.clone())).collect();
+            most = most.max(n[1].paths().map(|(_, _, f)| f).sum::<u64>());
+            n[1].check_invariants();
+            for x in &d {
+                if ring {
+                    n[0].handle_ring_datagram(now, addr(B), x, &mut NoPlacement);
+                } else {
+                    n[0].handle_datagram(now, addr(B), x);
+                }
+            }
+            got.extend(delivered(&mut n[0]));
+            let acks: Vec<_> =
+                std::iter::from_fn(|| n[0].poll_transmit(&mut b).map(|_| b.clone())).collect();
+            for x in &acks {
+                n[1].handle_datagram(now, addr(A), x);
+            }
+            if got.len() == COUNT as usize {
+                break;
+            }
+            now = now.plus(10 * crate::time::MICROS);
+            n[0].handle_timeout(now);
+            n[1].handle_timeout(now);
+        }
+        let want: Vec<_> = (0..COUNT).map(|k| (k, 65_000)).collect();
+        assert_eq!(got, want, "ring {ring}");
+        if ring {
+            assert!(
+                most <= flight + packet,
+                "{most} bytes in flight through a ring"
+            );
+        } else {
+            assert!(most > flight + packet, "{most} bytes in flight by UDP");
+        }
+    }
+}

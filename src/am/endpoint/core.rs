@@ -141,6 +141,7 @@ pub enum LockWait {
 /// under PMI before it opens its endpoint), unless the caller gave one.
 fn proto_config(cfg: &Config) -> crate::proto::ProtoConfig {
     let mut p = cfg.proto.clone();
+    p.same_host_flight = crate::net::RING_FLIGHT as u64;
     if p.mac.is_none() {
         // `open` refused an endpoint whose key is required but missing
         if let Ok(Some(k)) = cfg.mac_job_key() {

@@ -37,6 +37,12 @@ impl<A: Copy + PartialEq> Peer<A> {
             window: cx.cfg.window,
         };
         let mut gate = self.assoc.paths.cc.gate(now, self.in_flight());
+        if self.same_host.is_some() {
+            // a same-host ring holds no more (`ProtoConfig::same_host_flight`)
+            gate.room = gate
+                .room
+                .min(cx.cfg.same_host_flight.saturating_sub(self.in_flight()));
+        }
         let path = self.path();
         let seal = self.same_host.as_ref().unwrap_or(&self.assoc.tx);
         if let Some(d) = self.tx[ch].transmit(now, &t, &mut gate, path, seal, cx.out) {
