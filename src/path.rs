@@ -12,6 +12,11 @@
 
 use std::fmt;
 
+/// The most rails an endpoint has, and the most addresses a peer lists
+/// (its name and three others): bounds every per-peer table of paths
+/// (at most `MAX_RAILS` * `MAX_RAILS` of them).
+pub const MAX_RAILS: usize = 4;
+
 /// A local rail: which of the endpoint's sockets a datagram leaves from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Rail(pub u8);

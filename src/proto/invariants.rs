@@ -222,7 +222,7 @@ impl<A: PeerAddr> Peer<A> {
                 "peer {who:?} send channel {ch}: a fragment waits longer than its path carries"
             );
         }
-        let cc = &self.assoc.paths.cc;
+        let cc = self.assoc.paths.cc();
         assert!(
             cc.cwnd() >= 2 * cfg.max_datagram as u64 || !cfg.congestion,
             "peer {who:?}: window {} under two datagrams",

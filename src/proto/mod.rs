@@ -94,6 +94,9 @@ mod packing_tests;
 mod path;
 mod peer;
 mod place;
+mod rails;
+#[cfg(test)]
+mod rails_tests;
 mod recv;
 pub mod rtt;
 #[cfg(test)]
@@ -131,7 +134,8 @@ use crate::wire::{self, MsgMeta, Packet, COOKIE_LEN, NUM_CHANNELS};
 use assoc::{AssocState, ClosedTags, CookieError, Secrets, TokenBucket};
 use outbox::Outbox;
 pub(crate) use outbox::SEND_BUNDLE_MAX;
-use path::back_to;
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))] // for h-rnet's wiring
+pub use path::{PathReport, PathState, PATH_MAX_RETRANS};
 use peer::{Ctx, Peer};
 use recv::{InFrag, InPlace};
 use send::{MsgRef, OutMsg, SpareMsgs};
@@ -194,6 +198,19 @@ pub struct Protocol<A: PeerAddr> {
     next_msg_id: MsgId,
     /// Boxes of acknowledged one-fragment messages, reused by `send`.
     spare_msgs: SpareMsgs,
+    /// Our rail addresses, `rails[0]` the name (`rails.rs`); empty: the
+    /// name alone.
+    rails: Vec<A>,
+    /// `rails` but the name, as a handshake lists them.
+    listing: [u8; wire::layout::ADDRS_LEN],
+    /// The slot of the peer that listed each address (its other rails).
+    remotes: FxHashMap<A, u32>,
+    /// The rail of the datagram being handled (its answers go back on it).
+    arrival: crate::path::Rail,
+    /// Heartbeat nonces (`path.rs`).
+    nonces: path::Nonces,
+    /// Handshakes refused for their address list (`paths_refused`).
+    paths_refused: u64,
 }
 
 impl<A: PeerAddr> Protocol<A> {
@@ -237,6 +254,12 @@ impl<A: PeerAddr> Protocol<A> {
             queued_requests: 0,
             next_msg_id: 1,
             spare_msgs: SpareMsgs::default(),
+            rails: Vec::new(),
+            listing: wire::Addrs::encode(&[]),
+            remotes: FxHashMap::default(),
+            arrival: crate::path::Rail::NAME,
+            nonces: path::Nonces::new(secret),
+            paths_refused: 0,
         }
     }
 

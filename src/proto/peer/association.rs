@@ -34,10 +34,12 @@ impl<A: Copy + PartialEq> Peer<A> {
         let integ = &cx.cfg.integrity;
         match (&self.assoc.state, &self.assoc.cookie) {
             (AssocState::CookieWait, _) => {
-                wire::encode_init(&mut cx.out.bytes, integ, self.assoc.local_tag)
+                let tag = self.assoc.local_tag;
+                wire::encode_init_listing(&mut cx.out.bytes, integ, tag, cx.listing)
             }
             (AssocState::CookieEchoed, Some(c)) => {
-                wire::encode_cookie_echo(&mut cx.out.bytes, integ, self.assoc.peer_tag, c)
+                let tag = self.assoc.peer_tag;
+                wire::encode_cookie_echo_listing(&mut cx.out.bytes, integ, tag, c, cx.listing)
             }
             _ => return,
         }
@@ -59,7 +61,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             // sent once: its answer times a round trip (Karn's rule)
             self.rtt.sample(now.since(self.assoc.init_sent));
             let r = now.since(self.assoc.init_sent);
-            self.assoc.paths.cc.on_handshake_rtt(now, r);
+            self.assoc.paths.cc_mut().on_handshake_rtt(now, r);
         }
         self.rtt.on_progress();
         self.heard = now;

@@ -47,7 +47,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         {
             self.last_heartbeat = now;
             let start = cx.out.start();
-            let nonce = now.0;
+            let nonce = cx.nonces.next();
+            self.assoc.paths.heartbeat_current(now, nonce);
             wire::encode_heartbeat(
                 &mut cx.out.bytes,
                 &cx.cfg.integrity,
