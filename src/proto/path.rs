@@ -206,10 +206,6 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.list.iter().any(|p| p.path.remote == *remote)
     }
 
-    pub fn state(&self, i: usize) -> PathState {
-        self.list[i].state
-    }
-
     /// A packet of the association came in on `path`: answers go back on
     /// it while it is active.
     #[inline]
