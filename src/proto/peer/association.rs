@@ -110,6 +110,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         self.rtt.on_progress();
         self.timers.stop(Timer::Handshake);
         self.arm_idle(now, cx.cfg);
+        // the paths learnt in the handshake are confirmed from now
+        self.arm_paths(now);
         for ch in 0..NUM_CHANNELS {
             self.pump(now, ch, cx);
         }
@@ -162,6 +164,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
         self.timers.stop(Timer::Handshake);
         self.arm_idle(now, cx.cfg);
+        // the paths learnt in the handshake are confirmed from now
+        self.arm_paths(now);
         self.dead = None;
         self.heard = now;
         let start = cx.out.start();

@@ -14,6 +14,8 @@ impl<A: Copy + PartialEq> Peer<A> {
             if self.timers.get(Timer::Live).is_none_or(|t| t > at) {
                 self.timers.set(Timer::Live, Some(at));
             }
+            // failed paths are probed while there is something to say
+            self.arm_paths(now);
         }
     }
 
