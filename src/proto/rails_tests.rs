@@ -369,7 +369,16 @@ fn a_failed_path_that_comes_back_rejoins_within_its_probe_interval() {
 #[test]
 fn a_partition_shorter_than_the_peer_timeout_returns_nothing() {
     for seed in [8, 9] {
-        let mut net = confirmed(seed);
+        // (a low retry limit: a partition is not a dead peer)
+        let mut net = Net::new(
+            seed,
+            ProtoConfig {
+                retry_limit: 4,
+                ..cfg()
+            },
+        );
+        net.send(0);
+        net.run_for(50 * MILLIS);
         for k in 1..20 {
             net.send(k);
         }

@@ -209,7 +209,10 @@ impl<A: Copy + PartialEq> Peer<A> {
                     }
                 }
                 self.settle(now, ch, cx);
-                if e.unreachable {
+                // (with every path failed the peer is partitioned, not
+                // dead: only the peer timeout, nothing heard on any path,
+                // returns its messages)
+                if e.unreachable && self.assoc.paths.current_active() {
                     unreachable = true;
                     break;
                 }
