@@ -9,6 +9,9 @@ use super::path::PathReport;
 use super::*;
 use crate::path::{Path, MAX_RAILS};
 
+// a handshake lists every rail but the name
+const _: () = assert!(wire::MAX_LISTED + 1 == MAX_RAILS);
+
 impl<A> From<A> for Path<A> {
     /// A datagram from (or to) `a` on the endpoint's name's rail.
     #[inline]

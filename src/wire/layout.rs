@@ -117,8 +117,8 @@ pub const ECHO_ADDRS_AT: usize = ECHO_COOKIE_AT + COOKIE_LEN;
 /// One listed address: family u8, 16 address bytes, port u16.
 pub const ADDR_LEN: usize = 19;
 /// Addresses a handshake packet lists at most: an endpoint's rails but
-/// its name (`crate::path::MAX_RAILS` - 1).
-pub const MAX_LISTED: usize = crate::path::MAX_RAILS - 1;
+/// its name (`path::MAX_RAILS` - 1, checked in `proto/rails.rs`).
+pub const MAX_LISTED: usize = 3;
 /// The address list: its count, then `MAX_LISTED` entries.
 pub const ADDRS_LEN: usize = 1 + MAX_LISTED * ADDR_LEN;
 /// COOKIE_ECHO: the cookie, `COOKIE_LEN` bytes.

@@ -45,9 +45,7 @@ pub use layout::DATA_HEADER_LEN;
 #[cfg(any(test, feature = "testing"))]
 pub use layout::{ACK_LEN, COMMON_LEN, INIT_ACK_LEN};
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
-pub use layout::ADDR_LEN;
-#[cfg(any(test, feature = "testing"))]
-pub use layout::MAX_LISTED;
+pub use layout::{ADDR_LEN, MAX_LISTED};
 pub use packet::{Addrs, Common, Packet};
 
 /// Packet magic ("RA") and version.
