@@ -232,9 +232,8 @@ impl<A: Copy + PartialEq> Paths<A> {
             }
         }
         let rails = rails.clamp(1, MAX_RAILS);
-        let keep = |p: &OnePath<A>| {
-            (p.path.rail.0 as usize) < rails && remotes.contains(&p.path.remote)
-        };
+        let keep =
+            |p: &OnePath<A>| (p.path.rail.0 as usize) < rails && remotes.contains(&p.path.remote);
         let cur = self.list[self.current].path;
         let first = self.list[0].path;
         self.list.retain(|p| p.path == first || keep(p));
@@ -259,7 +258,13 @@ impl<A: Copy + PartialEq> Paths<A> {
     /// The best active path: the lowest smoothed round trip, the current
     /// one on a tie (or when none has one); None when none is active.
     pub fn best(&self) -> Option<usize> {
-        let key = |i: usize| (self.list[i].srtt().unwrap_or(Nanos::MAX), i != self.current, i);
+        let key = |i: usize| {
+            (
+                self.list[i].srtt().unwrap_or(Nanos::MAX),
+                i != self.current,
+                i,
+            )
+        };
         (0..self.list.len())
             .filter(|&i| self.list[i].state == PathState::Active)
             .min_by_key(|&i| key(i))
@@ -301,7 +306,10 @@ impl<A: Copy + PartialEq> Paths<A> {
 
     /// Path `i` failed at `now` (send error).
     pub fn fail(&mut self, i: usize, now: Instant, probe: Nanos) {
-        if matches!(self.list[i].state, PathState::Active | PathState::Unconfirmed) {
+        if matches!(
+            self.list[i].state,
+            PathState::Active | PathState::Unconfirmed
+        ) {
             self.list[i].fail(now, probe);
         }
     }

@@ -26,19 +26,22 @@ fn rail_of(addr: u32) -> Rail {
     Rail((addr / 10) as u8)
 }
 
+/// A datagram on the wire: to which node, its arrival path, its bytes.
+type InFlight = (usize, Path<u32>, Vec<u8>);
+
 struct Net {
     p: [Protocol<u32>; 2],
     now: Instant,
     rng: Rng,
     /// In flight: (arrival, order) -> (to node, arrival path, bytes).
-    wire: BTreeMap<(Instant, u64), (usize, Path<u32>, Vec<u8>)>,
+    wire: BTreeMap<(Instant, u64), InFlight>,
     order: u64,
     /// Directed links (from address, to address) that drop everything.
     cut: HashSet<(u32, u32)>,
     /// Every DATA datagram that left a node: (time, node, path).
     data_sent: Vec<(Instant, usize, Path<u32>)>,
     /// Heartbeat answers seen, for replays: (to node, arrival, bytes).
-    hb_acks: Vec<(usize, Path<u32>, Vec<u8>)>,
+    hb_acks: Vec<InFlight>,
     delivered: Vec<u32>,
     failed: Vec<(u32, FailReason)>,
 }
@@ -276,7 +279,11 @@ fn an_init_listing_too_many_or_foreign_addresses_is_refused_and_counted() {
     wire::encode_init_listing(&mut d, &integ, 7, &list);
     let corrupt = p.stats().corrupt_dropped;
     p.handle_datagram(now, 5, &d);
-    assert_eq!(p.stats().corrupt_dropped, corrupt + 1, "too many: malformed");
+    assert_eq!(
+        p.stats().corrupt_dropped,
+        corrupt + 1,
+        "too many: malformed"
+    );
     // an IPv4 address listed to an endpoint of simulated nodes
     let v4: std::net::SocketAddr = "10.0.0.1:7".parse().unwrap_or_else(|_| unreachable!());
     let list = wire::Addrs::encode(&[v4.to_wire()]);
@@ -306,7 +313,9 @@ fn a_silently_cut_path_fails_after_its_timeouts_and_its_data_goes_on_the_other()
         }
         net.run_for(500 * MILLIS);
         let r = net.p[0].paths_of(&1);
-        let cut = r.iter().find(|r| r.rail == cur.rail && r.remote == cur.remote);
+        let cut = r
+            .iter()
+            .find(|r| r.rail == cur.rail && r.remote == cur.remote);
         assert!(
             cut.is_some_and(|r| r.failures == 1 && r.state != PathState::Active && !r.current),
             "seed {seed}: {r:?}"
@@ -405,10 +414,13 @@ fn a_partition_shorter_than_the_peer_timeout_returns_nothing() {
 
 #[test]
 fn a_partition_past_the_peer_timeout_returns_the_messages() {
-    let mut net = Net::new(10, ProtoConfig {
-        peer_timeout: 2000 * MILLIS,
-        ..cfg()
-    });
+    let mut net = Net::new(
+        10,
+        ProtoConfig {
+            peer_timeout: 2000 * MILLIS,
+            ..cfg()
+        },
+    );
     net.send(0);
     net.run_for(50 * MILLIS);
     for (a, b) in [(0, 1), (10, 11)] {

@@ -4,8 +4,8 @@
 
 use super::layout::*;
 use super::{
-    AckField, Addrs, Category, Common, DecodeError, Integrity, MsgKind, MsgMeta, Packet, PacketType,
-    COOKIE_LEN, CRC_LEN, MAGIC, MAX_ARGS, NUM_CHANNELS, VERSION,
+    AckField, Addrs, Category, Common, DecodeError, Integrity, MsgKind, MsgMeta, Packet,
+    PacketType, COOKIE_LEN, CRC_LEN, MAGIC, MAX_ARGS, NUM_CHANNELS, VERSION,
 };
 
 /// Checks (magic, version, trailer) and parses one packet (a datagram's

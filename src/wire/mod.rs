@@ -29,14 +29,13 @@ mod polyhash;
 pub use decode::{decode, decode_deferred, DEFER_MIN};
 #[cfg(any(test, feature = "testing"))]
 pub use encode::encode_ack;
-#[cfg(any(test, feature = "testing"))]
-pub use encode::{encode_cookie_echo, encode_init, encode_init_ack};
 pub use encode::{
     encode_abort, encode_ack_dup, encode_alias, encode_cookie_ack, encode_cookie_echo_listing,
     encode_data, encode_data_gathered, encode_heartbeat, encode_init_ack_listing,
-    encode_init_listing, encode_nack,
-    encode_shutdown, encode_unknown_cookie,
+    encode_init_listing, encode_nack, encode_shutdown, encode_unknown_cookie,
 };
+#[cfg(any(test, feature = "testing"))]
+pub use encode::{encode_cookie_echo, encode_init, encode_init_ack};
 #[cfg(test)]
 pub use frame::any_packet;
 pub use frame::{association_vtag, packets, MAX_BUNDLE};
@@ -44,8 +43,8 @@ pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
 pub use layout::DATA_HEADER_LEN;
 #[cfg(any(test, feature = "testing"))]
 pub use layout::{ACK_LEN, COMMON_LEN, INIT_ACK_LEN};
-pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
 pub use layout::{ADDR_LEN, MAX_LISTED};
+pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
 pub use packet::{Addrs, Common, Packet};
 
 /// Packet magic ("RA") and version.

@@ -20,7 +20,9 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
         let busy = self.busy();
         let vtag = self.assoc.peer_tag;
-        let Ctx { cfg, out, nonces, .. } = cx;
+        let Ctx {
+            cfg, out, nonces, ..
+        } = cx;
         self.assoc.paths.due_heartbeats(
             now,
             busy,
