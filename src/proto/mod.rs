@@ -35,15 +35,18 @@
 //! can still forge packets within the window unless every packet carries
 //! the MAC of a job key (`ProtoConfig::mac`, `wire::Integrity`): then only
 //! a holder of the key can (replaying a packet whole gives a duplicate).
-//! An association owns the paths its packets take (`path.rs`: one today,
-//! from the endpoint's name to the peer's address); every datagram the
-//! protocol hands out names its path, and the transports route by it.
+//! An association owns the paths its packets take (`path.rs`: from each
+//! of our rails to each address the peer listed in the handshake, each
+//! confirmed by a heartbeat with a fresh nonce before it carries data,
+//! failed and probed, `rails.rs`); every datagram the protocol hands out
+//! names its path, and the transports route by it.
 //!
 //! A peer is dead when nothing has been heard from it for
 //! `ProtoConfig::peer_timeout` (`RAMP_PEER_TIMEOUT_MS`) while we have
 //! something to say; HEARTBEATs ask after a quarter of it (only while busy:
 //! an idle association is quiet). Then every unfinished message fails
-//! (`PeerUnreachable`), and every new one at once, each starting a handshake
+//! (`PeerUnreachable`; with several paths, only silence on every one of
+//! them: a partition waits), and every new one at once, each starting a handshake
 //! (one at a time) whose success makes the peer usable again; there is no
 //! background probing. The per-packet retry limit is a second bound. A dead
 //! peer's slot is freed after six peer timeouts, and `forget` (the AM
