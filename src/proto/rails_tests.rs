@@ -526,3 +526,23 @@ fn failover_time_after_a_silent_cut() {
         net.assert_exactly_once(k);
     }
 }
+
+#[test]
+fn rails_work_under_the_job_key_mac() {
+    let mac = ProtoConfig {
+        mac: Some(crate::wire::mac::MacKey::from_job_key("rails test key")),
+        ..cfg()
+    };
+    let mut net = Net::new(19, mac);
+    net.send(0);
+    net.run_for(50 * MILLIS);
+    assert_eq!(net.state(0, p(1, 11)), Some(PathState::Active));
+    assert_eq!(net.state(1, p(1, 10)), Some(PathState::Active));
+    net.link(0, 1, false);
+    for k in 1..20 {
+        net.send(k);
+        net.run_for(5 * MILLIS);
+    }
+    net.run_for(300 * MILLIS);
+    net.assert_exactly_once(20);
+}
