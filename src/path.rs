@@ -5,12 +5,17 @@
 //! route by it (`net/transports.rs`). It is the one thing those two layers
 //! share, and the layer between them (`am/`) hands it on without looking.
 //!
-//! Today an association has one path: rail 0 (the endpoint's one socket,
-//! whose address is its name) to the peer's address. Rails (several local
-//! sockets, several addresses per peer) add paths without changing this
-//! type.
+//! Rail 0 is the endpoint's socket whose address is its name; an
+//! endpoint has up to `MAX_RAILS` (`Protocol::set_local_rails`), and an
+//! association a path from each to each of the peer's addresses
+//! (`proto/path.rs`).
 
 use std::fmt;
+
+/// The most rails an endpoint has, and the most addresses a peer lists
+/// (its name and three others): bounds every per-peer table of paths
+/// (at most `MAX_RAILS` * `MAX_RAILS` of them).
+pub const MAX_RAILS: usize = 4;
 
 /// A local rail: which of the endpoint's sockets a datagram leaves from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]

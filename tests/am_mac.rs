@@ -110,7 +110,7 @@ fn run_relay(
                     if let Ok(p) = wire::decode(&job, d) {
                         seen.job += 1;
                         match p {
-                            Packet::Init { init_tag: t } => init_tag = t,
+                            Packet::Init { init_tag: t, .. } => init_tag = t,
                             Packet::InitAck { resp_tag: t, .. } => resp_tag = t,
                             Packet::Data { .. } | Packet::Ack { .. } | Packet::Nack { .. } => {
                                 seen.bad += 1

@@ -35,6 +35,7 @@ fn handshake(s: &UdpSocket, to: SocketAddr, my_tag: u64) -> (u64, Vec<u8>) {
             vtag,
             resp_tag,
             cookie,
+            ..
         }) = wire::decode(&I, &buf[..n])
         {
             assert_eq!(vtag, my_tag);

@@ -140,12 +140,13 @@ impl<A: PeerAddr> Protocol<A> {
         if self.peers[slot].alias != Some(alias) {
             self.learn_alias(slot, alias);
         }
+        let back = self.back_to(from);
         let (peer, cx) = self.peer_cx(slot);
         peer.hear(now);
         let start = cx.out.start();
         let integ = &cx.cfg.integrity;
         wire::encode_alias(&mut cx.out.bytes, integ, peer.assoc.peer_tag, true, port);
-        cx.out.push(back_to(from), start);
+        cx.out.push(back, start);
     }
 
     /// An ALIAS_ACK: the peer named `from` took `port` as ours, when it

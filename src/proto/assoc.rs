@@ -82,7 +82,7 @@ pub struct Assoc<A> {
     pub shutdown_seen: u64,
 }
 
-impl<A: Copy> Assoc<A> {
+impl<A: Copy + PartialEq> Assoc<A> {
     /// No association yet with the peer at `peer` (`Closed`), its path
     /// from our name to that address (with a congestion controller that
     /// limits nothing: the peer gives it its path's, `Peer::fresh_assoc`).

@@ -78,6 +78,11 @@ pub struct ProtoConfig {
     /// congestion window allows: what the ring surely holds
     /// (`net::RING_FLIGHT`, set by the AM layer); a full ring loses them.
     pub same_host_flight: u64,
+    /// How often a failed path is probed with a HEARTBEAT at first
+    /// (`RAMP_PATH_PROBE_MS`, default 100 ms), doubling after each
+    /// unanswered probe to at most 1 s (`path::PROBE_MAX`); also the
+    /// first interval between heartbeats confirming a new path.
+    pub path_probe: Nanos,
 }
 
 impl Default for ProtoConfig {
@@ -103,9 +108,13 @@ impl Default for ProtoConfig {
             unsolicited_burst: 4096,
             congestion: true,
             same_host_flight: u64::MAX,
+            path_probe: DEFAULT_PATH_PROBE,
         }
     }
 }
+
+/// `ProtoConfig::path_probe` unless `RAMP_PATH_PROBE_MS` says otherwise.
+pub const DEFAULT_PATH_PROBE: Nanos = 100 * MILLIS;
 
 /// An endpoint's idle timeout unless `RAMP_IDLE_TIMEOUT_MS` says otherwise.
 pub const DEFAULT_IDLE_TIMEOUT: Nanos = 120_000 * MILLIS;

@@ -45,7 +45,17 @@ impl<A: PeerAddr> Protocol<A> {
         if !known && !self.in_bundle && self.take_unsolicited(now) {
             let start = self.out.start();
             wire::encode_abort(&mut self.out.bytes, &self.cfg.integrity, vtag);
-            self.out.push(back_to(from), start);
+            self.out.push(self.back_to(from), start);
+        }
+    }
+
+    /// The path an answer to a packet from `from` takes: back to that
+    /// address, on the rail the packet came in on.
+    #[inline]
+    pub(super) fn back_to(&self, from: A) -> crate::path::Path<A> {
+        crate::path::Path {
+            remote: from,
+            rail: self.arrival,
         }
     }
 
@@ -66,7 +76,16 @@ impl<A: PeerAddr> Protocol<A> {
     /// tag of the association we have with `from` (its end asks again, our
     /// COOKIE_ACKs lost) gets that association's tag: its echo changes
     /// nothing.
-    pub(super) fn on_init(&mut self, now: Instant, from: A, init_tag: u64) {
+    ///
+    /// Its address list (the initiator's other rails) goes into the
+    /// cookie's MAC: the COOKIE_ECHO lists them again, and only the same
+    /// list opens the cookie. A list of addresses of another kind is
+    /// refused (`paths_refused`), the INIT unanswered.
+    pub(super) fn on_init(&mut self, now: Instant, from: A, init_tag: u64, addrs: wire::Addrs<'_>) {
+        if self.listed(&from, addrs).is_none() {
+            self.out.stats.stale_dropped += 1;
+            return;
+        }
         if !self.take_unsolicited(now) {
             self.out.stats.stale_dropped += 1;
             return;
@@ -78,16 +97,19 @@ impl<A: PeerAddr> Protocol<A> {
                 .then_some(a.local_tag)
         });
         let resp_tag = pending.unwrap_or_else(|| self.secrets.next_tag());
-        let cookie = self.secrets.make_cookie(resp_tag, init_tag, &from, now);
+        let cookie = self
+            .secrets
+            .make_cookie(resp_tag, init_tag, &(from, addrs.0), now);
         let start = self.out.start();
-        wire::encode_init_ack(
+        wire::encode_init_ack_listing(
             &mut self.out.bytes,
             &self.cfg.integrity,
             init_tag,
             resp_tag,
             &cookie,
+            &self.listing,
         );
-        self.out.push(back_to(from), start);
+        self.out.push(self.back_to(from), start);
     }
 
     pub(super) fn on_init_ack(
@@ -97,6 +119,7 @@ impl<A: PeerAddr> Protocol<A> {
         vtag: u64,
         resp_tag: u64,
         cookie: &[u8; COOKIE_LEN],
+        addrs: wire::Addrs<'_>,
     ) {
         let Some(slot) = self.find_peer(&from) else {
             self.out.stats.stale_dropped += 1;
@@ -106,11 +129,19 @@ impl<A: PeerAddr> Protocol<A> {
             self.out.stats.stale_dropped += 1;
             return;
         }
+        let name = self.peers[slot].addr;
+        let Some(others) = self.listed(&name, addrs) else {
+            self.out.stats.stale_dropped += 1;
+            return;
+        };
         let (peer, mut cx) = self.peer_cx(slot);
         let late = peer.assoc.state == AssocState::Established && peer.assoc.peer_tag == resp_tag;
         // A late answer agreeing with the association (simultaneous open)
         // is nothing new; one that does not is stale.
-        if !peer.on_init_ack(now, resp_tag, cookie, &mut cx) && !late {
+        if peer.on_init_ack(now, resp_tag, cookie, &mut cx) {
+            // the responder's other rails: paths to confirm
+            self.set_remotes(now, slot, &others);
+        } else if !late {
             cx.out.stats.stale_dropped += 1;
         }
         self.schedule(slot);
@@ -125,9 +156,13 @@ impl<A: PeerAddr> Protocol<A> {
         from: A,
         vtag: u64,
         cookie: &[u8; COOKIE_LEN],
+        addrs: wire::Addrs<'_>,
     ) {
         let lifetime = self.cfg.cookie_lifetime;
-        let tags = match self.secrets.open_cookie(cookie, &from, now, lifetime) {
+        let opened = self
+            .secrets
+            .open_cookie(cookie, &(from, addrs.0), now, lifetime);
+        let tags = match opened {
             // not for an association that ended since (a replayed echo)
             Ok(t) if t.resp_tag == vtag && !self.closed.refuses(t.resp_tag, t.created) => t,
             Err(CookieError::Forged) => return self.unknown_cookie(now, from, vtag, cookie),
@@ -154,7 +189,7 @@ impl<A: PeerAddr> Protocol<A> {
                     // answer it again, change nothing.
                     let start = self.out.start();
                     wire::encode_cookie_ack(&mut self.out.bytes, &self.cfg.integrity, a.peer_tag);
-                    self.out.push(back_to(from), start);
+                    self.out.push(self.back_to(from), start);
                     return;
                 }
                 if tags.created < a.since {
@@ -164,9 +199,15 @@ impl<A: PeerAddr> Protocol<A> {
                 }
             }
         }
+        // (the cookie's MAC covers the list: its addresses are the INIT's)
+        let Some(others) = self.listed(&from, addrs) else {
+            self.out.stats.stale_dropped += 1;
+            return;
+        };
         let slot = self.peer_entry(from);
         let (peer, mut cx) = self.peer_cx(slot);
         peer.accept_association(now, tags.resp_tag, tags.init_tag, &mut cx);
+        self.set_remotes(now, slot, &others);
         self.schedule(slot);
     }
 
@@ -186,7 +227,7 @@ impl<A: PeerAddr> Protocol<A> {
         }
         let start = self.out.start();
         wire::encode_unknown_cookie(&mut self.out.bytes, &self.cfg.integrity, init_tag, vtag);
-        self.out.push(back_to(from), start);
+        self.out.push(self.back_to(from), start);
     }
 
     /// An UNKNOWN_COOKIE: the peer cannot open the cookie we echo. Taken
@@ -240,10 +281,15 @@ impl<A: PeerAddr> Protocol<A> {
         }
     }
 
-    /// A HEARTBEAT (`nonce`: answered with a HEARTBEAT_ACK) or its answer
-    /// (None), inside an association with `from` or dropped: the peer is
-    /// alive.
-    pub(super) fn on_heartbeat(&mut self, now: Instant, from: A, vtag: u64, nonce: Option<u64>) {
+    /// A HEARTBEAT (`ack` false: answered with a HEARTBEAT_ACK echoing
+    /// `nonce`, back on the path it came in on) or its answer, inside an
+    /// association with `from` (the peer's name, alias or a listed
+    /// address) or dropped. An answer counts only when it echoes the
+    /// nonce of the heartbeat outstanding on the path it came in on
+    /// (`path.rs`): the peer is heard, and that path is confirmed or back;
+    /// any other (an old, forged or other path's nonce) changes nothing
+    /// and is counted (`stale_dropped`).
+    pub(super) fn on_heartbeat(&mut self, now: Instant, from: A, vtag: u64, nonce: u64, ack: bool) {
         let Some(slot) = self
             .find_peer(&from)
             .filter(|&s| self.peers[s].assoc.accepts(vtag))
@@ -251,14 +297,21 @@ impl<A: PeerAddr> Protocol<A> {
             self.out.stats.stale_dropped += 1;
             return;
         };
+        let back = self.back_to(from);
         let (peer, mut cx) = self.peer_cx(slot);
-        peer.confirm(now, &mut cx);
-        peer.hear(now);
-        if let Some(nonce) = nonce {
+        if ack {
+            if !peer.on_heartbeat_ack(now, &back, nonce, &mut cx) {
+                cx.out.stats.stale_dropped += 1;
+                return;
+            }
+            peer.confirm(now, &mut cx);
+        } else {
+            peer.confirm(now, &mut cx);
+            peer.hear(now);
             let start = cx.out.start();
             let integ = &cx.cfg.integrity;
             wire::encode_heartbeat(&mut cx.out.bytes, integ, peer.assoc.peer_tag, true, nonce);
-            cx.out.push(back_to(from), start);
+            cx.out.push(back, start);
         }
         self.schedule(slot);
     }

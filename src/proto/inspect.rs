@@ -33,7 +33,7 @@ impl<A: PeerAddr> Protocol<A> {
     pub fn paths(&self) -> impl Iterator<Item = (A, &congestion::Congestion, u64)> + '_ {
         self.slots.iter().map(|(a, &s)| {
             let p = &self.peers[s as usize];
-            (*a, &p.assoc.paths.cc, p.in_flight())
+            (*a, p.assoc.paths.cc(), p.in_flight())
         })
     }
 

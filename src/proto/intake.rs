@@ -19,7 +19,12 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// `handle_datagram`, with `place` offered each long message that
-    /// starts (`place.rs`). A datagram may carry several packets
+    /// starts (`place.rs`), that came in on `path` (the rail it came in
+    /// on and its source; a bare address: rail 0). A packet of a known
+    /// association from one of the peer's addresses (its name, alias, or
+    /// one it listed in the handshake) is taken; from any other address
+    /// it is no association's (counted in `stale_dropped`), never a new
+    /// path. Answers go back on the rail it came in on. A datagram may carry several packets
     /// (`wire::packets`): each is checked and handled in order, and counted
     /// in `packets_received`; the first that fails its check (or cannot be
     /// framed) is counted in `corrupt_dropped` and ends the datagram (what
@@ -30,11 +35,14 @@ impl<A: PeerAddr> Protocol<A> {
     pub fn handle_datagram_placing(
         &mut self,
         now: Instant,
-        from: A,
+        path: impl Into<crate::path::Path<A>>,
         dgram: &[u8],
         place: &mut dyn Placement<A>,
     ) {
-        self.handle_datagram_via(now, from, dgram, place, false)
+        let path = path.into();
+        self.arrival = path.rail;
+        self.handle_datagram_via(now, path.remote, dgram, place, false);
+        self.arrival = crate::path::Rail::NAME;
     }
 
     /// `handle_datagram_placing` for a datagram that came through a
@@ -52,6 +60,7 @@ impl<A: PeerAddr> Protocol<A> {
         dgram: &[u8],
         place: &mut dyn Placement<A>,
     ) {
+        self.arrival = crate::path::Rail::NAME;
         self.handle_datagram_via(now, from, dgram, place, true)
     }
 
@@ -242,24 +251,29 @@ impl<A: PeerAddr> Protocol<A> {
             Packet::Data { ref common, .. }
             | Packet::Ack { ref common, .. }
             | Packet::Nack { ref common, .. } => common,
-            Packet::Init { init_tag } => return self.on_init(now, from, init_tag),
+            Packet::Init { init_tag, addrs } => return self.on_init(now, from, init_tag, addrs),
             Packet::InitAck {
                 vtag,
                 resp_tag,
                 cookie,
-            } => return self.on_init_ack(now, from, vtag, resp_tag, cookie),
-            Packet::CookieEcho { vtag, cookie } => {
-                return self.on_cookie_echo(now, from, vtag, cookie)
-            }
+                addrs,
+            } => return self.on_init_ack(now, from, vtag, resp_tag, cookie, addrs),
+            Packet::CookieEcho {
+                vtag,
+                cookie,
+                addrs,
+            } => return self.on_cookie_echo(now, from, vtag, cookie, addrs),
             Packet::CookieAck { vtag } => return self.on_cookie_ack(now, from, vtag),
             Packet::UnknownCookie { vtag, resp_tag } => {
                 return self.on_unknown_cookie(now, from, vtag, resp_tag)
             }
             Packet::Abort { vtag } => return self.on_abort(from, vtag),
             Packet::Heartbeat { vtag, nonce } => {
-                return self.on_heartbeat(now, from, vtag, Some(nonce))
+                return self.on_heartbeat(now, from, vtag, nonce, false)
             }
-            Packet::HeartbeatAck { vtag, .. } => return self.on_heartbeat(now, from, vtag, None),
+            Packet::HeartbeatAck { vtag, nonce } => {
+                return self.on_heartbeat(now, from, vtag, nonce, true)
+            }
             Packet::Shutdown { vtag, nonce } => return self.on_shutdown(now, from, vtag, nonce),
             Packet::ShutdownAck { vtag, nonce } => {
                 return self.on_shutdown_ack(now, from, vtag, nonce)
@@ -278,10 +292,12 @@ impl<A: PeerAddr> Protocol<A> {
             };
             return self.outside_association(now, from, data_vtag);
         };
+        let back = self.back_to(from);
         let (peer, mut cx) = self.peer_cx(slot);
         // A packet with our tag: the peer has our COOKIE_ECHO.
         peer.confirm(now, &mut cx);
         peer.hear(now);
+        peer.assoc.paths.arrived(&back);
         for ch in 0..NUM_CHANNELS {
             let a = c.acks[ch];
             if a.valid {

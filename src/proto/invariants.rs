@@ -141,14 +141,28 @@ impl<A: PeerAddr> Peer<A> {
             "peer {who:?}: handshake timer in {:?}",
             a.state
         );
-        // one path today: from our name to the peer's address
-        let paths: Vec<_> = a.paths.all().collect();
+        // the first path: from our name to the peer's address; at most
+        // one per pair of rails; the current one among them, active
+        // unless none is (`path.rs`)
+        let paths: Vec<_> = a.paths.all().map(|p| p.path).collect();
         assert_eq!(
-            paths,
-            [crate::path::Path::from_name(self.addr)],
-            "peer {who:?}: its association's paths"
+            paths[0],
+            crate::path::Path::from_name(self.addr),
+            "peer {who:?}: its association's first path"
         );
-        assert_eq!(a.paths.current(), paths[0], "peer {who:?}: current path");
+        let max = crate::path::MAX_RAILS * crate::path::MAX_RAILS;
+        assert!(paths.len() <= max, "peer {who:?}: {} paths", paths.len());
+        for (i, p) in paths.iter().enumerate() {
+            assert!(!paths[..i].contains(p), "peer {who:?}: path {p:?} twice");
+        }
+        assert!(
+            paths.contains(&a.paths.current()),
+            "peer {who:?}: current path"
+        );
+        assert!(
+            a.paths.current_active() || a.paths.best().is_none(),
+            "peer {who:?}: the current path is not active while another is"
+        );
         if a.state != AssocState::Closed {
             assert_ne!(a.local_tag, 0, "peer {who:?}: no tag of ours");
         }
@@ -232,7 +246,7 @@ impl<A: PeerAddr> Peer<A> {
                 "peer {who:?} send channel {ch}: a fragment waits longer than its path carries"
             );
         }
-        let cc = &self.assoc.paths.cc;
+        let cc = self.assoc.paths.cc();
         assert!(
             cc.cwnd() >= 2 * cfg.max_datagram as u64 || !cfg.congestion,
             "peer {who:?}: window {} under two datagrams",

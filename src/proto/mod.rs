@@ -35,15 +35,18 @@
 //! can still forge packets within the window unless every packet carries
 //! the MAC of a job key (`ProtoConfig::mac`, `wire::Integrity`): then only
 //! a holder of the key can (replaying a packet whole gives a duplicate).
-//! An association owns the paths its packets take (`path.rs`: one today,
-//! from the endpoint's name to the peer's address); every datagram the
-//! protocol hands out names its path, and the transports route by it.
+//! An association owns the paths its packets take (`path.rs`: from each
+//! of our rails to each address the peer listed in the handshake, each
+//! confirmed by a heartbeat with a fresh nonce before it carries data,
+//! failed and probed, `rails.rs`); every datagram the protocol hands out
+//! names its path, and the transports route by it.
 //!
 //! A peer is dead when nothing has been heard from it for
 //! `ProtoConfig::peer_timeout` (`RAMP_PEER_TIMEOUT_MS`) while we have
 //! something to say; HEARTBEATs ask after a quarter of it (only while busy:
 //! an idle association is quiet). Then every unfinished message fails
-//! (`PeerUnreachable`), and every new one at once, each starting a handshake
+//! (`PeerUnreachable`; with several paths, only silence on every one of
+//! them: a partition waits), and every new one at once, each starting a handshake
 //! (one at a time) whose success makes the peer usable again; there is no
 //! background probing. The per-packet retry limit is a second bound. A dead
 //! peer's slot is freed after six peer timeouts, and `forget` (the AM
@@ -94,6 +97,9 @@ mod packing_tests;
 mod path;
 mod peer;
 mod place;
+mod rails;
+#[cfg(test)]
+mod rails_tests;
 mod recv;
 pub mod rtt;
 #[cfg(test)]
@@ -131,7 +137,8 @@ use crate::wire::{self, MsgMeta, Packet, COOKIE_LEN, NUM_CHANNELS};
 use assoc::{AssocState, ClosedTags, CookieError, Secrets, TokenBucket};
 use outbox::Outbox;
 pub(crate) use outbox::SEND_BUNDLE_MAX;
-use path::back_to;
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))] // for h-rnet's wiring
+pub use path::{PathReport, PathState, PATH_MAX_RETRANS};
 use peer::{Ctx, Peer};
 use recv::{InFrag, InPlace};
 use send::{MsgRef, OutMsg, SpareMsgs};
@@ -194,6 +201,19 @@ pub struct Protocol<A: PeerAddr> {
     next_msg_id: MsgId,
     /// Boxes of acknowledged one-fragment messages, reused by `send`.
     spare_msgs: SpareMsgs,
+    /// Our rail addresses, `rails[0]` the name (`rails.rs`); empty: the
+    /// name alone.
+    rails: Vec<A>,
+    /// `rails` but the name, as a handshake lists them.
+    listing: [u8; wire::layout::ADDRS_LEN],
+    /// The slot of the peer that listed each address (its other rails).
+    remotes: FxHashMap<A, u32>,
+    /// The rail of the datagram being handled (its answers go back on it).
+    arrival: crate::path::Rail,
+    /// Heartbeat nonces (`path.rs`).
+    nonces: path::Nonces,
+    /// Handshakes refused for their address list (`paths_refused`).
+    paths_refused: u64,
 }
 
 impl<A: PeerAddr> Protocol<A> {
@@ -237,6 +257,12 @@ impl<A: PeerAddr> Protocol<A> {
             queued_requests: 0,
             next_msg_id: 1,
             spare_msgs: SpareMsgs::default(),
+            rails: Vec::new(),
+            listing: wire::Addrs::encode(&[]),
+            remotes: FxHashMap::default(),
+            arrival: crate::path::Rail::NAME,
+            nonces: path::Nonces::new(secret),
+            paths_refused: 0,
         }
     }
 

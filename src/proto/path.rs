@@ -4,54 +4,165 @@
 //! it takes (`Outbox`), and the transports route by it; the layer above
 //! hands paths on without looking at them.
 //!
-//! Today an association has one path, fixed when it is made: from the
-//! endpoint's name (rail 0) to the peer's address. The rails issue adds
-//! the peer's other addresses (learned in the handshake, each confirmed by
-//! a heartbeat before it carries data), our other rails, and per path its
-//! state (active, failed, probing); `current` then becomes the
-//! scheduler's choice.
+//! The paths are every pair of one of our rails (`Protocol::set_local_rails`)
+//! and one of the peer's addresses: its name and the others it listed in
+//! the handshake (INIT or INIT_ACK, under the cookie and the MAC). The
+//! handshake's own path (rail 0 to the peer's name) is `Active` from the
+//! start; any other carries data only after a HEARTBEAT with a fresh
+//! random nonce, sent on it, came back on it (`Unconfirmed` until then:
+//! no data to an address that did not answer). A path is `Failed` after
+//! `PATH_MAX_RETRANS` consecutive retransmission timeouts on it, or at
+//! once when the transport saw it unreachable (`Protocol::path_down`);
+//! failed paths are probed (`Probing`) every `ProtoConfig::path_probe`,
+//! doubling to `PROBE_MAX`, and an answered probe makes one `Active`
+//! again with a fresh congestion controller.
 //!
-//! Each path has the largest datagram it carries whole (`datagram`):
-//! the configured bound (`RAMP_MAX_DATAGRAM`) until the transport tells
-//! less (`Protocol::path_datagram`: UDP's route MTU, an `EMSGSIZE`);
-//! messages are cut to it and bundles stay within it.
+//! Scheduling, the minimum (striping comes later): the association's
+//! packets take one path, `current`: the best `Active` one (the lowest
+//! smoothed round trip, the current one on a tie), chosen again when
+//! nothing is in flight, when the current one fails, and when a path
+//! answers while the current one is not active. A failover resends what
+//! was in flight at once on the new path (the same sequence numbers: the
+//! receiver keeps one per channel, not per path, so delivery stays exactly
+//! once). With every path failed the current one keeps its
+//! retransmissions (backed off) and all are probed: messages wait, and
+//! only the peer timeout (nothing heard on any path) returns them.
 //!
-//! Each path has its congestion controller (`congestion.rs`: window,
-//! pacing, its own round-trip estimate), shared by both send channels.
-//! It outlives an association to the same address (a new association
-//! over the same route finds the network as it was): the peer hands it on
-//! (`Peer::fresh_assoc`).
+//! Each path has its congestion controller (`congestion.rs`) and the
+//! largest datagram it carries whole (`datagram`, for the association:
+//! the least of its paths' as told by `Protocol::path_datagram`). The
+//! paths outlive an association to the same address (a new association
+//! over the same route finds the network as it was): the peer hands them
+//! on (`Peer::fresh_assoc`); a new handshake sets the peer's other
+//! addresses afresh.
 
 use super::congestion::Congestion;
-use crate::path::Path;
+use crate::path::{Path, Rail, MAX_RAILS};
+use crate::time::{Instant, Nanos, MILLIS};
 
-/// The path an answer to a packet from `from` takes: back to that address,
-/// from our name (the rails issue: on the rail the packet came in on).
-#[inline]
-pub fn back_to<A>(from: A) -> Path<A> {
-    Path::from_name(from)
+/// Consecutive retransmission timeouts that fail a path. SCTP's
+/// Path.Max.Retrans is 5 with an RTO of at least 1 s; ours starts at a
+/// few milliseconds and doubles, so 3 timeouts (about 7 RTOs of silence,
+/// tens of milliseconds on a LAN) say the path is gone well before the
+/// peer timeout, while one or two lost retransmissions (a burst of loss)
+/// do not move traffic off a good path.
+pub const PATH_MAX_RETRANS: u32 = 3;
+
+/// The longest interval between probes of a failed path.
+pub const PROBE_MAX: Nanos = 1000 * MILLIS;
+
+/// HEARTBEATs an unconfirmed path gets while the peer has nothing to say
+/// (then it waits for traffic: an idle association stays quiet).
+const CONFIRM_TRIES: u32 = 4;
+
+/// Where a path stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathState {
+    /// Not yet confirmed by a heartbeat: carries no data.
+    Unconfirmed,
+    /// Confirmed and not failed: may carry data.
+    Active,
+    /// Failed (timeouts or a send error); its next probe not yet sent.
+    Failed,
+    /// Failed, a probe outstanding.
+    Probing,
+}
+
+/// One path as `Protocol::paths_of` tells it.
+#[cfg_attr(not(feature = "testing"), allow(dead_code))]
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathReport<A> {
+    pub rail: Rail,
+    pub remote: A,
+    pub state: PathState,
+    /// Whether the association's packets take it now.
+    pub current: bool,
+    /// Smoothed round trip (its congestion controller's, else its
+    /// heartbeats'), when measured.
+    pub srtt: Option<Nanos>,
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Pacing rate, bytes per second, when pacing.
+    pub pacing_rate: Option<u64>,
+    /// Bytes of datagrams sent on it, and bytes of DATA acknowledged while
+    /// it carried them.
+    pub bytes_sent: u64,
+    pub bytes_acked: u64,
+    /// Consecutive timeouts on it now, and all the times it failed.
+    pub errors: u32,
+    pub failures: u32,
+}
+
+/// Fresh heartbeat nonces: unpredictable without the endpoint's secret.
+pub struct Nonces {
+    key: [u8; 32],
+    made: u64,
+}
+
+impl Nonces {
+    pub fn new(secret: &[u8; 32]) -> Nonces {
+        Nonces {
+            key: blake3::derive_key("ramp 2026 path heartbeat nonces", secret),
+            made: 0,
+        }
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.made += 1;
+        let h = blake3::keyed_hash(&self.key, &self.made.to_le_bytes());
+        u64::from_le_bytes(h.as_bytes()[..8].try_into().unwrap_or([0; 8]))
+    }
+}
+
+/// One path of an association and its state.
+#[derive(Clone, Debug)]
+pub struct OnePath<A> {
+    pub path: Path<A>,
+    pub state: PathState,
+    pub cc: Congestion,
+    /// Smoothed round trip of its heartbeats.
+    pub hb_srtt: Option<Nanos>,
+    pub errors: u32,
+    pub failures: u32,
+    pub bytes_sent: u64,
+    pub bytes_acked: u64,
+    /// The nonce of the one heartbeat outstanding on it, and when it went:
+    /// only its answer, on this path, counts.
+    pub hb: Option<(u64, Instant)>,
+    /// When its next probe or confirming heartbeat goes, and the interval
+    /// after it.
+    pub next_probe: Instant,
+    pub interval: Nanos,
+    pub tries: u32,
 }
 
 /// The paths of one association, and the one its packets take now.
 #[derive(Clone, Debug)]
 pub struct Paths<A> {
-    /// The path packets take now: the only one today.
-    current: Path<A>,
-    /// The current path's congestion controller (the rails issue: one
-    /// per path, and each packet in flight knows its path).
-    pub cc: Congestion,
-    /// The largest datagram the current path carries whole.
+    /// Never empty; `list[0]` is rail 0 to the peer's name.
+    list: Vec<OnePath<A>>,
+    current: usize,
+    /// A path whose answers (ACKs) go back on the path the last packet
+    /// came in on, when that path is active.
+    answer: Option<usize>,
+    /// A new path's congestion controller, as it starts.
+    fresh: Congestion,
+    /// The largest datagram the association's paths carry whole.
     pub datagram: usize,
 }
 
-impl<A: Copy> Paths<A> {
-    /// An association's one path: from the endpoint's name to `peer`,
-    /// with the congestion controller `cc`, carrying datagrams of up to
-    /// `datagram` bytes.
+#[cfg_attr(not(feature = "testing"), allow(dead_code))] // (`path_down`, `paths_of`)
+impl<A: Copy + PartialEq> Paths<A> {
+    /// An association's first path: from the endpoint's name to `peer`,
+    /// active, with the congestion controller `cc`, carrying datagrams of
+    /// up to `datagram` bytes.
     pub fn to(peer: A, cc: Congestion, datagram: usize) -> Paths<A> {
+        let first = OnePath::new(Path::from_name(peer), cc.clone(), PathState::Active);
         Paths {
-            current: Path::from_name(peer),
-            cc,
+            list: vec![first],
+            current: 0,
+            answer: None,
+            fresh: cc,
             datagram,
         }
     }
@@ -59,51 +170,290 @@ impl<A: Copy> Paths<A> {
     /// The path a packet of the association takes now.
     #[inline]
     pub fn current(&self) -> Path<A> {
-        self.current
+        self.list[self.current].path
+    }
+
+    /// Where an answer (ACK, NACK) goes: back on the path the last packet
+    /// came in on when it is active, else the current path.
+    #[inline]
+    pub fn answer(&self) -> Path<A> {
+        self.list[self.answer.unwrap_or(self.current)].path
+    }
+
+    /// The current path's congestion controller.
+    #[inline]
+    pub fn cc(&self) -> &Congestion {
+        &self.list[self.current].cc
+    }
+
+    #[inline]
+    pub fn cc_mut(&mut self) -> &mut Congestion {
+        &mut self.list[self.current].cc
     }
 
     /// Every path of the association.
-    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
-    pub fn all(&self) -> impl Iterator<Item = Path<A>> + '_ {
-        std::iter::once(self.current)
+    pub fn all(&self) -> impl Iterator<Item = &OnePath<A>> + '_ {
+        self.list.iter()
+    }
+
+    /// The index of `path`, if it is one of ours.
+    pub fn find(&self, path: &Path<A>) -> Option<usize> {
+        self.list.iter().position(|p| p.path == *path)
+    }
+
+    /// Whether `remote` is one of the peer's addresses.
+    pub fn lists(&self, remote: &A) -> bool {
+        self.list.iter().any(|p| p.path.remote == *remote)
+    }
+
+    /// A packet of the association came in on `path`: answers go back on
+    /// it while it is active.
+    #[inline]
+    pub fn arrived(&mut self, path: &Path<A>) {
+        if self.list[self.answer.unwrap_or(self.current)].path == *path {
+            return;
+        }
+        self.answer = self
+            .find(path)
+            .filter(|&i| self.list[i].state == PathState::Active);
+    }
+
+    /// The paths are every pair of our `rails` (rail i: `Rail(i)`, at
+    /// least rail 0) and the peer's name or one of `others` (its listed
+    /// addresses, at most `MAX_RAILS` - 1 kept). Paths kept keep their
+    /// state; new ones are unconfirmed, their first heartbeat due at
+    /// `now`; paths to addresses no longer listed go (the first never).
+    pub fn set_paths(&mut self, now: Instant, rails: usize, others: &[A], probe: Nanos) {
+        let name = self.list[0].path.remote;
+        let mut remotes: Vec<A> = vec![name];
+        for &a in others {
+            if remotes.len() < MAX_RAILS && !remotes.contains(&a) {
+                remotes.push(a);
+            }
+        }
+        let rails = rails.clamp(1, MAX_RAILS);
+        let keep =
+            |p: &OnePath<A>| (p.path.rail.0 as usize) < rails && remotes.contains(&p.path.remote);
+        let cur = self.list[self.current].path;
+        let first = self.list[0].path;
+        self.list.retain(|p| p.path == first || keep(p));
+        for r in 0..rails {
+            for &remote in &remotes {
+                let path = Path {
+                    remote,
+                    rail: Rail(r as u8),
+                };
+                if self.find(&path).is_none() {
+                    let mut p = OnePath::new(path, self.fresh.clone(), PathState::Unconfirmed);
+                    p.next_probe = now;
+                    p.interval = probe;
+                    self.list.push(p);
+                }
+            }
+        }
+        self.current = self.find(&cur).unwrap_or(0);
+        self.answer = None;
+    }
+
+    /// The best active path: the lowest smoothed round trip, the current
+    /// one on a tie (or when none has one); None when none is active.
+    pub fn best(&self) -> Option<usize> {
+        let key = |i: usize| {
+            (
+                self.list[i].srtt().unwrap_or(Nanos::MAX),
+                i != self.current,
+                i,
+            )
+        };
+        (0..self.list.len())
+            .filter(|&i| self.list[i].state == PathState::Active)
+            .min_by_key(|&i| key(i))
+    }
+
+    /// Moves the association to path `i`; true when it changed.
+    pub fn switch_to(&mut self, i: usize) -> bool {
+        let changed = i != self.current;
+        self.current = i;
+        self.answer = None;
+        changed
+    }
+
+    /// A retransmission timeout on the current path: true when that makes
+    /// it fail (and another path exists to take over).
+    pub fn timed_out(&mut self, now: Instant, probe: Nanos) -> bool {
+        let n = self.list.len();
+        let p = &mut self.list[self.current];
+        p.errors += 1;
+        if p.errors >= PATH_MAX_RETRANS && p.state == PathState::Active && n > 1 {
+            p.fail(now, probe);
+            return true;
+        }
+        false
+    }
+
+    /// The current path made progress (new data acknowledged).
+    #[inline]
+    pub fn progress(&mut self, acked: u64) {
+        let p = &mut self.list[self.current];
+        p.errors = 0;
+        p.bytes_acked += acked;
+    }
+
+    #[inline]
+    pub fn sent(&mut self, bytes: u64) {
+        self.list[self.current].bytes_sent += bytes;
+    }
+
+    /// Path `i` failed at `now` (send error).
+    pub fn fail(&mut self, i: usize, now: Instant, probe: Nanos) {
+        if matches!(
+            self.list[i].state,
+            PathState::Active | PathState::Unconfirmed
+        ) {
+            self.list[i].fail(now, probe);
+        }
+    }
+
+    /// The heartbeats due at `now`: each path whose probe or confirming
+    /// heartbeat is due (`busy`: the peer has something to say; else only
+    /// unconfirmed paths' first tries), with the nonce each gets
+    /// (`nonce()`), recorded as its one outstanding heartbeat.
+    pub fn due_heartbeats(
+        &mut self,
+        now: Instant,
+        busy: bool,
+        mut nonce: impl FnMut() -> u64,
+        mut send: impl FnMut(Path<A>, u64),
+    ) {
+        for p in self.list.iter_mut() {
+            let wanted = match p.state {
+                PathState::Unconfirmed => busy || p.tries < CONFIRM_TRIES,
+                PathState::Failed | PathState::Probing => busy,
+                PathState::Active => false,
+            };
+            if !wanted || p.next_probe > now {
+                continue;
+            }
+            let n = nonce();
+            p.hb = Some((n, now));
+            p.tries += 1;
+            if p.state == PathState::Failed {
+                p.state = PathState::Probing;
+            }
+            p.next_probe = now.plus(p.interval);
+            p.interval = (p.interval * 2).min(PROBE_MAX);
+            send(p.path, n);
+        }
+    }
+
+    /// A heartbeat on the current path (liveness) with `nonce`.
+    pub fn heartbeat_current(&mut self, now: Instant, nonce: u64) {
+        self.list[self.current].hb = Some((nonce, now));
+    }
+
+    /// When the next heartbeat of `due_heartbeats` is due (`busy` as there).
+    pub fn next_heartbeat(&self, busy: bool) -> Option<Instant> {
+        self.list
+            .iter()
+            .filter(|p| match p.state {
+                PathState::Unconfirmed => busy || p.tries < CONFIRM_TRIES,
+                PathState::Failed | PathState::Probing => busy,
+                PathState::Active => false,
+            })
+            .map(|p| p.next_probe)
+            .min()
+    }
+
+    /// A HEARTBEAT_ACK came in on `path` echoing `nonce`: Some(was it
+    /// inactive) when it answers the heartbeat outstanding on that very
+    /// path (the path is active from now, its congestion controller
+    /// restarted if it was not); None (nothing changed) for any other:
+    /// an old or forged nonce, or another path's.
+    pub fn heartbeat_answered(
+        &mut self,
+        now: Instant,
+        path: &Path<A>,
+        nonce: u64,
+        probe: Nanos,
+    ) -> Option<bool> {
+        let i = self.find(path)?;
+        let p = &mut self.list[i];
+        let (n, sent) = p.hb?;
+        if n != nonce {
+            return None;
+        }
+        p.hb = None;
+        let r = now.since(sent);
+        p.hb_srtt = Some(p.hb_srtt.map_or(r, |s| (7 * s + r) / 8));
+        p.errors = 0;
+        p.tries = 0;
+        p.interval = probe;
+        let was_inactive = p.state != PathState::Active;
+        if was_inactive {
+            p.state = PathState::Active;
+            p.cc = self.fresh.clone();
+        }
+        Some(was_inactive)
+    }
+
+    /// Whether the current path is active.
+    #[inline]
+    pub fn current_active(&self) -> bool {
+        self.list[self.current].state == PathState::Active
+    }
+
+    pub fn report(&self) -> Vec<PathReport<A>> {
+        self.list
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PathReport {
+                rail: p.path.rail,
+                remote: p.path.remote,
+                state: p.state,
+                current: i == self.current,
+                srtt: p.srtt(),
+                cwnd: p.cc.cwnd(),
+                pacing_rate: p.cc.pacing_rate(),
+                bytes_sent: p.bytes_sent,
+                bytes_acked: p.bytes_acked,
+                errors: p.errors,
+                failures: p.failures,
+            })
+            .collect()
     }
 }
 
-impl<A: super::PeerAddr> super::Protocol<A> {
-    /// The transport says the path to `to` (from our name: an
-    /// association's one path today) carries datagrams of at most `size`
-    /// bytes whole (UDP: the route's MTU less the IP and UDP headers, told
-    /// when a datagram was refused with `EMSGSIZE`). The peer's path
-    /// shrinks to it (within the configured bound, and never below what a
-    /// packet needs): its messages not yet sent are cut again, its bundles
-    /// stay within it. A packet already numbered keeps its size (the
-    /// transport still delivers it, fragmented by IP). Never grows; news
-    /// of a path no peer takes is ignored (the next refusal tells again).
-    pub fn path_datagram(&mut self, to: A, size: usize) {
-        let path = Path::from_name(to);
-        let size = size.clamp(crate::wire::MAX_OVERHEAD + 64, self.cfg.max_datagram);
-        let Some(slot) = self.find_peer(&path.remote) else {
-            return;
-        };
-        let peer = &mut self.peers[slot];
-        if peer.assoc.paths.current() != path || size >= peer.assoc.paths.datagram {
-            return;
-        }
-        peer.assoc.paths.datagram = size;
-        let cfg = &self.cfg;
-        for tx in peer.tx.iter_mut() {
-            super::send::recut(&mut tx.pending, |m| cfg.cut(&m.meta, m.payload.len(), size));
-            tx.resettle();
+impl<A> OnePath<A> {
+    fn new(path: Path<A>, cc: Congestion, state: PathState) -> OnePath<A> {
+        OnePath {
+            path,
+            state,
+            cc,
+            hb_srtt: None,
+            errors: 0,
+            failures: 0,
+            bytes_sent: 0,
+            bytes_acked: 0,
+            hb: None,
+            next_probe: Instant::ZERO,
+            interval: 100 * MILLIS,
+            tries: 0,
         }
     }
 
-    /// The largest datagram the path to `to` carries as the protocol
-    /// knows it (the configured bound for a peer it does not know).
-    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
-    pub fn path_datagram_to(&mut self, to: A) -> usize {
-        match self.find_peer(&to) {
-            Some(s) => self.peers[s].assoc.paths.datagram,
-            None => self.cfg.max_datagram,
-        }
+    /// Its smoothed round trip: its congestion controller's (data), else
+    /// its heartbeats'.
+    pub fn srtt(&self) -> Option<Nanos> {
+        self.cc.srtt().or(self.hb_srtt)
+    }
+
+    fn fail(&mut self, now: Instant, probe: Nanos) {
+        self.state = PathState::Failed;
+        self.failures += 1;
+        self.errors = 0;
+        self.hb = None;
+        self.tries = 0;
+        self.interval = probe;
+        self.next_probe = now.plus(probe);
     }
 }

@@ -137,7 +137,7 @@ impl<A: PeerAddr> Protocol<A> {
             if self.take_unsolicited(now) {
                 let start = self.out.start();
                 wire::encode_shutdown(&mut self.out.bytes, &self.cfg.integrity, vtag, true, nonce);
-                self.out.push(back_to(from), start);
+                self.out.push(self.back_to(from), start);
             }
             return;
         };
@@ -146,6 +146,7 @@ impl<A: PeerAddr> Protocol<A> {
             self.out.stats.stale_dropped += 1;
             return;
         }
+        let back = self.back_to(from);
         let (peer, mut cx) = self.peer_cx(slot);
         peer.assoc.shutdown_seen = nonce;
         peer.confirm(now, &mut cx);
@@ -157,7 +158,7 @@ impl<A: PeerAddr> Protocol<A> {
         let start = cx.out.start();
         let integ = &cx.cfg.integrity;
         wire::encode_shutdown(&mut cx.out.bytes, integ, peer.assoc.peer_tag, true, nonce);
-        cx.out.push(back_to(from), start);
+        cx.out.push(back, start);
         peer.end_association(&mut cx);
         self.shutdowns += 1;
         self.free_slot(slot);

@@ -15,6 +15,8 @@ impl<A: PeerAddr> Protocol<A> {
             spare_msgs: &mut self.spare_msgs,
             queued_requests: &mut self.queued_requests,
             closed: &mut self.closed,
+            nonces: &mut self.nonces,
+            listing: &self.listing,
         };
         (&mut self.peers[slot], cx)
     }
@@ -38,8 +40,17 @@ impl<A: PeerAddr> Protocol<A> {
     pub(super) fn find_peer_mapped(&mut self, addr: &A) -> Option<usize> {
         let s = match self.slots.get(addr) {
             Some(&s) => s,
-            None if self.aliases.is_empty() => return None,
-            None => *self.aliases.get(addr)?,
+            None => match self.aliases.get(addr) {
+                Some(&s) => s,
+                None => {
+                    // another address the peer listed (its other rails)
+                    let s = *self.remotes.get(addr)? as usize;
+                    if !self.peers[s].assoc.paths.lists(addr) {
+                        return None;
+                    }
+                    s as u32
+                }
+            },
         } as usize;
         self.last_slot = s;
         Some(s)
@@ -60,6 +71,8 @@ impl<A: PeerAddr> Protocol<A> {
     #[inline(never)]
     pub(super) fn new_peer(&mut self, addr: A) -> usize {
         self.take_back_alias(&addr);
+        // a peer of its own at an address another listed: its own from now
+        self.remotes.remove(&addr);
         let slot = match self.free.pop() {
             Some(s) => {
                 self.peers[s as usize] = Peer::new(&self.cfg, addr);
@@ -89,6 +102,9 @@ impl<A: PeerAddr> Protocol<A> {
             self.slots.remove(&addr);
         }
         self.forget_alias(slot);
+        if !self.remotes.is_empty() {
+            self.remotes.retain(|_, s| *s as usize != slot);
+        }
         self.peers[slot] = Peer::new(&self.cfg, addr);
         self.free.push(slot as u32);
         self.last_slot = usize::MAX;

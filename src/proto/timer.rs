@@ -26,9 +26,12 @@ pub(super) enum Timer {
     /// Pacing held new data back (`congestion.rs`): both send channels
     /// may send again then.
     Pace,
+    /// A path's heartbeat is due: confirming a new path, or probing a
+    /// failed one (`path.rs`).
+    Paths,
 }
 
-const COUNT: usize = 3 * NUM_CHANNELS + 4;
+const COUNT: usize = 3 * NUM_CHANNELS + 5;
 
 impl Timer {
     #[inline]
@@ -41,6 +44,7 @@ impl Timer {
             Timer::Live => 3 * NUM_CHANNELS + 1,
             Timer::Idle => 3 * NUM_CHANNELS + 2,
             Timer::Pace => 3 * NUM_CHANNELS + 3,
+            Timer::Paths => 3 * NUM_CHANNELS + 4,
         }
     }
 }

@@ -217,13 +217,20 @@ fn handshake_round_trip_and_init_is_never_smaller_than_its_answer() {
     let mut ack = Vec::new();
     encode_init_ack(&mut ack, &I, 42, 77, &cookie);
     assert!(init.len() >= ack.len(), "{} < {}", init.len(), ack.len());
-    assert_eq!(decode(&I, &init).unwrap(), Packet::Init { init_tag: 42 });
+    assert_eq!(
+        decode(&I, &init).unwrap(),
+        Packet::Init {
+            init_tag: 42,
+            addrs: Addrs::NONE
+        }
+    );
     assert_eq!(
         decode(&I, &ack).unwrap(),
         Packet::InitAck {
             vtag: 42,
             resp_tag: 77,
-            cookie: &cookie
+            cookie: &cookie,
+            addrs: Addrs::NONE
         }
     );
     let mut b = Vec::new();
@@ -232,7 +239,8 @@ fn handshake_round_trip_and_init_is_never_smaller_than_its_answer() {
         decode(&I, &b).unwrap(),
         Packet::CookieEcho {
             vtag: 77,
-            cookie: &cookie
+            cookie: &cookie,
+            addrs: Addrs::NONE
         }
     );
     b.clear();

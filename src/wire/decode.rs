@@ -4,8 +4,8 @@
 
 use super::layout::*;
 use super::{
-    AckField, Category, Common, DecodeError, Integrity, MsgKind, MsgMeta, Packet, PacketType,
-    COOKIE_LEN, CRC_LEN, MAGIC, MAX_ARGS, NUM_CHANNELS, VERSION,
+    AckField, Addrs, Category, Common, DecodeError, Integrity, MsgKind, MsgMeta, Packet,
+    PacketType, COOKIE_LEN, CRC_LEN, MAGIC, MAX_ARGS, NUM_CHANNELS, VERSION,
 };
 
 /// Checks (magic, version, trailer) and parses one packet (a datagram's
@@ -139,6 +139,17 @@ fn decode_body(body: &[u8]) -> Result<Packet<'_>, DecodeError> {
     }
 }
 
+/// The address list at `at` of a handshake packet: malformed unless
+/// `Addrs::valid` (too many addresses, an unknown family, bytes past the
+/// count): such a packet is refused whole, nothing of it kept.
+fn addrs_at(b: &[u8], at: usize) -> Result<Addrs<'_>, DecodeError> {
+    match b.get(at..).and_then(|r| r.first_chunk::<ADDRS_LEN>()) {
+        Some(a) if Addrs::valid(a) => Ok(Addrs(a)),
+        Some(_) => Err(DecodeError::Malformed),
+        None => Err(DecodeError::Truncated),
+    }
+}
+
 /// A handshake, heartbeat, shutdown or alias packet of type `t` (`body`:
 /// its bytes before the trailer; `vtag` read already).
 fn decode_handshake(t: u8, vtag: u64, body: &[u8]) -> Result<Packet<'_>, DecodeError> {
@@ -160,10 +171,11 @@ fn decode_handshake(t: u8, vtag: u64, body: &[u8]) -> Result<Packet<'_>, DecodeE
                 return Err(DecodeError::Truncated);
             };
             let init_tag = be64(b, INIT_TAG_AT);
+            let addrs = addrs_at(b, INIT_ADDRS_AT)?;
             if vtag != 0 || init_tag == 0 {
                 return Err(DecodeError::Malformed);
             }
-            Ok(Packet::Init { init_tag })
+            Ok(Packet::Init { init_tag, addrs })
         }
         INIT_ACK => {
             let Ok(b) = <&[u8; INIT_ACK_LEN]>::try_from(body) else {
@@ -173,6 +185,7 @@ fn decode_handshake(t: u8, vtag: u64, body: &[u8]) -> Result<Packet<'_>, DecodeE
             let Some(cookie) = b[INIT_ACK_COOKIE_AT..].first_chunk::<COOKIE_LEN>() else {
                 return Err(DecodeError::Truncated);
             };
+            let addrs = addrs_at(b, INIT_ADDRS_AT)?;
             if vtag == 0 || resp_tag == 0 {
                 return Err(DecodeError::Malformed);
             }
@@ -180,6 +193,7 @@ fn decode_handshake(t: u8, vtag: u64, body: &[u8]) -> Result<Packet<'_>, DecodeE
                 vtag,
                 resp_tag,
                 cookie,
+                addrs,
             })
         }
         COOKIE_ECHO => {
@@ -189,7 +203,12 @@ fn decode_handshake(t: u8, vtag: u64, body: &[u8]) -> Result<Packet<'_>, DecodeE
             let Some(cookie) = b[ECHO_COOKIE_AT..].first_chunk::<COOKIE_LEN>() else {
                 return Err(DecodeError::Truncated);
             };
-            Ok(Packet::CookieEcho { vtag, cookie })
+            let addrs = addrs_at(b, ECHO_ADDRS_AT)?;
+            Ok(Packet::CookieEcho {
+                vtag,
+                cookie,
+                addrs,
+            })
         }
         UNKNOWN_COOKIE => {
             let Ok(b) = <&[u8; UNKNOWN_COOKIE_LEN]>::try_from(body) else {

@@ -2,6 +2,8 @@
 //! sealed with its integrity trailer.
 
 use super::layout::*;
+#[cfg(any(test, feature = "testing"))]
+use super::packet::NO_ADDRS;
 use super::{Common, Integrity, MsgMeta, PacketType, PayloadPiece, COOKIE_LEN, MAGIC, VERSION};
 
 /// Fills the common part (the first `COMMON_LEN` bytes) of a header.
@@ -176,14 +178,28 @@ fn push_sealed(buf: &mut Vec<u8>, integ: &Integrity, packet: &[u8]) {
 }
 
 /// Appends an INIT offering `init_tag`, padded to the size of the INIT_ACK
-/// it provokes (an INIT never buys a larger answer).
+/// it provokes (an INIT never buys a larger answer), listing no other rail.
+#[cfg(any(test, feature = "testing"))]
 pub fn encode_init(buf: &mut Vec<u8>, integ: &Integrity, init_tag: u64) {
+    encode_init_listing(buf, integ, init_tag, &NO_ADDRS)
+}
+
+/// `encode_init` listing the sender's other rails (`Addrs::encode`).
+pub fn encode_init_listing(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    init_tag: u64,
+    addrs: &[u8; ADDRS_LEN],
+) {
     let mut h = handshake_header(PacketType::Init, 0);
     put64(&mut h, INIT_TAG_AT, init_tag);
+    h[INIT_ADDRS_AT..][..ADDRS_LEN].copy_from_slice(addrs);
     push_sealed(buf, integ, &h[..INIT_LEN]);
 }
 
-/// Appends an INIT_ACK to the initiator whose tag is `vtag`.
+/// Appends an INIT_ACK to the initiator whose tag is `vtag`, listing no
+/// other rail.
+#[cfg(any(test, feature = "testing"))]
 pub fn encode_init_ack(
     buf: &mut Vec<u8>,
     integ: &Integrity,
@@ -191,21 +207,49 @@ pub fn encode_init_ack(
     resp_tag: u64,
     cookie: &[u8; COOKIE_LEN],
 ) {
+    encode_init_ack_listing(buf, integ, vtag, resp_tag, cookie, &NO_ADDRS)
+}
+
+/// `encode_init_ack` listing the responder's other rails.
+pub fn encode_init_ack_listing(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    vtag: u64,
+    resp_tag: u64,
+    cookie: &[u8; COOKIE_LEN],
+    addrs: &[u8; ADDRS_LEN],
+) {
     let mut h = handshake_header(PacketType::InitAck, vtag);
     put64(&mut h, RESP_TAG_AT, resp_tag);
     h[INIT_ACK_COOKIE_AT..][..COOKIE_LEN].copy_from_slice(cookie);
+    h[INIT_ADDRS_AT..][..ADDRS_LEN].copy_from_slice(addrs);
     push_sealed(buf, integ, &h[..INIT_ACK_LEN]);
 }
 
-/// Appends a COOKIE_ECHO to the responder whose tag is `vtag`.
+/// Appends a COOKIE_ECHO to the responder whose tag is `vtag`, listing no
+/// other rail.
+#[cfg(any(test, feature = "testing"))]
 pub fn encode_cookie_echo(
     buf: &mut Vec<u8>,
     integ: &Integrity,
     vtag: u64,
     cookie: &[u8; COOKIE_LEN],
 ) {
+    encode_cookie_echo_listing(buf, integ, vtag, cookie, &NO_ADDRS)
+}
+
+/// `encode_cookie_echo` listing the initiator's other rails again (as its
+/// INIT did: the cookie covers them).
+pub fn encode_cookie_echo_listing(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    vtag: u64,
+    cookie: &[u8; COOKIE_LEN],
+    addrs: &[u8; ADDRS_LEN],
+) {
     let mut h = handshake_header(PacketType::CookieEcho, vtag);
     h[ECHO_COOKIE_AT..][..COOKIE_LEN].copy_from_slice(cookie);
+    h[ECHO_ADDRS_AT..][..ADDRS_LEN].copy_from_slice(addrs);
     push_sealed(buf, integ, &h[..COOKIE_ECHO_LEN]);
 }
 

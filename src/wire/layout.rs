@@ -1,7 +1,7 @@
 //! Where every field of a packet lies, named once: the offsets (`*_AT`,
 //! bytes from the packet's start) that the encoder, the decoder, the
 //! framing walk and anything else that peeks at a packet's bytes use. Wire
-//! version 3, all fields big-endian; the width of a field is its type's.
+//! version 4, all fields big-endian; the width of a field is its type's.
 //!
 //! ```text
 //! common (32 bytes, every packet)
@@ -22,9 +22,15 @@
 //!       60 frag_off u32 | 64 frag_len u32 | 68 args (4*nargs) | payload
 //!       flag 4: a returned request; flag 32: it may be delivered ahead
 //!       of a gap (`FLAG_UNORDERED`)
-//! INIT:        32 initiator tag u64 | 40 zero padding to the INIT_ACK's size
-//! INIT_ACK:    32 responder tag u64 | 40 cookie (COOKIE_LEN)
-//! COOKIE_ECHO: 32 cookie (COOKIE_LEN)
+//! INIT:        32 initiator tag u64 | 40 zero padding (the INIT_ACK's
+//!              cookie) | 88 the sender's other rail addresses (ADDRS_LEN)
+//! INIT_ACK:    32 responder tag u64 | 40 cookie (COOKIE_LEN) | 88 addresses
+//! COOKIE_ECHO: 32 cookie (COOKIE_LEN) | 80 the initiator's addresses again
+//! addresses (`ADDRS_LEN`): count u8 (at most `MAX_LISTED`), then
+//!              `MAX_LISTED` entries of ADDR_LEN: family u8 (1: a simulated
+//!              node, its number in the next 4 bytes; 4: IPv4 in the next 4;
+//!              6: IPv6 in the next 16) | 16 address bytes | port u16;
+//!              entries past the count all zero
 //! COOKIE_ACK, ABORT: nothing more
 //! UNKNOWN_COOKIE: 32 the responder tag of the echo u64
 //! HEARTBEAT, HEARTBEAT_ACK, SHUTDOWN, SHUTDOWN_ACK: 32 nonce u64
@@ -104,6 +110,17 @@ pub const INIT_TAG_AT: usize = COMMON_LEN;
 pub const RESP_TAG_AT: usize = COMMON_LEN;
 /// INIT_ACK: the cookie, `COOKIE_LEN` bytes.
 pub const INIT_ACK_COOKIE_AT: usize = RESP_TAG_AT + 8;
+/// INIT, INIT_ACK: the sender's other rail addresses, `ADDRS_LEN` bytes.
+pub const INIT_ADDRS_AT: usize = INIT_ACK_COOKIE_AT + COOKIE_LEN;
+/// COOKIE_ECHO: the initiator's other rail addresses, `ADDRS_LEN` bytes.
+pub const ECHO_ADDRS_AT: usize = ECHO_COOKIE_AT + COOKIE_LEN;
+/// One listed address: family u8, 16 address bytes, port u16.
+pub const ADDR_LEN: usize = 19;
+/// Addresses a handshake packet lists at most: an endpoint's rails but
+/// its name (`path::MAX_RAILS` - 1, checked in `proto/rails.rs`).
+pub const MAX_LISTED: usize = 3;
+/// The address list: its count, then `MAX_LISTED` entries.
+pub const ADDRS_LEN: usize = 1 + MAX_LISTED * ADDR_LEN;
 /// COOKIE_ECHO: the cookie, `COOKIE_LEN` bytes.
 pub const ECHO_COOKIE_AT: usize = COMMON_LEN;
 /// UNKNOWN_COOKIE: the responder's tag the refused COOKIE_ECHO carried, u64.
@@ -113,11 +130,11 @@ pub const NONCE_AT: usize = COMMON_LEN;
 /// ALIAS(_ACK): the port, u64.
 pub const PORT_AT: usize = COMMON_LEN;
 /// Size of an INIT_ACK without the trailer.
-pub const INIT_ACK_LEN: usize = INIT_ACK_COOKIE_AT + COOKIE_LEN;
+pub const INIT_ACK_LEN: usize = INIT_ADDRS_AT + ADDRS_LEN;
 /// Size of an INIT without the trailer: as large as its answer.
 pub const INIT_LEN: usize = INIT_ACK_LEN;
 /// Size of a COOKIE_ECHO without the trailer.
-pub const COOKIE_ECHO_LEN: usize = ECHO_COOKIE_AT + COOKIE_LEN;
+pub const COOKIE_ECHO_LEN: usize = ECHO_ADDRS_AT + ADDRS_LEN;
 /// Size of an UNKNOWN_COOKIE without the trailer (smaller than the
 /// COOKIE_ECHO it answers).
 pub const UNKNOWN_COOKIE_LEN: usize = UNKNOWN_TAG_AT + 8;
@@ -144,7 +161,7 @@ pub const FLAG_UNORDERED: u8 = 32;
 
 // The sizes the format has always had (a change is a new wire version).
 const _: () = assert!(COMMON_LEN == 32 && ACK_LEN == 40 && DATA_HEADER_LEN == 68);
-const _: () = assert!(INIT_ACK_LEN == 88);
+const _: () = assert!(INIT_ACK_LEN == 146 && COOKIE_ECHO_LEN == 138);
 const _: () = assert!(UNKNOWN_COOKIE_LEN < COOKIE_ECHO_LEN);
 const _: () = assert!(TXN_AT + 4 == HANDLER_AT && STATUS_AT + 1 == TAG_AT);
 const _: () = assert!(TAG_AT + 8 == DEST_OFFSET_AT && DEST_OFFSET_AT + 8 == MSG_LEN_AT);

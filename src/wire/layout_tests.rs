@@ -198,7 +198,13 @@ fn every_handshake_field_lies_at_its_named_offset() {
         d[INIT_TAG_AT + 8..INIT_LEN].iter().all(|&b| b == 0),
         "padding"
     );
-    assert_eq!(decode(&I, &d), Ok(Packet::Init { init_tag: tag }));
+    assert_eq!(
+        decode(&I, &d),
+        Ok(Packet::Init {
+            init_tag: tag,
+            addrs: Addrs::NONE
+        })
+    );
 
     d.clear();
     encode_init_ack(&mut d, &I, vtag, tag, &cookie);
@@ -210,6 +216,7 @@ fn every_handshake_field_lies_at_its_named_offset() {
         vtag,
         resp_tag: tag,
         cookie: &cookie,
+        addrs: Addrs::NONE,
     };
     assert_eq!(decode(&I, &d), Ok(want));
 
@@ -221,6 +228,7 @@ fn every_handshake_field_lies_at_its_named_offset() {
     let want = Packet::CookieEcho {
         vtag,
         cookie: &cookie,
+        addrs: Addrs::NONE,
     };
     assert_eq!(decode(&I, &d), Ok(want));
 
@@ -296,4 +304,66 @@ fn readers_stop_at_the_end_of_the_bytes() {
     assert_eq!(read_u32(&d, 7), None);
     assert_eq!(read_u16(&d, 9), None);
     assert_eq!(read_u16(&d, 11), None);
+}
+
+/// A listed address of `family` numbered `k`.
+fn entry(family: u8, k: u8) -> [u8; ADDR_LEN] {
+    let mut e = [0u8; ADDR_LEN];
+    e[0] = family;
+    e[1] = k;
+    e[18] = 7;
+    e
+}
+
+#[test]
+fn handshake_packets_list_addresses_at_their_offsets() {
+    let cookie = [0x5au8; COOKIE_LEN];
+    let list = Addrs::encode(&[entry(4, 1), entry(6, 2), entry(1, 3)]);
+    let mut d = Vec::new();
+    encode_init_listing(&mut d, &I, 9, &list);
+    assert_eq!(&d[INIT_ADDRS_AT..][..ADDRS_LEN], &list);
+    let Ok(Packet::Init { addrs, .. }) = decode(&I, &d) else {
+        panic!("INIT listing addresses refused");
+    };
+    let got: Vec<_> = addrs.iter().copied().collect();
+    assert_eq!(got, [entry(4, 1), entry(6, 2), entry(1, 3)]);
+    d.clear();
+    encode_init_ack_listing(&mut d, &I, 9, 10, &cookie, &list);
+    assert_eq!(&d[INIT_ADDRS_AT..][..ADDRS_LEN], &list);
+    assert!(matches!(decode(&I, &d), Ok(Packet::InitAck { addrs, .. }) if addrs.0 == &list));
+    d.clear();
+    encode_cookie_echo_listing(&mut d, &I, 10, &cookie, &list);
+    assert_eq!(&d[ECHO_ADDRS_AT..][..ADDRS_LEN], &list);
+    assert!(matches!(decode(&I, &d), Ok(Packet::CookieEcho { addrs, .. }) if addrs.0 == &list));
+    // never more than MAX_LISTED are written
+    let five = [entry(4, 1); 5];
+    assert_eq!(Addrs::encode(&five)[0] as usize, MAX_LISTED);
+}
+
+/// An INIT listing too many addresses, an unknown family, or bytes past
+/// its count is malformed: refused whole (and counted by the receiver).
+#[test]
+fn a_malformed_address_list_is_refused() {
+    let good = Addrs::encode(&[entry(4, 1)]);
+    let mut bad = Vec::new();
+    let mut too_many = good;
+    too_many[0] = MAX_LISTED as u8 + 1;
+    bad.push(too_many);
+    let mut family = good;
+    family[1] = 5;
+    bad.push(family);
+    let mut trailing = good;
+    trailing[1 + ADDR_LEN + 3] = 1;
+    bad.push(trailing);
+    let mut count_over_zeros = good;
+    count_over_zeros[0] = 2;
+    bad.push(count_over_zeros);
+    for (i, list) in bad.iter().enumerate() {
+        let mut d = Vec::new();
+        encode_init_listing(&mut d, &I, 9, list);
+        assert_eq!(decode(&I, &d), Err(DecodeError::Malformed), "list {i}");
+        d.clear();
+        encode_cookie_echo_listing(&mut d, &I, 9, &[1; COOKIE_LEN], list);
+        assert_eq!(decode(&I, &d), Err(DecodeError::Malformed), "echo list {i}");
+    }
 }

@@ -30,10 +30,12 @@ pub use decode::{decode, decode_deferred, DEFER_MIN};
 #[cfg(any(test, feature = "testing"))]
 pub use encode::encode_ack;
 pub use encode::{
-    encode_abort, encode_ack_dup, encode_alias, encode_cookie_ack, encode_cookie_echo, encode_data,
-    encode_data_gathered, encode_heartbeat, encode_init, encode_init_ack, encode_nack,
-    encode_shutdown, encode_unknown_cookie,
+    encode_abort, encode_ack_dup, encode_alias, encode_cookie_ack, encode_cookie_echo_listing,
+    encode_data, encode_data_gathered, encode_heartbeat, encode_init_ack_listing,
+    encode_init_listing, encode_nack, encode_shutdown, encode_unknown_cookie,
 };
+#[cfg(any(test, feature = "testing"))]
+pub use encode::{encode_cookie_echo, encode_init, encode_init_ack};
 #[cfg(test)]
 pub use frame::any_packet;
 pub use frame::{association_vtag, packets, MAX_BUNDLE};
@@ -41,14 +43,16 @@ pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
 pub use layout::DATA_HEADER_LEN;
 #[cfg(any(test, feature = "testing"))]
 pub use layout::{ACK_LEN, COMMON_LEN, INIT_ACK_LEN};
+pub use layout::{ADDR_LEN, MAX_LISTED};
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
-pub use packet::{Common, Packet};
+pub use packet::{Addrs, Common, Packet};
 
 /// Packet magic ("RA") and version.
 pub const MAGIC: u16 = 0x5241;
-/// 3: a datagram may carry several packets (2: one packet per datagram;
-/// a version-2 peer refuses every version-3 packet as foreign).
-pub const VERSION: u8 = 3;
+/// 4: INIT, INIT_ACK and COOKIE_ECHO list the sender's other rail
+/// addresses (3: a datagram may carry several packets; 2: one packet per
+/// datagram; a peer of another version refuses every packet as foreign).
+pub const VERSION: u8 = 4;
 
 /// Why a datagram was not accepted as a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

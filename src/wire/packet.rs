@@ -2,7 +2,57 @@
 //! and the fields every association packet carries (`Common`). Their bytes
 //! are in `layout.rs`; `encode.rs` writes them, `decode.rs` reads them.
 
+use super::layout::{ADDRS_LEN, ADDR_LEN, MAX_LISTED};
 use super::{AckField, MsgMeta, COOKIE_LEN, NUM_CHANNELS};
+
+/// The address list of an INIT, INIT_ACK or COOKIE_ECHO (`layout.rs`),
+/// as checked by the decoder: a count within `MAX_LISTED`, a known family
+/// in every entry counted, zeros in every entry past the count. What an
+/// address means is the protocol's (`proto::PeerAddr::from_wire`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Addrs<'a>(pub &'a [u8; ADDRS_LEN]);
+
+/// An empty list (no other rail).
+pub const NO_ADDRS: [u8; ADDRS_LEN] = [0; ADDRS_LEN];
+
+impl<'a> Addrs<'a> {
+    /// An empty list.
+    #[cfg(any(test, feature = "testing"))]
+    pub const NONE: Addrs<'static> = Addrs(&NO_ADDRS);
+
+    /// The bytes of a list of `entries` (at most `MAX_LISTED`: the rest
+    /// are left out).
+    pub fn encode(entries: &[[u8; ADDR_LEN]]) -> [u8; ADDRS_LEN] {
+        let mut b = NO_ADDRS;
+        let n = entries.len().min(MAX_LISTED);
+        b[0] = n as u8;
+        for (i, e) in entries[..n].iter().enumerate() {
+            b[1 + i * ADDR_LEN..][..ADDR_LEN].copy_from_slice(e);
+        }
+        b
+    }
+
+    /// Whether `b` is a well-formed list.
+    pub fn valid(b: &[u8; ADDRS_LEN]) -> bool {
+        let n = b[0] as usize;
+        n <= MAX_LISTED
+            && (0..MAX_LISTED).all(|i| {
+                let e = &b[1 + i * ADDR_LEN..][..ADDR_LEN];
+                if i < n {
+                    matches!(e[0], 1 | 4 | 6)
+                } else {
+                    e.iter().all(|&x| x == 0)
+                }
+            })
+    }
+
+    /// The entries counted.
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8; ADDR_LEN]> + 'a {
+        let b: &'a [u8; ADDRS_LEN] = self.0;
+        let n = (b[0] as usize).min(MAX_LISTED);
+        (0..n).filter_map(move |i| b[1 + i * ADDR_LEN..].first_chunk::<ADDR_LEN>())
+    }
+}
 
 /// Fields every packet of an association (DATA, ACK, NACK) carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -46,18 +96,20 @@ pub enum Packet<'a> {
         last: bool,
     },
     /// Opens an association: the initiator's tag (never 0). Its vtag is 0.
-    Init { init_tag: u64 },
+    Init { init_tag: u64, addrs: Addrs<'a> },
     /// The answer to an INIT (vtag: the initiator's tag): the responder's
     /// tag and the cookie to echo.
     InitAck {
         vtag: u64,
         resp_tag: u64,
         cookie: &'a [u8; COOKIE_LEN],
+        addrs: Addrs<'a>,
     },
     /// The cookie sent back (vtag: the responder's tag).
     CookieEcho {
         vtag: u64,
         cookie: &'a [u8; COOKIE_LEN],
+        addrs: Addrs<'a>,
     },
     /// The association is established (vtag: the initiator's tag).
     CookieAck { vtag: u64 },

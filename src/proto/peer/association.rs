@@ -34,10 +34,12 @@ impl<A: Copy + PartialEq> Peer<A> {
         let integ = &cx.cfg.integrity;
         match (&self.assoc.state, &self.assoc.cookie) {
             (AssocState::CookieWait, _) => {
-                wire::encode_init(&mut cx.out.bytes, integ, self.assoc.local_tag)
+                let tag = self.assoc.local_tag;
+                wire::encode_init_listing(&mut cx.out.bytes, integ, tag, cx.listing)
             }
             (AssocState::CookieEchoed, Some(c)) => {
-                wire::encode_cookie_echo(&mut cx.out.bytes, integ, self.assoc.peer_tag, c)
+                let tag = self.assoc.peer_tag;
+                wire::encode_cookie_echo_listing(&mut cx.out.bytes, integ, tag, c, cx.listing)
             }
             _ => return,
         }
@@ -59,7 +61,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             // sent once: its answer times a round trip (Karn's rule)
             self.rtt.sample(now.since(self.assoc.init_sent));
             let r = now.since(self.assoc.init_sent);
-            self.assoc.paths.cc.on_handshake_rtt(now, r);
+            self.assoc.paths.cc_mut().on_handshake_rtt(now, r);
         }
         self.rtt.on_progress();
         self.heard = now;
@@ -108,6 +110,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         self.rtt.on_progress();
         self.timers.stop(Timer::Handshake);
         self.arm_idle(now, cx.cfg);
+        // the paths learnt in the handshake are confirmed from now
+        self.arm_paths(now);
         for ch in 0..NUM_CHANNELS {
             self.pump(now, ch, cx);
         }
@@ -160,6 +164,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
         self.timers.stop(Timer::Handshake);
         self.arm_idle(now, cx.cfg);
+        // the paths learnt in the handshake are confirmed from now
+        self.arm_paths(now);
         self.dead = None;
         self.heard = now;
         let start = cx.out.start();

@@ -36,7 +36,11 @@ impl<A: Copy + PartialEq> Peer<A> {
             again_after: rtt.second_probe_within(rto),
             window: cx.cfg.window,
         };
-        let mut gate = self.assoc.paths.cc.gate(now, self.in_flight());
+        if self.in_flight() == 0 {
+            // nothing in flight: the message goes on the best active path
+            self.choose_path();
+        }
+        let mut gate = self.assoc.paths.cc().gate(now, self.in_flight());
         if self.same_host.is_some() {
             // a same-host ring holds no more (`ProtoConfig::same_host_flight`)
             gate.room = gate
@@ -45,11 +49,14 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
         let path = self.path();
         let seal = self.same_host.as_ref().unwrap_or(&self.assoc.tx);
+        let before = self.tx[ch].outstanding;
         if let Some(d) = self.tx[ch].transmit(now, &t, &mut gate, path, seal, cx.out) {
             self.acks_carried(cx.cfg);
             self.timers.lower(Timer::Retransmit(ch), d);
         }
-        if let Some(at) = self.assoc.paths.cc.sent(now, &gate) {
+        let sent = self.tx[ch].outstanding.saturating_sub(before);
+        self.assoc.paths.sent(sent);
+        if let Some(at) = self.assoc.paths.cc_mut().sent(now, &gate) {
             self.pace_until(at, &mut cx.out.stats);
         }
     }
@@ -59,7 +66,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     #[inline(never)]
     fn pace_until(&mut self, at: Instant, stats: &mut crate::stats::Statistics) {
         if self.tx.iter().any(|t| !t.pending.is_empty()) {
-            self.assoc.paths.cc.held(stats);
+            self.assoc.paths.cc_mut().held(stats);
             self.timers.set(Timer::Pace, Some(at));
         }
     }
@@ -77,7 +84,10 @@ impl<A: Copy + PartialEq> Peer<A> {
         let news = std::mem::take(&mut self.tx[ch].news);
         let in_flight = self.in_flight();
         let stats = &mut cx.out.stats;
-        let cc = &mut self.assoc.paths.cc;
+        if news.delivered > 0 {
+            self.assoc.paths.progress(news.delivered);
+        }
+        let cc = self.assoc.paths.cc_mut();
         cc.on_news(now, &news, in_flight, stats);
         if news.delivered > 0 && cc.is_on() && self.tx[ch].in_flight.len() > 1 {
             self.tx[ch].restart_timers(now, self.rtt.rto());
@@ -215,7 +225,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let start = out.start();
         wire::encode_ack_dup(&mut out.bytes, self.sealing(), &c, sack, dup);
         out.stats.acks_sent += 1;
-        out.push(self.path(), start);
+        out.push(self.assoc.paths.answer(), start);
         self.rx[ch].ack_paid();
         self.timers.stop(Timer::Ack(ch));
     }
@@ -225,6 +235,6 @@ impl<A: Copy + PartialEq> Peer<A> {
         let start = cx.out.start();
         wire::encode_nack(&mut cx.out.bytes, self.sealing(), &c, last);
         cx.out.stats.nacks_sent += 1;
-        cx.out.push(self.path(), start);
+        cx.out.push(self.assoc.paths.answer(), start);
     }
 }

@@ -14,6 +14,8 @@ impl<A: Copy + PartialEq> Peer<A> {
             if self.timers.get(Timer::Live).is_none_or(|t| t > at) {
                 self.timers.set(Timer::Live, Some(at));
             }
+            // failed paths are probed while there is something to say
+            self.arm_paths(now);
         }
     }
 
@@ -47,7 +49,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         {
             self.last_heartbeat = now;
             let start = cx.out.start();
-            let nonce = now.0;
+            let nonce = cx.nonces.next();
+            self.assoc.paths.heartbeat_current(now, nonce);
             wire::encode_heartbeat(
                 &mut cx.out.bytes,
                 &cx.cfg.integrity,

@@ -9,13 +9,14 @@
 mod association;
 mod channels;
 mod liveness;
+mod paths;
 
 use super::assoc::{Assoc, AssocState, ClosedTags};
 use super::config::ProtoConfig;
 use super::congestion::{self, Congestion};
 use super::event::{Event, FailReason, MsgId};
 use super::outbox::Outbox;
-use super::path::Paths;
+use super::path::{Nonces, Paths};
 use super::recv::{InFrag, RecvChannel, RecvCx};
 use super::rtt::RttEstimator;
 use super::send::{Nacked, SendChannel, SpareMsgs, Transmission};
@@ -42,6 +43,10 @@ pub(super) struct Ctx<'a, A> {
     pub queued_requests: &'a mut usize,
     /// Our tags of associations that ended (their cookies are refused).
     pub closed: &'a mut ClosedTags,
+    /// Fresh nonces for the paths' heartbeats.
+    pub nonces: &'a mut Nonces,
+    /// Our rails but the name, as our handshake lists them.
+    pub listing: &'a [u8; wire::layout::ADDRS_LEN],
 }
 
 pub(super) struct Peer<A> {
@@ -175,6 +180,9 @@ impl<A: Copy + PartialEq> Peer<A> {
         if self.timers.is_expired(Timer::Idle, now) {
             self.on_idle(now, cx);
         }
+        if self.timers.is_expired(Timer::Paths, now) {
+            self.on_paths(now, cx);
+        }
         if self.timers.is_expired(Timer::Pace, now) {
             // pacing lets new data go: replies first (`pump_both`)
             self.timers.stop(Timer::Pace);
@@ -189,14 +197,22 @@ impl<A: Copy + PartialEq> Peer<A> {
                 let e = self.tx[ch].on_timeout(now, cx.cfg.retry_limit);
                 if e.backoff {
                     self.rtt.on_timeout();
-                    let cc = &mut self.assoc.paths.cc;
+                    let cc = self.assoc.paths.cc_mut();
                     cc.on_timeout(now, &mut cx.out.stats);
                     if cc.is_on() {
                         self.tx[ch].restart_timers(now, self.rtt.rto());
                     }
+                    if self.assoc.paths.timed_out(now, cx.cfg.path_probe) {
+                        // the path failed: what it had in flight goes
+                        // again at once on another
+                        self.failover(now, cx);
+                    }
                 }
                 self.settle(now, ch, cx);
-                if e.unreachable {
+                // (with every path failed the peer is partitioned, not
+                // dead: only the peer timeout, nothing heard on any path,
+                // returns its messages)
+                if e.unreachable && self.assoc.paths.current_active() {
                     unreachable = true;
                     break;
                 }

@@ -22,3 +22,23 @@ impl SendChannel {
         }
     }
 }
+
+impl SendChannel {
+    /// Failover (`proto/path.rs`): every packet in flight and not SACKed
+    /// is taken as lost on the path that failed and goes again at the
+    /// next opportunity (on the path the peer takes now); no timeout's
+    /// verdict is awaited any more. Its sequence number stays: the
+    /// receiver drops a copy it has (exactly once). The retry limit
+    /// counts afresh on the new path (the failed one's timeouts say
+    /// nothing of it; the peer timeout still bounds the whole).
+    pub fn resend_all(&mut self) {
+        for p in self.in_flight.iter_mut().filter(|p| !p.sacked) {
+            p.resend = true;
+            p.reorder_timer = false;
+            p.retries = 0;
+        }
+        self.rto_at = None;
+        self.frto_sent = 0;
+        self.recount();
+    }
+}

@@ -1,0 +1,117 @@
+//! A peer's paths at work (`proto/path.rs` holds them): heartbeats that
+//! confirm new paths and probe failed ones, their answers, the choice of
+//! the path the association's packets take, and failover.
+
+use super::*;
+
+impl<A: Copy + PartialEq> Peer<A> {
+    /// Sets the paths' timer to their next heartbeat (none due: stopped).
+    pub fn arm_paths(&mut self, _now: Instant) {
+        let at = self.assoc.paths.next_heartbeat(self.busy());
+        self.timers.set(Timer::Paths, at);
+    }
+
+    /// The paths' timer: the heartbeats due go, each with a fresh nonce,
+    /// on its own path.
+    pub(super) fn on_paths(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        self.timers.stop(Timer::Paths);
+        if self.assoc.state != AssocState::Established {
+            return;
+        }
+        let busy = self.busy();
+        let vtag = self.assoc.peer_tag;
+        let Ctx {
+            cfg, out, nonces, ..
+        } = cx;
+        self.assoc.paths.due_heartbeats(
+            now,
+            busy,
+            || nonces.next(),
+            |path, nonce| {
+                let start = out.start();
+                wire::encode_heartbeat(&mut out.bytes, &cfg.integrity, vtag, false, nonce);
+                out.push(path, start);
+            },
+        );
+        self.arm_paths(now);
+    }
+
+    /// A HEARTBEAT_ACK with `nonce` came in on `path`: true when it
+    /// answers the heartbeat outstanding on that path (the peer is heard,
+    /// and a path that was not active is from now); false (nothing
+    /// changed) for any other.
+    pub fn on_heartbeat_ack(
+        &mut self,
+        now: Instant,
+        path: &Path<A>,
+        nonce: u64,
+        cx: &mut Ctx<'_, A>,
+    ) -> bool {
+        let probe = cx.cfg.path_probe;
+        let Some(rejoined) = self.assoc.paths.heartbeat_answered(now, path, nonce, probe) else {
+            return false;
+        };
+        self.hear(now);
+        if rejoined && !self.assoc.paths.current_active() {
+            // the association's path was down (every path, or failed
+            // with none to take over): traffic resumes on this one at once
+            let i = self.assoc.paths.find(path).unwrap_or(0);
+            self.assoc.paths.switch_to(i);
+            self.resume_on_new_path(now, cx);
+        }
+        self.arm_paths(now);
+        true
+    }
+
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))] // (`Protocol::path_down`)
+    /// The transport could not send on `path`: it fails at once; if the
+    /// association's packets took it, they move to another active path.
+    pub fn path_failed(&mut self, now: Instant, path: &Path<A>, cx: &mut Ctx<'_, A>) {
+        let Some(i) = self.assoc.paths.find(path) else {
+            return;
+        };
+        let was_current = self.assoc.paths.current() == *path;
+        self.assoc.paths.fail(i, now, cx.cfg.path_probe);
+        if was_current {
+            self.failover(now, cx);
+        }
+        self.arm_paths(now);
+    }
+
+    /// The current path failed: the best active path takes over, and what
+    /// was in flight goes again on it at once (its sequence numbers kept).
+    /// With none active, the current path keeps its retransmissions and
+    /// every failed path is probed.
+    pub(super) fn failover(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        if let Some(i) = self.assoc.paths.best() {
+            if self.assoc.paths.switch_to(i) {
+                self.resume_on_new_path(now, cx);
+            }
+        }
+        self.arm_paths(now);
+    }
+
+    /// The association's packets take another path (or the same one
+    /// again, answering): everything in flight goes again now, the
+    /// retransmission timer unbacked.
+    fn resume_on_new_path(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
+        self.rtt.on_progress();
+        for ch in 0..NUM_CHANNELS {
+            self.tx[ch].resend_all();
+            self.timers.stop(Timer::Pause(ch));
+        }
+        self.pump_both(now, cx);
+        for ch in 0..NUM_CHANNELS {
+            let rto = self.tx[ch].retransmit_deadline();
+            self.timers.set(Timer::Retransmit(ch), rto);
+        }
+    }
+
+    /// Nothing in flight: the next packets take the best active path.
+    #[inline]
+    pub(super) fn choose_path(&mut self) {
+        if let Some(i) = self.assoc.paths.best() {
+            self.assoc.paths.switch_to(i);
+        }
+    }
+}
