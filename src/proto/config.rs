@@ -73,6 +73,9 @@ pub struct ProtoConfig {
     /// Congestion control and pacing per path (`congestion.rs`); off
     /// (`RAMP_CC=off`): the packet window alone.
     pub congestion: bool,
+    /// How often a failed path is probed (`RAMP_PATH_PROBE_MS`), backing
+    /// off to at most a second.
+    pub path_probe: Nanos,
 }
 
 impl Default for ProtoConfig {
@@ -97,6 +100,7 @@ impl Default for ProtoConfig {
             unsolicited_rate: 20_000,
             unsolicited_burst: 4096,
             congestion: true,
+            path_probe: 100 * MILLIS,
         }
     }
 }

@@ -205,7 +205,9 @@ impl Endpoint {
             Some(make) => make(),
             None => endpoint_secret(cfg)?,
         };
-        let proto = Protocol::new(proto_config(cfg), &secret);
+        let mut proto = Protocol::new(proto_config(cfg), &secret);
+        // the rails the protocol's paths leave from (the name's first)
+        proto.set_local_rails(&transports.rail_addrs());
         // express records carry no MAC: under a job key each ring's ends
         // prove once that they are of the same job (`net/shm_proof.rs`)
         let mut transports = transports;
@@ -442,8 +444,34 @@ impl Endpoint {
 
     /// One line per peer about its path's congestion control (window,
     /// pacing rate, round trip, events): the statistics' per-peer part.
+    /// Then one line per rail: its address and the datagrams sent and
+    /// received on it.
     pub fn paths_report(&self) -> String {
-        self.with(|s| s.proto.paths_report())
+        self.with(|s| {
+            let mut r = s.proto.paths_report();
+            let (sent, received) = s.transports.rail_counts();
+            for (k, a) in s.transports.rail_addrs().iter().enumerate() {
+                r += &format!(
+                    "rail {k} at {a}: datagrams sent {} received {}\n",
+                    sent[k], received[k]
+                );
+            }
+            r
+        })
+    }
+
+    /// Each rail's address and the datagrams sent and received on it
+    /// (rings' are no rail's), rail 0 (the name) first.
+    pub fn rail_statistics(&self) -> Vec<(std::net::SocketAddr, u64, u64)> {
+        self.with(|s| {
+            let (sent, received) = s.transports.rail_counts();
+            let addrs = s.transports.rail_addrs();
+            addrs
+                .into_iter()
+                .enumerate()
+                .map(|(k, a)| (a, sent[k], received[k]))
+                .collect()
+        })
     }
 
     pub fn statistics(&self) -> Statistics {
