@@ -41,6 +41,8 @@ pub struct Transports {
     /// (rail k at k; rings' datagrams are no rail's).
     rail_sent: [u64; MAX_RAILS],
     rail_received: [u64; MAX_RAILS],
+    /// News of broken paths (`PathNews::Down`) each rail told.
+    rail_down: [u64; MAX_RAILS],
     /// When the fallback was last polled (`Instant::ZERO`: at the next
     /// receive).
     polled: std::cell::Cell<Instant>,
@@ -135,6 +137,7 @@ impl Transports {
             rails: Vec::new(),
             rail_sent: [0; MAX_RAILS],
             rail_received: [0; MAX_RAILS],
+            rail_down: [0; MAX_RAILS],
             polled: std::cell::Cell::new(Instant::ZERO),
             joined: Vec::new(),
             fallback_busy: false,
@@ -174,10 +177,11 @@ impl Transports {
             .collect()
     }
 
-    /// Datagrams handed to each rail's transport and received from it
-    /// since the set was made, rail k at k (zero beyond the last rail).
-    pub fn rail_counts(&self) -> ([u64; MAX_RAILS], [u64; MAX_RAILS]) {
-        (self.rail_sent, self.rail_received)
+    /// Datagrams handed to each rail's transport and received from it,
+    /// and the news of broken paths it told, since the set was made: rail
+    /// k at k (zero beyond the last rail).
+    pub fn rail_counts(&self) -> [[u64; MAX_RAILS]; 3] {
+        [self.rail_sent, self.rail_received, self.rail_down]
     }
 
     /// The address peers know this endpoint by (the fallback's).
@@ -465,10 +469,19 @@ impl Transports {
     /// with the rail it came from): smaller datagrams, broken paths.
     /// Shared memory keeps its own sizes.
     pub fn path_news(&mut self, each: &mut dyn FnMut(PathNews)) {
-        self.fallback.path_news(each);
-        for (k, t) in self.rails.iter_mut().enumerate() {
-            let rail = Rail(k as u8 + 1);
-            t.path_news(&mut |n| each(n.on_rail(rail)));
+        let down = &mut self.rail_down;
+        let rails = self.rails.iter_mut().map(|t| &mut **t);
+        for (k, t) in std::iter::once(&mut *self.fallback)
+            .chain(rails)
+            .enumerate()
+        {
+            let rail = Rail(k as u8);
+            t.path_news(&mut |n| {
+                if let PathNews::Down { .. } = n {
+                    down[k] += 1;
+                }
+                each(n.on_rail(rail))
+            });
         }
     }
 }
@@ -511,3 +524,7 @@ impl RailsOut<'_> {
 #[cfg(test)]
 #[path = "transports_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "rails_tests.rs"]
+mod rails_tests;

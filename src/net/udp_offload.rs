@@ -160,7 +160,8 @@ impl Offload {
         let refused = std::mem::take(&mut self.refused);
         for r in &refused {
             let (first, count) = (r.first, r.count);
-            if crate::sys::is_path_error(r.errno) {
+            // (EINVAL of a train is the kernel's refusal of GSO)
+            if crate::sys::is_path_error(r.errno) && (count == 1 || r.errno != libc::EINVAL) {
                 // (not sent again: the path is broken; the protocol hears)
                 self.note_down(dgrams[first].0.remote, r.errno);
                 continue;

@@ -202,6 +202,26 @@ pub type Gathered<'a> = [&'a [u8]; 3];
 /// headers).
 const GSO_MAX_BYTES: usize = 65_000;
 
+/// Whether a send's `errno` says the path (this socket's address to that
+/// destination) is broken, not the socket: no route (`ENETUNREACH`,
+/// `EHOSTUNREACH`), the interface down (`ENETDOWN`) or its address gone
+/// (`EADDRNOTAVAIL`), a firewall's refusal (`EPERM`), an address this
+/// socket's cannot send to (`EINVAL` of one datagram: a loopback rail to
+/// another host's address; of a GSO train it is the train's refusal,
+/// `Refused`). A path event for the protocol (`net::PathNews::Down`),
+/// never the endpoint's error.
+pub fn is_path_error(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::ENETUNREACH
+            | libc::EHOSTUNREACH
+            | libc::ENETDOWN
+            | libc::EADDRNOTAVAIL
+            | libc::EPERM
+            | libc::EINVAL
+    )
+}
+
 /// A message of a batch the kernel refused (`BatchSender::send`): its
 /// datagrams `first..first + count` of the batch (more than one: a GSO
 /// train) and the error's number.
@@ -502,16 +522,4 @@ mod tests {
         }
         assert_eq!(got, sent);
     }
-}
-
-/// Whether a send's `errno` says the path (this socket's address to that
-/// destination) is broken, not the socket: no route (`ENETUNREACH`,
-/// `EHOSTUNREACH`), the interface down (`ENETDOWN`) or its address gone
-/// (`EADDRNOTAVAIL`), a firewall's refusal (`EPERM`). A path event for
-/// the protocol (`net::PathNews::Down`), never the endpoint's error.
-pub fn is_path_error(errno: i32) -> bool {
-    matches!(
-        errno,
-        libc::ENETUNREACH | libc::EHOSTUNREACH | libc::ENETDOWN | libc::EADDRNOTAVAIL | libc::EPERM
-    )
 }

@@ -444,32 +444,33 @@ impl Endpoint {
 
     /// One line per peer about its path's congestion control (window,
     /// pacing rate, round trip, events): the statistics' per-peer part.
-    /// Then one line per rail: its address and the datagrams sent and
-    /// received on it.
+    /// Then one line per rail: its address, the datagrams sent and
+    /// received on it, the news of broken paths it told.
     pub fn paths_report(&self) -> String {
-        self.with(|s| {
-            let mut r = s.proto.paths_report();
-            let (sent, received) = s.transports.rail_counts();
-            for (k, a) in s.transports.rail_addrs().iter().enumerate() {
-                r += &format!(
-                    "rail {k} at {a}: datagrams sent {} received {}\n",
-                    sent[k], received[k]
-                );
-            }
-            r
-        })
+        let mut r = self.with(|s| s.proto.paths_report());
+        for (k, x) in self.rail_statistics().iter().enumerate() {
+            r += &format!(
+                "rail {k} at {}: datagrams sent {} received {}, paths down {}\n",
+                x.addr, x.datagrams_sent, x.datagrams_received, x.paths_down
+            );
+        }
+        r
     }
 
-    /// Each rail's address and the datagrams sent and received on it
-    /// (rings' are no rail's), rail 0 (the name) first.
-    pub fn rail_statistics(&self) -> Vec<(std::net::SocketAddr, u64, u64)> {
+    /// Each rail's figures, rail 0 (the name) first.
+    pub fn rail_statistics(&self) -> Vec<RailStatistics> {
         self.with(|s| {
-            let (sent, received) = s.transports.rail_counts();
+            let [sent, received, down] = s.transports.rail_counts();
             let addrs = s.transports.rail_addrs();
             addrs
                 .into_iter()
                 .enumerate()
-                .map(|(k, a)| (a, sent[k], received[k]))
+                .map(|(k, addr)| RailStatistics {
+                    addr,
+                    datagrams_sent: sent[k],
+                    datagrams_received: received[k],
+                    paths_down: down[k],
+                })
                 .collect()
         })
     }
@@ -492,4 +493,16 @@ impl Endpoint {
     pub(crate) fn is_ready(&self) -> bool {
         self.with(|s| s.depth.is_some())
     }
+}
+
+/// One rail's figures (`Endpoint::rail_statistics`): its address, the
+/// datagrams sent and received on it (a shared-memory ring's are no
+/// rail's), and the news of broken paths it told (a send refused for its
+/// path: no route, the interface down, a firewall).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RailStatistics {
+    pub addr: std::net::SocketAddr,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub paths_down: u64,
 }

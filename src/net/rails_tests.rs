@@ -1,0 +1,146 @@
+//! Rails over real UDP on this host's loopback (127.0.0.0/8 is loopback
+//! on Linux: any of its addresses binds): a datagram leaves on its path's
+//! rail and comes in told with the rail it reached; every rail's socket
+//! wakes a wait; a send a rail cannot make is news of that path, never an
+//! error, and the batch's other datagrams still go.
+
+use super::*;
+use crate::net::UdpTransport;
+use crate::path::Path;
+
+/// A set with one UDP transport per address of `ips`, rail 0 first.
+fn set_on(ips: &[&str]) -> Transports {
+    let bind = |ip: &str| {
+        let a = SocketAddr::new(ip.parse().unwrap(), 0);
+        Box::new(UdpTransport::bind(a, 1 << 20).unwrap())
+    };
+    let mut set = Transports::new(bind(ips[0]));
+    for (k, ip) in ips.iter().enumerate().skip(1) {
+        assert_eq!(set.add_rail(bind(ip)), Rail(k as u8));
+    }
+    set
+}
+
+/// Receives until `n` datagrams came (each with its path), waiting on the
+/// set's descriptors (at most 200 waits of 100 ms: a loopback datagram is
+/// there at once; the bound only keeps a broken test from hanging).
+fn take(set: &mut Transports, n: usize) -> Vec<(Vec<u8>, Path<SocketAddr>)> {
+    let mut got = Vec::new();
+    for _ in 0..200 {
+        set.recv_batch(Instant::ZERO, &mut |d, proven| {
+            assert!(!proven);
+            let (b, path) = d.expect("a whole datagram");
+            got.push((b.to_vec(), path));
+        })
+        .unwrap();
+        if got.len() >= n {
+            break;
+        }
+        let fds: Vec<RawFd> = set.fds().collect();
+        crate::sys::poll_fds(&fds, 100);
+    }
+    got
+}
+
+#[test]
+fn a_datagram_leaves_on_its_rail_and_comes_in_told_with_its_rail() {
+    let mut a = set_on(&["127.0.0.1", "127.0.0.2"]);
+    let mut b = set_on(&["127.0.0.3", "127.0.0.4"]);
+    let (ra, rb) = (a.rail_addrs(), b.rail_addrs());
+    assert_eq!(ra.len(), 2);
+    assert_eq!(rb[0], b.local_addr(), "rail 0 is the name");
+    assert_eq!(b.fds().count(), 2, "every rail's socket wakes a wait");
+    // every rail of a to every address of b, in one batch of mixed rails
+    let mut msgs = Vec::new();
+    for (i, &(rail, to)) in [(0u8, 0), (1, 1), (1, 0), (0, 1), (1, 1)]
+        .iter()
+        .enumerate()
+    {
+        let path = Path {
+            remote: rb[to],
+            rail: Rail(rail),
+        };
+        msgs.push((path, vec![i as u8; 10 + i]));
+    }
+    let batch: Vec<Outgoing<'_>> = msgs.iter().map(|(p, d)| (*p, [&d[..], &[], &[]])).collect();
+    a.send_batch(Instant::ZERO, &batch).unwrap();
+    let mut got = take(&mut b, msgs.len());
+    got.sort_by_key(|(d, _)| d[0]);
+    assert_eq!(got.len(), msgs.len());
+    for ((d, path), (sent_on, sent)) in got.iter().zip(&msgs) {
+        assert_eq!(d, sent);
+        // from the address of the rail it left on, to the rail it was sent to
+        let remote = ra[usize::from(sent_on.rail.0)];
+        let rail = Rail(rb.iter().position(|&x| x == sent_on.remote).unwrap() as u8);
+        assert_eq!(*path, Path { remote, rail }, "datagram {}", d[0]);
+    }
+    let [sent, _, down] = a.rail_counts();
+    assert_eq!((&sent[..2], &down[..2]), (&[2, 3][..], &[0, 0][..]));
+    let [_, received, _] = b.rail_counts();
+    assert_eq!(&received[..2], &[2, 3]);
+    // an answer goes back on the path a datagram came on
+    let back = got[1].1;
+    b.send_batch(Instant::ZERO, &[(back, [b"back", &[], &[]])])
+        .unwrap();
+    let reply = take(&mut a, 1);
+    assert_eq!(reply[0].0, b"back");
+    assert_eq!(reply[0].1.rail, msgs[1].0.rail);
+}
+
+#[test]
+fn a_rail_that_cannot_reach_an_address_tells_the_path_and_sends_the_rest() {
+    let mut a = set_on(&["127.0.0.1", "127.0.0.2"]);
+    let mut b = set_on(&["127.0.0.3"]);
+    let peer = b.local_addr();
+    // a loopback socket cannot send beyond this host (EINVAL; ENETUNREACH
+    // where no route is): the path from rail 1 to there is broken
+    let far: SocketAddr = "203.0.113.9:9".parse().unwrap();
+    let bad = Path {
+        remote: far,
+        rail: Rail(1),
+    };
+    let good = Path {
+        remote: peer,
+        rail: Rail(1),
+    };
+    let batch: [Outgoing<'_>; 3] = [
+        (good, [b"one", &[], &[]]),
+        (bad, [b"lost", &[], &[]]),
+        (good, [b"two", &[], &[]]),
+    ];
+    a.send_batch(Instant::ZERO, &batch)
+        .expect("a path error is not the endpoint's");
+    // alone, by the plain send
+    a.send_batch(Instant::ZERO, &[(bad, [b"alone", &[], &[]])])
+        .expect("nor alone");
+    let mut news = Vec::new();
+    a.path_news(&mut |n| news.push(n));
+    assert_eq!(news.len(), 1, "one news per path: {news:?}");
+    match news[0] {
+        PathNews::Down { path, errno } => {
+            assert_eq!(path, bad);
+            assert!(crate::sys::is_path_error(errno), "{errno}");
+        }
+        n => panic!("{n:?}"),
+    }
+    let got = take(&mut b, 2);
+    let got: Vec<&[u8]> = got.iter().map(|(d, _)| &d[..]).collect();
+    assert_eq!(got, [&b"one"[..], &b"two"[..]], "the batch's others went");
+    // taken: told once, and counted on its rail
+    a.path_news(&mut |n| panic!("told again: {n:?}"));
+    assert_eq!(&a.rail_counts()[2][..2], &[0, 1]);
+}
+
+#[test]
+fn news_of_broken_paths_is_bounded_whatever_is_refused() {
+    let mut a = set_on(&["127.0.0.2"]);
+    for k in 0..1000u32 {
+        let remote = SocketAddr::new(std::net::Ipv4Addr::from(0xcb00_7100 + k).into(), 9);
+        let path = Path::from_name(remote);
+        a.send_batch(Instant::ZERO, &[(path, [b"x", &[], &[]])])
+            .unwrap();
+    }
+    let mut news = 0;
+    a.path_news(&mut |_| news += 1);
+    assert!((1..=64).contains(&news), "{news}");
+}
