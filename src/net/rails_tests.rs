@@ -144,3 +144,121 @@ fn news_of_broken_paths_is_bounded_whatever_is_refused() {
     a.path_news(&mut |_| news += 1);
     assert!((1..=64).contains(&news), "{news}");
 }
+
+/// Counts its receives, brings `n` datagrams each.
+struct Counted {
+    n: usize,
+    calls: std::sync::Arc<parking_lot::Mutex<usize>>,
+}
+
+impl Transport for Counted {
+    fn send(&mut self, _now: Instant, _to: SocketAddr, _d: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+    fn recv_batch(&mut self, each: &mut crate::net::DatagramSink<'_>) -> io::Result<usize> {
+        *self.calls.lock() += 1;
+        for _ in 0..self.n {
+            each(Some((b"x", self.local_addr())));
+        }
+        Ok(self.n)
+    }
+    fn local_addr(&self) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, 1], 1))
+    }
+    fn fd(&self) -> RawFd {
+        -1
+    }
+    fn readable(&self) -> bool {
+        false
+    }
+}
+
+impl SharedMemory for Counted {
+    fn send_reached(&mut self, _: Instant, _: SocketAddr, _: &[u8]) -> Option<io::Result<()>> {
+        None
+    }
+    fn active(&self) -> bool {
+        true
+    }
+    fn fallback_from_host(&self, _from: SocketAddr, _now: Instant) {}
+    fn next_look(&self) -> Option<Instant> {
+        None
+    }
+    fn regions_waiting(&self) -> bool {
+        false
+    }
+    fn ring_to(&self, _to: SocketAddr) -> Option<(u32, u64)> {
+        None
+    }
+    fn ring_from(&self, _from: SocketAddr, _pid: u32, _secret: u64) -> bool {
+        false
+    }
+    fn claim_to(&self, _: SocketAddr, _: usize, _: u64, _: u64) -> Option<bool> {
+        None
+    }
+    fn claim_from(&self, _: SocketAddr, _: (u32, u64), _: usize, _: u64, _: u64) -> bool {
+        false
+    }
+    fn region_send(&self, _to: SocketAddr, _body: &[u8], _fd: Option<RawFd>) -> bool {
+        false
+    }
+    fn region_take(&self) -> (Vec<crate::net::RegionMsg>, u64) {
+        (Vec::new(), 0)
+    }
+    fn into_express_lane(
+        self: Box<Self>,
+    ) -> Result<Box<dyn crate::net::ExpressLane>, Box<dyn SharedMemory>> {
+        Err(self)
+    }
+}
+
+/// While a ring carries the traffic, a further rail is read when rail 0
+/// is (its gap: no system call per rail per pump), and a rail that
+/// brought datagrams is read again at once (a burst), as rail 0 is.
+#[test]
+fn further_rails_share_the_fallbacks_gap_beside_a_ring() {
+    let counter = || std::sync::Arc::new(parking_lot::Mutex::new(0usize));
+    let (name, rail) = (counter(), counter());
+    let mut set = Transports::new(Box::new(Counted {
+        n: 0,
+        calls: name.clone(),
+    }));
+    set.add_rail(Box::new(Counted {
+        n: 0,
+        calls: rail.clone(),
+    }));
+    set.prefer(Box::new(Counted {
+        n: 1,
+        calls: counter(),
+    }));
+    let t0 = Instant(10 * crate::time::MILLIS);
+    set.recv_batch(t0, &mut |_, _| {}).unwrap();
+    assert_eq!((*name.lock(), *rail.lock()), (1, 1));
+    // within the gap: neither; after it: both
+    set.recv_batch(t0.plus(1), &mut |_, _| {}).unwrap();
+    assert_eq!((*name.lock(), *rail.lock()), (1, 1));
+    set.recv_batch(t0.plus(crate::time::MILLIS), &mut |_, _| {})
+        .unwrap();
+    assert_eq!((*name.lock(), *rail.lock()), (2, 2));
+    // a rail that brings datagrams keeps both read at every receive
+    let mut busy = Transports::new(Box::new(Counted {
+        n: 0,
+        calls: counter(),
+    }));
+    let rail = counter();
+    busy.add_rail(Box::new(Counted {
+        n: 3,
+        calls: rail.clone(),
+    }));
+    busy.prefer(Box::new(Counted {
+        n: 1,
+        calls: counter(),
+    }));
+    let mut paths = Vec::new();
+    for k in 0..3 {
+        busy.recv_batch(t0.plus(k), &mut |d, _| paths.push(d.unwrap().1.rail))
+            .unwrap();
+    }
+    assert_eq!(*rail.lock(), 3);
+    assert_eq!(paths.iter().filter(|&&r| r == Rail(1)).count(), 9);
+}

@@ -10,8 +10,8 @@
 //! rail 0 is the fallback (the name), rails 1.. the endpoint's further
 //! local addresses (`RAMP_RAILS`, UDP each), a run of datagrams for one
 //! rail leaving as one batch. Receiving drains every transport (the
-//! fallback, a system call, less often while rings carry the traffic;
-//! every further rail, at every receive) and tells each datagram's path
+//! fallback and the further rails, a system call each, less often while
+//! rings carry the traffic) and tells each datagram's path
 //! (its source and the rail it came in on); every transport's descriptor
 //! wakes `AM_WaitSema` (the waits poll them all). Datagrams are counted
 //! per rail, and each rail's news of its paths (`PathNews`) carries it. What the AM layer asks of the capabilities goes through
@@ -294,15 +294,16 @@ impl Transports {
     #[inline]
     /// Each datagram is told with its path (its source, the rail it came
     /// in on; a ring's: rail 0) and whether it came through a ring whose
-    /// sender proved our job (`RailSink`). A further rail's receive that
-    /// fails is that rail's trouble, not the endpoint's: it counts as
-    /// finding nothing.
+    /// sender proved our job (`RailSink`). The further rails are read
+    /// when rail 0 is (its gap while rings carry the traffic is theirs);
+    /// a further rail's receive that fails is that rail's trouble, not
+    /// the endpoint's: it counts as finding nothing.
     pub fn recv_batch(&mut self, now: Instant, each: &mut RailSink<'_>) -> io::Result<usize> {
-        let n = self.recv_name(now, each)?;
-        if self.rails.is_empty() {
+        let (n, udp) = self.recv_name(now, each)?;
+        if self.rails.is_empty() || !udp {
             return Ok(n);
         }
-        let mut got = n;
+        let mut got = 0;
         for (k, t) in self.rails.iter_mut().enumerate() {
             let rail = Rail(k as u8 + 1);
             // only a ring may carry an express record
@@ -316,12 +317,18 @@ impl Transports {
             self.rail_received[k + 1] += m as u64;
             got += m;
         }
-        Ok(got)
+        if got > 0 {
+            // (a burst on a rail is drained at once, as on rail 0)
+            self.fallback_busy = true;
+            self.fallback_seen = now;
+        }
+        Ok(n + got)
     }
 
-    /// `recv_batch` of shared memory and rail 0 (the name).
+    /// `recv_batch` of shared memory and rail 0 (the name), and whether
+    /// rail 0 was read (not in its gap).
     #[inline]
-    fn recv_name(&mut self, now: Instant, each: &mut RailSink<'_>) -> io::Result<usize> {
+    fn recv_name(&mut self, now: Instant, each: &mut RailSink<'_>) -> io::Result<(usize, bool)> {
         let Some(near) = &mut self.near else {
             // only a ring may carry an express record
             let m = self.fallback.recv_batch(&mut |d| match d {
@@ -330,7 +337,7 @@ impl Transports {
             })?;
             self.fallback_busy = m > 0;
             self.rail_received[0] += m as u64;
-            return Ok(m);
+            return Ok((m, true));
         };
         let n = match near {
             Near::Lane(lane) => lane.recv_proven(&mut |d, p| each(on_name(d), p))?,
@@ -343,7 +350,7 @@ impl Transports {
             // the fallback waits for the next pump, or at most
             // `FALLBACK_GAP_BUSY` while every pump finds ring traffic.
             if now < fallback_from(self.polled.get(), self.fallback_seen, now, n > 0) {
-                return Ok(n);
+                return Ok((n, false));
             }
             self.polled.set(now);
         }
@@ -372,7 +379,7 @@ impl Transports {
         if m > 0 {
             self.fallback_seen = now;
         }
-        Ok(n + m)
+        Ok((n + m, true))
     }
 
     /// The descriptors that become readable when a datagram arrives; asked
@@ -396,8 +403,14 @@ impl Transports {
     pub fn readable(&self, now: Instant) -> bool {
         let near = self.near.as_ref().map(Near::rings);
         near.is_some_and(|n| n.readable() || (self.region_look_due(now) && n.regions_waiting()))
-            || (self.fallback.readable() && self.fallback_gap_end(now).is_none())
-            || self.rails.iter().any(|t| t.readable())
+            || (self.udp_readable() && self.fallback_gap_end(now).is_none())
+    }
+
+    /// Whether a rail's socket (rail 0's, the further ones') holds a
+    /// datagram.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn udp_readable(&self) -> bool {
+        self.fallback.readable() || self.rails.iter().any(|t| t.readable())
     }
 
     /// When a pump next finds what waits now but is not taken at `now`
@@ -408,8 +421,7 @@ impl Transports {
         let near = self.near.as_ref().map(Near::rings)?;
         let regions = near.regions_waiting().then(|| self.next_region_look.get());
         let gap = self
-            .fallback
-            .readable()
+            .udp_readable()
             .then(|| self.fallback_gap_end(now))
             .flatten();
         near.next_look().into_iter().chain(regions).chain(gap).min()
@@ -421,15 +433,12 @@ impl Transports {
     /// express lane's fast poll skips the full one until then
     /// (`am/express/express_poll.rs`). `now` when the fallback is read
     /// at every receive (no ring active, or its last receive found
-    /// datagrams), or there is no shared memory, or there are further
-    /// rails (read at every receive).
+    /// datagrams), or there is no shared memory. (The further rails are
+    /// read with the fallback: its gap is theirs.)
     pub fn quiet_until(&self, now: Instant) -> Instant {
         let Some(near) = self.near.as_ref().map(Near::rings) else {
             return now;
         };
-        if !self.rails.is_empty() {
-            return now;
-        }
         if self.fallback_busy || !near.active() {
             return now;
         }
