@@ -4,6 +4,7 @@
 //! wakes a wait; a send a rail cannot make is news of that path, never an
 //! error, and the batch's other datagrams still go.
 
+use super::RAIL_GAP;
 use super::*;
 use crate::net::UdpTransport;
 use crate::path::Path;
@@ -261,4 +262,91 @@ fn further_rails_share_the_fallbacks_gap_beside_a_ring() {
     }
     assert_eq!(*rail.lock(), 3);
     assert_eq!(paths.iter().filter(|&&r| r == Rail(1)).count(), 9);
+}
+
+/// A further rail that brings nothing is read every `RAIL_GAP` while the
+/// endpoint busy-polls (rail 0 at every receive), at once after a sleep
+/// was prepared (`fds`), and at every receive again once it brings
+/// datagrams; `next_look` names the end of its gap when it holds one.
+#[test]
+fn a_quiet_rail_is_read_every_gap_and_after_a_sleep() {
+    let counter = || std::sync::Arc::new(parking_lot::Mutex::new(0usize));
+    let (name, rail) = (counter(), counter());
+    let mut set = Transports::new(Box::new(Counted {
+        n: 0,
+        calls: name.clone(),
+    }));
+    set.add_rail(Box::new(Counted {
+        n: 0,
+        calls: rail.clone(),
+    }));
+    let t0 = Instant(10 * crate::time::MILLIS);
+    let reads = |set: &mut Transports, at: Instant| {
+        set.recv_batch(at, &mut |_, _| {}).unwrap();
+        (*name.lock(), *rail.lock())
+    };
+    assert_eq!(reads(&mut set, t0), (1, 1));
+    assert_eq!(reads(&mut set, t0.plus(1)), (2, 1), "in its gap");
+    assert_eq!(reads(&mut set, t0.plus(RAIL_GAP - 1)), (3, 1));
+    assert_eq!(reads(&mut set, t0.plus(RAIL_GAP)), (4, 2), "its gap over");
+    let _ = set.fds().count();
+    assert_eq!(
+        reads(&mut set, t0.plus(RAIL_GAP + 1)),
+        (5, 3),
+        "after a sleep"
+    );
+    assert_eq!(reads(&mut set, t0.plus(RAIL_GAP + 2)), (6, 3));
+    // a rail that brings datagrams is read at every receive
+    let busy = counter();
+    let mut set = Transports::new(Box::new(Counted {
+        n: 0,
+        calls: counter(),
+    }));
+    set.add_rail(Box::new(Counted {
+        n: 1,
+        calls: busy.clone(),
+    }));
+    for k in 0..5 {
+        set.recv_batch(t0.plus(k), &mut |_, _| {}).unwrap();
+    }
+    assert_eq!(*busy.lock(), 5);
+}
+
+/// Always holds a datagram (`readable`), brings nothing.
+struct Holding;
+
+impl Transport for Holding {
+    fn send(&mut self, _now: Instant, _to: SocketAddr, _d: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+    fn recv_batch(&mut self, _each: &mut crate::net::DatagramSink<'_>) -> io::Result<usize> {
+        Ok(0)
+    }
+    fn local_addr(&self) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, 2], 2))
+    }
+    fn fd(&self) -> RawFd {
+        -1
+    }
+    fn readable(&self) -> bool {
+        true
+    }
+}
+
+/// The simulator's readiness with a quiet rail that holds a datagram:
+/// not readable in its gap, `next_look` at the gap's end, readable then.
+#[test]
+fn readiness_counts_a_quiet_rails_gap() {
+    let mut set = Transports::new(Box::new(Counted {
+        n: 0,
+        calls: Default::default(),
+    }));
+    set.add_rail(Box::new(Holding));
+    let t0 = Instant(10 * crate::time::MILLIS);
+    assert!(set.readable(t0), "never read: due");
+    set.recv_batch(t0, &mut |_, _| {}).unwrap();
+    assert!(!set.readable(t0.plus(1)));
+    assert_eq!(set.next_look(t0.plus(1)), Some(t0.plus(RAIL_GAP)));
+    assert!(set.readable(t0.plus(RAIL_GAP)));
+    assert_eq!(set.next_look(t0.plus(RAIL_GAP)), None);
 }
