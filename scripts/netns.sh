@@ -23,6 +23,15 @@
 #                                  burst 565kb latency 30ms; `shape I off`
 #                                  removes it
 #   scripts/netns.sh qdisc I       `tc -s qdisc show` of rampv<I>
+#   scripts/netns.sh rails K       rails between ramp0 and ramp1 (made with `up 2`
+#                                  if missing): K direct veth pairs (1..3), each
+#                                  end named rail<k> in its namespace, on the
+#                                  subnet A.B.(C+k).0/24: .1 in ramp0, .2 in
+#                                  ramp1 (ramp's RAMP_RAILS=eth0,rail1,..);
+#                                  `rails 0` removes them
+#   scripts/netns.sh rail K up|down  set rail K's link up or down (both ends)
+#   scripts/netns.sh rail-shape K RATE  tbf RATE on both ends of rail K (each
+#                                  direction); `rail-shape K off` removes it
 #
 # Options before the command (every command honours them):
 #   -p PREFIX   names PREFIX<i>, PREFIXv<i>, PREFIXbr0 instead of ramp<i>,
@@ -56,7 +65,7 @@ cannot() {
 }
 
 usage() {
-    sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 1
 }
 
@@ -184,6 +193,69 @@ shape() {
     fi
 }
 
+# Rail k's subnet: the third octet of NET plus k.
+rail_net() {
+    local a b c
+    IFS=. read -r a b c <<<"$NET"
+    (( c + $1 <= 255 )) || die "rail $1: $NET.0 leaves no room for its subnet"
+    echo "$a.$b.$((c + $1))"
+}
+
+# K direct veth pairs between ${PFX}0 and ${PFX}1 (the launcher's network
+# stays the bridge's eth0): rail<k> in each, A.B.(C+k).1 and .2; those
+# beyond K removed.
+rails() {
+    local k=$1 j
+    num "$k"
+    (( k <= 3 )) || die "rails: at most 3 (ramp has at most 4 rails, eth0 one of them)"
+    have_ns "${PFX}0" && have_ns "${PFX}1" || up 2 >/dev/null
+    for (( j = 1; j <= 3; j++ )); do
+        if (( j > k )); then
+            ip -n "${PFX}0" link del "rail$j" 2>/dev/null || true
+            continue
+        fi
+        local net
+        net=$(rail_net "$j")
+        if ! ip -n "${PFX}0" link show "rail$j" >/dev/null 2>&1; then
+            ip -n "${PFX}1" link del "rail$j" 2>/dev/null || true
+            ip link add "${PFX}r${j}a" netns "${PFX}0" type veth peer name "${PFX}r${j}b" netns "${PFX}1"
+            ip -n "${PFX}0" link set "${PFX}r${j}a" name "rail$j"
+            ip -n "${PFX}1" link set "${PFX}r${j}b" name "rail$j"
+        fi
+        ip -n "${PFX}0" addr replace "$net.1/24" dev "rail$j"
+        ip -n "${PFX}1" addr replace "$net.2/24" dev "rail$j"
+        ip -n "${PFX}0" link set "rail$j" up
+        ip -n "${PFX}1" link set "rail$j" up
+    done
+    echo "netns.sh: $k rail(s) between ${PFX}0 and ${PFX}1: rail<k> on $(rail_net 1).0/24 .. (.1 in ${PFX}0, .2 in ${PFX}1)"
+}
+
+# Rail K's link, in both namespaces: up or down.
+rail_link() {
+    local k=$1 state=$2 i
+    num "$k"
+    [[ "$state" == up || "$state" == down ]] || die "rail $k: expected up or down, got $state"
+    for i in 0 1; do
+        ip -n "$PFX$i" link show "rail$k" >/dev/null 2>&1 || die "rail$k does not exist in $PFX$i (run: $0 rails K)"
+        ip -n "$PFX$i" link set "rail$k" "$state"
+    done
+}
+
+# A token bucket of RATE on both ends of rail K (each direction), or none.
+rail_shape() {
+    local k=$1 rate=$2 i
+    num "$k"
+    for i in 0 1; do
+        ip -n "$PFX$i" link show "rail$k" >/dev/null 2>&1 || die "rail$k does not exist in $PFX$i (run: $0 rails K)"
+        if [[ "$rate" == off ]]; then
+            ip netns exec "$PFX$i" tc qdisc del dev "rail$k" root 2>/dev/null || true
+        else
+            [[ "$rate" =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || die "rate: expected e.g. 200mbit, got $rate"
+            ip netns exec "$PFX$i" tc qdisc replace dev "rail$k" root tbf rate "$rate" burst 565kb latency 30ms
+        fi
+    done
+}
+
 while [[ $# -gt 0 ]]; do
     case "$1" in
         -p)
@@ -246,6 +318,18 @@ case "$cmd" in
         [[ $# -eq 2 ]] || usage
         num "$2"
         tc -s qdisc show dev "${PFX}v$2"
+        ;;
+    rails)
+        [[ $# -eq 2 ]] || usage
+        rails "$2"
+        ;;
+    rail)
+        [[ $# -eq 3 ]] || usage
+        rail_link "$2" "$3"
+        ;;
+    rail-shape)
+        [[ $# -eq 3 ]] || usage
+        rail_shape "$2" "$3"
         ;;
     addr)
         [[ $# -eq 2 ]] || usage

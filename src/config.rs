@@ -28,6 +28,9 @@ pub fn find_var(name: &str) -> Option<&'static Var> {
 pub struct Config {
     /// `RAMP_INTERFACE`: an IP address or an interface name to bind endpoints to.
     pub interface: Option<String>,
+    /// `RAMP_RAILS`: the rails' interface names or addresses, the name's
+    /// first (checked for form; resolved at open, `net::choose_rails`).
+    pub rails: Option<Vec<String>>,
     pub fault: FaultConfig,
     pub proto: ProtoConfig,
     /// `RAMP_RECV_DEPTH`: set explicitly (else derived from the network depth).
@@ -210,6 +213,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             interface: None,
+            rails: None,
             fault: FaultConfig::default(),
             proto: ProtoConfig {
                 // the protocol core's default is never (the simulator's
@@ -267,6 +271,14 @@ impl Config {
                 c.proto.rto_min / MICROS,
                 c.proto.rto_max / MICROS
             ));
+        }
+        if let (Some(i), Some(r)) = (&c.interface, &c.rails) {
+            if r.first() != Some(i) {
+                errs.push(format!(
+                    "{INTERFACE}={i:?} and {RAILS} (first {:?}) are both set: the first rail is the endpoint's name; set only {RAILS}, or make its first rail {INTERFACE}'s value",
+                    r[0]
+                ));
+            }
         }
         let s = &c.spmd;
         if s.master.is_some() {

@@ -63,7 +63,7 @@ pub use bundle::pull::{
     release_with as release_drained_with, Pulled,
 };
 pub use bundle::set::{Bundle, BundleMode, NOEVENTS, NOTEMPTY};
-pub use endpoint::core::{Endpoint, LockWait};
+pub use endpoint::core::{Endpoint, LockWait, RailStatistics};
 #[cfg(feature = "testing")]
 pub(crate) use endpoint::host::Host;
 #[cfg(feature = "testing")]

@@ -317,3 +317,61 @@ fn amudp_names_set_what_their_ramp_names_set() {
         None
     );
 }
+
+#[test]
+fn rails_are_checked_for_form_and_number() {
+    assert_eq!(cfg(&[]).unwrap().rails, None);
+    let rails = |v: &str| cfg(&[(RAILS, v)]).map(|c| c.rails.unwrap());
+    assert_eq!(
+        rails(" 127.0.0.1 , eth1,ib0.8001").unwrap(),
+        ["127.0.0.1", "eth1", "ib0.8001"]
+    );
+    assert_eq!(rails("a,b,c,d").unwrap().len(), MAX_RAILS);
+    let refused = |v: &str, why: &str| {
+        let e = rails(v).unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        let head = format!("{RAILS}={v:?}: expected ");
+        assert!(e[0].starts_with(&head) && e[0].contains(why), "{v}: {e:?}");
+    };
+    refused("a,b,c,d,e", "at most 4 rails, not 5");
+    refused("", "one is empty");
+    refused("eth0,,eth1", "one is empty");
+    refused("eth0,eth1,eth0", "eth0 is named twice");
+    refused("127.0.0.1,127.0.0.1", "named twice");
+    refused("::1", "IPv4");
+    refused("0.0.0.0", "unicast");
+    refused("224.0.0.1", "unicast");
+    refused("eth0 1", "not \"eth0 1\"");
+    refused("averyveryverylongname", "interface name");
+}
+
+#[test]
+fn rails_and_interface_combine_only_when_they_agree() {
+    let both = |i: &str, r: &str| cfg(&[(INTERFACE, i), (RAILS, r)]);
+    let c = both("127.0.0.1", "127.0.0.1,127.0.0.2").unwrap();
+    assert_eq!(c.interface.as_deref(), Some("127.0.0.1"));
+    assert_eq!(c.rails.unwrap().len(), 2);
+    let e = both("eth0", "eth1,eth0").unwrap_err();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].contains(INTERFACE) && e[0].contains(RAILS) && e[0].contains("first rail"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn path_probe_is_milliseconds_within_a_second() {
+    use crate::time::MILLIS;
+    assert_eq!(cfg(&[]).unwrap().proto.path_probe, 100 * MILLIS);
+    let probe = |v: &str| cfg(&[(PATH_PROBE_MS, v)]).map(|c| c.proto.path_probe);
+    assert_eq!(probe("1").unwrap(), MILLIS);
+    assert_eq!(probe(" 1000 ").unwrap(), 1000 * MILLIS);
+    for bad in ["0", "1001", "-5", "0.5", "fast", ""] {
+        assert_eq!(
+            probe(bad).unwrap_err(),
+            vec![format!(
+                "{PATH_PROBE_MS}={bad:?}: expected an integer between 1 and 1000"
+            )]
+        );
+    }
+}

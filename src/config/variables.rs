@@ -24,6 +24,11 @@ pub struct Var {
 pub const MAX_NETWORK_DEPTH: u32 = 1024;
 
 pub const INTERFACE: &str = "RAMP_INTERFACE";
+pub const RAILS: &str = "RAMP_RAILS";
+pub const PATH_PROBE_MS: &str = "RAMP_PATH_PROBE_MS";
+/// The most rails (local sockets) an endpoint sends and receives on
+/// (`RAMP_RAILS`; the default's further rails stop there too).
+pub const MAX_RAILS: usize = 4;
 pub const SPMD_MASTER: &str = "RAMP_SPMD_MASTER";
 pub const SPMD_RANK: &str = "RAMP_SPMD_RANK";
 pub const SPMD_SIZE: &str = "RAMP_SPMD_SIZE";
@@ -73,6 +78,18 @@ pub const VARIABLES: &[Var] = &[
                 .map(String::from);
             Ok(())
         },
+    },
+    Var {
+        name: RAILS,
+        aliases: &[],
+        meaning: "comma-separated interface names or IPv4 addresses an endpoint sends and receives on (its rails), at most 4, each once; the first is the endpoint's name (its en_t), the others are told to peers in the handshake; a name that does not exist or is down is refused at open; loopback addresses are allowed when named; not together with RAMP_INTERFACE unless that is the first rail (default: the name RAMP_INTERFACE or the default chooses, plus every other up, non-loopback IPv4 interface, when the name is not loopback)",
+        set: |c, v| rails(v).map(|r| c.rails = Some(r)),
+    },
+    Var {
+        name: PATH_PROBE_MS,
+        aliases: &[],
+        meaning: "milliseconds between probes of a failed path (one rail to one address of a peer), 1..1000, backing off to at most 1 s (default 100)",
+        set: |c, v| int(v, 1, 1000).map(|x| c.proto.path_probe = x * MILLIS),
     },
     Var {
         name: FAULT_LOSS,
@@ -409,6 +426,46 @@ pub const VARIABLES: &[Var] = &[
         },
     },
 ];
+
+/// `RAMP_RAILS`: 1..=`MAX_RAILS` names, each an IPv4 address or what an
+/// interface name may be (at most 15 of `A-Za-z0-9_.-@`), none twice.
+/// Whether each exists and is up is asked at open (`net::choose_rails`).
+fn rails(v: &str) -> Result<Vec<String>, String> {
+    let names: Vec<String> = v.split(',').map(|s| s.trim().to_string()).collect();
+    if names.len() > MAX_RAILS {
+        return Err(format!(
+            "expected at most {MAX_RAILS} rails, not {}",
+            names.len()
+        ));
+    }
+    for (i, n) in names.iter().enumerate() {
+        if n.is_empty() {
+            return Err(
+                "expected interface names or IPv4 addresses separated by commas (one is empty)"
+                    .into(),
+            );
+        }
+        if let Ok(ip) = n.parse::<std::net::IpAddr>() {
+            if ip.is_ipv6() || ip.is_unspecified() || ip.is_multicast() {
+                return Err(format!(
+                    "expected a unicast IPv4 address or an interface name, not {n}"
+                ));
+            }
+        } else if n.len() > 15
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-@".contains(c))
+        {
+            return Err(format!(
+                "expected an IPv4 address or an interface name, not {n:?}"
+            ));
+        }
+        if names[..i].contains(n) {
+            return Err(format!("expected each rail once, {n} is named twice"));
+        }
+    }
+    Ok(names)
+}
 
 fn prob(v: &str) -> Result<f64, String> {
     match v.trim().parse::<f64>() {

@@ -100,7 +100,7 @@ impl<T: Transport> Transport for FaultyTransport<T> {
         inner
     }
 
-    fn path_news(&mut self, each: &mut dyn FnMut(SocketAddr, usize)) {
+    fn path_news(&mut self, each: &mut dyn FnMut(super::PathNews)) {
         self.inner.path_news(each);
     }
 }

@@ -6,7 +6,7 @@
 //! (`capabilities.rs`): shared memory's rings, claims, regions and express
 //! lane (`SharedMemory`, `ExpressLane`), UDP's sockets connected to peers
 //! (`ConnectedPorts`). The transports: UDP (`udp.rs`: one non-blocking
-//! socket per endpoint, serving every peer; `udp_conns.rs`), shared-memory
+//! socket per rail, each serving every peer; `udp_conns.rs`), shared-memory
 //! rings to endpoints on the same host (`shm.rs`), a fault-injecting
 //! wrapper configured by `RAMP_FAULT_*` (`faulty.rs`); tests run these, or
 //! the simulated world's network (`sim::network`). An endpoint owns a set
@@ -33,7 +33,7 @@ pub use capabilities::{
     Connectable, ConnectedPorts, ExpressLane, ExpressProver, RegionMsg, SharedMemory,
 };
 pub use faulty::FaultyTransport;
-pub use iface::choose_bind_address;
+pub use iface::choose_rails;
 pub use shm::{remove_stale_files, ShmTransport, RING_FLIGHT};
 pub use transports::Transports;
 #[cfg(test)]
@@ -59,6 +59,40 @@ pub type DatagramSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>) + 'a;
 /// same-host ring whose sender proved our job (`shm_proof.rs`): its
 /// packets' trailers need no check (`wire::Integrity::SameHost`).
 pub type ProvenSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>, bool) + 'a;
+
+/// What a transport learnt of a path by sending on it, for the protocol
+/// (`Transport::path_news`; the AM layer hands each on). A transport
+/// tells its paths from rail 0 (`Path::from_name`); the set of
+/// transports (`Transports::path_news`) puts in the rail it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathNews {
+    /// The path carries datagrams of at most `size` bytes whole (UDP: a
+    /// datagram refused with `EMSGSIZE`, `udp_offload.rs`):
+    /// `Protocol::path_datagram`.
+    Datagram { path: Path<SocketAddr>, size: usize },
+    /// A send on the path failed in a way that says the path, not the
+    /// endpoint, is broken (`errno`: `ENETUNREACH`, `EHOSTUNREACH`,
+    /// `ENETDOWN`, `EADDRNOTAVAIL`, `EPERM` from a firewall:
+    /// `sys::is_path_error`); the datagram counts as lost, the rest of its
+    /// batch went: `Protocol::path_down`.
+    Down { path: Path<SocketAddr>, errno: i32 },
+}
+
+impl PathNews {
+    /// The same news of the path from rail `rail`.
+    pub fn on_rail(self, rail: crate::path::Rail) -> PathNews {
+        match self {
+            PathNews::Datagram { path, size } => PathNews::Datagram {
+                path: Path { rail, ..path },
+                size,
+            },
+            PathNews::Down { path, errno } => PathNews::Down {
+                path: Path { rail, ..path },
+                errno,
+            },
+        }
+    }
+}
 
 /// A datagram to send: the path it takes (chosen by the protocol, handed
 /// on by the AM layer) and its pieces, sent back to back.
@@ -136,12 +170,11 @@ pub trait Transport: Send {
     fn flush_due(&mut self, _now: Instant) -> Option<Instant> {
         None
     }
-    /// News of paths that carry smaller datagrams than were sent on them
-    /// since the last call: each one's remote address and the largest
-    /// datagram it carries whole (UDP: a datagram refused with `EMSGSIZE`,
-    /// `udp_offload.rs`). The AM layer hands them to the protocol
-    /// (`Protocol::path_datagram`). None, unless the transport learns them.
-    fn path_news(&mut self, _each: &mut dyn FnMut(SocketAddr, usize)) {}
+    /// News of its paths learnt since the last call (`PathNews`: a path
+    /// that carries smaller datagrams than were sent on it, a path whose
+    /// send failed with a path error), each path from rail 0. The AM layer
+    /// hands them to the protocol. None, unless the transport learns them.
+    fn path_news(&mut self, _each: &mut dyn FnMut(PathNews)) {}
     /// The capability of sending an association's packets through sockets
     /// connected to the peer (UDP), if the transport offers it (not under
     /// fault injection).
@@ -150,18 +183,21 @@ pub trait Transport: Send {
     }
 }
 
-/// Opens the transports an endpoint uses: UDP on the configured interface,
+/// Opens the transports an endpoint uses: UDP on each configured rail
+/// (`RAMP_RAILS`, `RAMP_INTERFACE`, `choose_rails`; rail 0 at the name),
 /// and shared memory for same-host peers (`RAMP_TRANSPORT`), each behind
 /// fault injection when any `RAMP_FAULT_*` is set (shared memory then
 /// without its express lane: a record would bypass the faults).
 /// They keep time by `clock`, the endpoint's.
 pub fn open(cfg: &crate::config::Config, clock: &Clock) -> io::Result<Transports> {
-    let ip = choose_bind_address(cfg.interface.as_deref())?;
+    let ip = choose_rails(cfg)?[0];
     open_at(cfg, SocketAddr::new(ip, 0), clock)
 }
 
-/// `open` at a given address (an endpoint that comes back from its
-/// transaction log binds the address it had).
+/// `open` with its name at a given address (an endpoint that comes back
+/// from its transaction log binds the address it had); its further rails
+/// as configured, on ports the system picks (their peers learn them in
+/// the handshake).
 pub fn open_at(
     cfg: &crate::config::Config,
     addr: SocketAddr,
@@ -177,6 +213,19 @@ pub fn open_at(
         Some(f) => Box::new(FaultyTransport::new(udp, f.clone())),
         None => Box::new(udp),
     });
+    // the further rails (a name that is one of them is not bound twice)
+    for ip in choose_rails(cfg)?.into_iter().skip(1) {
+        if ip == local.ip() {
+            continue;
+        }
+        let udp = UdpTransport::bind(SocketAddr::new(ip, 0), cfg.socket_buffer)?
+            .with_clock(clock.clone())
+            .with_verbose(cfg.verbose);
+        set.add_rail(match &faults {
+            Some(f) => Box::new(FaultyTransport::new(udp, f.clone())),
+            None => Box::new(udp),
+        });
+    }
     let shm = match cfg.transport {
         TransportChoice::Udp => None,
         TransportChoice::Auto => ShmTransport::open_with(local, clock.clone()).ok(),

@@ -6,20 +6,24 @@
 //! (held as `SharedMemory`, with its `ExpressLane` when it offers one).
 //! A datagram goes by its path (`crate::path::Path`, chosen by the
 //! protocol): a ring when one reaches the path's remote address (a full
-//! ring spills to the fallback), else the transport of the path's rail.
-//! There is one rail today, the fallback's; the rails issue makes the
-//! fallback a list of transports indexed by `Path::rail`. Receiving
-//! drains every transport (the fallback, a system call, less often while
-//! rings carry the traffic), and every transport's descriptor wakes
-//! `AM_WaitSema`. What the AM layer asks of the capabilities goes through
+//! ring spills to the fallback), else the transport of the path's rail:
+//! rail 0 is the fallback (the name), rails 1.. the endpoint's further
+//! local addresses (`RAMP_RAILS`, UDP each), a run of datagrams for one
+//! rail leaving as one batch. Receiving drains every transport (the
+//! fallback and the further rails, a system call each, less often while
+//! rings carry the traffic) and tells each datagram's path
+//! (its source and the rail it came in on); every transport's descriptor
+//! wakes `AM_WaitSema` (the waits poll them all). Datagrams are counted
+//! per rail, and each rail's news of its paths (`PathNews`) carries it. What the AM layer asks of the capabilities goes through
 //! the set too (`transports_caps.rs`).
 
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use super::{ExpressLane, Outgoing, ProvenSink, SharedMemory, Transport, SEND_BATCH};
-use crate::path::Rail;
+use super::{ExpressLane, Outgoing, PathNews, SharedMemory, Transport, SEND_BATCH};
+use crate::config::MAX_RAILS;
+use crate::path::{Path, Rail};
 use crate::time::Instant;
 
 #[path = "transports_caps.rs"]
@@ -30,6 +34,21 @@ pub struct Transports {
     near: Option<Near>,
     /// Rail 0: the transport at the endpoint's name; reaches every peer.
     fallback: Box<dyn Transport>,
+    /// Rails 1..: the transports at the endpoint's further addresses,
+    /// rail k at k - 1 (at most `MAX_RAILS` - 1).
+    rails: Vec<Box<dyn Transport>>,
+    /// Datagrams handed to each rail's transport, and received from it
+    /// (rail k at k; rings' datagrams are no rail's).
+    rail_sent: [u64; MAX_RAILS],
+    rail_received: [u64; MAX_RAILS],
+    /// News of broken paths (`PathNews::Down`) each rail told.
+    rail_down: [u64; MAX_RAILS],
+    /// When each further rail was last read, and last brought a datagram
+    /// (`Instant::ZERO`: never); a quiet rail is read every `RAIL_GAP`.
+    rail_polled: [Instant; MAX_RAILS],
+    rail_seen: [Instant; MAX_RAILS],
+    /// A sleep was prepared (`fds`): the next receive reads every rail.
+    rails_woke: std::cell::Cell<bool>,
     /// When the fallback was last polled (`Instant::ZERO`: at the next
     /// receive).
     polled: std::cell::Cell<Instant>,
@@ -94,6 +113,15 @@ pub(crate) const FALLBACK_WAIT_MAX: crate::time::Nanos = if FALLBACK_GAP_BUSY > 
 } else {
     FALLBACK_GAP_QUIET
 };
+/// A further rail that brought nothing for `RAIL_QUIET` is read only every
+/// `RAIL_GAP` while the endpoint busy-polls (and after every sleep, whose
+/// wait its socket wakes): a ping-pong on rail 0 pays no system call per
+/// idle rail per pump (measured: +0.3-0.5 us on a 5.9 us UDP round trip
+/// with one idle rail read at every pump); a datagram on an idle rail
+/// waits at most this long, and its rail is read at every receive again.
+const RAIL_GAP: crate::time::Nanos = 50 * crate::time::MICROS;
+const RAIL_QUIET: crate::time::Nanos = crate::time::MILLIS;
+
 /// How long the fallback must have been quiet for `FALLBACK_GAP_QUIET`.
 const FALLBACK_QUIET: crate::time::Nanos = crate::time::MILLIS;
 
@@ -121,6 +149,13 @@ impl Transports {
         Transports {
             near: None,
             fallback,
+            rails: Vec::new(),
+            rail_sent: [0; MAX_RAILS],
+            rail_received: [0; MAX_RAILS],
+            rail_down: [0; MAX_RAILS],
+            rail_polled: [Instant::ZERO; MAX_RAILS],
+            rail_seen: [Instant::ZERO; MAX_RAILS],
+            rails_woke: std::cell::Cell::new(false),
             polled: std::cell::Cell::new(Instant::ZERO),
             joined: Vec::new(),
             fallback_busy: false,
@@ -137,6 +172,34 @@ impl Transports {
             Ok(lane) => Near::Lane(lane),
             Err(rings) => Near::Rings(rings),
         });
+    }
+
+    /// Adds a further rail (a transport at another address of this host,
+    /// which reaches every peer its address can): the next `Rail`, which
+    /// it returns.
+    pub fn add_rail(&mut self, t: Box<dyn Transport>) -> Rail {
+        assert!(
+            self.rails.len() + 1 < MAX_RAILS,
+            "at most {MAX_RAILS} rails"
+        );
+        self.rails.push(t);
+        Rail(self.rails.len() as u8)
+    }
+
+    /// Every rail's address, rail 0's (the name) first: what the endpoint
+    /// tells the protocol its rails are (`Protocol::set_local_rails`).
+    pub fn rail_addrs(&self) -> Vec<SocketAddr> {
+        std::iter::once(&self.fallback)
+            .chain(&self.rails)
+            .map(|t| t.local_addr())
+            .collect()
+    }
+
+    /// Datagrams handed to each rail's transport and received from it,
+    /// and the news of broken paths it told, since the set was made: rail
+    /// k at k (zero beyond the last rail).
+    pub fn rail_counts(&self) -> [[u64; MAX_RAILS]; 3] {
+        [self.rail_sent, self.rail_received, self.rail_down]
     }
 
     /// The address peers know this endpoint by (the fallback's).
@@ -175,21 +238,35 @@ impl Transports {
     }
 
     /// Sends datagrams in order, each by its path: on a ring that reaches
-    /// its remote address, else on its rail's transport (the fallback);
-    /// each run of datagrams for the fallback leaves as one batch.
+    /// its remote address, else on its rail's transport (a rail the set
+    /// lacks: the fallback's); each run of datagrams for one rail leaves
+    /// as one batch.
     #[inline]
     pub fn send_batch(&mut self, now: Instant, dgrams: &[Outgoing<'_>]) -> io::Result<()> {
-        let Some(set_near) = &mut self.near else {
-            debug_assert!(dgrams.iter().all(|(p, _)| p.rail == Rail::NAME));
+        if self.near.is_none() && self.rails.is_empty() {
+            self.rail_sent[0] += dgrams.len() as u64;
             return self.fallback.send_batch(now, dgrams);
+        }
+        let mut out = RailsOut {
+            fallback: &mut *self.fallback,
+            rails: &mut self.rails,
+            sent: &mut self.rail_sent,
         };
         // taken for the loop and put back (an error drops it: allocated again)
         let mut joined = std::mem::take(&mut self.joined);
-        // dgrams[s..i]: datagrams for the fallback, sent as one batch when
-        // a ring's datagram or the end comes (no array to fill per call)
+        // dgrams[s..i]: datagrams for one rail, sent as one batch when a
+        // ring's datagram, another rail's or the end comes (no array to
+        // fill per call)
         let mut run: Option<usize> = None;
         for (i, &(path, parts)) in dgrams.iter().enumerate() {
-            debug_assert_eq!(path.rail, Rail::NAME, "one rail today");
+            if let Some(s) = run.filter(|&s| dgrams[s].0.rail != path.rail) {
+                out.send(now, &dgrams[s..i])?;
+                run = None;
+            }
+            let Some(set_near) = &mut self.near else {
+                run.get_or_insert(i);
+                continue;
+            };
             let to = path.remote;
             let near = set_near.rings_mut();
             // a ring takes the datagram whole
@@ -215,7 +292,7 @@ impl Transports {
                 Some(r) => {
                     r?;
                     if let Some(s) = run.take() {
-                        send_fallback(&mut *self.fallback, now, &dgrams[s..i])?;
+                        out.send(now, &dgrams[s..i])?;
                     }
                     continue;
                 }
@@ -223,7 +300,7 @@ impl Transports {
             run.get_or_insert(i);
         }
         if let Some(s) = run {
-            send_fallback(&mut *self.fallback, now, &dgrams[s..])?;
+            out.send(now, &dgrams[s..])?;
         }
         self.joined = joined;
         Ok(())
@@ -233,21 +310,65 @@ impl Transports {
     /// returns how many datagrams there were in all. `now`: the caller's
     /// time of this pump (no clock read here).
     #[inline]
-    /// Each datagram is told with whether it came through a ring whose
-    /// sender proved our job (`ProvenSink`).
-    pub fn recv_batch(&mut self, now: Instant, each: &mut ProvenSink<'_>) -> io::Result<usize> {
+    /// Each datagram is told with its path (its source, the rail it came
+    /// in on; a ring's: rail 0) and whether it came through a ring whose
+    /// sender proved our job (`RailSink`). The further rails are read
+    /// when rail 0 is (its gap while rings carry the traffic is theirs);
+    /// a further rail's receive that fails is that rail's trouble, not
+    /// the endpoint's: it counts as finding nothing.
+    pub fn recv_batch(&mut self, now: Instant, each: &mut RailSink<'_>) -> io::Result<usize> {
+        let (n, udp) = self.recv_name(now, each)?;
+        if self.rails.is_empty() || !udp {
+            return Ok(n);
+        }
+        let mut got = 0;
+        let woke = self.rails_woke.replace(false);
+        for (k, t) in self.rails.iter_mut().enumerate() {
+            let rail = Rail(k as u8 + 1);
+            let (polled, seen) = (self.rail_polled[k + 1], self.rail_seen[k + 1]);
+            if !woke && !rail_due(polled, seen, now) {
+                continue;
+            }
+            self.rail_polled[k + 1] = now;
+            // only a ring may carry an express record
+            let m = t
+                .recv_batch(&mut |d| match d {
+                    Some((b, _)) if super::express::is_express(b) => each(None, false),
+                    Some((b, remote)) => each(Some((b, Path { remote, rail })), false),
+                    None => each(None, false),
+                })
+                .unwrap_or(0);
+            self.rail_received[k + 1] += m as u64;
+            if m > 0 {
+                self.rail_seen[k + 1] = now;
+            }
+            got += m;
+        }
+        if got > 0 {
+            // (a burst on a rail is drained at once, as on rail 0)
+            self.fallback_busy = true;
+            self.fallback_seen = now;
+        }
+        Ok(n + got)
+    }
+
+    /// `recv_batch` of shared memory and rail 0 (the name), and whether
+    /// rail 0 was read (not in its gap).
+    #[inline]
+    fn recv_name(&mut self, now: Instant, each: &mut RailSink<'_>) -> io::Result<(usize, bool)> {
         let Some(near) = &mut self.near else {
             // only a ring may carry an express record
             let m = self.fallback.recv_batch(&mut |d| match d {
                 Some((b, _)) if super::express::is_express(b) => each(None, false),
-                d => each(d, false),
+                d => each(on_name(d), false),
             })?;
             self.fallback_busy = m > 0;
-            return Ok(m);
+            self.rail_received[0] += m as u64;
+            return Ok((m, true));
         };
         let n = match near {
-            Near::Lane(lane) => lane.recv_proven(each)?,
-            Near::Rings(rings) => rings.recv_batch(&mut |d| each(d, false))?,
+            Near::Lane(lane) => lane.recv_proven(&mut |d, p| each(on_name(d), p))?,
+            Near::Rings(rings) => rings.recv_batch(&mut |d| each(on_name(d), false))?,
         };
         let near = near.rings_mut();
         if near.active() && !self.fallback_busy {
@@ -256,7 +377,7 @@ impl Transports {
             // the fallback waits for the next pump, or at most
             // `FALLBACK_GAP_BUSY` while every pump finds ring traffic.
             if now < fallback_from(self.polled.get(), self.fallback_seen, now, n > 0) {
-                return Ok(n);
+                return Ok((n, false));
             }
             self.polled.set(now);
         }
@@ -274,8 +395,9 @@ impl Transports {
                     return each(None, false);
                 }
             }
-            each(d, false)
+            each(on_name(d), false)
         })?;
+        self.rail_received[0] += m as u64;
         if let Some(from) = from_host {
             near.fallback_from_host(from, now);
         }
@@ -284,7 +406,7 @@ impl Transports {
         if m > 0 {
             self.fallback_seen = now;
         }
-        Ok(n + m)
+        Ok((n + m, true))
     }
 
     /// The descriptors that become readable when a datagram arrives; asked
@@ -293,10 +415,12 @@ impl Transports {
     /// the endpoint.)
     pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
         self.polled.set(Instant::ZERO);
+        self.rails_woke.set(true);
         self.next_region_look.set(Instant::ZERO);
         let near = self.near.as_ref().map(|n| n.rings().fd());
         near.into_iter()
             .chain(std::iter::once(self.fallback.fd()))
+            .chain(self.rails.iter().map(|t| t.fd()))
             .filter(|&fd| fd >= 0)
     }
 
@@ -307,22 +431,51 @@ impl Transports {
     pub fn readable(&self, now: Instant) -> bool {
         let near = self.near.as_ref().map(Near::rings);
         near.is_some_and(|n| n.readable() || (self.region_look_due(now) && n.regions_waiting()))
-            || (self.fallback.readable() && self.fallback_gap_end(now).is_none())
+            || (self.udp_readable(now) && self.fallback_gap_end(now).is_none())
+    }
+
+    /// Whether a rail's socket holds a datagram that a receive at `now`
+    /// reads (rail 0's; a further rail's unless it is in its gap), its
+    /// gap beside a ring aside.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn udp_readable(&self, now: Instant) -> bool {
+        let woke = self.rails_woke.get();
+        let due = |k: usize| woke || rail_due(self.rail_polled[k], self.rail_seen[k], now);
+        self.fallback.readable()
+            || (self.rails.iter().enumerate()).any(|(k, t)| due(k + 1) && t.readable())
+    }
+
+    /// When the first further rail that holds a datagram but is quiet is
+    /// next read at a receive after `now` (None: none such).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    fn rail_gap_end(&self, now: Instant) -> Option<Instant> {
+        if self.rails_woke.get() {
+            return None;
+        }
+        let waiting = self.rails.iter().enumerate().filter(|(_, t)| t.readable());
+        waiting
+            .map(|(k, _)| (self.rail_polled[k + 1], self.rail_seen[k + 1]))
+            .filter(|&(polled, seen)| !rail_due(polled, seen, now))
+            .map(|(polled, _)| polled.plus(RAIL_GAP))
+            .min()
     }
 
     /// When a pump next finds what waits now but is not taken at `now`
     /// (see `readable`): shared memory's next look at its socket, the next
-    /// region look, the end of the fallback's gap.
+    /// region look, the end of the fallback's gap, of a quiet rail's.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     pub fn next_look(&self, now: Instant) -> Option<Instant> {
-        let near = self.near.as_ref().map(Near::rings)?;
+        let rails = self.rail_gap_end(now);
+        let Some(near) = self.near.as_ref().map(Near::rings) else {
+            return rails;
+        };
         let regions = near.regions_waiting().then(|| self.next_region_look.get());
         let gap = self
-            .fallback
-            .readable()
+            .udp_readable(now)
             .then(|| self.fallback_gap_end(now))
             .flatten();
-        near.next_look().into_iter().chain(regions).chain(gap).min()
+        let looks = near.next_look().into_iter().chain(regions).chain(gap);
+        looks.chain(rails).min()
     }
 
     /// Until when a receive with empty rings finds nothing a full pump
@@ -331,7 +484,8 @@ impl Transports {
     /// express lane's fast poll skips the full one until then
     /// (`am/express/express_poll.rs`). `now` when the fallback is read
     /// at every receive (no ring active, or its last receive found
-    /// datagrams), or there is no shared memory.
+    /// datagrams), or there is no shared memory. (The further rails are
+    /// read with the fallback: its gap is theirs.)
     pub fn quiet_until(&self, now: Instant) -> Instant {
         let Some(near) = self.near.as_ref().map(Near::rings) else {
             return now;
@@ -366,31 +520,78 @@ impl Transports {
             .near
             .as_mut()
             .and_then(|n| n.rings_mut().flush_due(now));
-        match (near, self.fallback.flush_due(now)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let rails = self.rails.iter_mut().filter_map(|t| t.flush_due(now));
+        let fallback = self.fallback.flush_due(now);
+        near.into_iter().chain(fallback).chain(rails).min()
     }
 
-    /// Paths that carry smaller datagrams than were sent on them
-    /// (`Transport::path_news`): UDP's; shared memory keeps its own sizes.
-    pub fn path_news(&mut self, each: &mut dyn FnMut(SocketAddr, usize)) {
-        self.fallback.path_news(each);
+    /// What the rails' transports learnt of their paths (`PathNews`, each
+    /// with the rail it came from): smaller datagrams, broken paths.
+    /// Shared memory keeps its own sizes.
+    pub fn path_news(&mut self, each: &mut dyn FnMut(PathNews)) {
+        let down = &mut self.rail_down;
+        let rails = self.rails.iter_mut().map(|t| &mut **t);
+        for (k, t) in std::iter::once(&mut *self.fallback)
+            .chain(rails)
+            .enumerate()
+        {
+            let rail = Rail(k as u8);
+            t.path_news(&mut |n| {
+                if let PathNews::Down { .. } = n {
+                    down[k] += 1;
+                }
+                each(n.on_rail(rail))
+            });
+        }
     }
 }
 
-/// Sends `dgrams` on the fallback, in batches of at most `SEND_BATCH`.
-fn send_fallback(
-    fallback: &mut dyn Transport,
-    now: Instant,
-    dgrams: &[Outgoing<'_>],
-) -> io::Result<()> {
-    for c in dgrams.chunks(SEND_BATCH) {
-        fallback.send_batch(now, c)?;
+/// Whether a receive at `now` reads a further rail last read at `polled`
+/// that last brought a datagram at `seen` (`RAIL_GAP`, `RAIL_QUIET`).
+#[inline]
+fn rail_due(polled: Instant, seen: Instant, now: Instant) -> bool {
+    seen != Instant::ZERO && now.since(seen) < RAIL_QUIET || now.since(polled) >= RAIL_GAP
+}
+
+/// A datagram of rail 0 (or a ring) with its path.
+#[inline]
+fn on_name(d: Option<(&[u8], SocketAddr)>) -> Option<(&[u8], Path<SocketAddr>)> {
+    d.map(|(b, from)| (b, Path::from_name(from)))
+}
+
+/// `Transports::recv_batch`'s sink: each datagram (None: one that could
+/// not be read whole) with its path, and whether it came through a ring
+/// whose sender proved our job (`ProvenSink`).
+pub type RailSink<'a> = dyn FnMut(Option<(&[u8], Path<SocketAddr>)>, bool) + 'a;
+
+/// The rails' transports, for a run of datagrams of one rail.
+struct RailsOut<'a> {
+    fallback: &'a mut dyn Transport,
+    rails: &'a mut [Box<dyn Transport>],
+    sent: &'a mut [u64; MAX_RAILS],
+}
+
+impl RailsOut<'_> {
+    /// Sends `dgrams` (all of one rail) on their rail's transport (a rail
+    /// there is not: the fallback), in batches of at most `SEND_BATCH`.
+    fn send(&mut self, now: Instant, dgrams: &[Outgoing<'_>]) -> io::Result<()> {
+        let k = dgrams.first().map_or(0, |d| usize::from(d.0.rail.0));
+        let (k, t): (usize, &mut dyn Transport) = match self.rails.get_mut(k.wrapping_sub(1)) {
+            Some(t) => (k, &mut **t),
+            None => (0, &mut *self.fallback),
+        };
+        self.sent[k] += dgrams.len() as u64;
+        for c in dgrams.chunks(SEND_BATCH) {
+            t.send_batch(now, c)?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]
 #[path = "transports_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "rails_tests.rs"]
+mod rails_tests;

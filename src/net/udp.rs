@@ -6,7 +6,10 @@
 //! refused (`EMSGSIZE`), told to the protocol as the path's size, and
 //! sent fragmented once; equal datagrams to one peer leave as GSO trains
 //! and come in coalesced by GRO where the kernel offers them
-//! (`udp_offload.rs`).
+//! (`udp_offload.rs`). A send refused for its path (no route, the
+//! interface down, a firewall) is news of the path, never an error.
+//! An endpoint with rails has one of these per rail (`transports.rs`);
+//! only rail 0's connects sockets to peers.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -17,7 +20,7 @@ use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 use super::udp_conns::Conns;
 use super::udp_offload::{segments, Offload};
 use super::{
-    Connectable, ConnectedPorts, DatagramSink, Outgoing, Transport, RECV_BATCH, RECV_SLOT,
+    Connectable, ConnectedPorts, DatagramSink, Outgoing, PathNews, Transport, RECV_BATCH, RECV_SLOT,
 };
 use crate::clock::Clock;
 use crate::sys::{BatchReceiver, BatchSender};
@@ -164,6 +167,18 @@ fn sent(mut send: impl FnMut() -> io::Result<usize>) -> io::Result<()> {
 }
 
 impl UdpTransport {
+    /// A send to `to` that ended in `r`: a path error
+    /// (`sys::is_path_error`) is the path's news and the datagram lost.
+    fn path_error(&mut self, to: SocketAddr, r: io::Result<()>) -> io::Result<()> {
+        match r {
+            Err(e) if e.raw_os_error().is_some_and(crate::sys::is_path_error) => {
+                self.offload.note_down(to, e.raw_os_error().unwrap_or(0));
+                Ok(())
+            }
+            r => r,
+        }
+    }
+
     /// Sets the next receive's size from what the last one, of `want`,
     /// found (`recv_batch`).
     fn found(&mut self, want: usize, n: usize) {
@@ -193,7 +208,7 @@ impl Transport for UdpTransport {
                     match sent(|| s.send(dgram)) {
                         // (too large for the route: by the endpoint's socket)
                         Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {}
-                        r => return r,
+                        r => return self.path_error(to, r),
                     }
                 }
             }
@@ -207,7 +222,7 @@ impl Transport for UdpTransport {
             Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
                 self.offload.too_big(&self.sock, to, dgram)
             }
-            r => r,
+            r => self.path_error(to, r),
         }
     }
 
@@ -307,9 +322,9 @@ impl Transport for UdpTransport {
         Some(self)
     }
 
-    fn path_news(&mut self, each: &mut dyn FnMut(SocketAddr, usize)) {
-        for (to, size) in self.offload.news.drain(..) {
-            each(to, size);
+    fn path_news(&mut self, each: &mut dyn FnMut(PathNews)) {
+        for n in self.offload.news.drain(..) {
+            each(n);
         }
     }
 }

@@ -11,6 +11,11 @@
 //!   `Protocol::path_datagram` cuts what it has not sent yet to it), and
 //!   the datagram itself goes once with fragmentation allowed: never
 //!   dropped, never an error. Loopback's MTU (65,536) keeps 64 KiB.
+//! - Broken paths. A send refused for its path (`sys::is_path_error`:
+//!   no route, the interface down, a firewall) is news of the path
+//!   (`PathNews::Down`, the protocol's `path_down`): the datagram counts
+//!   as lost, the batch's others still go, the endpoint goes on (with
+//!   rails, another path may carry it).
 //! - GSO. Consecutive datagrams of one size to one peer (the fragments of
 //!   a long message) go as one train (`UDP_SEGMENT`): one `sendmsg` and
 //!   one trip down the stack for up to 64 of them; the kernel (or the
@@ -46,12 +51,13 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 
-use super::Outgoing;
+use super::{Outgoing, PathNews};
+use crate::path::Path;
 use crate::sys::Refused;
 
-/// Most path sizes held for the AM layer to take (`path_news`): it takes
-/// them at every pump; beyond it (a burst of refusals to many peers) the
-/// oldest is dropped and told again by the next refusal.
+/// Most news of paths held for the AM layer to take (`path_news`): it
+/// takes them at every pump; beyond it (a burst of refusals to many
+/// peers) the oldest is dropped and told again by the next refusal.
 const NEWS_MAX: usize = 64;
 
 /// GSO and GRO on one socket, the paths' sizes learnt, what was refused.
@@ -61,8 +67,9 @@ pub(crate) struct Offload {
     /// Receives may hold coalesced datagrams (UDP_GRO is on).
     pub gro: bool,
     pub verbose: bool,
-    /// Paths' sizes not yet taken: remote address, largest datagram.
-    pub news: Vec<(SocketAddr, usize)>,
+    /// News of paths not yet taken (sizes, failures), one per path and
+    /// kind: bounded by `NEWS_MAX`, whatever the network does.
+    pub news: Vec<PathNews>,
     /// Messages of the last batch the kernel refused.
     pub refused: Vec<Refused>,
     /// A datagram's pieces copied together (a refused one sent again).
@@ -113,14 +120,37 @@ impl Offload {
 
     /// Notes that `to` carries datagrams of at most `size` bytes.
     fn note(&mut self, to: SocketAddr, size: usize) {
-        if let Some(n) = self.news.iter_mut().find(|n| n.0 == to) {
-            n.1 = n.1.min(size);
-            return;
+        let path = Path::from_name(to);
+        for n in &mut self.news {
+            if let PathNews::Datagram { path: p, size: s } = n {
+                if *p == path {
+                    *s = (*s).min(size);
+                    return;
+                }
+            }
         }
+        self.push(PathNews::Datagram { path, size });
+    }
+
+    /// Notes that a send to `to` failed with `errno`, a path error
+    /// (`sys::is_path_error`); the datagram is lost.
+    pub fn note_down(&mut self, to: SocketAddr, errno: i32) {
+        let path = Path::from_name(to);
+        let known = |n: &PathNews| matches!(n, PathNews::Down { path: p, .. } if *p == path);
+        if !self.news.iter().any(known) {
+            self.push(PathNews::Down { path, errno });
+        }
+        if self.verbose {
+            let e = io::Error::from_raw_os_error(errno);
+            eprintln!("ramp: a send to {to} failed ({e}): the path is down");
+        }
+    }
+
+    fn push(&mut self, n: PathNews) {
         if self.news.len() >= NEWS_MAX {
             self.news.remove(0);
         }
-        self.news.push((to, size));
+        self.news.push(n);
     }
 
     /// Sends again, one by one, the datagrams of `dgrams` in the messages
@@ -130,6 +160,12 @@ impl Offload {
         let refused = std::mem::take(&mut self.refused);
         for r in &refused {
             let (first, count) = (r.first, r.count);
+            // (EINVAL of a train is the kernel's refusal of GSO)
+            if crate::sys::is_path_error(r.errno) && (count == 1 || r.errno != libc::EINVAL) {
+                // (not sent again: the path is broken; the protocol hears)
+                self.note_down(dgrams[first].0.remote, r.errno);
+                continue;
+            }
             if count > 1 {
                 self.train_refused(dgrams[first].0.remote, r.errno, dgrams[first].1);
             }
@@ -143,6 +179,10 @@ impl Offload {
                 let r = match sock.send_to(&joined, to) {
                     Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
                         self.too_big(sock, to, &joined)
+                    }
+                    Err(e) if e.raw_os_error().is_some_and(crate::sys::is_path_error) => {
+                        self.note_down(to, e.raw_os_error().unwrap_or(0));
+                        Ok(())
                     }
                     _ => Ok(()),
                 };

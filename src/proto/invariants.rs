@@ -213,7 +213,7 @@ impl<A: PeerAddr> Peer<A> {
     /// Bytes the path may have in flight: its window, and no more than a
     /// same-host ring holds when it goes by one (`Peer::transmit`).
     fn flight_limit(&self, cfg: &ProtoConfig) -> u64 {
-        let cwnd = self.assoc.paths.cc.cwnd();
+        let cwnd = self.assoc.paths.cc().cwnd();
         match self.same_host {
             Some(_) => cwnd.min(cfg.same_host_flight),
             None => cwnd,

@@ -36,5 +36,5 @@ pub(crate) use poll::{poll_fds, wait_readable, wait_readable_ns};
 pub(crate) use process::{adopt_inherited_socket, at_exit, kill};
 pub(crate) use shm::{pid_alive, SharedMap};
 pub(crate) use shm_region::{OwnedRegion, PeerRegion, MAX_REGION};
-pub(crate) use socket::{BatchReceiver, BatchSender, Gathered, Refused};
+pub(crate) use socket::{is_path_error, BatchReceiver, BatchSender, Gathered, Refused};
 pub(crate) use udp_path::{enable_gro, path_datagram, probe_gso, set_fragmenting};

@@ -202,9 +202,30 @@ pub type Gathered<'a> = [&'a [u8]; 3];
 /// headers).
 const GSO_MAX_BYTES: usize = 65_000;
 
+/// Whether a send's `errno` says the path (this socket's address to that
+/// destination) is broken, not the socket: no route (`ENETUNREACH`,
+/// `EHOSTUNREACH`), the interface down (`ENETDOWN`) or its address gone
+/// (`EADDRNOTAVAIL`), a firewall's refusal (`EPERM`), an address this
+/// socket's cannot send to (`EINVAL` of one datagram: a loopback rail to
+/// another host's address; of a GSO train it is the train's refusal,
+/// `Refused`). A path event for the protocol (`net::PathNews::Down`),
+/// never the endpoint's error.
+pub fn is_path_error(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::ENETUNREACH
+            | libc::EHOSTUNREACH
+            | libc::ENETDOWN
+            | libc::EADDRNOTAVAIL
+            | libc::EPERM
+            | libc::EINVAL
+    )
+}
+
 /// A message of a batch the kernel refused (`BatchSender::send`): its
 /// datagrams `first..first + count` of the batch (more than one: a GSO
 /// train) and the error's number.
+/// (`is_path_error` numbers: the whole message is refused for its path.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Refused {
     pub first: usize,
@@ -245,7 +266,9 @@ impl BatchSender {
     /// of an earlier send) counts as lost and is skipped: the protocol
     /// resends it. One larger than the route carries (`EMSGSIZE`), or a
     /// train the kernel refuses (`EINVAL`, `EOPNOTSUPP`, `EIO`), goes to
-    /// `refused` and the batch goes on. Other errors end the call.
+    /// `refused` and the batch goes on, as does one whose path is broken
+    /// (`is_path_error`: the route, the interface, a firewall). Other
+    /// errors end the call.
     pub fn send<'a, 'b: 'a>(
         &mut self,
         fd: RawFd,
@@ -362,7 +385,7 @@ impl BatchSender {
                 std::io::ErrorKind::Interrupted => continue,
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::ConnectionRefused => i += 1,
                 _ if errno == libc::ENOBUFS => i += 1,
-                _ if errno == libc::EMSGSIZE || train_refused => {
+                _ if errno == libc::EMSGSIZE || train_refused || is_path_error(errno) => {
                     refused(Refused {
                         first: m.first,
                         count: m.count,

@@ -206,7 +206,9 @@ impl Endpoint {
             Some(make) => make(),
             None => endpoint_secret(cfg)?,
         };
-        let proto = Protocol::new(proto_config(cfg), &secret);
+        let mut proto = Protocol::new(proto_config(cfg), &secret);
+        // the rails the protocol's paths leave from (the name's first)
+        proto.set_local_rails(&transports.rail_addrs());
         // express records carry no MAC: under a job key each ring's ends
         // prove once that they are of the same job (`net/shm_proof.rs`)
         let mut transports = transports;
@@ -443,8 +445,35 @@ impl Endpoint {
 
     /// One line per peer about its path's congestion control (window,
     /// pacing rate, round trip, events): the statistics' per-peer part.
+    /// Then one line per rail: its address, the datagrams sent and
+    /// received on it, the news of broken paths it told.
     pub fn paths_report(&self) -> String {
-        self.with(|s| s.proto.paths_report())
+        let mut r = self.with(|s| s.proto.paths_report());
+        for (k, x) in self.rail_statistics().iter().enumerate() {
+            r += &format!(
+                "rail {k} at {}: datagrams sent {} received {}, paths down {}\n",
+                x.addr, x.datagrams_sent, x.datagrams_received, x.paths_down
+            );
+        }
+        r
+    }
+
+    /// Each rail's figures, rail 0 (the name) first.
+    pub fn rail_statistics(&self) -> Vec<RailStatistics> {
+        self.with(|s| {
+            let [sent, received, down] = s.transports.rail_counts();
+            let addrs = s.transports.rail_addrs();
+            addrs
+                .into_iter()
+                .enumerate()
+                .map(|(k, addr)| RailStatistics {
+                    addr,
+                    datagrams_sent: sent[k],
+                    datagrams_received: received[k],
+                    paths_down: down[k],
+                })
+                .collect()
+        })
     }
 
     pub fn statistics(&self) -> Statistics {
@@ -465,4 +494,16 @@ impl Endpoint {
     pub(crate) fn is_ready(&self) -> bool {
         self.with(|s| s.depth.is_some())
     }
+}
+
+/// One rail's figures (`Endpoint::rail_statistics`): its address, the
+/// datagrams sent and received on it (a shared-memory ring's are no
+/// rail's), and the news of broken paths it told (a send refused for its
+/// path: no route, the interface down, a firewall).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RailStatistics {
+    pub addr: std::net::SocketAddr,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub paths_down: u64,
 }

@@ -111,15 +111,16 @@ impl EpState {
         for _ in 0..64 {
             let r = self.transports.recv_batch(now, &mut |d, proven| match d {
                 // (only a ring brings one: `Transports` drops the others)
-                Some((bytes, from)) if crate::net::express::is_express(bytes) => {
+                Some((bytes, path)) if crate::net::express::is_express(bytes) => {
                     placer.quiet = false;
-                    express.arrived(proto, incoming, outstanding, counts, from, bytes)
+                    express.arrived(proto, incoming, outstanding, counts, path.remote, bytes)
                 }
                 // a ring whose sender proved our job: no trailer to check
-                Some((bytes, from)) if proven => {
-                    proto.handle_ring_datagram(now, from, bytes, &mut placer)
+                Some((bytes, path)) if proven => {
+                    proto.handle_ring_datagram(now, path.remote, bytes, &mut placer)
                 }
-                Some((bytes, from)) => proto.handle_datagram_placing(now, from, bytes, &mut placer),
+                // the path it came on: its source and our rail
+                Some((bytes, path)) => proto.handle_datagram_placing(now, path, bytes, &mut placer),
                 None => proto.count_malformed(),
             });
             match r {
@@ -140,10 +141,13 @@ impl EpState {
         self.express.quick_polls = 0;
         self.express.full_at = now;
         self.transports.flush_due(now);
-        // paths found to carry smaller datagrams (UDP: EMSGSIZE)
+        // paths found to carry smaller datagrams (UDP: EMSGSIZE), or
+        // broken (a send's path error: never the endpoint's)
         let proto = &mut self.proto;
-        self.transports
-            .path_news(&mut |to, size| proto.path_datagram(to, size));
+        self.transports.path_news(&mut |n| match n {
+            crate::net::PathNews::Datagram { path, size } => proto.path_datagram(path, size),
+            crate::net::PathNews::Down { path, .. } => proto.path_down(now, path),
+        });
         // refused express requests, lost rings' express requests
         self.express_after_receive(now);
         // peers' asks for our allocated regions, their files for ours

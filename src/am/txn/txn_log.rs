@@ -313,6 +313,7 @@ impl Endpoint {
             let run = blake3::keyed_hash(&id.secret, &st.secret);
             let mut proto = Protocol::new(st.proto.config().clone(), run.as_bytes());
             proto.set_recv_depth(st.proto.recv_depth());
+            proto.set_local_rails(&transports.rail_addrs());
             st.transports = transports;
             st.proto = proto;
             st.secret = id.secret;
