@@ -109,28 +109,32 @@ fn every_rail_has_its_socket_and_messages_arrive_exactly_once() {
             "{r:?}"
         );
         assert!(r.iter().all(|x| x.paths_down == 0), "{r:?}");
+        // the second rail carried the protocol's own traffic (its paths'
+        // confirming heartbeats, and data once confirmed)
+        assert!(
+            r[1].datagrams_sent > 0 && r[1].datagrams_received > 0,
+            "{r:?}"
+        );
     }
     // junk to e1's second rail: received and counted there, dropped as
     // any malformed datagram; nothing runs, nothing breaks
     let corrupt = e1.statistics().corrupt_dropped;
     let junk = UdpSocket::bind("127.0.0.5:0").unwrap();
     let rail1: SocketAddr = r1[1].addr;
+    let before = e1.rail_statistics()[1].datagrams_received;
     for k in 0..3u8 {
         junk.send_to(&[k; 40], rail1).unwrap();
     }
     common::waiting_for("the junk on rail 1");
-    while e1.rail_statistics()[1].datagrams_received < 3 {
+    while e1.statistics().corrupt_dropped < corrupt + 3 {
         b.poll().unwrap();
         std::thread::sleep(Duration::from_millis(1));
     }
-    assert_eq!(e1.rail_statistics()[1].datagrams_received, 3);
-    assert!(e1.statistics().corrupt_dropped >= corrupt + 3);
+    assert!(e1.rail_statistics()[1].datagrams_received >= before + 3);
     // the report names every rail with its counts
     let report = e1.paths_report();
     assert!(
-        report.contains(&format!(
-            "rail 1 at {rail1}: datagrams sent 0 received 3, paths down 0"
-        )),
+        report.contains(&format!("rail 1 at {rail1}: datagrams sent ")),
         "{report}"
     );
     exchange(&b, &e0, &e1, 50, 30);
