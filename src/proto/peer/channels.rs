@@ -66,15 +66,17 @@ impl<A: Copy + PartialEq> Peer<A> {
 
     /// Gives the path's congestion controller what send channel `ch`'s
     /// flight told since the last look.
+    /// (The news is read where it lies and cleared, not copied out.)
     #[inline]
     pub(super) fn settle(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
-        let news = std::mem::take(&mut self.tx[ch].news);
         let in_flight = self.in_flight();
-        let stats = &mut cx.out.stats;
+        let tx = &mut self.tx[ch];
         let cc = &mut self.assoc.paths.cc;
-        cc.on_news(now, &news, in_flight, stats);
-        if news.delivered > 0 && cc.is_on() && self.tx[ch].in_flight.len() > 1 {
-            self.tx[ch].restart_timers(now, self.rtt.rto());
+        let delivered = tx.news.delivered > 0;
+        cc.on_news(now, &tx.news, in_flight, &mut cx.out.stats);
+        tx.news = congestion::FlightNews::default();
+        if delivered && cc.is_on() && tx.in_flight.len() > 1 {
+            tx.restart_timers(now, self.rtt.rto());
         }
     }
 
