@@ -308,6 +308,10 @@ impl Transport for UdpTransport {
     }
 
     fn path_news(&mut self, each: &mut dyn FnMut(SocketAddr, usize)) {
+        if self.offload.news.is_empty() {
+            // (every poll asks; news is rare: no drain set up for none)
+            return;
+        }
         for (to, size) in self.offload.news.drain(..) {
             each(to, size);
         }
