@@ -67,7 +67,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     /// Gives the path's congestion controller what send channel `ch`'s
     /// flight told since the last look.
     /// (The news is read where it lies and cleared, not copied out.)
-    #[inline]
+    #[inline(always)]
     pub(super) fn settle(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
         let in_flight = self.in_flight();
         let tx = &mut self.tx[ch];
