@@ -367,7 +367,7 @@ impl Congestion {
 
     /// Takes what a channel's flight told; `in_flight` bytes are in flight
     /// now (after it).
-    #[inline]
+    #[inline(always)]
     pub fn on_news(&mut self, now: Instant, n: &FlightNews, in_flight: u64, s: &mut Statistics) {
         if !self.on {
             return;
