@@ -272,6 +272,12 @@ impl Transport for UdpTransport {
         let mut got = 0;
         for i in 0..n {
             match self.batch.datagram(i) {
+                // (one datagram: as `segments` would give it, without the
+                // iterator)
+                (Some(d), Some(from), None) => {
+                    each(Some((d, from)));
+                    got += 1;
+                }
                 // (GRO: several datagrams back to back, each on its own)
                 (Some(d), Some(from), gro) => {
                     for seg in segments(d, gro) {
