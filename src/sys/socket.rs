@@ -508,4 +508,47 @@ mod tests {
         }
         assert_eq!(got, sent);
     }
+
+    #[test]
+    fn headers_pointed_once_serve_receive_after_receive() {
+        // Headers are pointed once (`point`); each receive resets only what
+        // the kernel wrote: a truncated datagram's flag, a shorter sender
+        // name, one datagram or several, must not leak into the next.
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        let to = rx.local_addr().unwrap();
+        let (a, b) = (
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+        );
+        let mut r = BatchReceiver::new(3, 4096);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let take = |r: &mut BatchReceiver, max: usize, want: usize| {
+            let mut got = Vec::new();
+            while got.len() < want {
+                assert!(std::time::Instant::now() < deadline, "{got:?}");
+                let n = r.recv(rx.as_raw_fd(), max).unwrap();
+                for i in 0..n {
+                    let (d, from, _) = r.datagram(i);
+                    got.push((d.map(<[u8]>::len), from.unwrap().port()));
+                }
+            }
+            got
+        };
+        let (pa, pb) = (
+            a.local_addr().unwrap().port(),
+            b.local_addr().unwrap().port(),
+        );
+        // too long for its slot (truncated: no bytes), then whole ones
+        a.send_to(&[1; 5000], to).unwrap();
+        b.send_to(&[2; 100], to).unwrap();
+        assert_eq!(take(&mut r, 3, 2), [(None, pa), (Some(100), pb)]);
+        b.send_to(&[3; 7], to).unwrap();
+        assert_eq!(take(&mut r, 1, 1), [(Some(7), pb)]);
+        for (s, len) in [(&a, 10), (&b, 20), (&a, 30)] {
+            s.send_to(&vec![4; len], to).unwrap();
+        }
+        let got = take(&mut r, 3, 3);
+        assert_eq!(got, [(Some(10), pa), (Some(20), pb), (Some(30), pa)]);
+    }
 }
