@@ -12,13 +12,24 @@
 # usage: scripts/am-cost-callgrind.sh [OUTDIR]
 #   RAMP_AUTH=on RAMP_JOB_KEY=... for the packet MAC (default: RAMP_AUTH=off)
 #   EMPTY_POLLS=k: k empty polls per round trip as well
+#   CODEGEN_UNITS=1: build with one codegen unit into target/cgu1 (16-unit
+#   builds swing 90-170 instructions a round trip with what gets inlined;
+#   1-unit builds are stable from commit to commit)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/am-cost-callgrind}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-cargo bench --bench am_cost --no-run >/dev/null 2>&1
-bin=$(ls -t target/release/deps/am_cost-* | grep -v '\.d$' | head -1)
+target=target
+if [ -n "${CODEGEN_UNITS:-}" ]; then
+    case $CODEGEN_UNITS in
+    '' | *[!0-9]* | 0*) echo "CODEGEN_UNITS must be a positive integer, not '$CODEGEN_UNITS'" >&2; exit 2 ;;
+    esac
+    export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=$CODEGEN_UNITS
+    target=target/cgu$CODEGEN_UNITS
+fi
+CARGO_TARGET_DIR=$target cargo bench --bench am_cost --no-run -j 2 >/dev/null 2>&1
+bin=$(ls -t "$target"/release/deps/am_cost-* | grep -v '\.d$' | head -1)
 cat >"$out/vclock.c" <<'C'
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -49,5 +60,5 @@ for t in shm udp; do
     done
     a=$(callgrind_annotate "$out/$t-2000.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
     b=$(callgrind_annotate "$out/$t-4000.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-    echo "$t: $(((b - a) / 2000)) instructions per round trip (RAMP_AUTH=$RAMP_AUTH; profiles in $out/$t-*.out)"
+    echo "$t: $(((b - a) / 2000)) instructions per round trip (RAMP_AUTH=$RAMP_AUTH, codegen units ${CODEGEN_UNITS:-default}; profiles in $out/$t-*.out)"
 done

@@ -287,6 +287,12 @@ impl Transport for UdpTransport {
         let mut got = 0;
         for i in 0..n {
             match self.batch.datagram(i) {
+                // (one datagram: as `segments` would give it, without the
+                // iterator)
+                (Some(d), Some(from), None) => {
+                    each(Some((d, from)));
+                    got += 1;
+                }
                 // (GRO: several datagrams back to back, each on its own)
                 (Some(d), Some(from), gro) => {
                     for seg in segments(d, gro) {
@@ -323,6 +329,10 @@ impl Transport for UdpTransport {
     }
 
     fn path_news(&mut self, each: &mut dyn FnMut(PathNews)) {
+        if self.offload.news.is_empty() {
+            // (every poll asks; news is rare: no drain set up for none)
+            return;
+        }
         for n in self.offload.news.drain(..) {
             each(n);
         }

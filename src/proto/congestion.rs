@@ -367,7 +367,7 @@ impl Congestion {
 
     /// Takes what a channel's flight told; `in_flight` bytes are in flight
     /// now (after it).
-    #[inline]
+    #[inline(always)]
     pub fn on_news(&mut self, now: Instant, n: &FlightNews, in_flight: u64, s: &mut Statistics) {
         if !self.on {
             return;
@@ -375,6 +375,19 @@ impl Congestion {
         if let Some(r) = n.rtt {
             self.on_rtt(now, r);
         }
+        if n.frto.is_some() || n.lost > 0 {
+            self.on_events(now, n, s);
+        }
+        // (tested here: the usual ACK, of a window that does not limit
+        // the flow, makes no call)
+        if n.delivered > 0 && !self.unlimited(n.delivered, in_flight) {
+            self.on_delivered(n.delivered, in_flight);
+        }
+    }
+
+    /// `on_news` of an F-RTO verdict or a loss (rare).
+    #[inline(never)]
+    fn on_events(&mut self, now: Instant, n: &FlightNews, s: &mut Statistics) {
         match n.frto {
             Some(true) => self.on_spurious_timeout(s),
             Some(false) => self.undo = None,
@@ -383,9 +396,13 @@ impl Congestion {
         if n.lost > 0 {
             self.on_loss(now, n.lost_sent, s);
         }
-        if n.delivered > 0 {
-            self.on_delivered(n.delivered, in_flight);
-        }
+    }
+
+    /// Whether `bytes` delivered with `in_flight` left show a flow the
+    /// window did not limit: no growth (RFC 7661).
+    #[inline]
+    fn unlimited(&self, bytes: u64, in_flight: u64) -> bool {
+        in_flight + bytes < self.cwnd / 2
     }
 
     /// The handshake's round trip (small packets, before any data: no
@@ -432,15 +449,21 @@ impl Congestion {
         // round trip under 2^40 ns, 18 minutes, shifts without overflow;
         // one division per sample, no u128 one)
         let srtt = srtt.min(1 << 40);
-        let c = (srtt << (PACE_SHIFT + 2)) / (gain * self.cwnd).max(1);
+        let (x, d) = (srtt << (PACE_SHIFT + 2), (gain * self.cwnd).max(1));
         // faster than UNPACED_RATE the AM layer's clock (a reading may be
-        // carried forward ~50 us) cannot space packets: none held
-        self.cost = if c < UNPACED_COST { 0 } else { c };
+        // carried forward ~50 us) cannot space packets: none held. (x / d
+        // < UNPACED_COST exactly when x < UNPACED_COST * d: loopback's
+        // samples are told so without a division; a product past u64,
+        // saturated, is past x, at most 2^58, all the same)
+        self.cost = if x < UNPACED_COST.saturating_mul(d) {
+            0
+        } else {
+            x / d
+        };
     }
 
     fn on_delivered(&mut self, bytes: u64, in_flight: u64) {
-        if !self.on || in_flight + bytes < self.cwnd / 2 {
-            // the window did not limit the flow: no growth (RFC 7661)
+        if !self.on || self.unlimited(bytes, in_flight) {
             return;
         }
         if self.in_slow_start() {

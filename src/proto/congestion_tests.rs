@@ -240,3 +240,26 @@ fn pacing_follows_the_standing_round_trip_not_stretched_samples() {
     let slow = c.pacing_rate().unwrap();
     assert!(slow * 3 < rate, "{slow} vs {rate}");
 }
+
+#[test]
+fn the_pacing_cost_is_the_division_s_at_the_unpaced_edge_and_either_side() {
+    // `update_pacing` tells an unpaced rate by a product, not a division:
+    // the cost must be what the division gives, 0 below UNPACED_COST
+    for cwnd in [2 * MSS, 4 * MSS, MAX, 3 * MAX / 7] {
+        for gain in [GAIN_SLOW_START, GAIN_AVOIDANCE] {
+            let d = gain * cwnd;
+            // the srtt whose cost is exactly UNPACED_COST, and around it
+            let edge = (UNPACED_COST * d) >> (PACE_SHIFT + 2);
+            for srtt in [1, edge - 1, edge, edge + 1, edge + 2, 10 * edge, 1 << 41] {
+                let mut c = cc();
+                c.cwnd = cwnd;
+                c.ssthresh = if gain == GAIN_SLOW_START { u64::MAX } else { 0 };
+                c.srtt = Some(srtt);
+                c.update_pacing();
+                let x = srtt.min(1 << 40) << (PACE_SHIFT + 2);
+                let want = if x / d < UNPACED_COST { 0 } else { x / d };
+                assert_eq!(c.cost, want, "cwnd {cwnd} gain {gain} srtt {srtt}");
+            }
+        }
+    }
+}

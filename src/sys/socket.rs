@@ -20,8 +20,8 @@ pub struct BatchReceiver {
     ctrl: Vec<[u64; RECV_CMSG_SPACE / 8]>,
 }
 
-// SAFETY: the raw pointers inside `iov`/`hdrs` are rebuilt before every use and
-// only ever point into the receiver's own buffers.
+// SAFETY: the raw pointers inside `iov`/`hdrs` are set once (`point`) and
+// only ever point into the receiver's own heap buffers, which never move.
 unsafe impl Send for BatchReceiver {}
 
 /// Alignment of each receive slot. The kernel's copy of a datagram into
@@ -49,16 +49,17 @@ impl BatchReceiver {
             hdrs: vec![unsafe { std::mem::zeroed() }; slots],
             ctrl: vec![[0; RECV_CMSG_SPACE / 8]; slots],
         };
-        r.point(1);
+        r.point();
         r
     }
 
-    /// Points the first `slots` headers at their slots, names and control
-    /// buffers. Every pointer is into a heap buffer of `self` that never
-    /// grows past its first capacity (`iov` holds at most `hdrs.len()`),
-    /// so they stay valid when the receiver moves: header 0 is pointed
-    /// once here and by each `recv`, always at the same places (`recv_one`).
-    fn point(&mut self, slots: usize) {
+    /// Points every header at its slot, name and control buffer, once.
+    /// Every pointer is into a heap buffer of `self` that never grows past
+    /// its first capacity (`iov` holds `hdrs.len()`), so they stay valid
+    /// when the receiver moves; the kernel writes only the lengths and the
+    /// flags of a header (`reset`), never its pointers nor the `iovec`s.
+    fn point(&mut self) {
+        let slots = self.hdrs.len();
         self.iov.clear();
         for i in 0..slots {
             self.iov.push(libc::iovec {
@@ -82,6 +83,15 @@ impl BatchReceiver {
         }
     }
 
+    /// Header `i` ready for a receive: the lengths and flags the kernel
+    /// overwrites set back (its pointers stay as `point` set them).
+    #[inline]
+    fn reset(h: &mut libc::mmsghdr) {
+        h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        h.msg_hdr.msg_controllen = RECV_CMSG_SPACE as _;
+        h.msg_hdr.msg_flags = 0;
+    }
+
     /// `recv` of at most one datagram, into slot 0 (`datagram(0)`): one
     /// `recvmsg` with header 0 as `point` left it, nothing to set up but
     /// the lengths the kernel overwrites. A ping-pong's receives, found or
@@ -89,10 +99,7 @@ impl BatchReceiver {
     pub fn recv_one(&mut self, fd: RawFd) -> std::io::Result<usize> {
         loop {
             let h = &mut self.hdrs[0];
-            h.msg_hdr.msg_namelen =
-                std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            h.msg_hdr.msg_controllen = RECV_CMSG_SPACE as _;
-            h.msg_hdr.msg_flags = 0;
+            Self::reset(h);
             // SAFETY: header 0 points into heap buffers owned by `self`
             // (`point`), valid for the lengths given, for the whole call.
             let r = unsafe { libc::recvmsg(fd, &mut h.msg_hdr, libc::MSG_DONTWAIT) };
@@ -116,7 +123,9 @@ impl BatchReceiver {
         if slots == 1 {
             return self.recv_one(fd);
         }
-        self.point(slots);
+        for h in &mut self.hdrs[..slots] {
+            Self::reset(h);
+        }
         loop {
             // SAFETY: every header points into buffers owned by `self`
             // that outlive the call, with the lengths given (`point`).
@@ -521,5 +530,48 @@ mod tests {
             }
         }
         assert_eq!(got, sent);
+    }
+
+    #[test]
+    fn headers_pointed_once_serve_receive_after_receive() {
+        // Headers are pointed once (`point`); each receive resets only what
+        // the kernel wrote: a truncated datagram's flag, a shorter sender
+        // name, one datagram or several, must not leak into the next.
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        let to = rx.local_addr().unwrap();
+        let (a, b) = (
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+            UdpSocket::bind("127.0.0.1:0").unwrap(),
+        );
+        let mut r = BatchReceiver::new(3, 4096);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let take = |r: &mut BatchReceiver, max: usize, want: usize| {
+            let mut got = Vec::new();
+            while got.len() < want {
+                assert!(std::time::Instant::now() < deadline, "{got:?}");
+                let n = r.recv(rx.as_raw_fd(), max).unwrap();
+                for i in 0..n {
+                    let (d, from, _) = r.datagram(i);
+                    got.push((d.map(<[u8]>::len), from.unwrap().port()));
+                }
+            }
+            got
+        };
+        let (pa, pb) = (
+            a.local_addr().unwrap().port(),
+            b.local_addr().unwrap().port(),
+        );
+        // too long for its slot (truncated: no bytes), then whole ones
+        a.send_to(&[1; 5000], to).unwrap();
+        b.send_to(&[2; 100], to).unwrap();
+        assert_eq!(take(&mut r, 3, 2), [(None, pa), (Some(100), pb)]);
+        b.send_to(&[3; 7], to).unwrap();
+        assert_eq!(take(&mut r, 1, 1), [(Some(7), pb)]);
+        for (s, len) in [(&a, 10), (&b, 20), (&a, 30)] {
+            s.send_to(&vec![4; len], to).unwrap();
+        }
+        let got = take(&mut r, 3, 3);
+        assert_eq!(got, [(Some(10), pa), (Some(20), pb), (Some(30), pa)]);
     }
 }

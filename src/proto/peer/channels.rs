@@ -79,18 +79,20 @@ impl<A: Copy + PartialEq> Peer<A> {
 
     /// Gives the path's congestion controller what send channel `ch`'s
     /// flight told since the last look.
-    #[inline]
+    /// (The news is read where it lies and cleared, not copied out.)
+    #[inline(always)]
     pub(super) fn settle(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
-        let news = std::mem::take(&mut self.tx[ch].news);
         let in_flight = self.in_flight();
-        let stats = &mut cx.out.stats;
-        if news.delivered > 0 {
-            self.assoc.paths.progress(news.delivered);
+        let tx = &mut self.tx[ch];
+        let delivered = tx.news.delivered;
+        if delivered > 0 {
+            self.assoc.paths.progress(delivered);
         }
         let cc = self.assoc.paths.cc_mut();
-        cc.on_news(now, &news, in_flight, stats);
-        if news.delivered > 0 && cc.is_on() && self.tx[ch].in_flight.len() > 1 {
-            self.tx[ch].restart_timers(now, self.rtt.rto());
+        cc.on_news(now, &tx.news, in_flight, &mut cx.out.stats);
+        tx.news = congestion::FlightNews::default();
+        if delivered > 0 && cc.is_on() && tx.in_flight.len() > 1 {
+            tx.restart_timers(now, self.rtt.rto());
         }
     }
 

@@ -241,33 +241,12 @@ impl SendChannel {
         out: &mut Outbox<A>,
     ) -> Option<Instant> {
         let ch = t.header.channel as usize;
-        let mut first_deadline: Option<Instant> = None;
-        // A second probe is for a tail (a packet or two in flight): in a
-        // longer flight RACK finds a lost copy from later packets' SACKs.
-        let tail = self.in_flight.len() <= 2;
-        let clear = ch == wire::CHANNEL_REQUEST as usize && self.order_clear();
-        for p in self.in_flight.iter_mut().filter(|p| p.resend) {
-            p.resend = false;
-            // The first copy of a packet lost at random (a probe, or one a
-            // later packet's SACK showed lost) is lost too now and then:
-            // it gets a second probe's time, not a whole RTO (a loss
-            // repaired in round trips even then); later copies back off.
-            let first_copy = tail && p.retries == 0 && p.nacks == 0 && p.first_sent == p.last_sent;
-            let again = t.again_after.filter(|_| first_copy);
-            p.reorder_timer = again.is_some_and(|a| a < t.rto);
-            p.last_sent = now;
-            p.deadline = now.plus(again.map_or(t.rto, |a| a.min(t.rto)));
-            // a retransmission replaces bytes taken as lost: it always
-            // goes, and counts in flight again
-            let len = p.flight_len();
-            self.outstanding += len;
-            gate.take(len);
-            let cat = p.frag.msg.meta.category.index();
-            stats::count_retransmit(&mut out.stats, ch, cat);
-            let free = clear && p.frag.may_overtake();
-            send_fragment(out, to, integ, &t.header, (p.seq, free), &p.frag);
-            first_deadline = Some(first_deadline.map_or(p.deadline, |d| d.min(p.deadline)));
-        }
+        // (resends are rare: the usual transmit tests for one, no more)
+        let mut first_deadline = if self.in_flight.iter().any(|p| p.resend) {
+            self.resend_marked(now, t, gate, to, integ, out)
+        } else {
+            None
+        };
         // A new packet waits at the receiver behind what is still in flight
         // (sent, not yet acknowledged or SACKed): its timer allows for those
         // bytes too, so that a window of large fragments sent one by one as
@@ -351,6 +330,49 @@ impl SendChannel {
                 last.reorder_timer = true;
                 first_deadline = Some(first_deadline.map_or(probe, |d| d.min(probe)));
             }
+        }
+        first_deadline
+    }
+
+    /// `transmit`'s packets marked for resending, each sent again; the
+    /// earliest deadline armed.
+    #[inline(never)]
+    fn resend_marked<A: Copy + PartialEq>(
+        &mut self,
+        now: Instant,
+        t: &Transmission,
+        gate: &mut Gate,
+        to: Path<A>,
+        integ: &Integrity,
+        out: &mut Outbox<A>,
+    ) -> Option<Instant> {
+        let ch = t.header.channel as usize;
+        let mut first_deadline: Option<Instant> = None;
+        // A second probe is for a tail (a packet or two in flight): in a
+        // longer flight RACK finds a lost copy from later packets' SACKs.
+        let tail = self.in_flight.len() <= 2;
+        let clear = ch == wire::CHANNEL_REQUEST as usize && self.order_clear();
+        for p in self.in_flight.iter_mut().filter(|p| p.resend) {
+            p.resend = false;
+            // The first copy of a packet lost at random (a probe, or one a
+            // later packet's SACK showed lost) is lost too now and then:
+            // it gets a second probe's time, not a whole RTO (a loss
+            // repaired in round trips even then); later copies back off.
+            let first_copy = tail && p.retries == 0 && p.nacks == 0 && p.first_sent == p.last_sent;
+            let again = t.again_after.filter(|_| first_copy);
+            p.reorder_timer = again.is_some_and(|a| a < t.rto);
+            p.last_sent = now;
+            p.deadline = now.plus(again.map_or(t.rto, |a| a.min(t.rto)));
+            // a retransmission replaces bytes taken as lost: it always
+            // goes, and counts in flight again
+            let len = p.flight_len();
+            self.outstanding += len;
+            gate.take(len);
+            let cat = p.frag.msg.meta.category.index();
+            stats::count_retransmit(&mut out.stats, ch, cat);
+            let free = clear && p.frag.may_overtake();
+            send_fragment(out, to, integ, &t.header, (p.seq, free), &p.frag);
+            first_deadline = Some(first_deadline.map_or(p.deadline, |d| d.min(p.deadline)));
         }
         first_deadline
     }

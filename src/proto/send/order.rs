@@ -55,7 +55,7 @@ pub fn overtaken(meta: &MsgMeta) -> bool {
 impl SendChannel {
     /// Queues `msg` as fragments as `cut` says: after every fragment that
     /// keeps its place (`settled`) when it `overtakes`, else at the back.
-    #[inline]
+    #[inline(always)]
     pub fn queue(&mut self, msg: MsgRef, cut: Cut) {
         if self.settled == self.pending.len() || !overtakes(&msg.meta) {
             let keeps = !overtaken(&msg.meta);
