@@ -173,6 +173,23 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.list[self.current].path
     }
 
+    /// The path to the peer's name from ours (rail 0): the handshake's,
+    /// whatever the current path, so that the peer knows the association
+    /// by our name (a handshake from another rail would make it a peer of
+    /// that address), and reaches the peer's name even when the address it
+    /// listed before a restart is gone.
+    #[inline]
+    pub fn name(&self) -> Path<A> {
+        self.list[0].path
+    }
+
+    /// A new association starts on the name's path (`name`): the current
+    /// path may be an address of the peer's previous life.
+    pub fn back_to_name(&mut self) {
+        self.current = 0;
+        self.answer = None;
+    }
+
     /// Where an answer (ACK, NACK) goes: back on the path the last packet
     /// came in on when it is active, else the current path.
     #[inline]

@@ -546,3 +546,6 @@ fn rails_work_under_the_job_key_mac() {
     net.run_for(300 * MILLIS);
     net.assert_exactly_once(20);
 }
+
+#[path = "rails_restart_tests.rs"]
+mod restart;
