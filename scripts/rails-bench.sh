@@ -7,23 +7,30 @@
 # Both links are shaped to RATE in each direction (eth0: the bridge's
 # ports, netns.sh shape; rail1: netns.sh rail-shape).
 #
-# events: RAMP_RAILS=eth0,rail1; after SETTLE s rail 1 goes down, SETTLE s
-#   later up again, SETTLE s later both links go down for PART s, then up;
-#   SETTLE s later the sending ends (link_load --stop-file). Measured from
-#   rank 0's progress lines (bytes delivered, every 20 ms, wall clock) and
-#   the sender namespace's link counters (tx bytes of eth0 and rail1,
-#   sampled every 20 ms):
-#     stall_ms    the longest time without any delivery that ends within
-#                 SETTLE s after the event (from the last delivery before
-#                 it to the first after it): the failover time after
-#                 "rail1 down", the resume time after "both up" (the
-#                 partition's own PART s excluded: measured from the up)
-#     resume_ms   from the event to the first delivery after that stall
-#     rail1_ms    after "rail1 up": from the event until rail1 carried
-#                 more than 256 KiB (data again: recovery), or "-" if not
-#                 within SETTLE s
-#     carried     which links carried data (tx bytes) between this event
-#                 and the next
+# events: RAMP_RAILS=eth0,rail1; after SETTLE s the rail that carries the
+#   data (eth0 or rail1: the one whose tx bytes grew most in the last 0.3 s)
+#   goes down, SETTLE s later up again, SETTLE s later both links go down
+#   for PART s, then up; SETTLE s later the sending ends (link_load
+#   --stop-file). Measured from rank 0's progress lines (bytes delivered,
+#   every 20 ms, wall clock) and the sender namespace's link counters (tx
+#   bytes of eth0 and rail1, sampled every 20 ms), by
+#   scripts/rails-bench-table.py:
+#     pause_ms     after "carrier_down": the longest pause in delivery (no
+#                  byte delivered between two samples) across the event or
+#                  within 1 s after it
+#     failover_ms  the extra time the next MiB took to arrive after the
+#                  event (next_MiB_ms) beyond what the rate of the second
+#                  before gives
+#     recovery_ms  after "carrier_up": from the event until that rail sent
+#                  more than 256 KiB again (data, not probes), "-" if not
+#                  within SETTLE s
+#     then the rail carrying the data then fails silently for SETTLE s
+#     ("carrier_silent": its frames go to a MAC nobody has, both ways; the
+#     link stays up and sends succeed) and works again ("silent_off"):
+#     pause_ms and failover_ms as for "carrier_down"
+#     resume_ms    after "both_up": from the links' return to the first
+#                  delivery (the PART s of the partition excluded)
+#     carried      what each link sent between this event and the next
 # throughput: link_load --secs SECS over RAMP_RAILS=eth0 (one rail) and
 #   over RAMP_RAILS=eth0,rail1 (two), the same shaping: goodput.
 #
@@ -99,26 +106,54 @@ sampler() {
     SAMPLER=$!
 }
 
+# carrier LINKS: 0 if eth0 sent more than rail1 over the last 15 samples, else 1
+carrier() {
+    tail -n 16 "$1" | awk 'NR == 1 { e = $2; r = $3 } END { print ($2 - e >= $3 - r) ? 0 : 1 }'
+}
+
+# silent K on|off: rail K (0: eth0) drops every frame without an error in
+# both directions (each end's neighbour entry for the other points to a
+# MAC nobody has; the link stays up, sends succeed), or works again
+silent() {
+    local k=$1 i dev a0 a1
+    if (( k == 0 )); then dev=eth0 a0=10.92.0.10 a1=10.92.0.11; else dev=rail$k a0=10.92.$k.1 a1=10.92.$k.2; fi
+    for i in 0 1; do
+        local peer=$a1
+        (( i == 0 )) || peer=$a0
+        if [[ $2 == on ]]; then
+            ip -n "rrb$i" neigh replace "$peer" lladdr 02:00:00:00:00:0$i dev "$dev" nud permanent
+        else
+            ip -n "rrb$i" neigh del "$peer" dev "$dev" 2>/dev/null || true
+        fi
+    done
+}
+
 events_run() {
-    local r=$1 dir="$TMP/events$r"
+    local r=$1 dir="$TMP/events$r" c
     mkdir -p "$dir"
     net
     sampler "$dir/links"
     job "$dir/out" eth0,rail1 --secs 100000 --progress-ms 20 --stop-file "$dir/stop"
     : >"$dir/events"
     sleep "$SETTLE"
-    echo "$(now_ms) rail1_down" >>"$dir/events"; "${NETNS[@]}" rail 1 down
+    c=$(carrier "$dir/links")
+    echo "$(now_ms) carrier_down $c" >>"$dir/events"; "${NETNS[@]}" rail "$c" down
     sleep "$SETTLE"
-    echo "$(now_ms) rail1_up" >>"$dir/events"; "${NETNS[@]}" rail 1 up
+    echo "$(now_ms) carrier_up $c" >>"$dir/events"; "${NETNS[@]}" rail "$c" up
     sleep "$SETTLE"
-    echo "$(now_ms) both_down" >>"$dir/events"; "${NETNS[@]}" rail 0 down; "${NETNS[@]}" rail 1 down
+    c=$(carrier "$dir/links")
+    echo "$(now_ms) carrier_silent $c" >>"$dir/events"; silent "$c" on
+    sleep "$SETTLE"
+    echo "$(now_ms) silent_off $c" >>"$dir/events"; silent "$c" off
+    sleep "$SETTLE"
+    echo "$(now_ms) both_down -" >>"$dir/events"; "${NETNS[@]}" rail 0 down; "${NETNS[@]}" rail 1 down
     sleep "$PART"
-    "${NETNS[@]}" rail 0 up; "${NETNS[@]}" rail 1 up; echo "$(now_ms) both_up" >>"$dir/events"
+    "${NETNS[@]}" rail 0 up; "${NETNS[@]}" rail 1 up; echo "$(now_ms) both_up -" >>"$dir/events"
     sleep "$SETTLE"
-    echo "$(now_ms) stop" >>"$dir/events"; touch "$dir/stop"
+    echo "$(now_ms) stop -" >>"$dir/events"; touch "$dir/stop"
     wait "$JOB"; echo "$?" >"$dir/rc"
     kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null
-    log "events run $r: exit $(cat "$dir/rc"); $(grep -E 'link_load: (PASS|FAIL)' "$dir/out")"
+    log "events run $r (carrier: rail $c): exit $(cat "$dir/rc"); $(grep -E 'link_load: (PASS|FAIL)' "$dir/out")"
 }
 
 throughput_run() {
@@ -139,61 +174,5 @@ for (( r = 1; r <= RUNS; r++ )); do
 done
 echo "rails-bench: $0 --runs $RUNS --rate $RATE --settle $SETTLE --part $PART --secs $SECS --cases $CASES"
 echo "rails-bench: load: $(uptime)"
-python3 - "$TMP" "$SETTLE" <<'EOF'
-import glob, os, re, statistics, sys
-tmp, settle = sys.argv[1], int(sys.argv[2]) * 1000
-med = lambda v: statistics.median(v) if v else None
-fmt = lambda v: "-" if v is None else f"{v:.0f}"
-rows = {}
-for d in sorted(glob.glob(f"{tmp}/events*")):
-    rc = open(f"{d}/rc").read().strip()
-    prog = []
-    for l in open(f"{d}/out"):
-        if l.startswith("link_load: progress "):
-            kv = dict(x.split("=", 1) for x in l.split()[2:] if "=" in x)
-            prog.append((int(kv["unix_ms"]), int(kv["delivered"])))
-    links = [tuple(map(int, l.split())) for l in open(f"{d}/links") if len(l.split()) == 3]
-    ev = [(int(t), n) for t, n in (l.split() for l in open(f"{d}/events"))]
-    # delivery instants: samples whose count grew
-    grew = [prog[i][0] for i in range(1, len(prog)) if prog[i][1] > prog[i - 1][1]]
-    passed = "PASS" if any("link_load: PASS" in l for l in open(f"{d}/out")) else "FAIL"
-    print(f"run {os.path.basename(d)}: exit {rc} {passed}")
-    for k, (t, name) in enumerate(ev):
-        if name in ("stop", "both_down"):
-            continue
-        # the longest gap between deliveries ending within settle after t
-        gaps = [(b - a, a, b) for a, b in zip(grew, grew[1:]) if t < b <= t + settle]
-        g = max(gaps, default=None)
-        stall = g[0] if g else None
-        resume = g[2] - t if g else None
-        if name == "both_up" and g:
-            stall = g[2] - t  # the partition itself excluded: from the up
-        nxt = ev[k + 1][0] if k + 1 < len(ev) else t + settle
-        w = [x for x in links if t <= x[0] <= nxt]
-        carried = ""
-        if len(w) >= 2:
-            carried = f"eth0 {(w[-1][1] - w[0][1]) / 1e6:.1f} MB, rail1 {(w[-1][2] - w[0][2]) / 1e6:.1f} MB"
-        rail1 = None
-        if name == "rail1_up":
-            base = next((x[2] for x in links if x[0] >= t), None)
-            hit = next((x[0] for x in links if x[0] >= t and base is not None and x[2] - base > 262144), None)
-            if hit is not None and hit - t <= settle:
-                rail1 = hit - t
-        rows.setdefault(name, []).append((stall, resume, rail1))
-        print(f"  {name:10} stall_ms={fmt(stall)} resume_ms={fmt(resume)} rail1_ms={fmt(rail1)} carried: {carried}")
-if rows:
-    print("medians over runs (ms):")
-    for name, v in rows.items():
-        col = lambda i: med([x[i] for x in v if x[i] is not None])
-        n = lambda i: sum(x[i] is not None for x in v)
-        print(f"  {name:10} stall={fmt(col(0))} resume={fmt(col(1))} rail1_data_again={fmt(col(2))} ({n(2)}/{len(v)} runs)")
-tp = {}
-for d in sorted(glob.glob(f"{tmp}/tput*")):
-    rails = d.rsplit("-", 1)[1]
-    for l in open(f"{d}/out"):
-        m = re.search(r"link_load: total .* goodput_MBps=([0-9.]+)", l)
-        if m:
-            tp.setdefault(rails, []).append(float(m.group(1)))
-for rails, v in tp.items():
-    print(f"throughput RAMP_RAILS={rails.replace('+', ',')}: goodput MB/s runs {v} median {med(v):.2f}")
-EOF
+echo "rails-bench: outputs kept in $TMP"
+python3 "$ROOT/scripts/rails-bench-table.py" "$TMP" "$SETTLE"

@@ -16,7 +16,9 @@
 //! statistics agree with what the program counted (link_load's `PASS`) and
 //! the job exits 0. A second test takes down whichever rail carries the
 //! data (eth0, rail 0, or rail1): it must go out on the other meanwhile
-//! (the kernel's counters). No timing:
+//! (the kernel's counters); a third makes it drop every frame silently
+//! (a neighbour entry with a MAC nobody has: no error, the link up), the
+//! same must hold. No timing:
 //! `scripts/rails-bench.sh` measures failover, recovery and partition
 //! resume times.
 //!
@@ -329,5 +331,59 @@ fn the_carrying_rail_down_traffic_moves_to_the_other() {
     );
     netns_ok(&["rail", &down.to_string(), "up"]);
     job.more(&format!("after rail {down} came back"));
+    job.finish();
+}
+
+/// Rail `k` (0: eth0) drops every frame without an error, both ways (each
+/// end's neighbour entry for the other names a MAC nobody has: the link
+/// stays up and sends succeed), or (`on` false) works again.
+fn silent(k: usize, on: bool) {
+    let (dev, addrs) = match k {
+        0 => ("eth0".to_string(), ["10.94.0.10", "10.94.0.11"]),
+        _ => (format!("rail{k}"), ["10.94.1.1", "10.94.1.2"]),
+    };
+    for i in 0..2 {
+        let (ns, peer) = (format!("rlr{i}"), addrs[1 - i]);
+        let mac = format!("02:00:00:00:00:0{i}");
+        let mut args = vec!["-n", &ns, "neigh"];
+        match on {
+            true => args.extend(["replace", peer, "lladdr", &mac, "dev", &dev]),
+            false => args.extend(["del", peer, "dev", &dev]),
+        }
+        if on {
+            args.extend(["nud", "permanent"]);
+        }
+        let o = Command::new("ip").args(&args).output().expect("ip runs");
+        assert!(
+            o.status.success() || !on,
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// The rail that carries the data fails silently (no error, no link down:
+/// only missing acknowledgements tell): the data goes out on the other
+/// until 32 MiB more have arrived; then the rail works again. Every message
+/// handled once, none returned, the job exits 0.
+#[test]
+#[ignore = "needs network namespaces (root or CAP_NET_ADMIN); scripts/test-all.sh runs it when `scripts/netns.sh check` succeeds"]
+fn the_carrying_rail_fails_silently_traffic_moves_to_the_other() {
+    let _w = watchdog("the_carrying_rail_fails_silently_traffic_moves_to_the_other");
+    let mut job = start();
+    let sent = job.more("with both rails up");
+    let (bad, other) = if sent[0] >= sent[1] { (0, 1) } else { (1, 0) };
+    eprintln!("link_rails: the data went out on rail {bad}; making it drop everything");
+    silent(bad, true);
+    let moved = job.more(&format!("while rail {bad} drops everything"))[other];
+    // as in the_carrying_rail_down_traffic_moves_to_the_other
+    assert!(
+        moved >= 16 * MIB,
+        "only {moved} bytes went out on rail {other} while rail {bad} dropped everything and \
+         32 MiB arrived"
+    );
+    silent(bad, false);
+    job.more(&format!("after rail {bad} works again"));
     job.finish();
 }
