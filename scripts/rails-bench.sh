@@ -9,13 +9,16 @@
 #
 # events: RAMP_RAILS=eth0,rail1; after SETTLE s the rail that carries the
 #   data (eth0 or rail1: the one whose tx bytes grew most in the last 0.3 s)
-#   goes down, SETTLE s later up again, SETTLE s later both links go down
+#   goes down, SETTLE s later up again; SETTLE s later the rail then
+#   carrying the data fails silently ("carrier_silent": its frames go to a
+#   MAC nobody has, both ways; the link stays up, sends succeed), SETTLE s
+#   later works again ("silent_off"); SETTLE s later both links go down
 #   for PART s, then up; SETTLE s later the sending ends (link_load
 #   --stop-file). Measured from rank 0's progress lines (bytes delivered,
 #   every 20 ms, wall clock) and the sender namespace's link counters (tx
 #   bytes of eth0 and rail1, sampled every 20 ms), by
 #   scripts/rails-bench-table.py:
-#     pause_ms     after "carrier_down": the longest pause in delivery (no
+#     pause_ms     after "carrier_down" and "carrier_silent": the longest pause in delivery (no
 #                  byte delivered between two samples) across the event or
 #                  within 1 s after it
 #     failover_ms  the extra time the next MiB took to arrive after the
@@ -24,10 +27,6 @@
 #     recovery_ms  after "carrier_up": from the event until that rail sent
 #                  more than 256 KiB again (data, not probes), "-" if not
 #                  within SETTLE s
-#     then the rail carrying the data then fails silently for SETTLE s
-#     ("carrier_silent": its frames go to a MAC nobody has, both ways; the
-#     link stays up and sends succeed) and works again ("silent_off"):
-#     pause_ms and failover_ms as for "carrier_down"
 #     resume_ms    after "both_up": from the links' return to the first
 #                  delivery (the PART s of the partition excluded)
 #     carried      what each link sent between this event and the next
