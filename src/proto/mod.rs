@@ -140,6 +140,7 @@ use outbox::Outbox;
 pub(crate) use outbox::SEND_BUNDLE_MAX;
 #[cfg_attr(not(feature = "testing"), allow(unused_imports))] // for h-rnet's wiring
 pub use path::{PathReport, PathState, PATH_MAX_RETRANS};
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
 pub use path_events::{PathChange, PathEvent, PATH_EVENTS_MAX};
 use peer::{Ctx, Peer};
 use recv::{InFrag, InPlace};

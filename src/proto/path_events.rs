@@ -64,6 +64,7 @@ impl<A> PathEvents<A> {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub fn len(&self) -> usize {
         self.q.len()
     }
@@ -75,6 +76,7 @@ impl<A: PeerAddr> Protocol<A> {
         self.path_events.q.pop_front()
     }
 
+    #[cfg(any(test, feature = "testing"))] // inspection for tests
     /// Path events waiting, and dropped because the queue was full.
     pub fn path_event_counts(&self) -> (usize, u64) {
         (self.path_events.len(), self.path_events.dropped)
