@@ -4,7 +4,7 @@
  * Linux; each rank binds its own ports on both), over UDP (the rails are UDP's).  After
  * an exchange of requests and replies each rank lists its paths to the other: one per
  * pair of our rails and the peer's addresses (2 x 2), exactly one current, at least one
- * ACTIVE, the current one active with bytes sent and acknowledged; a short array gets
+ * ACTIVE, the current one active with a round trip, the paths' bytes at least the payloads; a short array gets
  * only `max` records and the full count; bad arguments give AM_ERR_BAD_ARG, never a
  * crash.
  */
@@ -74,12 +74,14 @@ int main(void) {
     if (p->current) {
       current++;
       CHECK(p->state == RAMP_PATH_ACTIVE, "the current path is not active: %d", p->state);
-      CHECK(p->bytes_sent > 0 && p->bytes_acked > 0, "current path: sent %llu acked %llu",
-            (unsigned long long)p->bytes_sent, (unsigned long long)p->bytes_acked);
       CHECK(p->srtt_ns > 0 && p->cwnd > 0 && p->rate > 0, "current path's figures");
     }
   }
   CHECK(active >= 1, "rank %d: no active path", P.rank);
+  uint64_t sent = 0, acked = 0;
+  for (size_t i = 0; i < count; i++) sent += paths[i].bytes_sent, acked += paths[i].bytes_acked;
+  CHECK(sent >= (uint64_t)N * sizeof payload && acked > 0, "bytes sent %llu acked %llu",
+        (unsigned long long)sent, (unsigned long long)acked);
   CHECK(current == 1, "rank %d: %d current paths", P.rank, current);
 
   PHASE("short array and bad arguments");
