@@ -218,6 +218,11 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.list.iter().position(|p| p.path == *path)
     }
 
+    /// The state of `path`, if it is one of ours.
+    pub fn state_of(&self, path: &Path<A>) -> Option<PathState> {
+        self.find(path).map(|i| self.list[i].state)
+    }
+
     /// Whether `remote` is one of the peer's addresses.
     pub fn lists(&self, remote: &A) -> bool {
         self.list.iter().any(|p| p.path.remote == *remote)

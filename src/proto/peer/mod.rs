@@ -47,6 +47,8 @@ pub(super) struct Ctx<'a, A> {
     pub nonces: &'a mut Nonces,
     /// Our rails but the name, as our handshake lists them.
     pub listing: &'a [u8; wire::layout::ADDRS_LEN],
+    /// News of paths for the layer above (`path_events.rs`).
+    pub path_events: &'a mut super::path_events::PathEvents<A>,
 }
 
 pub(super) struct Peer<A> {
@@ -202,7 +204,9 @@ impl<A: Copy + PartialEq> Peer<A> {
                     if cc.is_on() {
                         self.tx[ch].restart_timers(now, self.rtt.rto());
                     }
+                    let path = self.assoc.paths.current();
                     if self.assoc.paths.timed_out(now, cx.cfg.path_probe) {
+                        self.tell_failed(path, true, cx);
                         // the path failed: what it had in flight goes
                         // again at once on another
                         self.failover(now, cx);
