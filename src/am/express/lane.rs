@@ -102,14 +102,25 @@ impl EpState {
         rec: &[u8],
         hold: bool,
     ) -> bool {
-        // a peer reached by UDP first: `express_ready` sends the ACKs we
-        // owe, which a UDP peer's next packet would have carried
-        if !self.express.send || !self.transports.express_open(to) || !self.proto.express_ready(&to)
-        {
+        if !self.express.send {
             return false;
         }
-        // the ACKs owed to `to` go first
-        self.flush(now);
+        // nothing of ours unfinished to `to` (`Protocol::express_ready`);
+        // the ring's own look (open, its receiver proven) is the send's
+        match self.proto.express_quiet(&to) {
+            None => return false,
+            Some(false) => {}
+            // ACKs owed to `to` go first, through its ring; only when the
+            // lane is open to it (a peer reached by UDP: they wait for
+            // the protocol's next packet, which carries them)
+            Some(true) => {
+                if !self.transports.express_open(to) {
+                    return false;
+                }
+                self.proto.express_ready(&to);
+                self.flush(now);
+            }
+        }
         let n = rec.len();
         if !self.transports.express_send(to, rec, hold) {
             return false;
