@@ -18,7 +18,10 @@
 //! data (eth0, rail 0, or rail1): it must go out on the other meanwhile
 //! (the kernel's counters); a third makes it drop every frame silently
 //! (a neighbour entry with a MAC nobody has: no error, the link up), the
-//! same must hold. No timing:
+//! same must hold. A fourth runs the job with `RAMP_VERBOSE` and waits for
+//! its path lines: "failed" when the carrying rail goes down, "recovered"
+//! when it comes back, "partitioned" when both are down, "rejoined" when
+//! they return. No timing:
 //! `scripts/rails-bench.sh` measures failover, recovery and partition
 //! resume times.
 //!
