@@ -1,11 +1,13 @@
-//! The PNG of `ramp bench --rails --plot FILE.png`: Mbit/s sent on each
-//! path against time, one line per path that carried data, the total of
-//! new data acknowledged in black, and the path events as vertical lines
-//! (failed red, recovered green, partitioned purple, rejoined blue),
-//! labelled at the top (one label per kind and sample: "failed x2" when
-//! two paths failed between the same two samples): MN-uDAPL's failure
-//! figure. Font and fallbacks as `loggp_plot.rs`.
+//! The PNG of `ramp bench --rails --plot FILE.png`, two panels over the
+//! same time axis: above, Mbit/s sent on each path (one line per path that
+//! carried data); below, the total of new data acknowledged. On both, the
+//! path events as vertical lines (failed red, recovered green, partitioned
+//! purple, rejoined blue), labelled at the top of the upper panel, one
+//! label per kind and sample ("failed x2": two paths failed between the
+//! same two samples), staggered when close: MN-uDAPL's failure figure. Font and fallbacks as
+//! `loggp_plot.rs`.
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::bench_rails::Trace;
@@ -20,29 +22,41 @@ fn event_color(what: &str) -> RGBColor {
     }
 }
 
-/// Writes the plot of `tr` to `path`; the font used, or None.
-pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String>, String> {
-    let font = load_font(font);
-    let text = font.is_some();
-    let root = BitMapBackend::new(path, (1400, 650)).into_drawing_area();
-    let e = |e: DrawingAreaErrorKind<_>| format!("plot {path}: {e}");
-    root.fill(&WHITE).map_err(e)?;
-    let t_end = tr.rows.last().map_or(1.0, |r| r.0).max(0.1);
-    let y_max = tr
-        .rows
+/// The events, one per (sample, kind), with their counts.
+fn marks(tr: &Trace) -> Vec<(f64, &str, usize)> {
+    let mut marks: Vec<(f64, &str, usize)> = Vec::new();
+    for (t, what, _) in &tr.events {
+        match marks.iter_mut().find(|m| m.0 == *t && m.1 == *what) {
+            Some(m) => m.2 += 1,
+            None => marks.push((*t, what, 1)),
+        }
+    }
+    marks
+}
+
+/// One panel: `lines` (name, colour, points) against time, the events
+/// marked (labelled when `labels`).
+fn panel(
+    area: &DrawingArea<BitMapBackend<'_>, Shift>,
+    text: bool,
+    title: &str,
+    t_end: f64,
+    lines: &[(String, RGBAColor, Vec<(f64, f64)>)],
+    marks: &[(f64, &str, usize)],
+    labels: bool,
+) -> Result<(), String> {
+    let e = |e: DrawingAreaErrorKind<_>| format!("plot: {e}");
+    let y_max = lines
         .iter()
-        .flat_map(|(_, row, total)| row.iter().chain(std::iter::once(total)))
-        .fold(1.0f64, |a, &b| a.max(b))
-        * 1.15;
-    let mut b = ChartBuilder::on(&root);
-    b.margin(14)
-        .x_label_area_size(if text { 45 } else { 5 })
+        .flat_map(|l| l.2.iter().map(|p| p.1))
+        .fold(1.0f64, f64::max)
+        * if labels { 1.35 } else { 1.1 };
+    let mut b = ChartBuilder::on(area);
+    b.margin(12)
+        .x_label_area_size(if text { 40 } else { 5 })
         .y_label_area_size(if text { 70 } else { 5 });
     if text {
-        b.caption(
-            "ramp bench --rails: Mbit/s sent per path, total acknowledged, path events",
-            ("sans-serif", 20),
-        );
+        b.caption(title, ("sans-serif", 18));
     }
     let mut chart = b.build_cartesian_2d(0.0..t_end, 0.0..y_max).map_err(e)?;
     if text {
@@ -57,50 +71,8 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
             .draw()
             .map_err(e)?;
     }
-    // which paths carried anything (the others stay off the plot)
-    let used: Vec<usize> = (0..tr.paths.len())
-        .filter(|&i| tr.rows.iter().any(|r| r.1.get(i).is_some_and(|&v| v > 0.5)))
-        .collect();
-    for (n, &i) in used.iter().enumerate() {
-        let color = Palette99::pick(n + 1).to_rgba();
-        let pts = tr
-            .rows
-            .iter()
-            .map(|(t, row, _)| (*t, row.get(i).copied().unwrap_or(0.0)));
-        let s = chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(e)?;
-        if text {
-            s.label(format!("p{i}: {}", tr.paths[i]))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-        }
-    }
-    let total = tr.rows.iter().map(|(t, _, v)| (*t, *v));
-    let s = chart
-        .draw_series(LineSeries::new(total, BLACK.stroke_width(2)))
-        .map_err(e)?;
-    if text {
-        s.label("total acknowledged")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
-    }
-    // one mark per (sample, kind), the count beside it
-    let mut marks: Vec<(f64, &str, usize)> = Vec::new();
-    for (t, what, _) in &tr.events {
-        match marks.iter_mut().find(|m| m.0 == *t && m.1 == *what) {
-            Some(m) => m.2 += 1,
-            None => marks.push((*t, what, 1)),
-        }
-    }
     let mut row = 0;
     for (k, &(t, what, n)) in marks.iter().enumerate() {
-        // staggered within a sample so that its labels stay readable
-        row = if k > 0 && marks[k - 1].0 == t {
-            row + 1
-        } else {
-            0
-        };
         let c = event_color(what);
         chart
             .draw_series(std::iter::once(PathElement::new(
@@ -108,12 +80,17 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
                 c.stroke_width(1),
             )))
             .map_err(e)?;
-        if text {
-            let y = y_max * (0.97 - 0.05 * (row % 6) as f64);
-            let label = if n > 1 {
-                format!(" {what} x{n}")
-            } else {
-                format!(" {what}")
+        // staggered when close to the one before, so that labels stay readable
+        row = match k {
+            0 => 0,
+            _ if t - marks[k - 1].0 < t_end / 40.0 => row + 1,
+            _ => 0,
+        };
+        if text && labels {
+            let y = y_max * (0.97 - 0.06 * (row % 4) as f64);
+            let label = match n {
+                1 => format!(" {what}"),
+                n => format!(" {what} x{n}"),
             };
             chart
                 .draw_series(std::iter::once(Text::new(
@@ -122,6 +99,17 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
                     ("sans-serif", 13).into_font().color(&c),
                 )))
                 .map_err(e)?;
+        }
+    }
+    for (name, color, pts) in lines {
+        let color = *color;
+        let s = chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .map_err(e)?;
+        if text {
+            s.label(name.clone()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
         }
     }
     if text {
@@ -134,6 +122,58 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
             .draw()
             .map_err(e)?;
     }
+    Ok(())
+}
+
+/// Writes the plot of `tr` to `path`; the font used, or None.
+pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String>, String> {
+    let font = load_font(font);
+    let text = font.is_some();
+    let root = BitMapBackend::new(path, (1400, 900)).into_drawing_area();
+    let e = |e: DrawingAreaErrorKind<_>| format!("plot {path}: {e}");
+    root.fill(&WHITE).map_err(e)?;
+    let t_end = tr.rows.last().map_or(1.0, |r| r.0).max(0.1);
+    // the paths that carried anything (the others stay off the plot)
+    let paths: Vec<(String, RGBAColor, Vec<(f64, f64)>)> = (0..tr.paths.len())
+        .filter(|&i| tr.rows.iter().any(|r| r.1.get(i).is_some_and(|&v| v > 0.5)))
+        .enumerate()
+        .map(|(n, i)| {
+            let pts = tr
+                .rows
+                .iter()
+                .map(|(t, row, _)| (*t, row.get(i).copied().unwrap_or(0.0)));
+            (
+                format!("p{i}: {}", tr.paths[i]),
+                Palette99::pick(n + 1).to_rgba(),
+                pts.collect(),
+            )
+        })
+        .collect();
+    let total = vec![(
+        "total acknowledged".to_string(),
+        BLACK.to_rgba(),
+        tr.rows.iter().map(|(t, _, v)| (*t, *v)).collect(),
+    )];
+    let marks = marks(tr);
+    let (upper, lower) = root.split_vertically(560);
+    panel(
+        &upper,
+        text,
+        "ramp bench --rails: Mbit/s sent on each path (local rail -> peer address), path events",
+        t_end,
+        &paths,
+        &marks,
+        true,
+    )?;
+    panel(
+        &lower,
+        text,
+        "new data acknowledged, all paths",
+        t_end,
+        &total,
+        &marks,
+        false,
+    )?;
     root.present().map_err(e)?;
     Ok(font)
 }
