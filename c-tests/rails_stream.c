@@ -3,9 +3,10 @@
  * tests/link_rails_langs.rs: rank 1 sends long requests (Xfers of 64 KiB, each carrying
  * its sequence number in its argument and its first 4 bytes) into rank 0's segment, one
  * slot per credit, until the file named by RAILS_STREAM_STOP exists; then a done request
- * with the count.  Rank 0 (which waits for every message below that count) prints a progress line every 100 ms
+ * with the count.  Rank 0 prints a progress line every 100 ms
  * ("rails_stream: progress delivered=BYTES unix_ms=MS"), counts every message by its
- * sequence number and checks its slot and first bytes; at the end it prints
+ * sequence number and checks its slot and first bytes; after the done request and every
+ * message below its count (the done may overtake the last ones) it prints
  * "rails_stream: PASS ..." when each message ran exactly once and nothing came back, else
  * "rails_stream: FAIL ..." and the job exits 1.  Handler 0 counts returned messages on
  * both ranks (a failure).

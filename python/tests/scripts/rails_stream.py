@@ -42,7 +42,8 @@ def main() -> int:
 
     def on_xfer(tok, buf: memoryview, q: int) -> None:
         at = (q % DEPTH) * XFER
-        if len(buf) != XFER or bytes(buf[:4]) != struct.pack("<I", q) or seg[at : at + 4] != buf[:4]:
+        head = struct.pack("<I", q)
+        if len(buf) != XFER or bytes(buf[:4]) != head or bytes(seg[at : at + 4]) != head:
             state["damaged"] += 1
             return
         seen[q] = seen.get(q, 0) + 1

@@ -13,6 +13,9 @@ use plotters::prelude::*;
 use crate::bench_rails::Trace;
 use crate::loggp_plot::load_font;
 
+/// A line of a panel: its name, colour and points (seconds, Mbit/s).
+type Line = (String, RGBAColor, Vec<(f64, f64)>);
+
 fn event_color(what: &str) -> RGBColor {
     match what {
         "failed" => RGBColor(220, 30, 30),
@@ -41,7 +44,7 @@ fn panel(
     text: bool,
     title: &str,
     t_end: f64,
-    lines: &[(String, RGBAColor, Vec<(f64, f64)>)],
+    lines: &[Line],
     marks: &[(f64, &str, usize)],
     labels: bool,
 ) -> Result<(), String> {
@@ -134,7 +137,7 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
     root.fill(&WHITE).map_err(e)?;
     let t_end = tr.rows.last().map_or(1.0, |r| r.0).max(0.1);
     // the paths that carried anything (the others stay off the plot)
-    let paths: Vec<(String, RGBAColor, Vec<(f64, f64)>)> = (0..tr.paths.len())
+    let paths: Vec<Line> = (0..tr.paths.len())
         .filter(|&i| tr.rows.iter().any(|r| r.1.get(i).is_some_and(|&v| v > 0.5)))
         .enumerate()
         .map(|(n, i)| {
