@@ -14,7 +14,8 @@
 //! nothing came back, the job exits 0. No timing.
 //!
 //! Needs root (namespaces), `cc`, `python3`, `mpiexec` (MPICH) and
-//! `target/release/libramp.so`, so the tests are `#[ignore]`d:
+//! `target/release/libramp.so` (built when missing), so the tests are
+//! `#[ignore]`d:
 //! scripts/test-all.sh runs them with `--ignored` where `netns.sh check`
 //! succeeds and mpiexec runs. Namespaces rlx0 and rlx1 on the bridge
 //! rlxbr0, 10.96.0.0/24, rail1 on 10.96.1.0/24, never another suite's; a
@@ -85,13 +86,24 @@ fn tx_bytes(ns: &str, dev: &str) -> u64 {
 /// The namespaces are machine-wide: the tests of this file take turns.
 static TURN: Mutex<()> = Mutex::new(());
 
-/// Where libramp.so is (the one `cargo build --release` makes).
+/// Where libramp.so is (the one `cargo build --release` makes; built here
+/// when missing, as python/tests/conftest.py does: test-all's step 3
+/// comes before its build step).
 fn lib_dir() -> PathBuf {
     let d = root().join("target/release");
     let so = d.join("libramp.so");
+    if !so.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or("cargo".into());
+        let st = Command::new(&cargo)
+            .args(["build", "--release", "-j", "2", "--lib"])
+            .current_dir(root())
+            .status()
+            .expect("cargo runs");
+        assert!(st.success(), "{cargo} build --release --lib failed");
+    }
     assert!(
         so.exists(),
-        "{} missing: cargo build --release first",
+        "{} missing after cargo build --release",
         so.display()
     );
     // the soname, for the loader (c-tests/run.sh makes it too)
