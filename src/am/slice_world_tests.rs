@@ -108,29 +108,34 @@ fn loaded_mean(seed: u64, loss: f64, n: u32) -> (Nanos, u64) {
 
 /// Issue 37's real case: on a 2-core host at load 10 both processes are
 /// off the CPU for slices of a few ms, most copies are reported needless,
-/// and the floor learnt from them reaches its cap (4 minimum RTOs); 5%
-/// random loss must still cost at most 3x the loss-free mean (`ramp bench
-/// --repair --busy`). Ignored: it fails on `stage` (seeds 1-3: 2.86x,
-/// 2.69x, 3.41x); the probe never waiting for the floor gives 2.16x, 2.01x,
-/// 2.80x but breaks issue 8's `descheduled_receiver_causes_almost_no_
-/// retransmission` (24.6% resent); waiting only while `needless_share` is
-/// at least 160, 176 or 192 of 256: 3.01x / 0.33%, 2.79x / 0.57%, 2.87x /
-/// 0.62% (bound 0.5%). No rule found yet that passes both (h-floor).
+/// and the floor learnt from them reaches its cap (4 minimum RTOs); random
+/// loss must still cost at most 1.5x the loss-free mean at 1% and 3x at
+/// 5% (issue 37's targets, `ramp bench --repair --busy`); asserted with
+/// less: 1.5x and 2x. The receiver tells a loss from a peer away (a copy
+/// it does not report twice): while losses are frequent the first probe
+/// waits neither for the floor nor for stretched round trips
+/// (`proto/rtt.rs` `loss_rate`, `calm`): 1.14-1.27x at 1%, 1.32-1.42x at
+/// 5% (seeds 1-6). Before (h-floor): 2.69-3.41x at 5%; the probe never
+/// waiting for the floor, 2.01-2.80x (and issue 8's
+/// `descheduled_receiver_causes_almost_no_retransmission` broken); the
+/// rest was the probe timed by round trips stretched by slices (a 5 ms
+/// SRTT, a 30 ms probe).
 #[test]
-#[ignore = "issue 37: fails on stage (3.41x, seed 3); no rule yet passes it and issue 8"]
-fn five_percent_loss_on_a_loaded_host_costs_at_most_three_times_loss_free() {
+fn random_loss_on_a_loaded_host_costs_little_more_than_loss_free() {
     for seed in seeds(3) {
         let (clean, c0) = loaded_mean(seed, 0.0, 3000);
-        let (m, c) = loaded_mean(seed, 0.05, 3000);
-        let x = m as f64 / clean as f64;
-        eprintln!(
-            "seed {seed}: loaded host, loss 0.05: mean {} us, loss-free {} us ({c} and {c0} copies resent): {x:.2}x",
-            m / 1000,
-            clean / 1000,
-        );
-        assert!(
-            x <= 3.0,
-            "seed {seed}: {x:.2}x the loss-free mean (at most 3)"
-        );
+        for (loss, most) in [(0.01, 1.5), (0.05, 2.0)] {
+            let (m, c) = loaded_mean(seed, loss, 3000);
+            let x = m as f64 / clean as f64;
+            eprintln!(
+                "seed {seed}: loaded host, loss {loss}: mean {} us, loss-free {} us ({c} and {c0} copies resent): {x:.2}x",
+                m / 1000,
+                clean / 1000,
+            );
+            assert!(
+                x <= most,
+                "seed {seed}: loss {loss}: {x:.2}x the loss-free mean (at most {most})"
+            );
+        }
     }
 }
