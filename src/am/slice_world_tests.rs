@@ -69,7 +69,7 @@ fn random_loss_beside_a_busy_neighbour_costs_about_what_it_costs_quiet() {
 /// Node `node` off the CPU for random slices until `until`: on for 1 to
 /// 4 ms, then off for 2 to 16 ms (its share of a core on a 2-core host at
 /// load 10, where the scheduler runs several busy processes in turn).
-fn random_slices(w: &World, node: usize, rng: Rng, until: Instant) {
+pub(super) fn random_slices(w: &World, node: usize, rng: Rng, until: Instant) {
     let mut rng = rng;
     let on = MILLIS + rng.below(3 * MILLIS);
     let off = 2 * MILLIS + rng.below(14 * MILLIS);

@@ -324,15 +324,36 @@ impl RttEstimator {
         (2 * s).max(s + 4 * v) + 2 * self.ack_delay
     }
 
+    /// RACK's reordering window (after RFC 8985): how long after a packet
+    /// sent later was acknowledged an earlier one is still not taken as
+    /// lost: half the smoothed round trip or four variations; while loss
+    /// is frequent, of the prompt samples alone if less (`calm`: round
+    /// trips stretched by a peer off the CPU are no reordering, and a
+    /// window of their variation held each loss tens of ms). None before
+    /// any round trip is known.
+    pub fn reorder_window(&self) -> Option<Nanos> {
+        let w = |(s, v): (Nanos, Nanos)| (s / 2).max(4 * v);
+        let wnd = w((self.srtt?, self.rttvar));
+        Some(match self.calm {
+            Some(c) if self.calm_times() => wnd.min(w(c)),
+            _ => wnd,
+        })
+    }
+
+    /// Whether `calm` times the probe and the reordering window: loss is
+    /// frequent and prompt samples are not rare.
+    #[inline]
+    fn calm_times(&self) -> bool {
+        self.loss_rate >= LOSSY && self.prompt_share >= CALM_USABLE
+    }
+
     /// The first probe's time before the floor: a prompt answer's; while
     /// loss is frequent, by the prompt samples alone if shorter (`calm`).
     #[inline]
     fn first_probe(&self) -> Option<Nanos> {
         let pto = self.prompt_answer()?;
         match self.calm {
-            Some((s, v)) if self.loss_rate >= LOSSY && self.prompt_share >= CALM_USABLE => {
-                Some(pto.min(self.answer_within(s, v)))
-            }
+            Some((s, v)) if self.calm_times() => Some(pto.min(self.answer_within(s, v))),
             _ => Some(pto),
         }
     }
