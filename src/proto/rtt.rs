@@ -291,11 +291,14 @@ impl RttEstimator {
         self.prompt_run = 0;
     }
 
+    /// The smoothed round trip (RFC 6298 SRTT); None before any sample.
+    #[cfg(test)]
     pub fn srtt(&self) -> Option<Nanos> {
         self.srtt
     }
 
     /// The round-trip variation (RFC 6298 RTTVAR); 0 before any sample.
+    #[cfg(test)]
     pub fn rttvar(&self) -> Nanos {
         self.rttvar
     }
