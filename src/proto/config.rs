@@ -119,9 +119,6 @@ pub const DEFAULT_PATH_PROBE: Nanos = 100 * MILLIS;
 /// An endpoint's idle timeout unless `RAMP_IDLE_TIMEOUT_MS` says otherwise.
 pub const DEFAULT_IDLE_TIMEOUT: Nanos = 120_000 * MILLIS;
 
-/// Largest SACK distance (bits in the bitmap) and so the largest window.
-pub const MAX_WINDOW: usize = 64;
-
 impl ProtoConfig {
     /// Silence from a busy peer after which a HEARTBEAT goes.
     pub fn heartbeat_interval(&self) -> Nanos {

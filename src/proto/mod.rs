@@ -91,6 +91,8 @@ mod inspect;
 mod intake;
 #[cfg(any(test, feature = "testing"))]
 mod invariants;
+mod limits;
+mod out_msg;
 mod outbox;
 #[cfg(test)]
 mod packing_tests;
@@ -122,8 +124,9 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 pub use addr::PeerAddr;
-pub use config::{ProtoConfig, DEFAULT_IDLE_TIMEOUT, MAX_WINDOW};
+pub use config::{ProtoConfig, DEFAULT_IDLE_TIMEOUT};
 pub use event::{Event, FailReason, MsgId};
+pub use limits::{MAX_MESSAGE, MAX_WINDOW};
 #[cfg(any(test, feature = "testing"))]
 pub use place::NoPlacement;
 pub use place::Placement;
@@ -145,9 +148,6 @@ pub use path_events::{PathChange, PathEvent, PATH_EVENTS_MAX};
 use peer::{Ctx, Peer};
 use recv::{InFrag, InPlace};
 use send::{MsgRef, OutMsg, SpareMsgs};
-
-/// The largest message (payload bytes) a receiver reassembles.
-pub const MAX_MESSAGE: usize = 1 << 20;
 
 /// The reliable protocol state of one endpoint.
 pub struct Protocol<A: PeerAddr> {

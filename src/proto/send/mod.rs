@@ -15,9 +15,10 @@ mod tests;
 
 use std::collections::VecDeque;
 
+pub use crate::proto::out_msg::OutMsg;
 use build::send_fragment;
 use msg::cut_to_room;
-pub use msg::{push_fragments, recut, Cut, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
+pub use msg::{push_fragments, recut, Cut, Fragment, MsgRef, Payload, SpareMsgs};
 pub use order::{overtaken, overtakes};
 
 use super::congestion::{flight_len, FlightNews, Gate};
