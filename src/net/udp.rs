@@ -189,6 +189,15 @@ impl UdpTransport {
         Err(e)
     }
 
+    /// `path_news` when there is some.
+    #[cold]
+    #[inline(never)]
+    fn tell_news(&mut self, each: &mut dyn FnMut(PathNews)) {
+        for n in self.offload.news.drain(..) {
+            each(n);
+        }
+    }
+
     /// Sets the next receive's size from what the last one, of `want`,
     /// found (`recv_batch`).
     fn found(&mut self, want: usize, n: usize) {
@@ -339,12 +348,10 @@ impl Transport for UdpTransport {
     }
 
     fn path_news(&mut self, each: &mut dyn FnMut(PathNews)) {
-        if self.offload.news.is_empty() {
-            // (every poll asks; news is rare: no drain set up for none)
-            return;
-        }
-        for n in self.offload.news.drain(..) {
-            each(n);
+        // (every poll asks; news is rare: no drain set up for none, and
+        // no registers saved for one)
+        if !self.offload.news.is_empty() {
+            self.tell_news(each);
         }
     }
 }
