@@ -228,11 +228,30 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.list.iter().any(|p| p.path.remote == *remote)
     }
 
+    /// Whether the association has one path only (the name's: one rail,
+    /// no other address listed), the usual case: nothing to choose
+    /// between, and answers go on it whatever came in where.
+    #[inline]
+    pub fn single(&self) -> bool {
+        self.list.len() == 1
+    }
+
+    /// Whether no path awaits a confirming heartbeat or a probe: one
+    /// path, active (`next_heartbeat` is None, whoever asks). Tested
+    /// without a walk over the paths: every message queued after an idle
+    /// spell asks (`Peer::arm_paths`).
+    #[inline]
+    pub fn none_to_probe(&self) -> bool {
+        self.single() && self.list[0].state == PathState::Active
+    }
+
     /// A packet of the association came in on `path`: answers go back on
     /// it while it is active.
     #[inline]
     pub fn arrived(&mut self, path: &Path<A>) {
-        if self.list[self.answer.unwrap_or(self.current)].path == *path {
+        // (one path: an answer takes it, whatever `answer` says; no
+        // address compared per packet)
+        if self.single() || self.list[self.answer.unwrap_or(self.current)].path == *path {
             return;
         }
         self.answer = self
@@ -280,6 +299,10 @@ impl<A: Copy + PartialEq> Paths<A> {
     /// The best active path: the lowest smoothed round trip, the current
     /// one on a tie (or when none has one); None when none is active.
     pub fn best(&self) -> Option<usize> {
+        if let [only] = &self.list[..] {
+            // (the usual case, asked whenever nothing is in flight)
+            return (only.state == PathState::Active).then_some(0);
+        }
         let key = |i: usize| {
             (
                 self.list[i].srtt().unwrap_or(Nanos::MAX),

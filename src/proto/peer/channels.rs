@@ -20,8 +20,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     /// `pump` when there is something to send.
     #[inline(never)]
     pub(super) fn transmit(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
-        let rtt = &self.rtt;
-        let rto = rtt.rto();
+        let (rto, probe_after, again_after) = self.rtt.transmit_timers();
         let t = Transmission {
             header: Common {
                 vtag: self.assoc.peer_tag,
@@ -32,8 +31,8 @@ impl<A: Copy + PartialEq> Peer<A> {
                 acks: self.piggyback(),
             },
             rto,
-            probe_after: rtt.probe_timeout_within(rto),
-            again_after: rtt.second_probe_within(rto),
+            probe_after,
+            again_after,
             window: cx.cfg.window,
         };
         if self.in_flight() == 0 {

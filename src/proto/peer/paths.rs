@@ -9,6 +9,12 @@ use crate::proto::path_events::{PathChange, PathEvent};
 impl<A: Copy + PartialEq> Peer<A> {
     /// Sets the paths' timer to their next heartbeat (none due: stopped).
     pub fn arm_paths(&mut self, _now: Instant) {
+        if self.assoc.paths.none_to_probe() {
+            // (the usual case: no walk over the paths, no look at the
+            // channels for `busy`)
+            self.timers.stop(Timer::Paths);
+            return;
+        }
         let at = self.assoc.paths.next_heartbeat(self.busy());
         self.timers.set(Timer::Paths, at);
     }
@@ -141,6 +147,10 @@ impl<A: Copy + PartialEq> Peer<A> {
     /// Nothing in flight: the next packets take the best active path.
     #[inline]
     pub(super) fn choose_path(&mut self) {
+        if self.assoc.paths.single() {
+            // the one path is current (and where answers go) already
+            return;
+        }
         if let Some(i) = self.assoc.paths.best() {
             self.assoc.paths.switch_to(i);
         }
