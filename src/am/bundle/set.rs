@@ -151,23 +151,34 @@ impl Bundle {
     /// Over the list this thread kept from its last poll while the bundle
     /// has not changed since: no lock, no count (`polled.rs`).
     pub fn poll(&self) -> Result<()> {
+        let first = self.with_endpoints(|eps| {
+            let mut first = Ok(());
+            for ep in eps {
+                let r = ep.poll();
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+            first
+        });
+        self.clock.yield_now();
+        first
+    }
+
+    /// `f` of the endpoint list: the one this thread kept from its last
+    /// poll while the bundle has not changed since, else a snapshot, kept
+    /// after unless the bundle changed meanwhile (`polled.rs`).
+    pub(super) fn with_endpoints<R>(&self, f: impl FnOnce(&[Arc<Endpoint>]) -> R) -> R {
         let gen = self.generation.load(Ordering::Acquire);
         let p = match polled::take() {
             Some(p) if p.bundle == self.id && p.gen == gen => p,
             _ => self.snapshot(),
         };
-        let mut first = Ok(());
-        for ep in p.eps.iter() {
-            let r = ep.poll();
-            if first.is_ok() {
-                first = r;
-            }
-        }
+        let r = f(&p.eps);
         if self.generation.load(Ordering::Relaxed) == p.gen {
             polled::keep(p);
         }
-        self.clock.yield_now();
-        first
+        r
     }
 
     /// AM_WaitSema: sleeps in the kernel until a message waits on some
