@@ -10,4 +10,6 @@ mod polled;
 mod polled_tests;
 pub(in crate::am) mod progress;
 pub(in crate::am) mod pull;
+#[cfg(test)]
+mod pull_express_tests;
 pub(in crate::am) mod set;
