@@ -140,10 +140,10 @@ unsafe fn drain_wait(
     check_array(msgs, max)?;
     let spin = spin_us as u64 * crate::time::MICROS;
     let mut out = Records::new(msgs, max);
-    // SAFETY: `msgs` holds `max` records by contract, checked above. (One
-    // drain hands out at most `max` messages: drain_wait returns after the
-    // first drain that hands out any.)
     let r = with_bundle(eb, |b| {
+        // SAFETY: `msgs` holds `max` records by contract, checked above.
+        // (One drain hands out at most `max` messages: drain_wait returns
+        // after the first drain that hands out any.)
         b.drain_wait(max as usize, spin, |p| unsafe { out.put(p) })
     });
     // SAFETY: checked non-null above.

@@ -306,9 +306,9 @@ fn print_targets(all: &[Vec<Figures>], med: &[(&str, Figures)]) {
     let (shm, raw_shm, mcpy, ucx) = (&all[1], &all[3], &all[4], &all[5]);
     let (shm_m, ucx_m) = (&med[1].1, &med[5].1);
     println!("== targets (printed, not asserted; ratios taken within each run, their median)");
-    // the one-way rate against UCX's: medians over the runs (UCX's each
-    // the median of several `ucp_am_bw` runs: `loggp_ucx.rs`), not a
-    // ratio per run, which one preempted UCX run made 20-60x
+    // the one-way rate against UCX's: medians over the runs (UCX's
+    // `ucp_am_bw`'s median time per message: `loggp_ucx.rs`), not a ratio
+    // per run of its whole-run average, which preemption made 20-60x
     let rate = |f: &Figures| f.g1.map(|g| 1.0 / g);
     let ucx_rate = rate(ucx_m).filter(|_| !ucx.is_empty());
     println!(

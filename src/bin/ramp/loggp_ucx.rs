@@ -4,11 +4,12 @@
 //! `ucp_am_lat` (8 bytes) and `ucp_am_bw` (8 and 65536 bytes); its CSV
 //! output (`-f -v`) parsed into the table's figures. Its latency is half a
 //! round trip (the median, `50.0_percentile_lat`); its "MB/s" are MiB/s.
-//! Its message rate (`overall_mr`) is one whole run's average, which a
-//! single preemption on a shared machine cuts twenty- to a hundredfold
-//! (72k msg/s against 5.8M seen under a load of 10): `ucp_am_bw` of 8
-//! bytes runs `BW_REPS` times, shorter, and their median is the figure,
-//! as ramp's one-way gap is the median of short runs.
+//! Its one-way rate is `ucp_am_bw`'s median: 1 / `50.0_percentile_lat`,
+//! the median time per message of 8 bytes, not `overall_mr`, one whole
+//! run's average, which a single preemption on a shared machine cuts
+//! twenty- to a hundredfold (72k msg/s where the median gave 5.8M, under
+//! a load of 10): the median of `BW_REPS` runs, as ramp's one-way gap is
+//! the median of short runs.
 //!
 //! `MISSING` is the one line said when `ucx_perftest` is not there.
 
@@ -23,8 +24,8 @@ const TOOL: &str = "ucx_perftest";
 pub const MISSING: &str =
     "UCX: ucx_perftest not installed, no UCX line (Debian/Ubuntu: apt-get install ucx-utils)";
 
-/// Runs of `ucp_am_bw` (8 bytes) per measurement: their median.
-const BW_REPS: usize = 5;
+/// Runs of `ucp_am_bw` (8 bytes) per measurement: the median.
+const BW_REPS: usize = 3;
 
 /// Whether `ucx_perftest` can be run.
 pub fn installed() -> bool {
@@ -126,13 +127,15 @@ fn run_test(pin: bool, test: &str, size: usize, iters: usize) -> Option<Vec<(Str
     result
 }
 
-/// The median of `BW_REPS` runs' `(overall_mr, overall_bw)` of 8-byte
-/// `ucp_am_bw` (by message rate), None when none ran.
+/// 8-byte `ucp_am_bw`, `BW_REPS` runs: the median of their median times
+/// per message (`50.0_percentile_lat`, us) and that run's `overall_bw`;
+/// None when none ran.
 fn bw8_median(pin: bool, iters: usize) -> Option<(f64, f64)> {
     let mut v: Vec<(f64, f64)> = (0..BW_REPS)
         .filter_map(|_| {
             let r = run_test(pin, "ucp_am_bw", 8, (iters * 4).max(1000))?;
-            Some((field(&r, "overall_mr")?, field(&r, "overall_bw")?))
+            let lat = field(&r, "50.0_percentile_lat").filter(|&l| l > 0.0)?;
+            Some((lat, field(&r, "overall_bw")?))
         })
         .collect();
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -140,15 +143,15 @@ fn bw8_median(pin: bool, iters: usize) -> Option<(f64, f64)> {
 }
 
 /// UCX's figures: round trip (twice the median latency), the one-way gap
-/// (1 / the message rate of 8-byte messages, `bw8_median`: `ucp_am_bw`
+/// (the median time per 8-byte message, `bw8_median`: `ucp_am_bw`
 /// answers nothing), bandwidth of 8 and 65536 bytes.
 pub fn measure(pin: bool, iters: usize, total_bytes: usize) -> Option<Figures> {
     let lat = run_test(pin, "ucp_am_lat", 8, (iters * 5).max(1000))?;
-    let (mr, bw8) = bw8_median(pin, iters)?;
+    let (g1, bw8) = bw8_median(pin, iters)?;
     let bw64 = run_test(pin, "ucp_am_bw", 65536, (total_bytes / 65536).max(100))?;
     Some(Figures {
         rtt: Some(2.0 * field(&lat, "50.0_percentile_lat")?),
-        g1: (mr > 0.0).then(|| 1e6 / mr),
+        g1: Some(g1),
         bw: vec![(8, bw8), (65536, field(&bw64, "overall_bw")?)],
         ..Figures::default()
     })
