@@ -384,14 +384,15 @@ pub fn run(o: &Options) -> Result<(), String> {
     };
     let ucx = crate::loggp_ucx::installed();
     println!(
-        "ramp bench --loggp: {} runs, {} round trips per figure, bursts 1..{}, {} MiB per bandwidth point, {}; UCX {}",
+        "ramp bench --loggp: {} runs, {} round trips per figure, bursts 1..{}, {} MiB per bandwidth point, {}{}",
         o.runs,
         o.iters,
         o.max_burst,
         o.mib,
         if pin { "client on core 0, server on core 1" } else { "not pinned" },
-        if ucx { "ucx_perftest found (UCX_TLS=posix,self)" } else { "not installed" }
+        if ucx { "; UCX ucx_perftest found (UCX_TLS=posix,self)" } else { "" }
     );
+    // (without it: one line, `MISSING`)
     if !ucx {
         println!("{}", crate::loggp_ucx::MISSING);
     }
