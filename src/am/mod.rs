@@ -18,7 +18,7 @@
 //! | `rma/` | `initiator.rs`, `rma_target.rs`, `rma_direct.rs`, `rma_shared.rs`, `xfer_direct.rs`, `xfer_shared.rs` | remote memory: put/get at the initiator; chunks on the wire and at the target; direct copies and shared regions to a same-host peer; large long requests copied or in place (`rma_tests.rs`, `rma_direct_tests.rs`, `rma_shared_tests.rs`, `xfer_shared_tests.rs`) |
 //! | `express/` | `lane.rs`, `express_poll.rs` | the express lane: short requests and replies straight into a ring; its fast poll (`express_tests.rs`, `express_owed_tests.rs`, `express_poll_tests.rs`) |
 //! | `names/` | `handler_names.rs`, `services.rs` | handler names and their look-ups at peers (wire kinds 8, 9); published endpoint names (wire kinds 12, 13) |
-//! | `bundle/` | `set.rs`, `progress.rs`, `pull.rs`, `lifetime.rs` | bundles and AM_WaitSema; the progress thread; pull-style receive; the Rust API's beginnings and ends (`init`, allocate, free, move) |
+//! | `bundle/` | `set.rs`, `polled.rs`, `progress.rs`, `pull.rs`, `lifetime.rs` | bundles and AM_WaitSema; the list a thread polled last (`polled_tests.rs`); the progress thread; pull-style receive; the Rust API's beginnings and ends (`init`, allocate, free, move) |
 //!
 //! Beside the rooms: `tests.rs` (the basic exchange in the simulated world,
 //! `sim::World`; helpers the other tests share), `world_tests.rs`, and
