@@ -36,6 +36,8 @@ mod names;
 mod pace_world_tests;
 mod queue;
 #[cfg(test)]
+mod rails_world_tests;
+#[cfg(test)]
 mod repair_world_tests;
 mod rma;
 mod state;
