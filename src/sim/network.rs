@@ -318,7 +318,7 @@ impl Transport for SimTransport {
     fn path_news(&mut self, each: &mut dyn FnMut(PathNews)) {
         for to in self.refused.drain(..) {
             each(PathNews::Down {
-                path: crate::path::Path::from_name(to),
+                path: to.into(), // (from rail 0: `Transports` puts in its rail)
                 errno: libc::ENETDOWN,
             });
         }
