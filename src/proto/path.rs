@@ -10,10 +10,14 @@
 //! handshake's own path (rail 0 to the peer's name) is `Active` from the
 //! start; any other carries data only after a HEARTBEAT with a fresh
 //! random nonce, sent on it, came back on it (`Unconfirmed` until then:
-//! no data to an address that did not answer). A path is `Failed` after
-//! `PATH_MAX_RETRANS` consecutive retransmission timeouts on it, or at
-//! once when the transport saw it unreachable (`Protocol::path_down`);
-//! failed paths are probed (`Probing`) every `ProtoConfig::path_probe`,
+//! no data to an address that did not answer). After `PATH_MAX_RETRANS`
+//! consecutive retransmission timeouts a path is suspect (`suspect.rs`,
+//! after SCTP's Potentially Failed state): its traffic moves to another
+//! at once, and it is `Failed` only when its own heartbeat goes
+//! unanswered while the peer answers elsewhere (or the peer stays silent
+//! on every path for `PATH_MAX_RETRANS` heartbeats): a receiver off the
+//! CPU fails no path. The transport's word that a path is unreachable
+//! (`Protocol::path_down`) fails it at once. Failed paths are probed (`Probing`) every `ProtoConfig::path_probe`,
 //! doubling to `PROBE_MAX`, and an answered probe makes one `Active`
 //! again with a fresh congestion controller.
 //!
@@ -36,15 +40,19 @@
 //! on (`Peer::fresh_assoc`); a new handshake sets the peer's other
 //! addresses afresh.
 
+mod suspect;
+
 use super::congestion::Congestion;
 use crate::path::{Path, Rail, MAX_RAILS};
 use crate::time::{Instant, Nanos, MILLIS};
 
-/// Consecutive retransmission timeouts that fail a path. SCTP's
+/// Consecutive retransmission timeouts that make a path suspect (its
+/// traffic moves to another: `suspect.rs`), and unanswered heartbeats of
+/// a suspect path, the peer silent everywhere, that fail it. SCTP's
 /// Path.Max.Retrans is 5 with an RTO of at least 1 s; ours starts at a
 /// few milliseconds and doubles, so 3 timeouts (about 7 RTOs of silence,
-/// tens of milliseconds on a LAN) say the path is gone well before the
-/// peer timeout, while one or two lost retransmissions (a burst of loss)
+/// tens of milliseconds on a LAN) move traffic well before the peer
+/// timeout, while one or two lost retransmissions (a burst of loss)
 /// do not move traffic off a good path.
 pub const PATH_MAX_RETRANS: u32 = 3;
 
@@ -134,6 +142,12 @@ pub struct OnePath<A> {
     pub next_probe: Instant,
     pub interval: Nanos,
     pub tries: u32,
+    /// Suspect (`suspect.rs`): active, but carries no new data until its
+    /// heartbeat is answered; and when the peer first answered elsewhere
+    /// (new data acknowledged, another path's heartbeat) since its
+    /// heartbeat went.
+    pub suspect: bool,
+    pub alive: Option<Instant>,
 }
 
 /// The paths of one association, and the one its packets take now.
@@ -149,6 +163,9 @@ pub struct Paths<A> {
     fresh: Congestion,
     /// The largest datagram the association's paths carry whole.
     pub datagram: usize,
+    /// Whether any path is suspect (`suspect.rs`: hearing the peer costs
+    /// nothing without one).
+    suspects: bool,
 }
 
 #[cfg_attr(not(feature = "testing"), allow(dead_code))] // (`path_down`, `paths_of`)
@@ -164,6 +181,7 @@ impl<A: Copy + PartialEq> Paths<A> {
             answer: None,
             fresh: cc,
             datagram,
+            suspects: false,
         }
     }
 
@@ -294,10 +312,12 @@ impl<A: Copy + PartialEq> Paths<A> {
         }
         self.current = self.find(&cur).unwrap_or(0);
         self.answer = None;
+        self.recount();
     }
 
-    /// The best active path: the lowest smoothed round trip, the current
-    /// one on a tie (or when none has one); None when none is active.
+    /// The best usable path (active, not suspect): the lowest smoothed
+    /// round trip, the current one on a tie (or when none has one); None
+    /// when none is usable.
     pub fn best(&self) -> Option<usize> {
         if let [only] = &self.list[..] {
             // (the usual case, asked whenever nothing is in flight)
@@ -311,7 +331,7 @@ impl<A: Copy + PartialEq> Paths<A> {
             )
         };
         (0..self.list.len())
-            .filter(|&i| self.list[i].state == PathState::Active)
+            .filter(|&i| self.usable(i))
             .min_by_key(|&i| key(i))
     }
 
@@ -321,19 +341,6 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.current = i;
         self.answer = None;
         changed
-    }
-
-    /// A retransmission timeout on the current path: true when that makes
-    /// it fail (and another path exists to take over).
-    pub fn timed_out(&mut self, now: Instant, probe: Nanos) -> bool {
-        let n = self.list.len();
-        let p = &mut self.list[self.current];
-        p.errors += 1;
-        if p.errors >= PATH_MAX_RETRANS && p.state == PathState::Active && n > 1 {
-            p.fail(now, probe);
-            return true;
-        }
-        false
     }
 
     /// The current path made progress (new data acknowledged).
@@ -356,6 +363,7 @@ impl<A: Copy + PartialEq> Paths<A> {
             PathState::Active | PathState::Unconfirmed
         ) {
             self.list[i].fail(now, probe);
+            self.recount();
         }
     }
 
@@ -406,6 +414,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                 PathState::Active => false,
             })
             .map(|p| p.next_probe)
+            .chain(self.next_suspect())
             .min()
     }
 
@@ -438,13 +447,14 @@ impl<A: Copy + PartialEq> Paths<A> {
             p.state = PathState::Active;
             p.cc = self.fresh.clone();
         }
+        self.answered(now, i);
         Some(was_inactive)
     }
 
-    /// Whether the current path is active.
+    /// Whether the current path is usable (active, not suspect).
     #[inline]
     pub fn current_active(&self) -> bool {
-        self.list[self.current].state == PathState::Active
+        self.usable(self.current)
     }
 
     pub fn report(&self) -> Vec<PathReport<A>> {
@@ -483,6 +493,8 @@ impl<A> OnePath<A> {
             next_probe: Instant::ZERO,
             interval: 100 * MILLIS,
             tries: 0,
+            suspect: false,
+            alive: None,
         }
     }
 
@@ -494,6 +506,8 @@ impl<A> OnePath<A> {
 
     fn fail(&mut self, now: Instant, probe: Nanos) {
         self.state = PathState::Failed;
+        self.suspect = false;
+        self.alive = None;
         self.failures += 1;
         self.errors = 0;
         self.hb = None;

@@ -53,6 +53,8 @@ struct Net {
     hb_acks: Vec<InFlight>,
     delivered: Vec<u32>,
     failed: Vec<(u32, FailReason)>,
+    /// Each node runs nothing before this (off the CPU): what comes waits.
+    asleep: [Instant; 2],
 }
 
 fn cfg() -> ProtoConfig {
@@ -84,6 +86,7 @@ impl Net {
             hb_acks: Vec::new(),
             delivered: Vec::new(),
             failed: Vec::new(),
+            asleep: [Instant::ZERO; 2],
         }
     }
 
@@ -152,7 +155,9 @@ impl Net {
                 self.events(n);
             }
             let next_wire = self.wire.keys().next().map(|k| k.0);
-            let next_timer = self.p.iter().filter_map(|p| p.next_timeout()).min();
+            let next_timer = (0..2)
+                .filter_map(|n| Some(self.p[n].next_timeout()?.max(self.asleep[n])))
+                .min();
             let next = [next_wire, next_timer].into_iter().flatten().min();
             let Some(t) = next.filter(|&t| t <= until) else {
                 self.now = until;
@@ -163,10 +168,19 @@ impl Net {
                 let Some((_, (to, arrival, bytes))) = self.wire.pop_first() else {
                     unreachable!()
                 };
+                if self.asleep[to] > self.now {
+                    // (it waits in the socket until the node runs)
+                    self.order += 1;
+                    let at = (self.asleep[to], self.order);
+                    self.wire.insert(at, (to, arrival, bytes));
+                    continue;
+                }
                 self.p[to].handle_datagram_placing(self.now, arrival, &bytes, &mut NoPlacement);
             }
-            for p in self.p.iter_mut() {
-                p.handle_timeout(self.now);
+            for (n, p) in self.p.iter_mut().enumerate() {
+                if self.asleep[n] <= self.now {
+                    p.handle_timeout(self.now);
+                }
             }
             for p in &self.p {
                 p.check_invariants();
@@ -561,3 +575,6 @@ fn rails_work_under_the_job_key_mac() {
 
 #[path = "rails_restart_tests.rs"]
 mod restart;
+
+#[path = "rails_busy_tests.rs"]
+mod busy;

@@ -150,3 +150,17 @@ pub fn state_name(s: PathState) -> &'static str {
         PathState::Probing => "probing",
     }
 }
+
+/// The network interface that holds `ip` (as getifaddrs tells the
+/// machine's interfaces), if one does: the link a rail's address is on
+/// (`ramp bench --rails` watches its state under /sys/class/net). Any
+/// loopback address (127.0.0.2 too) is on the interface of 127.0.0.1.
+pub fn interface_of(ip: std::net::IpAddr) -> Option<String> {
+    let all = crate::sys::interface_addresses();
+    let held = |ip| all.iter().find(|a| a.ip == ip).map(|a| a.name.clone());
+    held(ip).or_else(|| {
+        ip.is_loopback()
+            .then(|| held(std::net::Ipv4Addr::LOCALHOST.into()))
+            .flatten()
+    })
+}

@@ -86,6 +86,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let delivered = tx.news.delivered;
         if delivered > 0 {
             self.assoc.paths.progress(delivered);
+            self.assoc.paths.acked(now);
         }
         let cc = self.assoc.paths.cc_mut();
         cc.on_news(now, &tx.news, in_flight, &mut cx.out.stats);

@@ -204,11 +204,9 @@ impl<A: Copy + PartialEq> Peer<A> {
                     if cc.is_on() {
                         self.tx[ch].restart_timers(now, self.rtt.rto());
                     }
-                    let path = self.assoc.paths.current();
                     if self.assoc.paths.timed_out(now, cx.cfg.path_probe) {
-                        self.tell_failed(path, true, cx);
-                        // the path failed: what it had in flight goes
-                        // again at once on another
+                        // the path is suspect (`path/suspect.rs`): what it
+                        // had in flight goes again at once on another
                         self.failover(now, cx);
                     }
                 }
