@@ -36,6 +36,8 @@
 //! on (`Peer::fresh_assoc`); a new handshake sets the peer's other
 //! addresses afresh.
 
+mod stripe;
+
 use super::congestion::Congestion;
 use crate::path::{Path, Rail, MAX_RAILS};
 use crate::time::{Instant, Nanos, MILLIS};
@@ -134,6 +136,8 @@ pub struct OnePath<A> {
     pub next_probe: Instant,
     pub interval: Nanos,
     pub tries: u32,
+    /// When DATA last went on it (`stripe.rs`: idle heartbeats).
+    pub last_data: Instant,
 }
 
 /// The paths of one association, and the one its packets take now.
@@ -278,19 +282,6 @@ impl<A: Copy + PartialEq> Paths<A> {
         changed
     }
 
-    /// A retransmission timeout on the current path: true when that makes
-    /// it fail (and another path exists to take over).
-    pub fn timed_out(&mut self, now: Instant, probe: Nanos) -> bool {
-        let n = self.list.len();
-        let p = &mut self.list[self.current];
-        p.errors += 1;
-        if p.errors >= PATH_MAX_RETRANS && p.state == PathState::Active && n > 1 {
-            p.fail(now, probe);
-            return true;
-        }
-        false
-    }
-
     /// The current path made progress (new data acknowledged).
     #[inline]
     pub fn progress(&mut self, acked: u64) {
@@ -302,6 +293,12 @@ impl<A: Copy + PartialEq> Paths<A> {
     #[inline]
     pub fn sent(&mut self, bytes: u64) {
         self.list[self.current].bytes_sent += bytes;
+    }
+
+    /// DATA went on the current path at `now`.
+    #[inline]
+    pub fn data_at(&mut self, now: Instant) {
+        self.list[self.current].last_data = now;
     }
 
     /// Path `i` failed at `now` (send error).
@@ -325,7 +322,16 @@ impl<A: Copy + PartialEq> Paths<A> {
         mut nonce: impl FnMut() -> u64,
         mut send: impl FnMut(Path<A>, u64),
     ) {
-        for p in self.list.iter_mut() {
+        for i in 0..self.list.len() {
+            if let Some(at) = self.idle_due(i, busy) {
+                if at <= now && self.idle_heartbeat(i, now) {
+                    let n = nonce();
+                    self.list[i].hb = Some((n, now));
+                    send(self.list[i].path, n);
+                }
+                continue;
+            }
+            let p = &mut self.list[i];
             let wanted = match p.state {
                 PathState::Unconfirmed => busy || p.tries < CONFIRM_TRIES,
                 PathState::Failed | PathState::Probing => busy,
@@ -353,6 +359,7 @@ impl<A: Copy + PartialEq> Paths<A> {
 
     /// When the next heartbeat of `due_heartbeats` is due (`busy` as there).
     pub fn next_heartbeat(&self, busy: bool) -> Option<Instant> {
+        let idle = (0..self.list.len()).filter_map(|i| self.idle_due(i, busy));
         self.list
             .iter()
             .filter(|p| match p.state {
@@ -361,6 +368,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                 PathState::Active => false,
             })
             .map(|p| p.next_probe)
+            .chain(idle)
             .min()
     }
 
@@ -438,6 +446,7 @@ impl<A> OnePath<A> {
             next_probe: Instant::ZERO,
             interval: 100 * MILLIS,
             tries: 0,
+            last_data: Instant::ZERO,
         }
     }
 

@@ -74,6 +74,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         self.assoc.paths.fail(i, now, cx.cfg.path_probe);
         if was_current {
             self.failover(now, cx);
+        } else {
+            self.lane_failed(now, i, cx);
         }
         self.arm_paths(now);
     }

@@ -56,6 +56,40 @@ pub struct InFlight {
     /// Also the tail-loss probe's timer, and a first copy's second probe
     /// (`transmit`): on expiry, resent without backoff.
     pub reorder_timer: bool,
+    /// The path (its index in the association's `Paths`) its last copy
+    /// took: its ACK or loss is news for that path's controller.
+    pub lane: u8,
+}
+
+/// The most paths an association has (every rail to every address).
+pub const MAX_LANES: usize = crate::path::MAX_RAILS * crate::path::MAX_RAILS;
+
+/// What the flight told of each path since the peer last looked
+/// (`FlightNews` is the whole channel's): bytes delivered and lost per
+/// lane, which lanes have news, the lane of the round-trip sample.
+#[derive(Debug, Default)]
+pub struct LaneNews {
+    pub delivered: [u64; MAX_LANES],
+    pub lost: [u64; MAX_LANES],
+    /// Bit i: lane i has news.
+    pub lanes: u32,
+    pub rtt_lane: u8,
+}
+
+impl LaneNews {
+    #[inline]
+    pub fn delivered(&mut self, lane: u8, len: u64) {
+        let l = lane as usize % MAX_LANES;
+        self.delivered[l] += len;
+        self.lanes |= 1 << l;
+    }
+
+    #[inline]
+    pub fn lost(&mut self, lane: u8, len: u64) {
+        let l = lane as usize % MAX_LANES;
+        self.lost[l] += len;
+        self.lanes |= 1 << l;
+    }
 }
 
 #[derive(Debug, Default)]
@@ -93,6 +127,8 @@ pub struct SendChannel {
     /// What the flight told since the peer last looked, for the path's
     /// congestion controller (`Peer::settle`).
     pub news: FlightNews,
+    /// The same news by path (striping: `Peer::settle`).
+    pub lane_news: LaneNews,
     /// The newest packet numbered in this epoch of a message that keeps
     /// the channel's order (`MsgMeta::keeps_order`): while it is not
     /// acknowledged, no request goes `unordered`.
@@ -215,6 +251,7 @@ impl SendChannel {
         self.resettle();
         self.outstanding = 0;
         self.news = FlightNews::default();
+        self.lane_news = LaneNews::default();
         self.epoch = 0;
         self.next_seq = 0;
         self.last_ordered = None;
@@ -313,6 +350,7 @@ impl SendChannel {
                 sacked: false,
                 resend: false,
                 reorder_timer: false,
+                lane: t.lane,
             });
             new_sent = true;
             first_deadline.get_or_insert(deadline);
@@ -362,6 +400,7 @@ impl SendChannel {
             let again = t.again_after.filter(|_| first_copy);
             p.reorder_timer = again.is_some_and(|a| a < t.rto);
             p.last_sent = now;
+            p.lane = t.lane;
             p.deadline = now.plus(again.map_or(t.rto, |a| a.min(t.rto)));
             // a retransmission replaces bytes taken as lost: it always
             // goes, and counts in flight again
@@ -527,6 +566,8 @@ pub struct Transmission {
     /// floor learnt from a descheduled peer if longer).
     pub again_after: Option<Nanos>,
     pub window: usize,
+    /// The index of the path `to` in the association's `Paths`.
+    pub lane: u8,
 }
 
 /// What a NACK asks for.
