@@ -108,6 +108,8 @@ mod send;
 mod shutdown;
 mod slots;
 mod stats;
+#[cfg(test)]
+mod stripe_tests;
 mod submit;
 #[cfg(test)]
 mod test_pair;

@@ -29,9 +29,9 @@ fn rail_of(addr: u32) -> Rail {
 /// A datagram on the wire: to which node, its arrival path, its bytes.
 type InFlight = (usize, Path<u32>, Vec<u8>);
 
-struct Net {
-    p: [Protocol<u32>; 2],
-    now: Instant,
+pub(super) struct Net {
+    pub(super) p: [Protocol<u32>; 2],
+    pub(super) now: Instant,
     rng: Rng,
     /// In flight: (arrival, order) -> (to node, arrival path, bytes).
     wire: BTreeMap<(Instant, u64), InFlight>,
@@ -39,14 +39,19 @@ struct Net {
     /// Directed links (from address, to address) that drop everything.
     cut: HashSet<(u32, u32)>,
     /// Every DATA datagram that left a node: (time, node, path).
-    data_sent: Vec<(Instant, usize, Path<u32>)>,
+    pub(super) data_sent: Vec<(Instant, usize, Path<u32>)>,
     /// Heartbeat answers seen, for replays: (to node, arrival, bytes).
     hb_acks: Vec<InFlight>,
-    delivered: Vec<u32>,
-    failed: Vec<(u32, FailReason)>,
+    pub(super) delivered: Vec<u32>,
+    pub(super) failed: Vec<(u32, FailReason)>,
+    /// Per subnet: a bottleneck's rate (bytes/s, 0: none) and extra delay,
+    /// and per (sending node, subnet) when its link is free again.
+    pub(super) rate: [u64; 2],
+    pub(super) delay: [Nanos; 2],
+    busy: [[Instant; 2]; 2],
 }
 
-fn cfg() -> ProtoConfig {
+pub(super) fn cfg() -> ProtoConfig {
     ProtoConfig {
         peer_timeout: 10_000 * MILLIS,
         ..ProtoConfig::default()
@@ -54,7 +59,7 @@ fn cfg() -> ProtoConfig {
 }
 
 impl Net {
-    fn new(seed: u64, cfg: ProtoConfig) -> Net {
+    pub(super) fn new(seed: u64, cfg: ProtoConfig) -> Net {
         println!("rails test seed {seed}");
         let mut p = [
             Protocol::new(cfg.clone(), &[0x10; 32]),
@@ -73,6 +78,9 @@ impl Net {
             hb_acks: Vec::new(),
             delivered: Vec::new(),
             failed: Vec::new(),
+            rate: [0; 2],
+            delay: [0; 2],
+            busy: [[Instant::ZERO; 2]; 2],
         }
     }
 
@@ -108,13 +116,22 @@ impl Net {
             if t == PacketType::HeartbeatAck as u8 {
                 self.hb_acks.push((to, arrival, bytes.clone()));
             }
-            let at = self.now.plus(50 * MICROS + self.rng.below(20) * MICROS);
+            let sub = (src / 10) as usize;
+            let mut at = self.now.plus(50 * MICROS + self.rng.below(20) * MICROS);
+            if self.rate[sub] > 0 {
+                let b = &mut self.busy[n][sub];
+                *b = (*b)
+                    .max(self.now)
+                    .plus(bytes.len() as u64 * 1_000_000_000 / self.rate[sub]);
+                at = at.max(b.plus(50 * MICROS));
+            }
+            let at = at.plus(self.delay[sub]);
             self.order += 1;
             self.wire.insert((at, self.order), (to, arrival, bytes));
         }
     }
 
-    fn state(&self, n: usize, path: Path<u32>) -> Option<PathState> {
+    pub(super) fn state(&self, n: usize, path: Path<u32>) -> Option<PathState> {
         let peer = RAILS[1 - n][0];
         self.p[n]
             .paths_of(&peer)
@@ -133,7 +150,7 @@ impl Net {
     }
 
     /// Runs until `until`, every node's timers and datagrams in order.
-    fn run_until(&mut self, until: Instant) {
+    pub(super) fn run_until(&mut self, until: Instant) {
         loop {
             for n in 0..2 {
                 self.drain(n);
@@ -162,19 +179,19 @@ impl Net {
         }
     }
 
-    fn run_for(&mut self, d: Nanos) {
+    pub(super) fn run_for(&mut self, d: Nanos) {
         self.run_until(self.now.plus(d));
     }
 
     /// Sends message `k` (a few hundred bytes to a few KiB) from node 0.
-    fn send(&mut self, k: u32) {
+    pub(super) fn send(&mut self, k: u32) {
         let len = 200 + self.rng.below(4000) as usize;
         let meta = MsgMeta::new(MsgKind::User, Category::Medium, 1, &[k]);
         self.p[0].send(self.now, 1, CHANNEL_REQUEST, meta, vec![k as u8; len]);
     }
 
     /// Cuts (or, `on`, restores) both directions between `a` and `b`.
-    fn link(&mut self, a: u32, b: u32, on: bool) {
+    pub(super) fn link(&mut self, a: u32, b: u32, on: bool) {
         for l in [(a, b), (b, a)] {
             if on {
                 self.cut.remove(&l);
@@ -186,7 +203,7 @@ impl Net {
 
     /// Every message 0..n delivered once, nothing returned (requests
     /// whole in one packet may pass a gap: no order between them).
-    fn assert_exactly_once(&self, n: u32) {
+    pub(super) fn assert_exactly_once(&self, n: u32) {
         assert_eq!(self.failed, [], "nothing returned");
         let mut got = self.delivered.clone();
         got.sort_unstable();
@@ -195,7 +212,7 @@ impl Net {
     }
 }
 
-fn p(rail: u8, remote: u32) -> Path<u32> {
+pub(super) fn p(rail: u8, remote: u32) -> Path<u32> {
     Path {
         remote,
         rail: Rail(rail),
@@ -203,7 +220,7 @@ fn p(rail: u8, remote: u32) -> Path<u32> {
 }
 
 /// Associated, every same-subnet path confirmed.
-fn confirmed(seed: u64) -> Net {
+pub(super) fn confirmed(seed: u64) -> Net {
     let mut net = Net::new(seed, cfg());
     net.send(0);
     net.run_for(50 * MILLIS);

@@ -98,10 +98,17 @@ impl<A: Copy + PartialEq> Paths<A> {
     /// current one, while the peer has traffic (`busy`); None otherwise.
     pub(super) fn idle_due(&self, i: usize, busy: bool) -> Option<Instant> {
         let p = &self.list[i];
-        if !busy || p.state != PathState::Active || i == self.current || self.list.len() < 2 {
+        if p.state != PathState::Active || i == self.current || self.list.len() < 2 {
             return None;
         }
-        let quiet = p.last_data.plus(IDLE_HEARTBEATS * p.interval);
+        // traffic: something to say, or data on the current path since
+        // this one's last idle heartbeat was planned
+        let gap = IDLE_HEARTBEATS * p.interval;
+        let planned = Instant(p.next_probe.0.saturating_sub(gap));
+        if !busy && self.list[self.current].last_data < planned.max(p.last_data) {
+            return None;
+        }
+        let quiet = p.last_data.plus(gap);
         Some(quiet.max(p.next_probe))
     }
 

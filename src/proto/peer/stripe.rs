@@ -55,7 +55,19 @@ impl<A: Copy + PartialEq> Peer<A> {
             };
             let mut gate = p.cc.gate(now, flights[i % MAX_LANES]);
             let resends = k == 0 && self.tx[ch].in_flight.iter().any(|p| p.resend);
-            if !resends && (!gate.allows() || self.tx[ch].pending.is_empty()) {
+            if !resends && self.tx[ch].pending.is_empty() {
+                continue;
+            }
+            if !resends && !gate.allows() {
+                // (held by pacing: the pacing timer sends when it lets)
+                if let Some(at) = self
+                    .assoc
+                    .paths
+                    .at_mut(i)
+                    .and_then(|p| p.cc.sent(now, &gate))
+                {
+                    pace = Some(pace.map_or(at, |x: Instant| x.min(at)));
+                }
                 continue;
             }
             let t = Transmission { lane: i as u8, ..t };

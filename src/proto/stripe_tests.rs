@@ -1,0 +1,179 @@
+//! Striping (`path/stripe.rs`, `peer/stripe.rs`) on the rails harness
+//! (`rails_tests.rs`) with rate-limited subnets: two equal paths carry a
+//! large message at about twice one path's rate, unequal ones each near
+//! its share, small messages take the lower-RTT path, a path cut silently
+//! while striping loses and duplicates nothing. Deterministic (seeds
+//! printed); the figures are printed.
+
+use super::rails_tests::{cfg, confirmed, p, Net};
+use super::*;
+use crate::time::{Nanos, MILLIS};
+use crate::wire::{Category, MsgKind, CHANNEL_REQUEST};
+
+const MIB: usize = 1 << 20;
+
+/// Sends message `k` of `len` bytes from node 0.
+fn send_len(net: &mut Net, k: u32, len: usize) {
+    let meta = MsgMeta::new(MsgKind::User, Category::Long, 1, &[k]);
+    net.p[0].send(net.now, 1, CHANNEL_REQUEST, meta, vec![k as u8; len]);
+}
+
+/// Runs until message `k` arrived (at most `limit`); how long it took.
+fn time_to_deliver(net: &mut Net, k: u32, limit: Nanos) -> Nanos {
+    let start = net.now;
+    while !net.delivered.contains(&k) && net.now.since(start) < limit {
+        net.run_for(MILLIS / 2);
+    }
+    assert!(net.delivered.contains(&k), "message {k} delivered");
+    net.now.since(start)
+}
+
+/// Bytes acknowledged on node 0's path (rail, remote).
+fn acked(net: &Net, rail: u8, remote: u32) -> u64 {
+    net.p[0]
+        .paths_of(&1)
+        .iter()
+        .find(|r| r.rail.0 == rail && r.remote == remote)
+        .map_or(0, |r| r.bytes_acked)
+}
+
+/// A net whose subnets run at `rates` (bytes/s), paths confirmed, with
+/// striping from `stripe_min`.
+fn shaped(seed: u64, rates: [u64; 2], stripe_min: usize) -> Net {
+    let mut net = Net::new(
+        seed,
+        ProtoConfig {
+            stripe_min,
+            ..cfg()
+        },
+    );
+    net.rate = rates;
+    net.send(0);
+    net.run_for(50 * MILLIS);
+    net.assert_exactly_once(1);
+    net
+}
+
+/// Goodput of `n` messages of `len` bytes sent one after another, MB/s,
+/// and the bytes each path carried meanwhile.
+fn goodput(net: &mut Net, n: u32, len: usize) -> (f64, u64, u64) {
+    let (a0, a1) = (acked(net, 0, 1), acked(net, 1, 11));
+    let mut total: Nanos = 0;
+    for k in 1..=n {
+        send_len(net, k, len);
+        total += time_to_deliver(net, k, 10_000 * MILLIS);
+    }
+    let rate = (n as usize * len) as f64 / (total as f64 / 1e9) / 1e6;
+    (rate, acked(net, 0, 1) - a0, acked(net, 1, 11) - a1)
+}
+
+#[test]
+fn two_equal_paths_carry_a_large_message_at_about_twice_one_paths_rate() {
+    let rate = 12_500_000; // 100 Mbit/s each
+    let mut one = shaped(21, [rate, rate], usize::MAX);
+    let (single, _, _) = goodput(&mut one, 4, MIB);
+    let mut two = shaped(21, [rate, rate], 128 << 10);
+    let (striped, b0, b1) = goodput(&mut two, 4, MIB);
+    println!(
+        "equal paths 2 x 12.5 MB/s, 4 x 1 MiB: one path {single:.2} MB/s, striped \
+         {striped:.2} MB/s ({:.2}x); bytes per path {b0} + {b1}",
+        striped / single
+    );
+    two.assert_exactly_once(5);
+    assert!(
+        striped >= 1.6 * single,
+        "striping about doubles: {striped} vs {single}"
+    );
+    let share = b0 as f64 / (b0 + b1) as f64;
+    assert!((0.35..=0.65).contains(&share), "even shares: {share}");
+}
+
+#[test]
+fn unequal_paths_each_carry_near_their_share() {
+    let (fast, slow) = (40_000_000, 10_000_000); // 4:1
+    let mut net = shaped(22, [fast, slow], 128 << 10);
+    let (striped, b0, b1) = goodput(&mut net, 4, 2 * MIB);
+    let share = b0 as f64 / (b0 + b1) as f64;
+    println!(
+        "unequal paths 40 + 10 MB/s, 4 x 2 MiB: {striped:.2} MB/s ({:.2} of the sum); \
+         fast path's share {share:.2} (ideal 0.80); bytes {b0} + {b1}",
+        striped / 50.0
+    );
+    net.assert_exactly_once(5);
+    assert!(
+        (0.65..=0.92).contains(&share),
+        "fast path near its share: {share}"
+    );
+    assert!(striped >= 0.7 * 50.0, "near the sum: {striped}");
+}
+
+#[test]
+fn small_messages_take_the_lower_rtt_path() {
+    let mut net = Net::new(23, cfg());
+    net.delay = [3 * MILLIS, 0]; // rail 0's subnet is slower
+    net.send(0);
+    net.run_for(200 * MILLIS);
+    let from = net.data_sent.len();
+    for k in 1..40 {
+        net.send(k);
+        net.run_for(10 * MILLIS);
+    }
+    net.run_for(100 * MILLIS);
+    net.assert_exactly_once(40);
+    let on = |rail: u8| {
+        net.data_sent[from..]
+            .iter()
+            .filter(|d| d.2.rail.0 == rail)
+            .count()
+    };
+    println!(
+        "small messages: {} DATA on the slow path, {} on the fast",
+        on(0),
+        on(1)
+    );
+    assert!(on(1) >= 9 * on(0), "the lower-RTT path carries them");
+}
+
+#[test]
+fn a_path_cut_silently_while_striping_loses_and_duplicates_nothing() {
+    let rate = 12_500_000;
+    let mut net = shaped(24, [rate, rate], 128 << 10);
+    for k in 1..=3 {
+        send_len(&mut net, k, MIB);
+    }
+    net.run_for(30 * MILLIS);
+    let before = net.p[0].stats().requests_retransmitted.iter().sum::<u64>();
+    net.link(10, 11, false);
+    let cut_at = net.now;
+    net.run_for(3_000 * MILLIS);
+    net.assert_exactly_once(4);
+    let state = net.state(0, p(1, 11));
+    println!(
+        "cut while striping: path (1, 11) {state:?}, {} retransmissions after the cut",
+        net.p[0].stats().requests_retransmitted.iter().sum::<u64>() - before
+    );
+    assert!(matches!(
+        state,
+        Some(PathState::Failed | PathState::Probing)
+    ));
+}
+
+#[test]
+fn an_idle_backup_path_cut_silently_is_noticed_by_heartbeats() {
+    let mut net = confirmed(25);
+    // small messages keep the peer busy on one path; the other is idle
+    net.link(10, 11, false);
+    for k in 1..400 {
+        net.send(k);
+        net.run_for(5 * MILLIS);
+    }
+    net.run_for(100 * MILLIS);
+    net.assert_exactly_once(400);
+    let states = [net.state(0, p(0, 1)), net.state(0, p(1, 11))];
+    println!("idle backup cut: paths {states:?}");
+    assert_eq!(states[0], Some(PathState::Active));
+    assert!(matches!(
+        states[1],
+        Some(PathState::Failed | PathState::Probing)
+    ));
+}
