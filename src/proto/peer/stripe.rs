@@ -11,21 +11,16 @@ use crate::proto::send::MAX_LANES;
 impl<A: Copy + PartialEq> Peer<A> {
     /// Whether send channel `ch`'s packets are striped now: more than one
     /// active path, no same-host ring, the controllers on; and a message
-    /// of at least `stripe_min` bytes at the head of its queue, or
-    /// retransmissions while the current path is in doubt (they take the
-    /// best path not in doubt).
+    /// of at least `stripe_min` bytes at the head of its queue. (Else
+    /// retransmissions stay on the current path: its timeouts fail it.)
     pub(super) fn striping(&self, ch: usize, cfg: &ProtoConfig) -> bool {
         if self.same_host.is_some() || !cfg.congestion || self.assoc.paths.active_count() < 2 {
             return false;
         }
-        let tx = &self.tx[ch];
-        let large = tx
+        self.tx[ch]
             .pending
             .front()
-            .is_some_and(|f| f.msg.payload.len() >= cfg.stripe_min);
-        let current = self.assoc.paths.current_index();
-        let doubted = self.assoc.paths.at(current).is_some_and(|p| p.errors > 0);
-        large || (doubted && tx.in_flight.iter().any(|p| p.resend))
+            .is_some_and(|f| f.msg.payload.len() >= cfg.stripe_min)
     }
 
     /// Bytes in flight on each path (both channels).
