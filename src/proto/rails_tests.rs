@@ -118,11 +118,10 @@ impl Net {
             }
             let sub = (src / 10) as usize;
             let mut at = self.now.plus(50 * MICROS + self.rng.below(20) * MICROS);
-            if self.rate[sub] > 0 {
+            let wire_ns = (bytes.len() as u64 * 1_000_000_000).checked_div(self.rate[sub]);
+            if let Some(ns) = wire_ns {
                 let b = &mut self.busy[n][sub];
-                *b = (*b)
-                    .max(self.now)
-                    .plus(bytes.len() as u64 * 1_000_000_000 / self.rate[sub]);
+                *b = (*b).max(self.now).plus(ns);
                 at = at.max(b.plus(50 * MICROS));
             }
             let at = at.plus(self.delay[sub]);

@@ -97,7 +97,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let news = std::mem::take(&mut tx.news);
         let lanes = std::mem::take(&mut tx.lane_news);
         let mut delivered = false;
-        for l in 0..MAX_LANES {
+        for (l, &flight) in flights.iter().enumerate() {
             let frto = news.frto.filter(|_| l == current);
             if lanes.lanes & (1 << l) == 0 && frto.is_none() {
                 continue;
@@ -114,7 +114,7 @@ impl<A: Copy + PartialEq> Peer<A> {
                 delivered = true;
             }
             if let Some(p) = self.assoc.paths.at_mut(l) {
-                p.cc.on_news(now, &n, flights[l], &mut cx.out.stats);
+                p.cc.on_news(now, &n, flight, &mut cx.out.stats);
             }
         }
         let tx = &mut self.tx[ch];
