@@ -36,6 +36,26 @@
 #define RAMP_MSG_RETURNED 2
 
 /**
+ * `ramp_path_t.state`: not yet confirmed by a heartbeat (carries no data).
+ */
+#define RAMP_PATH_UNCONFIRMED 0
+
+/**
+ * `ramp_path_t.state`: confirmed and not failed (may carry data).
+ */
+#define RAMP_PATH_ACTIVE 1
+
+/**
+ * `ramp_path_t.state`: failed; its next probe not yet sent.
+ */
+#define RAMP_PATH_FAILED 2
+
+/**
+ * `ramp_path_t.state`: failed, a probe outstanding.
+ */
+#define RAMP_PATH_PROBING 3
+
+/**
  * Message categories, also the index of the `[3]` arrays of `ramp_stats_t`.
  */
 typedef enum {
@@ -180,6 +200,64 @@ typedef struct {
    */
   int32_t reserved;
 } ramp_drain_t;
+
+/**
+ * One path to a peer, as `ramp_GetPeerPaths` reports it (112 bytes).
+ */
+typedef struct {
+  /**
+   * Our rail's address (its local address, as an endpoint name).
+   */
+  en_t local;
+  /**
+   * The peer's address the path goes to.
+   */
+  en_t remote;
+  /**
+   * Our rail: 0 is the endpoint's name (RAMP_RAILS' order).
+   */
+  uint32_t rail;
+  /**
+   * RAMP_PATH_UNCONFIRMED, _ACTIVE, _FAILED or _PROBING.
+   */
+  int state;
+  /**
+   * Smoothed round trip, ns (0: not measured yet).
+   */
+  uint64_t srtt_ns;
+  /**
+   * Congestion window, bytes.
+   */
+  uint64_t cwnd;
+  /**
+   * cwnd / srtt, bytes per second (0 without a round trip).
+   */
+  uint64_t rate;
+  /**
+   * Bytes of datagrams sent on it.
+   */
+  uint64_t bytes_sent;
+  /**
+   * Bytes of DATA acknowledged while it carried them.
+   */
+  uint64_t bytes_acked;
+  /**
+   * Consecutive timeouts on it now.
+   */
+  uint32_t errors;
+  /**
+   * Times it failed.
+   */
+  uint32_t failures;
+  /**
+   * 1 when the peer's packets take it now, else 0.
+   */
+  int current;
+  /**
+   * Zero.
+   */
+  uint32_t reserved;
+} ramp_path_t;
 
 /**
  * Counters of one endpoint (or a sum of several). Arrays are indexed by
@@ -491,6 +569,15 @@ int ramp_LookupHandler(ep_t ep, uint32_t dest, const char *name, handler_t *hand
 int ramp_NamePublish(ep_t ep, const char *service);
 
 int ramp_NameLookup(const char *service, en_t *name, int timeout_ms);
+
+/**
+ * The paths to the peer named `dest`: `*count` is how many it has; the
+ * first `max` are written to `paths` (NULL allowed when `max` is 0).
+ * AM_ERR_BAD_ARG for a bad endpoint, a NULL `count`, a NULL or misaligned
+ * `paths` with `max` > 0, a name that is no address, or a peer this
+ * endpoint has no association with (then `*count` is 0).
+ */
+int ramp_GetPeerPaths(ep_t ep, en_t dest, ramp_path_t *paths, size_t max, size_t *count);
 
 /**
  * The request every `AM_Request*` macro ends in (through the variadic shim).

@@ -20,10 +20,12 @@
 //! Options: `--secs S` (default 5) and `--bytes B` (per sender; whichever
 //! limit comes first ends the sending), `--xfer BYTES` (default 262144),
 //! `--short-ms MS` (gap between short requests, default 2; 0: none),
-//! `--progress-ms MS` (progress lines, default 1000; 0: none).
+//! `--progress-ms MS` (progress lines, default 1000; 0: none),
+//! `--stop-file PATH` (senders stop once PATH exists: tests end a job so).
 //!
 //! Lines for scripts (key=value): `link_load: progress t=.. delivered=..`
-//! (rank 0, every progress period: bytes delivered so far, per sender too),
+//! (rank 0, every progress period: bytes delivered so far, per sender too,
+//! and `unix_ms`, the wall clock, to line them up with outside events),
 //! `link_load: sender r ...` and `link_load: total ...` at the end. A run
 //! whose network collapses never ends by itself: its progress lines show
 //! the rate it achieved; its launcher's watchdog ends it.
@@ -38,6 +40,10 @@ use ramp::am::{self, handler, Data, Message, SegmentMemory, VecSegment};
 use ramp::error::Error;
 use ramp::spmd::{self, Role};
 
+#[path = "support/link_load_util.rs"]
+mod util;
+use util::{percentile, unix_ms, words, Seen};
+
 const H_XFER: u8 = 10;
 const H_SHORT: u8 = 11;
 const H_SHORT_REPLY: u8 = 12;
@@ -50,6 +56,7 @@ struct Opts {
     xfer: usize,
     short_ms: u64,
     progress_ms: u64,
+    stop_file: Option<std::path::PathBuf>,
 }
 
 fn opts() -> Result<Opts, String> {
@@ -59,6 +66,7 @@ fn opts() -> Result<Opts, String> {
         xfer: 256 * 1024,
         short_ms: 2,
         progress_ms: 1000,
+        stop_file: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -79,6 +87,7 @@ fn opts() -> Result<Opts, String> {
             }
             "--short-ms" => o.short_ms = v.parse().map_err(|_| bad())?,
             "--progress-ms" => o.progress_ms = v.parse().map_err(|_| bad())?,
+            "--stop-file" => o.stop_file = Some(v.into()),
             a => return Err(format!("unknown option {a:?}")),
         }
         i += 2;
@@ -86,52 +95,10 @@ fn opts() -> Result<Opts, String> {
     Ok(o)
 }
 
-/// Counts per sequence number (saturating at 255), grown as numbers come.
-#[derive(Default)]
-struct Seen(Vec<u8>);
-
-impl Seen {
-    fn count(&mut self, q: u32) {
-        let q = q as usize;
-        if q >= self.0.len() {
-            self.0.resize(q + 1, 0);
-        }
-        self.0[q] = self.0[q].saturating_add(1);
-    }
-    /// (sequence numbers below `sent` seen once, seen twice or more,
-    /// numbers seen at `sent` or beyond)
-    fn tally(&self, sent: u64) -> (u64, u64, u64) {
-        let (mut once, mut twice, mut beyond) = (0, 0, 0);
-        for (q, &c) in self.0.iter().enumerate() {
-            match (q as u64) < sent {
-                true if c == 1 => once += 1,
-                true if c > 1 => twice += 1,
-                false if c > 0 => beyond += 1,
-                _ => {}
-            }
-        }
-        (once, twice, beyond)
-    }
-}
-
-fn words(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
 /// Where sender `s`'s message `q` goes: one slot per credit, so a slot is
 /// written again only after its handler ran (its reply freed the credit).
 fn slot(s: usize, q: u64, depth: u64, xfer: usize) -> u64 {
     ((s as u64 - 1) * depth + q % depth) * xfer as u64
-}
-
-fn percentile(v: &mut [u64], p: f64) -> u64 {
-    if v.is_empty() {
-        return 0;
-    }
-    v.sort_unstable();
-    v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
 /// One row of the all-gather: a sender's or the receiver's figures.
@@ -273,10 +240,12 @@ fn main() {
                 let total: u64 = x.bytes.iter().sum();
                 let per: Vec<String> = x.bytes[1..].iter().map(u64::to_string).collect();
                 println!(
-                    "link_load: progress t={:.2} delivered={total} last_MBps={:.2} per_sender={}",
+                    "link_load: progress t={:.2} delivered={total} last_MBps={:.2} per_sender={} \
+                     unix_ms={}",
                     t0.elapsed().as_secs_f64(),
                     (total - last_total) as f64 / (o.progress_ms as f64 * 1e3),
-                    per.join(",")
+                    per.join(","),
+                    unix_ms()
                 );
                 last_total = total;
                 next += Duration::from_millis(o.progress_ms);
@@ -355,7 +324,14 @@ fn main() {
         };
         let (mut pending_xfer, mut pending_short) = (false, false);
         let mut credit_waits: Vec<u64> = Vec::new();
+        let (mut stop_seen, mut stop_checked) = (false, t0); // looked for every 20 ms
         while t0.elapsed().as_secs_f64() < o.secs && (bytes < o.bytes || pending_xfer) {
+            if let (Some(f), true) = (&o.stop_file, stop_checked.elapsed().as_millis() >= 20) {
+                (stop_seen, stop_checked) = (f.exists(), Instant::now());
+            }
+            if stop_seen && !pending_xfer && !pending_short {
+                break;
+            }
             if o.progress_ms > 0 && t0.elapsed() >= next {
                 progress(t0, bytes, "sending");
                 next += Duration::from_millis(o.progress_ms);

@@ -554,6 +554,38 @@ int ramp_ReturnedMayHaveRun(void *token, int *may);
 int ramp_LogOpen(ep_t ep, const char *path);
 /* ---- end of transactions ---- */
 
+/* ---- paths (rails) ----
+ * An endpoint with several rails (RAMP_RAILS) reaches a peer by several paths: each pair
+ * of one of our rails and one of the peer's addresses.  ramp_GetPeerPaths lists the paths
+ * to the peer named dest (its name, as AM_Map takes it): *count is the number the peer
+ * has (may be > max: then only the first max are written; paths may be NULL when max is
+ * 0).  AM_ERR_BAD_ARG for a bad ep, a NULL count, a NULL or misaligned paths with max > 0,
+ * a name that is no address, or a peer the endpoint has no association with (never talked
+ * to, or forgotten; *count is then 0).  Addresses are endpoint names (ramp_enToString
+ * prints them).  RAMP_VERBOSE prints one line when a path fails, recovers, when every path
+ * to a peer failed (partitioned) and when one answers again (rejoined). */
+#define RAMP_PATH_UNCONFIRMED 0  /* not yet confirmed by a heartbeat: carries no data */
+#define RAMP_PATH_ACTIVE      1  /* confirmed and not failed: may carry data */
+#define RAMP_PATH_FAILED      2  /* failed (timeouts, or unreachable); next probe not sent */
+#define RAMP_PATH_PROBING     3  /* failed, a probe outstanding */
+typedef struct ramp_path {
+  en_t local;            /* our rail's address */
+  en_t remote;           /* the peer's address the path goes to */
+  uint32_t rail;         /* our rail: 0 is the endpoint's name (RAMP_RAILS' order) */
+  int state;             /* RAMP_PATH_* */
+  uint64_t srtt_ns;      /* smoothed round trip, ns (0: not measured yet) */
+  uint64_t cwnd;         /* congestion window, bytes */
+  uint64_t rate;         /* cwnd / srtt, bytes per second (0 without a round trip) */
+  uint64_t bytes_sent;   /* bytes of datagrams sent on it */
+  uint64_t bytes_acked;  /* bytes of DATA acknowledged while it carried them */
+  uint32_t errors;       /* consecutive timeouts on it now */
+  uint32_t failures;     /* times it failed */
+  int current;           /* 1 when the peer's packets take it now */
+  uint32_t reserved;     /* zero */
+} ramp_path_t;
+int ramp_GetPeerPaths(ep_t ep, en_t dest, ramp_path_t *paths, size_t max, size_t *count);
+/* ---- end of paths ---- */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -29,7 +29,9 @@
 #                                  subnet A.B.(C+k).0/24: .1 in ramp0, .2 in
 #                                  ramp1 (ramp's RAMP_RAILS=eth0,rail1,..);
 #                                  `rails 0` removes them
-#   scripts/netns.sh rail K up|down  set rail K's link up or down (both ends)
+#   scripts/netns.sh rail K up|down  set rail K's link up or down (both ends);
+#                                  rail 0 is eth0 of ramp0 and ramp1 (the
+#                                  bridge's: the launcher's network too)
 #   scripts/netns.sh rail-shape K RATE  tbf RATE on both ends of rail K (each
 #                                  direction); `rail-shape K off` removes it
 #
@@ -65,7 +67,7 @@ cannot() {
 }
 
 usage() {
-    sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,54p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 1
 }
 
@@ -230,14 +232,16 @@ rails() {
     echo "netns.sh: $k rail(s) between ${PFX}0 and ${PFX}1: rail<k> on $(rail_net 1).0/24 .. (.1 in ${PFX}0, .2 in ${PFX}1)"
 }
 
-# Rail K's link, in both namespaces: up or down.
+# Rail K's link, in both namespaces: up or down (rail 0: eth0).
 rail_link() {
-    local k=$1 state=$2 i
+    local k=$1 state=$2 i dev
     num "$k"
+    dev="rail$k"
+    (( k > 0 )) || dev=eth0
     [[ "$state" == up || "$state" == down ]] || die "rail $k: expected up or down, got $state"
     for i in 0 1; do
-        ip -n "$PFX$i" link show "rail$k" >/dev/null 2>&1 || die "rail$k does not exist in $PFX$i (run: $0 rails K)"
-        ip -n "$PFX$i" link set "rail$k" "$state"
+        ip -n "$PFX$i" link show "$dev" >/dev/null 2>&1 || die "$dev does not exist in $PFX$i (run: $0 rails K)"
+        ip -n "$PFX$i" link set "$dev" "$state"
     done
 }
 

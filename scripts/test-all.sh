@@ -19,7 +19,8 @@
 #                      probe finds it: spmd_netns (scripts/netns.sh check: network
 #                      namespaces can be made), link_shaped (scripts/netns.sh
 #                      check-shape: and tc can shape a link; ~1 min, much longer where
-#                      congestion control is missing), spmd_mpiexec and pmi (mpiexec runs),
+#                      congestion control is missing), link_rails (netns.sh check:
+#                      a job over two rails while they go down and up), spmd_mpiexec and pmi (mpiexec runs),
 #                      spmd_slurm (scripts/slurm.sh check: srun runs; step 0 brings up a
 #                      one-node Slurm with scripts/slurm.sh up, and the end of the run
 #                      takes it down), spmd_openmpi (/usr/bin/mpirun.openmpi runs; step 0
@@ -320,7 +321,7 @@ have_openmpi() {
   timeout 60 /usr/bin/mpirun.openmpi --allow-run-as-root --oversubscribe -n 1 true >/dev/null 2>&1 ||
     { echo "'mpirun.openmpi -n 1 true' does not run" >&2; return 1; }
 }
-GATED=("spmd_netns have_netns" "link_shaped have_shaping" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec" "spmd_slurm have_slurm" "spmd_openmpi have_openmpi")
+GATED=("spmd_netns have_netns" "link_shaped have_shaping" "link_rails have_netns" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec" "spmd_slurm have_slurm" "spmd_openmpi have_openmpi")
 
 # bounded SECONDS WHAT CMD...: CMD, killed after SECONDS (a hang fails its step with a
 # message instead of eating the whole CI run's time).

@@ -3,7 +3,8 @@
 //! address it goes to. The protocol chooses the path of each datagram it
 //! transmits (an association's paths, `proto/path.rs`); the transports
 //! route by it (`net/transports.rs`). It is the one thing those two layers
-//! share, and the layer between them (`am/`) hands it on without looking.
+//! share; the layer between them (`am/`) hands it on, and reads it only to
+//! report paths (`ramp_GetPeerPaths`, `RAMP_VERBOSE`).
 //!
 //! Rail 0 is the endpoint's socket whose address is its name; an
 //! endpoint has up to `MAX_RAILS` (`Protocol::set_local_rails`), and an

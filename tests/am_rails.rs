@@ -137,6 +137,15 @@ fn every_rail_has_its_socket_and_messages_arrive_exactly_once() {
         report.contains(&format!("rail 1 at {rail1}: datagrams sent ")),
         "{report}"
     );
+    // and every path to the peer: 2 rails x 2 addresses, one current
+    let peer = e0.name().to_addr().unwrap();
+    let paths = e1.peer_paths(peer).unwrap();
+    assert_eq!(paths.len(), 4, "{paths:?}");
+    assert_eq!(paths.iter().filter(|p| p.current).count(), 1, "{paths:?}");
+    assert!(
+        report.contains(&format!("peer {peer} path rail 1 ")),
+        "{report}"
+    );
     exchange(&b, &e0, &e1, 50, 30);
     assert_eq!(returned.load(Ordering::SeqCst), 0);
 }

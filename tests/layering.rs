@@ -51,7 +51,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "am",
         &[
             "proto", "net", "wire", "time", "clock", "config", "error", "fxhash", "rng", "sys",
-            "fault", "stats", "txlog",
+            "fault", "stats", "txlog", "path",
         ],
     ),
     // job start-up, over the AM layer

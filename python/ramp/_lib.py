@@ -114,6 +114,26 @@ class ramp_stats_t(Structure):
     _fields_ = _FIELDS
 
 
+class ramp_path_t(Structure):
+    """``ramp_path_t`` (include/ramp.h): one path to a peer (``ramp_GetPeerPaths``)."""
+
+    _fields_ = [
+        ("local", en_t),
+        ("remote", en_t),
+        ("rail", c_uint32),
+        ("state", c_int),
+        ("srtt_ns", c_uint64),
+        ("cwnd", c_uint64),
+        ("rate", c_uint64),
+        ("bytes_sent", c_uint64),
+        ("bytes_acked", c_uint64),
+        ("errors", c_uint32),
+        ("failures", c_uint32),
+        ("current", c_int),
+        ("reserved", c_uint32),
+    ]
+
+
 class Py_buffer(Structure):
     """CPython's ``Py_buffer`` (stable layout since Python 3.3)."""
 
@@ -191,6 +211,7 @@ _PROTOTYPES = {
     "ramp_Version": (c_char_p, []),
     "ramp_LastError": (c_char_p, []),
     "ramp_GetEndpointStatistics": (_I, [_P, POINTER(ramp_stats_t)]),
+    "ramp_GetPeerPaths": (_I, [_P, en_t, POINTER(ramp_path_t), c_size_t, POINTER(c_size_t)]),
     "ramp_ResetEndpointStatistics": (_I, [_P]),
     "ramp_AggregateStatistics": (_I, [POINTER(ramp_stats_t), POINTER(ramp_stats_t)]),
     "ramp_DumpStatistics": (c_char_p, [_P, POINTER(ramp_stats_t), c_int]),

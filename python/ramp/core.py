@@ -2067,6 +2067,15 @@ class Endpoint:
         _check(_L().ramp_GetEndpointStatistics(self._h(), byref(s)), "ramp_GetEndpointStatistics")
         return statistics_to_dict(s)
 
+    def peer_paths(self, dest: EndpointName) -> List[Dict[str, Any]]:
+        """``ramp_GetPeerPaths``: the paths to the peer named ``dest``, one dict each
+        (see :func:`ramp.paths.path_to_dict`: rail, local, remote, state, srtt_ns, cwnd,
+        rate, bytes_sent, bytes_acked, errors, failures, current).  BadArgError for a
+        peer this endpoint has no association with."""
+        from .paths import peer_paths
+
+        return peer_paths(self._h(), dest)
+
     def reset_statistics(self) -> None:
         """``ramp_ResetEndpointStatistics``: zeroes the counters."""
         _check(_L().ramp_ResetEndpointStatistics(self._h()), "ramp_ResetEndpointStatistics")

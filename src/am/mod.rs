@@ -68,6 +68,7 @@ pub use endpoint::core::{Endpoint, LockWait, RailStatistics};
 pub(crate) use endpoint::host::Host;
 #[cfg(feature = "testing")]
 pub(crate) use endpoint::host::{MakeSecret, OpenTransports};
+pub use endpoint::paths::{path_line, state_name, PeerPath};
 pub use handler::args::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 pub use handler::message::Message;
 pub use handler::message::{MAX_LONG, MAX_MEDIUM, MAX_SHORT};

@@ -40,6 +40,7 @@ mod bounds_tests;
 pub mod callbacks;
 pub mod drain;
 pub mod names;
+pub mod paths;
 pub mod ramp;
 pub mod registry;
 pub mod rma;

@@ -95,6 +95,7 @@ mod outbox;
 #[cfg(test)]
 mod packing_tests;
 mod path;
+mod path_events;
 mod peer;
 mod place;
 mod rails;
@@ -141,6 +142,8 @@ use outbox::Outbox;
 pub(crate) use outbox::SEND_BUNDLE_MAX;
 #[cfg_attr(not(feature = "testing"), allow(unused_imports))] // for h-rnet's wiring
 pub use path::{PathReport, PathState, PATH_MAX_RETRANS};
+#[cfg_attr(not(feature = "testing"), allow(unused_imports))]
+pub use path_events::{PathChange, PathEvent, PATH_EVENTS_MAX};
 use peer::{Ctx, Peer};
 use recv::{InFrag, InPlace};
 use send::{MsgRef, OutMsg, SpareMsgs};
@@ -216,6 +219,8 @@ pub struct Protocol<A: PeerAddr> {
     nonces: path::Nonces,
     /// Handshakes refused for their address list (`paths_refused`).
     paths_refused: u64,
+    /// Path news for the layer above (`path_events.rs`).
+    path_events: path_events::PathEvents<A>,
 }
 
 impl<A: PeerAddr> Protocol<A> {
@@ -265,6 +270,7 @@ impl<A: PeerAddr> Protocol<A> {
             arrival: crate::path::Rail::NAME,
             nonces: path::Nonces::new(secret),
             paths_refused: 0,
+            path_events: path_events::PathEvents::default(),
         }
     }
 

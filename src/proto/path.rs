@@ -177,6 +177,23 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.list[self.current].path
     }
 
+    /// The path to the peer's name from ours (rail 0): the handshake's,
+    /// whatever the current path, so that the peer knows the association
+    /// by our name (a handshake from another rail would make it a peer of
+    /// that address), and reaches the peer's name even when the address it
+    /// listed before a restart is gone.
+    #[inline]
+    pub fn name(&self) -> Path<A> {
+        self.list[0].path
+    }
+
+    /// A new association starts on the name's path (`name`): the current
+    /// path may be an address of the peer's previous life.
+    pub fn back_to_name(&mut self) {
+        self.current = 0;
+        self.answer = None;
+    }
+
     /// Where an answer (ACK, NACK) goes: back on the path the last packet
     /// came in on when it is active, else the current path.
     #[inline]
@@ -203,6 +220,11 @@ impl<A: Copy + PartialEq> Paths<A> {
     /// The index of `path`, if it is one of ours.
     pub fn find(&self, path: &Path<A>) -> Option<usize> {
         self.list.iter().position(|p| p.path == *path)
+    }
+
+    /// The state of `path`, if it is one of ours.
+    pub fn state_of(&self, path: &Path<A>) -> Option<PathState> {
+        self.find(path).map(|i| self.list[i].state)
     }
 
     /// Whether `remote` is one of the peer's addresses.

@@ -14,6 +14,9 @@ use crate::rng::Rng;
 use crate::time::{Nanos, MICROS, MILLIS};
 use crate::wire::{Category, MsgKind, PacketType, CHANNEL_REQUEST};
 
+#[path = "path_events_tests.rs"]
+mod path_events_tests;
+
 /// Node 0's rails are addresses 0 and 10, node 1's 1 and 11; an address's
 /// subnet is `addr / 10`.
 const RAILS: [[u32; 2]; 2] = [[0, 10], [1, 11]];
@@ -562,3 +565,6 @@ fn rails_work_under_the_job_key_mac() {
     net.run_for(300 * MILLIS);
     net.assert_exactly_once(20);
 }
+
+#[path = "rails_restart_tests.rs"]
+mod restart;

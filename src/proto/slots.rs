@@ -17,6 +17,7 @@ impl<A: PeerAddr> Protocol<A> {
             closed: &mut self.closed,
             nonces: &mut self.nonces,
             listing: &self.listing,
+            path_events: &mut self.path_events,
         };
         (&mut self.peers[slot], cx)
     }

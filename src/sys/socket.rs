@@ -545,11 +545,11 @@ mod tests {
             UdpSocket::bind("127.0.0.1:0").unwrap(),
         );
         let mut r = BatchReceiver::new(3, 4096);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let take = |r: &mut BatchReceiver, max: usize, want: usize| {
             let mut got = Vec::new();
+            // (loopback queues a datagram before send_to returns: nothing
+            // to time; one that never came would hang here, not pass)
             while got.len() < want {
-                assert!(std::time::Instant::now() < deadline, "{got:?}");
                 let n = r.recv(rx.as_raw_fd(), max).unwrap();
                 for i in 0..n {
                     let (d, from, _) = r.datagram(i);

@@ -443,21 +443,6 @@ impl Endpoint {
         self.with(|s| s.segment.as_ref().map_or((0, 0), |m| (m.base(), m.len())))
     }
 
-    /// One line per peer about its path's congestion control (window,
-    /// pacing rate, round trip, events): the statistics' per-peer part.
-    /// Then one line per rail: its address, the datagrams sent and
-    /// received on it, the news of broken paths it told.
-    pub fn paths_report(&self) -> String {
-        let mut r = self.with(|s| s.proto.paths_report());
-        for (k, x) in self.rail_statistics().iter().enumerate() {
-            r += &format!(
-                "rail {k} at {}: datagrams sent {} received {}, paths down {}\n",
-                x.addr, x.datagrams_sent, x.datagrams_received, x.paths_down
-            );
-        }
-        r
-    }
-
     /// Each rail's figures, rail 0 (the name) first.
     pub fn rail_statistics(&self) -> Vec<RailStatistics> {
         self.with(|s| {

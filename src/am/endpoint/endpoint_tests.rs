@@ -31,3 +31,33 @@ fn no_endpoint_opens_without_randomness_for_its_secret() {
     assert!(s0 != [0; 32] && s0 != s1);
     crate::am::free_bundle(&b).unwrap();
 }
+
+#[test]
+fn path_news_lines_name_the_rail_the_addresses_and_what_happened() {
+    use crate::path::{Path, Rail};
+    use crate::proto::{PathChange, PathEvent};
+    let a = |s: &str| s.parse::<std::net::SocketAddr>().unwrap();
+    let e = PathEvent {
+        peer: a("127.0.0.1:5000"),
+        path: Path {
+            remote: a("127.0.0.2:5001"),
+            rail: Rail(1),
+        },
+        change: PathChange::Failed,
+    };
+    let line = super::paths::path_line(&e, Some(a("127.0.0.2:4000")));
+    assert_eq!(
+        line,
+        "ramp: path rail 1 127.0.0.2:4000 -> 127.0.0.2:5001 to peer 127.0.0.1:5000 failed"
+    );
+    let e = PathEvent {
+        change: PathChange::Partitioned,
+        ..e
+    };
+    assert!(super::paths::path_line(&e, None).ends_with("(partitioned)"));
+    let e = PathEvent {
+        change: PathChange::Rejoined,
+        ..e
+    };
+    assert!(super::paths::path_line(&e, None).ends_with("(rejoined)"));
+}

@@ -7,3 +7,4 @@ pub(in crate::am) mod core;
 #[cfg(test)]
 mod endpoint_tests;
 pub(in crate::am) mod host;
+pub mod paths;

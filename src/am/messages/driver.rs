@@ -153,6 +153,8 @@ impl EpState {
         // peers' asks for our allocated regions, their files for ours
         self.serve_regions(now);
         self.proto.handle_timeout(now);
+        // paths failed, back, partitioned (`RAMP_VERBOSE`)
+        self.tell_path_news();
         self.announce_aliases(now);
         // remote memory is performed now, AM messages queued in order
         self.drain_events(now);

@@ -12,6 +12,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     pub(super) fn fresh_assoc(&mut self) -> Assoc<A> {
         let mut a = Assoc::to(self.addr);
         std::mem::swap(&mut a.paths, &mut self.assoc.paths);
+        a.paths.back_to_name();
         a
     }
 
@@ -43,7 +44,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             }
             _ => return,
         }
-        cx.out.push(self.path(), start);
+        cx.out.push(self.assoc.paths.name(), start);
     }
 
     /// The INIT_ACK of our INIT: echo the cookie.
@@ -170,7 +171,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         self.heard = now;
         let start = cx.out.start();
         wire::encode_cookie_ack(&mut cx.out.bytes, &cx.cfg.integrity, peer_tag);
-        cx.out.push(self.path(), start);
+        cx.out.push(self.assoc.paths.name(), start);
         for ch in 0..NUM_CHANNELS {
             self.pump(now, ch, cx);
         }

@@ -48,6 +48,8 @@ pub(super) struct Ctx<'a, A> {
     pub nonces: &'a mut Nonces,
     /// Our rails but the name, as our handshake lists them.
     pub listing: &'a [u8; wire::layout::ADDRS_LEN],
+    /// News of paths for the layer above (`path_events.rs`).
+    pub path_events: &'a mut super::path_events::PathEvents<A>,
 }
 
 pub(super) struct Peer<A> {

@@ -3,6 +3,8 @@
 //! the path the association's packets take, and failover.
 
 use super::*;
+use crate::proto::path::PathState;
+use crate::proto::path_events::{PathChange, PathEvent};
 
 impl<A: Copy + PartialEq> Peer<A> {
     /// Sets the paths' timer to their next heartbeat (none due: stopped).
@@ -48,9 +50,22 @@ impl<A: Copy + PartialEq> Peer<A> {
         cx: &mut Ctx<'_, A>,
     ) -> bool {
         let probe = cx.cfg.path_probe;
+        let before = self.assoc.paths.state_of(path);
+        let partitioned = self.assoc.paths.best().is_none();
         let Some(rejoined) = self.assoc.paths.heartbeat_answered(now, path, nonce, probe) else {
             return false;
         };
+        if rejoined {
+            // (an authentic answer on that very path: news)
+            let change = match before {
+                Some(PathState::Unconfirmed) => PathChange::Confirmed,
+                _ => PathChange::Recovered,
+            };
+            self.tell(*path, change, cx);
+            if partitioned {
+                self.tell(*path, PathChange::Rejoined, cx);
+            }
+        }
         self.hear(now);
         if rejoined && !self.assoc.paths.current_active() {
             // the association's path was down (every path, or failed
@@ -71,7 +86,12 @@ impl<A: Copy + PartialEq> Peer<A> {
             return;
         };
         let was_current = self.assoc.paths.current() == *path;
+        let had_active = self.assoc.paths.best().is_some();
+        let was = self.assoc.paths.state_of(path);
         self.assoc.paths.fail(i, now, cx.cfg.path_probe);
+        if was != self.assoc.paths.state_of(path) {
+            self.tell_failed(*path, had_active, cx);
+        }
         if was_current {
             self.failover(now, cx);
         } else {
@@ -115,5 +135,22 @@ impl<A: Copy + PartialEq> Peer<A> {
         if let Some(i) = self.assoc.paths.best() {
             self.assoc.paths.switch_to(i);
         }
+    }
+
+    /// `path` failed: news of it, and of a partition when none is active
+    /// now and one was (`had_active`).
+    pub(super) fn tell_failed(&mut self, path: Path<A>, had_active: bool, cx: &mut Ctx<'_, A>) {
+        self.tell(path, PathChange::Failed, cx);
+        if had_active && self.assoc.paths.best().is_none() {
+            self.tell(path, PathChange::Partitioned, cx);
+        }
+    }
+
+    fn tell(&self, path: Path<A>, change: PathChange, cx: &mut Ctx<'_, A>) {
+        cx.path_events.push(PathEvent {
+            peer: self.addr,
+            path,
+            change,
+        });
     }
 }

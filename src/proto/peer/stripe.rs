@@ -151,6 +151,10 @@ impl<A: Copy + PartialEq> Peer<A> {
             self.tx[ch].restart_timers(now, self.rtt.rto());
         }
         if self.assoc.paths.timed_out_on(lane, now, cx.cfg.path_probe) {
+            if let Some(p) = self.assoc.paths.at(lane) {
+                let path = p.path;
+                self.tell_failed(path, true, cx);
+            }
             // the path failed: what it had in flight goes again at once
             // on another
             if lane == current {

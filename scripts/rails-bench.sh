@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Rails on real links (issue 38): two network namespaces joined by the
+# bridge (eth0, the launcher's network too) and one direct veth pair
+# (rail1) (scripts/netns.sh -p rrb -s 10.92.0: rrb0 and rrb1, rail1 on
+# 10.92.1.0/24), examples/link_load as the job (rank 1 streams 64 KiB Xfers
+# and short requests into rank 0; every message checked exactly once).
+# Both links are shaped to RATE in each direction (eth0: the bridge's
+# ports, netns.sh shape; rail1: netns.sh rail-shape).
+#
+# events: RAMP_RAILS=eth0,rail1; after SETTLE s the rail that carries the
+#   data (eth0 or rail1: the one whose tx bytes grew most in the last 0.3 s)
+#   goes down, SETTLE s later up again; SETTLE s later the rail then
+#   carrying the data fails silently ("carrier_silent": its frames go to a
+#   MAC nobody has, both ways; the link stays up, sends succeed), SETTLE s
+#   later works again ("silent_off"); SETTLE s later both links go down
+#   for PART s, then up; SETTLE s later the sending ends (link_load
+#   --stop-file). Measured from rank 0's progress lines (bytes delivered,
+#   every 20 ms, wall clock) and the sender namespace's link counters (tx
+#   bytes of eth0 and rail1, sampled every 20 ms), by
+#   scripts/rails-bench-table.py:
+#     pause_ms     after "carrier_down" and "carrier_silent": the longest pause in delivery (no
+#                  byte delivered between two samples) across the event or
+#                  within 1 s after it
+#     failover_ms  the extra time the next MiB took to arrive after the
+#                  event (next_MiB_ms) beyond what the rate of the second
+#                  before gives
+#     recovery_ms  after "carrier_up": from the event until that rail sent
+#                  more than 256 KiB again (data, not probes), "-" if not
+#                  within SETTLE s
+#     resume_ms    after "both_up": from the links' return to the first
+#                  delivery (the PART s of the partition excluded)
+#     carried      what each link sent between this event and the next
+# throughput: link_load --secs SECS over RAMP_RAILS=eth0 (one rail) and
+#   over RAMP_RAILS=eth0,rail1 (two), the same shaping: goodput.
+#
+#   scripts/rails-bench.sh [--runs N] [--rate RATE] [--settle S] [--part S]
+#                          [--secs S] [--cases events,throughput]
+#     --runs N      runs of each case; medians printed (default 3)
+#     --rate RATE   tc rate of each link (default 200mbit; "off": unshaped)
+#     --settle S    seconds between events (default 3)
+#     --part S      seconds both links are down (default 3; keep it below
+#                   RAMP_PEER_TIMEOUT_MS, 10 s by default)
+#     --secs S      sending time of a throughput run (default 5)
+# Uses target/release/ramp-run and target/release/examples/link_load
+# (built first with cargo build --release). Needs root; exit 2 where
+# namespaces cannot be made. Everything is removed on exit, also on Ctrl-C.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+NETNS=(bash "$ROOT/scripts/netns.sh" -p rrb -s 10.92.0)
+MASTER_IP=10.92.0.1
+RUNS=3 RATE=200mbit SETTLE=3 PART=3 SECS=5 CASES=events,throughput
+
+die() { echo "rails-bench: $*" >&2; exit 2; }
+log() { echo "rails-bench: $*" >&2; }
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --runs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--runs: a positive number"; RUNS=$2 ;;
+        --rate) [[ "${2:-}" =~ ^([0-9]+[kmg]?bit|off)$ ]] || die "--rate: e.g. 200mbit or off"; RATE=$2 ;;
+        --settle) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--settle: whole seconds"; SETTLE=$2 ;;
+        --part) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--part: whole seconds"; PART=$2 ;;
+        --secs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--secs: whole seconds"; SECS=$2 ;;
+        --cases) [[ "${2:-}" =~ ^(events|throughput)(,(events|throughput))*$ ]] || die "--cases: events,throughput"; CASES=$2 ;;
+        *) die "unknown option $1 (see the head of $0)" ;;
+    esac
+    shift 2
+done
+"${NETNS[@]}" check >/dev/null || exit 2
+log "cargo build --release --bin ramp-run --example link_load"
+(cd "$ROOT" && cargo build --release -j 2 --bin ramp-run --example link_load) >&2 || die "build failed"
+BIN="$ROOT/target/release"
+TMP=$(mktemp -d /tmp/rails-bench.XXXXXX)
+cleanup() { "${NETNS[@]}" down >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+now_ms() { echo $(( ${EPOCHREALTIME/./} / 1000 )); }
+
+# net: fresh namespaces, rail1, both links shaped to RATE
+net() {
+    cleanup
+    "${NETNS[@]}" up 2 >/dev/null && "${NETNS[@]}" rails 1 >/dev/null || die "netns.sh up/rails failed"
+    if [[ "$RATE" != off ]]; then
+        "${NETNS[@]}" shape 0 "$RATE" && "${NETNS[@]}" shape 1 "$RATE" &&
+            "${NETNS[@]}" rail-shape 1 "$RATE" || die "shaping failed"
+    fi
+}
+
+# job OUT RAILS ARGS...: link_load in rrb0 (rank 0) and rrb1 (rank 1), in the background
+job() {
+    local out=$1 rails=$2
+    shift 2
+    timeout -k 5 300 "$BIN/ramp-run" -n 2 --master-ip "$MASTER_IP" \
+        --wrap "bash $ROOT/scripts/netns.sh -p rrb -s 10.92.0 pick 0,1 {rank}" \
+        -x RAMP_TRANSPORT=udp -x "RAMP_RAILS=$rails" \
+        "$BIN/examples/link_load" --xfer 65536 "$@" >"$out" 2>"$out.err" </dev/null &
+    JOB=$!
+}
+
+# the sender namespace's tx bytes of eth0 and rail1 every 20 ms: "unix_ms eth0 rail1"
+sampler() {
+    "${NETNS[@]}" exec 1 bash -c 'd=/sys/class/net; while :; do
+        echo $(( ${EPOCHREALTIME/./} / 1000 )) $(<$d/eth0/statistics/tx_bytes) $(<$d/rail1/statistics/tx_bytes)
+        sleep 0.02; done' >"$1" 2>/dev/null &
+    SAMPLER=$!
+}
+
+# carrier LINKS: 0 if eth0 sent more than rail1 over the last 15 samples, else 1
+carrier() {
+    tail -n 16 "$1" | awk 'NR == 1 { e = $2; r = $3 } END { print ($2 - e >= $3 - r) ? 0 : 1 }'
+}
+
+# silent K on|off: rail K (0: eth0) drops every frame without an error in
+# both directions (each end's neighbour entry for the other points to a
+# MAC nobody has; the link stays up, sends succeed), or works again
+silent() {
+    local k=$1 i dev a0 a1
+    if (( k == 0 )); then dev=eth0 a0=10.92.0.10 a1=10.92.0.11; else dev=rail$k a0=10.92.$k.1 a1=10.92.$k.2; fi
+    for i in 0 1; do
+        local peer=$a1
+        (( i == 0 )) || peer=$a0
+        if [[ $2 == on ]]; then
+            ip -n "rrb$i" neigh replace "$peer" lladdr 02:00:00:00:00:0$i dev "$dev" nud permanent
+        else
+            ip -n "rrb$i" neigh del "$peer" dev "$dev" 2>/dev/null || true
+        fi
+    done
+}
+
+events_run() {
+    local r=$1 dir="$TMP/events$r" c
+    mkdir -p "$dir"
+    net
+    sampler "$dir/links"
+    job "$dir/out" eth0,rail1 --secs 100000 --progress-ms 20 --stop-file "$dir/stop"
+    : >"$dir/events"
+    sleep "$SETTLE"
+    c=$(carrier "$dir/links")
+    echo "$(now_ms) carrier_down $c" >>"$dir/events"; "${NETNS[@]}" rail "$c" down
+    sleep "$SETTLE"
+    echo "$(now_ms) carrier_up $c" >>"$dir/events"; "${NETNS[@]}" rail "$c" up
+    sleep "$SETTLE"
+    c=$(carrier "$dir/links")
+    echo "$(now_ms) carrier_silent $c" >>"$dir/events"; silent "$c" on
+    sleep "$SETTLE"
+    echo "$(now_ms) silent_off $c" >>"$dir/events"; silent "$c" off
+    sleep "$SETTLE"
+    echo "$(now_ms) both_down -" >>"$dir/events"; "${NETNS[@]}" rail 0 down; "${NETNS[@]}" rail 1 down
+    sleep "$PART"
+    "${NETNS[@]}" rail 0 up; "${NETNS[@]}" rail 1 up; echo "$(now_ms) both_up -" >>"$dir/events"
+    sleep "$SETTLE"
+    echo "$(now_ms) stop -" >>"$dir/events"; touch "$dir/stop"
+    wait "$JOB"; echo "$?" >"$dir/rc"
+    kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null
+    log "events run $r (carrier: rail $c): exit $(cat "$dir/rc"); $(grep -E 'link_load: (PASS|FAIL)' "$dir/out")"
+}
+
+throughput_run() {
+    local r=$1 rails dir
+    for rails in eth0 eth0,rail1; do
+        dir="$TMP/tput$r-${rails/,/+}"
+        mkdir -p "$dir"
+        net
+        job "$dir/out" "$rails" --secs "$SECS" --progress-ms 0
+        wait "$JOB"; echo "$?" >"$dir/rc"
+        log "throughput run $r over $rails: exit $(cat "$dir/rc"); $(grep 'link_load: total' "$dir/out")"
+    done
+}
+
+for (( r = 1; r <= RUNS; r++ )); do
+    [[ ",$CASES," == *,events,* ]] && events_run "$r"
+    [[ ",$CASES," == *,throughput,* ]] && throughput_run "$r"
+done
+echo "rails-bench: $0 --runs $RUNS --rate $RATE --settle $SETTLE --part $PART --secs $SECS --cases $CASES"
+echo "rails-bench: load: $(uptime)"
+echo "rails-bench: outputs kept in $TMP"
+python3 "$ROOT/scripts/rails-bench-table.py" "$TMP" "$SETTLE"
