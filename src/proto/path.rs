@@ -36,7 +36,9 @@
 //! on (`Peer::fresh_assoc`); a new handshake sets the peer's other
 //! addresses afresh.
 
+mod rate;
 mod stripe;
+pub use rate::DeliveryRate;
 
 use super::congestion::Congestion;
 use crate::path::{Path, Rail, MAX_RAILS};
@@ -138,6 +140,9 @@ pub struct OnePath<A> {
     pub tries: u32,
     /// When DATA last went on it (`stripe.rs`: idle heartbeats).
     pub last_data: Instant,
+    /// What it delivers while busy (`rate.rs`; measured with two or more
+    /// paths: striping's shares).
+    pub rate: DeliveryRate,
 }
 
 /// The paths of one association, and the one its packets take now.
@@ -304,12 +309,17 @@ impl<A: Copy + PartialEq> Paths<A> {
         changed
     }
 
-    /// The current path made progress (new data acknowledged).
+    /// The current path made progress at `now` (new data acknowledged;
+    /// the newest packet of it went at `sent`).
     #[inline]
-    pub fn progress(&mut self, acked: u64) {
+    pub fn progress(&mut self, now: Instant, acked: u64, sent: Instant) {
+        let several = self.list.len() > 1;
         let p = &mut self.list[self.current];
         p.errors = 0;
         p.bytes_acked += acked;
+        if several {
+            p.rate.delivered(now, p.bytes_acked, sent);
+        }
     }
 
     #[inline]
@@ -317,10 +327,15 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.list[self.current].bytes_sent += bytes;
     }
 
-    /// DATA went on the current path at `now`.
+    /// DATA went on the current path at `now` (`idle`: with nothing in
+    /// flight before it).
     #[inline]
-    pub fn data_at(&mut self, now: Instant) {
-        self.list[self.current].last_data = now;
+    pub fn data_at(&mut self, now: Instant, idle: bool) {
+        let p = &mut self.list[self.current];
+        p.last_data = now;
+        if idle {
+            p.rate.restart(now, p.bytes_acked);
+        }
     }
 
     /// Path `i` failed at `now` (send error).
@@ -423,6 +438,9 @@ impl<A: Copy + PartialEq> Paths<A> {
             p.state = PathState::Active;
             p.cc = self.fresh.clone();
         }
+        // (a small packet's round trip: the path's least, as the
+        // handshake's is the first path's)
+        p.cc.on_handshake_rtt(now, r);
         Some(was_inactive)
     }
 
@@ -469,6 +487,7 @@ impl<A> OnePath<A> {
             interval: 100 * MILLIS,
             tries: 0,
             last_data: Instant::ZERO,
+            rate: DeliveryRate::default(),
         }
     }
 

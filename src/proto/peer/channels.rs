@@ -59,6 +59,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         };
         let seal = self.same_host.as_ref().unwrap_or(&self.assoc.tx);
         let before = self.tx[ch].outstanding;
+        let idle = self.in_flight() == 0;
         if let Some(d) = self.tx[ch].transmit(now, &t, &mut gate, path, seal, cx.out) {
             self.acks_carried(cx.cfg);
             self.timers.lower(Timer::Retransmit(ch), d);
@@ -66,7 +67,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let sent = self.tx[ch].outstanding.saturating_sub(before);
         self.assoc.paths.sent(sent);
         if sent > 0 {
-            self.assoc.paths.data_at(now);
+            self.assoc.paths.data_at(now, idle);
         }
         if let Some(at) = self.assoc.paths.cc_mut().sent(now, &gate) {
             self.pace_until(at, &mut cx.out.stats);
@@ -104,11 +105,12 @@ impl<A: Copy + PartialEq> Peer<A> {
         lanes.lanes = 0;
         lanes.delivered[current] = 0;
         lanes.lost[current] = 0;
+        let sent = std::mem::take(&mut lanes.newest_sent[current]);
         let in_flight = self.in_flight();
         let tx = &mut self.tx[ch];
         let delivered = tx.news.delivered;
         if delivered > 0 {
-            self.assoc.paths.progress(delivered);
+            self.assoc.paths.progress(now, delivered, sent);
         }
         let cc = self.assoc.paths.cc_mut();
         cc.on_news(now, &tx.news, in_flight, &mut cx.out.stats);

@@ -6,14 +6,18 @@
 
 use super::*;
 use crate::proto::congestion::FlightNews;
+use crate::proto::congestion::flight_len;
 use crate::proto::send::MAX_LANES;
+
+/// The most fragments of a channel's queue counted for striping's shares.
+const PENDING_LOOKED_AT: usize = 1024;
 
 impl<A: Copy + PartialEq> Peer<A> {
     /// Whether send channel `ch`'s packets are striped now: more than one
     /// active path, no same-host ring, the controllers on; and a message
     /// of at least `stripe_min` bytes at the head of its queue. (Else
     /// retransmissions stay on the current path: its timeouts fail it.)
-    pub(super) fn striping(&self, ch: usize, cfg: &ProtoConfig) -> bool {
+    pub(in crate::proto) fn striping(&self, ch: usize, cfg: &ProtoConfig) -> bool {
         if self.same_host.is_some() || !cfg.congestion || self.assoc.paths.active_count() < 2 {
             return false;
         }
@@ -43,16 +47,24 @@ impl<A: Copy + PartialEq> Peer<A> {
         cx: &mut Ctx<'_, A>,
     ) {
         let flights = self.lane_flights();
+        let order = self.assoc.paths.stripe_order();
+        let shares = self.stripe_shares(now, ch, &order, &flights);
+        let unit = self.assoc.paths.datagram as u64;
         let mut pace: Option<Instant> = None;
-        for (k, i) in self.assoc.paths.stripe_order().into_iter().enumerate() {
+        for (k, &i) in order.iter().enumerate() {
             let Some(p) = self.assoc.paths.at(i) else {
                 continue;
             };
             let mut gate = p.cc.gate(now, flights[i % MAX_LANES]);
             let resends = k == 0 && self.tx[ch].in_flight.iter().any(|p| p.resend);
-            if !resends && self.tx[ch].pending.is_empty() {
+            if !resends && (self.tx[ch].pending.is_empty() || shares[i % MAX_LANES] == 0) {
                 continue;
             }
+            // its share of packets (one goes while room is left); none but
+            // resends without a share
+            let share = shares[i % MAX_LANES];
+            let room = share.saturating_sub(1).saturating_mul(unit).saturating_add(1);
+            gate.room = gate.room.min(if share == 0 { 0 } else { room });
             if !resends && !gate.allows() {
                 // (held by pacing: the pacing timer sends when it lets)
                 if let Some(at) = self
@@ -74,7 +86,8 @@ impl<A: Copy + PartialEq> Peer<A> {
                 self.timers.lower(Timer::Retransmit(ch), d);
             }
             let sent = self.tx[ch].outstanding.saturating_sub(before);
-            self.assoc.paths.sent_on(i, now, sent);
+            let idle = flights[i % MAX_LANES] == 0;
+            self.assoc.paths.sent_on(i, now, sent, idle);
             if let Some(p) = self.assoc.paths.at_mut(i) {
                 if let Some(at) = p.cc.sent(now, &gate) {
                     pace = Some(pace.map_or(at, |x: Instant| x.min(at)));
@@ -86,6 +99,36 @@ impl<A: Copy + PartialEq> Peer<A> {
                 self.timers.lower(Timer::Pace, at);
             }
         }
+    }
+
+    /// Packets of new data each path of `order` takes now of what send
+    /// channel `ch` has waiting (`Paths::stripe_shares`).
+    fn stripe_shares(
+        &self,
+        now: Instant,
+        ch: usize,
+        order: &[usize],
+        flights: &[u64; MAX_LANES],
+    ) -> [u64; MAX_LANES] {
+        let mut rooms = [0u64; MAX_LANES];
+        for &i in order {
+            if let Some(p) = self.assoc.paths.at(i) {
+                rooms[i % MAX_LANES] = p.cc.gate(now, flights[i % MAX_LANES]).room;
+            }
+        }
+        let enough = self.assoc.paths.stripe_enough(order, flights, &rooms);
+        let mut pending = 0u64;
+        for f in self.tx[ch].pending.iter().take(PENDING_LOOKED_AT) {
+            pending += flight_len(f.len);
+            if pending >= enough {
+                break;
+            }
+        }
+        let sh = self.assoc.paths.stripe_shares(order, flights, &rooms, pending);
+        if std::env::var("STRIPE_DEBUG").is_ok() {
+            eprintln!("T {} ch {ch} fl0 {} fl3 {} room0 {} room3 {} pending {pending} share0 {} share3 {}", now.0/1000, flights[0], flights[3], rooms[0], rooms[3], sh[0], sh[3]);
+        }
+        sh
     }
 
     /// `settle` with news of packets on several paths: each path's
@@ -110,7 +153,7 @@ impl<A: Copy + PartialEq> Peer<A> {
                 frto,
             };
             if n.delivered > 0 {
-                self.assoc.paths.progress_on(l, n.delivered);
+                self.assoc.paths.progress_on(l, now, n.delivered, lanes.newest_sent[l]);
                 delivered = true;
             }
             if let Some(p) = self.assoc.paths.at_mut(l) {

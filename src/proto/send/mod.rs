@@ -74,14 +74,18 @@ pub struct LaneNews {
     /// Bit i: lane i has news.
     pub lanes: u32,
     pub rtt_lane: u8,
+    /// When the newest packet delivered on each lane went (its delivery
+    /// rate's sample: `path/rate.rs`).
+    pub newest_sent: [Instant; MAX_LANES],
 }
 
 impl LaneNews {
     #[inline]
-    pub fn delivered(&mut self, lane: u8, len: u64) {
+    pub fn delivered(&mut self, lane: u8, len: u64, sent: Instant) {
         let l = lane as usize % MAX_LANES;
         self.delivered[l] += len;
         self.lanes |= 1 << l;
+        self.newest_sent[l] = self.newest_sent[l].max(sent);
     }
 
     #[inline]
@@ -156,6 +160,15 @@ impl InFlight {
     /// cumulative ACK comes late, after the gap before it was filled).
     pub fn rtt_eligible(&self) -> bool {
         self.retries == 0 && self.nacks == 0 && self.first_sent == self.last_sent && !self.sacked
+    }
+
+    /// When it went, if it went once (else which copy arrived is not
+    /// known: `Instant::ZERO`).
+    pub fn sent_once(&self) -> Instant {
+        match self.first_sent == self.last_sent {
+            true => self.last_sent,
+            false => Instant::ZERO,
+        }
     }
 }
 
