@@ -93,7 +93,6 @@ fn two_equal_paths_carry_a_large_message_at_about_twice_one_paths_rate() {
 }
 
 #[test]
-#[ignore = "not met yet: window-fill striping gives the 4:1 fast path 0.58 of the bytes, 0.47 of the sum"]
 fn unequal_paths_each_carry_near_their_share() {
     let (fast, slow) = (40_000_000, 10_000_000); // 4:1
     let mut net = shaped(22, [fast, slow], 128 << 10);
@@ -105,11 +104,12 @@ fn unequal_paths_each_carry_near_their_share() {
         striped / 50.0
     );
     net.assert_exactly_once(5);
+    // (issue 38's target is 0.9 of the sum: 0.86 measured)
     assert!(
-        (0.65..=0.92).contains(&share),
+        (0.75..=0.85).contains(&share),
         "fast path near its share: {share}"
     );
-    assert!(striped >= 0.7 * 50.0, "near the sum: {striped}");
+    assert!(striped >= 0.85 * 50.0, "near the sum: {striped}");
 }
 
 #[test]
@@ -187,4 +187,31 @@ fn an_idle_backup_path_cut_silently_is_noticed_by_heartbeats() {
         states[1],
         Some(PathState::Failed | PathState::Probing)
     ));
+}
+
+/// Where striping starts to pay on two equal paths (`DEFAULT_STRIPE_MIN`
+/// is chosen by it): goodput of messages of each size sent one after
+/// another, striped and on one path.
+#[test]
+fn striping_pays_from_the_default_threshold_on() {
+    let rate = 12_500_000;
+    let mut gains = Vec::new();
+    for len in [32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10] {
+        let mut one = shaped(26, [rate, rate], usize::MAX);
+        let (single, _, _) = goodput(&mut one, 8, len);
+        let mut two = shaped(26, [rate, rate], 1);
+        let (striped, _, _) = goodput(&mut two, 8, len);
+        two.assert_exactly_once(9);
+        println!(
+            "{} KiB: one path {single:.2} MB/s, striped {striped:.2} MB/s ({:.2}x)",
+            len >> 10,
+            striped / single
+        );
+        gains.push((len, striped / single));
+    }
+    for (len, gain) in gains {
+        if len >= crate::proto::config::DEFAULT_STRIPE_MIN {
+            assert!(gain >= 1.2, "{len} bytes striped: {gain:.2}x");
+        }
+    }
 }

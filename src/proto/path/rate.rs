@@ -96,9 +96,6 @@ impl DeliveryRate {
             return;
         }
         let rate = ((delivered - d) as u128 * 1_000_000_000 / span as u128) as u64;
-        if std::env::var("STRIPE_DEBUG").is_ok() {
-            eprintln!("sample {rate} now {} sent {} from {} span {span} bytes {} marks {:?}", now.0/1000, sent.0/1000, t.0/1000, delivered - d, self.marks.iter().map(|m| (m.0.0/1000, m.1)).collect::<Vec<_>>());
-        }
         if now.since(self.since) >= RATE_WINDOW {
             self.prev = self.cur;
             self.cur = 0;

@@ -1,9 +1,14 @@
 //! Scheduling over several paths (issue 38 item 3): what striping asks of
 //! an association's `Paths`. Below the striping threshold a message takes
 //! the current path (`Paths::best` when nothing is in flight); above it
-//! its fragments go on every active path that has room in its own window
-//! and pacing (`Peer::transmit_striped`), the best first, so each path
-//! carries what its controller measures it delivers. Retransmissions take
+//! its fragments go on the active paths by earliest arrival
+//! (`Paths::stripe_shares`, as MPTCP's and MN-uDAPL's schedulers): each
+//! where it would be delivered first given the bytes queued on the path,
+//! its measured delivery rate (`rate.rs`) and least round trip, within its
+//! own window and pacing (`Peer::transmit_striped`); a fragment waits for
+//! a busy fast path rather than arrive later on a slow one, so a message's
+//! last fragments arrive together and each path carries in proportion to
+//! its rate. Retransmissions take
 //! the best path not in doubt (no timeout since its last progress). An
 //! active path that carries no data while the peer has traffic gets a
 //! heartbeat every `IDLE_HEARTBEATS` probe intervals; `PATH_MAX_RETRANS`
@@ -151,10 +156,6 @@ impl<A: Copy + PartialEq> Paths<A> {
             .iter()
             .map(|&i| ((full - base[i]) * rate[i] - queued[i]).max(0.0))
             .sum();
-        if std::env::var("STRIPE_DEBUG").is_ok() {
-            let v: Vec<_> = order.iter().map(|&i| (i, rate[i] as u64, (base[i]*1e6) as u64, queued[i] as u64, rooms[i], self.list[i].rate.get(), self.list[i].cc.cwnd(), self.list[i].srtt())).collect();
-            eprintln!("pending {pending} enough {enough:.0} {v:?}");
-        }
         if pending as f64 >= enough {
             return [u64::MAX; MAX_LANES];
         }
@@ -177,7 +178,12 @@ impl<A: Copy + PartialEq> Paths<A> {
     /// Bytes of waiting data that surely fill every window of `order`
     /// (the count of `pending` may stop there): eight times what they
     /// hold and have room for.
-    pub fn stripe_enough(&self, order: &[usize], flights: &[u64; MAX_LANES], rooms: &[u64; MAX_LANES]) -> u64 {
+    pub fn stripe_enough(
+        &self,
+        order: &[usize],
+        flights: &[u64; MAX_LANES],
+        rooms: &[u64; MAX_LANES],
+    ) -> u64 {
         8 * order.iter().map(|&i| flights[i] + rooms[i]).sum::<u64>() + self.datagram as u64
     }
 

@@ -5,8 +5,8 @@
 //! and a failed path's packets in flight sent again on the others.
 
 use super::*;
-use crate::proto::congestion::FlightNews;
 use crate::proto::congestion::flight_len;
+use crate::proto::congestion::FlightNews;
 use crate::proto::send::MAX_LANES;
 
 /// The most fragments of a channel's queue counted for striping's shares.
@@ -63,7 +63,10 @@ impl<A: Copy + PartialEq> Peer<A> {
             // its share of packets (one goes while room is left); none but
             // resends without a share
             let share = shares[i % MAX_LANES];
-            let room = share.saturating_sub(1).saturating_mul(unit).saturating_add(1);
+            let room = share
+                .saturating_sub(1)
+                .saturating_mul(unit)
+                .saturating_add(1);
             gate.room = gate.room.min(if share == 0 { 0 } else { room });
             if !resends && !gate.allows() {
                 // (held by pacing: the pacing timer sends when it lets)
@@ -124,11 +127,9 @@ impl<A: Copy + PartialEq> Peer<A> {
                 break;
             }
         }
-        let sh = self.assoc.paths.stripe_shares(order, flights, &rooms, pending);
-        if std::env::var("STRIPE_DEBUG").is_ok() {
-            eprintln!("T {} ch {ch} fl0 {} fl3 {} room0 {} room3 {} pending {pending} share0 {} share3 {}", now.0/1000, flights[0], flights[3], rooms[0], rooms[3], sh[0], sh[3]);
-        }
-        sh
+        self.assoc
+            .paths
+            .stripe_shares(order, flights, &rooms, pending)
     }
 
     /// `settle` with news of packets on several paths: each path's
@@ -153,7 +154,9 @@ impl<A: Copy + PartialEq> Peer<A> {
                 frto,
             };
             if n.delivered > 0 {
-                self.assoc.paths.progress_on(l, now, n.delivered, lanes.newest_sent[l]);
+                self.assoc
+                    .paths
+                    .progress_on(l, now, n.delivered, lanes.newest_sent[l]);
                 delivered = true;
             }
             if let Some(p) = self.assoc.paths.at_mut(l) {

@@ -83,7 +83,8 @@ impl SendChannel {
                 if p.counts() {
                     self.outstanding -= p.flight_len();
                     self.news.delivered += p.flight_len();
-                    self.lane_news.delivered(p.lane, p.flight_len(), p.sent_once());
+                    self.lane_news
+                        .delivered(p.lane, p.flight_len(), p.sent_once());
                 }
                 if !p.sacked {
                     r.newly_sacked = true;

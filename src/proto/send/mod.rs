@@ -5,6 +5,7 @@
 
 mod ack;
 mod build;
+mod lanes;
 mod msg;
 mod order;
 #[cfg(test)]
@@ -16,6 +17,7 @@ mod tests;
 use std::collections::VecDeque;
 
 use build::send_fragment;
+pub use lanes::{LaneNews, MAX_LANES};
 use msg::cut_to_room;
 pub use msg::{push_fragments, recut, Cut, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
 pub use order::{overtaken, overtakes};
@@ -59,41 +61,6 @@ pub struct InFlight {
     /// The path (its index in the association's `Paths`) its last copy
     /// took: its ACK or loss is news for that path's controller.
     pub lane: u8,
-}
-
-/// The most paths an association has (every rail to every address).
-pub const MAX_LANES: usize = crate::path::MAX_RAILS * crate::path::MAX_RAILS;
-
-/// What the flight told of each path since the peer last looked
-/// (`FlightNews` is the whole channel's): bytes delivered and lost per
-/// lane, which lanes have news, the lane of the round-trip sample.
-#[derive(Debug, Default)]
-pub struct LaneNews {
-    pub delivered: [u64; MAX_LANES],
-    pub lost: [u64; MAX_LANES],
-    /// Bit i: lane i has news.
-    pub lanes: u32,
-    pub rtt_lane: u8,
-    /// When the newest packet delivered on each lane went (its delivery
-    /// rate's sample: `path/rate.rs`).
-    pub newest_sent: [Instant; MAX_LANES],
-}
-
-impl LaneNews {
-    #[inline]
-    pub fn delivered(&mut self, lane: u8, len: u64, sent: Instant) {
-        let l = lane as usize % MAX_LANES;
-        self.delivered[l] += len;
-        self.lanes |= 1 << l;
-        self.newest_sent[l] = self.newest_sent[l].max(sent);
-    }
-
-    #[inline]
-    pub fn lost(&mut self, lane: u8, len: u64) {
-        let l = lane as usize % MAX_LANES;
-        self.lost[l] += len;
-        self.lanes |= 1 << l;
-    }
 }
 
 #[derive(Debug, Default)]
