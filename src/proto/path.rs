@@ -88,6 +88,10 @@ pub struct PathReport<A> {
     pub cwnd: u64,
     /// Pacing rate, bytes per second, when pacing.
     pub pacing_rate: Option<u64>,
+    /// Measured delivery rate while busy (`rate.rs`), bytes per second,
+    /// when measured (the association has several paths and this one
+    /// carried data).
+    pub delivery_rate: Option<u64>,
     /// Bytes of datagrams sent on it, and bytes of DATA acknowledged while
     /// it carried them.
     pub bytes_sent: u64,
@@ -310,15 +314,17 @@ impl<A: Copy + PartialEq> Paths<A> {
     }
 
     /// The current path made progress at `now` (new data acknowledged;
-    /// the newest packet of it went at `sent`).
+    /// `flight` bytes left in flight).
     #[inline]
-    pub fn progress(&mut self, now: Instant, acked: u64, sent: Instant) {
+    pub fn progress(&mut self, now: Instant, acked: u64, flight: u64) {
         let several = self.list.len() > 1;
+        let busy = flight >= self.datagram as u64;
         let p = &mut self.list[self.current];
         p.errors = 0;
         p.bytes_acked += acked;
         if several {
-            p.rate.delivered(now, p.bytes_acked, sent);
+            let stall = p.srtt().unwrap_or(Nanos::MAX);
+            p.rate.delivered(now, p.bytes_acked, busy, stall);
         }
     }
 
@@ -334,7 +340,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         let p = &mut self.list[self.current];
         p.last_data = now;
         if idle {
-            p.rate.restart(now, p.bytes_acked);
+            p.rate.restart();
         }
     }
 
@@ -462,6 +468,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                 srtt: p.srtt(),
                 cwnd: p.cc.cwnd(),
                 pacing_rate: p.cc.pacing_rate(),
+                delivery_rate: Some(p.rate.get()).filter(|&r| r > 0),
                 bytes_sent: p.bytes_sent,
                 bytes_acked: p.bytes_acked,
                 errors: p.errors,

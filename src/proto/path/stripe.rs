@@ -36,9 +36,16 @@ impl<A: Copy + PartialEq> Paths<A> {
             .count()
     }
 
-    /// The active paths in the order striping fills them: not in doubt
+    /// The active paths striping fills, in that order: not in doubt
     /// first, then the lowest smoothed round trip, the current one on a
-    /// tie. The first carries the retransmissions.
+    /// tie; of those, only paths that share neither our rail nor the
+    /// peer's address with one before them. The kernel routes a datagram
+    /// by its destination: our rail 0's socket sends to the peer's rail-1
+    /// address over the rail-1 link, so the four paths of two rails are
+    /// two links, and striping over all four put two shares on each link
+    /// with two rates measured for it. Paths disjoint at both ends are
+    /// distinct links whether routing follows the destination or the
+    /// source. The first carries the retransmissions.
     pub fn stripe_order(&self) -> Vec<usize> {
         let mut v: Vec<usize> = (0..self.list.len())
             .filter(|&i| self.list[i].state == PathState::Active)
@@ -52,6 +59,19 @@ impl<A: Copy + PartialEq> Paths<A> {
                 i,
             )
         });
+        let mut k = 0;
+        for j in 0..v.len() {
+            let q = self.list[v[j]].path;
+            let apart = v[..k].iter().all(|&i| {
+                let p = self.list[i].path;
+                p.rail != q.rail && p.remote != q.remote
+            });
+            if apart {
+                v[k] = v[j];
+                k += 1;
+            }
+        }
+        v.truncate(k);
         v
     }
 
@@ -75,20 +95,22 @@ impl<A: Copy + PartialEq> Paths<A> {
             if bytes > 0 {
                 p.last_data = now;
                 if idle {
-                    p.rate.restart(now, p.bytes_acked);
+                    p.rate.restart();
                 }
             }
         }
     }
 
     /// Path `i` made progress at `now`: `acked` bytes of DATA it carried
-    /// arrived (the newest of them went at `sent`).
+    /// arrived (`flight` bytes of it left in flight).
     #[inline]
-    pub fn progress_on(&mut self, i: usize, now: Instant, acked: u64, sent: Instant) {
+    pub fn progress_on(&mut self, i: usize, now: Instant, acked: u64, flight: u64) {
+        let busy = flight >= self.datagram as u64;
         if let Some(p) = self.list.get_mut(i) {
             p.errors = 0;
             p.bytes_acked += acked;
-            p.rate.delivered(now, p.bytes_acked, sent);
+            let stall = p.srtt().unwrap_or(Nanos::MAX);
+            p.rate.delivered(now, p.bytes_acked, busy, stall);
         }
     }
 
@@ -118,73 +140,88 @@ impl<A: Copy + PartialEq> Paths<A> {
     }
 
     /// How many packets of new data each path of `order` (`stripe_order`)
-    /// takes now (u64::MAX: as many as its room lets), of `pending` bytes waiting (in flight bytes, counted up
-    /// to at least `stripe_enough`), with `flights` in flight on each and
-    /// `rooms` in its window: earliest arrival, fragment by fragment
-    /// (each goes where it would be delivered first, given the bytes
-    /// queued ahead of it, the path's rate and least round trip), so that
-    /// a message's last fragments on each path arrive together. A path
-    /// with no room keeps its share for when it has room (the others do
-    /// not take what would arrive later on them); with more waiting than
-    /// every window can take by the time the last is full, each takes
-    /// its room.
+    /// takes now (u64::MAX: as many as its room lets), of `waiting`
+    /// fragments, with `flights` bytes in flight on each and `rooms` in
+    /// its window: earliest arrival (each fragment goes where it would be
+    /// delivered first, given the bytes queued ahead of it, the path's
+    /// rate and least round trip), so that a message's last fragments on
+    /// each path arrive together. A path with no room keeps its share for
+    /// when it has room (the others do not take what would arrive later
+    /// on them); with more waiting than every window can take by the time
+    /// the last is full, each takes its room.
+    ///
+    /// In closed form (water filling): path i's k-th fragment arrives at
+    /// `s_i + k * unit / rate_i`, `s_i` when its queue would be through;
+    /// the level T at which the paths' arrivals number `waiting` is one
+    /// division once the paths that start before it are known (sorted by
+    /// `s_i`); each takes its whole arrivals before T, the few left over
+    /// (fewer than the paths) go one by one to the earliest next arrival.
     pub fn stripe_shares(
         &self,
         order: &[usize],
         flights: &[u64; MAX_LANES],
         rooms: &[u64; MAX_LANES],
-        pending: u64,
+        waiting: u64,
     ) -> [u64; MAX_LANES] {
-        let unit = (self.datagram as u64).max(1);
+        let unit = (self.datagram as u64).max(1) as f64;
         let mut rate = [1.0f64; MAX_LANES];
         let mut base = [0.0f64; MAX_LANES];
-        let mut queued = [0.0f64; MAX_LANES];
+        let mut start = [0.0f64; MAX_LANES];
         let best = order.iter().map(|&i| self.list[i].rate.get()).max();
         for &i in order {
             rate[i] = self.stripe_rate(i, best.unwrap_or(0));
             base[i] = self.least_rtt(i) as f64 / 1e9;
-            queued[i] = flights[i] as f64;
+            start[i] = base[i] + flights[i] as f64 / rate[i];
         }
-        let arrival = |i: usize, bytes: f64| base[i] + bytes / rate[i];
         // when the last window would be full, and what fills them all by then
         let full = order
             .iter()
             .filter(|&&i| rooms[i] > 0)
-            .map(|&i| arrival(i, queued[i] + rooms[i] as f64))
+            .map(|&i| start[i] + rooms[i] as f64 / rate[i])
             .fold(0.0f64, f64::max);
         let enough: f64 = order
             .iter()
-            .map(|&i| ((full - base[i]) * rate[i] - queued[i]).max(0.0))
+            .map(|&i| ((full - start[i]) * rate[i]).max(0.0))
             .sum();
-        if pending as f64 >= enough {
+        let mut shares = [0u64; MAX_LANES];
+        if waiting as f64 * unit >= enough {
             return [u64::MAX; MAX_LANES];
+        }
+        if waiting == 0 || order.is_empty() {
+            return shares;
+        }
+        // the level: the paths by start, each joining while its start is
+        // below the level the ones before it reach
+        let mut by_start: Vec<usize> = order.to_vec();
+        by_start.sort_by(|&a, &b| start[a].total_cmp(&start[b]));
+        let need = waiting as f64 * unit;
+        let (mut sum_rate, mut sum_start_rate) = (0.0f64, 0.0f64);
+        let mut level = f64::MAX;
+        for (k, &i) in by_start.iter().enumerate() {
+            sum_rate += rate[i];
+            sum_start_rate += start[i] * rate[i];
+            level = (need + sum_start_rate) / sum_rate;
+            if by_start.get(k + 1).is_none_or(|&j| level <= start[j]) {
+                break;
+            }
+        }
+        let mut given = 0u64;
+        for &i in order {
+            let whole = ((level - start[i]) * rate[i] / unit).max(0.0).floor() as u64;
+            shares[i] = whole.min(waiting - given);
+            given += shares[i];
         }
         // (whole fragments: a path sends those at the front of the
         // queue, a short last one among them)
-        let mut shares = [0u64; MAX_LANES];
-        let step = unit as f64;
-        for _ in 0..pending.div_ceil(unit) {
-            let Some(&i) = order.iter().min_by(|&&a, &&b| {
-                arrival(a, queued[a] + step).total_cmp(&arrival(b, queued[b] + step))
-            }) else {
+        while given < waiting {
+            let next = |i: usize| start[i] + (shares[i] + 1) as f64 * unit / rate[i];
+            let Some(&i) = order.iter().min_by(|&&a, &&b| next(a).total_cmp(&next(b))) else {
                 break;
             };
-            queued[i] += step;
             shares[i] += 1;
+            given += 1;
         }
         shares
-    }
-
-    /// Bytes of waiting data that surely fill every window of `order`
-    /// (the count of `pending` may stop there): eight times what they
-    /// hold and have room for.
-    pub fn stripe_enough(
-        &self,
-        order: &[usize],
-        flights: &[u64; MAX_LANES],
-        rooms: &[u64; MAX_LANES],
-    ) -> u64 {
-        8 * order.iter().map(|&i| flights[i] + rooms[i]).sum::<u64>() + self.datagram as u64
     }
 
     /// A retransmission timeout of a packet path `i` carried: true when

@@ -105,12 +105,11 @@ impl<A: Copy + PartialEq> Peer<A> {
         lanes.lanes = 0;
         lanes.delivered[current] = 0;
         lanes.lost[current] = 0;
-        let sent = std::mem::take(&mut lanes.newest_sent[current]);
         let in_flight = self.in_flight();
         let tx = &mut self.tx[ch];
         let delivered = tx.news.delivered;
         if delivered > 0 {
-            self.assoc.paths.progress(now, delivered, sent);
+            self.assoc.paths.progress(now, delivered, in_flight);
         }
         let cc = self.assoc.paths.cc_mut();
         cc.on_news(now, &tx.news, in_flight, &mut cx.out.stats);

@@ -5,17 +5,14 @@
 //! and a failed path's packets in flight sent again on the others.
 
 use super::*;
-use crate::proto::congestion::flight_len;
 use crate::proto::congestion::FlightNews;
 use crate::proto::send::MAX_LANES;
 
-/// The most fragments of a channel's queue counted for striping's shares.
-const PENDING_LOOKED_AT: usize = 1024;
-
 impl<A: Copy + PartialEq> Peer<A> {
     /// Whether send channel `ch`'s packets are striped now: more than one
-    /// active path, no same-host ring, the controllers on; and a message
-    /// of at least `stripe_min` bytes at the head of its queue. (Else
+    /// active path, no same-host ring, the controllers on; a message of at
+    /// least `stripe_min` bytes at the head of its queue; and two or more
+    /// paths to stripe over (`Paths::stripe_order`: distinct links). (Else
     /// retransmissions stay on the current path: its timeouts fail it.)
     pub(in crate::proto) fn striping(&self, ch: usize, cfg: &ProtoConfig) -> bool {
         if self.same_host.is_some() || !cfg.congestion || self.assoc.paths.active_count() < 2 {
@@ -25,6 +22,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             .pending
             .front()
             .is_some_and(|f| f.msg.payload.len() >= cfg.stripe_min)
+            && self.assoc.paths.stripe_order().len() >= 2
     }
 
     /// Bytes in flight on each path (both channels).
@@ -48,7 +46,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     ) {
         let flights = self.lane_flights();
         let order = self.assoc.paths.stripe_order();
-        let shares = self.stripe_shares(now, ch, &order, &flights);
+        let shares = self.stripe_shares(now, ch, &order, &flights, t.window);
         let unit = self.assoc.paths.datagram as u64;
         let mut pace: Option<Instant> = None;
         for (k, &i) in order.iter().enumerate() {
@@ -112,6 +110,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         ch: usize,
         order: &[usize],
         flights: &[u64; MAX_LANES],
+        window: usize,
     ) -> [u64; MAX_LANES] {
         let mut rooms = [0u64; MAX_LANES];
         for &i in order {
@@ -119,17 +118,19 @@ impl<A: Copy + PartialEq> Peer<A> {
                 rooms[i % MAX_LANES] = p.cc.gate(now, flights[i % MAX_LANES]).room;
             }
         }
-        let enough = self.assoc.paths.stripe_enough(order, flights, &rooms);
-        let mut pending = 0u64;
-        for f in self.tx[ch].pending.iter().take(PENDING_LOOKED_AT) {
-            pending += flight_len(f.len);
-            if pending >= enough {
-                break;
-            }
-        }
+        // (fragments, not bytes: the shares are whole fragments, all but a
+        // message's last of the path's size). The channel's packet window
+        // (64) is shared by the paths and bounds what goes now: with
+        // MTU-sized datagrams it is 92 KB, less than two paths' windows,
+        // and the first path to take its room took all of it (its queue
+        // held the window, the other path idled: two 200 Mbit/s rails
+        // carried one's rate).
+        let tx = &self.tx[ch];
+        let room = window.saturating_sub(tx.in_flight.len());
+        let waiting = tx.pending.len().min(room) as u64;
         self.assoc
             .paths
-            .stripe_shares(order, flights, &rooms, pending)
+            .stripe_shares(order, flights, &rooms, waiting)
     }
 
     /// `settle` with news of packets on several paths: each path's
@@ -154,9 +155,7 @@ impl<A: Copy + PartialEq> Peer<A> {
                 frto,
             };
             if n.delivered > 0 {
-                self.assoc
-                    .paths
-                    .progress_on(l, now, n.delivered, lanes.newest_sent[l]);
+                self.assoc.paths.progress_on(l, now, n.delivered, flight);
                 delivered = true;
             }
             if let Some(p) = self.assoc.paths.at_mut(l) {

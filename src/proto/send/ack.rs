@@ -45,7 +45,7 @@ impl SendChannel {
             let len = p.flight_len();
             self.outstanding -= len;
             self.news.delivered += len;
-            self.lane_news.delivered(p.lane, len, p.sent_once());
+            self.lane_news.delivered(p.lane, len);
         }
     }
 
@@ -83,8 +83,7 @@ impl SendChannel {
                 if p.counts() {
                     self.outstanding -= p.flight_len();
                     self.news.delivered += p.flight_len();
-                    self.lane_news
-                        .delivered(p.lane, p.flight_len(), p.sent_once());
+                    self.lane_news.delivered(p.lane, p.flight_len());
                 }
                 if !p.sacked {
                     r.newly_sacked = true;

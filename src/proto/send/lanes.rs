@@ -1,8 +1,6 @@
 //! A send channel's news by path (striping, `peer/stripe.rs`): what its
 //! flight told of each lane (the path a packet's last copy took).
 
-use crate::time::Instant;
-
 /// The most paths an association has (every rail to every address).
 pub const MAX_LANES: usize = crate::path::MAX_RAILS * crate::path::MAX_RAILS;
 
@@ -16,18 +14,14 @@ pub struct LaneNews {
     /// Bit i: lane i has news.
     pub lanes: u32,
     pub rtt_lane: u8,
-    /// When the newest packet delivered on each lane went (its delivery
-    /// rate's sample: `path/rate.rs`).
-    pub newest_sent: [Instant; MAX_LANES],
 }
 
 impl LaneNews {
     #[inline]
-    pub fn delivered(&mut self, lane: u8, len: u64, sent: Instant) {
+    pub fn delivered(&mut self, lane: u8, len: u64) {
         let l = lane as usize % MAX_LANES;
         self.delivered[l] += len;
         self.lanes |= 1 << l;
-        self.newest_sent[l] = self.newest_sent[l].max(sent);
     }
 
     #[inline]

@@ -128,15 +128,6 @@ impl InFlight {
     pub fn rtt_eligible(&self) -> bool {
         self.retries == 0 && self.nacks == 0 && self.first_sent == self.last_sent && !self.sacked
     }
-
-    /// When it went, if it went once (else which copy arrived is not
-    /// known: `Instant::ZERO`).
-    pub fn sent_once(&self) -> Instant {
-        match self.first_sent == self.last_sent {
-            true => self.last_sent,
-            false => Instant::ZERO,
-        }
-    }
 }
 
 /// `a - b` as a signed distance in sequence space.
