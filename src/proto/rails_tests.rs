@@ -40,6 +40,10 @@ pub(super) struct Net {
     /// Every address reaches every other (loopback's 127.0.0.1 and
     /// 127.0.0.2), not only its own subnet.
     flat: bool,
+    /// As the kernel routes: every address reaches every other, over the
+    /// link (subnet) of the destination whatever rail sent it (our rail
+    /// 0 to the peer's rail-1 address goes on the rail-1 link).
+    pub(super) routed: bool,
     pub(super) now: Instant,
     rng: Rng,
     /// In flight: (arrival, order) -> (to node, arrival path, bytes).
@@ -80,6 +84,7 @@ impl Net {
             p,
             rails: RAILS,
             flat: false,
+            routed: false,
             now: Instant(1_000_000_000),
             rng: Rng::new(seed),
             wire: BTreeMap::new(),
@@ -116,7 +121,7 @@ impl Net {
                 );
                 self.data_sent.push((self.now, n, path));
             }
-            let reaches = self.flat || rail_of(src) == rail_of(path.remote);
+            let reaches = self.flat || self.routed || rail_of(src) == rail_of(path.remote);
             if !reaches || self.cut.contains(&(src, path.remote)) {
                 continue; // another subnet, or cut: lost without a word
             }
@@ -128,7 +133,8 @@ impl Net {
             if t == PacketType::HeartbeatAck as u8 {
                 self.hb_acks.push((to, arrival, bytes.clone()));
             }
-            let sub = rail_of(src).0 as usize;
+            let link = if self.routed { path.remote } else { src };
+            let sub = rail_of(link).0 as usize;
             let mut at = self.now.plus(50 * MICROS + self.rng.below(20) * MICROS);
             let wire_ns = (bytes.len() as u64 * 1_000_000_000).checked_div(self.rate[sub]);
             if let Some(ns) = wire_ns {
