@@ -111,6 +111,8 @@ mod send;
 mod shutdown;
 mod slots;
 mod stats;
+#[cfg(test)]
+mod stripe_tests;
 mod submit;
 #[cfg(test)]
 mod test_pair;

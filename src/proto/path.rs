@@ -40,7 +40,10 @@
 //! on (`Peer::fresh_assoc`); a new handshake sets the peer's other
 //! addresses afresh.
 
+mod rate;
+mod stripe;
 mod suspect;
+pub use rate::DeliveryRate;
 
 use super::congestion::Congestion;
 use crate::path::{Path, Rail, MAX_RAILS};
@@ -92,6 +95,10 @@ pub struct PathReport<A> {
     pub cwnd: u64,
     /// Pacing rate, bytes per second, when pacing.
     pub pacing_rate: Option<u64>,
+    /// Measured delivery rate while busy (`rate.rs`), bytes per second,
+    /// when measured (the association has several paths and this one
+    /// carried data).
+    pub delivery_rate: Option<u64>,
     /// Bytes of datagrams sent on it, and bytes of DATA acknowledged while
     /// it carried them.
     pub bytes_sent: u64,
@@ -148,6 +155,11 @@ pub struct OnePath<A> {
     /// heartbeat went.
     pub suspect: bool,
     pub alive: Option<Instant>,
+    /// When DATA last went on it (`stripe.rs`: idle heartbeats).
+    pub last_data: Instant,
+    /// What it delivers while busy (`rate.rs`; measured with two or more
+    /// paths: striping's shares).
+    pub rate: DeliveryRate,
 }
 
 /// The paths of one association, and the one its packets take now.
@@ -343,17 +355,35 @@ impl<A: Copy + PartialEq> Paths<A> {
         changed
     }
 
-    /// The current path made progress (new data acknowledged).
+    /// The current path made progress at `now` (new data acknowledged;
+    /// `flight` bytes left in flight).
     #[inline]
-    pub fn progress(&mut self, acked: u64) {
+    pub fn progress(&mut self, now: Instant, acked: u64, flight: u64) {
+        let several = self.list.len() > 1;
+        let busy = flight >= self.datagram as u64;
         let p = &mut self.list[self.current];
         p.errors = 0;
         p.bytes_acked += acked;
+        if several {
+            let stall = p.srtt().unwrap_or(Nanos::MAX);
+            p.rate.delivered(now, p.bytes_acked, busy, stall);
+        }
     }
 
     #[inline]
     pub fn sent(&mut self, bytes: u64) {
         self.list[self.current].bytes_sent += bytes;
+    }
+
+    /// DATA went on the current path at `now` (`idle`: with nothing in
+    /// flight before it).
+    #[inline]
+    pub fn data_at(&mut self, now: Instant, idle: bool) {
+        let p = &mut self.list[self.current];
+        p.last_data = now;
+        if idle {
+            p.rate.restart();
+        }
     }
 
     /// Path `i` failed at `now` (send error).
@@ -378,7 +408,16 @@ impl<A: Copy + PartialEq> Paths<A> {
         mut nonce: impl FnMut() -> u64,
         mut send: impl FnMut(Path<A>, u64),
     ) {
-        for p in self.list.iter_mut() {
+        for i in 0..self.list.len() {
+            if let Some(at) = self.idle_due(i, busy) {
+                if at <= now && self.idle_heartbeat(i, now) {
+                    let n = nonce();
+                    self.list[i].hb = Some((n, now));
+                    send(self.list[i].path, n);
+                }
+                continue;
+            }
+            let p = &mut self.list[i];
             let wanted = match p.state {
                 PathState::Unconfirmed => busy || p.tries < CONFIRM_TRIES,
                 PathState::Failed | PathState::Probing => busy,
@@ -406,6 +445,7 @@ impl<A: Copy + PartialEq> Paths<A> {
 
     /// When the next heartbeat of `due_heartbeats` is due (`busy` as there).
     pub fn next_heartbeat(&self, busy: bool) -> Option<Instant> {
+        let idle = (0..self.list.len()).filter_map(|i| self.idle_due(i, busy));
         self.list
             .iter()
             .filter(|p| match p.state {
@@ -414,6 +454,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                 PathState::Active => false,
             })
             .map(|p| p.next_probe)
+            .chain(idle)
             .chain(self.next_suspect())
             .min()
     }
@@ -447,6 +488,9 @@ impl<A: Copy + PartialEq> Paths<A> {
             p.state = PathState::Active;
             p.cc = self.fresh.clone();
         }
+        // (a small packet's round trip: the path's least, as the
+        // handshake's is the first path's)
+        p.cc.on_handshake_rtt(now, r);
         self.answered(now, i);
         Some(was_inactive)
     }
@@ -469,6 +513,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                 srtt: p.srtt(),
                 cwnd: p.cc.cwnd(),
                 pacing_rate: p.cc.pacing_rate(),
+                delivery_rate: Some(p.rate.get()).filter(|&r| r > 0),
                 bytes_sent: p.bytes_sent,
                 bytes_acked: p.bytes_acked,
                 errors: p.errors,
@@ -495,6 +540,8 @@ impl<A> OnePath<A> {
             tries: 0,
             suspect: false,
             alive: None,
+            last_data: Instant::ZERO,
+            rate: DeliveryRate::default(),
         }
     }
 

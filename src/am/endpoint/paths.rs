@@ -22,7 +22,9 @@ pub struct PeerPath {
     /// Smoothed round trip, ns (0: not measured).
     pub srtt_ns: u64,
     pub cwnd: u64,
-    /// cwnd / srtt, bytes per second (0 without a round trip).
+    /// The measured delivery rate while busy, bytes per second, where
+    /// one is measured (several paths, this one carried data); else
+    /// cwnd / srtt (0 without a round trip).
     pub rate: u64,
     pub bytes_sent: u64,
     pub bytes_acked: u64,
@@ -42,9 +44,10 @@ impl Endpoint {
                 .into_iter()
                 .map(|r| {
                     let srtt_ns = r.srtt.unwrap_or(0);
-                    let rate = match srtt_ns {
-                        0 => 0,
-                        t => (r.cwnd as u128 * 1_000_000_000 / t as u128) as u64,
+                    let rate = match (r.delivery_rate, srtt_ns) {
+                        (Some(d), _) => d,
+                        (None, 0) => 0,
+                        (None, t) => (r.cwnd as u128 * 1_000_000_000 / t as u128) as u64,
                     };
                     PeerPath {
                         rail: r.rail.0,

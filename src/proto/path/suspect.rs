@@ -55,17 +55,29 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.list.iter().position(|p| p.state == PathState::Active)
     }
 
-    /// A retransmission timeout on the current path: true when that makes
-    /// it suspect (`PATH_MAX_RETRANS` in a row, and another path exists):
-    /// its packets move to another (`Peer::failover`), its heartbeat is
-    /// due at once.
-    pub fn timed_out(&mut self, now: Instant, probe: Nanos) -> bool {
+    /// A retransmission timeout of a packet path `i` carried (the current
+    /// path's, or a striped lane's): true when that makes it suspect
+    /// (`PATH_MAX_RETRANS` in a row, and another path exists): its packets
+    /// move to another (`Peer::failover` for the current path, else
+    /// `Peer::lane_failed`), its heartbeat is due at once. No failure is
+    /// told then: only the evidence rule fails it.
+    pub fn timed_out_on(&mut self, i: usize, now: Instant, probe: Nanos) -> bool {
         let n = self.list.len();
-        let p = &mut self.list[self.current];
+        let Some(p) = self.list.get_mut(i) else {
+            return false;
+        };
         p.errors += 1;
         if p.errors < PATH_MAX_RETRANS || p.state != PathState::Active || p.suspect || n < 2 {
             return false;
         }
+        self.suspect(i, now, probe);
+        true
+    }
+
+    /// Path `i` (active) is suspect from `now`: its heartbeat, with a
+    /// fresh nonce, is due at once, the next `probe` on.
+    pub(super) fn suspect(&mut self, i: usize, now: Instant, probe: Nanos) {
+        let p = &mut self.list[i];
         p.suspect = true;
         p.alive = None;
         p.hb = None;
@@ -73,7 +85,6 @@ impl<A: Copy + PartialEq> Paths<A> {
         p.interval = probe;
         p.next_probe = now;
         self.suspects = true;
-        true
     }
 
     /// The peer answered at `now` (new data acknowledged on the current

@@ -131,6 +131,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
         if was_current {
             self.failover(now, cx);
+        } else {
+            self.lane_failed(now, i, cx);
         }
         self.arm_paths(now);
     }
