@@ -172,7 +172,7 @@ pub struct Paths<A> {
     /// came in on, when that path is active.
     answer: Option<usize>,
     /// A new path's congestion controller, as it starts.
-    fresh: Congestion,
+    fresh: (bool, usize, u64),
     /// The largest datagram the association's paths carry whole.
     pub datagram: usize,
     /// Whether any path is suspect (`suspect.rs`: hearing the peer costs
@@ -191,7 +191,7 @@ impl<A: Copy + PartialEq> Paths<A> {
             list: vec![first],
             current: 0,
             answer: None,
-            fresh: cc,
+            fresh: cc.settings(),
             datagram,
             suspects: false,
         }
@@ -315,7 +315,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                     rail: Rail(r as u8),
                 };
                 if self.find(&path).is_none() {
-                    let mut p = OnePath::new(path, self.fresh.clone(), PathState::Unconfirmed);
+                    let mut p = OnePath::new(path, self.fresh_cc(), PathState::Unconfirmed);
                     p.next_probe = now;
                     p.interval = probe;
                     self.list.push(p);
@@ -345,6 +345,12 @@ impl<A: Copy + PartialEq> Paths<A> {
         (0..self.list.len())
             .filter(|&i| self.usable(i))
             .min_by_key(|&i| key(i))
+    }
+
+    /// A new (or recovered) path's congestion controller, as it starts.
+    fn fresh_cc(&self) -> Congestion {
+        let (on, datagram, flight) = self.fresh;
+        Congestion::new(on, datagram, flight)
     }
 
     /// Moves the association to path `i`; true when it changed.
@@ -472,6 +478,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         probe: Nanos,
     ) -> Option<bool> {
         let i = self.find(path)?;
+        let fresh = self.fresh_cc();
         let p = &mut self.list[i];
         let (n, sent) = p.hb?;
         if n != nonce {
@@ -486,7 +493,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         let was_inactive = p.state != PathState::Active;
         if was_inactive {
             p.state = PathState::Active;
-            p.cc = self.fresh.clone();
+            p.cc = fresh;
         }
         // (a small packet's round trip: the path's least, as the
         // handshake's is the first path's)
