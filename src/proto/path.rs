@@ -478,7 +478,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         probe: Nanos,
     ) -> Option<bool> {
         let i = self.find(path)?;
-        let fresh = self.fresh_cc();
+        let (on, datagram, flight) = self.fresh;
         let p = &mut self.list[i];
         let (n, sent) = p.hb?;
         if n != nonce {
@@ -493,7 +493,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         let was_inactive = p.state != PathState::Active;
         if was_inactive {
             p.state = PathState::Active;
-            p.cc = fresh;
+            p.cc = Congestion::new(on, datagram, flight);
         }
         // (a small packet's round trip: the path's least, as the
         // handshake's is the first path's)
