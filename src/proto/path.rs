@@ -224,7 +224,13 @@ impl<A: Copy + PartialEq> Paths<A> {
     /// came in on when it is active, else the current path.
     #[inline]
     pub fn answer(&self) -> Path<A> {
-        self.list[self.answer.unwrap_or(self.current)].path
+        self.list[self.answer_index()].path
+    }
+
+    /// The index of `answer`'s path.
+    #[inline]
+    pub fn answer_index(&self) -> usize {
+        self.answer.unwrap_or(self.current)
     }
 
     /// The current path's congestion controller.

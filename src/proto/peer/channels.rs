@@ -56,7 +56,8 @@ impl<A: Copy + PartialEq> Peer<A> {
             lane: self.assoc.paths.current_index() as u8,
             ..t
         };
-        let seal = self.same_host.as_ref().unwrap_or(&self.assoc.tx);
+        let on = self.assoc.paths.current_index();
+        let seal = seal_on(&self.same_host, &self.assoc.tx, on);
         let before = self.tx[ch].outstanding;
         let idle = self.in_flight() == 0;
         if let Some(d) = self.tx[ch].transmit(now, &t, &mut gate, path, seal, cx.out) {
@@ -241,6 +242,12 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
     }
 
+    /// How an answer (ACK, NACK) is sealed: for the path it takes.
+    #[inline]
+    fn answer_sealing(&self) -> &Integrity {
+        self.sealing_on(self.assoc.paths.answer_index())
+    }
+
     /// Sends the ACK of receive channel `ch` (with its SACK bitmap).
     pub fn send_ack(&mut self, ch: usize, cx: &mut Ctx<'_, A>) {
         let c = self.control_header(ch);
@@ -248,7 +255,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let dup = std::mem::take(&mut self.rx[ch].dup);
         let out = &mut *cx.out;
         let start = out.start();
-        wire::encode_ack_dup(&mut out.bytes, self.sealing(), &c, sack, dup);
+        wire::encode_ack_dup(&mut out.bytes, self.answer_sealing(), &c, sack, dup);
         out.stats.acks_sent += 1;
         out.push(self.assoc.paths.answer(), start);
         self.rx[ch].ack_paid();
@@ -258,7 +265,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     pub(super) fn send_nack(&mut self, ch: usize, last: bool, cx: &mut Ctx<'_, A>) {
         let c = self.control_header(ch);
         let start = cx.out.start();
-        wire::encode_nack(&mut cx.out.bytes, self.sealing(), &c, last);
+        wire::encode_nack(&mut cx.out.bytes, self.answer_sealing(), &c, last);
         cx.out.stats.nacks_sent += 1;
         cx.out.push(self.assoc.paths.answer(), start);
     }

@@ -186,14 +186,22 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
     }
 
-    /// Nothing in flight: the next packets take the best active path.
+    /// Nothing in flight: the next packets take the best active path; a
+    /// same-host peer's, the name's path while it is usable (its ring: a
+    /// faster round trip measured on another rail is UDP's, not the
+    /// ring's, and the ring's seal passes only through the ring).
     #[inline]
     pub(super) fn choose_path(&mut self) {
         if self.assoc.paths.single() {
             // the one path is current (and where answers go) already
             return;
         }
-        if let Some(i) = self.assoc.paths.best() {
+        let ring = self.same_host.is_some() && self.assoc.paths.usable(0);
+        if let Some(i) = if ring {
+            Some(0)
+        } else {
+            self.assoc.paths.best()
+        } {
             self.assoc.paths.switch_to(i);
         }
     }
