@@ -1,6 +1,8 @@
 //! The PNG of `ramp bench --rails --plot FILE.png`, two panels over the
 //! same time axis: above, Mbit/s sent on each path (one line per path that
-//! carried data); below, the total of new data acknowledged. On both, the
+//! carried data); below, the total of new data acknowledged and what each
+//! rail's link sent (the kernel's counters: a path goes out on the link
+//! its remote address is routed to). On both, the
 //! path events as vertical lines (failed red, recovered green, partitioned
 //! purple, rejoined blue; a rail's link going down black, up grey), labelled at the top of the upper panel, one
 //! label per kind and sample ("failed x2": two paths failed between the
@@ -10,8 +12,9 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::bench_rails::Trace;
+use crate::bench_rails_trace::Trace;
 use crate::loggp_plot::load_font;
+use crate::plot_lines::{legend, line};
 
 /// A line of a panel: its name, colour and points (seconds, Mbit/s).
 type Line = (String, RGBAColor, Vec<(f64, f64)>);
@@ -56,7 +59,7 @@ fn panel(
         .iter()
         .flat_map(|l| l.2.iter().map(|p| p.1))
         .fold(1.0f64, f64::max)
-        * if labels { 1.35 } else { 1.1 };
+        * if labels { 1.6 } else { 1.1 };
     let mut b = ChartBuilder::on(area);
     b.margin(12)
         .x_label_area_size(if text { 40 } else { 5 })
@@ -93,7 +96,7 @@ fn panel(
             _ => 0,
         };
         if text && labels {
-            let y = y_max * (0.97 - 0.06 * (row % 4) as f64);
+            let y = y_max * (0.97 - 0.055 * (row % 6) as f64);
             let label = match n {
                 1 => format!(" {what}"),
                 n => format!(" {what} x{n}"),
@@ -108,26 +111,9 @@ fn panel(
         }
     }
     for (name, color, pts) in lines {
-        let color = *color;
-        let s = chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-            .map_err(e)?;
-        if text {
-            s.label(name.clone()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        }
+        line(&mut chart, text, name, *color, pts.iter().copied())?;
     }
-    if text {
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(e)?;
-    }
+    legend(&mut chart, text, 13, SeriesLabelPosition::LowerRight)?;
     Ok(())
 }
 
@@ -155,11 +141,21 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
             )
         })
         .collect();
-    let total = vec![(
+    let mut total = vec![(
         "total acknowledged".to_string(),
         BLACK.to_rgba(),
         tr.rows.iter().map(|(t, _, v)| (*t, *v)).collect(),
     )];
+    // what each rail's link sent (the kernel's counters), thin and pale
+    for (c, (rail, iface)) in tr.links.iter().enumerate() {
+        let pts = tr.rows.iter().zip(&tr.link_rows);
+        let pts = pts.map(|(r, l)| (r.0, l.get(c).copied().unwrap_or(0.0)));
+        total.push((
+            format!("sent on rail {rail}'s link {iface}"),
+            Palette99::pick(c + 10).mix(0.7),
+            pts.collect(),
+        ));
+    }
     let marks = marks(tr);
     let (upper, lower) = root.split_vertically(560);
     panel(
@@ -174,7 +170,7 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
     panel(
         &lower,
         text,
-        "new data acknowledged, all paths",
+        "new data acknowledged, all paths; sent on each rail's link (kernel counters)",
         t_end,
         &total,
         &marks,
