@@ -56,8 +56,9 @@
 #     --runs N      runs of each case; medians printed (default 3)
 #     --rate RATE   tc rate of each link (default 200mbit; "off": unshaped)
 #     --rate2 RATE  tc rate of rail1 alone (default: RATE; unequal rails)
-#     --xfer BYTES  link_load's transfer size (default 65536; striping
-#                   starts at RAMP_STRIPE_MIN, 262144)
+#     --xfer BYTES  link_load's transfer size (default 65536 in the events
+#                   case, 1048576 in the throughput case, as issue 38's
+#                   targets; striping starts at RAMP_STRIPE_MIN, 262144)
 #     --settle S    seconds between events (default 3)
 #     --part S      seconds both links are down (default 3; keep it below
 #                   RAMP_PEER_TIMEOUT_MS, 10 s by default)
@@ -74,7 +75,7 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NSP=rrb NET=10.92
-RUNS=3 RATE=200mbit RATE2= XFER=65536 SETTLE=3 PART=3 SECS=5 CASES=events,throughput,plot,rtt PLOT=rails-failover.png ITERS=20000
+RUNS=3 RATE=200mbit RATE2= XFER= SETTLE=3 PART=3 SECS=5 CASES=events,throughput,plot,rtt PLOT=rails-failover.png ITERS=20000
 
 die() { echo "rails-bench: $*" >&2; exit 2; }
 log() { echo "rails-bench: $*" >&2; }
@@ -126,7 +127,7 @@ job() {
     timeout -k 5 300 "$BIN/ramp-run" -n 2 --master-ip "$MASTER_IP" \
         --wrap "$WRAP" \
         -x RAMP_TRANSPORT=udp -x "RAMP_RAILS=$rails" \
-        "$BIN/examples/link_load" --xfer "$XFER" "$@" >"$out" 2>"$out.err" </dev/null &
+        "$BIN/examples/link_load" "$@" >"$out" 2>"$out.err" </dev/null &
     JOB=$!
 }
 
@@ -165,7 +166,7 @@ events_run() {
     mkdir -p "$dir"
     net
     sampler "$dir/links"
-    job "$dir/out" eth0,rail1 --secs 100000 --progress-ms 20 --stop-file "$dir/stop"
+    job "$dir/out" eth0,rail1 --xfer "${XFER:-65536}" --secs 100000 --progress-ms 20 --stop-file "$dir/stop"
     sequence "$dir"
     log "events run $r (carrier: rail $c): exit $(cat "$dir/rc"); $(grep -E 'link_load: (PASS|FAIL)' "$dir/out")"
 }
@@ -238,39 +239,33 @@ plot_run() {
     sed 's/^/rails-bench: outside event (unix_ms what rail): /' "$dir/events"
 }
 
-# short round trips over one rail and over two, alternated
-rtt_run() {
-    local r=$1 rails dir
+# one_and_two KIND R: run R of KIND (tput: link_load's goodput; rtt: short
+# round trips) over one rail, then over two
+one_and_two() {
+    local kind=$1 r=$2 rails dir what
     for rails in eth0 eth0,rail1; do
-        dir="$TMP/rtt$r-${rails/,/+}"
+        dir="$TMP/$kind$r-${rails/,/+}"
         mkdir -p "$dir"
         net
-        rails_job "$dir" "$rails" --rtt "$ITERS"
+        if [[ $kind == rtt ]]; then
+            rails_job "$dir" "$rails" --rtt "$ITERS" && what='bench-rails: rtt'
+        else
+            job "$dir/out" "$rails" --xfer "${XFER:-1048576}" --secs "$SECS" --progress-ms 0 &&
+                what='link_load: total'
+        fi
         wait "$JOB"; echo "$?" >"$dir/rc"
-        log "rtt run $r over $rails: exit $(cat "$dir/rc"); $(grep 'bench-rails: rtt' "$dir/out")"
-    done
-}
-
-throughput_run() {
-    local r=$1 rails dir
-    for rails in eth0 eth0,rail1; do
-        dir="$TMP/tput$r-${rails/,/+}"
-        mkdir -p "$dir"
-        net
-        job "$dir/out" "$rails" --secs "$SECS" --progress-ms 0
-        wait "$JOB"; echo "$?" >"$dir/rc"
-        log "throughput run $r over $rails: exit $(cat "$dir/rc"); $(grep 'link_load: total' "$dir/out")"
+        log "$kind run $r over $rails: exit $(cat "$dir/rc"); $(grep "$what" "$dir/out")"
     done
 }
 
 echo "rails-bench: load before: $(uptime)"
 for (( r = 1; r <= RUNS; r++ )); do
     [[ ",$CASES," == *,events,* ]] && events_run "$r"
-    [[ ",$CASES," == *,throughput,* ]] && throughput_run "$r"
+    [[ ",$CASES," == *,throughput,* ]] && one_and_two tput "$r"
     [[ ",$CASES," == *,plot,* ]] && plot_run "$r"
-    [[ ",$CASES," == *,rtt,* ]] && rtt_run "$r"
+    [[ ",$CASES," == *,rtt,* ]] && one_and_two rtt "$r"
 done
-echo "rails-bench: $0 --ns $NSP:$NET --runs $RUNS --rate $RATE${RATE2:+ --rate2 $RATE2} --xfer $XFER --settle $SETTLE --part $PART --secs $SECS --iters $ITERS --cases $CASES"
+echo "rails-bench: $0 --ns $NSP:$NET --runs $RUNS --rate $RATE${RATE2:+ --rate2 $RATE2}${XFER:+ --xfer $XFER} --settle $SETTLE --part $PART --secs $SECS --iters $ITERS --cases $CASES"
 echo "rails-bench: load after: $(uptime)"
 echo "rails-bench: outputs kept in $TMP"
 python3 "$ROOT/scripts/rails-bench-table.py" "$TMP" "$SETTLE" "$RATE"

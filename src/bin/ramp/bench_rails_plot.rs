@@ -43,6 +43,33 @@ fn marks(tr: &Trace) -> Vec<(f64, &str, usize)> {
     marks
 }
 
+/// The events' labels, each in the first of `LABEL_ROWS` rows where it
+/// does not run into the label before it (a label's width guessed from
+/// its length: 7 pixels a character of 1300 for the whole time axis):
+/// (row, time, text, colour).
+fn label_rows(marks: &[(f64, &str, usize)], t_end: f64) -> Vec<(usize, f64, String, RGBColor)> {
+    const LABEL_ROWS: usize = 6;
+    let mut free_from = [f64::MIN; LABEL_ROWS];
+    let mut out = Vec::new();
+    for &(t, what, n) in marks {
+        let label = match n {
+            1 => format!(" {what}"),
+            n => format!(" {what} x{n}"),
+        };
+        let width = label.len() as f64 * 7.0 / 1300.0 * t_end;
+        let row = (0..LABEL_ROWS)
+            .find(|&r| free_from[r] <= t)
+            .unwrap_or_else(|| {
+                (0..LABEL_ROWS)
+                    .min_by(|&a, &b| free_from[a].total_cmp(&free_from[b]))
+                    .unwrap_or(0)
+            });
+        free_from[row] = t + width;
+        out.push((row, t, label, event_color(what)));
+    }
+    out
+}
+
 /// One panel: `lines` (name, colour, points) against time, the events
 /// marked (labelled when `labels`).
 fn panel(
@@ -80,33 +107,20 @@ fn panel(
             .draw()
             .map_err(e)?;
     }
-    let mut row = 0;
-    for (k, &(t, what, n)) in marks.iter().enumerate() {
-        let c = event_color(what);
+    for &(t, what, _) in marks {
         chart
             .draw_series(std::iter::once(PathElement::new(
                 vec![(t, 0.0), (t, y_max)],
-                c.stroke_width(1),
+                event_color(what).stroke_width(1),
             )))
             .map_err(e)?;
-        // staggered when close to the one before, so that labels stay readable
-        row = match k {
-            0 => 0,
-            _ if t - marks[k - 1].0 < t_end / 40.0 => row + 1,
-            _ => 0,
-        };
-        if text && labels {
-            let y = y_max * (0.97 - 0.055 * (row % 6) as f64);
-            let label = match n {
-                1 => format!(" {what}"),
-                n => format!(" {what} x{n}"),
-            };
+    }
+    if text && labels {
+        for (row, t, label, c) in label_rows(marks, t_end) {
+            let y = y_max * (0.97 - 0.055 * row as f64);
+            let font = ("sans-serif", 13).into_font().color(&c);
             chart
-                .draw_series(std::iter::once(Text::new(
-                    label,
-                    (t, y),
-                    ("sans-serif", 13).into_font().color(&c),
-                )))
+                .draw_series(std::iter::once(Text::new(label, (t, y), font)))
                 .map_err(e)?;
         }
     }
@@ -178,4 +192,59 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
     )?;
     root.present().map_err(e)?;
     Ok(font)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench_rails_trace::PathKey;
+
+    #[test]
+    fn close_labels_take_other_rows_and_far_ones_the_first() {
+        let marks = [
+            (1.0, "link rail1 down", 1),
+            (1.05, "failed", 2),
+            (1.1, "partitioned", 1),
+            (5.0, "recovered", 1),
+        ];
+        let rows: Vec<(usize, String)> = label_rows(&marks, 10.0)
+            .into_iter()
+            .map(|(r, _, l, _)| (r, l))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (0, " link rail1 down".into()),
+                (1, " failed x2".into()),
+                (2, " partitioned".into()),
+                (0, " recovered".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_trace_is_drawn_to_a_png() {
+        let key = |r: u8| PathKey {
+            rail: r,
+            local: format!("10.0.{r}.1:1").parse().unwrap(),
+            remote: format!("10.0.{r}.2:1").parse().unwrap(),
+        };
+        let tr = Trace {
+            paths: vec![key(0), key(1)],
+            rows: (1..40)
+                .map(|i| (i as f64 * 0.05, vec![100.0, (i % 7) as f64 * 10.0], 150.0))
+                .collect(),
+            events: vec![
+                (1.0, "link rail1 down", "rail1".into()),
+                (1.0, "failed", "-".into()),
+            ],
+            links: vec![(0, "eth0".into()), (1, "rail1".into())],
+            link_rows: (1..40).map(|_| vec![100.0, 50.0]).collect(),
+        };
+        let f = std::env::temp_dir().join(format!("ramp-rails-plot-{}.png", std::process::id()));
+        write(f.to_str().unwrap(), None, &tr).unwrap();
+        let png = std::fs::read(&f).unwrap();
+        let _ = std::fs::remove_file(&f);
+        assert_eq!(&png[1..4], b"PNG");
+    }
 }
