@@ -113,7 +113,8 @@ fn rail_rate(per_rail: &[Vec<f64>], rail: usize, given: Option<f64>) -> f64 {
 /// file), in the order of their link events; `rate`: each rail's rate in
 /// Mbit/s when known (else measured). "Carrying" is at least half the
 /// rate for failover (the target's words) and a tenth for rejoin and
-/// resume (traffic: data, not probes).
+/// resume (traffic: data, not probes). A link going down with every other
+/// one following it within 1 s is a partition's start: no failover.
 pub fn figures(tr: &Trace, rate: Option<f64>) -> Vec<Figure> {
     let links = link_events(tr);
     let rails = tr
@@ -151,13 +152,13 @@ pub fn figures(tr: &Trace, rate: Option<f64>) -> Vec<Figure> {
             let ms = first(t, next, &|i| {
                 others.iter().any(|&j| per_rail[i][j] >= half(j))
             });
-            // the other links went down too before any crossing: a
-            // partition's start, not a failover
-            let partition_next = links[n + 1..]
-                .iter()
-                .take_while(|l| l.0 <= next)
-                .any(|l| !l.2 && others.contains(&(l.1 as usize)));
-            if ms.is_some() || !partition_next {
+            // every other link going down too (within 1 s, before any
+            // comes back): a partition's start, not a failover
+            let mut still_up = others.clone();
+            for l in links[n + 1..].iter().take_while(|l| !l.2 && l.0 <= t + 1.0) {
+                still_up.retain(|&j| j != l.1 as usize);
+            }
+            if !still_up.is_empty() {
                 let threshold = others.iter().map(|&j| half(j)).fold(f64::MAX, f64::min);
                 out.push(Figure {
                     kind: "failover",
@@ -227,7 +228,8 @@ mod tests {
         // (seen at 0.10); rail 0 reaches 50 (half its given rate 100) at
         // 0.25; rail 1 up at 0.30, carries 10 (a tenth) at 0.40; both
         // down at 0.45 and 0.50, up at 0.60 and 0.65; data acknowledged
-        // again at 0.75
+        // again at 0.75 (rail 1 still sends 60 at 0.50, when it goes down
+        // too: the partition's start, no failover)
         let rows = [
             (100.0, 100.0, 200.0),
             (100.0, 0.0, 100.0), // 0.10
@@ -238,7 +240,7 @@ mod tests {
             (100.0, 5.0, 100.0), // 0.35
             (100.0, 10.0, 110.0),
             (100.0, 50.0, 150.0), // 0.45
-            (0.0, 0.0, 0.0),
+            (0.0, 60.0, 60.0),
             (0.0, 0.0, 0.0), // 0.55
             (0.0, 0.0, 0.0),
             (0.0, 0.0, 0.0), // 0.65
@@ -261,7 +263,8 @@ mod tests {
             [
                 ("failover", 1, Some(150)),
                 ("rejoin", 1, Some(100)),
-                // (rail 0 down, rail 1 down next: a partition, no failover)
+                // (rail 0 down, rail 1 down 50 ms later: a partition, no
+                // failover)
                 ("rejoin", 0, Some(150)),
                 ("resume", 0, Some(150)),
                 ("rejoin", 1, Some(50)),
