@@ -1165,7 +1165,7 @@ def _poll_bundle(b: "Bundle") -> None:
             d = s.pollers[h] = _Poller(s, h, tid)
     if d is not None:
         b._poller = d
-    rc = _drain_play(s, b, 0)
+    rc = _play(s, 0, b, 0)
     if rc or s.pending:
         _after(rc, "ramp_Drain")
 
@@ -1192,7 +1192,7 @@ def _wait(
     # round (up to one chunk later): a clock read less on the round trip
     t0 = None if timeout is None else time.monotonic()
     if _don is not None and not s.depth and spin >= _SPIN_CHUNK_S:
-        rc = _drain_play(s, b)
+        rc = _play(s, 0, b)
         if rc or s.pending:
             _after(rc, "ramp_DrainWait")
         if until():
@@ -1226,7 +1226,7 @@ def _wait_loop(
         if drains and not s.depth:  # _wait_bundle, here (one call less per message)
             if b._hp is None:
                 raise RampError("the bundle is closed")
-            rc = _drain_play(s, b, spin_us)
+            rc = _play(s, 0, b, spin_us)
             if rc or s.pending:
                 _after(rc, "ramp_DrainWait")
         else:
@@ -1261,22 +1261,6 @@ _head = _MSG_HEAD.unpack_from
 _refs = sys.getrefcount
 
 
-def _drain_play(s: _ThreadState, b: "Bundle", spin_us: int = _SPIN_CHUNK_US) -> int:
-    """Drains bundle b (ramp_DrainOn: ramp_DrainWait, spinning in the library up to
-    spin_us microseconds while nothing arrives; 0: one ramp_Drain), then plays the
-    drained messages' handlers here (_play); returns the call's code."""
-    h = b._handle
-    if s.drain_eb != h:
-        s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
-    # the count, or minus the error code (the count then in the struct)
-    n = _don(s.drain_p) if spin_us == _SPIN_CHUNK_US else _drain_other(s, spin_us)
-    if n > 0:
-        _play(s, n)
-    elif n:
-        return _drain_failed(s, n, s.drain_i if spin_us else s.poll_i)
-    return 0
-
-
 def _drain_failed(s: _ThreadState, n: int, di: memoryview) -> int:
     """A drain that returned minus an error code ``n``: plays the messages it handed
     out all the same (their count in its struct, ``di``), returns the code."""
@@ -1286,8 +1270,13 @@ def _drain_failed(s: _ThreadState, n: int, di: memoryview) -> int:
     return -n
 
 
-def _play(s: _ThreadState, n: int) -> None:
-    """Plays the n (> 0) messages of this thread's last drain (s.msgs) here, in order.
+def _play(
+    s: _ThreadState, n: int, b: Optional["Bundle"] = None, spin_us: int = _SPIN_CHUNK_US
+) -> int:
+    """Plays the n (> 0) messages of this thread's last drain (s.msgs) here, in order;
+    n 0: drains bundle b first (ramp_DrainOn: ramp_DrainWait, spinning in the library
+    up to spin_us microseconds while nothing arrives; 0: one ramp_Drain) and plays
+    what it handed out.  Returns the drain's error code (0: none).
     A request not replied to by its handler is ended (ramp_DrainEnd: its automatic
     reply) as soon as the handler returns, as AM_Poll would.  (The hot path of every
     Python receive, kept lean: every instruction between the drain's return and the
@@ -1295,11 +1284,26 @@ def _play(s: _ThreadState, n: int) -> None:
     handler of as many arguments, found in the endpoint's ``_quick`` table, is played
     from the record's head alone, with the thread's spare Token (below); anything else
     reads the whole record, in _play_one.)"""
+    rc = i = 0
     msgs = s.msgs_view
-    i = 0
-    # depth counts this thread's running handlers (a poll inside one uses AM_Poll)
+    # depth counts this thread's running handlers (a poll inside one uses AM_Poll); a
+    # drain runs none, so it is raised before one, off the way to the first handler
     s.depth += 1
     try:
+        if not n:
+            h = b._handle  # type: ignore[union-attr]
+            if s.drain_eb != h:
+                s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
+            # the count, or minus the error code (the count then in the struct)
+            if spin_us == _SPIN_CHUNK_US:
+                n = _don(s.drain_p)
+            else:
+                n = _drain_other(s, spin_us)
+            if n <= 0:
+                if not n:
+                    return 0
+                rc = -n
+                n = (s.drain_i if spin_us else s.poll_i)[5]
         while i < n:
             tp, eid, a0, a1, kind = _head(msgs, i * 112)  # 112: _MSG_SIZE
             try:
@@ -1327,7 +1331,6 @@ def _play(s: _ThreadState, n: int) -> None:
                 tok._ptr = tp
                 tok._ep = ep
                 tok._idx = i
-            i += 1
             try:
                 if kind & 0x30000 == 0x10000:  # nargs 1
                     fn(tok, a0)
@@ -1350,6 +1353,7 @@ def _play(s: _ThreadState, n: int) -> None:
                     tok._replied = False
                 else:
                     _end_request(tp)
+            i += 1
     except BaseException:
         # raised between a handler's return and its token's check above (say a
         # KeyboardInterrupt): the spare token may be kept: expired, not reused
@@ -1362,6 +1366,7 @@ def _play(s: _ThreadState, n: int) -> None:
     finally:
         s.depth -= 1
         s.count += n  # after the handlers: nothing on the way to the first one
+    return rc
 
 
 def _end_request(tp: int) -> None:
@@ -2152,7 +2157,7 @@ class Endpoint:
         t0 = None if timeout is None else time.monotonic()  # as _wait
         s = _tls.s
         if _don is not None and not s.depth:
-            rc = _drain_play(s, b)
+            rc = _play(s, 0, b)
             if rc or s.pending:
                 _after(rc, "ramp_DrainWait")
             if until():

@@ -489,7 +489,7 @@ mod tests {
     #[test]
     fn a_descriptor_of_another_thread_is_refused_untouched() {
         let mine = ramp_DrainThread();
-        let other = std::thread::spawn(ramp_DrainThread).join().unwrap();
+        let other = std::thread::spawn(|| ramp_DrainThread()).join().unwrap();
         assert!(mine > 0 && other > 0 && mine != other, "{mine} {other}");
         assert_eq!(ramp_DrainThread(), mine, "a thread keeps its id");
         // a bad descriptor (no bundle): refused before it is looked at, count
