@@ -129,7 +129,7 @@ fn gathered_datagrams_come_out_in_their_pieces_and_pop_joined() {
             off,
             len: 50,
         };
-        o.push_gathered(on(to), s, t, piece);
+        o.push_gathered(on(to), s, t, piece, false);
     }
     let s = o.start();
     o.bytes.extend_from_slice(b"plain");
@@ -156,7 +156,7 @@ fn gathered_datagrams_come_out_in_their_pieces_and_pop_joined() {
         off: 10,
         len: 5,
     };
-    o.push_gathered(on(7), s, t, piece);
+    o.push_gathered(on(7), s, t, piece, false);
     let mut buf = Vec::new();
     assert_eq!(o.pop(&mut buf), Some(7));
     assert_eq!(buf, [&b"head"[..], &m.payload[10..15]].concat());
