@@ -151,8 +151,9 @@ impl<A> Outbox<A> {
         self.stats.packets_sent += 1;
         self.stats.total_bytes_sent += len as u64;
         let bundles = crate::wire::association_vtag(&self.bytes[start..]).is_some();
-        let data = self.bytes[start + crate::wire::layout::TYPE_AT]
-            == crate::wire::PacketType::Data as u8;
+        let data = bundles
+            && self.bytes.get(start + crate::wire::layout::TYPE_AT)
+                == Some(&(crate::wire::PacketType::Data as u8));
         self.transmits.push_back(Tx {
             to,
             head: len as u32,
