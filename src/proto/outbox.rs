@@ -65,7 +65,11 @@ struct Tx<A> {
 /// trailer); else it goes alone, as a handshake packet does. The send
 /// channel cuts a large fragment to the room the bundle leaves
 /// (`open_room`), so a message's small last fragment and the next one's
-/// first share a datagram, full: one datagram fewer per message.
+/// first share a datagram, full: one datagram fewer per message; but the
+/// first fragment of a long user message ends no bundle holding DATA
+/// (`push_gathered`: the receiver places it only with nothing delivered
+/// ahead of it). Under CRC32C its 64-byte head goes whole
+/// (`ProtoConfig::cut`) and bundles as before.
 /// The outbox holds nothing back itself: what one drain finds is joined
 /// (the AM layer may let small requests queue up first: `am/batch.rs`).
 pub(super) struct Outbox<A> {
