@@ -33,19 +33,6 @@ use crate::time::Instant;
 /// tell the two apart: the host's copy times varied 2x between runs).
 pub const CONNECTED_MAX: usize = 4096;
 
-/// A received datagram (or GRO train) of at least this many bytes is bulk:
-/// the receives after it take one datagram each, until a smaller one comes
-/// (`recv_batch`). A long message's bytes go straight into the segment
-/// only when no delivered message waits for its handler ahead of it
-/// (`am/messages/placement.rs`); a batch of large datagrams took the second
-/// message's behind the first's, unplaced, and copied it once more at its
-/// dispatch (a 1 MiB message's whole, when only its first fragment came
-/// so). One datagram per receive lets the dispatch run between them: a
-/// system call per 16 KiB or more costs less than the copy it saves.
-pub const BULK_DATAGRAM: usize = 16 * 1024;
-/// Receives of one datagram each after a bulk one (`BULK_DATAGRAM`).
-const BULK_SINGLES: u8 = 4;
-
 pub struct UdpTransport {
     sock: UdpSocket,
     local: SocketAddr,
@@ -55,9 +42,6 @@ pub struct UdpTransport {
     want: usize,
     /// Receives of one datagram in a row.
     singles: u32,
-    /// Receives still to take one datagram each since the last bulk one
-    /// (`bulk_next`).
-    bulk_left: u8,
     /// The last destination of `send`, and it in the kernel's form: kept
     /// for the next send to the same peer (a round trip's, the usual case),
     /// which is made without converting it again.
@@ -108,7 +92,6 @@ impl UdpTransport {
             sender: BatchSender::new(),
             want: 1,
             singles: 0,
-            bulk_left: 0,
             last_to: local,
             last_raw: SockAddr::from(local),
             conns: Conns::new(buffer, false),
@@ -196,23 +179,6 @@ impl UdpTransport {
         }
     }
 
-    /// After a receive that found a `bulk` datagram (`BULK_DATAGRAM`), the
-    /// next `BULK_SINGLES` take one each: the burst's messages are handled
-    /// one by one, and the small datagrams between them (their answers,
-    /// ACKs) do not bring the next one in behind a delivered message.
-    #[inline]
-    fn bulk_next(&mut self, bulk: bool) {
-        if bulk {
-            self.bulk_left = BULK_SINGLES;
-        } else if self.bulk_left == 0 {
-            return;
-        } else {
-            self.bulk_left -= 1;
-        }
-        self.want = 1;
-        self.singles = 0;
-    }
-
     /// Sets the next receive's size from what the last one, of `want`,
     /// found (`recv_batch`).
     fn found(&mut self, want: usize, n: usize) {
@@ -291,11 +257,9 @@ impl Transport for UdpTransport {
         let want = self.want;
         if want == 1 && !self.offload.gro {
             let buf = self.batch.slot(0);
-            let mut bulk = false;
             let n = loop {
                 match self.sock.recv_from(buf) {
                     Ok((len, from)) => {
-                        bulk = len >= BULK_DATAGRAM;
                         each(Some((&buf[..len], from)));
                         break 1;
                     }
@@ -312,7 +276,6 @@ impl Transport for UdpTransport {
                 return Ok(self.after_empty(each));
             }
             self.empty = 0;
-            self.bulk_next(bulk);
             return Ok(n);
         }
         let n = self.batch.recv(self.sock.as_raw_fd(), want)?;
@@ -321,19 +284,17 @@ impl Transport for UdpTransport {
             return Ok(self.after_empty(each));
         }
         self.empty = 0;
-        let (mut got, mut bulk) = (0, false);
+        let mut got = 0;
         for i in 0..n {
             match self.batch.datagram(i) {
                 // (one datagram: as `segments` would give it, without the
                 // iterator)
                 (Some(d), Some(from), None) => {
-                    bulk |= d.len() >= BULK_DATAGRAM;
                     each(Some((d, from)));
                     got += 1;
                 }
                 // (GRO: several datagrams back to back, each on its own)
                 (Some(d), Some(from), gro) => {
-                    bulk |= d.len() >= BULK_DATAGRAM;
                     for seg in segments(d, gro) {
                         each(Some((seg, from)));
                         got += 1;
@@ -345,7 +306,6 @@ impl Transport for UdpTransport {
                 }
             }
         }
-        self.bulk_next(bulk);
         Ok(got)
     }
 

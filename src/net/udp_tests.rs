@@ -47,43 +47,6 @@ fn receives_grow_only_in_a_burst() {
     assert_eq!(wait_for(&mut t), 1);
 }
 
-/// After a datagram of `BULK_DATAGRAM` bytes or more, receives take one
-/// datagram each (the dispatch runs between a burst's long messages, which
-/// are then placed, not buffered), for `BULK_SINGLES` receives after the
-/// last; then batches grow again as for any burst.
-#[test]
-fn bulk_datagrams_are_received_one_at_a_time() {
-    let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 4 << 20).unwrap();
-    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let to = t.local_addr();
-    let recv = |t: &mut UdpTransport| loop {
-        crate::sys::wait_readable(&[t.fd()], 1000);
-        let mut lens = Vec::new();
-        t.recv_batch(&mut |d| lens.push(d.map_or(0, |(b, _)| b.len())))
-            .unwrap();
-        if !lens.is_empty() {
-            return lens;
-        }
-    };
-    let big = vec![1u8; BULK_DATAGRAM];
-    for _ in 0..8 {
-        peer.send_to(&big, to).unwrap();
-    }
-    for _ in 0..12 {
-        peer.send_to(b"abc", to).unwrap();
-    }
-    // loopback delivers at once: all twenty wait
-    let mut got = Vec::new();
-    while got.iter().map(Vec::len).sum::<usize>() < 20 {
-        got.push(recv(&mut t));
-    }
-    let sizes: Vec<usize> = got.iter().map(Vec::len).collect();
-    // eight bulk ones alone, four small ones alone after them, then the
-    // burst's batches grow (two single receives in a row, then 2, 4)
-    assert_eq!(sizes, [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 4]);
-    assert!(got[..8].iter().all(|l| l == &[BULK_DATAGRAM]));
-}
-
 /// Every receive finding exactly one datagram (one thread polling two
 /// endpoints in turn): at most one receive in three asks for a batch.
 #[test]

@@ -42,11 +42,6 @@ struct Tx<A> {
     /// A DATA, ACK or NACK encoded whole (no piece): it may share a
     /// datagram with the packets beside it on the same path.
     bundles: bool,
-    /// A DATA packet encoded whole (`bundles`): it may deliver a message.
-    data: bool,
-    /// A gathered first fragment of a long user message (`Outbox::
-    /// push_gathered`): it never ends a bundle that holds DATA.
-    leads: bool,
     piece: Option<Piece>,
     tail: u32,
     /// The largest datagram of its path (`Outbox::limit` when queued).
@@ -65,11 +60,7 @@ struct Tx<A> {
 /// trailer); else it goes alone, as a handshake packet does. The send
 /// channel cuts a large fragment to the room the bundle leaves
 /// (`open_room`), so a message's small last fragment and the next one's
-/// first share a datagram, full: one datagram fewer per message; but the
-/// first fragment of a long user message ends no bundle holding DATA
-/// (`push_gathered`: the receiver places it only with nothing delivered
-/// ahead of it). Under CRC32C its 64-byte head goes whole
-/// (`ProtoConfig::cut`) and bundles as before.
+/// first share a datagram, full: one datagram fewer per message.
 /// The outbox holds nothing back itself: what one drain finds is joined
 /// (the AM layer may let small requests queue up first: `am/batch.rs`).
 pub(super) struct Outbox<A> {
@@ -155,15 +146,10 @@ impl<A> Outbox<A> {
         self.stats.packets_sent += 1;
         self.stats.total_bytes_sent += len as u64;
         let bundles = crate::wire::association_vtag(&self.bytes[start..]).is_some();
-        let data = bundles
-            && self.bytes.get(start + crate::wire::layout::TYPE_AT)
-                == Some(&(crate::wire::PacketType::Data as u8));
         self.transmits.push_back(Tx {
             to,
             head: len as u32,
             bundles,
-            data,
-            leads: false,
             piece: None,
             tail: 0,
             max: self.limit as u32,
@@ -173,20 +159,7 @@ impl<A> Outbox<A> {
     /// Queues for path `to` the DATA packet gathered from
     /// `bytes[start..trailer]`, `piece` and `bytes[trailer..]`: the end of
     /// the bundle before it when it fits, else a datagram of its own.
-    /// `leads`: it starts a long user message, which the receiver places
-    /// straight into its segment only when no message it delivered waits
-    /// for its handler (`place.rs`): it ends no bundle holding DATA (the
-    /// packets before it in its datagram would deliver one; the message
-    /// then waited in a buffer and was copied once more, 64 KiB Xfers
-    /// nearly all of them), only one of ACKs and NACKs.
-    pub fn push_gathered(
-        &mut self,
-        to: Path<A>,
-        start: usize,
-        trailer: usize,
-        piece: Piece,
-        leads: bool,
-    ) {
+    pub fn push_gathered(&mut self, to: Path<A>, start: usize, trailer: usize, piece: Piece) {
         let (head, tail) = (trailer - start, self.bytes.len() - trailer);
         self.stats.packets_sent += 1;
         self.stats.total_bytes_sent += (head + tail) as u64 + u64::from(piece.len);
@@ -194,8 +167,6 @@ impl<A> Outbox<A> {
             to,
             head: head as u32,
             bundles: false,
-            data: true,
-            leads,
             piece: Some(piece),
             tail: tail as u32,
             max: self.limit as u32,
@@ -206,32 +177,30 @@ impl<A> Outbox<A> {
     /// when it is a bundle of small packets that may take more: its path,
     /// bytes and packets. (Looked at only for a large fragment or a hold:
     /// a forward walk of the few queued packets.)
-    /// And whether it holds DATA.
-    fn open_bundle(&self) -> Option<(Path<A>, usize, usize, usize, bool)>
+    fn open_bundle(&self) -> Option<(Path<A>, usize, usize, usize)>
     where
         A: Copy + PartialEq,
     {
-        let mut open: Option<(Path<A>, usize, usize, usize, bool)> = None;
+        let mut open: Option<(Path<A>, usize, usize, usize)> = None;
         for t in &self.transmits {
             let len = t.head as usize;
             open = match open {
                 _ if !t.bundles => None,
-                Some((to, n, k, max, d)) if k < SEND_BUNDLE_MAX && to == t.to && n + len <= max => {
-                    Some((to, n + len, k + 1, max, d || t.data))
+                Some((to, n, k, max)) if k < SEND_BUNDLE_MAX && to == t.to && n + len <= max => {
+                    Some((to, n + len, k + 1, max))
                 }
-                _ => Some((t.to, len, 1, t.max as usize, t.data)),
+                _ => Some((t.to, len, 1, t.max as usize)),
             };
         }
         // (a full one takes nothing more: no room, nothing to keep)
-        open.filter(|&(_, _, k, _, _)| k < SEND_BUNDLE_MAX)
+        open.filter(|&(_, _, k, _)| k < SEND_BUNDLE_MAX)
     }
 
     /// The bytes a DATA packet on path `to` queued next may take and still
     /// end the last datagram (a bundle of small packets on `to`); 0 when
-    /// it would go alone (`leads`, the first fragment of a long user
-    /// message, behind DATA: `push_gathered`).
+    /// it would go alone.
     #[inline]
-    pub fn open_room(&self, to: Path<A>, leads: bool) -> usize
+    pub fn open_room(&self, to: Path<A>) -> usize
     where
         A: Copy + PartialEq,
     {
@@ -239,7 +208,7 @@ impl<A> Outbox<A> {
             return 0;
         }
         match self.open_bundle() {
-            Some((t, n, _, max, data)) if t == to && !(leads && data) => max.saturating_sub(n),
+            Some((t, n, _, max)) if t == to => max.saturating_sub(n),
             _ => 0,
         }
     }
@@ -276,7 +245,7 @@ impl<A> Outbox<A> {
         A: Copy + PartialEq,
     {
         let open = self.open_bundle().filter(|b| b.0.remote == keep);
-        let Some((_, kept_bytes, kept_packets, _, _)) = open else {
+        let Some((_, kept_bytes, kept_packets, _)) = open else {
             self.drain_batches::<N>(each);
             return false;
         };
@@ -361,8 +330,6 @@ impl<A> Outbox<A> {
         // batch[n - 1] is a bundle of `open` packets from `open_at`
         // that may take more (0: it may not)
         let (mut open, mut open_at, mut batch_max) = (0, 0, self.max_datagram);
-        // (the open bundle holds DATA)
-        let mut open_data = false;
         for t in self.transmits.iter().take(count) {
             let (p, end) = Self::pieces(&self.bytes, t, at);
             let piece = t.piece.as_ref().map_or(0, |p| p.len as usize);
@@ -370,12 +337,11 @@ impl<A> Outbox<A> {
                 && open < SEND_BUNDLE_MAX
                 && batch[n - 1].0 == t.to
                 && end - open_at + piece <= batch_max
-                && (t.bundles || (t.piece.is_some() && !(t.leads && open_data)))
+                && (t.bundles || t.piece.is_some())
             {
                 if t.bundles {
                     batch[n - 1].1[0] = &self.bytes[open_at..end];
                     open += 1;
-                    open_data |= t.data;
                 } else {
                     // a gathered DATA packet ends the bundle
                     let mid = at + t.head as usize;
@@ -390,7 +356,6 @@ impl<A> Outbox<A> {
                 batch[n] = (t.to, p);
                 n += 1;
                 (open, open_at, batch_max) = (usize::from(t.bundles), at, t.max as usize);
-                open_data = t.bundles && t.data;
             }
             at = end;
         }
@@ -411,7 +376,6 @@ impl<A> Outbox<A> {
         let to = first.to;
         // the packets of the datagram: `k` of them, `len` bytes (no piece)
         let (mut k, mut len, max) = (1, first.head as usize, first.max as usize);
-        let mut data = first.data;
         if first.bundles {
             while let Some(t) = self.transmits.get(k) {
                 if !(k < SEND_BUNDLE_MAX && t.bundles && t.to == to && len + t.head as usize <= max)
@@ -419,19 +383,13 @@ impl<A> Outbox<A> {
                     break;
                 }
                 len += t.head as usize;
-                data |= t.data;
                 k += 1;
             }
             // a gathered DATA packet may end it (as `drain_batches` joins)
             if let Some(t) = self.transmits.get(k) {
                 let whole =
                     (t.head + t.tail) as usize + t.piece.as_ref().map_or(0, |p| p.len as usize);
-                if k < SEND_BUNDLE_MAX
-                    && t.piece.is_some()
-                    && !(t.leads && data)
-                    && t.to == to
-                    && len + whole <= max
-                {
+                if k < SEND_BUNDLE_MAX && t.piece.is_some() && t.to == to && len + whole <= max {
                     buf.clear();
                     buf.extend_from_slice(&self.bytes[self.head..self.head + len]);
                     let (p, end) = Self::pieces(&self.bytes, t, self.head + len);

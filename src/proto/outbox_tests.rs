@@ -129,7 +129,7 @@ fn gathered_datagrams_come_out_in_their_pieces_and_pop_joined() {
             off,
             len: 50,
         };
-        o.push_gathered(on(to), s, t, piece, false);
+        o.push_gathered(on(to), s, t, piece);
     }
     let s = o.start();
     o.bytes.extend_from_slice(b"plain");
@@ -156,70 +156,9 @@ fn gathered_datagrams_come_out_in_their_pieces_and_pop_joined() {
         off: 10,
         len: 5,
     };
-    o.push_gathered(on(7), s, t, piece, false);
+    o.push_gathered(on(7), s, t, piece);
     let mut buf = Vec::new();
     assert_eq!(o.pop(&mut buf), Some(7));
     assert_eq!(buf, [&b"head"[..], &m.payload[10..15]].concat());
     assert_eq!(o.pop(&mut buf), None);
-}
-
-/// A gathered first fragment of a long user message (`leads`) ends no
-/// bundle holding DATA: the receiver would deliver a message before it and
-/// then not place it (`Outbox::push_gathered`). It ends a bundle of NACKs,
-/// and a later fragment ends one holding DATA, as before; `pop` joins
-/// alike, and `open_room` leaves a leading fragment no room behind DATA.
-#[test]
-fn a_long_message_first_fragment_ends_no_bundle_holding_data() {
-    use crate::proto::event::MsgId;
-    use crate::wire::{Category, Common, Integrity, MsgKind, MsgMeta};
-    let m = Arc::new(OutMsg {
-        id: 1 as MsgId,
-        meta: MsgMeta::new(MsgKind::User, Category::Long, 0, &[]),
-        payload: vec![7; 4096],
-        sums: Vec::new(),
-    });
-    let fill = |o: &mut Outbox<u32>, data: bool, leads: bool| {
-        if data {
-            let s = o.start();
-            let c = Common {
-                seq: 1,
-                ..Default::default()
-            };
-            let meta = MsgMeta::new(MsgKind::User, Category::Short, 1, &[5]);
-            crate::wire::encode_data(&mut o.bytes, &Integrity::Crc32c, &c, &meta, 3, 0, b"abc");
-            o.push(on(1), s);
-        } else {
-            nack(o, 1, 9);
-        }
-        let room = o.open_room(on(1), leads);
-        let s = o.start();
-        o.bytes.extend_from_slice(b"head");
-        let t = o.bytes.len();
-        let off = if leads { 0 } else { 1000 };
-        let piece = Piece {
-            msg: m.clone(),
-            off,
-            len: 1000,
-        };
-        o.push_gathered(on(1), s, t, piece, leads);
-        room
-    };
-    // (a DATA packet before it, it leads): datagrams
-    for (data, leads, want) in [(true, true, 2), (false, true, 1), (true, false, 1)] {
-        let mut o: Outbox<u32> = Outbox::new(65507);
-        let room = fill(&mut o, data, leads);
-        assert_eq!(
-            room == 0,
-            want == 2,
-            "data {data} leads {leads}: room {room}"
-        );
-        let mut n = 0;
-        o.drain_batches::<8>(|b| n += b.len());
-        assert_eq!(n, want, "data {data} leads {leads}: drained");
-        let mut o: Outbox<u32> = Outbox::new(65507);
-        fill(&mut o, data, leads);
-        let mut buf = Vec::new();
-        let popped = std::iter::from_fn(|| o.pop(&mut buf)).count();
-        assert_eq!(popped, want, "data {data} leads {leads}: popped");
-    }
 }

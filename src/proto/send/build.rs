@@ -37,15 +37,6 @@ impl SendChannel {
 /// fragment of a shared message is gathered (its payload is not copied;
 /// CRC32C or the MAC runs on across the pieces); otherwise the packet is
 /// encoded whole.
-/// Whether fragment `f` starts a long user message: the receiver may place
-/// it straight into its segment, if no message it delivered waits ahead of
-/// it (`Outbox::push_gathered`).
-#[inline]
-pub(super) fn leads(f: &Fragment) -> bool {
-    let meta = &f.msg.meta;
-    f.off == 0 && meta.category == wire::Category::Long && meta.kind == wire::MsgKind::User
-}
-
 pub(super) fn send_fragment<A: Copy + PartialEq>(
     out: &mut Outbox<A>,
     to: Path<A>,
@@ -74,7 +65,7 @@ pub(super) fn send_fragment<A: Copy + PartialEq>(
             off: f.off,
             len: f.len,
         };
-        out.push_gathered(to, start, trailer, piece, leads(f));
+        out.push_gathered(to, start, trailer, piece);
         return whole;
     }
     wire::encode_data(

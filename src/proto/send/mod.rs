@@ -273,7 +273,7 @@ impl SendChannel {
                 break;
             };
             if frag.len as usize >= GATHER_MIN {
-                let room = out.open_room(to, build::leads(&frag));
+                let room = out.open_room(to);
                 if room > 0 {
                     let (max, queued) = (out.limit(), self.pending.len());
                     cut_to_room(&mut frag, &mut self.pending, room, integ, max);
