@@ -30,18 +30,24 @@
 #     resume_ms    after "both_up": from the links' return to the first
 #                  delivery (the PART s of the partition excluded)
 #     carried      what each link sent between this event and the next
+# plot: the events case's sequence with `ramp bench --rails` as the job
+#   (rank 1 streams 1 MiB messages; Mbit/s sent on each path every 50 ms,
+#   path events from the paths' states), one run; its table printed and
+#   its PNG written to --plot FILE (default rails-failover.png)
 # throughput: link_load --secs SECS over RAMP_RAILS=eth0 (one rail) and
 #   over RAMP_RAILS=eth0,rail1 (two), the same shaping: goodput.
 #
 #   scripts/rails-bench.sh [--runs N] [--rate RATE] [--settle S] [--part S]
-#                          [--secs S] [--cases events,throughput]
+#                          [--secs S] [--cases events,throughput,plot]
+#                          [--plot FILE.png]
 #     --runs N      runs of each case; medians printed (default 3)
 #     --rate RATE   tc rate of each link (default 200mbit; "off": unshaped)
 #     --settle S    seconds between events (default 3)
 #     --part S      seconds both links are down (default 3; keep it below
 #                   RAMP_PEER_TIMEOUT_MS, 10 s by default)
 #     --secs S      sending time of a throughput run (default 5)
-# Uses target/release/ramp-run and target/release/examples/link_load
+#     --plot FILE   the PNG of the plot case (default rails-failover.png)
+# Uses target/release/ramp-run, target/release/ramp and target/release/examples/link_load
 # (built first with cargo build --release). Needs root; exit 2 where
 # namespaces cannot be made. Everything is removed on exit, also on Ctrl-C.
 set -uo pipefail
@@ -49,7 +55,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NETNS=(bash "$ROOT/scripts/netns.sh" -p rrb -s 10.92.0)
 MASTER_IP=10.92.0.1
-RUNS=3 RATE=200mbit SETTLE=3 PART=3 SECS=5 CASES=events,throughput
+RUNS=3 RATE=200mbit SETTLE=3 PART=3 SECS=5 CASES=events,throughput PLOT=rails-failover.png
 
 die() { echo "rails-bench: $*" >&2; exit 2; }
 log() { echo "rails-bench: $*" >&2; }
@@ -60,14 +66,15 @@ while [[ $# -gt 0 ]]; do
         --settle) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--settle: whole seconds"; SETTLE=$2 ;;
         --part) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--part: whole seconds"; PART=$2 ;;
         --secs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--secs: whole seconds"; SECS=$2 ;;
-        --cases) [[ "${2:-}" =~ ^(events|throughput)(,(events|throughput))*$ ]] || die "--cases: events,throughput"; CASES=$2 ;;
+        --cases) [[ "${2:-}" =~ ^(events|throughput|plot)(,(events|throughput|plot))*$ ]] || die "--cases: events,throughput,plot"; CASES=$2 ;;
+        --plot) [[ -n "${2:-}" ]] || die "--plot: a file name"; PLOT=$2 ;;
         *) die "unknown option $1 (see the head of $0)" ;;
     esac
     shift 2
 done
 "${NETNS[@]}" check >/dev/null || exit 2
-log "cargo build --release --bin ramp-run --example link_load"
-(cd "$ROOT" && cargo build --release -j 2 --bin ramp-run --example link_load) >&2 || die "build failed"
+log "cargo build --release --bin ramp-run --bin ramp --example link_load"
+(cd "$ROOT" && cargo build --release -j 2 --bin ramp-run --bin ramp --example link_load) >&2 || die "build failed"
 BIN="$ROOT/target/release"
 TMP=$(mktemp -d /tmp/rails-bench.XXXXXX)
 cleanup() { "${NETNS[@]}" down >/dev/null 2>&1 || true; }
@@ -133,6 +140,14 @@ events_run() {
     net
     sampler "$dir/links"
     job "$dir/out" eth0,rail1 --secs 100000 --progress-ms 20 --stop-file "$dir/stop"
+    sequence "$dir"
+    log "events run $r (carrier: rail $c): exit $(cat "$dir/rc"); $(grep -E 'link_load: (PASS|FAIL)' "$dir/out")"
+}
+
+# sequence DIR: the events, written to DIR/events; the job ($JOB) ends
+# after the last (DIR/stop), its status in DIR/rc; c: the last carrier
+sequence() {
+    local dir=$1
     : >"$dir/events"
     sleep "$SETTLE"
     c=$(carrier "$dir/links")
@@ -152,7 +167,26 @@ events_run() {
     echo "$(now_ms) stop -" >>"$dir/events"; touch "$dir/stop"
     wait "$JOB"; echo "$?" >"$dir/rc"
     kill "$SAMPLER" 2>/dev/null; wait "$SAMPLER" 2>/dev/null
-    log "events run $r (carrier: rail $c): exit $(cat "$dir/rc"); $(grep -E 'link_load: (PASS|FAIL)' "$dir/out")"
+}
+
+# the events with `ramp bench --rails` as the job (ends by itself after
+# the sequence's time), its PNG to PLOT
+plot_run() {
+    local dir="$TMP/plot" secs=$(( 6 * SETTLE + PART + 1 ))
+    mkdir -p "$dir"
+    net
+    sampler "$dir/links"
+    timeout -k 5 300 "$BIN/ramp-run" -n 2 --master-ip "$MASTER_IP" \
+        --wrap "bash $ROOT/scripts/netns.sh -p rrb -s 10.92.0 pick 0,1 {rank}" \
+        -x RAMP_TRANSPORT=udp -x RAMP_RAILS=eth0,rail1 -x RAMP_VERBOSE=1 \
+        "$BIN/ramp" bench --rails --secs "$secs" --plot "$(realpath -m "$PLOT")" \
+        >"$dir/out" 2>"$dir/out.err" </dev/null &
+    JOB=$!
+    sequence "$dir"
+    log "plot run: exit $(cat "$dir/rc"); $(grep -E 'bench-rails: (PASS|FAIL)' "$dir/out")"
+    grep -E '^bench-rails: (event|mean|total|plot)' "$dir/out"
+    grep -E 'ramp: path ' "$dir/out.err" | sed 's/^/rails-bench: verbose: /'
+    cat "$dir/events" | sed 's/^/rails-bench: outside event (unix_ms what rail): /'
 }
 
 throughput_run() {
@@ -171,6 +205,7 @@ for (( r = 1; r <= RUNS; r++ )); do
     [[ ",$CASES," == *,events,* ]] && events_run "$r"
     [[ ",$CASES," == *,throughput,* ]] && throughput_run "$r"
 done
+[[ ",$CASES," == *,plot,* ]] && plot_run
 echo "rails-bench: $0 --runs $RUNS --rate $RATE --settle $SETTLE --part $PART --secs $SECS --cases $CASES"
 echo "rails-bench: load: $(uptime)"
 echo "rails-bench: outputs kept in $TMP"

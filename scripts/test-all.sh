@@ -20,7 +20,9 @@
 #                      namespaces can be made), link_shaped (scripts/netns.sh
 #                      check-shape: and tc can shape a link; ~1 min, much longer where
 #                      congestion control is missing), link_rails (netns.sh check:
-#                      a job over two rails while they go down and up), spmd_mpiexec and pmi (mpiexec runs),
+#                      a job over two rails while they go down and up), link_rails_langs
+#                      (netns.sh check and mpiexec: the same from C under mpiexec and from
+#                      Python under ramp-run), spmd_mpiexec and pmi (mpiexec runs),
 #                      spmd_slurm (scripts/slurm.sh check: srun runs; step 0 brings up a
 #                      one-node Slurm with scripts/slurm.sh up, and the end of the run
 #                      takes it down), spmd_openmpi (/usr/bin/mpirun.openmpi runs; step 0
@@ -321,7 +323,8 @@ have_openmpi() {
   timeout 60 /usr/bin/mpirun.openmpi --allow-run-as-root --oversubscribe -n 1 true >/dev/null 2>&1 ||
     { echo "'mpirun.openmpi -n 1 true' does not run" >&2; return 1; }
 }
-GATED=("spmd_netns have_netns" "link_shaped have_shaping" "link_rails have_netns" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec" "spmd_slurm have_slurm" "spmd_openmpi have_openmpi")
+have_netns_mpiexec() { have_netns && have_mpiexec; }
+GATED=("spmd_netns have_netns" "link_shaped have_shaping" "link_rails have_netns" "link_rails_langs have_netns_mpiexec" "spmd_mpiexec have_mpiexec" "pmi have_mpiexec" "spmd_slurm have_slurm" "spmd_openmpi have_openmpi")
 
 # bounded SECONDS WHAT CMD...: CMD, killed after SECONDS (a hang fails its step with a
 # message instead of eating the whole CI run's time).

@@ -18,7 +18,10 @@
 //! data (eth0, rail 0, or rail1): it must go out on the other meanwhile
 //! (the kernel's counters); a third makes it drop every frame silently
 //! (a neighbour entry with a MAC nobody has: no error, the link up), the
-//! same must hold. No timing:
+//! same must hold. A fourth runs the job with `RAMP_VERBOSE` and waits for
+//! its path lines: "failed" when the carrying rail goes down, "recovered"
+//! when it comes back, "partitioned" when both are down, "rejoined" when
+//! they return. No timing:
 //! `scripts/rails-bench.sh` measures failover, recovery and partition
 //! resume times.
 //!
@@ -32,13 +35,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::{mpsc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use ramp::config::{RAILS, TRANSPORT};
+use ramp::config::{RAILS, TRANSPORT, VERBOSE};
 
 const NETNS_OPTS: [&str; 4] = ["-p", "rlr", "-s", "10.94.0"];
 const MASTER_IP: &str = "10.94.0.1";
@@ -155,6 +158,8 @@ struct Running {
     out: std::thread::JoinHandle<String>,
     err: std::thread::JoinHandle<String>,
     progress: Progress,
+    /// stderr's `RAMP_VERBOSE` path lines ("ramp: path rail .."), as they come
+    path_lines: mpsc::Receiver<String>,
     stop: PathBuf,
     limit: String,
     // last: the namespaces go after the job's end
@@ -166,6 +171,11 @@ struct Running {
 static TURN: Mutex<()> = Mutex::new(());
 
 fn start() -> Running {
+    start_with(&[])
+}
+
+/// `start` with more variables for the job (`-x K=V`).
+fn start_with(env: &[(&str, &str)]) -> Running {
     let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     // leftovers of an earlier run that was killed before its guard ran
     Namespaces::down("stale, before the test");
@@ -189,6 +199,10 @@ fn start() -> Running {
         ))
         .args(["-x", &format!("{TRANSPORT}=udp")])
         .args(["-x", &format!("{RAILS}=eth0,rail1")])
+        .args(
+            env.iter()
+                .flat_map(|(k, v)| ["-x".to_string(), format!("{k}={v}")]),
+        )
         .arg(common::example("link_load"))
         .args([
             "--secs",
@@ -221,17 +235,25 @@ fn start() -> Running {
         }
         all
     });
-    let mut err = child.stderr.take().unwrap();
+    let err = child.stderr.take().unwrap();
+    let (ptx, path_lines) = mpsc::channel();
     let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
+        let mut all = String::new();
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            if l.contains("ramp: path ") {
+                let _ = ptx.send(l.clone());
+            }
+            all.push_str(&l);
+            all.push('\n');
+        }
+        all
     });
     Running {
         child,
         out,
         err,
         progress: Progress { lines: rx },
+        path_lines,
         stop,
         limit,
         _cleanup: cleanup,
@@ -252,6 +274,22 @@ impl Running {
             sent[0], sent[1]
         );
         sent
+    }
+
+    /// Waits for a `RAMP_VERBOSE` path line that `want` accepts (no limit
+    /// of its own: the watchdog's); the line.
+    fn path_line(&mut self, what: &str, want: impl Fn(&str) -> bool) -> String {
+        common::waiting_for(&format!("a RAMP_VERBOSE line: {what}"));
+        loop {
+            match self.path_lines.recv() {
+                Ok(l) if want(&l) => {
+                    eprintln!("link_rails: {what}: {l}");
+                    return l;
+                }
+                Ok(_) => {}
+                Err(_) => panic!("the job ended before a RAMP_VERBOSE line: {what}"),
+            }
+        }
     }
 
     /// Ends the sending; the job must exit 0 with link_load's PASS (every
@@ -304,6 +342,39 @@ fn failover_recovery_and_partition_every_message_once() {
     std::thread::sleep(Duration::from_secs(3));
     netns_ok(&["rail", "0", "up"]);
     netns_ok(&["rail", "1", "up"]);
+    job.more("after the partition");
+    job.finish();
+}
+
+/// `RAMP_VERBOSE` tells a path's news (issue 38, item 7): the job runs
+/// with it set; the rail that carries the data goes down: a line says its
+/// path failed; it comes back: a line says the path recovered; both links
+/// go down: a line says the peer is partitioned; they come back: a line
+/// says it rejoined. Each step waits for its line (the watchdog's limit,
+/// no other); then every message handled once, none returned, exit 0.
+#[test]
+#[ignore = "needs network namespaces (root or CAP_NET_ADMIN); scripts/test-all.sh runs it when `scripts/netns.sh check` succeeds"]
+fn verbose_lines_tell_a_rail_failed_recovered_and_a_partition() {
+    let _w = watchdog("verbose_lines_tell_a_rail_failed_recovered_and_a_partition");
+    let mut job = start_with(&[(VERBOSE, "1")]);
+    let sent = job.more("with both rails up");
+    let down = if sent[0] >= sent[1] { 0 } else { 1 };
+    let on = format!("ramp: path rail {down} ");
+    netns_ok(&["rail", &down.to_string(), "down"]);
+    job.path_line(&format!("rail {down}'s path failed"), |l| {
+        l.contains(&on) && l.ends_with(" failed")
+    });
+    netns_ok(&["rail", &down.to_string(), "up"]);
+    job.path_line(&format!("rail {down}'s path recovered"), |l| {
+        l.contains(&on) && l.ends_with(" recovered")
+    });
+    job.more(&format!("after rail {down} came back"));
+    netns_ok(&["rail", "0", "down"]);
+    netns_ok(&["rail", "1", "down"]);
+    job.path_line("the peer partitioned", |l| l.ends_with("(partitioned)"));
+    netns_ok(&["rail", "0", "up"]);
+    netns_ok(&["rail", "1", "up"]);
+    job.path_line("the peer rejoined", |l| l.ends_with("(rejoined)"));
     job.more("after the partition");
     job.finish();
 }

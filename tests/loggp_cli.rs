@@ -74,6 +74,35 @@ fn loggp_mode_prints_every_row_and_writes_a_png() {
             );
         }
     }
+    // bandwidth by message size, memcpy's line at every size too (a warm
+    // copy, the floor of the "of memcpy" ratios): size:MiB/s cells
+    let bw: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("== bandwidth (MiB/s) by message size"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("=="))
+        .collect();
+    let memcpy = bw
+        .iter()
+        .find(|l| l.starts_with("memcpy"))
+        .unwrap_or_else(|| panic!("no memcpy bandwidth line:\n{out}"));
+    let cells: Vec<(usize, f64)> = memcpy["memcpy".len()..]
+        .split_whitespace()
+        .map(|c| {
+            let (k, v) = c
+                .split_once(':')
+                .unwrap_or_else(|| panic!("cell {c:?}: {memcpy}"));
+            (k.parse().unwrap(), v.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(cells.len(), 8, "every size: {memcpy}");
+    assert!(cells.iter().all(|&(k, v)| k >= 128 && v > 0.0), "{memcpy}");
+    for row in ["ramp udp", "ramp shm"] {
+        assert!(
+            bw.iter().any(|l| l.starts_with(row)),
+            "no {row} bandwidth:\n{out}"
+        );
+    }
     for target in [
         "shm short round trip",
         "shm message rate",

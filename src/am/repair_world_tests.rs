@@ -495,3 +495,6 @@ mod order;
 
 #[path = "slice_world_tests.rs"]
 mod slice;
+
+#[path = "pipe_world_tests.rs"]
+mod pipe;

@@ -45,6 +45,8 @@ pub const SHM_EXPRESS: &str = "RAMP_SHM_EXPRESS";
 pub const REQUEST_BATCH: &str = "RAMP_REQUEST_BATCH";
 pub const UDP_CONNECT: &str = "RAMP_UDP_CONNECT";
 pub const CLOCK: &str = "RAMP_CLOCK";
+/// Path news and the statistics on stderr (tests/link_rails.rs reads the lines).
+pub const VERBOSE: &str = "RAMP_VERBOSE";
 /// The fault injector's loss rate (`ramp bench --repair` sets it for its roles).
 pub const FAULT_LOSS: &str = "RAMP_FAULT_LOSS";
 /// The transaction log's directory (`ramp perf` sets it for transactions).

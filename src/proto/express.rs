@@ -25,6 +25,29 @@ impl<A: PeerAddr> Protocol<A> {
         true
     }
 
+    /// `express_ready`'s question without its act: None when something
+    /// of ours to `to` is queued, in flight or unacknowledged; else
+    /// whether we owe it ACKs (which `express_ready` would send). The
+    /// usual answer, `Some(false)`, lets the lane write its record with no
+    /// other look (`am/express/lane.rs`).
+    #[inline]
+    pub fn express_quiet(&mut self, to: &A) -> Option<bool> {
+        let Some(s) = self.find_peer(to) else {
+            return Some(false);
+        };
+        let p = &self.peers[s];
+        if p.tx
+            .iter()
+            .any(|t| !t.in_flight.is_empty() || !t.pending.is_empty())
+        {
+            return None;
+        }
+        Some(
+            p.assoc.state == AssocState::Established
+                && p.rx.iter().any(|r| r.ack_owed_since.is_some()),
+        )
+    }
+
     /// Whether nothing of ours to `to` is queued, in flight or
     /// unacknowledged, on either channel: whatever we sent it before now
     /// has been delivered there (`am/express.rs` may bypass us). If so,

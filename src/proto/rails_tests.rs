@@ -18,7 +18,8 @@ use crate::wire::{Category, MsgKind, PacketType, CHANNEL_REQUEST};
 mod path_events_tests;
 
 /// Node 0's rails are addresses 0 and 10, node 1's 1 and 11; an address's
-/// subnet is `addr / 10`.
+/// subnet is `addr / 10 % 10`, its node `addr % 10` (a restarted node may
+/// take another rail-1 address: 111, `Net::rails`).
 const RAILS: [[u32; 2]; 2] = [[0, 10], [1, 11]];
 
 fn node_of(addr: u32) -> usize {
@@ -26,7 +27,7 @@ fn node_of(addr: u32) -> usize {
 }
 
 fn rail_of(addr: u32) -> Rail {
-    Rail((addr / 10) as u8)
+    Rail((addr / 10 % 10) as u8)
 }
 
 /// A datagram on the wire: to which node, its arrival path, its bytes.
@@ -34,6 +35,11 @@ type InFlight = (usize, Path<u32>, Vec<u8>);
 
 struct Net {
     p: [Protocol<u32>; 2],
+    /// Each node's rails (`RAILS`, until a restart moves one).
+    rails: [[u32; 2]; 2],
+    /// Every address reaches every other (loopback's 127.0.0.1 and
+    /// 127.0.0.2), not only its own subnet.
+    flat: bool,
     now: Instant,
     rng: Rng,
     /// In flight: (arrival, order) -> (to node, arrival path, bytes).
@@ -67,6 +73,8 @@ impl Net {
         p[1].set_local_rails(&RAILS[1]);
         Net {
             p,
+            rails: RAILS,
+            flat: false,
             now: Instant(1_000_000_000),
             rng: Rng::new(seed),
             wire: BTreeMap::new(),
@@ -88,7 +96,7 @@ impl Net {
             }
         });
         for (path, bytes) in out {
-            let src = RAILS[n][path.rail.0 as usize];
+            let src = self.rails[n][path.rail.0 as usize];
             let t = bytes[crate::wire::layout::TYPE_AT];
             if t == PacketType::Data as u8 {
                 // (a failed path was confirmed once: with none active,
@@ -100,7 +108,8 @@ impl Net {
                 );
                 self.data_sent.push((self.now, n, path));
             }
-            if src / 10 != path.remote / 10 || self.cut.contains(&(src, path.remote)) {
+            let reaches = self.flat || rail_of(src) == rail_of(path.remote);
+            if !reaches || self.cut.contains(&(src, path.remote)) {
                 continue; // another subnet, or cut: lost without a word
             }
             let to = node_of(path.remote);

@@ -150,3 +150,42 @@ fn a_ring_peer_is_sent_no_more_than_its_ring_holds() {
         }
     }
 }
+
+/// `express_quiet` answers `express_ready`'s question without acting: a
+/// peer with nothing of ours unfinished is quiet; a request in flight to
+/// it is not; an ACK owed to it is told (and only `express_ready` sends
+/// it, after which the peer is quiet with nothing owed).
+#[test]
+fn express_quiet_asks_what_express_ready_asks_without_sending() {
+    let mut n = pair(None);
+    let now = Instant(1_000_000);
+    assert_eq!(n[1].express_quiet(&addr(A)), Some(false));
+    // a peer we have no association with: nothing unfinished there
+    let stranger: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    assert_eq!(n[1].express_quiet(&stranger), Some(false));
+    assert!(n[1].express_ready(&stranger));
+    // B's request in flight to A: not quiet, and express_ready agrees
+    let d = request(&mut n, now, 1, 10);
+    assert_eq!(n[1].express_quiet(&addr(A)), None);
+    assert!(!n[1].express_ready(&addr(A)));
+    // A took it and owes B its ACK: told, nothing sent by the question
+    for x in &d {
+        n[0].handle_datagram(now, addr(B), x);
+    }
+    assert_eq!(delivered(&mut n[0]), [(1, 10)]);
+    let mut b = Vec::new();
+    while n[0].poll_transmit(&mut b).is_some() {}
+    assert_eq!(n[0].express_quiet(&addr(B)), Some(true));
+    assert_eq!(n[0].express_quiet(&addr(B)), Some(true));
+    assert!(!n[0].has_transmits(), "the question sent nothing");
+    // express_ready sends it: one ACK, then nothing is owed
+    assert!(n[0].express_ready(&addr(B)));
+    let acks: Vec<Vec<u8>> =
+        std::iter::from_fn(|| n[0].poll_transmit(&mut b).map(|_| b.clone())).collect();
+    assert_eq!(acks.len(), 1);
+    assert_eq!(n[0].express_quiet(&addr(B)), Some(false));
+    // B takes the ACK: its request is finished, B is quiet toward A
+    n[1].handle_datagram(now, addr(A), &acks[0]);
+    assert_eq!(n[1].express_quiet(&addr(A)), Some(false));
+    assert!(n[1].express_ready(&addr(A)));
+}

@@ -42,7 +42,7 @@ use crate::am::endpoint::core::{Endpoint, EpState, Guard};
 use crate::am::handler::args::{Data, HandlerArgs};
 use crate::am::handler::tables::tag_accepts;
 use crate::am::messages::token::{self, LiveToken, TokenInfo};
-use crate::net::express::{Express, ExpressKind, ExpressTake};
+use crate::net::express::{ExpressKind, ExpressTake, Head, MAX_ARGS};
 use crate::proto::Event;
 use crate::time::Instant;
 use crate::wire::{Category, CHANNEL_REQUEST};
@@ -127,11 +127,14 @@ impl Endpoint {
     /// `prepare`, `run`), which also refuses or drops what fails the
     /// checks, and counts it.
     fn run_express_record(self: &Arc<Self>, g: &Guard<'_>, now: Instant) -> bool {
+        let mut args = [0u32; MAX_ARGS];
         let (f, live, x, from) = {
             let mut st = g.borrow_mut();
             let st = &mut *st;
             let from = st.express_rx.from;
-            let Some(x) = Express::decode(st.express_rx.record()) else {
+            // (its fields, not a whole record copied out: its arguments
+            // read where they lie, into the handler's)
+            let Some(x) = Head::decode(st.express_rx.record()) else {
                 return false;
             };
             let is_request = match x.kind {
@@ -149,12 +152,9 @@ impl Endpoint {
             let Some(f) = st.handlers.get(x.handler).cloned() else {
                 return false;
             };
-            if !is_request
-                && !st
-                    .outstanding
-                    .get(&x.txn)
-                    .is_some_and(|o| o.addr == from && o.express && !o.answered)
-            {
+            // a reply: it answers an express request of ours to `from`,
+            // not yet answered, which it completes (its credit back)
+            if !is_request && !st.complete_express(from, x.txn, now) {
                 return false;
             }
             let c = Category::Short.index();
@@ -167,9 +167,13 @@ impl Endpoint {
                 st.request_opened();
             } else {
                 st.express.stats.replies_received += 1;
-                // (it answers: checked above)
-                st.reply_arrived(from, x.txn, c, now);
+                // (completed above; `reply_arrived`'s rest)
+                if st.txn.any() {
+                    st.txn_replied(from, x.txn, now);
+                }
+                st.stats.replies_received[c] += 1;
             }
+            x.args(st.express_rx.record(), &mut args);
             let live = LiveToken::push_with(&st.express_rx.from, |id| TokenInfo {
                 id,
                 endpoint: self.clone(),
@@ -179,7 +183,7 @@ impl Endpoint {
                 handler: x.handler,
                 category: Category::Short,
                 nargs: x.nargs,
-                args: x.args,
+                args,
                 is_request,
                 returned: false,
                 loopback: false,
@@ -193,7 +197,7 @@ impl Endpoint {
         };
         let mut ha = HandlerArgs {
             token: live.id(),
-            args: &x.args[..(x.nargs as usize).min(x.args.len())],
+            args: &args[..(x.nargs as usize).min(MAX_ARGS)],
             data: Data::None,
         };
         f(&mut ha);

@@ -55,7 +55,7 @@ use crate::am::endpoint::core::EpState;
 use crate::am::state::express::ExpressStats;
 use crate::am::state::express::OWED_MAX;
 use crate::error::ReturnStatus;
-use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
+use crate::net::express::{encode, Express, ExpressKind, MAX_ARGS, MAX_LEN};
 use crate::proto::{Event, FailReason};
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
@@ -78,38 +78,51 @@ impl EpState {
         kind: ExpressKind,
         meta: &MsgMeta,
     ) -> bool {
-        let x = Express {
+        let mut buf = [0u8; MAX_LEN];
+        let n = (meta.nargs as usize).min(MAX_ARGS);
+        let len = encode(
             kind,
-            handler: meta.handler,
-            nargs: meta.nargs,
-            args: meta.args,
-            txn: meta.txn,
-            tag: meta.tag,
-        };
-        self.try_express_record(now, to, &x, false)
+            meta.handler,
+            &meta.args[..n],
+            meta.txn,
+            meta.tag,
+            &mut buf,
+        );
+        self.try_express_record(now, to, kind, &buf[..len], false)
     }
 
-    /// Writes `x` into the ring to `to` when the lane is open to it (as
-    /// `try_express`); false: nothing sent.
+    /// Writes the express record `rec` (of `kind`, encoded by
+    /// `net::express::encode`) into the ring to `to` when the lane is open
+    /// to it (as `try_express`); false: nothing sent.
     pub(in crate::am) fn try_express_record(
         &mut self,
         now: Instant,
         to: SocketAddr,
-        x: &Express,
+        kind: ExpressKind,
+        rec: &[u8],
         hold: bool,
     ) -> bool {
-        let kind = x.kind;
-        // a peer reached by UDP first: `express_ready` sends the ACKs we
-        // owe, which a UDP peer's next packet would have carried
-        if !self.express.send || !self.transports.express_open(to) || !self.proto.express_ready(&to)
-        {
+        if !self.express.send {
             return false;
         }
-        // the ACKs owed to `to` go first
-        self.flush(now);
-        let mut buf = [0u8; MAX_LEN];
-        let n = x.encode(&mut buf);
-        if !self.transports.express_send(to, &buf[..n], hold) {
+        // nothing of ours unfinished to `to` (`Protocol::express_ready`);
+        // the ring's own look (open, its receiver proven) is the send's
+        match self.proto.express_quiet(&to) {
+            None => return false,
+            Some(false) => {}
+            // ACKs owed to `to` go first, through its ring; only when the
+            // lane is open to it (a peer reached by UDP: they wait for
+            // the protocol's next packet, which carries them)
+            Some(true) => {
+                if !self.transports.express_open(to) {
+                    return false;
+                }
+                self.proto.express_ready(&to);
+                self.flush(now);
+            }
+        }
+        let n = rec.len();
+        if !self.transports.express_send(to, rec, hold) {
             return false;
         }
         let c = Category::Short.index();
@@ -166,7 +179,9 @@ impl EpState {
             tag: 0,
         };
         x.args[..o.n - 1].copy_from_slice(&o.txns[1..o.n]);
-        if self.try_express_record(now, o.to, &x, false) {
+        let mut buf = [0u8; MAX_LEN];
+        let len = x.encode(&mut buf);
+        if self.try_express_record(now, o.to, ExpressKind::AutoReply, &buf[..len], false) {
             // (counted once by `try_express`: one per answer)
             self.express.stats.replies_sent += (o.n - 1) as u64;
             return;

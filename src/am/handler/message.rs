@@ -3,7 +3,7 @@
 //! lands in the receiver's segment.
 
 use crate::error::{Error, Result};
-use crate::net::express::{Express, ExpressKind};
+use crate::net::express::ExpressKind;
 use crate::wire::{Category, MsgKind, MsgMeta, MAX_ARGS};
 
 /// Status bit of a request's header: a kept transaction (trailer, ack).
@@ -89,19 +89,16 @@ impl<'a> Message<'a> {
     }
 
     /// A short one as an express record of `kind` (a request or a reply)
-    /// of transaction `txn`, tagged `tag` (`net/express.rs`).
+    /// of transaction `txn`, tagged `tag`, written into `buf`
+    /// (`net/express.rs`); its length.
     #[inline]
-    pub(crate) fn express(&self, kind: ExpressKind, txn: u32, tag: u64) -> Express {
-        let mut args = [0u32; MAX_ARGS];
-        let n = self.args.len().min(MAX_ARGS);
-        args[..n].copy_from_slice(&self.args[..n]);
-        Express {
-            kind,
-            handler: self.handler,
-            nargs: n as u8,
-            args,
-            txn,
-            tag,
-        }
+    pub(crate) fn express(
+        &self,
+        kind: ExpressKind,
+        txn: u32,
+        tag: u64,
+        buf: &mut [u8; crate::net::express::MAX_LEN],
+    ) -> usize {
+        crate::net::express::encode(kind, self.handler, self.args, txn, tag, buf)
     }
 }

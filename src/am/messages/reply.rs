@@ -100,16 +100,11 @@ pub fn reply_with(token: TokenId, msg: &Message<'_>, wait: LockWait) -> Result<(
         // to an express request: back the same way when it can
         // (`express.rs`; its record made from the message, not from a
         // header made first)
-        if t.express
-            && msg.category == Category::Short
-            && msg.payload.is_empty()
-            && st.try_express_record(
-                now,
-                t.source_addr,
-                &msg.express(ExpressKind::Reply, t.txn, tag),
-                false,
-            )
-        {
+        if t.express && msg.category == Category::Short && msg.payload.is_empty() && {
+            let mut rec = [0u8; crate::net::express::MAX_LEN];
+            let len = msg.express(ExpressKind::Reply, t.txn, tag, &mut rec);
+            st.try_express_record(now, t.source_addr, ExpressKind::Reply, &rec[..len], false)
+        } {
             st.stats.replies_sent[c] += 1;
             return Ok(None);
         }

@@ -187,12 +187,9 @@ impl EpState {
             // lines, not once per record. `RAMP_REQUEST_BATCH` 0 or 1:
             // none held, as over UDP.
             let hold = busy && self.batch.max > 1;
-            if self.try_express_record(
-                now,
-                addr,
-                &msg.express(ExpressKind::Request, txn, tag),
-                hold,
-            ) {
+            let mut rec = [0u8; crate::net::express::MAX_LEN];
+            let len = msg.express(ExpressKind::Request, txn, tag, &mut rec);
+            if self.try_express_record(now, addr, ExpressKind::Request, &rec[..len], hold) {
                 if !busy {
                     remember(self);
                 }
@@ -289,21 +286,47 @@ impl EpState {
         now: Instant,
     ) -> bool {
         let (index, sent) = match self.outstanding.get(&txn) {
-            Some(o) if o.addr == from => {
-                let (index, sent) = (o.index, o.sent);
-                self.outstanding.remove(&txn);
-                (index, sent)
-            }
+            Some(o) if o.addr == from => (o.index, o.sent),
             _ => {
                 self.stats.stale_dropped += 1;
                 return false;
             }
         };
+        self.outstanding.discard(&txn);
+        self.credit_back(index, sent, now);
+        true
+    }
+
+    /// The express answer (a reply) from `from` to our express request
+    /// `txn`: when it answers one still waiting (sent to `from`, as an
+    /// express record, not yet answered), it is completed as
+    /// `complete_from` completes it and true; else nothing changes
+    /// (`ExpressState::check`'s test and `complete_from` in one look at
+    /// the table: the fast poll's).
+    #[inline]
+    pub(in crate::am) fn complete_express(
+        &mut self,
+        from: SocketAddr,
+        txn: u32,
+        now: Instant,
+    ) -> bool {
+        let (index, sent) = match self.outstanding.get(&txn) {
+            Some(o) if o.addr == from && o.express && !o.answered => (o.index, o.sent),
+            _ => return false,
+        };
+        self.outstanding.discard(&txn);
+        self.credit_back(index, sent, now);
+        true
+    }
+
+    /// A request of translation index `index` sent at `sent` was answered
+    /// at `now`: its credit is free again, its latency counted.
+    #[inline]
+    fn credit_back(&mut self, index: u32, sent: Instant, now: Instant) {
         if let Some(e) = self.table.get_mut(index) {
             e.outstanding = e.outstanding.saturating_sub(1);
         }
         self.stats.record_latency(now.since(sent));
-        true
     }
 
     /// A request of ours was given up: its credit is free again.

@@ -121,6 +121,25 @@ impl<V> TxnMap<V> {
         v
     }
 
+    /// Removes `id` where it lies (its value dropped there, not moved
+    /// out first: a request's entry is large); whether it was there.
+    #[inline]
+    pub(in crate::am) fn discard(&mut self, id: &u32) -> bool {
+        let i = self.place(*id);
+        let found = match self.slots.get_mut(i) {
+            Some(s @ Some(_)) if s.as_ref().is_some_and(|(k, _)| k == id) => {
+                *s = None;
+                true
+            }
+            _ if self.overflow.is_empty() => false,
+            _ => self.overflow.remove(id).is_some(),
+        };
+        if found {
+            self.len -= 1;
+        }
+        found
+    }
+
     /// Doubles the table (or makes its first) and places every entry again,
     /// those of the hash map too where their place is free.
     fn grow(&mut self) {
@@ -161,7 +180,8 @@ mod tests {
     use std::collections::HashMap;
 
     /// Against a hash map: ids in sequence with some left waiting long
-    /// (their places taken by newer ones), wrap-around, replacement.
+    /// (their places taken by newer ones), wrap-around, replacement,
+    /// removal and discarding (from the table and from the hash map).
     #[test]
     fn behaves_as_a_hash_map() {
         let mut m = TxnMap::default();
@@ -181,7 +201,12 @@ mod tests {
                     let back = (r >> 8) as u32 % 40;
                     let id = next.wrapping_sub(back);
                     if !(r >> 16).is_multiple_of(64) || back > 30 {
-                        assert_eq!(m.remove(&id), h.remove(&id));
+                        // removed, or discarded where it lies (half each)
+                        if (r >> 24).is_multiple_of(2) {
+                            assert_eq!(m.remove(&id), h.remove(&id));
+                        } else {
+                            assert_eq!(m.discard(&id), h.remove(&id).is_some());
+                        }
                     }
                 }
                 _ => {

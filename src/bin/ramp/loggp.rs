@@ -439,6 +439,15 @@ pub fn run(o: &Options) -> Result<(), String> {
             println!("{name:<10} {}", v.join(" "));
         }
     }
+    // (memcpy's line too: a warm copy's speed at every size, the floor
+    // the "of memcpy" ratios divide by)
+    println!("== bandwidth (MiB/s) by message size");
+    for (name, f) in &med {
+        if !f.bw.is_empty() {
+            let v: Vec<String> = f.bw.iter().map(|(k, x)| format!("{k}:{x:.0}")).collect();
+            println!("{name:<10} {}", v.join(" "));
+        }
+    }
     print_targets(&all, &med);
     if let Some(path) = &o.plot {
         let lines = |f: fn(&Figures) -> &Vec<(usize, f64)>| -> Vec<Line> {

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 mod bench;
 mod bench_blast;
 mod bench_integrity;
+mod bench_rails;
+mod bench_rails_plot;
 mod bench_repair;
 mod bench_repair_roles;
 mod bench_rma;
@@ -31,6 +33,7 @@ use bench::BenchOptions;
 const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--no-pin]
        ramp bench --repair [--iters N] [--runs N] [--busy] [--against OLD_RAMP] [--no-pin]
        ramp bench txn [--iters N] [--runs N]
+       ramp bench --rails [--secs S] [--sample-ms MS] [--plot FILE.png] [--font FILE.ttf]
        ramp bench --loggp [--plot FILE.png] [--iters N] [--runs N] [--mib N] [--max-burst N]
                     [--no-pin] [--font FILE.ttf]
        ramp log FILE
@@ -44,6 +47,8 @@ const USAGE: &str = "usage: ramp bench [--iters N] [--runs N] [--xfer-mib N] [--
             mean/p99 at loss 0, 0.001, 0.01, 0.05 and 32 outstanding p50/p99/p99.9 at
             0 and 0.01 (--iters round trips, default 5000); --busy: a neighbour spins on
             the server's core; --against: another ramp binary's roles alternated (A/B)
+            --rails: under ramp-run -n 2, rank 1 streams 1 MiB messages to rank 0 over
+            RAMP_RAILS: Mbit/s per path every 50 ms, path events, with --plot a PNG
   bench txn what the transaction log costs (log off and on; also the end of ramp bench)
   log       print a transaction log and check it (exit 1 when ramp would refuse it)
   perf      performability: response time as faults grow, the model beside measurement";
@@ -88,6 +93,7 @@ fn main() -> ExitCode {
             0
         }
         Some("bench") if args.iter().any(|a| a == "--loggp") => loggp::main(&args[1..]),
+        Some("bench") if args.iter().any(|a| a == "--rails") => bench_rails::main(&args[1..]),
         Some("loggp") => loggp::main(&args[1..]),
         Some("perf") if args.iter().any(help) => {
             println!("{}", perf::USAGE);

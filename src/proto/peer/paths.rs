@@ -100,12 +100,23 @@ impl<A: Copy + PartialEq> Peer<A> {
 
     /// The current path failed: the best active path takes over, and what
     /// was in flight goes again on it at once (its sequence numbers kept).
-    /// With none active, the current path keeps its retransmissions and
-    /// every failed path is probed.
+    /// With none active (partitioned), the retransmissions go to the
+    /// peer's name from ours (`Paths::name`), their backoff kept, and
+    /// every failed path is probed: a peer that restarted keeps only its
+    /// name (its other rails are new ports), and drops the heartbeats of
+    /// an association it does not know, so only a packet of the
+    /// association at its name tells that it restarted; kept on another
+    /// path, they went to an address gone with the peer's previous
+    /// process until the peer timeout.
     pub(super) fn failover(&mut self, now: Instant, cx: &mut Ctx<'_, A>) {
-        if let Some(i) = self.assoc.paths.best() {
-            if self.assoc.paths.switch_to(i) {
-                self.resume_on_new_path(now, cx);
+        match self.assoc.paths.best() {
+            Some(i) => {
+                if self.assoc.paths.switch_to(i) {
+                    self.resume_on_new_path(now, cx);
+                }
+            }
+            None => {
+                self.assoc.paths.switch_to(0);
             }
         }
         self.arm_paths(now);

@@ -295,10 +295,7 @@ impl SendChannel {
                 .find(|p| p.seq == highest)
                 .map_or(now, |p| p.first_sent);
             let rtt_now = now.since(arrived_sent);
-            let reo_wnd = match rtt.srtt() {
-                Some(srtt) => (srtt / 2).max(4 * rtt.rttvar()),
-                None => rtt_now,
-            };
+            let reo_wnd = rtt.reorder_window().unwrap_or(rtt_now);
             for p in self.in_flight.iter_mut() {
                 if seq_diff(p.seq, highest) >= 0 {
                     break;
