@@ -318,3 +318,69 @@ fn trains_of_equal_datagrams_arrive_one_by_one() {
     assert_eq!(receive(&mut b, 99), want);
     assert_eq!(receive(&mut c, 1), [bodies[50].clone()]);
 }
+
+/// Each receive of `t` with a sink that stops where `stop` says (by the
+/// datagram's first byte, and whether it may): what it was handed, with
+/// whether it could stop there.
+fn take_holding(
+    t: &mut UdpTransport,
+    stop: &dyn Fn(&[u8], bool) -> Option<usize>,
+) -> Vec<(Vec<u8>, bool)> {
+    let mut got = Vec::new();
+    let n = t
+        .recv_holding(&mut |d, may| {
+            let b = d.expect("whole").0;
+            got.push((b.to_vec(), may));
+            stop(b, may)
+        })
+        .unwrap();
+    assert_eq!(n, got.len());
+    got
+}
+
+/// A sink stops a batch inside a datagram: the rest of it and the
+/// datagrams after it are handed at the next receive, the first of them
+/// told it may not stop again (a sink that stops there anyway is not
+/// heeded: nothing is held twice), from the buffers (the socket is empty).
+#[test]
+fn a_stopped_batch_is_handed_again_from_where_it_stopped() {
+    let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for d in [&b"aaaa"[..], b"bbbb", b"cccc", b"dddd"] {
+        peer.send_to(d, t.local_addr()).unwrap();
+    }
+    crate::sys::wait_readable(&[t.fd()], 1000);
+    t.want = 4;
+    let v = |s: &[u8], may| (s.to_vec(), may);
+    // stops at b's third byte
+    let got = take_holding(&mut t, &|b, _| (b[0] == b'b').then_some(2));
+    assert_eq!(got, [v(b"aaaa", true), v(b"bbbb", true)]);
+    assert!(t.holds() && t.readable());
+    // then at c's start; b's rest may not stop again (its sink stops it anyway)
+    let got = take_holding(&mut t, &|b, _| matches!(b[0], b'b' | b'c').then_some(0));
+    assert_eq!(got, [v(b"bb", false), v(b"cccc", true)]);
+    assert!(t.holds());
+    let got = take_holding(&mut t, &|_, _| Some(0));
+    assert_eq!(got, [v(b"cccc", false), v(b"dddd", true)]);
+    assert!(t.holds());
+    let got = take_holding(&mut t, &|_, _| None);
+    assert_eq!(got, [v(b"dddd", false)]);
+    assert!(!t.holds() && !t.readable());
+    assert!(take_holding(&mut t, &|_, _| None).is_empty());
+}
+
+/// A plain receive of one datagram (a ping-pong's) is held as a batch's.
+#[test]
+fn a_stopped_single_receive_is_handed_again() {
+    let mut t = UdpTransport::bind("127.0.0.1:0".parse().unwrap(), 1 << 20).unwrap();
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    peer.send_to(b"xyz", t.local_addr()).unwrap();
+    crate::sys::wait_readable(&[t.fd()], 1000);
+    assert_eq!(t.want, 1);
+    let got = take_holding(&mut t, &|_, may| may.then_some(1));
+    assert_eq!(got, [(b"xyz".to_vec(), true)]);
+    assert!(t.holds());
+    let got = take_holding(&mut t, &|_, may| may.then_some(1));
+    assert_eq!(got, [(b"yz".to_vec(), false)]);
+    assert!(!t.holds());
+}
