@@ -9,6 +9,8 @@
 //! short ones (through the ring over shm: its room, not only its records'
 //! cost, as `THREADS=2` shows). `THREADS=2` without `ONE_WAY`: round
 //! trips between the two cores (the target's poller on core 1).
+//! `BUNDLE=1` (one thread, round trip): polls of the bundle (AM_Poll)
+//! instead of each endpoint's.
 
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -255,15 +257,26 @@ fn main() {
         );
         return;
     }
+    // BUNDLE=1: every poll AM_Poll's, of the bundle holding both ends
+    // (`Bundle::poll`: its endpoint list), not each endpoint's own
+    let whole = std::env::var("BUNDLE").is_ok_and(|v| v == "1");
     let t = Instant::now();
     for i in 0..iters as u64 {
         for _ in 0..empty {
-            e1.poll().unwrap();
+            if whole {
+                bun.poll().unwrap();
+            } else {
+                e1.poll().unwrap();
+            }
         }
         e0.request(1, &Message::short(10, &[]), false).unwrap();
         while got.load(Ordering::Relaxed) <= i {
-            e1.poll().unwrap();
-            e0.poll().unwrap();
+            if whole {
+                bun.poll().unwrap();
+            } else {
+                e1.poll().unwrap();
+                e0.poll().unwrap();
+            }
         }
     }
     let rampt = t.elapsed().as_nanos() as f64 / iters as f64;

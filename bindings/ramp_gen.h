@@ -230,7 +230,8 @@ typedef struct {
    */
   uint64_t cwnd;
   /**
-   * cwnd / srtt, bytes per second (0 without a round trip).
+   * Bytes per second: the measured delivery rate where one exists,
+   * else cwnd / srtt (0 without a round trip).
    */
   uint64_t rate;
   /**

@@ -575,7 +575,9 @@ typedef struct ramp_path {
   int state;             /* RAMP_PATH_* */
   uint64_t srtt_ns;      /* smoothed round trip, ns (0: not measured yet) */
   uint64_t cwnd;         /* congestion window, bytes */
-  uint64_t rate;         /* cwnd / srtt, bytes per second (0 without a round trip) */
+  uint64_t rate;         /* bytes per second: the measured delivery rate where one
+                            exists (several paths, this one carried data), else
+                            cwnd / srtt (0 without a round trip) */
   uint64_t bytes_sent;   /* bytes of datagrams sent on it */
   uint64_t bytes_acked;  /* bytes of DATA acknowledged while it carried them */
   uint32_t errors;       /* consecutive timeouts on it now */

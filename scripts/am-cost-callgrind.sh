@@ -12,6 +12,7 @@
 # usage: scripts/am-cost-callgrind.sh [OUTDIR]
 #   RAMP_AUTH=on RAMP_JOB_KEY=... for the packet MAC (default: RAMP_AUTH=off)
 #   EMPTY_POLLS=k: k empty polls per round trip as well
+#   BUNDLE=1: every poll of the bundle (AM_Poll), not of each endpoint
 #   CODEGEN_UNITS=1: build with one codegen unit into target/cgu1 (16-unit
 #   builds swing 90-170 instructions a round trip with what gets inlined;
 #   1-unit builds are stable from commit to commit)

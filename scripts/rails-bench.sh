@@ -42,6 +42,9 @@
 #                          [--plot FILE.png]
 #     --runs N      runs of each case; medians printed (default 3)
 #     --rate RATE   tc rate of each link (default 200mbit; "off": unshaped)
+#     --rate2 RATE  tc rate of rail1 alone (default: RATE; unequal rails)
+#     --xfer BYTES  link_load's transfer size (default 65536; striping
+#                   starts at RAMP_STRIPE_MIN, 262144)
 #     --settle S    seconds between events (default 3)
 #     --part S      seconds both links are down (default 3; keep it below
 #                   RAMP_PEER_TIMEOUT_MS, 10 s by default)
@@ -55,7 +58,7 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NETNS=(bash "$ROOT/scripts/netns.sh" -p rrb -s 10.92.0)
 MASTER_IP=10.92.0.1
-RUNS=3 RATE=200mbit SETTLE=3 PART=3 SECS=5 CASES=events,throughput PLOT=rails-failover.png
+RUNS=3 RATE=200mbit RATE2= XFER=65536 SETTLE=3 PART=3 SECS=5 CASES=events,throughput PLOT=rails-failover.png
 
 die() { echo "rails-bench: $*" >&2; exit 2; }
 log() { echo "rails-bench: $*" >&2; }
@@ -63,6 +66,8 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --runs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--runs: a positive number"; RUNS=$2 ;;
         --rate) [[ "${2:-}" =~ ^([0-9]+[kmg]?bit|off)$ ]] || die "--rate: e.g. 200mbit or off"; RATE=$2 ;;
+        --rate2) [[ "${2:-}" =~ ^[0-9]+[kmg]?bit$ ]] || die "--rate2: e.g. 100mbit"; RATE2=$2 ;;
+        --xfer) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--xfer: bytes"; XFER=$2 ;;
         --settle) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--settle: whole seconds"; SETTLE=$2 ;;
         --part) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--part: whole seconds"; PART=$2 ;;
         --secs) [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || die "--secs: whole seconds"; SECS=$2 ;;
@@ -89,7 +94,7 @@ net() {
     "${NETNS[@]}" up 2 >/dev/null && "${NETNS[@]}" rails 1 >/dev/null || die "netns.sh up/rails failed"
     if [[ "$RATE" != off ]]; then
         "${NETNS[@]}" shape 0 "$RATE" && "${NETNS[@]}" shape 1 "$RATE" &&
-            "${NETNS[@]}" rail-shape 1 "$RATE" || die "shaping failed"
+            "${NETNS[@]}" rail-shape 1 "${RATE2:-$RATE}" || die "shaping failed"
     fi
 }
 
@@ -100,7 +105,7 @@ job() {
     timeout -k 5 300 "$BIN/ramp-run" -n 2 --master-ip "$MASTER_IP" \
         --wrap "bash $ROOT/scripts/netns.sh -p rrb -s 10.92.0 pick 0,1 {rank}" \
         -x RAMP_TRANSPORT=udp -x "RAMP_RAILS=$rails" \
-        "$BIN/examples/link_load" --xfer 65536 "$@" >"$out" 2>"$out.err" </dev/null &
+        "$BIN/examples/link_load" --xfer "$XFER" "$@" >"$out" 2>"$out.err" </dev/null &
     JOB=$!
 }
 
@@ -206,7 +211,7 @@ for (( r = 1; r <= RUNS; r++ )); do
     [[ ",$CASES," == *,throughput,* ]] && throughput_run "$r"
 done
 [[ ",$CASES," == *,plot,* ]] && plot_run
-echo "rails-bench: $0 --runs $RUNS --rate $RATE --settle $SETTLE --part $PART --secs $SECS --cases $CASES"
+echo "rails-bench: $0 --runs $RUNS --rate $RATE${RATE2:+ --rate2 $RATE2} --xfer $XFER --settle $SETTLE --part $PART --secs $SECS --cases $CASES"
 echo "rails-bench: load: $(uptime)"
 echo "rails-bench: outputs kept in $TMP"
 python3 "$ROOT/scripts/rails-bench-table.py" "$TMP" "$SETTLE"

@@ -34,11 +34,13 @@
 //! kills what a killed job left inside) when the test ends, also by a panic.
 
 mod common;
+#[path = "common/netns.rs"]
+mod netns;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::sync::{mpsc, Mutex, MutexGuard};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use ramp::config::{RAILS, TRANSPORT, VERBOSE};
@@ -47,73 +49,8 @@ const NETNS_OPTS: [&str; 4] = ["-p", "rlr", "-s", "10.94.0"];
 const MASTER_IP: &str = "10.94.0.1";
 const MIB: u64 = 1024 * 1024;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn netns(args: &[&str]) -> Output {
-    Command::new("bash")
-        .arg(root().join("scripts/netns.sh"))
-        .args(NETNS_OPTS)
-        .args(args)
-        .output()
-        .expect("bash runs")
-}
-
-fn netns_ok(args: &[&str]) {
-    let o = netns(args);
-    assert!(
-        o.status.success(),
-        "netns.sh {} (status {:?}; 2 = namespaces cannot be made here): {}",
-        args.join(" "),
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// Removes this file's namespaces, links and bridge when dropped.
-struct Namespaces;
-
-impl Namespaces {
-    fn down(when: &str) {
-        let o = netns(&["down"]);
-        if !o.status.success() {
-            eprintln!(
-                "netns.sh down ({when}) failed: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-        }
-    }
-}
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        Namespaces::down("after the test");
-    }
-}
-
-/// Bytes sent and received on `dev` in namespace `ns` (the kernel's
-/// counters), for the log.
-fn link_bytes(ns: &str, dev: &str) -> (u64, u64) {
-    let o = Command::new("ip")
-        .args(["-n", ns, "-s", "-j", "link", "show", dev])
-        .output()
-        .expect("ip runs");
-    let s = String::from_utf8_lossy(&o.stdout);
-    let field = |key: &str| -> u64 {
-        s.find(key).map_or(0, |at| {
-            let t = &s[at..];
-            let b = t.find("\"bytes\":").map_or(t.len(), |b| b + 8);
-            t[b..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect::<String>()
-                .parse()
-                .unwrap_or(0)
-        })
-    };
-    (field("\"tx\""), field("\"rx\""))
-}
+/// This file's namespaces (rlr0, rlr1).
+static NETNS: netns::Netns = netns::Netns::new(&NETNS_OPTS);
 
 /// rank 0's progress lines: (wall clock in ms, bytes delivered so far).
 struct Progress {
@@ -163,12 +100,8 @@ struct Running {
     stop: PathBuf,
     limit: String,
     // last: the namespaces go after the job's end
-    _cleanup: Namespaces,
-    _turn: MutexGuard<'static, ()>,
+    _net: netns::Net,
 }
-
-/// The namespaces are machine-wide: the tests of this file take turns.
-static TURN: Mutex<()> = Mutex::new(());
 
 fn start() -> Running {
     start_with(&[])
@@ -176,12 +109,7 @@ fn start() -> Running {
 
 /// `start` with more variables for the job (`-x K=V`).
 fn start_with(env: &[(&str, &str)]) -> Running {
-    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    // leftovers of an earlier run that was killed before its guard ran
-    Namespaces::down("stale, before the test");
-    let cleanup = Namespaces;
-    netns_ok(&["up", "2"]);
-    netns_ok(&["rails", "1"]);
+    let net = NETNS.fresh(&[&["up", "2"], &["rails", "1"]]);
     let stop = std::env::temp_dir().join(format!("link_rails-stop-{}", std::process::id()));
     let _ = std::fs::remove_file(&stop);
     let limit = common::scaled(Duration::from_secs(240))
@@ -194,7 +122,7 @@ fn start_with(env: &[(&str, &str)]) -> Running {
         .args(["-n", "2", "--master-ip", MASTER_IP, "--wrap"])
         .arg(format!(
             "bash {} {} pick 0,1 {{rank}}",
-            root().join("scripts/netns.sh").display(),
+            netns::script().display(),
             NETNS_OPTS.join(" ")
         ))
         .args(["-x", &format!("{TRANSPORT}=udp")])
@@ -256,8 +184,7 @@ fn start_with(env: &[(&str, &str)]) -> Running {
         path_lines,
         stop,
         limit,
-        _cleanup: cleanup,
-        _turn: turn,
+        _net: net,
     }
 }
 
@@ -265,9 +192,9 @@ impl Running {
     /// `Progress::more`; the bytes the sender's eth0 and rail1 sent
     /// meanwhile (the kernel's counters), logged too.
     fn more(&mut self, what: &str) -> [u64; 2] {
-        let before = ["eth0", "rail1"].map(|d| link_bytes("rlr1", d).0);
+        let before = ["eth0", "rail1"].map(|d| netns::tx_bytes("rlr1", d));
         self.progress.more(32 * MIB, what);
-        let sent = ["eth0", "rail1"].map(|d| link_bytes("rlr1", d).0);
+        let sent = ["eth0", "rail1"].map(|d| netns::tx_bytes("rlr1", d));
         let sent = [sent[0] - before[0], sent[1] - before[1]];
         eprintln!(
             "link_rails: {what}: sent on eth0 {} bytes, on rail1 {}",
@@ -332,16 +259,16 @@ fn failover_recovery_and_partition_every_message_once() {
     let _w = watchdog("failover_recovery_and_partition_every_message_once");
     let mut job = start();
     job.more("with both rails up");
-    netns_ok(&["rail", "1", "down"]);
+    NETNS.ok(&["rail", "1", "down"]);
     job.more("after rail 1 went down");
-    netns_ok(&["rail", "1", "up"]);
+    NETNS.ok(&["rail", "1", "up"]);
     job.more("after rail 1 came back");
     common::waiting_for("a partition of 3 s");
-    netns_ok(&["rail", "0", "down"]);
-    netns_ok(&["rail", "1", "down"]);
+    NETNS.ok(&["rail", "0", "down"]);
+    NETNS.ok(&["rail", "1", "down"]);
     std::thread::sleep(Duration::from_secs(3));
-    netns_ok(&["rail", "0", "up"]);
-    netns_ok(&["rail", "1", "up"]);
+    NETNS.ok(&["rail", "0", "up"]);
+    NETNS.ok(&["rail", "1", "up"]);
     job.more("after the partition");
     job.finish();
 }
@@ -360,20 +287,20 @@ fn verbose_lines_tell_a_rail_failed_recovered_and_a_partition() {
     let sent = job.more("with both rails up");
     let down = if sent[0] >= sent[1] { 0 } else { 1 };
     let on = format!("ramp: path rail {down} ");
-    netns_ok(&["rail", &down.to_string(), "down"]);
+    NETNS.ok(&["rail", &down.to_string(), "down"]);
     job.path_line(&format!("rail {down}'s path failed"), |l| {
         l.contains(&on) && l.ends_with(" failed")
     });
-    netns_ok(&["rail", &down.to_string(), "up"]);
+    NETNS.ok(&["rail", &down.to_string(), "up"]);
     job.path_line(&format!("rail {down}'s path recovered"), |l| {
         l.contains(&on) && l.ends_with(" recovered")
     });
     job.more(&format!("after rail {down} came back"));
-    netns_ok(&["rail", "0", "down"]);
-    netns_ok(&["rail", "1", "down"]);
+    NETNS.ok(&["rail", "0", "down"]);
+    NETNS.ok(&["rail", "1", "down"]);
     job.path_line("the peer partitioned", |l| l.ends_with("(partitioned)"));
-    netns_ok(&["rail", "0", "up"]);
-    netns_ok(&["rail", "1", "up"]);
+    NETNS.ok(&["rail", "0", "up"]);
+    NETNS.ok(&["rail", "1", "up"]);
     job.path_line("the peer rejoined", |l| l.ends_with("(rejoined)"));
     job.more("after the partition");
     job.finish();
@@ -391,7 +318,7 @@ fn the_carrying_rail_down_traffic_moves_to_the_other() {
     let sent = job.more("with both rails up");
     let (down, other) = if sent[0] >= sent[1] { (0, 1) } else { (1, 0) };
     eprintln!("link_rails: the data went out on rail {down}; taking it down");
-    netns_ok(&["rail", &down.to_string(), "down"]);
+    NETNS.ok(&["rail", &down.to_string(), "down"]);
     let moved = job.more(&format!("after rail {down} went down"))[other];
     // of the 32 MiB that arrived, at most what 128 credits of 64 KiB hold
     // (8 MiB) was sent before the rail went down
@@ -400,7 +327,7 @@ fn the_carrying_rail_down_traffic_moves_to_the_other() {
         "only {moved} bytes went out on rail {other} while rail {down} was down and 32 MiB \
          arrived"
     );
-    netns_ok(&["rail", &down.to_string(), "up"]);
+    NETNS.ok(&["rail", &down.to_string(), "up"]);
     job.more(&format!("after rail {down} came back"));
     job.finish();
 }

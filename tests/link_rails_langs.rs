@@ -22,11 +22,13 @@
 //! guard removes them when a test ends.
 
 mod common;
+#[path = "common/netns.rs"]
+mod netns;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::{mpsc, Mutex};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use ramp::config::{AUTH, RAILS, TRANSPORT};
@@ -37,66 +39,20 @@ const MIB: u64 = 1024 * 1024;
 /// The file whose existence ends the sending (rails_stream's).
 const STOP_VAR: &str = "RAILS_STREAM_STOP";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn netns(args: &[&str]) -> Output {
-    Command::new("bash")
-        .arg(root().join("scripts/netns.sh"))
-        .args(NETNS_OPTS)
-        .args(args)
-        .output()
-        .expect("bash runs")
-}
-
-fn netns_ok(args: &[&str]) {
-    let o = netns(args);
-    assert!(
-        o.status.success(),
-        "netns.sh {} (status {:?}; 2 = namespaces cannot be made here): {}",
-        args.join(" "),
-        o.status.code(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// Removes this file's namespaces when dropped.
-struct Namespaces;
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        let _ = netns(&["down"]);
-    }
-}
-
-/// Bytes sent on `dev` in namespace `ns` (the kernel's counter).
-fn tx_bytes(ns: &str, dev: &str) -> u64 {
-    let o = Command::new("ip")
-        .args(["netns", "exec", ns, "cat"])
-        .arg(format!("/sys/class/net/{dev}/statistics/tx_bytes"))
-        .output()
-        .expect("ip runs");
-    String::from_utf8_lossy(&o.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0)
-}
-
-/// The namespaces are machine-wide: the tests of this file take turns.
-static TURN: Mutex<()> = Mutex::new(());
+/// This file's namespaces (rlx0, rlx1).
+static NETNS: netns::Netns = netns::Netns::new(&NETNS_OPTS);
 
 /// Where libramp.so is (the one `cargo build --release` makes; built here
 /// when missing, as python/tests/conftest.py does: test-all's step 3
 /// comes before its build step).
 fn lib_dir() -> PathBuf {
-    let d = root().join("target/release");
+    let d = netns::root().join("target/release");
     let so = d.join("libramp.so");
     if !so.exists() {
         let cargo = std::env::var("CARGO").unwrap_or("cargo".into());
         let st = Command::new(&cargo)
             .args(["build", "--release", "-j", "2", "--lib"])
-            .current_dir(root())
+            .current_dir(netns::root())
             .status()
             .expect("cargo runs");
         assert!(st.success(), "{cargo} build --release --lib failed");
@@ -154,7 +110,7 @@ fn run(what: &str, mut job: Command, stop: &Path) {
     // waits until 16 MiB more have arrived, counted from rank 0's first
     // progress line after the call; the bytes sent on eth0 and rail1
     let more = |step: &str| -> [u64; 2] {
-        let before = ["eth0", "rail1"].map(|d| tx_bytes("rlx1", d));
+        let before = ["eth0", "rail1"].map(|d| netns::tx_bytes("rlx1", d));
         common::waiting_for(&format!("{what}: 16 MiB more delivered {step}"));
         let since = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -171,16 +127,16 @@ fn run(what: &str, mut job: Command, stop: &Path) {
                 _ => {}
             }
         }
-        let after = ["eth0", "rail1"].map(|d| tx_bytes("rlx1", d));
+        let after = ["eth0", "rail1"].map(|d| netns::tx_bytes("rlx1", d));
         eprintln!("link_rails_langs: {what}: 16 MiB more delivered {step}");
         [after[0] - before[0], after[1] - before[1]]
     };
     let sent = more("with both rails up");
     let down = if sent[0] >= sent[1] { "0" } else { "1" };
     eprintln!("link_rails_langs: {what}: the data went out on rail {down}; taking it down");
-    netns_ok(&["rail", down, "down"]);
+    NETNS.ok(&["rail", down, "down"]);
     more(&format!("after rail {down} went down"));
-    netns_ok(&["rail", down, "up"]);
+    NETNS.ok(&["rail", down, "up"]);
     more(&format!("after rail {down} came back"));
     std::fs::write(stop, b"stop").expect("the stop file");
     common::waiting_for(&format!("{what}: the job's end"));
@@ -199,12 +155,8 @@ fn run(what: &str, mut job: Command, stop: &Path) {
     );
 }
 
-fn fresh_namespaces() -> Namespaces {
-    let _ = netns(&["down"]);
-    let guard = Namespaces;
-    netns_ok(&["up", "2"]);
-    netns_ok(&["rails", "1"]);
-    guard
+fn fresh_namespaces() -> netns::Net {
+    NETNS.fresh(&[&["up", "2"], &["rails", "1"]])
 }
 
 fn stop_file(what: &str) -> PathBuf {
@@ -231,15 +183,14 @@ fn c_under_mpiexec_two_rails_a_rail_down_and_up_every_message_once() {
         "link_rails_langs::c_under_mpiexec",
         Duration::from_secs(300),
     );
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let lib = lib_dir();
     let exe = std::env::temp_dir().join(format!("rails_stream-{}", std::process::id()));
     let cc = std::env::var("CC").unwrap_or("cc".into());
     let o = Command::new(&cc)
         .args(["-O2", "-Wall", "-Werror", "-o"])
         .arg(&exe)
-        .arg(root().join("c-tests/rails_stream.c"))
-        .arg(format!("-I{}", root().join("include").display()))
+        .arg(netns::root().join("c-tests/rails_stream.c"))
+        .arg(format!("-I{}", netns::root().join("include").display()))
         .arg(format!("-L{}", lib.display()))
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .arg("-lramp")
@@ -253,7 +204,7 @@ fn c_under_mpiexec_two_rails_a_rail_down_and_up_every_message_once() {
     let _ns = fresh_namespaces();
     let place = format!(
         "exec bash {} {} pick 0,1 \"$PMI_RANK\" {}",
-        root().join("scripts/netns.sh").display(),
+        netns::script().display(),
         NETNS_OPTS.join(" "),
         exe.display()
     );
@@ -287,7 +238,6 @@ fn python_under_ramp_run_two_rails_a_rail_down_and_up_every_message_once() {
         "link_rails_langs::python_under_ramp_run",
         Duration::from_secs(300),
     );
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let lib = lib_dir();
     let _ns = fresh_namespaces();
     let mut job = Command::new("timeout");
@@ -296,12 +246,12 @@ fn python_under_ramp_run_two_rails_a_rail_down_and_up_every_message_once() {
         .args(["-n", "2", "--master-ip", MASTER_IP, "--wrap"])
         .arg(format!(
             "bash {} {} pick 0,1 {{rank}}",
-            root().join("scripts/netns.sh").display(),
+            netns::script().display(),
             NETNS_OPTS.join(" ")
         ))
         .args(["python3", "-u"])
-        .arg(root().join("python/tests/scripts/rails_stream.py"))
-        .env("PYTHONPATH", root().join("python"))
+        .arg(netns::root().join("python/tests/scripts/rails_stream.py"))
+        .env("PYTHONPATH", netns::root().join("python"))
         // the package finds libramp.so.0 through the loader's path
         .env("LD_LIBRARY_PATH", &lib);
     run("Python under ramp-run", job, &stop_file("py"));

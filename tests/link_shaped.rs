@@ -28,10 +28,11 @@
 //! kills what a killed job left inside) when a test ends, also by a panic.
 
 mod common;
+#[path = "common/netns.rs"]
+mod netns;
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
+use std::process::Command;
 use std::time::Duration;
 
 const NETNS_OPTS: [&str; 4] = ["-p", "rlt", "-s", "10.98.0"];
@@ -39,65 +40,17 @@ const MASTER_IP: &str = "10.98.0.1";
 const XFER: u64 = 256 * 1024;
 const MIB: u64 = 1024 * 1024;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+/// This file's namespaces (rlt0..rlt4).
+static NETNS: netns::Netns = netns::Netns::new(&NETNS_OPTS);
 
-fn netns(args: &[&str]) -> Output {
-    Command::new("bash")
-        .arg(root().join("scripts/netns.sh"))
-        .args(NETNS_OPTS)
-        .args(args)
-        .output()
-        .expect("bash runs")
-}
-
-/// Removes this file's namespaces, links and bridge when dropped.
-struct Namespaces;
-
-impl Namespaces {
-    fn down(when: &str) {
-        let o = netns(&["down"]);
-        if !o.status.success() {
-            eprintln!(
-                "netns.sh down ({when}) failed: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            );
-        }
-    }
-}
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        Namespaces::down("after the test");
-    }
-}
-
-/// The namespaces are machine-wide: the tests of this file take turns.
-static NAMESPACES: Mutex<()> = Mutex::new(());
-
-/// Namespaces rlt0..rlt(n-1) for one test: removed (first), then the turn
-/// given back.
+/// Namespaces rlt0..rlt(n-1) for one test, removed when it ends.
 struct Net {
-    _cleanup: Namespaces,
-    _turn: MutexGuard<'static, ()>,
+    _net: netns::Net,
 }
 
 fn net(n: usize) -> Net {
-    let turn = NAMESPACES.lock().unwrap_or_else(|e| e.into_inner());
-    // leftovers of an earlier run that was killed before its guard ran
-    Namespaces::down("stale, before the test");
-    let cleanup = Namespaces;
-    let up = netns(&["up", &n.to_string()]);
-    assert!(
-        up.status.success(),
-        "netns.sh up (status {:?}; 2 = namespaces cannot be made here): {}",
-        up.status.code(),
-        String::from_utf8_lossy(&up.stderr)
-    );
     Net {
-        _cleanup: cleanup,
-        _turn: turn,
+        _net: NETNS.fresh(&[&["up", &n.to_string()]]),
     }
 }
 
@@ -112,12 +65,7 @@ struct Job<'a> {
 impl Net {
     /// Shapes the link toward rlt0 (the receivers' namespace).
     fn shape(&self, rate: &str) {
-        let o = netns(&["shape", "0", rate]);
-        assert!(
-            o.status.success(),
-            "netns.sh shape 0 {rate}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        NETNS.ok(&["shape", "0", rate]);
     }
 
     /// Bytes the shaped queue toward rlt0 has sent (tc's counter).
@@ -141,7 +89,7 @@ impl Net {
     fn run(&self, jobs: &[Job<'_>]) -> Vec<String> {
         let run = PathBuf::from(env!("CARGO_BIN_EXE_ramp-run"));
         let load = common::example("link_load");
-        let script = root().join("scripts/netns.sh");
+        let script = netns::script();
         let limit = common::scaled(Duration::from_secs(60))
             .as_secs()
             .to_string();

@@ -15,70 +15,21 @@
 //! names: two copies of this test must not run at the same time.)
 
 mod common;
+#[path = "common/netns.rs"]
+mod netns;
 
 use std::time::Duration;
 
 use std::path::PathBuf;
 use std::process::Command;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Removes every ramp<i> namespace, rampv<i> link and rampbr0 when dropped.
-struct Namespaces;
-
-impl Namespaces {
-    fn down(when: &str) {
-        let o = Command::new("bash")
-            .arg(root().join("scripts/netns.sh"))
-            .arg("down")
-            .output();
-        match o {
-            Ok(o) if o.status.success() => {}
-            Ok(o) => eprintln!(
-                "netns.sh down ({when}) failed: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ),
-            Err(e) => eprintln!("netns.sh down ({when}): {e}"),
-        }
-    }
-}
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        Namespaces::down("after the test");
-    }
-}
-
-/// The namespaces are machine-wide: the tests of this file take turns.
-static NAMESPACES: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// The namespaces, removed (first) and the turn, given back (then).
-struct Turn {
-    _cleanup: Namespaces,
-    _turn: std::sync::MutexGuard<'static, ()>,
-}
+/// The default namespaces ramp0..ramp3 on rampbr0, 10.99.0.0/24.
+static NETNS: netns::Netns = netns::Netns::new(&[]);
 
 /// Makes the four namespaces (removed when the guard drops), then runs the
 /// example `name` as a job of 4, one worker per namespace; its output.
-fn job_in_namespaces(name: &str) -> (Turn, String) {
-    let turn = NAMESPACES.lock().unwrap_or_else(|e| e.into_inner());
-    let script = root().join("scripts/netns.sh");
-    // leftovers of an earlier run that was killed before its guard ran
-    Namespaces::down("stale, before the test");
-    let cleanup = Namespaces;
-    let up = Command::new("bash")
-        .arg(&script)
-        .args(["up", "4"])
-        .output()
-        .expect("bash runs");
-    assert!(
-        up.status.success(),
-        "netns.sh up (status {:?}; 2 = namespaces cannot be made here): {}",
-        up.status.code(),
-        String::from_utf8_lossy(&up.stderr)
-    );
+fn job_in_namespaces(name: &str) -> (netns::Net, String) {
+    let net = NETNS.fresh(&[&["up", "4"]]);
     let run = PathBuf::from(env!("CARGO_BIN_EXE_ramp-run"));
     let example = run.parent().unwrap().join("examples").join(name);
     let o = Command::new("timeout")
@@ -96,11 +47,7 @@ fn job_in_namespaces(name: &str) -> (Turn, String) {
         .output()
         .expect("ramp-run runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let turn = Turn {
-        _cleanup: cleanup,
-        _turn: turn,
-    };
-    (turn, String::from_utf8_lossy(&o.stdout).into_owned())
+    (net, String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 #[test]

@@ -17,7 +17,8 @@ RAMP_PATH_UNCONFIRMED, RAMP_PATH_ACTIVE, RAMP_PATH_FAILED, RAMP_PATH_PROBING = 0
 def path_to_dict(p: ramp_path_t) -> Dict[str, Any]:
     """One ``ramp_path_t`` as a dict: ``local`` and ``remote`` are EndpointNames,
     ``state`` the name ("unconfirmed", "active", "failed", "probing"), ``current`` a
-    bool, the figures ints (``srtt_ns`` 0 when not measured, ``rate`` bytes/s)."""
+    bool, the figures ints (``srtt_ns`` 0 when not measured, ``rate`` bytes/s: the
+    measured delivery rate where one exists, else cwnd / srtt)."""
     from .core import EndpointName
 
     return {

@@ -18,7 +18,7 @@
 //! | `rma/` | `initiator.rs`, `rma_target.rs`, `rma_direct.rs`, `rma_shared.rs`, `xfer_direct.rs`, `xfer_shared.rs` | remote memory: put/get at the initiator; chunks on the wire and at the target; direct copies and shared regions to a same-host peer; large long requests copied or in place (`rma_tests.rs`, `rma_direct_tests.rs`, `rma_shared_tests.rs`, `xfer_shared_tests.rs`) |
 //! | `express/` | `lane.rs`, `express_poll.rs` | the express lane: short requests and replies straight into a ring; its fast poll (`express_tests.rs`, `express_owed_tests.rs`, `express_poll_tests.rs`) |
 //! | `names/` | `handler_names.rs`, `services.rs` | handler names and their look-ups at peers (wire kinds 8, 9); published endpoint names (wire kinds 12, 13) |
-//! | `bundle/` | `set.rs`, `progress.rs`, `pull.rs`, `lifetime.rs` | bundles and AM_WaitSema; the progress thread; pull-style receive; the Rust API's beginnings and ends (`init`, allocate, free, move) |
+//! | `bundle/` | `set.rs`, `polled.rs`, `progress.rs`, `pull.rs`, `lifetime.rs` | bundles and AM_WaitSema; the list a thread polled last (`polled_tests.rs`); the progress thread; pull-style receive; the Rust API's beginnings and ends (`init`, allocate, free, move) |
 //!
 //! Beside the rooms: `tests.rs` (the basic exchange in the simulated world,
 //! `sim::World`; helpers the other tests share), `world_tests.rs`, and
@@ -35,6 +35,8 @@ mod names;
 #[cfg(test)]
 mod pace_world_tests;
 mod queue;
+#[cfg(test)]
+mod rails_world_tests;
 #[cfg(test)]
 mod repair_world_tests;
 mod rma;
@@ -68,7 +70,7 @@ pub use endpoint::core::{Endpoint, LockWait, RailStatistics};
 pub(crate) use endpoint::host::Host;
 #[cfg(feature = "testing")]
 pub(crate) use endpoint::host::{MakeSecret, OpenTransports};
-pub use endpoint::paths::{path_line, state_name, PeerPath};
+pub use endpoint::paths::{interface_of, path_line, state_name, PeerPath};
 pub use handler::args::{handler, Data, HandlerArgs, HandlerFn, SegmentMemory, VecSegment};
 pub use handler::message::Message;
 pub use handler::message::{MAX_LONG, MAX_MEDIUM, MAX_SHORT};

@@ -24,17 +24,11 @@ fn cfg() -> Config {
     Config::from_lookup(|_| None).unwrap()
 }
 
-/// Maps every node's endpoint to every other (index k is node k) and
-/// fixes the tables with network depth `depth`.
+/// `am::tests::connect` for nodes: every node's endpoint mapped to every
+/// other (index k is node k), tagged `TAG`, network depth `depth`.
 fn connect(nodes: &[&Node], depth: i32) {
-    for n in nodes {
-        n.ep.set_tag(TAG);
-        for (k, m) in nodes.iter().enumerate() {
-            n.ep.map(k as i64, m.ep.name(), TAG).unwrap();
-        }
-        n.ep.set_expected_resources(nodes.len() as i32, depth)
-            .unwrap();
-    }
+    let eps: Vec<_> = nodes.iter().map(|n| &n.ep).collect();
+    super::tests::connect(&eps, TAG, depth);
 }
 
 /// Node 1 answers ASK; node 0 counts the answers (and records them).

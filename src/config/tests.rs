@@ -375,3 +375,21 @@ fn path_probe_is_milliseconds_within_a_second() {
         );
     }
 }
+
+#[test]
+fn stripe_min_is_bytes_within_a_gib() {
+    use crate::proto::config::{DEFAULT_STRIPE_MIN, MAX_STRIPE_MIN};
+    assert_eq!(cfg(&[]).unwrap().proto.stripe_min, DEFAULT_STRIPE_MIN);
+    let min = |v: &str| cfg(&[(STRIPE_MIN, v)]).map(|c| c.proto.stripe_min);
+    assert_eq!(min("1").unwrap(), 1);
+    assert_eq!(min(" 65536 ").unwrap(), 65536);
+    assert_eq!(min("1073741824").unwrap(), MAX_STRIPE_MIN);
+    for bad in ["0", "1073741825", "-5", "0.5", "128K", ""] {
+        assert_eq!(
+            min(bad).unwrap_err(),
+            vec![format!(
+                "{STRIPE_MIN}={bad:?}: expected an integer between 1 and 1073741824"
+            )]
+        );
+    }
+}

@@ -26,6 +26,7 @@ pub const MAX_NETWORK_DEPTH: u32 = 1024;
 pub const INTERFACE: &str = "RAMP_INTERFACE";
 pub const RAILS: &str = "RAMP_RAILS";
 pub const PATH_PROBE_MS: &str = "RAMP_PATH_PROBE_MS";
+pub const STRIPE_MIN: &str = "RAMP_STRIPE_MIN";
 /// The most rails (local sockets) an endpoint sends and receives on
 /// (`RAMP_RAILS`; the default's further rails stop there too).
 pub const MAX_RAILS: usize = 4;
@@ -92,6 +93,15 @@ pub const VARIABLES: &[Var] = &[
         aliases: &[],
         meaning: "milliseconds between probes of a failed path (one rail to one address of a peer), 1..1000, backing off to at most 1 s (default 100)",
         set: |c, v| int(v, 1, 1000).map(|x| c.proto.path_probe = x * MILLIS),
+    },
+    Var {
+        name: STRIPE_MIN,
+        aliases: &[],
+        meaning: "bytes from which a message is striped over every active path to its peer (its fragments spread in proportion to each path's measured delivery rate); smaller ones take the best path; 1..1073741824 (default 262144)",
+        set: |c, v| {
+            let max = crate::proto::config::MAX_STRIPE_MIN as u64;
+            int(v, 1, max).map(|x| c.proto.stripe_min = x as usize)
+        },
     },
     Var {
         name: FAULT_LOSS,

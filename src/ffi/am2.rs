@@ -8,7 +8,10 @@ use super::registry;
 use super::segment::CSegment;
 use super::trampolines::c_handler;
 use super::types::{am_handler_fn_t, eb_t, en_t, ep_t, handler_t, tag_t};
-use super::{boundary, bundle, eb_handle, endpoint, ep_handle, guard, need, out, report, VERBOSE};
+use super::{
+    boundary, bundle, eb_handle, endpoint, ep_handle, guard, need, out, report, with_bundle,
+    VERBOSE,
+};
 use crate::am::{self, BundleMode, EndpointName};
 use crate::error::{Error, AM_ERR_RESOURCE, AM_OK};
 
@@ -323,5 +326,5 @@ pub unsafe extern "C" fn AM_GetMsgTag(token: *mut c_void, tagp: *mut tag_t) -> c
 
 #[no_mangle]
 pub extern "C" fn AM_Poll(bundle_: eb_t) -> c_int {
-    boundary("AM_Poll", || bundle(bundle_)?.poll())
+    boundary("AM_Poll", || with_bundle(bundle_, |b| b.poll()))
 }

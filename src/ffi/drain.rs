@@ -8,7 +8,7 @@ use std::os::raw::{c_int, c_void};
 
 use super::ramp::message_parts;
 use super::types::{eb_t, ep_t, handler_t};
-use super::{boundary, bundle, endpoint, ep_handle, guard_or, need, report};
+use super::{boundary, bundle, ep_handle, guard_or, need, report, with_bundle, with_endpoint};
 use crate::am::{self, LockWait, Message, Pulled};
 use crate::error::{Error, Result, AM_ERR_RESOURCE};
 use crate::wire::{Category, MAX_ARGS};
@@ -138,13 +138,14 @@ unsafe fn drain_wait(
         return Err(Error::BadArg("NULL message array"));
     }
     check_array(msgs, max)?;
-    let b = bundle(eb)?;
     let spin = spin_us as u64 * crate::time::MICROS;
     let mut out = Records::new(msgs, max);
-    // SAFETY: `msgs` holds `max` records by contract, checked above. (One
-    // drain hands out at most `max` messages: drain_wait returns after the
-    // first drain that hands out any.)
-    let r = b.drain_wait(max as usize, spin, |p| unsafe { out.put(p) });
+    let r = with_bundle(eb, |b| {
+        // SAFETY: `msgs` holds `max` records by contract, checked above.
+        // (One drain hands out at most `max` messages: drain_wait returns
+        // after the first drain that hands out any.)
+        b.drain_wait(max as usize, spin, |p| unsafe { out.put(p) })
+    });
     // SAFETY: checked non-null above.
     unsafe { count.write(out.written as c_int) };
     out.finish(r)
@@ -317,10 +318,11 @@ pub unsafe extern "C" fn ramp_RequestShort(
     args: *const i32,
 ) -> c_int {
     boundary("ramp_RequestShort", || {
-        let e = endpoint(ep)?;
         // SAFETY: `args` holds `numargs` ints, as documented in ramp.h.
         let (a, n) = unsafe { short_args(numargs, args)? };
-        e.request(dest, &Message::short(handler, &a[..n]), false)
+        with_endpoint(ep, |e| {
+            e.request(dest, &Message::short(handler, &a[..n]), false)
+        })
     })
 }
 
@@ -368,8 +370,9 @@ pub extern "C" fn ramp_DrainTryReply1(index: c_int, handler: handler_t, a0: i32)
 #[no_mangle]
 pub extern "C" fn ramp_RequestShort1(ep: ep_t, dest: u32, handler: handler_t, a0: i32) -> c_int {
     boundary("ramp_RequestShort1", || {
-        let e = endpoint(ep)?;
-        e.request(dest, &Message::short(handler, &[a0 as u32]), false)
+        with_endpoint(ep, |e| {
+            e.request(dest, &Message::short(handler, &[a0 as u32]), false)
+        })
     })
 }
 

@@ -276,6 +276,25 @@ pub(crate) fn bundle(eb: eb_t) -> Result<Arc<Bundle>> {
     registry::bundle(eb as usize as u64).ok_or(Error::BadArg("not a live bundle"))
 }
 
+/// `f` of the live endpoint `ep`, without a reference count while the
+/// registry has not changed since this thread's last call with it (the
+/// hot calls: `registry::with_endpoint`).
+pub(crate) fn with_endpoint<R>(ep: ep_t, f: impl FnOnce(&Arc<Endpoint>) -> Result<R>) -> Result<R> {
+    if ep.is_null() {
+        return Err(Error::BadArg("NULL endpoint"));
+    }
+    registry::with_endpoint(ep as usize as u64, f)
+        .unwrap_or(Err(Error::BadArg("not a live endpoint")))
+}
+
+/// `f` of the live bundle `eb`, as `with_endpoint`.
+pub(crate) fn with_bundle<R>(eb: eb_t, f: impl FnOnce(&Arc<Bundle>) -> Result<R>) -> Result<R> {
+    if eb.is_null() {
+        return Err(Error::BadArg("NULL bundle"));
+    }
+    registry::with_bundle(eb as usize as u64, f).unwrap_or(Err(Error::BadArg("not a live bundle")))
+}
+
 pub(crate) fn ep_handle(id: u64) -> ep_t {
     id as usize as ep_t
 }

@@ -35,7 +35,8 @@ pub struct ramp_path_t {
     pub srtt_ns: u64,
     /// Congestion window, bytes.
     pub cwnd: u64,
-    /// cwnd / srtt, bytes per second (0 without a round trip).
+    /// Bytes per second: the measured delivery rate where one exists,
+    /// else cwnd / srtt (0 without a round trip).
     pub rate: u64,
     /// Bytes of datagrams sent on it.
     pub bytes_sent: u64,

@@ -8,7 +8,7 @@ use std::os::raw::{c_char, c_int, c_void};
 
 use super::am2::with_token;
 use super::types::{en_t, ep_t, handler_t, ramp_category_t, tag_t};
-use super::{boundary, endpoint, guard, guard_or, need, out, report};
+use super::{boundary, endpoint, guard, guard_or, need, out, report, with_endpoint};
 use crate::am::{self, EndpointName, Message, Statistics};
 use crate::error::{code_name, Error, Result, ReturnStatus};
 use crate::wire::{Category, MAX_ARGS};
@@ -101,16 +101,17 @@ pub unsafe extern "C" fn ramp_RequestArgv(
     args: *const i32,
 ) -> c_int {
     boundary("AM_Request", || {
-        let e = endpoint(ep)?;
         let cat = category(category_)?;
         // SAFETY: pointers as documented in ramp.h, checked in message_parts.
         let (a, n, payload) = unsafe { message_parts(cat, source_addr, nbytes, numargs, args)? };
         let nonblocking = async_ != 0 && cat == Category::Long;
-        e.request(
-            dest,
-            &Message::new(handler, cat, &a[..n], payload, dest_offset as u64),
-            nonblocking,
-        )
+        with_endpoint(ep, |e| {
+            e.request(
+                dest,
+                &Message::new(handler, cat, &a[..n], payload, dest_offset as u64),
+                nonblocking,
+            )
+        })
     })
 }
 

@@ -4,6 +4,8 @@
 //! (`am::allocate_bundle`, ...) knows nothing of it: there the `Arc`s are
 //! the handles.
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use once_cell::sync::Lazy;
@@ -25,16 +27,82 @@ struct Registry {
 
 static REGISTRY: Lazy<RwLock<Registry>> = Lazy::new(Default::default);
 
+/// Changes of the registry, bumped under its write lock: a handle a thread
+/// looked up at this count is still live (`with_bundle`).
+static GEN: AtomicU64 = AtomicU64::new(0);
+
+/// A handle looked up, kept by the thread at registry count `gen`.
+struct Kept<T> {
+    id: u64,
+    gen: u64,
+    obj: Arc<T>,
+}
+
+thread_local! {
+    static BUNDLE: Cell<Option<Kept<Bundle>>> = const { Cell::new(None) };
+    static ENDPOINT: Cell<Option<Kept<Endpoint>>> = const { Cell::new(None) };
+}
+
+/// The registry to change: the count bumped, this thread's kept handles
+/// dropped (an endpoint or bundle freed here closes at once; one kept by
+/// another thread, at that thread's next call or its exit).
+fn write() -> parking_lot::RwLockWriteGuard<'static, Registry> {
+    let w = REGISTRY.write();
+    GEN.fetch_add(1, Ordering::Release);
+    let _ = BUNDLE.try_with(Cell::take);
+    let _ = ENDPOINT.try_with(Cell::take);
+    w
+}
+
+/// `f` of the object of handle `id` (`lookup`'s): the one the thread kept
+/// from its last call with that handle while the registry has not changed
+/// since (one plain load: no lock, no reference count for AM_Poll,
+/// ramp_Drain*, ramp_RequestShort1...), else looked up and kept.
+fn with_kept<T, R>(
+    slot: &'static std::thread::LocalKey<Cell<Option<Kept<T>>>>,
+    id: u64,
+    lookup: impl FnOnce(&Registry) -> Option<Arc<T>>,
+    f: impl FnOnce(&Arc<T>) -> R,
+) -> Option<R> {
+    let gen = GEN.load(Ordering::Acquire);
+    let k = match slot.try_with(Cell::take).ok().flatten() {
+        Some(k) if k.id == id && k.gen == gen => k,
+        _ => {
+            let r = REGISTRY.read();
+            Kept {
+                id,
+                gen: GEN.load(Ordering::Relaxed),
+                obj: lookup(&r)?,
+            }
+        }
+    };
+    let r = f(&k.obj);
+    if GEN.load(Ordering::Relaxed) == k.gen {
+        let _ = slot.try_with(|c| c.set(Some(k)));
+    }
+    Some(r)
+}
+
+/// `f` of the live bundle of id `id`; None when there is none.
+pub fn with_bundle<R>(id: u64, f: impl FnOnce(&Arc<Bundle>) -> R) -> Option<R> {
+    with_kept(&BUNDLE, id, |r| r.bundles.get(&id).cloned(), f)
+}
+
+/// `f` of the live endpoint of id `id`; None when there is none.
+pub fn with_endpoint<R>(id: u64, f: impl FnOnce(&Arc<Endpoint>) -> R) -> Option<R> {
+    with_kept(&ENDPOINT, id, |r| r.endpoints.get(&id).cloned(), f)
+}
+
 /// AM_Init: reference counted. Fails only when the `RAMP_*` configuration is bad.
 pub fn init() -> Result<()> {
     am::init()?;
-    REGISTRY.write().init_count += 1;
+    write().init_count += 1;
     Ok(())
 }
 
 /// AM_Terminate: the last matching call frees every bundle and endpoint.
 pub fn terminate() -> Result<()> {
-    let mut r = REGISTRY.write();
+    let mut r = write();
     if r.init_count == 0 {
         return Ok(());
     }
@@ -60,7 +128,7 @@ fn require_init(r: &Registry) -> Result<()> {
 
 /// AM_AllocateBundle.
 pub fn allocate_bundle(mode: BundleMode) -> Result<Arc<Bundle>> {
-    let mut r = REGISTRY.write();
+    let mut r = write();
     require_init(&r)?;
     if r.bundles.len() >= MAX_BUNDLES {
         return Err(Error::Resource("too many bundles"));
@@ -72,12 +140,12 @@ pub fn allocate_bundle(mode: BundleMode) -> Result<Arc<Bundle>> {
 
 /// Registers a bundle made outside (`spmd::start_worker`'s).
 pub(crate) fn adopt_bundle(b: &Arc<Bundle>) {
-    REGISTRY.write().bundles.insert(b.id, b.clone());
+    write().bundles.insert(b.id, b.clone());
 }
 
 /// Registers an endpoint made outside (`spmd::start_worker`'s).
 pub(crate) fn adopt_endpoint(ep: &Arc<Endpoint>) {
-    REGISTRY.write().endpoints.insert(ep.id, ep.clone());
+    write().endpoints.insert(ep.id, ep.clone());
 }
 
 /// The live bundle of id `id`.
@@ -92,7 +160,7 @@ pub fn endpoint(id: u64) -> Option<Arc<Endpoint>> {
 
 /// AM_FreeBundle: the bundle and its endpoints.
 pub fn free_bundle(id: u64) -> Result<()> {
-    let mut r = REGISTRY.write();
+    let mut r = write();
     let b = r
         .bundles
         .remove(&id)
@@ -115,7 +183,7 @@ pub fn allocate_endpoint(bundle_id: u64) -> Result<Arc<Endpoint>> {
             .ok_or(Error::BadArg("not a live bundle"))?
     };
     let ep = am::allocate_endpoint(&b)?;
-    let mut r = REGISTRY.write();
+    let mut r = write();
     if !r.bundles.contains_key(&bundle_id) {
         drop(r);
         let _ = am::free_endpoint(&ep);
@@ -127,7 +195,7 @@ pub fn allocate_endpoint(bundle_id: u64) -> Result<Arc<Endpoint>> {
 
 /// AM_FreeEndpoint.
 pub fn free_endpoint(id: u64) -> Result<()> {
-    let mut r = REGISTRY.write();
+    let mut r = write();
     let ep = r
         .endpoints
         .get(&id)
@@ -140,7 +208,7 @@ pub fn free_endpoint(id: u64) -> Result<()> {
 
 /// AM_MoveEndpoint.
 pub fn move_endpoint(ep_id: u64, from: u64, to: u64) -> Result<()> {
-    let r = REGISTRY.write();
+    let r = write();
     let ep = r
         .endpoints
         .get(&ep_id)

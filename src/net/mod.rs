@@ -263,3 +263,9 @@ pub fn open_at(
     }
     Ok(set)
 }
+
+/// The earlier of two times, either of which may be none.
+#[inline]
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    a.map_or(b, |a| Some(b.map_or(a, |b| a.min(b))))
+}

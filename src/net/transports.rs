@@ -21,7 +21,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use super::{ExpressLane, Outgoing, PathNews, SharedMemory, Transport, SEND_BATCH};
+use super::{earliest, ExpressLane, Outgoing, PathNews, SharedMemory, Transport, SEND_BATCH};
 use crate::config::MAX_RAILS;
 use crate::path::{Path, Rail};
 use crate::time::Instant;
@@ -420,25 +420,27 @@ impl Transports {
             .near
             .as_mut()
             .and_then(|n| n.rings_mut().flush_due(now));
-        let rails = self.rails.iter_mut().filter_map(|t| t.flush_due(now));
-        let fallback = self.fallback.flush_due(now);
-        near.into_iter().chain(fallback).chain(rails).min()
+        let mut next = earliest(near, self.fallback.flush_due(now));
+        for t in self.rails.iter_mut() {
+            next = earliest(next, t.flush_due(now));
+        }
+        next
     }
 
     /// What the rails' transports learnt of their paths (`PathNews`, each
     /// with the rail it came from): smaller datagrams, broken paths.
     /// Shared memory keeps its own sizes.
     pub fn path_news(&mut self, each: &mut dyn FnMut(PathNews)) {
-        let down = &mut self.rail_down;
-        let rails = self.rails.iter_mut().map(|t| &mut **t);
-        for (k, t) in std::iter::once(&mut *self.fallback)
-            .chain(rails)
-            .enumerate()
-        {
-            let rail = Rail(k as u8);
+        // (every pump asks: a loop, no iterator chain)
+        for k in 0..=self.rails.len() {
+            let t: &mut dyn Transport = match k {
+                0 => &mut *self.fallback,
+                _ => &mut *self.rails[k - 1],
+            };
+            let (rail, down) = (Rail(k as u8), &mut self.rail_down[k]);
             t.path_news(&mut |n| {
                 if let PathNews::Down { .. } = n {
-                    down[k] += 1;
+                    *down += 1;
                 }
                 each(n.on_rail(rail))
             });

@@ -175,13 +175,32 @@ fn sent(mut send: impl FnMut() -> io::Result<usize>) -> io::Result<()> {
 impl UdpTransport {
     /// A send to `to` that ended in `r`: a path error
     /// (`sys::is_path_error`) is the path's news and the datagram lost.
+    /// (Every send asks: the usual success is told inline.)
+    #[inline]
     fn path_error(&mut self, to: SocketAddr, r: io::Result<()>) -> io::Result<()> {
         match r {
-            Err(e) if e.raw_os_error().is_some_and(crate::sys::is_path_error) => {
-                self.offload.note_down(to, e.raw_os_error().unwrap_or(0));
-                Ok(())
-            }
-            r => r,
+            Ok(()) => Ok(()),
+            Err(e) => self.send_failed(to, e),
+        }
+    }
+
+    /// `path_error` of a send that failed.
+    #[cold]
+    #[inline(never)]
+    fn send_failed(&mut self, to: SocketAddr, e: io::Error) -> io::Result<()> {
+        if e.raw_os_error().is_some_and(crate::sys::is_path_error) {
+            self.offload.note_down(to, e.raw_os_error().unwrap_or(0));
+            return Ok(());
+        }
+        Err(e)
+    }
+
+    /// `path_news` when there is some.
+    #[cold]
+    #[inline(never)]
+    fn tell_news(&mut self, each: &mut dyn FnMut(PathNews)) {
+        for n in self.offload.news.drain(..) {
+            each(n);
         }
     }
 
@@ -340,12 +359,10 @@ impl Transport for UdpTransport {
     }
 
     fn path_news(&mut self, each: &mut dyn FnMut(PathNews)) {
-        if self.offload.news.is_empty() {
-            // (every poll asks; news is rare: no drain set up for none)
-            return;
-        }
-        for n in self.offload.news.drain(..) {
-            each(n);
+        // (every poll asks; news is rare: no drain set up for none, and
+        // no registers saved for one)
+        if !self.offload.news.is_empty() {
+            self.tell_news(each);
         }
     }
 }

@@ -6,7 +6,7 @@
 //! Bounded: at most `POOL_BUFS` buffers and `POOL_BYTES` bytes of capacity
 //! are kept; a buffer past `MAX_KEPT` is freed, not kept.
 
-use super::MAX_MESSAGE;
+use super::limits::MAX_MESSAGE;
 
 /// Buffers kept at most.
 const POOL_BUFS: usize = 32;

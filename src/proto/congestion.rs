@@ -287,6 +287,13 @@ impl Congestion {
         }
     }
 
+    /// What `new` was given, as far as it shapes a fresh controller:
+    /// `Congestion::new(on, max_datagram, max_flight)` of these makes one
+    /// like this one was when new (kept instead of a whole template).
+    pub fn settings(&self) -> (bool, usize, u64) {
+        (self.on, self.mss as usize, self.max_cwnd)
+    }
+
     /// Whether it limits anything (`ProtoConfig::congestion`).
     #[inline]
     pub fn is_on(&self) -> bool {

@@ -259,7 +259,10 @@ impl<A: PeerAddr> Peer<A> {
         for ch in 0..NUM_CHANNELS {
             let tx = &self.tx[ch];
             let free = tx.in_flight.len() < cfg.window && !self.is_paused(ch);
-            if free && !tx.pending.is_empty() {
+            // (striping holds data for the path it arrives first on: one
+            // with bytes in flight, whose ACK sends it)
+            let held = self.striping(ch, cfg) && self.in_flight() > 0;
+            if free && !tx.pending.is_empty() && !held {
                 assert!(
                     self.timers.get(Timer::Pace).is_some(),
                     "peer {who:?} send channel {ch}: new data within both windows \

@@ -93,6 +93,8 @@ mod inspect;
 mod intake;
 #[cfg(any(test, feature = "testing"))]
 mod invariants;
+mod limits;
+mod out_msg;
 mod outbox;
 #[cfg(test)]
 mod packing_tests;
@@ -113,6 +115,8 @@ mod send;
 mod shutdown;
 mod slots;
 mod stats;
+#[cfg(test)]
+mod stripe_tests;
 mod submit;
 #[cfg(test)]
 mod test_pair;
@@ -126,8 +130,9 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 pub use addr::PeerAddr;
-pub use config::{ProtoConfig, DEFAULT_IDLE_TIMEOUT, MAX_WINDOW};
+pub use config::{ProtoConfig, DEFAULT_IDLE_TIMEOUT};
 pub use event::{Event, FailReason, MsgId};
+pub use limits::{MAX_MESSAGE, MAX_WINDOW};
 #[cfg(any(test, feature = "testing"))]
 pub use place::NoPlacement;
 pub use place::Placement;
@@ -149,9 +154,6 @@ pub use path_events::{PathChange, PathEvent, PATH_EVENTS_MAX};
 use peer::{Ctx, Peer};
 use recv::{InFrag, InPlace};
 use send::{MsgRef, OutMsg, SpareMsgs};
-
-/// The largest message (payload bytes) a receiver reassembles.
-pub const MAX_MESSAGE: usize = 1 << 20;
 
 /// The reliable protocol state of one endpoint.
 pub struct Protocol<A: PeerAddr> {

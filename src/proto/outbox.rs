@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::bufpool::BufPool;
 use super::event::Event;
-use super::send::OutMsg;
+use super::out_msg::OutMsg;
 use crate::path::Path;
 use crate::stats::Statistics;
 

@@ -10,10 +10,14 @@
 //! handshake's own path (rail 0 to the peer's name) is `Active` from the
 //! start; any other carries data only after a HEARTBEAT with a fresh
 //! random nonce, sent on it, came back on it (`Unconfirmed` until then:
-//! no data to an address that did not answer). A path is `Failed` after
-//! `PATH_MAX_RETRANS` consecutive retransmission timeouts on it, or at
-//! once when the transport saw it unreachable (`Protocol::path_down`);
-//! failed paths are probed (`Probing`) every `ProtoConfig::path_probe`,
+//! no data to an address that did not answer). After `PATH_MAX_RETRANS`
+//! consecutive retransmission timeouts a path is suspect (`suspect.rs`,
+//! after SCTP's Potentially Failed state): its traffic moves to another
+//! at once, and it is `Failed` only when its own heartbeat goes
+//! unanswered while the peer answers elsewhere (or the peer stays silent
+//! on every path for `PATH_MAX_RETRANS` heartbeats): a receiver off the
+//! CPU fails no path. The transport's word that a path is unreachable
+//! (`Protocol::path_down`) fails it at once. Failed paths are probed (`Probing`) every `ProtoConfig::path_probe`,
 //! doubling to `PROBE_MAX`, and an answered probe makes one `Active`
 //! again with a fresh congestion controller.
 //!
@@ -36,15 +40,22 @@
 //! on (`Peer::fresh_assoc`); a new handshake sets the peer's other
 //! addresses afresh.
 
+mod rate;
+mod stripe;
+mod suspect;
+pub use rate::DeliveryRate;
+
 use super::congestion::Congestion;
 use crate::path::{Path, Rail, MAX_RAILS};
 use crate::time::{Instant, Nanos, MILLIS};
 
-/// Consecutive retransmission timeouts that fail a path. SCTP's
+/// Consecutive retransmission timeouts that make a path suspect (its
+/// traffic moves to another: `suspect.rs`), and unanswered heartbeats of
+/// a suspect path, the peer silent everywhere, that fail it. SCTP's
 /// Path.Max.Retrans is 5 with an RTO of at least 1 s; ours starts at a
 /// few milliseconds and doubles, so 3 timeouts (about 7 RTOs of silence,
-/// tens of milliseconds on a LAN) say the path is gone well before the
-/// peer timeout, while one or two lost retransmissions (a burst of loss)
+/// tens of milliseconds on a LAN) move traffic well before the peer
+/// timeout, while one or two lost retransmissions (a burst of loss)
 /// do not move traffic off a good path.
 pub const PATH_MAX_RETRANS: u32 = 3;
 
@@ -84,6 +95,10 @@ pub struct PathReport<A> {
     pub cwnd: u64,
     /// Pacing rate, bytes per second, when pacing.
     pub pacing_rate: Option<u64>,
+    /// Measured delivery rate while busy (`rate.rs`), bytes per second,
+    /// when measured (the association has several paths and this one
+    /// carried data).
+    pub delivery_rate: Option<u64>,
     /// Bytes of datagrams sent on it, and bytes of DATA acknowledged while
     /// it carried them.
     pub bytes_sent: u64,
@@ -134,6 +149,17 @@ pub struct OnePath<A> {
     pub next_probe: Instant,
     pub interval: Nanos,
     pub tries: u32,
+    /// Suspect (`suspect.rs`): active, but carries no new data until its
+    /// heartbeat is answered; and when the peer first answered elsewhere
+    /// (new data acknowledged, another path's heartbeat) since its
+    /// heartbeat went.
+    pub suspect: bool,
+    pub alive: Option<Instant>,
+    /// When DATA last went on it (`stripe.rs`: idle heartbeats).
+    pub last_data: Instant,
+    /// What it delivers while busy (`rate.rs`; measured with two or more
+    /// paths: striping's shares).
+    pub rate: DeliveryRate,
 }
 
 /// The paths of one association, and the one its packets take now.
@@ -146,9 +172,12 @@ pub struct Paths<A> {
     /// came in on, when that path is active.
     answer: Option<usize>,
     /// A new path's congestion controller, as it starts.
-    fresh: Congestion,
+    fresh: (bool, usize, u64),
     /// The largest datagram the association's paths carry whole.
     pub datagram: usize,
+    /// Whether any path is suspect (`suspect.rs`: hearing the peer costs
+    /// nothing without one).
+    suspects: bool,
 }
 
 #[cfg_attr(not(feature = "testing"), allow(dead_code))] // (`path_down`, `paths_of`)
@@ -162,8 +191,9 @@ impl<A: Copy + PartialEq> Paths<A> {
             list: vec![first],
             current: 0,
             answer: None,
-            fresh: cc,
+            fresh: cc.settings(),
             datagram,
+            suspects: false,
         }
     }
 
@@ -228,11 +258,30 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.list.iter().any(|p| p.path.remote == *remote)
     }
 
+    /// Whether the association has one path only (the name's: one rail,
+    /// no other address listed), the usual case: nothing to choose
+    /// between, and answers go on it whatever came in where.
+    #[inline]
+    pub fn single(&self) -> bool {
+        self.list.len() == 1
+    }
+
+    /// Whether no path awaits a confirming heartbeat or a probe: one
+    /// path, active (`next_heartbeat` is None, whoever asks). Tested
+    /// without a walk over the paths: every message queued after an idle
+    /// spell asks (`Peer::arm_paths`).
+    #[inline]
+    pub fn none_to_probe(&self) -> bool {
+        self.single() && self.list[0].state == PathState::Active
+    }
+
     /// A packet of the association came in on `path`: answers go back on
     /// it while it is active.
     #[inline]
     pub fn arrived(&mut self, path: &Path<A>) {
-        if self.list[self.answer.unwrap_or(self.current)].path == *path {
+        // (one path: an answer takes it, whatever `answer` says; no
+        // address compared per packet)
+        if self.single() || self.list[self.answer.unwrap_or(self.current)].path == *path {
             return;
         }
         self.answer = self
@@ -266,7 +315,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                     rail: Rail(r as u8),
                 };
                 if self.find(&path).is_none() {
-                    let mut p = OnePath::new(path, self.fresh.clone(), PathState::Unconfirmed);
+                    let mut p = OnePath::new(path, self.fresh_cc(), PathState::Unconfirmed);
                     p.next_probe = now;
                     p.interval = probe;
                     self.list.push(p);
@@ -275,11 +324,17 @@ impl<A: Copy + PartialEq> Paths<A> {
         }
         self.current = self.find(&cur).unwrap_or(0);
         self.answer = None;
+        self.recount();
     }
 
-    /// The best active path: the lowest smoothed round trip, the current
-    /// one on a tie (or when none has one); None when none is active.
+    /// The best usable path (active, not suspect): the lowest smoothed
+    /// round trip, the current one on a tie (or when none has one); None
+    /// when none is usable.
     pub fn best(&self) -> Option<usize> {
+        if let [only] = &self.list[..] {
+            // (the usual case, asked whenever nothing is in flight)
+            return (only.state == PathState::Active).then_some(0);
+        }
         let key = |i: usize| {
             (
                 self.list[i].srtt().unwrap_or(Nanos::MAX),
@@ -288,8 +343,14 @@ impl<A: Copy + PartialEq> Paths<A> {
             )
         };
         (0..self.list.len())
-            .filter(|&i| self.list[i].state == PathState::Active)
+            .filter(|&i| self.usable(i))
             .min_by_key(|&i| key(i))
+    }
+
+    /// A new (or recovered) path's congestion controller, as it starts.
+    fn fresh_cc(&self) -> Congestion {
+        let (on, datagram, flight) = self.fresh;
+        Congestion::new(on, datagram, flight)
     }
 
     /// Moves the association to path `i`; true when it changed.
@@ -300,30 +361,35 @@ impl<A: Copy + PartialEq> Paths<A> {
         changed
     }
 
-    /// A retransmission timeout on the current path: true when that makes
-    /// it fail (and another path exists to take over).
-    pub fn timed_out(&mut self, now: Instant, probe: Nanos) -> bool {
-        let n = self.list.len();
-        let p = &mut self.list[self.current];
-        p.errors += 1;
-        if p.errors >= PATH_MAX_RETRANS && p.state == PathState::Active && n > 1 {
-            p.fail(now, probe);
-            return true;
-        }
-        false
-    }
-
-    /// The current path made progress (new data acknowledged).
+    /// The current path made progress at `now` (new data acknowledged;
+    /// `flight` bytes left in flight).
     #[inline]
-    pub fn progress(&mut self, acked: u64) {
+    pub fn progress(&mut self, now: Instant, acked: u64, flight: u64) {
+        let several = self.list.len() > 1;
+        let busy = flight >= self.datagram as u64;
         let p = &mut self.list[self.current];
         p.errors = 0;
         p.bytes_acked += acked;
+        if several {
+            let stall = p.srtt().unwrap_or(Nanos::MAX);
+            p.rate.delivered(now, p.bytes_acked, busy, stall);
+        }
     }
 
     #[inline]
     pub fn sent(&mut self, bytes: u64) {
         self.list[self.current].bytes_sent += bytes;
+    }
+
+    /// DATA went on the current path at `now` (`idle`: with nothing in
+    /// flight before it).
+    #[inline]
+    pub fn data_at(&mut self, now: Instant, idle: bool) {
+        let p = &mut self.list[self.current];
+        p.last_data = now;
+        if idle {
+            p.rate.restart();
+        }
     }
 
     /// Path `i` failed at `now` (send error).
@@ -333,6 +399,7 @@ impl<A: Copy + PartialEq> Paths<A> {
             PathState::Active | PathState::Unconfirmed
         ) {
             self.list[i].fail(now, probe);
+            self.recount();
         }
     }
 
@@ -347,7 +414,16 @@ impl<A: Copy + PartialEq> Paths<A> {
         mut nonce: impl FnMut() -> u64,
         mut send: impl FnMut(Path<A>, u64),
     ) {
-        for p in self.list.iter_mut() {
+        for i in 0..self.list.len() {
+            if let Some(at) = self.idle_due(i, busy) {
+                if at <= now && self.idle_heartbeat(i, now) {
+                    let n = nonce();
+                    self.list[i].hb = Some((n, now));
+                    send(self.list[i].path, n);
+                }
+                continue;
+            }
+            let p = &mut self.list[i];
             let wanted = match p.state {
                 PathState::Unconfirmed => busy || p.tries < CONFIRM_TRIES,
                 PathState::Failed | PathState::Probing => busy,
@@ -375,6 +451,7 @@ impl<A: Copy + PartialEq> Paths<A> {
 
     /// When the next heartbeat of `due_heartbeats` is due (`busy` as there).
     pub fn next_heartbeat(&self, busy: bool) -> Option<Instant> {
+        let idle = (0..self.list.len()).filter_map(|i| self.idle_due(i, busy));
         self.list
             .iter()
             .filter(|p| match p.state {
@@ -383,6 +460,8 @@ impl<A: Copy + PartialEq> Paths<A> {
                 PathState::Active => false,
             })
             .map(|p| p.next_probe)
+            .chain(idle)
+            .chain(self.next_suspect())
             .min()
     }
 
@@ -399,6 +478,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         probe: Nanos,
     ) -> Option<bool> {
         let i = self.find(path)?;
+        let (on, datagram, flight) = self.fresh;
         let p = &mut self.list[i];
         let (n, sent) = p.hb?;
         if n != nonce {
@@ -413,15 +493,19 @@ impl<A: Copy + PartialEq> Paths<A> {
         let was_inactive = p.state != PathState::Active;
         if was_inactive {
             p.state = PathState::Active;
-            p.cc = self.fresh.clone();
+            p.cc = Congestion::new(on, datagram, flight);
         }
+        // (a small packet's round trip: the path's least, as the
+        // handshake's is the first path's)
+        p.cc.on_handshake_rtt(now, r);
+        self.answered(now, i);
         Some(was_inactive)
     }
 
-    /// Whether the current path is active.
+    /// Whether the current path is usable (active, not suspect).
     #[inline]
     pub fn current_active(&self) -> bool {
-        self.list[self.current].state == PathState::Active
+        self.usable(self.current)
     }
 
     pub fn report(&self) -> Vec<PathReport<A>> {
@@ -436,6 +520,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                 srtt: p.srtt(),
                 cwnd: p.cc.cwnd(),
                 pacing_rate: p.cc.pacing_rate(),
+                delivery_rate: Some(p.rate.get()).filter(|&r| r > 0),
                 bytes_sent: p.bytes_sent,
                 bytes_acked: p.bytes_acked,
                 errors: p.errors,
@@ -460,6 +545,10 @@ impl<A> OnePath<A> {
             next_probe: Instant::ZERO,
             interval: 100 * MILLIS,
             tries: 0,
+            suspect: false,
+            alive: None,
+            last_data: Instant::ZERO,
+            rate: DeliveryRate::default(),
         }
     }
 
@@ -471,6 +560,8 @@ impl<A> OnePath<A> {
 
     fn fail(&mut self, now: Instant, probe: Nanos) {
         self.state = PathState::Failed;
+        self.suspect = false;
+        self.alive = None;
         self.failures += 1;
         self.errors = 0;
         self.hb = None;

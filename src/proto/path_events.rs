@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 
-use super::*;
+use super::{PeerAddr, Protocol};
 use crate::path::Path;
 
 /// The most path events kept until the layer above takes them.

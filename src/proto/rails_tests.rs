@@ -33,14 +33,16 @@ fn rail_of(addr: u32) -> Rail {
 /// A datagram on the wire: to which node, its arrival path, its bytes.
 type InFlight = (usize, Path<u32>, Vec<u8>);
 
-struct Net {
-    p: [Protocol<u32>; 2],
+pub(super) struct Net {
+    pub(super) p: [Protocol<u32>; 2],
     /// Each node's rails (`RAILS`, until a restart moves one).
     rails: [[u32; 2]; 2],
-    /// Every address reaches every other (loopback's 127.0.0.1 and
-    /// 127.0.0.2), not only its own subnet.
+    /// Every address reaches every other (loopback's 127.0.0.1, .2).
     flat: bool,
-    now: Instant,
+    /// As the kernel routes: every address reaches every other, over the
+    /// destination's link whatever rail sent it (rail 0 to rail-1: link 1).
+    pub(super) routed: bool,
+    pub(super) now: Instant,
     rng: Rng,
     /// In flight: (arrival, order) -> (to node, arrival path, bytes).
     wire: BTreeMap<(Instant, u64), InFlight>,
@@ -48,14 +50,21 @@ struct Net {
     /// Directed links (from address, to address) that drop everything.
     cut: HashSet<(u32, u32)>,
     /// Every DATA datagram that left a node: (time, node, path).
-    data_sent: Vec<(Instant, usize, Path<u32>)>,
+    pub(super) data_sent: Vec<(Instant, usize, Path<u32>)>,
     /// Heartbeat answers seen, for replays: (to node, arrival, bytes).
     hb_acks: Vec<InFlight>,
-    delivered: Vec<u32>,
-    failed: Vec<(u32, FailReason)>,
+    pub(super) delivered: Vec<u32>,
+    pub(super) failed: Vec<(u32, FailReason)>,
+    /// Each node runs nothing before this (off the CPU): what comes waits.
+    asleep: [Instant; 2],
+    /// Per subnet: a bottleneck's rate (bytes/s, 0: none), extra delay;
+    /// per (sending node, subnet): when its link is free again.
+    pub(super) rate: [u64; 2],
+    pub(super) delay: [Nanos; 2],
+    busy: [[Instant; 2]; 2],
 }
 
-fn cfg() -> ProtoConfig {
+pub(super) fn cfg() -> ProtoConfig {
     ProtoConfig {
         peer_timeout: 10_000 * MILLIS,
         ..ProtoConfig::default()
@@ -63,7 +72,7 @@ fn cfg() -> ProtoConfig {
 }
 
 impl Net {
-    fn new(seed: u64, cfg: ProtoConfig) -> Net {
+    pub(super) fn new(seed: u64, cfg: ProtoConfig) -> Net {
         println!("rails test seed {seed}");
         let mut p = [
             Protocol::new(cfg.clone(), &[0x10; 32]),
@@ -75,6 +84,7 @@ impl Net {
             p,
             rails: RAILS,
             flat: false,
+            routed: false,
             now: Instant(1_000_000_000),
             rng: Rng::new(seed),
             wire: BTreeMap::new(),
@@ -84,6 +94,10 @@ impl Net {
             hb_acks: Vec::new(),
             delivered: Vec::new(),
             failed: Vec::new(),
+            asleep: [Instant::ZERO; 2],
+            rate: [0; 2],
+            delay: [0; 2],
+            busy: [[Instant::ZERO; 2]; 2],
         }
     }
 
@@ -108,7 +122,7 @@ impl Net {
                 );
                 self.data_sent.push((self.now, n, path));
             }
-            let reaches = self.flat || rail_of(src) == rail_of(path.remote);
+            let reaches = self.flat || self.routed || rail_of(src) == rail_of(path.remote);
             if !reaches || self.cut.contains(&(src, path.remote)) {
                 continue; // another subnet, or cut: lost without a word
             }
@@ -120,13 +134,22 @@ impl Net {
             if t == PacketType::HeartbeatAck as u8 {
                 self.hb_acks.push((to, arrival, bytes.clone()));
             }
-            let at = self.now.plus(50 * MICROS + self.rng.below(20) * MICROS);
+            let link = if self.routed { path.remote } else { src };
+            let sub = rail_of(link).0 as usize;
+            let mut at = self.now.plus(50 * MICROS + self.rng.below(20) * MICROS);
+            let wire_ns = (bytes.len() as u64 * 1_000_000_000).checked_div(self.rate[sub]);
+            if let Some(ns) = wire_ns {
+                let b = &mut self.busy[n][sub];
+                *b = (*b).max(self.now).plus(ns);
+                at = at.max(b.plus(50 * MICROS));
+            }
+            let at = at.plus(self.delay[sub]);
             self.order += 1;
             self.wire.insert((at, self.order), (to, arrival, bytes));
         }
     }
 
-    fn state(&self, n: usize, path: Path<u32>) -> Option<PathState> {
+    pub(super) fn state(&self, n: usize, path: Path<u32>) -> Option<PathState> {
         let peer = RAILS[1 - n][0];
         self.p[n]
             .paths_of(&peer)
@@ -145,14 +168,16 @@ impl Net {
     }
 
     /// Runs until `until`, every node's timers and datagrams in order.
-    fn run_until(&mut self, until: Instant) {
+    pub(super) fn run_until(&mut self, until: Instant) {
         loop {
             for n in 0..2 {
                 self.drain(n);
                 self.events(n);
             }
             let next_wire = self.wire.keys().next().map(|k| k.0);
-            let next_timer = self.p.iter().filter_map(|p| p.next_timeout()).min();
+            let next_timer = (0..2)
+                .filter_map(|n| Some(self.p[n].next_timeout()?.max(self.asleep[n])))
+                .min();
             let next = [next_wire, next_timer].into_iter().flatten().min();
             let Some(t) = next.filter(|&t| t <= until) else {
                 self.now = until;
@@ -163,10 +188,19 @@ impl Net {
                 let Some((_, (to, arrival, bytes))) = self.wire.pop_first() else {
                     unreachable!()
                 };
+                if self.asleep[to] > self.now {
+                    // (it waits in the socket until the node runs)
+                    self.order += 1;
+                    let at = (self.asleep[to], self.order);
+                    self.wire.insert(at, (to, arrival, bytes));
+                    continue;
+                }
                 self.p[to].handle_datagram_placing(self.now, arrival, &bytes, &mut NoPlacement);
             }
-            for p in self.p.iter_mut() {
-                p.handle_timeout(self.now);
+            for (n, p) in self.p.iter_mut().enumerate() {
+                if self.asleep[n] <= self.now {
+                    p.handle_timeout(self.now);
+                }
             }
             for p in &self.p {
                 p.check_invariants();
@@ -174,19 +208,19 @@ impl Net {
         }
     }
 
-    fn run_for(&mut self, d: Nanos) {
+    pub(super) fn run_for(&mut self, d: Nanos) {
         self.run_until(self.now.plus(d));
     }
 
     /// Sends message `k` (a few hundred bytes to a few KiB) from node 0.
-    fn send(&mut self, k: u32) {
+    pub(super) fn send(&mut self, k: u32) {
         let len = 200 + self.rng.below(4000) as usize;
         let meta = MsgMeta::new(MsgKind::User, Category::Medium, 1, &[k]);
         self.p[0].send(self.now, 1, CHANNEL_REQUEST, meta, vec![k as u8; len]);
     }
 
     /// Cuts (or, `on`, restores) both directions between `a` and `b`.
-    fn link(&mut self, a: u32, b: u32, on: bool) {
+    pub(super) fn link(&mut self, a: u32, b: u32, on: bool) {
         for l in [(a, b), (b, a)] {
             if on {
                 self.cut.remove(&l);
@@ -198,7 +232,7 @@ impl Net {
 
     /// Every message 0..n delivered once, nothing returned (requests
     /// whole in one packet may pass a gap: no order between them).
-    fn assert_exactly_once(&self, n: u32) {
+    pub(super) fn assert_exactly_once(&self, n: u32) {
         assert_eq!(self.failed, [], "nothing returned");
         let mut got = self.delivered.clone();
         got.sort_unstable();
@@ -207,7 +241,7 @@ impl Net {
     }
 }
 
-fn p(rail: u8, remote: u32) -> Path<u32> {
+pub(super) fn p(rail: u8, remote: u32) -> Path<u32> {
     Path {
         remote,
         rail: Rail(rail),
@@ -215,7 +249,7 @@ fn p(rail: u8, remote: u32) -> Path<u32> {
 }
 
 /// Associated, every same-subnet path confirmed.
-fn confirmed(seed: u64) -> Net {
+pub(super) fn confirmed(seed: u64) -> Net {
     let mut net = Net::new(seed, cfg());
     net.send(0);
     net.run_for(50 * MILLIS);
@@ -561,3 +595,6 @@ fn rails_work_under_the_job_key_mac() {
 
 #[path = "rails_restart_tests.rs"]
 mod restart;
+
+#[path = "rails_busy_tests.rs"]
+mod busy;

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 
 use super::event::Event;
+use super::limits::{MAX_MESSAGE, MAX_WINDOW};
 use super::outbox::Outbox;
 use super::send::seq_diff;
 use super::stats;
-use super::{MAX_MESSAGE, MAX_WINDOW};
 use crate::time::{Instant, Nanos};
 use crate::wire::{Category, MsgKind, MsgMeta, Placed, CHANNEL_REPLY, CHANNEL_REQUEST};
 

@@ -55,6 +55,11 @@ pub struct RttEstimator {
     floor_persist: u32,
     /// The shortest round trip sampled: what a prompt answer takes.
     min_rtt: Option<Nanos>,
+    /// The longest prompt round trip (`is_prompt`): 4 shortest round
+    /// trips and twice the peer's ACK delay (and `GRANULARITY`), kept
+    /// with `min_rtt` and `ack_delay` (`set_prompt_max`): every sample
+    /// asks, and it changes seldom. `Nanos::MAX` before any sample.
+    prompt_max: Nanos,
     /// Round trips sampled promptly in a row since the floor was learnt:
     /// `FLOOR_PERSIST` of them, and the peer is running again: the floor is
     /// dropped (a peer descheduled a while ago must not make every later
@@ -155,6 +160,7 @@ impl RttEstimator {
             floor: 0,
             floor_persist: 0,
             min_rtt: None,
+            prompt_max: Nanos::MAX,
             prompt_run: 0,
             needless_share: 0,
             loss_rate: 0,
@@ -168,7 +174,17 @@ impl RttEstimator {
     /// Sets the peer's delayed-ACK time (part of the probe timeout).
     pub fn with_ack_delay(mut self, ack_delay: Nanos) -> RttEstimator {
         self.ack_delay = ack_delay;
+        self.set_prompt_max();
         self
+    }
+
+    /// `prompt_max` after `min_rtt` or `ack_delay` changed.
+    #[inline]
+    fn set_prompt_max(&mut self) {
+        self.prompt_max = match self.min_rtt {
+            Some(m) => 4 * m + 2 * self.ack_delay + GRANULARITY,
+            None => Nanos::MAX,
+        };
     }
 
     /// Feeds one sample (from a packet never retransmitted: Karn's rule)
@@ -202,7 +218,10 @@ impl RttEstimator {
                 self.srtt = Some((7 * s + r) / 8);
             }
         }
-        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        if self.min_rtt.is_none_or(|m| r < m) {
+            self.min_rtt = Some(r);
+            self.set_prompt_max();
+        }
     }
 
     /// Feeds the round trip of a packet sent at `sent` (never
@@ -270,19 +289,25 @@ impl RttEstimator {
     /// Whether `r` is far above what this path answers in: more than twice
     /// the smoothed round trip and more than a prompt answer (4 shortest
     /// round trips and twice the peer's ACK delay).
+    /// (`prompt_max` is `Nanos::MAX` while there is no shortest round
+    /// trip: then none is stretched.)
+    #[inline]
     fn stretched(&self, r: Nanos) -> bool {
-        match (self.srtt, self.min_rtt) {
-            (Some(s), Some(m)) => r > (2 * s).max(4 * m + 2 * self.ack_delay + GRANULARITY),
-            _ => false,
+        match self.srtt {
+            Some(s) => r > (2 * s).max(self.prompt_max),
+            None => false,
         }
     }
 
     /// Whether `r` is what a running peer answers in: within a few of the
     /// path's shortest round trips and the receiver's ACK delay, far below
     /// any floor learnt (the first sample is).
+    /// (Below the shortest round trip, `r` is within 4 of itself: no
+    /// need to take the least of the two; with none yet, `prompt_max` is
+    /// `Nanos::MAX`.)
+    #[inline]
     fn is_prompt(&self, r: Nanos) -> bool {
-        let min = self.min_rtt.unwrap_or(r).min(r);
-        r <= 4 * min + 2 * self.ack_delay + GRANULARITY
+        r <= self.prompt_max
     }
 
     fn drop_floor(&mut self) {
@@ -305,11 +330,35 @@ impl RttEstimator {
 
     /// Timeout without backoff.
     pub fn base_rto(&self) -> Nanos {
-        let rto = match self.timed() {
+        self.base_rto_of(self.timed())
+    }
+
+    /// `base_rto` of the estimate the timers use (`timed`).
+    #[inline]
+    fn base_rto_of(&self, timed: Option<(Nanos, Nanos)>) -> Nanos {
+        let rto = match timed {
             None => self.initial,
             Some((s, v)) => s + (4 * v).max(GRANULARITY),
         };
         rto.max(self.floor).clamp(self.min, self.max)
+    }
+
+    /// The timers of a transmission, of one look at the estimate (every
+    /// transmit asks): the retransmission timeout (`rto`), and the first
+    /// and second probes' (`probe_timeout_within`, `second_probe_within`).
+    #[inline]
+    pub fn transmit_timers(&self) -> (Nanos, Option<Nanos>, Option<Nanos>) {
+        let timed = self.timed();
+        let rto = self.backed_off(self.base_rto_of(timed));
+        let Some((s, v)) = timed else {
+            return (rto, None, None);
+        };
+        let pto = self.answer_within(s, v);
+        (
+            rto,
+            Some(self.first_probe_of(pto, rto)),
+            Some(self.second_probe_of(pto, rto)),
+        )
     }
 
     /// How long a peer that is being scheduled takes at most to answer a
@@ -353,11 +402,10 @@ impl RttEstimator {
     /// The first probe's time before the floor: a prompt answer's; while
     /// loss is frequent, by the prompt samples alone if shorter (`calm`).
     #[inline]
-    fn first_probe(&self) -> Option<Nanos> {
-        let pto = self.prompt_answer()?;
+    fn first_probe(&self, pto: Nanos) -> Nanos {
         match self.calm {
-            Some((s, v)) if self.calm_times() => Some(pto.min(self.answer_within(s, v))),
-            _ => Some(pto),
+            Some((s, v)) if self.calm_times() => pto.min(self.answer_within(s, v)),
+            _ => pto,
         }
     }
 
@@ -377,22 +425,34 @@ impl RttEstimator {
     /// `probe_timeout` given the retransmission timeout `rto` (`rto()`, which
     /// the caller has computed already).
     #[inline]
+    #[cfg(test)] // the sender asks `transmit_timers`
     pub fn probe_timeout_within(&self, rto: Nanos) -> Option<Nanos> {
-        let pto = self.first_probe()?;
+        Some(self.first_probe_of(self.prompt_answer()?, rto))
+    }
+
+    /// `probe_timeout_within` of a prompt answer's time `pto`.
+    #[inline]
+    fn first_probe_of(&self, pto: Nanos, rto: Nanos) -> Nanos {
+        let pto = self.first_probe(pto);
         let pto = if self.needless_share >= PROBE_WAITS_FOR_FLOOR && self.loss_rate < LOSSY {
             pto.max(self.floor)
         } else {
             pto
         };
-        Some(pto.min(rto))
+        pto.min(rto)
     }
 
     /// The second probe of a lost tail packet's first copy: twice the
     /// probe timeout, or the floor if longer, never past `rto`.
-    #[inline]
+    #[cfg(test)] // the sender asks `transmit_timers`
     pub fn second_probe_within(&self, rto: Nanos) -> Option<Nanos> {
-        let pto = self.prompt_answer()?;
-        Some((2 * pto).max(self.floor).min(rto))
+        Some(self.second_probe_of(self.prompt_answer()?, rto))
+    }
+
+    /// `second_probe_within` of a prompt answer's time `pto`.
+    #[inline]
+    fn second_probe_of(&self, pto: Nanos, rto: Nanos) -> Nanos {
+        (2 * pto).max(self.floor).min(rto)
     }
 
     /// An ACK covered a retransmitted packet `since_last` after its last
@@ -464,8 +524,14 @@ impl RttEstimator {
 
     /// Timeout with the current backoff applied.
     pub fn rto(&self) -> Nanos {
+        self.backed_off(self.base_rto())
+    }
+
+    /// `base` with the current backoff applied.
+    #[inline]
+    fn backed_off(&self, base: Nanos) -> Nanos {
         let shift = self.backoff.min(20);
-        self.base_rto().saturating_mul(1 << shift).min(self.max)
+        base.saturating_mul(1 << shift).min(self.max)
     }
 
     pub fn on_timeout(&mut self) {

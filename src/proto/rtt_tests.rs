@@ -251,3 +251,59 @@ fn frequent_real_losses_make_the_probe_prompt_whatever_the_peer_did() {
         "losses stopped: the floor"
     );
 }
+
+/// `transmit_timers` (one look at the estimate) is `rto`,
+/// `probe_timeout_within` and `second_probe_within`, and the kept
+/// `prompt_max` judges samples as the shortest round trip and the ACK
+/// delay do (`is_prompt`, `stretched`), whatever the estimator went
+/// through: samples prompt and stretched, timeouts, losses repaired,
+/// needless copies (a fixed pseudo-random walk).
+#[test]
+fn timers_of_one_look_and_the_kept_prompt_limit_agree_with_the_estimate() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for ack_delay in [0, 200_000] {
+        let mut r =
+            RttEstimator::new(20_000_000, 1_000_000, 1_000_000_000).with_ack_delay(ack_delay);
+        let mut now = Instant(1_000_000_000);
+        let check = |r: &RttEstimator, x: Nanos| {
+            let rto = r.rto();
+            assert_eq!(
+                r.transmit_timers(),
+                (rto, r.probe_timeout_within(rto), r.second_probe_within(rto))
+            );
+            let k = 2 * r.ack_delay + GRANULARITY;
+            let prompt = x <= 4 * r.min_rtt.unwrap_or(x).min(x) + k;
+            assert_eq!(r.is_prompt(x), prompt, "{x} after {:?}", r.min_rtt);
+            let stretched = match (r.srtt, r.min_rtt) {
+                (Some(s), Some(m)) => x > (2 * s).max(4 * m + k),
+                _ => false,
+            };
+            assert_eq!(r.stretched(x), stretched, "{x}");
+        };
+        check(&r, 10_000);
+        for _ in 0..5_000 {
+            let rtt = match next(10) {
+                0 => 500_000 + next(5_000_000),
+                _ => 5_000 + next(20_000),
+            };
+            match next(40) {
+                0 => r.on_timeout(),
+                1 => r.on_retransmit_answered(next(2 * rtt), 2 * rtt),
+                2 => r.on_needless_copy(next(3 * rtt), 3 * rtt),
+                3 => r.on_progress(),
+                _ => {
+                    now = now.plus(rtt + next(1_000));
+                    r.sample_from(now, Instant(now.0 - rtt));
+                }
+            }
+            check(&r, rtt);
+            check(&r, next(10_000_000));
+        }
+    }
+}

@@ -24,6 +24,7 @@ mod network;
 mod scheduler;
 mod state;
 mod world;
+mod world_rails;
 
 pub use bottleneck::{Bottleneck, BottleneckStats, Bottlenecks, Carries};
 pub use manual::{ManualClock, YIELD_STEP};

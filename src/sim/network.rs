@@ -18,7 +18,7 @@ use super::state::Shared;
 use super::SimStats;
 use crate::fault::FaultInjector;
 use crate::fxhash::FxHashMap;
-use crate::net::{DatagramSink, Transport, RECV_BATCH};
+use crate::net::{DatagramSink, PathNews, Transport, RECV_BATCH};
 use crate::time::Instant;
 
 /// Datagrams an inbox holds at most (a socket's receive buffer); more are
@@ -59,6 +59,11 @@ pub(crate) struct Network {
     /// Bottleneck links datagrams go through before the faults
     /// (`World::bottleneck`).
     pub(crate) links: Bottlenecks<SocketAddr>,
+    /// The rail of each rail address (`World::node_with_rails`): rails
+    /// are separate networks, a datagram between two rails' addresses is
+    /// lost; and the addresses whose interface is down (`set_down`).
+    rail_of: FxHashMap<IpAddr, u8>,
+    down: std::collections::HashSet<IpAddr, crate::fxhash::FxBuild>,
 }
 
 /// Sees every datagram sent, (from, to, bytes); false: it is lost.
@@ -87,6 +92,43 @@ impl Network {
             hold: None,
             held: VecDeque::new(),
             links: Bottlenecks::default(),
+            rail_of: FxHashMap::default(),
+            down: Default::default(),
+        }
+    }
+
+    /// `ip` is rail `rail`'s address of its host: it reaches only the
+    /// same rail's addresses (and those of no rail).
+    pub(crate) fn set_rail(&mut self, ip: IpAddr, rail: u8) {
+        self.rail_of.insert(ip, rail);
+    }
+
+    /// The interface of `ip` goes down (or up): what it sends fails
+    /// (`is_down`: the transport says ENETDOWN), nothing reaches it.
+    pub(crate) fn set_down(&mut self, ip: IpAddr, down: bool) {
+        if down {
+            self.down.insert(ip);
+        } else {
+            self.down.remove(&ip);
+        }
+    }
+
+    pub(crate) fn is_down(&self, ip: IpAddr) -> bool {
+        !self.down.is_empty() && self.down.contains(&ip)
+    }
+
+    /// Whether nothing goes from `from` to `to`: a cut link, an interface
+    /// down, or two rails.
+    fn blocked(&self, from: SocketAddr, to: SocketAddr) -> bool {
+        if self.cut.contains(&link(from, to)) || self.is_down(to.ip()) {
+            return true;
+        }
+        if self.rail_of.is_empty() {
+            return false;
+        }
+        match (self.rail_of.get(&from.ip()), self.rail_of.get(&to.ip())) {
+            (Some(a), Some(b)) => a != b,
+            _ => false,
         }
     }
 
@@ -162,7 +204,7 @@ impl Network {
     /// A datagram on its way at `now`, past the tap and the hold: lost on
     /// a cut link, else in transit as the faults say.
     fn send_on(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, d: &[u8]) {
-        if self.cut.contains(&link(from, to)) {
+        if self.blocked(from, to) {
             self.stats.lost += 1;
             return;
         }
@@ -199,7 +241,7 @@ impl Network {
         while self.transit.peek().is_some_and(|Reverse(d)| d.at <= now) {
             let Reverse(d) = self.transit.pop().expect("peeked");
             any = true;
-            if self.cut.contains(&link(d.from, d.to)) {
+            if self.blocked(d.from, d.to) {
                 self.stats.lost += 1;
                 continue;
             }
@@ -250,6 +292,9 @@ pub struct SimTransport {
     pub(crate) id: u64,
     /// The node it belongs to (its datagrams count as the node's work).
     pub(crate) node: usize,
+    /// Sends refused since the last `path_news` (its interface down):
+    /// the paths to tell broken (ENETDOWN), each once.
+    pub(crate) refused: Vec<SocketAddr>,
 }
 
 impl Transport for SimTransport {
@@ -257,12 +302,26 @@ impl Transport for SimTransport {
         if let Some(w) = self.world.upgrade() {
             let mut st = w.state();
             // a killed process sends nothing
-            if st.net.owns(self.local, self.id) {
+            if st.net.is_down(self.local.ip()) {
+                // (as a socket on a link that is down: the path's news)
+                if !self.refused.contains(&to) {
+                    self.refused.push(to);
+                }
+            } else if st.net.owns(self.local, self.id) {
                 st.net.transmit(now, self.local, to, dgram);
                 st.active(self.node);
             }
         }
         Ok(())
+    }
+
+    fn path_news(&mut self, each: &mut dyn FnMut(PathNews)) {
+        for to in self.refused.drain(..) {
+            each(PathNews::Down {
+                path: to.into(), // (from rail 0: `Transports` puts in its rail)
+                errno: libc::ENETDOWN,
+            });
+        }
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {

@@ -22,6 +22,8 @@ pub(super) struct Slot {
     /// The addresses its endpoints hold, each with the transport that owns
     /// it (one a transaction log gave back among them).
     pub(super) addrs: Vec<(SocketAddr, u64)>,
+    /// How many rails its endpoints have (`World::node_with_rails`).
+    pub(super) rails: usize,
     /// Its code is running (a call of its clock, or the world polling it).
     pub(super) stack: u32,
     pub(super) asleep_until: Instant,

@@ -162,7 +162,7 @@ impl World {
     /// other: the simulated network alone.) One restarted from its
     /// transaction log moves to the logged address when it opens the log.
     pub fn node(&self, cfg: &Config) -> Node {
-        self.node_on(cfg, None)
+        self.node_on(cfg, None, 1)
     }
 
     /// A new process on the host of node `i`, which is dead: a new node
@@ -172,11 +172,14 @@ impl World {
     /// address when it opens it, from `node`).
     pub fn restart(&self, i: usize, cfg: &Config) -> Node {
         assert!(!self.alive(i), "node {i} is alive: kill it first");
-        let host = self.shared.state().nodes[i].host;
-        self.node_on(cfg, Some(host))
+        let (host, rails) = {
+            let st = self.shared.state();
+            (st.nodes[i].host, st.nodes[i].rails)
+        };
+        self.node_on(cfg, Some(host), rails)
     }
 
-    fn node_on(&self, cfg: &Config, host: Option<Ipv4Addr>) -> Node {
+    pub(super) fn node_on(&self, cfg: &Config, host: Option<Ipv4Addr>, rails: usize) -> Node {
         let index = {
             let mut st = self.shared.state();
             let host = host.unwrap_or_else(|| host_of(self.shared.hosts.b, st.nodes.len()));
@@ -184,6 +187,7 @@ impl World {
                 bundle: None,
                 host,
                 addrs: Vec::new(),
+                rails,
                 stack: 0,
                 asleep_until: Instant::ZERO,
                 program: Program::Polls,
@@ -203,24 +207,30 @@ impl World {
             let w = w
                 .upgrade()
                 .ok_or_else(|| std::io::Error::other("the world ended"))?;
-            let t = {
+            let (t, further) = {
                 let mut st = w.state();
                 let slot = &st.nodes[index];
                 let addr = at.unwrap_or_else(|| {
                     SocketAddr::new(slot.host.into(), 7000 + slot.addrs.len() as u16)
                 });
-                let owner = st.next_owner;
-                st.net.bind(addr, owner)?;
-                st.next_owner += 1;
-                st.nodes[index].addrs.push((addr, owner));
-                SimTransport {
-                    world: Arc::downgrade(&w),
-                    local: addr,
-                    id: owner,
-                    node: index,
+                let host = slot.host;
+                let t = bind_transport(&w, &mut st, index, addr)?;
+                // further rails: the same port at the host's rail k
+                // address (`world_rails.rs`), each rail its own network
+                let mut further = Vec::new();
+                for k in 1..rails {
+                    let ip = super::world_rails::rail_ip(host, k);
+                    st.net.set_rail(host.into(), 0);
+                    st.net.set_rail(ip.into(), k as u8);
+                    let a = SocketAddr::new(ip.into(), addr.port());
+                    further.push(bind_transport(&w, &mut st, index, a)?);
                 }
+                (t, further)
             };
             let mut set = Transports::new(Box::new(t));
+            for t in further {
+                set.add_rail(Box::new(t));
+            }
             if cfg.transport == TransportChoice::Shm {
                 let addr = set.local_addr();
                 let shm = ShmTransport::open_with(addr, c.clone())?;
@@ -434,4 +444,24 @@ impl World {
             }
         }
     }
+}
+
+/// A transport of node `index` bound at `addr` in the world's network.
+fn bind_transport(
+    w: &Arc<Shared>,
+    st: &mut super::state::State,
+    index: usize,
+    addr: SocketAddr,
+) -> std::io::Result<SimTransport> {
+    let owner = st.next_owner;
+    st.net.bind(addr, owner)?;
+    st.next_owner += 1;
+    st.nodes[index].addrs.push((addr, owner));
+    Ok(SimTransport {
+        world: Arc::downgrade(w),
+        local: addr,
+        id: owner,
+        node: index,
+        refused: Vec::new(),
+    })
 }

@@ -110,7 +110,8 @@ pub fn allocate_endpoint_with(
 }
 
 /// Frees an endpoint: it leaves its bundle (and closes once the last
-/// handle to it is dropped).
+/// handle to it is dropped; a thread that polled its bundle, other than
+/// this one, keeps one until its next poll: `polled.rs`).
 pub fn free_endpoint(ep: &Arc<Endpoint>) -> Result<()> {
     if crate::config::global().is_ok_and(|c| c.verbose) {
         // what congestion control saw on each path (`RAMP_VERBOSE`)

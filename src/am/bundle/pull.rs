@@ -19,7 +19,7 @@ use super::set::Bundle;
 use crate::am::endpoint::core::{Endpoint, LockWait};
 use crate::am::handler::args::TokenId;
 use crate::am::messages::token;
-use crate::am::messages::work::WorkData;
+use crate::am::messages::work::{Work, WorkData};
 use crate::error::{Error, Result, ReturnStatus};
 use crate::wire::Category;
 
@@ -155,16 +155,18 @@ impl Bundle {
         release();
         let mut n = 0;
         let mut first = Ok(());
-        for ep in self.endpoints().iter() {
-            match ep.drain(max - n, &mut sink) {
-                Ok(k) => n += k,
-                Err(e) => {
-                    if first.is_ok() {
-                        first = Err(e);
+        self.with_endpoints(|eps| {
+            for ep in eps {
+                match ep.drain(max - n, &mut sink) {
+                    Ok(k) => n += k,
+                    Err(e) => {
+                        if first.is_ok() {
+                            first = Err(e);
+                        }
                     }
                 }
             }
-        }
+        });
         first.map(|()| n)
     }
 
@@ -190,7 +192,10 @@ impl Bundle {
 
 impl Endpoint {
     /// One endpoint's share of `Bundle::drain`: moves packets, then hands
-    /// out up to `room` messages.
+    /// out up to `room` messages. Express records at the rings' heads
+    /// first, as the fast poll takes them (`express_poll.rs`): checked and
+    /// prepared as the full path would, without its pump while nothing
+    /// else is due.
     fn drain(self: &Arc<Self>, room: usize, sink: &mut impl FnMut(&Pulled<'_>)) -> Result<usize> {
         let g = self.state.lock();
         let now = self.clock.now();
@@ -198,8 +203,33 @@ impl Endpoint {
         if st.depth.is_none() {
             return Ok(0);
         }
-        st.pump_network(now)?;
         let mut n = 0;
+        // (room 0: the full pump only, nothing taken)
+        match if room > 0 {
+            st.express_drain_take(now)
+        } else {
+            None
+        } {
+            Some(false) => return Ok(0),
+            Some(true) => {
+                loop {
+                    let ev = st.express_event();
+                    if ev.is_some() {
+                        if let Some(w) = st.prepare(self, ev, now) {
+                            hand_out(self.id, w, sink);
+                            n += 1;
+                        }
+                    }
+                    if n >= room || !st.take_next_express() {
+                        break;
+                    }
+                }
+                st.flush(now);
+                return Ok(n);
+            }
+            None => {}
+        }
+        st.pump_network(now)?;
         while n < room {
             let ev = st.next_event(now);
             if ev.is_none() {
@@ -208,39 +238,45 @@ impl Endpoint {
             let Some(w) = st.prepare(self, ev, now) else {
                 continue;
             };
-            let info = &w.info;
-            let (handler, category, is_request, source_id) =
-                (info.handler, info.category, info.is_request, info.source_id);
-            let nargs = (info.nargs as usize).min(info.args.len());
-            let args = info.args;
-            let (addr, len, returned) = match w.data {
-                WorkData::None => (0, 0, None),
-                WorkData::Medium(v) => {
-                    let (addr, len) = (v.as_ptr() as usize, v.len());
-                    // The Vec's heap block does not move when the Vec does.
-                    BUFFERS.with(|b| b.borrow_mut().push(v));
-                    (addr, len, None)
-                }
-                WorkData::Long { addr, len } => (addr, len, None),
-                WorkData::Returned { status, opcode } => (0, 0, Some((status, opcode))),
-            };
-            let token = token::hold(w.info);
-            TOKENS.with(|t| t.borrow_mut().push(token));
-            sink(&Pulled {
-                token,
-                endpoint: self.id,
-                handler,
-                category,
-                is_request,
-                returned,
-                source_id,
-                args: &args[..nargs],
-                addr,
-                len,
-            });
+            hand_out(self.id, w, sink);
             n += 1;
         }
         st.flush(now);
         Ok(n)
     }
+}
+
+/// Hands prepared message `w` of endpoint `endpoint` to `sink`, its token
+/// held and its medium buffer kept by this thread until the next drain.
+fn hand_out(endpoint: u64, w: Work, sink: &mut impl FnMut(&Pulled<'_>)) {
+    let info = &w.info;
+    let (handler, category, is_request, source_id) =
+        (info.handler, info.category, info.is_request, info.source_id);
+    let nargs = (info.nargs as usize).min(info.args.len());
+    let args = info.args;
+    let (addr, len, returned) = match w.data {
+        WorkData::None => (0, 0, None),
+        WorkData::Medium(v) => {
+            let (addr, len) = (v.as_ptr() as usize, v.len());
+            // The Vec's heap block does not move when the Vec does.
+            BUFFERS.with(|b| b.borrow_mut().push(v));
+            (addr, len, None)
+        }
+        WorkData::Long { addr, len } => (addr, len, None),
+        WorkData::Returned { status, opcode } => (0, 0, Some((status, opcode))),
+    };
+    let token = token::hold(w.info);
+    TOKENS.with(|t| t.borrow_mut().push(token));
+    sink(&Pulled {
+        token,
+        endpoint,
+        handler,
+        category,
+        is_request,
+        returned,
+        source_id,
+        args: &args[..nargs],
+        addr,
+        len,
+    });
 }

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::RwLock;
 
+use super::polled::{self, Polled};
 use crate::am::endpoint::core::{Endpoint, Holder};
 use crate::am::endpoint::host::Host;
 use crate::clock::Clock;
@@ -30,6 +31,9 @@ pub struct Bundle {
     pub id: u64,
     pub mode: BundleMode,
     endpoints: RwLock<Arc<Vec<Arc<Endpoint>>>>,
+    /// Changes of `endpoints`, bumped under its write lock: a thread's
+    /// kept list of this generation is the current one (`polled.rs`).
+    generation: AtomicU64,
     mask: AtomicI32,
     /// The clock of the bundle and its endpoints: the real one, or the
     /// simulator's (`sim::World`); the host's.
@@ -51,6 +55,7 @@ impl Bundle {
             id: NEXT_BUNDLE_ID.fetch_add(1, Ordering::Relaxed),
             mode,
             endpoints: RwLock::new(Arc::new(Vec::new())),
+            generation: AtomicU64::new(0),
             mask: AtomicI32::new(NOEVENTS),
             clock: host.clock.clone(),
             host,
@@ -62,13 +67,31 @@ impl Bundle {
         self.endpoints.read().clone()
     }
 
+    /// The list and its generation, read together.
+    fn snapshot(&self) -> Polled {
+        let r = self.endpoints.read();
+        Polled {
+            bundle: self.id,
+            gen: self.generation.load(Ordering::Relaxed),
+            eps: r.clone(),
+        }
+    }
+
+    /// Sets the list (under its write lock `w`) and counts the change.
+    fn replace(&self, w: &mut Arc<Vec<Arc<Endpoint>>>, v: Vec<Arc<Endpoint>>) {
+        *w = Arc::new(v);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
     /// Puts an endpoint in: this bundle holds it from now on.
     pub(crate) fn add(self: &Arc<Self>, ep: Arc<Endpoint>) {
         ep.set_holder(Some(self.as_holder()));
         let mut w = self.endpoints.write();
         let mut v = (**w).clone();
         v.push(ep);
-        *w = Arc::new(v);
+        self.replace(&mut w, v);
+        drop(w);
+        polled::forget(self.id);
     }
 
     /// Takes an endpoint out (no bundle holds it then); false when it is
@@ -85,7 +108,10 @@ impl Bundle {
             keep
         });
         let found = v.len() != before;
-        *w = Arc::new(v);
+        self.replace(&mut w, v);
+        drop(w);
+        // this thread no longer keeps the old list (`polled.rs`)
+        polled::forget(self.id);
         found
     }
 
@@ -95,7 +121,9 @@ impl Bundle {
         for e in w.iter() {
             e.set_holder(None);
         }
-        *w = Arc::new(Vec::new());
+        self.replace(&mut w, Vec::new());
+        drop(w);
+        polled::forget(self.id);
     }
 
     /// This bundle as its endpoints see it.
@@ -120,16 +148,37 @@ impl Bundle {
 
     /// AM_Poll: polls every endpoint that is ready; returns the first error.
     /// (A busy loop's turn on the simulator's clock: `Clock::yield_now`.)
+    /// Over the list this thread kept from its last poll while the bundle
+    /// has not changed since: no lock, no count (`polled.rs`).
     pub fn poll(&self) -> Result<()> {
-        let mut first = Ok(());
-        for ep in self.endpoints().iter() {
-            let r = ep.poll();
-            if first.is_ok() {
-                first = r;
+        let first = self.with_endpoints(|eps| {
+            let mut first = Ok(());
+            for ep in eps {
+                let r = ep.poll();
+                if first.is_ok() {
+                    first = r;
+                }
             }
-        }
+            first
+        });
         self.clock.yield_now();
         first
+    }
+
+    /// `f` of the endpoint list: the one this thread kept from its last
+    /// poll while the bundle has not changed since, else a snapshot, kept
+    /// after unless the bundle changed meanwhile (`polled.rs`).
+    pub(super) fn with_endpoints<R>(&self, f: impl FnOnce(&[Arc<Endpoint>]) -> R) -> R {
+        let gen = self.generation.load(Ordering::Acquire);
+        let p = match polled::take() {
+            Some(p) if p.bundle == self.id && p.gen == gen => p,
+            _ => self.snapshot(),
+        };
+        let r = f(&p.eps);
+        if self.generation.load(Ordering::Relaxed) == p.gen {
+            polled::keep(p);
+        }
+        r
     }
 
     /// AM_WaitSema: sleeps in the kernel until a message waits on some

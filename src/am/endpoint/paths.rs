@@ -22,7 +22,9 @@ pub struct PeerPath {
     /// Smoothed round trip, ns (0: not measured).
     pub srtt_ns: u64,
     pub cwnd: u64,
-    /// cwnd / srtt, bytes per second (0 without a round trip).
+    /// The measured delivery rate while busy, bytes per second, where
+    /// one is measured (several paths, this one carried data); else
+    /// cwnd / srtt (0 without a round trip).
     pub rate: u64,
     pub bytes_sent: u64,
     pub bytes_acked: u64,
@@ -42,9 +44,10 @@ impl Endpoint {
                 .into_iter()
                 .map(|r| {
                     let srtt_ns = r.srtt.unwrap_or(0);
-                    let rate = match srtt_ns {
-                        0 => 0,
-                        t => (r.cwnd as u128 * 1_000_000_000 / t as u128) as u64,
+                    let rate = match (r.delivery_rate, srtt_ns) {
+                        (Some(d), _) => d,
+                        (None, 0) => 0,
+                        (None, t) => (r.cwnd as u128 * 1_000_000_000 / t as u128) as u64,
                     };
                     PeerPath {
                         rail: r.rail.0,
@@ -149,4 +152,18 @@ pub fn state_name(s: PathState) -> &'static str {
         PathState::Failed => "failed",
         PathState::Probing => "probing",
     }
+}
+
+/// The network interface that holds `ip` (as getifaddrs tells the
+/// machine's interfaces), if one does: the link a rail's address is on
+/// (`ramp bench --rails` watches its state under /sys/class/net). Any
+/// loopback address (127.0.0.2 too) is on the interface of 127.0.0.1.
+pub fn interface_of(ip: std::net::IpAddr) -> Option<String> {
+    let all = crate::sys::interface_addresses();
+    let held = |ip| all.iter().find(|a| a.ip == ip).map(|a| a.name.clone());
+    held(ip).or_else(|| {
+        ip.is_loopback()
+            .then(|| held(std::net::Ipv4Addr::LOCALHOST.into()))
+            .flatten()
+    })
 }

@@ -241,10 +241,37 @@ impl EpState {
                 || self.txn.due.is_some_and(|d| d <= now))
     }
 
+    /// The fast poll's look for a drain (`bundle/pull.rs`, the pull-style
+    /// receive of the bindings): Some(true) when it took a record into
+    /// `express_rx` (its event then `express_event`'s, those behind it
+    /// `take_next_express`'s); Some(false) when it found nothing and no
+    /// full poll is due (the drain hands out nothing); None: the full
+    /// drain (pump, queue). The same conditions as the fast poll's.
+    pub(in crate::am) fn express_drain_take(&mut self, now: Instant) -> Option<bool> {
+        if !self.express_fast_ok() {
+            return None;
+        }
+        if self.express.fast_streak >= STREAK {
+            if self.full_poll_due(now) {
+                return None;
+            }
+            self.express.fast_streak = 0;
+        }
+        match self.transports.express_take(&mut self.express_rx) {
+            ExpressTake::Record => {}
+            ExpressTake::Nothing => return self.quick_empty_poll(now).then_some(false),
+            ExpressTake::Other => return None,
+        }
+        self.last_pump = self.last_pump.max(now);
+        self.express.fast_streak += 1;
+        self.express.stats.fast += 1;
+        Some(true)
+    }
+
     /// Takes the next express record at a ring's head into `express_rx`
     /// while nothing else waits for a handler and the last take saw
     /// something behind its record; false: none (for this fast poll).
-    fn take_next_express(&mut self) -> bool {
+    pub(in crate::am) fn take_next_express(&mut self) -> bool {
         if !self.express_rx.more
             || !self.nothing_to_dispatch()
             || self.transports.express_take(&mut self.express_rx) != ExpressTake::Record
@@ -270,7 +297,7 @@ impl EpState {
     /// The record the fast poll took (`express_rx`), checked (as the
     /// full path checks it) into the event a dispatch takes; None:
     /// dropped and counted.
-    fn express_event(&mut self) -> Option<Event<std::net::SocketAddr>> {
+    pub(in crate::am) fn express_event(&mut self) -> Option<Event<std::net::SocketAddr>> {
         let from = self.express_rx.from;
         let rec = self.express_rx.record();
         let ev = self

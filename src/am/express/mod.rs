@@ -5,5 +5,5 @@
 mod express_owed_tests;
 pub(in crate::am) mod express_poll;
 #[cfg(test)]
-mod express_tests;
+pub(in crate::am) mod express_tests;
 pub(in crate::am) mod lane;

@@ -7,7 +7,8 @@
 //! sent since the last sample give its bandwidth, the new data
 //! acknowledged on all of them the total. A path's state changing between two samples
 //! is an event: a path failed or recovered, the peer partitioned (no path
-//! active) or rejoined. Rank 1 prints one row per sample (Mbit/s per path
+//! active) or rejoined; and so is a change of a rail's own link as this
+//! host sees it (`bench_links.rs`: "link rail1 down", "link rail1 up"). Rank 1 prints one row per sample (Mbit/s per path
 //! and the total), the events, and the mean of each path; with `--plot
 //! FILE.png` it draws them (`bench_rails_plot.rs`). Rank 0 counts every
 //! message by its sequence number and checks its place in the segment:
@@ -38,7 +39,8 @@ pub const USAGE: &str =
     "ramp bench --rails [--secs S] [--sample-ms MS] [--plot FILE.png] [--font FILE.ttf]
   rank 1 streams 1 MiB messages to rank 0 for S seconds (default 10) over RAMP_RAILS;
   every MS ms (default 50) the bytes each path sent give its Mbit/s; path state changes
-  (failed, recovered, partitioned, rejoined) are the events; --plot draws both.
+  (failed, recovered, partitioned, rejoined) and the rails' links going down or up
+  (/sys/class/net/IFACE/operstate) are the events; --plot draws both.
   Under ramp-run -n 2 (outside a job it starts itself under the ramp-run beside it).";
 
 /// Options of `ramp bench --rails`.
@@ -285,7 +287,8 @@ pub struct Trace {
     /// Mbit/s of new data acknowledged)
     pub rows: Vec<(f64, Vec<f64>, f64)>,
     /// (seconds since the start, what: "failed", "recovered",
-    /// "partitioned", "rejoined", the path or "-")
+    /// "partitioned", "rejoined", the path or "-"; or "link railK down",
+    /// "link railK up", the interface)
     pub events: Vec<(f64, &'static str, String)>,
 }
 
@@ -299,6 +302,7 @@ struct Sampler {
     any_active: bool,
     partitioned: bool,
     trace: Trace,
+    links: crate::bench_links::Links,
 }
 
 impl Sampler {
@@ -307,6 +311,7 @@ impl Sampler {
         let dt = now.duration_since(self.last).as_secs_f64().max(1e-6);
         let t = now.duration_since(self.t0).as_secs_f64();
         self.last = now;
+        self.links.sample(t, &mut self.trace.events);
         let mbps = |b: u64| b as f64 * 8.0 / dt / 1e6;
         let mut row = vec![0.0; self.trace.paths.len()];
         let mut active = false;
@@ -383,7 +388,13 @@ fn send(bundle: &am::Bundle, ep: &Arc<am::Endpoint>, depth: usize, o: &Opts) -> 
         any_active: false,
         partitioned: false,
         trace: Trace::default(),
+        links: crate::bench_links::Links::of(ep),
     };
+    for (rail, iface) in s.links.watched() {
+        println!("bench-rails: rail {rail}'s link: {iface}");
+    }
+    // (the links' first reading: a change from it is an event)
+    s.links.sample(0.0, &mut s.trace.events);
     let mut next = t0 + every;
     let mut q = 0u64;
     let tick = |s: &mut Sampler, next: &mut Instant| {

@@ -2,7 +2,7 @@
 //! same time axis: above, Mbit/s sent on each path (one line per path that
 //! carried data); below, the total of new data acknowledged. On both, the
 //! path events as vertical lines (failed red, recovered green, partitioned
-//! purple, rejoined blue), labelled at the top of the upper panel, one
+//! purple, rejoined blue; a rail's link going down black, up grey), labelled at the top of the upper panel, one
 //! label per kind and sample ("failed x2": two paths failed between the
 //! same two samples), staggered when close: MN-uDAPL's failure figure. Font and fallbacks as
 //! `loggp_plot.rs`.
@@ -21,6 +21,9 @@ fn event_color(what: &str) -> RGBColor {
         "failed" => RGBColor(220, 30, 30),
         "recovered" => RGBColor(20, 150, 40),
         "partitioned" => RGBColor(140, 40, 170),
+        // a rail's own link (`bench_links.rs`): the cut, and its mending
+        w if w.starts_with("link") && w.ends_with("down") => RGBColor(0, 0, 0),
+        w if w.starts_with("link") => RGBColor(150, 150, 150),
         _ => RGBColor(30, 80, 220),
     }
 }

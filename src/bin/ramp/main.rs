@@ -7,6 +7,7 @@ use std::process::ExitCode;
 mod bench;
 mod bench_blast;
 mod bench_integrity;
+mod bench_links;
 mod bench_rails;
 mod bench_rails_plot;
 mod bench_repair;

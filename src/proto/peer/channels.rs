@@ -20,8 +20,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     /// `pump` when there is something to send.
     #[inline(never)]
     pub(super) fn transmit(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
-        let rtt = &self.rtt;
-        let rto = rtt.rto();
+        let (rto, probe_after, again_after) = self.rtt.transmit_timers();
         let t = Transmission {
             header: Common {
                 vtag: self.assoc.peer_tag,
@@ -32,10 +31,15 @@ impl<A: Copy + PartialEq> Peer<A> {
                 acks: self.piggyback(),
             },
             rto,
-            probe_after: rtt.probe_timeout_within(rto),
-            again_after: rtt.second_probe_within(rto),
+            probe_after,
+            again_after,
             window: cx.cfg.window,
+            lane: 0,
         };
+        if self.striping(ch, cx.cfg) {
+            self.transmit_striped(now, ch, t, cx);
+            return;
+        }
         if self.in_flight() == 0 {
             // nothing in flight: the message goes on the best active path
             self.choose_path();
@@ -48,14 +52,22 @@ impl<A: Copy + PartialEq> Peer<A> {
                 .min(cx.cfg.same_host_flight.saturating_sub(self.in_flight()));
         }
         let path = self.path();
+        let t = Transmission {
+            lane: self.assoc.paths.current_index() as u8,
+            ..t
+        };
         let seal = self.same_host.as_ref().unwrap_or(&self.assoc.tx);
         let before = self.tx[ch].outstanding;
+        let idle = self.in_flight() == 0;
         if let Some(d) = self.tx[ch].transmit(now, &t, &mut gate, path, seal, cx.out) {
             self.acks_carried(cx.cfg);
             self.timers.lower(Timer::Retransmit(ch), d);
         }
         let sent = self.tx[ch].outstanding.saturating_sub(before);
         self.assoc.paths.sent(sent);
+        if sent > 0 {
+            self.assoc.paths.data_at(now, idle);
+        }
         if let Some(at) = self.assoc.paths.cc_mut().sent(now, &gate) {
             self.pace_until(at, &mut cx.out.stats);
         }
@@ -82,11 +94,22 @@ impl<A: Copy + PartialEq> Peer<A> {
     /// (The news is read where it lies and cleared, not copied out.)
     #[inline(always)]
     pub(super) fn settle(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
+        let current = self.assoc.paths.current_index();
+        if self.tx[ch].lane_news.lanes & !(1 << current) != 0 {
+            // news of packets on other paths (striping)
+            self.settle_lanes(now, ch, cx);
+            return;
+        }
+        let lanes = &mut self.tx[ch].lane_news;
+        lanes.lanes = 0;
+        lanes.delivered[current] = 0;
+        lanes.lost[current] = 0;
         let in_flight = self.in_flight();
         let tx = &mut self.tx[ch];
         let delivered = tx.news.delivered;
         if delivered > 0 {
-            self.assoc.paths.progress(delivered);
+            self.assoc.paths.progress(now, delivered, in_flight);
+            self.assoc.paths.acked(now);
         }
         let cc = self.assoc.paths.cc_mut();
         cc.on_news(now, &tx.news, in_flight, &mut cx.out.stats);

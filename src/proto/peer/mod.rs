@@ -10,6 +10,7 @@ mod association;
 mod channels;
 mod liveness;
 mod paths;
+mod stripe;
 
 use super::assoc::{Assoc, AssocState, ClosedTags};
 use super::config::ProtoConfig;
@@ -199,18 +200,9 @@ impl<A: Copy + PartialEq> Peer<A> {
                 let e = self.tx[ch].on_timeout(now, cx.cfg.retry_limit);
                 if e.backoff {
                     self.rtt.on_timeout();
-                    let cc = self.assoc.paths.cc_mut();
-                    cc.on_timeout(now, &mut cx.out.stats);
-                    if cc.is_on() {
-                        self.tx[ch].restart_timers(now, self.rtt.rto());
-                    }
-                    let path = self.assoc.paths.current();
-                    if self.assoc.paths.timed_out(now, cx.cfg.path_probe) {
-                        self.tell_failed(path, true, cx);
-                        // the path failed: what it had in flight goes
-                        // again at once on another
-                        self.failover(now, cx);
-                    }
+                    // (against the path the timed-out packet took:
+                    // `PATH_MAX_RETRANS` make it suspect, `path/suspect.rs`)
+                    self.lane_timed_out(now, ch, cx);
                 }
                 self.settle(now, ch, cx);
                 // (with every path failed the peer is partitioned, not

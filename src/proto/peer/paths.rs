@@ -9,6 +9,12 @@ use crate::proto::path_events::{PathChange, PathEvent};
 impl<A: Copy + PartialEq> Peer<A> {
     /// Sets the paths' timer to their next heartbeat (none due: stopped).
     pub fn arm_paths(&mut self, _now: Instant) {
+        if self.assoc.paths.none_to_probe() {
+            // (the usual case: no walk over the paths, no look at the
+            // channels for `busy`)
+            self.timers.stop(Timer::Paths);
+            return;
+        }
         let at = self.assoc.paths.next_heartbeat(self.busy());
         self.timers.set(Timer::Paths, at);
     }
@@ -25,6 +31,16 @@ impl<A: Copy + PartialEq> Peer<A> {
         let Ctx {
             cfg, out, nonces, ..
         } = cx;
+        let failed = self.assoc.paths.due_suspects(
+            now,
+            cfg.path_probe,
+            || nonces.next(),
+            |path, nonce| {
+                let start = out.start();
+                wire::encode_heartbeat(&mut out.bytes, &cfg.integrity, vtag, false, nonce);
+                out.push(path, start);
+            },
+        );
         self.assoc.paths.due_heartbeats(
             now,
             busy,
@@ -35,7 +51,28 @@ impl<A: Copy + PartialEq> Peer<A> {
                 out.push(path, start);
             },
         );
+        if failed != 0 {
+            self.suspects_failed(now, failed, cx);
+        }
         self.arm_paths(now);
+    }
+
+    /// The suspect paths in `failed` (bit i: path i) failed: each is told,
+    /// and a partition when none is active now; if the association's
+    /// packets took one, they move.
+    fn suspects_failed(&mut self, now: Instant, failed: u32, cx: &mut Ctx<'_, A>) {
+        let current = self.assoc.paths.find(&self.assoc.paths.current());
+        for i in 0..32 {
+            if failed & (1 << i) == 0 {
+                continue;
+            }
+            if let Some(path) = self.assoc.paths.path_at(i) {
+                self.tell_failed(path, true, cx);
+            }
+        }
+        if current.is_some_and(|c| failed & (1 << (c % 32)) != 0) {
+            self.failover(now, cx);
+        }
     }
 
     /// A HEARTBEAT_ACK with `nonce` came in on `path`: true when it
@@ -51,7 +88,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     ) -> bool {
         let probe = cx.cfg.path_probe;
         let before = self.assoc.paths.state_of(path);
-        let partitioned = self.assoc.paths.best().is_none();
+        let partitioned = !self.assoc.paths.any_active();
         let Some(rejoined) = self.assoc.paths.heartbeat_answered(now, path, nonce, probe) else {
             return false;
         };
@@ -67,10 +104,10 @@ impl<A: Copy + PartialEq> Peer<A> {
             }
         }
         self.hear(now);
-        if rejoined && !self.assoc.paths.current_active() {
-            // the association's path was down (every path, or failed
+        let i = self.assoc.paths.find(path).unwrap_or(0);
+        if !self.assoc.paths.current_active() && self.assoc.paths.usable(i) {
+            // the association's path was down or suspect (every path, or
             // with none to take over): traffic resumes on this one at once
-            let i = self.assoc.paths.find(path).unwrap_or(0);
             self.assoc.paths.switch_to(i);
             self.resume_on_new_path(now, cx);
         }
@@ -86,7 +123,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             return;
         };
         let was_current = self.assoc.paths.current() == *path;
-        let had_active = self.assoc.paths.best().is_some();
+        let had_active = self.assoc.paths.any_active();
         let was = self.assoc.paths.state_of(path);
         self.assoc.paths.fail(i, now, cx.cfg.path_probe);
         if was != self.assoc.paths.state_of(path) {
@@ -94,13 +131,17 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
         if was_current {
             self.failover(now, cx);
+        } else {
+            self.lane_failed(now, i, cx);
         }
         self.arm_paths(now);
     }
 
-    /// The current path failed: the best active path takes over, and what
-    /// was in flight goes again on it at once (its sequence numbers kept).
-    /// With none active (partitioned), the retransmissions go to the
+    /// The current path failed or is suspect: the best usable path takes
+    /// over, and what was in flight goes again on it at once (its sequence
+    /// numbers kept). With none usable, an active (suspect) one keeps
+    /// them, the current one first. With none active (partitioned), the
+    /// retransmissions go to the
     /// peer's name from ours (`Paths::name`), their backoff kept, and
     /// every failed path is probed: a peer that restarted keeps only its
     /// name (its other rails are new ports), and drops the heartbeats of
@@ -115,9 +156,16 @@ impl<A: Copy + PartialEq> Peer<A> {
                     self.resume_on_new_path(now, cx);
                 }
             }
-            None => {
-                self.assoc.paths.switch_to(0);
-            }
+            None => match self.assoc.paths.fallback() {
+                Some(i) => {
+                    if self.assoc.paths.switch_to(i) {
+                        self.resume_on_new_path(now, cx);
+                    }
+                }
+                None => {
+                    self.assoc.paths.switch_to(0);
+                }
+            },
         }
         self.arm_paths(now);
     }
@@ -141,6 +189,10 @@ impl<A: Copy + PartialEq> Peer<A> {
     /// Nothing in flight: the next packets take the best active path.
     #[inline]
     pub(super) fn choose_path(&mut self) {
+        if self.assoc.paths.single() {
+            // the one path is current (and where answers go) already
+            return;
+        }
         if let Some(i) = self.assoc.paths.best() {
             self.assoc.paths.switch_to(i);
         }
@@ -150,7 +202,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     /// now and one was (`had_active`).
     pub(super) fn tell_failed(&mut self, path: Path<A>, had_active: bool, cx: &mut Ctx<'_, A>) {
         self.tell(path, PathChange::Failed, cx);
-        if had_active && self.assoc.paths.best().is_none() {
+        if had_active && !self.assoc.paths.any_active() {
             self.tell(path, PathChange::Partitioned, cx);
         }
     }

@@ -45,6 +45,7 @@ impl SendChannel {
             let len = p.flight_len();
             self.outstanding -= len;
             self.news.delivered += len;
+            self.lane_news.delivered(p.lane, len);
         }
     }
 
@@ -58,6 +59,7 @@ impl SendChannel {
             }
             if front.rtt_eligible() {
                 r.sample_from = Some(front.first_sent);
+                self.lane_news.rtt_lane = front.lane;
             }
             r.count += 1;
             if let Some(p) = self.in_flight.pop_front() {
@@ -81,11 +83,13 @@ impl SendChannel {
                 if p.counts() {
                     self.outstanding -= p.flight_len();
                     self.news.delivered += p.flight_len();
+                    self.lane_news.delivered(p.lane, p.flight_len());
                 }
                 if !p.sacked {
                     r.newly_sacked = true;
                     if p.rtt_eligible() {
                         r.sample_from = Some(p.first_sent);
+                        self.lane_news.rtt_lane = p.lane;
                     }
                 }
                 p.sacked = true;
@@ -151,6 +155,7 @@ impl SendChannel {
             }
             if p.rtt_eligible() {
                 done.sample_from = Some(p.first_sent);
+                self.lane_news.rtt_lane = p.lane;
             }
             done.count += 1;
             self.delivered(&p);
@@ -289,24 +294,27 @@ impl SendChannel {
             // more than a reordering window before; else it is lost if its
             // ACK is not back one round trip (that of the later packet) plus
             // the window after it was sent.
-            let arrived_sent = self
+            let (arrived_sent, arrived_lane) = self
                 .in_flight
                 .iter()
                 .find(|p| p.seq == highest)
-                .map_or(now, |p| p.first_sent);
+                .map_or((now, None), |p| (p.first_sent, Some(p.lane)));
             let rtt_now = now.since(arrived_sent);
             let reo_wnd = rtt.reorder_window().unwrap_or(rtt_now);
             for p in self.in_flight.iter_mut() {
                 if seq_diff(p.seq, highest) >= 0 {
                     break;
                 }
-                if p.sacked || p.resend {
+                // (packets on another path are not overtaken on theirs:
+                // striped paths differ in delay)
+                if p.sacked || p.resend || arrived_lane.is_some_and(|l| l != p.lane) {
                     continue;
                 }
                 let lost_at = p.last_sent.plus(rtt_now + reo_wnd);
                 if lost_at <= now {
                     self.outstanding -= p.flight_len();
                     self.news.lost(p.flight_len(), p.last_sent);
+                    self.lane_news.lost(p.lane, p.flight_len());
                     p.resend = true;
                 } else if lost_at < p.deadline {
                     p.deadline = lost_at;

@@ -5,6 +5,7 @@
 
 mod ack;
 mod build;
+mod lanes;
 mod msg;
 mod order;
 #[cfg(test)]
@@ -15,9 +16,11 @@ mod tests;
 
 use std::collections::VecDeque;
 
+pub use crate::proto::out_msg::OutMsg;
 use build::send_fragment;
+pub use lanes::{LaneNews, MAX_LANES};
 use msg::cut_to_room;
-pub use msg::{push_fragments, recut, Cut, Fragment, MsgRef, OutMsg, Payload, SpareMsgs};
+pub use msg::{push_fragments, recut, Cut, Fragment, MsgRef, Payload, SpareMsgs};
 pub use order::{overtaken, overtakes};
 
 use super::congestion::{flight_len, FlightNews, Gate};
@@ -56,6 +59,9 @@ pub struct InFlight {
     /// Also the tail-loss probe's timer, and a first copy's second probe
     /// (`transmit`): on expiry, resent without backoff.
     pub reorder_timer: bool,
+    /// The path (its index in the association's `Paths`) its last copy
+    /// took: its ACK or loss is news for that path's controller.
+    pub lane: u8,
 }
 
 #[derive(Debug, Default)]
@@ -93,6 +99,8 @@ pub struct SendChannel {
     /// What the flight told since the peer last looked, for the path's
     /// congestion controller (`Peer::settle`).
     pub news: FlightNews,
+    /// The same news by path (striping: `Peer::settle`).
+    pub lane_news: LaneNews,
     /// The newest packet numbered in this epoch of a message that keeps
     /// the channel's order (`MsgMeta::keeps_order`): while it is not
     /// acknowledged, no request goes `unordered`.
@@ -215,6 +223,7 @@ impl SendChannel {
         self.resettle();
         self.outstanding = 0;
         self.news = FlightNews::default();
+        self.lane_news = LaneNews::default();
         self.epoch = 0;
         self.next_seq = 0;
         self.last_ordered = None;
@@ -313,6 +322,7 @@ impl SendChannel {
                 sacked: false,
                 resend: false,
                 reorder_timer: false,
+                lane: t.lane,
             });
             new_sent = true;
             first_deadline.get_or_insert(deadline);
@@ -362,6 +372,7 @@ impl SendChannel {
             let again = t.again_after.filter(|_| first_copy);
             p.reorder_timer = again.is_some_and(|a| a < t.rto);
             p.last_sent = now;
+            p.lane = t.lane;
             p.deadline = now.plus(again.map_or(t.rto, |a| a.min(t.rto)));
             // a retransmission replaces bytes taken as lost: it always
             // goes, and counts in flight again
@@ -527,6 +538,8 @@ pub struct Transmission {
     /// floor learnt from a descheduled peer if longer).
     pub again_after: Option<Nanos>,
     pub window: usize,
+    /// The index of the path `to` in the association's `Paths`.
+    pub lane: u8,
 }
 
 /// What a NACK asks for.

@@ -5,22 +5,10 @@ use std::sync::Arc;
 
 use crate::proto::bufpool::BufPool;
 use crate::proto::event::MsgId;
-use crate::wire::MsgMeta;
+use crate::proto::out_msg::OutMsg;
 use crate::wire::{self, Integrity};
 
 use super::GATHER_MIN;
-
-/// One message as handed to `send`.
-#[derive(Debug)]
-pub struct OutMsg {
-    pub id: MsgId,
-    pub meta: MsgMeta,
-    pub payload: Vec<u8>,
-    /// The CRC32C sums of the payload's 4 KiB blocks when its copy made
-    /// them (`wire::copy_summed`), else empty: its gathered datagrams'
-    /// trailers are made of them.
-    pub sums: Vec<u32>,
-}
 
 /// A payload as the layer above hands it to `Protocol::send`:
 /// its bytes (the layer above may append to them before it sends) and
@@ -190,7 +178,7 @@ pub struct Fragment {
 
 impl Fragment {
     /// Whether it is a whole message that keeps no order
-    /// (`MsgMeta::keeps_order`): a request that may be delivered ahead of
+    /// (`crate::wire::MsgMeta::keeps_order`): a request that may be delivered ahead of
     /// a gap when nothing ordered before it is unacknowledged.
     #[inline]
     pub fn may_overtake(&self) -> bool {

@@ -128,6 +128,7 @@ fn two_of_message_1_in_flight() -> SendChannel {
             nacks: 0,
             sacked: false,
             resend: false,
+            lane: 0,
             reorder_timer: false,
         });
     }

@@ -41,4 +41,24 @@ impl SendChannel {
         self.frto_sent = 0;
         self.recount();
     }
+
+    /// Path `lane` failed: its packets in flight (not SACKed) go again at
+    /// once (on the path the next `transmit` names), their sequence
+    /// numbers kept.
+    pub fn resend_lane(&mut self, lane: u8) {
+        for p in self.in_flight.iter_mut() {
+            if p.lane == lane && !p.sacked && !p.resend {
+                p.resend = true;
+                p.reorder_timer = false;
+            }
+        }
+        self.recount();
+    }
+
+    /// Adds the bytes in flight on each path to `flights` (by lane).
+    pub fn lane_flights(&self, flights: &mut [u64; super::MAX_LANES]) {
+        for p in self.in_flight.iter().filter(|p| p.counts()) {
+            flights[p.lane as usize % super::MAX_LANES] += p.flight_len();
+        }
+    }
 }

@@ -30,6 +30,7 @@ fn in_flight(seq: u32, m: &Arc<OutMsg>) -> InFlight {
         sacked: false,
         resend: false,
         reorder_timer: false,
+        lane: 0,
     }
 }
 
@@ -166,6 +167,7 @@ fn tx(rto: Nanos, probe: Option<Nanos>) -> Transmission {
         probe_after: probe,
         again_after: probe.map(|p| 2 * p),
         window: 64,
+        lane: 0,
     }
 }
 

@@ -1,0 +1,179 @@
+//! Suspect paths (after SCTP's Potentially Failed state, RFC 7829):
+//! switch at once, fail only on evidence.
+//!
+//! Retransmission timeouts on a path say only that nothing came back: the
+//! path may be gone, or the peer off the CPU (a loaded host, a program
+//! that computes without polling). After `PATH_MAX_RETRANS` consecutive
+//! timeouts the path is suspect: the association's packets move to
+//! another usable path at once (as a failure moved them), a heartbeat
+//! with a fresh nonce goes on the suspect path, and it stays `Active`,
+//! carrying no new data. Then:
+//!
+//! - its heartbeat answered on it (or new data acknowledged while it is
+//!   the current path): it is usable again, nothing is told;
+//! - its heartbeat unanswered at the next one's time (`path_probe`,
+//!   doubling to `PROBE_MAX`) while the peer answered elsewhere (new
+//!   data acknowledged, another path's heartbeat answered) in the first
+//!   half of that interval: the peer was alive with half an interval to
+//!   answer on this path and did not: `Failed`, told, probed as any;
+//! - its heartbeats unanswered `PATH_MAX_RETRANS` times with the peer
+//!   silent on every path: `Failed` too (a partition, as far as can be
+//!   told: a peer silent that long is told partitioned, its messages
+//!   still wait for the peer timeout).
+//!
+//! Only authentic news counts as the peer answering (an ACK of new data,
+//! a heartbeat's answer with its nonce): a replayed packet fails no path.
+
+use super::*;
+
+impl<A: Copy + PartialEq> Paths<A> {
+    /// Whether path `i` may carry new data: active, not suspect.
+    #[inline]
+    pub fn usable(&self, i: usize) -> bool {
+        let p = &self.list[i];
+        p.state == PathState::Active && !p.suspect
+    }
+
+    /// Whether any path is active (suspect or not): a failure that leaves
+    /// none partitions the peer.
+    pub fn any_active(&self) -> bool {
+        self.list.iter().any(|p| p.state == PathState::Active)
+    }
+
+    /// The path to fall back on when none is usable: the name's path
+    /// (`name`: a peer that restarted keeps only its name) if it is
+    /// active (suspect), else the current one if it is, else an active
+    /// one; None when every path failed.
+    pub fn fallback(&self) -> Option<usize> {
+        let active = |i: usize| self.list[i].state == PathState::Active;
+        if active(0) {
+            return Some(0);
+        }
+        if active(self.current) {
+            return Some(self.current);
+        }
+        self.list.iter().position(|p| p.state == PathState::Active)
+    }
+
+    /// A retransmission timeout of a packet path `i` carried (the current
+    /// path's, or a striped lane's): true when that makes it suspect
+    /// (`PATH_MAX_RETRANS` in a row, and another path exists): its packets
+    /// move to another (`Peer::failover` for the current path, else
+    /// `Peer::lane_failed`), its heartbeat is due at once. No failure is
+    /// told then: only the evidence rule fails it.
+    pub fn timed_out_on(&mut self, i: usize, now: Instant, probe: Nanos) -> bool {
+        let n = self.list.len();
+        let Some(p) = self.list.get_mut(i) else {
+            return false;
+        };
+        p.errors += 1;
+        if p.errors < PATH_MAX_RETRANS || p.state != PathState::Active || p.suspect || n < 2 {
+            return false;
+        }
+        self.suspect(i, now, probe);
+        true
+    }
+
+    /// Path `i` (active) is suspect from `now`: its heartbeat, with a
+    /// fresh nonce, is due at once, the next `probe` on.
+    pub(super) fn suspect(&mut self, i: usize, now: Instant, probe: Nanos) {
+        let p = &mut self.list[i];
+        p.suspect = true;
+        p.alive = None;
+        p.hb = None;
+        p.tries = 0;
+        p.interval = probe;
+        p.next_probe = now;
+        self.suspects = true;
+    }
+
+    /// The peer answered at `now` (new data acknowledged on the current
+    /// path): the current path is not suspect, and the others' silence
+    /// counts from here.
+    #[inline]
+    pub fn acked(&mut self, now: Instant) {
+        if self.suspects {
+            let c = self.current;
+            self.answered(now, c);
+        }
+    }
+
+    /// Path `i` answered at `now`: not suspect; every other suspect path
+    /// whose heartbeat is outstanding notes that the peer was alive.
+    pub(super) fn answered(&mut self, now: Instant, i: usize) {
+        if !self.suspects {
+            return;
+        }
+        for (k, p) in self.list.iter_mut().enumerate() {
+            if k == i {
+                p.suspect = false;
+                p.alive = None;
+            } else if p.suspect && p.hb.is_some() && p.alive.is_none() {
+                p.alive = Some(now);
+            }
+        }
+        self.recount();
+    }
+
+    pub(super) fn recount(&mut self) {
+        self.suspects = self.list.iter().any(|p| p.suspect);
+    }
+
+    /// When a suspect path's next heartbeat is due.
+    pub(super) fn next_suspect(&self) -> Option<Instant> {
+        if !self.suspects {
+            return None;
+        }
+        self.list
+            .iter()
+            .filter(|p| p.suspect)
+            .map(|p| p.next_probe)
+            .min()
+    }
+
+    /// The suspect paths' heartbeats due at `now` (the module doc's
+    /// rules): a path whose heartbeat went unanswered fails (bit i of the
+    /// answer: path i failed), else a new heartbeat goes on it with
+    /// `nonce()`, through `send`.
+    pub fn due_suspects(
+        &mut self,
+        now: Instant,
+        probe: Nanos,
+        mut nonce: impl FnMut() -> u64,
+        mut send: impl FnMut(Path<A>, u64),
+    ) -> u32 {
+        let mut failed = 0u32;
+        if !self.suspects {
+            return failed;
+        }
+        for (i, p) in self.list.iter_mut().enumerate() {
+            if !p.suspect || p.next_probe > now {
+                continue;
+            }
+            if let Some((_, sent)) = p.hb {
+                // half the interval it had, from its heartbeat on
+                let half = Instant(sent.0 + p.next_probe.since(sent) / 2);
+                let answered_elsewhere = p.alive.is_some_and(|t| t <= half);
+                if answered_elsewhere || p.tries >= PATH_MAX_RETRANS {
+                    p.fail(now, probe);
+                    failed |= 1 << (i % 32);
+                    continue;
+                }
+            }
+            let n = nonce();
+            p.hb = Some((n, now));
+            p.alive = None;
+            p.tries += 1;
+            p.next_probe = now.plus(p.interval);
+            p.interval = (p.interval * 2).min(PROBE_MAX);
+            send(p.path, n);
+        }
+        self.recount();
+        failed
+    }
+
+    /// Path `i`'s path (the index of `due_suspects`'s answer).
+    pub fn path_at(&self, i: usize) -> Option<Path<A>> {
+        self.list.get(i).map(|p| p.path)
+    }
+}
