@@ -383,14 +383,13 @@ impl Transports {
     /// express lane's fast poll skips the full one until then
     /// (`am/express/express_poll.rs`). `now` when the fallback is read
     /// at every receive (no ring active, or its last receive found
-    /// datagrams, or a transport holds some: `holds`), or there is no
-    /// shared memory. (The further rails are
+    /// datagrams), or there is no shared memory. (The further rails are
     /// read with the fallback: its gap is theirs.)
     pub fn quiet_until(&self, now: Instant) -> Instant {
         let Some(near) = self.near.as_ref().map(Near::rings) else {
             return now;
         };
-        if self.fallback_busy || !near.active() || self.holds() {
+        if self.fallback_busy || !near.active() {
             return now;
         }
         let mut until = fallback_from(self.polled.get(), self.fallback_seen, now, false)

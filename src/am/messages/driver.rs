@@ -119,9 +119,6 @@ impl EpState {
             // the handlers of what came before it: the pump ends, they
             // run, and the next pump places it (`placement.rs`)
             let mut held = false;
-            // (this receive hands what the last one stopped at, from the
-            // buffers: the socket is read by the next)
-            let again = self.transports.holds();
             let r = self
                 .transports
                 .recv_holding(now, &mut |d, proven, may| match d {
@@ -149,7 +146,6 @@ impl EpState {
                 });
             match r {
                 Ok(_) if held => break,
-                Ok(_) if again => {}
                 // One datagram (or none): a ping-pong, not a burst; asking
                 // again would put an empty receive on the critical path.
                 Ok(n) if n < 2 => break,
