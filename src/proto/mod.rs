@@ -87,8 +87,6 @@ pub mod event;
 mod event_queue;
 mod express;
 mod handshake;
-#[cfg(test)]
-mod hold_tests;
 mod inspect;
 mod intake;
 #[cfg(any(test, feature = "testing"))]
