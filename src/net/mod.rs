@@ -23,7 +23,6 @@ mod shm;
 mod transports;
 mod udp;
 mod udp_conns;
-mod udp_hold;
 mod udp_offload;
 
 use std::io;
@@ -60,12 +59,6 @@ pub type DatagramSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>) + 'a;
 /// same-host ring whose sender proved our job (`shm_proof.rs`): its
 /// packets' trailers need no check (`wire::Integrity::SameHost`).
 pub type ProvenSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>, bool) + 'a;
-
-/// `DatagramSink` that may stop a batch (`Transport::recv_holding`): each
-/// datagram told with whether it may; it returns where it stopped (the
-/// datagram's bytes from there and every datagram after it are handed
-/// again, first, at the next receive), None when it took it whole.
-pub type HoldingSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>, bool) -> Option<usize> + 'a;
 
 /// What a transport learnt of a path by sending on it, for the protocol
 /// (`Transport::path_news`; the AM layer hands each on). A transport
@@ -152,22 +145,6 @@ pub trait Transport: Send {
     /// sender is unknown). Returns how many there were; fewer than
     /// `RECV_BATCH` means the socket is drained.
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize>;
-    /// `recv_batch`, whose `each` may stop the batch at a datagram, or
-    /// within one (`HoldingSink`): what it left is handed again at the
-    /// next receive, before anything new, its first datagram told that
-    /// it may not stop again (so none is held twice). A transport that
-    /// cannot keep what it received (the default) never lets it stop.
-    fn recv_holding(&mut self, each: &mut HoldingSink<'_>) -> io::Result<usize> {
-        self.recv_batch(&mut |d| {
-            each(d, false);
-        })
-    }
-    /// Whether datagrams a sink stopped at (`recv_holding`) wait to be
-    /// handed again: the next receive finds them, whatever the socket
-    /// says (the endpoint must not sleep on it).
-    fn holds(&self) -> bool {
-        false
-    }
     /// The address peers reach this endpoint at.
     fn local_addr(&self) -> SocketAddr;
     /// Readiness: whether a receive now would find something (a look, no

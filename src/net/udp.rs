@@ -18,11 +18,9 @@ use std::os::fd::{AsRawFd, RawFd};
 use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
 use super::udp_conns::Conns;
-use super::udp_hold::{hand_out, Held};
-use super::udp_offload::Offload;
+use super::udp_offload::{segments, Offload};
 use super::{
-    Connectable, ConnectedPorts, DatagramSink, HoldingSink, Outgoing, PathNews, Transport,
-    RECV_BATCH, RECV_SLOT,
+    Connectable, ConnectedPorts, DatagramSink, Outgoing, PathNews, Transport, RECV_BATCH, RECV_SLOT,
 };
 use crate::clock::Clock;
 use crate::sys::{BatchReceiver, BatchSender};
@@ -44,9 +42,6 @@ pub struct UdpTransport {
     want: usize,
     /// Receives of one datagram in a row.
     singles: u32,
-    /// Where the sink stopped the last receive (`recv_holding`): what
-    /// the next one hands again, from the receive buffers.
-    held: Option<Held>,
     /// The last destination of `send`, and it in the kernel's form: kept
     /// for the next send to the same peer (a round trip's, the usual case),
     /// which is made without converting it again.
@@ -97,7 +92,6 @@ impl UdpTransport {
             sender: BatchSender::new(),
             want: 1,
             singles: 0,
-            held: None,
             last_to: local,
             last_raw: SockAddr::from(local),
             conns: Conns::new(buffer, false),
@@ -272,20 +266,6 @@ impl Transport for UdpTransport {
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
-        self.recv_holding(&mut |d, _| {
-            each(d);
-            None
-        })
-    }
-
-    fn recv_holding(&mut self, each: &mut HoldingSink<'_>) -> io::Result<usize> {
-        // what the last receive's sink stopped at comes first, from the
-        // buffers it is still in (no system call)
-        if let Some(h) = self.held.take() {
-            let (got, held) = hand_out(&self.batch, h, true, each);
-            self.held = held;
-            return Ok(got);
-        }
         // One datagram at a time with plain recvfrom until two receives in
         // a row found one each (a burst may be starting), then batches
         // that double while they come back full. In a ping-pong the
@@ -299,9 +279,7 @@ impl Transport for UdpTransport {
             let n = loop {
                 match self.sock.recv_from(buf) {
                     Ok((len, from)) => {
-                        if let Some(at) = each(Some((&buf[..len], from)), true) {
-                            self.held = Some(Held::single(len, from, at));
-                        }
+                        each(Some((&buf[..len], from)));
                         break 1;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break 0,
@@ -314,9 +292,7 @@ impl Transport for UdpTransport {
             };
             self.found(want, n);
             if n == 0 {
-                return Ok(self.after_empty(&mut |d| {
-                    each(d, false);
-                }));
+                return Ok(self.after_empty(each));
             }
             self.empty = 0;
             return Ok(n);
@@ -324,18 +300,32 @@ impl Transport for UdpTransport {
         let n = self.batch.recv(self.sock.as_raw_fd(), want)?;
         self.found(want, n);
         if n == 0 {
-            return Ok(self.after_empty(&mut |d| {
-                each(d, false);
-            }));
+            return Ok(self.after_empty(each));
         }
         self.empty = 0;
-        let (got, held) = hand_out(&self.batch, Held::batch(n), false, each);
-        self.held = held;
+        let mut got = 0;
+        for i in 0..n {
+            match self.batch.datagram(i) {
+                // (one datagram: as `segments` would give it, without the
+                // iterator)
+                (Some(d), Some(from), None) => {
+                    each(Some((d, from)));
+                    got += 1;
+                }
+                // (GRO: several datagrams back to back, each on its own)
+                (Some(d), Some(from), gro) => {
+                    for seg in segments(d, gro) {
+                        each(Some((seg, from)));
+                        got += 1;
+                    }
+                }
+                _ => {
+                    each(None);
+                    got += 1;
+                }
+            }
+        }
         Ok(got)
-    }
-
-    fn holds(&self) -> bool {
-        self.held.is_some()
     }
 
     fn local_addr(&self) -> SocketAddr {
@@ -347,11 +337,10 @@ impl Transport for UdpTransport {
     }
 
     fn readable(&self) -> bool {
-        self.held.is_some()
-            || crate::sys::poll_fds(&[self.sock.as_raw_fd()], 0)
-                .first()
-                .copied()
-                .unwrap_or(false)
+        crate::sys::poll_fds(&[self.sock.as_raw_fd()], 0)
+            .first()
+            .copied()
+            .unwrap_or(false)
     }
 
     fn connected_ports(&mut self) -> Option<&mut dyn ConnectedPorts> {

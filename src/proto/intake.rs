@@ -5,11 +5,6 @@
 
 use super::*;
 
-/// The smallest long message a receive stops before, to place it after a
-/// dispatch (`Protocol::handle_datagram_holding`): below it the copy it
-/// saves costs less than the pump it takes.
-pub const HOLD_MIN: u32 = 16 * 1024;
-
 impl<A: PeerAddr> Protocol<A> {
     /// Counts a datagram the transport could not read whole.
     pub fn count_malformed(&mut self) {
@@ -36,7 +31,6 @@ impl<A: PeerAddr> Protocol<A> {
     /// follows it cannot be framed); one outside any association is dropped
     /// and counted as alone, and the next one is handled (only the first
     /// packet of a datagram may draw an answer outside an association).
-    #[cfg(any(test, feature = "testing"))] // tests; endpoints hold (`handle_datagram_holding`)
     #[inline]
     pub fn handle_datagram_placing(
         &mut self,
@@ -45,36 +39,10 @@ impl<A: PeerAddr> Protocol<A> {
         dgram: &[u8],
         place: &mut dyn Placement<A>,
     ) {
-        self.handle_datagram_holding(now, path, dgram, place, false);
-    }
-
-    /// `handle_datagram_placing`, which, when `may_hold`, stops before a
-    /// packet that claims to start a long message of at least `HOLD_MIN`
-    /// bytes while `place` could not take it only because delivered
-    /// messages wait for a dispatch that runs before the next receive
-    /// (`Placement::dispatches_between`; events queued here, or
-    /// `Placement::busy`): it returns the
-    /// packet's offset in `dgram`, and everything before it has been
-    /// handled. The caller hands `dgram[offset..]` again after the
-    /// dispatch (`Transport::recv_holding`), with `may_hold` false, and the
-    /// message is placed with one copy instead of gathered and copied
-    /// again. The claim is read from the unchecked header: a forged one
-    /// makes a datagram wait one dispatch, never more (it is checked as
-    /// any when handed again).
-    #[inline]
-    pub fn handle_datagram_holding(
-        &mut self,
-        now: Instant,
-        path: impl Into<crate::path::Path<A>>,
-        dgram: &[u8],
-        place: &mut dyn Placement<A>,
-        may_hold: bool,
-    ) -> Option<usize> {
         let path = path.into();
         self.arrival = path.rail;
-        let held = self.handle_datagram_via(now, path.remote, dgram, place, false, may_hold);
+        self.handle_datagram_via(now, path.remote, dgram, place, false);
         self.arrival = crate::path::Rail::NAME;
-        held
     }
 
     /// `handle_datagram_placing` for a datagram that came through a
@@ -93,7 +61,7 @@ impl<A: PeerAddr> Protocol<A> {
         place: &mut dyn Placement<A>,
     ) {
         self.arrival = crate::path::Rail::NAME;
-        self.handle_datagram_via(now, from, dgram, place, true, false);
+        self.handle_datagram_via(now, from, dgram, place, true)
     }
 
     /// Whether our datagrams to `peer` go through a same-host ring whose
@@ -120,18 +88,9 @@ impl<A: PeerAddr> Protocol<A> {
         dgram: &[u8],
         place: &mut dyn Placement<A>,
         ring: bool,
-        may_hold: bool,
-    ) -> Option<usize> {
+    ) {
         self.closed.now = now;
         for (i, framed) in wire::packets(&self.cfg.integrity, dgram).enumerate() {
-            if may_hold {
-                if let Ok(pkt) = framed {
-                    if self.holds_for_dispatch(pkt, place) {
-                        // (a sub-slice of `dgram`: its offset there)
-                        return Some(pkt.as_ptr() as usize - dgram.as_ptr() as usize);
-                    }
-                }
-            }
             self.in_bundle = i > 0;
             self.out.stats.packets_received += 1;
             let ok = match framed {
@@ -143,18 +102,6 @@ impl<A: PeerAddr> Protocol<A> {
                 break;
             }
         }
-        None
-    }
-
-    /// Whether the receive stops before `pkt` (`handle_datagram_holding`):
-    /// it claims to start a long message of `HOLD_MIN` bytes or more, and
-    /// a delivered message waits for a dispatch that the layer above runs
-    /// before the next receive.
-    #[inline]
-    fn holds_for_dispatch(&self, pkt: &[u8], place: &dyn Placement<A>) -> bool {
-        wire::long_start(pkt).is_some_and(|len| len >= HOLD_MIN)
-            && place.dispatches_between()
-            && (!self.out.events.is_empty() || place.busy())
     }
 
     /// Checks and handles one packet; false when it fails its check.

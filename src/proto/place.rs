@@ -30,18 +30,6 @@ pub trait Placement<A> {
     fn write_summed(&mut self, _meta: &MsgMeta, _at: usize, _bytes: &[u8]) -> Option<u32> {
         None
     }
-    /// Whether a message delivered before waits for its handler in the
-    /// layer above, or a handler runs (`claim` then takes nothing).
-    fn busy(&self) -> bool {
-        false
-    }
-    /// Whether the layer above runs a dispatch before its next receive
-    /// (the handlers of what waits): a long message that cannot be placed
-    /// now only because delivered ones wait ahead of it would be, were
-    /// its datagram handed again then (`Protocol::handle_datagram_holding`).
-    fn dispatches_between(&self) -> bool {
-        false
-    }
 }
 
 /// Places nothing: every message is gathered into a buffer.

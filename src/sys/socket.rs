@@ -155,13 +155,6 @@ impl BatchReceiver {
         &mut self.buf[at..at + self.slot_size]
     }
 
-    /// Slot `i`'s first `len` bytes (at most the slot): what a plain read
-    /// into `slot(i)` put there.
-    pub fn filled(&self, i: usize, len: usize) -> &[u8] {
-        let at = self.base + i * self.slot_size;
-        &self.buf[at..at + len.min(self.slot_size)]
-    }
-
     /// Datagram `i` of the last `recv`: its bytes (None when it was cut short
     /// by the slot size), its sender, and with UDP GRO the size of the
     /// datagrams it holds back to back (None: it is one; the size as the

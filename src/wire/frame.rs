@@ -21,19 +21,6 @@ pub fn association_vtag(dgram: &[u8]) -> Option<u64> {
     matches!(h[TYPE_AT], DATA..=NACK).then(|| be64(h, VTAG_AT))
 }
 
-/// The message length a packet claims when it claims to be the first
-/// fragment of a long message (DATA, fragment offset 0, the long
-/// category), else None. Trusts nothing (nothing is checked): a hint of
-/// where a receive may pause (`Protocol::handle_datagram_holding`), never
-/// a judgement of the packet.
-#[inline]
-pub fn long_start(pkt: &[u8]) -> Option<u32> {
-    let h = pkt.first_chunk::<DATA_HEADER_LEN>()?;
-    let long = (h[KIND_CATEGORY_AT] & 0xf) == super::Category::Long as u8;
-    (h[TYPE_AT] == PacketType::Data as u8 && long && be32(h, FRAG_OFF_AT) == 0)
-        .then(|| be32(h, MSG_LEN_AT))
-}
-
 /// Most packets one datagram carries: what follows the 64th is refused.
 pub const MAX_BUNDLE: usize = 64;
 

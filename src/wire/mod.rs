@@ -38,7 +38,7 @@ pub use encode::{
 pub use encode::{encode_cookie_echo, encode_init, encode_init_ack};
 #[cfg(test)]
 pub use frame::any_packet;
-pub use frame::{association_vtag, long_start, packets, MAX_BUNDLE};
+pub use frame::{association_vtag, packets, MAX_BUNDLE};
 pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
 pub use layout::DATA_HEADER_LEN;
 #[cfg(any(test, feature = "testing"))]

@@ -32,11 +32,6 @@ impl Endpoint {
         self.with(|s| {
             let now = s.clock.now();
             s.send_all_held(now);
-            // datagrams a receive stopped at wait in the transport's
-            // buffers: no sleep on a socket that may not wake
-            if s.transports.holds() {
-                return Some(now);
-            }
             let a = s.proto.next_timeout();
             let b = s.transports.flush_due(now);
             [a, b, s.txn.due].into_iter().flatten().min()
@@ -112,40 +107,23 @@ impl EpState {
             table: &self.table,
             gen: self.seg_gen,
             quiet: self.dispatch_nesting == 0 && incoming.is_quiet(),
-            between: self.dispatch_nesting == 0,
         };
         for _ in 0..64 {
-            // a receive stopped before a long message that waits only for
-            // the handlers of what came before it: the pump ends, they
-            // run, and the next pump places it (`placement.rs`)
-            let mut held = false;
-            let r = self
-                .transports
-                .recv_holding(now, &mut |d, proven, may| match d {
-                    // (only a ring brings one: `Transports` drops the others)
-                    Some((bytes, path)) if crate::net::express::is_express(bytes) => {
-                        placer.quiet = false;
-                        express.arrived(proto, incoming, outstanding, counts, path.remote, bytes);
-                        None
-                    }
-                    // a ring whose sender proved our job: no trailer to check
-                    Some((bytes, path)) if proven => {
-                        proto.handle_ring_datagram(now, path.remote, bytes, &mut placer);
-                        None
-                    }
-                    // the path it came on: its source and our rail
-                    Some((bytes, path)) => {
-                        let h = proto.handle_datagram_holding(now, path, bytes, &mut placer, may);
-                        held |= h.is_some();
-                        h
-                    }
-                    None => {
-                        proto.count_malformed();
-                        None
-                    }
-                });
+            let r = self.transports.recv_batch(now, &mut |d, proven| match d {
+                // (only a ring brings one: `Transports` drops the others)
+                Some((bytes, path)) if crate::net::express::is_express(bytes) => {
+                    placer.quiet = false;
+                    express.arrived(proto, incoming, outstanding, counts, path.remote, bytes)
+                }
+                // a ring whose sender proved our job: no trailer to check
+                Some((bytes, path)) if proven => {
+                    proto.handle_ring_datagram(now, path.remote, bytes, &mut placer)
+                }
+                // the path it came on: its source and our rail
+                Some((bytes, path)) => proto.handle_datagram_placing(now, path, bytes, &mut placer),
+                None => proto.count_malformed(),
+            });
             match r {
-                Ok(_) if held => break,
                 // One datagram (or none): a ping-pong, not a burst; asking
                 // again would put an empty receive on the critical path.
                 Ok(n) if n < 2 => break,

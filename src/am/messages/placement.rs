@@ -9,11 +9,7 @@
 //! Xfer), and nothing delivered waits to be dispatched ahead of it (here:
 //! no AM message queued and no handler running; in the protocol: no event
 //! queued), so a handler that runs before its own never sees its bytes.
-//! In a burst, a long message whose first fragment comes behind one
-//! delivered in the same pump is not gathered: the receive stops before it
-//! (`Protocol::handle_datagram_holding`), the pump ends, the dispatch runs
-//! the handlers, and the next pump places it from where the transport
-//! kept it (`net/udp_hold.rs`). The dispatch checks it again; if the segment was replaced in between
+//! The dispatch checks it again; if the segment was replaced in between
 //! (`seg_gen`) or the check fails now, the message is refused as any
 //! other, its bytes left where they were written (`ramp.h` says so of
 //! refused long requests).
@@ -34,10 +30,6 @@ pub(in crate::am) struct Placer<'a> {
     /// Nothing waits to be dispatched and no handler runs: cleared when an
     /// express record is queued during the receive.
     pub(in crate::am) quiet: bool,
-    /// A dispatch runs after this pump, before the next one's receive
-    /// (not in a handler): a receive may stop before a long message that
-    /// waits only for it (`Placement::dispatches_between`).
-    pub(in crate::am) between: bool,
 }
 
 impl Placement<SocketAddr> for Placer<'_> {
@@ -68,14 +60,6 @@ impl Placement<SocketAddr> for Placer<'_> {
     fn write_summed(&mut self, meta: &MsgMeta, at: usize, bytes: &[u8]) -> Option<u32> {
         let (seg, off) = self.place_of(meta, at, bytes.len())?;
         seg.write_summed(off, bytes)
-    }
-
-    fn busy(&self) -> bool {
-        !self.quiet
-    }
-
-    fn dispatches_between(&self) -> bool {
-        self.between
     }
 }
 
