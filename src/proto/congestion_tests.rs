@@ -282,12 +282,7 @@ fn stretched_samples_are_no_queue_and_slow_start_goes_on() {
     }
     assert!(c.srtt().unwrap() > 200 * MICROS, "{:?}", c.srtt());
     assert!(c.backlog() < MSS, "backlog {}", c.backlog());
-    assert!(
-        c.in_slow_start(),
-        "cwnd {} ssthresh {}",
-        c.cwnd(),
-        c.ssthresh
-    );
+    assert!(c.in_slow_start(), "cwnd {} ssthresh {}", c.cwnd(), c.ssthresh);
     assert_eq!(c.cwnd(), MAX, "grown to what the packet windows allow");
     // a queue: every round trip 20 us -> 2 ms from now on
     let mut q = cc();
@@ -298,10 +293,6 @@ fn stretched_samples_are_no_queue_and_slow_start_goes_on() {
         let cwnd = q.cwnd();
         q.on_news(t(at), &news(MSS, Some(2_000 * MICROS)), cwnd, &mut s);
     }
-    assert!(
-        q.backlog() >= RANDOM_BACKLOG * MSS,
-        "backlog {}",
-        q.backlog()
-    );
+    assert!(q.backlog() >= RANDOM_BACKLOG * MSS, "backlog {}", q.backlog());
     assert!(!q.in_slow_start() && q.cwnd() < MAX, "cwnd {}", q.cwnd());
 }
