@@ -22,7 +22,7 @@
 //!   recovery episode: a loss of a packet sent before the episode began
 //!   is part of it. Congestion or random loss is told by TCP Veno's rule
 //!   (Fu & Liew 2003): the queue the flow holds is estimated from the
-//!   standing round trip (below) over the least one seen lately,
+//!   smoothed round trip over the least one seen lately,
 //!   `backlog = cwnd * (1 - min_rtt / rtt)` (the least round trip over
 //!   two 10 s windows, seeded by the handshake's); a loss with less than
 //!   `RANDOM_BACKLOG` largest datagrams (or half the window) queued is
@@ -500,15 +500,9 @@ impl Congestion {
         self.update_pacing();
     }
 
-    /// The queue this flow holds at the bottleneck, estimated (Veno) by
-    /// the standing round trip, not the smoothed one: a queue lengthens
-    /// every round trip, so the least over the last one still holds it,
-    /// while a peer or sender off the CPU stretches only the samples taken
-    /// across its time slice (by the smoothed one, a loaded host's
-    /// loopback looked queued: slow start ended at a few datagrams and the
-    /// window grew 8x slower, ~700 KiB).
+    /// The queue this flow holds at the bottleneck, estimated (Veno).
     pub fn backlog(&self) -> u64 {
-        match (self.standing_rtt(), self.min_rtt()) {
+        match (self.srtt, self.min_rtt()) {
             (Some(s), Some(m)) if s > m => {
                 ((self.cwnd as u128 * (s - m) as u128) / s as u128) as u64
             }
