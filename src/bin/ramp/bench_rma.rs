@@ -45,8 +45,12 @@ fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
 /// `ramp bench`, once each way).
 pub fn run(exe: &str, pin: bool, runs: usize, key: Option<&str>) -> Result<(), String> {
     let auth = match key {
-        None => "RAMP_AUTH=off".to_string(),
-        Some(_) => "RAMP_AUTH=on, a random RAMP_JOB_KEY: AES-128-GMAC".to_string(),
+        None => format!("{}=off", ramp::config::AUTH),
+        Some(_) => format!(
+            "{}=on, a random {}: AES-128-GMAC",
+            ramp::config::AUTH,
+            ramp::config::JOB_KEY
+        ),
     };
     println!(
         "-- remote memory over UDP (RAMP_TRANSPORT=udp, {auth}): put/get bandwidth, \
