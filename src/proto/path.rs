@@ -382,16 +382,12 @@ impl<A: Copy + PartialEq> Paths<A> {
         }
     }
 
+    /// `bytes` of DATA (in flight) went on the current path at `now`
+    /// (`idle`: with nothing in flight before them).
     #[inline]
-    pub fn sent(&mut self, bytes: u64) {
-        self.list[self.current].bytes_sent += bytes;
-    }
-
-    /// DATA went on the current path at `now` (`idle`: with nothing in
-    /// flight before it).
-    #[inline]
-    pub fn data_at(&mut self, now: Instant, idle: bool) {
+    pub fn data_at(&mut self, now: Instant, bytes: u64, idle: bool) {
         let p = &mut self.list[self.current];
+        p.bytes_sent += bytes;
         p.last_data = now;
         if idle {
             p.rate.restart();

@@ -8,13 +8,20 @@ use crate::proto::path_events::{PathChange, PathEvent};
 
 impl<A: Copy + PartialEq> Peer<A> {
     /// Sets the paths' timer to their next heartbeat (none due: stopped).
-    pub fn arm_paths(&mut self, _now: Instant) {
+    #[inline]
+    pub fn arm_paths(&mut self, now: Instant) {
         if self.assoc.paths.none_to_probe() {
-            // (the usual case: no walk over the paths, no look at the
-            // channels for `busy`)
+            // (the usual case, tested inline: no call, no walk over the
+            // paths, no look at the channels for `busy`)
             self.timers.stop(Timer::Paths);
             return;
         }
+        self.arm_heartbeats(now);
+    }
+
+    /// `arm_paths` when a path awaits a heartbeat.
+    #[inline(never)]
+    fn arm_heartbeats(&mut self, _now: Instant) {
         let at = self.assoc.paths.next_heartbeat(self.busy());
         self.timers.set(Timer::Paths, at);
     }
