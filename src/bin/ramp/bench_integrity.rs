@@ -4,8 +4,6 @@
 
 use std::time::Instant as StdInstant;
 
-use crate::bench_roles::XFER_SIZE;
-
 /// Nanoseconds per byte of the integrity check of a 64 KiB message, as
 /// each end pays it, by ramp's own functions (`ramp::bench_support`).
 pub(crate) struct IntegrityCost {
@@ -25,26 +23,28 @@ pub(crate) struct IntegrityCost {
     pub(crate) gmac: f64,
 }
 
-/// What the integrity check costs each end (`IntegrityCost`). Each
+/// What the integrity check costs each end (`IntegrityCost`) on messages
+/// of `xfer_size` bytes (at least 512: the Xfer's). Each
 /// figure is the best of 5 windows of 400 messages (~2 ms): the cost of
 /// the function, not of the other processes that share the cores (a
 /// single window of 2,000 read 6-23 GB/s for the same GMAC code).
-pub(crate) fn integrity_ns_per_byte() -> IntegrityCost {
+pub(crate) fn integrity_ns_per_byte(xfer_size: usize) -> IntegrityCost {
+    let xfer_size = xfer_size.max(512);
     use ramp::bench_support::{packet_crc32c, PacketMac, ReceiverSum, SenderSum};
     const WINDOWS: usize = 5;
     const ROUNDS: usize = 400;
-    let per_byte = |t: StdInstant| t.elapsed().as_nanos() as f64 / (ROUNDS * XFER_SIZE) as f64;
-    let data = vec![0x5au8; XFER_SIZE];
+    let per_byte = |t: StdInstant| t.elapsed().as_nanos() as f64 / (ROUNDS * xfer_size) as f64;
+    let data = vec![0x5au8; xfer_size];
     let mac = PacketMac::new("ramp bench integrity key");
     let (head, body) = data.split_at(64);
     let (mut crc, mut seal, mut check) = (f64::MAX, f64::MAX, f64::MAX);
     let (mut summed, mut copied) = (f64::MAX, f64::MAX);
     let (mut checked, mut taken) = (f64::MAX, f64::MAX);
     let mut sender = SenderSum::default();
-    let mut receiver = ReceiverSum::new(&data[..XFER_SIZE - 300]);
+    let mut receiver = ReceiverSum::new(&data[..xfer_size - 300]);
     // the datagrams of a 64 KiB message: ~65,300 bytes, then the rest
     // with the next message's start
-    let cut = XFER_SIZE - 200;
+    let cut = xfer_size - 200;
     let mut tags = Vec::with_capacity(ROUNDS);
     for w in 0..WINDOWS {
         let t = StdInstant::now();

@@ -457,7 +457,7 @@ pub fn client_main(args: &[String]) -> i32 {
 
     // What the integrity check costs each end of the Xfer: one pass over
     // every byte sent (sender) or received (receiver).
-    let cost = integrity_ns_per_byte();
+    let cost = integrity_ns_per_byte(XFER_SIZE);
     let gmac_ns = cost.gmac;
     let xfer_ns_per_byte = 1e9 / (bw_med * 1024.0 * 1024.0);
     let per_byte = format!(

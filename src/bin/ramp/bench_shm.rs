@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::bench::{run_pair, BenchOptions, Figures};
+use crate::bench_pair::{run_pair, BenchOptions, Figures};
 
 #[repr(align(128))]
 struct Line(AtomicU64);

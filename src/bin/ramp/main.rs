@@ -8,6 +8,7 @@ mod bench;
 mod bench_blast;
 mod bench_integrity;
 mod bench_links;
+mod bench_pair;
 mod bench_rails;
 mod bench_rails_plot;
 mod bench_rails_rtt;
