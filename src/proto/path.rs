@@ -40,12 +40,14 @@
 //! on (`Peer::fresh_assoc`); a new handshake sets the peer's other
 //! addresses afresh.
 
+mod clock;
 mod rate;
 mod stripe;
 mod suspect;
 pub use rate::DeliveryRate;
 
 use super::congestion::Congestion;
+use super::rtt::RttEstimator;
 use crate::path::{Path, Rail, MAX_RAILS};
 use crate::time::{Instant, Nanos, MILLIS};
 
@@ -160,6 +162,8 @@ pub struct OnePath<A> {
     /// What it delivers while busy (`rate.rs`; measured with two or more
     /// paths: striping's shares).
     pub rate: DeliveryRate,
+    /// Its own round-trip estimate and timeouts (`clock.rs`).
+    pub rtt: RttEstimator,
 }
 
 /// The paths of one association, and the one its packets take now.
@@ -183,10 +187,11 @@ pub struct Paths<A> {
 #[cfg_attr(not(feature = "testing"), allow(dead_code))] // (`path_down`, `paths_of`)
 impl<A: Copy + PartialEq> Paths<A> {
     /// An association's first path: from the endpoint's name to `peer`,
-    /// active, with the congestion controller `cc`, carrying datagrams of
-    /// up to `datagram` bytes.
-    pub fn to(peer: A, cc: Congestion, datagram: usize) -> Paths<A> {
-        let first = OnePath::new(Path::from_name(peer), cc.clone(), PathState::Active);
+    /// active, with the congestion controller `cc` and the round-trip
+    /// estimate `rtt` (each path's starts as it: `clock.rs`), carrying
+    /// datagrams of up to `datagram` bytes.
+    pub fn to(peer: A, cc: Congestion, rtt: RttEstimator, datagram: usize) -> Paths<A> {
+        let first = OnePath::new(Path::from_name(peer), cc.clone(), rtt, PathState::Active);
         Paths {
             list: vec![first],
             current: 0,
@@ -315,7 +320,8 @@ impl<A: Copy + PartialEq> Paths<A> {
                     rail: Rail(r as u8),
                 };
                 if self.find(&path).is_none() {
-                    let mut p = OnePath::new(path, self.fresh_cc(), PathState::Unconfirmed);
+                    let rtt = self.list[0].rtt.fresh();
+                    let mut p = OnePath::new(path, self.fresh_cc(), rtt, PathState::Unconfirmed);
                     p.next_probe = now;
                     p.interval = probe;
                     self.list.push(p);
@@ -369,6 +375,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         let busy = flight >= self.datagram as u64;
         let p = &mut self.list[self.current];
         p.errors = 0;
+        p.rtt.on_progress();
         p.bytes_acked += acked;
         if several {
             let stall = p.srtt().unwrap_or(Nanos::MAX);
@@ -494,6 +501,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         if was_inactive {
             p.state = PathState::Active;
             p.cc = Congestion::new(on, datagram, flight);
+            p.rtt = p.rtt.fresh();
         }
         // (a small packet's round trip: the path's least, as the
         // handshake's is the first path's)
@@ -531,11 +539,12 @@ impl<A: Copy + PartialEq> Paths<A> {
 }
 
 impl<A> OnePath<A> {
-    fn new(path: Path<A>, cc: Congestion, state: PathState) -> OnePath<A> {
+    fn new(path: Path<A>, cc: Congestion, rtt: RttEstimator, state: PathState) -> OnePath<A> {
         OnePath {
             path,
             state,
             cc,
+            rtt,
             hb_srtt: None,
             errors: 0,
             failures: 0,

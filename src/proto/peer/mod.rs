@@ -84,6 +84,8 @@ pub(super) struct Peer<A> {
 
 impl<A: Copy + PartialEq> Peer<A> {
     pub fn new(cfg: &ProtoConfig, addr: A) -> Peer<A> {
+        let rtt = RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max)
+            .with_ack_delay(cfg.ack_delay);
         Peer {
             addr,
             alias: None,
@@ -91,13 +93,12 @@ impl<A: Copy + PartialEq> Peer<A> {
             queued: None,
             timers: TimerTable::default(),
             assoc: Assoc {
-                paths: Paths::to(addr, path_congestion(cfg), cfg.max_datagram),
+                paths: Paths::to(addr, path_congestion(cfg), rtt.clone(), cfg.max_datagram),
                 ..Assoc::to(addr)
             },
             tx: Default::default(),
             rx: Default::default(),
-            rtt: RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max)
-                .with_ack_delay(cfg.ack_delay),
+            rtt,
             heard: Instant::ZERO,
             last_heartbeat: Instant::ZERO,
             dead: None,
@@ -199,8 +200,8 @@ impl<A: Copy + PartialEq> Peer<A> {
             if !self.is_paused(ch) {
                 let e = self.tx[ch].on_timeout(now, cx.cfg.retry_limit);
                 if e.backoff {
-                    self.rtt.on_timeout();
-                    // (against the path the timed-out packet took:
+                    // (against the path the timed-out packet took: its
+                    // timeout backs off, the peer's if it is current;
                     // `PATH_MAX_RETRANS` make it suspect, `path/suspect.rs`)
                     self.lane_timed_out(now, ch, cx);
                 }
