@@ -88,6 +88,9 @@ pub struct PathReport<A> {
     pub rail: Rail,
     pub remote: A,
     pub state: PathState,
+    /// Active but suspect (`suspect.rs`): its timeouts moved its traffic
+    /// to another path, its heartbeat will tell.
+    pub suspect: bool,
     /// Whether the association's packets take it now.
     pub current: bool,
     /// Smoothed round trip (its congestion controller's, else its
@@ -182,6 +185,9 @@ pub struct Paths<A> {
     /// Whether any path is suspect (`suspect.rs`: hearing the peer costs
     /// nothing without one).
     suspects: bool,
+    /// Bit i: path i's suspicion was told (`PathChange::Suspect`), its
+    /// end not yet (`Paths::suspect_news`).
+    told_suspect: u32,
 }
 
 #[cfg_attr(not(feature = "testing"), allow(dead_code))] // (`path_down`, `paths_of`)
@@ -199,6 +205,7 @@ impl<A: Copy + PartialEq> Paths<A> {
             fresh: cc.settings(),
             datagram,
             suspects: false,
+            told_suspect: 0,
         }
     }
 
@@ -331,6 +338,8 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.current = self.find(&cur).unwrap_or(0);
         self.answer = None;
         self.recount();
+        // (paths moved: what was told stands for the suspects kept)
+        self.told_suspect = self.suspect_mask();
     }
 
     /// The best usable path (active, not suspect): the lowest smoothed
@@ -524,6 +533,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                 rail: p.path.rail,
                 remote: p.path.remote,
                 state: p.state,
+                suspect: p.suspect && p.state == PathState::Active,
                 current: i == self.current,
                 srtt: p.srtt(),
                 cwnd: p.cc.cwnd(),

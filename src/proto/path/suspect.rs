@@ -172,6 +172,37 @@ impl<A: Copy + PartialEq> Paths<A> {
         failed
     }
 
+    /// Bit i: path i is suspect (active).
+    pub(super) fn suspect_mask(&self) -> u32 {
+        let mut m = 0u32;
+        for (i, p) in self.list.iter().enumerate().take(32) {
+            if p.suspect && p.state == PathState::Active {
+                m |= 1 << i;
+            }
+        }
+        m
+    }
+
+    /// The news of suspicion since the last look, for `RAMP_VERBOSE`
+    /// (`PathChange::Suspect`, `Cleared`): bit i of the first, path i
+    /// became suspect; of the second, path i, told suspect, is usable
+    /// again (one that failed meanwhile is told failed, not cleared).
+    #[inline]
+    pub fn suspect_news(&mut self) -> (u32, u32) {
+        if !self.suspects && self.told_suspect == 0 {
+            // (the usual case: no walk)
+            return (0, 0);
+        }
+        let now = self.suspect_mask();
+        let newly = now & !self.told_suspect;
+        let ended = self.told_suspect & !now;
+        let cleared = (0..self.list.len().min(32))
+            .filter(|&i| ended & (1 << i) != 0 && self.usable(i))
+            .fold(0u32, |m, i| m | 1 << i);
+        self.told_suspect = now;
+        (newly, cleared)
+    }
+
     /// Path `i`'s path (the index of `due_suspects`'s answer).
     pub fn path_at(&self, i: usize) -> Option<Path<A>> {
         self.list.get(i).map(|p| p.path)

@@ -137,6 +137,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             return;
         };
         self.settle(now, ch, cx);
+        self.tell_suspects(cx);
         if let Some(t) = o.rearm_at {
             self.timers.lower(Timer::Retransmit(ch), t);
         }

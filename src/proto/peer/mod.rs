@@ -219,6 +219,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         if unreachable {
             self.fail_all(FailReason::PeerUnreachable, cx.out);
         }
+        self.tell_suspects(cx);
         for ch in 0..NUM_CHANNELS {
             if self.timers.is_expired(Timer::Ack(ch), now) {
                 self.send_ack(ch, cx);
