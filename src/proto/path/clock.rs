@@ -94,3 +94,70 @@ impl<A: Copy + PartialEq> LaneClocks for Paths<A> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::MILLIS;
+
+    /// Two rails to a peer with two addresses: four paths, 0 current.
+    fn paths(peer: &RttEstimator) -> Paths<u32> {
+        let cc = Congestion::new(true, 65_507, 1 << 24);
+        let mut p = Paths::to(1, cc, peer.fresh(), 65_507);
+        p.set_paths(Instant(1), 2, &[11], 100 * MILLIS);
+        assert_eq!(p.all().count(), 4);
+        p
+    }
+
+    /// Feeds `n` round trips of `r` on `lane` (and the peer's estimate
+    /// those its clocks give it).
+    fn feed(p: &mut Paths<u32>, peer: &mut RttEstimator, lane: u8, r: Nanos, n: u64) {
+        for k in 0..n {
+            let sent = Instant(1_000_000_000 + k * 100 * MILLIS);
+            if p.feeds_peer(lane) {
+                peer.sample_from(sent.plus(r), sent);
+            }
+            p.sample(lane, sent.plus(r), sent);
+        }
+    }
+
+    #[test]
+    fn a_slow_paths_packets_are_timed_by_its_round_trips_not_the_current_paths() {
+        let mut peer = RttEstimator::new(20 * MILLIS, 5 * MILLIS, 1000 * MILLIS);
+        let mut p = paths(&peer);
+        // the current path answers in 1 ms, path 3 (rail 1 to 11) in 30 ms
+        feed(&mut p, &mut peer, 0, MILLIS, 20);
+        feed(&mut p, &mut peer, 3, 30 * MILLIS, 20);
+        assert!(p.feeds_peer(0) && !p.feeds_peer(3));
+        let (rto0, probe0, _) = p.transmit_timers(0, &peer);
+        let (rto3, probe3, _) = p.transmit_timers(3, &peer);
+        println!(
+            "current path: rto {rto0} probe {probe0:?}; slow path: rto {rto3} probe {probe3:?}"
+        );
+        assert_eq!(rto0, peer.rto(), "the current path's: the peer's");
+        assert!(rto0 < 10 * MILLIS, "{rto0}");
+        assert!(rto3 >= 30 * MILLIS && probe3.is_some_and(|t| t >= 30 * MILLIS));
+        assert!(probe0.is_some_and(|t| t < 10 * MILLIS));
+        // a path not yet timed: its initial timeout, and no probe
+        let (rto2, probe2, _) = p.transmit_timers(2, &peer);
+        assert_eq!((rto2, probe2), (20 * MILLIS, None));
+        // a timeout on the slow path backs off its own, not the current one's
+        p.timeout_on(3);
+        assert_eq!(p.rto_on(3, &peer), 2 * p.base_rto(3));
+        assert_eq!(p.rto_on(0, &peer), rto0);
+        // its progress unbacks it
+        p.progress_on(3, Instant(9_000_000_000), 1000, 0);
+        assert_eq!(p.rto(3), p.base_rto(3));
+    }
+
+    #[test]
+    fn one_path_keeps_no_clock_of_its_own() {
+        let peer = RttEstimator::new(20 * MILLIS, 5 * MILLIS, 1000 * MILLIS);
+        let cc = Congestion::new(true, 65_507, 1 << 24);
+        let mut p = Paths::to(1u32, cc, peer.fresh(), 65_507);
+        p.sample(0, Instant(2_000_000_000), Instant(1_000_000_000));
+        assert!(p.feeds_peer(0));
+        assert_eq!((p.base_rto(0), p.rto(0)), (0, 0));
+        assert_eq!(p.transmit_timers(0, &peer), peer.transmit_timers());
+    }
+}

@@ -123,7 +123,7 @@ impl SendChannel {
             // Nothing new (the usual piggybacked ACK): nothing changes.
             return None;
         }
-        let o = self.take_ack(now, next, sack, rtt, clocks, stats, spare);
+        let o = self.take_ack(now, (next, sack), rtt, clocks, stats, spare);
         // What is acknowledged stays so: nothing before `next` is left in
         // flight (a cumulative ack never goes back), and `next` is within
         // what was sent (checked above).
@@ -229,8 +229,7 @@ impl SendChannel {
     fn take_ack(
         &mut self,
         now: Instant,
-        next: u32,
-        sack: u64,
+        (next, sack): (u32, u64),
         rtt: &mut RttEstimator,
         clocks: &mut impl LaneClocks,
         stats: &mut Statistics,
