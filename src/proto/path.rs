@@ -18,8 +18,10 @@
 //! on every path for `PATH_MAX_RETRANS` heartbeats): a receiver off the
 //! CPU fails no path. The transport's word that a path is unreachable
 //! (`Protocol::path_down`) fails it at once. Failed paths are probed (`Probing`) every `ProtoConfig::path_probe`,
-//! doubling to `PROBE_MAX`, and an answered probe makes one `Active`
-//! again with a fresh congestion controller.
+//! doubling to `PROBE_MAX` (`PROBE_MAX / 2` while no path is active: a
+//! partitioned peer's traffic resumes within about half a second of a
+//! link's return), and an answered probe makes one `Active` again with a
+//! fresh congestion controller.
 //!
 //! Scheduling, the minimum (striping comes later): the association's
 //! packets take one path, `current`: the best `Active` one (the lowest
@@ -430,6 +432,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         mut nonce: impl FnMut() -> u64,
         mut send: impl FnMut(Path<A>, u64),
     ) {
+        let cap = self.probe_cap();
         for i in 0..self.list.len() {
             if let Some(at) = self.idle_due(i, busy) {
                 if at <= now && self.idle_heartbeat(i, now) {
@@ -454,7 +457,7 @@ impl<A: Copy + PartialEq> Paths<A> {
             if p.state == PathState::Failed {
                 p.state = PathState::Probing;
             }
-            p.next_probe = now.plus(p.interval);
+            p.next_probe = now.plus(p.interval.min(cap));
             p.interval = (p.interval * 2).min(PROBE_MAX);
             send(p.path, n);
         }

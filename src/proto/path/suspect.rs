@@ -119,6 +119,19 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.suspects = self.list.iter().any(|p| p.suspect);
     }
 
+    /// The longest wait between a failed path's probes: `PROBE_MAX`, or
+    /// half that while no path is active (the peer partitioned: the first
+    /// probe after the links' return, and so the traffic, comes within
+    /// `PROBE_MAX / 2` plus a round trip). Cheap: a partitioned peer's
+    /// paths get 2 heartbeats a second each instead of 1.
+    pub(super) fn probe_cap(&self) -> Nanos {
+        if self.list.iter().any(|p| p.state == PathState::Active) {
+            PROBE_MAX
+        } else {
+            PROBE_MAX / 2
+        }
+    }
+
     /// When a suspect path's next heartbeat is due.
     pub(super) fn next_suspect(&self) -> Option<Instant> {
         if !self.suspects {

@@ -89,6 +89,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         let probe = cx.cfg.path_probe;
         let before = self.assoc.paths.state_of(path);
         let partitioned = !self.assoc.paths.any_active();
+        // (asked before the answer: it may make the current path active)
+        let stalled = !self.assoc.paths.current_active();
         let Some(rejoined) = self.assoc.paths.heartbeat_answered(now, path, nonce, probe) else {
             return false;
         };
@@ -106,9 +108,10 @@ impl<A: Copy + PartialEq> Peer<A> {
         self.hear(now);
         self.tell_suspects(cx);
         let i = self.assoc.paths.find(path).unwrap_or(0);
-        if !self.assoc.paths.current_active() && self.assoc.paths.usable(i) {
+        if stalled && self.assoc.paths.usable(i) {
             // the association's path was down or suspect (every path, or
-            // with none to take over): traffic resumes on this one at once
+            // with none to take over): traffic resumes on this one at once,
+            // also when this one is it (not at its backed-off timeout)
             self.assoc.paths.switch_to(i);
             self.resume_on_new_path(now, cx);
         }
