@@ -22,7 +22,7 @@ fn resume_after_partition(seed: u64, phase: Nanos) -> Nanos {
     for k in 1..10 {
         net.send(k);
     }
-    net.run_for(1 * MILLIS);
+    net.run_for(MILLIS);
     for (a, b) in [(0, 1), (10, 11)] {
         net.link(a, b, false);
     }
