@@ -36,6 +36,13 @@
 #define RAMP_MSG_RETURNED 2
 
 /**
+ * `ramp_DrainOn`'s answer to a thread other than its descriptor's `thread`:
+ * nothing done (no drain, the descriptor not written). No error code is
+ * this low.
+ */
+#define RAMP_DRAIN_NOT_MINE -1000
+
+/**
  * `ramp_path_t.state`: not yet confirmed by a heartbeat (carries no data).
  */
 #define RAMP_PATH_UNCONFIRMED 0
@@ -203,9 +210,11 @@ typedef struct {
   int32_t count;
   int32_t spin_us;
   /**
-   * 0.
+   * 0: any thread may drain with this descriptor; else the
+   * `ramp_DrainThread()` of the only thread that may (any other's
+   * `ramp_DrainOn` returns `RAMP_DRAIN_NOT_MINE`, the descriptor untouched).
    */
-  int32_t reserved;
+  int32_t thread;
 } ramp_drain_t;
 
 /**
@@ -525,9 +534,16 @@ int ramp_Drain(eb_t eb, ramp_msg_t *msgs, int max, int *count);
 int ramp_DrainWait(eb_t eb, ramp_msg_t *msgs, int max, int *count, int spin_us);
 
 /**
+ * The calling thread's id, for `ramp_drain_t.thread`: greater than 0 and
+ * never another thread's (0: none left; the field cannot be used).
+ */
+int ramp_DrainThread(void);
+
+/**
  * `ramp_DrainWait(d->eb, d->msgs, d->max, &d->count, d->spin_us)`, which
  * returns the count (0 or more) when it succeeds, else minus its error
- * code (the count still in `d->count`).
+ * code (the count still in `d->count`); `RAMP_DRAIN_NOT_MINE` to a thread
+ * the descriptor's `thread` excludes.
  */
 int ramp_DrainOn(ramp_drain_t *d);
 

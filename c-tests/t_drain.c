@@ -22,7 +22,8 @@
  *     arguments, reply once, refuse an ended or released message;
  *   - ramp_DrainOn (ramp_DrainWait's arguments in a ramp_drain_t) checks them as
  *     ramp_DrainWait does (and a NULL descriptor), drains and waits alike, writes count
- *     and returns it, or minus the error code;
+ *     and returns it, or minus the error code; a descriptor marked with another
+ *     thread's ramp_DrainThread() is refused (RAMP_DRAIN_NOT_MINE), untouched;
  *   - ramp_Drain inside a running handler is refused (AM_ERR_RESOURCE), and messages that
  *     arrive during AM_Poll still go to the installed handlers.
  * Meaningful under loss too (run.sh's fault pass): every wait is a drain or poll loop.
@@ -220,6 +221,15 @@ int main(void) {
     EXPECT_RC(ramp_DrainOn(&d), -AM_ERR_BAD_ARG);
     d.max = NMSG, d.eb = NULL;
     EXPECT_RC(ramp_DrainOn(&d), -AM_ERR_BAD_ARG);
+    /* d->thread: another thread's id refused (nothing done, d untouched), its own taken */
+    int me = ramp_DrainThread();
+    CHECK(me > 0 && ramp_DrainThread() == me, "ramp_DrainThread %d", me);
+    d.eb = eb, d.spin_us = 0, d.thread = me + 1, d.count = -5;
+    EXPECT_RC(ramp_DrainOn(&d), RAMP_DRAIN_NOT_MINE);
+    CHECK(d.count == -5, "a refused descriptor was written (count %d)", d.count);
+    d.thread = me;
+    EXPECT_RC(ramp_DrainOn(&d), 0);
+    CHECK(d.count == 0, "nothing drained, got %d", d.count);
     d.eb = eb, d.spin_us = 1000;
     EXPECT_RC(ramp_DrainOn(&d), 0); /* nothing comes: back after about 1 ms */
     CHECK(d.count == 0, "nothing drained, got %d", d.count);

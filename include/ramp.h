@@ -401,16 +401,23 @@ int ramp_DrainWait(eb_t eb, ramp_msg_t *msgs, int max, int *count, int spin_us);
  * read back (CPython's ctypes: about 30 ns each).  ramp_DrainOn(d) does
  * ramp_DrainWait(d->eb, d->msgs, d->max, &d->count, d->spin_us) and returns the count
  * (0 or more) when that returned AM_OK, else minus its error code (-AM_ERR_BAD_ARG for
- * a NULL d too); d->count is written either way (except for a NULL d). */
+ * a NULL d too); d->count is written either way (except for a NULL d).  d->thread 0:
+ * any thread may use d; else only the thread whose ramp_DrainThread() it is: any other
+ * gets RAMP_DRAIN_NOT_MINE, nothing done, d untouched (a binding's cached descriptor
+ * tells it that it runs on another thread, at no cost to the thread it belongs to). */
 typedef struct {
   eb_t eb;
   ramp_msg_t *msgs;
   int32_t max;
-  int32_t count;     /* written by the call */
-  int32_t spin_us;   /* 0..1000000 */
-  int32_t reserved;  /* 0 */
+  int32_t count;    /* written by the call */
+  int32_t spin_us;  /* 0..1000000 */
+  int32_t thread;   /* 0, or a ramp_DrainThread() */
 } ramp_drain_t;
+#define RAMP_DRAIN_NOT_MINE (-1000) /* below every -error code */
 int ramp_DrainOn(ramp_drain_t *d);
+/* The calling thread's id for ramp_drain_t.thread: above 0, never another thread's
+ * (0 once 2^31 - 1 threads have had one: the field cannot be used then). */
+int ramp_DrainThread(void);
 /* Ends the messages of this thread's last ramp_Drain now: their tokens die and the
  * requests among them not replied to get their automatic reply.  Always AM_OK. */
 int ramp_DrainRelease(void);

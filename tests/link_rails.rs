@@ -36,6 +36,8 @@
 mod common;
 #[path = "common/netns.rs"]
 mod netns;
+#[path = "common/progress.rs"]
+mod progress;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -52,49 +54,13 @@ const MIB: u64 = 1024 * 1024;
 /// This file's namespaces (rlr0, rlr1).
 static NETNS: netns::Netns = netns::Netns::new(&NETNS_OPTS);
 
-/// rank 0's progress lines: (wall clock in ms, bytes delivered so far).
-struct Progress {
-    lines: mpsc::Receiver<(u128, u64)>,
-}
-
-/// Milliseconds since the Unix epoch (link_load's `unix_ms`: the same clock).
-fn unix_ms() -> u128 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    now.expect("the clock is past 1970").as_millis()
-}
-
-impl Progress {
-    /// Waits until `more` bytes have arrived after the call: counted from
-    /// the first progress line rank 0 printed after it (lines reach the
-    /// test late, through the launcher), no limit of its own (the
-    /// watchdog's).
-    fn more(&mut self, more: u64, what: &str) {
-        common::waiting_for(&format!("{more} more bytes delivered {what}"));
-        let since = unix_ms();
-        let mut base = None;
-        loop {
-            let Ok((t, d)) = self.lines.recv() else {
-                panic!("the job ended while waiting for data {what}")
-            };
-            match base {
-                None if t >= since => base = Some(d),
-                Some(b) if d >= b + more => {
-                    eprintln!("link_rails: {d} bytes delivered ({more} {what})");
-                    return;
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
 /// A link_load job streaming from rlr1 (rank 1) into rlr0 (rank 0) over
 /// `RAMP_RAILS=eth0,rail1`, in fresh namespaces; `finish` ends it.
 struct Running {
     child: std::process::Child,
     out: std::thread::JoinHandle<String>,
     err: std::thread::JoinHandle<String>,
-    progress: Progress,
+    progress: progress::Progress,
     /// stderr's `RAMP_VERBOSE` path lines ("ramp: path rail .."), as they come
     path_lines: mpsc::Receiver<String>,
     stop: PathBuf,
@@ -147,22 +113,7 @@ fn start_with(env: &[(&str, &str)]) -> Running {
         .stderr(Stdio::piped())
         .spawn()
         .expect("timeout and ramp-run run");
-    let (tx, rx) = mpsc::channel();
-    let out = child.stdout.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut all = String::new();
-        for l in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(r) = l.strip_prefix("link_load: progress ") {
-                let v = |k: &str| r.split(' ').find_map(|kv| kv.strip_prefix(k)?.parse().ok());
-                if let (Some(t), Some(d)) = (v("unix_ms="), v("delivered=")) {
-                    let _ = tx.send((t as u128, d));
-                }
-            }
-            all.push_str(&l);
-            all.push('\n');
-        }
-        all
-    });
+    let (progress, out) = progress::read(child.stdout.take().unwrap(), "link_load");
     let err = child.stderr.take().unwrap();
     let (ptx, path_lines) = mpsc::channel();
     let err = std::thread::spawn(move || {
@@ -180,7 +131,7 @@ fn start_with(env: &[(&str, &str)]) -> Running {
         child,
         out,
         err,
-        progress: Progress { lines: rx },
+        progress,
         path_lines,
         stop,
         limit,
@@ -189,11 +140,15 @@ fn start_with(env: &[(&str, &str)]) -> Running {
 }
 
 impl Running {
-    /// `Progress::more`; the bytes the sender's eth0 and rail1 sent
+    /// Waits until 32 MiB more have arrived (`progress::Progress::more`); the bytes the sender's eth0 and rail1 sent
     /// meanwhile (the kernel's counters), logged too.
     fn more(&mut self, what: &str) -> [u64; 2] {
         let before = ["eth0", "rail1"].map(|d| netns::tx_bytes("rlr1", d));
-        self.progress.more(32 * MIB, what);
+        common::waiting_for(&format!("32 MiB more delivered {what}"));
+        let Some(d) = self.progress.more(32 * MIB) else {
+            panic!("the job ended while waiting for data {what}")
+        };
+        eprintln!("link_rails: {d} bytes delivered (32 MiB {what})");
         let sent = ["eth0", "rail1"].map(|d| netns::tx_bytes("rlr1", d));
         let sent = [sent[0] - before[0], sent[1] - before[1]];
         eprintln!(
@@ -228,8 +183,7 @@ impl Running {
         let out = self.out.join().unwrap();
         let err = self.err.join().unwrap();
         let _ = std::fs::remove_file(&self.stop);
-        let summary: Vec<&str> = out.lines().filter(|l| !l.contains(" progress ")).collect();
-        eprintln!("{}", summary.join("\n"));
+        eprintln!("{out}");
         let limit = &self.limit;
         assert!(
             status.code() != Some(124) && status.code() != Some(137),

@@ -24,11 +24,12 @@
 mod common;
 #[path = "common/netns.rs"]
 mod netns;
+#[path = "common/progress.rs"]
+mod progress;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use ramp::config::{AUTH, RAILS, TRANSPORT};
@@ -81,26 +82,7 @@ fn run(what: &str, mut job: Command, stop: &Path) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the job starts");
-    let (tx, lines) = mpsc::channel();
-    let out = child.stdout.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut all = String::new();
-        for l in BufReader::new(out).lines().map_while(Result::ok) {
-            if let Some(r) = l.strip_prefix("rails_stream: progress ") {
-                let v = |k: &str| {
-                    r.split(' ')
-                        .find_map(|kv| kv.strip_prefix(k)?.parse::<u64>().ok())
-                };
-                if let (Some(t), Some(d)) = (v("unix_ms="), v("delivered=")) {
-                    let _ = tx.send((t as u128, d));
-                }
-            } else {
-                all.push_str(&l);
-                all.push('\n');
-            }
-        }
-        all
-    });
+    let (mut progress, out) = progress::read(child.stdout.take().unwrap(), "rails_stream");
     let mut err = child.stderr.take().unwrap();
     let err = std::thread::spawn(move || {
         let mut s = String::new();
@@ -109,23 +91,11 @@ fn run(what: &str, mut job: Command, stop: &Path) {
     });
     // waits until 16 MiB more have arrived, counted from rank 0's first
     // progress line after the call; the bytes sent on eth0 and rail1
-    let more = |step: &str| -> [u64; 2] {
+    let mut more = |step: &str| -> [u64; 2] {
         let before = ["eth0", "rail1"].map(|d| netns::tx_bytes("rlx1", d));
         common::waiting_for(&format!("{what}: 16 MiB more delivered {step}"));
-        let since = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis();
-        let mut base = None;
-        loop {
-            let Ok((t, d)) = lines.recv() else {
-                panic!("{what}: the job ended while waiting for data {step}")
-            };
-            match base {
-                None if t >= since => base = Some(d),
-                Some(b) if d >= b + 16 * MIB => break,
-                _ => {}
-            }
+        if progress.more(16 * MIB).is_none() {
+            panic!("{what}: the job ended while waiting for data {step}")
         }
         let after = ["eth0", "rail1"].map(|d| netns::tx_bytes("rlx1", d));
         eprintln!("link_rails_langs: {what}: 16 MiB more delivered {step}");

@@ -191,6 +191,8 @@ class _ThreadState:
         "poll_p",
         "poll_q",
         "poll_i",
+        "tid",
+        "pollers",
     )
 
     def __init__(self) -> None:
@@ -218,7 +220,7 @@ class _ThreadState:
         # copies it before anything else, so a nested call may reuse it)
         self.argv = (c_int32 * MAX_SHORT)()
         # a Token of a drained message that nothing kept after its handler returned
-        # (see _drain_play): the next one reuses it instead of making a new object
+        # (see _play): the next one reuses it instead of making a new object
         self.spare: Optional[Token] = None
         # ramp_DrainOn's ramp_drain_t {eb, msgs, max, count, spin_us, 0}: the wait's
         # drain in one argument (ctypes converts each argument, about 30 ns each); eb
@@ -238,6 +240,47 @@ class _ThreadState:
         self.poll_i = memoryview(poll).cast("B").cast("i")
         self.poll_q[1] = self.msgs_addr
         self.poll_i[4] = _DRAIN_BATCH
+        # ramp_DrainThread() (None: not asked yet; 0: none, polls never cached) and
+        # this thread's _Poller of each bundle it polled (see _Poller)
+        self.tid: Optional[int] = None
+        self.pollers: Dict[int, "_Poller"] = {}
+
+
+class _Poller:
+    """A poll's ramp_drain_t for one bundle and one thread (its messages into that
+    thread's array), marked with the thread's ramp_DrainThread(): a poll of the bundle
+    on any other thread gets RAMP_DRAIN_NOT_MINE from the library, nothing done.  Each
+    bundle keeps the _Poller of the thread that polled it last (Bundle._poller), so
+    that a poll finds its thread's state without a threading.local look-up (about
+    0.1 us): the library tells it when it is on another thread (then it takes the slow
+    path, _poll_bundle, which makes the bundle's _Poller its own)."""
+
+    __slots__ = ("s", "buf", "p", "i")
+
+    def __init__(self, s: Any, eb: int, tid: int) -> None:
+        self.s = s  # the thread's _ThreadState (its depth, its drained messages)
+        self.buf = (ctypes.c_char * 32)()
+        self.p = byref(self.buf)
+        q = memoryview(self.buf).cast("B").cast("q")
+        q[0] = eb
+        q[1] = s.msgs_addr
+        # max, count, spin_us 0 (a poll), thread
+        self.i = memoryview(self.buf).cast("B").cast("i")
+        self.i[4] = _DRAIN_BATCH
+        self.i[7] = tid
+
+
+class _NeverState:
+    """The state of _NO_POLLER: handlers always running, so polls take the slow path."""
+
+    depth = 1
+
+
+# a bundle's _Poller before any poll and after it is closed: always the slow path
+_NO_POLLER: Any = _Poller.__new__(_Poller)
+_NO_POLLER.s = _NeverState()
+_NO_POLLER.p = None
+_DRAIN_NOT_MINE = -1000  # RAMP_DRAIN_NOT_MINE (include/ramp.h)
 
 
 class _Local(threading.local):
@@ -526,9 +569,12 @@ class Token:
     ) -> None:
         self._ptr: Optional[int] = ptr
         self._ep = endpoint
-        self._raw: Optional[Tuple[int, int, int]] = None  # (handler, category, is_req)
+        # (ptr, handler, category, is_req): ramp_GetTokenInfo's answer for the message
+        # ptr (a drained message's Token may be reused for the next: see _play)
+        self._raw: Optional[Tuple[int, int, int, int]] = None
         self._replied = False
-        self._idx = idx  # a drained message: its index in the thread's last drain
+        # a drained message: its index in the thread's last drain (-1: none, or expired)
+        self._idx = idx
         #: True for the token of a returned (undeliverable) message, in handler 0.
         self.returned = returned
 
@@ -552,14 +598,14 @@ class Token:
         """``ramp_GetTokenInfo``: handler index, category and request/reply."""
         p = self._p()
         raw = self._raw
-        if raw is None:
+        if raw is None or raw[0] != p:
             h, cat, req = c_uint8(), c_int(), c_int()
             _check(
                 _L().ramp_GetTokenInfo(p, byref(h), byref(cat), byref(req)),
                 "ramp_GetTokenInfo",
             )
-            raw = self._raw = (h.value, cat.value, req.value)
-        return TokenInfo(raw[0], _CATEGORIES[raw[1]], bool(raw[2]))
+            raw = self._raw = (p, h.value, cat.value, req.value)
+        return TokenInfo(raw[1], _CATEGORIES[raw[2]], bool(raw[3]))
 
     @property
     def handler(self) -> int:
@@ -610,9 +656,11 @@ class Token:
         args (``a`` is the first: ``reply(handler, a, b, ...)``)."""
         # the round trip's path: one int argument to a drained request
         # (ramp_DrainReply1, no argtypes: every value checked here first, so that
-        # ctypes passes each as the C int it is; anything else takes the checked path)
+        # ctypes passes each as the C int it is; anything else takes the checked path).
+        # _idx is -1 unless the token is a drained message's, live (an expired one
+        # has _idx -1 too: the checked path raises TokenExpiredError)
         i = self._idx
-        if i >= 0 and not args and self._ptr is not None:
+        if i >= 0 and not args:
             try:
                 # not an int: TypeError here (unhashable, not comparable) or
                 # ctypes.ArgumentError in the call (before C runs); either way the checked
@@ -810,7 +858,7 @@ def _token_info_fn() -> Any:
 def _play_entry(
     fn: HandlerFunction, kind: str, nargs: int
 ) -> Tuple[HandlerFunction, int, int, str]:
-    """How _drain_play calls fn: (fn, categories accepted as bits 1 << category,
+    """How _play calls fn: (fn, categories accepted as bits 1 << category,
     nargs, kind)."""
     accepts = {"short": 1, "medium": 2, "long": 4, "bulk": 6}[kind]
     return (fn, accepts, nargs, kind)
@@ -852,7 +900,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
                 get_info(ptr, a, a + 4, a + 8)
                 i = s.info
                 c = i[1]
-                tok._raw = (i[0] & 0xFF, c, i[2])
+                tok._raw = (ptr, i[0] & 0xFF, c, i[2])
                 if c != 0:
                     raise kind_error(tok, c)
                 get_count(ptr, a + 12)
@@ -884,7 +932,7 @@ def _make_trampoline(ep: "Endpoint", fn: HandlerFunction, kind: str, nargs: int)
             get_info(ptr, a, a + 4, a + 8)
             i = s.info
             c = i[1]
-            tok._raw = (i[0] & 0xFF, c, i[2])
+            tok._raw = (ptr, i[0] & 0xFF, c, i[2])
             if c == 1 and want_medium:
                 view = view_of(buf or 0, nbytes)
                 release = True
@@ -994,6 +1042,7 @@ class _Fast:
     try_end: Any = None
     try_dreply1: Any = None
     am_poll: Any = None
+    dthread: Any = None
     request: Any = None
     reply: Any = None
 
@@ -1062,6 +1111,9 @@ def _fast() -> None:
     _Fast.try_end = _int_call("ramp_DrainTryEnd", keep_gil=True) or _Fast.end
     _Fast.try_dreply1 = _int_call("ramp_DrainTryReply1", keep_gil=True) or _Fast.dreply1
     _Fast.am_poll = _L().AM_Poll
+    # the thread check of a poll's cached descriptor (_Poller); an older library
+    # without it: polls never cached
+    _Fast.dthread = _int_call("ramp_DrainThread", keep_gil=True) if _Fast.don else None
     _Fast.request = _int_call("ramp_RequestArgv")
     _Fast.reply = _int_call("ramp_ReplyArgv")
     _don, _dend = _Fast.don, _Fast.try_end
@@ -1091,7 +1143,9 @@ def _end_drained(p: Any) -> None:
 
 
 def _poll_bundle(b: "Bundle") -> None:
-    """AM_Poll for Python: one ramp_Drain, then the drained messages' handlers, here."""
+    """AM_Poll for Python: one ramp_Drain, then the drained messages' handlers, here.
+    (The slow path of Endpoint.poll and Bundle.poll: it makes b's _Poller this
+    thread's, for their fast path.)"""
     hp = b._hp
     if hp is None:
         raise RampError("the bundle is closed")
@@ -1101,7 +1155,17 @@ def _poll_bundle(b: "Bundle") -> None:
         if rc or s.pending:
             _after(rc, "AM_Poll")
         return
-    rc = _drain_play(s, b, 0)
+    h = b._handle
+    d = s.pollers.get(h)
+    if d is None:
+        tid = s.tid
+        if tid is None:
+            tid = s.tid = _Fast.dthread() if _Fast.dthread is not None else 0
+        if tid > 0:
+            d = s.pollers[h] = _Poller(s, h, tid)
+    if d is not None:
+        b._poller = d
+    rc = _play(s, 0, b, 0)
     if rc or s.pending:
         _after(rc, "ramp_Drain")
 
@@ -1128,7 +1192,7 @@ def _wait(
     # round (up to one chunk later): a clock read less on the round trip
     t0 = None if timeout is None else time.monotonic()
     if _don is not None and not s.depth and spin >= _SPIN_CHUNK_S:
-        rc = _drain_play(s, b)
+        rc = _play(s, 0, b)
         if rc or s.pending:
             _after(rc, "ramp_DrainWait")
         if until():
@@ -1162,7 +1226,7 @@ def _wait_loop(
         if drains and not s.depth:  # _wait_bundle, here (one call less per message)
             if b._hp is None:
                 raise RampError("the bundle is closed")
-            rc = _drain_play(s, b, spin_us)
+            rc = _play(s, 0, b, spin_us)
             if rc or s.pending:
                 _after(rc, "ramp_DrainWait")
         else:
@@ -1197,47 +1261,55 @@ _head = _MSG_HEAD.unpack_from
 _refs = sys.getrefcount
 
 
-def _drain_play(
-    s: _ThreadState, b: "Bundle", spin_us: int = _SPIN_CHUNK_US, drained: int = 0
+def _drain_failed(s: _ThreadState, n: int, di: memoryview) -> int:
+    """A drain that returned minus an error code ``n``: plays the messages it handed
+    out all the same (their count in its struct, ``di``), returns the code."""
+    count = di[5]
+    if count > 0:
+        _play(s, count)
+    return -n
+
+
+def _play(
+    s: _ThreadState, n: int, b: Optional["Bundle"] = None, spin_us: int = _SPIN_CHUNK_US
 ) -> int:
-    """Drains bundle b (ramp_DrainOn: ramp_DrainWait, spinning in the library up to
-    spin_us microseconds while nothing arrives; 0: one ramp_Drain), then plays the
-    drained messages' handlers here; returns the call's code.  ``drained``: not 0, the
-    caller made the call (a poll, spin_us 0) and this is what it returned: only played.
+    """Plays the n (> 0) messages of this thread's last drain (s.msgs) here, in order;
+    n 0: drains bundle b first (ramp_DrainOn: ramp_DrainWait, spinning in the library
+    up to spin_us microseconds while nothing arrives; 0: one ramp_Drain) and plays
+    what it handed out.  Returns the drain's error code (0: none).
     A request not replied to by its handler is ended (ramp_DrainEnd: its automatic
     reply) as soon as the handler returns, as AM_Poll would.  (The hot path of every
-    Python receive, kept lean: every instruction between the call's return and the
-    handler is on the round trip, so the handlers are played here, not in a function
-    of their own; a handler's token is made ready for the next message after the
-    handler, where a server's reply has gone out already.  A short message of at most
-    2 arguments to a short handler of as many arguments, found in the endpoint's
-    ``_quick`` table, is played from the record's head alone; anything else reads the
-    whole record, in _play_one.)"""
-    h = b._handle
-    if s.drain_eb != h:
-        s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
+    Python receive, kept lean: every instruction between the drain's return and the
+    handler is on the round trip.  A short message of at most 2 arguments to a short
+    handler of as many arguments, found in the endpoint's ``_quick`` table, is played
+    from the record's head alone, with the thread's spare Token (below); anything else
+    reads the whole record, in _play_one.)"""
+    rc = i = 0
     msgs = s.msgs_view
-    n = rc = i = 0
-    # depth counts this thread's running handlers; the drain runs none (not even C
-    # trampolines), so it is raised before the call rather than on the way to one
+    # depth counts this thread's running handlers (a poll inside one uses AM_Poll); a
+    # drain runs none, so it is raised before one, off the way to the first handler
     s.depth += 1
     try:
-        # the count, or minus the error code (the count then in the struct)
-        if spin_us == _SPIN_CHUNK_US:
-            n = _don(s.drain_p)
-        else:
-            n = drained or _drain_other(s, spin_us)
-        if n < 0:
-            rc = -n
-            n = (s.drain_i if spin_us else s.poll_i)[5]
+        if not n:
+            h = b._handle  # type: ignore[union-attr]
+            if s.drain_eb != h:
+                s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
+            # the count, or minus the error code (the count then in the struct)
+            if spin_us == _SPIN_CHUNK_US:
+                n = _don(s.drain_p)
+            else:
+                n = _drain_other(s, spin_us)
+            if n <= 0:
+                if not n:
+                    return 0
+                rc = -n
+                n = (s.drain_i if spin_us else s.poll_i)[5]
         while i < n:
             tp, eid, a0, a1, kind = _head(msgs, i * 112)  # 112: _MSG_SIZE
             try:
                 ep = _endpoints[eid]
             except KeyError:  # freed meanwhile, or not made by this package
-                p = c_void_p(tp)
-                if _dend(p) == _IN_USE:
-                    _end_drained(p)
+                _end_request(tp)
                 i += 1
                 continue
             # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0 or 1,
@@ -1248,9 +1320,10 @@ def _drain_play(
                 _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
                 i += 1
                 continue
-            # s.spare: a Token that nothing kept after its handler returned, made fresh
-            # in all but identity (below; nobody else can see it; no nested drain runs
-            # while depth > 0, so the token stays this message's until it is done)
+            # s.spare: the Token of an earlier message that nothing kept after its
+            # handler returned (nobody else can see it, so it is not even expired),
+            # made this message's (no nested drain runs while depth > 0, so it stays
+            # this message's until it is done)
             tok = s.spare
             if tok is None:
                 tok = s.spare = Token(tp, ep, False, i)
@@ -1267,23 +1340,28 @@ def _drain_play(
                     fn(tok)
             except BaseException as e:  # what a trampoline would do: raised after the call
                 _defer(s, e)
-            tok._ptr = None
-            if kind >= _KIND_REQUEST and not tok._replied:
-                p = c_void_p(tp)
-                if _dend(p) == _IN_USE:
-                    _end_drained(p)
-            i += 1
-            # reused unless someone kept it (3: s.spare, tok and the argument); a token
-            # that has expired cannot be replied to, so _replied stays as reset here
             if _refs(tok) != 3:
+                # kept by someone (3: s.spare, tok and the argument; a handler that
+                # raised is kept by its traceback): expired, never handed out again
+                tok._ptr = None
+                tok._idx = -1
                 s.spare = None
-            else:
-                tok._raw = None
-                tok._replied = False
+                if kind >= _KIND_REQUEST and not tok._replied:
+                    _end_request(tp)
+            elif kind >= _KIND_REQUEST:  # only a request's token can have replied
+                if tok._replied:
+                    tok._replied = False
+                else:
+                    _end_request(tp)
+            i += 1
     except BaseException:
         # raised between a handler's return and its token's check above (say a
-        # KeyboardInterrupt): that token is not reused (someone may keep it)
-        s.spare = None
+        # KeyboardInterrupt): the spare token may be kept: expired, not reused
+        tok = s.spare
+        if tok is not None:
+            tok._ptr = None
+            tok._idx = -1
+            s.spare = None
         raise
     finally:
         s.depth -= 1
@@ -1291,9 +1369,17 @@ def _drain_play(
     return rc
 
 
+def _end_request(tp: int) -> None:
+    """ramp_DrainEnd of the drained message whose token is ``tp`` (a request not
+    replied to: its automatic reply goes out now), in its Try form first."""
+    p = c_void_p(tp)
+    if _dend(p) == _IN_USE:
+        _end_drained(p)
+
+
 def _drain_other(s: _ThreadState, spin_us: int) -> int:
-    """ramp_DrainOn for _drain_play with a spin other than _SPIN_CHUNK_US: a poll's own
-    struct (0), or the wait's with that spin for this call."""
+    """ramp_DrainOn with a spin other than _SPIN_CHUNK_US: a poll's own struct (0), or
+    the wait's with that spin for this call."""
     if not spin_us:
         return _don(s.poll_p)
     di = s.drain_i
@@ -1337,10 +1423,9 @@ def _play_one(s: _ThreadState, ep: "Endpoint", tok: Token, m: Tuple[int, ...]) -
         _defer(s, e)
     finally:
         tok._ptr = None
+        tok._idx = -1
         if flags == 1 and not tok._replied:
-            p = c_void_p(m[0])
-            if _dend(p) == _IN_USE:
-                _end_drained(p)
+            _end_request(m[0])
         if view is not None and m[24] == 1:
             try:
                 view.release()
@@ -1421,6 +1506,7 @@ class Bundle:
             raise error_for(rc, "AM_AllocateBundle")
         self._handle: Optional[int] = h.value
         self._hp: Any = _ptr_arg(h.value or 0)
+        self._poller: Any = _NO_POLLER  # see _Poller
         _fast()
         self._mode = int(mode)
         self._owned = True
@@ -1433,6 +1519,7 @@ class Bundle:
         b = cls.__new__(cls)
         b._handle = handle
         b._hp = _ptr_arg(handle)
+        b._poller = _NO_POLLER
         _fast()
         b._mode = mode
         b._owned = False
@@ -1489,6 +1576,20 @@ class Bundle:
 
     def poll(self) -> None:
         """``AM_Poll``: receives and dispatches pending messages (handlers run here)."""
+        # Endpoint.poll's fast path, here (keep in step)
+        d = self._poller
+        s = d.s
+        if not s.depth:
+            n = _don(d.p)
+            if n >= 0:
+                if n:
+                    _play(s, n)
+                if _pending_any:  # a handler raised (this thread's, or another's)
+                    _after(0, "ramp_Drain")
+                return
+            if n != _DRAIN_NOT_MINE:
+                _after(_drain_failed(s, n, d.i), "ramp_Drain")
+                return
         _poll_bundle(self)
 
     def wait_sema(self) -> None:
@@ -1543,8 +1644,10 @@ class Bundle:
         for ep in list(self._endpoints.values()):
             ep._forget()
         _bundles.pop(self._handle or 0, None)
+        _tls.s.pollers.pop(self._handle, None)  # (another thread's: refused, harmless)
         self._handle = None
         self._hp = None
+        self._poller = _NO_POLLER
 
     def __enter__(self) -> "Bundle":
         return self
@@ -1596,10 +1699,10 @@ class Endpoint:
         self._owned = owned
         self._callbacks: Dict[int, Any] = {}
         self._functions: Dict[int, Tuple[HandlerFunction, str, int]] = {}
-        # per handler index: how drained messages play it (see _drain_play)
+        # per handler index: how drained messages play it (see _play)
         self._play: List[Optional[Tuple[Any, int, int, str]]] = [None] * 256
         # short handlers of 0..2 arguments, by the drained record's kind: handler |
-        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request) (see _drain_play)
+        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request) (see _play)
         self._quick: Dict[int, HandlerFunction] = {}
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
@@ -1777,7 +1880,7 @@ class Endpoint:
         self._set_play(h, fn, kind, nargs)
 
     def _set_play(self, h: int, fn: HandlerFunction, kind: str, nargs: int) -> None:
-        """How drained messages to handler h play fn (_drain_play)."""
+        """How drained messages to handler h play fn (_play)."""
         self._play[h] = _play_entry(fn, kind, nargs)
         for k in [k for k in self._quick if k & 0xFF == h]:
             del self._quick[k]
@@ -2015,23 +2118,25 @@ class Endpoint:
 
     def poll(self) -> None:
         """``AM_Poll`` on this endpoint's bundle."""
-        # _poll_bundle, here, with the drain called before _drain_play: a poll that
-        # finds nothing (most of a loop of polls) returns at once (keep in step)
+        # the bundle's _Poller: this thread's state and drain descriptor if this
+        # thread polled the bundle last (else the library says RAMP_DRAIN_NOT_MINE,
+        # nothing done, and _poll_bundle takes over); a poll that finds nothing (most
+        # of a loop of polls) returns at once (Bundle.poll: keep in step)
         b = self._bundle
-        h = b._handle
-        if b._hp is None:
-            raise RampError("the bundle is closed")
-        s = _tls.s
-        if s.depth or _don is None:
-            _poll_bundle(b)
-            return
-        if s.drain_eb != h:
-            s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
-        n = _don(s.poll_p)  # no handler runs in it: depth raised only to play (below)
-        if n:
-            rc = _drain_play(s, b, 0, n)
-            if rc or s.pending:
-                _after(rc, "ramp_Drain")
+        d = b._poller
+        s = d.s
+        if not s.depth:  # (another thread's depth: its descriptor is refused anyway)
+            n = _don(d.p)  # the count, or minus the error code
+            if n >= 0:
+                if n:
+                    _play(s, n)
+                if _pending_any:  # a handler raised (this thread's, or another's)
+                    _after(0, "ramp_Drain")
+                return
+            if n != _DRAIN_NOT_MINE:
+                _after(_drain_failed(s, n, d.i), "ramp_Drain")
+                return
+        _poll_bundle(b)
 
     def wait(
         self,
@@ -2052,7 +2157,7 @@ class Endpoint:
         t0 = None if timeout is None else time.monotonic()  # as _wait
         s = _tls.s
         if _don is not None and not s.depth:
-            rc = _drain_play(s, b)
+            rc = _play(s, 0, b)
             if rc or s.pending:
                 _after(rc, "ramp_DrainWait")
             if until():

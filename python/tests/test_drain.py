@@ -8,9 +8,11 @@ a handler leaves the batch being played intact, medium payloads are read in plac
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -307,7 +309,8 @@ def test_a_poll_whose_drain_fails_raises_its_error_and_plays_nothing(pair, monke
     s = core._tls.s
 
     def failing(d):
-        s.poll_i[5] = s.drain_i[5] = 0  # as the library: the count written, 0
+        # as the library: the count written, 0 (at 20 in the descriptor d points to)
+        ctypes.c_int.from_address(ctypes.addressof(d._obj) + 20).value = 0
         return -int(ramp.ErrorCode.AM_ERR_RESOURCE)
 
     monkeypatch.setattr(core, "_don", failing)
@@ -406,3 +409,73 @@ def test_kept_tokens_are_never_reused_within_one_drain(pair):
         assert not tok.valid
         with pytest.raises(ramp.TokenExpiredError):
             tok.reply(2, 0)
+
+
+def test_a_poll_on_another_thread_is_refused_the_cached_descriptor(pair):
+    # a bundle keeps the poll descriptor of the thread that polled it last (_Poller,
+    # marked with that thread's ramp_DrainThread()): the library refuses it to any
+    # other thread (nothing drained), whose poll then takes the slow path and makes
+    # the bundle's descriptor its own; every message is played once, on the thread
+    # whose poll drained it
+    b, x, y = pair
+    got = []
+    y.set_handler(1, lambda tok, n: (got.append(n), tok.reply(2, n)))
+    x.set_handler(2, lambda tok, n: None)
+    ready(x, y)
+    b.poll()
+    mine = b._poller
+    assert mine.s is core._tls.s and mine.i[7] > 0
+    seen = []
+
+    def other() -> None:
+        seen.append(core._don(mine.p))  # the main thread's descriptor: refused
+        for k in range(3):
+            x.request(0, 1, 100 + k)
+            t0 = time.monotonic()
+            while 100 + k not in got and time.monotonic() - t0 < 300:
+                y.poll()
+        seen.append(b._poller)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    theirs = seen[1]
+    assert seen[0] == core._DRAIN_NOT_MINE
+    assert theirs is not mine and theirs.i[7] not in (0, mine.i[7])
+    assert core._don(theirs.p) == core._DRAIN_NOT_MINE  # and theirs to this thread
+    x.request(0, 1, 7)
+    t0 = time.monotonic()
+    while 7 not in got and time.monotonic() - t0 < 300:
+        y.poll()
+    assert got == [100, 101, 102, 7]
+    assert b._poller is mine, "the main thread's poll did not take its descriptor back"
+    b.close()
+    assert b._poller is core._NO_POLLER
+    with pytest.raises(ramp.RampError, match="closed"):
+        y.poll()
+
+
+def test_a_reused_token_answers_for_its_own_message(pair):
+    # a played message's Token is reused for the next when nothing kept it: what it
+    # says (ramp_GetTokenInfo, cached) is the new message's, never the last one's
+    b, x, y = pair
+    seen = []
+
+    def on(tok, n):
+        seen.append((tok.handler, tok.is_request, n))
+        tok.reply(2, n)
+
+    y.set_handler(1, on)
+    y.set_handler(3, on)
+    x.set_handler(2, lambda tok, n: seen.append((tok.handler, tok.is_request, n)))
+    ready(x, y)
+    for h in (1, 3, 1, 3):
+        want = len(seen) + 2  # the request's handler, then the reply's
+        x.request(0, h, h * 10)
+        t0 = time.monotonic()
+        while len(seen) < want and time.monotonic() - t0 < 300:
+            b.poll()
+    assert seen == [
+        (1, True, 10), (2, False, 10), (3, True, 30), (2, False, 30),
+        (1, True, 10), (2, False, 10), (3, True, 30), (2, False, 30),
+    ]

@@ -64,7 +64,10 @@ fn goodput(seed: u64, cc: bool, rate: u64, loaded: bool, puts: usize) -> (u64, S
         .unwrap();
     let to = n[1].ep.addr();
     // a link to the receiver with a switch's deep queue: 30 ms of its rate
-    let link = w.bottleneck(Bottleneck::new(rate, rate * 30 / 1000), move |_, t| t == to);
+    // (rate 0: no link, the network's delays alone: loopback, whose only
+    // queue is the receiver's inbox)
+    let link = (rate > 0)
+        .then(|| w.bottleneck(Bottleneck::new(rate, rate * 30 / 1000), move |_, t| t == to));
     let src = vec![7u8; PUT];
     let e = n[0].ep.clone();
     // the association and a first put
@@ -92,7 +95,7 @@ fn goodput(seed: u64, cc: bool, rate: u64, loaded: bool, puts: usize) -> (u64, S
     }
     let took = w.now().since(t0).max(1);
     let s = e.statistics();
-    let l = w.link_stats(link);
+    let dropped = link.map_or(0, |l| w.link_stats(l).dropped);
     let note = format!(
         "{} MiB in {} ms, {} paced holds, {} timeouts, {} reductions, {} retransmitted, link dropped {}",
         (puts * PUT) >> 20,
@@ -101,7 +104,7 @@ fn goodput(seed: u64, cc: bool, rate: u64, loaded: bool, puts: usize) -> (u64, S
         s.cc_timeouts,
         s.cc_reductions,
         s.packets_retransmitted,
-        l.dropped
+        dropped
     ) + " / "
         + e.with(|s| s.proto.paths_report()).trim();
     let goodput = (puts * PUT) as u128 * 1_000_000_000 / took as u128;
@@ -136,5 +139,32 @@ fn pacing_keeps_bulk_goodput_beside_busy_neighbours() {
                 "seed {seed}, {mbit} Mbit/s: cc on {x:.2}x of off (at least {least})"
             );
         }
+    }
+}
+
+/// Loopback on a loaded host (no link: the network's delays alone, both
+/// nodes off the CPU 3 ms of every 6, staggered; the simulator charges
+/// no CPU time, so only round trips and time slices set the pace): bulk
+/// puts with congestion control on take no longer than with it off.
+/// Measured (seeds 1, 2): on 10,529 MB/s (window 2,468 KiB, nothing
+/// retransmitted: the 48 MiB pass in the first slice both nodes share)
+/// against off 1,225 MB/s (8 MiB window, 18 packets retransmitted, 41
+/// ms). Veno's queue estimated by the standing round trip instead of the
+/// smoothed one (tried in h-udpbulk3 for loaded loopback: the stretched
+/// samples ended slow start early) grew the window to 4,959 KiB here,
+/// retransmitted 13 and took 41 ms (1.00x of off): this test fails with
+/// it.
+#[test]
+fn loopback_beside_busy_neighbours_keeps_bulk_goodput() {
+    for seed in seeds(2) {
+        let (off, n_off) = goodput(seed, false, 0, true, 48);
+        let (on, n_on) = goodput(seed, true, 0, true, 48);
+        let x = on as f64 / off as f64;
+        eprintln!(
+            "seed {seed}, no link, time-sliced: cc off {} MB/s ({n_off}); cc on {} MB/s ({n_on}): {x:.2}x",
+            off / 1_000_000,
+            on / 1_000_000,
+        );
+        assert!(x >= 1.5, "seed {seed}: cc on {x:.2}x of off (at least 1.5)");
     }
 }

@@ -48,13 +48,7 @@ fn pair(seed: u64, peer_timeout: Nanos) -> Pair {
     let w = World::seeded(seed);
     let c = cfg(peer_timeout);
     let (n0, n1) = (w.node_with_rails(&c, 2), w.node_with_rails(&c, 2));
-    for n in [&n0, &n1] {
-        n.ep.set_tag(TAG);
-        for (k, m) in [&n0, &n1].iter().enumerate() {
-            n.ep.map(k as i64, m.ep.name(), TAG).unwrap();
-        }
-        n.ep.set_expected_resources(2, 16).unwrap();
-    }
+    super::tests::connect_nodes(&[&n0, &n1], TAG, 16);
     let seen: Arc<Mutex<Vec<u32>>> = Default::default();
     let s = seen.clone();
     n1.ep.set_handler(

@@ -37,6 +37,15 @@ pub(super) fn connect(eps: &[&Arc<Endpoint>], tag: u64, depth: i32) {
     }
 }
 
+/// `connect` for simulated nodes: every node's endpoint mapped to every
+/// other (index k is node k), tagged `tag`, network depth `depth` (the
+/// set-up of `world_tests.rs`, `timing_world_tests.rs` and
+/// `rails_world_tests.rs`).
+pub(super) fn connect_nodes(nodes: &[&Node], tag: u64, depth: i32) {
+    let eps: Vec<_> = nodes.iter().map(|n| &n.ep).collect();
+    connect(&eps, tag, depth);
+}
+
 /// Two new nodes of `w` configured by `cfg`, mapped to each other (index
 /// 0 is node 0's endpoint, 1 node 1's), with network depth `depth`.
 pub(super) fn pair(w: &World, cfg: &Config, depth: i32) -> (Node, Node) {

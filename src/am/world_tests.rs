@@ -24,11 +24,9 @@ fn cfg() -> Config {
     Config::from_lookup(|_| None).unwrap()
 }
 
-/// `am::tests::connect` for nodes: every node's endpoint mapped to every
-/// other (index k is node k), tagged `TAG`, network depth `depth`.
+/// `am::tests::connect_nodes` with this file's `TAG`.
 fn connect(nodes: &[&Node], depth: i32) {
-    let eps: Vec<_> = nodes.iter().map(|n| &n.ep).collect();
-    super::tests::connect(&eps, TAG, depth);
+    super::tests::connect_nodes(nodes, TAG, depth);
 }
 
 /// Node 1 answers ASK; node 0 counts the answers (and records them).

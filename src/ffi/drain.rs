@@ -4,7 +4,9 @@
 //! layer's side, and the lifetime rules, are in `am/pull.rs`.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+use std::cell::Cell;
 use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::ramp::message_parts;
 use super::types::{eb_t, ep_t, handler_t};
@@ -223,17 +225,62 @@ pub struct ramp_drain_t {
     /// Written by the call: how many messages were handed out.
     pub count: i32,
     pub spin_us: i32,
-    /// 0.
-    pub reserved: i32,
+    /// 0: any thread may drain with this descriptor; else the
+    /// `ramp_DrainThread()` of the only thread that may (any other's
+    /// `ramp_DrainOn` returns `RAMP_DRAIN_NOT_MINE`, the descriptor untouched).
+    pub thread: i32,
+}
+
+/// `ramp_DrainOn`'s answer to a thread other than its descriptor's `thread`:
+/// nothing done (no drain, the descriptor not written). No error code is
+/// this low.
+pub const RAMP_DRAIN_NOT_MINE: c_int = -1000;
+
+thread_local! {
+    /// This thread's `ramp_DrainThread()` (0: not yet asked).
+    static DRAIN_THREAD: Cell<i32> = const { Cell::new(0) };
+}
+/// The next thread's `ramp_DrainThread()`.
+static NEXT_DRAIN_THREAD: AtomicI32 = AtomicI32::new(1);
+
+/// The calling thread's id for `ramp_drain_t.thread`: above 0 and its own
+/// for the process's life, or 0 once 2^31 - 1 threads have been given one.
+fn drain_thread() -> i32 {
+    DRAIN_THREAD.with(|c| {
+        if c.get() == 0 {
+            let next = NEXT_DRAIN_THREAD.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                (v > 0).then(|| v.wrapping_add(1).max(0))
+            });
+            c.set(next.unwrap_or(0));
+        }
+        c.get()
+    })
+}
+
+/// The calling thread's id, for `ramp_drain_t.thread`: greater than 0 and
+/// never another thread's (0: none left; the field cannot be used).
+#[no_mangle]
+pub extern "C" fn ramp_DrainThread() -> c_int {
+    guard_or("ramp_DrainThread", 0, drain_thread)
 }
 
 /// `ramp_DrainWait(d->eb, d->msgs, d->max, &d->count, d->spin_us)`, which
 /// returns the count (0 or more) when it succeeds, else minus its error
-/// code (the count still in `d->count`).
+/// code (the count still in `d->count`); `RAMP_DRAIN_NOT_MINE` to a thread
+/// the descriptor's `thread` excludes.
 #[no_mangle]
 pub unsafe extern "C" fn ramp_DrainOn(d: *mut ramp_drain_t) -> c_int {
     // a panic: -AM_ERR_RESOURCE, as ramp_DrainWait's AM_ERR_RESOURCE
     guard_or("ramp_DrainOn", -AM_ERR_RESOURCE, || {
+        if !d.is_null() {
+            // SAFETY: non-null; the caller's descriptor, as ramp.h documents it
+            // (its thread field read alone: another thread may be using the
+            // descriptor meanwhile, writing only its count).
+            let owner = unsafe { std::ptr::addr_of!((*d).thread).read() };
+            if owner != 0 && owner != drain_thread() {
+                return RAMP_DRAIN_NOT_MINE;
+            }
+        }
         // SAFETY: the caller's descriptor, as ramp.h documents it.
         match unsafe { drain_on(d) } {
             Ok(n) => n,
@@ -436,5 +483,36 @@ mod tests {
         assert_eq!(std::mem::offset_of!(ramp_drain_t, max), 16);
         assert_eq!(std::mem::offset_of!(ramp_drain_t, count), 20);
         assert_eq!(std::mem::offset_of!(ramp_drain_t, spin_us), 24);
+        assert_eq!(std::mem::offset_of!(ramp_drain_t, thread), 28);
+    }
+
+    #[test]
+    fn a_descriptor_of_another_thread_is_refused_untouched() {
+        let mine = ramp_DrainThread();
+        let other = std::thread::spawn(|| ramp_DrainThread()).join().unwrap();
+        assert!(mine > 0 && other > 0 && mine != other, "{mine} {other}");
+        assert_eq!(ramp_DrainThread(), mine, "a thread keeps its id");
+        // a bad descriptor (no bundle): refused before it is looked at, count
+        // unwritten, when it is another thread's; its error for its own thread
+        // and for any thread (0)
+        let mut d = ramp_drain_t {
+            eb: std::ptr::null_mut(),
+            msgs: std::ptr::null_mut(),
+            max: 0,
+            count: -7,
+            spin_us: 0,
+            thread: other,
+        };
+        // SAFETY: a valid descriptor (no array: max 0).
+        assert_eq!(unsafe { ramp_DrainOn(&mut d) }, RAMP_DRAIN_NOT_MINE);
+        assert_eq!(d.count, -7, "a refused descriptor was written");
+        for t in [mine, 0] {
+            d.thread = t;
+            // SAFETY: as above.
+            let r = unsafe { ramp_DrainOn(&mut d) };
+            assert!(r < 0 && r > RAMP_DRAIN_NOT_MINE, "thread {t}: {r}");
+            assert_eq!(d.count, 0);
+            d.count = -7;
+        }
     }
 }

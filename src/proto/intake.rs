@@ -292,12 +292,16 @@ impl<A: PeerAddr> Protocol<A> {
             };
             return self.outside_association(now, from, data_vtag);
         };
-        let back = self.back_to(from);
+        let rail = self.arrival;
         let (peer, mut cx) = self.peer_cx(slot);
         // A packet with our tag: the peer has our COOKIE_ECHO.
         peer.confirm(now, &mut cx);
         peer.hear(now);
-        peer.assoc.paths.arrived(&back);
+        if !peer.assoc.paths.single() {
+            // (the way back: `back_to`; one path is where answers go)
+            let back = crate::path::Path { remote: from, rail };
+            peer.assoc.paths.arrived(&back);
+        }
         for ch in 0..NUM_CHANNELS {
             let a = c.acks[ch];
             if a.valid {

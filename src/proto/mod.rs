@@ -109,6 +109,8 @@ mod recv;
 pub mod rtt;
 #[cfg(test)]
 mod same_host_tests;
+#[cfg(test)]
+mod sealed_place_tests;
 mod send;
 mod shutdown;
 mod slots;

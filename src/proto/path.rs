@@ -238,7 +238,13 @@ impl<A: Copy + PartialEq> Paths<A> {
     /// came in on when it is active, else the current path.
     #[inline]
     pub fn answer(&self) -> Path<A> {
-        self.list[self.answer.unwrap_or(self.current)].path
+        self.list[self.answer_index()].path
+    }
+
+    /// The index of `answer`'s path.
+    #[inline]
+    pub fn answer_index(&self) -> usize {
+        self.answer.unwrap_or(self.current)
     }
 
     /// The current path's congestion controller.
@@ -394,16 +400,12 @@ impl<A: Copy + PartialEq> Paths<A> {
         }
     }
 
+    /// `bytes` of DATA (in flight) went on the current path at `now`
+    /// (`idle`: with nothing in flight before them).
     #[inline]
-    pub fn sent(&mut self, bytes: u64) {
-        self.list[self.current].bytes_sent += bytes;
-    }
-
-    /// DATA went on the current path at `now` (`idle`: with nothing in
-    /// flight before it).
-    #[inline]
-    pub fn data_at(&mut self, now: Instant, idle: bool) {
+    pub fn data_at(&mut self, now: Instant, bytes: u64, idle: bool) {
         let p = &mut self.list[self.current];
+        p.bytes_sent += bytes;
         p.last_data = now;
         if idle {
             p.rate.restart();

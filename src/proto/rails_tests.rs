@@ -42,6 +42,10 @@ pub(super) struct Net {
     /// As the kernel routes: every address reaches every other, over the
     /// destination's link whatever rail sent it (rail 0 to rail-1: link 1).
     pub(super) routed: bool,
+    /// The nodes share a host: a datagram to a node's name goes through
+    /// its ring (`handle_ring_datagram`, told as from the sender's name),
+    /// as the endpoint's transports route it (`net/transports.rs`).
+    pub(super) ring: bool,
     pub(super) now: Instant,
     rng: Rng,
     /// In flight: (arrival, order) -> (to node, arrival path, bytes).
@@ -85,6 +89,7 @@ impl Net {
             rails: RAILS,
             flat: false,
             routed: false,
+            ring: false,
             now: Instant(1_000_000_000),
             rng: Rng::new(seed),
             wire: BTreeMap::new(),
@@ -122,9 +127,11 @@ impl Net {
                 );
                 self.data_sent.push((self.now, n, path));
             }
-            let reaches = self.flat || self.routed || rail_of(src) == rail_of(path.remote);
+            let ring = self.ring && rail_of(path.remote) == Rail(0);
+            let src = if ring { self.rails[n][0] } else { src };
+            let reaches = ring || self.flat || self.routed || rail_of(src) == rail_of(path.remote);
             if !reaches || self.cut.contains(&(src, path.remote)) {
-                continue; // another subnet, or cut: lost without a word
+                continue; // another subnet, or cut (a ring: full): lost without a word
             }
             let to = node_of(path.remote);
             let arrival = Path {
@@ -134,7 +141,11 @@ impl Net {
             if t == PacketType::HeartbeatAck as u8 {
                 self.hb_acks.push((to, arrival, bytes.clone()));
             }
-            let link = if self.routed { path.remote } else { src };
+            let link = if self.routed || ring {
+                path.remote
+            } else {
+                src
+            };
             let sub = rail_of(link).0 as usize;
             let mut at = self.now.plus(50 * MICROS + self.rng.below(20) * MICROS);
             let wire_ns = (bytes.len() as u64 * 1_000_000_000).checked_div(self.rate[sub]);
@@ -195,7 +206,12 @@ impl Net {
                     self.wire.insert(at, (to, arrival, bytes));
                     continue;
                 }
-                self.p[to].handle_datagram_placing(self.now, arrival, &bytes, &mut NoPlacement);
+                let p = &mut self.p[to];
+                if self.ring && arrival.rail == Rail(0) {
+                    p.handle_ring_datagram(self.now, arrival.remote, &bytes, &mut NoPlacement);
+                } else {
+                    p.handle_datagram_placing(self.now, arrival, &bytes, &mut NoPlacement);
+                }
             }
             for (n, p) in self.p.iter_mut().enumerate() {
                 if self.asleep[n] <= self.now {
@@ -278,67 +294,6 @@ fn the_handshake_lists_addresses_and_every_pair_is_confirmed_before_data() {
     }
     // (every DATA went on an active path: `drain` checks each)
     assert!(!net.data_sent.is_empty());
-}
-
-#[test]
-fn forged_replayed_or_misrouted_heartbeat_acks_change_nothing() {
-    let mut net = confirmed(2);
-    let (tag0, _) = net.p[0].association(&1).unwrap_or_default();
-    let report = |net: &Net| net.p[0].paths_of(&1);
-    // rail 1 fails; a replay of its old answer does not bring it back
-    net.p[0].path_down(net.now, p(1, 11));
-    let before = report(&net);
-    assert_eq!(net.state(0, p(1, 11)), Some(PathState::Failed));
-    let stale = net.p[0].stats().stale_dropped;
-    let replays: Vec<_> = net.hb_acks.iter().filter(|a| a.0 == 0).cloned().collect();
-    assert!(!replays.is_empty(), "answers were seen");
-    for (_, arrival, bytes) in &replays {
-        net.p[0].handle_datagram_placing(net.now, *arrival, bytes, &mut NoPlacement);
-        // the same answer on another path
-        let other = p(1 - arrival.rail.0, RAILS[1][1 - arrival.rail.0 as usize]);
-        net.p[0].handle_datagram_placing(net.now, other, bytes, &mut NoPlacement);
-    }
-    // a forged answer with the right tag and a wrong nonce, on every path
-    let mut forged = Vec::new();
-    wire::encode_heartbeat(&mut forged, &wire::Integrity::Crc32c, tag0, true, 12345);
-    for r in 0..2 {
-        for remote in [1, 11] {
-            let arrival = p(r, remote);
-            net.p[0].handle_datagram_placing(net.now, arrival, &forged, &mut NoPlacement);
-        }
-    }
-    // and from an address no peer has
-    net.p[0].handle_datagram_placing(net.now, p(0, 99), &forged, &mut NoPlacement);
-    assert_eq!(report(&net), before, "no path changed");
-    assert!(net.p[0].stats().stale_dropped >= stale + 2 * replays.len() as u64 + 5);
-    assert!(net.p[0].paths_of(&99).is_empty(), "no peer adopted");
-}
-
-#[test]
-fn an_init_listing_too_many_or_foreign_addresses_is_refused_and_counted() {
-    let mut p: Protocol<u32> = Protocol::new(cfg(), &[0x30; 32]);
-    let integ = wire::Integrity::Crc32c;
-    let now = Instant(1_000_000_000);
-    let mut list = wire::Addrs::encode(&[1u32.to_wire()]);
-    list[0] = wire::MAX_LISTED as u8 + 1;
-    let mut d = Vec::new();
-    wire::encode_init_listing(&mut d, &integ, 7, &list);
-    let corrupt = p.stats().corrupt_dropped;
-    p.handle_datagram(now, 5, &d);
-    assert_eq!(
-        p.stats().corrupt_dropped,
-        corrupt + 1,
-        "too many: malformed"
-    );
-    // an IPv4 address listed to an endpoint of simulated nodes
-    let v4: std::net::SocketAddr = "10.0.0.1:7".parse().unwrap_or_else(|_| unreachable!());
-    let list = wire::Addrs::encode(&[v4.to_wire()]);
-    d.clear();
-    wire::encode_init_listing(&mut d, &integ, 7, &list);
-    p.handle_datagram(now, 5, &d);
-    assert_eq!(p.paths_refused(), 1);
-    assert!(!p.has_transmits(), "no answer to a refused INIT");
-    assert_eq!(p.peer_count(), 0, "nothing kept");
 }
 
 #[test]
@@ -598,3 +553,9 @@ mod restart;
 
 #[path = "rails_busy_tests.rs"]
 mod busy;
+
+#[path = "rails_hostile_tests.rs"]
+mod hostile;
+
+#[path = "rails_same_host_tests.rs"]
+mod same_host;

@@ -201,3 +201,50 @@ fn endpoints_allocated_and_freed_by_another_thread_are_polled_and_let_go() {
     free_bundle(&b).unwrap();
     free_bundle(&pb).unwrap();
 }
+
+#[test]
+fn a_poll_nested_in_a_handler_shares_the_kept_list_and_a_change_inside_it_is_not_kept() {
+    crate::am::init().unwrap();
+    let b = allocate_bundle(BundleMode::Seq).unwrap();
+    let pongs = Arc::new(AtomicU64::new(0));
+    let (e0, e1) = (
+        allocate_endpoint_with(&b, &cfg()).unwrap(),
+        allocate_endpoint_with(&b, &cfg()).unwrap(),
+    );
+    serve(&e0, &pongs);
+    map(&e0, &[&e1]);
+    map(&e1, &[&e0]);
+    let victim = allocate_endpoint_with(&b, &cfg()).unwrap();
+    let gone = Arc::downgrade(&victim);
+    let slot = Arc::new(parking_lot::Mutex::new(Some(victim)));
+    let (s, nb, nested) = (slot.clone(), b.clone(), Arc::new(AtomicU64::new(0)));
+    let n = nested.clone();
+    // e1's ping handler polls the bundle (nested); the second time it
+    // first frees the third endpoint
+    e1.set_handler(
+        H_PING,
+        handler(move |h| {
+            if n.fetch_add(1, Ordering::Relaxed) == 1 {
+                if let Some(v) = s.lock().take() {
+                    free_endpoint(&v).unwrap();
+                }
+            }
+            nb.poll().unwrap();
+            reply(h.token, &Message::short(H_PONG, &[])).unwrap();
+        }),
+    );
+    b.poll().unwrap();
+    assert!(polled::keeps(b.id));
+    ping(&e0, 1, &b, &pongs);
+    assert_eq!(nested.load(Ordering::Relaxed), 1);
+    assert!(polled::keeps(b.id), "a nested poll of an unchanged bundle");
+    ping(&e0, 1, &b, &pongs);
+    assert!(slot.lock().is_none(), "the handler ran");
+    assert!(
+        gone.upgrade().is_none(),
+        "an endpoint freed before a nested poll was kept open"
+    );
+    ping(&e0, 1, &b, &pongs);
+    assert!(polled::keeps(b.id));
+    free_bundle(&b).unwrap();
+}

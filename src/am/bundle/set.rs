@@ -170,15 +170,23 @@ impl Bundle {
     /// after unless the bundle changed meanwhile (`polled.rs`).
     pub(super) fn with_endpoints<R>(&self, f: impl FnOnce(&[Arc<Endpoint>]) -> R) -> R {
         let gen = self.generation.load(Ordering::Acquire);
-        let p = match polled::take() {
-            Some(p) if p.bundle == self.id && p.gen == gen => p,
-            _ => self.snapshot(),
-        };
-        let r = f(&p.eps);
-        if self.generation.load(Ordering::Relaxed) == p.gen {
-            polled::keep(p);
+        match polled::with_kept(self.id, gen, f) {
+            Ok(r) => {
+                if self.generation.load(Ordering::Relaxed) != gen {
+                    // changed during the poll: the kept list goes now
+                    polled::forget(self.id);
+                }
+                r
+            }
+            Err(f) => {
+                let p = self.snapshot();
+                let r = f(&p.eps);
+                if self.generation.load(Ordering::Relaxed) == p.gen {
+                    polled::keep(p);
+                }
+                r
+            }
         }
-        r
     }
 
     /// AM_WaitSema: sleeps in the kernel until a message waits on some

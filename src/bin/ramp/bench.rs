@@ -211,7 +211,8 @@ pub fn run(opts: &BenchOptions) -> Result<(), String> {
         ratio(|f| f.raw)
     );
     crate::bench_shm::run(&exe, pin, opts)?;
-    crate::bench_rma::run(&exe, pin, opts.runs)?;
+    crate::bench_rma::run(&exe, pin, opts.runs, None)?;
+    crate::bench_rma::run(&exe, pin, opts.runs, Some(&key))?;
     crate::bench_txn::run(opts.iters, opts.runs)
 }
 

@@ -86,6 +86,21 @@ impl Links {
         self.rails.iter().map(|r| (r.0, r.1.as_str())).collect()
     }
 
+    /// The bytes each watched link has sent (its `statistics/tx_bytes`;
+    /// 0 where unreadable), in the order of `watched`.
+    pub fn tx_bytes(&self) -> Vec<u64> {
+        self.rails
+            .iter()
+            .map(|(_, name, _)| {
+                let f = self.root.join(name).join("statistics/tx_bytes");
+                std::fs::read_to_string(f)
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                    .unwrap_or(0)
+            })
+            .collect()
+    }
+
     /// Reads every rail's link at `t` (seconds): a change from the last
     /// known state is pushed on `events` as (t, "link railK down|up",
     /// the interface). The first reading is no event.
@@ -156,6 +171,10 @@ mod tests {
         };
         let mut links = Links::new(&root, &addrs, iface);
         assert_eq!(links.watched(), [(0, "eth0"), (1, "rail1")]);
+        // the links' counters: rail1's readable, eth0's not (0)
+        std::fs::create_dir_all(root.join("rail1/statistics")).unwrap();
+        std::fs::write(root.join("rail1/statistics/tx_bytes"), "12345\n").unwrap();
+        assert_eq!(links.tx_bytes(), [0, 12345]);
         let mut ev = Vec::new();
         links.sample(0.0, &mut ev);
         assert_eq!(ev, [], "the first reading is no event");

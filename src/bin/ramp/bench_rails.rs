@@ -29,6 +29,7 @@ use ramp::error::Error;
 use ramp::spmd::{self, Role};
 
 use crate::bench_rails_plot;
+use crate::bench_rails_trace::{self, PathKey, Trace};
 
 const H_XFER: u8 = 20;
 const H_DONE: u8 = 21;
@@ -36,11 +37,16 @@ const MIB: usize = 1 << 20;
 const MAGIC: u32 = 0x5241_494c;
 
 pub const USAGE: &str =
-    "ramp bench --rails [--secs S] [--sample-ms MS] [--plot FILE.png] [--font FILE.ttf]
+    "ramp bench --rails [--secs S] [--sample-ms MS] [--rate-mbit R] [--plot FILE.png]
+                   [--font FILE.ttf] [--rtt N]
   rank 1 streams 1 MiB messages to rank 0 for S seconds (default 10) over RAMP_RAILS;
   every MS ms (default 50) the bytes each path sent give its Mbit/s; path state changes
   (failed, recovered, partitioned, rejoined) and the rails' links going down or up
-  (/sys/class/net/IFACE/operstate) are the events; --plot draws both.
+  (/sys/class/net/IFACE/operstate) are the events; --plot draws both. From the link
+  events: failover, rejoin and resume times (bench_rails_trace.rs), against each rail's
+  rate R Mbit/s (default: measured, its 90th percentile sample).
+  --rtt N: instead, N short round trips (a 0-arg request and its reply, busy polling),
+  their median and p99 in microseconds.
   Under ramp-run -n 2 (outside a job it starts itself under the ramp-run beside it).";
 
 /// Options of `ramp bench --rails`.
@@ -50,6 +56,10 @@ pub struct Opts {
     pub sample_ms: u64,
     pub plot: Option<String>,
     pub font: Option<String>,
+    /// Each rail's rate in Mbit/s (the shaping), for the figures.
+    pub rate_mbit: Option<f64>,
+    /// `--rtt N`: N short round trips instead of the stream.
+    pub rtt: Option<usize>,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -58,6 +68,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         sample_ms: 50,
         plot: None,
         font: None,
+        rate_mbit: None,
+        rtt: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -77,6 +89,24 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                     .ok()
                     .filter(|m| (1..=60_000).contains(m))
                     .ok_or("--sample-ms: 1 to 60000")?
+            }
+            "--rate-mbit" => {
+                o.rate_mbit = Some(
+                    val("--rate-mbit")?
+                        .parse()
+                        .ok()
+                        .filter(|r: &f64| *r > 0.0 && *r <= 1e6)
+                        .ok_or("--rate-mbit: Mbit/s, more than 0")?,
+                )
+            }
+            "--rtt" => {
+                o.rtt = Some(
+                    val("--rtt")?
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=10_000_000).contains(n))
+                        .ok_or("--rtt: round trips, 1 to 10000000")?,
+                )
             }
             "--plot" => o.plot = Some(val("--plot")?),
             "--font" => o.font = Some(val("--font")?),
@@ -131,7 +161,9 @@ pub fn main(args: &[String]) -> i32 {
         }),
     );
     let depth = ep.network_depth().unwrap_or(32) as usize;
-    let ok = if rank == 0 {
+    let ok = if let Some(n) = o.rtt {
+        crate::bench_rails_rtt::run(&bundle, &ep, rank, n)
+    } else if rank == 0 {
         receive(&bundle, &ep, depth)
     } else {
         send(&bundle, &ep, depth, &o)
@@ -259,39 +291,6 @@ fn receive(bundle: &am::Bundle, ep: &Arc<am::Endpoint>, depth: usize) -> bool {
     ok
 }
 
-/// One path as the samples name it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PathKey {
-    pub rail: u8,
-    pub local: SocketAddr,
-    pub remote: SocketAddr,
-}
-
-impl std::fmt::Display for PathKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "rail {} {} -> {}",
-            self.rail,
-            self.local.ip(),
-            self.remote.ip()
-        )
-    }
-}
-
-/// What the samples saw.
-#[derive(Default)]
-pub struct Trace {
-    pub paths: Vec<PathKey>,
-    /// (seconds since the start, Mbit/s sent per path of `paths`, total
-    /// Mbit/s of new data acknowledged)
-    pub rows: Vec<(f64, Vec<f64>, f64)>,
-    /// (seconds since the start, what: "failed", "recovered",
-    /// "partitioned", "rejoined", the path or "-"; or "link railK down",
-    /// "link railK up", the interface)
-    pub events: Vec<(f64, &'static str, String)>,
-}
-
 /// The sampler's memory between samples.
 struct Sampler {
     t0: Instant,
@@ -303,6 +302,8 @@ struct Sampler {
     partitioned: bool,
     trace: Trace,
     links: crate::bench_links::Links,
+    /// the watched links' tx bytes at the last sample
+    link_sent: Vec<u64>,
 }
 
 impl Sampler {
@@ -313,6 +314,11 @@ impl Sampler {
         self.last = now;
         self.links.sample(t, &mut self.trace.events);
         let mbps = |b: u64| b as f64 * 8.0 / dt / 1e6;
+        let tx = self.links.tx_bytes();
+        let on_links = tx.iter().zip(&self.link_sent);
+        let on_links = on_links.map(|(now, was)| mbps(now.saturating_sub(*was)));
+        self.trace.link_rows.push(on_links.collect());
+        self.link_sent = tx;
         let mut row = vec![0.0; self.trace.paths.len()];
         let mut active = false;
         let mut total = 0;
@@ -389,12 +395,20 @@ fn send(bundle: &am::Bundle, ep: &Arc<am::Endpoint>, depth: usize, o: &Opts) -> 
         partitioned: false,
         trace: Trace::default(),
         links: crate::bench_links::Links::of(ep),
+        link_sent: Vec::new(),
     };
     for (rail, iface) in s.links.watched() {
         println!("bench-rails: rail {rail}'s link: {iface}");
     }
     // (the links' first reading: a change from it is an event)
     s.links.sample(0.0, &mut s.trace.events);
+    s.link_sent = s.links.tx_bytes();
+    s.trace.links = s
+        .links
+        .watched()
+        .iter()
+        .map(|(r, i)| (*r, i.to_string()))
+        .collect();
     let mut next = t0 + every;
     let mut q = 0u64;
     let tick = |s: &mut Sampler, next: &mut Instant| {
@@ -433,6 +447,13 @@ fn send(bundle: &am::Bundle, ep: &Arc<am::Endpoint>, depth: usize, o: &Opts) -> 
         bundle.wait_for_activity(5);
     }
     print_trace(&s.trace, q, t0.elapsed().as_secs_f64());
+    for f in bench_rails_trace::figures(&s.trace, o.rate_mbit) {
+        let ms = f.ms.map_or("-".into(), |m| format!("{m:.0}"));
+        println!(
+            "bench-rails: figure {} rail={} at_s={:.3} ms={ms} threshold_mbit={:.1}",
+            f.kind, f.rail, f.at, f.threshold
+        );
+    }
     match &o.plot {
         None => true,
         Some(f) => match bench_rails_plot::write(f, o.font.as_deref(), &s.trace) {
@@ -453,12 +474,16 @@ fn send(bundle: &am::Bundle, ep: &Arc<am::Endpoint>, depth: usize, o: &Opts) -> 
 
 /// The rows (Mbit/s per path and the total), the events, the means.
 fn print_trace(tr: &Trace, messages: u64, secs: f64) {
-    println!("bench-rails: paths (Mbit/s sent on each; total: new data acknowledged):");
+    println!(
+        "bench-rails: paths (Mbit/s sent on each; total: new data acknowledged; then what \
+         each rail's link sent, the kernel's counters):"
+    );
     for (i, p) in tr.paths.iter().enumerate() {
         println!("bench-rails:   p{i} = {p}");
     }
     let head: Vec<String> = (0..tr.paths.len())
         .map(|i| format!("{:>8}", format!("p{i}")))
+        .chain(tr.links.iter().map(|l| format!("{:>8}", l.1)))
         .collect();
     println!(
         "bench-rails: {:>7} {} {:>8}",
@@ -466,9 +491,12 @@ fn print_trace(tr: &Trace, messages: u64, secs: f64) {
         head.join(" "),
         "total"
     );
-    for (t, row, total) in &tr.rows {
+    for (n, (t, row, total)) in tr.rows.iter().enumerate() {
+        let links = tr.link_rows.get(n).map_or(&[][..], |l| &l[..]);
         let v: Vec<String> = (0..tr.paths.len())
-            .map(|i| format!("{:>8.1}", row.get(i).copied().unwrap_or(0.0)))
+            .map(|i| row.get(i).copied().unwrap_or(0.0))
+            .chain((0..tr.links.len()).map(|c| links.get(c).copied().unwrap_or(0.0)))
+            .map(|v| format!("{v:>8.1}"))
             .collect();
         println!("bench-rails: {t:>7.3} {} {total:>8.1}", v.join(" "));
     }
@@ -502,14 +530,30 @@ mod tests {
 
     #[test]
     fn options_parsed_and_bad_values_refused() {
-        let o = parse(&args("--rails --secs 2.5 --sample-ms 20 --plot x.png")).unwrap();
+        let o = parse(&args(
+            "--rails --secs 2.5 --sample-ms 20 --plot x.png --rate-mbit 200 --rtt 1000",
+        ))
+        .unwrap();
         assert_eq!(
-            (o.secs, o.sample_ms, o.plot.as_deref()),
-            (2.5, 20, Some("x.png"))
+            (o.secs, o.sample_ms, o.plot.as_deref(), o.rate_mbit, o.rtt),
+            (2.5, 20, Some("x.png"), Some(200.0), Some(1000))
         );
         let d = parse(&args("--rails")).unwrap();
-        assert_eq!((d.secs, d.sample_ms, d.plot), (10.0, 50, None));
-        for bad in ["--secs 0", "--secs x", "--sample-ms 0", "--plot", "--what"] {
+        assert_eq!(
+            (d.secs, d.sample_ms, d.plot, d.rate_mbit, d.rtt),
+            (10.0, 50, None, None, None)
+        );
+        for bad in [
+            "--secs 0",
+            "--secs x",
+            "--sample-ms 0",
+            "--plot",
+            "--what",
+            "--rate-mbit 0",
+            "--rate-mbit x",
+            "--rtt 0",
+            "--rtt",
+        ] {
             assert!(parse(&args(bad)).is_err(), "{bad} accepted");
         }
     }

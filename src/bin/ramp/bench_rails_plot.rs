@@ -1,6 +1,8 @@
 //! The PNG of `ramp bench --rails --plot FILE.png`, two panels over the
 //! same time axis: above, Mbit/s sent on each path (one line per path that
-//! carried data); below, the total of new data acknowledged. On both, the
+//! carried data); below, the total of new data acknowledged and what each
+//! rail's link sent (the kernel's counters: a path goes out on the link
+//! its remote address is routed to). On both, the
 //! path events as vertical lines (failed red, recovered green, partitioned
 //! purple, rejoined blue; a rail's link going down black, up grey), labelled at the top of the upper panel, one
 //! label per kind and sample ("failed x2": two paths failed between the
@@ -10,8 +12,9 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::bench_rails::Trace;
+use crate::bench_rails_trace::Trace;
 use crate::loggp_plot::load_font;
+use crate::plot_lines::{legend, line};
 
 /// A line of a panel: its name, colour and points (seconds, Mbit/s).
 type Line = (String, RGBAColor, Vec<(f64, f64)>);
@@ -40,6 +43,33 @@ fn marks(tr: &Trace) -> Vec<(f64, &str, usize)> {
     marks
 }
 
+/// The events' labels, each in the first of `LABEL_ROWS` rows where it
+/// does not run into the label before it (a label's width guessed from
+/// its length: 7 pixels a character of 1300 for the whole time axis):
+/// (row, time, text, colour).
+fn label_rows(marks: &[(f64, &str, usize)], t_end: f64) -> Vec<(usize, f64, String, RGBColor)> {
+    const LABEL_ROWS: usize = 6;
+    let mut free_from = [f64::MIN; LABEL_ROWS];
+    let mut out = Vec::new();
+    for &(t, what, n) in marks {
+        let label = match n {
+            1 => format!(" {what}"),
+            n => format!(" {what} x{n}"),
+        };
+        let width = label.len() as f64 * 7.0 / 1300.0 * t_end;
+        let row = (0..LABEL_ROWS)
+            .find(|&r| free_from[r] <= t)
+            .unwrap_or_else(|| {
+                (0..LABEL_ROWS)
+                    .min_by(|&a, &b| free_from[a].total_cmp(&free_from[b]))
+                    .unwrap_or(0)
+            });
+        free_from[row] = t + width;
+        out.push((row, t, label, event_color(what)));
+    }
+    out
+}
+
 /// One panel: `lines` (name, colour, points) against time, the events
 /// marked (labelled when `labels`).
 fn panel(
@@ -56,7 +86,7 @@ fn panel(
         .iter()
         .flat_map(|l| l.2.iter().map(|p| p.1))
         .fold(1.0f64, f64::max)
-        * if labels { 1.35 } else { 1.1 };
+        * if labels { 1.6 } else { 1.1 };
     let mut b = ChartBuilder::on(area);
     b.margin(12)
         .x_label_area_size(if text { 40 } else { 5 })
@@ -77,57 +107,27 @@ fn panel(
             .draw()
             .map_err(e)?;
     }
-    let mut row = 0;
-    for (k, &(t, what, n)) in marks.iter().enumerate() {
-        let c = event_color(what);
+    for &(t, what, _) in marks {
         chart
             .draw_series(std::iter::once(PathElement::new(
                 vec![(t, 0.0), (t, y_max)],
-                c.stroke_width(1),
+                event_color(what).stroke_width(1),
             )))
             .map_err(e)?;
-        // staggered when close to the one before, so that labels stay readable
-        row = match k {
-            0 => 0,
-            _ if t - marks[k - 1].0 < t_end / 40.0 => row + 1,
-            _ => 0,
-        };
-        if text && labels {
-            let y = y_max * (0.97 - 0.06 * (row % 4) as f64);
-            let label = match n {
-                1 => format!(" {what}"),
-                n => format!(" {what} x{n}"),
-            };
+    }
+    if text && labels {
+        for (row, t, label, c) in label_rows(marks, t_end) {
+            let y = y_max * (0.97 - 0.055 * row as f64);
+            let font = ("sans-serif", 13).into_font().color(&c);
             chart
-                .draw_series(std::iter::once(Text::new(
-                    label,
-                    (t, y),
-                    ("sans-serif", 13).into_font().color(&c),
-                )))
+                .draw_series(std::iter::once(Text::new(label, (t, y), font)))
                 .map_err(e)?;
         }
     }
     for (name, color, pts) in lines {
-        let color = *color;
-        let s = chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-            .map_err(e)?;
-        if text {
-            s.label(name.clone()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        }
+        line(&mut chart, text, name, *color, pts.iter().copied())?;
     }
-    if text {
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(e)?;
-    }
+    legend(&mut chart, text, 13, SeriesLabelPosition::LowerRight)?;
     Ok(())
 }
 
@@ -155,11 +155,21 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
             )
         })
         .collect();
-    let total = vec![(
+    let mut total = vec![(
         "total acknowledged".to_string(),
         BLACK.to_rgba(),
         tr.rows.iter().map(|(t, _, v)| (*t, *v)).collect(),
     )];
+    // what each rail's link sent (the kernel's counters), thin and pale
+    for (c, (rail, iface)) in tr.links.iter().enumerate() {
+        let pts = tr.rows.iter().zip(&tr.link_rows);
+        let pts = pts.map(|(r, l)| (r.0, l.get(c).copied().unwrap_or(0.0)));
+        total.push((
+            format!("sent on rail {rail}'s link {iface}"),
+            Palette99::pick(c + 10).mix(0.7),
+            pts.collect(),
+        ));
+    }
     let marks = marks(tr);
     let (upper, lower) = root.split_vertically(560);
     panel(
@@ -174,7 +184,7 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
     panel(
         &lower,
         text,
-        "new data acknowledged, all paths",
+        "new data acknowledged, all paths; sent on each rail's link (kernel counters)",
         t_end,
         &total,
         &marks,
@@ -182,4 +192,59 @@ pub fn write(path: &str, font: Option<&str>, tr: &Trace) -> Result<Option<String
     )?;
     root.present().map_err(e)?;
     Ok(font)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench_rails_trace::PathKey;
+
+    #[test]
+    fn close_labels_take_other_rows_and_far_ones_the_first() {
+        let marks = [
+            (1.0, "link rail1 down", 1),
+            (1.05, "failed", 2),
+            (1.1, "partitioned", 1),
+            (5.0, "recovered", 1),
+        ];
+        let rows: Vec<(usize, String)> = label_rows(&marks, 10.0)
+            .into_iter()
+            .map(|(r, _, l, _)| (r, l))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (0, " link rail1 down".into()),
+                (1, " failed x2".into()),
+                (2, " partitioned".into()),
+                (0, " recovered".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_trace_is_drawn_to_a_png() {
+        let key = |r: u8| PathKey {
+            rail: r,
+            local: format!("10.0.{r}.1:1").parse().unwrap(),
+            remote: format!("10.0.{r}.2:1").parse().unwrap(),
+        };
+        let tr = Trace {
+            paths: vec![key(0), key(1)],
+            rows: (1..40)
+                .map(|i| (i as f64 * 0.05, vec![100.0, (i % 7) as f64 * 10.0], 150.0))
+                .collect(),
+            events: vec![
+                (1.0, "link rail1 down", "rail1".into()),
+                (1.0, "failed", "-".into()),
+            ],
+            links: vec![(0, "eth0".into()), (1, "rail1".into())],
+            link_rows: (1..40).map(|_| vec![100.0, 50.0]).collect(),
+        };
+        let f = std::env::temp_dir().join(format!("ramp-rails-plot-{}.png", std::process::id()));
+        write(f.to_str().unwrap(), None, &tr).unwrap();
+        let png = std::fs::read(&f).unwrap();
+        let _ = std::fs::remove_file(&f);
+        assert_eq!(&png[1..4], b"PNG");
+    }
 }

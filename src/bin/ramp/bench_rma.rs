@@ -39,12 +39,21 @@ fn read_line(r: &mut impl BufRead, who: &str) -> Result<String, String> {
     }
 }
 
-/// Runs the pair over UDP without the packet MAC (`RAMP_TRANSPORT=udp`,
-/// `RAMP_AUTH=off`: the same setting as the plain rounds) and prints its
-/// lines (called by `ramp bench`).
-pub fn run(exe: &str, pin: bool, runs: usize) -> Result<(), String> {
+/// Runs the pair over UDP (`RAMP_TRANSPORT=udp`) without the packet MAC
+/// (`RAMP_AUTH=off`: the same setting as the plain rounds), or with it
+/// under job key `key` (ramp's default), and prints its lines (called by
+/// `ramp bench`, once each way).
+pub fn run(exe: &str, pin: bool, runs: usize, key: Option<&str>) -> Result<(), String> {
+    let auth = match key {
+        None => format!("{}=off", ramp::config::AUTH),
+        Some(_) => format!(
+            "{}=on, a random {}: AES-128-GMAC",
+            ramp::config::AUTH,
+            ramp::config::JOB_KEY
+        ),
+    };
     println!(
-        "-- remote memory over UDP (RAMP_TRANSPORT=udp, RAMP_AUTH=off): put/get bandwidth, \
+        "-- remote memory over UDP (RAMP_TRANSPORT=udp, {auth}): put/get bandwidth, \
          {WINDOW} operations outstanding, beside AM Xfer"
     );
     let spawn = |cpu: usize, args: &[String]| {
@@ -55,10 +64,14 @@ pub fn run(exe: &str, pin: bool, runs: usize) -> Result<(), String> {
         } else {
             Command::new(exe)
         };
-        c.args(args)
-            .env(ramp::config::TRANSPORT, "udp")
-            .env(ramp::config::AUTH, "off")
-            .stdin(Stdio::piped())
+        c.args(args).env(ramp::config::TRANSPORT, "udp");
+        match key {
+            None => c.env(ramp::config::AUTH, "off"),
+            Some(k) => c
+                .env(ramp::config::AUTH, "on")
+                .env(ramp::config::JOB_KEY, k),
+        };
+        c.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

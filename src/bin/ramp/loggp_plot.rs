@@ -7,6 +7,8 @@
 
 use plotters::prelude::*;
 
+use crate::plot_lines::{legend, line};
+
 /// Where a sans-serif TrueType font is looked for.
 const FONTS: &[&str] = &[
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -140,31 +142,12 @@ fn panel(
             continue;
         }
         let color = Palette99::pick(i).to_rgba();
-        let s = chart
-            .draw_series(LineSeries::new(
-                l.points.iter().copied(),
-                color.stroke_width(2),
-            ))
-            .map_err(e)?;
-        if text {
-            s.label(l.name.clone()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        }
+        line(&mut chart, text, &l.name, color, l.points.iter().copied())?;
         chart
             .draw_series(l.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
             .map_err(e)?;
     }
-    if text {
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(e)?;
-    }
+    legend(&mut chart, text, 14, SeriesLabelPosition::UpperRight)?;
     Ok(())
 }
 

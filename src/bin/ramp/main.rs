@@ -10,6 +10,8 @@ mod bench_integrity;
 mod bench_links;
 mod bench_rails;
 mod bench_rails_plot;
+mod bench_rails_rtt;
+mod bench_rails_trace;
 mod bench_repair;
 mod bench_repair_roles;
 mod bench_rma;
@@ -27,6 +29,7 @@ mod perf;
 mod perf_plot;
 mod perf_stages;
 mod perf_sweep;
+mod plot_lines;
 mod role_util;
 
 use bench::BenchOptions;

@@ -8,6 +8,7 @@ use plotters::prelude::*;
 
 use crate::loggp_plot::{load_font, log_log_chart};
 use crate::perf_sweep::Row;
+use crate::plot_lines::{legend, line};
 
 /// Where the loss-free points go on the log axis.
 const BER_ZERO_AT: f64 = 1e-8;
@@ -65,17 +66,7 @@ fn panel(
     )?;
     for (i, l) in lines.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        let s = chart
-            .draw_series(LineSeries::new(
-                l.model.iter().copied(),
-                color.stroke_width(2),
-            ))
-            .map_err(e)?;
-        if text {
-            s.label(l.name.clone()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        }
+        line(&mut chart, text, &l.name, color, l.model.iter().copied())?;
         chart
             .draw_series(
                 l.measured
@@ -84,16 +75,7 @@ fn panel(
             )
             .map_err(e)?;
     }
-    if text {
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(e)?;
-    }
+    legend(&mut chart, text, 13, SeriesLabelPosition::UpperLeft)?;
     Ok(())
 }
 

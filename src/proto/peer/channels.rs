@@ -21,7 +21,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     #[inline(never)]
     pub(super) fn transmit(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
         let (rto, probe_after, again_after) = self.rtt.transmit_timers();
-        let t = Transmission {
+        let mut t = Transmission {
             header: Common {
                 vtag: self.assoc.peer_tag,
                 channel: ch as u8,
@@ -36,14 +36,19 @@ impl<A: Copy + PartialEq> Peer<A> {
             window: cx.cfg.window,
             lane: 0,
         };
-        if self.striping(ch, cx.cfg) {
-            self.transmit_striped(now, ch, t, cx);
-            return;
+        // (one path, the usual case: no look at striping, no choice)
+        if !self.assoc.paths.single() {
+            if self.striping(ch, cx.cfg) {
+                self.transmit_striped(now, ch, t, cx);
+                return;
+            }
+            if self.in_flight() == 0 {
+                // nothing in flight: the message goes on the best active path
+                self.choose_path();
+            }
+            t.lane = self.assoc.paths.current_index() as u8;
         }
-        if self.in_flight() == 0 {
-            // nothing in flight: the message goes on the best active path
-            self.choose_path();
-        }
+        let idle = self.in_flight() == 0;
         let mut gate = self.assoc.paths.cc().gate(now, self.in_flight());
         if self.same_host.is_some() {
             // a same-host ring holds no more (`ProtoConfig::same_host_flight`)
@@ -52,21 +57,16 @@ impl<A: Copy + PartialEq> Peer<A> {
                 .min(cx.cfg.same_host_flight.saturating_sub(self.in_flight()));
         }
         let path = self.path();
-        let t = Transmission {
-            lane: self.assoc.paths.current_index() as u8,
-            ..t
-        };
-        let seal = self.same_host.as_ref().unwrap_or(&self.assoc.tx);
+        // (the lane is the current path's index; one path: 0, the name's)
+        let seal = seal_on(&self.same_host, &self.assoc.tx, t.lane as usize);
         let before = self.tx[ch].outstanding;
-        let idle = self.in_flight() == 0;
         if let Some(d) = self.tx[ch].transmit(now, &t, &mut gate, path, seal, cx.out) {
             self.acks_carried(cx.cfg);
             self.timers.lower(Timer::Retransmit(ch), d);
         }
         let sent = self.tx[ch].outstanding.saturating_sub(before);
-        self.assoc.paths.sent(sent);
         if sent > 0 {
-            self.assoc.paths.data_at(now, idle);
+            self.assoc.paths.data_at(now, sent, idle);
         }
         if let Some(at) = self.assoc.paths.cc_mut().sent(now, &gate) {
             self.pace_until(at, &mut cx.out.stats);
@@ -243,6 +243,12 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
     }
 
+    /// How an answer (ACK, NACK) is sealed: for the path it takes.
+    #[inline]
+    fn answer_sealing(&self) -> &Integrity {
+        self.sealing_on(self.assoc.paths.answer_index())
+    }
+
     /// Sends the ACK of receive channel `ch` (with its SACK bitmap).
     pub fn send_ack(&mut self, ch: usize, cx: &mut Ctx<'_, A>) {
         let c = self.control_header(ch);
@@ -250,7 +256,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let dup = std::mem::take(&mut self.rx[ch].dup);
         let out = &mut *cx.out;
         let start = out.start();
-        wire::encode_ack_dup(&mut out.bytes, self.sealing(), &c, sack, dup);
+        wire::encode_ack_dup(&mut out.bytes, self.answer_sealing(), &c, sack, dup);
         out.stats.acks_sent += 1;
         out.push(self.assoc.paths.answer(), start);
         self.rx[ch].ack_paid();
@@ -260,7 +266,7 @@ impl<A: Copy + PartialEq> Peer<A> {
     pub(super) fn send_nack(&mut self, ch: usize, last: bool, cx: &mut Ctx<'_, A>) {
         let c = self.control_header(ch);
         let start = cx.out.start();
-        wire::encode_nack(&mut cx.out.bytes, self.sealing(), &c, last);
+        wire::encode_nack(&mut cx.out.bytes, self.answer_sealing(), &c, last);
         cx.out.stats.nacks_sent += 1;
         cx.out.push(self.assoc.paths.answer(), start);
     }

@@ -82,6 +82,23 @@ pub(super) struct Peer<A> {
     pub same_host: Option<Integrity>,
 }
 
+/// How a peer's DATA, ACK and NACK on path `i` are sealed: with the
+/// same-host seal (`Peer::same_host`) only on the name's path (index 0: a
+/// ring reaches the peer's name, not its other addresses, which UDP
+/// carries and whose receiver refuses that seal), else with the
+/// association's (`assoc`).
+#[inline]
+pub(super) fn seal_on<'a>(
+    same_host: &'a Option<Integrity>,
+    assoc: &'a Integrity,
+    i: usize,
+) -> &'a Integrity {
+    match same_host {
+        Some(s) if i == 0 => s,
+        _ => assoc,
+    }
+}
+
 impl<A: Copy + PartialEq> Peer<A> {
     pub fn new(cfg: &ProtoConfig, addr: A) -> Peer<A> {
         let rtt = RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max)
@@ -106,10 +123,10 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
     }
 
-    /// How its DATA, ACK and NACK are sealed (`same_host`).
+    /// How its DATA, ACK and NACK on path `i` are sealed (`seal_on`).
     #[inline]
-    pub fn sealing(&self) -> &Integrity {
-        self.same_host.as_ref().unwrap_or(&self.assoc.tx)
+    pub fn sealing_on(&self, i: usize) -> &Integrity {
+        seal_on(&self.same_host, &self.assoc.tx, i)
     }
 
     /// Bytes this peer holds beyond its slot (an estimate): queued and

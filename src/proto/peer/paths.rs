@@ -8,13 +8,20 @@ use crate::proto::path_events::{PathChange, PathEvent};
 
 impl<A: Copy + PartialEq> Peer<A> {
     /// Sets the paths' timer to their next heartbeat (none due: stopped).
-    pub fn arm_paths(&mut self, _now: Instant) {
+    #[inline]
+    pub fn arm_paths(&mut self, now: Instant) {
         if self.assoc.paths.none_to_probe() {
-            // (the usual case: no walk over the paths, no look at the
-            // channels for `busy`)
+            // (the usual case, tested inline: no call, no walk over the
+            // paths, no look at the channels for `busy`)
             self.timers.stop(Timer::Paths);
             return;
         }
+        self.arm_heartbeats(now);
+    }
+
+    /// `arm_paths` when a path awaits a heartbeat.
+    #[inline(never)]
+    fn arm_heartbeats(&mut self, _now: Instant) {
         let at = self.assoc.paths.next_heartbeat(self.busy());
         self.timers.set(Timer::Paths, at);
     }
@@ -190,14 +197,22 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
     }
 
-    /// Nothing in flight: the next packets take the best active path.
+    /// Nothing in flight: the next packets take the best active path; a
+    /// same-host peer's, the name's path while it is usable (its ring: a
+    /// faster round trip measured on another rail is UDP's, not the
+    /// ring's, and the ring's seal passes only through the ring).
     #[inline]
     pub(super) fn choose_path(&mut self) {
         if self.assoc.paths.single() {
             // the one path is current (and where answers go) already
             return;
         }
-        if let Some(i) = self.assoc.paths.best() {
+        let ring = self.same_host.is_some() && self.assoc.paths.usable(0);
+        if let Some(i) = if ring {
+            Some(0)
+        } else {
+            self.assoc.paths.best()
+        } {
             self.assoc.paths.switch_to(i);
         }
     }

@@ -215,7 +215,11 @@ impl<A: Copy + PartialEq> Peer<A> {
             let rto = self.assoc.paths.rto_on(lane, &self.rtt);
             self.tx[ch].restart_timers(now, rto);
         }
-        if self.assoc.paths.timed_out_on(lane, now, cx.cfg.path_probe) {
+        // (a same-host peer's ring timing out says its reader is slow, a
+        // full ring having dropped: no path is gone, and the ring's seal
+        // passes no other way)
+        let ring = lane == 0 && self.same_host.is_some();
+        if !ring && self.assoc.paths.timed_out_on(lane, now, cx.cfg.path_probe) {
             // the path is suspect (`path/suspect.rs`; nothing told: only
             // evidence fails it): what it had in flight goes again at
             // once on another

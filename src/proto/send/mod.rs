@@ -241,6 +241,7 @@ impl SendChannel {
     /// window and pacing), each as a DATA packet with `t.header` (its
     /// `seq` set) on path `to`. Returns the earliest retransmission
     /// deadline armed, None when nothing was sent.
+    #[inline(always)]
     pub fn transmit<A: Copy + PartialEq>(
         &mut self,
         now: Instant,
