@@ -63,6 +63,13 @@
 #define RAMP_PATH_PROBING 3
 
 /**
+ * `ramp_path_t.state`: active but suspect: its timeouts moved its traffic
+ * to another path until its heartbeat answers (then active again) or
+ * goes unanswered while the peer answers elsewhere (then failed).
+ */
+#define RAMP_PATH_SUSPECT 4
+
+/**
  * Message categories, also the index of the `[3]` arrays of `ramp_stats_t`.
  */
 typedef enum {
@@ -227,7 +234,7 @@ typedef struct {
    */
   uint32_t rail;
   /**
-   * RAMP_PATH_UNCONFIRMED, _ACTIVE, _FAILED or _PROBING.
+   * RAMP_PATH_UNCONFIRMED, _ACTIVE, _FAILED, _PROBING or _SUSPECT.
    */
   int state;
   /**

@@ -569,12 +569,18 @@ int ramp_LogOpen(ep_t ep, const char *path);
  * 0).  AM_ERR_BAD_ARG for a bad ep, a NULL count, a NULL or misaligned paths with max > 0,
  * a name that is no address, or a peer the endpoint has no association with (never talked
  * to, or forgotten; *count is then 0).  Addresses are endpoint names (ramp_enToString
- * prints them).  RAMP_VERBOSE prints one line when a path fails, recovers, when every path
- * to a peer failed (partitioned) and when one answers again (rejoined). */
+ * prints them).  RAMP_VERBOSE prints one line when a path fails, recovers, becomes suspect,
+ * is no longer suspect, when every path to a peer failed (partitioned) and when one answers
+ * again (rejoined).  A suspect path (RAMP_PATH_SUSPECT) is active but carries no new data:
+ * consecutive timeouts on it moved its traffic to another path; its heartbeat answered
+ * makes it active again, unanswered while the peer answers elsewhere it fails (a peer off
+ * the CPU for a while makes paths suspect, never failed). */
 #define RAMP_PATH_UNCONFIRMED 0  /* not yet confirmed by a heartbeat: carries no data */
 #define RAMP_PATH_ACTIVE      1  /* confirmed and not failed: may carry data */
 #define RAMP_PATH_FAILED      2  /* failed (timeouts, or unreachable); next probe not sent */
 #define RAMP_PATH_PROBING     3  /* failed, a probe outstanding */
+#define RAMP_PATH_SUSPECT     4  /* active, but its timeouts moved its traffic elsewhere
+                                    until its heartbeat answers */
 typedef struct ramp_path {
   en_t local;            /* our rail's address */
   en_t remote;           /* the peer's address the path goes to */

@@ -10,13 +10,16 @@ from typing import Any, Dict, List
 from ._lib import ramp_path_t
 
 #: ``ramp_path_t.state`` values (``RAMP_PATH_*``), by name.
-PATH_STATES = {0: "unconfirmed", 1: "active", 2: "failed", 3: "probing"}
+PATH_STATES = {0: "unconfirmed", 1: "active", 2: "failed", 3: "probing", 4: "suspect"}
 RAMP_PATH_UNCONFIRMED, RAMP_PATH_ACTIVE, RAMP_PATH_FAILED, RAMP_PATH_PROBING = 0, 1, 2, 3
+#: active, but its timeouts moved its traffic to another path until its heartbeat answers
+RAMP_PATH_SUSPECT = 4
 
 
 def path_to_dict(p: ramp_path_t) -> Dict[str, Any]:
     """One ``ramp_path_t`` as a dict: ``local`` and ``remote`` are EndpointNames,
-    ``state`` the name ("unconfirmed", "active", "failed", "probing"), ``current`` a
+    ``state`` the name ("unconfirmed", "active", "failed", "probing", "suspect": active
+    but its timeouts moved its traffic elsewhere until its heartbeat answers), ``current`` a
     bool, the figures ints (``srtt_ns`` 0 when not measured, ``rate`` bytes/s: the
     measured delivery rate where one exists, else cwnd / srtt)."""
     from .core import EndpointName

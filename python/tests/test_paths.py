@@ -40,3 +40,19 @@ def test_peer_paths_of_no_peer_is_a_bad_argument(pair):
     ready(x, y)
     with pytest.raises(ramp.BadArgError):
         x.peer_paths(x.name)
+
+
+def test_every_path_state_has_its_name_and_suspect_decodes():
+    from ramp import paths
+    from ramp._lib import ramp_path_t
+
+    # ramp.h's RAMP_PATH_* in order, RAMP_PATH_SUSPECT (4) last
+    assert paths.PATH_STATES == {
+        0: "unconfirmed", 1: "active", 2: "failed", 3: "probing", 4: "suspect",
+    }
+    assert paths.RAMP_PATH_SUSPECT == 4
+    p = ramp_path_t()
+    p.state = paths.RAMP_PATH_SUSPECT
+    assert paths.path_to_dict(p)["state"] == "suspect"
+    p.state = 99
+    assert paths.path_to_dict(p)["state"] == "unknown"

@@ -91,7 +91,7 @@ pub const VARIABLES: &[Var] = &[
     Var {
         name: PATH_PROBE_MS,
         aliases: &[],
-        meaning: "milliseconds between probes of a failed path (one rail to one address of a peer), 1..1000, backing off to at most 1 s (default 100)",
+        meaning: "milliseconds between probes of a failed path (one rail to one address of a peer), 1..1000, backing off to at most 1 s, 0.5 s while every path to the peer has failed (default 100)",
         set: |c, v| int(v, 1, 1000).map(|x| c.proto.path_probe = x * MILLIS),
     },
     Var {

@@ -18,6 +18,10 @@ pub const RAMP_PATH_ACTIVE: c_int = 1;
 pub const RAMP_PATH_FAILED: c_int = 2;
 /// `ramp_path_t.state`: failed, a probe outstanding.
 pub const RAMP_PATH_PROBING: c_int = 3;
+/// `ramp_path_t.state`: active but suspect: its timeouts moved its traffic
+/// to another path until its heartbeat answers (then active again) or
+/// goes unanswered while the peer answers elsewhere (then failed).
+pub const RAMP_PATH_SUSPECT: c_int = 4;
 
 /// One path to a peer, as `ramp_GetPeerPaths` reports it (112 bytes).
 #[repr(C)]
@@ -29,7 +33,7 @@ pub struct ramp_path_t {
     pub remote: en_t,
     /// Our rail: 0 is the endpoint's name (RAMP_RAILS' order).
     pub rail: u32,
-    /// RAMP_PATH_UNCONFIRMED, _ACTIVE, _FAILED or _PROBING.
+    /// RAMP_PATH_UNCONFIRMED, _ACTIVE, _FAILED, _PROBING or _SUSPECT.
     pub state: c_int,
     /// Smoothed round trip, ns (0: not measured yet).
     pub srtt_ns: u64,
@@ -52,9 +56,10 @@ pub struct ramp_path_t {
     pub reserved: u32,
 }
 
-fn state_code(s: PathState) -> c_int {
+fn state_code(s: PathState, suspect: bool) -> c_int {
     match s {
         PathState::Unconfirmed => RAMP_PATH_UNCONFIRMED,
+        PathState::Active if suspect => RAMP_PATH_SUSPECT,
         PathState::Active => RAMP_PATH_ACTIVE,
         PathState::Failed => RAMP_PATH_FAILED,
         PathState::Probing => RAMP_PATH_PROBING,
@@ -66,7 +71,7 @@ fn record(p: &PeerPath) -> ramp_path_t {
         local: en_t::from(EndpointName::from_addr(p.local)),
         remote: en_t::from(EndpointName::from_addr(p.remote)),
         rail: p.rail as u32,
-        state: state_code(p.state),
+        state: state_code(p.state, p.suspect),
         srtt_ns: p.srtt_ns,
         cwnd: p.cwnd,
         rate: p.rate,

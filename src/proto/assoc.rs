@@ -89,7 +89,12 @@ impl<A: Copy + PartialEq> Assoc<A> {
     pub fn to(peer: A) -> Self {
         Assoc {
             state: AssocState::Closed,
-            paths: Paths::to(peer, super::congestion::Congestion::new(false, 0, 0), 0),
+            paths: Paths::to(
+                peer,
+                super::congestion::Congestion::new(false, 0, 0),
+                super::rtt::RttEstimator::new(0, 0, 0),
+                0,
+            ),
             local_tag: 0,
             peer_tag: 0,
             since: Instant::ZERO,

@@ -102,6 +102,8 @@ mod peer;
 mod place;
 mod rails;
 #[cfg(test)]
+mod rails_partition_tests;
+#[cfg(test)]
 mod rails_tests;
 mod recv;
 pub mod rtt;

@@ -18,8 +18,10 @@
 //! on every path for `PATH_MAX_RETRANS` heartbeats): a receiver off the
 //! CPU fails no path. The transport's word that a path is unreachable
 //! (`Protocol::path_down`) fails it at once. Failed paths are probed (`Probing`) every `ProtoConfig::path_probe`,
-//! doubling to `PROBE_MAX`, and an answered probe makes one `Active`
-//! again with a fresh congestion controller.
+//! doubling to `PROBE_MAX` (`PROBE_MAX / 2` while no path is active: a
+//! partitioned peer's traffic resumes within about half a second of a
+//! link's return), and an answered probe makes one `Active` again with a
+//! fresh congestion controller.
 //!
 //! Scheduling, the minimum (striping comes later): the association's
 //! packets take one path, `current`: the best `Active` one (the lowest
@@ -40,12 +42,14 @@
 //! on (`Peer::fresh_assoc`); a new handshake sets the peer's other
 //! addresses afresh.
 
+mod clock;
 mod rate;
 mod stripe;
 mod suspect;
 pub use rate::DeliveryRate;
 
 use super::congestion::Congestion;
+use super::rtt::RttEstimator;
 use crate::path::{Path, Rail, MAX_RAILS};
 use crate::time::{Instant, Nanos, MILLIS};
 
@@ -86,6 +90,9 @@ pub struct PathReport<A> {
     pub rail: Rail,
     pub remote: A,
     pub state: PathState,
+    /// Active but suspect (`suspect.rs`): its timeouts moved its traffic
+    /// to another path, its heartbeat will tell.
+    pub suspect: bool,
     /// Whether the association's packets take it now.
     pub current: bool,
     /// Smoothed round trip (its congestion controller's, else its
@@ -160,6 +167,8 @@ pub struct OnePath<A> {
     /// What it delivers while busy (`rate.rs`; measured with two or more
     /// paths: striping's shares).
     pub rate: DeliveryRate,
+    /// Its own round-trip estimate and timeouts (`clock.rs`).
+    pub rtt: RttEstimator,
 }
 
 /// The paths of one association, and the one its packets take now.
@@ -178,15 +187,19 @@ pub struct Paths<A> {
     /// Whether any path is suspect (`suspect.rs`: hearing the peer costs
     /// nothing without one).
     suspects: bool,
+    /// Bit i: path i's suspicion was told (`PathChange::Suspect`), its
+    /// end not yet (`Paths::suspect_news`).
+    told_suspect: u32,
 }
 
 #[cfg_attr(not(feature = "testing"), allow(dead_code))] // (`path_down`, `paths_of`)
 impl<A: Copy + PartialEq> Paths<A> {
     /// An association's first path: from the endpoint's name to `peer`,
-    /// active, with the congestion controller `cc`, carrying datagrams of
-    /// up to `datagram` bytes.
-    pub fn to(peer: A, cc: Congestion, datagram: usize) -> Paths<A> {
-        let first = OnePath::new(Path::from_name(peer), cc.clone(), PathState::Active);
+    /// active, with the congestion controller `cc` and the round-trip
+    /// estimate `rtt` (each path's starts as it: `clock.rs`), carrying
+    /// datagrams of up to `datagram` bytes.
+    pub fn to(peer: A, cc: Congestion, rtt: RttEstimator, datagram: usize) -> Paths<A> {
+        let first = OnePath::new(Path::from_name(peer), cc.clone(), rtt, PathState::Active);
         Paths {
             list: vec![first],
             current: 0,
@@ -194,6 +207,7 @@ impl<A: Copy + PartialEq> Paths<A> {
             fresh: cc.settings(),
             datagram,
             suspects: false,
+            told_suspect: 0,
         }
     }
 
@@ -321,7 +335,8 @@ impl<A: Copy + PartialEq> Paths<A> {
                     rail: Rail(r as u8),
                 };
                 if self.find(&path).is_none() {
-                    let mut p = OnePath::new(path, self.fresh_cc(), PathState::Unconfirmed);
+                    let rtt = self.list[0].rtt.fresh();
+                    let mut p = OnePath::new(path, self.fresh_cc(), rtt, PathState::Unconfirmed);
                     p.next_probe = now;
                     p.interval = probe;
                     self.list.push(p);
@@ -331,6 +346,8 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.current = self.find(&cur).unwrap_or(0);
         self.answer = None;
         self.recount();
+        // (paths moved: what was told stands for the suspects kept)
+        self.told_suspect = self.suspect_mask();
     }
 
     /// The best usable path (active, not suspect): the lowest smoothed
@@ -375,6 +392,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         let busy = flight >= self.datagram as u64;
         let p = &mut self.list[self.current];
         p.errors = 0;
+        p.rtt.on_progress();
         p.bytes_acked += acked;
         if several {
             let stall = p.srtt().unwrap_or(Nanos::MAX);
@@ -416,6 +434,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         mut nonce: impl FnMut() -> u64,
         mut send: impl FnMut(Path<A>, u64),
     ) {
+        let cap = self.probe_cap();
         for i in 0..self.list.len() {
             if let Some(at) = self.idle_due(i, busy) {
                 if at <= now && self.idle_heartbeat(i, now) {
@@ -440,7 +459,7 @@ impl<A: Copy + PartialEq> Paths<A> {
             if p.state == PathState::Failed {
                 p.state = PathState::Probing;
             }
-            p.next_probe = now.plus(p.interval);
+            p.next_probe = now.plus(p.interval.min(cap));
             p.interval = (p.interval * 2).min(PROBE_MAX);
             send(p.path, n);
         }
@@ -496,6 +515,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         if was_inactive {
             p.state = PathState::Active;
             p.cc = Congestion::new(on, datagram, flight);
+            p.rtt = p.rtt.fresh();
         }
         // (a small packet's round trip: the path's least, as the
         // handshake's is the first path's)
@@ -518,6 +538,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                 rail: p.path.rail,
                 remote: p.path.remote,
                 state: p.state,
+                suspect: p.suspect && p.state == PathState::Active,
                 current: i == self.current,
                 srtt: p.srtt(),
                 cwnd: p.cc.cwnd(),
@@ -533,11 +554,12 @@ impl<A: Copy + PartialEq> Paths<A> {
 }
 
 impl<A> OnePath<A> {
-    fn new(path: Path<A>, cc: Congestion, state: PathState) -> OnePath<A> {
+    fn new(path: Path<A>, cc: Congestion, rtt: RttEstimator, state: PathState) -> OnePath<A> {
         OnePath {
             path,
             state,
             cc,
+            rtt,
             hb_srtt: None,
             errors: 0,
             failures: 0,

@@ -1,5 +1,6 @@
 //! News of paths for the layer above (`RAMP_VERBOSE`, tests): a path
-//! failed, came back, was confirmed; every path of a peer failed (it is
+//! failed, came back, was confirmed, became suspect or answered again
+//! (cleared); every path of a peer failed (it is
 //! partitioned from us) or one answered again (rejoined). The protocol
 //! never prints: it queues, bounded (`PATH_EVENTS_MAX`), and the AM driver
 //! drains (`Protocol::take_path_event`). Only the protocol's own state
@@ -28,6 +29,12 @@ pub enum PathChange {
     Partitioned,
     /// Its answer ended a partition: the peer is reachable again.
     Rejoined,
+    /// Its timeouts made it suspect (`path/suspect.rs`): its traffic
+    /// moved to another path, its heartbeat will tell whether it failed.
+    Suspect,
+    /// Suspect, it answered (its heartbeat, or new data acknowledged on
+    /// it): usable again.
+    Cleared,
 }
 
 /// One path's news: the peer (its name), the path, what happened.
@@ -92,6 +99,8 @@ impl PathChange {
             PathChange::Recovered => "recovered",
             PathChange::Partitioned => "failed: every path to the peer is down (partitioned)",
             PathChange::Rejoined => "answered: the peer is reachable again (rejoined)",
+            PathChange::Suspect => "suspect: its timeouts moved its traffic to another path",
+            PathChange::Cleared => "answered: no longer suspect",
         }
     }
 }

@@ -5,14 +5,89 @@
 use super::*;
 use crate::proto::path_events::PathEvents;
 
-/// Node `n`'s path events so far: (path, change).
+/// Node `n`'s path events so far: (path, change), suspicion's
+/// (`Suspect`, `Cleared`: `suspicion_is_told_...`) left out.
 fn news(net: &mut Net, n: usize) -> Vec<(Path<u32>, PathChange)> {
+    let mut v = all_news(net, n);
+    v.retain(|e| !matches!(e.1, PathChange::Suspect | PathChange::Cleared));
+    v
+}
+
+/// Node `n`'s path events so far, every one.
+fn all_news(net: &mut Net, n: usize) -> Vec<(Path<u32>, PathChange)> {
     let mut v = Vec::new();
     while let Some(e) = net.p[n].take_path_event() {
         assert_eq!(e.peer, RAILS[1 - n][0], "the peer is named by its name");
         v.push((e.path, e.change));
     }
     v
+}
+
+/// A receiver off the CPU makes the path carrying data suspect (told
+/// once), and its answer clears it (told once), nothing failed; a path
+/// cut silently is told suspect, then failed, never cleared.
+#[test]
+fn suspicion_is_told_when_it_begins_and_when_it_ends_or_fails() {
+    let mut net = confirmed(26);
+    news(&mut net, 0);
+    let mut k = 1;
+    for _ in 0..10 {
+        net.send(k);
+        k += 1;
+    }
+    net.run_for(MILLIS);
+    net.asleep[1] = net.now.plus(200 * MILLIS);
+    for _ in 0..60 {
+        net.send(k);
+        k += 1;
+        net.run_for(5 * MILLIS);
+    }
+    net.run_for(300 * MILLIS);
+    net.assert_exactly_once(k);
+    let off = all_news(&mut net, 0);
+    println!("receiver off the CPU 200 ms: {off:?}");
+    let suspect: Vec<_> = off.iter().filter(|e| e.1 == PathChange::Suspect).collect();
+    assert!(!suspect.is_empty(), "a path became suspect: {off:?}");
+    for (path, _) in &suspect {
+        let told = |c| off.iter().filter(|e| e.0 == *path && e.1 == c).count();
+        assert_eq!(
+            told(PathChange::Suspect),
+            told(PathChange::Cleared),
+            "{off:?}"
+        );
+    }
+    assert!(off.iter().all(|e| e.1 != PathChange::Failed), "{off:?}");
+    let r = net.p[0].paths_of(&1);
+    assert!(
+        r.iter().all(|r| !r.suspect),
+        "none suspect at the end: {r:?}"
+    );
+
+    // the path carrying data cut: suspect, then failed
+    let cur = net.p[0]
+        .paths_of(&1)
+        .iter()
+        .find(|r| r.current)
+        .map(|r| p(r.rail.0, r.remote));
+    let cur = cur.unwrap_or(p(0, 1));
+    net.link(RAILS[0][cur.rail.0 as usize], cur.remote, false);
+    for _ in 0..100 {
+        net.send(k);
+        k += 1;
+        net.run_for(5 * MILLIS);
+    }
+    net.run_for(500 * MILLIS);
+    net.assert_exactly_once(k);
+    let cut: Vec<_> = all_news(&mut net, 0)
+        .into_iter()
+        .filter(|e| e.0 == cur)
+        .collect();
+    println!("path {cur:?} cut: {cut:?}");
+    assert_eq!(
+        cut.iter().map(|e| e.1).collect::<Vec<_>>(),
+        [PathChange::Suspect, PathChange::Failed],
+        "{cut:?}"
+    );
 }
 
 #[test]

@@ -171,6 +171,12 @@ impl RttEstimator {
         }
     }
 
+    /// A new estimator with this one's settings (timeouts, the peer's
+    /// delayed-ACK time), nothing measured: a new or recovered path's.
+    pub fn fresh(&self) -> RttEstimator {
+        RttEstimator::new(self.initial, self.min, self.max).with_ack_delay(self.ack_delay)
+    }
+
     /// Sets the peer's delayed-ACK time (part of the probe timeout).
     pub fn with_ack_delay(mut self, ack_delay: Nanos) -> RttEstimator {
         self.ack_delay = ack_delay;

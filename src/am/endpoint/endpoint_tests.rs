@@ -60,4 +60,15 @@ fn path_news_lines_name_the_rail_the_addresses_and_what_happened() {
         ..e
     };
     assert!(super::paths::path_line(&e, None).ends_with("(rejoined)"));
+    let e = PathEvent {
+        change: PathChange::Suspect,
+        ..e
+    };
+    assert!(super::paths::path_line(&e, None)
+        .ends_with("127.0.0.1:5000 suspect: its timeouts moved its traffic to another path"));
+    let e = PathEvent {
+        change: PathChange::Cleared,
+        ..e
+    };
+    assert!(super::paths::path_line(&e, None).ends_with("answered: no longer suspect"));
 }

@@ -17,6 +17,9 @@ pub struct PeerPath {
     pub local: SocketAddr,
     pub remote: SocketAddr,
     pub state: PathState,
+    /// Active but suspect (`proto/path/suspect.rs`): its timeouts moved
+    /// its traffic to another path until its heartbeat answers.
+    pub suspect: bool,
     /// Whether the peer's packets take it now.
     pub current: bool,
     /// Smoothed round trip, ns (0: not measured).
@@ -54,6 +57,7 @@ impl Endpoint {
                         local: rails.get(r.rail.0 as usize).copied().unwrap_or(rails[0]),
                         remote: r.remote,
                         state: r.state,
+                        suspect: r.suspect,
                         current: r.current,
                         srtt_ns,
                         cwnd: r.cwnd,
@@ -94,7 +98,7 @@ impl Endpoint {
                     p.rail,
                     p.local,
                     p.remote,
-                    state_name(p.state),
+                    p.state_name(),
                     if p.current { " (current)" } else { "" },
                     p.srtt_ns as f64 / 1e3,
                     p.cwnd / 1024,
@@ -142,6 +146,18 @@ pub fn path_line(e: &PathEvent<SocketAddr>, local: Option<SocketAddr>) -> String
         e.peer,
         e.change.describe()
     )
+}
+
+impl PeerPath {
+    /// Its state's name, as C's `RAMP_PATH_*` and the statistics dump say
+    /// it: "suspect" for an active path that is (`RAMP_PATH_SUSPECT`).
+    pub fn state_name(&self) -> &'static str {
+        if self.suspect && self.state == PathState::Active {
+            "suspect"
+        } else {
+            state_name(self.state)
+        }
+    }
 }
 
 /// The state's name, as C's `RAMP_PATH_*` and the statistics dump say it.

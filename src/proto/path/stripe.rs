@@ -104,6 +104,7 @@ impl<A: Copy + PartialEq> Paths<A> {
         let busy = flight >= self.datagram as u64;
         if let Some(p) = self.list.get_mut(i) {
             p.errors = 0;
+            p.rtt.on_progress();
             p.bytes_acked += acked;
             let stall = p.srtt().unwrap_or(Nanos::MAX);
             p.rate.delivered(now, p.bytes_acked, busy, stall);

@@ -119,6 +119,19 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.suspects = self.list.iter().any(|p| p.suspect);
     }
 
+    /// The longest wait between a failed path's probes: `PROBE_MAX`, or
+    /// half that while no path is active (the peer partitioned: the first
+    /// probe after the links' return, and so the traffic, comes within
+    /// `PROBE_MAX / 2` plus a round trip). Cheap: a partitioned peer's
+    /// paths get 2 heartbeats a second each instead of 1.
+    pub(super) fn probe_cap(&self) -> Nanos {
+        if self.list.iter().any(|p| p.state == PathState::Active) {
+            PROBE_MAX
+        } else {
+            PROBE_MAX / 2
+        }
+    }
+
     /// When a suspect path's next heartbeat is due.
     pub(super) fn next_suspect(&self) -> Option<Instant> {
         if !self.suspects {
@@ -170,6 +183,37 @@ impl<A: Copy + PartialEq> Paths<A> {
         }
         self.recount();
         failed
+    }
+
+    /// Bit i: path i is suspect (active).
+    pub(super) fn suspect_mask(&self) -> u32 {
+        let mut m = 0u32;
+        for (i, p) in self.list.iter().enumerate().take(32) {
+            if p.suspect && p.state == PathState::Active {
+                m |= 1 << i;
+            }
+        }
+        m
+    }
+
+    /// The news of suspicion since the last look, for `RAMP_VERBOSE`
+    /// (`PathChange::Suspect`, `Cleared`): bit i of the first, path i
+    /// became suspect; of the second, path i, told suspect, is usable
+    /// again (one that failed meanwhile is told failed, not cleared).
+    #[inline]
+    pub fn suspect_news(&mut self) -> (u32, u32) {
+        if !self.suspects && self.told_suspect == 0 {
+            // (the usual case: no walk)
+            return (0, 0);
+        }
+        let now = self.suspect_mask();
+        let newly = now & !self.told_suspect;
+        let ended = self.told_suspect & !now;
+        let cleared = (0..self.list.len().min(32))
+            .filter(|&i| ended & (1 << i) != 0 && self.usable(i))
+            .fold(0u32, |m, i| m | 1 << i);
+        self.told_suspect = now;
+        (newly, cleared)
     }
 
     /// Path `i`'s path (the index of `due_suspects`'s answer).

@@ -132,10 +132,12 @@ impl<A: Copy + PartialEq> Peer<A> {
     #[inline]
     pub fn on_ack(&mut self, now: Instant, ch: usize, ack: (u16, u32, u64), cx: &mut Ctx<'_, A>) {
         let tx = &mut self.tx[ch];
-        let Some(o) = tx.on_ack(now, ack, &mut self.rtt, &mut cx.out.stats, cx.spare_msgs) else {
+        let (rtt, clocks) = (&mut self.rtt, &mut self.assoc.paths);
+        let Some(o) = tx.on_ack(now, ack, rtt, clocks, &mut cx.out.stats, cx.spare_msgs) else {
             return;
         };
         self.settle(now, ch, cx);
+        self.tell_suspects(cx);
         if let Some(t) = o.rearm_at {
             self.timers.lower(Timer::Retransmit(ch), t);
         }

@@ -101,6 +101,8 @@ pub(super) fn seal_on<'a>(
 
 impl<A: Copy + PartialEq> Peer<A> {
     pub fn new(cfg: &ProtoConfig, addr: A) -> Peer<A> {
+        let rtt = RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max)
+            .with_ack_delay(cfg.ack_delay);
         Peer {
             addr,
             alias: None,
@@ -108,13 +110,12 @@ impl<A: Copy + PartialEq> Peer<A> {
             queued: None,
             timers: TimerTable::default(),
             assoc: Assoc {
-                paths: Paths::to(addr, path_congestion(cfg), cfg.max_datagram),
+                paths: Paths::to(addr, path_congestion(cfg), rtt.clone(), cfg.max_datagram),
                 ..Assoc::to(addr)
             },
             tx: Default::default(),
             rx: Default::default(),
-            rtt: RttEstimator::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max)
-                .with_ack_delay(cfg.ack_delay),
+            rtt,
             heard: Instant::ZERO,
             last_heartbeat: Instant::ZERO,
             dead: None,
@@ -216,8 +217,8 @@ impl<A: Copy + PartialEq> Peer<A> {
             if !self.is_paused(ch) {
                 let e = self.tx[ch].on_timeout(now, cx.cfg.retry_limit);
                 if e.backoff {
-                    self.rtt.on_timeout();
-                    // (against the path the timed-out packet took:
+                    // (against the path the timed-out packet took: its
+                    // timeout backs off, the peer's if it is current;
                     // `PATH_MAX_RETRANS` make it suspect, `path/suspect.rs`)
                     self.lane_timed_out(now, ch, cx);
                 }
@@ -235,6 +236,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         if unreachable {
             self.fail_all(FailReason::PeerUnreachable, cx.out);
         }
+        self.tell_suspects(cx);
         for ch in 0..NUM_CHANNELS {
             if self.timers.is_expired(Timer::Ack(ch), now) {
                 self.send_ack(ch, cx);

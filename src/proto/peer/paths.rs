@@ -96,6 +96,8 @@ impl<A: Copy + PartialEq> Peer<A> {
         let probe = cx.cfg.path_probe;
         let before = self.assoc.paths.state_of(path);
         let partitioned = !self.assoc.paths.any_active();
+        // (asked before the answer: it may make the current path active)
+        let stalled = !self.assoc.paths.current_active();
         let Some(rejoined) = self.assoc.paths.heartbeat_answered(now, path, nonce, probe) else {
             return false;
         };
@@ -111,10 +113,12 @@ impl<A: Copy + PartialEq> Peer<A> {
             }
         }
         self.hear(now);
+        self.tell_suspects(cx);
         let i = self.assoc.paths.find(path).unwrap_or(0);
-        if !self.assoc.paths.current_active() && self.assoc.paths.usable(i) {
+        if stalled && self.assoc.paths.usable(i) {
             // the association's path was down or suspect (every path, or
-            // with none to take over): traffic resumes on this one at once
+            // with none to take over): traffic resumes on this one at once,
+            // also when this one is it (not at its backed-off timeout)
             self.assoc.paths.switch_to(i);
             self.resume_on_new_path(now, cx);
         }
@@ -219,6 +223,32 @@ impl<A: Copy + PartialEq> Peer<A> {
         self.tell(path, PathChange::Failed, cx);
         if had_active && !self.assoc.paths.any_active() {
             self.tell(path, PathChange::Partitioned, cx);
+        }
+    }
+
+    /// Tells the paths that became suspect, and those that answered
+    /// since (`Paths::suspect_news`).
+    #[inline]
+    pub(super) fn tell_suspects(&mut self, cx: &mut Ctx<'_, A>) {
+        let (newly, cleared) = self.assoc.paths.suspect_news();
+        if newly | cleared != 0 {
+            self.tell_suspect_news(newly, cleared, cx);
+        }
+    }
+
+    #[inline(never)]
+    fn tell_suspect_news(&mut self, newly: u32, cleared: u32, cx: &mut Ctx<'_, A>) {
+        for i in 0..32 {
+            let change = if newly & (1 << i) != 0 {
+                PathChange::Suspect
+            } else if cleared & (1 << i) != 0 {
+                PathChange::Cleared
+            } else {
+                continue;
+            };
+            if let Some(path) = self.assoc.paths.path_at(i) {
+                self.tell(path, change, cx);
+            }
         }
     }
 

@@ -78,7 +78,15 @@ impl<A: Copy + PartialEq> Peer<A> {
                 }
                 continue;
             }
-            let t = Transmission { lane: i as u8, ..t };
+            // (timed by the path's own round trips too: `path/clock.rs`)
+            let (rto, probe_after, again_after) = self.assoc.paths.transmit_timers(i, &self.rtt);
+            let t = Transmission {
+                lane: i as u8,
+                rto,
+                probe_after,
+                again_after,
+                ..t
+            };
             let path = p.path;
             let before = self.tx[ch].outstanding;
             let tx = &mut self.tx[ch];
@@ -141,7 +149,7 @@ impl<A: Copy + PartialEq> Peer<A> {
         let tx = &mut self.tx[ch];
         let news = std::mem::take(&mut tx.news);
         let lanes = std::mem::take(&mut tx.lane_news);
-        let mut delivered = false;
+        let mut delivered = 0u32;
         for (l, &flight) in flights.iter().enumerate() {
             let frto = news.frto.filter(|_| l == current);
             if lanes.lanes & (1 << l) == 0 && frto.is_none() {
@@ -156,15 +164,20 @@ impl<A: Copy + PartialEq> Peer<A> {
             };
             if n.delivered > 0 {
                 self.assoc.paths.progress_on(l, now, n.delivered, flight);
-                delivered = true;
+                delivered |= 1 << l;
             }
             if let Some(p) = self.assoc.paths.at_mut(l) {
                 p.cc.on_news(now, &n, flight, &mut cx.out.stats);
             }
         }
-        let tx = &mut self.tx[ch];
-        if delivered && cx.cfg.congestion && tx.in_flight.len() > 1 {
-            tx.restart_timers(now, self.rtt.rto());
+        // each path's progress restarts its own packets' timers, with its
+        // own timeout (`path/clock.rs`: a fast path's ACKs say nothing of
+        // a slow path's packets)
+        if delivered != 0 && cx.cfg.congestion && self.tx[ch].in_flight.len() > 1 {
+            for l in (0..MAX_LANES).filter(|l| delivered & (1 << l) != 0) {
+                let rto = self.assoc.paths.rto_on(l, &self.rtt);
+                self.tx[ch].restart_lane_timers(now, l as u8, rto);
+            }
         }
     }
 
@@ -185,6 +198,12 @@ impl<A: Copy + PartialEq> Peer<A> {
     pub(super) fn lane_timed_out(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
         let lane = self.timeout_lane(ch);
         let current = self.assoc.paths.current_index();
+        // the path's own timeout backs off, and the peer's when it is the
+        // current path's (`path/clock.rs`)
+        self.assoc.paths.timeout_on(lane);
+        if lane == current {
+            self.rtt.on_timeout();
+        }
         let on = match self.assoc.paths.at_mut(lane) {
             Some(p) => {
                 p.cc.on_timeout(now, &mut cx.out.stats);
@@ -193,7 +212,8 @@ impl<A: Copy + PartialEq> Peer<A> {
             None => false,
         };
         if on {
-            self.tx[ch].restart_timers(now, self.rtt.rto());
+            let rto = self.assoc.paths.rto_on(lane, &self.rtt);
+            self.tx[ch].restart_timers(now, rto);
         }
         // (a same-host peer's ring timing out says its reader is slow, a
         // full ring having dropped: no path is gone, and the ring's seal

@@ -103,12 +103,15 @@ impl SendChannel {
     /// Takes an acknowledgement of everything before `next` and, in `sack`,
     /// of packets after it; samples the round trip; finds what is lost by
     /// the reordering rule. None when it tells nothing new.
+    /// Round trips sampled go to the peer's estimate (`rtt`, when
+    /// `clocks` says it is their path's) and to their path's (`clocks`).
     #[inline]
     pub fn on_ack(
         &mut self,
         now: Instant,
         ack: (u16, u32, u64),
         rtt: &mut RttEstimator,
+        clocks: &mut impl LaneClocks,
         stats: &mut Statistics,
         spare: &mut SpareMsgs,
     ) -> Option<AckOutcome> {
@@ -120,7 +123,7 @@ impl SendChannel {
             // Nothing new (the usual piggybacked ACK): nothing changes.
             return None;
         }
-        let o = self.take_ack(now, next, sack, rtt, stats, spare);
+        let o = self.take_ack(now, (next, sack), rtt, clocks, stats, spare);
         // What is acknowledged stays so: nothing before `next` is left in
         // flight (a cumulative ack never goes back), and `next` is within
         // what was sent (checked above).
@@ -140,10 +143,12 @@ impl SendChannel {
         now: Instant,
         next: u32,
         rtt: &mut RttEstimator,
+        clocks: &mut impl LaneClocks,
         stats: &mut Statistics,
         spare: &mut SpareMsgs,
     ) -> AckOutcome {
         let mut done = Acked::default();
+        let mut run = LaneRun::default();
         while self.acks_any(next) {
             let Some(p) = self.in_flight.pop_front() else {
                 break;
@@ -156,6 +161,7 @@ impl SendChannel {
             if p.rtt_eligible() {
                 done.sample_from = Some(p.first_sent);
                 self.lane_news.rtt_lane = p.lane;
+                run.take(p.lane, p.first_sent, now, clocks);
             }
             done.count += 1;
             self.delivered(&p);
@@ -164,14 +170,12 @@ impl SendChannel {
         if done.count > 0 {
             rtt.on_progress();
         }
+        run.end(now, clocks);
         if let Some(t) = done.sample_from {
-            let r = now.since(t);
-            rtt.sample_from(now, t);
-            stats.record_rtt(r);
-            self.news.rtt = Some(r);
+            self.sampled(now, t, rtt, clocks, stats);
         }
         let rearm_at = if done.count > 0 {
-            self.time_sacked_front(now, rtt)
+            self.time_sacked_front(now, rtt, clocks)
         } else {
             None
         };
@@ -188,30 +192,62 @@ impl SendChannel {
     /// its deadline, set while others were older, may have passed unseen
     /// by the channel's timer. Returns it, for that timer.
     #[inline]
-    fn time_sacked_front(&mut self, now: Instant, rtt: &RttEstimator) -> Option<Instant> {
+    fn time_sacked_front(
+        &mut self,
+        now: Instant,
+        rtt: &RttEstimator,
+        clocks: &impl LaneClocks,
+    ) -> Option<Instant> {
         // (the usual front is not SACKed: nothing computed for it)
         let p = self.in_flight.front_mut().filter(|p| p.sacked)?;
-        p.deadline = p.deadline.max(now.plus(rtt.rto()));
+        let rto = rtt.rto().max(clocks.rto(p.lane));
+        p.deadline = p.deadline.max(now.plus(rto));
         Some(p.deadline)
+    }
+
+    /// The newest packet an ACK acknowledged for the first time, sent once
+    /// at `sent` (on `lane_news.rtt_lane`), times a round trip: the peer's
+    /// estimate takes it when it is the current path's (`clocks`), the
+    /// path's controller and the statistics whatever its path.
+    #[inline]
+    fn sampled(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        rtt: &mut RttEstimator,
+        clocks: &impl LaneClocks,
+        stats: &mut Statistics,
+    ) {
+        let r = now.since(sent);
+        if clocks.feeds_peer(self.lane_news.rtt_lane) {
+            rtt.sample_from(now, sent);
+        }
+        stats.record_rtt(r);
+        self.news.rtt = Some(r);
     }
 
     fn take_ack(
         &mut self,
         now: Instant,
-        next: u32,
-        sack: u64,
+        (next, sack): (u32, u64),
         rtt: &mut RttEstimator,
+        clocks: &mut impl LaneClocks,
         stats: &mut Statistics,
         spare: &mut SpareMsgs,
     ) -> AckOutcome {
         if sack == 0 && self.rto_at.is_none() {
-            return self.take_cumulative(now, next, rtt, stats, spare);
+            return self.take_cumulative(now, next, rtt, clocks, stats, spare);
         }
-        // Retransmitted packets acknowledged now: were they needless?
+        // Retransmitted packets acknowledged now: were they needless? And
+        // the round trips each path's packets time (`LaneRun`).
+        let mut run = LaneRun::default();
         for p in self.in_flight.iter() {
             let d = seq_diff(p.seq, next);
             let newly =
                 d < 0 || ((1..=64).contains(&d) && sack & (1u64 << (d - 1)) != 0 && !p.sacked);
+            if newly && p.rtt_eligible() {
+                run.take(p.lane, p.first_sent, now, clocks);
+            }
             if newly && p.first_sent != p.last_sent && p.nacks == 0 {
                 let answered = (p.seq, now.since(p.last_sent), now.since(p.first_sent));
                 self.resent_answered = Some(answered);
@@ -231,6 +267,7 @@ impl SendChannel {
         });
         // One round-trip sample per ACK, from the newest packet it acknowledges
         // for the first time (as TCP does).
+        run.end(now, clocks);
         let done = self.ack_cumulative(next, spare);
         let sacked = self.ack_selective(next, sack);
         let mut rearmed = None;
@@ -251,8 +288,8 @@ impl SendChannel {
             let mut resent = 0;
             for p in self.in_flight.iter_mut().filter(|p| p.deadline == DEFERRED) {
                 if spurious || p.sacked {
-                    p.deadline = now.plus(rto);
-                    rearmed = Some(p.deadline);
+                    p.deadline = now.plus(rto.max(clocks.base_rto(p.lane)));
+                    rearmed = Some(rearmed.map_or(p.deadline, |r: Instant| r.min(p.deadline)));
                 } else if budget == 0 {
                     self.rto_at = Some(now);
                 } else {
@@ -277,14 +314,11 @@ impl SendChannel {
             rtt.on_progress();
         }
         if let Some(t) = sample_from {
-            let r = now.since(t);
-            rtt.sample_from(now, t);
-            stats.record_rtt(r);
-            self.news.rtt = Some(r);
+            self.sampled(now, t, rtt, clocks, stats);
         }
         let mut reorder_at = rearmed;
         if done.count > 0 {
-            if let Some(t) = self.time_sacked_front(now, rtt) {
+            if let Some(t) = self.time_sacked_front(now, rtt, clocks) {
                 reorder_at = Some(reorder_at.map_or(t, |r: Instant| r.min(t)));
             }
         }

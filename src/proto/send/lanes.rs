@@ -1,6 +1,8 @@
 //! A send channel's news by path (striping, `peer/stripe.rs`): what its
 //! flight told of each lane (the path a packet's last copy took).
 
+use crate::time::{Instant, Nanos};
+
 /// The most paths an association has (every rail to every address).
 pub const MAX_LANES: usize = crate::path::MAX_RAILS * crate::path::MAX_RAILS;
 
@@ -29,5 +31,68 @@ impl LaneNews {
         let l = lane as usize % MAX_LANES;
         self.lost[l] += len;
         self.lanes |= 1 << l;
+    }
+}
+
+/// Each path's own round-trip estimate and timeouts (`path/clock.rs`:
+/// RFC 6298 per destination, as SCTP keeps one per address), as an ACK
+/// sees them: a striped message's packets on a slow path are timed by
+/// that path's round trips, not by the fast path's.
+pub trait LaneClocks {
+    /// Whether a round trip sampled on `lane` feeds the peer's estimate
+    /// too (the current path's: the one non-striped packets take).
+    fn feeds_peer(&self, lane: u8) -> bool;
+    /// A packet sent once at `sent` on `lane` was acknowledged at `now`.
+    fn sample(&mut self, lane: u8, now: Instant, sent: Instant);
+    /// `lane`'s own retransmission timeout without backoff (0: none of
+    /// its own).
+    fn base_rto(&self, lane: u8) -> Nanos;
+    /// `lane`'s own retransmission timeout, backed off (0: none of its own).
+    fn rto(&self, lane: u8) -> Nanos;
+}
+
+/// One path: the peer's estimate is its own.
+impl LaneClocks for () {
+    #[inline]
+    fn feeds_peer(&self, _lane: u8) -> bool {
+        true
+    }
+    #[inline]
+    fn sample(&mut self, _lane: u8, _now: Instant, _sent: Instant) {}
+    #[inline]
+    fn base_rto(&self, _lane: u8) -> Nanos {
+        0
+    }
+    #[inline]
+    fn rto(&self, _lane: u8) -> Nanos {
+        0
+    }
+}
+
+/// The newest packet of a run of packets an ACK acknowledges for the
+/// first time on one path (its round trip is a sample of that path's:
+/// one per run, the newest, as TCP takes one per ACK).
+#[derive(Default)]
+pub struct LaneRun(Option<(u8, Instant)>);
+
+impl LaneRun {
+    /// Packet on `lane` sent at `sent` (timing a round trip) is newly
+    /// acknowledged: a run of another path's before it ends.
+    #[inline]
+    pub fn take(&mut self, lane: u8, sent: Instant, now: Instant, clocks: &mut impl LaneClocks) {
+        if let Some((l, t)) = self.0 {
+            if l != lane {
+                clocks.sample(l, now, t);
+            }
+        }
+        self.0 = Some((lane, sent));
+    }
+
+    /// The last run ends.
+    #[inline]
+    pub fn end(self, now: Instant, clocks: &mut impl LaneClocks) {
+        if let Some((l, t)) = self.0 {
+            clocks.sample(l, now, t);
+        }
     }
 }

@@ -18,7 +18,8 @@ use std::collections::VecDeque;
 
 pub use crate::proto::out_msg::OutMsg;
 use build::send_fragment;
-pub use lanes::{LaneNews, MAX_LANES};
+use lanes::LaneRun;
+pub use lanes::{LaneClocks, LaneNews, MAX_LANES};
 use msg::cut_to_room;
 pub use msg::{push_fragments, recut, Cut, Fragment, MsgRef, Payload, SpareMsgs};
 pub use order::{overtaken, overtakes};

@@ -62,3 +62,16 @@ impl SendChannel {
         }
     }
 }
+
+impl SendChannel {
+    /// `restart_timers` of the packets whose last copy took path `lane`
+    /// (its progress restarts its own: `path/clock.rs`).
+    pub fn restart_lane_timers(&mut self, now: Instant, lane: u8, rto: Nanos) {
+        let at = now.plus(rto);
+        for p in self.in_flight.iter_mut().filter(|p| p.lane == lane) {
+            if p.counts() && !p.reorder_timer && p.deadline != DEFERRED && p.deadline < at {
+                p.deadline = at;
+            }
+        }
+    }
+}

@@ -251,7 +251,14 @@ fn an_ack_of_the_resent_packet_only_lets_two_more_go_not_all() {
         &mut out,
     );
     // covers seq 0 only: ambiguous
-    let o = ch.on_ack(Instant(7_100), (0, 1, 0), &mut rtt, &mut stats, &mut spare);
+    let o = ch.on_ack(
+        Instant(7_100),
+        (0, 1, 0),
+        &mut rtt,
+        &mut (),
+        &mut stats,
+        &mut spare,
+    );
     assert!(o.is_some());
     assert_eq!(resend(&ch), [1, 2], "two more, not all seven");
     ch.transmit(
@@ -263,7 +270,14 @@ fn an_ack_of_the_resent_packet_only_lets_two_more_go_not_all() {
         &mut out,
     );
     // covers packets 3 and 4, never resent: the timeout was spurious
-    ch.on_ack(Instant(7_200), (0, 5, 0), &mut rtt, &mut stats, &mut spare);
+    ch.on_ack(
+        Instant(7_200),
+        (0, 5, 0),
+        &mut rtt,
+        &mut (),
+        &mut stats,
+        &mut spare,
+    );
     assert!(resend(&ch).is_empty());
     assert!(ch.in_flight.iter().all(|p| p.deadline != DEFERRED));
     assert!(ch.retransmit_deadline() > Some(Instant(7_200)));
@@ -295,7 +309,7 @@ fn a_sacked_packet_made_the_oldest_is_timed_afresh() {
         let mut spare = SpareMsgs::default();
         let now = Instant(8_000);
         let o = ch
-            .on_ack(now, (0, 1, sack), &mut rtt, &mut stats, &mut spare)
+            .on_ack(now, (0, 1, sack), &mut rtt, &mut (), &mut stats, &mut spare)
             .expect("news");
         let front = &ch.in_flight[0];
         assert_eq!((front.seq, front.sacked), (1, true), "sack {sack:#x}");
