@@ -27,6 +27,7 @@ mod loggp_raw;
 mod loggp_roles;
 mod loggp_ucx;
 mod perf;
+mod perf_measure;
 mod perf_plot;
 mod perf_stages;
 mod perf_sweep;

@@ -7,7 +7,7 @@
 use plotters::prelude::*;
 
 use crate::loggp_plot::{load_font, log_log_chart};
-use crate::perf_sweep::Row;
+use crate::perf_measure::Row;
 use crate::plot_lines::{legend, line};
 
 /// Where the loss-free points go on the log axis.

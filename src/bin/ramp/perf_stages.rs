@@ -4,7 +4,7 @@
 //! round trip's distribution, `t:p` atoms, `Dist::of_samples`). Every
 //! value is checked; a bad line is refused naming the file and the line.
 
-use crate::perf::StageTable;
+use crate::perf_measure::StageTable;
 use ramp::perf::{Dist, Policy, Stages};
 
 /// The names of a `stage` line's values, in order.

@@ -29,8 +29,10 @@
 use std::io::Write;
 
 use crate::bench_repair::Pair;
-use crate::perf::{components, measure, policy, run_paired, Opts, BERS, PROTOCOLS, SIZES};
-use ramp::perf::{self, Faults, Outcome, Protocol, Stages};
+use crate::perf_measure::{
+    components, measure, policy, run_paired, Opts, Row, BERS, PROTOCOLS, SIZES,
+};
+use ramp::perf::{self, Faults, Protocol, Stages};
 
 /// Points where the model's repairs add more than this (us) to the mean
 /// are skipped: datagrams are lost so often that a run takes minutes, and
@@ -44,24 +46,6 @@ pub const CSV_HEADER: &str =
      component,fault_p,p99_spread,n";
 /// Each component's failure probability in the sweep.
 const COMPONENT_F: f64 = 0.01;
-
-/// One point of the sweep.
-#[derive(Clone, Debug)]
-pub struct Row {
-    pub transport: &'static str,
-    pub protocol: Protocol,
-    pub bytes: usize,
-    pub ber: f64,
-    pub model: Outcome,
-    pub mean: f64,
-    pub p99: f64,
-    /// The measured p99's run-to-run spread, (max - min) / median.
-    pub spread: f64,
-    pub n: usize,
-    /// `none`, or the component failing (`perf::components`) with `fault_p`.
-    pub component: &'static str,
-    pub fault_p: f64,
-}
 
 fn header(first: &str) {
     println!(
@@ -243,7 +227,7 @@ pub fn run(o: &Opts) -> Result<(), String> {
         "\none component failing at a time (probability {COMPONENT_F}; udp, short requests; \
          component: send = the initiator's send drops, wire = both ways drop, recv = the \
          target's receive drops, handler_stall = the handler spins {} us)",
-        crate::perf::STALL_US
+        crate::perf_measure::STALL_US
     );
     header("component");
     for r in &rows[bers_done..] {
@@ -273,7 +257,7 @@ pub fn run(o: &Opts) -> Result<(), String> {
 fn components_rows(
     o: &Opts,
     p: &ramp::perf::Policy,
-    stages: &crate::perf::StageTable,
+    stages: &crate::perf_measure::StageTable,
     rows: &mut Vec<Row>,
     started: std::time::Instant,
 ) -> Result<(), String> {
