@@ -243,10 +243,14 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
     }
 
-    /// How an answer (ACK, NACK) is sealed: for the path it takes.
+    /// How an answer (ACK, NACK) is sealed: for the path it takes (`seal_on`).
     #[inline]
     fn answer_sealing(&self) -> &Integrity {
-        self.sealing_on(self.assoc.paths.answer_index())
+        seal_on(
+            &self.same_host,
+            &self.assoc.tx,
+            self.assoc.paths.answer_index(),
+        )
     }
 
     /// Sends the ACK of receive channel `ch` (with its SACK bitmap).

@@ -123,12 +123,6 @@ impl<A: Copy + PartialEq> Peer<A> {
         }
     }
 
-    /// How its DATA, ACK and NACK on path `i` are sealed (`seal_on`).
-    #[inline]
-    pub fn sealing_on(&self, i: usize) -> &Integrity {
-        seal_on(&self.same_host, &self.assoc.tx, i)
-    }
-
     /// Bytes this peer holds beyond its slot (an estimate): queued and
     /// in-flight fragments and their messages, held packets, reassembly.
     #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
