@@ -69,7 +69,7 @@ pub use dist::Dist;
 
 use crate::fault::ber_loss;
 use crate::proto::ProtoConfig;
-use crate::wire::{Category, MsgKind, MsgMeta, CRC_LEN, DATA_HEADER_LEN};
+use crate::wire::{Category, MsgKind, MsgMeta, CRC_LEN, DATA_HEADER_LEN, MORE_HEADER_LEN};
 
 /// ramp's timer policy, in microseconds (`ProtoConfig`'s, which
 /// `RAMP_RTO_*_US` and `RAMP_RETRY_LIMIT` set).
@@ -226,21 +226,28 @@ pub fn datagrams(bytes: usize, nargs: u8) -> Vec<usize> {
     };
     let meta = MsgMeta::new(MsgKind::User, category, 0, &vec![0; nargs as usize]);
     let cut = cfg.cut(&meta, bytes, cfg.max_datagram);
+    // a message's first packet has the full header, a later one the short
     let packet = DATA_HEADER_LEN + 4 * nargs as usize + CRC_LEN;
+    let more = MORE_HEADER_LEN + CRC_LEN;
     let mut left = bytes;
     let mut out = Vec::new();
     if cut.head > 0 && left > cut.head {
         // the head and the first fragment fill one datagram
         let first = cut.first.min(left - cut.head);
-        out.push(2 * packet + cut.head + first);
+        out.push(packet + more + cut.head + first);
         left -= cut.head + first;
     }
     loop {
-        let n = left.min(cut.cap);
+        let (head, cap) = if out.is_empty() {
+            (packet, cut.lead)
+        } else {
+            (more, cut.cap)
+        };
+        let n = left.min(cap);
         if n == 0 && !out.is_empty() {
             break;
         }
-        out.push(packet + n);
+        out.push(head + n);
         left -= n;
         if left == 0 {
             break;

@@ -152,9 +152,17 @@ impl ProtoConfig {
     }
 
     /// Bytes of payload a datagram of `max` bytes carries for a message
-    /// with `nargs` arguments (at least 64: see `Protocol::path_datagram`).
+    /// with `nargs` arguments in its first packet (the full header; at
+    /// least 64: see `Protocol::path_datagram`).
     pub fn capacity_in(&self, max: usize, nargs: usize) -> usize {
         let overhead = crate::wire::DATA_HEADER_LEN + 4 * nargs + self.integrity.trailer_len();
+        max.saturating_sub(overhead).max(64)
+    }
+
+    /// Bytes of payload a datagram of `max` bytes carries in a later
+    /// fragment of a message (the short header, `wire::Packet::More`).
+    pub fn more_capacity_in(&self, max: usize) -> usize {
+        let overhead = crate::wire::MORE_HEADER_LEN + self.integrity.trailer_len();
         max.saturating_sub(overhead).max(64)
     }
 
@@ -167,21 +175,29 @@ impl ProtoConfig {
     /// goes, and the rest then follows in fragments whose own headers decide
     /// nothing, which it checks as it copies them there
     /// (`Protocol::take_deferred`): one pass over their bytes, not two.
+    /// Every fragment after the first has the short header
+    /// (`more_capacity_in`), and every datagram of a long message is as
+    /// long (GSO sends them in one call).
     pub fn cut(&self, meta: &MsgMeta, len: usize, max: usize) -> Cut {
-        let cap = self.capacity_in(max, meta.nargs as usize);
-        let packet = max.saturating_sub(cap);
+        let lead = self.capacity_in(max, meta.nargs as usize);
+        let cap = self.more_capacity_in(max);
+        let packet = max.saturating_sub(lead);
         let placeable = matches!(self.integrity, Integrity::Crc32c)
             && meta.kind == MsgKind::User
             && meta.category == Category::Long
             && len >= PLACED_SPLIT_MIN
             && cap >= packet + PLACED_HEAD + 64;
         if !placeable {
-            return Cut::plain(cap);
+            return Cut {
+                lead,
+                ..Cut::plain(cap)
+            };
         }
         // the head's packet and the first fragment after it fill one
         // datagram
         Cut {
             cap,
+            lead,
             head: PLACED_HEAD,
             first: cap - packet - PLACED_HEAD,
         }

@@ -164,15 +164,20 @@ impl<A: PeerAddr> Protocol<A> {
         place: &mut dyn Placement<A>,
     ) -> Option<bool> {
         let (pkt, check) = wire::decode_deferred(bytes)?;
-        let Packet::Data {
-            ref common,
-            msg_len,
-            frag_off,
-            payload,
-            ..
-        } = pkt
-        else {
-            return None;
+        let (common, msg_len, frag_off, payload) = match pkt {
+            Packet::Data {
+                ref common,
+                msg_len,
+                frag_off,
+                payload,
+                ..
+            } => (common, Some(msg_len), frag_off, payload),
+            Packet::More {
+                ref common,
+                frag_off,
+                payload,
+            } => (common, None, frag_off, payload),
+            _ => return None,
         };
         let slot = self
             .find_peer(&from)
@@ -249,6 +254,7 @@ impl<A: PeerAddr> Protocol<A> {
     ) {
         let c = match *pkt {
             Packet::Data { ref common, .. }
+            | Packet::More { ref common, .. }
             | Packet::Ack { ref common, .. }
             | Packet::Nack { ref common, .. } => common,
             Packet::Init { init_tag, addrs } => return self.on_init(now, from, init_tag, addrs),
@@ -287,7 +293,7 @@ impl<A: PeerAddr> Protocol<A> {
             .filter(|&s| self.peers[s].assoc.accepts(c.vtag))
         else {
             let data_vtag = match pkt {
-                Packet::Data { common, .. } => Some(common.vtag),
+                Packet::Data { common, .. } | Packet::More { common, .. } => Some(common.vtag),
                 _ => None,
             };
             return self.outside_association(now, from, data_vtag);
@@ -337,7 +343,7 @@ impl<A: PeerAddr> Protocol<A> {
                 payload,
             } => {
                 let f = InFrag {
-                    meta,
+                    meta: Some(meta),
                     msg_len,
                     frag_off,
                     bytes: payload,
@@ -345,6 +351,22 @@ impl<A: PeerAddr> Protocol<A> {
                     unordered: common.unordered,
                 };
                 // the peer had something to say: no shutdown
+                peer.resume(now, &mut cx);
+                peer.on_data(now, common, f, &mut cx, place);
+            }
+            Packet::More {
+                ref common,
+                frag_off,
+                payload,
+            } => {
+                let f = InFrag {
+                    meta: None,
+                    msg_len: 0,
+                    frag_off,
+                    bytes: payload,
+                    copied,
+                    unordered: false,
+                };
                 peer.resume(now, &mut cx);
                 peer.on_data(now, common, f, &mut cx, place);
             }

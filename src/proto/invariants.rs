@@ -237,12 +237,12 @@ impl<A: PeerAddr> Peer<A> {
             "peer {who:?}: its path's datagram size {size}"
         );
         for ch in 0..NUM_CHANNELS {
-            let cut = |m: &super::send::OutMsg| cfg.cut(&m.meta, m.payload.len(), size).cap;
+            let cut = |m: &super::send::OutMsg| cfg.cut(&m.meta, m.payload.len(), size);
             assert!(
                 self.tx[ch]
                     .pending
                     .iter()
-                    .all(|f| f.len as usize <= cut(&f.msg)),
+                    .all(|f| cut(&f.msg).fits(f.off, f.len)),
                 "peer {who:?} send channel {ch}: a fragment waits longer than its path carries"
             );
         }

@@ -106,6 +106,7 @@ mod rails_partition_tests;
 #[cfg(test)]
 mod rails_tests;
 mod recv;
+mod recv_frag;
 pub mod rtt;
 #[cfg(test)]
 mod same_host_tests;

@@ -10,20 +10,8 @@ use super::outbox::Outbox;
 use super::send::seq_diff;
 use super::stats;
 use crate::time::{Instant, Nanos};
+pub use super::recv_frag::{held_cost, HeldPacket, InFrag};
 use crate::wire::{Category, MsgKind, MsgMeta, Placed, CHANNEL_REPLY, CHANNEL_REQUEST};
-
-/// A DATA packet kept because it arrived ahead of a gap, or the marker of
-/// one delivered at once (`delivered`, `unordered`): its payload is gone
-/// to the layer above; it stays here so that it is SACKed, refused as a
-/// duplicate, and stepped over when the gap before it fills.
-#[derive(Debug, Clone)]
-pub struct HeldPacket {
-    pub meta: MsgMeta,
-    pub msg_len: u32,
-    pub frag_off: u32,
-    pub payload: Vec<u8>,
-    pub delivered: bool,
-}
 
 /// Whether a packet ahead of a gap may be delivered at once rather than
 /// held: a whole message in one fragment that no order is promised for.
@@ -41,14 +29,15 @@ pub struct HeldPacket {
 /// start window's bound).
 #[inline]
 fn unordered(ch: usize, f: &InFrag<'_>) -> bool {
+    let Some(meta) = f.meta else { return false };
     f.frag_off == 0
         && f.bytes.len() == f.msg_len as usize
         && f.msg_len as usize <= MAX_MESSAGE
-        && f.meta.placed.is_none()
+        && meta.placed.is_none()
         && if ch == CHANNEL_REPLY as usize {
-            matches!(f.meta.kind, MsgKind::User | MsgKind::AutoReply)
+            matches!(meta.kind, MsgKind::User | MsgKind::AutoReply)
         } else {
-            f.unordered && !f.meta.keeps_order()
+            f.unordered && !meta.keeps_order()
         }
 }
 
@@ -143,13 +132,13 @@ impl RecvChannel {
     /// `frag_off` of a message of `msg_len`) goes when it is taken, if it
     /// continues the message being reassembled: it is the next in order
     /// of the current epoch, and the message's next bytes, within its
-    /// length. Reads only: the packet is not checked yet
-    /// (`Protocol::take_deferred`).
+    /// length (and of that length, `msg_len`, when the packet says one).
+    /// Reads only: the packet is not checked yet (`Protocol::take_deferred`).
     pub fn next_in_place(
         &self,
         (epoch, seq): (u16, u32),
         frag_off: u32,
-        msg_len: u32,
+        msg_len: Option<u32>,
         len: usize,
     ) -> Option<InPlace> {
         if epoch != self.epoch || seq != self.next || frag_off == 0 {
@@ -160,7 +149,8 @@ impl RecvChannel {
             Some(_) => r.placed as usize,
             None => r.buf.len(),
         };
-        if got != frag_off as usize || r.len != msg_len || len > r.len as usize - got {
+        let len_ok = msg_len.is_none_or(|l| l == r.len);
+        if got != frag_off as usize || !len_ok || len > r.len as usize - got {
             return None;
         }
         Some(match r.meta.placed {
@@ -296,9 +286,8 @@ impl RecvChannel {
             }
             self.held_bytes += cost;
             let payload = cx.out.pool.copy_of(f.bytes);
-            let payload = if early {
+            let payload = if let (true, Some(&(mut meta))) = (early, f.meta) {
                 // no order promised: delivered now, its marker held
-                let mut meta = *f.meta;
                 if cx.ch == CHANNEL_REQUEST as usize {
                     meta.overtook = self.missing_before(seq);
                     *cx.queued_requests += 1;
@@ -316,7 +305,7 @@ impl RecvChannel {
             self.held.insert(
                 seq,
                 HeldPacket {
-                    meta: *f.meta,
+                    meta: f.meta.copied(),
                     msg_len: f.msg_len,
                     frag_off: f.frag_off,
                     payload,
@@ -341,7 +330,7 @@ impl RecvChannel {
                     continue;
                 }
                 let f = InFrag {
-                    meta: &h.meta,
+                    meta: h.meta.as_ref(),
                     msg_len: h.msg_len,
                     frag_off: h.frag_off,
                     bytes: &h.payload,
@@ -453,15 +442,19 @@ impl RecvChannel {
             if self.reassembly.take().is_some() {
                 stats.corrupt_dropped += 1;
             }
+            let Some(meta) = f.meta else {
+                stats.corrupt_dropped += 1;
+                return false;
+            };
             // Placed where it goes, when nothing delivered waits ahead of it
-            if f.meta.category == Category::Long
+            if meta.category == Category::Long
                 && f.msg_len != 0
                 && f.bytes.len() <= f.msg_len as usize
                 && cx.out.events.is_empty()
             {
                 let len = f.msg_len as usize;
-                if let Some(gen) = cx.place.claim(cx.from, cx.ch as u8, f.meta, len) {
-                    let mut meta = *f.meta;
+                if let Some(gen) = cx.place.claim(cx.from, cx.ch as u8, meta, len) {
+                    let mut meta = *meta;
                     meta.placed = Some(Placed {
                         len: f.msg_len,
                         gen,
@@ -482,7 +475,7 @@ impl RecvChannel {
             }
             if f.bytes.len() == f.msg_len as usize {
                 let payload = cx.out.pool.copy_of(f.bytes);
-                cx.out.events.push_back(delivered(*f.meta, payload));
+                cx.out.events.push_back(delivered(*meta, payload));
                 return true;
             }
             // As large as what arrived, not as the header promises: the
@@ -491,7 +484,7 @@ impl RecvChannel {
             let mut buf = cx.out.pool.take_for(f.bytes.len(), f.msg_len as usize);
             buf.extend_from_slice(f.bytes);
             self.reassembly = Some(Reassembly {
-                meta: *f.meta,
+                meta: *meta,
                 len: f.msg_len,
                 buf,
                 placed: 0,
@@ -503,7 +496,7 @@ impl RecvChannel {
             Some(mut r)
                 if r.meta.placed.is_some()
                     && r.placed == f.frag_off
-                    && r.len == f.msg_len
+                    && f.len_agrees(r.len)
                     && f.bytes.len() <= (r.len - r.placed) as usize =>
             {
                 if !f.copied {
@@ -526,14 +519,14 @@ impl RecvChannel {
             Some(mut r)
                 if r.buf.len()
                     == f.frag_off as usize + if f.copied { f.bytes.len() } else { 0 }
-                    && r.len == f.msg_len =>
+                    && f.len_agrees(r.len) =>
             {
                 if !f.copied {
                     r.make_room(f.bytes.len());
                     r.buf.extend_from_slice(f.bytes);
                 }
                 debug_assert!(r.buf.len() <= r.len as usize, "past its message's end");
-                if r.buf.len() == f.msg_len as usize {
+                if r.buf.len() == r.len as usize {
                     cx.out.events.push_back(delivered(r.meta, r.buf));
                     return true;
                 }
@@ -546,25 +539,6 @@ impl RecvChannel {
             }
         }
     }
-}
-
-/// What holding a packet of `len` payload bytes costs the peer's budget:
-/// the payload and the entry around it.
-pub fn held_cost(len: usize) -> usize {
-    len + std::mem::size_of::<HeldPacket>() + 16
-}
-
-/// One DATA packet's fragment, as received or as held.
-pub struct InFrag<'a> {
-    pub meta: &'a MsgMeta,
-    pub msg_len: u32,
-    pub frag_off: u32,
-    pub bytes: &'a [u8],
-    /// Copied where it goes already (the segment or the reassembly
-    /// buffer), checked as it was copied (`Protocol::take_deferred`).
-    pub copied: bool,
-    /// Its sender marked it `Common::unordered`.
-    pub unordered: bool,
 }
 
 /// What a receive channel needs beyond itself to take DATA.

@@ -5,7 +5,7 @@ use crate::wire::{Category, MsgKind};
 
 fn held() -> HeldPacket {
     HeldPacket {
-        meta: MsgMeta::new(MsgKind::User, Category::Short, 0, &[]),
+        meta: Some(MsgMeta::new(MsgKind::User, Category::Short, 0, &[])),
         msg_len: 0,
         frag_off: 0,
         payload: Vec::new(),

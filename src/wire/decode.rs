@@ -40,7 +40,7 @@ pub fn decode_deferred(dgram: &[u8]) -> Option<(Packet<'_>, DeferredCrc<'_>)> {
     }
     let (body, trailer) = dgram.split_last_chunk::<CRC_LEN>()?;
     let pkt = decode_body(body).ok()?;
-    let Packet::Data { payload, .. } = &pkt else {
+    let (Packet::Data { payload, .. } | Packet::More { payload, .. }) = &pkt else {
         return None;
     };
     if payload.len() < DEFER_MIN {
@@ -107,6 +107,7 @@ fn decode_body(body: &[u8]) -> Result<Packet<'_>, DecodeError> {
     const ACK: u8 = PacketType::Ack as u8;
     const NACK: u8 = PacketType::Nack as u8;
     match h[TYPE_AT] {
+        DATA if flags & FLAG_MORE != 0 => decode_more(body, common, flags),
         DATA => decode_data(body, common, flags),
         ACK => {
             let (a, dup) = if flags & FLAG_DUP != 0 {
@@ -263,6 +264,28 @@ fn decode_handshake(t: u8, vtag: u64, body: &[u8]) -> Result<Packet<'_>, DecodeE
         }
         _ => Err(DecodeError::Malformed),
     }
+}
+
+/// A later fragment (`FLAG_MORE`): its offset (never 0: a message starts
+/// with the full header) and payload; no flag of the full header's.
+#[inline(always)]
+fn decode_more(body: &[u8], common: Common, flags: u8) -> Result<Packet<'_>, DecodeError> {
+    let Some(h) = body.first_chunk::<MORE_HEADER_LEN>() else {
+        return Err(DecodeError::Truncated);
+    };
+    let frag_off = be32(h, MORE_OFF_AT);
+    let frag_len = be32(h, MORE_LEN_AT) as usize;
+    if body.len() != MORE_HEADER_LEN + frag_len {
+        return Err(DecodeError::Truncated);
+    }
+    if frag_off == 0 || flags & (FLAG_RETURNED_REQUEST | FLAG_UNORDERED) != 0 {
+        return Err(DecodeError::Malformed);
+    }
+    Ok(Packet::More {
+        common,
+        frag_off,
+        payload: &body[MORE_HEADER_LEN..],
+    })
 }
 
 #[inline(always)]

@@ -115,6 +115,49 @@ fn encode_data_header(
     }
 }
 
+/// Appends a later fragment (`FLAG_MORE`, `frag_off` > 0) carrying
+/// `payload`: the short header, which repeats nothing of its message's
+/// first packet (`layout.rs`).
+pub fn encode_more(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    common: &Common,
+    frag_off: u32,
+    payload: &[u8],
+) {
+    let start = buf.len();
+    buf.reserve(MORE_HEADER_LEN + payload.len() + integ.trailer_len());
+    encode_more_header(buf, common, frag_off, payload.len() as u32);
+    buf.extend_from_slice(payload);
+    integ.seal(buf, start);
+}
+
+/// `encode_more` as two pieces around `payload` (`encode_data_gathered`);
+/// returns where the trailer starts in `buf`.
+pub fn encode_more_gathered(
+    buf: &mut Vec<u8>,
+    integ: &Integrity,
+    common: &Common,
+    frag_off: u32,
+    payload: PayloadPiece<'_>,
+) -> usize {
+    let start = buf.len();
+    encode_more_header(buf, common, frag_off, payload.bytes().len() as u32);
+    let trailer = buf.len();
+    integ.seal_gathered(buf, start, payload);
+    trailer
+}
+
+/// Appends a later fragment's short header for `frag_len` bytes at `frag_off`.
+fn encode_more_header(buf: &mut Vec<u8>, common: &Common, frag_off: u32, frag_len: u32) {
+    debug_assert!(frag_off > 0, "a message's first packet has the full header");
+    let mut h = [0u8; MORE_HEADER_LEN];
+    put_common(&mut h, PacketType::Data, common, FLAG_MORE);
+    put32(&mut h, MORE_OFF_AT, frag_off);
+    put32(&mut h, MORE_LEN_AT, frag_len);
+    buf.extend_from_slice(&h);
+}
+
 /// Appends an ACK packet: `common.seq` is the cumulative next-expected number
 /// of channel `common.channel`; `sack` marks later packets that have arrived.
 #[cfg(any(test, feature = "testing"))] // tests forge ACKs; the protocol says `dup`

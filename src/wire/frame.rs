@@ -1,7 +1,8 @@
 //! Framing a datagram's packets (a bundle: several DATA, ACK and NACK
 //! packets of one association back to back, each with its own header and
 //! trailer): a packet's length is known from its header (DATA: header,
-//! 4*nargs, frag_len, trailer; ACK: its fixed length, 4 more with the dup
+//! 4*nargs, frag_len, trailer; a later fragment: its short header,
+//! frag_len, trailer; ACK: its fixed length, 4 more with the dup
 //! flag; NACK: fixed). Handshake, heartbeat and shutdown packets are alone
 //! in their datagram. `packets` splits a datagram; `decode` checks each.
 
@@ -106,6 +107,12 @@ fn frame_len(b: &[u8], trailer: usize) -> Result<Option<usize>, DecodeError> {
     const ACK: u8 = PacketType::Ack as u8;
     const NACK: u8 = PacketType::Nack as u8;
     let len = match h[TYPE_AT] {
+        DATA if h[FLAGS_AT] & FLAG_MORE != 0 => {
+            let Some(d) = b.first_chunk::<MORE_HEADER_LEN>() else {
+                return Err(DecodeError::Truncated);
+            };
+            MORE_HEADER_LEN as u64 + u64::from(be32(d, MORE_LEN_AT))
+        }
         DATA => {
             let Some(d) = b.first_chunk::<DATA_HEADER_LEN>() else {
                 return Err(DecodeError::Truncated);

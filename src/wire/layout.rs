@@ -1,7 +1,7 @@
 //! Where every field of a packet lies, named once: the offsets (`*_AT`,
 //! bytes from the packet's start) that the encoder, the decoder, the
 //! framing walk and anything else that peeks at a packet's bytes use. Wire
-//! version 4, all fields big-endian; the width of a field is its type's.
+//! version 5, all fields big-endian; the width of a field is its type's.
 //!
 //! ```text
 //! common (32 bytes, every packet)
@@ -22,6 +22,13 @@
 //!       60 frag_off u32 | 64 frag_len u32 | 68 args (4*nargs) | payload
 //!       flag 4: a returned request; flag 32: it may be delivered ahead
 //!       of a gap (`FLAG_UNORDERED`)
+//! DATA with flag 64 (`FLAG_MORE`, `Packet::More`): a later fragment
+//!       (frag_off > 0), which repeats nothing its message's first packet
+//!       gave (txn, handler, kind, status, tag, dest_offset, msg_len,
+//!       args): 32 frag_off u32 | 36 frag_len u32 | 40 payload. The
+//!       receiver takes it only in sequence order, as the next bytes of
+//!       the message it is reassembling (`proto/recv.rs`): 28 + 4*nargs
+//!       bytes less per datagram than the full header
 //! INIT:        32 initiator tag u64 | 40 zero padding (the INIT_ACK's
 //!              cookie) | 88 the sender's other rail addresses (ADDRS_LEN)
 //! INIT_ACK:    32 responder tag u64 | 40 cookie (COOKIE_LEN) | 88 addresses
@@ -103,6 +110,14 @@ pub const DATA_HEADER_LEN: usize = FRAG_LEN_AT + 4;
 /// The arguments (4 bytes each, `nargs` of them), then the payload.
 pub const ARGS_AT: usize = DATA_HEADER_LEN;
 
+// A later fragment (DATA with `FLAG_MORE`), after the common header.
+/// This fragment's offset in the message (never 0), u32.
+pub const MORE_OFF_AT: usize = COMMON_LEN;
+/// This fragment's length, u32.
+pub const MORE_LEN_AT: usize = MORE_OFF_AT + 4;
+/// Size of a later fragment's header, the payload after it.
+pub const MORE_HEADER_LEN: usize = MORE_LEN_AT + 4;
+
 // Handshake, heartbeat, shutdown and alias packets, after the common header.
 /// INIT: the initiator's tag, u64 (then zero padding).
 pub const INIT_TAG_AT: usize = COMMON_LEN;
@@ -158,6 +173,8 @@ pub const FLAG_FINAL: u8 = 8;
 pub const FLAG_DUP: u8 = 16;
 /// DATA: it may be delivered ahead of a gap (`Common::unordered`).
 pub const FLAG_UNORDERED: u8 = 32;
+/// DATA: a later fragment, the short header (`MORE_HEADER_LEN`).
+pub const FLAG_MORE: u8 = 64;
 
 // The sizes the format has always had (a change is a new wire version).
 const _: () = assert!(COMMON_LEN == 32 && ACK_LEN == 40 && DATA_HEADER_LEN == 68);
@@ -166,6 +183,7 @@ const _: () = assert!(UNKNOWN_COOKIE_LEN < COOKIE_ECHO_LEN);
 const _: () = assert!(TXN_AT + 4 == HANDLER_AT && STATUS_AT + 1 == TAG_AT);
 const _: () = assert!(TAG_AT + 8 == DEST_OFFSET_AT && DEST_OFFSET_AT + 8 == MSG_LEN_AT);
 const _: () = assert!(MSG_LEN_AT + 4 == FRAG_OFF_AT && FRAG_OFF_AT + 4 == FRAG_LEN_AT);
+const _: () = assert!(MORE_HEADER_LEN == 40 && DATA_HEADER_LEN - MORE_HEADER_LEN == 28);
 
 /// Writes `v` big-endian at `at` of a fixed-size header (constant offsets
 /// compile to plain stores).

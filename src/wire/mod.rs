@@ -1,4 +1,4 @@
-//! The wire format (version 3): a packet is one fixed header in network
+//! The wire format (version 5): a packet is one fixed header in network
 //! byte order whose verification tag names the association, up to 16
 //! 32-bit arguments, the payload fragment, then the integrity trailer
 //! (`Integrity`: a CRC32C, or with a job key a MAC) over everything before
@@ -32,7 +32,8 @@ pub use encode::encode_ack;
 pub use encode::{
     encode_abort, encode_ack_dup, encode_alias, encode_cookie_ack, encode_cookie_echo_listing,
     encode_data, encode_data_gathered, encode_heartbeat, encode_init_ack_listing,
-    encode_init_listing, encode_nack, encode_shutdown, encode_unknown_cookie,
+    encode_init_listing, encode_more, encode_more_gathered, encode_nack, encode_shutdown,
+    encode_unknown_cookie,
 };
 #[cfg(any(test, feature = "testing"))]
 pub use encode::{encode_cookie_echo, encode_init, encode_init_ack};
@@ -40,7 +41,7 @@ pub use encode::{encode_cookie_echo, encode_init, encode_init_ack};
 pub use frame::any_packet;
 pub use frame::{association_vtag, packets, MAX_BUNDLE};
 pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
-pub use layout::DATA_HEADER_LEN;
+pub use layout::{DATA_HEADER_LEN, MORE_HEADER_LEN};
 #[cfg(any(test, feature = "testing"))]
 pub use layout::{ACK_LEN, COMMON_LEN, INIT_ACK_LEN};
 pub use layout::{ADDR_LEN, MAX_LISTED};
@@ -49,10 +50,12 @@ pub use packet::{Addrs, Common, Packet};
 
 /// Packet magic ("RA") and version.
 pub const MAGIC: u16 = 0x5241;
-/// 4: INIT, INIT_ACK and COOKIE_ECHO list the sender's other rail
-/// addresses (3: a datagram may carry several packets; 2: one packet per
-/// datagram; a peer of another version refuses every packet as foreign).
-pub const VERSION: u8 = 4;
+/// 5: a later fragment of a message goes with the short header
+/// (`FLAG_MORE`: offset and length only); 4: INIT, INIT_ACK and
+/// COOKIE_ECHO list the sender's other rail addresses (3: a datagram may
+/// carry several packets; 2: one packet per datagram; a peer of another
+/// version refuses every packet as foreign).
+pub const VERSION: u8 = 5;
 
 /// Why a datagram was not accepted as a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -82,6 +82,13 @@ pub enum Packet<'a> {
         frag_off: u32,
         payload: &'a [u8],
     },
+    /// A later fragment of a message (`FLAG_MORE`): its bytes at
+    /// `frag_off` (never 0); what the message is, its first packet said.
+    More {
+        common: Common,
+        frag_off: u32,
+        payload: &'a [u8],
+    },
     Ack {
         common: Common,
         sack: u64,

@@ -33,10 +33,12 @@ impl SendChannel {
 }
 
 /// Queues the DATA packet of `f`, numbered `seq` (`unordered`: see
-/// `Common::unordered`), on path `to`; returns its length. A large
-/// fragment of a shared message is gathered (its payload is not copied;
-/// CRC32C or the MAC runs on across the pieces); otherwise the packet is
-/// encoded whole.
+/// `Common::unordered`), on path `to`; returns its length. A message's
+/// first fragment has the full header, a later one the short header
+/// (`wire::encode_more`: the receiver has the rest from the first). A
+/// large fragment of a shared message is gathered (its payload is not
+/// copied; CRC32C or the MAC runs on across the pieces); otherwise the
+/// packet is encoded whole.
 pub(super) fn send_fragment<A: Copy + PartialEq>(
     out: &mut Outbox<A>,
     to: Path<A>,
@@ -57,8 +59,11 @@ pub(super) fn send_fragment<A: Copy + PartialEq>(
     if let (MsgRef::Shared(m), true) = (&f.msg, len >= GATHER_MIN) {
         let meta = &f.msg.meta;
         let piece = wire::PayloadPiece::summed(&m.payload, &m.sums, off, len);
-        let trailer =
-            wire::encode_data_gathered(&mut out.bytes, integ, &c, meta, msg_len, f.off, piece);
+        let trailer = if f.off > 0 {
+            wire::encode_more_gathered(&mut out.bytes, integ, &c, f.off, piece)
+        } else {
+            wire::encode_data_gathered(&mut out.bytes, integ, &c, meta, msg_len, f.off, piece)
+        };
         let whole = out.bytes.len() - start + len;
         let piece = Piece {
             msg: m.clone(),
@@ -68,15 +73,12 @@ pub(super) fn send_fragment<A: Copy + PartialEq>(
         out.push_gathered(to, start, trailer, piece);
         return whole;
     }
-    wire::encode_data(
-        &mut out.bytes,
-        integ,
-        &c,
-        &f.msg.meta,
-        msg_len,
-        f.off,
-        payload,
-    );
+    if f.off > 0 {
+        wire::encode_more(&mut out.bytes, integ, &c, f.off, payload);
+    } else {
+        let meta = &f.msg.meta;
+        wire::encode_data(&mut out.bytes, integ, &c, meta, msg_len, f.off, payload);
+    }
     out.push(to, start);
     out.bytes.len() - start
 }

@@ -186,25 +186,34 @@ impl Fragment {
     }
 }
 
-/// How a message is cut (`ProtoConfig::cut`): fragments of at most `cap`
-/// bytes; when `head` is not 0, a first one of `head` bytes alone, then
-/// one of at most `first` (which fits one datagram beside the head's
-/// packet), then fragments of at most `cap`.
+/// How a message is cut (`ProtoConfig::cut`): a first fragment of at most
+/// `lead` bytes (the full header's packet), then fragments of at most
+/// `cap` (a later fragment's short header leaves more room); when `head`
+/// is not 0, a first one of `head` bytes alone, then one of at most
+/// `first` (which fits one datagram beside the head's packet), then
+/// fragments of at most `cap`.
 #[derive(Clone, Copy, Debug)]
 pub struct Cut {
     pub cap: usize,
+    pub lead: usize,
     pub head: usize,
     pub first: usize,
 }
 
 impl Cut {
-    /// Fragments of at most `cap` bytes, no head of its own.
+    /// Fragments of at most `cap` bytes, the first too, no head of its own.
     pub fn plain(cap: usize) -> Cut {
         Cut {
             cap,
+            lead: cap,
             head: 0,
             first: cap,
         }
+    }
+
+    /// Whether a fragment of `len` bytes at `off` fits its datagram.
+    pub fn fits(&self, off: u32, len: u32) -> bool {
+        len as usize <= if off == 0 { self.lead } else { self.cap }
     }
 }
 
@@ -213,11 +222,10 @@ impl Cut {
 #[inline]
 pub fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cut: Cut) {
     let len = msg.payload.len();
-    let cap = cut.cap;
-    if cut.head > 0 && cut.head < len && cut.head <= cap {
+    if cut.head > 0 && cut.head < len && cut.head <= cut.lead {
         return push_split(q, msg, cut);
     }
-    if len <= cap {
+    if len <= cut.lead {
         q.push_back(Fragment {
             msg,
             off: 0,
@@ -225,7 +233,7 @@ pub fn push_fragments(q: &mut VecDeque<Fragment>, msg: MsgRef, cut: Cut) {
         });
         return;
     }
-    push_split(q, msg, Cut::plain(cap));
+    push_split(q, msg, Cut { head: 0, ..cut });
 }
 
 /// `push_fragments` of a message in several fragments.
@@ -240,7 +248,7 @@ fn push_split(q: &mut VecDeque<Fragment>, msg: MsgRef, cut: Cut) {
             len: head as u32,
         });
     }
-    let first = if head > 0 { cut.first } else { cap };
+    let first = if head > 0 { cut.first } else { cut.lead };
     push_from(q, shared, head, first, cap);
 }
 
@@ -278,7 +286,7 @@ fn push_from(
 /// in plain fragments from where it stands. A message's fragments in `q`
 /// are consecutive and run to its end (they leave from the front).
 pub fn recut(q: &mut VecDeque<Fragment>, cut: impl Fn(&OutMsg) -> Cut) {
-    if q.iter().all(|f| f.len as usize <= cut(&f.msg).cap) {
+    if q.iter().all(|f| cut(&f.msg).fits(f.off, f.len)) {
         return;
     }
     let old = std::mem::take(q);
@@ -325,12 +333,19 @@ pub(super) fn cut_to_room(
     let MsgRef::Shared(m) = &f.msg else {
         return;
     };
-    let overhead = wire::DATA_HEADER_LEN + 4 * m.meta.nargs as usize + integ.trailer_len();
+    // a message's first packet has the full header, a later one the short
+    let overhead = |off: u32| {
+        let head = match off {
+            0 => wire::DATA_HEADER_LEN + 4 * m.meta.nargs as usize,
+            _ => wire::MORE_HEADER_LEN,
+        };
+        head + integ.trailer_len()
+    };
     let len = f.len as usize;
-    if overhead + len <= room || room < overhead + GATHER_MIN {
+    if overhead(f.off) + len <= room || room < overhead(f.off) + GATHER_MIN {
         return;
     }
-    let cut = room - overhead;
+    let cut = room - overhead(f.off);
     let rest = (len - cut) as u32;
     let end = f.off + f.len;
     match pending.front_mut() {
@@ -338,7 +353,7 @@ pub(super) fn cut_to_room(
             // the next fragment of this message: it takes the rest when
             // it is the last and both fit one fragment
             let last = n.off + n.len == m.payload.len() as u32;
-            if !last || overhead + (n.len + rest) as usize > max_datagram {
+            if !last || overhead(n.off) + (n.len + rest) as usize > max_datagram {
                 return;
             }
             n.off -= rest;

@@ -37,6 +37,7 @@ fn order(ch: &SendChannel) -> Vec<MsgId> {
 
 const CUT: Cut = Cut {
     cap: 1000,
+    lead: 1000,
     head: 0,
     first: 1000,
 };
