@@ -112,9 +112,10 @@ fn run_relay(
                         match p {
                             Packet::Init { init_tag: t, .. } => init_tag = t,
                             Packet::InitAck { resp_tag: t, .. } => resp_tag = t,
-                            Packet::Data { .. } | Packet::Ack { .. } | Packet::Nack { .. } => {
-                                seen.bad += 1
-                            }
+                            Packet::Data { .. }
+                            | Packet::More { .. }
+                            | Packet::Ack { .. }
+                            | Packet::Nack { .. } => seen.bad += 1,
                             _ => {}
                         }
                         if init_tag != 0 && resp_tag != 0 && keys.is_none() {
@@ -126,7 +127,10 @@ fn run_relay(
                             let k = if from_e0 { e0_tx } else { e0_rx };
                             matches!(
                                 wire::decode(k, d),
-                                Ok(Packet::Data { .. } | Packet::Ack { .. } | Packet::Nack { .. })
+                                Ok(Packet::Data { .. }
+                                    | Packet::More { .. }
+                                    | Packet::Ack { .. }
+                                    | Packet::Nack { .. })
                             )
                         });
                         if ok {

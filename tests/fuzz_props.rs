@@ -71,7 +71,8 @@ fn decode_survives_random_and_mutated_packets() {
     );
 }
 
-/// Large DATA packets, mutated (resealed or not): `decode_deferred`, which
+/// Large DATA packets (full headers and later fragments' short ones),
+/// mutated (resealed or not): `decode_deferred`, which
 /// parses a packet before its trailer is checked (the payload is checked
 /// as it is copied where it goes), never panics, takes every large DATA
 /// packet `decode` takes, parsed the same, and its check of the payload's
@@ -92,6 +93,10 @@ fn a_deferred_check_agrees_with_decode() {
         let mut d = Vec::new();
         wire::encode_data(&mut d, &I, &c, &m, 200_000, off, &p);
         corpus.push(d);
+        // and a later fragment's short header (`Packet::More`)
+        let mut d = Vec::new();
+        wire::encode_more(&mut d, &I, &c, off, &p);
+        corpus.push(d);
     }
     let n = iters(20_000);
     let mut rng = Rng::new(seed() ^ 7);
@@ -107,7 +112,9 @@ fn a_deferred_check_agrees_with_decode() {
         }
         let whole = wire::decode(&I, &v);
         let Some((pkt, check)) = wire::decode_deferred(&v) else {
-            if let Ok(wire::Packet::Data { payload, .. }) = &whole {
+            if let Ok(wire::Packet::Data { payload, .. } | wire::Packet::More { payload, .. }) =
+                &whole
+            {
                 assert!(
                     payload.len() < wire::DEFER_MIN,
                     "a large DATA packet not deferred"
@@ -116,7 +123,7 @@ fn a_deferred_check_agrees_with_decode() {
             continue;
         };
         deferred += 1;
-        let wire::Packet::Data { payload, .. } = &pkt else {
+        let (wire::Packet::Data { payload, .. } | wire::Packet::More { payload, .. }) = &pkt else {
             panic!("deferred: not DATA");
         };
         scratch.resize(payload.len(), 0);

@@ -48,6 +48,19 @@ fn data(vtag: u64, ch: u8, seq: u32, meta: &MsgMeta, payload: &[u8]) -> Vec<u8> 
     d
 }
 
+/// A later fragment (the short header: offset and length alone) at `off`.
+fn more(vtag: u64, ch: u8, seq: u32, off: u32, payload: &[u8]) -> Vec<u8> {
+    let c = Common {
+        vtag,
+        channel: ch,
+        seq,
+        ..Default::default()
+    };
+    let mut d = Vec::new();
+    wire::encode_more(&mut d, &I, &c, off, payload);
+    d
+}
+
 fn answer_meta(kind: MsgKind, cat: Category, txn: u32) -> MsgMeta {
     let mut m = MsgMeta::new(kind, cat, 11, &[0xBAD]);
     m.txn = txn;
@@ -81,6 +94,11 @@ fn blind_round(s: &UdpSocket, to: SocketAddr, g: &mut Guess) {
         wire::encode_ack(&mut a, &I, &c, g.next());
         assert_eq!(a.len(), 44);
         let _ = s.send_to(&a, to);
+    }
+    // later fragments (short headers) with guessed tags, no first
+    for off in [1, 64, 4096] {
+        let ch = (g.next() & 1) as u8;
+        let _ = s.send_to(&more(g.next(), ch, g.next() as u32, off, &[0xEE; 64]), to);
     }
     // finding 5: a request from an address nobody mapped
     let mut m = MsgMeta::new(MsgKind::User, Category::Short, 10, &[999_999]);
@@ -151,7 +169,7 @@ fn drain(s: &UdpSocket, r: &mut Received) {
         match wire::decode(&I, &buf[..n]) {
             Ok(Packet::Abort { .. }) => r.aborts += 1,
             Ok(Packet::InitAck { .. }) => r.init_acks += 1,
-            Ok(Packet::Data { .. }) => r.data += 1,
+            Ok(Packet::Data { .. } | Packet::More { .. }) => r.data += 1,
             _ => r.other += 1,
         }
     }
@@ -268,6 +286,32 @@ fn forged_packets_change_nothing_while_a_real_exchange_completes() {
                     let _ = s.send_to(&data(theirs, wire::CHANNEL_REPLY, seq, &m, p), a0);
                     seq += 1;
                 }
+                // a Long reply in two fragments, the second with the short
+                // header; then a later fragment of no message, and one
+                // past its message's end
+                let m = answer_meta(MsgKind::User, Category::Long, txn);
+                let reply = wire::CHANNEL_REPLY;
+                let first = |seq, msg_len| {
+                    let c = Common {
+                        vtag: theirs,
+                        channel: reply,
+                        seq,
+                        ..Default::default()
+                    };
+                    let mut d = Vec::new();
+                    wire::encode_data(&mut d, &I, &c, &m, msg_len, 0, &[0xEE; 64]);
+                    d
+                };
+                for d in [
+                    first(seq, 128),
+                    more(theirs, reply, seq + 1, 64, &[0xEE; 64]),
+                    more(theirs, reply, seq + 2, 4096, &[0xEE; 64]),
+                    first(seq + 3, 96),
+                    more(theirs, reply, seq + 4, 64, &[0xEE; 200]),
+                ] {
+                    let _ = s.send_to(&d, a0);
+                }
+                seq += 5;
             }
             // an INIT now and then
             let mut init = Vec::new();

@@ -142,7 +142,10 @@ fn same_key_associates_and_every_packet_carries_the_mac() {
             (Ok(p), Err(_)) => assert!(
                 !matches!(
                     p,
-                    Packet::Data { .. } | Packet::Ack { .. } | Packet::Nack { .. }
+                    Packet::Data { .. }
+                        | Packet::More { .. }
+                        | Packet::Ack { .. }
+                        | Packet::Nack { .. }
                 ),
                 "{p:?} under the job key"
             ),

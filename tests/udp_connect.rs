@@ -159,7 +159,9 @@ fn without_a_mac_packets_leave_from_an_announced_port_once_taken_and_an_abort_th
                     );
                     break;
                 }
-                Ok(Packet::Data { .. }) => panic!("DATA in the association the peer ended"),
+                Ok(Packet::Data { .. } | Packet::More { .. }) => {
+                    panic!("DATA in the association the peer ended")
+                }
                 _ => {}
             }
         }

@@ -91,7 +91,7 @@ fn acks_only(bytes: &[u8]) -> bool {
     let mut ack = false;
     wire::any_packet(bytes, |p| {
         match p {
-            Packet::Data { .. } => data = true,
+            Packet::Data { .. } | Packet::More { .. } => data = true,
             Packet::Ack { .. } => ack = true,
             _ => {}
         }

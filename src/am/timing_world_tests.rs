@@ -349,8 +349,10 @@ fn a_stream_of_64_kib_long_requests_sends_each_last_fragment_with_the_next_first
         {
             let (c, a0) = (counts.clone(), n0.ep.addr());
             w.tap(move |src, _, bytes| {
-                if src == a0 && wire::any_packet(bytes, |p| matches!(p, wire::Packet::Data { .. }))
-                {
+                let data = |p: &wire::Packet<'_>| {
+                    matches!(p, wire::Packet::Data { .. } | wire::Packet::More { .. })
+                };
+                if src == a0 && wire::any_packet(bytes, data) {
                     let mut c = c.lock();
                     c.0 += 1;
                     c.1 += wire::packets(&Integrity::Crc32c, bytes).count() as u64;

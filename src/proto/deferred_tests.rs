@@ -105,16 +105,17 @@ fn later_fragments_are_checked_where_they_are_copied_placed_or_gathered() {
 #[test]
 fn a_fragment_damaged_anywhere_is_dropped_and_its_sound_copy_completes_the_message() {
     let (d, _) = datagrams();
-    // the second datagram: one later fragment alone (header, one argument,
+    // the second datagram: one later fragment alone (its short header,
     // payload, trailer)
     let victim = 1;
     let len = d[victim].len();
-    let header = crate::wire::DATA_HEADER_LEN + 4;
+    let header = crate::wire::MORE_HEADER_LEN;
     let at: Vec<usize> = [
         3,
         13,
         16,
         20,
+        32,
         36,
         50,
         60,

@@ -92,6 +92,8 @@ mod intake;
 #[cfg(any(test, feature = "testing"))]
 mod invariants;
 mod limits;
+#[cfg(test)]
+mod more_tests;
 mod out_msg;
 mod outbox;
 #[cfg(test)]

@@ -142,7 +142,7 @@ fn a_message_of_several_full_fragments_is_not_cut_and_its_tail_is_joined() {
     let lens = [1 << 20, 65_536, 65_536, 10];
     let (d, mut n) = burst(&lens, 2, false);
     assert!(d.iter().all(|x| x.len() <= MAX));
-    // the 1 MiB's last fragment (1,312 bytes: its later fragments' short
+    // the 1 MiB's last fragment (~1.2 KiB: its later fragments' short
     // headers left it under `GATHER_MIN`) rides with the next message
     assert!(d[..18].iter().all(|x| x.len() == MAX), "{:?}", sizes(&d));
     // unpacked: 18 + 3 + 3 + 1

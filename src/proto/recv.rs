@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use super::event::Event;
 use super::limits::{MAX_MESSAGE, MAX_WINDOW};
 use super::outbox::Outbox;
+pub use super::recv_frag::{held_cost, HeldPacket, InFrag};
 use super::send::seq_diff;
 use super::stats;
 use crate::time::{Instant, Nanos};
-pub use super::recv_frag::{held_cost, HeldPacket, InFrag};
 use crate::wire::{Category, MsgKind, MsgMeta, Placed, CHANNEL_REPLY, CHANNEL_REQUEST};
 
 /// Whether a packet ahead of a gap may be delivered at once rather than

@@ -48,4 +48,3 @@ impl InFrag<'_> {
         self.meta.is_none() || self.msg_len == len
     }
 }
-

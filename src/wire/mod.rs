@@ -23,6 +23,8 @@ pub mod layout;
 mod layout_tests;
 pub mod mac;
 mod message;
+#[cfg(test)]
+mod more_tests;
 mod packet;
 mod polyhash;
 
@@ -41,10 +43,10 @@ pub use encode::{encode_cookie_echo, encode_init, encode_init_ack};
 pub use frame::any_packet;
 pub use frame::{association_vtag, packets, MAX_BUNDLE};
 pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
-pub use layout::{DATA_HEADER_LEN, MORE_HEADER_LEN};
 #[cfg(any(test, feature = "testing"))]
 pub use layout::{ACK_LEN, COMMON_LEN, INIT_ACK_LEN};
 pub use layout::{ADDR_LEN, MAX_LISTED};
+pub use layout::{DATA_HEADER_LEN, MORE_HEADER_LEN};
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
 pub use packet::{Addrs, Common, Packet};
 

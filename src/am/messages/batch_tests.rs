@@ -42,20 +42,39 @@ fn watch_copies(w: &World) -> (Seen, Copies) {
     let copies: Copies = Default::default();
     let (s, c) = (seen.clone(), copies.clone());
     let mut sent_before = std::collections::HashSet::new();
+    // each message's first sequence number, by association and epoch: a
+    // later fragment (`Packet::More`) names no request, it belongs to the
+    // message that starts last before it
+    let mut starts = std::collections::BTreeMap::new();
     w.tap(move |_, to, d| {
         let integ = Integrity::default();
         let mut reqs = Vec::new();
         for p in packets(&integ, d) {
-            if let Ok(Packet::Data { common, meta, .. }) = p.and_then(|p| decode(&integ, p)) {
-                if common.channel != CHANNEL_REQUEST {
-                    continue;
+            let (common, r) = match p.and_then(|p| decode(&integ, p)) {
+                Ok(Packet::Data { common, meta, .. }) => {
+                    let r = (meta.handler as u32, meta.args[0]);
+                    if common.channel == CHANNEL_REQUEST {
+                        starts.insert((to, common.vtag, common.epoch, common.seq), r);
+                    }
+                    (common, r)
                 }
-                let r = (meta.handler as u32, meta.args[0]);
-                if sent_before.insert((to, common.vtag, common.epoch, common.seq)) {
-                    reqs.push(r);
-                } else {
-                    c.lock().push(r);
+                Ok(Packet::More { common, .. }) => {
+                    let key = (to, common.vtag, common.epoch, common.seq);
+                    let first = (to, common.vtag, common.epoch, 0);
+                    match starts.range(first..=key).next_back() {
+                        Some((_, &r)) => (common, r),
+                        None => continue,
+                    }
                 }
+                _ => continue,
+            };
+            if common.channel != CHANNEL_REQUEST {
+                continue;
+            }
+            if sent_before.insert((to, common.vtag, common.epoch, common.seq)) {
+                reqs.push(r);
+            } else {
+                c.lock().push(r);
             }
         }
         if !reqs.is_empty() {

@@ -238,7 +238,7 @@ fn a_message_whose_segment_is_replaced_between_its_fragments_writes_no_more() {
     let to = e1.addr();
     w.hold(move |_, dst, d| {
         dst == to
-            && any_packet(d, |p| matches!(p, Packet::Data { .. }))
+            && any_packet(d, |p| matches!(p, Packet::More { .. }))
             && !any_packet(d, |p| matches!(p, Packet::Data { frag_off: 0, .. }))
     });
     let n = 200_000;
