@@ -168,14 +168,17 @@ fn fragment_counts_at_the_edges() {
     let mut duo = Duo::new(cfg);
     let cap = duo.p[0].fragment_capacity(3);
     assert_eq!(cap, 1500 - wire::DATA_HEADER_LEN - 12 - wire::CRC_LEN);
+    // a later fragment has the short header: 28 + 12 bytes more room
+    let more = 1500 - wire::MORE_HEADER_LEN - wire::CRC_LEN;
+    assert_eq!(more, cap + 40);
     for (k, (len, frags)) in [
         (0, 1),
         (1, 1),
         (cap - 1, 1),
         (cap, 1),
         (cap + 1, 2),
-        (2 * cap, 2),
-        (2 * cap + 1, 3),
+        (cap + more, 2),
+        (cap + more + 1, 3),
     ]
     .into_iter()
     .enumerate()
