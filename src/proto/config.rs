@@ -146,7 +146,9 @@ impl ProtoConfig {
         self.peer_timeout.saturating_mul(6)
     }
 
-    /// Bytes of payload one datagram carries for a message with `nargs` arguments.
+    /// Bytes of payload one datagram carries in the first packet of a
+    /// message with `nargs` arguments (a later one carries more:
+    /// `more_capacity_in`).
     pub fn fragment_capacity(&self, nargs: usize) -> usize {
         self.capacity_in(self.max_datagram, nargs)
     }

@@ -346,7 +346,11 @@ fn a_later_fragment_of_an_xfer_or_a_medium_carries_at_least_25_bytes_more() {
     use wire::layout::{read_u32, FLAGS_AT, FLAG_MORE, FRAG_LEN_AT, MORE_LEN_AT};
     for mac in [true, false] {
         let c = cfg(mac);
-        let trailer = if mac { wire::MAC_TRAILER_LEN } else { wire::CRC_LEN };
+        let trailer = if mac {
+            wire::MAC_TRAILER_LEN
+        } else {
+            wire::CRC_LEN
+        };
         for (what, cat, len) in [
             ("1 MiB Xfer", Category::Long, 1 << 20),
             ("8 KiB Medium", Category::Medium, 8192),

@@ -1,6 +1,9 @@
 //! The receiving half of one reliable channel: the next expected sequence
 //! number, packets held ahead of a gap (SACKed), refusals for want of
-//! buffer, message reassembly, and the ACK owed.
+//! buffer, message reassembly, and the ACK owed. A later fragment's short
+//! header (`wire::Packet::More`) says only where its bytes lie: it means
+//! something only taken in order, as the next bytes of the message being
+//! reassembled; ahead of a gap it is held, unread, as any packet.
 
 use std::collections::BTreeMap;
 
