@@ -18,6 +18,10 @@ fn main() {
         wire::encode_data(&mut d, &i, &c, &m, 16, 0, &[0xAB; 16]);
         pk.push(d);
     }
+    // a later fragment: the short header (wire version 5)
+    let mut d = Vec::new();
+    wire::encode_more(&mut d, &i, &c, 16, &[0xCD; 16]);
+    pk.push(d);
     let mut d = Vec::new();
     wire::encode_ack(&mut d, &i, &c, 5);
     pk.push(d);
