@@ -42,8 +42,8 @@ fn hiccups(
 /// The server, then the client, off the CPU 1.5 to 3 probe times (on the
 /// simulated LAN's 40 us round trip: 200-400 us) about every 2 ms, over
 /// 4000 round trips: after the first few, the hiccups cost next to no
-/// copies (main: one copy per hiccup, 0.7-1.0 each), and the round trips
-/// are as long as before.
+/// copies: 7-9 copies and as many ACKs on their own in 91-92 hiccups
+/// (main, seed 1, the server's: 103 copies, 102 ACKs on their own in 91).
 #[test]
 fn hiccups_of_a_peer_a_little_longer_than_the_probe_cost_few_copies() {
     for seed in seeds(3) {
