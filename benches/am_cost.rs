@@ -118,6 +118,21 @@ fn flag_pair(iters: usize) -> f64 {
     v[v.len() / 2]
 }
 
+/// What a loss-free ping-pong should not need: packets resent (each end's
+/// timers fired before the answer came) and ACKs sent on their own.
+fn resent_and_acks(e0: &am::Endpoint, e1: &am::Endpoint) -> String {
+    let (a, b) = (e0.statistics(), e1.statistics());
+    format!(
+        "requester: packets sent {} resent {} standalone ACKs {}; target: packets sent {} resent {} standalone ACKs {}",
+        a.packets_sent,
+        a.packets_retransmitted,
+        a.acks_sent,
+        b.packets_sent,
+        b.packets_retransmitted,
+        b.acks_sent
+    )
+}
+
 fn main() {
     let iters: usize = std::env::var("ITERS")
         .ok()
@@ -255,6 +270,7 @@ fn main() {
             q(0.9),
             q(0.5) / flag
         );
+        println!("{}", resent_and_acks(&e0, &e1));
         return;
     }
     // BUNDLE=1: every poll AM_Poll's, of the bundle holding both ends
@@ -281,4 +297,5 @@ fn main() {
     }
     let rampt = t.elapsed().as_nanos() as f64 / iters as f64;
     println!("one thread, loopback: raw UDP {raw:.0} ns per round trip, ramp {rampt:.0} ns, ramp's own work {:.0} ns", rampt - raw);
+    println!("{}", resent_and_acks(&e0, &e1));
 }

@@ -498,3 +498,6 @@ mod slice;
 
 #[path = "pipe_world_tests.rs"]
 mod pipe;
+
+#[path = "hiccup_world_tests.rs"]
+mod hiccup;

@@ -53,6 +53,18 @@ pub struct RttEstimator {
     /// Prompt answers to retransmissions (real losses) left before the
     /// floor is dropped (after RFC 8985's reo_wnd_persist).
     floor_persist: u32,
+    /// Learnt from copies the receiver reported needless and answered
+    /// promptly after the copy (`on_needless_copy`): the peer was away a
+    /// little longer than the probe's time (a hiccup of its host: a task
+    /// woken on its core, a virtual CPU's steal) or its answer was lost.
+    /// The first probe waits for it while most copies were needless and
+    /// real losses rare (as for `floor`); prompt round trips do not drop
+    /// it (hiccups come between them), `FLOOR_PERSIST` real losses do.
+    /// At most `HICCUP_CAP_PROBES` probe times.
+    hiccup: Nanos,
+    /// Prompt answers to retransmissions (real losses) left before
+    /// `hiccup` is dropped.
+    hiccup_persist: u32,
     /// The shortest round trip sampled: what a prompt answer takes.
     min_rtt: Option<Nanos>,
     /// The longest prompt round trip (`is_prompt`): 4 shortest round
@@ -144,6 +156,12 @@ const FLOOR_PERSIST: u32 = 16;
 /// of tens of ms a random loss then took a quarter of a second.
 const NEEDLESS_CAP_RTO_MIN: u64 = 4;
 
+/// `hiccup` is at most this many prompt answers' times (the probe's own):
+/// a peer away longer is the floor's (`on_needless_copy`), and a lost
+/// answer taken for a hiccup now and then (it too makes a needless copy)
+/// delays a real loss's probe this much at most.
+const HICCUP_CAP_PROBES: u64 = 8;
+
 /// Clock granularity term of RFC 6298 (G).
 const GRANULARITY: Nanos = 1_000;
 
@@ -159,6 +177,8 @@ impl RttEstimator {
             ack_delay: 0,
             floor: 0,
             floor_persist: 0,
+            hiccup: 0,
+            hiccup_persist: 0,
             min_rtt: None,
             prompt_max: Nanos::MAX,
             prompt_run: 0,
@@ -441,7 +461,7 @@ impl RttEstimator {
     fn first_probe_of(&self, pto: Nanos, rto: Nanos) -> Nanos {
         let pto = self.first_probe(pto);
         let pto = if self.needless_share >= PROBE_WAITS_FOR_FLOOR && self.loss_rate < LOSSY {
-            pto.max(self.floor)
+            pto.max(self.floor).max(self.hiccup)
         } else {
             pto
         };
@@ -486,6 +506,12 @@ impl RttEstimator {
     /// A retransmission repaired a real loss: the floor is dropped after
     /// `FLOOR_PERSIST` of them.
     fn real_loss_repaired(&mut self) {
+        if self.hiccup_persist > 0 {
+            self.hiccup_persist -= 1;
+            if self.hiccup_persist == 0 {
+                self.hiccup = 0;
+            }
+        }
         if self.floor_persist > 0 {
             self.floor_persist -= 1;
             if self.floor_persist == 0 {
@@ -502,19 +528,30 @@ impl RttEstimator {
     /// `NEEDLESS_CAP_RTO_MIN` minimum RTOs. It lasts until 16 prompt
     /// answers to retransmissions (real losses), or 16 prompt round trips
     /// in a row (the peer runs again): a peer descheduled once does not
-    /// make loss slow to repair for good. Answered promptly (an ACK was lost, or the peer woke
-    /// just after the copy went), nothing is learnt, but the copy does not
+    /// make loss slow to repair for good. Answered promptly (an ACK was
+    /// lost, or the peer woke just after the copy went: a hiccup of its
+    /// host), the floor learns nothing, but the probe does (`hiccup`):
+    /// the first copy's answer took `since_first`, and a peer away that
+    /// long now and then, while few losses are real, costs a copy each
+    /// time (a loss-free ping-pong beside an operating system's hiccups
+    /// resent a copy in every few hundred round trips). The copy does not
     /// count as a real loss either (`on_retransmit_answered` counted it so).
     pub fn on_needless_copy(&mut self, since_last: Nanos, since_first: Nanos) {
         // not a loss after all (`on_retransmit_answered` counted it one)
         self.loss_rate = self.loss_rate.saturating_sub(LOSS_STEP);
-        if self.prompt_answer().is_none_or(|p| since_last <= p) {
+        let Some(prompt) = self.prompt_answer() else {
+            return;
+        };
+        self.needless_share = (self.needless_share + 256 / 8).min(256);
+        if since_last <= prompt {
             if self.floor > 0 {
                 self.floor_persist = (self.floor_persist + 1).min(FLOOR_PERSIST);
             }
+            let cap = HICCUP_CAP_PROBES.saturating_mul(prompt);
+            self.hiccup = self.hiccup.max(since_first + since_first / 4).min(cap);
+            self.hiccup_persist = FLOOR_PERSIST;
             return;
         }
-        self.needless_share = (self.needless_share + 256 / 8).min(256);
         let cap = NEEDLESS_CAP_RTO_MIN.saturating_mul(self.min).min(self.max);
         self.floor = self.floor.max(since_first + since_first / 4).min(cap);
         self.floor_persist = FLOOR_PERSIST;

@@ -307,3 +307,65 @@ fn timers_of_one_look_and_the_kept_prompt_limit_agree_with_the_estimate() {
         }
     }
 }
+
+/// Copies reported needless and answered promptly after them (a peer away
+/// a little longer than the probe's time: its host's hiccups; or a lost
+/// answer): the floor learns nothing, the first probe does once most
+/// copies were needless (`hiccup`, at most 8 probe times); prompt round
+/// trips between hiccups keep it, 16 real losses drop it, frequent real
+/// losses make the probe prompt meanwhile.
+#[test]
+fn needless_copies_answered_promptly_teach_the_probe_the_peers_hiccups() {
+    let mut r = RttEstimator::new(20_000_000, 5_000_000, 1_000_000_000).with_ack_delay(25_000);
+    for _ in 0..50 {
+        r.sample(10_000);
+    }
+    let pto = r.probe_timeout().unwrap();
+    assert!((70_000..=80_000).contains(&pto), "{pto}");
+    // the peer away a little longer than the probe now and then: the
+    // copy (at the probe's time) answered 60 us after it
+    let first = pto + 60_000;
+    let hiccup = |r: &mut RttEstimator| {
+        r.on_retransmit_answered(60_000, first);
+        r.on_needless_copy(60_000, first);
+    };
+    let mut copies = 0;
+    while r.probe_timeout() == Some(pto) {
+        hiccup(&mut r);
+        copies += 1;
+        assert!(copies < 10, "the probe never learnt the hiccups");
+    }
+    assert!(copies >= 4, "one hiccup is not a habit: {copies}");
+    assert_eq!(r.floor(), 0, "the floor learns nothing from them");
+    let learnt = first + first / 4;
+    assert_eq!(
+        r.probe_timeout(),
+        Some(learnt),
+        "a quarter more than the answer took"
+    );
+    assert_eq!(r.rto(), 5_000_000, "nor the RTO");
+    // prompt round trips between hiccups keep it
+    for _ in 0..1000 {
+        r.sample(10_000);
+    }
+    assert_eq!(r.probe_timeout(), Some(learnt));
+    // longer hiccups raise it, at most to 8 probe times
+    for _ in 0..20 {
+        let first = 10 * pto;
+        r.on_retransmit_answered(pto, first);
+        r.on_needless_copy(pto, first);
+    }
+    assert_eq!(r.probe_timeout(), Some(8 * pto));
+    // real losses (copies answered promptly, not reported twice): the
+    // probe is prompt again after a few, and 16 drop what was learnt
+    let mut real = 0;
+    while r.probe_timeout() != Some(pto) {
+        r.on_retransmit_answered(20_000, 100_000);
+        real += 1;
+        assert!(real < 10, "real losses never made the probe prompt");
+    }
+    for _ in real..FLOOR_PERSIST {
+        r.on_retransmit_answered(20_000, 100_000);
+    }
+    assert_eq!(r.hiccup, 0, "16 real losses");
+}
