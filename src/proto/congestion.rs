@@ -105,6 +105,14 @@ const BURST_TIME: Nanos = 100 * MICROS;
 /// The least round trip is the least over two windows of this length
 /// (a route that changes is learned within two of them).
 const MIN_RTT_WINDOW: Nanos = 10_000 * MILLIS;
+/// How long a congestion loss lets delay hold the window's growth (the
+/// delay-ended slow start, `QUEUED_SLOWDOWN`): without one that long, a
+/// queue is taken for one no loss has shown to overflow (a receiver's
+/// socket, a loopback path: credits bound it) and the window grows as
+/// HyStart++'s conservative slow start, `1/CSS_DIVISOR` of slow start's.
+const CONGESTED_FOR: Nanos = MIN_RTT_WINDOW;
+/// Conservative slow start (RFC 9406): 1.25 times the window per round trip.
+const CSS_DIVISOR: u64 = 16;
 /// Fixed-point shift of the pacing cost per byte.
 const PACE_SHIFT: u32 = 16;
 /// Pacing rates from 2.5 GB/s (20 Gbit/s: 64 KiB in 26 us) are not
@@ -240,6 +248,8 @@ pub struct Congestion {
     recovery: Option<Instant>,
     /// Window and threshold before the last retransmission timeout.
     undo: Option<(u64, u64)>,
+    /// When the last loss taken as congestion was (`CONGESTED_FOR`).
+    congested: Option<Instant>,
     /// Smoothed round trip (1/8 gain) and the least lately.
     srtt: Option<Nanos>,
     min_rtt: WindowedMin,
@@ -278,6 +288,7 @@ impl Congestion {
             max_cwnd,
             recovery: None,
             undo: None,
+            congested: None,
             srtt: None,
             min_rtt: WindowedMin::new(),
             standing: WindowedMin::new(),
@@ -388,7 +399,7 @@ impl Congestion {
         // (tested here: the usual ACK, of a window that does not limit
         // the flow, makes no call)
         if n.delivered > 0 && !self.unlimited(n.delivered, in_flight) {
-            self.on_delivered(n.delivered, in_flight);
+            self.on_delivered(now, n.delivered, in_flight);
         }
     }
 
@@ -469,7 +480,13 @@ impl Congestion {
         };
     }
 
-    fn on_delivered(&mut self, bytes: u64, in_flight: u64) {
+    /// Whether a loss taken as congestion was lately (`CONGESTED_FOR`).
+    pub fn congested(&self, now: Instant) -> bool {
+        self.congested
+            .is_some_and(|at| now.since(at) < CONGESTED_FOR)
+    }
+
+    fn on_delivered(&mut self, now: Instant, bytes: u64, in_flight: u64) {
         if !self.on || self.unlimited(bytes, in_flight) {
             return;
         }
@@ -482,6 +499,13 @@ impl Congestion {
                 // late answers look like a queue too)
                 self.ssthresh = self.cwnd;
             }
+        } else if !self.congested(now) {
+            // no loss has shown the queue to overflow lately: a queue
+            // that only grows the round trip (a receiver's socket, bounded
+            // by credits) does not hold the window below what credits let
+            // go; growth as HyStart++'s conservative slow start, until a
+            // loss taken as congestion
+            self.cwnd += bytes / CSS_DIVISOR;
         } else {
             self.acked += bytes;
             if self.acked >= self.cwnd {
@@ -519,6 +543,11 @@ impl Congestion {
         self.undo = None;
         // (a window of few large datagrams: half of it queued is congestion)
         let random = (RANDOM_BACKLOG * self.mss).min(self.cwnd / 2);
+        // the first congestion loss of a window grown past its queue's
+        // delay signal without loss (`CONGESTED_FOR`): that queue does
+        // overflow, and the window goes back to where delay said it began
+        // (the probe cost one overflow, not a standing full queue)
+        let probed = (!self.congested(now) && self.ssthresh < self.cwnd).then_some(self.ssthresh);
         let beta = if self.backlog() < random {
             self.counts.random_losses += 1;
             s.cc_random_losses += 1;
@@ -526,9 +555,14 @@ impl Congestion {
         } else {
             self.counts.reductions += 1;
             s.cc_reductions += 1;
+            self.congested = Some(now);
             BETA_CONGESTION
         };
-        self.cwnd = (self.cwnd * beta / 16).max(self.min_cwnd);
+        let mut cwnd = self.cwnd * beta / 16;
+        if beta == BETA_CONGESTION {
+            cwnd = cwnd.min(probed.unwrap_or(u64::MAX));
+        }
+        self.cwnd = cwnd.max(self.min_cwnd);
         self.ssthresh = self.cwnd;
         self.acked = 0;
         self.update_pacing();
