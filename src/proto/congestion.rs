@@ -11,12 +11,9 @@
 //!   queue), then `INCREASE` bytes more per window acknowledged
 //!   (`QUEUED_SLOWDOWN` times less while that queue is held, after Veno);
 //!   grown only while the flight used at least half of it (RFC 7661).
-//!   Delay holds it only where a loss showed the queue overflows (one
-//!   taken as congestion in the last `CONGESTED_FOR`); else it grows as
-//!   conservative slow start (RFC 9406), and that probe's first congestion
-//!   loss takes it back to where delay ended slow start. (A receiver's
-//!   socket on loopback: the round trip grows with the flight, no drop;
-//!   held, bulk Xfers had 600-700 KiB of the 2 MiB their credits allow.)
+//!   A queue under `PROBE_DELAY` holds it only once a loss showed it
+//!   overflows (loopback's receiver socket never does); else it is probed
+//!   (RFC 9406's conservative slow start) until a congestion loss.
 //!   The initial window is 4 largest datagrams (at least 64 KiB).
 //! - Bytes in flight are the send channels' exact counters
 //!   (`SendChannel::outstanding`: sent, not acknowledged, SACKed or taken
@@ -113,9 +110,11 @@ const BURST_TIME: Nanos = 100 * MICROS;
 const MIN_RTT_WINDOW: Nanos = 10_000 * MILLIS;
 /// How long a congestion loss lets delay hold the window's growth.
 const CONGESTED_FOR: Nanos = MIN_RTT_WINDOW;
-/// Growth past a queue no loss has shown, per window acknowledged: 1/16
-/// of the window (RFC 9406's 1/4: four senders' probes overflowed
-/// an incast's queue more).
+/// The queue delay a probe stops at (a shaped link's 30 ms is not probed,
+/// loopback's 2 MiB of credits at 500 MB/s, 4 ms, is; CoDel's target: 5).
+const PROBE_DELAY: Nanos = 10 * MILLIS;
+/// A probe's growth per window acknowledged: 1/16 of it (RFC 9406's 1/4
+/// overflowed an incast's queue more).
 const CSS_DIVISOR: u64 = 16;
 /// Fixed-point shift of the pacing cost per byte.
 const PACE_SHIFT: u32 = 16;
@@ -503,9 +502,11 @@ impl Congestion {
                 // late answers look like a queue too)
                 self.ssthresh = self.cwnd;
             }
-        } else if !self.congested(now) {
-            // no loss showed the queue overflows (a receiver's socket,
-            // bounded by credits, only grows the round trip): probe on
+        } else if !self.congested(now)
+            && self.srtt.unwrap_or(0) < self.min_rtt().unwrap_or(0) + PROBE_DELAY
+        {
+            // no loss showed this short queue overflows (a receiver's
+            // socket, bounded by credits, only grows the round trip)
             self.cwnd += bytes / CSS_DIVISOR;
         } else {
             self.acked += bytes;
@@ -544,8 +545,7 @@ impl Congestion {
         self.undo = None;
         // (a window of few large datagrams: half of it queued is congestion)
         let random = (RANDOM_BACKLOG * self.mss).min(self.cwnd / 2);
-        // a probe's first congestion loss: back to where delay ended slow
-        // start (one overflow, not a standing full queue)
+        // a probe's first congestion loss: back to where slow start ended
         let probed = match self.congested(now) || self.ssthresh >= self.cwnd {
             false => self.ssthresh,
             true => u64::MAX,

@@ -333,3 +333,20 @@ fn a_queue_that_overflowed_holds_the_window_again() {
     windows(&mut c, at, 2_000 * MICROS, 1);
     assert_eq!(c.cwnd(), w + w / CSS_DIVISOR);
 }
+
+/// A queue longer than `PROBE_DELAY` (a shaped link's 30 ms) is not
+/// probed even before any loss: delay holds the window as before.
+#[test]
+fn a_long_queue_holds_the_window_without_a_loss() {
+    let mut c = cc();
+    c.on_handshake_rtt(t(0), 40 * MICROS);
+    let mut at = windows(&mut c, 10, 560 * MICROS, 1);
+    for _ in 0..40 {
+        at += 1_000;
+        c.on_news(t(at), &news(0, Some(20_000 * MICROS)), 0, &mut S.clone());
+    }
+    let w = c.cwnd();
+    windows(&mut c, at, 20_000 * MICROS, 1);
+    assert_eq!(c.cwnd(), w + INCREASE / QUEUED_SLOWDOWN);
+    assert!(!c.congested(t(at)));
+}
