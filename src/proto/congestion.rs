@@ -484,7 +484,7 @@ impl Congestion {
     }
 
     /// Whether a loss taken as congestion was lately (`CONGESTED_FOR`).
-    pub fn congested(&self, now: Instant) -> bool {
+    fn congested(&self, now: Instant) -> bool {
         self.congested
             .is_some_and(|at| now.since(at) < CONGESTED_FOR)
     }
@@ -545,7 +545,7 @@ impl Congestion {
         self.undo = None;
         // (a window of few large datagrams: half of it queued is congestion)
         let random = (RANDOM_BACKLOG * self.mss).min(self.cwnd / 2);
-        // a probe's first congestion loss: back to where slow start ended
+        // a probe's first congestion loss: back to where avoidance began
         let probed = match self.congested(now) || self.ssthresh >= self.cwnd {
             false => self.ssthresh,
             true => u64::MAX,
