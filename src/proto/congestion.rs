@@ -11,9 +11,8 @@
 //!   queue), then `INCREASE` bytes more per window acknowledged
 //!   (`QUEUED_SLOWDOWN` times less while that queue is held, after Veno);
 //!   grown only while the flight used at least half of it (RFC 7661).
-//!   A queue under `PROBE_DELAY` holds it only once a loss showed it
-//!   overflows (loopback's receiver socket never does); else it is probed
-//!   (RFC 9406's conservative slow start) until a congestion loss.
+//!   A queue under `PROBE_DELAY` no loss showed to overflow (loopback's
+//!   receiver socket) is probed (RFC 9406) until a congestion loss or NACK.
 //!   The initial window is 4 largest datagrams (at least 64 KiB).
 //! - Bytes in flight are the send channels' exact counters
 //!   (`SendChannel::outstanding`: sent, not acknowledged, SACKed or taken
@@ -108,13 +107,10 @@ const BURST_TIME: Nanos = 100 * MICROS;
 /// The least round trip is the least over two windows of this length
 /// (a route that changes is learned within two of them).
 const MIN_RTT_WINDOW: Nanos = 10_000 * MILLIS;
-/// How long a congestion loss lets delay hold the window's growth.
-const CONGESTED_FOR: Nanos = MIN_RTT_WINDOW;
-/// The queue delay a probe stops at (a shaped link's 30 ms is not probed,
-/// loopback's 2 MiB of credits at 500 MB/s, 4 ms, is; CoDel's target: 5).
+const CONGESTED_FOR: Nanos = MIN_RTT_WINDOW; // a loss holds growth this long
+/// The queue delay a probe stops at (a shaped link's 30 ms is not probed).
 const PROBE_DELAY: Nanos = 10 * MILLIS;
-/// A probe's growth per window acknowledged: 1/16 of it (RFC 9406's 1/4
-/// overflowed an incast's queue more).
+/// A probe's growth per window acknowledged (RFC 9406's 4: incast worse).
 const CSS_DIVISOR: u64 = 16;
 /// Fixed-point shift of the pacing cost per byte.
 const PACE_SHIFT: u32 = 16;
@@ -483,7 +479,7 @@ impl Congestion {
         };
     }
 
-    /// Whether a loss taken as congestion was lately (`CONGESTED_FOR`).
+    /// Whether a congestion loss (or NACK) was lately (`CONGESTED_FOR`).
     fn congested(&self, now: Instant) -> bool {
         self.congested
             .is_some_and(|at| now.since(at) < CONGESTED_FOR)
@@ -505,8 +501,7 @@ impl Congestion {
         } else if !self.congested(now)
             && self.srtt.unwrap_or(0) < self.min_rtt().unwrap_or(0) + PROBE_DELAY
         {
-            // no loss showed this short queue overflows (a receiver's
-            // socket, bounded by credits, only grows the round trip)
+            // no loss showed this short queue overflows: probe it
             self.cwnd += bytes / CSS_DIVISOR;
         } else {
             self.acked += bytes;
@@ -546,10 +541,7 @@ impl Congestion {
         // (a window of few large datagrams: half of it queued is congestion)
         let random = (RANDOM_BACKLOG * self.mss).min(self.cwnd / 2);
         // a probe's first congestion loss: back to where avoidance began
-        let probed = match self.congested(now) || self.ssthresh >= self.cwnd {
-            false => self.ssthresh,
-            true => u64::MAX,
-        };
+        let probe = !self.congested(now) && self.ssthresh < self.cwnd;
         let (beta, cap) = if self.backlog() < random {
             self.counts.random_losses += 1;
             s.cc_random_losses += 1;
@@ -558,12 +550,20 @@ impl Congestion {
             self.counts.reductions += 1;
             s.cc_reductions += 1;
             self.congested = Some(now);
-            (BETA_CONGESTION, probed)
+            (BETA_CONGESTION, [u64::MAX, self.ssthresh][probe as usize])
         };
         self.cwnd = (self.cwnd * beta / 16).min(cap).max(self.min_cwnd);
         self.ssthresh = self.cwnd;
         self.acked = 0;
         self.update_pacing();
+    }
+
+    /// A NACK (the receiver's buffers full): a probe went past them.
+    pub fn on_nack(&mut self, now: Instant) {
+        if self.on && !self.congested(now) && self.ssthresh < self.cwnd {
+            self.cwnd = self.ssthresh.max(self.min_cwnd);
+            self.congested = Some(now);
+        }
     }
 
     /// A retransmission timeout at `now`: the window collapses.
