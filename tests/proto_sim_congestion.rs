@@ -415,3 +415,90 @@ fn credits_and_windows_both_ways_under_loss_never_stall_and_replies_go_first() {
         assert!(p99 < 4 * queue_delay, "seed {seed}: p99 {p99}");
     }
 }
+
+/// A loss-free path with no bottleneck but the receiver itself, as over
+/// loopback: a single-threaded receiver takes each 64 KiB datagram in
+/// turn (here 500 MB/s, 131 us each), its socket's queue holds all that
+/// credits let be outstanding (no drop), so the round trip grows with
+/// the flight. Slow start ends by delay (the queue is real), but with no
+/// loss and a queue under 10 ms the window must not be held there: it
+/// opens to what credits allow (32 messages of 64 KiB, `ramp bench`'s
+/// Xfer) within 100 ms. (Before: slow start ended by delay at 340 KiB,
+/// then 2 KiB more per window while the queue was held: 545 KiB at
+/// 100 ms, 830 KiB at 300 ms; `ramp bench` showed 641 KiB.)
+#[test]
+fn a_loss_free_path_whose_round_trip_grows_with_the_receivers_queue_opens_to_its_credits() {
+    let _watchdog = common::watchdog("proto_sim_congestion::loopback", Duration::from_secs(300));
+    const OUT: u64 = 32;
+    for seed in seeds(2) {
+        let mut net = net(2, seed, 0.0);
+        let rate = 500_000_000;
+        let link = net.bottleneck(Bottleneck::new(rate, 64 << 20), |_, to| to == 1);
+        let start = net.now();
+        let (check, stop) = (start.plus(100 * MILLIS), start.plus(300 * MILLIS));
+        let (mut sent, mut delivered, mut measured) = (0u64, 0u64, 0u64);
+        let mut life = Vec::new();
+        let mut next_look = start;
+        let mut at_check = None;
+        loop {
+            let now = net.now();
+            let sending = now < stop;
+            while sending && sent - delivered < OUT {
+                let k = sent as u32;
+                let p = payload(0, k, CHANNEL_REQUEST, LEN);
+                net.send(0, 1, CHANNEL_REQUEST, meta(0, k, LEN), p);
+                sent += 1;
+            }
+            while let Some(ev) = net.poll_event(1) {
+                let Event::Delivered { meta: m, .. } = ev else {
+                    panic!("seed {seed}: {ev:?}");
+                };
+                assert_eq!(m.args()[1] as u64, delivered, "seed {seed}: in order");
+                delivered += 1;
+                if now >= check && now < stop {
+                    measured += LEN as u64;
+                }
+            }
+            if now >= next_look {
+                next_look = now.plus(10 * MILLIS);
+                let (_, cc, flight) = net.node(0).paths().next().expect("a path");
+                let (cwnd, srtt) = (cc.cwnd(), cc.srtt().unwrap_or(0));
+                life.push(format!(
+                    "{}ms {}K/{}K {}us",
+                    now.since(start) / MILLIS,
+                    cwnd / 1024,
+                    flight / 1024,
+                    srtt / MICROS
+                ));
+                if now >= check && at_check.is_none() {
+                    at_check = Some(cwnd);
+                }
+            }
+            if !sending && delivered == sent {
+                break;
+            }
+            assert!(net.step(), "seed {seed}: idle with messages owed");
+        }
+        let goodput = measured as f64 / (stop.since(check) as f64 / SECOND as f64);
+        let path = net.node(0).paths_report();
+        let stats = net.link(link).stats;
+        println!(
+            "loopback-like, seed {seed}: goodput/rate {:.3}, queue drops {}, max queue delay \
+             {:.2} ms; window/in flight, srtt every 10 ms: {}; {}",
+            goodput / rate as f64,
+            stats.dropped,
+            stats.max_queue_delay as f64 / MILLIS as f64,
+            life.join(", "),
+            path.trim()
+        );
+        assert_eq!(stats.dropped, 0, "seed {seed}");
+        let cwnd = at_check.expect("looked at 100 ms");
+        assert!(
+            cwnd >= OUT * LEN as u64,
+            "seed {seed}: window {} KiB at 100 ms, credits allow {} KiB",
+            cwnd / 1024,
+            OUT * LEN as u64 / 1024
+        );
+        assert!(goodput >= 0.9 * rate as f64, "seed {seed}");
+    }
+}

@@ -11,6 +11,8 @@
 //!   queue), then `INCREASE` bytes more per window acknowledged
 //!   (`QUEUED_SLOWDOWN` times less while that queue is held, after Veno);
 //!   grown only while the flight used at least half of it (RFC 7661).
+//!   A queue under `PROBE_DELAY` no loss showed to overflow (loopback's
+//!   receiver socket) is probed (RFC 9406) until a congestion loss or NACK.
 //!   The initial window is 4 largest datagrams (at least 64 KiB).
 //! - Bytes in flight are the send channels' exact counters
 //!   (`SendChannel::outstanding`: sent, not acknowledged, SACKed or taken
@@ -105,6 +107,11 @@ const BURST_TIME: Nanos = 100 * MICROS;
 /// The least round trip is the least over two windows of this length
 /// (a route that changes is learned within two of them).
 const MIN_RTT_WINDOW: Nanos = 10_000 * MILLIS;
+const CONGESTED_FOR: Nanos = MIN_RTT_WINDOW; // a loss holds growth this long
+/// The queue delay a probe stops at (a shaped link's 30 ms is not probed).
+const PROBE_DELAY: Nanos = 10 * MILLIS;
+/// A probe's growth per window acknowledged (RFC 9406's 4: incast worse).
+const CSS_DIVISOR: u64 = 16;
 /// Fixed-point shift of the pacing cost per byte.
 const PACE_SHIFT: u32 = 16;
 /// Pacing rates from 2.5 GB/s (20 Gbit/s: 64 KiB in 26 us) are not
@@ -240,6 +247,8 @@ pub struct Congestion {
     recovery: Option<Instant>,
     /// Window and threshold before the last retransmission timeout.
     undo: Option<(u64, u64)>,
+    /// When the last loss taken as congestion was (`CONGESTED_FOR`).
+    congested: Option<Instant>,
     /// Smoothed round trip (1/8 gain) and the least lately.
     srtt: Option<Nanos>,
     min_rtt: WindowedMin,
@@ -278,6 +287,7 @@ impl Congestion {
             max_cwnd,
             recovery: None,
             undo: None,
+            congested: None,
             srtt: None,
             min_rtt: WindowedMin::new(),
             standing: WindowedMin::new(),
@@ -388,7 +398,7 @@ impl Congestion {
         // (tested here: the usual ACK, of a window that does not limit
         // the flow, makes no call)
         if n.delivered > 0 && !self.unlimited(n.delivered, in_flight) {
-            self.on_delivered(n.delivered, in_flight);
+            self.on_delivered(now, n.delivered, in_flight);
         }
     }
 
@@ -469,7 +479,13 @@ impl Congestion {
         };
     }
 
-    fn on_delivered(&mut self, bytes: u64, in_flight: u64) {
+    /// Whether a congestion loss (or NACK) was lately (`CONGESTED_FOR`).
+    fn congested(&self, now: Instant) -> bool {
+        self.congested
+            .is_some_and(|at| now.since(at) < CONGESTED_FOR)
+    }
+
+    fn on_delivered(&mut self, now: Instant, bytes: u64, in_flight: u64) {
         if !self.on || self.unlimited(bytes, in_flight) {
             return;
         }
@@ -482,6 +498,11 @@ impl Congestion {
                 // late answers look like a queue too)
                 self.ssthresh = self.cwnd;
             }
+        } else if !self.congested(now)
+            && self.srtt.unwrap_or(0) < self.min_rtt().unwrap_or(0) + PROBE_DELAY
+        {
+            // no loss showed this short queue overflows: probe it
+            self.cwnd += bytes / CSS_DIVISOR;
         } else {
             self.acked += bytes;
             if self.acked >= self.cwnd {
@@ -519,19 +540,30 @@ impl Congestion {
         self.undo = None;
         // (a window of few large datagrams: half of it queued is congestion)
         let random = (RANDOM_BACKLOG * self.mss).min(self.cwnd / 2);
-        let beta = if self.backlog() < random {
+        // a probe's first congestion loss: back to where avoidance began
+        let probe = !self.congested(now) && self.ssthresh < self.cwnd;
+        let (beta, cap) = if self.backlog() < random {
             self.counts.random_losses += 1;
             s.cc_random_losses += 1;
-            BETA_RANDOM
+            (BETA_RANDOM, u64::MAX)
         } else {
             self.counts.reductions += 1;
             s.cc_reductions += 1;
-            BETA_CONGESTION
+            self.congested = Some(now);
+            (BETA_CONGESTION, [u64::MAX, self.ssthresh][probe as usize])
         };
-        self.cwnd = (self.cwnd * beta / 16).max(self.min_cwnd);
+        self.cwnd = (self.cwnd * beta / 16).min(cap).max(self.min_cwnd);
         self.ssthresh = self.cwnd;
         self.acked = 0;
         self.update_pacing();
+    }
+
+    /// A NACK (the receiver's buffers full): a probe went past them.
+    pub fn on_nack(&mut self, now: Instant) {
+        if self.on && !self.congested(now) && self.ssthresh < self.cwnd {
+            self.cwnd = self.ssthresh.max(self.min_cwnd);
+            self.congested = Some(now);
+        }
     }
 
     /// A retransmission timeout at `now`: the window collapses.

@@ -263,3 +263,90 @@ fn the_pacing_cost_is_the_division_s_at_the_unpaced_edge_and_either_side() {
         }
     }
 }
+
+/// Delivers whole windows at round trip `rtt` from `at` on (each window
+/// limited the flow: all of it in flight), `n` times; returns the time.
+fn windows(c: &mut Congestion, mut at: u64, rtt: Nanos, n: u64) -> u64 {
+    for _ in 0..n {
+        let w = c.cwnd();
+        c.on_news(t(at), &news(w, Some(rtt)), w, &mut S.clone());
+        at += rtt / MICROS;
+    }
+    at
+}
+
+/// A receiver's queue (loopback: a single-threaded receiver, its socket
+/// holding all that credits let go) grows the round trip with the flight
+/// and never drops: slow start ends by delay, then the window grows as
+/// conservative slow start (1/16 of slow start's) instead of the few KiB
+/// per window of a queue a loss has shown, and reaches its largest.
+#[test]
+fn a_queue_no_loss_has_shown_does_not_hold_the_window() {
+    let mut c = cc();
+    c.on_handshake_rtt(t(0), 40 * MICROS);
+    // one 64 KiB datagram takes 130 us at the receiver: a 4-datagram
+    // window's round trip is 560 us, far over the handshake's 40
+    let at = windows(&mut c, 10, 560 * MICROS, 1);
+    assert!(!c.in_slow_start(), "slow start ended by delay");
+    let exit = c.cwnd();
+    assert!(!c.congested(t(at)));
+    let before = c.cwnd();
+    let at = windows(&mut c, at, 1_000 * MICROS, 1);
+    assert_eq!(
+        c.cwnd(),
+        before + before / CSS_DIVISOR,
+        "1/16 of slow start"
+    );
+    windows(&mut c, at, 4_000 * MICROS, 200);
+    assert_eq!(c.cwnd(), MAX, "up to what the packet windows allow");
+    assert_eq!(c.counts, CcCounts::default());
+    assert!(exit < MAX / 4);
+}
+
+/// The first congestion loss of a window grown past its queue's delay
+/// signal sends it back to where delay said the queue began; from then
+/// on (for `CONGESTED_FOR` after the last such loss) the queue holds its
+/// growth as before: 2 KiB per window.
+#[test]
+fn a_queue_that_overflowed_holds_the_window_again() {
+    let mut c = cc();
+    c.on_handshake_rtt(t(0), 40 * MICROS);
+    let at = windows(&mut c, 10, 560 * MICROS, 1);
+    let exit = c.cwnd();
+    let at = windows(&mut c, at, 2_000 * MICROS, 20);
+    assert!(c.cwnd() > 2 * exit);
+    c.on_news(t(at), &loss(t(at - 100)), 0, &mut S.clone());
+    assert_eq!(c.counts.reductions, 1);
+    assert_eq!(c.cwnd(), exit, "back to the delay signal's window");
+    assert!(c.congested(t(at)));
+    // held: a window acknowledged grows it by INCREASE / QUEUED_SLOWDOWN
+    let at = windows(&mut c, at + 1, 2_000 * MICROS, 1);
+    assert_eq!(c.cwnd(), exit + INCREASE / QUEUED_SLOWDOWN);
+    // a later congestion loss: x0.7 as before
+    let w = c.cwnd();
+    c.on_news(t(at + 10), &loss(t(at + 5)), 0, &mut S.clone());
+    assert_eq!(c.cwnd(), w * BETA_CONGESTION / 16);
+    // long without a loss: the queue is probed again
+    let at = at + 10 + CONGESTED_FOR / MICROS;
+    assert!(!c.congested(t(at)));
+    let w = c.cwnd();
+    windows(&mut c, at, 2_000 * MICROS, 1);
+    assert_eq!(c.cwnd(), w + w / CSS_DIVISOR);
+}
+
+/// A queue longer than `PROBE_DELAY` (a shaped link's 30 ms) is not
+/// probed even before any loss: delay holds the window as before.
+#[test]
+fn a_long_queue_holds_the_window_without_a_loss() {
+    let mut c = cc();
+    c.on_handshake_rtt(t(0), 40 * MICROS);
+    let mut at = windows(&mut c, 10, 560 * MICROS, 1);
+    for _ in 0..40 {
+        at += 1_000;
+        c.on_news(t(at), &news(0, Some(20_000 * MICROS)), 0, &mut S.clone());
+    }
+    let w = c.cwnd();
+    windows(&mut c, at, 20_000 * MICROS, 1);
+    assert_eq!(c.cwnd(), w + INCREASE / QUEUED_SLOWDOWN);
+    assert!(!c.congested(t(at)));
+}

@@ -162,6 +162,7 @@ impl<A: Copy + PartialEq> Peer<A> {
             Nacked::Stale => {}
             Nacked::GiveUp(id) => self.fail_message(now, ch, id, FailReason::Refused, cx),
             Nacked::GoBack => {
+                self.assoc.paths.cc_mut().on_nack(now);
                 let until = now.plus(cx.cfg.nack_backoff);
                 self.timers.set(Timer::Pause(ch), Some(until));
                 self.timers.stop(Timer::Retransmit(ch));
