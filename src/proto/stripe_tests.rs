@@ -296,3 +296,32 @@ fn striping_pays_from_the_default_threshold_on() {
         }
     }
 }
+
+/// Each path's own packet timing (`path/clock.rs`) on links shaped as the
+/// real rails (`tc tbf ... burst 565kb latency 30ms` at each sender:
+/// `Net::shape`, `sim::Bottleneck::tbf`): a 40 MB/s path and a 10 MB/s
+/// one 20 ms longer each way. Its packets take 40 ms and more: timed by
+/// the peer's clock (the fast path's) they go again on the fast path
+/// while still on their way. h-burst's check, with `Paths::
+/// transmit_timers` and `rto_on` returning the peer's alone: 8 packets
+/// resent and the slow path's bytes 1,113,415 (own clocks: 1 resent,
+/// 1,440,890).
+#[test]
+fn a_longer_paths_packets_are_timed_by_its_own_round_trips() {
+    let mut net = shaped(28, [40_000_000, 10_000_000], 128 << 10);
+    net.shape = Some((565_000, 30 * MILLIS));
+    net.delay = [0, 20 * MILLIS];
+    net.run_for(200 * MILLIS);
+    let (mbs, b0, b1) = goodput(&mut net, 8, MIB);
+    let resent: u64 = net.p[0].stats().requests_retransmitted.iter().sum();
+    println!(
+        "tbf paths 40 + 10 MB/s, the slow one 20 ms longer each way, 8 x 1 MiB: \
+         {mbs:.2} MB/s; bytes per path {b0} + {b1}; {resent} packets resent"
+    );
+    net.assert_exactly_once(9);
+    assert!(b1 > 0, "the longer path carries its part");
+    assert!(
+        resent <= 3,
+        "{resent} resent: timed by the fast path's clock?"
+    );
+}
