@@ -137,8 +137,9 @@ fn unequal_paths_each_carry_near_their_share() {
 /// address takes the rail-1 link). Striped, both links carry about half
 /// and together about twice one (1.99x). Note: with only this branch's
 /// rate estimate and neither the disjoint paths nor the shared window it
-/// still gives 1.87x here: the simulator has no token-bucket burst nor
-/// bunched ACKs, the real links' part of the failure.
+/// still gives 1.87x here: no token-bucket burst (`Net::shape` has one
+/// now, h-burst) nor bunched ACKs, the real links' part of the failure.
+/// No test here yet fails with the rate filter reverted to a maximum.
 #[test]
 fn two_rails_routed_by_destination_with_mtu_datagrams_carry_twice_one() {
     let rate = 12_500_000;
