@@ -11,6 +11,7 @@ use super::path::PROBE_MAX;
 use super::*;
 use crate::path::{Path, Rail};
 use crate::rng::Rng;
+use crate::sim::Bottleneck;
 use crate::time::{Nanos, MICROS, MILLIS};
 use crate::wire::{Category, MsgKind, PacketType, CHANNEL_REQUEST};
 
@@ -62,10 +63,14 @@ pub(super) struct Net {
     /// Each node runs nothing before this (off the CPU): what comes waits.
     asleep: [Instant; 2],
     /// Per subnet: a bottleneck's rate (bytes/s, 0: none), extra delay;
-    /// per (sending node, subnet): when its link is free again.
+    /// each sending node's egress to it a `sim::Bottleneck` of that rate
+    /// (made at its first datagram): with `shape`'s token bucket and
+    /// queue (bytes; None: no burst, an unbounded queue), as the real
+    /// rails' `tc tbf` on each end (`scripts/netns.sh`).
     pub(super) rate: [u64; 2],
     pub(super) delay: [Nanos; 2],
-    busy: [[Instant; 2]; 2],
+    pub(super) shape: Option<(u64, Nanos)>,
+    pub(super) links: [[Option<Bottleneck>; 2]; 2],
 }
 
 pub(super) fn cfg() -> ProtoConfig {
@@ -102,7 +107,8 @@ impl Net {
             asleep: [Instant::ZERO; 2],
             rate: [0; 2],
             delay: [0; 2],
-            busy: [[Instant::ZERO; 2]; 2],
+            shape: None,
+            links: Default::default(),
         }
     }
 
@@ -148,11 +154,16 @@ impl Net {
             };
             let sub = rail_of(link).0 as usize;
             let mut at = self.now.plus(50 * MICROS + self.rng.below(20) * MICROS);
-            let wire_ns = (bytes.len() as u64 * 1_000_000_000).checked_div(self.rate[sub]);
-            if let Some(ns) = wire_ns {
-                let b = &mut self.busy[n][sub];
-                *b = (*b).max(self.now).plus(ns);
-                at = at.max(b.plus(50 * MICROS));
+            if self.rate[sub] > 0 {
+                let (rate, shape) = (self.rate[sub], self.shape);
+                let b = self.links[n][sub].get_or_insert_with(|| match shape {
+                    Some((burst, latency)) => Bottleneck::tbf(rate, burst, latency),
+                    None => Bottleneck::new(rate, u64::MAX),
+                });
+                let Some(left) = b.enqueue(self.now, bytes.len()) else {
+                    continue; // the queue is full: dropped
+                };
+                at = at.max(left.plus(50 * MICROS));
             }
             let at = at.plus(self.delay[sub]);
             self.order += 1;

@@ -92,28 +92,22 @@ fn two_equal_paths_carry_a_large_message_at_about_twice_one_paths_rate() {
     assert!((0.35..=0.65).contains(&share), "even shares: {share}");
 }
 
-/// Ignored (h-stripe3, h-probe): with the delivery rate a weighted mean
-/// (not the largest sample, `path/rate.rs`) the slow path here measures
-/// 3 MB/s of its 10 and carries a share of one fragment per message from
-/// the second on: fast share 0.91, 0.69 of the sum (was 0.78, 0.86).
-/// Each path's own timers (`path/clock.rs`) did not change it: the damage
-/// is done in the first message, before any path's rate is measured. The
-/// scheduler gives the unmeasured slow path the best path's rate, an even
-/// split: 6 of 64 KiB fragments queue 40 ms deep at its 10 MB/s, and
-/// whatever times them (the channel's clock before, the path's own
-/// seeded by its 100 us heartbeat now) fires long before the last is
-/// through; they go again on the fast path, the slow path's delivery is
-/// credited to the fast one and its rate measured from the gaps, and a
-/// path given one fragment per message never measures again (an
-/// interval needs two ACKs while busy). Tried: at most 2 fragments in
-/// flight on an unmeasured path: it measured 20 MB/s of its 10 and equal
-/// paths fell to 1.0x; no stalled interval counted before a first
-/// estimate (and the stall judged by the path's own round trip): share
-/// 0.73 but 0.61 of the sum (timeouts on the slow path's deeper queue).
-/// On real links (rails-bench, MTU-sized datagrams) the rates measure
-/// right.
+/// The first message is striped before any path's rate is measured.
+/// Was ignored (h-stripe3, h-probe: fast share 0.91, 0.69 of the sum):
+/// the slow path took its window and, unmeasured, most of the rest (its
+/// heartbeats' round trip made it look fast), a tail-loss probe at the peer's
+/// probe time (its round trip: a small packet's) sent the fast path's
+/// still-queued tail again on the slow one, whose ACKs of the first copy
+/// were credited to the slow path (a rate of 2x its own, then 3 MB/s from
+/// the stall); a path given one fragment per message never measured
+/// again. Now (h-burst) a path sends no probe before its rate is
+/// measured, and a path not measured yet takes its window once, then
+/// nothing until its ACKs tell its rate (`Paths::stripe_shares`): the
+/// slow path measures 10.0 MB/s in the first message, nothing is sent
+/// twice. Either alone is not enough (without the second: 0.76 of the
+/// sum). Issue 38's target is 0.9 of the sum: 0.86 here (the first
+/// message's windows, 33 ms, before the rates are known; then 21 ms each).
 #[test]
-#[ignore]
 fn unequal_paths_each_carry_near_their_share() {
     let (fast, slow) = (40_000_000, 10_000_000); // 4:1
     let mut net = shaped(22, [fast, slow], 128 << 10);
@@ -143,8 +137,9 @@ fn unequal_paths_each_carry_near_their_share() {
 /// address takes the rail-1 link). Striped, both links carry about half
 /// and together about twice one (1.99x). Note: with only this branch's
 /// rate estimate and neither the disjoint paths nor the shared window it
-/// still gives 1.87x here: the simulator has no token-bucket burst nor
-/// bunched ACKs, the real links' part of the failure.
+/// still gives 1.87x here: no token-bucket burst (`Net::shape` has one
+/// now, h-burst) nor bunched ACKs, the real links' part of the failure.
+/// No test here yet fails with the rate filter reverted to a maximum.
 #[test]
 fn two_rails_routed_by_destination_with_mtu_datagrams_carry_twice_one() {
     let rate = 12_500_000;
@@ -301,4 +296,33 @@ fn striping_pays_from_the_default_threshold_on() {
             assert!(gain >= 1.2, "{len} bytes striped: {gain:.2}x");
         }
     }
+}
+
+/// Each path's own packet timing (`path/clock.rs`) on links shaped as the
+/// real rails (`tc tbf ... burst 565kb latency 30ms` at each sender:
+/// `Net::shape`, `sim::Bottleneck::tbf`): a 40 MB/s path and a 10 MB/s
+/// one 20 ms longer each way. Its packets take 40 ms and more: timed by
+/// the peer's clock (the fast path's) they go again on the fast path
+/// while still on their way. h-burst's check, with `Paths::
+/// transmit_timers` and `rto_on` returning the peer's alone: 8 packets
+/// resent and the slow path's bytes 1,113,415 (own clocks: 1 resent,
+/// 1,440,890).
+#[test]
+fn a_longer_paths_packets_are_timed_by_its_own_round_trips() {
+    let mut net = shaped(28, [40_000_000, 10_000_000], 128 << 10);
+    net.shape = Some((565_000, 30 * MILLIS));
+    net.delay = [0, 20 * MILLIS];
+    net.run_for(200 * MILLIS);
+    let (mbs, b0, b1) = goodput(&mut net, 8, MIB);
+    let resent: u64 = net.p[0].stats().requests_retransmitted.iter().sum();
+    println!(
+        "tbf paths 40 + 10 MB/s, the slow one 20 ms longer each way, 8 x 1 MiB: \
+         {mbs:.2} MB/s; bytes per path {b0} + {b1}; {resent} packets resent"
+    );
+    net.assert_exactly_once(9);
+    assert!(b1 > 0, "the longer path carries its part");
+    assert!(
+        resent <= 3,
+        "{resent} resent: timed by the fast path's clock?"
+    );
 }

@@ -1,9 +1,20 @@
-//! A bottleneck link in the simulated networks (`SimNet`, the `World`'s):
-//! a rate in bytes per second and a drop-tail FIFO queue of at most
-//! `limit` bytes, as a switch port or a shaped link (`tc tbf`) holds. A
-//! datagram that reaches it at `now` leaves at
+//! A bottleneck link in the simulated networks (`SimNet`, the `World`'s,
+//! the rails harness's): a rate in bytes per second and a drop-tail FIFO
+//! queue of at most `limit` bytes, as a switch port or a shaped link
+//! (`tc tbf`) holds. A datagram that reaches it at `now` leaves at
 //! `max(now, busy_until) + len / rate`, or is dropped when the bytes
-//! queued before it and its own would exceed the limit. Deterministic:
+//! queued before it and its own would exceed the limit.
+//!
+//! With a burst (`with_burst`, `tbf`: tc's token bucket, `burst 565kb` on
+//! the real rails, `scripts/netns.sh`) a bucket of `burst` bytes fills at
+//! the rate and a datagram leaves as soon as the bucket holds its bytes
+//! (at once: the line rate behind the shaper is taken as infinite), so
+//! after idleness a burst's worth goes at once and the rest at the rate.
+//! In one clock (GCRA's): `busy_until` is when a rate-only link would be
+//! through (`tat`, the bucket full again), a datagram leaves at
+//! `max(now, tat' - burst / rate)` with `tat' = max(now, tat) + len /
+//! rate`; the bytes waiting for tokens are `(tat - now) * rate - burst`.
+//! Burst 0: the plain link above. Deterministic:
 //! virtual time only, no randomness (the fault injector's loss, delay and
 //! reordering apply after it, on the way to the receiver).
 //!
@@ -21,7 +32,10 @@ pub struct Bottleneck {
     pub rate: u64,
     /// Bytes the queue holds at most (the datagram being sent included).
     pub limit: u64,
-    /// When the last datagram queued has left.
+    /// The token bucket's size, bytes (0: none).
+    pub burst: u64,
+    /// When a link of the rate alone would be through what it was given
+    /// (with no burst: when the last datagram queued has left).
     busy_until: Instant,
     pub stats: BottleneckStats,
 }
@@ -45,6 +59,7 @@ impl Bottleneck {
         Bottleneck {
             rate: rate.max(1),
             limit,
+            burst: 0,
             busy_until: Instant::ZERO,
             stats: BottleneckStats::default(),
         }
@@ -57,15 +72,30 @@ impl Bottleneck {
         Bottleneck::new(rate, rate * 30 / 1000 + 4 * 65_536)
     }
 
+    /// The same link with a token bucket of `burst` bytes (full at first).
+    pub fn with_burst(mut self, burst: u64) -> Bottleneck {
+        self.burst = burst;
+        self
+    }
+
+    /// As `tc qdisc ... tbf rate RATE burst BURST latency LATENCY`: `rate`
+    /// bytes/s, a bucket of `burst` bytes, a queue of what waits at most
+    /// `latency` (tc's limit: `rate * latency + burst`).
+    pub fn tbf(rate: u64, burst: u64, latency: Nanos) -> Bottleneck {
+        let limit = (rate as u128 * latency as u128 / 1_000_000_000) as u64 + burst;
+        Bottleneck::new(rate, limit).with_burst(burst)
+    }
+
     /// How long `len` bytes take on the link.
     pub fn serialization(&self, len: usize) -> Nanos {
         (len as u128 * 1_000_000_000 / self.rate as u128) as Nanos
     }
 
-    /// Bytes queued at `now` (not yet sent).
+    /// Bytes queued at `now` (not yet sent: waiting for tokens).
     pub fn backlog(&self, now: Instant) -> u64 {
         let wait = self.busy_until.0.saturating_sub(now.0);
-        (wait as u128 * self.rate as u128 / 1_000_000_000) as u64
+        let owed = (wait as u128 * self.rate as u128 / 1_000_000_000) as u64;
+        owed.saturating_sub(self.burst)
     }
 
     /// A datagram of `len` bytes reaches the queue at `now`: when its last
@@ -76,14 +106,16 @@ impl Bottleneck {
             self.stats.dropped_bytes += len as u64;
             return None;
         }
-        let start = self.busy_until.max(now);
-        let wait = start.since(now);
+        let own = self.serialization(len);
+        self.busy_until = self.busy_until.max(now).plus(own);
+        let tokens = self.serialization(self.burst as usize);
+        let leave = Instant(self.busy_until.0.saturating_sub(tokens)).max(now);
+        let wait = leave.since(now).saturating_sub(own);
         self.stats.max_queue_delay = self.stats.max_queue_delay.max(wait);
         self.stats.sum_queue_delay += wait;
         self.stats.datagrams += 1;
         self.stats.bytes += len as u64;
-        self.busy_until = start.plus(self.serialization(len));
-        Some(self.busy_until)
+        Some(leave)
     }
 }
 
@@ -148,6 +180,39 @@ mod tests {
         assert_eq!(b.enqueue(later, 1000), Some(later.plus(MILLIS)));
         assert_eq!((b.stats.datagrams, b.stats.dropped), (4, 1));
         assert_eq!(b.stats.max_queue_delay, 2 * MILLIS);
+    }
+
+    #[test]
+    fn a_token_bucket_passes_its_burst_at_once_then_the_rate() {
+        // 1 MB/s, a bucket of 3,000 bytes, 5 ms of queue (limit 8,000)
+        let mut b = Bottleneck::tbf(1_000_000, 3_000, 5 * MILLIS);
+        assert_eq!(b.limit, 8_000);
+        let t0 = Instant(10 * MILLIS);
+        // the full bucket: three at once, the next as its tokens come
+        for _ in 0..3 {
+            assert_eq!(b.enqueue(t0, 1000), Some(t0));
+        }
+        assert_eq!(b.backlog(t0), 0);
+        assert_eq!(b.enqueue(t0, 1000), Some(t0.plus(MILLIS)));
+        assert_eq!(b.enqueue(t0, 1000), Some(t0.plus(2 * MILLIS)));
+        assert_eq!(b.backlog(t0), 2000);
+        // the queue holds 8,000 bytes waiting: 6 more, the 7th dropped
+        for k in 3..9 {
+            assert_eq!(b.enqueue(t0, 1000), Some(t0.plus(k * MILLIS)));
+        }
+        assert_eq!(b.enqueue(t0, 1000), None);
+        assert_eq!(b.stats.max_queue_delay, 7 * MILLIS);
+        // idle 2 ms past the last: 2,000 bytes of tokens, not 3,000
+        let t1 = t0.plus(10 * MILLIS);
+        assert_eq!(b.enqueue(t1, 1000), Some(t1));
+        assert_eq!(b.enqueue(t1, 1000), Some(t1));
+        assert_eq!(b.enqueue(t1, 1000), Some(t1.plus(MILLIS)));
+        // long idle: the bucket full again, never more
+        let t2 = t1.plus(100 * MILLIS);
+        for _ in 0..3 {
+            assert_eq!(b.enqueue(t2, 1000), Some(t2));
+        }
+        assert_eq!(b.enqueue(t2, 1000), Some(t2.plus(MILLIS)));
     }
 
     #[test]

@@ -163,6 +163,17 @@ impl<A: Copy + PartialEq> Paths<A> {
         rooms: &[u64; MAX_LANES],
         waiting: u64,
     ) -> [u64; MAX_LANES] {
+        // a path not measured yet takes its window once, then nothing
+        // more until its ACKs tell its rate
+        let order: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| self.list[i].rate.get() > 0 || flights[i] == 0)
+            .collect();
+        let order = &order[..];
+        if order.is_empty() {
+            return [0; MAX_LANES];
+        }
         let unit = (self.datagram as u64).max(1) as f64;
         let mut rate = [1.0f64; MAX_LANES];
         let mut base = [0.0f64; MAX_LANES];
@@ -185,7 +196,10 @@ impl<A: Copy + PartialEq> Paths<A> {
             .sum();
         let mut shares = [0u64; MAX_LANES];
         if waiting as f64 * unit >= enough {
-            return [u64::MAX; MAX_LANES];
+            for &i in order {
+                shares[i] = u64::MAX;
+            }
+            return shares;
         }
         if waiting == 0 || order.is_empty() {
             return shares;

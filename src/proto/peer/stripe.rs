@@ -78,8 +78,15 @@ impl<A: Copy + PartialEq> Peer<A> {
                 }
                 continue;
             }
-            // (timed by the path's own round trips too: `path/clock.rs`)
-            let (rto, probe_after, again_after) = self.assoc.paths.transmit_timers(i, &self.rtt);
+            // (timed by the path's own round trips too: `path/clock.rs`;
+            // no tail-loss probe before its rate is measured: its packets
+            // queue at a rate not known, a probe at the peer's probe time
+            // sent its window's tail again on another path while still
+            // queued, and credited its delivery to that path)
+            let (rto, probe_after, again_after) = match p.rate.get() {
+                0 => (self.assoc.paths.transmit_timers(i, &self.rtt).0, None, None),
+                _ => self.assoc.paths.transmit_timers(i, &self.rtt),
+            };
             let t = Transmission {
                 lane: i as u8,
                 rto,
