@@ -1,5 +1,12 @@
 //! A path that drops everything without an error while large messages are
-//! striped (issue 38 items 4 and 8): the stall it makes at the target.
+//! striped (issue 38 items 4 and 8; on real links, two 200 Mbit/s rails, 1
+//! MiB transfers: delivery stalled 0.85 s), on the rails harness
+//! (`rails_tests.rs`): the stall is the longest gap between deliveries at
+//! the target from the cut on. It was about 7 of the path's timeouts (3
+//! timeouts, each twice the one before, made it suspect: `path/suspect.rs`);
+//! a path silent while the peer answers on another is suspect at its first
+//! timeout now (`silent_while_heard`), and its fragments go on the other at
+//! once. Deterministic; seeds printed; every message delivered once.
 
 use super::rails_tests::{cfg, p, Net};
 use super::*;
@@ -13,7 +20,8 @@ fn send_len(net: &mut Net, k: u32, len: usize) {
     net.p[0].send(net.now, 1, CHANNEL_REQUEST, meta, vec![k as u8; len]);
 }
 
-/// The longest gap between deliveries at the target from `from` on.
+/// The longest gap between deliveries at the target from `from` on, and
+/// when it began.
 fn longest_gap(net: &Net, from: Instant) -> (Nanos, Instant) {
     let mut last = from;
     let mut worst = (0, from);
@@ -26,10 +34,19 @@ fn longest_gap(net: &Net, from: Instant) -> (Nanos, Instant) {
     worst
 }
 
-/// One run: two 200 Mbit/s subnets (`delay` each way more), `n` 1 MiB
-/// messages queued, the link between `cut` cut silently 200 ms in.
-fn run(seed: u64, delay: Nanos, routed: bool, cut: (u32, u32), n: u32, dg: usize) -> Nanos {
-    let rate = 25_000_000; // 200 Mbit/s each
+/// What a run measured: the stall, the cut path's timeout at the cut, and
+/// when it was told suspect (after the cut).
+struct Stall {
+    gap: Nanos,
+    rto: Nanos,
+    suspect: Option<Nanos>,
+}
+
+/// One run: two 200 Mbit/s subnets, `delay` each way more, datagrams of
+/// up to `dg` bytes, `n` messages of 1 MiB queued (striped), the link
+/// `cut` (both ways) cut silently 200 ms in; until all are delivered.
+fn run(seed: u64, delay: Nanos, cut: (u32, u32), n: u32, dg: usize) -> Stall {
+    let rate = 25_000_000;
     let mut net = Net::new(
         seed,
         ProtoConfig {
@@ -40,7 +57,6 @@ fn run(seed: u64, delay: Nanos, routed: bool, cut: (u32, u32), n: u32, dg: usize
     );
     net.rate = [rate, rate];
     net.delay = [delay, delay];
-    net.routed = routed;
     net.send(0);
     net.run_for(300 * MILLIS);
     for k in 1..=n {
@@ -48,105 +64,71 @@ fn run(seed: u64, delay: Nanos, routed: bool, cut: (u32, u32), n: u32, dg: usize
     }
     net.run_for(200 * MILLIS);
     let cut_at = net.now;
-    let before = net.p[0].paths_of(&1);
-    let rto = net.p[0].path_rto(&1, &p(if cut.0 >= 10 { 1 } else { 0 }, cut.1));
+    let path = p((cut.0 / 10) as u8, cut.1);
+    let rto = net.p[0].path_rto(&1, &path).unwrap_or(0);
     net.link(cut.0, cut.1, false);
-    if routed {
-        // (routed by destination: the link to the peer's address is cut
-        // whatever rail sends)
-        let other = if cut.0 < 10 { cut.0 + 10 } else { cut.0 - 10 };
-        net.link(other, cut.1, false);
-    }
-    let mut events = Vec::new();
-    while let Some(_) = net.p[0].take_path_event() {}
-    while net.delivered.len() < (n + 1) as usize && net.now.since(cut_at) < 20_000 * MILLIS {
+    while net.p[0].take_path_event().is_some() {}
+    let mut suspect = None;
+    while net.delivered.len() <= n as usize && net.now.since(cut_at) < 20_000 * MILLIS {
         net.run_for(MILLIS);
         while let Some(e) = net.p[0].take_path_event() {
-            events.push((
-                net.now.since(cut_at) / MILLIS,
-                e.path.rail.0,
-                e.path.remote,
-                e.change,
-            ));
+            if e.change == path_events::PathChange::Suspect && e.path == path {
+                suspect = suspect.or(Some(net.now.since(cut_at)));
+            }
         }
     }
     let (gap, at) = longest_gap(&net, cut_at);
-    if std::env::var("STALL_TRACE").is_ok() {
-        for b in 0..60u64 {
-            let lo = cut_at.plus(b * 10 * MILLIS);
-            let hi = lo.plus(10 * MILLIS);
-            let inb = |t: &Instant| *t >= lo && *t < hi;
-            let mut per: Vec<(u8, u32, usize)> = Vec::new();
-            for d in net.data_sent.iter().filter(|d| inb(&d.0) && d.1 == 0) {
-                match per
-                    .iter_mut()
-                    .find(|x| x.0 == d.2.rail.0 && x.1 == d.2.remote)
-                {
-                    Some(x) => x.2 += 1,
-                    None => per.push((d.2.rail.0, d.2.remote, 1)),
-                }
-            }
-            let dl = net.delivered_at.iter().filter(|t| inb(t)).count();
-            println!("  {:4} ms: data {per:?} delivered {dl}", b * 10);
-        }
-    }
-    let brief = |v: &[super::path::PathReport<u32>]| {
-        v.iter()
-            .filter(|r| r.state != PathState::Unconfirmed)
-            .map(|r| {
-                (
-                    r.rail.0,
-                    r.remote,
-                    r.state,
-                    r.current,
-                    r.srtt.map(|s| s / 1000),
-                )
-            })
-            .collect::<Vec<_>>()
-    };
     println!(
-        "seed {seed} dg {dg} delay {} routed {routed} cut {cut:?} rto {rto:?}: longest gap {} ms from {} ms after \
-         the cut; events {events:?}; before {:?}",
+        "seed {seed}, datagrams {dg}, delay {} ms, cut {cut:?}: timeout {:.1} ms; stall {} ms \
+         ({:.1} timeouts) from {} ms after the cut; suspect at {:?} ms",
         delay / MILLIS,
+        rto as f64 / 1e6,
         gap / MILLIS,
+        gap as f64 / rto.max(1) as f64,
         at.since(cut_at) / MILLIS,
-        brief(&before),
+        suspect.map(|s| s / MILLIS),
     );
     net.assert_exactly_once(n + 1);
-    gap
+    Stall { gap, rto, suspect }
 }
 
+/// The current path (rail 0's link) or the other (rail 1's) silent while
+/// 1 MiB messages are striped over both: delivery stalls for at most 3 of
+/// the path's timeouts (was about 9: 304 ms of a 33 ms timeout), the path
+/// is suspect within 3 of them, every message delivered once.
 #[test]
-fn stall_trace() {
-    if let Ok(v) = std::env::var("STALL_TRACE") {
-        let c: Vec<u32> = v.split(',').map(|x| x.parse().unwrap()).collect();
-        run(
-            31,
-            c[0] as u64 * MILLIS,
-            c[1] != 0,
-            (c[2], c[3]),
-            12,
-            c[4] as usize,
-        );
+fn a_path_silent_while_striping_stalls_delivery_for_a_few_of_its_timeouts() {
+    for cut in [(0, 1), (10, 11)] {
+        for seed in [41u64, 42, 43] {
+            let s = run(seed, 5 * MILLIS, cut, 20, 65_507);
+            assert!(s.rto > 0, "seed {seed}: the path's timeout");
+            assert!(
+                s.gap <= 3 * s.rto,
+                "seed {seed}, cut {cut:?}: stalled {} ms, timeout {} ms",
+                s.gap / MILLIS,
+                s.rto / MILLIS
+            );
+            assert!(
+                s.suspect.is_some_and(|t| t <= 3 * s.rto),
+                "seed {seed}, cut {cut:?}: suspect at {:?}",
+                s.suspect
+            );
+        }
     }
 }
 
+/// The figures over a few settings (MTU-sized datagrams and 64 KiB ones,
+/// round trips of about 2 and 20 ms, either path cut): printed, not
+/// asserted. `cargo test --release --features testing --lib stall_figures
+/// -- --ignored --nocapture`
 #[test]
-fn stall_experiment() {
-    for (delay, routed, cut, dg) in [
-        (0, false, (0, 1), 1472),
-        (0, false, (10, 11), 1472),
-        (10 * MILLIS, false, (0, 1), 1472),
-        (10 * MILLIS, false, (10, 11), 1472),
-        (10 * MILLIS, true, (0, 1), 1472),
-        (10 * MILLIS, true, (0, 11), 1472),
-        (0, false, (0, 1), 65507),
-        (0, false, (10, 11), 65507),
-        (5 * MILLIS, false, (0, 1), 65507),
-        (5 * MILLIS, false, (10, 11), 65507),
-    ] {
-        for seed in [31u64, 32] {
-            run(seed, delay, routed, cut, 12, dg);
+#[ignore]
+fn stall_figures() {
+    for (dg, delay) in [(1472, 0), (1472, 10), (65_507, 0), (65_507, 5)] {
+        for cut in [(0, 1), (10, 11)] {
+            for seed in [31u64, 32] {
+                run(seed, delay * MILLIS, cut, 20, dg);
+            }
         }
     }
 }

@@ -80,21 +80,21 @@ impl<A: Copy + PartialEq> Paths<A> {
 
     /// Whether path `i`'s silence since a packet it carried at `sent`
     /// timed out at `now` is evidence against it: the peer answered on
-    /// another active path and not on this one since halfway between that
-    /// packet's answer being due (`sent` plus path i's round trip) and the
-    /// timeout: the peer was alive to answer, with half the wait past its
-    /// round trip to do it, and did not on this path (`due_suspects`' rule
-    /// for heartbeats). A path silent while striping (its fragments lost
-    /// without a send error) is then suspect at its first timeout and its
-    /// fragments go again on the others at once: three timeouts, each
-    /// twice the one before, held reassembly at the target for about 7 of
-    /// the path's timeouts (0.85 s on real links). A receiver off the CPU
-    /// answers on no path, and a path slow but delivering is heard late:
-    /// neither is evidence.
+    /// another active path, and not on this one, since that packet's
+    /// answer was due (`sent` plus path i's round trip) and a deviation
+    /// more (a quarter of the wait past the round trip: a timeout is the
+    /// round trip and 4 deviations): the peer was alive to answer and did
+    /// not on this path (`due_suspects`' rule for heartbeats). A path
+    /// silent while striping (its fragments lost without a send error) is
+    /// then suspect at its first timeout and its fragments go again on the
+    /// others at once: three timeouts, each twice the one before, held
+    /// reassembly at the target for about 7 of the path's timeouts (0.85 s
+    /// on real links). A receiver off the CPU answers on no path, and a
+    /// path slow but delivering is heard late: neither is evidence.
     fn silent_while_heard(&self, i: usize, sent: Instant, now: Instant) -> bool {
         let p = &self.list[i];
         let answer = sent.plus(p.srtt().unwrap_or(0));
-        let since = Instant(answer.0 + now.since(answer) / 2);
+        let since = Instant(answer.0 + now.since(answer) / 4);
         p.heard < since
             && self
                 .list
