@@ -65,19 +65,7 @@ fn pair(seed: u64, peer_timeout: Nanos) -> Pair {
             s[k] += 1;
         }),
     );
-    let (returned, unreachable) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-    let (r, u) = (returned.clone(), unreachable.clone());
-    n0.ep.set_handler(
-        0,
-        handler(move |h| {
-            if let Data::Returned { status, .. } = h.data {
-                if format!("{status:?}").contains("Unreachable") {
-                    u.fetch_add(1, Ordering::SeqCst);
-                }
-            }
-            r.fetch_add(1, Ordering::SeqCst);
-        }),
-    );
+    let (returned, unreachable) = super::tests::count_returned(&n0.ep, || {});
     Pair {
         w,
         n0,

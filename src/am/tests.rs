@@ -46,6 +46,31 @@ pub(super) fn connect_nodes(nodes: &[&Node], tag: u64, depth: i32) {
     connect(&eps, tag, depth);
 }
 
+/// Counts what comes back to handler 0 of `ep` (returned messages): how
+/// many, and how many of them EUNREACHABLE; `then` runs after each (the
+/// returned-message handler of `timing_world_tests.rs` and
+/// `rails_world_tests.rs`).
+pub(super) fn count_returned(
+    ep: &Endpoint,
+    then: impl Fn() + Send + Sync + 'static,
+) -> (Arc<AtomicU64>, Arc<AtomicU64>) {
+    let (returned, unreachable) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (r, u) = (returned.clone(), unreachable.clone());
+    ep.set_handler(
+        0,
+        handler(move |h| {
+            if let Data::Returned { status, .. } = h.data {
+                if format!("{status:?}").contains("Unreachable") {
+                    u.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            r.fetch_add(1, Ordering::SeqCst);
+            then();
+        }),
+    );
+    (returned, unreachable)
+}
+
 /// Two new nodes of `w` configured by `cfg`, mapped to each other (index
 /// 0 is node 0's endpoint, 1 node 1's), with network depth `depth`.
 pub(super) fn pair(w: &World, cfg: &Config, depth: i32) -> (Node, Node) {

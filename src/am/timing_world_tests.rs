@@ -402,26 +402,11 @@ fn every_request_to_a_killed_receiver_comes_back_within_three_peer_timeouts() {
         let (n0, n1) = (w.node(&c), w.node(&c));
         connect(&[&n0, &n1], 16);
         n1.ep.set_handler(20, handler(|_| {}));
-        let (returned, unreachable) = (counter(), counter());
         let last = counter();
-        let (r, u, l, clock) = (
-            returned.clone(),
-            unreachable.clone(),
-            last.clone(),
-            n0.ep.clock.clone(),
-        );
-        n0.ep.set_handler(
-            0,
-            handler(move |h| {
-                if let Data::Returned { status, .. } = h.data {
-                    if format!("{status:?}").contains("Unreachable") {
-                        u.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-                r.fetch_add(1, Ordering::SeqCst);
-                l.store(clock.now().0, Ordering::SeqCst);
-            }),
-        );
+        let (l, clock) = (last.clone(), n0.ep.clock.clone());
+        let (returned, unreachable) = super::tests::count_returned(&n0.ep, move || {
+            l.store(clock.now().0, Ordering::SeqCst);
+        });
         // one request that gets through: the association is up
         n0.ep.request(1, &Message::short(20, &[0]), false).unwrap();
         assert!(w.run_until(100 * MILLIS, || n0.ep.unanswered_requests() == 0));

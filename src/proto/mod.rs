@@ -117,6 +117,8 @@ mod sealed_place_tests;
 mod send;
 mod shutdown;
 mod slots;
+#[cfg(test)]
+mod stall_tests;
 mod stats;
 #[cfg(test)]
 mod stripe_tests;

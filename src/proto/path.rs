@@ -162,8 +162,10 @@ pub struct OnePath<A> {
     /// heartbeat went.
     pub suspect: bool,
     pub alive: Option<Instant>,
-    /// When DATA last went on it (`stripe.rs`: idle heartbeats).
+    /// When DATA last went on it (`stripe.rs`: idle heartbeats), and when
+    /// the peer last answered on it (`suspect.rs`: evidence).
     pub last_data: Instant,
+    pub heard: Instant,
     /// What it delivers while busy (`rate.rs`; measured with two or more
     /// paths: striping's shares).
     pub rate: DeliveryRate,
@@ -572,6 +574,7 @@ impl<A> OnePath<A> {
             suspect: false,
             alive: None,
             last_data: Instant::ZERO,
+            heard: Instant::ZERO,
             rate: DeliveryRate::default(),
         }
     }

@@ -126,6 +126,17 @@ impl<A: PeerAddr> Protocol<A> {
         }
     }
 
+    /// The retransmission timeout of a packet on `path` to the peer at
+    /// `peer` now (backed off): the longer of the peer's and the path's
+    /// own (`path/clock.rs`); None for a path or peer we do not know.
+    #[cfg(any(test, feature = "testing"))] // inspection for tests and the simulator
+    pub fn path_rto(&self, peer: &A, path: &Path<A>) -> Option<crate::time::Nanos> {
+        let &s = self.slots.get(peer)?;
+        let peer = &self.peers[s as usize];
+        let i = peer.assoc.paths.find(path)?;
+        Some(peer.assoc.paths.rto_on(i, &peer.rtt))
+    }
+
     /// The paths to the peer at `peer` (empty for a peer we do not know):
     /// rail, remote address, state, round trip, window and rate, bytes,
     /// errors.

@@ -59,6 +59,8 @@ pub(super) struct Net {
     /// Heartbeat answers seen, for replays: (to node, arrival, bytes).
     hb_acks: Vec<InFlight>,
     pub(super) delivered: Vec<u32>,
+    /// When each of `delivered` was (at the target).
+    pub(super) delivered_at: Vec<Instant>,
     pub(super) failed: Vec<(u32, FailReason)>,
     /// Each node runs nothing before this (off the CPU): what comes waits.
     asleep: [Instant; 2],
@@ -103,6 +105,7 @@ impl Net {
             data_sent: Vec::new(),
             hb_acks: Vec::new(),
             delivered: Vec::new(),
+            delivered_at: Vec::new(),
             failed: Vec::new(),
             asleep: [Instant::ZERO; 2],
             rate: [0; 2],
@@ -183,7 +186,10 @@ impl Net {
     fn events(&mut self, n: usize) {
         while let Some(ev) = self.p[n].poll_event() {
             match ev {
-                Event::Delivered { meta, .. } => self.delivered.push(meta.args()[0]),
+                Event::Delivered { meta, .. } => {
+                    self.delivered.push(meta.args()[0]);
+                    self.delivered_at.push(self.now);
+                }
                 Event::Failed { meta, reason, .. } => self.failed.push((meta.args()[0], reason)),
             }
         }

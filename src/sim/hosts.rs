@@ -44,3 +44,11 @@ impl HostBlock {
 pub(super) fn host_of(b: u8, i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, b, (i / 250) as u8, (i % 250 + 1) as u8)
 }
+
+/// Host `host`'s rail-`k` address (rail 0: the host's own): 10.b.(x +
+/// 64 k).y for host 10.b.x.y (a world holds 10.b.*.*; its nodes' x stay
+/// below 64; `world_rails.rs`).
+pub(super) fn rail_ip(host: Ipv4Addr, k: usize) -> Ipv4Addr {
+    let [a, b, x, y] = host.octets();
+    Ipv4Addr::new(a, b, x.wrapping_add(64 * k as u8), y)
+}

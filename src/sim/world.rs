@@ -219,7 +219,7 @@ impl World {
                 // address (`world_rails.rs`), each rail its own network
                 let mut further = Vec::new();
                 for k in 1..rails {
-                    let ip = super::world_rails::rail_ip(host, k);
+                    let ip = super::hosts::rail_ip(host, k);
                     st.net.set_rail(host.into(), 0);
                     st.net.set_rail(ip.into(), k as u8);
                     let a = SocketAddr::new(ip.into(), addr.port());

@@ -7,18 +7,11 @@
 //! (`set_rail_down`: its sends fail with ENETDOWN, the path's news, and
 //! nothing reaches it), as `scripts/netns.sh rail K down` does.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 
+use super::hosts::rail_ip;
 use super::world::{Node, World};
 use crate::config::Config;
-
-/// Host `host`'s rail-`k` address (rail 0: the host's own): 10.b.(x +
-/// 64 k).y for host 10.b.x.y (a world holds 10.b.*.*; its nodes' x stay
-/// below 64).
-pub(super) fn rail_ip(host: Ipv4Addr, k: usize) -> Ipv4Addr {
-    let [a, b, x, y] = host.octets();
-    Ipv4Addr::new(a, b, x.wrapping_add(64 * k as u8), y)
-}
 
 impl World {
     /// A new node as `node`'s, whose endpoints have `rails` rails (at

@@ -55,23 +55,52 @@ impl<A: Copy + PartialEq> Paths<A> {
         self.list.iter().position(|p| p.state == PathState::Active)
     }
 
-    /// A retransmission timeout of a packet path `i` carried (the current
-    /// path's, or a striped lane's): true when that makes it suspect
-    /// (`PATH_MAX_RETRANS` in a row, and another path exists): its packets
-    /// move to another (`Peer::failover` for the current path, else
-    /// `Peer::lane_failed`), its heartbeat is due at once. No failure is
-    /// told then: only the evidence rule fails it.
-    pub fn timed_out_on(&mut self, i: usize, now: Instant, probe: Nanos) -> bool {
+    /// A retransmission timeout of a packet path `i` carried at `sent`
+    /// (the current path's, or a striped lane's): true when that makes it
+    /// suspect (`PATH_MAX_RETRANS` in a row, or at once when the peer
+    /// answered elsewhere and not on it: `silent_while_heard`; and another
+    /// path exists): its packets move to another (`Peer::failover` for the
+    /// current path, else `Peer::lane_failed`), its heartbeat is due at
+    /// once. No failure is told then: only the evidence rule fails it.
+    pub fn timed_out_on(&mut self, i: usize, now: Instant, probe: Nanos, sent: Instant) -> bool {
         let n = self.list.len();
-        let Some(p) = self.list.get_mut(i) else {
+        if i >= n {
             return false;
-        };
+        }
+        let silent = self.silent_while_heard(i, sent, now);
+        let p = &mut self.list[i];
         p.errors += 1;
-        if p.errors < PATH_MAX_RETRANS || p.state != PathState::Active || p.suspect || n < 2 {
+        let enough = p.errors >= PATH_MAX_RETRANS || silent;
+        if !enough || p.state != PathState::Active || p.suspect || n < 2 {
             return false;
         }
         self.suspect(i, now, probe);
         true
+    }
+
+    /// Whether path `i`'s silence since a packet it carried at `sent`
+    /// timed out at `now` is evidence against it: the peer answered on
+    /// another active path, and not on this one, since that packet's
+    /// answer was due (`sent` plus path i's round trip) and a deviation
+    /// more (a quarter of the wait past the round trip: a timeout is the
+    /// round trip and 4 deviations): the peer was alive to answer and did
+    /// not on this path (`due_suspects`' rule for heartbeats). A path
+    /// silent while striping (its fragments lost without a send error) is
+    /// then suspect at its first timeout and its fragments go again on the
+    /// others at once: three timeouts, each twice the one before, held
+    /// reassembly at the target for about 7 of the path's timeouts (0.85 s
+    /// on real links). A receiver off the CPU answers on no path, and a
+    /// path slow but delivering is heard late: neither is evidence.
+    fn silent_while_heard(&self, i: usize, sent: Instant, now: Instant) -> bool {
+        let p = &self.list[i];
+        let answer = sent.plus(p.srtt().unwrap_or(0));
+        let since = Instant(answer.0 + now.since(answer) / 4);
+        p.heard < since
+            && self
+                .list
+                .iter()
+                .enumerate()
+                .any(|(k, q)| k != i && q.state == PathState::Active && q.heard >= since)
     }
 
     /// Path `i` (active) is suspect from `now`: its heartbeat, with a
@@ -92,6 +121,8 @@ impl<A: Copy + PartialEq> Paths<A> {
     /// counts from here.
     #[inline]
     pub fn acked(&mut self, now: Instant) {
+        let c = self.current;
+        self.list[c].heard = now;
         if self.suspects {
             let c = self.current;
             self.answered(now, c);
@@ -101,6 +132,7 @@ impl<A: Copy + PartialEq> Paths<A> {
     /// Path `i` answered at `now`: not suspect; every other suspect path
     /// whose heartbeat is outstanding notes that the peer was alive.
     pub(super) fn answered(&mut self, now: Instant, i: usize) {
+        self.list[i].heard = now;
         if !self.suspects {
             return;
         }

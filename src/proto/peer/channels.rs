@@ -111,11 +111,19 @@ impl<A: Copy + PartialEq> Peer<A> {
             self.assoc.paths.progress(now, delivered, in_flight);
             self.assoc.paths.acked(now);
         }
+        let single = self.assoc.paths.single();
         let cc = self.assoc.paths.cc_mut();
         cc.on_news(now, &tx.news, in_flight, &mut cx.out.stats);
         tx.news = congestion::FlightNews::default();
         if delivered > 0 && cc.is_on() && tx.in_flight.len() > 1 {
-            tx.restart_timers(now, self.rtt.rto());
+            if single {
+                tx.restart_timers(now, self.rtt.rto());
+            } else {
+                // the current path's progress says nothing of another
+                // path's packets (`path/clock.rs`): restarted, a silent
+                // path's never timed out while this one delivered
+                tx.restart_lane_timers(now, current as u8, self.rtt.rto());
+            }
         }
     }
 

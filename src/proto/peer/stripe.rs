@@ -189,21 +189,22 @@ impl<A: Copy + PartialEq> Peer<A> {
     }
 
     /// The path the packet a retransmission timeout of channel `ch`
-    /// marked last took (the oldest marked), else the current one.
-    pub(super) fn timeout_lane(&self, ch: usize) -> usize {
+    /// marked last took (the oldest marked), else the current one; and
+    /// when that packet went.
+    pub(super) fn timeout_lane(&self, ch: usize, now: Instant) -> (usize, Instant) {
         let current = self.assoc.paths.current_index();
         self.tx[ch]
             .in_flight
             .iter()
             .find(|p| p.resend)
-            .map_or(current, |p| p.lane as usize)
+            .map_or((current, now), |p| (p.lane as usize, p.last_sent))
     }
 
     /// A retransmission timeout of channel `ch` (backed off): the
     /// controller of the path it counts against collapses; after
     /// `PATH_MAX_RETRANS` the path is suspect and its packets go on another.
     pub(super) fn lane_timed_out(&mut self, now: Instant, ch: usize, cx: &mut Ctx<'_, A>) {
-        let lane = self.timeout_lane(ch);
+        let (lane, sent) = self.timeout_lane(ch, now);
         let current = self.assoc.paths.current_index();
         // the path's own timeout backs off, and the peer's when it is the
         // current path's (`path/clock.rs`)
@@ -226,7 +227,12 @@ impl<A: Copy + PartialEq> Peer<A> {
         // full ring having dropped: no path is gone, and the ring's seal
         // passes no other way)
         let ring = lane == 0 && self.same_host.is_some();
-        if !ring && self.assoc.paths.timed_out_on(lane, now, cx.cfg.path_probe) {
+        if !ring
+            && self
+                .assoc
+                .paths
+                .timed_out_on(lane, now, cx.cfg.path_probe, sent)
+        {
             // the path is suspect (`path/suspect.rs`; nothing told: only
             // evidence fails it): what it had in flight goes again at
             // once on another
