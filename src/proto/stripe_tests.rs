@@ -303,10 +303,11 @@ fn striping_pays_from_the_default_threshold_on() {
 /// `Net::shape`, `sim::Bottleneck::tbf`): a 40 MB/s path and a 10 MB/s
 /// one 20 ms longer each way. Its packets take 40 ms and more: timed by
 /// the peer's clock (the fast path's) they go again on the fast path
-/// while still on their way. h-burst's check, with `Paths::
-/// transmit_timers` and `rto_on` returning the peer's alone: 8 packets
-/// resent and the slow path's bytes 1,113,415 (own clocks: 1 resent,
-/// 1,440,890).
+/// while still on their way. Checked with `Paths::transmit_timers` and
+/// `rto_on` returning the peer's alone: 9 packets resent and nothing on
+/// the slow path (own clocks: 4 resent, 917,378 bytes on it; with the
+/// later fragments' short header and the loopback probe of congestion
+/// control merged; before them 8 and 1 resent).
 #[test]
 fn a_longer_paths_packets_are_timed_by_its_own_round_trips() {
     let mut net = shaped(28, [40_000_000, 10_000_000], 128 << 10);
@@ -322,7 +323,7 @@ fn a_longer_paths_packets_are_timed_by_its_own_round_trips() {
     net.assert_exactly_once(9);
     assert!(b1 > 0, "the longer path carries its part");
     assert!(
-        resent <= 3,
+        resent <= 5,
         "{resent} resent: timed by the fast path's clock?"
     );
 }
