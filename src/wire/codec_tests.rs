@@ -7,7 +7,8 @@ use super::*;
 
 const I: Integrity = Integrity::Crc32c;
 
-fn sample_common() -> Common {
+/// A common header with an ACK of the request channel (`more_tests` too).
+pub(super) fn sample_common() -> Common {
     Common {
         vtag: 0xdead_beef_0000_0007,
         channel: 1,

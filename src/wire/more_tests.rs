@@ -9,23 +9,8 @@ use super::*;
 
 const I: Integrity = Integrity::Crc32c;
 
-fn common() -> Common {
-    Common {
-        vtag: 0x0102_0304_0506_0708,
-        channel: 1,
-        epoch: 0x1112,
-        seq: 0x2122_2324,
-        unordered: false,
-        acks: [
-            AckField {
-                valid: true,
-                epoch: 0x3132,
-                next: 0x4142_4344,
-            },
-            AckField::default(),
-        ],
-    }
-}
+// the common header the codec tests use (`codec_tests::sample_common`)
+use super::codec_tests::sample_common as common;
 
 /// An `Integrity` that seals under a MAC (an association's key).
 fn job_mac() -> Integrity {
