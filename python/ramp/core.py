@@ -62,7 +62,7 @@ import struct
 import threading
 import time
 from ctypes import byref, c_int, c_int32, c_size_t, c_uint8, c_uint64, c_void_p
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Type, Union
 
 from . import _lib
 from ._buffers import BufferLike, SendBuffer, flat_writable, view_of
@@ -78,12 +78,16 @@ from .constants import (
     Status,
 )
 from .errors import (
+    AMError,
     BadArgError,
     HandlerKindError,
+    InUseError,
+    NotInitError,
+    NotSentError,
     RampError,
+    ResourceError,
     ReturnedMessageError,
     TokenExpiredError,
-    error_for,
 )
 
 __all__ = [
@@ -307,6 +311,39 @@ def _defer(s: "_ThreadState", e: BaseException) -> None:
     """Keeps what a handler raised, for the call that ran it to raise (_after)."""
     s.pending.append(e)
     _pending_any.append(None)
+
+
+_BY_CODE: Dict[int, Type[AMError]] = {
+    ErrorCode.AM_ERR_NOT_INIT: NotInitError,
+    ErrorCode.AM_ERR_BAD_ARG: BadArgError,
+    ErrorCode.AM_ERR_RESOURCE: ResourceError,
+    ErrorCode.AM_ERR_NOT_SENT: NotSentError,
+    ErrorCode.AM_ERR_IN_USE: InUseError,
+}
+
+
+def error_for(code: int, function: str = "", detail: str = "") -> AMError:
+    """Returns the :class:`AMError` subclass instance for an ``AM_*`` code.
+
+    Without a ``detail`` of the caller's, the detail is the library's reason for the
+    calling thread's last failure (``ramp_LastError``), e.g. "destination index is not
+    mapped"; called right after the failing call, that reason is this call's.
+    """
+    if not detail:
+        detail = _library_reason()
+    cls = _BY_CODE.get(int(code), AMError)
+    return cls(code, function, detail)
+
+
+def _library_reason() -> str:
+    """The text after "returned AM_ERR_...: " of ``ramp_LastError()``, or ""."""
+    try:
+        raw = _lib.lib().ramp_LastError()
+    except Exception:  # no library (yet), or an older one without ramp_LastError
+        return ""
+    text = raw.decode("utf-8", "replace") if raw else ""
+    _, sep, reason = text.partition(": ")
+    return reason if sep else text
 
 
 def _after(rc: int, function: str, detail: str = "") -> None:

@@ -9,7 +9,7 @@ error handler is installed.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple, Type
+from typing import List, Optional, Sequence, Tuple
 
 from .constants import ErrorCode, Opcode, Status
 
@@ -91,41 +91,6 @@ class NotSentError(AMError):
 
 class InUseError(AMError):
     """AM_ERR_IN_USE: resource busy (a non-blocking long request could not be sent now)."""
-
-
-_BY_CODE: Dict[int, Type[AMError]] = {
-    ErrorCode.AM_ERR_NOT_INIT: NotInitError,
-    ErrorCode.AM_ERR_BAD_ARG: BadArgError,
-    ErrorCode.AM_ERR_RESOURCE: ResourceError,
-    ErrorCode.AM_ERR_NOT_SENT: NotSentError,
-    ErrorCode.AM_ERR_IN_USE: InUseError,
-}
-
-
-def error_for(code: int, function: str = "", detail: str = "") -> AMError:
-    """Returns the :class:`AMError` subclass instance for an ``AM_*`` code.
-
-    Without a ``detail`` of the caller's, the detail is the library's reason for the
-    calling thread's last failure (``ramp_LastError``), e.g. "destination index is not
-    mapped"; called right after the failing call, that reason is this call's.
-    """
-    if not detail:
-        detail = _library_reason()
-    cls = _BY_CODE.get(int(code), AMError)
-    return cls(code, function, detail)
-
-
-def _library_reason() -> str:
-    """The text after "returned AM_ERR_...: " of ``ramp_LastError()``, or ""."""
-    try:
-        from . import _lib
-
-        raw = _lib.lib().ramp_LastError()
-    except Exception:  # no library (yet), or an older one without ramp_LastError
-        return ""
-    text = raw.decode("utf-8", "replace") if raw else ""
-    _, sep, reason = text.partition(": ")
-    return reason if sep else text
 
 
 class ReturnedMessageError(RampError):

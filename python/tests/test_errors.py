@@ -380,7 +380,7 @@ def test_error_classes():
         (ramp.AM_ERR_NOT_SENT, ramp.NotSentError),
         (ramp.AM_ERR_IN_USE, ramp.InUseError),
     ]:
-        from ramp.errors import error_for
+        from ramp.core import error_for
 
         e = error_for(code, "AM_Something", "detail")
         assert type(e) is cls and isinstance(e, ramp.AMError) and isinstance(e, ramp.RampError)
