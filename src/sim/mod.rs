@@ -10,7 +10,8 @@
 //!   transports) as simulated processes, killed and restarted at will;
 //!   its state (`state.rs`), how it runs them on virtual time
 //!   (`scheduler.rs`), the host addresses it holds (`hosts.rs`);
-//! - `network.rs`: the world's datagram network and its `SimTransport`;
+//! - `network.rs`: the world's datagram network; `transport.rs`: the
+//!   `SimTransport` an endpoint of the world sends and receives through;
 //! - `bottleneck.rs`: a bottleneck link (a rate and a drop-tail queue)
 //!   both networks may route datagrams through (`SimNet::bottleneck`,
 //!   `World::bottleneck`);
@@ -23,12 +24,14 @@ mod manual;
 mod network;
 mod scheduler;
 mod state;
+mod transport;
 mod world;
 mod world_rails;
 
 pub use bottleneck::{Bottleneck, BottleneckStats, Bottlenecks, Carries};
 pub use manual::{ManualClock, YIELD_STEP};
-pub use network::{SimTransport, Tap, INBOX_MAX};
+pub use network::{Tap, INBOX_MAX};
+pub use transport::SimTransport;
 
 /// `RAMP_SIM_TRACE` set: the world prints every datagram and every move of
 /// its clock on stderr (`--nocapture`), to follow a failing seed.
@@ -36,7 +39,9 @@ fn tracing() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var_os(crate::config::SIM_TRACE).is_some())
 }
-pub use world::{crash_here, seeds, Node, Program, World};
+pub use scheduler::crash_here;
+pub use state::{Program, World};
+pub use world::{seeds, Node};
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

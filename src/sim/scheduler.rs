@@ -1,17 +1,32 @@
 //! How the world runs: whose turn it is (a node's clock call, `turn`),
 //! which nodes have work at the present instant (`has_work`, `run_ready`),
 //! when time moves and to where (`next_deadline`, `advance`), the test's
-//! scheduled actions, kills; and a node's view of virtual time
-//! (`NodeClock`).
+//! scheduled actions, kills (also by a handler: `crash_here`); and a
+//! node's view of virtual time (`NodeClock`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use super::state::Shared;
-use super::world::{crash_here, Killed, Program, World, IDLE_STEP, MAX_TURNS_AT_ONE_INSTANT};
+use super::state::{Program, Shared, World};
 use crate::am::{self, Bundle};
 use crate::clock::VirtualTime;
-use crate::time::Instant;
+use crate::time::{Instant, Nanos, MICROS};
+
+/// How far a busy loop's yield moves time when nothing at all is due
+/// anywhere (about a poll's cost: a program polling for something that
+/// will never come still sees time pass).
+pub(super) const IDLE_STEP: Nanos = MICROS;
+/// Turns at one instant after which the world calls it a livelock.
+pub(super) const MAX_TURNS_AT_ONE_INSTANT: u64 = 2_000_000;
+
+/// The payload of the unwinding by which a handler kills its own node.
+pub(super) struct Killed;
+
+/// Kills the node whose handler calls it, at this very point, as `kill -9`
+/// would: nothing after it runs (the world catches the unwinding).
+pub fn crash_here() -> ! {
+    std::panic::resume_unwind(Box::new(Killed))
+}
 
 /// One node's view of virtual time.
 pub(super) struct NodeClock {

@@ -1,7 +1,8 @@
-//! The world's shared state: its nodes (`Slot`), the present instant,
-//! the network, what the test scheduled, all behind one lock (`Shared`);
-//! dropping the last handle frees every node and prints the seed of a
-//! failing test.
+//! The world's shared state: its nodes (`Slot`, each running a
+//! `Program`), the present instant, the network, what the test scheduled,
+//! all behind one lock (`Shared`), and the handle to it (`World`, whose
+//! methods are `world.rs`'s); dropping the last handle frees every node
+//! and prints the seed of a failing test.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -10,10 +11,27 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::hosts::HostBlock;
 use super::network::Network;
-use super::world::{Program, World};
 use crate::am::{self, Bundle};
 use crate::rng::Rng;
 use crate::time::Instant;
+
+/// What a node's program does between its calls to ramp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// It polls (AM_Poll in a loop, or sleeps in AM_WaitSema): the world
+    /// polls it whenever it has something to do.
+    Polls,
+    /// It computes: only its progress thread, if on, moves its packets.
+    Computes,
+}
+
+/// The world (see `world.rs`'s module doc): a handle, cloned freely. When the
+/// last handle goes, every node ends; when the thread is panicking then (a
+/// test failed), the seed is printed.
+#[derive(Clone)]
+pub struct World {
+    pub(super) shared: Arc<Shared>,
+}
 
 pub(super) struct Slot {
     pub(super) bundle: Option<Arc<Bundle>>,

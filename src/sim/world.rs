@@ -41,23 +41,19 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::hosts::{host_of, HostBlock};
-use super::network::{Network, SimTransport};
-use super::scheduler::{advance, kill, run_ready, NodeClock};
-use super::state::{Shared, Slot, State};
+use super::network::Network;
+use super::scheduler::{advance, kill, run_ready, Killed, NodeClock};
+pub(super) use super::state::World;
+use super::state::{Program, Shared, Slot, State};
+use super::transport::bind_transport;
 use crate::am::{self, Bundle, BundleMode, Endpoint};
 use crate::clock::Clock;
 use crate::config::{Config, TransportChoice};
 use crate::fault::{FaultConfig, FaultInjector};
 use crate::net::{ShmTransport, Transports};
 use crate::rng::Rng;
-use crate::time::{Instant, Nanos, MICROS};
+use crate::time::{Instant, Nanos};
 
-/// How far a busy loop's yield moves time when nothing at all is due
-/// anywhere (about a poll's cost: a program polling for something that
-/// will never come still sees time pass).
-pub(super) const IDLE_STEP: Nanos = MICROS;
-/// Turns at one instant after which the world calls it a livelock.
-pub(super) const MAX_TURNS_AT_ONE_INSTANT: u64 = 2_000_000;
 /// Where virtual time starts (a second: nothing is "before the start").
 const START: Instant = Instant(1_000_000_000);
 
@@ -73,38 +69,11 @@ pub fn seeds(n: u64) -> Vec<u64> {
     }
 }
 
-/// What a node's program does between its calls to ramp.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Program {
-    /// It polls (AM_Poll in a loop, or sleeps in AM_WaitSema): the world
-    /// polls it whenever it has something to do.
-    Polls,
-    /// It computes: only its progress thread, if on, moves its packets.
-    Computes,
-}
-
-/// The payload of the unwinding by which a handler kills its own node.
-pub(super) struct Killed;
-
-/// Kills the node whose handler calls it, at this very point, as `kill -9`
-/// would: nothing after it runs (the world catches the unwinding).
-pub fn crash_here() -> ! {
-    std::panic::resume_unwind(Box::new(Killed))
-}
-
 /// A simulated process: its bundle and endpoint.
 pub struct Node {
     pub index: usize,
     pub bundle: Arc<Bundle>,
     pub ep: Arc<Endpoint>,
-}
-
-/// The world (see the module doc): a handle, cloned freely. When the
-/// last handle goes, every node ends; when the thread is panicking then (a
-/// test failed), the seed is printed.
-#[derive(Clone)]
-pub struct World {
-    pub(super) shared: Arc<Shared>,
 }
 
 impl World {
@@ -444,24 +413,4 @@ impl World {
             }
         }
     }
-}
-
-/// A transport of node `index` bound at `addr` in the world's network.
-fn bind_transport(
-    w: &Arc<Shared>,
-    st: &mut super::state::State,
-    index: usize,
-    addr: SocketAddr,
-) -> std::io::Result<SimTransport> {
-    let owner = st.next_owner;
-    st.net.bind(addr, owner)?;
-    st.next_owner += 1;
-    st.nodes[index].addrs.push((addr, owner));
-    Ok(SimTransport {
-        world: Arc::downgrade(w),
-        local: addr,
-        id: owner,
-        node: index,
-        refused: Vec::new(),
-    })
 }
