@@ -11,17 +11,19 @@
 //! lost or delivered twice, and the real exchange must complete.
 
 mod common;
+#[path = "common/forge.rs"]
+mod forge;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use forge::I;
 use ramp::am::{self, handler, BundleMode, Data, Message, VecSegment};
-use ramp::wire::{self, Category, Common, Integrity, MsgKind, MsgMeta, Packet};
+use ramp::wire::{self, Category, MsgKind, MsgMeta, Packet};
 
 const TAG: u64 = 77;
-const I: Integrity = Integrity::Crc32c;
 
 /// A xorshift for the forger's guesses.
 struct Guess(u64);
@@ -36,28 +38,13 @@ impl Guess {
 }
 
 fn data(vtag: u64, ch: u8, seq: u32, meta: &MsgMeta, payload: &[u8]) -> Vec<u8> {
-    let c = Common {
-        vtag,
-        channel: ch,
-        seq,
-        ..Default::default()
-    };
-    let mut d = Vec::new();
-    let len = payload.len() as u32;
-    wire::encode_data(&mut d, &I, &c, meta, len, 0, payload);
-    d
+    forge::data(&forge::header(vtag, ch, 0, seq), meta, payload)
 }
 
 /// A later fragment (the short header: offset and length alone) at `off`.
 fn more(vtag: u64, ch: u8, seq: u32, off: u32, payload: &[u8]) -> Vec<u8> {
-    let c = Common {
-        vtag,
-        channel: ch,
-        seq,
-        ..Default::default()
-    };
     let mut d = Vec::new();
-    wire::encode_more(&mut d, &I, &c, off, payload);
+    wire::encode_more(&mut d, &I, &forge::header(vtag, ch, 0, seq), off, payload);
     d
 }
 
@@ -84,12 +71,7 @@ fn blind_round(s: &UdpSocket, to: SocketAddr, g: &mut Guess) {
     }
     // finding 2: 44-byte ACKs with random tags
     for _ in 0..4 {
-        let c = Common {
-            vtag: g.next(),
-            channel: (g.next() & 1) as u8,
-            seq: g.next() as u32,
-            ..Default::default()
-        };
+        let c = forge::header(g.next(), (g.next() & 1) as u8, 0, g.next() as u32);
         let mut a = Vec::new();
         wire::encode_ack(&mut a, &I, &c, g.next());
         assert_eq!(a.len(), 44);
@@ -292,12 +274,7 @@ fn forged_packets_change_nothing_while_a_real_exchange_completes() {
                 let m = answer_meta(MsgKind::User, Category::Long, txn);
                 let reply = wire::CHANNEL_REPLY;
                 let first = |seq, msg_len| {
-                    let c = Common {
-                        vtag: theirs,
-                        channel: reply,
-                        seq,
-                        ..Default::default()
-                    };
+                    let c = forge::header(theirs, reply, 0, seq);
                     let mut d = Vec::new();
                     wire::encode_data(&mut d, &I, &c, &m, msg_len, 0, &[0xEE; 64]);
                     d

@@ -347,11 +347,10 @@ fn credits_and_windows_both_ways_under_loss_never_stall_and_replies_go_first() {
             let sending = net.now() < stop;
             for i in 0..2u32 {
                 let n = i as usize;
-                while sending && sent[n] - replied[n] < OUT {
-                    let k = sent[n] as u32;
-                    let p = payload(i, k, CHANNEL_REQUEST, LEN);
-                    net.send(i, i ^ 1, CHANNEL_REQUEST, meta(i, k, LEN), p);
-                    sent[n] += 1;
+                if sending {
+                    top_up(&mut net, i, i ^ 1, &mut sent[n], replied[n], OUT, |k| {
+                        (meta(i, k, LEN), payload(i, k, CHANNEL_REQUEST, LEN))
+                    });
                 }
                 while let Some(ev) = net.poll_event(i) {
                     let Event::Delivered {
@@ -443,11 +442,10 @@ fn a_loss_free_path_whose_round_trip_grows_with_the_receivers_queue_opens_to_its
         loop {
             let now = net.now();
             let sending = now < stop;
-            while sending && sent - delivered < OUT {
-                let k = sent as u32;
-                let p = payload(0, k, CHANNEL_REQUEST, LEN);
-                net.send(0, 1, CHANNEL_REQUEST, meta(0, k, LEN), p);
-                sent += 1;
+            if sending {
+                top_up(&mut net, 0, 1, &mut sent, delivered, OUT, |k| {
+                    (meta(0, k, LEN), payload(0, k, CHANNEL_REQUEST, LEN))
+                });
             }
             while let Some(ev) = net.poll_event(1) {
                 let Event::Delivered { meta: m, .. } = ev else {

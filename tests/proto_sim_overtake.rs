@@ -61,11 +61,10 @@ fn run(net: &mut SimNet, seed: u64, puts: bool) -> Outcome {
     loop {
         let now = net.now();
         let sending = now < stop;
-        while sending && bulk_sent - bulk_got < CREDITS {
-            let k = bulk_sent as u32;
-            let p = payload(0, k, CHANNEL_REQUEST, BULK);
-            net.send(0, 1, CHANNEL_REQUEST, bulk_meta(k), p);
-            bulk_sent += 1;
+        if sending {
+            top_up(net, 0, 1, &mut bulk_sent, bulk_got, CREDITS, |k| {
+                (bulk_meta(k), payload(0, k, CHANNEL_REQUEST, BULK))
+            });
         }
         if sending && now >= next_short {
             let k = shorts.len() as u32;

@@ -197,19 +197,14 @@ fn a_forged_mark_delivers_nothing_it_should_not() {
     let (tag, _) = duo.p[1].association(&0).expect("associated");
     let forged = |seq: u32, k: u32, kind: MsgKind| {
         let c = Common {
-            vtag: tag,
-            channel: CHANNEL_REQUEST,
-            seq,
             unordered: true,
-            ..Default::default()
+            ..forge::header(tag, CHANNEL_REQUEST, 0, seq)
         };
         let m = MsgMeta {
             kind,
             ..meta(0, k, 4)
         };
-        let mut d = Vec::new();
-        wire::encode_data(&mut d, &I, &c, &m, 4, 0, &payload(0, k, CHANNEL_REQUEST, 4));
-        d
+        forge::data(&c, &m, &payload(0, k, CHANNEL_REQUEST, 4))
     };
     duo.feed(1, &forged(1, 1, MsgKind::Put));
     duo.feed(1, &forged(2, 2, MsgKind::User));

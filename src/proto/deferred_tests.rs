@@ -6,30 +6,8 @@
 //! then completes the message; damage anywhere in a packet (header,
 //! arguments, payload, trailer) never delivers other bytes.
 
-use super::tests::pair;
+use super::tests::{long_message, pair, Seg};
 use super::*;
-use crate::wire::{Category, MsgKind, CHANNEL_REQUEST};
-
-/// A segment the test places into (every long message is claimed).
-struct Seg {
-    mem: Vec<u8>,
-    claimed: u32,
-}
-
-impl Placement<u32> for Seg {
-    fn claim(&mut self, _: u32, _: u8, _: &MsgMeta, _: usize) -> Option<u32> {
-        self.claimed += 1;
-        Some(7)
-    }
-    fn write(&mut self, meta: &MsgMeta, at: usize, bytes: &[u8]) {
-        let off = meta.dest_offset as usize + at;
-        self.mem[off..off + bytes.len()].copy_from_slice(bytes);
-    }
-    fn write_summed(&mut self, meta: &MsgMeta, at: usize, bytes: &[u8]) -> Option<u32> {
-        let off = meta.dest_offset as usize + at;
-        crate::wire::copy_sum(&mut self.mem[off..off + bytes.len()], bytes)
-    }
-}
 
 const LEN: usize = 200_000;
 
@@ -40,12 +18,7 @@ fn payload() -> Vec<u8> {
 /// The datagrams of one long message of `LEN` bytes from node 0 to node 1.
 fn datagrams() -> (Vec<Vec<u8>>, [Protocol<u32>; 2]) {
     let mut n = pair();
-    let meta = MsgMeta::new(MsgKind::User, Category::Long, 3, &[9]);
-    let p = n[0].payload_summed(&payload(), 0);
-    n[0].send(Instant(1_000_000), 1, CHANNEL_REQUEST, meta, p);
-    let mut d = Vec::new();
-    n[0].drain_transmits::<8>(|b| d.extend(b.iter().map(|(_, pieces)| pieces.concat())));
-    (d, n)
+    (long_message(&mut n, &payload()), n)
 }
 
 /// What node 1 delivered: (payload, placed length).
@@ -77,10 +50,7 @@ fn later_fragments_are_checked_where_they_are_copied_placed_or_gathered() {
     for placed in [true, false] {
         let (d, mut n) = datagrams();
         assert!(d.len() >= 4, "{} datagrams", d.len());
-        let mut seg = Seg {
-            mem: vec![0; LEN],
-            claimed: 0,
-        };
+        let mut seg = Seg::new(LEN, true);
         for x in &d {
             feed(&mut n[1], x, placed.then_some(&mut seg));
         }
@@ -131,10 +101,7 @@ fn a_fragment_damaged_anywhere_is_dropped_and_its_sound_copy_completes_the_messa
     for placed in [true, false] {
         for &i in &at {
             let (d, mut n) = datagrams();
-            let mut seg = Seg {
-                mem: vec![0; LEN],
-                claimed: 0,
-            };
+            let mut seg = Seg::new(LEN, true);
             let mut bad = d[victim].clone();
             bad[i] ^= 0x40;
             for x in &d[..victim] {
@@ -171,10 +138,7 @@ fn a_fragment_damaged_anywhere_is_dropped_and_its_sound_copy_completes_the_messa
 fn a_repeated_fragment_is_a_duplicate_not_appended_twice() {
     for placed in [true, false] {
         let (d, mut n) = datagrams();
-        let mut seg = Seg {
-            mem: vec![0; LEN],
-            claimed: 0,
-        };
+        let mut seg = Seg::new(LEN, true);
         for (k, x) in d.iter().enumerate() {
             feed(&mut n[1], x, placed.then_some(&mut seg));
             if k + 1 < d.len() {

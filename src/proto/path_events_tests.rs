@@ -23,6 +23,18 @@ fn all_news(net: &mut Net, n: usize) -> Vec<(Path<u32>, PathChange)> {
     v
 }
 
+/// Sends `n` messages 5 ms apart (numbered on from `k`), runs `then`
+/// more, and checks that every message so far was delivered exactly once.
+fn send_spaced(net: &mut Net, k: &mut u32, n: usize, then: Nanos) {
+    for _ in 0..n {
+        net.send(*k);
+        *k += 1;
+        net.run_for(5 * MILLIS);
+    }
+    net.run_for(then);
+    net.assert_exactly_once(*k);
+}
+
 /// A receiver off the CPU makes the path carrying data suspect (told
 /// once), and its answer clears it (told once), nothing failed; a path
 /// cut silently is told suspect, then failed, never cleared.
@@ -37,13 +49,7 @@ fn suspicion_is_told_when_it_begins_and_when_it_ends_or_fails() {
     }
     net.run_for(MILLIS);
     net.asleep[1] = net.now.plus(200 * MILLIS);
-    for _ in 0..60 {
-        net.send(k);
-        k += 1;
-        net.run_for(5 * MILLIS);
-    }
-    net.run_for(300 * MILLIS);
-    net.assert_exactly_once(k);
+    send_spaced(&mut net, &mut k, 60, 300 * MILLIS);
     let off = all_news(&mut net, 0);
     println!("receiver off the CPU 200 ms: {off:?}");
     let suspect: Vec<_> = off.iter().filter(|e| e.1 == PathChange::Suspect).collect();
@@ -71,13 +77,7 @@ fn suspicion_is_told_when_it_begins_and_when_it_ends_or_fails() {
         .map(|r| p(r.rail.0, r.remote));
     let cur = cur.unwrap_or(p(0, 1));
     net.link(RAILS[0][cur.rail.0 as usize], cur.remote, false);
-    for _ in 0..100 {
-        net.send(k);
-        k += 1;
-        net.run_for(5 * MILLIS);
-    }
-    net.run_for(500 * MILLIS);
-    net.assert_exactly_once(k);
+    send_spaced(&mut net, &mut k, 100, 500 * MILLIS);
     let cut: Vec<_> = all_news(&mut net, 0)
         .into_iter()
         .filter(|e| e.0 == cur)

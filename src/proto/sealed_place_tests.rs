@@ -9,40 +9,12 @@
 //! `deferred_tests.rs`). The forged packet is counted as corrupt, nothing
 //! is delivered, and the sender's copy then completes the message once.
 
-use super::tests::pair_with;
+use super::tests::{long_message, pair_with, Seg};
 use super::*;
 use crate::wire::mac::MacKey;
-use crate::wire::{Category, MsgKind, CHANNEL_REQUEST};
 
 const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 const LEN: usize = 200_000;
-
-/// A segment that records every write.
-struct Seg {
-    mem: Vec<u8>,
-    claimed: u32,
-    writes: usize,
-}
-
-impl Placement<u32> for Seg {
-    fn claim(&mut self, _: u32, _: u8, _: &MsgMeta, _: usize) -> Option<u32> {
-        self.claimed += 1;
-        Some(7)
-    }
-    fn write(&mut self, meta: &MsgMeta, at: usize, bytes: &[u8]) {
-        let off = meta.dest_offset as usize + at;
-        self.mem[off..off + bytes.len()].copy_from_slice(bytes);
-        self.writes += 1;
-    }
-}
-
-fn seg() -> Seg {
-    Seg {
-        mem: vec![0; LEN],
-        claimed: 0,
-        writes: 0,
-    }
-}
 
 fn payload() -> Vec<u8> {
     (0..LEN).map(|i| (i * 7 + i / 999) as u8).collect()
@@ -59,12 +31,7 @@ fn sealed(key: &str) -> [Protocol<u32>; 2] {
 /// of a pair under `key`.
 fn datagrams(key: &str) -> (Vec<Vec<u8>>, [Protocol<u32>; 2]) {
     let mut n = sealed(key);
-    let meta = MsgMeta::new(MsgKind::User, Category::Long, 3, &[9]);
-    let p = n[0].payload_summed(&payload(), 0);
-    n[0].send(Instant(1_000_000), 1, CHANNEL_REQUEST, meta, p);
-    let mut d = Vec::new();
-    n[0].drain_transmits::<8>(|b| d.extend(b.iter().map(|(_, pieces)| pieces.concat())));
-    (d, n)
+    (long_message(&mut n, &payload()), n)
 }
 
 fn feed(p: &mut Protocol<u32>, d: &[u8], s: &mut Seg) {
@@ -84,7 +51,7 @@ fn delivered(p: &mut Protocol<u32>) -> Vec<Option<u32>> {
 fn a_sealed_long_message_is_placed_whole_after_each_fragment_is_checked() {
     let (d, mut n) = datagrams(KEY);
     assert!(d.len() >= 4, "{} datagrams", d.len());
-    let mut s = seg();
+    let mut s = Seg::new(LEN, false);
     for x in &d {
         feed(&mut n[1], x, &mut s);
     }
@@ -123,7 +90,7 @@ fn a_forged_fragment_writes_nothing_delivers_nothing_and_is_counted() {
         forged.push(("another key's seal", b));
         for (what, bad) in &forged {
             let (d, mut n) = datagrams(KEY);
-            let mut s = seg();
+            let mut s = Seg::new(LEN, false);
             for x in &d[..victim] {
                 feed(&mut n[1], x, &mut s);
             }

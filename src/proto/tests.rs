@@ -48,6 +48,60 @@ impl Protocol<u32> {
     }
 }
 
+/// A segment a test places long messages into (`Placement`): every one
+/// claimed (generation 7), its bytes written at their `dest_offset`, each
+/// `write` counted; `summed`: it sums the bytes as it copies them
+/// (`write_summed`, CRC32C's way: `deferred_tests.rs`), else the protocol
+/// checks them first and then `write`s them (the MAC's way:
+/// `sealed_place_tests.rs`).
+pub(super) struct Seg {
+    pub(super) mem: Vec<u8>,
+    pub(super) claimed: u32,
+    pub(super) writes: usize,
+    summed: bool,
+}
+
+impl Seg {
+    pub(super) fn new(len: usize, summed: bool) -> Seg {
+        Seg {
+            mem: vec![0; len],
+            claimed: 0,
+            writes: 0,
+            summed,
+        }
+    }
+}
+
+impl Placement<u32> for Seg {
+    fn claim(&mut self, _: u32, _: u8, _: &MsgMeta, _: usize) -> Option<u32> {
+        self.claimed += 1;
+        Some(7)
+    }
+    fn write(&mut self, meta: &MsgMeta, at: usize, bytes: &[u8]) {
+        let off = meta.dest_offset as usize + at;
+        self.mem[off..off + bytes.len()].copy_from_slice(bytes);
+        self.writes += 1;
+    }
+    fn write_summed(&mut self, meta: &MsgMeta, at: usize, bytes: &[u8]) -> Option<u32> {
+        if !self.summed {
+            return None;
+        }
+        let off = meta.dest_offset as usize + at;
+        crate::wire::copy_sum(&mut self.mem[off..off + bytes.len()], bytes)
+    }
+}
+
+/// The datagrams of one long message of `payload` (handler 3, argument
+/// 9, summed at offset 0) from node 0 of `n` to node 1, sent at 1 ms.
+pub(super) fn long_message(n: &mut [Protocol<u32>; 2], payload: &[u8]) -> Vec<Vec<u8>> {
+    let meta = MsgMeta::new(MsgKind::User, Category::Long, 3, &[9]);
+    let p = n[0].payload_summed(payload, 0);
+    n[0].send(Instant(1_000_000), 1, CHANNEL_REQUEST, meta, p);
+    let mut d = Vec::new();
+    n[0].drain_transmits::<8>(|b| d.extend(b.iter().map(|(_, pieces)| pieces.concat())));
+    d
+}
+
 fn out(p: &mut Protocol<u32>) -> Vec<Vec<u8>> {
     let mut b = Vec::new();
     std::iter::from_fn(|| p.poll_transmit(&mut b).map(|_| b.clone())).collect()

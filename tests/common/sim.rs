@@ -375,40 +375,38 @@ impl Duo {
     }
 }
 
-/// The integrity trailer of the tests' datagrams.
-pub const I: wire::Integrity = wire::Integrity::Crc32c;
+#[path = "forge.rs"]
+pub mod forge;
+pub use forge::I;
+
+/// Node `from` tops its requests to `to` up to `out` outstanding: `sent`
+/// of them sent so far, `got` answered; request k is `msg(k)`, its meta
+/// and payload.
+pub fn top_up(
+    net: &mut SimNet,
+    from: u32,
+    to: u32,
+    sent: &mut u64,
+    got: u64,
+    out: u64,
+    msg: impl Fn(u32) -> (MsgMeta, Vec<u8>),
+) {
+    while *sent - got < out {
+        let (m, p) = msg(*sent as u32);
+        net.send(from, to, CHANNEL_REQUEST, m, p);
+        *sent += 1;
+    }
+}
 
 /// A forged DATA packet (args `[from, k, len]`, like the real ones).
 pub fn forged_data(vtag: u64, ch: u8, epoch: u16, seq: u32, from: u32, k: u32) -> Vec<u8> {
-    let c = Common {
-        vtag,
-        channel: ch,
-        epoch,
-        seq,
-        ..Default::default()
-    };
-    let mut d = Vec::new();
-    wire::encode_data(
-        &mut d,
-        &I,
-        &c,
-        &meta(from, k, 4),
-        4,
-        0,
-        &payload(from, k, ch, 4),
-    );
-    d
+    let c = forge::header(vtag, ch, epoch, seq);
+    forge::data(&c, &meta(from, k, 4), &payload(from, k, ch, 4))
 }
 
 pub fn forged_ack(vtag: u64, ch: u8, seq: u32) -> Vec<u8> {
-    let c = Common {
-        vtag,
-        channel: ch,
-        seq,
-        ..Default::default()
-    };
     let mut d = Vec::new();
-    wire::encode_ack(&mut d, &I, &c, 0);
+    wire::encode_ack(&mut d, &I, &forge::header(vtag, ch, 0, seq), 0);
     d
 }
 

@@ -100,8 +100,21 @@ fn a_bundle_changed_on_the_polling_thread_is_polled_whole_and_keeps_no_freed_end
     assert!(!polled::keeps(b.id));
 }
 
-#[test]
-fn an_endpoint_a_handler_frees_during_a_poll_is_not_kept() {
+/// Where the victim of `with_victim` waits for the handler that frees it.
+type Slot = Arc<parking_lot::Mutex<Option<Arc<Endpoint>>>>;
+
+/// A bundle of two endpoints mapped to each other (`e0` serves pings and
+/// counts pongs into `pongs`) and a third, the victim a handler of `e1`
+/// frees: in its slot (the handler takes it from there), `gone` to see it
+/// go. (bundle, pongs, e0, e1, gone, slot)
+fn with_victim() -> (
+    Arc<Bundle>,
+    Arc<AtomicU64>,
+    Arc<Endpoint>,
+    Arc<Endpoint>,
+    Weak<Endpoint>,
+    Slot,
+) {
     crate::am::init().unwrap();
     let b = allocate_bundle(BundleMode::Seq).unwrap();
     let pongs = Arc::new(AtomicU64::new(0));
@@ -115,6 +128,12 @@ fn an_endpoint_a_handler_frees_during_a_poll_is_not_kept() {
     let victim = allocate_endpoint_with(&b, &cfg()).unwrap();
     let gone = Arc::downgrade(&victim);
     let slot = Arc::new(parking_lot::Mutex::new(Some(victim)));
+    (b, pongs, e0, e1, gone, slot)
+}
+
+#[test]
+fn an_endpoint_a_handler_frees_during_a_poll_is_not_kept() {
+    let (b, pongs, e0, e1, gone, slot) = with_victim();
     let s = slot.clone();
     // e1's ping handler frees the third endpoint, then answers
     e1.set_handler(
@@ -204,19 +223,7 @@ fn endpoints_allocated_and_freed_by_another_thread_are_polled_and_let_go() {
 
 #[test]
 fn a_poll_nested_in_a_handler_shares_the_kept_list_and_a_change_inside_it_is_not_kept() {
-    crate::am::init().unwrap();
-    let b = allocate_bundle(BundleMode::Seq).unwrap();
-    let pongs = Arc::new(AtomicU64::new(0));
-    let (e0, e1) = (
-        allocate_endpoint_with(&b, &cfg()).unwrap(),
-        allocate_endpoint_with(&b, &cfg()).unwrap(),
-    );
-    serve(&e0, &pongs);
-    map(&e0, &[&e1]);
-    map(&e1, &[&e0]);
-    let victim = allocate_endpoint_with(&b, &cfg()).unwrap();
-    let gone = Arc::downgrade(&victim);
-    let slot = Arc::new(parking_lot::Mutex::new(Some(victim)));
+    let (b, pongs, e0, e1, gone, slot) = with_victim();
     let (s, nb, nested) = (slot.clone(), b.clone(), Arc::new(AtomicU64::new(0)));
     let n = nested.clone();
     // e1's ping handler polls the bundle (nested); the second time it
