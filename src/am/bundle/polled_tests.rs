@@ -103,18 +103,21 @@ fn a_bundle_changed_on_the_polling_thread_is_polled_whole_and_keeps_no_freed_end
 /// Where the victim of `with_victim` waits for the handler that frees it.
 type Slot = Arc<parking_lot::Mutex<Option<Arc<Endpoint>>>>;
 
-/// A bundle of two endpoints mapped to each other (`e0` serves pings and
-/// counts pongs into `pongs`) and a third, the victim a handler of `e1`
-/// frees: in its slot (the handler takes it from there), `gone` to see it
-/// go. (bundle, pongs, e0, e1, gone, slot)
-fn with_victim() -> (
+/// (bundle, pongs, e0, e1, gone, slot): see `with_victim`.
+type Victim = (
     Arc<Bundle>,
     Arc<AtomicU64>,
     Arc<Endpoint>,
     Arc<Endpoint>,
     Weak<Endpoint>,
     Slot,
-) {
+);
+
+/// A bundle of two endpoints mapped to each other (`e0` serves pings and
+/// counts pongs into `pongs`) and a third, the victim a handler of `e1`
+/// frees: in its slot (the handler takes it from there), `gone` to see it
+/// go.
+fn with_victim() -> Victim {
     crate::am::init().unwrap();
     let b = allocate_bundle(BundleMode::Seq).unwrap();
     let pongs = Arc::new(AtomicU64::new(0));
