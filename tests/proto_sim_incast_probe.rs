@@ -8,9 +8,11 @@
 //! (the shape of `proto_sim_congestion.rs`'s incast) and in 256 KiB
 //! messages of 1472-byte datagrams (the real run's: `examples/link_load`'s
 //! Xfers over an Ethernet MTU); every millisecond of virtual time the queue
-//! and each sender are looked at: when it left slow start, when it grew by
-//! the probe's rule and the queue then, the drops and who was probing at
-//! the first. Every message is delivered exactly once, in order; the rest
+//! and each sender are looked at: when it left slow start, how long it was
+//! in the probe's state (read from outside: past slow start, no congestion
+//! loss, the smoothed round trip under the least one plus 10 ms), what its
+//! window grew meanwhile (by whichever rule) and the queue then, the drops
+//! and who was in the probe's state at the first. Every message is delivered exactly once, in order; the rest
 //! is printed (`--nocapture`), to hold issue 37's real incast runs against.
 
 mod common;
@@ -33,10 +35,10 @@ struct Seen {
     /// When it left slow start, with its window and the queue then.
     left_slow_start: Option<(Nanos, u64, Nanos)>,
     /// Milliseconds it spent in the probe's state, and what its window
-    /// grew meanwhile.
+    /// grew meanwhile (by the probe's rule or another: an undone timeout's).
     probing_ms: u64,
     probe_growth: u64,
-    /// The longest queue seen while it was probing.
+    /// The longest queue seen while it was in the probe's state.
     queue_while_probing: Nanos,
 }
 
@@ -140,7 +142,7 @@ fn incast(seed: u64, len: usize, max_datagram: usize) {
         max_queue as f64 / MILLIS as f64,
         st.sum_queue_delay as f64 / st.datagrams.max(1) as f64 / MILLIS as f64,
         first_drop.map(|(t, q, p)| format!(
-            "at {:.1} ms, queue {:.1} ms, probing {p:?}",
+            "at {:.1} ms, queue {:.1} ms, in the probe's state {p:?}",
             t as f64 / MILLIS as f64,
             q as f64 / MILLIS as f64
         ))
@@ -148,8 +150,8 @@ fn incast(seed: u64, len: usize, max_datagram: usize) {
     for (i, s) in seen.iter().enumerate() {
         let cc = *net.node(i as u32).stats();
         println!(
-            "  sender {i}: left slow start {:?}; probing {} ms, window +{} KiB, \
-             queue meanwhile up to {:.1} ms; reductions {} random {} timeouts {}",
+            "  sender {i}: left slow start {:?}; in the probe's state {} ms, window +{} KiB \
+             meanwhile, queue up to {:.1} ms; reductions {} random {} timeouts {} undone {}",
             s.left_slow_start.map(|(t, w, q)| format!(
                 "at {:.1} ms, window {} KiB, queue {:.1} ms",
                 t as f64 / MILLIS as f64,
@@ -161,7 +163,8 @@ fn incast(seed: u64, len: usize, max_datagram: usize) {
             s.queue_while_probing as f64 / MILLIS as f64,
             cc.cc_reductions,
             cc.cc_random_losses,
-            cc.cc_timeouts
+            cc.cc_timeouts,
+            cc.cc_undone
         );
         assert_eq!(s.delivered, s.sent, "seed {seed}: sender {i}");
     }
