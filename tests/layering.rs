@@ -398,6 +398,63 @@ fn am_imports(code: &str) -> Vec<(String, String, usize)> {
     found
 }
 
+/// The files of `f`'s own folder that `code` (`f`'s) names as `super::file`.
+fn super_imports(f: &Path, code: &str, to: &mut BTreeSet<PathBuf>) {
+    let dir = f.parent().unwrap();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap();
+        let mut at = 0;
+        while let Some(i) = line[at..].find("super::") {
+            let start = at + i + "super::".len();
+            at = start;
+            if line[..start - "super::".len()].ends_with("super::") {
+                continue;
+            }
+            let name: String = line[start..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let g = dir.join(format!("{name}.rs"));
+            if g.exists() && g != f {
+                to.insert(g);
+            }
+        }
+    }
+}
+
+/// The circles of `arrows` (file -> the files it imports): a depth-first
+/// walk that meets a file still on its path.
+fn circles(arrows: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<String> {
+    fn walk(
+        f: &PathBuf,
+        arrows: &BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+        path: &mut Vec<PathBuf>,
+        done: &mut BTreeSet<PathBuf>,
+        circles: &mut Vec<String>,
+    ) {
+        if done.contains(f) {
+            return;
+        }
+        if let Some(i) = path.iter().position(|p| p == f) {
+            let names: Vec<String> = path[i..].iter().map(|p| p.display().to_string()).collect();
+            circles.push(format!("{} -> {}", names.join(" -> "), f.display()));
+            return;
+        }
+        path.push(f.clone());
+        for g in arrows.get(f).into_iter().flatten() {
+            walk(g, arrows, path, done, circles);
+        }
+        path.pop();
+        done.insert(f.clone());
+    }
+    let mut done = BTreeSet::new();
+    let mut circles = Vec::new();
+    for f in arrows.keys() {
+        walk(f, arrows, &mut Vec::new(), &mut done, &mut circles);
+    }
+    circles
+}
+
 /// The file a room's module path names: `src/am/<room>/<file>.rs`.
 fn am_file(am: &Path, room: &str, file: &str) -> Option<PathBuf> {
     let f = am.join(room).join(format!("{file}.rs"));
@@ -462,56 +519,9 @@ fn the_am_rooms_import_only_their_own_and_those_below() {
             }
         }
         // `super::file` inside the room
-        let dir = f.parent().unwrap();
-        for line in code.lines() {
-            let line = line.split("//").next().unwrap();
-            let mut at = 0;
-            while let Some(i) = line[at..].find("super::") {
-                let start = at + i + "super::".len();
-                at = start;
-                if line[..start - "super::".len()].ends_with("super::") {
-                    continue;
-                }
-                let name: String = line[start..]
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                let g = dir.join(format!("{name}.rs"));
-                if g.exists() && g != *f {
-                    to.insert(g);
-                }
-            }
-        }
+        super_imports(f, &code, to);
     }
-    // circles: a depth-first walk that meets a file still on its path
-    fn walk(
-        f: &PathBuf,
-        arrows: &BTreeMap<PathBuf, BTreeSet<PathBuf>>,
-        path: &mut Vec<PathBuf>,
-        done: &mut BTreeSet<PathBuf>,
-        circles: &mut Vec<String>,
-    ) {
-        if done.contains(f) {
-            return;
-        }
-        if let Some(i) = path.iter().position(|p| p == f) {
-            let names: Vec<String> = path[i..].iter().map(|p| p.display().to_string()).collect();
-            circles.push(format!("{} -> {}", names.join(" -> "), f.display()));
-            return;
-        }
-        path.push(f.clone());
-        for g in arrows.get(f).into_iter().flatten() {
-            walk(g, arrows, path, done, circles);
-        }
-        path.pop();
-        done.insert(f.clone());
-    }
-    let mut done = BTreeSet::new();
-    let mut circles = Vec::new();
-    for f in arrows.keys() {
-        walk(f, &arrows, &mut Vec::new(), &mut done, &mut circles);
-    }
-    for c in circles {
+    for c in circles(&arrows) {
         wrong.push(format!(
             "files of src/am/ import each other in a circle: {c}"
         ));
@@ -533,4 +543,47 @@ fn the_checker_sees_the_am_rooms() {
     assert_eq!(found[1].1, "Endpoint");
     assert_eq!(found[2].1, "incoming");
     assert_eq!(found[3].2, 4, "line numbers");
+}
+
+/// The simulator's files (`src/sim/`, its face `mod.rs` and the tests
+/// left out) import each other (`super::file`) in no circle: arrows point
+/// down, world -> scheduler, transport -> state -> network.
+#[test]
+fn the_simulators_files_import_each_other_in_no_circle() {
+    let sim = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join("sim");
+    let mut files = Vec::new();
+    rust_files(&sim, &mut files);
+    let mut arrows: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    for f in files {
+        if f.ends_with("mod.rs") || is_test_file(&f) {
+            continue;
+        }
+        let code = fs::read_to_string(&f).unwrap();
+        let to = arrows.entry(f.clone()).or_default();
+        super_imports(&f, &code, to);
+    }
+    assert!(arrows.len() >= 5, "the simulator's files read: {arrows:?}");
+    let found = circles(&arrows);
+    assert!(
+        found.is_empty(),
+        "files of src/sim/ import each other in a circle:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_a_circle() {
+    let (a, b, c) = (
+        PathBuf::from("a.rs"),
+        PathBuf::from("b.rs"),
+        PathBuf::from("c.rs"),
+    );
+    let mut arrows: BTreeMap<PathBuf, BTreeSet<PathBuf>> = BTreeMap::new();
+    arrows.entry(a.clone()).or_default().insert(b.clone());
+    arrows.entry(b.clone()).or_default().insert(c.clone());
+    assert!(circles(&arrows).is_empty(), "a -> b -> c");
+    arrows.entry(c).or_default().insert(a);
+    assert_eq!(circles(&arrows), ["a.rs -> b.rs -> c.rs -> a.rs"]);
 }
