@@ -62,9 +62,10 @@ import struct
 import threading
 import time
 from ctypes import byref, c_int, c_int32, c_size_t, c_uint8, c_uint64, c_void_p
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Type, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from . import _lib
+from ._base import EndpointName, _check, _L, error_for
 from ._buffers import BufferLike, SendBuffer, flat_writable, view_of
 from ._lib import BULK_PROTOS, RETURNED_PROTO, SHORT_PROTOS, en_t, ramp_stats_t
 from .constants import (
@@ -78,14 +79,9 @@ from .constants import (
     Status,
 )
 from .errors import (
-    AMError,
     BadArgError,
     HandlerKindError,
-    InUseError,
-    NotInitError,
-    NotSentError,
     RampError,
-    ResourceError,
     ReturnedMessageError,
     TokenExpiredError,
 )
@@ -313,39 +309,6 @@ def _defer(s: "_ThreadState", e: BaseException) -> None:
     _pending_any.append(None)
 
 
-_BY_CODE: Dict[int, Type[AMError]] = {
-    ErrorCode.AM_ERR_NOT_INIT: NotInitError,
-    ErrorCode.AM_ERR_BAD_ARG: BadArgError,
-    ErrorCode.AM_ERR_RESOURCE: ResourceError,
-    ErrorCode.AM_ERR_NOT_SENT: NotSentError,
-    ErrorCode.AM_ERR_IN_USE: InUseError,
-}
-
-
-def error_for(code: int, function: str = "", detail: str = "") -> AMError:
-    """Returns the :class:`AMError` subclass instance for an ``AM_*`` code.
-
-    Without a ``detail`` of the caller's, the detail is the library's reason for the
-    calling thread's last failure (``ramp_LastError``), e.g. "destination index is not
-    mapped"; called right after the failing call, that reason is this call's.
-    """
-    if not detail:
-        detail = _library_reason()
-    cls = _BY_CODE.get(int(code), AMError)
-    return cls(code, function, detail)
-
-
-def _library_reason() -> str:
-    """The text after "returned AM_ERR_...: " of ``ramp_LastError()``, or ""."""
-    try:
-        raw = _lib.lib().ramp_LastError()
-    except Exception:  # no library (yet), or an older one without ramp_LastError
-        return ""
-    text = raw.decode("utf-8", "replace") if raw else ""
-    _, sep, reason = text.partition(": ")
-    return reason if sep else text
-
-
 def _after(rc: int, function: str, detail: str = "") -> None:
     """Raises what a handler raised during the call, else the call's error code."""
     p = _tls.s.pending
@@ -357,15 +320,6 @@ def _after(rc: int, function: str, detail: str = "") -> None:
         raise p.pop(0)
     if rc:
         raise error_for(rc, function, detail)
-
-
-def _check(rc: int, function: str, detail: str = "") -> None:
-    if rc:
-        raise error_for(rc, function, detail)
-
-
-def _L() -> ctypes.CDLL:
-    return _lib.lib()
 
 
 # --------------------------------------------------------------------------------------
@@ -428,64 +382,6 @@ def max_seg_length() -> int:
 def set_verbose_errors(on: bool) -> None:
     """Sets ``ramp_VerboseErrors``: when true the library prints every error return."""
     c_int.in_dll(_L(), "ramp_VerboseErrors").value = 1 if on else 0
-
-
-# --------------------------------------------------------------------------------------
-# Endpoint names
-# --------------------------------------------------------------------------------------
-
-
-class EndpointName:
-    """A global endpoint name (``en_t``): 32 opaque bytes.
-
-    Comparable (``ramp_enEqual``), hashable, printable (``ramp_enToString``, e.g.
-    ``127.0.0.1:40123``) and convertible to and from bytes (:meth:`to_bytes`,
-    :meth:`from_bytes`) to pass it to another process.
-    """
-
-    __slots__ = ("_en",)
-    SIZE = ctypes.sizeof(en_t)
-
-    def __init__(self, raw: Union[bytes, bytearray, memoryview, en_t]) -> None:
-        if isinstance(raw, en_t):
-            self._en = en_t.from_buffer_copy(raw)
-        else:
-            b = bytes(raw)
-            if len(b) != self.SIZE:
-                raise ValueError("an endpoint name is %d bytes, not %d" % (self.SIZE, len(b)))
-            self._en = en_t.from_buffer_copy(b)
-
-    @classmethod
-    def from_bytes(cls, raw: Union[bytes, bytearray, memoryview]) -> "EndpointName":
-        """The name whose :meth:`to_bytes` is ``raw`` (32 bytes)."""
-        return cls(raw)
-
-    def to_bytes(self) -> bytes:
-        """The 32 bytes of the name (to send it to another process)."""
-        return bytes(self._en)
-
-    def __bytes__(self) -> bytes:
-        return bytes(self._en)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, EndpointName):
-            return NotImplemented
-        return bool(_L().ramp_enEqual(self._en, other._en))
-
-    def __ne__(self, other: object) -> bool:
-        r = self.__eq__(other)
-        return r if r is NotImplemented else not r
-
-    def __hash__(self) -> int:
-        return hash(bytes(self._en))
-
-    def __str__(self) -> str:
-        buf = ctypes.create_string_buffer(128)
-        _check(_L().ramp_enToString(self._en, buf, len(buf)), "ramp_enToString")
-        return buf.value.decode()
-
-    def __repr__(self) -> str:
-        return "EndpointName(%r)" % str(self)
 
 
 # --------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ctypes import byref, c_size_t
 from typing import Any, Dict, List
 
+from ._base import EndpointName, _check, _L
 from ._lib import ramp_path_t
 
 #: ``ramp_path_t.state`` values (``RAMP_PATH_*``), by name.
@@ -22,8 +23,6 @@ def path_to_dict(p: ramp_path_t) -> Dict[str, Any]:
     but its timeouts moved its traffic elsewhere until its heartbeat answers), ``current`` a
     bool, the figures ints (``srtt_ns`` 0 when not measured, ``rate`` bytes/s: the
     measured delivery rate where one exists, else cwnd / srtt)."""
-    from .core import EndpointName
-
     return {
         "rail": int(p.rail),
         "local": EndpointName(p.local),
@@ -43,8 +42,6 @@ def path_to_dict(p: ramp_path_t) -> Dict[str, Any]:
 def peer_paths(handle: Any, dest: Any) -> List[Dict[str, Any]]:
     """``ramp_GetPeerPaths`` on endpoint handle ``handle`` for the peer ``dest`` (an
     EndpointName): every path, asked again with a larger array if it has more."""
-    from .core import _L, _check
-
     count = c_size_t(0)
     size = 8
     while True:
