@@ -119,100 +119,10 @@ const PACE_SHIFT: u32 = 16;
 /// a clock reading carried forward, for nothing.
 const UNPACED_COST: u64 = (1 << PACE_SHIFT) * 2 / 5;
 
-/// What a send channel's flight told since the peer last looked
-/// (`SendChannel::news`), for the path's controller.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FlightNews {
-    /// Bytes acknowledged or SACKed that were in flight.
-    pub delivered: u64,
-    /// Bytes taken as lost (RACK, a reordering timer).
-    pub lost: u64,
-    /// When the latest copy of the newest packet taken as lost went.
-    pub lost_sent: Instant,
-    /// A round-trip sample.
-    pub rtt: Option<Nanos>,
-    /// F-RTO's verdict on the last retransmission timeout: spurious
-    /// (its collapse is undone) or not.
-    pub frto: Option<bool>,
-}
-
-impl FlightNews {
-    /// A packet of `len` bytes in flight, last sent at `sent`, is lost.
-    #[inline]
-    pub fn lost(&mut self, len: u64, sent: Instant) {
-        self.lost += len;
-        self.lost_sent = self.lost_sent.max(sent);
-    }
-}
-
-/// What the peer lends a send channel's `transmit`: how many bytes the
-/// window and the pacing let go now. Retransmissions always go and are
-/// taken from both; new data goes while `allows`.
-#[derive(Clone, Copy, Debug)]
-pub struct Gate {
-    /// Bytes the window has room for.
-    pub room: u64,
-    /// Pacing credit in ns: a packet may go while it is not negative.
-    pub slack: i64,
-    /// Pacing cost of a byte, ns << PACE_SHIFT (0: not paced).
-    pub cost: u64,
-}
-
-impl Gate {
-    /// No limit (congestion control off).
-    pub const OPEN: Gate = Gate {
-        room: u64::MAX,
-        slack: i64::MAX,
-        cost: 0,
-    };
-
-    /// Whether a new packet may go.
-    #[inline]
-    pub fn allows(&self) -> bool {
-        self.room > 0 && self.slack >= 0
-    }
-
-    /// A packet of `bytes` (in flight) went.
-    #[inline]
-    pub fn take(&mut self, bytes: u64) {
-        self.room = self.room.saturating_sub(bytes);
-        if self.cost != 0 {
-            self.slack -= ((bytes * self.cost) >> PACE_SHIFT) as i64;
-        }
-    }
-}
-
-/// The least round trip over a sliding window (two buckets: the least of
-/// the last one to two windows).
-#[derive(Clone, Copy, Debug)]
-struct WindowedMin {
-    cur: Nanos,
-    prev: Nanos,
-    since: Instant,
-}
-
-impl WindowedMin {
-    fn new() -> WindowedMin {
-        WindowedMin {
-            cur: Nanos::MAX,
-            prev: Nanos::MAX,
-            since: Instant::ZERO,
-        }
-    }
-
-    fn sample(&mut self, now: Instant, r: Nanos, window: Nanos) {
-        if now.since(self.since) >= window {
-            self.prev = self.cur;
-            self.cur = Nanos::MAX;
-            self.since = now;
-        }
-        self.cur = self.cur.min(r);
-    }
-
-    fn get(&self) -> Nanos {
-        self.cur.min(self.prev)
-    }
-}
+mod news;
+mod windowed_min;
+pub use news::{FlightNews, Gate};
+use windowed_min::WindowedMin;
 
 /// Counters of what the controller did (`Statistics`' `cc_*` fields).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
