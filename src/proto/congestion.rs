@@ -170,6 +170,10 @@ pub struct Congestion {
     pace_at: Instant,
     /// Pacing cost of a byte, ns << PACE_SHIFT (0: not paced yet).
     cost: u64,
+    /// The round trip `cost` was reckoned by (None: the window changed
+    /// since, `on_nack`): a sample that leaves it (or, unpaced, lowers
+    /// it) leaves `cost` as it is, unreckoned.
+    paced_by: Option<Nanos>,
     pub counts: CcCounts,
 }
 
@@ -203,6 +207,7 @@ impl Congestion {
             standing: WindowedMin::new(),
             pace_at: Instant::ZERO,
             cost: 0,
+            paced_by: None,
             counts: CcCounts::default(),
         }
     }
@@ -357,7 +362,15 @@ impl Congestion {
             self.min_rtt.sample(now, r, MIN_RTT_WINDOW);
             self.standing.sample(now, r, srtt);
         }
-        self.update_pacing();
+        // (the usual sample leaves the standing round trip, or lowers an
+        // unpaced one: the cost stays; not reckoned again)
+        let unchanged = match (self.paced_by, self.standing_rtt()) {
+            (Some(by), Some(r)) => r == by || (self.cost == 0 && r < by),
+            _ => false,
+        };
+        if !unchanged {
+            self.update_pacing();
+        }
     }
 
     fn update_pacing(&mut self) {
@@ -375,6 +388,7 @@ impl Congestion {
         // cost per byte = srtt / (gain * cwnd), gain in quarters (u64: a
         // round trip under 2^40 ns, 18 minutes, shifts without overflow;
         // one division per sample, no u128 one)
+        self.paced_by = Some(srtt);
         let srtt = srtt.min(1 << 40);
         let (x, d) = (srtt << (PACE_SHIFT + 2), (gain * self.cwnd).max(1));
         // faster than UNPACED_RATE the AM layer's clock (a reading may be
@@ -473,6 +487,8 @@ impl Congestion {
         if self.on && !self.congested(now) && self.ssthresh < self.cwnd {
             self.cwnd = self.ssthresh.max(self.min_cwnd);
             self.congested = Some(now);
+            // (the pacing cost is reckoned at the next sample, as before)
+            self.paced_by = None;
         }
     }
 
