@@ -365,7 +365,7 @@ fn the_pacing_cost_kept_between_samples_is_the_one_reckoned_afresh() {
         seed ^= seed << 17;
         seed % n
     };
-    let mut s = S.clone();
+    let mut s = S;
     for max in [MAX, 8 * (1500 + PACKET_OVERHEAD)] {
         let mss = if max == MAX { MSS as usize } else { 1500 };
         let mut c = Congestion::new(true, mss, max);
