@@ -119,100 +119,10 @@ const PACE_SHIFT: u32 = 16;
 /// a clock reading carried forward, for nothing.
 const UNPACED_COST: u64 = (1 << PACE_SHIFT) * 2 / 5;
 
-/// What a send channel's flight told since the peer last looked
-/// (`SendChannel::news`), for the path's controller.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FlightNews {
-    /// Bytes acknowledged or SACKed that were in flight.
-    pub delivered: u64,
-    /// Bytes taken as lost (RACK, a reordering timer).
-    pub lost: u64,
-    /// When the latest copy of the newest packet taken as lost went.
-    pub lost_sent: Instant,
-    /// A round-trip sample.
-    pub rtt: Option<Nanos>,
-    /// F-RTO's verdict on the last retransmission timeout: spurious
-    /// (its collapse is undone) or not.
-    pub frto: Option<bool>,
-}
-
-impl FlightNews {
-    /// A packet of `len` bytes in flight, last sent at `sent`, is lost.
-    #[inline]
-    pub fn lost(&mut self, len: u64, sent: Instant) {
-        self.lost += len;
-        self.lost_sent = self.lost_sent.max(sent);
-    }
-}
-
-/// What the peer lends a send channel's `transmit`: how many bytes the
-/// window and the pacing let go now. Retransmissions always go and are
-/// taken from both; new data goes while `allows`.
-#[derive(Clone, Copy, Debug)]
-pub struct Gate {
-    /// Bytes the window has room for.
-    pub room: u64,
-    /// Pacing credit in ns: a packet may go while it is not negative.
-    pub slack: i64,
-    /// Pacing cost of a byte, ns << PACE_SHIFT (0: not paced).
-    pub cost: u64,
-}
-
-impl Gate {
-    /// No limit (congestion control off).
-    pub const OPEN: Gate = Gate {
-        room: u64::MAX,
-        slack: i64::MAX,
-        cost: 0,
-    };
-
-    /// Whether a new packet may go.
-    #[inline]
-    pub fn allows(&self) -> bool {
-        self.room > 0 && self.slack >= 0
-    }
-
-    /// A packet of `bytes` (in flight) went.
-    #[inline]
-    pub fn take(&mut self, bytes: u64) {
-        self.room = self.room.saturating_sub(bytes);
-        if self.cost != 0 {
-            self.slack -= ((bytes * self.cost) >> PACE_SHIFT) as i64;
-        }
-    }
-}
-
-/// The least round trip over a sliding window (two buckets: the least of
-/// the last one to two windows).
-#[derive(Clone, Copy, Debug)]
-struct WindowedMin {
-    cur: Nanos,
-    prev: Nanos,
-    since: Instant,
-}
-
-impl WindowedMin {
-    fn new() -> WindowedMin {
-        WindowedMin {
-            cur: Nanos::MAX,
-            prev: Nanos::MAX,
-            since: Instant::ZERO,
-        }
-    }
-
-    fn sample(&mut self, now: Instant, r: Nanos, window: Nanos) {
-        if now.since(self.since) >= window {
-            self.prev = self.cur;
-            self.cur = Nanos::MAX;
-            self.since = now;
-        }
-        self.cur = self.cur.min(r);
-    }
-
-    fn get(&self) -> Nanos {
-        self.cur.min(self.prev)
-    }
-}
+mod news;
+mod windowed_min;
+pub use news::{FlightNews, Gate};
+use windowed_min::WindowedMin;
 
 /// Counters of what the controller did (`Statistics`' `cc_*` fields).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -260,6 +170,10 @@ pub struct Congestion {
     pace_at: Instant,
     /// Pacing cost of a byte, ns << PACE_SHIFT (0: not paced yet).
     cost: u64,
+    /// The round trip `cost` was reckoned by (None: the window changed
+    /// since, `on_nack`): a sample that leaves it (or, unpaced, lowers
+    /// it) leaves `cost` as it is, unreckoned.
+    paced_by: Option<Nanos>,
     pub counts: CcCounts,
 }
 
@@ -293,6 +207,7 @@ impl Congestion {
             standing: WindowedMin::new(),
             pace_at: Instant::ZERO,
             cost: 0,
+            paced_by: None,
             counts: CcCounts::default(),
         }
     }
@@ -447,7 +362,15 @@ impl Congestion {
             self.min_rtt.sample(now, r, MIN_RTT_WINDOW);
             self.standing.sample(now, r, srtt);
         }
-        self.update_pacing();
+        // (the usual sample leaves the standing round trip, or lowers an
+        // unpaced one: the cost stays; not reckoned again)
+        let unchanged = match (self.paced_by, self.standing_rtt()) {
+            (Some(by), Some(r)) => r == by || (self.cost == 0 && r < by),
+            _ => false,
+        };
+        if !unchanged {
+            self.update_pacing();
+        }
     }
 
     fn update_pacing(&mut self) {
@@ -465,6 +388,7 @@ impl Congestion {
         // cost per byte = srtt / (gain * cwnd), gain in quarters (u64: a
         // round trip under 2^40 ns, 18 minutes, shifts without overflow;
         // one division per sample, no u128 one)
+        self.paced_by = Some(srtt);
         let srtt = srtt.min(1 << 40);
         let (x, d) = (srtt << (PACE_SHIFT + 2), (gain * self.cwnd).max(1));
         // faster than UNPACED_RATE the AM layer's clock (a reading may be
@@ -563,6 +487,8 @@ impl Congestion {
         if self.on && !self.congested(now) && self.ssthresh < self.cwnd {
             self.cwnd = self.ssthresh.max(self.min_cwnd);
             self.congested = Some(now);
+            // (the pacing cost is reckoned at the next sample, as before)
+            self.paced_by = None;
         }
     }
 

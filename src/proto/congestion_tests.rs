@@ -350,3 +350,68 @@ fn a_long_queue_holds_the_window_without_a_loss() {
     assert_eq!(c.cwnd(), w + INCREASE / QUEUED_SLOWDOWN);
     assert!(!c.congested(t(at)));
 }
+
+/// `on_rtt` reckons the pacing cost again only when the round trip it is
+/// reckoned by moved (or, unpaced, rose) or the window changed (`paced_by`):
+/// over a random walk of samples, deliveries, losses, NACKs and timeouts,
+/// the cost kept is the one a reckoning afresh gives, after every step
+/// but a NACK's (whose change waits for the next sample, as it did).
+#[test]
+fn the_pacing_cost_kept_between_samples_is_the_one_reckoned_afresh() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut s = S;
+    for max in [MAX, 8 * (1500 + PACKET_OVERHEAD)] {
+        let mss = if max == MAX { MSS as usize } else { 1500 };
+        let mut c = Congestion::new(true, mss, max);
+        let (mut at, mut kept, mut reckoned) = (10, 0, 0);
+        for i in 0..20_000 {
+            // loopback's few us, a LAN's tens, a shaped link's ms, in turn
+            let scale = [2, 5, 40, 900, 30_000][i / 2_000 % 5] * MICROS;
+            at += 1 + next(scale / 4 / MICROS + 1);
+            let rtt = scale / 2 + next(scale);
+            let mut nacked = false;
+            match next(50) {
+                0 => c.on_timeout(t(at), &mut s),
+                1 => {
+                    c.on_nack(t(at));
+                    nacked = true;
+                }
+                2 => {
+                    let mut n = news(0, Some(rtt));
+                    n.lost(mss as u64, t(at.saturating_sub(next(1_000))));
+                    c.on_news(t(at), &n, c.cwnd() / 2, &mut s);
+                }
+                3 => {
+                    let n = FlightNews {
+                        frto: Some(next(2) == 0),
+                        ..news(0, None)
+                    };
+                    c.on_news(t(at), &n, 0, &mut s);
+                }
+                _ => {
+                    let flight = next(c.cwnd() + 1);
+                    let delivered = next(4 * mss as u64);
+                    c.on_news(t(at), &news(delivered, Some(rtt)), flight, &mut s);
+                }
+            }
+            let mut afresh = c.clone();
+            afresh.update_pacing();
+            if !nacked {
+                assert_eq!(c.cost, afresh.cost, "at {at} us, rtt {rtt}");
+            }
+            if c.paced_by.is_some() && c.paced_by == afresh.paced_by {
+                kept += 1;
+            }
+            reckoned += (c.cost != 0) as u64;
+        }
+        // (the walk kept the cost often and was paced at times)
+        assert!(kept > 1_000, "{kept}");
+        assert!(reckoned > 100, "{reckoned}");
+    }
+}

@@ -366,7 +366,8 @@ impl RttEstimator {
             None => self.initial,
             Some((s, v)) => s + (4 * v).max(GRANULARITY),
         };
-        rto.max(self.floor).clamp(self.min, self.max)
+        // (`max` is at least `min`, `new`: a clamp without its check)
+        rto.max(self.floor).max(self.min).min(self.max)
     }
 
     /// The timers of a transmission, of one look at the estimate (every
@@ -573,6 +574,10 @@ impl RttEstimator {
     /// `base` with the current backoff applied.
     #[inline]
     fn backed_off(&self, base: Nanos) -> Nanos {
+        if self.backoff == 0 {
+            // (the usual case: no multiplication; `base` is at most `max`)
+            return base.min(self.max);
+        }
         let shift = self.backoff.min(20);
         base.saturating_mul(1 << shift).min(self.max)
     }

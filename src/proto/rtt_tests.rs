@@ -369,3 +369,26 @@ fn needless_copies_answered_promptly_teach_the_probe_the_peers_hiccups() {
     }
     assert_eq!(r.hiccup, 0, "16 real losses");
 }
+
+/// The timeouts' plain forms (no clamp's check, no multiplication without
+/// a backoff) give what `clamp` and the backed-off product gave.
+#[test]
+fn the_timeout_without_backoff_or_clamp_is_the_clamped_product() {
+    for (min, max) in [(1_000_000, 1_000_000_000), (5_000_000, 5_000_000)] {
+        let mut r = RttEstimator::new(20_000_000, min, max);
+        for sample in [0, 1, 999, min / 3, min, 3 * min, max, 2 * max] {
+            r.sample(sample);
+            for backoff in [0, 1, 2, 19, 20, 21, u32::MAX] {
+                r.backoff = backoff;
+                let base = match r.timed() {
+                    None => r.initial,
+                    Some((s, v)) => s + (4 * v).max(GRANULARITY),
+                };
+                let base = base.max(r.floor).clamp(r.min, r.max);
+                assert_eq!(r.base_rto(), base);
+                let want = base.saturating_mul(1 << backoff.min(20)).min(r.max);
+                assert_eq!(r.rto(), want, "backoff {backoff} sample {sample}");
+            }
+        }
+    }
+}
