@@ -11,14 +11,24 @@ const CONFIRM_TRIES: u32 = 4;
 
 #[cfg_attr(not(feature = "testing"), allow(dead_code))] // (`path_down`)
 impl<A: Copy + PartialEq> Paths<A> {
-    /// Path `i` failed at `now` (send error).
+    /// Path `i` failed at `now` (send error). A failed path's send failed
+    /// (its probe): its link is down here and nothing went on the wire, so
+    /// its probes do not back off: the first after the link's return goes
+    /// within `probe` of it. (Backed off to `PROBE_MAX` while the link was
+    /// down, it went up to 1 s later: 0.6 s after a 3 s outage, on real
+    /// links 0.55-1.95 s to the rail carrying again.)
     pub fn fail(&mut self, i: usize, now: Instant, probe: Nanos) {
-        if matches!(
-            self.list[i].state,
-            PathState::Active | PathState::Unconfirmed
-        ) {
-            self.list[i].fail(now, probe);
-            self.recount();
+        let p = &mut self.list[i];
+        match p.state {
+            PathState::Active | PathState::Unconfirmed => {
+                p.fail(now, probe);
+                self.recount();
+            }
+            PathState::Failed | PathState::Probing => {
+                p.hb = None;
+                p.interval = probe;
+                p.next_probe = p.next_probe.min(now.plus(probe));
+            }
         }
     }
 
