@@ -149,7 +149,10 @@ fn rejoin_figures() {
         for seed in 1..=5 {
             v.push(run(seed, len, depth, cfg(), (3000 + 17 * seed) * MILLIS));
         }
-        let mut half: Vec<f64> = v.iter().map(|r| r.map_or(f64::MAX, |r| ms(r.half))).collect();
+        let mut half: Vec<f64> = v
+            .iter()
+            .map(|r| r.map_or(f64::MAX, |r| ms(r.half)))
+            .collect();
         half.sort_by(f64::total_cmp);
         println!("{} KiB: half its rate after {half:?} ms", len >> 10);
     }

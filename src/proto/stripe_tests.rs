@@ -327,3 +327,49 @@ fn a_longer_paths_packets_are_timed_by_its_own_round_trips() {
         "{resent} resent: timed by the fast path's clock?"
     );
 }
+
+/// A packet sent again on another path is news for the path of the copy
+/// that arrived (`InFlight::arrived_lane`): a 1 MiB message striped over a
+/// fast path and one 30 ms longer each way; the fast path said down
+/// (`path_down`, a send error) while its fragments are on their way: they
+/// go again on the slow path, the first copies arrive and are
+/// acknowledged within a millisecond or two. The slow path can deliver
+/// nothing in the 8 ms after the message went (its round trip is 60 ms);
+/// before, each packet's news went to the path of its last copy (the
+/// slow one): 0.3 MB acknowledged on it in those 8 ms, its rate and
+/// progress the fast path's. Seeds printed.
+#[test]
+fn a_resent_packets_ack_is_charged_to_the_path_its_arriving_copy_took() {
+    for seed in [29, 30] {
+        let stripe_min = 128 << 10;
+        let mut net = Net::new(
+            seed,
+            ProtoConfig {
+                stripe_min,
+                ..cfg()
+            },
+        );
+        net.rate = [25_000_000, 25_000_000];
+        net.delay = [30 * MILLIS, 0];
+        net.send(0);
+        net.run_for(300 * MILLIS);
+        // (a message first: each path measured)
+        send_len(&mut net, 1, MIB);
+        time_to_deliver(&mut net, 1, 2_000 * MILLIS);
+        net.run_for(100 * MILLIS); // (its last ACKs back)
+        let (slow0, fast0) = (acked(&net, 0, 1), acked(&net, 1, 11));
+        send_len(&mut net, 2, MIB);
+        net.run_for(2 * MILLIS);
+        net.p[0].path_down(net.now, p(1, 11));
+        net.run_for(6 * MILLIS);
+        let (slow, fast) = (acked(&net, 0, 1) - slow0, acked(&net, 1, 11) - fast0);
+        println!(
+            "seed {seed}: in the 8 ms after the message went: {slow} bytes acknowledged on the \
+             slow path, {fast} on the fast one (down after 2 ms)"
+        );
+        assert_eq!(slow, 0, "the slow path delivered nothing yet");
+        assert!(fast > 0, "the fast path's copies arrived");
+        time_to_deliver(&mut net, 2, 5_000 * MILLIS);
+        net.assert_exactly_once(3);
+    }
+}

@@ -124,6 +124,18 @@ impl<A: Copy + PartialEq> Paths<A> {
         }
     }
 
+    /// Path `i`'s least round trip known (its data's or its heartbeats',
+    /// whichever is less; 0: none, or one path), ns.
+    pub(super) fn least_rtt_known(&self, i: usize) -> Nanos {
+        match self.list.get(i).filter(|_| !self.single()) {
+            Some(p) => match (p.cc.min_rtt(), p.hb_srtt) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => a.or(b).unwrap_or(0),
+            },
+            None => 0,
+        }
+    }
+
     /// Path `i`'s rate as striping reckons it, bytes/s: the measured
     /// delivery rate, at most its window per least round trip; before a
     /// measure, `unmeasured` (the best path's), else its window per
