@@ -68,7 +68,7 @@ pub(super) struct Net {
     pub(super) delivered_at: Vec<Instant>,
     pub(super) failed: Vec<(u32, FailReason)>,
     /// Each node runs nothing before this (off the CPU): what comes waits.
-    asleep: [Instant; 2],
+    pub(super) asleep: [Instant; 2],
     /// Per subnet: a bottleneck's rate (bytes/s, 0: none), extra delay;
     /// each sending node's egress to it a `sim::Bottleneck` of that rate
     /// (made at its first datagram): with `shape`'s token bucket and
