@@ -67,6 +67,19 @@ impl Load {
 /// into the transfer; the rejoin's figures (None where not reached
 /// within 3 s of the return).
 fn run(seed: u64, len: usize, depth: u32, cfg: ProtoConfig, down: Nanos) -> Option<Rejoin> {
+    run_cut(seed, len, depth, cfg, down, false)
+}
+
+/// `run`, the link cut silently (`silent`: everything lost, no send
+/// error) instead of down.
+fn run_cut(
+    seed: u64,
+    len: usize,
+    depth: u32,
+    cfg: ProtoConfig,
+    down: Nanos,
+    silent: bool,
+) -> Option<Rejoin> {
     let mut net = Net::new(seed, cfg);
     net.rate = [RATE, RATE];
     net.shape = Some((565_000, 30 * MILLIS));
@@ -83,9 +96,14 @@ fn run(seed: u64, len: usize, depth: u32, cfg: ProtoConfig, down: Nanos) -> Opti
     };
     let rail = if on(1) > on(0) { 1 } else { 0 };
     let path = p(rail, RAILS[1][rail as usize]);
-    net.down[rail as usize] = true;
+    let ends = (RAILS[0][rail as usize], RAILS[1][rail as usize]);
+    match silent {
+        true => net.link(ends.0, ends.1, false),
+        false => net.down[rail as usize] = true,
+    }
     load.run(&mut net, down, |_| {});
     assert_ne!(net.state(0, path), Some(PathState::Active), "down");
+    net.link(ends.0, ends.1, true);
     net.down[rail as usize] = false;
     let up = net.now;
     let mut samples: Vec<(Instant, u64)> = Vec::new();
@@ -114,9 +132,10 @@ fn run(seed: u64, len: usize, depth: u32, cfg: ProtoConfig, down: Nanos) -> Opti
     let (probe, data) = (first(&net.hb_sent), first(&net.data_sent));
     let show = |v: Option<Nanos>| v.map_or("-".into(), |v| format!("{}", v / MILLIS));
     println!(
-        "seed {seed}, {} KiB x {depth}, rail {rail} down {} ms: up -> probe {} ms, -> active {} \
+        "seed {seed}, {} KiB x {depth}, rail {rail} {} {} ms: up -> probe {} ms, -> active {} \
          ms, -> first DATA {} ms, -> half its rate {} ms",
         len >> 10,
+        if silent { "cut silently" } else { "down" },
         down / MILLIS,
         show(probe),
         show(active),
@@ -140,21 +159,29 @@ fn ms(v: Nanos) -> f64 {
 /// The figures (`cargo test --release --features testing --lib
 /// rejoin_figures -- --ignored --nocapture`): 1 MiB messages striped and
 /// 64 KiB ones on one path (the events case's), seeds 1-5 each, the link
-/// down 3 s and `17 * seed` ms (the probes' phase at the return).
+/// down 3 s and `17 * seed` ms (the probes' phase at the return); then
+/// the link cut silently instead (no send error: its probes back off to
+/// `PROBE_MAX`, 1 s).
 #[test]
 #[ignore = "figures"]
 fn rejoin_figures() {
-    for (len, depth) in [(1 << 20, 3), (64 << 10, 8)] {
-        let mut v = Vec::new();
-        for seed in 1..=5 {
-            v.push(run(seed, len, depth, cfg(), (3000 + 17 * seed) * MILLIS));
+    for silent in [false, true] {
+        for (len, depth) in [(1 << 20, 3), (64 << 10, 8)] {
+            let mut v = Vec::new();
+            for seed in 1..=5 {
+                let down = (3000 + 17 * seed) * MILLIS;
+                v.push(run_cut(seed, len, depth, cfg(), down, silent));
+            }
+            let mut half: Vec<f64> = v
+                .iter()
+                .map(|r| r.map_or(f64::MAX, |r| ms(r.half)))
+                .collect();
+            half.sort_by(f64::total_cmp);
+            println!(
+                "{} KiB, silent {silent}: half its rate after {half:?} ms",
+                len >> 10
+            );
         }
-        let mut half: Vec<f64> = v
-            .iter()
-            .map(|r| r.map_or(f64::MAX, |r| ms(r.half)))
-            .collect();
-        half.sort_by(f64::total_cmp);
-        println!("{} KiB: half its rate after {half:?} ms", len >> 10);
     }
 }
 
