@@ -81,8 +81,9 @@ pub struct ProtoConfig {
     /// How often a failed path is probed with a HEARTBEAT at first
     /// (`RAMP_PATH_PROBE_MS`, default 100 ms), doubling after each
     /// unanswered probe to at most 1 s (`path::PROBE_MAX`; 0.5 s while
-    /// every path to the peer has failed: a partition); also the
-    /// first interval between heartbeats confirming a new path.
+    /// every path to the peer has failed: a partition), not while its
+    /// probes cannot be sent (its link down here: `path/probe.rs`); also
+    /// the first interval between heartbeats confirming a new path.
     pub path_probe: Nanos,
     /// Messages of at least this many bytes are striped over every active
     /// path (`RAMP_STRIPE_MIN`, default `DEFAULT_STRIPE_MIN`); smaller

@@ -54,8 +54,13 @@ pub(super) struct Net {
     order: u64,
     /// Directed links (from address, to address) that drop everything.
     cut: HashSet<(u32, u32)>,
-    /// Every DATA datagram that left a node: (time, node, path).
+    /// Every DATA datagram that left a node: (time, node, path); every
+    /// HEARTBEAT too (`hb_sent`).
     pub(super) data_sent: Vec<(Instant, usize, Path<u32>)>,
+    pub(super) hb_sent: Vec<(Instant, usize, Path<u32>)>,
+    /// Per subnet: its link is down (`ip link set down`): a send from or to
+    /// it fails (the transport's `path_down`), nothing goes.
+    pub(super) down: [bool; 2],
     /// Heartbeat answers seen, for replays: (to node, arrival, bytes).
     hb_acks: Vec<InFlight>,
     pub(super) delivered: Vec<u32>,
@@ -63,7 +68,7 @@ pub(super) struct Net {
     pub(super) delivered_at: Vec<Instant>,
     pub(super) failed: Vec<(u32, FailReason)>,
     /// Each node runs nothing before this (off the CPU): what comes waits.
-    asleep: [Instant; 2],
+    pub(super) asleep: [Instant; 2],
     /// Per subnet: a bottleneck's rate (bytes/s, 0: none), extra delay;
     /// each sending node's egress to it a `sim::Bottleneck` of that rate
     /// (made at its first datagram): with `shape`'s token bucket and
@@ -103,6 +108,8 @@ impl Net {
             order: 0,
             cut: HashSet::new(),
             data_sent: Vec::new(),
+            hb_sent: Vec::new(),
+            down: [false; 2],
             hb_acks: Vec::new(),
             delivered: Vec::new(),
             delivered_at: Vec::new(),
@@ -123,9 +130,17 @@ impl Net {
                 out.push((*path, pieces.concat()));
             }
         });
+        let mut errors = Vec::new();
         for (path, bytes) in out {
             let src = self.rails[n][path.rail.0 as usize];
             let t = bytes[crate::wire::layout::TYPE_AT];
+            if self.down[rail_of(src).0 as usize] || self.down[rail_of(path.remote).0 as usize] {
+                errors.push(path); // ENETDOWN: the path's news
+                continue;
+            }
+            if t == PacketType::Heartbeat as u8 {
+                self.hb_sent.push((self.now, n, path));
+            }
             if t == PacketType::Data as u8 {
                 // (a failed path was confirmed once: with none active,
                 // the current one keeps its retransmissions)
@@ -171,6 +186,9 @@ impl Net {
             let at = at.plus(self.delay[sub]);
             self.order += 1;
             self.wire.insert((at, self.order), (to, arrival, bytes));
+        }
+        for path in errors {
+            self.p[n].path_down(self.now, path);
         }
     }
 
@@ -576,3 +594,6 @@ mod hostile;
 
 #[path = "rails_same_host_tests.rs"]
 mod same_host;
+
+#[path = "rejoin_tests.rs"]
+mod rejoin;

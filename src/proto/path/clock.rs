@@ -93,6 +93,11 @@ impl<A: Copy + PartialEq> LaneClocks for Paths<A> {
             _ => 0,
         }
     }
+
+    #[inline]
+    fn least_rtt(&self, lane: u8) -> Nanos {
+        self.least_rtt_known(lane as usize)
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,20 @@ use crate::time::{MICROS, MILLIS};
 /// An idle active path's heartbeat goes every this many probe intervals.
 pub const IDLE_HEARTBEATS: u64 = 3;
 
+/// `Paths::stripe_order`'s answer: path indexes, in order (a slice).
+pub struct StripeOrder {
+    v: [usize; MAX_LANES],
+    n: usize,
+}
+
+impl std::ops::Deref for StripeOrder {
+    type Target = [usize];
+    #[inline]
+    fn deref(&self) -> &[usize] {
+        &self.v[..self.n]
+    }
+}
+
 impl<A: Copy + PartialEq> Paths<A> {
     /// The index of the current path.
     #[inline]
@@ -44,9 +58,16 @@ impl<A: Copy + PartialEq> Paths<A> {
     /// with two rates measured for it. Paths disjoint at both ends are
     /// distinct links whether routing follows the destination or the
     /// source. The first carries the retransmissions.
-    pub fn stripe_order(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = (0..self.list.len()).filter(|&i| self.usable(i)).collect();
-        v.sort_by_key(|&i| {
+    pub fn stripe_order(&self) -> StripeOrder {
+        // (fixed arrays: asked at every striped send; paths are at most
+        // MAX_LANES)
+        let mut v = [0usize; MAX_LANES];
+        let mut n = 0;
+        for i in (0..self.list.len().min(MAX_LANES)).filter(|&i| self.usable(i)) {
+            v[n] = i;
+            n += 1;
+        }
+        v[..n].sort_unstable_by_key(|&i| {
             let p = &self.list[i];
             (
                 p.errors > 0,
@@ -56,7 +77,7 @@ impl<A: Copy + PartialEq> Paths<A> {
             )
         });
         let mut k = 0;
-        for j in 0..v.len() {
+        for j in 0..n {
             let q = self.list[v[j]].path;
             let apart = v[..k].iter().all(|&i| {
                 let p = self.list[i].path;
@@ -67,8 +88,7 @@ impl<A: Copy + PartialEq> Paths<A> {
                 k += 1;
             }
         }
-        v.truncate(k);
-        v
+        StripeOrder { v, n: k }
     }
 
     /// Path `i` (an index from `stripe_order`, or a packet's lane).
@@ -124,6 +144,18 @@ impl<A: Copy + PartialEq> Paths<A> {
         }
     }
 
+    /// Path `i`'s least round trip known (its data's or its heartbeats',
+    /// whichever is less; 0: none, or one path), ns.
+    pub(super) fn least_rtt_known(&self, i: usize) -> Nanos {
+        match self.list.get(i).filter(|_| !self.single()) {
+            Some(p) => match (p.cc.min_rtt(), p.hb_srtt) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => a.or(b).unwrap_or(0),
+            },
+            None => 0,
+        }
+    }
+
     /// Path `i`'s rate as striping reckons it, bytes/s: the measured
     /// delivery rate, at most its window per least round trip; before a
     /// measure, `unmeasured` (the best path's), else its window per
@@ -164,13 +196,17 @@ impl<A: Copy + PartialEq> Paths<A> {
         waiting: u64,
     ) -> [u64; MAX_LANES] {
         // a path not measured yet takes its window once, then nothing
-        // more until its ACKs tell its rate
-        let order: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|&i| self.list[i].rate.get() > 0 || flights[i] == 0)
-            .collect();
-        let order = &order[..];
+        // more until its ACKs tell its rate (fixed arrays: no allocation
+        // per call; paths are at most MAX_LANES)
+        let mut kept = [0usize; MAX_LANES];
+        let mut n = 0;
+        for &i in order.iter().take(MAX_LANES) {
+            if self.list[i].rate.get() > 0 || flights[i] == 0 {
+                kept[n] = i;
+                n += 1;
+            }
+        }
+        let order = &kept[..n];
         if order.is_empty() {
             return [0; MAX_LANES];
         }
@@ -206,8 +242,20 @@ impl<A: Copy + PartialEq> Paths<A> {
         }
         // the level: the paths by start, each joining while its start is
         // below the level the ones before it reach
-        let mut by_start: Vec<usize> = order.to_vec();
-        by_start.sort_by(|&a, &b| start[a].total_cmp(&start[b]));
+        // (insertion sort, stable: a few paths, no allocation)
+        let mut by_start = kept;
+        let by_start = &mut by_start[..n];
+        for k in 1..n {
+            let mut j = k;
+            while j > 0
+                && start[by_start[j - 1]]
+                    .total_cmp(&start[by_start[j]])
+                    .is_gt()
+            {
+                by_start.swap(j - 1, j);
+                j -= 1;
+            }
+        }
         let need = waiting as f64 * unit;
         let (mut sum_rate, mut sum_start_rate) = (0.0f64, 0.0f64);
         let mut level = f64::MAX;

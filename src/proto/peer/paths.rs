@@ -121,9 +121,24 @@ impl<A: Copy + PartialEq> Peer<A> {
             // also when this one is it (not at its backed-off timeout)
             self.assoc.paths.switch_to(i);
             self.resume_on_new_path(now, cx);
+        } else if rejoined && before != Some(PathState::Unconfirmed) && self.takes_over(i) {
+            // a failed path answered its probe and is the best now (the
+            // lowest round trip): the association's new packets take it
+            // at once, those in flight finish on theirs (each packet keeps
+            // its path, `lane`); not at the next moment with nothing in
+            // flight, which a steady transfer may never have
+            self.assoc.paths.switch_to(i);
+            self.pump_both(now, cx);
         }
         self.arm_paths(now);
         true
+    }
+
+    /// Whether path `i` is the one `choose_path` would take now (and not
+    /// the current one).
+    fn takes_over(&self, i: usize) -> bool {
+        let ring = self.same_host.is_some() && self.assoc.paths.usable(0);
+        !ring && i != self.assoc.paths.current_index() && self.assoc.paths.best() == Some(i)
     }
 
     #[cfg_attr(not(feature = "testing"), allow(dead_code))] // (`Protocol::path_down`)

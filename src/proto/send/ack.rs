@@ -150,9 +150,10 @@ impl SendChannel {
         let mut done = Acked::default();
         let mut run = LaneRun::default();
         while self.acks_any(next) {
-            let Some(p) = self.in_flight.pop_front() else {
+            let Some(mut p) = self.in_flight.pop_front() else {
                 break;
             };
+            p.settle_lane(now, clocks);
             if p.first_sent != p.last_sent && p.nacks == 0 {
                 let answered = (p.seq, now.since(p.last_sent), now.since(p.first_sent));
                 self.resent_answered = Some(answered);
@@ -241,11 +242,16 @@ impl SendChannel {
         }
         // Retransmitted packets acknowledged now: were they needless? And
         // the round trips each path's packets time (`LaneRun`).
+        // Each packet acknowledged is news for the path of its copy that
+        // arrived (`InFlight::arrived_lane`).
         let mut run = LaneRun::default();
-        for p in self.in_flight.iter() {
+        for p in self.in_flight.iter_mut() {
             let d = seq_diff(p.seq, next);
             let newly =
                 d < 0 || ((1..=64).contains(&d) && sack & (1u64 << (d - 1)) != 0 && !p.sacked);
+            if newly {
+                p.settle_lane(now, clocks);
+            }
             if newly && p.rtt_eligible() {
                 run.take(p.lane, p.first_sent, now, clocks);
             }

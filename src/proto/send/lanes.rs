@@ -49,6 +49,38 @@ pub trait LaneClocks {
     fn base_rto(&self, lane: u8) -> Nanos;
     /// `lane`'s own retransmission timeout, backed off (0: none of its own).
     fn rto(&self, lane: u8) -> Nanos;
+    /// `lane`'s least round trip known (0: none, or one path).
+    fn least_rtt(&self, lane: u8) -> Nanos;
+}
+
+impl super::InFlight {
+    /// The packet is acknowledged at `now`: the path of the copy that
+    /// arrived, for its news (delivery, RACK's reordering by path). Its
+    /// last copy's path if that copy can have arrived (sent at least half
+    /// that path's least round trip ago), else the copy's before
+    /// (`prev_lane`): a first copy queued on one path, sent again on a
+    /// slower one (a tail-loss probe, a path suspect or down), arrives
+    /// first, and its ACK credited to the second path a rate it does not
+    /// have and progress it did not make.
+    #[inline]
+    pub fn arrived_lane(&self, now: Instant, clocks: &impl LaneClocks) -> u8 {
+        if self.prev_lane == self.lane
+            || now.since(self.last_sent) >= clocks.least_rtt(self.lane) / 2
+        {
+            self.lane
+        } else {
+            self.prev_lane
+        }
+    }
+
+    /// `arrived_lane`, kept: the packet's news goes to that path.
+    #[inline]
+    pub fn settle_lane(&mut self, now: Instant, clocks: &impl LaneClocks) {
+        if self.prev_lane != self.lane {
+            self.lane = self.arrived_lane(now, clocks);
+            self.prev_lane = self.lane;
+        }
+    }
 }
 
 /// One path: the peer's estimate is its own.
@@ -65,6 +97,10 @@ impl LaneClocks for () {
     }
     #[inline]
     fn rto(&self, _lane: u8) -> Nanos {
+        0
+    }
+    #[inline]
+    fn least_rtt(&self, _lane: u8) -> Nanos {
         0
     }
 }

@@ -61,8 +61,11 @@ pub struct InFlight {
     /// (`transmit`): on expiry, resent without backoff.
     pub reorder_timer: bool,
     /// The path (its index in the association's `Paths`) its last copy
-    /// took: its ACK or loss is news for that path's controller.
+    /// took: its ACK or loss is news for that path's controller; and the
+    /// path of the copy before it (`lane` when sent once or on one path:
+    /// `InFlight::arrived_lane`).
     pub lane: u8,
+    pub prev_lane: u8,
 }
 
 #[derive(Debug, Default)]
@@ -325,6 +328,7 @@ impl SendChannel {
                 resend: false,
                 reorder_timer: false,
                 lane: t.lane,
+                prev_lane: t.lane,
             });
             new_sent = true;
             first_deadline.get_or_insert(deadline);
@@ -374,6 +378,7 @@ impl SendChannel {
             let again = t.again_after.filter(|_| first_copy);
             p.reorder_timer = again.is_some_and(|a| a < t.rto);
             p.last_sent = now;
+            p.prev_lane = p.lane;
             p.lane = t.lane;
             p.deadline = now.plus(again.map_or(t.rto, |a| a.min(t.rto)));
             // a retransmission replaces bytes taken as lost: it always

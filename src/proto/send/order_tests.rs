@@ -130,6 +130,7 @@ fn two_of_message_1_in_flight() -> SendChannel {
             sacked: false,
             resend: false,
             lane: 0,
+            prev_lane: 0,
             reorder_timer: false,
         });
     }

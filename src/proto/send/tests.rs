@@ -31,6 +31,7 @@ fn in_flight(seq: u32, m: &Arc<OutMsg>) -> InFlight {
         resend: false,
         reorder_timer: false,
         lane: 0,
+        prev_lane: 0,
     }
 }
 
