@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ramp::am::{self, handler, BundleMode, Data, Endpoint, Message, SegmentMemory, VecSegment};
+use ramp::am::{
+    self, handler, BundleMode, Data, Endpoint, Message, SegmentMemory, VecSegment, XFER_DIRECT_MIN,
+};
 use ramp::error::ReturnStatus;
 
 const TAG: u64 = 0x7fe4;
@@ -212,8 +214,15 @@ fn a_large_xfer_goes_direct_lands_whole_and_runs_its_handler_once() {
     let data = common::pattern(N, 3);
     let off = 4096 + 3;
     let (_, fell) = p.ask_until_direct(&Message::long(H_XFER, &[], &data, off), false, &data);
+    // one byte shorter than the smallest direct one goes by the ring:
+    // neither copied direct nor fallen back
+    let below = common::pattern(XFER_DIRECT_MIN as usize - 1, 11);
+    let counts0 = p.e.rma_direct_counts();
+    let b = p.ask(&Message::long(H_XFER, &[], &below, 1), false);
+    assert_eq!((b[0], b[2]), (common::hash(&below), below.len() as u32));
+    assert_eq!(p.e.rma_direct_counts(), counts0, "not direct");
     // the smallest direct one, by the non-blocking form (a credit is free)
-    let small = common::pattern(64 << 10, 9);
+    let small = common::pattern(XFER_DIRECT_MIN as usize, 9);
     let (a, fell_small) = p.ask_until_direct(&Message::long(H_XFER, &[], &small, 1), true, &small);
     eprintln!("{fell} and {fell_small} fell back before one went direct");
     // the segment holds both, and nothing else

@@ -25,7 +25,10 @@
 //! datagram, as in a bare ping-pong); the receiver clears the word of every
 //! line a record covered when it takes it (and the whole ring when it
 //! frees a slot), so stale bytes of an earlier lap never look like a
-//! record and the sender writes only its record's lines. The receiver's head (a byte counter on a cache
+//! record and the sender writes only its record's lines (of a long record,
+//! the receiver clears the first line only, and the sender clears the word
+//! after a record of its own where a long one left a line uncleared:
+//! `ring::Stale`). The receiver's head (a byte counter on a cache
 //! line of its own) is published only every `HEAD_PUBLISH` bytes, and the
 //! sender reads it only when its cached copy says the ring is full. A full
 //! ring refuses the datagram, which then goes by UDP.
@@ -128,7 +131,11 @@ const HDR: usize = 4096;
 const SLOT_HDR: usize = 4096;
 const SLOT_SIZE: usize = SLOT_HDR + RING;
 const FILE_LEN: usize = HDR + SLOTS * SLOT_SIZE;
-const LAYOUT: u64 = ((SLOTS as u64) << 32) | RING as u64;
+/// The records' format (2: a long record's lines but the first are not
+/// cleared by the receiver, `ring::CLEAR_ALL_MAX`): a sender of another
+/// format does not use the ring (`H_LAYOUT` differs: UDP instead).
+const RECORDS: u64 = 2;
+const LAYOUT: u64 = (RECORDS << 48) | ((SLOTS as u64) << 32) | RING as u64;
 
 // header offsets
 const H_MAGIC: usize = 0;

@@ -112,6 +112,44 @@ fn datagrams_wrap_around_the_ring_whole_and_in_order() {
 }
 
 #[test]
+fn a_long_records_uncleared_lines_never_read_as_records_a_lap_later() {
+    // (the receiver clears only the first line of a long record,
+    // `ring::CLEAR_ALL_MAX`; its other lines keep their bytes, here a
+    // record word's on every line: a short record ending on one of them
+    // a lap later must find it cleared by its sender, `ring::Stale`)
+    let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
+    let mut rx = open(a1);
+    let mut tx = open(a2);
+    assert!(link(&tx, &rx, a1));
+    let fake = (READY | 100).to_le_bytes();
+    let long: Vec<u8> = (0..20_000).map(|i| fake[i % 4]).collect();
+    let mut sent = 0u32;
+    for round in 0..200usize {
+        let mut want = vec![long.clone()];
+        tx.send(Instant::ZERO, a1, &long).unwrap();
+        // short and long ones whose ends fall on every line of a long
+        // record's lap before
+        for j in 0..4 {
+            let len = 1 + (round * 131 + j * 977) % (2 * ring::CLEAR_ALL_MAX);
+            let mut d = vec![(sent % 251) as u8; len];
+            d[0] = j as u8;
+            tx.send(Instant::ZERO, a1, &d).unwrap();
+            want.push(d);
+            sent += 1;
+        }
+        let got: Vec<Vec<u8>> = take(&mut rx).into_iter().map(|(b, _)| b).collect();
+        let lens = |v: &[Vec<u8>]| v.iter().map(Vec::len).collect::<Vec<_>>();
+        assert!(
+            got == want,
+            "round {round}: {:?} read, {:?} sent",
+            lens(&got),
+            lens(&want)
+        );
+    }
+    assert!(rx.map.u64_at(H_ACTIVE).load(Relaxed) != 0, "the slot stays");
+}
+
+#[test]
 fn a_slot_freed_with_records_unread_gives_the_next_sender_a_clean_ring() {
     // (the receiver clears what it takes; what it never took is cleared
     // when the slot is freed: else the next sender's second record, where
