@@ -8,7 +8,6 @@ use std::sync::Arc;
 use super::token;
 use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::message::Message;
-use crate::am::rma::initiator::PUT_BACKLOG;
 use crate::am::state::outstanding::Outstanding;
 use crate::error::{Error, Result};
 use crate::net::express::ExpressKind;
@@ -20,15 +19,17 @@ use crate::wire::{Category, CHANNEL_REQUEST};
 const RECENT_POLL: u64 = 20 * crate::time::MICROS;
 
 /// A request whose payload is at least this long waits (polling) before
-/// it is copied while its peer's request channel has a backlog of
-/// `PUT_BACKLOG` fragments not yet taken by the window, as a put's chunk
-/// does (`am/rma/initiator.rs`): the copy, the MAC and the kernel's copy
-/// then find the bytes in the cache, and the buffers in flight stay within
-/// the protocol's pool. Without it, 128 credits of 1 MiB requests copied
-/// 128 MiB ahead into fresh pages (testbulk 100 x 1 MiB over UDP: 106 page
-/// faults a message at the sender, its pool of 8 MiB overflowing). Below
-/// it a whole network depth of copies stays within the cache (128 x 16 KiB
-/// = 2 MiB).
+/// it is copied while its peer's request channel has a window's worth of
+/// fragments queued behind the window (`ProtoConfig::window`: 64), as a
+/// put's chunk waits for a smaller backlog (`am/rma/initiator.rs`): the
+/// copies stay at most a window ahead of the wire, in buffers the
+/// protocol's pool gives back (8 MiB: a window in flight and one queued
+/// of 64 KiB datagrams), not in fresh pages. Without it, 128 credits of
+/// 1 MiB requests (AMX's network depth) were copied 128 MiB ahead
+/// (testbulk 100 x 1 MiB over UDP: 106 page faults a message at the
+/// sender, its pool overflowing); 65,000-byte ones queue no more than
+/// before (64 in flight and 64 queued fill 128 credits). Below it a whole
+/// network depth of copies fits the cache (128 x 16 KiB = 2 MiB).
 pub(in crate::am) const BACKLOG_WAIT_MIN: usize = 16 << 10;
 
 impl Endpoint {
@@ -106,7 +107,8 @@ impl Endpoint {
                 first = false;
                 let mut st = g.borrow_mut();
                 let backlog = may_wait_backlog
-                    && st.proto.queued_fragments(&addr, CHANNEL_REQUEST) >= PUT_BACKLOG;
+                    && st.proto.queued_fragments(&addr, CHANNEL_REQUEST)
+                        >= st.proto.config().window;
                 let depth = st.depth.unwrap_or(1);
                 let e = st
                     .table
