@@ -1,8 +1,9 @@
 //! A stream of long requests (`request.rs`, `BACKLOG_WAIT_MIN`): each one
-//! waits before its copy while the peer's request channel has a window's
-//! worth of fragments queued behind the window, so that a sender with many credits does not copy
-//! megabytes ahead into fresh memory; every message still arrives intact
-//! and in order. In the simulated world (`sim::World`), on virtual time.
+//! waits before its copy while the peer's request channel has a backlog
+//! behind the window (`PUT_BACKLOG` fragments, as a put's chunk), so that
+//! a sender with many credits does not copy megabytes ahead into fresh
+//! memory; every message still arrives intact and in order. In the
+//! simulated world (`sim::World`), on virtual time.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use super::request::BACKLOG_WAIT_MIN;
 use crate::am::handler::args::{handler, Data, SegmentMemory, VecSegment};
 use crate::am::handler::message::Message;
+use crate::am::rma::initiator::PUT_BACKLOG;
 use crate::am::tests::{cfg, pair};
 use crate::sim::{seeds, World};
 use crate::time::MILLIS;
@@ -21,7 +23,7 @@ use crate::wire::CHANNEL_REQUEST;
 /// every request copied (seed 1: 432 fragments queued behind the window
 /// on return, 25.2 MB held by its protocol).
 #[test]
-fn long_requests_wait_for_the_window_before_their_copy() {
+fn long_requests_wait_for_the_backlog_before_their_copy() {
     const MSG: usize = 1 << 20;
     const COUNT: u64 = 24;
     for seed in seeds(2) {
@@ -50,7 +52,6 @@ fn long_requests_wait_for_the_window_before_their_copy() {
         );
         let to = e1.addr();
         let per_msg = MSG.div_ceil(e0.with(|s| s.proto.fragment_capacity(1)));
-        let window = e0.with(|s| s.proto.config().window);
         let (mut most_queued, mut most_memory) = (0, 0);
         for i in 0..COUNT {
             let payload = vec![i as u8; MSG];
@@ -66,11 +67,11 @@ fn long_requests_wait_for_the_window_before_their_copy() {
             most_memory = most_memory.max(memory);
         }
         assert!(
-            most_queued < window + per_msg && most_memory < 16 << 20,
+            most_queued < PUT_BACKLOG + per_msg && most_memory < 16 << 20,
             "seed {seed}: {most_queued} fragments queued behind the window on return \
-             (at most a window's and one message's: {}), {most_memory} bytes held by \
-             the sender's protocol (a window in flight, one queued, the pool's: < 16 MiB)",
-            window + per_msg
+             (at most the backlog and one message: {}), {most_memory} bytes held by \
+             the sender's protocol (a window in flight, the backlog, the pool's: < 16 MiB)",
+            PUT_BACKLOG + per_msg
         );
         assert!(
             w.run_until(1000 * MILLIS, || got.load(Ordering::SeqCst) == COUNT),

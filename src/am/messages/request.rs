@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::token;
 use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::message::Message;
+use crate::am::rma::initiator::PUT_BACKLOG;
 use crate::am::state::outstanding::Outstanding;
 use crate::error::{Error, Result};
 use crate::net::express::ExpressKind;
@@ -20,17 +21,18 @@ const RECENT_POLL: u64 = 20 * crate::time::MICROS;
 
 /// A request whose payload is at least this long (more than one datagram
 /// carries) waits (polling) before it is copied while its peer's request
-/// channel has a window's worth of fragments queued behind the window
-/// (`ProtoConfig::window`: 64), as a put's chunk waits for a backlog
-/// (`am/rma/initiator.rs`): its copy is made at most a window ahead of the
-/// wire, in a buffer the protocol's pool gives back (8 MiB: a window in
-/// flight and one queued, of 64 KiB datagrams), not in fresh pages.
-/// Without it, AMX's network depth (128 credits) of 1 MiB requests was
-/// copied 128 MiB ahead (testbulk 100 x 1 MiB over UDP: 106 page faults a
-/// message at the sender, its pool overflowing). A request of one datagram
-/// never waits: a network depth of them (128 x 64 KiB = 8 MiB) is what the
-/// pool holds (waiting for 65,000-byte ones cost testbulk CPU: task-clock
-/// 311-338 -> 381-397 ms for 4000 of them).
+/// channel has `PUT_BACKLOG` fragments queued behind the window, as a
+/// put's chunk does (`am/rma/initiator.rs`), for the same reasons: the
+/// copy is made just before its datagrams go, so the MAC and the kernel's
+/// copy find the bytes in the cache, and the buffers in flight are the
+/// ones the protocol's pool gives back, not fresh pages. Without it,
+/// AMX's network depth (128 credits) of 1 MiB requests was copied up to
+/// 128 MiB ahead (testbulk 100 x 1 MiB over UDP: 106 page faults a message
+/// at the sender, its pool of 8 MiB overflowing, task-clock 416-806 ms ->
+/// 81-129 ms). A request of one datagram never waits: a network depth of
+/// them (128 x 64 KiB = 8 MiB) is what the pool holds (waiting for
+/// 65,000-byte ones cost testbulk CPU: task-clock 311-338 -> 381-397 ms
+/// for 4000 of them).
 pub(in crate::am) const BACKLOG_WAIT_MIN: usize = 64 << 10;
 
 impl Endpoint {
@@ -108,8 +110,7 @@ impl Endpoint {
                 first = false;
                 let mut st = g.borrow_mut();
                 let backlog = may_wait_backlog
-                    && st.proto.queued_fragments(&addr, CHANNEL_REQUEST)
-                        >= st.proto.config().window;
+                    && st.proto.queued_fragments(&addr, CHANNEL_REQUEST) >= PUT_BACKLOG;
                 let depth = st.depth.unwrap_or(1);
                 let e = st
                     .table
