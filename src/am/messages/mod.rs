@@ -5,6 +5,8 @@
 //! AM_Poll: checks on arrival, returned messages, handler calls
 //! (`returned.rs`, `started.rs`, `dispatch.rs`).
 
+#[cfg(test)]
+mod backlog_tests;
 pub(in crate::am) mod batch;
 #[cfg(test)]
 mod batch_tests;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::token;
 use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::message::Message;
+use crate::am::rma::initiator::PUT_BACKLOG;
 use crate::am::state::outstanding::Outstanding;
 use crate::error::{Error, Result};
 use crate::net::express::ExpressKind;
@@ -17,6 +18,22 @@ use crate::wire::{Category, CHANNEL_REQUEST};
 /// A request polls before sending, unless the endpoint was polled this
 /// recently (in a poll loop the extra empty receive only adds latency).
 const RECENT_POLL: u64 = 20 * crate::time::MICROS;
+
+/// A request whose payload is at least this long (more than one datagram
+/// carries) waits (polling) before it is copied while its peer's request
+/// channel has `PUT_BACKLOG` fragments queued behind the window, as a
+/// put's chunk does (`am/rma/initiator.rs`), for the same reasons: the
+/// copy is made just before its datagrams go, so the MAC and the kernel's
+/// copy find the bytes in the cache, and the buffers in flight are the
+/// ones the protocol's pool gives back, not fresh pages. Without it,
+/// AMX's network depth (128 credits) of 1 MiB requests was copied up to
+/// 128 MiB ahead (testbulk 100 x 1 MiB over UDP: 106 page faults a message
+/// at the sender, its pool of 8 MiB overflowing, task-clock 416-806 ms ->
+/// 81-129 ms). A request of one datagram never waits: a network depth of
+/// them (128 x 64 KiB = 8 MiB) is what the pool holds (waiting for
+/// 65,000-byte ones cost testbulk CPU: task-clock 311-338 -> 381-397 ms
+/// for 4000 of them).
+pub(in crate::am) const BACKLOG_WAIT_MIN: usize = 64 << 10;
 
 impl Endpoint {
     /// Sends a request to translation index `dest`. Polls first; waits (by
@@ -54,6 +71,9 @@ impl Endpoint {
         }
         let mut first = true;
         let mut idle_rounds = 0u32;
+        // (never inside a handler, whose requests take no credit and never
+        // wait; nor for a caller that asked not to)
+        let may_wait_backlog = !nested && !nonblocking && msg.payload.len() >= BACKLOG_WAIT_MIN;
         loop {
             {
                 let g = self.state.lock();
@@ -89,12 +109,14 @@ impl Endpoint {
                 }
                 first = false;
                 let mut st = g.borrow_mut();
+                let backlog = may_wait_backlog
+                    && st.proto.queued_fragments(&addr, CHANNEL_REQUEST) >= PUT_BACKLOG;
                 let depth = st.depth.unwrap_or(1);
                 let e = st
                     .table
                     .get_mut(dest)
                     .ok_or(Error::BadArg("destination index is not mapped"))?;
-                if e.outstanding < depth || nested {
+                if !backlog && (e.outstanding < depth || nested) {
                     // an earlier request to this peer still owes its
                     // answer: this one may wait for a batch (`Batch`)
                     let busy = e.outstanding > 0;
