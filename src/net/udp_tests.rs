@@ -318,3 +318,69 @@ fn trains_of_equal_datagrams_arrive_one_by_one() {
     assert_eq!(receive(&mut b, 99), want);
     assert_eq!(receive(&mut c, 1), [bodies[50].clone()]);
 }
+
+/// A train of equal datagrams to `to` from `a`, sent as one GSO train
+/// where the kernel offers GSO: `count` datagrams of `size` bytes, each
+/// of its own bytes.
+fn send_train(a: &mut UdpTransport, to: SocketAddr, count: usize, size: usize) -> Vec<Vec<u8>> {
+    let bodies: Vec<Vec<u8>> = (0..count)
+        .map(|i| (0..size).map(|j| (i * 31 + j) as u8).collect())
+        .collect();
+    let p = crate::path::Path::from_name(to);
+    let e: &[u8] = &[];
+    let out: Vec<Outgoing<'_>> = bodies.iter().map(|d| (p, [&d[..], e, e])).collect();
+    a.send_batch(Instant::ZERO, &out).unwrap();
+    assert!(a.offload.refused.is_empty() && a.offload.news.is_empty());
+    bodies
+}
+
+/// The receive of a socket with GRO on that asks for one datagram (the
+/// ping-pong's, `want` 1) still reads the kernel's segment size: a GSO
+/// train that loopback hands over whole is taken apart by that one
+/// receive, every datagram whole, in order; never the train as one.
+#[test]
+fn a_lone_receive_takes_a_coalesced_train_apart() {
+    let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let mut a = UdpTransport::bind(lo, 4 << 20).unwrap();
+    let mut b = UdpTransport::bind(lo, 4 << 20).unwrap();
+    let bodies = send_train(&mut a, b.local_addr(), 10, 1400);
+    assert_eq!(b.want, 1);
+    crate::sys::wait_readable(&[b.fd()], 5000);
+    let mut got: Vec<Vec<u8>> = Vec::new();
+    let n = b
+        .recv_batch(&mut |d| got.push(d.expect("whole").0.to_vec()))
+        .unwrap();
+    assert_eq!(n, got.len());
+    assert!(got.iter().all(|d| d.len() == 1400), "a merged datagram");
+    if a.offload.gso && b.offload.gro {
+        // (loopback keeps a GSO train whole for a socket with GRO on)
+        assert_eq!(got, bodies);
+    } else {
+        eprintln!("GSO {} GRO {}: no train", a.offload.gso, b.offload.gro);
+        assert_eq!(got, bodies[..n]);
+    }
+}
+
+/// Why a socket with GRO on never reads with plain `recvfrom` (the
+/// cheaper call `recv_batch` makes for one datagram otherwise): the
+/// kernel gives a coalesced train's segment size only in a control
+/// message (net/ipv4/udp.c, `udp_recvmsg` -> `udp_cmsg_recv`), so
+/// `recvfrom` returns the train's datagrams as one buffer. Turning GRO
+/// off does not help either: a train queued before stays coalesced, and
+/// with GRO off `udp_recvmsg` gives no size at all.
+#[test]
+fn recvfrom_on_a_gro_socket_merges_a_train() {
+    let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let mut a = UdpTransport::bind(lo, 4 << 20).unwrap();
+    let rx = UdpSocket::bind(lo).unwrap();
+    let gro = crate::sys::enable_gro(rx.as_raw_fd()).is_ok();
+    let bodies = send_train(&mut a, rx.local_addr().unwrap(), 3, 100);
+    let mut buf = [0u8; 1000];
+    let (n, _) = rx.recv_from(&mut buf).unwrap();
+    if a.offload.gso && gro {
+        assert_eq!(buf[..n], bodies.concat()[..]);
+    } else {
+        eprintln!("GSO {} GRO {}: no train", a.offload.gso, gro);
+        assert_eq!(buf[..n], bodies[0][..]);
+    }
+}
