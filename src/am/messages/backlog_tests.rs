@@ -1,6 +1,6 @@
 //! A stream of long requests (`request.rs`, `BACKLOG_WAIT_MIN`): each one
 //! waits before its copy while the peer's request channel has a backlog
-//! behind the window (`PUT_BACKLOG` fragments, as a put's chunk), so that
+//! behind the window (`COPY_BACKLOG` fragments, as a put's chunk), so that
 //! a sender with many credits does not copy megabytes ahead into fresh
 //! memory; every message still arrives intact and in order. In the
 //! simulated world (`sim::World`), on virtual time.
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::request::BACKLOG_WAIT_MIN;
 use crate::am::handler::args::{handler, Data, SegmentMemory, VecSegment};
 use crate::am::handler::message::Message;
-use crate::am::rma::initiator::PUT_BACKLOG;
+use crate::am::messages::request::COPY_BACKLOG;
 use crate::am::tests::{cfg, pair};
 use crate::sim::{seeds, World};
 use crate::time::MILLIS;
@@ -67,11 +67,11 @@ fn long_requests_wait_for_the_backlog_before_their_copy() {
             most_memory = most_memory.max(memory);
         }
         assert!(
-            most_queued < PUT_BACKLOG + per_msg && most_memory < 16 << 20,
+            most_queued < COPY_BACKLOG + per_msg && most_memory < 16 << 20,
             "seed {seed}: {most_queued} fragments queued behind the window on return \
              (at most the backlog and one message: {}), {most_memory} bytes held by \
              the sender's protocol (a window in flight, the backlog, the pool's: < 16 MiB)",
-            PUT_BACKLOG + per_msg
+            COPY_BACKLOG + per_msg
         );
         assert!(
             w.run_until(1000 * MILLIS, || got.load(Ordering::SeqCst) == COUNT),

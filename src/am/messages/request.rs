@@ -8,7 +8,6 @@ use std::sync::Arc;
 use super::token;
 use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::message::Message;
-use crate::am::rma::initiator::PUT_BACKLOG;
 use crate::am::state::outstanding::Outstanding;
 use crate::error::{Error, Result};
 use crate::net::express::ExpressKind;
@@ -19,9 +18,14 @@ use crate::wire::{Category, CHANNEL_REQUEST};
 /// recently (in a poll loop the extra empty receive only adds latency).
 const RECENT_POLL: u64 = 20 * crate::time::MICROS;
 
+/// A long message's copy waits while this many fragments to its peer wait
+/// for the window (about one chunk's worth): a put's next chunk
+/// (`am/rma/initiator.rs`) and a request of `BACKLOG_WAIT_MIN` bytes or more.
+pub(in crate::am) const COPY_BACKLOG: usize = 4;
+
 /// A request whose payload is at least this long (more than one datagram
 /// carries) waits (polling) before it is copied while its peer's request
-/// channel has `PUT_BACKLOG` fragments queued behind the window, as a
+/// channel has `COPY_BACKLOG` fragments queued behind the window, as a
 /// put's chunk does (`am/rma/initiator.rs`), for the same reasons: the
 /// copy is made just before its datagrams go, so the MAC and the kernel's
 /// copy find the bytes in the cache, and the buffers in flight are the
@@ -110,7 +114,7 @@ impl Endpoint {
                 first = false;
                 let mut st = g.borrow_mut();
                 let backlog = may_wait_backlog
-                    && st.proto.queued_fragments(&addr, CHANNEL_REQUEST) >= PUT_BACKLOG;
+                    && st.proto.queued_fragments(&addr, CHANNEL_REQUEST) >= COPY_BACKLOG;
                 let depth = st.depth.unwrap_or(1);
                 let e = st
                     .table

@@ -19,6 +19,7 @@ use super::rma_direct::DirectIssue;
 use super::rma_target::{Chunk, CHUNK};
 use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::args::SegmentMemory;
+use crate::am::messages::request::COPY_BACKLOG;
 use crate::am::messages::token;
 use crate::am::state::rma::Direct;
 use crate::am::state::rma::Op;
@@ -28,9 +29,6 @@ use crate::wire::{MsgKind, CHANNEL_REQUEST};
 
 /// Polls of a waiting call before it sleeps in the kernel between them.
 const SPIN_ROUNDS: u32 = 1000;
-/// A put's next chunk waits while this many fragments to its peer wait
-/// for the window (about one chunk's worth).
-pub(in crate::am) const PUT_BACKLOG: usize = 4;
 
 /// What a put or get asks for.
 struct Issue<'a> {
@@ -175,7 +173,7 @@ impl Endpoint {
         drop(st);
         drop(g);
         // A put waits (polling) while the window to its peer has a backlog
-        // of `PUT_BACKLOG` fragments or more, so that each chunk is copied
+        // of `COPY_BACKLOG` fragments or more, so that each chunk is copied
         // just before it goes: the copy, the CRC and the kernel's copy then
         // find the bytes in the cache, and the buffers in flight stay
         // within the protocol's pool (no fresh pages). Never inside a
@@ -186,7 +184,7 @@ impl Endpoint {
             // briefly: it spins before sleeping every time)
             let mut rounds = 0;
             let drained =
-                || self.with(|s| s.proto.queued_fragments(&addr, CHANNEL_REQUEST)) < PUT_BACKLOG;
+                || self.with(|s| s.proto.queued_fragments(&addr, CHANNEL_REQUEST)) < COPY_BACKLOG;
             while may_wait && !drained() {
                 may_wait = self.wait_round(&mut rounds, drained).is_ok();
             }

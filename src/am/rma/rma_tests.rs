@@ -275,7 +275,7 @@ fn a_long_put_returns_with_a_bounded_backlog_and_arrives_intact() {
         let queued = e[0].with(|s| s.proto.queued_fragments(&to, CHANNEL_REQUEST));
         let one_chunk = CHUNK.div_ceil(e[0].with(|s| s.proto.fragment_capacity(11)));
         assert!(
-            queued < super::initiator::PUT_BACKLOG + one_chunk,
+            queued < crate::am::messages::request::COPY_BACKLOG + one_chunk,
             "{queued} fragments queued behind the window on return"
         );
         until(&w, SOON, "the put", || {
