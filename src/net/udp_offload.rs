@@ -65,6 +65,41 @@ use crate::sys::Refused;
 /// peers) the oldest is dropped and told again by the next refusal.
 const NEWS_MAX: usize = 64;
 
+/// Paths whose failed sends `RAMP_VERBOSE` counts (`DownLog`); beyond it the
+/// oldest is forgotten (and told again from 1).
+const DOWN_LOG_MAX: usize = 16;
+
+/// `RAMP_VERBOSE`'s count of failed sends per remote address: a line at the
+/// 1st, 10th, 100th ... failure, not one per send (a down link's probes
+/// fail every `RAMP_PATH_PROBE_MS`; the protocol tells the path's failure and
+/// recovery itself).
+#[derive(Default)]
+pub(crate) struct DownLog(Vec<(SocketAddr, u64)>);
+
+impl DownLog {
+    /// Counts a failed send to `to`; the count when it is one to tell.
+    pub fn count(&mut self, to: SocketAddr) -> Option<u64> {
+        let n = match self.0.iter_mut().find(|(a, _)| *a == to) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                if self.0.len() >= DOWN_LOG_MAX {
+                    self.0.remove(0);
+                }
+                self.0.push((to, 1));
+                1
+            }
+        };
+        let mut p = 1;
+        while p < n {
+            p = p.saturating_mul(10);
+        }
+        (p == n).then_some(n)
+    }
+}
+
 /// GSO and GRO on one socket, the paths' sizes learnt, what was refused.
 pub(crate) struct Offload {
     /// GSO trains are sent (off after the kernel refused one).
@@ -72,6 +107,8 @@ pub(crate) struct Offload {
     /// Receives may hold coalesced datagrams (UDP_GRO is on).
     pub gro: bool,
     pub verbose: bool,
+    /// Failed sends per address, for `verbose`'s lines.
+    down_log: DownLog,
     /// News of paths not yet taken (sizes, failures), one per path and
     /// kind: bounded by `NEWS_MAX`, whatever the network does.
     pub news: Vec<PathNews>,
@@ -91,6 +128,7 @@ impl Offload {
             gso,
             gro,
             verbose: false,
+            down_log: DownLog::default(),
             news: Vec::new(),
             refused: Vec::new(),
             joined: Vec::new(),
@@ -146,8 +184,10 @@ impl Offload {
             self.push(PathNews::Down { path, errno });
         }
         if self.verbose {
-            let e = io::Error::from_raw_os_error(errno);
-            eprintln!("ramp: a send to {to} failed ({e}): the path is down");
+            if let Some(n) = self.down_log.count(to) {
+                let e = io::Error::from_raw_os_error(errno);
+                eprintln!("ramp: a send to {to} failed ({e}; {n} so far): the path is down");
+            }
         }
     }
 
@@ -239,6 +279,23 @@ pub fn segments(buf: &[u8], gro: Option<usize>) -> impl Iterator<Item = &[u8]> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_down_paths_failed_sends_are_told_at_1_10_100_not_each() {
+        let mut log = super::DownLog::default();
+        let a: std::net::SocketAddr = "10.0.0.1:9".parse().unwrap();
+        let b: std::net::SocketAddr = "10.0.0.2:9".parse().unwrap();
+        let told: Vec<u64> = (0..1000).filter_map(|_| log.count(a)).collect();
+        assert_eq!(told, [1, 10, 100, 1000]);
+        // another path is counted apart
+        assert_eq!(log.count(b), Some(1));
+        assert_eq!(log.count(b), None);
+        // bounded: many addresses forget the oldest, whatever the network does
+        for port in 0..100u16 {
+            log.count(std::net::SocketAddr::new(a.ip(), port));
+        }
+        assert!(log.0.len() <= super::DOWN_LOG_MAX);
+    }
+
     use super::*;
 
     fn split(buf: &[u8], gro: Option<usize>) -> Vec<Vec<u8>> {
