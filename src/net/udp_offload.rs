@@ -106,6 +106,9 @@ pub(crate) struct Offload {
     pub gso: bool,
     /// Receives may hold coalesced datagrams (UDP_GRO is on).
     pub gro: bool,
+    /// GRO not asked for yet: it is at the socket's first burst of large
+    /// datagrams (`start_gro`).
+    pub gro_later: bool,
     pub verbose: bool,
     /// Failed sends per address, for `verbose`'s lines.
     down_log: DownLog,
@@ -119,19 +122,35 @@ pub(crate) struct Offload {
 }
 
 impl Offload {
-    /// Asks the kernel for GRO on `fd`, and whether it offers GSO (a
-    /// segment size of 0 set on the socket: accepted where GSO exists).
+    /// Whether the kernel offers GSO on `fd` (a segment size of 0 set on
+    /// the socket: accepted where GSO exists); GRO is asked for later.
     pub fn new(fd: RawFd) -> Offload {
-        let gro = crate::sys::enable_gro(fd).is_ok();
         let gso = crate::sys::probe_gso(fd);
         Offload {
             gso,
-            gro,
+            gro: false,
+            gro_later: true,
             verbose: false,
             down_log: DownLog::default(),
             news: Vec::new(),
             refused: Vec::new(),
             joined: Vec::new(),
+        }
+    }
+
+    /// Asks the kernel for GRO on `fd`, once, for good (the socket's first
+    /// burst of large datagrams, `UdpTransport::recv_batch`). With GRO on
+    /// every receive is a `recvmsg` (its size comes only in a control
+    /// message), ~50 ns more than `recvfrom` each, found or not: a short
+    /// round trip 1.13x the build before GRO, 1.05x with it refused
+    /// (`ramp bench --runs 3`, 3 rounds): so a ping-pong never asks. Safe
+    /// at any moment, unlike turning it off: a train that came before was
+    /// split by the kernel on arrival (`udp_unexpected_gso`), and one after
+    /// is read with its size.
+    pub fn start_gro(&mut self, fd: RawFd) {
+        if self.gro_later {
+            self.gro_later = false;
+            self.gro = crate::sys::enable_gro(fd).is_ok();
         }
     }
 

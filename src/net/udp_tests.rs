@@ -343,6 +343,9 @@ fn a_lone_receive_takes_a_coalesced_train_apart() {
     let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let mut a = UdpTransport::bind(lo, 4 << 20).unwrap();
     let mut b = UdpTransport::bind(lo, 4 << 20).unwrap();
+    // (GRO as after a burst of large datagrams)
+    let fd = b.fd();
+    b.offload.start_gro(fd);
     let bodies = send_train(&mut a, b.local_addr(), 10, 1400);
     assert_eq!(b.want, 1);
     crate::sys::wait_readable(&[b.fd()], 5000);
@@ -383,4 +386,55 @@ fn recvfrom_on_a_gro_socket_merges_a_train() {
         eprintln!("GSO {} GRO {}: no train", a.offload.gso, gro);
         assert_eq!(buf[..n], bodies[0][..]);
     }
+}
+
+/// A socket asks for GRO only at its first burst of large datagrams: short
+/// ones one by one never turn it on (a ping-pong keeps `recvfrom`); trains
+/// of large ones before and after the switch arrive whole, once, in order.
+#[test]
+fn gro_is_asked_at_the_first_burst_of_large_datagrams() {
+    let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let mut a = UdpTransport::bind(lo, 4 << 20).unwrap();
+    let mut b = UdpTransport::bind(lo, 4 << 20).unwrap();
+    let probe = UdpSocket::bind(lo).unwrap();
+    let kernel_gro = crate::sys::enable_gro(probe.as_raw_fd()).is_ok();
+    assert!(!b.offload.gro && b.offload.gro_later);
+    let take = |b: &mut UdpTransport, n: usize| {
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        let mut waits = 0;
+        while got.len() < n && waits < 200 {
+            let k = b
+                .recv_batch(&mut |d| got.push(d.expect("whole").0.to_vec()))
+                .unwrap();
+            if k == 0 {
+                crate::sys::wait_readable(&[b.fd()], 100);
+                waits += 1;
+            }
+        }
+        got
+    };
+    // short datagrams, one at a time and in a burst: no GRO
+    for i in 0..20u8 {
+        let d = [i; 100];
+        a.send(Instant::ZERO, b.local_addr(), &d).unwrap();
+        assert_eq!(take(&mut b, 1), vec![d.to_vec()]);
+    }
+    let shorts = send_train(&mut a, b.local_addr(), 10, 100);
+    assert_eq!(take(&mut b, 10), shorts);
+    assert!(
+        !b.offload.gro && b.offload.gro_later,
+        "short datagrams asked for GRO"
+    );
+    // a train of large ones: each whole, in order; GRO on after it
+    let first = send_train(&mut a, b.local_addr(), 10, 1400);
+    assert_eq!(take(&mut b, 10), first, "the train before GRO");
+    assert!(
+        !b.offload.gro_later,
+        "a burst of large datagrams did not ask"
+    );
+    assert_eq!(b.offload.gro, kernel_gro);
+    let second = send_train(&mut a, b.local_addr(), 10, 1400);
+    let got = take(&mut b, 10);
+    assert!(got.iter().all(|d| d.len() == 1400), "a merged datagram");
+    assert_eq!(got, second, "the train after GRO");
 }
