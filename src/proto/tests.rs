@@ -384,3 +384,32 @@ fn the_invariant_walk_names_the_peer_and_channel_of_a_broken_invariant() {
     n[0].peer_mut(1).rx[0].held_bytes = 7; // nothing is held
     n[0].check_invariants();
 }
+
+/// An ACK of the whole flight stops the channel's retransmission timer
+/// (nothing left to time out; the next transmit sets it again): a
+/// ping-pong's peer is not woken at the old request's probe time.
+#[test]
+fn an_ack_of_the_whole_flight_stops_the_retransmission_timer() {
+    use super::timer::Timer;
+    use crate::wire::CHANNEL_REPLY;
+    let mut n = pair();
+    let mut t = Instant(1_000_000);
+    for k in 0..3 {
+        n[0].send(t, 1, CHANNEL_REQUEST, meta(k), vec![]);
+        assert!(n[0].peer_mut(1).timers.get(Timer::Retransmit(0)).is_some());
+        t = t.plus(5 * MICROS);
+        for d in out(&mut n[0]) {
+            feed(&mut n[1], t, 0, &d);
+        }
+        n[1].poll_event().expect("the request is delivered");
+        n[1].send(t, 0, CHANNEL_REPLY, meta(k), vec![]);
+        t = t.plus(5 * MICROS);
+        for d in out(&mut n[1]) {
+            feed(&mut n[0], t, 1, &d);
+        }
+        let timers = &n[0].peer_mut(1).timers;
+        assert_eq!(timers.get(Timer::Retransmit(0)), None, "round {k}");
+        // (the reply's owed ACK is what the peer waits for now)
+        assert!(timers.get(Timer::Ack(1)).is_some());
+    }
+}

@@ -50,6 +50,20 @@ impl<A: PeerAddr> Protocol<A> {
         for &slot in &due {
             let slot = slot as usize;
             let (peer, mut cx) = self.peer_cx(slot);
+            // Looked at early (a timer stopped or moved since it was
+            // queued: an ACK carried, a flight acknowledged): nothing is
+            // due, nothing to run (each timer is at or before what it
+            // stands for, `check_invariants`), only the peer queued again
+            // at its earliest (a ping-pong's usual wake: the delayed ACK's
+            // time after the next request carried it).
+            let next = peer.timers.next();
+            if next.is_none_or(|at| at > now) {
+                peer.timers.take_wake();
+                if let Some(at) = next {
+                    self.queue(slot, at);
+                }
+                continue;
+            }
             if peer.on_timeout(now, &mut cx) {
                 // dead long enough: freed below
                 freed.push(slot);

@@ -148,6 +148,11 @@ impl<A: Copy + PartialEq> Peer<A> {
         self.tell_suspects(cx);
         if let Some(t) = o.rearm_at {
             self.timers.lower(Timer::Retransmit(ch), t);
+        } else if self.tx[ch].in_flight.is_empty() {
+            // all acknowledged: no timeout left to look for (the next
+            // transmit sets it; `run_timers` then skips the look at the
+            // flight's old deadline)
+            self.timers.stop(Timer::Retransmit(ch));
         }
         if o.progress {
             // the window opened for both channels
