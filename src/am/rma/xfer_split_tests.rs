@@ -28,7 +28,8 @@ fn cas(w: &AtomicU64) -> impl Fn(u64, u64) -> bool + '_ {
 
 /// The target's copy of `src` into `dst` (its bytes read from this
 /// process), split at `split`, against the claim word `w`; `gone` makes
-/// every read fail (a sender that exited) once set; with `taken`, the
+/// every read fail (a sender that exited) once set; `head` is set once
+/// the head was read whole; with `taken`, the
 /// head is read only once the sender took the grant (whatever the
 /// threads' timing, the target then finds the tail being written).
 fn target(
@@ -39,12 +40,26 @@ fn target(
     gone: &AtomicBool,
     taken: bool,
 ) -> Copied {
+    target_with(w, src, dst, split, gone, taken, &AtomicBool::new(false))
+}
+
+fn target_with(
+    w: &AtomicU64,
+    src: &[u8],
+    dst: &mut [u8],
+    split: usize,
+    gone: &AtomicBool,
+    taken: bool,
+    head: &AtomicBool,
+) -> Copied {
     let (pid, at) = (std::process::id(), src.as_ptr() as usize);
     let read = |off: usize, buf: &mut [u8]| {
         while taken && off == 0 && buf.len() > 1 && grant_addr(w.load(SeqCst)).is_some() {
             std::hint::spin_loop();
         }
-        !gone.load(SeqCst) && read_from_process(pid, at + off, buf).is_ok()
+        let ok = !gone.load(SeqCst) && read_from_process(pid, at + off, buf).is_ok();
+        head.fetch_or(ok && off == 0 && buf.len() > 1, SeqCst);
+        ok
     };
     let now = || Clock::Real.now().as_nanos();
     target_copy(ID, dst, split, cas(w), read, now, std::thread::yield_now)
@@ -144,6 +159,7 @@ fn a_sender_gone_while_writing_is_never_committed() {
     let gone = AtomicBool::new(false);
     let mut dst = vec![0u8; n];
     let w2 = &w;
+    let head = AtomicBool::new(false);
     let r = std::thread::scope(|sc| {
         sc.spawn(|| {
             while grant_addr(w2.load(SeqCst)).is_none() {
@@ -151,9 +167,13 @@ fn a_sender_gone_while_writing_is_never_committed() {
             }
             let g = w2.load(SeqCst);
             assert!(w2.compare_exchange(g, writing(ID), SeqCst, SeqCst).is_ok());
+            // gone once the target has its head whole
+            while !head.load(SeqCst) {
+                std::hint::spin_loop();
+            }
             gone.store(true, SeqCst);
         });
-        target(&w, &src, &mut dst, split, &gone, true)
+        target_with(&w, &src, &mut dst, split, &gone, true, &head)
     });
     assert_eq!(r, Copied::Failed);
     assert_eq!(w.load(SeqCst), writing(ID), "not committed");
