@@ -333,10 +333,10 @@ impl EpState {
                 |a, b| tr.claim_from(from, owner, k, a, b),
                 |at, buf| crate::sys::read_from_process(d.pid, d.addr as usize + at, buf).is_ok(),
                 || self.clock.now().as_nanos(),
-                || {
+                |long| match long {
                     // (a sender that shares our core gets it)
-                    self.clock.yield_now();
-                    std::thread::yield_now();
+                    true => self.clock.sleep(20 * crate::time::MICROS),
+                    false => self.clock.yield_now(),
                 },
             );
         });

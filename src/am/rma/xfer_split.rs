@@ -38,6 +38,12 @@ use super::rma_direct::GRACE;
 /// the bytes to the target measured alike within the noise at 1 MiB.
 pub const SPLIT_MIN: u64 = 128 << 10;
 
+/// How long the target waits for the sender's tail as a busy loop (the
+/// rest of a 1 MiB copy's tail at ~10 GB/s): past it, a sender
+/// descheduled on the loaded host is waited for sleeping, which leaves
+/// it a core.
+const SPIN: u64 = 50_000;
+
 /// The claim word of direct Xfer `id` while its sender waits (never 0).
 pub(in crate::am) fn claim(id: u32) -> u64 {
     u64::from(id) << 1 | 1
@@ -83,7 +89,7 @@ pub(in crate::am) fn split_point(n: u64) -> u64 {
     if n < SPLIT_MIN {
         return n;
     }
-    n / 2 & !63
+    (n / 2) & !63
 }
 
 /// The sender's step, in its wait for the answer: when the word
@@ -121,7 +127,8 @@ pub(in crate::am) enum Copied {
 /// The target's copy of `dst.len()` bytes at `remote` in the sender
 /// `pid`, split at `split` (no split when `split >= dst.len()`): `cas` on
 /// the claim word, `read(at, buf)` copies the sender's `remote + at`,
-/// `now` the clock (ns), `pause` between looks while the sender writes.
+/// `now` the clock (ns), `pause(long)` between looks while the sender
+/// writes, `long` once it takes longer than its part should (`SPIN`).
 pub(in crate::am) fn target_copy(
     id: u32,
     dst: &mut [u8],
@@ -129,7 +136,7 @@ pub(in crate::am) fn target_copy(
     cas: impl Fn(u64, u64) -> bool,
     read: impl Fn(usize, &mut [u8]) -> bool,
     now: impl Fn() -> u64,
-    pause: impl Fn(),
+    pause: impl Fn(bool),
 ) -> Copied {
     let addr = dst.as_ptr() as u64 + split as u64;
     let offered = split > 0 && split < dst.len() && addr < ADDR_LIMIT;
@@ -151,7 +158,8 @@ pub(in crate::am) fn target_copy(
     }
     // the sender writes the tail: wait for it (never answer before, so
     // that no write of its lands after the handler ran)
-    let deadline = now().saturating_add(GRACE);
+    let since = now();
+    let deadline = since.saturating_add(GRACE);
     let mut looks = 0u32;
     loop {
         if cas(written(id), written(id)) {
@@ -169,9 +177,9 @@ pub(in crate::am) fn target_copy(
         looks = looks.wrapping_add(1);
         // now and then: is the sender still there (a process gone has no
         // memory to read), is it late?
-        if looks % 64 == 0 && (!read(0, &mut [0u8]) || now() > deadline) {
+        if looks.is_multiple_of(64) && (!read(0, &mut [0u8]) || now() > deadline) {
             return Copied::Failed;
         }
-        pause();
+        pause(now() > since + SPIN);
     }
 }

@@ -62,7 +62,8 @@ fn target_with(
         ok
     };
     let now = || Clock::Real.now().as_nanos();
-    target_copy(ID, dst, split, cas(w), read, now, std::thread::yield_now)
+    let pause = |_| std::thread::yield_now();
+    target_copy(ID, dst, split, cas(w), read, now, pause)
 }
 
 /// The sender: waits for the grant, takes it, waits `delay` (a sender
@@ -91,7 +92,7 @@ fn the_target_answers_only_with_the_senders_slow_tail_in_place() {
     for (n, at) in [((1 << 20) + 13, 3), (SPLIT_MIN as usize + 1, 4099)] {
         let src = pattern(n, n as u32);
         let split = split_point(n as u64) as usize;
-        assert!(split > 0 && split < n && split % 64 == 0);
+        assert!(split > 0 && split < n && split.is_multiple_of(64));
         let w = Arc::new(AtomicU64::new(claim(ID)));
         let mut buf = vec![0u8; n + at + 7];
         let tail = src[split..].to_vec();
