@@ -9,6 +9,11 @@
 //! Xfer meant to go direct is sent again until one does (each one that
 //! fell back also lands whole and runs once).
 //!
+//! From `XFER_SPLIT_MIN` bytes the copy is split (`am/rma/xfer_split.rs`):
+//! the sender writes the tail while the target reads the head; bytes
+//! whole at the boundary and at odd sizes; into a target the kernel
+//! refuses our writes to, the target copies it all.
+//!
 //! The target is this test binary again, run with `RAMP_XFER_CHILD` set
 //! and only `child` selected.
 
@@ -21,6 +26,7 @@ use std::time::Duration;
 
 use ramp::am::{
     self, handler, BundleMode, Data, Endpoint, Message, SegmentMemory, VecSegment, XFER_DIRECT_MIN,
+    XFER_SPLIT_MIN,
 };
 use ramp::error::ReturnStatus;
 
@@ -47,6 +53,10 @@ fn child() {
     }
     if std::env::var("RAMP_XFER_NO_PTRACE").is_ok() {
         common::drop_ptrace_capability();
+    }
+    if std::env::var("RAMP_XFER_NOT_DUMPABLE").is_ok() {
+        // SAFETY: prctl on this process.
+        assert_eq!(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) }, 0);
     }
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
@@ -101,6 +111,12 @@ struct Peer {
 /// This process's endpoint (over shared memory) and a target process; with
 /// `no_ptrace`, one the kernel refuses the copies of.
 fn peer(no_ptrace: bool) -> Peer {
+    peer_with(no_ptrace, false)
+}
+
+/// `peer`; with `not_dumpable`, a target that other processes without
+/// CAP_SYS_PTRACE may not write into.
+fn peer_with(no_ptrace: bool, not_dumpable: bool) -> Peer {
     am::init().unwrap();
     let b = am::allocate_bundle(BundleMode::Seq).unwrap();
     let e = am::allocate_endpoint(&b).unwrap();
@@ -130,9 +146,13 @@ fn peer(no_ptrace: bool) -> Peer {
         .env("RAMP_TRANSPORT", "shm")
         .env("RAMP_XFER_PARENT", common::name_hex(&e.name()))
         .env_remove("RAMP_XFER_NO_PTRACE")
+        .env_remove("RAMP_XFER_NOT_DUMPABLE")
         .stdin(Stdio::piped());
     if no_ptrace {
         cmd.env("RAMP_XFER_NO_PTRACE", "1");
+    }
+    if not_dumpable {
+        cmd.env("RAMP_XFER_NOT_DUMPABLE", "1");
     }
     let (child, lines, name) = common::spawn_named(&mut cmd);
     std::thread::spawn(move || lines.for_each(drop));
@@ -348,4 +368,85 @@ fn an_xfer_to_a_target_that_does_not_poll_is_withdrawn_and_its_handler_runs_once
     // no second run of the handler shows up later
     let a = p.ask(&Message::short(H_SEG, &[]), false);
     assert_eq!(a[1], 1, "the Xfer's handler ran once");
+}
+
+/// Sends Xfer `m` of `data` until its copy is split (the sender wrote the
+/// tail: it may not have looked while the target held the grant, on a
+/// loaded host), each time checking the bytes and the one run; how many
+/// went whole first.
+fn ask_until_split(p: &Peer, m: &Message<'_>, data: &[u8]) -> u32 {
+    let mut whole = 0;
+    loop {
+        let [w0, r0, _] = p.e.xfer_split_counts();
+        p.ask_until_direct(m, false, data);
+        let [w, r, _] = p.e.xfer_split_counts();
+        assert_eq!(r, r0, "refused");
+        if w > w0 {
+            assert_eq!(w - w0, 1);
+            return whole;
+        }
+        whole += 1;
+    }
+}
+
+#[test]
+fn a_split_xfer_lands_whole_at_the_boundary_and_at_odd_sizes() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _w = common::watchdog("xfer_direct::split", Duration::from_secs(300));
+    let p = peer(false);
+    common::waiting_for("an Xfer's copy to be split");
+    let mut seg = vec![0u8; SEG];
+    // not multiples of a page nor of the split's alignment, at odd offsets
+    let split = XFER_SPLIT_MIN as usize;
+    for (n, off, seed) in [
+        (N - 13, 4099, 23),
+        (split, 1, 29),
+        (split + 1, SEG - split - 1, 31),
+        (3 * split / 2 + 77, 64 + 5, 37),
+    ] {
+        let data = common::pattern(n, seed);
+        let whole = ask_until_split(&p, &Message::long(H_XFER, &[], &data, off as u64), &data);
+        eprintln!("{n} bytes at {off}: {whole} went whole first");
+        seg[off..off + n].copy_from_slice(&data);
+    }
+    // the segment holds them all (the last over the others), nothing else
+    let s = p.ask(&Message::short(H_SEG, &[]), false);
+    assert_eq!(s[0], common::hash(&seg));
+    // one below the split's threshold is never split
+    let below = common::pattern(split - 1, 41);
+    let c0 = p.e.xfer_split_counts();
+    for _ in 0..3 {
+        p.ask_until_direct(&Message::long(H_XFER, &[], &below, 3), false, &below);
+    }
+    assert_eq!(p.e.xfer_split_counts(), c0, "split below the threshold");
+}
+
+#[test]
+fn a_split_the_kernel_refuses_is_copied_whole_by_the_target() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _w = common::watchdog("xfer_direct::split_refused", Duration::from_secs(300));
+    // a target we may not write into (not dumpable, and this thread
+    // without CAP_SYS_PTRACE: capabilities are per thread), which may
+    // read us
+    common::drop_ptrace_capability();
+    let p = peer_with(false, true);
+    common::waiting_for("a split Xfer's tail to be refused");
+    let mut k = 0;
+    loop {
+        let data = common::pattern(N - 7, 43 + k);
+        k += 1;
+        p.ask_until_direct(&Message::long(H_XFER, &[], &data, 11), false, &data);
+        let [w, r, _] = p.e.xfer_split_counts();
+        assert_eq!(w, 0, "written into a target that refuses");
+        if r > 0 {
+            assert_eq!(r, 1);
+            break;
+        }
+    }
+    // refused once: no split offered to it again, each one whole
+    for k in 0..3 {
+        let data = common::pattern(N - 1 - k, 47 + k as u32);
+        p.ask_until_direct(&Message::long(H_XFER, &[], &data, 11), false, &data);
+    }
+    assert_eq!(p.e.xfer_split_counts()[..2], [0, 1]);
 }

@@ -99,6 +99,7 @@ pub use messages::started::{returned_may_have_run, START_WINDOW};
 pub use messages::token::in_handler;
 pub use rma::rma_target::CHUNK as RMA_CHUNK;
 pub use rma::xfer_direct::XFER_DIRECT_MIN;
+pub use rma::xfer_split::SPLIT_MIN as XFER_SPLIT_MIN;
 pub use state::rma::MAX_OPS;
 pub use state::txn::{Abandon, Ack, Progress, TxnState, MAX_KEPT_TXNS};
 pub use state::txn_target::{TargetCounts, MAX_ENTRIES_PER_PEER, MAX_KEPT_BYTES};

@@ -105,6 +105,14 @@ pub trait SharedMemory: Transport {
     /// Some(false) when the word held something else, None when no ring
     /// reaches `to`.
     fn claim_to(&self, to: SocketAddr, k: usize, current: u64, new: u64) -> Option<bool>;
+    /// Claim word `k` of our ring to `to` as it is now, and the pid of the
+    /// ring file's owner (the peer: a direct Xfer's target, which offers
+    /// its sender a part of the copy in the word, `am/rma/xfer_split.rs`);
+    /// None when no ring reaches `to`.
+    fn claim_word_to(&self, to: SocketAddr, k: usize) -> Option<(u64, u32)> {
+        let _ = (to, k);
+        None
+    }
     /// The same on the word of the ring of ours that `from` writes
     /// (`ring_from`'s checks with `owner` = (pid, secret)); false when no
     /// such ring or the word held something else.

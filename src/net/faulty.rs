@@ -151,6 +151,10 @@ impl<T: SharedMemory + 'static> SharedMemory for FaultyTransport<T> {
         self.inner.claim_to(to, k, current, new)
     }
 
+    fn claim_word_to(&self, to: SocketAddr, k: usize) -> Option<(u64, u32)> {
+        self.inner.claim_word_to(to, k)
+    }
+
     fn claim_from(
         &self,
         from: SocketAddr,

@@ -92,6 +92,18 @@ impl SharedMemory for ShmTransport {
         Some(word.compare_exchange(current, new, AcqRel, Acquire).is_ok())
     }
 
+    fn claim_word_to(&self, to: SocketAddr, k: usize) -> Option<(u64, u32)> {
+        let tx = self.tx.borrow();
+        let Some(Route::Ring(r)) = tx.routes.get(&to) else {
+            return None;
+        };
+        let ring = tx.rings[*r].as_ref()?;
+        let word = ring
+            .map
+            .u64_at(slot_off(ring.slot) + S_CLAIMS + 8 * (k % CLAIMS));
+        Some((word.load(Acquire), ring.map.u32_at(H_PID).load(Relaxed)))
+    }
+
     fn claim_from(
         &self,
         from: SocketAddr,

@@ -44,6 +44,11 @@ impl Transports {
         self.ring_reaching(to)?.claim_to(to, k, current, new)
     }
 
+    /// `SharedMemory::claim_word_to` when a ring reaches `to`; None without.
+    pub fn claim_word_to(&self, to: SocketAddr, k: usize) -> Option<(u64, u32)> {
+        self.ring_reaching(to)?.claim_word_to(to, k)
+    }
+
     /// `SharedMemory::claim_from`; false without shared memory.
     pub fn claim_from(
         &self,

@@ -320,6 +320,14 @@ impl Endpoint {
         self.with(|s| s.rma.direct_counts)
     }
 
+    /// Direct Xfers whose copy was split (`xfer_split.rs`): [tails we
+    /// wrote into a target's segment, tails the kernel refused us to write
+    /// (after which that target is offered no split), tails senders wrote
+    /// into ours] (tests, diagnostics).
+    pub fn xfer_split_counts(&self) -> [u64; 3] {
+        self.with(|s| s.rma.split_counts)
+    }
+
     /// Whether the peer at translation index `dest` is reached through a
     /// shared-memory ring now, so that a large put or get can go direct
     /// (tests, diagnostics). The ring is set up after the first message to

@@ -15,3 +15,6 @@ pub(in crate::am) mod xfer_direct;
 pub(in crate::am) mod xfer_shared;
 #[cfg(test)]
 mod xfer_shared_tests;
+pub(in crate::am) mod xfer_split;
+#[cfg(test)]
+mod xfer_split_tests;

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::rma_direct::Desc;
-use super::xfer_direct::{claim, encode};
+use super::xfer_direct::encode;
+use super::xfer_split::claim;
 use crate::am::handler::message::XFER_FLAG;
 use crate::am::state::region::{REGION_READ, REGION_WRITE};
 use crate::am::{Endpoint, SegmentMemory, VecSegment};
@@ -129,7 +130,7 @@ fn descriptors_by_the_network_are_ignored(seed: u64) {
     let xfer = |from: &Endpoint, txn| {
         let mut meta = crate::am::Message::long(20, &[], &[], 0).meta(txn, TAG);
         meta.status = XFER_FLAG;
-        let payload = encode(&desc(bait.base())).to_vec();
+        let payload = encode(&desc(bait.base()), N as u64).to_vec();
         let to = target.addr();
         from.with(|s| s.send_message(s.clock.now(), to, CHANNEL_REQUEST, meta, payload));
     };

@@ -28,6 +28,10 @@
 //! that lost answers "fall back" and runs nothing; a sender that lost waits
 //! for the answer, however late (or for the end of the association).
 //!
+//! From `SPLIT_MIN` bytes the copy is split between both processes, the
+//! sender writing the tail while the target reads the head
+//! (`xfer_split.rs`): the descriptor says where (its 17th and 18th words).
+//!
 //! Only without a kept transaction, not inside a handler, with a send
 //! credit free (else the usual path waits or says AM_ERR_IN_USE).
 
@@ -35,6 +39,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::rma_direct::{Desc, GRACE, SPIN_BYTES_PER_NS, SPIN_NS, TTL};
+use super::xfer_split::{
+    claim, committed, grant_addr, refused, split_point, take_grant, target_copy, written, Copied,
+};
 use crate::am::endpoint::core::{Endpoint, EpState};
 use crate::am::handler::args::SegmentMemory;
 use crate::am::handler::message::Message;
@@ -56,42 +63,37 @@ use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 /// `rma_direct::DIRECT_MIN`: a chunked put's call returns at once.)
 pub const XFER_DIRECT_MIN: u64 = 32 << 10;
 
-/// A descriptor's length in bytes (16 little-endian words).
-const DESC_LEN: usize = 64;
+/// A descriptor's length in bytes (16 little-endian words, then the
+/// split point as a 64-bit one: `total` when not split).
+const DESC_LEN: usize = 72;
 
-/// The claim word of direct Xfer `id` while its sender waits (never 0).
-pub(in crate::am) fn claim(id: u32) -> u64 {
-    u64::from(id) << 1 | 1
-}
-
-/// The claim word of direct Xfer `id` once its target committed.
-fn committed(id: u32) -> u64 {
-    claim(id) | 1 << 63
-}
-
-pub(in crate::am) fn encode(d: &Desc) -> [u8; DESC_LEN] {
+pub(in crate::am) fn encode(d: &Desc, split: u64) -> [u8; DESC_LEN] {
     let m = d.meta(MsgKind::Put, 0, 0);
     let mut out = [0u8; DESC_LEN];
     for (o, w) in out.chunks_exact_mut(4).zip(m.args.iter()) {
         o.copy_from_slice(&w.to_le_bytes());
     }
+    out[64..].copy_from_slice(&split.to_le_bytes());
     out
 }
 
-/// The descriptor a request from the network carries; None when malformed.
-fn decode(meta: &MsgMeta, payload: &[u8]) -> Option<Desc> {
+/// The descriptor a request from the network carries, and its split
+/// point; None when malformed.
+fn decode(meta: &MsgMeta, payload: &[u8]) -> Option<(Desc, u64)> {
     if payload.len() != DESC_LEN || meta.category != Category::Long || meta.status != XFER_FLAG {
         return None;
     }
-    let mut words = [0u32; DESC_LEN / 4];
+    let mut words = [0u32; 16];
     for (w, b) in words.iter_mut().zip(payload.chunks_exact(4)) {
         *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
     }
+    let split = u64::from_le_bytes(payload[64..].try_into().ok()?);
     let m = MsgMeta {
         dest_offset: meta.dest_offset,
         ..MsgMeta::new(MsgKind::Put, Category::Short, 0, &words)
     };
-    Desc::parse(&m).filter(|d| d.notify.is_none())
+    let d = Desc::parse(&m).filter(|d| d.notify.is_none() && split <= d.total)?;
+    Some((d, split))
 }
 
 impl Endpoint {
@@ -121,6 +123,10 @@ impl Endpoint {
                 return None;
             }
             let (pid, secret) = st.transports.ring_to(to)?;
+            let split = match st.rma.split_refused.contains(&to) {
+                true => total,
+                false => split_point(total),
+            };
             let (id, _) = st.rma.start_direct(to, total, None, true, None)?;
             // the claim word: ours until the target commits to the copy
             if st.transports.claim_to(to, id as usize, 0, claim(id)) != Some(true) {
@@ -141,7 +147,7 @@ impl Endpoint {
             let mut meta = msg.meta(txn, tag);
             meta.status = XFER_FLAG;
             let now = st.clock.now().max(st.last_pump);
-            let payload = st.proto.payload_buffer(&encode(&d));
+            let payload = st.proto.payload_buffer(&encode(&d, split));
             st.send_message(now, to, CHANNEL_REQUEST, meta, payload);
             if let Some(e) = st.table.get_mut(dest) {
                 e.outstanding += 1;
@@ -151,18 +157,26 @@ impl Endpoint {
             let c = Category::Long.index();
             st.stats.requests_sent[c] += 1;
             st.stats.request_data_bytes_sent[c] += total;
-            Some((id, txn, to))
+            Some((id, txn, to, split))
         });
-        let Some((id, txn, to)) = started else {
+        let Some((id, txn, to, split)) = started else {
             return Ok(false);
         };
-        // the claim word back to free, whichever of the two values it holds
+        let k = id as usize;
+        // the claim word back to free, whichever of its values it holds
         let release = || {
             self.with(|st| {
-                let _ = st.transports.claim_to(to, id as usize, claim(id), 0);
-                let _ = st.transports.claim_to(to, id as usize, committed(id), 0);
+                let Some((w, _)) = st.transports.claim_word_to(to, k) else {
+                    return;
+                };
+                let ours = [claim(id), committed(id), written(id), refused(id)];
+                if ours.contains(&w) || grant_addr(w).is_some() {
+                    let _ = st.transports.claim_to(to, k, w, 0);
+                }
             })
         };
+        // our part of a split copy, when the target grants it (once)
+        let mut tail = (split < total).then(|| &msg.payload[split as usize..]);
         // the target took the claim: it copied and runs the handler, its
         // answer is on its way; no giving up then
         let mut committed_seen = false;
@@ -187,6 +201,13 @@ impl Endpoint {
                     return Ok(true);
                 }
                 _ => {}
+            }
+            if let Some(t) = tail {
+                if let Some(wrote) = self.write_tail(to, id, t) {
+                    tail = None;
+                    committed_seen |= wrote;
+                    continue;
+                }
             }
             let now = self.clock.now().as_nanos();
             if now > expiry + GRACE && !committed_seen {
@@ -217,6 +238,25 @@ impl Endpoint {
         });
         Ok(false)
     }
+
+    /// Writes `tail` where the target's grant in claim word `id` says,
+    /// when one is there: Some(true) when written, Some(false) when the
+    /// kernel refused (no split offered to `to` again), None when no grant.
+    fn write_tail(&self, to: SocketAddr, id: u32, tail: &[u8]) -> Option<bool> {
+        let k = id as usize;
+        let (w, pid) = self.with(|st| st.transports.claim_word_to(to, k))?;
+        let cas = |a, b| self.with(|st| st.transports.claim_to(to, k, a, b)) == Some(true);
+        let write = |addr| crate::sys::write_to_process(pid, addr as usize, tail).is_ok();
+        let wrote = take_grant(id, || Some(w), cas, write)?;
+        self.with(|st| match wrote {
+            true => st.rma.split_counts[0] += 1,
+            false => {
+                st.rma.split_counts[1] += 1;
+                st.rma.split_refused.push(to);
+            }
+        });
+        Some(wrote)
+    }
 }
 
 impl EpState {
@@ -231,7 +271,7 @@ impl EpState {
         payload: &[u8],
         now: Instant,
     ) -> Option<(Arc<dyn SegmentMemory>, usize)> {
-        let Some(d) = decode(meta, payload) else {
+        let Some((d, split)) = decode(meta, payload) else {
             self.send_returned(now, from, *meta, ReturnStatus::BadArgs, true);
             return None;
         };
@@ -279,20 +319,49 @@ impl EpState {
         }
         // inside the segment (admitted above)
         let (off, len) = (d.start as usize, d.total as usize);
-        let copied = seg.fill_from_process(off, len, d.pid, d.addr as usize);
+        let owner = (d.pid, d.secret);
+        let k = d.region as usize;
+        let mut copied = Copied::Failed;
+        // the segment held (locked) until we answer: the sender's part of
+        // a split copy is written into it meanwhile (`xfer_split.rs`)
+        let lent = seg.fill_with(off, len, &mut |dst| {
+            let tr = &self.transports;
+            copied = target_copy(
+                d.region,
+                dst,
+                split as usize,
+                |a, b| tr.claim_from(from, owner, k, a, b),
+                |at, buf| crate::sys::read_from_process(d.pid, d.addr as usize + at, buf).is_ok(),
+                || self.clock.now().as_nanos(),
+                |long| match long {
+                    // (a sender that shares our core gets it)
+                    true => self.clock.sleep(20 * crate::time::MICROS),
+                    false => self.clock.yield_now(),
+                },
+            );
+        });
+        if !lent {
+            let ok = seg.fill_from_process(off, len, d.pid, d.addr as usize);
+            copied = match ok {
+                Ok(()) => Copied::Whole(claim(d.region), false),
+                Err(_) => Copied::Failed,
+            };
+        }
         // the handler runs only if the sender has not withdrawn: whichever
         // of the two takes the claim word first decides (a copy that ended
         // late races the sender's fall-back to chunks)
-        let owner = (d.pid, d.secret);
-        if copied.is_err()
-            || !self.transports.claim_from(
-                from,
-                owner,
-                d.region as usize,
-                claim(d.region),
-                committed(d.region),
-            )
-        {
+        let from_word = match copied {
+            Copied::Whole(w, tail_written) => {
+                self.rma.split_counts[2] += u64::from(tail_written);
+                Some(w)
+            }
+            Copied::Failed => None,
+        };
+        let committed_now = from_word.is_some_and(|w| {
+            self.transports
+                .claim_from(from, owner, k, w, committed(d.region))
+        });
+        if !committed_now {
             answer(self, true);
             return None;
         }
@@ -320,9 +389,11 @@ mod tests {
         };
         let mut meta = Message::long(9, &[1, 2], &[], 4096).meta(3, 1);
         meta.status = XFER_FLAG;
-        let bytes = encode(&d);
-        assert_eq!(decode(&meta, &bytes), Some(d));
-        assert_eq!(decode(&meta, &bytes[..60]), None, "short");
+        let bytes = encode(&d, 1 << 19);
+        assert_eq!(decode(&meta, &bytes), Some((d, 1 << 19)));
+        assert_eq!(decode(&meta, &bytes[..64]), None, "short");
+        let past = encode(&d, (1 << 20) + 1);
+        assert_eq!(decode(&meta, &past), None, "split past the end");
         let mut m = meta;
         m.dest_offset = 0;
         assert_eq!(decode(&m, &bytes), None, "offset inconsistent");
@@ -336,6 +407,6 @@ mod tests {
             notify: Some((0, 1)),
             ..d
         };
-        assert_eq!(decode(&meta, &encode(&with_notify)), None, "a notify");
+        assert_eq!(decode(&meta, &encode(&with_notify, 0)), None, "a notify");
     }
 }

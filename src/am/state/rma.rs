@@ -26,6 +26,11 @@ pub(crate) struct RmaState {
     /// Direct copies (`rma_direct.rs`): operations of ours done directly,
     /// fallen back to chunks, and copies we performed as a target.
     pub(in crate::am) direct_counts: [u64; 3],
+    /// Direct Xfers' copies split (`xfer_split.rs`): tails we wrote as the
+    /// sender, tails the kernel refused us, tails senders wrote into ours.
+    pub(in crate::am) split_counts: [u64; 3],
+    /// Peers into which the kernel refused our writes (no split offered).
+    pub(in crate::am) split_refused: Vec<SocketAddr>,
     /// Direct gets that failed, held until a late copy cannot come.
     pub(in crate::am) held: usize,
     /// Peers' regions mapped (`rma_shared.rs`).
