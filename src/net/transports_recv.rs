@@ -19,7 +19,24 @@ impl Transports {
     /// when rail 0 is (its gap while rings carry the traffic is theirs);
     /// a further rail's receive that fails is that rail's trouble, not
     /// the endpoint's: it counts as finding nothing.
+    #[cfg(test)]
     pub fn recv_batch(&mut self, now: Instant, each: &mut RailSink<'_>) -> io::Result<usize> {
+        self.recv_batch_until(now, &mut |d, proven| {
+            each(d, proven);
+            false
+        })
+    }
+
+    /// `recv_batch`, where `each` may ask to stop after a datagram (it
+    /// returns true; `Transport::recv_batch_until`): rail 0 keeps what
+    /// follows it in its batch for the next receive, if it can. Only
+    /// rail 0's is asked: rings and further rails go on (a wish).
+    #[inline]
+    pub fn recv_batch_until(
+        &mut self,
+        now: Instant,
+        each: &mut RailStopSink<'_>,
+    ) -> io::Result<usize> {
         let (n, udp) = self.recv_name(now, each)?;
         if self.rails.is_empty() || !udp {
             return Ok(n);
@@ -35,10 +52,12 @@ impl Transports {
             self.rail_polled[k + 1] = now;
             // only a ring may carry an express record
             let m = t
-                .recv_batch(&mut |d| match d {
-                    Some((b, _)) if crate::net::express::is_express(b) => each(None, false),
-                    Some((b, remote)) => each(Some((b, Path { remote, rail })), false),
-                    None => each(None, false),
+                .recv_batch(&mut |d| {
+                    match d {
+                        Some((b, _)) if crate::net::express::is_express(b) => each(None, false),
+                        Some((b, remote)) => each(Some((b, Path { remote, rail })), false),
+                        None => each(None, false),
+                    };
                 })
                 .unwrap_or(0);
             self.rail_received[k + 1] += m as u64;
@@ -58,10 +77,14 @@ impl Transports {
     /// `recv_batch` of shared memory and rail 0 (the name), and whether
     /// rail 0 was read (not in its gap).
     #[inline]
-    fn recv_name(&mut self, now: Instant, each: &mut RailSink<'_>) -> io::Result<(usize, bool)> {
+    fn recv_name(
+        &mut self,
+        now: Instant,
+        each: &mut RailStopSink<'_>,
+    ) -> io::Result<(usize, bool)> {
         let Some(near) = &mut self.near else {
             // only a ring may carry an express record
-            let m = self.fallback.recv_batch(&mut |d| match d {
+            let m = self.fallback.recv_batch_until(&mut |d| match d {
                 Some((b, _)) if crate::net::express::is_express(b) => each(None, false),
                 d => each(on_name(d), false),
             })?;
@@ -70,8 +93,12 @@ impl Transports {
             return Ok((m, true));
         };
         let n = match near {
-            Near::Lane(lane) => lane.recv_proven(&mut |d, p| each(on_name(d), p))?,
-            Near::Rings(rings) => rings.recv_batch(&mut |d| each(on_name(d), false))?,
+            Near::Lane(lane) => lane.recv_proven(&mut |d, p| {
+                each(on_name(d), p);
+            })?,
+            Near::Rings(rings) => rings.recv_batch(&mut |d| {
+                each(on_name(d), false);
+            })?,
         };
         let near = near.rings_mut();
         if near.active() && !self.fallback_busy {
@@ -88,7 +115,7 @@ impl Transports {
         // shared memory for a ring (its HELLO)
         let ip = self.fallback.local_addr().ip();
         let mut from_host = None;
-        let m = self.fallback.recv_batch(&mut |d| {
+        let m = self.fallback.recv_batch_until(&mut |d| {
             if let Some((b, from)) = d {
                 if from.ip().is_loopback() || from.ip() == ip {
                     from_host = Some(from);
@@ -122,4 +149,9 @@ fn on_name(d: Option<(&[u8], SocketAddr)>) -> Option<(&[u8], Path<SocketAddr>)> 
 /// `Transports::recv_batch`'s sink: each datagram (None: one that could
 /// not be read whole) with its path, and whether it came through a ring
 /// whose sender proved our job (`ProvenSink`).
+#[cfg(test)]
 pub type RailSink<'a> = dyn FnMut(Option<(&[u8], Path<SocketAddr>)>, bool) + 'a;
+
+/// `RailSink` that may ask to stop after a datagram (it returns true):
+/// `Transports::recv_batch_until`.
+pub type RailStopSink<'a> = dyn FnMut(Option<(&[u8], Path<SocketAddr>)>, bool) -> bool + 'a;
