@@ -74,13 +74,11 @@ fn long_requests_behind_one_another_in_a_batch_are_each_placed_not_copied() {
         }
         // the sender moves what its window lets go, the target takes it
         // in batches; until every handler of the round ran and replied
-        let t0 = std::time::Instant::now();
+        // (a bound on the polls, not a clock: loopback never loses)
+        let mut polls = 0u64;
         while seen.lock().len() < sent as usize || e0.unanswered_requests() > 0 {
-            assert!(
-                t0.elapsed().as_secs() < 60,
-                "stuck at {}",
-                seen.lock().len()
-            );
+            polls += 1;
+            assert!(polls < 20_000_000, "stuck at {}", seen.lock().len());
             b0.poll().unwrap();
             b0.poll().unwrap();
             b1.poll().unwrap();
