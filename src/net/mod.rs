@@ -55,6 +55,10 @@ pub const RECV_SLOT: usize = 65536;
 /// Receives each datagram of a batch (None: one that could not be read whole).
 pub type DatagramSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>) + 'a;
 
+/// `DatagramSink` that may ask to stop after a datagram (it returns true):
+/// `Transport::recv_batch_until`.
+pub type StopSink<'a> = dyn FnMut(Option<(&[u8], SocketAddr)>) -> bool + 'a;
+
 /// `DatagramSink`, each datagram told with whether it came through a
 /// same-host ring whose sender proved our job (`shm_proof.rs`): its
 /// packets' trailers need no check (`wire::Integrity::SameHost`).
@@ -145,6 +149,16 @@ pub trait Transport: Send {
     /// sender is unknown). Returns how many there were; fewer than
     /// `RECV_BATCH` means the socket is drained.
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize>;
+    /// `recv_batch`, where `each` may ask to stop after a datagram (it
+    /// returns true): a transport that can keeps the datagrams after it
+    /// for its next receive (UDP: the rest of its batch; `flush_due` is
+    /// then `now`, `readable` true); the others go on. A wish, never a
+    /// loss: every datagram is handed on, now or at a later receive.
+    fn recv_batch_until(&mut self, each: &mut StopSink<'_>) -> io::Result<usize> {
+        self.recv_batch(&mut |d| {
+            each(d);
+        })
+    }
     /// The address peers reach this endpoint at.
     fn local_addr(&self) -> SocketAddr;
     /// Readiness: whether a receive now would find something (a look, no

@@ -20,7 +20,8 @@ use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 use super::udp_conns::Conns;
 use super::udp_offload::{segments, Offload};
 use super::{
-    Connectable, ConnectedPorts, DatagramSink, Outgoing, PathNews, Transport, RECV_BATCH, RECV_SLOT,
+    Connectable, ConnectedPorts, DatagramSink, Outgoing, PathNews, StopSink, Transport, RECV_BATCH,
+    RECV_SLOT,
 };
 use crate::clock::Clock;
 use crate::sys::{BatchReceiver, BatchSender};
@@ -65,6 +66,19 @@ pub struct UdpTransport {
     clock: Clock,
     /// GSO, GRO, the paths' sizes learnt (`udp_offload.rs`).
     pub(super) offload: Offload,
+    /// Where the last batch's datagrams not handed on yet begin: a receive
+    /// asked to stop before them (`recv_batch_until`); the next hands them
+    /// on before it reads the socket again.
+    kept: Option<Kept>,
+}
+
+/// A place in the receive batch: datagram `next` of `n`, from its
+/// segment `seg` (a GRO train's; 0 for a lone datagram).
+#[derive(Clone, Copy, Debug)]
+struct Kept {
+    next: usize,
+    seg: usize,
+    n: usize,
 }
 
 impl UdpTransport {
@@ -105,6 +119,7 @@ impl UdpTransport {
             drained: Instant::ZERO,
             clock: Clock::Real,
             offload: Offload::new(sock.as_raw_fd()),
+            kept: None,
             sock,
         })
     }
@@ -131,7 +146,7 @@ impl UdpTransport {
     /// Every 16th receive in a row that found nothing, and any a
     /// millisecond after the last reading: what came to the connected
     /// sockets (answers to their packets, rare), as from their peers.
-    fn after_empty(&mut self, each: &mut DatagramSink<'_>) -> usize {
+    fn after_empty(&mut self, each: &mut StopSink<'_>) -> usize {
         self.empty = self.empty.wrapping_add(1);
         if self.connectable.is_none() {
             return 0;
@@ -220,6 +235,54 @@ impl UdpTransport {
             _ => 1,
         };
     }
+
+    /// Hands the datagrams of the batch from `at` on to `each` (a GRO
+    /// train's segments each alone) until it asks to stop: those after
+    /// the one it stopped at are kept (`kept`). How many it was handed,
+    /// and whether a lone one of `GRO_AFTER` bytes or more was among them.
+    fn hand_out(&mut self, at: Kept, each: &mut StopSink<'_>) -> (usize, bool) {
+        let (mut got, mut large, mut kept) = (0, false, None);
+        'batch: for i in at.next..at.n {
+            let stop = match self.batch.datagram(i) {
+                // (one datagram: as `segments` would give it, without the
+                // iterator)
+                (Some(d), Some(from), None) => {
+                    large |= d.len() >= GRO_AFTER;
+                    got += 1;
+                    each(Some((d, from)))
+                }
+                // (GRO: several datagrams back to back, each on its own)
+                (Some(d), Some(from), gro) => {
+                    let first = if i == at.next { at.seg } else { 0 };
+                    let all = segments(d, gro).count();
+                    for (k, seg) in segments(d, gro).enumerate().skip(first) {
+                        got += 1;
+                        if each(Some((seg, from))) {
+                            // (past its last segment: the next datagram)
+                            let (next, seg) = if k + 1 < all { (i, k + 1) } else { (i + 1, 0) };
+                            kept = Some(Kept { next, seg, n: at.n });
+                            break 'batch;
+                        }
+                    }
+                    false
+                }
+                _ => {
+                    got += 1;
+                    each(None)
+                }
+            };
+            if stop {
+                kept = Some(Kept {
+                    next: i + 1,
+                    seg: 0,
+                    n: at.n,
+                });
+                break;
+            }
+        }
+        self.kept = kept.filter(|k| k.next < k.n);
+        (got, large)
+    }
 }
 
 impl Transport for UdpTransport {
@@ -271,6 +334,17 @@ impl Transport for UdpTransport {
     }
 
     fn recv_batch(&mut self, each: &mut DatagramSink<'_>) -> io::Result<usize> {
+        self.recv_batch_until(&mut |d| {
+            each(d);
+            false
+        })
+    }
+
+    fn recv_batch_until(&mut self, each: &mut StopSink<'_>) -> io::Result<usize> {
+        // what the last batch kept first (no system call)
+        if let Some(at) = self.kept.take() {
+            return Ok(self.hand_out(at, each).0);
+        }
         // One datagram at a time with plain recvfrom until two receives in
         // a row found one each (a burst may be starting), then batches
         // that double while they come back full. In a ping-pong the
@@ -294,6 +368,7 @@ impl Transport for UdpTransport {
                 match self.sock.recv_from(buf) {
                     Ok((len, from)) => {
                         large = len >= GRO_AFTER;
+                        // (nothing after it to keep: a stop changes nothing)
                         each(Some((&buf[..len], from)));
                         break 1;
                     }
@@ -322,29 +397,7 @@ impl Transport for UdpTransport {
             return Ok(self.after_empty(each));
         }
         self.empty = 0;
-        let (mut got, mut large) = (0, false);
-        for i in 0..n {
-            match self.batch.datagram(i) {
-                // (one datagram: as `segments` would give it, without the
-                // iterator)
-                (Some(d), Some(from), None) => {
-                    large |= d.len() >= GRO_AFTER;
-                    each(Some((d, from)));
-                    got += 1;
-                }
-                // (GRO: several datagrams back to back, each on its own)
-                (Some(d), Some(from), gro) => {
-                    for seg in segments(d, gro) {
-                        each(Some((seg, from)));
-                        got += 1;
-                    }
-                }
-                _ => {
-                    each(None);
-                    got += 1;
-                }
-            }
-        }
+        let (got, large) = self.hand_out(Kept { next: 0, seg: 0, n }, each);
         // (a batch of several with a large one: a burst of them)
         if large && n >= 2 && self.offload.gro_later {
             self.offload.start_gro(self.sock.as_raw_fd());
@@ -361,14 +414,21 @@ impl Transport for UdpTransport {
     }
 
     fn readable(&self) -> bool {
-        crate::sys::poll_fds(&[self.sock.as_raw_fd()], 0)
-            .first()
-            .copied()
-            .unwrap_or(false)
+        self.kept.is_some()
+            || crate::sys::poll_fds(&[self.sock.as_raw_fd()], 0)
+                .first()
+                .copied()
+                .unwrap_or(false)
     }
 
     fn connected_ports(&mut self) -> Option<&mut dyn ConnectedPorts> {
         Some(self)
+    }
+
+    /// At once while datagrams of the last batch are kept
+    /// (`recv_batch_until`): an endpoint must not sleep on them.
+    fn flush_due(&mut self, now: Instant) -> Option<Instant> {
+        self.kept.map(|_| now)
     }
 
     fn path_news(&mut self, each: &mut dyn FnMut(PathNews)) {

@@ -438,3 +438,63 @@ fn gro_is_asked_at_the_first_burst_of_large_datagrams() {
     assert!(got.iter().all(|d| d.len() == 1400), "a merged datagram");
     assert_eq!(got, second, "the train after GRO");
 }
+
+/// A receive asked to stop after a datagram (`recv_batch_until`) keeps the
+/// rest of its batch, a GRO train's segments included: the endpoint is
+/// told not to sleep (`flush_due`, `readable`), and the next receive
+/// hands them on, in order, before it reads the socket again.
+#[test]
+fn a_stopped_receive_keeps_the_rest_of_its_batch_for_the_next() {
+    let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let mut a = UdpTransport::bind(lo, 4 << 20).unwrap();
+    let mut b = UdpTransport::bind(lo, 4 << 20).unwrap();
+    let peer = UdpSocket::bind(lo).unwrap();
+    let now = Instant(5);
+    // (each datagram told by its first byte and length: short messages)
+    let take = |b: &mut UdpTransport, stop_after: usize| {
+        let mut got: Vec<(u8, usize)> = Vec::new();
+        b.recv_batch_until(&mut |d| {
+            let d = d.expect("whole").0;
+            got.push((d[0], d.len()));
+            got.len() == stop_after
+        })
+        .unwrap();
+        got
+    };
+    let told = |v: &[Vec<u8>]| v.iter().map(|d| (d[0], d.len())).collect::<Vec<_>>();
+    // lone datagrams, all queued before one batch reads them
+    b.want = RECV_BATCH;
+    let lone: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 200 + i as usize]).collect();
+    let lone_of = told(&lone);
+    for d in &lone {
+        peer.send_to(d, b.local_addr()).unwrap();
+    }
+    crate::sys::wait_readable(&[b.fd()], 5000);
+    assert_eq!(b.flush_due(now), None);
+    assert_eq!(take(&mut b, 2), lone_of[..2], "stopped after the second");
+    assert_eq!(b.flush_due(now), Some(now), "kept: no sleep");
+    assert!(b.readable());
+    // one more in the socket: the kept ones come first, on their own
+    peer.send_to(b"late", b.local_addr()).unwrap();
+    assert_eq!(take(&mut b, 1), lone_of[2..3]);
+    assert_eq!(take(&mut b, 0), lone_of[3..], "the rest, in order");
+    assert_eq!(b.flush_due(now), None, "nothing kept");
+    crate::sys::wait_readable(&[b.fd()], 5000);
+    assert_eq!(take(&mut b, 0), [(b'l', 4)]);
+    // a GRO train stopped inside: its next segments, then what follows
+    let fd = b.fd();
+    b.offload.start_gro(fd);
+    b.want = RECV_BATCH;
+    let train = told(&send_train(&mut a, b.local_addr(), 5, 1400));
+    let more = told(&send_train(&mut a, b.local_addr(), 1, 900));
+    crate::sys::wait_readable(&[b.fd()], 5000);
+    assert_eq!(take(&mut b, 2), train[..2]);
+    assert_eq!(b.flush_due(now), Some(now));
+    let mut rest = take(&mut b, 0);
+    while rest.len() < 4 {
+        crate::sys::wait_readable(&[b.fd()], 1000);
+        rest.extend(take(&mut b, 0));
+    }
+    assert_eq!(rest[..3], train[2..], "the train's segments after the stop");
+    assert_eq!(rest[3..], more[..]);
+}

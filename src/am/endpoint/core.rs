@@ -61,6 +61,9 @@ pub(crate) struct EpState {
     pub(in crate::am) stats: Statistics,
     /// When the network was last moved (a request skips its poll right after one).
     pub(in crate::am) last_pump: Instant,
+    /// Long messages whose handler ran on bytes placed as they arrived
+    /// (`placement.rs`), not copied in at dispatch.
+    pub(in crate::am) placed_runs: u64,
     pub(in crate::am) dispatch_nesting: u32,
     /// Request handlers started and not yet answered (`started.rs`).
     pub(in crate::am) open_requests: u32,
@@ -241,6 +244,7 @@ impl Endpoint {
             outstanding: Default::default(),
             stats: Statistics::initial(),
             last_pump: Instant::ZERO,
+            placed_runs: 0,
             dispatch_nesting: 0,
             open_requests: 0,
             recv_depth_env: cfg.recv_depth,

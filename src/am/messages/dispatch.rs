@@ -348,10 +348,13 @@ impl EpState {
                         self.admit_parts().admit(source, &meta, len, is_request)
                     };
                     match admitted {
-                        Ok(Admitted::Long(seg)) => WorkData::Long {
-                            addr: seg.base() + meta.dest_offset as usize,
-                            len,
-                        },
+                        Ok(Admitted::Long(seg)) => {
+                            self.placed_runs += 1;
+                            WorkData::Long {
+                                addr: seg.base() + meta.dest_offset as usize,
+                                len,
+                            }
+                        }
                         Ok(_) => {
                             self.stats.corrupt_dropped += 1;
                             return None;

@@ -108,25 +108,38 @@ impl EpState {
             gen: self.seg_gen,
             quiet: self.dispatch_nesting == 0 && incoming.is_quiet(),
         };
+        // A long message placed whole waits for its handler: the datagrams
+        // after it in the batch wait for the next pump, after the dispatch
+        // (`placed_ahead`), and are placed in their turn, not gathered
+        // into a buffer and copied again (one copy a byte, as AMUDP's
+        // recvfrom, memcpy, handler).
+        let mut paused = false;
         for _ in 0..64 {
-            let r = self.transports.recv_batch(now, &mut |d, proven| match d {
-                // (only a ring brings one: `Transports` drops the others)
-                Some((bytes, path)) if crate::net::express::is_express(bytes) => {
-                    placer.quiet = false;
-                    express.arrived(proto, incoming, outstanding, counts, path.remote, bytes)
+            let r = self.transports.recv_batch_until(now, &mut |d, proven| {
+                let before = proto.events().len();
+                match d {
+                    // (only a ring brings one: `Transports` drops the others)
+                    Some((bytes, path)) if crate::net::express::is_express(bytes) => {
+                        placer.quiet = false;
+                        express.arrived(proto, incoming, outstanding, counts, path.remote, bytes)
+                    }
+                    // a ring whose sender proved our job: no trailer to check
+                    Some((bytes, path)) if proven => {
+                        proto.handle_ring_datagram(now, path.remote, bytes, &mut placer)
+                    }
+                    // the path it came on: its source and our rail
+                    Some((bytes, path)) => {
+                        proto.handle_datagram_placing(now, path, bytes, &mut placer)
+                    }
+                    None => proto.count_malformed(),
                 }
-                // a ring whose sender proved our job: no trailer to check
-                Some((bytes, path)) if proven => {
-                    proto.handle_ring_datagram(now, path.remote, bytes, &mut placer)
-                }
-                // the path it came on: its source and our rail
-                Some((bytes, path)) => proto.handle_datagram_placing(now, path, bytes, &mut placer),
-                None => proto.count_malformed(),
+                paused |= placed_ahead(proto, before);
+                paused
             });
             match r {
                 // One datagram (or none): a ping-pong, not a burst; asking
                 // again would put an empty receive on the critical path.
-                Ok(n) if n < 2 => break,
+                Ok(n) if n < 2 || paused => break,
                 Ok(_) => {}
                 Err(e) => {
                     if self.verbose {
@@ -262,6 +275,21 @@ fn send_batch(
             eprintln!("ramp: send to {} failed: {e}", batch[0].0);
         }
     }
+}
+
+/// Whether the datagram just handled completed a long message placed in
+/// the segment (`placement.rs`): its event is the last, queued by it (the
+/// queue was `before` long). Another placed behind it before its handler
+/// runs would overwrite what the handler is to see; so the receive stops
+/// there, and the rest of its batch waits for the next pump.
+#[inline]
+fn placed_ahead(proto: &crate::proto::Protocol<SocketAddr>, before: usize) -> bool {
+    let events = proto.events();
+    events.len() > before
+        && matches!(
+            events.back(),
+            Some(crate::proto::Event::Delivered { meta, .. }) if meta.placed.is_some()
+        )
 }
 
 impl Endpoint {

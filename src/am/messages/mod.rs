@@ -17,6 +17,8 @@ pub(in crate::am) mod loopback;
 pub(in crate::am) mod placement;
 #[cfg(test)]
 mod placement_tests;
+#[cfg(test)]
+mod placement_udp_tests;
 pub(in crate::am) mod reply;
 pub(in crate::am) mod request;
 pub(in crate::am) mod returned;

@@ -9,6 +9,10 @@
 //! Xfer), and nothing delivered waits to be dispatched ahead of it (here:
 //! no AM message queued and no handler running; in the protocol: no event
 //! queued), so a handler that runs before its own never sees its bytes.
+//! So that the next one in a receive batch need not be gathered and
+//! copied again, the receive stops after a message placed whole and the
+//! rest of the batch waits in the transport until its handler ran
+//! (`driver.rs`, `placed_ahead`; UDP keeps it: `recv_batch_until`).
 //! The dispatch checks it again; if the segment was replaced in between
 //! (`seg_gen`) or the check fails now, the message is refused as any
 //! other, its bytes left where they were written (`ramp.h` says so of
