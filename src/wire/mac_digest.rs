@@ -252,7 +252,10 @@ mod tests {
                 Some(k.tag_pieces(&[3; NONCE_LEN], &[&head2, payload])),
             );
             assert_eq!(other.tag_with_digest(&nonce, head, payload, &d), None);
-            assert_eq!(k.tag_with_digest(&nonce, &bytes[..h + 1], payload, &d), None);
+            assert_eq!(
+                k.tag_with_digest(&nonce, &bytes[..h + 1], payload, &d),
+                None
+            );
             if p > 0 {
                 let short = &payload[..p - 1];
                 assert_eq!(k.tag_with_digest(&nonce, head, short, &d), None);

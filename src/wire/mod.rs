@@ -43,14 +43,14 @@ pub use encode::{encode_cookie_echo, encode_init, encode_init_ack};
 #[cfg(test)]
 pub use frame::any_packet;
 pub use frame::{association_vtag, packets, MAX_BUNDLE};
-pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
-pub use mac_digest::PayloadDigest;
 #[cfg(any(test, feature = "testing"))]
 pub use integrity::DIGEST_SEALS;
+pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
 #[cfg(any(test, feature = "testing"))]
 pub use layout::{ACK_LEN, COMMON_LEN, INIT_ACK_LEN};
 pub use layout::{ADDR_LEN, MAX_LISTED};
 pub use layout::{DATA_HEADER_LEN, MORE_HEADER_LEN};
+pub use mac_digest::PayloadDigest;
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
 pub use packet::{Addrs, Common, Packet};
 

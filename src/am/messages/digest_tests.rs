@@ -62,6 +62,16 @@ fn requests_sealed_from_their_copys_digest_arrive_intact_and_in_order_through_lo
                 }
             }),
         );
+        // a returned request (its packets refused: a tag that did not
+        // check) is counted, not fatal
+        let returned = Arc::new(AtomicU64::new(0));
+        let ret = returned.clone();
+        e0.set_handler(
+            0,
+            handler(move |_| {
+                ret.fetch_add(1, Ordering::SeqCst);
+            }),
+        );
         // one large datagram in seven lost (resent with new nonces)
         let mut k = 0u64;
         w.tap(move |_, _, d| {
@@ -69,8 +79,12 @@ fn requests_sealed_from_their_copys_digest_arrive_intact_and_in_order_through_lo
             d.len() <= 8192 || k % 7 != 3
         });
         // the association first (the first request's copy has no key yet)
-        e0.request(1, &Message::long(10, &[0], &bytes_of(0, sizes[0]), 0), false)
-            .unwrap();
+        e0.request(
+            1,
+            &Message::long(10, &[0], &bytes_of(0, sizes[0]), 0),
+            false,
+        )
+        .unwrap();
         assert!(w.run_until(100 * MILLIS, || got.load(Ordering::SeqCst) == 1));
         let before = (DIGEST_SEALS.load(Ordering::Relaxed), e0.statistics());
         for i in 1..COUNT {
@@ -80,8 +94,9 @@ fn requests_sealed_from_their_copys_digest_arrive_intact_and_in_order_through_lo
         }
         assert!(
             w.run_until(5000 * MILLIS, || got.load(Ordering::SeqCst) == COUNT),
-            "seed {seed}: {} of {COUNT} delivered",
-            got.load(Ordering::SeqCst)
+            "seed {seed}: {} of {COUNT} delivered, {} returned",
+            got.load(Ordering::SeqCst),
+            returned.load(Ordering::SeqCst)
         );
         assert_eq!(bad.load(Ordering::SeqCst), 0, "seed {seed}: bytes");
         let (sealed, after) = (DIGEST_SEALS.load(Ordering::Relaxed), e0.statistics());
