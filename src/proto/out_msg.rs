@@ -15,4 +15,7 @@ pub struct OutMsg {
     /// them (`wire::copy_summed`), else empty: its gathered datagrams'
     /// trailers are made of them.
     pub sums: Vec<u32>,
+    /// The payload's MAC digest when its copy made one
+    /// (`Protocol::payload_sealed`): its one packet's tag is made of it.
+    pub digest: Option<crate::wire::PayloadDigest>,
 }

@@ -117,6 +117,7 @@ fn gathered_datagrams_come_out_in_their_pieces_and_pop_joined() {
         meta: MsgMeta::new(MsgKind::User, Category::Long, 0, &[]),
         payload: (0..100u8).collect(),
         sums: Vec::new(),
+        digest: None,
     });
     let mut o: Outbox<u32> = Outbox::new(65507);
     for (to, off) in [(1u32, 0u32), (2, 50)] {

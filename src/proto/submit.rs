@@ -3,6 +3,11 @@
 
 use super::*;
 
+/// Payloads from this long are copied and hashed in one pass for the
+/// packet MAC (`Protocol::payload_sealed`); a shorter one's GHASH costs
+/// less than the digest's own set-up.
+const DIGEST_MIN: usize = 8 << 10;
+
 impl<A: PeerAddr> Protocol<A> {
     /// Queues a message to `to` on `channel` (`wire::CHANNEL_REQUEST` or
     /// `CHANNEL_REPLY`). Never refuses: what the window cannot take waits. A
@@ -18,6 +23,7 @@ impl<A: PeerAddr> Protocol<A> {
         let Payload {
             bytes: payload,
             sums,
+            digest,
         } = payload.into();
         debug_assert!((channel as usize) < NUM_CHANNELS);
         self.closed.now = now;
@@ -63,6 +69,7 @@ impl<A: PeerAddr> Protocol<A> {
             meta,
             payload,
             sums,
+            digest,
         };
         // A large payload is shared (with the outbox, which sends it from
         // where it lies: `send::GATHER_MIN`) even when it fits one datagram.
@@ -129,12 +136,47 @@ impl<A: PeerAddr> Protocol<A> {
             return Payload {
                 bytes: self.spare_msgs.bufs.copy_with_room(payload, room),
                 sums: Vec::new(),
+                digest: None,
             };
         }
         let mut bytes = self.spare_msgs.bufs.take(payload.len() + room);
         let mut sums = self.spare_msgs.take_sums();
         wire::copy_summed(&mut bytes, payload, &mut sums);
-        Payload { bytes, sums }
+        Payload {
+            bytes,
+            sums,
+            digest: None,
+        }
+    }
+
+    /// `payload_summed` (no room) of the payload of a message with `nargs`
+    /// arguments to `to`: under the packet MAC, when the message goes as
+    /// one gathered packet of at least `DIGEST_MIN` bytes to a peer whose
+    /// association is keyed, copied and hashed in one pass
+    /// (`wire::Integrity::copy_digest`), its packet's tag then made of the
+    /// digest: a message copied when handed in but sent a window later
+    /// (AMX's 128 credits, a window of 64) is not read back from outside
+    /// the cache for its MAC.
+    pub fn payload_sealed(&mut self, to: &A, payload: &[u8], nargs: usize) -> Payload {
+        let len = payload.len();
+        if len < DIGEST_MIN || !self.cfg.integrity.is_mac() {
+            return self.payload_summed(payload, 0);
+        }
+        let Some(slot) = self.find_peer(to) else {
+            return self.payload_summed(payload, 0);
+        };
+        let p = &self.peers[slot];
+        if p.same_host.is_some() || len > self.cfg.capacity_in(p.assoc.paths.datagram, nargs) {
+            return self.payload_summed(payload, 0);
+        }
+        let integ = p.assoc.tx.clone();
+        let mut bytes = self.spare_msgs.bufs.take(len);
+        let digest = integ.copy_digest(&mut bytes, payload, wire::DATA_HEADER_LEN + 4 * nargs);
+        Payload {
+            bytes,
+            sums: Vec::new(),
+            digest,
+        }
     }
 
     /// An empty buffer with room for `len` bytes, for a payload to `send`

@@ -26,6 +26,8 @@ pub(crate) const TAG_LEN: usize = 16;
 /// `&mut self` per tag.
 pub(crate) struct GmacCtx {
     ctx: NonNull<lc::EVP_CIPHER_CTX>,
+    /// Every call since `begin` succeeded.
+    ok: bool,
 }
 
 // SAFETY: the context is plain memory owned by this value, reached only
@@ -38,7 +40,7 @@ impl GmacCtx {
         // SAFETY: a fresh context from AWS-LC, checked for NULL.
         let ctx = NonNull::new(unsafe { lc::EVP_CIPHER_CTX_new() })
             .expect("AWS-LC could not allocate a cipher context");
-        let g = GmacCtx { ctx };
+        let g = GmacCtx { ctx, ok: true };
         // SAFETY: `ctx` is a live context; the cipher is AWS-LC's static
         // AES-128-GCM; the key is 16 readable bytes (its length for this
         // cipher); no IV yet (given per tag), no engine.
@@ -58,28 +60,60 @@ impl GmacCtx {
     /// The GMAC tag of the concatenation of `pieces` under `nonce` (96
     /// bits: GCM's default IV length). Each piece is below 2 GiB.
     pub(crate) fn tag(&mut self, nonce: &[u8; NONCE_LEN], pieces: &[&[u8]]) -> [u8; TAG_LEN] {
-        let ctx = self.ctx.as_ptr();
-        let mut tag = [0u8; TAG_LEN];
-        let mut outl: c_int = 0;
+        self.begin(nonce);
+        for p in pieces {
+            self.update(p);
+        }
+        self.finish()
+    }
+
+    /// Starts a tag under `nonce`: its bytes follow (`update`), then
+    /// `finish`. (Only the state is reset; a failure is reported by
+    /// `finish`.)
+    pub(crate) fn begin(&mut self, nonce: &[u8; NONCE_LEN]) {
         // SAFETY: `ctx` is live and keyed; the IV is 12 readable bytes (the
         // context's IV length, left at GCM's default); it resets the GHASH
         // state and the lengths (`CRYPTO_gcm128_setiv`).
-        let mut ok = unsafe {
+        let ok = unsafe {
             lc::EVP_EncryptInit_ex(
-                ctx,
+                self.ctx.as_ptr(),
                 ptr::null(),
                 ptr::null_mut(),
                 ptr::null(),
                 nonce.as_ptr(),
             )
         };
-        for p in pieces.iter().filter(|p| !p.is_empty()) {
-            let len = c_int::try_from(p.len()).expect("a piece below 2 GiB");
-            // SAFETY: `p` is `len` readable bytes; a NULL output makes them
-            // associated data (nothing is written but the context).
-            ok &=
-                unsafe { lc::EVP_EncryptUpdate(ctx, ptr::null_mut(), &mut outl, p.as_ptr(), len) };
+        self.ok = ok == 1;
+    }
+
+    /// The tag's next bytes (below 2 GiB; GHASH carries a partial block
+    /// over to the next call).
+    pub(crate) fn update(&mut self, piece: &[u8]) {
+        if piece.is_empty() {
+            return;
         }
+        let len = c_int::try_from(piece.len()).expect("a piece below 2 GiB");
+        let mut outl: c_int = 0;
+        // SAFETY: `piece` is `len` readable bytes; a NULL output makes them
+        // associated data (nothing is written but the context).
+        let ok = unsafe {
+            lc::EVP_EncryptUpdate(
+                self.ctx.as_ptr(),
+                ptr::null_mut(),
+                &mut outl,
+                piece.as_ptr(),
+                len,
+            )
+        };
+        self.ok &= ok == 1;
+    }
+
+    /// The tag of the bytes given since `begin`.
+    pub(crate) fn finish(&mut self) -> [u8; TAG_LEN] {
+        let ctx = self.ctx.as_ptr();
+        let mut tag = [0u8; TAG_LEN];
+        let mut outl: c_int = 0;
+        let mut ok = 1;
         // SAFETY: GCM's final writes no bytes (nothing was encrypted; the
         // buffer is 16 writable bytes anyway) and computes the tag, which
         // the control call copies into the 16 writable bytes of `tag`.
@@ -92,9 +126,65 @@ impl GmacCtx {
                 tag.as_mut_ptr().cast(),
             );
         }
-        assert_eq!(ok, 1, "AES-128-GMAC failed");
+        assert!(self.ok && ok == 1, "AES-128-GMAC failed");
         tag
     }
+}
+
+/// `x * y` in GCM's field GF(2^128) (SP 800-38D: a block read as a
+/// big-endian number, its most significant bit the coefficient of x^0;
+/// modulo x^128 + x^7 + x^2 + x + 1): with PCLMULQDQ when the CPU has it,
+/// else bit by bit (without branches on the operands either way).
+pub(crate) fn gf128_mul(x: u128, y: u128) -> u128 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("pclmulqdq") {
+        // SAFETY: the CPU has PCLMULQDQ (checked just above; SSE2 is part
+        // of x86-64).
+        return unsafe { gf128_mul_clmul(x, y) };
+    }
+    gf128_mul_soft(x, y)
+}
+
+/// `gf128_mul` bit by bit (SP 800-38D, Algorithm 1).
+pub(crate) fn gf128_mul_soft(x: u128, y: u128) -> u128 {
+    const R: u128 = 0xE1 << 120;
+    let (mut z, mut v) = (0u128, y);
+    for i in 0..128 {
+        z ^= v & 0u128.wrapping_sub((x >> (127 - i)) & 1);
+        v = (v >> 1) ^ (R & 0u128.wrapping_sub(v & 1));
+    }
+    z
+}
+
+/// `gf128_mul` by carry-less multiplication: with the bits reversed, GCM's
+/// product is the ordinary one of polynomials (bit i the coefficient of
+/// x^i), reduced with x^128 = x^7 + x^2 + x + 1.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq")]
+unsafe fn gf128_mul_clmul(x: u128, y: u128) -> u128 {
+    use std::arch::x86_64::{__m128i, _mm_clmulepi64_si128};
+    let (a, b) = (x.reverse_bits(), y.reverse_bits());
+    // SAFETY: `__m128i` and `u128` are both 16 plain bytes (the low lane
+    // the low 64 bits on this little-endian machine); PCLMULQDQ is enabled
+    // for this function, which the caller checked the CPU has.
+    let (lo, mid, hi) = unsafe {
+        let (va, vb) = (
+            std::mem::transmute::<u128, __m128i>(a),
+            std::mem::transmute::<u128, __m128i>(b),
+        );
+        let w = |v: __m128i| std::mem::transmute::<__m128i, u128>(v);
+        (
+            w(_mm_clmulepi64_si128(va, vb, 0x00)),
+            w(_mm_clmulepi64_si128(va, vb, 0x01)) ^ w(_mm_clmulepi64_si128(va, vb, 0x10)),
+            w(_mm_clmulepi64_si128(va, vb, 0x11)),
+        )
+    };
+    // the 256-bit product (h:l), then h * x^128 folded in twice
+    let l = lo ^ (mid << 64);
+    let h = hi ^ (mid >> 64);
+    let t = (h >> 127) ^ (h >> 126) ^ (h >> 121);
+    let r = l ^ h ^ (h << 1) ^ (h << 2) ^ (h << 7) ^ t ^ (t << 1) ^ (t << 2) ^ (t << 7);
+    r.reverse_bits()
 }
 
 impl Drop for GmacCtx {

@@ -43,6 +43,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::mac::{MacKey, MAC_LEN, NONCE_LEN};
+use super::mac_digest::PayloadDigest;
+
+/// Packets sealed from a payload digest (`seal_gathered`), for tests.
+#[cfg(any(test, feature = "testing"))]
+pub static DIGEST_SEALS: AtomicU64 = AtomicU64::new(0);
 use super::{crc32c, crc32c_append, DecodeError, CRC_LEN};
 
 /// The payload piece of a gathered datagram: `whole[off..off + len]`,
@@ -54,6 +59,8 @@ pub struct PayloadPiece<'a> {
     sums: &'a [u32],
     off: usize,
     len: usize,
+    /// `whole`'s MAC digest, made as it was copied (`wire/mac_digest.rs`).
+    digest: Option<&'a PayloadDigest>,
 }
 
 impl<'a> PayloadPiece<'a> {
@@ -64,6 +71,7 @@ impl<'a> PayloadPiece<'a> {
             sums: &[],
             off: 0,
             len: bytes.len(),
+            digest: None,
         }
     }
 
@@ -77,7 +85,14 @@ impl<'a> PayloadPiece<'a> {
             sums,
             off,
             len,
+            digest: None,
         }
+    }
+
+    /// The piece with `whole`'s MAC digest (`Integrity::copy_digest`):
+    /// a packet carrying all of `whole` is then sealed from it.
+    pub fn with_digest(self, digest: Option<&'a PayloadDigest>) -> Self {
+        PayloadPiece { digest, ..self }
     }
 
     /// The piece's bytes.
@@ -278,9 +293,39 @@ impl Integrity {
                 return;
             }
         };
-        let tag = key.tag_pieces(&nonce, &[&buf[start..], rest.bytes()]);
+        let whole = rest.off == 0 && rest.len == rest.whole.len();
+        let tag = match rest.digest.filter(|_| whole) {
+            Some(d) => match key.tag_with_digest(&nonce, &buf[start..], rest.bytes(), d) {
+                Some(t) => {
+                    #[cfg(any(test, feature = "testing"))]
+                    DIGEST_SEALS.fetch_add(1, Ordering::Relaxed);
+                    t
+                }
+                None => key.tag_pieces(&nonce, &[&buf[start..], rest.bytes()]),
+            },
+            None => key.tag_pieces(&nonce, &[&buf[start..], rest.bytes()]),
+        };
         buf.extend_from_slice(&nonce);
         buf.extend_from_slice(&tag);
+    }
+
+    /// Appends `src` to `dst`, with its MAC digest for a packet whose
+    /// header is `header_len` bytes when this is an association's MAC
+    /// (`wire/mac_digest.rs`: the copy and GHASH in one pass), else
+    /// None (a plain copy).
+    pub fn copy_digest(
+        &self,
+        dst: &mut Vec<u8>,
+        src: &[u8],
+        header_len: usize,
+    ) -> Option<PayloadDigest> {
+        match self {
+            Integrity::AssocMac(a) => Some(a.key.copy_digest(dst, src, header_len % 16)),
+            _ => {
+                dst.extend_from_slice(src);
+                None
+            }
+        }
     }
 
     /// Checks the trailer of `dgram`; returns what it protects.

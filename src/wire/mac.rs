@@ -72,7 +72,7 @@ pub struct MacKey {
     /// The same GMAC key for a packet in pieces (a gathered DATA packet:
     /// `tag_pieces`), in a context made on first use (only keys that seal
     /// large packets pay for one); one tag at a time.
-    pieces: Arc<PieceMac>,
+    pub(super) pieces: Arc<PieceMac>,
     short: Arc<ShortMac>,
     fingerprint: [u8; 8],
 }
@@ -110,10 +110,12 @@ impl ShortMac {
     }
 }
 
-/// The GMAC key and its context for packets in pieces (`sys::gmac`).
-struct PieceMac {
-    key: [u8; 16],
-    ctx: parking_lot::Mutex<Option<GmacCtx>>,
+/// The GMAC key and its context for packets in pieces (`sys::gmac`),
+/// and what a tag from a payload digest needs (`wire/mac_digest.rs`).
+pub(super) struct PieceMac {
+    pub(super) key: [u8; 16],
+    pub(super) ctx: parking_lot::Mutex<Option<GmacCtx>>,
+    pub(super) split: super::mac_digest::SplitKey,
 }
 
 impl Drop for PieceMac {
@@ -153,6 +155,7 @@ impl MacKey {
         let pieces = Arc::new(PieceMac {
             key: k,
             ctx: parking_lot::Mutex::new(None),
+            split: super::mac_digest::SplitKey::new(&k),
         });
         // Poly1305's r (clamped by the crate) and s = 0, and the AES key
         let mut rk = [0u8; 16];

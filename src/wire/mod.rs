@@ -22,6 +22,7 @@ pub mod layout;
 #[cfg(test)]
 mod layout_tests;
 pub mod mac;
+mod mac_digest;
 mod message;
 #[cfg(test)]
 mod more_tests;
@@ -42,11 +43,14 @@ pub use encode::{encode_cookie_echo, encode_init, encode_init_ack};
 #[cfg(test)]
 pub use frame::any_packet;
 pub use frame::{association_vtag, packets, MAX_BUNDLE};
+#[cfg(any(test, feature = "testing"))]
+pub use integrity::DIGEST_SEALS;
 pub use integrity::{Integrity, PayloadPiece, MAC_TRAILER_LEN};
 #[cfg(any(test, feature = "testing"))]
 pub use layout::{ACK_LEN, COMMON_LEN, INIT_ACK_LEN};
 pub use layout::{ADDR_LEN, MAX_LISTED};
 pub use layout::{DATA_HEADER_LEN, MORE_HEADER_LEN};
+pub use mac_digest::PayloadDigest;
 pub use message::{Category, MsgKind, MsgMeta, Placed, MAX_ARGS};
 pub use packet::{Addrs, Common, Packet};
 

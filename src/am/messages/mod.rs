@@ -10,6 +10,8 @@ mod backlog_tests;
 pub(in crate::am) mod batch;
 #[cfg(test)]
 mod batch_tests;
+#[cfg(test)]
+mod digest_tests;
 pub(in crate::am) mod dispatch;
 pub(in crate::am) mod drain;
 pub(in crate::am) mod driver;

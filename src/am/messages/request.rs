@@ -232,7 +232,12 @@ impl EpState {
         } else {
             0
         };
-        let mut payload = self.proto.payload_summed(msg.payload, room);
+        let mut payload = if keep {
+            self.proto.payload_summed(msg.payload, room)
+        } else {
+            self.proto
+                .payload_sealed(&addr, msg.payload, msg.args.len())
+        };
         if keep {
             // recorded first: the floor counts this one as waiting; its
             // request kept to be sent again (by the log, else the record)

@@ -58,7 +58,8 @@ pub(super) fn send_fragment<A: Copy + PartialEq>(
     let msg_len = f.msg.payload.len() as u32;
     if let (MsgRef::Shared(m), true) = (&f.msg, len >= GATHER_MIN) {
         let meta = &f.msg.meta;
-        let piece = wire::PayloadPiece::summed(&m.payload, &m.sums, off, len);
+        let piece = wire::PayloadPiece::summed(&m.payload, &m.sums, off, len)
+            .with_digest(m.digest.as_ref());
         let trailer = if f.off > 0 {
             wire::encode_more_gathered(&mut out.bytes, integ, &c, f.off, piece)
         } else {

@@ -17,6 +17,7 @@ use super::GATHER_MIN;
 pub struct Payload {
     pub bytes: Vec<u8>,
     pub(in crate::proto) sums: Vec<u32>,
+    pub(in crate::proto) digest: Option<crate::wire::PayloadDigest>,
 }
 
 impl From<Vec<u8>> for Payload {
@@ -25,6 +26,7 @@ impl From<Vec<u8>> for Payload {
         Payload {
             bytes,
             sums: Vec::new(),
+            digest: None,
         }
     }
 }
@@ -140,6 +142,7 @@ impl MsgRef {
                 b.meta = m.meta;
                 b.payload = m.payload;
                 b.sums = m.sums;
+                b.digest = m.digest;
                 MsgRef::One(b)
             }
             None => MsgRef::One(Box::new(m)),
@@ -154,6 +157,7 @@ impl MsgRef {
             MsgRef::One(mut b) => {
                 spare.bufs.give(std::mem::take(&mut b.payload));
                 spare.give_sums(std::mem::take(&mut b.sums));
+                b.digest = None;
                 if spare.boxes.len() < SPARE_MSGS {
                     spare.boxes.push(b);
                 }

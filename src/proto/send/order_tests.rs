@@ -12,6 +12,7 @@ fn msg(id: MsgId, kind: MsgKind, category: Category, len: usize) -> MsgRef {
         meta: MsgMeta::new(kind, category, 1, &[]),
         payload: vec![0; len],
         sums: Vec::new(),
+        digest: None,
     }))
 }
 

@@ -11,6 +11,7 @@ fn msg(id: MsgId) -> Arc<OutMsg> {
         meta: MsgMeta::new(MsgKind::User, Category::Short, 0, &[]),
         payload: vec![0; 10],
         sums: Vec::new(),
+        digest: None,
     })
 }
 
@@ -88,6 +89,7 @@ fn cumulative_ack_across_the_wrap() {
         meta: p.frag.msg.meta,
         payload: vec![5; 10],
         sums: Vec::new(),
+        digest: None,
     };
     p.frag.msg = MsgRef::one(one, &mut spare);
     ch.in_flight.push_back(p);
@@ -107,6 +109,7 @@ fn cumulative_ack_across_the_wrap() {
             meta,
             payload: vec![1, 2],
             sums: Vec::new(),
+            digest: None,
         },
         &mut spare,
     );
