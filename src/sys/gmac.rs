@@ -159,6 +159,10 @@ pub(crate) fn gf128_mul_soft(x: u128, y: u128) -> u128 {
 /// `gf128_mul` by carry-less multiplication: with the bits reversed, GCM's
 /// product is the ordinary one of polynomials (bit i the coefficient of
 /// x^i), reduced with x^128 = x^7 + x^2 + x + 1.
+///
+/// # Safety
+/// The CPU must have PCLMULQDQ (`gf128_mul` checks it with
+/// `is_x86_feature_detected!` before each call).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "pclmulqdq")]
 unsafe fn gf128_mul_clmul(x: u128, y: u128) -> u128 {
