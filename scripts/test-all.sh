@@ -228,11 +228,13 @@ prerequisites() {
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   # Open MPI's mpirun (PMIx): installed under its own name, mpirun.openmpi
   [ -x /usr/bin/mpirun.openmpi ] || missing+=(openmpi-bin)
+  # UCX's ucx_perftest: ramp bench --loggp's UCX line, which tests/loggp_cli.rs checks
+  command -v ucx_perftest >/dev/null 2>&1 || missing+=(ucx-utils)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "test-all: missing: ${missing[*]}"
     apt_install "${missing[@]}" || return 1
   else
-    echo "test-all: pkg-config, gcc, python3, pip, binutils, mpich, iproute2, openmpi-bin: present"
+    echo "test-all: pkg-config, gcc, python3, pip, binutils, mpich, iproute2, openmpi-bin, ucx-utils: present"
   fi
   # optional: the 'S' (ssh) spawner check of c-tests/gasnet/run.sh runs an sshd of its
   # own on a private port; without one it is SKIPPED (counted)
