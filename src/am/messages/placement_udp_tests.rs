@@ -25,8 +25,8 @@ fn pattern(k: u32, i: usize) -> u8 {
 #[test]
 fn long_requests_behind_one_another_in_a_batch_are_each_placed_not_copied() {
     let cfg = Config::from_lookup(|k| match k {
-        "RAMP_JOB_KEY" => Some("placement-udp-tests-job-key".into()),
-        "RAMP_TRANSPORT" => Some("udp".into()),
+        crate::config::JOB_KEY => Some("placement-udp-tests-job-key".into()),
+        crate::config::TRANSPORT => Some("udp".into()),
         _ => None,
     })
     .unwrap();
