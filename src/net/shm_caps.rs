@@ -26,6 +26,25 @@ impl ShmTransport {
                 && self.map.u64_at(s + S_SECRET).load(Acquire) == secret
         })
     }
+
+    /// `f` on claim word `k` of our slot in `to`'s ring and that ring's
+    /// map (None when `to` is not reached by a ring).
+    fn with_claim_word<R>(
+        &self,
+        to: SocketAddr,
+        k: usize,
+        f: impl FnOnce(&std::sync::atomic::AtomicU64, &SharedMap) -> R,
+    ) -> Option<R> {
+        let tx = self.tx.borrow();
+        let Some(Route::Ring(r)) = tx.routes.get(&to) else {
+            return None;
+        };
+        let ring = tx.rings[*r].as_ref()?;
+        let word = ring
+            .map
+            .u64_at(slot_off(ring.slot) + S_CLAIMS + 8 * (k % CLAIMS));
+        Some(f(word, &ring.map))
+    }
 }
 
 impl SharedMemory for ShmTransport {
@@ -81,27 +100,15 @@ impl SharedMemory for ShmTransport {
     }
 
     fn claim_to(&self, to: SocketAddr, k: usize, current: u64, new: u64) -> Option<bool> {
-        let tx = self.tx.borrow();
-        let Some(Route::Ring(r)) = tx.routes.get(&to) else {
-            return None;
-        };
-        let ring = tx.rings[*r].as_ref()?;
-        let word = ring
-            .map
-            .u64_at(slot_off(ring.slot) + S_CLAIMS + 8 * (k % CLAIMS));
-        Some(word.compare_exchange(current, new, AcqRel, Acquire).is_ok())
+        self.with_claim_word(to, k, |word, _| {
+            word.compare_exchange(current, new, AcqRel, Acquire).is_ok()
+        })
     }
 
     fn claim_word_to(&self, to: SocketAddr, k: usize) -> Option<(u64, u32)> {
-        let tx = self.tx.borrow();
-        let Some(Route::Ring(r)) = tx.routes.get(&to) else {
-            return None;
-        };
-        let ring = tx.rings[*r].as_ref()?;
-        let word = ring
-            .map
-            .u64_at(slot_off(ring.slot) + S_CLAIMS + 8 * (k % CLAIMS));
-        Some((word.load(Acquire), ring.map.u32_at(H_PID).load(Relaxed)))
+        self.with_claim_word(to, k, |word, map| {
+            (word.load(Acquire), map.u32_at(H_PID).load(Relaxed))
+        })
     }
 
     fn claim_from(
