@@ -115,7 +115,7 @@ impl ShortMac {
 pub(super) struct PieceMac {
     pub(super) key: [u8; 16],
     pub(super) ctx: parking_lot::Mutex<Option<GmacCtx>>,
-    pub(super) split: super::mac_digest::SplitKey,
+    pub(super) split: super::split_key::SplitKey,
 }
 
 impl Drop for PieceMac {
@@ -155,7 +155,7 @@ impl MacKey {
         let pieces = Arc::new(PieceMac {
             key: k,
             ctx: parking_lot::Mutex::new(None),
-            split: super::mac_digest::SplitKey::new(&k),
+            split: super::split_key::SplitKey::new(&k),
         });
         // Poly1305's r (clamped by the crate) and s = 0, and the AES key
         let mut rk = [0u8; 16];

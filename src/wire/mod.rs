@@ -28,6 +28,7 @@ mod message;
 mod more_tests;
 mod packet;
 mod polyhash;
+mod split_key;
 
 pub use decode::{decode, decode_deferred, DEFER_MIN};
 #[cfg(any(test, feature = "testing"))]
