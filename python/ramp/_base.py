@@ -9,7 +9,7 @@ above ``_lib`` and ``errors``: it imports nothing of the API.
 from __future__ import annotations
 
 import ctypes
-from typing import Dict, Type, Union
+from typing import Any, Dict, Type, Union
 
 from . import _lib
 from ._lib import en_t
@@ -63,6 +63,15 @@ def _check(rc: int, function: str, detail: str = "") -> None:
 
 def _L() -> ctypes.CDLL:
     return _lib.lib()
+
+
+def _handle_of(obj: Any, cls: type, function: str) -> int:
+    """The library handle of ``obj``, which a module function (``ramp.rma``,
+    ``ramp.txn``, ``ramp.names``) takes as its endpoint or bundle: a clear
+    TypeError for anything else."""
+    if not isinstance(obj, cls):
+        raise TypeError("%s: expects a ramp.%s, got %s" % (function, cls.__name__, type(obj).__name__))
+    return int(obj._h())
 
 
 class EndpointName:

@@ -64,8 +64,8 @@ import time
 from ctypes import byref, c_int, c_int32, c_size_t, c_uint8, c_uint64, c_void_p
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from . import _lib
-from ._base import EndpointName, _check, _L, error_for
+from . import _lib, _regions
+from ._base import EndpointName, _check, _handle_of, _L, error_for
 from ._buffers import BufferLike, SendBuffer, flat_writable, view_of
 from ._lib import BULK_PROTOS, RETURNED_PROTO, SHORT_PROTOS, en_t, ramp_stats_t
 from .constants import (
@@ -434,15 +434,6 @@ def _short_argv(args: Tuple[int, ...], function: str) -> Tuple[int, Any]:
     elif n == 0:
         return 0, _EMPTY_ARGV
     return _argv(args, function)
-
-
-def _handle_of(obj: Any, cls: type, function: str) -> int:
-    """The library handle of ``obj``, which a module function (``ramp.rma``,
-    ``ramp.txn``, ``ramp.names``) takes as its endpoint or bundle: a clear
-    TypeError for anything else."""
-    if not isinstance(obj, cls):
-        raise TypeError("%s: expects a ramp.%s, got %s" % (function, cls.__name__, type(obj).__name__))
-    return int(obj._h())
 
 
 def _dest_index(dest: int, function: str) -> int:
@@ -1884,17 +1875,13 @@ class Endpoint:
         """``ramp_AllocRegion``: :func:`ramp.rma.alloc_region` on this endpoint
         (zeroed memory ramp allocates, registered with ``access``, which same-host
         peers map; ``region.buffer`` views it in place)."""
-        from .rma import alloc_region
-
-        return alloc_region(self, nbytes, access)
+        return _regions.alloc_region(self, nbytes, access)
 
     def alloc_segment(self, nbytes: int) -> Any:
         """``ramp_AllocSegment``: :func:`ramp.rma.alloc_segment` on this endpoint (the
         AM-2 segment in zeroed memory ramp allocates, which same-host peers map: their
         long requests are one memcpy; returns a ctypes array over it)."""
-        from .rma import alloc_segment
-
-        return alloc_segment(self, nbytes)
+        return _regions.alloc_segment(self, nbytes)
 
     def _segment_replaceable(self, fn: str) -> None:
         # an allocated segment is freed when replaced: not while referred to (the
@@ -2175,6 +2162,10 @@ class Endpoint:
         except RampError:
             name = "?"
         return "<ramp.Endpoint %#x at %s>" % (self._handle, name)
+
+
+# the class a region's endpoint must be (ramp._regions is below this module)
+_regions._endpoint_class_is(Endpoint)
 
 
 # --------------------------------------------------------------------------------------
