@@ -28,7 +28,7 @@
 //! record and the sender writes only its record's lines (of a long record,
 //! the receiver clears the first line only, and the sender clears the word
 //! after a record of its own where a long one left a line uncleared:
-//! `ring::Stale`). The receiver's head (a byte counter on a cache
+//! `tx_ring::Stale`). The receiver's head (a byte counter on a cache
 //! line of its own) is published only every `HEAD_PUBLISH` bytes, and the
 //! sender reads it only when its cached copy says the ring is full. A full
 //! ring refuses the datagram, which then goes by UDP.
@@ -61,10 +61,11 @@
 //! core: datagrams in rings), `shm_caps.rs` (the `SharedMemory`
 //! capability: a ring's identity and claim words, region messages, a
 //! same-host datagram by UDP), `shm_lane.rs` (the `ExpressLane`
-//! capability), `shm_ring.rs` (records: a sender's push and wake-up, a
-//! receiver's drain), `shm_setup.rs` (the socket: HELLO, the descriptor, a
-//! slot claimed), `shm_peers.rs` (liveness), `shm_proof.rs` (the express
-//! lane's proof of a job under a job key).
+//! capability), `shm_ring.rs` (records: the transport's push, a
+//! receiver's drain), `shm_tx_ring.rs` (a sender's ring: push, wake-up,
+//! held express records), `shm_setup.rs` (the socket: HELLO, the
+//! descriptor, a slot claimed), `shm_peers.rs` (liveness), `shm_proof.rs`
+//! (the express lane's proof of a job under a job key).
 //!
 //! Failure: senders and receivers check each other's pid now and then
 //! (`flush_due`); a dead receiver's ring is dropped (its messages fail by
@@ -105,11 +106,14 @@ mod proof;
 mod ring;
 #[path = "shm_setup.rs"]
 mod setup;
+#[path = "shm_tx_ring.rs"]
+mod tx_ring;
 
 use peers::owner_alive;
 pub use peers::remove_stale_files;
-use ring::{RxSlot, TxRing};
+use ring::RxSlot;
 use setup::{stem, wake_addr, HOST};
+use tx_ring::TxRing;
 
 const DIR: &str = "/dev/shm";
 const PREFIX: &str = "ramp-shm.";
@@ -132,7 +136,7 @@ const SLOT_HDR: usize = 4096;
 const SLOT_SIZE: usize = SLOT_HDR + RING;
 const FILE_LEN: usize = HDR + SLOTS * SLOT_SIZE;
 /// The records' format (2: a long record's lines but the first are not
-/// cleared by the receiver, `ring::CLEAR_ALL_MAX`): a sender of another
+/// cleared by the receiver, `tx_ring::CLEAR_ALL_MAX`): a sender of another
 /// format does not use the ring (`H_LAYOUT` differs: UDP instead).
 const RECORDS: u64 = 2;
 const LAYOUT: u64 = (RECORDS << 48) | ((SLOTS as u64) << 32) | RING as u64;

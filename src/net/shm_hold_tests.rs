@@ -119,7 +119,7 @@ fn the_eighth_record_writes_the_seven_held_before_it() {
     } = two();
     for round in 0..3u32 {
         let base = 100 * round;
-        for t in 0..ring::HOLD_MAX as u32 - 1 {
+        for t in 0..tx_ring::HOLD_MAX as u32 - 1 {
             assert!(tx.express_send(a1, &rec(base + t), true));
         }
         assert!(take(&mut rx).is_empty(), "round {round}: seven held");

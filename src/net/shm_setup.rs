@@ -206,7 +206,7 @@ impl ShmTransport {
             held: Vec::new(),
             held_count: 0,
             held_bytes: 0,
-            stale: ring::Stale::clear(),
+            stale: tx_ring::Stale::clear(),
         })
     }
 }

@@ -114,9 +114,9 @@ fn datagrams_wrap_around_the_ring_whole_and_in_order() {
 #[test]
 fn a_long_records_uncleared_lines_never_read_as_records_a_lap_later() {
     // (the receiver clears only the first line of a long record,
-    // `ring::CLEAR_ALL_MAX`; its other lines keep their bytes, here a
+    // `tx_ring::CLEAR_ALL_MAX`; its other lines keep their bytes, here a
     // record word's on every line: a short record ending on one of them
-    // a lap later must find it cleared by its sender, `ring::Stale`)
+    // a lap later must find it cleared by its sender, `tx_ring::Stale`)
     let ((_k1, a1), (_k2, a2)) = (fresh(), fresh());
     let mut rx = open(a1);
     let mut tx = open(a2);
@@ -130,7 +130,7 @@ fn a_long_records_uncleared_lines_never_read_as_records_a_lap_later() {
         // short and long ones whose ends fall on every line of a long
         // record's lap before
         for j in 0..4 {
-            let len = 1 + (round * 131 + j * 977) % (2 * ring::CLEAR_ALL_MAX);
+            let len = 1 + (round * 131 + j * 977) % (2 * tx_ring::CLEAR_ALL_MAX);
             let mut d = vec![(sent % 251) as u8; len];
             d[0] = j as u8;
             tx.send(Instant::ZERO, a1, &d).unwrap();
