@@ -4,9 +4,9 @@ ramp allocates (:func:`alloc_segment`), and the declarations of the library's
 remote-memory functions (``_L``).
 
 Below :mod:`ramp.core` (whose ``Endpoint.alloc_region`` and ``Endpoint.alloc_segment``
-make them) and :mod:`ramp.rma` (which re-exports every name of it: ``ramp.rma.Region``,
-``ramp.rma.alloc_region``...); it imports neither: core hands it the endpoint class
-(:func:`_endpoint_class_is`) that a region's endpoint must be.
+make them) and :mod:`ramp.rma` (which re-exports them: ``ramp.rma.Region``,
+``ramp.rma.alloc_region``, ``ramp.rma.READ``...); it imports neither: core hands it the
+endpoint class (:func:`_endpoint_class_is`) that a region's endpoint must be.
 """
 
 from __future__ import annotations
