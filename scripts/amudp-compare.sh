@@ -3,7 +3,10 @@
 # unchanged, built once against GASNet's AMUDP and once against ramp's include/amudp.h
 # and libramp.so, run interleaved; prints each run's figure and the medians, ramp over
 # its default transport (shared memory between same-host ranks) and over UDP
-# (RAMP_TRANSPORT=udp), with their ratios to AMUDP.
+# (RAMP_TRANSPORT=udp), with their ratios to AMUDP. Beside testbulk, in the same
+# interleaving, the floors of a UDP stream on this host (scripts/udp-floor.c, the same
+# bytes in 65,000-byte datagrams): the kernel's work alone, and with the copies AMUDP
+# makes; what ramp over UDP may reach is read against them.
 #
 #   bash scripts/amudp-compare.sh --amudp-bin DIR --amx-src DIR [--runs N] [--quick]
 #
@@ -57,6 +60,8 @@ for t in testping testbulk testlatency; do
     -L "$REL" -lramp -Wl,-rpath,"$REL" >"$TMP/cc.log" 2>&1 ||
     { cat "$TMP/cc.log" >&2; die "cannot build $t against ramp's headers"; }
 done
+"${CC:-cc}" -O2 -o "$TMP/udp-floor" "$ROOT/scripts/udp-floor.c" >"$TMP/cc.log" 2>&1 ||
+  { cat "$TMP/cc.log" >&2; die "cannot build scripts/udp-floor.c"; }
 
 if [ "$QUICK" = 1 ]; then
   PING=2000 LAT=2000 BULK64=400 BULK1M=20
@@ -82,6 +87,11 @@ run() { # library prog args...
     amudp) out="$(cd "$TMP" && timeout 300 "$AMUDP_BIN/$prog" 2 L "$@" 2>&1)" ;;
     ramp) out="$(cd "$TMP" && timeout 300 "$TMP/$prog" 2 L "$@" 2>&1)" ;;
     ramp-udp) out="$(cd "$TMP" && RAMP_TRANSPORT=udp timeout 300 "$TMP/$prog" 2 L "$@" 2>&1)" ;;
+    floor-*) # testbulk's bytes (ITERS x SIZE) in 65,000-byte datagrams
+      local n=$(( ($1 * $2 + 64999) / 65000 ))
+      out="$(timeout 300 "$TMP/udp-floor" "$n" 65000 "${lib#floor-}" 2>"$TMP/floor.err" |
+        sed -n 's/^udp-floor: \([0-9]*\) MB\/s/throughput: \1000 KB\/sec/p')"
+      [ -s "$TMP/floor.err" ] && echo "amudp-compare.sh: $lib: $(cat "$TMP/floor.err")" >&2 ;;
   esac
   local f
   f="$(printf '%s\n' "$out" | figure)"
@@ -101,13 +111,15 @@ declare -A MED
 for c in "${CASES[@]}"; do
   IFS='|' read -r name prog args unit <<<"$c"
   declare -A RES=()
+  libs=(amudp ramp ramp-udp)
+  [ "$prog" = testbulk ] && libs+=(floor-0 floor-1)
   for ((r = 1; r <= RUNS; r++)); do
-    for lib in amudp ramp ramp-udp; do
+    for lib in "${libs[@]}"; do
       # shellcheck disable=SC2086 # args is a word list
       RES[$lib]+="$(run "$lib" "$prog" $args) "
     done
   done
-  for lib in amudp ramp ramp-udp; do
+  for lib in "${libs[@]}"; do
     MED[$name/$lib]="$(tr ' ' '\n' <<<"${RES[$lib]}" | grep -v '^$' | median)"
     printf '%-16s %-10s %s %s\n' "$name" "$lib" "${RES[$lib]}" "$unit"
   done
@@ -121,4 +133,13 @@ for c in "${CASES[@]}"; do
   a="${MED[$name/amudp]}" s="${MED[$name/ramp]}" u="${MED[$name/ramp-udp]}"
   ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (x == "-" || y == "-" || y == 0) print "-"; else printf "%.2fx", x / y }'; }
   printf '%-16s %8s %-5s %12s (%5s) %12s (%5s)\n' "$name" "$a" "$unit" "$s" "$(ratio "$s" "$a")" "$u" "$(ratio "$u" "$a")"
+done
+echo
+echo "UDP floors on this host, same interleaving (scripts/udp-floor.c, 65,000-byte datagrams):"
+printf '%-16s %21s %28s %15s %15s\n' "test" "kernel only (/AMUDP)" "with AMUDP's copies (/AMUDP)" "ramp UDP / 1st" "ramp UDP / 2nd"
+for c in "${CASES[@]}"; do
+  IFS='|' read -r name prog args unit <<<"$c"
+  [ "$prog" = testbulk ] || continue
+  a="${MED[$name/amudp]}" u="${MED[$name/ramp-udp]}" f0="${MED[$name/floor-0]}" f1="${MED[$name/floor-1]}"
+  printf '%-16s %12s (%6s) %19s (%6s) %15s %15s\n' "$name" "$f0" "$(ratio "$f0" "$a")" "$f1" "$(ratio "$f1" "$a")" "$(ratio "$u" "$f0")" "$(ratio "$u" "$f1")"
 done

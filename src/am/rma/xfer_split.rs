@@ -31,12 +31,16 @@
 use super::rma_direct::GRACE;
 
 /// Xfers this large or larger are offered split. Measured with GASNet's
-/// testbulk over shm (`chrt -f 10`, the loaded 2-core host, 5-7 runs
-/// alternated, medians, MB/s, whole -> split): 65,000 bytes 5679 -> 5779
-/// (a wash: the hand-over costs about what half the copy saves), 128 KiB
-/// 6230 -> 8148, 256 KiB 7355 -> 12006. Where: the middle; 35 to 65% of
-/// the bytes to the target measured alike within the noise at 1 MiB.
-pub const SPLIT_MIN: u64 = 128 << 10;
+/// testbulk over shm (`./testbulk 2 L N SIZE`, the quiet 2-core host,
+/// whole and split alternated, 4 rounds each, MB/s, whole -> split):
+/// 32 KiB 4713/3635/4399/3785 -> 5273/4227/4294/3477 (a wash: the
+/// hand-over costs about what half the copy saves), 48 KiB
+/// 5342/4837/4760/4668 -> 6675/5377/5380/3886, 65,000 bytes
+/// 5735/5918/4807/4262 -> 7405/5834/5460/6211, and 8 rounds more of
+/// 65,000 medians 5300 -> 6150, split higher in 7; earlier (loaded host)
+/// 128 KiB 6230 -> 8148, 256 KiB 7355 -> 12006. Where: the middle; 30 to
+/// 65% of the bytes to the target measured alike within the noise.
+pub const SPLIT_MIN: u64 = 48 << 10;
 
 /// How long the target waits for the sender's tail as a busy loop (the
 /// rest of a 1 MiB copy's tail at ~10 GB/s): past it, a sender
