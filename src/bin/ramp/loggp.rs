@@ -307,8 +307,9 @@ fn print_targets(all: &[Vec<Figures>], med: &[(&str, Figures)]) {
     let (shm_m, ucx_m) = (&med[1].1, &med[5].1);
     println!("== targets (printed, not asserted; ratios taken within each run, their median)");
     // the one-way rate against UCX's: medians over the runs (UCX's
-    // `ucp_am_bw`'s median time per message: `loggp_ucx.rs`), not a ratio
-    // per run of its whole-run average, which preemption made 20-60x
+    // `ucp_am_bw`'s whole-run rate, itself the median of its runs:
+    // `loggp_ucx.rs`), not a ratio per run, which one preemption of a
+    // UCX run made 20-60x
     let rate = |f: &Figures| f.g1.map(|g| 1.0 / g);
     let ucx_rate = rate(ucx_m).filter(|_| !ucx.is_empty());
     println!(
@@ -321,7 +322,7 @@ fn print_targets(all: &[Vec<Figures>], med: &[(&str, Figures)]) {
     );
     println!(
         "shm message rate, one way {} Mmsg/s (short requests whose handler does not reply, \
-         {} outstanding) / UCX's {} Mmsg/s (ucp_am_bw, 8 B, one way, median) = {} \
+         {} outstanding) / UCX's {} Mmsg/s (ucp_am_bw, 8 B, one way, overall) = {} \
          (medians over the runs; target > 1); / raw shm ring one way = {}",
         show(rate(shm_m)),
         crate::loggp_measure::WINDOW,
