@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -101,8 +103,13 @@ int main(int argc, char **argv) {
         perror("udp-floor: connect");
         return 2;
     }
-    pid_t kid = fork();
-    if (kid == 0) {
+    pid_t parent = getpid(), kid = fork();
+    if (kid < 0) {
+        perror("udp-floor: fork");
+        return 2;
+    }
+    if (kid == 0) { /* the receiver ends with the sender, whatever ends it */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(2);
         close(ss);
         receive(rs, size, copy);
         _exit(0);
@@ -112,8 +119,12 @@ int main(int argc, char **argv) {
     struct mmsghdr m[BATCH];
     struct iovec v[BATCH];
     long count = -1, sent = 0, forgiven = 0, c;
-    while (recv(ss, &count, sizeof count, 0) != sizeof count) {
-    }
+    for (double t = now(); recv(ss, &count, sizeof count, 0) != sizeof count;)
+        if (now() - t > 5) { /* the receiver's first count: it is there */
+            fprintf(stderr, "udp-floor: no answer from the receiving process\n");
+            kill(kid, SIGKILL);
+            return 2;
+        }
     double t0 = now(), progress = t0;
     while (sent < n) {
         while (recv(ss, &c, sizeof c, 0) == sizeof c)
@@ -144,7 +155,13 @@ int main(int argc, char **argv) {
         if (r > 0) sent += r;
     }
     long fin[2] = {0, 0};
+    double asked = now();
     for (int done = 0; !done;) { /* the end marker, resent until counted */
+        if (now() - asked > 5) {
+            fprintf(stderr, "udp-floor: the receiving process gave no final count\n");
+            kill(kid, SIGKILL);
+            return 2;
+        }
         send(ss, "E", 1, 0);
         double t = now();
         while (now() - t < 0.01 && !done)
