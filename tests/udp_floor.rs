@@ -74,3 +74,56 @@ fn bad_arguments_are_refused_with_a_message() {
     }
     let _ = std::fs::remove_file(exe);
 }
+
+/// The processes `pid` started, from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_killed_sender_leaves_no_receiver_behind() {
+    let exe = built("killed");
+    let mut sender = Command::new(&exe)
+        .args(["100000000", "65000", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("udp-floor runs");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let receiver = loop {
+        if let Some(&c) = children(sender.id()).first() {
+            break c;
+        }
+        assert!(std::time::Instant::now() < until, "no receiving process");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    sender.kill().unwrap(); // SIGKILL: the sender alone
+    sender.wait().unwrap();
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{receiver}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while alive() {
+        if std::time::Instant::now() > until {
+            kill_left_behind(receiver);
+            panic!("the receiving process {receiver} outlived its sender");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = std::fs::remove_file(exe);
+}
+
+/// Ends a process left behind (by the `kill` command: no unsafe here).
+fn kill_left_behind(pid: u32) {
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+}
