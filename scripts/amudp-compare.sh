@@ -6,7 +6,10 @@
 # (RAMP_TRANSPORT=udp), with their ratios to AMUDP. Beside testbulk, in the same
 # interleaving, the floors of a UDP stream on this host (scripts/udp-floor.c, the same
 # bytes in 65,000-byte datagrams): the kernel's work alone, and with the copies AMUDP
-# makes; what ramp over UDP may reach is read against them.
+# makes; what ramp over UDP may reach is read against them. Likewise the floors of the
+# same messages between two processes through shared memory (scripts/shm-floor.c): one
+# copy each end through a ring, and the copy split between the processes with the
+# kernel's cross-memory calls (as ramp's direct Xfer); ramp over shm is read against them.
 #
 #   bash scripts/amudp-compare.sh --amudp-bin DIR --amx-src DIR [--runs N] [--quick]
 #
@@ -36,7 +39,7 @@ while [ $# -gt 0 ]; do
     --amx-include) AMX_INC="${2:?}"; shift 2 ;;
     --runs) RUNS="${2:?}"; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "amudp-compare.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +65,8 @@ for t in testping testbulk testlatency; do
 done
 "${CC:-cc}" -O2 -o "$TMP/udp-floor" "$ROOT/scripts/udp-floor.c" >"$TMP/cc.log" 2>&1 ||
   { cat "$TMP/cc.log" >&2; die "cannot build scripts/udp-floor.c"; }
+"${CC:-cc}" -O2 -o "$TMP/shm-floor" "$ROOT/scripts/shm-floor.c" >"$TMP/cc.log" 2>&1 ||
+  { cat "$TMP/cc.log" >&2; die "cannot build scripts/shm-floor.c"; }
 
 if [ "$QUICK" = 1 ]; then
   PING=2000 LAT=2000 BULK64=400 BULK1M=20
@@ -92,6 +97,10 @@ run() { # library prog args...
       out="$(timeout 300 "$TMP/udp-floor" "$n" 65000 "${lib#floor-}" 2>"$TMP/floor.err" |
         sed -n 's/^udp-floor: \([0-9]*\) MB\/s/throughput: \1000 KB\/sec/p')"
       [ -s "$TMP/floor.err" ] && echo "amudp-compare.sh: $lib: $(cat "$TMP/floor.err")" >&2 ;;
+    shm-*) # testbulk's messages (ITERS of SIZE bytes), one process to another
+      out="$(timeout 300 "$TMP/shm-floor" "$1" "$2" "${lib#shm-}" 2>"$TMP/floor.err" |
+        sed -n 's/^shm-floor: \([0-9]*\) MB\/s/throughput: \1000 KB\/sec/p')"
+      [ -s "$TMP/floor.err" ] && echo "amudp-compare.sh: $lib: $(cat "$TMP/floor.err")" >&2 ;;
   esac
   local f
   f="$(printf '%s\n' "$out" | figure)"
@@ -112,7 +121,7 @@ for c in "${CASES[@]}"; do
   IFS='|' read -r name prog args unit <<<"$c"
   declare -A RES=()
   libs=(amudp ramp ramp-udp)
-  [ "$prog" = testbulk ] && libs+=(floor-0 floor-1)
+  [ "$prog" = testbulk ] && libs+=(floor-0 floor-1 shm-ring shm-cma)
   for ((r = 1; r <= RUNS; r++)); do
     for lib in "${libs[@]}"; do
       # shellcheck disable=SC2086 # args is a word list
@@ -142,4 +151,13 @@ for c in "${CASES[@]}"; do
   [ "$prog" = testbulk ] || continue
   a="${MED[$name/amudp]}" u="${MED[$name/ramp-udp]}" f0="${MED[$name/floor-0]}" f1="${MED[$name/floor-1]}"
   printf '%-16s %12s (%6s) %19s (%6s) %15s %15s\n' "$name" "$f0" "$(ratio "$f0" "$a")" "$f1" "$(ratio "$f1" "$a")" "$(ratio "$u" "$f0")" "$(ratio "$u" "$f1")"
+done
+echo
+echo "Shared-memory floors on this host, same interleaving (scripts/shm-floor.c, testbulk's messages):"
+printf '%-16s %21s %28s %15s %15s\n' "test" "ring, 1 copy each end" "split cross-memory copy" "ramp shm / 1st" "ramp shm / 2nd"
+for c in "${CASES[@]}"; do
+  IFS='|' read -r name prog args unit <<<"$c"
+  [ "$prog" = testbulk ] || continue
+  a="${MED[$name/amudp]}" s="${MED[$name/ramp]}" r="${MED[$name/shm-ring]}" m="${MED[$name/shm-cma]}"
+  printf '%-16s %12s (%6s) %19s (%6s) %15s %15s\n' "$name" "$r" "$(ratio "$r" "$a")" "$m" "$(ratio "$m" "$a")" "$(ratio "$s" "$r")" "$(ratio "$s" "$m")"
 done
