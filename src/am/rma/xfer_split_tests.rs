@@ -54,7 +54,13 @@ fn target_with(
 ) -> Copied {
     let (pid, at) = (std::process::id(), src.as_ptr() as usize);
     let read = |off: usize, buf: &mut [u8]| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while taken && off == 0 && buf.len() > 1 && grant_addr(w.load(SeqCst)).is_some() {
+            // (a failure, not a hang, if the sender's thread gave up)
+            assert!(
+                std::time::Instant::now() < until,
+                "the grant was never taken"
+            );
             std::hint::spin_loop();
         }
         let ok = !gone.load(SeqCst) && read_from_process(pid, at + off, buf).is_ok();
@@ -78,7 +84,9 @@ fn sender(w: Arc<AtomicU64>, tail: Vec<u8>, delay: Nanos, refuse: bool) -> Optio
         if let Some(r) = take_grant(ID, load, cas(&w), write) {
             return Some(r);
         }
-        if w.load(SeqCst) != claim(ID) {
+        // (a grant that came after `take_grant` looked is taken next turn)
+        let now = w.load(SeqCst);
+        if now != claim(ID) && grant_addr(now).is_none() {
             return None; // taken back, or never offered
         }
         std::hint::spin_loop();
@@ -213,4 +221,53 @@ fn the_words_never_mistake_one_another() {
     }
     assert_eq!(split_point(SPLIT_MIN - 1), SPLIT_MIN - 1, "not split");
     assert_eq!(split_point(SPLIT_MIN), SPLIT_MIN / 2);
+}
+
+/// The target's wait for the tail on a virtual clock (`step` ns a
+/// reading): the sender takes the grant while the head is read and its
+/// tail is written `written_at` ns after the wait begins. The target's
+/// one-byte looks for a sender still there (system calls) are counted.
+fn wait_for_tail(step: u64, written_at: u64) -> (Copied, usize) {
+    use std::cell::Cell;
+    let n = 2 * SPLIT_MIN as usize;
+    let split = split_point(n as u64) as usize;
+    let w = AtomicU64::new(claim(ID));
+    let (clock, waiting_since, looks) = (Cell::new(0u64), Cell::new(None), Cell::new(0));
+    let read = |off: usize, buf: &mut [u8]| {
+        if buf.len() == 1 {
+            looks.set(looks.get() + 1);
+        } else if off == 0 {
+            // the sender takes the grant meanwhile
+            let g = w.load(SeqCst);
+            assert!(grant_addr(g).is_some(), "granted before the head is read");
+            assert!(w.compare_exchange(g, writing(ID), SeqCst, SeqCst).is_ok());
+        }
+        true
+    };
+    let now = || {
+        let t = clock.get() + step;
+        clock.set(t);
+        let since = waiting_since.get().unwrap_or(t);
+        waiting_since.set(Some(since));
+        if t >= since + written_at {
+            let _ = w.compare_exchange(writing(ID), written(ID), SeqCst, SeqCst);
+        }
+        t
+    };
+    let mut dst = vec![0u8; n];
+    let r = target_copy(ID, &mut dst, split, cas(&w), read, now, |_| {});
+    (r, looks.get())
+}
+
+#[test]
+fn a_tail_written_in_time_costs_the_target_no_system_call() {
+    // 10 ns a turn, the tail after 15 us (a 65,000-byte tail takes ~4):
+    // 1,500 turns, and not one look for the sender
+    let (r, looks) = wait_for_tail(10, 15_000);
+    assert_eq!(r, Copied::Whole(written(ID), true));
+    assert_eq!(looks, 0, "a system call on the critical path");
+    // a slow tail (1 ms): looked for now and then, not every turn
+    let (r, looks) = wait_for_tail(10, 1_000_000);
+    assert_eq!(r, Copied::Whole(written(ID), true));
+    assert!((10..=100).contains(&looks), "{looks} looks in 1 ms");
 }
