@@ -198,6 +198,7 @@ impl Peer {
         loop {
             let [done0, back0, _] = self.e.rma_direct_counts();
             let runs0 = self.ask(&Message::short(H_SEG, &[]), false)[1];
+            let stale0 = self.e.statistics().stale_dropped;
             let a = self.ask(m, nonblocking);
             assert_eq!(
                 a,
@@ -207,6 +208,10 @@ impl Peer {
             let [done, back, _] = self.e.rma_direct_counts();
             if done > done0 {
                 assert_eq!((done - done0, back - back0), (1, 0));
+                // its call returned at the commit, before the target's
+                // answer ("copied"), which came before the handler's reply
+                // and was let go as known, not dropped as stale
+                assert_eq!(self.e.statistics().stale_dropped, stale0, "answer dropped");
                 return (a, fell);
             }
             assert_eq!(back - back0, 1, "neither direct nor fallen back");

@@ -351,7 +351,14 @@ impl EpState {
                 op
             }
             _ => {
-                self.stats.stale_dropped += 1;
+                // (the answer of an Xfer done at its commit: already known)
+                match self.rma.early.iter().position(|&e| e == (from, id)) {
+                    Some(i) if !fall_back && status.is_none() => {
+                        self.rma.early.remove(i);
+                        self.stats.replies_received[0] += 1;
+                    }
+                    _ => self.stats.stale_dropped += 1,
+                }
                 return;
             }
         };

@@ -18,6 +18,11 @@
 //! The sender's call returns only once the target has copied (the caller
 //! may reuse its buffer then, AM-2), was refused (its handler 0 ran), or
 //! fell back and sent the chunks (which copy the buffer before returning).
+//! "Copied" is read from the claim word (below) as soon as the target
+//! commits, not from its answer one protocol message later (GASNet's
+//! testbulk over shm, 65,000 bytes, 12 rounds alternated, medians: 6627
+//! -> 9218 MB/s, AMUDP 4017); the answer, when it comes, is let go
+//! (`RmaState::early`).
 //! A target that does not poll delays it by `TTL + GRACE`, then the
 //! sender withdraws and the chunks go. Which of the two decided is settled
 //! by a claim word in the sender's ring slot (`net::shm`'s `claim_to`,
@@ -48,7 +53,7 @@ use crate::am::handler::message::Message;
 use crate::am::handler::message::XFER_FLAG;
 use crate::am::messages::returned::Admitted;
 use crate::am::state::outstanding::Outstanding;
-use crate::am::state::rma::Direct;
+use crate::am::state::rma::{Direct, EARLY_MAX};
 use crate::error::{Result, ReturnStatus};
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
@@ -202,6 +207,13 @@ impl Endpoint {
                 }
                 _ => {}
             }
+            // the target committed: both parts are in place and nothing
+            // reads our buffer any more; its answer, on its way, is let go
+            // when it comes (`early`)
+            if self.with(|st| st.xfer_committed(to, id)) {
+                release();
+                return Ok(true);
+            }
             if let Some(t) = tail {
                 if let Some(wrote) = self.write_tail(to, id, t) {
                     tail = None;
@@ -260,6 +272,26 @@ impl Endpoint {
 }
 
 impl EpState {
+    /// Whether direct Xfer `id` to `to`, still waiting for its answer, was
+    /// committed by the target (its claim word): then it is done, counted
+    /// as copied, and its answer is waited for in `early`.
+    fn xfer_committed(&mut self, to: SocketAddr, id: u32) -> bool {
+        let word = self
+            .transports
+            .claim_word_to(to, id as usize)
+            .map(|(w, _)| w);
+        if word != Some(committed(id)) || self.rma.direct_state(id) != Direct::Waiting {
+            return false;
+        }
+        self.rma.direct_counts[0] += 1;
+        self.rma.end_direct(id, false, 0);
+        if self.rma.early.len() == EARLY_MAX {
+            self.rma.early.pop_front();
+        }
+        self.rma.early.push_back((to, id));
+        true
+    }
+
     /// A long request marked `XFER_FLAG` from `from`, being dispatched:
     /// its segment and length when its bytes were copied there (its
     /// handler runs now), None when it was refused or answered "fall back"

@@ -24,7 +24,7 @@
 //! - The target commits (`claim(id)` or `written(id)` -> `committed(id)`)
 //!   only with both parts in place, then runs the handler once.
 //!
-//! The sender's call returns only after the answer (its buffer is read
+//! The sender's call returns only after the commit (its buffer is read
 //! by both until then), as without the split; a sender that died
 //! mid-copy never has its request's handler run.
 

@@ -37,7 +37,16 @@ pub(crate) struct RmaState {
     pub(in crate::am) shared: SharedCache,
     /// Our segment when ramp allocated it (`xfer_shared.rs`).
     pub(in crate::am) own_segment: OwnSegment,
+    /// Direct Xfers whose call returned at the target's commit
+    /// (`xfer_direct.rs`): (peer, id) of each whose answer is still to
+    /// come, taken when it does; the oldest forgotten past `EARLY_MAX`.
+    pub(in crate::am) early: std::collections::VecDeque<(SocketAddr, u32)>,
 }
+
+/// How many answers of direct Xfers done at the commit are waited for (a
+/// call waits for its Xfer: one at a time per thread; a peer that died
+/// after its commit never answers).
+pub(in crate::am) const EARLY_MAX: usize = 64;
 
 pub(in crate::am) struct Op {
     pub(in crate::am) handle: u64,
