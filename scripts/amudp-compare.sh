@@ -143,21 +143,21 @@ for c in "${CASES[@]}"; do
   ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (x == "-" || y == "-" || y == 0) print "-"; else printf "%.2fx", x / y }'; }
   printf '%-16s %8s %-5s %12s (%5s) %12s (%5s)\n' "$name" "$a" "$unit" "$s" "$(ratio "$s" "$a")" "$u" "$(ratio "$u" "$a")"
 done
-echo
-echo "UDP floors on this host, same interleaving (scripts/udp-floor.c, 65,000-byte datagrams):"
-printf '%-16s %21s %28s %15s %15s\n' "test" "kernel only (/AMUDP)" "with AMUDP's copies (/AMUDP)" "ramp UDP / 1st" "ramp UDP / 2nd"
-for c in "${CASES[@]}"; do
-  IFS='|' read -r name prog args unit <<<"$c"
-  [ "$prog" = testbulk ] || continue
-  a="${MED[$name/amudp]}" u="${MED[$name/ramp-udp]}" f0="${MED[$name/floor-0]}" f1="${MED[$name/floor-1]}"
-  printf '%-16s %12s (%6s) %19s (%6s) %15s %15s\n' "$name" "$f0" "$(ratio "$f0" "$a")" "$f1" "$(ratio "$f1" "$a")" "$(ratio "$u" "$f0")" "$(ratio "$u" "$f1")"
-done
-echo
-echo "Shared-memory floors on this host, same interleaving (scripts/shm-floor.c, testbulk's messages):"
-printf '%-16s %21s %28s %15s %15s\n' "test" "ring, 1 copy each end" "split cross-memory copy" "ramp shm / 1st" "ramp shm / 2nd"
-for c in "${CASES[@]}"; do
-  IFS='|' read -r name prog args unit <<<"$c"
-  [ "$prog" = testbulk ] || continue
-  a="${MED[$name/amudp]}" s="${MED[$name/ramp]}" r="${MED[$name/shm-ring]}" m="${MED[$name/shm-cma]}"
-  printf '%-16s %12s (%6s) %19s (%6s) %15s %15s\n' "$name" "$r" "$(ratio "$r" "$a")" "$m" "$(ratio "$m" "$a")" "$(ratio "$s" "$r")" "$(ratio "$s" "$m")"
-done
+# floors TITLE HEAD1 HEAD2 WHO LIB1 LIB2 RAMP: a table of two floors beside testbulk, each
+# with its ratio to AMUDP, and ramp's figure (library RAMP) against each
+floors() {
+  local title="$1" h1="$2" h2="$3" who="$4" l1="$5" l2="$6" ours="$7"
+  echo
+  echo "$title"
+  printf '%-16s %21s %28s %15s %15s\n' "test" "$h1" "$h2" "$who / 1st" "$who / 2nd"
+  for c in "${CASES[@]}"; do
+    IFS='|' read -r name prog args unit <<<"$c"
+    [ "$prog" = testbulk ] || continue
+    local a="${MED[$name/amudp]}" r="${MED[$name/$ours]}" f1="${MED[$name/$l1]}" f2="${MED[$name/$l2]}"
+    printf '%-16s %12s (%6s) %19s (%6s) %15s %15s\n' "$name" "$f1" "$(ratio "$f1" "$a")" "$f2" "$(ratio "$f2" "$a")" "$(ratio "$r" "$f1")" "$(ratio "$r" "$f2")"
+  done
+}
+floors "UDP floors on this host, same interleaving (scripts/udp-floor.c, 65,000-byte datagrams):" \
+  "kernel only (/AMUDP)" "with AMUDP's copies (/AMUDP)" "ramp UDP" floor-0 floor-1 ramp-udp
+floors "Shared-memory floors on this host, same interleaving (scripts/shm-floor.c, testbulk's messages):" \
+  "ring, 1 copy each end" "split cross-memory copy" "ramp shm" shm-ring shm-cma ramp
