@@ -41,7 +41,7 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
-from typing import Any, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from .errors import LibraryNotFoundError
 
@@ -461,6 +461,24 @@ def lib() -> ctypes.CDLL:
                 sys.stderr.write("ramp: loaded %s (%s), version %s\n" % (path, reason, version))
             _lib = loaded
     return _lib
+
+
+# the library each module's table of prototypes was last declared on (by the table's id:
+# the tables are module constants, alive as long as the process)
+_declared_on: Dict[int, ctypes.CDLL] = {}
+
+
+def declared(prototypes: Dict[str, Tuple[Any, List[Any]]]) -> ctypes.CDLL:
+    """The loaded libramp with ``prototypes`` ({name: (restype, argtypes)}, a module's own
+    functions: _regions, txn, names) declared on it, once per library loaded."""
+    loaded = lib()
+    if _declared_on.get(id(prototypes)) is not loaded:
+        for name, (restype, argtypes) in prototypes.items():
+            f = getattr(loaded, name)
+            f.restype = restype
+            f.argtypes = argtypes
+        _declared_on[id(prototypes)] = loaded
+    return loaded
 
 
 def info() -> LibraryInfo:

@@ -48,23 +48,13 @@ _PROTOTYPES = {
     "ramp_WaitFlag": (_I, [_P, _P, c_uint32]),
     "ramp_SetProgressThread": (_I, [_P, c_int]),
 }
-_declared: Optional[ctypes.CDLL] = None
-
 #: Registered regions by (endpoint handle, id): their buffers stay pinned (and
 #: alive) until deregistered, whatever the caller keeps.
 _regions: Dict[Tuple[int, int], "Region"] = {}
 
 
 def _L() -> ctypes.CDLL:
-    global _declared
-    lib = _lib.lib()
-    if _declared is not lib:
-        for name, (restype, argtypes) in _PROTOTYPES.items():
-            f = getattr(lib, name)
-            f.restype = restype
-            f.argtypes = argtypes
-        _declared = lib
-    return lib
+    return _lib.declared(_PROTOTYPES)
 
 
 #: The class a region's endpoint must be: ramp.core.Endpoint, which core hands over

@@ -50,21 +50,11 @@ _PROTOTYPES = {
     "ramp_NamePublish": (c_int, [c_void_p, c_char_p]),
     "ramp_NameLookup": (c_int, [c_char_p, POINTER(en_t), c_int]),
 }
-_declared = False
-
 Text = Union[str, bytes]
 
 
 def _L() -> ctypes.CDLL:
-    global _declared
-    lib = _lib.lib()
-    if not _declared:
-        for name, (restype, argtypes) in _PROTOTYPES.items():
-            f = getattr(lib, name)
-            f.restype = restype
-            f.argtypes = argtypes
-        _declared = True
-    return lib
+    return _lib.declared(_PROTOTYPES)
 
 
 def _text(s: Text, what: str) -> bytes:

@@ -89,19 +89,10 @@ _PROTOTYPES = {
     "ramp_SetHandlerTimeout": (_I, [_P, c_uint64]),
     "ramp_LogOpen": (_I, [_P, ctypes.c_char_p]),
 }
-_declared: Optional[ctypes.CDLL] = None
 
 
 def _L() -> ctypes.CDLL:
-    global _declared
-    lib = _lib.lib()
-    if _declared is not lib:
-        for name, (restype, argtypes) in _PROTOTYPES.items():
-            f = getattr(lib, name)
-            f.restype = restype
-            f.argtypes = argtypes
-        _declared = lib
-    return lib
+    return _lib.declared(_PROTOTYPES)
 
 
 def _state(c: _CState) -> State:
