@@ -189,7 +189,19 @@ impl Endpoint {
         let spin_until = self.clock.now().as_nanos() + SPIN_NS + total / SPIN_BYTES_PER_NS;
         let state = || self.with(|st| (st.rma.direct_state(id), st.outstanding.contains_key(&txn)));
         loop {
-            match state() {
+            // the target committed: both parts are in place and nothing
+            // reads our buffer any more; its answer, on its way, is let go
+            // when it comes (`early`)
+            let (direct, open, committed) = self.with(|st| {
+                let committed = st.xfer_committed(to, id);
+                let open = st.outstanding.contains_key(&txn);
+                (st.rma.direct_state(id), open, committed)
+            });
+            if committed {
+                release();
+                return Ok(true);
+            }
+            match (direct, open) {
                 (Direct::Answered, _) => {
                     release();
                     self.with(|st| st.rma.end_direct(id, false, 0));
@@ -206,13 +218,6 @@ impl Endpoint {
                     return Ok(true);
                 }
                 _ => {}
-            }
-            // the target committed: both parts are in place and nothing
-            // reads our buffer any more; its answer, on its way, is let go
-            // when it comes (`early`)
-            if self.with(|st| st.xfer_committed(to, id)) {
-                release();
-                return Ok(true);
             }
             if let Some(t) = tail {
                 if let Some(wrote) = self.write_tail(to, id, t) {
