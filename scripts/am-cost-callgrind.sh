@@ -13,8 +13,9 @@
 #   RAMP_AUTH=on RAMP_JOB_KEY=... for the packet MAC (default: RAMP_AUTH=off)
 #   EMPTY_POLLS=k: k empty polls per round trip as well
 #   BUNDLE=1: every poll of the bundle (AM_Poll), not of each endpoint
-#   CODEGEN_UNITS=1: build with one codegen unit into target/cgu1 (16-unit
-#   builds swing 90-170 instructions a round trip with what gets inlined;
+#   CODEGEN_UNITS=n: build with n codegen units into target/cgun (the
+#   release profile builds one, Cargo.toml: 16-unit builds swing 90-170
+#   instructions a round trip with what gets inlined, and cost ~250 more;
 #   1-unit builds are stable from commit to commit)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,5 +62,5 @@ for t in shm udp; do
     done
     a=$(callgrind_annotate "$out/$t-2000.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
     b=$(callgrind_annotate "$out/$t-4000.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-    echo "$t: $(((b - a) / 2000)) instructions per round trip (RAMP_AUTH=$RAMP_AUTH, codegen units ${CODEGEN_UNITS:-default}; profiles in $out/$t-*.out)"
+    echo "$t: $(((b - a) / 2000)) instructions per round trip (RAMP_AUTH=$RAMP_AUTH, codegen units ${CODEGEN_UNITS:-of the release profile}; profiles in $out/$t-*.out)"
 done
