@@ -255,19 +255,29 @@ class _Poller:
     0.1 us): the library tells it when it is on another thread (then it takes the slow
     path, _poll_bundle, which makes the bundle's _Poller its own)."""
 
-    __slots__ = ("s", "buf", "p", "i")
+    __slots__ = ("s", "buf", "p", "i", "wbuf", "wp", "wi")
 
     def __init__(self, s: Any, eb: int, tid: int) -> None:
         self.s = s  # the thread's _ThreadState (its depth, its drained messages)
-        self.buf = (ctypes.c_char * 32)()
-        self.p = byref(self.buf)
-        q = memoryview(self.buf).cast("B").cast("q")
+        self.buf, self.p, self.i = self._descriptor(s, eb, tid, 0)
+        # the same for a wait's drain (spin_us _SPIN_CHUNK_US): the waits of this
+        # thread find it in the bundle as the polls do theirs (no threading.local
+        # look-up, no eb rewritten when the thread drains several bundles)
+        self.wbuf, self.wp, self.wi = self._descriptor(s, eb, tid, _SPIN_CHUNK_US)
+
+    @staticmethod
+    def _descriptor(s: Any, eb: int, tid: int, spin_us: int) -> Tuple[Any, Any, memoryview]:
+        """A ramp_drain_t {eb, s's messages, max, count, spin_us, tid}: the struct, a
+        byref to it, and its int32 fields as a memoryview."""
+        buf = (ctypes.c_char * 32)()
+        q = memoryview(buf).cast("B").cast("q")
         q[0] = eb
         q[1] = s.msgs_addr
-        # max, count, spin_us 0 (a poll), thread
-        self.i = memoryview(self.buf).cast("B").cast("i")
-        self.i[4] = _DRAIN_BATCH
-        self.i[7] = tid
+        i = memoryview(buf).cast("B").cast("i")
+        i[4] = _DRAIN_BATCH  # max; i[5] count
+        i[6] = spin_us
+        i[7] = tid
+        return buf, byref(buf), i
 
 
 class _NeverState:
@@ -279,7 +289,7 @@ class _NeverState:
 # a bundle's _Poller before any poll and after it is closed: always the slow path
 _NO_POLLER: Any = _Poller.__new__(_Poller)
 _NO_POLLER.s = _NeverState()
-_NO_POLLER.p = None
+_NO_POLLER.p = _NO_POLLER.wp = None
 _DRAIN_NOT_MINE = -1000  # RAMP_DRAIN_NOT_MINE (include/ramp.h)
 
 
@@ -1079,6 +1089,16 @@ def _poll_bundle(b: "Bundle") -> None:
         if rc or s.pending:
             _after(rc, "AM_Poll")
         return
+    _own_poller(s, b)
+    rc = _play(s, 0, b, 0)
+    if rc or s.pending:
+        _after(rc, "ramp_Drain")
+
+
+def _own_poller(s: _ThreadState, b: "Bundle") -> Optional[_Poller]:
+    """Makes b's _Poller this thread's (s's), made at its first use, and returns it;
+    None when the library gives no thread ids (an older one): polls and waits never
+    cached.  (Needs _don.)"""
     h = b._handle
     d = s.pollers.get(h)
     if d is None:
@@ -1089,9 +1109,7 @@ def _poll_bundle(b: "Bundle") -> None:
             d = s.pollers[h] = _Poller(s, h, tid)
     if d is not None:
         b._poller = d
-    rc = _play(s, 0, b, 0)
-    if rc or s.pending:
-        _after(rc, "ramp_Drain")
+    return d
 
 
 def _wait(
@@ -1146,11 +1164,25 @@ def _wait_loop(
     # handlers, which alone make until() true, run only after a message came)
     spin_us = max(0, min(_SPIN_CHUNK_US, int(spin * 1e6)))
     drains = _don is not None and spin_us > 0
+    # this thread's cached descriptor of b for the usual spin (see _Poller): no eb
+    # compared and rewritten per drain
+    wp = wi = None
+    if drains and spin_us == _SPIN_CHUNK_US and not s.depth:
+        d = _own_poller(s, b)
+        if d is not None:
+            wp, wi = d.wp, d.wi
     while True:
         if drains and not s.depth:  # _wait_bundle, here (one call less per message)
             if b._hp is None:
                 raise RampError("the bundle is closed")
-            rc = _play(s, 0, b, spin_us)
+            if wp is not None:
+                n = _don(wp)  # the count, or minus the error code
+                if n > 0:
+                    rc = _play(s, n)
+                else:
+                    rc = _drain_failed(s, n, wi) if n else 0
+            else:
+                rc = _play(s, 0, b, spin_us)
             if rc or s.pending:
                 _after(rc, "ramp_DrainWait")
         else:
@@ -1542,7 +1574,28 @@ class Bundle:
         sleeps in short steps otherwise.  ``until`` must become true through handlers (or
         other threads, with a ``timeout``): a blocked wait wakes only on messages.
         """
-        return _wait(self, until, timeout, spin)
+        # the first round of a wait without timeout, on the bundle's cached descriptor
+        # when it is this thread's (as poll: see _Poller); anything else, and a thread
+        # with handlers running, a closed bundle or one not polled yet: _wait.  The
+        # clock is read only after this round (a timeout starts before it: _wait)
+        d = self._poller
+        s = d.s
+        if s.depth or until is None or timeout is not None or not spin >= _SPIN_CHUNK_S:
+            return _wait(self, until, timeout, spin)
+        if until():
+            return True
+        n = _don(d.wp)  # the count, or minus the error code
+        if n >= 0:
+            if n:
+                _play(s, n)
+            if _pending_any:  # a handler raised (this thread's, or another's)
+                _after(0, "ramp_DrainWait")
+            if until():
+                return True
+            return _wait_loop(self, until, None, spin, s, None)
+        if n != _DRAIN_NOT_MINE:  # (RAMP_DRAIN_NOT_MINE: another thread's: nothing done)
+            _after(_drain_failed(s, n, d.wi), "ramp_DrainWait")
+        return _wait_loop(self, until, None, spin, _tls.s, None)
 
     # -- lifetime ------------------------------------------------------------------
 
@@ -2065,24 +2118,26 @@ class Endpoint:
         spin: float = 0.0005,
     ) -> bool:
         """:meth:`Bundle.wait` on this endpoint's bundle."""
-        # _wait's first round, here: one call less on the round trip (keep in step)
+        # Bundle.wait's fast path, here: one call less on the round trip (keep in step)
         b = self._bundle
-        hp = b._hp
-        if hp is None:
-            raise RampError("the bundle is closed")
-        if until is None or not spin >= _SPIN_CHUNK_S:
+        d = b._poller
+        s = d.s
+        if s.depth or until is None or timeout is not None or not spin >= _SPIN_CHUNK_S:
             return _wait(b, until, timeout, spin)
         if until():
             return True
-        t0 = None if timeout is None else time.monotonic()  # as _wait
-        s = _tls.s
-        if _don is not None and not s.depth:
-            rc = _play(s, 0, b)
-            if rc or s.pending:
-                _after(rc, "ramp_DrainWait")
+        n = _don(d.wp)  # the count, or minus the error code
+        if n >= 0:
+            if n:
+                _play(s, n)
+            if _pending_any:  # a handler raised (this thread's, or another's)
+                _after(0, "ramp_DrainWait")
             if until():
                 return True
-        return _wait_loop(b, until, timeout, spin, s, t0)
+            return _wait_loop(b, until, None, spin, s, None)
+        if n != _DRAIN_NOT_MINE:
+            _after(_drain_failed(s, n, d.wi), "ramp_DrainWait")
+        return _wait_loop(b, until, None, spin, _tls.s, None)
 
     # -- statistics ----------------------------------------------------------------
 
