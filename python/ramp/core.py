@@ -1090,7 +1090,7 @@ def _poll_bundle(b: "Bundle") -> None:
             _after(rc, "AM_Poll")
         return
     _own_poller(s, b)
-    rc = _play(s, 0, b, 0)
+    rc = _drain_play(s, b, 0)
     if rc or s.pending:
         _after(rc, "ramp_Drain")
 
@@ -1134,7 +1134,7 @@ def _wait(
     # round (up to one chunk later): a clock read less on the round trip
     t0 = None if timeout is None else time.monotonic()
     if _don is not None and not s.depth and spin >= _SPIN_CHUNK_S:
-        rc = _play(s, 0, b)
+        rc = _drain_play(s, b)
         if rc or s.pending:
             _after(rc, "ramp_DrainWait")
         if until():
@@ -1178,11 +1178,12 @@ def _wait_loop(
             if wp is not None:
                 n = _don(wp)  # the count, or minus the error code
                 if n > 0:
-                    rc = _play(s, n)
+                    _play(s, n)
+                    rc = 0
                 else:
                     rc = _drain_failed(s, n, wi) if n else 0
             else:
-                rc = _play(s, 0, b, spin_us)
+                rc = _drain_play(s, b, spin_us)
             if rc or s.pending:
                 _after(rc, "ramp_DrainWait")
         else:
@@ -1226,13 +1227,28 @@ def _drain_failed(s: _ThreadState, n: int, di: memoryview) -> int:
     return -n
 
 
-def _play(
-    s: _ThreadState, n: int, b: Optional["Bundle"] = None, spin_us: int = _SPIN_CHUNK_US
-) -> int:
-    """Plays the n (> 0) messages of this thread's last drain (s.msgs) here, in order;
-    n 0: drains bundle b first (ramp_DrainOn: ramp_DrainWait, spinning in the library
-    up to spin_us microseconds while nothing arrives; 0: one ramp_Drain) and plays
-    what it handed out.  Returns the drain's error code (0: none).
+def _drain_play(s: _ThreadState, b: "Bundle", spin_us: int = _SPIN_CHUNK_US) -> int:
+    """Drains bundle b with this thread's own descriptors (ramp_DrainOn: ramp_DrainWait,
+    spinning in the library up to spin_us microseconds while nothing arrives; 0: one
+    ramp_Drain), then plays what it handed out (_play).  Returns the drain's error code
+    (0: none).  For the paths without the bundle's cached descriptor (_Poller): the
+    first poll or wait of a thread, an older library."""
+    h = b._handle
+    if s.drain_eb != h:
+        s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
+    # the count, or minus the error code (the count then in the struct)
+    if spin_us == _SPIN_CHUNK_US:
+        n = _don(s.drain_p)
+    else:
+        n = _drain_other(s, spin_us)
+    if n > 0:
+        _play(s, n)
+        return 0
+    return _drain_failed(s, n, s.drain_i if spin_us else s.poll_i) if n else 0
+
+
+def _play(s: _ThreadState, n: int) -> None:
+    """Plays the n (> 0) messages of this thread's last drain (s.msgs) here, in order.
     A request not replied to by its handler is ended (ramp_DrainEnd: its automatic
     reply) as soon as the handler returns, as AM_Poll would.  (The hot path of every
     Python receive, kept lean: every instruction between the drain's return and the
@@ -1240,76 +1256,64 @@ def _play(
     handler of as many arguments, found in the endpoint's ``_quick`` table, is played
     from the record's head alone, with the thread's spare Token (below); anything else
     reads the whole record, in _play_one.)"""
-    rc = i = 0
     msgs = s.msgs_view
-    # depth counts this thread's running handlers (a poll inside one uses AM_Poll); a
-    # drain runs none, so it is raised before one, off the way to the first handler
+    # depth counts this thread's running handlers (a poll inside one uses AM_Poll)
     s.depth += 1
+    i = 0
     try:
-        if not n:
-            h = b._handle  # type: ignore[union-attr]
-            if s.drain_eb != h:
-                s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
-            # the count, or minus the error code (the count then in the struct)
-            if spin_us == _SPIN_CHUNK_US:
-                n = _don(s.drain_p)
-            else:
-                n = _drain_other(s, spin_us)
-            if n <= 0:
-                if not n:
-                    return 0
-                rc = -n
-                n = (s.drain_i if spin_us else s.poll_i)[5]
-        while i < n:
+        # n > 0: the loop's test at its end (one comparison less for the usual 1)
+        while True:
             tp, eid, a0, a1, kind = _head(msgs, i * 112)  # 112: _MSG_SIZE
             try:
                 ep = _endpoints[eid]
-            except KeyError:  # freed meanwhile, or not made by this package
+            except KeyError:  # freed meanwhile, or not made by this package: not played
+                ep = fn = None
                 _end_request(tp)
-                i += 1
-                continue
-            # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0 or 1,
-            # not returned) for a quick one
-            fn = ep._quick.get(kind)
-            if fn is None:
-                tok = Token(tp, ep, kind >= _KIND_RETURNED, i)
-                _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
-                i += 1
-                continue
-            # s.spare: the Token of an earlier message that nothing kept after its
-            # handler returned (nobody else can see it, so it is not even expired),
-            # made this message's (no nested drain runs while depth > 0, so it stays
-            # this message's until it is done)
-            tok = s.spare
-            if tok is None:
-                tok = s.spare = Token(tp, ep, False, i)
             else:
-                tok._ptr = tp
-                tok._ep = ep
-                tok._idx = i
-            try:
-                if kind & 0x30000 == 0x10000:  # nargs 1
-                    fn(tok, a0)
-                elif kind & 0x30000:  # 2
-                    fn(tok, a0, a1)
+                # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0
+                # or 1, not returned) for a quick one
+                fn = ep._quick.get(kind)
+            if fn is None:
+                if ep is not None:
+                    tok = Token(tp, ep, kind >= _KIND_RETURNED, i)
+                    _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
+            else:
+                # s.spare: the Token of an earlier message that nothing kept after its
+                # handler returned (nobody else can see it, so it is not even expired),
+                # made this message's (no nested drain runs while depth > 0, so it stays
+                # this message's until it is done)
+                tok = s.spare
+                if tok is None:
+                    tok = s.spare = Token(tp, ep, False, i)
                 else:
-                    fn(tok)
-            except BaseException as e:  # what a trampoline would do: raised after the call
-                _defer(s, e)
-            if _refs(tok) != 3:
-                # kept by someone (3: s.spare, tok and the argument; a handler that
-                # raised is kept by its traceback): expired, never handed out again
-                tok._ptr = None
-                tok._idx = -1
-                s.spare = None
-                if kind >= _KIND_REQUEST and not tok._replied:
-                    _end_request(tp)
-            elif kind >= _KIND_REQUEST:  # only a request's token can have replied
-                if tok._replied:
-                    tok._replied = False
-                else:
-                    _end_request(tp)
+                    tok._ptr = tp
+                    tok._ep = ep
+                    tok._idx = i
+                try:
+                    if kind & 0x30000 == 0x10000:  # nargs 1
+                        fn(tok, a0)
+                    elif kind & 0x30000:  # 2
+                        fn(tok, a0, a1)
+                    else:
+                        fn(tok)
+                except BaseException as e:  # what a trampoline would do: raised after the call
+                    _defer(s, e)
+                if _refs(tok) != 3:
+                    # kept by someone (3: s.spare, tok and the argument; a handler that
+                    # raised is kept by its traceback): expired, never handed out again
+                    tok._ptr = None
+                    tok._idx = -1
+                    s.spare = None
+                    if kind >= _KIND_REQUEST and not tok._replied:
+                        _end_request(tp)
+                elif kind >= _KIND_REQUEST:  # only a request's token can have replied
+                    if tok._replied:
+                        tok._replied = False
+                    else:
+                        _end_request(tp)
             i += 1
+            if i >= n:
+                break
     except BaseException:
         # raised between a handler's return and its token's check above (say a
         # KeyboardInterrupt): the spare token may be kept: expired, not reused
@@ -1322,7 +1326,6 @@ def _play(
     finally:
         s.depth -= 1
         s.count += n  # after the handlers: nothing on the way to the first one
-    return rc
 
 
 def _end_request(tp: int) -> None:
