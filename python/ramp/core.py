@@ -255,19 +255,29 @@ class _Poller:
     0.1 us): the library tells it when it is on another thread (then it takes the slow
     path, _poll_bundle, which makes the bundle's _Poller its own)."""
 
-    __slots__ = ("s", "buf", "p", "i")
+    __slots__ = ("s", "buf", "p", "i", "wbuf", "wp", "wi")
 
     def __init__(self, s: Any, eb: int, tid: int) -> None:
         self.s = s  # the thread's _ThreadState (its depth, its drained messages)
-        self.buf = (ctypes.c_char * 32)()
-        self.p = byref(self.buf)
-        q = memoryview(self.buf).cast("B").cast("q")
+        self.buf, self.p, self.i = self._descriptor(s, eb, tid, 0)
+        # the same for a wait's drain (spin_us _SPIN_CHUNK_US): the waits of this
+        # thread find it in the bundle as the polls do theirs (no threading.local
+        # look-up, no eb rewritten when the thread drains several bundles)
+        self.wbuf, self.wp, self.wi = self._descriptor(s, eb, tid, _SPIN_CHUNK_US)
+
+    @staticmethod
+    def _descriptor(s: Any, eb: int, tid: int, spin_us: int) -> Tuple[Any, Any, memoryview]:
+        """A ramp_drain_t {eb, s's messages, max, count, spin_us, tid}: the struct, a
+        byref to it, and its int32 fields as a memoryview."""
+        buf = (ctypes.c_char * 32)()
+        q = memoryview(buf).cast("B").cast("q")
         q[0] = eb
         q[1] = s.msgs_addr
-        # max, count, spin_us 0 (a poll), thread
-        self.i = memoryview(self.buf).cast("B").cast("i")
-        self.i[4] = _DRAIN_BATCH
-        self.i[7] = tid
+        i = memoryview(buf).cast("B").cast("i")
+        i[4] = _DRAIN_BATCH  # max; i[5] count
+        i[6] = spin_us
+        i[7] = tid
+        return buf, byref(buf), i
 
 
 class _NeverState:
@@ -279,7 +289,7 @@ class _NeverState:
 # a bundle's _Poller before any poll and after it is closed: always the slow path
 _NO_POLLER: Any = _Poller.__new__(_Poller)
 _NO_POLLER.s = _NeverState()
-_NO_POLLER.p = None
+_NO_POLLER.p = _NO_POLLER.wp = None
 _DRAIN_NOT_MINE = -1000  # RAMP_DRAIN_NOT_MINE (include/ramp.h)
 
 
@@ -1079,6 +1089,16 @@ def _poll_bundle(b: "Bundle") -> None:
         if rc or s.pending:
             _after(rc, "AM_Poll")
         return
+    _own_poller(s, b)
+    rc = _drain_play(s, b, 0)
+    if rc or s.pending:
+        _after(rc, "ramp_Drain")
+
+
+def _own_poller(s: _ThreadState, b: "Bundle") -> Optional[_Poller]:
+    """Makes b's _Poller this thread's (s's), made at its first use, and returns it;
+    None when the library gives no thread ids (an older one): polls and waits never
+    cached.  (Needs _don.)"""
     h = b._handle
     d = s.pollers.get(h)
     if d is None:
@@ -1089,9 +1109,7 @@ def _poll_bundle(b: "Bundle") -> None:
             d = s.pollers[h] = _Poller(s, h, tid)
     if d is not None:
         b._poller = d
-    rc = _play(s, 0, b, 0)
-    if rc or s.pending:
-        _after(rc, "ramp_Drain")
+    return d
 
 
 def _wait(
@@ -1116,7 +1134,7 @@ def _wait(
     # round (up to one chunk later): a clock read less on the round trip
     t0 = None if timeout is None else time.monotonic()
     if _don is not None and not s.depth and spin >= _SPIN_CHUNK_S:
-        rc = _play(s, 0, b)
+        rc = _drain_play(s, b)
         if rc or s.pending:
             _after(rc, "ramp_DrainWait")
         if until():
@@ -1146,11 +1164,26 @@ def _wait_loop(
     # handlers, which alone make until() true, run only after a message came)
     spin_us = max(0, min(_SPIN_CHUNK_US, int(spin * 1e6)))
     drains = _don is not None and spin_us > 0
+    # this thread's cached descriptor of b for the usual spin (see _Poller): no eb
+    # compared and rewritten per drain
+    wp = wi = None
+    if drains and spin_us == _SPIN_CHUNK_US and not s.depth:
+        d = _own_poller(s, b)
+        if d is not None:
+            wp, wi = d.wp, d.wi
     while True:
         if drains and not s.depth:  # _wait_bundle, here (one call less per message)
             if b._hp is None:
                 raise RampError("the bundle is closed")
-            rc = _play(s, 0, b, spin_us)
+            if wp is not None:
+                n = _don(wp)  # the count, or minus the error code
+                if n > 0:
+                    _play(s, n)
+                    rc = 0
+                else:
+                    rc = _drain_failed(s, n, wi) if n else 0
+            else:
+                rc = _drain_play(s, b, spin_us)
             if rc or s.pending:
                 _after(rc, "ramp_DrainWait")
         else:
@@ -1194,13 +1227,28 @@ def _drain_failed(s: _ThreadState, n: int, di: memoryview) -> int:
     return -n
 
 
-def _play(
-    s: _ThreadState, n: int, b: Optional["Bundle"] = None, spin_us: int = _SPIN_CHUNK_US
-) -> int:
-    """Plays the n (> 0) messages of this thread's last drain (s.msgs) here, in order;
-    n 0: drains bundle b first (ramp_DrainOn: ramp_DrainWait, spinning in the library
-    up to spin_us microseconds while nothing arrives; 0: one ramp_Drain) and plays
-    what it handed out.  Returns the drain's error code (0: none).
+def _drain_play(s: _ThreadState, b: "Bundle", spin_us: int = _SPIN_CHUNK_US) -> int:
+    """Drains bundle b with this thread's own descriptors (ramp_DrainOn: ramp_DrainWait,
+    spinning in the library up to spin_us microseconds while nothing arrives; 0: one
+    ramp_Drain), then plays what it handed out (_play).  Returns the drain's error code
+    (0: none).  For the paths without the bundle's cached descriptor (_Poller): the
+    first poll or wait of a thread, an older library."""
+    h = b._handle
+    if s.drain_eb != h:
+        s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
+    # the count, or minus the error code (the count then in the struct)
+    if spin_us == _SPIN_CHUNK_US:
+        n = _don(s.drain_p)
+    else:
+        n = _drain_other(s, spin_us)
+    if n > 0:
+        _play(s, n)
+        return 0
+    return _drain_failed(s, n, s.drain_i if spin_us else s.poll_i) if n else 0
+
+
+def _play(s: _ThreadState, n: int) -> None:
+    """Plays the n (> 0) messages of this thread's last drain (s.msgs) here, in order.
     A request not replied to by its handler is ended (ramp_DrainEnd: its automatic
     reply) as soon as the handler returns, as AM_Poll would.  (The hot path of every
     Python receive, kept lean: every instruction between the drain's return and the
@@ -1208,76 +1256,64 @@ def _play(
     handler of as many arguments, found in the endpoint's ``_quick`` table, is played
     from the record's head alone, with the thread's spare Token (below); anything else
     reads the whole record, in _play_one.)"""
-    rc = i = 0
     msgs = s.msgs_view
-    # depth counts this thread's running handlers (a poll inside one uses AM_Poll); a
-    # drain runs none, so it is raised before one, off the way to the first handler
+    # depth counts this thread's running handlers (a poll inside one uses AM_Poll)
     s.depth += 1
+    i = 0
     try:
-        if not n:
-            h = b._handle  # type: ignore[union-attr]
-            if s.drain_eb != h:
-                s.drain_q[0] = s.poll_q[0] = s.drain_eb = h
-            # the count, or minus the error code (the count then in the struct)
-            if spin_us == _SPIN_CHUNK_US:
-                n = _don(s.drain_p)
-            else:
-                n = _drain_other(s, spin_us)
-            if n <= 0:
-                if not n:
-                    return 0
-                rc = -n
-                n = (s.drain_i if spin_us else s.poll_i)[5]
-        while i < n:
+        # n > 0: the loop's test at its end (one comparison less for the usual 1)
+        while True:
             tp, eid, a0, a1, kind = _head(msgs, i * 112)  # 112: _MSG_SIZE
             try:
                 ep = _endpoints[eid]
-            except KeyError:  # freed meanwhile, or not made by this package
+            except KeyError:  # freed meanwhile, or not made by this package: not played
+                ep = fn = None
                 _end_request(tp)
-                i += 1
-                continue
-            # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0 or 1,
-            # not returned) for a quick one
-            fn = ep._quick.get(kind)
-            if fn is None:
-                tok = Token(tp, ep, kind >= _KIND_RETURNED, i)
-                _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
-                i += 1
-                continue
-            # s.spare: the Token of an earlier message that nothing kept after its
-            # handler returned (nobody else can see it, so it is not even expired),
-            # made this message's (no nested drain runs while depth > 0, so it stays
-            # this message's until it is done)
-            tok = s.spare
-            if tok is None:
-                tok = s.spare = Token(tp, ep, False, i)
             else:
-                tok._ptr = tp
-                tok._ep = ep
-                tok._idx = i
-            try:
-                if kind & 0x30000 == 0x10000:  # nargs 1
-                    fn(tok, a0)
-                elif kind & 0x30000:  # 2
-                    fn(tok, a0, a1)
+                # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0
+                # or 1, not returned) for a quick one
+                fn = ep._quick.get(kind)
+            if fn is None:
+                if ep is not None:
+                    tok = Token(tp, ep, kind >= _KIND_RETURNED, i)
+                    _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
+            else:
+                # s.spare: the Token of an earlier message that nothing kept after its
+                # handler returned (nobody else can see it, so it is not even expired),
+                # made this message's (no nested drain runs while depth > 0, so it stays
+                # this message's until it is done)
+                tok = s.spare
+                if tok is None:
+                    tok = s.spare = Token(tp, ep, False, i)
                 else:
-                    fn(tok)
-            except BaseException as e:  # what a trampoline would do: raised after the call
-                _defer(s, e)
-            if _refs(tok) != 3:
-                # kept by someone (3: s.spare, tok and the argument; a handler that
-                # raised is kept by its traceback): expired, never handed out again
-                tok._ptr = None
-                tok._idx = -1
-                s.spare = None
-                if kind >= _KIND_REQUEST and not tok._replied:
-                    _end_request(tp)
-            elif kind >= _KIND_REQUEST:  # only a request's token can have replied
-                if tok._replied:
-                    tok._replied = False
-                else:
-                    _end_request(tp)
+                    tok._ptr = tp
+                    tok._ep = ep
+                    tok._idx = i
+                try:
+                    if kind & 0x30000 == 0x10000:  # nargs 1
+                        fn(tok, a0)
+                    elif kind & 0x30000:  # 2
+                        fn(tok, a0, a1)
+                    else:
+                        fn(tok)
+                except BaseException as e:  # what a trampoline would do: raised after the call
+                    _defer(s, e)
+                if _refs(tok) != 3:
+                    # kept by someone (3: s.spare, tok and the argument; a handler that
+                    # raised is kept by its traceback): expired, never handed out again
+                    tok._ptr = None
+                    tok._idx = -1
+                    s.spare = None
+                    if kind >= _KIND_REQUEST and not tok._replied:
+                        _end_request(tp)
+                elif kind >= _KIND_REQUEST:  # only a request's token can have replied
+                    if tok._replied:
+                        tok._replied = False
+                    else:
+                        _end_request(tp)
             i += 1
+            if i >= n:
+                break
     except BaseException:
         # raised between a handler's return and its token's check above (say a
         # KeyboardInterrupt): the spare token may be kept: expired, not reused
@@ -1290,7 +1326,6 @@ def _play(
     finally:
         s.depth -= 1
         s.count += n  # after the handlers: nothing on the way to the first one
-    return rc
 
 
 def _end_request(tp: int) -> None:
@@ -1542,7 +1577,28 @@ class Bundle:
         sleeps in short steps otherwise.  ``until`` must become true through handlers (or
         other threads, with a ``timeout``): a blocked wait wakes only on messages.
         """
-        return _wait(self, until, timeout, spin)
+        # the first round of a wait without timeout, on the bundle's cached descriptor
+        # when it is this thread's (as poll: see _Poller); anything else, and a thread
+        # with handlers running, a closed bundle or one not polled yet: _wait.  The
+        # clock is read only after this round (a timeout starts before it: _wait)
+        d = self._poller
+        s = d.s
+        if s.depth or until is None or timeout is not None or not spin >= _SPIN_CHUNK_S:
+            return _wait(self, until, timeout, spin)
+        if until():
+            return True
+        n = _don(d.wp)  # the count, or minus the error code
+        if n >= 0:
+            if n:
+                _play(s, n)
+            if _pending_any:  # a handler raised (this thread's, or another's)
+                _after(0, "ramp_DrainWait")
+            if until():
+                return True
+            return _wait_loop(self, until, None, spin, s, None)
+        if n != _DRAIN_NOT_MINE:  # (RAMP_DRAIN_NOT_MINE: another thread's: nothing done)
+            _after(_drain_failed(s, n, d.wi), "ramp_DrainWait")
+        return _wait_loop(self, until, None, spin, _tls.s, None)
 
     # -- lifetime ------------------------------------------------------------------
 
@@ -2065,24 +2121,26 @@ class Endpoint:
         spin: float = 0.0005,
     ) -> bool:
         """:meth:`Bundle.wait` on this endpoint's bundle."""
-        # _wait's first round, here: one call less on the round trip (keep in step)
+        # Bundle.wait's fast path, here: one call less on the round trip (keep in step)
         b = self._bundle
-        hp = b._hp
-        if hp is None:
-            raise RampError("the bundle is closed")
-        if until is None or not spin >= _SPIN_CHUNK_S:
+        d = b._poller
+        s = d.s
+        if s.depth or until is None or timeout is not None or not spin >= _SPIN_CHUNK_S:
             return _wait(b, until, timeout, spin)
         if until():
             return True
-        t0 = None if timeout is None else time.monotonic()  # as _wait
-        s = _tls.s
-        if _don is not None and not s.depth:
-            rc = _play(s, 0, b)
-            if rc or s.pending:
-                _after(rc, "ramp_DrainWait")
+        n = _don(d.wp)  # the count, or minus the error code
+        if n >= 0:
+            if n:
+                _play(s, n)
+            if _pending_any:  # a handler raised (this thread's, or another's)
+                _after(0, "ramp_DrainWait")
             if until():
                 return True
-        return _wait_loop(b, until, timeout, spin, s, t0)
+            return _wait_loop(b, until, None, spin, s, None)
+        if n != _DRAIN_NOT_MINE:
+            _after(_drain_failed(s, n, d.wi), "ramp_DrainWait")
+        return _wait_loop(b, until, None, spin, _tls.s, None)
 
     # -- statistics ----------------------------------------------------------------
 

@@ -455,6 +455,50 @@ def test_a_poll_on_another_thread_is_refused_the_cached_descriptor(pair):
         y.poll()
 
 
+def test_a_wait_on_another_thread_is_refused_the_cached_descriptor(pair):
+    # waits drain through the bundle's _Poller too (its wait descriptor, spin 100 us):
+    # a wait on another thread is refused it (nothing drained), takes the slow path and
+    # makes the descriptor its own; every message is played once, on the waiting
+    # thread; a closed bundle's wait raises before it looks at until()
+    b, x, y = pair
+    got = []
+    where = []
+    y.set_handler(1, lambda tok, n: (got.append(n), where.append(threading.get_ident())))
+    ready(x, y)
+    for ep in (y, b):  # Endpoint.wait and Bundle.wait
+        n0 = len(got)
+        x.request(0, 1, len(got))
+        assert ep.wait(lambda: len(got) > n0, timeout=300)
+    mine = b._poller
+    assert mine.s is core._tls.s and mine.wi[7] > 0 and mine.wi[6] == core._SPIN_CHUNK_US
+    seen = []
+
+    def other() -> None:
+        seen.append(core._don(mine.wp))  # the main thread's descriptor: refused
+        for k in range(3):
+            x.request(0, 1, 100 + k)
+            assert y.wait(lambda: 100 + k in got)
+        seen.append(b._poller)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    theirs = seen[1]
+    assert seen[0] == core._DRAIN_NOT_MINE
+    assert theirs is not mine and theirs.wi[7] not in (0, mine.wi[7])
+    assert where[2:] == [t.ident] * 3
+    x.request(0, 1, 7)
+    assert b.wait(lambda: 7 in got)
+    assert got == [0, 1, 100, 101, 102, 7]
+    assert b._poller is mine, "the main thread's wait did not take its descriptor back"
+    b.close()
+    calls = []
+    for ep in (y, b):
+        with pytest.raises(ramp.RampError, match="closed"):
+            ep.wait(lambda: calls.append(1))
+    assert not calls
+
+
 def test_a_reused_token_answers_for_its_own_message(pair):
     # a played message's Token is reused for the next when nothing kept it: what it
     # says (ramp_GetTokenInfo, cached) is the new message's, never the last one's
