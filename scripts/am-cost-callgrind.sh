@@ -3,7 +3,7 @@
 # ends, one thread), over shared memory and over UDP, by callgrind: the
 # difference between ITERS=2000 and ITERS=4000 runs, divided by 2000.
 #
-# Deterministic: the monotonic clock is replaced (LD_PRELOAD of a small shim
+# Deterministic: the monotonic clock is replaced (LD_PRELOAD of scripts/vclock.c,
 # built here) by a counter that moves 200 ns per read, so what depends on
 # time (a request's poll when the last one is 20 us old, the UDP fallback's
 # gap beside a ring, timers) happens the same way in every run, however
@@ -32,26 +32,8 @@ if [ -n "${CODEGEN_UNITS:-}" ]; then
 fi
 CARGO_TARGET_DIR=$target cargo bench --bench am_cost --no-run -j 2 >/dev/null 2>&1
 bin=$(ls -t "$target"/release/deps/am_cost-* | grep -v '\.d$' | head -1)
-cat >"$out/vclock.c" <<'C'
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <time.h>
-static unsigned long long vt = 1000000000ULL;
-int clock_gettime(clockid_t c, struct timespec *ts) {
-    static int (*real)(clockid_t, struct timespec *);
-    if (c == CLOCK_MONOTONIC || c == CLOCK_MONOTONIC_RAW || c == CLOCK_BOOTTIME ||
-        c == CLOCK_MONOTONIC_COARSE) {
-        vt += 200;
-        ts->tv_sec = vt / 1000000000ULL;
-        ts->tv_nsec = vt % 1000000000ULL;
-        return 0;
-    }
-    if (!real)
-        real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
-    return real(c, ts);
-}
-C
-cc -O2 -shared -fPIC -o "$out/vclock.so" "$out/vclock.c" -ldl
+# the clock a counter (scripts/vclock.c)
+cc -O2 -shared -fPIC -o "$out/vclock.so" scripts/vclock.c -ldl
 export RAMP_AUTH=${RAMP_AUTH:-off}
 # every clock reading through the shim (not carried forward by the TSC)
 export RAMP_CLOCK=system

@@ -6,7 +6,7 @@
 # libramp.so and the kernel's vDSO).
 #
 # Deterministic as scripts/am-cost-callgrind.sh: the monotonic clock is replaced
-# (LD_PRELOAD of a small shim built here) by a counter that moves 200 ns per read.
+# (LD_PRELOAD of scripts/vclock.c, built here) by a counter that moves 200 ns per read.
 #
 # usage: scripts/py-callgrind.sh [MODE...]   (default: wait plain raw raw-plain; see
 #                                             scripts/py-roundtrip.py)
@@ -28,26 +28,8 @@ if [ -n "${PYDIR:-}" ]; then
     export PYTHONPATH="$PYDIR${PYTHONPATH:+:$PYTHONPATH}"
     export PY_ROUNDTRIP_NO_TREE=1
 fi
-cat >"$out/vclock.c" <<'C'
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <time.h>
-static unsigned long long vt = 1000000000ULL;
-int clock_gettime(clockid_t c, struct timespec *ts) {
-    static int (*real)(clockid_t, struct timespec *);
-    if (c == CLOCK_MONOTONIC || c == CLOCK_MONOTONIC_RAW || c == CLOCK_BOOTTIME ||
-        c == CLOCK_MONOTONIC_COARSE) {
-        vt += 200;
-        ts->tv_sec = vt / 1000000000ULL;
-        ts->tv_nsec = vt % 1000000000ULL;
-        return 0;
-    }
-    if (!real)
-        real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
-    return real(c, ts);
-}
-C
-cc -O2 -shared -fPIC -o "$out/vclock.so" "$out/vclock.c" -ldl
+# the clock a counter (scripts/vclock.c)
+cc -O2 -shared -fPIC -o "$out/vclock.so" scripts/vclock.c -ldl
 export RAMP_AUTH=${RAMP_AUTH:-off}
 export RAMP_CLOCK=system
 # total instructions, and those outside libramp (the interpreter, ctypes, libffi, libc)
