@@ -469,6 +469,10 @@ def test_a_wait_on_another_thread_is_refused_the_cached_descriptor(pair):
         n0 = len(got)
         x.request(0, 1, len(got))
         assert ep.wait(lambda: len(got) > n0, timeout=300)
+    # (a wait whose first round finds its message never reaches _wait_loop, where
+    # a wait makes the descriptor: whether these two did depends on timing; a poll
+    # makes it always)
+    y.poll()
     mine = b._poller
     assert mine.s is core._tls.s and mine.wi[7] > 0 and mine.wi[6] == core._SPIN_CHUNK_US
     seen = []
