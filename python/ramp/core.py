@@ -2121,7 +2121,9 @@ class Endpoint:
         spin: float = 0.0005,
     ) -> bool:
         """:meth:`Bundle.wait` on this endpoint's bundle."""
-        # Bundle.wait's fast path, here: one call less on the round trip (keep in step)
+        # Bundle.wait's fast path, here: one call less on the round trip (keep in step;
+        # delegating to Bundle.wait measured +939 instructions of ~35.7k a round trip,
+        # scripts/py-callgrind.sh wait, pyenv 3.11.7)
         b = self._bundle
         d = b._poller
         s = d.s
