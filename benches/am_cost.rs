@@ -10,7 +10,8 @@
 //! cost, as `THREADS=2` shows). `THREADS=2` without `ONE_WAY`: round
 //! trips between the two cores (the target's poller on core 1).
 //! `BUNDLE=1` (one thread, round trip): polls of the bundle (AM_Poll)
-//! instead of each endpoint's.
+//! instead of each endpoint's. `DEPTH=n`: the credits per peer (default
+//! 16).
 
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -162,11 +163,16 @@ fn main() {
     };
     let e0 = am::allocate_endpoint(&bun).unwrap();
     let e1 = am::allocate_endpoint(&bun1).unwrap();
+    // DEPTH=n: each end's credits per peer (AMX programs run with 128)
+    let depth: i32 = std::env::var("DEPTH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
     for e in [&e0, &e1] {
         e.set_tag(5);
         e.map(0, e0.name(), 5).unwrap();
         e.map(1, e1.name(), 5).unwrap();
-        e.set_expected_resources(2, 16).unwrap();
+        e.set_expected_resources(2, depth).unwrap();
     }
     e1.set_handler(
         10,
