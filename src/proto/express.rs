@@ -26,7 +26,8 @@ impl<A: PeerAddr> Protocol<A> {
     }
 
     /// `express_ready`'s question without its act: None when something
-    /// of ours to `to` is queued, in flight or unacknowledged; else
+    /// of ours to `to` that an express record must not pass is queued, in
+    /// flight or unacknowledged (`Peer::express_passes`); else
     /// whether we owe it ACKs (which `express_ready` would send). The
     /// usual answer, `Some(false)`, lets the lane write its record with no
     /// other look (`am/express/lane.rs`).
@@ -36,10 +37,7 @@ impl<A: PeerAddr> Protocol<A> {
             return Some(false);
         };
         let p = &self.peers[s];
-        if p.tx
-            .iter()
-            .any(|t| !t.in_flight.is_empty() || !t.pending.is_empty())
-        {
+        if !p.express_passes() {
             return None;
         }
         Some(
@@ -48,9 +46,10 @@ impl<A: PeerAddr> Protocol<A> {
         )
     }
 
-    /// Whether nothing of ours to `to` is queued, in flight or
-    /// unacknowledged, on either channel: whatever we sent it before now
-    /// has been delivered there (`am/express.rs` may bypass us). If so,
+    /// Whether an express record to `to` may go now (`am/express/lane.rs`
+    /// may bypass us): nothing of ours to it is queued, in flight or
+    /// unacknowledged, on either channel, but messages the record may be
+    /// delivered before (`Peer::express_passes`). If so,
     /// the ACKs we owe it are sent now (the caller transmits them first):
     /// a peer that sends us messages outside the protocol would otherwise
     /// see its own ones unacknowledged for the ACK delay, and never quiet.
@@ -59,10 +58,7 @@ impl<A: PeerAddr> Protocol<A> {
             return true;
         };
         let p = &self.peers[s];
-        if p.tx
-            .iter()
-            .any(|t| !t.in_flight.is_empty() || !t.pending.is_empty())
-        {
+        if !p.express_passes() {
             return false;
         }
         // (the context made only when an ACK is owed: the usual look
@@ -78,5 +74,38 @@ impl<A: PeerAddr> Protocol<A> {
             }
         }
         true
+    }
+}
+
+impl<A: PeerAddr> Peer<A> {
+    /// Whether an express record to this peer may be delivered before
+    /// everything of ours to it now queued, in flight or unacknowledged:
+    /// nothing at all (the usual look, one test a channel), or, the
+    /// association established, only messages that may be overtaken
+    /// (`MsgMeta::may_be_overtaken`: short and medium user requests and
+    /// replies, automatic replies). Not "nothing" alone: a stream of
+    /// requests that went by the protocol (before the ring opened, or
+    /// while it was full) always has some in flight, and so do the
+    /// answers to it, which kept both ends off the lane for good.
+    /// (The usual look inline; the walk through the messages, when there
+    /// are some, out of line.)
+    #[inline(always)]
+    pub(super) fn express_passes(&self) -> bool {
+        self.tx
+            .iter()
+            .all(|t| t.in_flight.is_empty() && t.pending.is_empty())
+            || self.express_passes_unfinished()
+    }
+
+    #[inline(never)]
+    fn express_passes_unfinished(&self) -> bool {
+        self.assoc.state == AssocState::Established
+            && self.tx.iter().all(|t| {
+                t.in_flight
+                    .iter()
+                    .map(|p| &p.frag)
+                    .chain(t.pending.iter())
+                    .all(|f| f.msg.meta.may_be_overtaken())
+            })
     }
 }

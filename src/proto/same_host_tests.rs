@@ -152,8 +152,9 @@ fn a_ring_peer_is_sent_no_more_than_its_ring_holds() {
 }
 
 /// `express_quiet` answers `express_ready`'s question without acting: a
-/// peer with nothing of ours unfinished is quiet; a request in flight to
-/// it is not; an ACK owed to it is told (and only `express_ready` sends
+/// peer with nothing of ours unfinished is quiet; with a user request in
+/// flight to it as well (an express record may pass that); not with a put
+/// in flight (which keeps its place); an ACK owed to it is told (and only `express_ready` sends
 /// it, after which the peer is quiet with nothing owed).
 #[test]
 fn express_quiet_asks_what_express_ready_asks_without_sending() {
@@ -164,16 +165,24 @@ fn express_quiet_asks_what_express_ready_asks_without_sending() {
     let stranger: SocketAddr = "127.0.0.1:9".parse().unwrap();
     assert_eq!(n[1].express_quiet(&stranger), Some(false));
     assert!(n[1].express_ready(&stranger));
-    // B's request in flight to A: not quiet, and express_ready agrees
-    let d = request(&mut n, now, 1, 10);
+    // B's user request in flight to A: an express record may pass it
+    // (`MsgMeta::may_be_overtaken`), nothing owed
+    let mut d = request(&mut n, now, 1, 10);
+    assert_eq!(n[1].express_quiet(&addr(A)), Some(false));
+    // a put behind it keeps its place: not quiet, and express_ready agrees
+    let put = MsgMeta::new(MsgKind::Put, Category::Medium, 0, &[2]);
+    n[1].send(now, addr(A), CHANNEL_REQUEST, put, vec![7; 10]);
+    let mut b = Vec::new();
+    d.extend(std::iter::from_fn(|| {
+        n[1].poll_transmit(&mut b).map(|_| b.clone())
+    }));
     assert_eq!(n[1].express_quiet(&addr(A)), None);
     assert!(!n[1].express_ready(&addr(A)));
-    // A took it and owes B its ACK: told, nothing sent by the question
+    // A took them and owes B its ACK: told, nothing sent by the question
     for x in &d {
         n[0].handle_datagram(now, addr(B), x);
     }
-    assert_eq!(delivered(&mut n[0]), [(1, 10)]);
-    let mut b = Vec::new();
+    assert_eq!(delivered(&mut n[0]), [(1, 10), (2, 10)]);
     while n[0].poll_transmit(&mut b).is_some() {}
     assert_eq!(n[0].express_quiet(&addr(B)), Some(true));
     assert_eq!(n[0].express_quiet(&addr(B)), Some(true));

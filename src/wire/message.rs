@@ -178,6 +178,19 @@ impl MsgMeta {
         self.kind.keeps_order() || self.category == Category::Long
     }
 
+    /// Whether an express record (a short request, reply or automatic
+    /// reply through a shared-memory ring, `am/express/lane.rs`) may be
+    /// delivered before this message, sent earlier: a user request or
+    /// reply, or an automatic reply, that is not long. AM-2 promises no
+    /// order among those (am.h, "Order": a short request may run before
+    /// requests sent before it; only puts, gets and long requests keep
+    /// their place), and an answer frees its own request's credit,
+    /// whichever comes first.
+    #[inline]
+    pub fn may_be_overtaken(&self) -> bool {
+        matches!(self.kind, MsgKind::User | MsgKind::AutoReply) && self.category != Category::Long
+    }
+
     pub fn new(kind: MsgKind, category: Category, handler: u8, args: &[u32]) -> MsgMeta {
         let mut a = [0u32; MAX_ARGS];
         let n = args.len().min(MAX_ARGS);

@@ -7,10 +7,11 @@
 //! When: a short request with no payload, not a kept transaction, sent
 //! outside a handler (it holds a credit), and a reply (or automatic reply)
 //! to a request that came express; only while the protocol has nothing of
-//! ours to that peer queued, in flight or unacknowledged (`Protocol::
-//! express_ready`: everything sent before was delivered there; the ACKs we
-//! owe it go first, or its own messages would stay unacknowledged for the
-//! ACK delay and keep its answers off the lane), the ring is
+//! ours to that peer queued, in flight or unacknowledged that the record
+//! must not pass (`Protocol::express_ready`: a put, a get, a long request,
+//! anything but short and medium user messages and automatic replies,
+//! among which AM-2 promises no order; the ACKs we owe it go first, or its
+//! own messages would stay unacknowledged for the ACK delay), the ring is
 //! open and has room, and its receiver proved it is of our job (below).
 //! Otherwise the protocol's path, as before. A full ring
 //! does not spill a datagram to UDP while an express record may be unread

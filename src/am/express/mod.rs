@@ -3,6 +3,8 @@
 
 #[cfg(test)]
 mod express_owed_tests;
+#[cfg(test)]
+mod express_pass_tests;
 pub(in crate::am) mod express_poll;
 #[cfg(test)]
 pub(in crate::am) mod express_tests;
