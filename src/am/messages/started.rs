@@ -27,7 +27,9 @@
 //! and fewer than `START_WINDOW` may start. Requests
 //! from place `START_WINDOW` on did not run, whatever was lost; the first
 //! `START_WINDOW` may have (one started, or a lost packet may hide that it
-//! did: `ramp_ReturnedMayHaveRun` says 1). With the initiator's credits
+//! did: `ramp_ReturnedMayHaveRun` says 1). (An express request lost with
+//! its ring may have run whatever its place: it may pass older short
+//! requests still in flight, `Peer::express_passes`, `express_lost`.) With the initiator's credits
 //! at most `START_WINDOW` per peer (`AM_SetExpectedResources`' depth), the
 //! window never holds a handler: a request's packet carries the
 //! acknowledgement of the answers that freed its credit. Requests from
