@@ -1255,7 +1255,8 @@ def _play(s: _ThreadState, n: int) -> None:
     handler is on the round trip.  A short message of at most 2 arguments to a short
     handler of as many arguments, found in the endpoint's ``_quick`` table, is played
     from the record's head alone, with the thread's spare Token (below); anything else
-    reads the whole record, in _play_one.)"""
+    reads the whole record, in _play_one.  Endpoint.poll and Endpoint.wait play a drain
+    of one quick message themselves, with a copy of this loop's body: keep in step.)"""
     msgs = s.msgs_view
     # depth counts this thread's running handlers (a poll inside one uses AM_Poll)
     s.depth += 1
@@ -1301,11 +1302,7 @@ def _play(s: _ThreadState, n: int) -> None:
                 if _refs(tok) != 3:
                     # kept by someone (3: s.spare, tok and the argument; a handler that
                     # raised is kept by its traceback): expired, never handed out again
-                    tok._ptr = None
-                    tok._idx = -1
-                    s.spare = None
-                    if kind >= _KIND_REQUEST and not tok._replied:
-                        _end_request(tp)
+                    _expire(s, tok, tp, kind)
                 elif kind >= _KIND_REQUEST:  # only a request's token can have replied
                     if tok._replied:
                         tok._replied = False
@@ -1317,15 +1314,33 @@ def _play(s: _ThreadState, n: int) -> None:
     except BaseException:
         # raised between a handler's return and its token's check above (say a
         # KeyboardInterrupt): the spare token may be kept: expired, not reused
-        tok = s.spare
-        if tok is not None:
-            tok._ptr = None
-            tok._idx = -1
-            s.spare = None
+        _expire_spare(s)
         raise
     finally:
         s.depth -= 1
         s.count += n  # after the handlers: nothing on the way to the first one
+
+
+def _expire(s: _ThreadState, tok: Token, tp: int, kind: int) -> None:
+    """The spare token ``tok`` of a played quick message, kept by someone after its
+    handler returned: expired, never handed out again; its request, if the handler
+    did not reply, ended (its automatic reply)."""
+    tok._ptr = None
+    tok._idx = -1
+    s.spare = None
+    if kind >= _KIND_REQUEST and not tok._replied:
+        _end_request(tp)
+
+
+def _expire_spare(s: _ThreadState) -> None:
+    """The spare token after an exception raised between a handler's return and the
+    check of its token (say a KeyboardInterrupt): it may be kept, so expired, not
+    reused."""
+    tok = s.spare
+    if tok is not None:
+        tok._ptr = None
+        tok._idx = -1
+        s.spare = None
 
 
 def _end_request(tp: int) -> None:
@@ -1535,7 +1550,8 @@ class Bundle:
 
     def poll(self) -> None:
         """``AM_Poll``: receives and dispatches pending messages (handlers run here)."""
-        # Endpoint.poll's fast path, here (keep in step)
+        # Endpoint.poll's fast path, here (keep in step; Endpoint.poll also plays a
+        # drain of one quick message itself, where this calls _play)
         d = self._poller
         s = d.s
         if not s.depth:
@@ -1580,7 +1596,9 @@ class Bundle:
         # the first round of a wait without timeout, on the bundle's cached descriptor
         # when it is this thread's (as poll: see _Poller); anything else, and a thread
         # with handlers running, a closed bundle or one not polled yet: _wait.  The
-        # clock is read only after this round (a timeout starts before it: _wait)
+        # clock is read only after this round (a timeout starts before it: _wait).
+        # (Endpoint.wait: the same, then _wait_loop's rounds in its own loop, a drain
+        # of one quick message played there, not by _play: keep in step)
         d = self._poller
         s = d.s
         if s.depth or until is None or timeout is not None or not spin >= _SPIN_CHUNK_S:
@@ -2103,15 +2121,61 @@ class Endpoint:
         s = d.s
         if not s.depth:  # (another thread's depth: its descriptor is refused anyway)
             n = _don(d.p)  # the count, or minus the error code
-            if n >= 0:
-                if n:
-                    _play(s, n)
-                if _pending_any:  # a handler raised (this thread's, or another's)
-                    _after(0, "ramp_Drain")
+            if n == 1:
+                # _play's quick message, here (one Python call less per message; keep
+                # in step with _play and Endpoint.wait's copy)
+                tp, eid, a0, a1, kind = _head(s.msgs_view, 0)
+                try:
+                    ep = _endpoints[eid]
+                except KeyError:
+                    fn = None
+                else:
+                    fn = ep._quick.get(kind)
+                if fn is None:
+                    _play(s, 1)
+                else:
+                    s.depth = 1  # (0 before: tested above)
+                    try:
+                        tok = s.spare
+                        if tok is None:
+                            tok = s.spare = Token(tp, ep, False, 0)
+                        else:
+                            tok._ptr = tp
+                            tok._ep = ep
+                            tok._idx = 0
+                        try:
+                            if kind & 0x30000 == 0x10000:  # nargs 1
+                                fn(tok, a0)
+                            elif kind & 0x30000:  # 2
+                                fn(tok, a0, a1)
+                            else:
+                                fn(tok)
+                        except BaseException as e:
+                            _defer(s, e)
+                        if _refs(tok) != 3:  # kept by someone: expired, not reused
+                            _expire(s, tok, tp, kind)
+                        elif kind >= _KIND_REQUEST:
+                            if tok._replied:
+                                tok._replied = False
+                            else:
+                                _end_request(tp)
+                    except BaseException:
+                        _expire_spare(s)
+                        raise
+                    finally:
+                        s.depth = 0
+                        s.count += 1
+            elif n > 0:
+                _play(s, n)
+            elif n:
+                if n == _DRAIN_NOT_MINE:
+                    _poll_bundle(b)
+                else:
+                    _after(_drain_failed(s, n, d.i), "ramp_Drain")
                 return
-            if n != _DRAIN_NOT_MINE:
-                _after(_drain_failed(s, n, d.i), "ramp_Drain")
-                return
+            if _pending_any:  # a handler raised (this thread's, or another's)
+                _after(0, "ramp_Drain")
+            return
         _poll_bundle(b)
 
     def wait(
@@ -2121,9 +2185,11 @@ class Endpoint:
         spin: float = 0.0005,
     ) -> bool:
         """:meth:`Bundle.wait` on this endpoint's bundle."""
-        # Bundle.wait's fast path, here: one call less on the round trip (keep in step;
-        # delegating to Bundle.wait measured +939 instructions of ~35.7k a round trip,
-        # scripts/py-callgrind.sh wait, pyenv 3.11.7)
+        # Bundle.wait's fast path and _wait_loop's, here, with _play's quick message
+        # inline: a wait without timeout on this thread's cached descriptor of the
+        # bundle (see _Poller) runs in this loop from its first drain to its last (a
+        # call less per message, and per wait; keep in step with Bundle.wait and
+        # _wait_loop); anything else takes _wait.
         b = self._bundle
         d = b._poller
         s = d.s
@@ -2131,18 +2197,82 @@ class Endpoint:
             return _wait(b, until, timeout, spin)
         if until():
             return True
-        n = _don(d.wp)  # the count, or minus the error code
-        if n >= 0:
-            if n:
+        wp = d.wp
+        seen = s.count
+        spin_end: Optional[float] = None
+        while True:
+            n = _don(wp)  # the count, or minus the error code
+            if n == 1:
+                # _play's quick message, here (keep in step with _play and
+                # Endpoint.poll's copy)
+                tp, eid, a0, a1, kind = _head(s.msgs_view, 0)
+                try:
+                    ep = _endpoints[eid]
+                except KeyError:
+                    fn = None
+                else:
+                    fn = ep._quick.get(kind)
+                if fn is None:
+                    _play(s, 1)
+                else:
+                    s.depth = 1  # (0 before: tested above)
+                    try:
+                        tok = s.spare
+                        if tok is None:
+                            tok = s.spare = Token(tp, ep, False, 0)
+                        else:
+                            tok._ptr = tp
+                            tok._ep = ep
+                            tok._idx = 0
+                        try:
+                            if kind & 0x30000 == 0x10000:  # nargs 1
+                                fn(tok, a0)
+                            elif kind & 0x30000:  # 2
+                                fn(tok, a0, a1)
+                            else:
+                                fn(tok)
+                        except BaseException as e:
+                            _defer(s, e)
+                        if _refs(tok) != 3:  # kept by someone: expired, not reused
+                            _expire(s, tok, tp, kind)
+                        elif kind >= _KIND_REQUEST:
+                            if tok._replied:
+                                tok._replied = False
+                            else:
+                                _end_request(tp)
+                    except BaseException:
+                        _expire_spare(s)
+                        raise
+                    finally:
+                        s.depth = 0
+                        s.count += 1
+            elif n > 0:
                 _play(s, n)
+            elif n:
+                if n == _DRAIN_NOT_MINE:  # another thread's descriptor (the first drain)
+                    return _wait_loop(b, until, None, spin, _tls.s, None)
+                _after(_drain_failed(s, n, d.wi), "ramp_DrainWait")
             if _pending_any:  # a handler raised (this thread's, or another's)
                 _after(0, "ramp_DrainWait")
             if until():
                 return True
-            return _wait_loop(b, until, None, spin, s, None)
-        if n != _DRAIN_NOT_MINE:
-            _after(_drain_failed(s, n, d.wi), "ramp_DrainWait")
-        return _wait_loop(b, until, None, spin, _tls.s, None)
+            # _wait_loop's bookkeeping without a timeout: progress keeps the spin
+            # going (its window restarts at the next look that finds none); after
+            # ``spin`` seconds without, AM_WaitSema
+            if b._hp is None:
+                raise RampError("the bundle is closed")
+            c = s.count
+            if c != seen:
+                seen = c
+                spin_end = None
+                continue
+            now = time.monotonic()
+            if spin_end is None:
+                spin_end = now + spin
+            elif now >= spin_end:
+                b.wait_sema()
+                if until():
+                    return True
 
     # -- statistics ----------------------------------------------------------------
 
