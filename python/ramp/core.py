@@ -134,10 +134,6 @@ _MSG_RETURNED = 2
 
 _INT32_MIN = -(1 << 31)
 _UINT32_END = 1 << 32
-# the handler indexes, for the one-argument fast paths: one set look-up checks the
-# range (a value of another type that equals one, say 2.0, passes it; ctypes then
-# refuses to convert it, and the checked path says why)
-_HANDLER_RANGE = frozenset(range(256))
 
 
 class _NoArg(int):
@@ -600,10 +596,15 @@ class Token:
                 # ctypes.ArgumentError in the call (before C runs); either way the checked
                 # path below raises the usual error.  The range: |a| < 2**30, Python's
                 # one-digit ints, whose comparisons are the interpreter's fast ones (the
-                # rest of int32 takes the checked path)
+                # rest of int32 takes the checked path); a value of another type that
+                # compares as one in range (say 2.0) passes, and ctypes then refuses to
+                # convert it.  (One comparison each: a chained one costs more.)
                 rc = (
                     _dreply1(i, handler, a)
-                    if handler in _HANDLER_RANGE and -0x3FFFFFFF <= a <= 0x3FFFFFFF
+                    if 0 <= handler
+                    and handler <= 255
+                    and -0x3FFFFFFF <= a
+                    and a <= 0x3FFFFFFF
                     else None
                 )
             except (TypeError, ctypes.ArgumentError):
@@ -1268,17 +1269,18 @@ def _play(s: _ThreadState, n: int) -> None:
             try:
                 ep = _endpoints[eid]
             except KeyError:  # freed meanwhile, or not made by this package: not played
-                ep = fn = None
+                ep = q = None
                 _end_request(tp)
             else:
                 # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0
-                # or 1, not returned) for a quick one
-                fn = ep._quick.get(kind)
-            if fn is None:
+                # or 1, not returned) for a quick one: (its function, nargs)
+                q = ep._quick.get(kind)
+            if q is None:
                 if ep is not None:
                     tok = Token(tp, ep, kind >= _KIND_RETURNED, i)
                     _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
             else:
+                fn, k = q
                 # s.spare: the Token of an earlier message that nothing kept after its
                 # handler returned (nobody else can see it, so it is not even expired),
                 # made this message's (no nested drain runs while depth > 0, so it stays
@@ -1291,9 +1293,9 @@ def _play(s: _ThreadState, n: int) -> None:
                     tok._ep = ep
                     tok._idx = i
                 try:
-                    if kind & 0x30000 == 0x10000:  # nargs 1
+                    if k == 1:
                         fn(tok, a0)
-                    elif kind & 0x30000:  # 2
+                    elif k:
                         fn(tok, a0, a1)
                     else:
                         fn(tok)
@@ -1700,8 +1702,9 @@ class Endpoint:
         # per handler index: how drained messages play it (see _play)
         self._play: List[Optional[Tuple[Any, int, int, str]]] = [None] * 256
         # short handlers of 0..2 arguments, by the drained record's kind: handler |
-        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request) (see _play)
-        self._quick: Dict[int, HandlerFunction] = {}
+        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request): (fn, nargs) (see
+        # _play)
+        self._quick: Dict[int, Tuple[HandlerFunction, int]] = {}
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
         self._segment: Any = None
@@ -1883,8 +1886,10 @@ class Endpoint:
         for k in [k for k in self._quick if k & 0xFF == h]:
             del self._quick[k]
         if kind == "short" and nargs <= 2:  # a reply (flags 0) and a request (flags 1)
-            self._quick[h | nargs << 16] = fn
-            self._quick[h | nargs << 16 | _KIND_REQUEST] = fn
+            self._quick[h | nargs << 16] = self._quick[h | nargs << 16 | _KIND_REQUEST] = (
+                fn,
+                nargs,
+            )
 
     def set_handler_any(
         self, fn: HandlerFunction, kind: Optional[str] = None, nargs: Optional[int] = None
@@ -2028,12 +2033,17 @@ class Endpoint:
                 # ctypes.ArgumentError in the call (before C runs); either way the checked
                 # path below raises the usual error.  The ranges: below 2**30, Python's
                 # one-digit ints, whose comparisons are the interpreter's fast ones (the
-                # rest of int32 takes the checked path)
+                # rest of int32 takes the checked path); a value of another type that
+                # compares as one in range (say 2.0) passes, and ctypes then refuses to
+                # convert it.  (One comparison each: a chained one costs more.)
                 rc = (
                     _rshort1(hp, dest, handler, a)
-                    if handler in _HANDLER_RANGE
-                    and -0x3FFFFFFF <= a <= 0x3FFFFFFF
-                    and 0 <= dest <= 0x3FFFFFFF
+                    if 0 <= handler
+                    and handler <= 255
+                    and -0x3FFFFFFF <= a
+                    and a <= 0x3FFFFFFF
+                    and 0 <= dest
+                    and dest <= 0x3FFFFFFF
                     else None
                 )
             except (TypeError, ctypes.ArgumentError):
@@ -2121,19 +2131,29 @@ class Endpoint:
         s = d.s
         if not s.depth:  # (another thread's depth: its descriptor is refused anyway)
             n = _don(d.p)  # the count, or minus the error code
-            if n == 1:
+            if n != 1:  # (not n == 1: a jump this long would not be specialized)
+                if n > 0:
+                    _play(s, n)
+                elif n:
+                    if n == _DRAIN_NOT_MINE:
+                        _poll_bundle(b)
+                    else:
+                        _after(_drain_failed(s, n, d.i), "ramp_Drain")
+                    return
+            else:
                 # _play's quick message, here (one Python call less per message; keep
                 # in step with _play and Endpoint.wait's copy)
                 tp, eid, a0, a1, kind = _head(s.msgs_view, 0)
                 try:
                     ep = _endpoints[eid]
                 except KeyError:
-                    fn = None
+                    q = None
                 else:
-                    fn = ep._quick.get(kind)
-                if fn is None:
+                    q = ep._quick.get(kind)
+                if q is None:
                     _play(s, 1)
                 else:
+                    fn, k = q
                     s.depth = 1  # (0 before: tested above)
                     try:
                         tok = s.spare
@@ -2144,9 +2164,9 @@ class Endpoint:
                             tok._ep = ep
                             tok._idx = 0
                         try:
-                            if kind & 0x30000 == 0x10000:  # nargs 1
+                            if k == 1:
                                 fn(tok, a0)
-                            elif kind & 0x30000:  # 2
+                            elif k:
                                 fn(tok, a0, a1)
                             else:
                                 fn(tok)
@@ -2165,14 +2185,6 @@ class Endpoint:
                     finally:
                         s.depth = 0
                         s.count += 1
-            elif n > 0:
-                _play(s, n)
-            elif n:
-                if n == _DRAIN_NOT_MINE:
-                    _poll_bundle(b)
-                else:
-                    _after(_drain_failed(s, n, d.i), "ramp_Drain")
-                return
             if _pending_any:  # a handler raised (this thread's, or another's)
                 _after(0, "ramp_Drain")
             return
@@ -2202,19 +2214,27 @@ class Endpoint:
         spin_end: Optional[float] = None
         while True:
             n = _don(wp)  # the count, or minus the error code
-            if n == 1:
+            if n != 1:  # (not n == 1: a jump this long would not be specialized)
+                if n > 0:
+                    _play(s, n)
+                elif n:
+                    if n == _DRAIN_NOT_MINE:  # another thread's descriptor (first drain)
+                        return _wait_loop(b, until, None, spin, _tls.s, None)
+                    _after(_drain_failed(s, n, d.wi), "ramp_DrainWait")
+            else:
                 # _play's quick message, here (keep in step with _play and
                 # Endpoint.poll's copy)
                 tp, eid, a0, a1, kind = _head(s.msgs_view, 0)
                 try:
                     ep = _endpoints[eid]
                 except KeyError:
-                    fn = None
+                    q = None
                 else:
-                    fn = ep._quick.get(kind)
-                if fn is None:
+                    q = ep._quick.get(kind)
+                if q is None:
                     _play(s, 1)
                 else:
+                    fn, k = q
                     s.depth = 1  # (0 before: tested above)
                     try:
                         tok = s.spare
@@ -2225,9 +2245,9 @@ class Endpoint:
                             tok._ep = ep
                             tok._idx = 0
                         try:
-                            if kind & 0x30000 == 0x10000:  # nargs 1
+                            if k == 1:
                                 fn(tok, a0)
-                            elif kind & 0x30000:  # 2
+                            elif k:
                                 fn(tok, a0, a1)
                             else:
                                 fn(tok)
@@ -2246,12 +2266,6 @@ class Endpoint:
                     finally:
                         s.depth = 0
                         s.count += 1
-            elif n > 0:
-                _play(s, n)
-            elif n:
-                if n == _DRAIN_NOT_MINE:  # another thread's descriptor (the first drain)
-                    return _wait_loop(b, until, None, spin, _tls.s, None)
-                _after(_drain_failed(s, n, d.wi), "ramp_DrainWait")
             if _pending_any:  # a handler raised (this thread's, or another's)
                 _after(0, "ramp_DrainWait")
             if until():
