@@ -1323,6 +1323,19 @@ def _play(s: _ThreadState, n: int) -> None:
         s.count += n  # after the handlers: nothing on the way to the first one
 
 
+def _not_quick(eid: int, kind: int) -> None:
+    """A drained message whose endpoint (``eid``) or ``kind`` its quick table does not
+    hold (Endpoint.poll, Endpoint.wait): the kind is entered there as None (not quick:
+    _play's), so that the next message of that kind finds it without an exception (up
+    to 1024 entries; Endpoint._set_play drops a handler's); None."""
+    ep = _endpoints.get(eid)
+    if ep is not None:
+        q = ep._quick
+        if len(q) < 1024:
+            q[kind] = None
+    return None
+
+
 def _expire(s: _ThreadState, tok: Token, tp: int, kind: int) -> None:
     """The spare token ``tok`` of a played quick message, kept by someone after its
     handler returned: expired, never handed out again; its request, if the handler
@@ -1702,9 +1715,9 @@ class Endpoint:
         # per handler index: how drained messages play it (see _play)
         self._play: List[Optional[Tuple[Any, int, int, str]]] = [None] * 256
         # short handlers of 0..2 arguments, by the drained record's kind: handler |
-        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request): (fn, nargs) (see
-        # _play)
-        self._quick: Dict[int, Tuple[HandlerFunction, int]] = {}
+        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request): (fn, nargs); None
+        # for the other kinds drained so far (see _play, _not_quick)
+        self._quick: Dict[int, Optional[Tuple[HandlerFunction, int]]] = {}
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
         self._segment: Any = None
@@ -2146,10 +2159,9 @@ class Endpoint:
                 tp, eid, a0, a1, kind = _head(s.msgs_view, 0)
                 try:
                     ep = _endpoints[eid]
+                    q = ep._quick[kind]
                 except KeyError:
-                    q = None
-                else:
-                    q = ep._quick.get(kind)
+                    q = _not_quick(eid, kind)
                 if q is None:
                     _play(s, 1)
                 else:
@@ -2227,10 +2239,9 @@ class Endpoint:
                 tp, eid, a0, a1, kind = _head(s.msgs_view, 0)
                 try:
                     ep = _endpoints[eid]
+                    q = ep._quick[kind]
                 except KeyError:
-                    q = None
-                else:
-                    q = ep._quick.get(kind)
+                    q = _not_quick(eid, kind)
                 if q is None:
                     _play(s, 1)
                 else:

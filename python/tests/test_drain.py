@@ -689,12 +689,19 @@ def test_a_drain_of_one_message_that_is_not_quick_on_every_path(two, style):
     y.set_handler(1, lambda tok, buf: got.append(bytes(buf)), kind="medium", nargs=0)
     y.set_handler(2, lambda tok, a, b, c: got.append((a, b, c)))
     base = x.statistics()["RequestLatencySamples"]
-    x.request_medium(0, 1, b"abc")
-    _receive(style, y, by, lambda: len(got) == 1)
-    _replied(x, bx, base + 1)
-    x.request(0, 2, 1, 2, 3)
-    _receive(style, y, by, lambda: len(got) == 2)
-    assert got == [b"abc", (1, 2, 3)]
+    for k in range(2):  # the second of each kind: known not quick (Endpoint._quick)
+        x.request_medium(0, 1, b"abc")
+        _receive(style, y, by, lambda: len(got) == 2 * k + 1)
+        _replied(x, bx, base + 2 * k + 1)
+        x.request(0, 2, 1, 2, 3)
+        _receive(style, y, by, lambda: len(got) == 2 * k + 2)
+        _replied(x, bx, base + 2 * k + 2)
+    assert got == [b"abc", (1, 2, 3)] * 2
+    # a handler registered anew at an index is played as it is now: quick, here
+    y.set_handler(2, lambda tok, a: got.append(("quick", a)))
+    x.request(0, 2, 9)
+    _receive(style, y, by, lambda: len(got) == 5)
+    assert got[4] == ("quick", 9)
 
 
 def test_endpoint_wait_without_timeout_sleeps_in_wait_sema_then_plays(two):
@@ -724,3 +731,17 @@ def test_endpoint_wait_without_timeout_sleeps_in_wait_sema_then_plays(two):
         entered.set()
         t.join()
     assert got == [5] and core._tls.s.depth == 0
+
+
+def test_the_kinds_known_not_quick_are_bounded(pair):
+    # Endpoint.poll and Endpoint.wait enter a kind their endpoint's quick table lacks
+    # as None (not quick); at most 1024 entries, and an unknown endpoint gets none
+    b, x, y = pair
+    y.set_handler(1, lambda tok, n: None)
+    quick = dict(y._quick)
+    for kind in range(2, 3000):
+        assert core._not_quick(y._handle, kind << 8) is None
+    assert core._not_quick(12345, 2 << 8) is None
+    assert len(y._quick) == 1024
+    assert all(y._quick[k] == v for k, v in quick.items())
+    assert all(v is None for k, v in y._quick.items() if k not in quick)
