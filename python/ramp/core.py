@@ -1274,7 +1274,10 @@ def _play(s: _ThreadState, n: int) -> None:
             else:
                 # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0
                 # or 1, not returned) for a quick one: (its function, nargs)
-                q = ep._quick.get(kind)
+                try:
+                    q = ep._quick[kind]
+                except KeyError:
+                    q = _not_quick(eid, kind)
             if q is None:
                 if ep is not None:
                     tok = Token(tp, ep, kind >= _KIND_RETURNED, i)
@@ -1325,9 +1328,9 @@ def _play(s: _ThreadState, n: int) -> None:
 
 def _not_quick(eid: int, kind: int) -> None:
     """A drained message whose endpoint (``eid``) or ``kind`` its quick table does not
-    hold (Endpoint.poll, Endpoint.wait): the kind is entered there as None (not quick:
-    _play's), so that the next message of that kind finds it without an exception (up
-    to 1024 entries; Endpoint._set_play drops a handler's); None."""
+    hold: the kind is entered there as None (not quick: _play_one's), so that the next
+    message of that kind finds it without an exception (up to 1024 entries;
+    Endpoint._set_play drops a handler's); None."""
     ep = _endpoints.get(eid)
     if ep is not None:
         q = ep._quick
