@@ -2148,14 +2148,15 @@ class Endpoint:
         if not s.depth:  # (another thread's depth: its descriptor is refused anyway)
             n = _don(d.p)  # the count, or minus the error code
             if n != 1:  # (not n == 1: a jump this long would not be specialized)
-                if n > 0:
-                    _play(s, n)
-                elif n:
-                    if n == _DRAIN_NOT_MINE:
-                        _poll_bundle(b)
+                if n:  # (0: nothing came, most polls of a loop)
+                    if n > 0:
+                        _play(s, n)
                     else:
-                        _after(_drain_failed(s, n, d.i), "ramp_Drain")
-                    return
+                        if n == _DRAIN_NOT_MINE:
+                            _poll_bundle(b)
+                        else:
+                            _after(_drain_failed(s, n, d.i), "ramp_Drain")
+                        return
             else:
                 # _play's quick message, here (one Python call less per message; keep
                 # in step with _play and Endpoint.wait's copy)
