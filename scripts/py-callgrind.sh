@@ -6,7 +6,9 @@
 # libramp.so and the kernel's vDSO).
 #
 # Deterministic as scripts/am-cost-callgrind.sh: the monotonic clock is replaced
-# (LD_PRELOAD of scripts/vclock.c, built here) by a counter that moves 200 ns per read.
+# (LD_PRELOAD of scripts/vclock.c, built here) by a counter that moves 200 ns per read,
+# and Python's string hashes are fixed (PYTHONHASHSEED=0 unless set: with a random
+# seed the dicts' layouts move the count by a few hundred instructions a round trip).
 #
 # usage: scripts/py-callgrind.sh [MODE...]   (default: wait plain raw raw-plain; see
 #                                             scripts/py-roundtrip.py)
@@ -31,6 +33,7 @@ fi
 # the clock a counter (scripts/vclock.c)
 cc -O2 -shared -fPIC -o "$out/vclock.so" scripts/vclock.c -ldl
 export RAMP_AUTH=${RAMP_AUTH:-off}
+export PYTHONHASHSEED=${PYTHONHASHSEED:-0}
 export RAMP_CLOCK=system
 # total instructions, and those outside libramp (the interpreter, ctypes, libffi, libc)
 count() {

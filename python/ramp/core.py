@@ -134,10 +134,6 @@ _MSG_RETURNED = 2
 
 _INT32_MIN = -(1 << 31)
 _UINT32_END = 1 << 32
-# the handler indexes, for the one-argument fast paths: one set look-up checks the
-# range (a value of another type that equals one, say 2.0, passes it; ctypes then
-# refuses to convert it, and the checked path says why)
-_HANDLER_RANGE = frozenset(range(256))
 
 
 class _NoArg(int):
@@ -600,10 +596,15 @@ class Token:
                 # ctypes.ArgumentError in the call (before C runs); either way the checked
                 # path below raises the usual error.  The range: |a| < 2**30, Python's
                 # one-digit ints, whose comparisons are the interpreter's fast ones (the
-                # rest of int32 takes the checked path)
+                # rest of int32 takes the checked path); a value of another type that
+                # compares as one in range (say 2.0) passes, and ctypes then refuses to
+                # convert it.  (One comparison each: a chained one costs more.)
                 rc = (
                     _dreply1(i, handler, a)
-                    if handler in _HANDLER_RANGE and -0x3FFFFFFF <= a <= 0x3FFFFFFF
+                    if 0 <= handler
+                    and handler <= 255
+                    and -0x3FFFFFFF <= a
+                    and a <= 0x3FFFFFFF
                     else None
                 )
             except (TypeError, ctypes.ArgumentError):
@@ -1255,7 +1256,8 @@ def _play(s: _ThreadState, n: int) -> None:
     handler is on the round trip.  A short message of at most 2 arguments to a short
     handler of as many arguments, found in the endpoint's ``_quick`` table, is played
     from the record's head alone, with the thread's spare Token (below); anything else
-    reads the whole record, in _play_one.)"""
+    reads the whole record, in _play_one.  Endpoint.poll and Endpoint.wait play a drain
+    of one quick message themselves, with a copy of this loop's body: keep in step.)"""
     msgs = s.msgs_view
     # depth counts this thread's running handlers (a poll inside one uses AM_Poll)
     s.depth += 1
@@ -1267,17 +1269,21 @@ def _play(s: _ThreadState, n: int) -> None:
             try:
                 ep = _endpoints[eid]
             except KeyError:  # freed meanwhile, or not made by this package: not played
-                ep = fn = None
+                ep = q = None
                 _end_request(tp)
             else:
                 # kind: handler | nargs << 16 | flags << 24 (category 0, short; flags 0
-                # or 1, not returned) for a quick one
-                fn = ep._quick.get(kind)
-            if fn is None:
+                # or 1, not returned) for a quick one: (its function, nargs)
+                try:
+                    q = ep._quick[kind]
+                except KeyError:
+                    q = _not_quick(eid, kind)
+            if q is None:
                 if ep is not None:
                     tok = Token(tp, ep, kind >= _KIND_RETURNED, i)
                     _play_one(s, ep, tok, _MSG.unpack_from(msgs, i * 112))
             else:
+                fn, k = q
                 # s.spare: the Token of an earlier message that nothing kept after its
                 # handler returned (nobody else can see it, so it is not even expired),
                 # made this message's (no nested drain runs while depth > 0, so it stays
@@ -1290,9 +1296,9 @@ def _play(s: _ThreadState, n: int) -> None:
                     tok._ep = ep
                     tok._idx = i
                 try:
-                    if kind & 0x30000 == 0x10000:  # nargs 1
+                    if k == 1:
                         fn(tok, a0)
-                    elif kind & 0x30000:  # 2
+                    elif k:
                         fn(tok, a0, a1)
                     else:
                         fn(tok)
@@ -1301,11 +1307,7 @@ def _play(s: _ThreadState, n: int) -> None:
                 if _refs(tok) != 3:
                     # kept by someone (3: s.spare, tok and the argument; a handler that
                     # raised is kept by its traceback): expired, never handed out again
-                    tok._ptr = None
-                    tok._idx = -1
-                    s.spare = None
-                    if kind >= _KIND_REQUEST and not tok._replied:
-                        _end_request(tp)
+                    _expire(s, tok, tp, kind)
                 elif kind >= _KIND_REQUEST:  # only a request's token can have replied
                     if tok._replied:
                         tok._replied = False
@@ -1317,15 +1319,46 @@ def _play(s: _ThreadState, n: int) -> None:
     except BaseException:
         # raised between a handler's return and its token's check above (say a
         # KeyboardInterrupt): the spare token may be kept: expired, not reused
-        tok = s.spare
-        if tok is not None:
-            tok._ptr = None
-            tok._idx = -1
-            s.spare = None
+        _expire_spare(s)
         raise
     finally:
         s.depth -= 1
         s.count += n  # after the handlers: nothing on the way to the first one
+
+
+def _not_quick(eid: int, kind: int) -> None:
+    """A drained message whose endpoint (``eid``) or ``kind`` its quick table does not
+    hold: the kind is entered there as None (not quick: _play_one's), so that the next
+    message of that kind finds it without an exception (up to 1024 entries;
+    Endpoint._set_play drops a handler's); None."""
+    ep = _endpoints.get(eid)
+    if ep is not None:
+        q = ep._quick
+        if len(q) < 1024:
+            q[kind] = None
+    return None
+
+
+def _expire(s: _ThreadState, tok: Token, tp: int, kind: int) -> None:
+    """The spare token ``tok`` of a played quick message, kept by someone after its
+    handler returned: expired, never handed out again; its request, if the handler
+    did not reply, ended (its automatic reply)."""
+    tok._ptr = None
+    tok._idx = -1
+    s.spare = None
+    if kind >= _KIND_REQUEST and not tok._replied:
+        _end_request(tp)
+
+
+def _expire_spare(s: _ThreadState) -> None:
+    """The spare token after an exception raised between a handler's return and the
+    check of its token (say a KeyboardInterrupt): it may be kept, so expired, not
+    reused."""
+    tok = s.spare
+    if tok is not None:
+        tok._ptr = None
+        tok._idx = -1
+        s.spare = None
 
 
 def _end_request(tp: int) -> None:
@@ -1535,7 +1568,8 @@ class Bundle:
 
     def poll(self) -> None:
         """``AM_Poll``: receives and dispatches pending messages (handlers run here)."""
-        # Endpoint.poll's fast path, here (keep in step)
+        # Endpoint.poll's fast path, here (keep in step; Endpoint.poll also plays a
+        # drain of one quick message itself, where this calls _play)
         d = self._poller
         s = d.s
         if not s.depth:
@@ -1580,7 +1614,9 @@ class Bundle:
         # the first round of a wait without timeout, on the bundle's cached descriptor
         # when it is this thread's (as poll: see _Poller); anything else, and a thread
         # with handlers running, a closed bundle or one not polled yet: _wait.  The
-        # clock is read only after this round (a timeout starts before it: _wait)
+        # clock is read only after this round (a timeout starts before it: _wait).
+        # (Endpoint.wait: the same, then _wait_loop's rounds in its own loop, a drain
+        # of one quick message played there, not by _play: keep in step)
         d = self._poller
         s = d.s
         if s.depth or until is None or timeout is not None or not spin >= _SPIN_CHUNK_S:
@@ -1682,8 +1718,9 @@ class Endpoint:
         # per handler index: how drained messages play it (see _play)
         self._play: List[Optional[Tuple[Any, int, int, str]]] = [None] * 256
         # short handlers of 0..2 arguments, by the drained record's kind: handler |
-        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request) (see _play)
-        self._quick: Dict[int, HandlerFunction] = {}
+        # nargs << 16 | flags << 24, flags 0 (reply) or 1 (request): (fn, nargs); None
+        # for the other kinds drained so far (see _play, _not_quick)
+        self._quick: Dict[int, Optional[Tuple[HandlerFunction, int]]] = {}
         self._retired: List[Any] = []
         self._error_handler: Optional[ErrorHandlerFunction] = None
         self._segment: Any = None
@@ -1865,8 +1902,10 @@ class Endpoint:
         for k in [k for k in self._quick if k & 0xFF == h]:
             del self._quick[k]
         if kind == "short" and nargs <= 2:  # a reply (flags 0) and a request (flags 1)
-            self._quick[h | nargs << 16] = fn
-            self._quick[h | nargs << 16 | _KIND_REQUEST] = fn
+            self._quick[h | nargs << 16] = self._quick[h | nargs << 16 | _KIND_REQUEST] = (
+                fn,
+                nargs,
+            )
 
     def set_handler_any(
         self, fn: HandlerFunction, kind: Optional[str] = None, nargs: Optional[int] = None
@@ -2010,12 +2049,17 @@ class Endpoint:
                 # ctypes.ArgumentError in the call (before C runs); either way the checked
                 # path below raises the usual error.  The ranges: below 2**30, Python's
                 # one-digit ints, whose comparisons are the interpreter's fast ones (the
-                # rest of int32 takes the checked path)
+                # rest of int32 takes the checked path); a value of another type that
+                # compares as one in range (say 2.0) passes, and ctypes then refuses to
+                # convert it.  (One comparison each: a chained one costs more.)
                 rc = (
                     _rshort1(hp, dest, handler, a)
-                    if handler in _HANDLER_RANGE
-                    and -0x3FFFFFFF <= a <= 0x3FFFFFFF
-                    and 0 <= dest <= 0x3FFFFFFF
+                    if 0 <= handler
+                    and handler <= 255
+                    and -0x3FFFFFFF <= a
+                    and a <= 0x3FFFFFFF
+                    and 0 <= dest
+                    and dest <= 0x3FFFFFFF
                     else None
                 )
             except (TypeError, ctypes.ArgumentError):
@@ -2103,15 +2147,63 @@ class Endpoint:
         s = d.s
         if not s.depth:  # (another thread's depth: its descriptor is refused anyway)
             n = _don(d.p)  # the count, or minus the error code
-            if n >= 0:
-                if n:
-                    _play(s, n)
-                if _pending_any:  # a handler raised (this thread's, or another's)
-                    _after(0, "ramp_Drain")
-                return
-            if n != _DRAIN_NOT_MINE:
-                _after(_drain_failed(s, n, d.i), "ramp_Drain")
-                return
+            if n != 1:  # (not n == 1: a jump this long would not be specialized)
+                if n:  # (0: nothing came, most polls of a loop)
+                    if n > 0:
+                        _play(s, n)
+                    else:
+                        if n == _DRAIN_NOT_MINE:
+                            _poll_bundle(b)
+                        else:
+                            _after(_drain_failed(s, n, d.i), "ramp_Drain")
+                        return
+            else:
+                # _play's quick message, here (one Python call less per message; keep
+                # in step with _play and Endpoint.wait's copy)
+                tp, eid, a0, a1, kind = _head(s.msgs_view, 0)
+                try:
+                    ep = _endpoints[eid]
+                    q = ep._quick[kind]
+                except KeyError:
+                    q = _not_quick(eid, kind)
+                if q is None:
+                    _play(s, 1)
+                else:
+                    fn, k = q
+                    s.depth = 1  # (0 before: tested above)
+                    try:
+                        tok = s.spare
+                        if tok is None:
+                            tok = s.spare = Token(tp, ep, False, 0)
+                        else:
+                            tok._ptr = tp
+                            tok._ep = ep
+                            tok._idx = 0
+                        try:
+                            if k == 1:
+                                fn(tok, a0)
+                            elif k:
+                                fn(tok, a0, a1)
+                            else:
+                                fn(tok)
+                        except BaseException as e:
+                            _defer(s, e)
+                        if _refs(tok) != 3:  # kept by someone: expired, not reused
+                            _expire(s, tok, tp, kind)
+                        elif kind >= _KIND_REQUEST:
+                            if tok._replied:
+                                tok._replied = False
+                            else:
+                                _end_request(tp)
+                    except BaseException:
+                        _expire_spare(s)
+                        raise
+                    finally:
+                        s.depth = 0
+                        s.count += 1
+            if _pending_any:  # a handler raised (this thread's, or another's)
+                _after(0, "ramp_Drain")
+            return
         _poll_bundle(b)
 
     def wait(
@@ -2121,9 +2213,11 @@ class Endpoint:
         spin: float = 0.0005,
     ) -> bool:
         """:meth:`Bundle.wait` on this endpoint's bundle."""
-        # Bundle.wait's fast path, here: one call less on the round trip (keep in step;
-        # delegating to Bundle.wait measured +939 instructions of ~35.7k a round trip,
-        # scripts/py-callgrind.sh wait, pyenv 3.11.7)
+        # Bundle.wait's fast path and _wait_loop's, here, with _play's quick message
+        # inline: a wait without timeout on this thread's cached descriptor of the
+        # bundle (see _Poller) runs in this loop from its first drain to its last (a
+        # call less per message, and per wait; keep in step with Bundle.wait and
+        # _wait_loop); anything else takes _wait.
         b = self._bundle
         d = b._poller
         s = d.s
@@ -2131,18 +2225,83 @@ class Endpoint:
             return _wait(b, until, timeout, spin)
         if until():
             return True
-        n = _don(d.wp)  # the count, or minus the error code
-        if n >= 0:
-            if n:
-                _play(s, n)
+        wp = d.wp
+        seen = s.count
+        spin_end: Optional[float] = None
+        while True:
+            n = _don(wp)  # the count, or minus the error code
+            if n != 1:  # (not n == 1: a jump this long would not be specialized)
+                if n > 0:
+                    _play(s, n)
+                elif n:
+                    if n == _DRAIN_NOT_MINE:  # another thread's descriptor (first drain)
+                        return _wait_loop(b, until, None, spin, _tls.s, None)
+                    _after(_drain_failed(s, n, d.wi), "ramp_DrainWait")
+            else:
+                # _play's quick message, here (keep in step with _play and
+                # Endpoint.poll's copy)
+                tp, eid, a0, a1, kind = _head(s.msgs_view, 0)
+                try:
+                    ep = _endpoints[eid]
+                    q = ep._quick[kind]
+                except KeyError:
+                    q = _not_quick(eid, kind)
+                if q is None:
+                    _play(s, 1)
+                else:
+                    fn, k = q
+                    s.depth = 1  # (0 before: tested above)
+                    try:
+                        tok = s.spare
+                        if tok is None:
+                            tok = s.spare = Token(tp, ep, False, 0)
+                        else:
+                            tok._ptr = tp
+                            tok._ep = ep
+                            tok._idx = 0
+                        try:
+                            if k == 1:
+                                fn(tok, a0)
+                            elif k:
+                                fn(tok, a0, a1)
+                            else:
+                                fn(tok)
+                        except BaseException as e:
+                            _defer(s, e)
+                        if _refs(tok) != 3:  # kept by someone: expired, not reused
+                            _expire(s, tok, tp, kind)
+                        elif kind >= _KIND_REQUEST:
+                            if tok._replied:
+                                tok._replied = False
+                            else:
+                                _end_request(tp)
+                    except BaseException:
+                        _expire_spare(s)
+                        raise
+                    finally:
+                        s.depth = 0
+                        s.count += 1
             if _pending_any:  # a handler raised (this thread's, or another's)
                 _after(0, "ramp_DrainWait")
             if until():
                 return True
-            return _wait_loop(b, until, None, spin, s, None)
-        if n != _DRAIN_NOT_MINE:
-            _after(_drain_failed(s, n, d.wi), "ramp_DrainWait")
-        return _wait_loop(b, until, None, spin, _tls.s, None)
+            # _wait_loop's bookkeeping without a timeout: progress keeps the spin
+            # going (its window restarts at the next look that finds none); after
+            # ``spin`` seconds without, AM_WaitSema
+            if b._hp is None:
+                raise RampError("the bundle is closed")
+            c = s.count
+            if c != seen:
+                seen = c
+                spin_end = None
+                continue
+            now = time.monotonic()
+            if spin_end is None:
+                spin_end = now + spin
+            elif now >= spin_end:
+                b.wait_sema()
+                if until():
+                    return True
 
     # -- statistics ----------------------------------------------------------------
 

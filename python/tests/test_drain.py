@@ -288,6 +288,7 @@ def test_an_exception_after_a_handler_returned_does_not_reuse_its_token(pair, mo
         return real(p)
 
     monkeypatch.setattr(core, "_dend", interrupted)
+    base = x.statistics()["RequestLatencySamples"]
     x.request(0, 1, 5)
     with pytest.raises(Interrupt):
         b.wait(lambda: bool(kept), timeout=300)
@@ -527,3 +528,220 @@ def test_a_reused_token_answers_for_its_own_message(pair):
         (1, True, 10), (2, False, 10), (3, True, 30), (2, False, 30),
         (1, True, 10), (2, False, 10), (3, True, 30), (2, False, 30),
     ]
+
+
+# Endpoint.poll and Endpoint.wait (without timeout) play a drain of one quick message
+# (a short one to a short handler of 0..2 arguments) themselves, not through _play;
+# Bundle.wait with a timeout plays it through _play: each rule above, on each path.
+# Two bundles, so that each drain of y's bundle hands out y's message alone.
+STYLES = ("endpoint.poll", "endpoint.wait", "bundle.wait")
+
+
+@pytest.fixture
+def two():
+    with ramp.Bundle() as bx, ramp.Bundle() as by:
+        x, y = bx.allocate_endpoint(), by.allocate_endpoint()
+        for ep, peer in ((x, y), (y, x)):
+            ep.tag = TAG
+            ep.map(0, peer.name, TAG)
+        ready(x, y, depth=1)
+        # the association's handshake needs both bundles polled
+        got = []
+        x.set_handler(9, lambda tok: got.append(1))
+        y.set_handler(8, lambda tok: tok.reply(9))
+        x.request(0, 8)
+        t0 = time.monotonic()
+        while not got and time.monotonic() - t0 < 300:
+            bx.poll()
+            by.poll()
+        assert got == [1]
+        yield bx, by, x, y
+
+
+def _receive(style, y, by, until):
+    """Runs y's bundle (as the style says) until until() is true."""
+    if style == "endpoint.poll":
+        t0 = time.monotonic()
+        while not until():
+            assert time.monotonic() - t0 < 300
+            y.poll()
+    elif style == "endpoint.wait":
+        assert y.wait(until) is True  # no timeout: the loop in Endpoint.wait
+    else:
+        assert by.wait(until, timeout=300)
+
+
+def _replied(x, bx, n):
+    """Polls x's bundle until x has n request round trips done (replies, automatic
+    ones too: the credit of depth 1 came back)."""
+    t0 = time.monotonic()
+    while x.statistics()["RequestLatencySamples"] < n:
+        assert time.monotonic() - t0 < 300
+        bx.poll()
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_quick_messages_keep_the_token_rules_on_every_path(two, style):
+    # kept tokens expire and are never handed out again; a request not replied to gets
+    # its automatic reply when its handler returns; 0, 1 and 2 arguments
+    bx, by, x, y = two
+    kept, seen, got = [], [], []
+
+    def on_req(tok, n):
+        assert tok.valid and tok.is_request and tok.handler == 1
+        seen.append((id(tok), n))
+        if n % 3 == 0:
+            kept.append(tok)
+        if n % 2 == 0:
+            tok.reply(2, n)  # else its automatic reply
+
+    y.set_handler(1, on_req)
+    y.set_handler(3, lambda tok: seen.append((id(tok), "none")))
+    y.set_handler(4, lambda tok, a, b: seen.append((id(tok), a, b)))
+    x.set_handler(2, lambda tok, n: got.append(n))
+    base = x.statistics()["RequestLatencySamples"]
+    for i in range(12):
+        x.request(0, 1, i)
+        _receive(style, y, by, lambda: len(seen) == i + 1)
+        _replied(x, bx, base + i + 1)
+    x.request(0, 3)
+    _receive(style, y, by, lambda: seen[-1][1] == "none")
+    x.request(0, 4, -7, 2**31 - 1)
+    _receive(style, y, by, lambda: seen[-1][1:] == (-7, 2**31 - 1))
+    _replied(x, bx, base + 14)
+    assert [s[1] for s in seen[:12]] == list(range(12))
+    assert got == [0, 2, 4, 6, 8, 10]
+    assert len(kept) == 4 and len({id(t) for t in kept}) == 4
+    for k, tok in enumerate(kept):
+        assert not tok.valid
+        with pytest.raises(ramp.TokenExpiredError):
+            tok.reply(2, 1)
+        # (alive, so its id is its own) not handed out after it was kept
+        assert id(tok) not in [s[0] for s in seen[3 * k + 1 :]]
+    assert core._tls.s.depth == 0
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_quick_handler_that_raises_on_every_path(two, style):
+    # the call that played it raises it; the automatic reply went out all the same; the
+    # token (kept by the traceback) expired
+    bx, by, x, y = two
+    toks = []
+
+    def boom(tok, v):
+        toks.append(tok)
+        raise ValueError("boom %d" % v)
+
+    y.set_handler(1, boom)
+    base = x.statistics()["RequestLatencySamples"]
+    for v in (1, 2):
+        x.request(0, 1, v)
+        with pytest.raises(ValueError, match="boom %d" % v):
+            _receive(style, y, by, lambda: len(toks) == v)
+        _replied(x, bx, base + v)
+    assert toks[0] is not toks[1] and not toks[0].valid and not toks[1].valid
+    assert core._tls.s.depth == 0
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_an_exception_after_a_quick_handler_on_every_path(two, style, monkeypatch):
+    # raised between the handler's return and its token's check (here by the automatic
+    # reply's ramp_DrainEnd): the token, which the handler kept, is not handed out again
+    bx, by, x, y = two
+
+    class Interrupt(BaseException):
+        pass
+
+    kept, later = [], []
+    y.set_handler(1, lambda tok, n: kept.append(tok))  # no reply: ramp_DrainEnd follows
+    y.set_handler(3, lambda tok, n: later.append(tok))
+    real = core._dend
+
+    def interrupted(p):
+        monkeypatch.setattr(core, "_dend", real)
+        raise Interrupt()
+
+    monkeypatch.setattr(core, "_dend", interrupted)
+    base = x.statistics()["RequestLatencySamples"]
+    x.request(0, 1, 5)
+    with pytest.raises(Interrupt):
+        _receive(style, y, by, lambda: bool(kept))
+    assert len(kept) == 1 and core._tls.s.depth == 0
+    assert core._dend is real
+    # the request was never ended: y's next drain releases it (its automatic reply)
+    t0 = time.monotonic()
+    while x.statistics()["RequestLatencySamples"] < base + 1:
+        assert time.monotonic() - t0 < 300
+        bx.poll()
+        by.poll()
+    x.request(0, 3, 7)
+    _receive(style, y, by, lambda: bool(later))
+    assert later[0] is not kept[0], "a kept token was handed out again"
+    assert not kept[0].valid
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_drain_of_one_message_that_is_not_quick_on_every_path(two, style):
+    # a medium message, and a short one of 3 arguments: played from the whole record
+    # (_play_one), as before
+    bx, by, x, y = two
+    got = []
+    y.set_handler(1, lambda tok, buf: got.append(bytes(buf)), kind="medium", nargs=0)
+    y.set_handler(2, lambda tok, a, b, c: got.append((a, b, c)))
+    base = x.statistics()["RequestLatencySamples"]
+    for k in range(2):  # the second of each kind: known not quick (Endpoint._quick)
+        x.request_medium(0, 1, b"abc")
+        _receive(style, y, by, lambda: len(got) == 2 * k + 1)
+        _replied(x, bx, base + 2 * k + 1)
+        x.request(0, 2, 1, 2, 3)
+        _receive(style, y, by, lambda: len(got) == 2 * k + 2)
+        _replied(x, bx, base + 2 * k + 2)
+    assert got == [b"abc", (1, 2, 3)] * 2
+    # a handler registered anew at an index is played as it is now: quick, here
+    y.set_handler(2, lambda tok, a: got.append(("quick", a)))
+    x.request(0, 2, 9)
+    _receive(style, y, by, lambda: len(got) == 5)
+    assert got[4] == ("quick", 9)
+
+
+def test_endpoint_wait_without_timeout_sleeps_in_wait_sema_then_plays(two):
+    # Endpoint.wait's loop, after ``spin`` seconds without a message: AM_WaitSema,
+    # which wakes for the message (sent here only once the wait is in it)
+    bx, by, x, y = two
+    got = []
+    y.set_handler(1, lambda tok, n: got.append(n))
+    entered = threading.Event()
+    real = by.wait_sema
+
+    def wait_sema() -> None:
+        entered.set()
+        real()
+
+    by.wait_sema = wait_sema
+
+    def send() -> None:
+        if entered.wait(300):
+            x.request(0, 1, 5)
+
+    t = threading.Thread(target=send)
+    t.start()
+    try:
+        assert y.wait(lambda: bool(got)) is True
+    finally:
+        entered.set()
+        t.join()
+    assert got == [5] and core._tls.s.depth == 0
+
+
+def test_the_kinds_known_not_quick_are_bounded(pair):
+    # Endpoint.poll and Endpoint.wait enter a kind their endpoint's quick table lacks
+    # as None (not quick); at most 1024 entries, and an unknown endpoint gets none
+    b, x, y = pair
+    y.set_handler(1, lambda tok, n: None)
+    quick = dict(y._quick)
+    for kind in range(2, 3000):
+        assert core._not_quick(y._handle, kind << 8) is None
+    assert core._not_quick(12345, 2 << 8) is None
+    assert len(y._quick) == 1024
+    assert all(y._quick[k] == v for k, v in quick.items())
+    assert all(v is None for k, v in y._quick.items() if k not in quick)
