@@ -134,11 +134,20 @@ fn resent_and_acks(e0: &am::Endpoint, e1: &am::Endpoint) -> String {
     )
 }
 
+/// The numeric knob `name` (its default when unset); a value that is not a
+/// number stops the benchmark with a message (never a silent default).
+fn knob<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Err(_) => default,
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            eprintln!("am_cost: {name}={v:?} is not a number");
+            std::process::exit(2)
+        }),
+    }
+}
+
 fn main() {
-    let iters: usize = std::env::var("ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200_000);
+    let iters: usize = knob("ITERS", 200_000);
     let one_way = std::env::var("ONE_WAY").is_ok_and(|v| v == "1");
     // RAW=0: ramp alone (a profile of ramp's work, not the kernel's)
     let no_raw = std::env::var("RAW").is_ok_and(|v| v == "0");
@@ -164,10 +173,7 @@ fn main() {
     let e0 = am::allocate_endpoint(&bun).unwrap();
     let e1 = am::allocate_endpoint(&bun1).unwrap();
     // DEPTH=n: each end's credits per peer (AMX programs run with 128)
-    let depth: i32 = std::env::var("DEPTH")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16);
+    let depth: i32 = knob("DEPTH", 16);
     for e in [&e0, &e1] {
         e.set_tag(5);
         e.map(0, e0.name(), 5).unwrap();
@@ -188,17 +194,11 @@ fn main() {
     );
     // EMPTY_POLLS=k: k polls that find nothing per round trip (their cost
     // is what a busy-polling receiver spends between arrivals)
-    let empty: usize = std::env::var("EMPTY_POLLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let empty: usize = knob("EMPTY_POLLS", 0);
     if one_way {
         e1.set_handler(12, handler(|_| {}));
         let target = threads.then(|| poll_on_core_1(&e1));
-        let medium: usize = std::env::var("MEDIUM")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+        let medium: usize = knob("MEDIUM", 0);
         let payload = vec![7u8; medium];
         let msg = if medium > 0 {
             Message::medium(12, &[], &payload)
