@@ -291,6 +291,7 @@ impl EpState {
     /// The next transaction id, 64 bits (its low half is the wire id):
     /// the low half never 0, never one in use (a request waiting for its
     /// answer, a kept transaction not released) when it wraps around.
+    #[inline(always)]
     pub(in crate::am) fn take_txn_id(&mut self) -> u64 {
         loop {
             let id = self.next_txn;
