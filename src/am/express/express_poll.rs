@@ -90,8 +90,14 @@ impl Endpoint {
         // the record taken, then those behind it while nothing else waits
         // (a record dropped on arrival runs nothing: the next one then)
         for i in 0..limit {
-            if i > 0 && !g.borrow_mut().take_next_express() {
-                break;
+            if i > 0 {
+                // (the dispatch ends in the same borrow when no record
+                // follows: a ping-pong's usual end)
+                let mut st = g.borrow_mut();
+                if !st.take_next_express() {
+                    st.dispatch_ended(now);
+                    return true;
+                }
             }
             if self.run_express_record(g, now) {
                 continue;
