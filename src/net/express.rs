@@ -78,6 +78,10 @@ pub struct TakenRecord {
     pub bytes: [u8; MAX_LEN],
     pub len: usize,
     pub from: std::net::SocketAddr,
+    /// Moves each time `from` changes (what the reader resolved from one
+    /// `from`, kept beside this, holds while it does: no address compared
+    /// per record).
+    pub from_gen: u64,
     /// Something may wait behind it (its ring was not empty after it, or
     /// another ring was not looked at): false, a look now would most
     /// likely find nothing, and the fast poll ends without one.
@@ -90,6 +94,7 @@ impl Default for TakenRecord {
             bytes: [0; MAX_LEN],
             len: 0,
             from: std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+            from_gen: 0,
             more: false,
         }
     }

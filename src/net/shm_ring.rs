@@ -304,6 +304,7 @@ impl ShmTransport {
         // cannot forward, a stall per record)
         if rec.from != from {
             rec.from = from;
+            rec.from_gen += 1;
         }
         let next = (head % RING as u64) as usize;
         let drained = self.map.u32_at(ring + next).load(Acquire) == 0;

@@ -31,7 +31,7 @@ impl<A: PeerAddr> Protocol<A> {
     /// whether we owe it ACKs (which `express_ready` would send). The
     /// usual answer, `Some(false)`, lets the lane write its record with no
     /// other look (`am/express/lane.rs`).
-    #[inline]
+    #[inline(always)]
     pub fn express_quiet(&mut self, to: &A) -> Option<bool> {
         let Some(s) = self.find_peer(to) else {
             return Some(false);

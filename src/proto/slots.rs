@@ -24,7 +24,7 @@ impl<A: PeerAddr> Protocol<A> {
 
     /// The slot of the peer at `addr`, if it has one. The peer of the last
     /// look-up is checked first (a ping-pong talks to one peer).
-    #[inline]
+    #[inline(always)]
     pub(super) fn find_peer(&mut self, addr: &A) -> Option<usize> {
         // the last peer again (the usual case) inline; the map out of line
         if self

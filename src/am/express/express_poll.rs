@@ -42,6 +42,7 @@ use crate::am::endpoint::core::{Endpoint, EpState, Guard};
 use crate::am::handler::args::{Data, HandlerArgs};
 use crate::am::handler::tables::tag_accepts;
 use crate::am::messages::token::{self, LiveToken, TokenInfo};
+use crate::am::state::express::ExpressSource;
 use crate::net::express::{ExpressKind, ExpressTake, Head, MAX_ARGS};
 use crate::proto::Event;
 use crate::time::Instant;
@@ -89,8 +90,14 @@ impl Endpoint {
         // the record taken, then those behind it while nothing else waits
         // (a record dropped on arrival runs nothing: the next one then)
         for i in 0..limit {
-            if i > 0 && !g.borrow_mut().take_next_express() {
-                break;
+            if i > 0 {
+                // (the dispatch ends in the same borrow when no record
+                // follows: a ping-pong's usual end)
+                let mut st = g.borrow_mut();
+                if !st.take_next_express() {
+                    st.dispatch_ended(now);
+                    return true;
+                }
             }
             if self.run_express_record(g, now) {
                 continue;
@@ -145,7 +152,7 @@ impl Endpoint {
             if x.handler == 0 || !tag_accepts(st.tag, x.tag) {
                 return false;
             }
-            let source = st.table.index_of(&from);
+            let source = st.express_source();
             if is_request && source.is_none() {
                 return false;
             }
@@ -280,6 +287,25 @@ impl EpState {
         }
         self.express.stats.fast += 1;
         true
+    }
+
+    /// The translation index of the taken record's writer
+    /// (`TranslationTable::index_of`), kept while neither its writer
+    /// (`TakenRecord::from_gen`) nor the table changes (`ExpressSource`).
+    #[inline]
+    fn express_source(&mut self) -> Option<u32> {
+        let (from_gen, table_gen) = (self.express_rx.from_gen, self.table.generation());
+        let c = self.express.source;
+        if c.from_gen == from_gen && c.table_gen == table_gen {
+            return c.index;
+        }
+        let index = self.table.index_of(&self.express_rx.from);
+        self.express.source = ExpressSource {
+            from_gen,
+            table_gen,
+            index,
+        };
+        index
     }
 
     /// Whether the fast poll may run now (see the module doc).

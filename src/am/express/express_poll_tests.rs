@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::am::express::express_poll::{FULL_EVERY, FULL_MAX, STREAK};
-use crate::am::express::express_tests::{inject, pair, pair_with, record, Pair, SEED, SETTLE, TAG};
+use crate::am::express::express_tests::{
+    inject, pair, pair_with, record, shm_cfg, Pair, SEED, SETTLE, TAG,
+};
 use crate::am::{handler, Endpoint, Message};
 use crate::config::{Config, TransportChoice};
 use crate::net::express::ExpressKind;
@@ -256,4 +258,71 @@ fn a_record_behind_a_protocol_datagram_waits_its_turn() {
     });
     assert_eq!(*order.lock().unwrap(), vec![13, 14]);
     p.settle();
+}
+
+/// Records of two writers by turns, one of them not in the target's
+/// table: the fast poll finds each writer's translation entry for its own
+/// records (`EpState::express_source`, kept per writer): the mapped
+/// writer's requests run and are answered, the other's never run (each
+/// comes back to its handler 0), though both went express.
+#[test]
+fn records_of_two_writers_each_find_their_own_translation() {
+    let w = World::seeded(SEED);
+    let p = pair_with(&w, &[]);
+    // a third endpoint of the host, which the target does not map
+    let x = w.node(&shm_cfg()).ep;
+    x.set_tag(TAG);
+    x.map(0, p.target.name(), TAG).unwrap();
+    x.set_expected_resources(1, 8).unwrap();
+    let back = Arc::new(AtomicU64::new(0));
+    let b = back.clone();
+    x.set_handler(
+        0,
+        handler(move |_| {
+            b.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let settle = |sent: u64| {
+        let done = w.run_until(SETTLE, || {
+            p.friend.unanswered_requests() == 0 && x.unanswered_requests() == 0
+        });
+        assert!(done, "requests unanswered");
+        assert_eq!(back.load(Ordering::SeqCst), sent, "the third's requests");
+        w.run_for(MILLIS);
+    };
+    // until the third's requests go express (its ring set up by the
+    // first ones, which go by the network)
+    let mut sent = 0;
+    while x.express_stats().requests_sent == 0 && sent < 10 {
+        x.request(0, &Message::short(10, &[1]), false).unwrap();
+        sent += 1;
+        settle(sent);
+    }
+    assert!(x.express_stats().requests_sent > 0, "no express path");
+    let (ran0, t0, x0) = (
+        p.ran.load(Ordering::SeqCst),
+        p.target.express_stats(),
+        x.express_stats(),
+    );
+    let n = 20u64;
+    for _ in 0..n {
+        p.friend
+            .request(0, &Message::short(10, &[1]), false)
+            .unwrap();
+        x.request(0, &Message::short(10, &[1]), false).unwrap();
+        sent += 1;
+        settle(sent);
+    }
+    assert_eq!(p.ran.load(Ordering::SeqCst) - ran0, n, "handlers run");
+    let (t, xs) = (p.target.express_stats(), x.express_stats());
+    assert_eq!(
+        xs.requests_sent - x0.requests_sent,
+        n,
+        "the third's, express"
+    );
+    assert!(
+        t.fast - t0.fast >= n,
+        "records taken fast: {}",
+        t.fast - t0.fast
+    );
 }

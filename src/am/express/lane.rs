@@ -95,6 +95,7 @@ impl EpState {
     /// Writes the express record `rec` (of `kind`, encoded by
     /// `net::express::encode`) into the ring to `to` when the lane is open
     /// to it (as `try_express`); false: nothing sent.
+    #[inline(always)]
     pub(in crate::am) fn try_express_record(
         &mut self,
         now: Instant,

@@ -42,6 +42,9 @@ pub struct TranslationTable {
     by_addr: FxHashMap<SocketAddr, u32>,
     /// The last answer of `index_of` (a ping-pong asks for one peer).
     last: Cell<Option<(SocketAddr, u32)>>,
+    /// Moves at each map and unmap: an answer of `index_of` kept beside
+    /// the generation it was given in holds while the generation does.
+    generation: u64,
 }
 
 impl Default for TranslationTable {
@@ -50,6 +53,7 @@ impl Default for TranslationTable {
             entries: vec![None; INIT_TRANSLATIONS],
             by_addr: FxHashMap::default(),
             last: Cell::new(None),
+            generation: 0,
         }
     }
 }
@@ -85,6 +89,12 @@ impl TranslationTable {
         self.entries.get(index as usize).and_then(|e| e.as_ref())
     }
 
+    /// Moves at each map and unmap (see `index_of`).
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// The index under which a peer address is mapped (lowest when several).
     pub fn index_of(&self, addr: &SocketAddr) -> Option<u32> {
         if let Some((a, i)) = self.last.get() {
@@ -112,6 +122,7 @@ impl TranslationTable {
             outstanding: 0,
         });
         self.last.set(None);
+        self.generation += 1;
         let e = self.by_addr.entry(addr).or_insert(i as u32);
         *e = (*e).min(i as u32);
         Ok(())
@@ -137,6 +148,7 @@ impl TranslationTable {
             .take()
             .ok_or(Error::Resource("translation entry not mapped"))?;
         self.last.set(None);
+        self.generation += 1;
         if self.by_addr.get(&old.addr) == Some(&(i as u32)) {
             self.by_addr.remove(&old.addr);
             if let Some(j) = self

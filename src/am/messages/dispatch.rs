@@ -146,6 +146,7 @@ impl EpState {
     /// The handler of request `txn` from `to` returned (`replied`: it
     /// replied): else its automatic reply, owed to the end of the
     /// dispatch when the request came express (`express.rs`).
+    #[inline(always)]
     pub(in crate::am) fn request_handled(
         &mut self,
         now: Instant,

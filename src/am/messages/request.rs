@@ -44,6 +44,8 @@ impl Endpoint {
     /// polling) for a credit unless `nonblocking`, which returns `InUse`
     /// instead. Inside a handler it never waits: what cannot go out yet is
     /// queued. A request to this endpoint itself runs its handler now.
+    /// (Inline: the caller calls `request_kept` itself, one frame fewer.)
+    #[inline]
     pub fn request(
         self: &Arc<Self>,
         dest: u32,
@@ -291,6 +293,7 @@ impl EpState {
     /// The next transaction id, 64 bits (its low half is the wire id):
     /// the low half never 0, never one in use (a request waiting for its
     /// answer, a kept transaction not released) when it wraps around.
+    #[inline(always)]
     pub(in crate::am) fn take_txn_id(&mut self) -> u64 {
         loop {
             let id = self.next_txn;

@@ -63,6 +63,31 @@ pub(in crate::am) struct ExpressState {
     pub(in crate::am) full_by: Instant,
     /// Automatic replies owed, sent when the dispatch ends.
     pub(in crate::am) owed: OwedAutoReplies,
+    /// The translation index of the fast poll's last writer
+    /// (`EpState::express_source`).
+    pub(in crate::am) source: ExpressSource,
+}
+
+/// A taken record's writer's translation index (None: not mapped), found
+/// for its `TakenRecord::from_gen` in the table's `generation`: it holds
+/// while both do. (The look-up by address cost the fast poll ~40
+/// instructions a record, most of a ping-pong's records from one writer.)
+#[derive(Clone, Copy)]
+pub(in crate::am) struct ExpressSource {
+    pub(in crate::am) from_gen: u64,
+    pub(in crate::am) table_gen: u64,
+    pub(in crate::am) index: Option<u32>,
+}
+
+impl Default for ExpressSource {
+    fn default() -> Self {
+        ExpressSource {
+            from_gen: 0,
+            // (no table's generation: found at the first look)
+            table_gen: u64::MAX,
+            index: None,
+        }
+    }
 }
 
 /// Most automatic replies in one record: its id and one per argument.
