@@ -12,11 +12,12 @@
 //! the full path would, just sooner. A request or reply that passes the
 //! arrival checks goes more directly still (`run_express_record`): the
 //! same checks and counts, its token made from the record where it lies
-//! in the live list; an automatic reply's ids are completed there too
-//! (`express_answers`: no event, no handler). The records behind the first are taken in the same poll (up
-//! to the endpoint's depth, at least 10) while nothing else waits and the
-//! last take saw something behind its record (`TakenRecord::more`: a
-//! ping-pong's lone record costs no second look).
+//! in the live list; an automatic reply's ids are completed as directly
+//! (`express_answers`: no event, no handler). The records behind the
+//! first are taken in the same poll (up to the endpoint's depth, at least
+//! 10) while nothing else waits and the last take saw something behind
+//! its record (`TakenRecord::more`: a ping-pong's lone record costs no
+//! second look).
 //!
 //! When: a top-level poll (not from a handler), the endpoint ready, nothing
 //! queued or stalled for a handler (so the record cannot overtake a
@@ -104,6 +105,10 @@ impl Endpoint {
             // against 169-171.)
             let mut work = {
                 let mut st = g.borrow_mut();
+                // an automatic reply: its ids completed, nothing to run
+                if st.express_answers(now) {
+                    continue;
+                }
                 let ev = st.express_event();
                 if ev.is_none() {
                     continue;
@@ -125,7 +130,6 @@ impl Endpoint {
     /// its handler run straight from it, its token made in place in the
     /// live list; true when done. (Most of a short message's cost went to
     /// copying its event, its prepared work and its token on the way.)
-    /// An automatic reply: its ids completed (`express_answers`), true.
     /// False: anything else, for the general way (`express_event`,
     /// `prepare`, `run`), which also refuses or drops what fails the
     /// checks, and counts it.
@@ -143,11 +147,7 @@ impl Endpoint {
             let is_request = match x.kind {
                 ExpressKind::Request => true,
                 ExpressKind::Reply => false,
-                // no handler: its answers taken here
-                ExpressKind::AutoReply => {
-                    st.express_answers(&x, from, now);
-                    return true;
-                }
+                ExpressKind::AutoReply => return false,
             };
             if x.handler == 0 || !tag_accepts(st.tag, x.tag) {
                 return false;
@@ -218,15 +218,24 @@ impl Endpoint {
 }
 
 impl EpState {
-    /// The automatic replies `x` (from `from`) the fast poll took: each id
+    /// The automatic replies the fast poll took (`express_rx`): each id
     /// completed as `complete_express` completes one (an express request
     /// of ours to `from`, not yet answered: its credit back) and counted
     /// as `ExpressState::check` and `prepare` count it; an id that answers
     /// nothing (forged, repeated) is dropped and counted, frees nothing.
-    /// (The general way made an event, prepared it and looked each id up
+    /// True when the record was one (done); false: anything else. (The
+    /// general way made an event, prepared it and looked each id up
     /// twice: `benches/am_cost` one way, one thread, 16 ids a record,
-    /// 1,924 -> 1,861 instructions a request, both ends.)
-    fn express_answers(&mut self, x: &Head, from: SocketAddr, now: Instant) {
+    /// 1,924 -> 1,861 instructions a request, both ends. Out of line and
+    /// apart from `run_express_record`: inside it, the round trip's
+    /// record cost ~20 instructions more.)
+    #[inline(never)]
+    fn express_answers(&mut self, now: Instant) -> bool {
+        let from = self.express_rx.from;
+        let x = match Head::decode(self.express_rx.record()) {
+            Some(x) if x.kind == ExpressKind::AutoReply => x,
+            _ => return false,
+        };
         let mut ids = [0u32; MAX_ARGS];
         x.args(self.express_rx.record(), &mut ids);
         let more = &ids[..(x.nargs as usize).min(MAX_ARGS)];
@@ -244,6 +253,7 @@ impl EpState {
                 self.stats.stale_dropped += 1;
             }
         }
+        true
     }
 
     /// A fast poll at `now` that found nothing at the rings: true (the
