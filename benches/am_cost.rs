@@ -54,7 +54,7 @@ fn raw_udp(iters: usize) -> f64 {
 /// thread then on core 0).
 struct Poller {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
+    thread: std::thread::JoinHandle<u64>,
 }
 
 fn poll_on_core_1(ep: &Arc<am::Endpoint>) -> Poller {
@@ -62,18 +62,22 @@ fn poll_on_core_1(ep: &Arc<am::Endpoint>) -> Poller {
     let (ep, flag) = (ep.clone(), stop.clone());
     pin(1);
     let thread = std::thread::spawn(move || {
+        let mut polls = 0u64;
         while !flag.load(Ordering::Relaxed) {
             ep.poll().unwrap();
+            polls += 1;
         }
+        polls
     });
     pin(0);
     Poller { stop, thread }
 }
 
 impl Poller {
-    fn stop(self) {
+    /// Stops the thread: the polls it made.
+    fn stop(self) -> u64 {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().unwrap();
+        self.thread.join().unwrap()
     }
 }
 
@@ -205,6 +209,9 @@ fn main() {
         } else {
             Message::short(12, &[])
         };
+        // (the sender's polls while no credit is free, the target's polls:
+        // which end waits for the other)
+        let mut waits = 0u64;
         let t = Instant::now();
         for _ in 0..iters {
             while e0.request(1, &msg, true).is_err() {
@@ -212,6 +219,7 @@ fn main() {
                     e1.poll().unwrap();
                 }
                 e0.poll().unwrap();
+                waits += 1;
             }
         }
         while e0.unanswered_requests() > 0 {
@@ -221,9 +229,7 @@ fn main() {
             e0.poll().unwrap();
         }
         let ns = t.elapsed().as_nanos() as f64 / iters as f64;
-        if let Some(t) = target {
-            t.stop();
-        }
+        let target_polls = target.map(Poller::stop);
         let x = e0.express_stats();
         let who = if threads {
             "two threads"
@@ -244,6 +250,18 @@ fn main() {
             x.replies_received,
             e0.statistics().packets_received
         );
+        if let Some(p) = target_polls {
+            // per request: the sender's polls for want of a credit (the
+            // target the slower end), the target's polls (above 1/batch:
+            // it waits for the sender)
+            println!(
+                "per request: sender polls waiting for a credit {:.2}, target polls {:.2} \
+                 (records taken fast {})",
+                waits as f64 / iters as f64,
+                p as f64 / iters as f64,
+                e1.express_stats().fast
+            );
+        }
         return;
     }
     if threads {
@@ -265,7 +283,7 @@ fn main() {
             }
             batches.push(t.elapsed().as_nanos() as f64 / 1000.0);
         }
-        target.stop();
+        let _ = target.stop();
         batches.sort_by(f64::total_cmp);
         let q = |f: f64| batches[((batches.len() - 1) as f64 * f) as usize];
         println!(

@@ -2,8 +2,9 @@
 //! one process: nothing of them reaches the ring until they are released,
 //! and then all of them, in order, before anything sent after them; every
 //! moment that releases them (the eighth record, a datagram, another
-//! peer's record, a receive, `release_held`); what a dropped ring
-//! held is never written anywhere; a ring without room holds nothing; a
+//! peer's record, a receive, `release_held`); held records across the
+//! ring's end (a wrap among them); what a dropped ring held never
+//! reaches a receiver; a ring without room holds nothing; a
 //! ring whose receiver leaves an express record unread is dropped after
 //! exactly the time allowed. The transports keep time by a clock the test
 //! moves by hand (`sim::ManualClock`): the peer checks are exact.
@@ -126,6 +127,68 @@ fn the_eighth_record_writes_the_seven_held_before_it() {
         assert!(tx.express_send(a1, &rec(base + 7), true));
         assert_eq!(take(&mut rx), recs(base..base + 8), "round {round}");
     }
+}
+
+/// An express request record of `MAX_ARGS` arguments (two lines of the
+/// ring) for transaction `txn`.
+fn big(txn: u32) -> Vec<u8> {
+    let x = Express {
+        kind: ExpressKind::Request,
+        handler: 9,
+        nargs: MAX_ARGS as u8,
+        args: [txn; MAX_ARGS],
+        txn,
+        tag: 5,
+    };
+    let mut buf = [0u8; MAX_LEN];
+    let n = x.encode(&mut buf);
+    buf[..n].to_vec()
+}
+
+/// Two laps of the ring in rounds of held records (written into the ring
+/// at once, their words stored only when released): none is seen before
+/// its release, all are after, in order, each once, also the rounds
+/// where the ring's end falls among them (a wrap held with them).
+#[test]
+fn held_records_across_the_rings_end_arrive_whole_and_in_order() {
+    let Two {
+        _keep: _k,
+        a: a1,
+        mut rx,
+        mut tx,
+        ..
+    } = two();
+    // one line first (and after each lap): two-line records then meet
+    // the end with one line left, a wrap
+    let odd = |tx: &mut ShmTransport, rx: &mut ShmTransport| {
+        tx.send(Instant::ZERO, a1, b"RAodd").unwrap();
+        assert_eq!(take(rx), vec![b"RAodd".to_vec()]);
+    };
+    odd(&mut tx, &mut rx);
+    let k = match tx.tx.get_mut().routes.get(&a1) {
+        Some(&Route::Ring(k)) => k,
+        _ => panic!("a ring to {a1}"),
+    };
+    let tail = |tx: &mut ShmTransport| tx.tx.get_mut().rings[k].as_ref().unwrap().tail;
+    let (mut wraps, mut t) = (0, 0u32);
+    while tail(&mut tx) < 2 * RING as u64 + 4096 {
+        let before = tail(&mut tx);
+        let want: Vec<Vec<u8>> = (t..t + tx_ring::HOLD_MAX as u32 - 1).map(big).collect();
+        for r in &want {
+            assert!(tx.express_send(a1, r, true));
+        }
+        t += want.len() as u32;
+        assert!(take(&mut rx).is_empty(), "held: {t}");
+        // (the ring's end crossed by an odd number of lines: a wrap)
+        let wrapped = before / RING as u64 != tail(&mut tx) / RING as u64;
+        tx.release_held();
+        assert_eq!(take(&mut rx), want, "released: {t}");
+        if wrapped {
+            wraps += 1;
+            odd(&mut tx, &mut rx);
+        }
+    }
+    assert_eq!(wraps, 2, "the ring's end among held records");
 }
 
 #[test]

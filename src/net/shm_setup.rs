@@ -203,9 +203,9 @@ impl ShmTransport {
             stuck_since: None,
             wake: wake_addr(to).ok()?,
             express_ok,
-            held: Vec::new(),
+            held_words: [(0, 0); tx_ring::HELD_WORDS],
+            held_n: 0,
             held_count: 0,
-            held_bytes: 0,
             stale: tx_ring::Stale::clear(),
         })
     }

@@ -32,12 +32,12 @@ pub(super) struct TxRing {
     /// The receiver proved it is of our job (`shm_proof.rs`): express
     /// records may go (it would drop them otherwise).
     pub(super) express_ok: bool,
-    /// Express records held back (`hold`), each `[len: u8][bytes]`, in
-    /// order, until `push_held`; room in the ring is kept for them.
-    pub(super) held: Vec<u8>,
+    /// Express records held back (`hold`): written into the ring, their
+    /// words not yet; the words (ring offset, word; a wrap's two, in the
+    /// order they are stored), stored in order by `push_held`.
+    pub(super) held_words: [(usize, u32); HELD_WORDS],
+    pub(super) held_n: usize,
     pub(super) held_count: usize,
-    /// Ring bytes the held records take (their records, wrap aside).
-    pub(super) held_bytes: u64,
     /// The lines whose word may still hold an earlier lap's bytes once
     /// the receiver has taken what is there (`Stale`).
     pub(super) stale: Stale,
@@ -102,9 +102,10 @@ impl Stale {
 /// the receiver wait for a whole burst before it could start on it (one
 /// way 32 at once: no faster than none held; 4: half the gain of 8).
 pub(super) const HOLD_MAX: usize = 8;
-/// The longest record held (an express record is shorter).
-const MAX_HELD: usize = 255;
-const _: () = assert!(crate::net::express::MAX_LEN <= MAX_HELD);
+/// Words the held records leave to store: one each, and a wrap's.
+pub(super) const HELD_WORDS: usize = HOLD_MAX + 1;
+/// The longest record held (an express record is no longer).
+const MAX_HELD: usize = crate::net::express::MAX_LEN;
 
 /// Ring bytes a record of a datagram of `len` bytes takes: the word, its
 /// pad, the bytes, to the next line.
@@ -176,57 +177,52 @@ impl TxRing {
         true
     }
 
-    /// Holds express record `rec` back instead of writing it (`HOLD_MAX`
-    /// at most, and only while the ring has room for every held record
-    /// and one wrap: `push_held` cannot fail); false: not held.
+    /// Holds express record `rec` back (`HOLD_MAX` at most, and only
+    /// when the ring has room for it): written into the ring now, its word
+    /// stored by `push_held` (the receiver sees nothing of it until then);
+    /// false: not held. (Kept aside and copied into the ring at
+    /// `push_held` instead, each record was copied twice and pushed in a
+    /// loop: `benches/am_cost` one way, one thread, 1,861 -> 1,802
+    /// instructions a request; two threads, `DEPTH=128`, 5 rounds
+    /// alternated, 104-105 -> 94-97 ns a request.)
+    #[inline]
     pub(super) fn hold(&mut self, rec: &[u8]) -> bool {
         if self.held_count + 1 >= HOLD_MAX || rec.is_empty() || rec.len() > MAX_HELD {
             return false;
         }
-        let size = record_size(rec.len());
-        // a wrap wastes less than one record (at most one among so few)
-        if !self.room_for(self.held_bytes + size + record_size(MAX_HELD)) {
+        if !self.push_with(rec.len(), false, |map, at| map.write(at, rec)) {
             return false;
         }
-        self.held.push(rec.len() as u8);
-        self.held.extend_from_slice(rec);
         self.held_count += 1;
-        self.held_bytes += size;
         true
     }
 
-    /// Writes the records held back, in order (an express record's end
-    /// moves past them).
+    /// Publishes the records held back, in order: their words stored (an
+    /// express record's end moves past them).
     pub(super) fn push_held(&mut self) {
         if self.held_count == 0 {
             return;
         }
-        let held = std::mem::take(&mut self.held);
-        let mut rest = &held[..];
-        while let Some((&n, r)) = rest.split_first() {
-            let (rec, next) = r.split_at(n as usize);
-            let pushed = self.push(rec);
-            debug_assert!(pushed, "room was kept for held records");
-            rest = next;
+        let ring = slot_off(self.slot) + SLOT_HDR;
+        for &(at, word) in &self.held_words[..self.held_n] {
+            self.map.u32_at(ring + at).store(word, Release);
         }
         self.express_end = self.tail;
-        self.held = held;
-        self.held.clear();
+        self.held_n = 0;
         self.held_count = 0;
-        self.held_bytes = 0;
     }
 
     /// Appends one datagram; false when the ring is full.
     #[inline]
     pub(super) fn push(&mut self, d: &[u8]) -> bool {
-        self.push_with(d.len(), |map, at| map.write(at, d))
+        self.push_with(d.len(), true, |map, at| map.write(at, d))
     }
 
     /// Appends one datagram made of `parts` back to back (written where
     /// they go, not joined first); false when the ring is full.
     pub(super) fn push_parts(&mut self, parts: &[&[u8]]) -> bool {
         let len = parts.iter().map(|p| p.len()).sum();
-        self.push_with(len, |map, mut at| {
+        self.push_with(len, true, |map, mut at| {
             for p in parts {
                 map.write(at, p);
                 at += p.len();
@@ -235,9 +231,17 @@ impl TxRing {
     }
 
     /// Appends a datagram of `len` bytes, which `write` writes at the
-    /// offset it is given; false when the ring is full.
+    /// offset it is given; false when the ring is full. Its word stored
+    /// now (`publish`), or kept for `push_held` (`hold`: none stored
+    /// before the held ones are; at most `HOLD_MAX - 1` held, so
+    /// `held_words` has room).
     #[inline(always)]
-    fn push_with(&mut self, len: usize, write: impl FnOnce(&SharedMap, usize)) -> bool {
+    fn push_with(
+        &mut self,
+        len: usize,
+        publish: bool,
+        write: impl FnOnce(&SharedMap, usize),
+    ) -> bool {
         let ring = slot_off(self.slot) + SLOT_HDR;
         if len == 0 || len > RECV_SLOT {
             return false; // the receiver would refuse it
@@ -267,7 +271,18 @@ impl TxRing {
             self.map.u32_at(ring + next).store(0, Relaxed);
         }
         let word = READY | len as u32;
-        if wrap {
+        if !publish {
+            let w = &mut self.held_words;
+            let n = self.held_n;
+            if wrap {
+                w[n] = (0, word);
+                w[n + 1] = (pos, WRAP);
+                self.held_n = n + 2;
+            } else {
+                w[n] = (at, word);
+                self.held_n = n + 1;
+            }
+        } else if wrap {
             self.map.u32_at(ring).store(word, Relaxed);
             self.map.u32_at(ring + pos).store(WRAP, Release);
         } else {
