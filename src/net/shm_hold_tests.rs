@@ -52,10 +52,15 @@ fn two() -> Two {
 
 /// An express request record for transaction `txn`.
 fn rec(txn: u32) -> Vec<u8> {
+    rec_of(txn, 2)
+}
+
+/// An express request record of `nargs` arguments for transaction `txn`.
+fn rec_of(txn: u32, nargs: usize) -> Vec<u8> {
     let x = Express {
         kind: ExpressKind::Request,
         handler: 9,
-        nargs: 2,
+        nargs: nargs as u8,
         args: [txn; MAX_ARGS],
         txn,
         tag: 5,
@@ -132,17 +137,7 @@ fn the_eighth_record_writes_the_seven_held_before_it() {
 /// An express request record of `MAX_ARGS` arguments (two lines of the
 /// ring) for transaction `txn`.
 fn big(txn: u32) -> Vec<u8> {
-    let x = Express {
-        kind: ExpressKind::Request,
-        handler: 9,
-        nargs: MAX_ARGS as u8,
-        args: [txn; MAX_ARGS],
-        txn,
-        tag: 5,
-    };
-    let mut buf = [0u8; MAX_LEN];
-    let n = x.encode(&mut buf);
-    buf[..n].to_vec()
+    rec_of(txn, MAX_ARGS)
 }
 
 /// Two laps of the ring in rounds of held records (written into the ring
