@@ -206,6 +206,8 @@ impl ShmTransport {
             held_words: [(0, 0); tx_ring::HELD_WORDS],
             held_n: 0,
             held_count: 0,
+            staged: Box::new([[0; tx_ring::MAX_HELD]; tx_ring::HOLD_MAX]),
+            held_at: [(0, 0); tx_ring::HOLD_MAX],
             stale: tx_ring::Stale::clear(),
         })
     }

@@ -32,12 +32,17 @@ pub(super) struct TxRing {
     /// The receiver proved it is of our job (`shm_proof.rs`): express
     /// records may go (it would drop them otherwise).
     pub(super) express_ok: bool,
-    /// Express records held back (`hold`): written into the ring, their
-    /// words not yet; the words (ring offset, word; a wrap's two, in the
-    /// order they are stored), stored in order by `push_held`.
+    /// Express records held back (`hold`): their room taken in the ring,
+    /// nothing written there yet; their words (ring offset, word; a
+    /// wrap's two, in the order they are stored), stored in order by
+    /// `push_held` after their bytes.
     pub(super) held_words: [(usize, u32); HELD_WORDS],
     pub(super) held_n: usize,
     pub(super) held_count: usize,
+    /// The held records' bytes, kept here until `push_held` writes them
+    /// where their room was kept (`held_at`: map offset, length).
+    pub(super) staged: Box<[[u8; MAX_HELD]; HOLD_MAX]>,
+    pub(super) held_at: [(usize, u8); HOLD_MAX],
     /// The lines whose word may still hold an earlier lap's bytes once
     /// the receiver has taken what is there (`Stale`).
     pub(super) stale: Stale,
@@ -105,7 +110,8 @@ pub(super) const HOLD_MAX: usize = 8;
 /// Words the held records leave to store: one each, and a wrap's.
 pub(super) const HELD_WORDS: usize = HOLD_MAX + 1;
 /// The longest record held (an express record is no longer).
-const MAX_HELD: usize = crate::net::express::MAX_LEN;
+pub(super) const MAX_HELD: usize = crate::net::express::MAX_LEN;
+const _: () = assert!(MAX_HELD <= u8::MAX as usize);
 
 /// Ring bytes a record of a datagram of `len` bytes takes: the word, its
 /// pad, the bytes, to the next line.
@@ -178,30 +184,43 @@ impl TxRing {
     }
 
     /// Holds express record `rec` back (`HOLD_MAX` at most, and only
-    /// when the ring has room for it): written into the ring now, its word
-    /// stored by `push_held` (the receiver sees nothing of it until then);
-    /// false: not held. (Kept aside and copied into the ring at
-    /// `push_held` instead, each record was copied twice and pushed in a
-    /// loop: `benches/am_cost` one way, one thread, 1,861 -> 1,802
-    /// instructions a request; two threads, `DEPTH=128`, 5 rounds
-    /// alternated, 104-105 -> 94-97 ns a request.)
+    /// when the ring has room for it): its room in the ring taken now, its
+    /// bytes kept in `staged`, and both they and its word written by
+    /// `push_held` (the receiver sees nothing of it until then); false:
+    /// not held. (Pushed in a loop at `push_held` from a `Vec`, each
+    /// record was copied twice: one way, one thread, 1,861 -> 1,802
+    /// instructions a request. Written into the ring at once, each
+    /// request's bytes went to a line the reader last wrote, and the
+    /// endpoint's unlock, a locked instruction, waited for that line to
+    /// come over, once a request; staged, once a burst: `am_cost ONE_WAY=1
+    /// THREADS=2`, 3 rounds alternated, `DEPTH=128` 93-98 -> 81-87 ns a
+    /// request, `DEPTH=16` 101-104 -> 87-91, for 22 more instructions.)
     #[inline]
     pub(super) fn hold(&mut self, rec: &[u8]) -> bool {
         if self.held_count + 1 >= HOLD_MAX || rec.is_empty() || rec.len() > MAX_HELD {
             return false;
         }
-        if !self.push_with(rec.len(), false, |map, at| map.write(at, rec)) {
+        let mut off = 0;
+        if !self.push_with(rec.len(), false, |_, at| off = at) {
             return false;
         }
+        let i = self.held_count;
+        self.staged[i][..rec.len()].copy_from_slice(rec);
+        self.held_at[i] = (off, rec.len() as u8);
         self.held_count += 1;
         true
     }
 
-    /// Publishes the records held back, in order: their words stored (an
-    /// express record's end moves past them).
+    /// Publishes the records held back, in order: their bytes written
+    /// where their room was kept, then their words stored (an express
+    /// record's end moves past them).
     pub(super) fn push_held(&mut self) {
         if self.held_count == 0 {
             return;
+        }
+        for i in 0..self.held_count {
+            let (off, n) = self.held_at[i];
+            self.map.write(off, &self.staged[i][..n as usize]);
         }
         let ring = slot_off(self.slot) + SLOT_HDR;
         for &(at, word) in &self.held_words[..self.held_n] {
