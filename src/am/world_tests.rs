@@ -187,3 +187,46 @@ fn nodes_with_shared_memory_talk_by_the_express_lane() {
     assert!(a.requests_sent > 100, "{a:?}");
     assert_eq!(b.requests_received, a.requests_sent);
 }
+
+/// Express requests to a target killed before they are answered come back
+/// to handler 0 each with its own arguments (their outstanding entry gets
+/// them copied in after it is made: `messages/request.rs`).
+#[test]
+fn express_requests_to_a_killed_target_return_with_their_arguments() {
+    let w = World::seeded(5);
+    let mut c = cfg();
+    c.transport = crate::config::TransportChoice::Shm;
+    c.proto.peer_timeout = 500 * MILLIS;
+    let (n0, n1) = (w.node(&c), w.node(&c));
+    connect(&[&n0, &n1], 8);
+    let got = ask_and_answer(&n0, &n1);
+    n0.ep.request(1, &Message::short(ASK, &[1]), false).unwrap();
+    assert!(w.run_until(10 * MILLIS, || got.lock().len() == 1));
+    let returned: Arc<Mutex<Vec<Vec<u32>>>> = Default::default();
+    let r = returned.clone();
+    n0.ep
+        .set_handler(0, handler(move |h| r.lock().push(h.args.to_vec())));
+    w.kill(n1.index);
+    let before = n0.ep.express_stats().requests_sent;
+    for k in 0..3u32 {
+        n0.ep
+            .request(1, &Message::short(ASK, &[k, 7, k + 100]), false)
+            .unwrap();
+    }
+    assert!(
+        n0.ep.express_stats().requests_sent > before,
+        "none went express"
+    );
+    // one by the protocol: something in flight, so the death is noticed
+    n0.ep
+        .request(1, &Message::medium(ASK, &[3, 7, 103], &[0]), false)
+        .unwrap();
+    assert!(w.run_until(5_000 * MILLIS, || returned.lock().len() == 4));
+    let mut args = returned.lock().clone();
+    args.sort();
+    assert_eq!(
+        args,
+        (0..4).map(|k| vec![k, 7, k + 100]).collect::<Vec<_>>()
+    );
+    assert_eq!(n0.ep.unanswered_requests(), 0);
+}

@@ -194,7 +194,11 @@ impl MsgMeta {
     pub fn new(kind: MsgKind, category: Category, handler: u8, args: &[u32]) -> MsgMeta {
         let mut a = [0u32; MAX_ARGS];
         let n = args.len().min(MAX_ARGS);
-        a[..n].copy_from_slice(&args[..n]);
+        // (none to copy: no call to memcpy, and the zeroed array written
+        // where the header goes, not first on the stack and copied there)
+        if n != 0 {
+            a[..n].copy_from_slice(&args[..n]);
+        }
         MsgMeta {
             kind,
             category,

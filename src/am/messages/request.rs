@@ -188,11 +188,22 @@ impl EpState {
             // (its entry made where it is kept, not first aside and moved
             // in: the move read it back with wider loads than the stores
             // that had just written it)
+            // Its arguments copied in after: the header made without them
+            // is written where it goes, where one with them was made on
+            // the stack (for the copy of a slice) and copied over.
             let remember = |st: &mut EpState| {
+                let bare = Message { args: &[], ..*msg };
                 st.outstanding.insert_with(txn, || Outstanding {
                     express: true,
-                    ..Outstanding::new(dest, addr, now, msg.meta(txn, tag))
+                    ..Outstanding::new(dest, addr, now, bare.meta(txn, tag))
                 });
+                let n = msg.args.len();
+                if n != 0 {
+                    if let Some(o) = st.outstanding.get_mut(&txn) {
+                        o.meta.nargs = n as u8;
+                        o.meta.args[..n].copy_from_slice(msg.args);
+                    }
+                }
             };
             // Behind an unanswered request (a stream), remembered before
             // the record is written: remembering still waits for the
