@@ -140,8 +140,8 @@ fn big(txn: u32) -> Vec<u8> {
     rec_of(txn, MAX_ARGS)
 }
 
-/// Two laps of the ring in rounds of held records (written into the ring
-/// at once, their words stored only when released): none is seen before
+/// Two laps of the ring in rounds of held records (their room taken in the ring
+/// at once, nothing of them written until released): none is seen before
 /// its release, all are after, in order, each once, also the rounds
 /// where the ring's end falls among them (a wrap held with them).
 #[test]
