@@ -185,26 +185,6 @@ impl EpState {
         let id64 = self.take_txn_id();
         let txn = id64 as u32;
         if express_ok && !keep && msg.category == Category::Short && msg.payload.is_empty() {
-            // (its entry made where it is kept, not first aside and moved
-            // in: the move read it back with wider loads than the stores
-            // that had just written it)
-            // Its arguments copied in after: the header made without them
-            // is written where it goes, where one with them was made on
-            // the stack (for the copy of a slice) and copied over.
-            let remember = |st: &mut EpState| {
-                let bare = Message { args: &[], ..*msg };
-                st.outstanding.insert_with(txn, || Outstanding {
-                    express: true,
-                    ..Outstanding::new(dest, addr, now, bare.meta(txn, tag))
-                });
-                let n = msg.args.len();
-                if n != 0 {
-                    if let Some(o) = st.outstanding.get_mut(&txn) {
-                        o.meta.nargs = n as u8;
-                        o.meta.args[..n].copy_from_slice(msg.args);
-                    }
-                }
-            };
             // Behind an unanswered request (a stream), remembered before
             // the record is written: remembering still waits for the
             // store buffer to drain (the compiler's copy of the entry
@@ -217,7 +197,7 @@ impl EpState {
             // 6.57-6.68 M/s, round trip unchanged; the entry first always
             // cost the round trip 0.357-0.365 -> 0.369-0.370 us.)
             if busy {
-                remember(self);
+                self.remember_express(now, dest, addr, tag, txn, msg);
             }
             // Behind an unanswered request the record may also wait in
             // the transport with a few others, written together at the
@@ -230,7 +210,7 @@ impl EpState {
             let len = msg.express(ExpressKind::Request, txn, tag, &mut rec);
             if self.try_express_record(now, addr, ExpressKind::Request, &rec[..len], hold) {
                 if !busy {
-                    remember(self);
+                    self.remember_express(now, dest, addr, tag, txn, msg);
                 }
                 self.stats.requests_sent[Category::Short.index()] += 1;
                 return None;
@@ -301,6 +281,38 @@ impl EpState {
         keep.then_some(txn)
     }
 
+    /// Remembers express request `txn` (of translation index `dest`, at
+    /// `addr`, tagged `tag`, sent at `now`) until its answer: its entry
+    /// made where it is kept, its arguments copied into it there (one
+    /// look at the table: the id is new, `take_txn_id`).
+    #[inline]
+    fn remember_express(
+        &mut self,
+        now: Instant,
+        dest: u32,
+        addr: SocketAddr,
+        tag: u64,
+        txn: u32,
+        msg: &Message<'_>,
+    ) {
+        // (its entry made where it is kept, not first aside and moved
+        // in: the move read it back with wider loads than the stores
+        // that had just written it; its arguments copied in after: the
+        // header made without them is written where it goes, where one
+        // with them was made on the stack, for the copy of a slice, and
+        // copied over)
+        let bare = Message { args: &[], ..*msg };
+        let o = self.outstanding.insert_new(txn, || Outstanding {
+            express: true,
+            ..Outstanding::new(dest, addr, now, bare.meta(txn, tag))
+        });
+        let n = msg.args.len();
+        if n != 0 {
+            o.meta.nargs = n as u8;
+            o.meta.args[..n].copy_from_slice(msg.args);
+        }
+    }
+
     /// The next transaction id, 64 bits (its low half is the wire id):
     /// the low half never 0, never one in use (a request waiting for its
     /// answer, a kept transaction not released) when it wraps around.
@@ -355,13 +367,16 @@ impl EpState {
         txn: u32,
         now: Instant,
     ) -> bool {
-        let (index, sent) = match self.outstanding.get(&txn) {
-            Some(o) if o.addr == from && o.express && !o.answered => (o.index, o.sent),
-            _ => return false,
-        };
-        self.outstanding.discard(&txn);
-        self.credit_back(index, sent, now);
-        true
+        let answered = self.outstanding.remove_if(txn, |o| {
+            (o.addr == from && o.express && !o.answered).then_some((o.index, o.sent))
+        });
+        match answered {
+            Some((index, sent)) => {
+                self.credit_back(index, sent, now);
+                true
+            }
+            None => false,
+        }
     }
 
     /// A request of translation index `index` sent at `sent` was answered
