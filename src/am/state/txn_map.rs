@@ -19,6 +19,9 @@ pub(in crate::am) struct TxnMap<V> {
     /// Ids whose place in `slots` was taken when they came.
     overflow: FxHashMap<u32, V>,
     len: usize,
+    /// The length at which the table grows: half its size, until it is
+    /// `MAX_SLOTS` long (0: no table yet).
+    grow_at: usize,
 }
 
 /// A place of the table: its id's value, or none (its id then means
@@ -44,6 +47,7 @@ impl<V> Default for TxnMap<V> {
             slots: Vec::new(),
             overflow: FxHashMap::default(),
             len: 0,
+            grow_at: 0,
         }
     }
 }
@@ -111,7 +115,7 @@ impl<V> TxnMap<V> {
     /// returns the value `id` had (as a hash map).
     #[inline]
     pub(in crate::am) fn insert_with(&mut self, id: u32, make: impl FnOnce() -> V) -> Option<V> {
-        if self.len >= self.grow_at() {
+        if self.len >= self.grow_at {
             self.grow();
         }
         let i = self.place(id);
@@ -141,7 +145,7 @@ impl<V> TxnMap<V> {
     pub(in crate::am) fn insert_new(&mut self, id: u32, make: impl FnOnce() -> V) -> &mut V {
         debug_assert!(!self.contains_key(&id), "id {id} in use");
         let i = self.place(id);
-        if self.len < self.grow_at() && self.slots[i].v.is_none() {
+        if self.len < self.grow_at && self.slots[i].v.is_none() {
             self.len += 1;
             let s = &mut self.slots[i];
             s.id = id;
@@ -153,7 +157,7 @@ impl<V> TxnMap<V> {
     #[cold]
     #[inline(never)]
     fn insert_new_slow(&mut self, id: u32, v: V) -> &mut V {
-        if self.len >= self.grow_at() {
+        if self.len >= self.grow_at {
             self.grow();
         }
         self.len += 1;
@@ -164,17 +168,6 @@ impl<V> TxnMap<V> {
             return s.v.insert(v);
         }
         self.overflow.entry(id).insert_entry(v).into_mut()
-    }
-
-    /// The length at which the table grows: half its size, until it is
-    /// `MAX_SLOTS` long.
-    #[inline(always)]
-    fn grow_at(&self) -> usize {
-        if self.slots.len() < MAX_SLOTS {
-            self.slots.len() / 2
-        } else {
-            usize::MAX
-        }
     }
 
     /// Removes `id` when `take` makes something of its value (which it
@@ -252,6 +245,7 @@ impl<V> TxnMap<V> {
         let n = (self.slots.len() * 2).max(MIN_SLOTS);
         let empty = (0..n).map(|_| Slot { id: 0, v: None }).collect();
         let old = std::mem::replace(&mut self.slots, empty);
+        self.grow_at = if n < MAX_SLOTS { n / 2 } else { usize::MAX };
         let spilled = std::mem::take(&mut self.overflow);
         let placed = old.into_iter().filter_map(|s| Some((s.id, s.v?)));
         for (id, v) in placed.chain(spilled) {
