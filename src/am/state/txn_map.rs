@@ -350,7 +350,7 @@ mod tests {
         let mut next = u32::MAX - 3000;
         for step in 0..100_000u32 {
             let r = rng.next_u64();
-            if r % 2 == 0 {
+            if r.is_multiple_of(2) {
                 let id = next;
                 next = next.wrapping_add(1);
                 if h.contains_key(&id) {
