@@ -206,6 +206,8 @@ impl Endpoint {
                 keep: false,
                 may_have_run: false,
                 express: is_request,
+                via: st.express.source.via,
+                via_gen: st.express_rx.from_gen,
             });
             (f, live, x, from)
         };
@@ -349,6 +351,7 @@ impl EpState {
             from_gen,
             table_gen,
             index,
+            via: Default::default(),
         };
         index
     }
