@@ -148,25 +148,12 @@ pub trait ExpressLane: SharedMemory {
     /// Writes the express record `rec` into the open ring to `to`; false
     /// (nothing written) when no ring reaches `to` or it has no room.
     /// Never spills: the caller takes the protocol's path instead.
-    /// (Tests: the layer above sends by `express_send_via`.)
     /// `hold`: it may instead wait in the transport, room kept for it,
     /// with at most six others for that ring (`shm_ring.rs`'s
     /// `TxRing::hold`), until the eighth, anything else for a ring, the
     /// next `recv_batch` or `express_take`, or `release_held` writes them
     /// all in order.
-    #[cfg(test)]
     fn express_send(&mut self, to: SocketAddr, rec: &[u8], hold: bool) -> bool;
-    /// `express_send` through the ring `via` names when it is still the
-    /// open ring to `to` it was found for (else found by `to`, and `via`
-    /// then names it): `via` must be what an earlier call for the same
-    /// `to` left there, or the default.
-    fn express_send_via(
-        &mut self,
-        to: SocketAddr,
-        via: &mut super::express::RingRef,
-        rec: &[u8],
-        hold: bool,
-    ) -> bool;
     /// Writes the express records held back (`express_send` with `hold`)
     /// now. The layer above calls it before a sleep, at the close and at
     /// the process's exit (`send_all_held`).

@@ -69,18 +69,6 @@ pub enum ExpressTake {
     Record,
 }
 
-/// The ring an express record to one peer went into, as its writer
-/// found it (`ExpressLane::express_send_via`): kept by the layer above
-/// beside the address it was found for, it names that ring while the ring
-/// lives (its index and its generation, never reused), and no address is
-/// compared or hashed to find it again. The default names none.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RingRef {
-    pub(super) k: u32,
-    /// 0: none.
-    pub(super) gen: u64,
-}
-
 /// Where `ExpressLane::express_take` puts the record it takes: its bytes,
 /// how many, and its writer. (Kept by the caller from one poll to the
 /// next, filled in place: a record handed back by value was copied at

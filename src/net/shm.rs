@@ -270,8 +270,6 @@ struct Tx {
     /// hash look-up for a stream to one peer. Forgotten whenever a route
     /// changes (`adopt`, `check_peers`).
     express_last: Option<(SocketAddr, usize)>,
-    /// The last `TxRing::gen` given.
-    ring_gen: u64,
     /// The ring holding express records back (`TxRing::hold`), if any: one
     /// at most (another's record releases them).
     held_in: Option<usize>,

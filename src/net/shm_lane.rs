@@ -6,7 +6,6 @@
 //! the fast poll; lost with a dropped ring (`take_dropped`).
 
 use super::*;
-use crate::net::express::RingRef;
 
 impl ShmTransport {
     /// The ring an express record to `to` would go into: open, its
@@ -28,34 +27,27 @@ impl ShmTransport {
             .map(|_| k)
     }
 
-    /// The ring `via` names, while it lives and its receiver's proof
-    /// holds; else `express_ring(to)`'s, then named by `via`.
-    #[inline(always)]
-    fn express_ring_via(&mut self, to: SocketAddr, via: &mut RingRef) -> Option<usize> {
-        let tx = self.tx.get_mut();
-        let k = via.k as usize;
-        if tx
-            .rings
-            .get(k)
-            .and_then(Option::as_ref)
-            .is_some_and(|r| r.gen == via.gen && r.express_ok)
-        {
-            return Some(k);
-        }
-        self.express_ring_found(to, via)
-    }
-
+    /// The ring to `to` by its route, remembered for `express_ring`.
     #[inline(never)]
-    fn express_ring_found(&mut self, to: SocketAddr, via: &mut RingRef) -> Option<usize> {
-        let k = self.express_ring(to)?;
-        let gen = self.tx.get_mut().rings[k].as_ref()?.gen;
-        *via = RingRef { k: k as u32, gen };
+    fn express_ring_look_up(&mut self, to: SocketAddr) -> Option<usize> {
+        let tx = self.tx.get_mut();
+        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
+            return None;
+        };
+        tx.express_last = Some((to, k));
         Some(k)
     }
+}
 
-    /// Writes `rec` into ring `k` (open, proven), or holds it there.
-    #[inline(always)]
-    fn express_send_at(&mut self, k: usize, rec: &[u8], hold: bool) -> bool {
+impl ExpressLane for ShmTransport {
+    fn express_open(&mut self, to: SocketAddr) -> bool {
+        self.express_ring(to).is_some()
+    }
+
+    fn express_send(&mut self, to: SocketAddr, rec: &[u8], hold: bool) -> bool {
+        let Some(k) = self.express_ring(to) else {
+            return false;
+        };
         let tx = self.tx.get_mut();
         if hold
             && tx.held_in.is_none_or(|h| h == k)
@@ -74,44 +66,6 @@ impl ShmTransport {
         ring.express_end = ring.tail;
         ring.wake(&self.wake);
         true
-    }
-
-    /// The ring to `to` by its route, remembered for `express_ring`.
-    #[inline(never)]
-    fn express_ring_look_up(&mut self, to: SocketAddr) -> Option<usize> {
-        let tx = self.tx.get_mut();
-        let Some(&Route::Ring(k)) = tx.routes.get(&to) else {
-            return None;
-        };
-        tx.express_last = Some((to, k));
-        Some(k)
-    }
-}
-
-impl ExpressLane for ShmTransport {
-    fn express_open(&mut self, to: SocketAddr) -> bool {
-        self.express_ring(to).is_some()
-    }
-
-    #[cfg(test)]
-    fn express_send(&mut self, to: SocketAddr, rec: &[u8], hold: bool) -> bool {
-        let Some(k) = self.express_ring(to) else {
-            return false;
-        };
-        self.express_send_at(k, rec, hold)
-    }
-
-    fn express_send_via(
-        &mut self,
-        to: SocketAddr,
-        via: &mut RingRef,
-        rec: &[u8],
-        hold: bool,
-    ) -> bool {
-        let Some(k) = self.express_ring_via(to, via) else {
-            return false;
-        };
-        self.express_send_at(k, rec, hold)
     }
 
     #[cfg(test)]

@@ -135,11 +135,9 @@ impl ShmTransport {
         }) else {
             return;
         };
-        let Some(mut ring) = self.connect(to, File::from(fd)) else {
+        let Some(ring) = self.connect(to, File::from(fd)) else {
             return; // asked again later
         };
-        tx.ring_gen += 1;
-        ring.gen = tx.ring_gen;
         let k = match tx.rings.iter().position(Option::is_none) {
             Some(k) => {
                 tx.rings[k] = Some(ring);
@@ -205,7 +203,6 @@ impl ShmTransport {
             stuck_since: None,
             wake: wake_addr(to).ok()?,
             express_ok,
-            gen: 0,
             held_words: [(0, 0); tx_ring::HELD_WORDS],
             held_n: 0,
             held_count: 0,

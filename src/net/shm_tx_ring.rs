@@ -32,9 +32,6 @@ pub(super) struct TxRing {
     /// The receiver proved it is of our job (`shm_proof.rs`): express
     /// records may go (it would drop them otherwise).
     pub(super) express_ok: bool,
-    /// Which ring this is (`Tx::ring_gen`, given at `adopt`, never 0):
-    /// a `RingRef` to it holds while it lives.
-    pub(super) gen: u64,
     /// Express records held back (`hold`): their room taken in the ring,
     /// nothing written there yet; their words (ring offset, word; a
     /// wrap's two, in the order they are stored), stored in order by

@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
-use super::super::express::{ExpressTake, RingRef, TakenRecord};
+use super::super::express::{ExpressTake, TakenRecord};
 use super::super::{Connectable, ExpressLane, ExpressProver, RegionMsg};
 use super::{Near, Transports};
 use crate::time::Instant;
@@ -104,23 +104,10 @@ impl Transports {
         self.lane().is_some_and(|l| l.express_open(to))
     }
 
-    /// `ExpressLane::express_send`: whether a ring took the record (tests).
-    #[cfg(test)]
+    /// `ExpressLane::express_send`: whether a ring took the record.
+    #[inline]
     pub fn express_send(&mut self, to: SocketAddr, rec: &[u8], hold: bool) -> bool {
         self.lane().is_some_and(|l| l.express_send(to, rec, hold))
-    }
-
-    /// `ExpressLane::express_send_via`: whether a ring took the record.
-    #[inline]
-    pub fn express_send_via(
-        &mut self,
-        to: SocketAddr,
-        via: &mut RingRef,
-        rec: &[u8],
-        hold: bool,
-    ) -> bool {
-        self.lane()
-            .is_some_and(|l| l.express_send_via(to, via, rec, hold))
     }
 
     /// `ExpressLane::express_send_unproven` (tests).

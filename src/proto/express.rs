@@ -4,20 +4,6 @@
 
 use super::*;
 
-/// The peer an express record to one address was checked against, as
-/// `Protocol::express_quiet_via` found it: kept by the layer above beside
-/// the address it was found for, it names that peer's slot while the
-/// peer lives there (its slot and generation, `Peer::gen`), and no
-/// address is compared or hashed to find it again. Only a peer found by
-/// its own address is named (an alias, or another rail's address, may
-/// come to stand for another peer). The default names none.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PeerRef {
-    slot: u32,
-    /// 0: none.
-    gen: u64,
-}
-
 impl<A: PeerAddr> Protocol<A> {
     /// A message that came outside the protocol (an express record of a
     /// shared-memory ring, `am/express.rs`), queued as delivered behind the
@@ -44,26 +30,11 @@ impl<A: PeerAddr> Protocol<A> {
     /// flight or unacknowledged (`Peer::express_passes`); else
     /// whether we owe it ACKs (which `express_ready` would send). The
     /// usual answer, `Some(false)`, lets the lane write its record with no
-    /// other look (`am/express/lane.rs`, by `express_quiet_via`).
-    #[cfg(test)]
-    pub fn express_quiet(&mut self, to: &A) -> Option<bool> {
-        self.express_quiet_via(to, &mut PeerRef::default())
-    }
-
-    /// `express_quiet`, the peer found through `via` while it names the
-    /// peer it was found for (else by `to`, and `via` then names it when
-    /// it was found by its own address): `via` must be what an earlier
-    /// call for the same `to` left there, or the default.
+    /// other look (`am/express/lane.rs`).
     #[inline(always)]
-    pub fn express_quiet_via(&mut self, to: &A, via: &mut PeerRef) -> Option<bool> {
-        let s = via.slot as usize;
-        let s = if via.gen != 0 && self.peers.get(s).is_some_and(|p| p.gen == via.gen) {
-            s
-        } else {
-            match self.express_peer_found(to, via) {
-                Some(s) => s,
-                None => return Some(false),
-            }
+    pub fn express_quiet(&mut self, to: &A) -> Option<bool> {
+        let Some(s) = self.find_peer(to) else {
+            return Some(false);
         };
         let p = &self.peers[s];
         if !p.express_passes() {
@@ -73,22 +44,6 @@ impl<A: PeerAddr> Protocol<A> {
             p.assoc.state == AssocState::Established
                 && p.rx.iter().any(|r| r.ack_owed_since.is_some()),
         )
-    }
-
-    /// `express_quiet_via`'s look-up by address.
-    #[inline(never)]
-    fn express_peer_found(&mut self, to: &A, via: &mut PeerRef) -> Option<usize> {
-        let s = self.find_peer(to)?;
-        let p = &self.peers[s];
-        *via = if p.addr == *to {
-            PeerRef {
-                slot: s as u32,
-                gen: p.gen,
-            }
-        } else {
-            PeerRef::default()
-        };
-        Some(s)
     }
 
     /// Whether an express record to `to` may go now (`am/express/lane.rs`

@@ -137,7 +137,6 @@ use std::sync::Arc;
 pub use addr::PeerAddr;
 pub use config::{ProtoConfig, DEFAULT_IDLE_TIMEOUT};
 pub use event::{Event, FailReason, MsgId};
-pub use express::PeerRef;
 pub use limits::{MAX_MESSAGE, MAX_WINDOW};
 #[cfg(any(test, feature = "testing"))]
 pub use place::NoPlacement;
@@ -187,8 +186,6 @@ pub struct Protocol<A: PeerAddr> {
     slots: FxHashMap<A, u32>,
     /// The slot of the last peer looked up (checked before `slots`).
     last_slot: usize,
-    /// The last `Peer::gen` given (`PeerRef`).
-    peer_gen: u64,
     /// The slot of each peer's alias (`alias.rs`), at most one a peer.
     aliases: FxHashMap<A, u32>,
     /// The peers' tags (ours of their associations) as of the last walk
@@ -263,7 +260,6 @@ impl<A: PeerAddr> Protocol<A> {
             free: Vec::new(),
             slots: FxHashMap::default(),
             last_slot: usize::MAX,
-            peer_gen: 0,
             aliases: FxHashMap::default(),
             tags: FxHashMap::default(),
             walk_budget: TokenBucket::new(burst),

@@ -84,8 +84,6 @@ impl<A: PeerAddr> Protocol<A> {
                 self.peers.len() - 1
             }
         };
-        self.peer_gen += 1;
-        self.peers[slot].gen = self.peer_gen;
         self.slots.insert(addr, slot as u32);
         self.last_slot = slot;
         slot
@@ -109,9 +107,6 @@ impl<A: PeerAddr> Protocol<A> {
             self.remotes.retain(|_, s| *s as usize != slot);
         }
         self.peers[slot] = Peer::new(&self.cfg, addr);
-        // (a `PeerRef` to the peer gone holds no more)
-        self.peer_gen += 1;
-        self.peers[slot].gen = self.peer_gen;
         self.free.push(slot as u32);
         self.last_slot = usize::MAX;
         if self.free.len() >= 64 && self.free.len() * 2 > self.peers.len() {

@@ -206,8 +206,6 @@ impl Endpoint {
                 keep: false,
                 may_have_run: false,
                 express: is_request,
-                via: st.express.source.via,
-                via_gen: st.express_rx.from_gen,
             });
             (f, live, x, from)
         };
@@ -351,7 +349,6 @@ impl EpState {
             from_gen,
             table_gen,
             index,
-            via: Default::default(),
         };
         index
     }

@@ -53,7 +53,6 @@
 use std::net::SocketAddr;
 
 use crate::am::endpoint::core::EpState;
-use crate::am::handler::tables::ExpressVia;
 use crate::am::state::express::ExpressStats;
 use crate::am::state::express::OWED_MAX;
 use crate::error::ReturnStatus;
@@ -90,22 +89,17 @@ impl EpState {
             meta.tag,
             &mut buf,
         );
-        let mut via = ExpressVia::default();
-        self.try_express_record(now, to, &mut via, kind, &buf[..len], false)
+        self.try_express_record(now, to, kind, &buf[..len], false)
     }
 
     /// Writes the express record `rec` (of `kind`, encoded by
     /// `net::express::encode`) into the ring to `to` when the lane is open
-    /// to it (as `try_express`); false: nothing sent. The protocol's peer
-    /// and the ring reached through `via` (what an earlier call for `to`
-    /// left there, or the default), found again by `to` and kept there
-    /// when it names them no more.
+    /// to it (as `try_express`); false: nothing sent.
     #[inline(always)]
     pub(in crate::am) fn try_express_record(
         &mut self,
         now: Instant,
         to: SocketAddr,
-        via: &mut ExpressVia,
         kind: ExpressKind,
         rec: &[u8],
         hold: bool,
@@ -115,7 +109,7 @@ impl EpState {
         }
         // nothing of ours unfinished to `to` (`Protocol::express_ready`);
         // the ring's own look (open, its receiver proven) is the send's
-        match self.proto.express_quiet_via(&to, &mut via.peer) {
+        match self.proto.express_quiet(&to) {
             None => return false,
             Some(false) => {}
             // ACKs owed to `to` go first, through its ring; only when the
@@ -130,10 +124,7 @@ impl EpState {
             }
         }
         let n = rec.len();
-        if !self
-            .transports
-            .express_send_via(to, &mut via.ring, rec, hold)
-        {
+        if !self.transports.express_send(to, rec, hold) {
             return false;
         }
         let c = Category::Short.index();
@@ -151,17 +142,6 @@ impl EpState {
             }
         }
         true
-    }
-
-    /// A reply to the writer numbered `from_gen` (`TakenRecord::from_gen`;
-    /// 0: none) found the express lane's way back to it again (`via`):
-    /// kept for the fast poll's next records from it.
-    #[inline(never)]
-    pub(in crate::am) fn express_via_found(&mut self, from_gen: u64, via: ExpressVia) {
-        let s = &mut self.express.source;
-        if from_gen != 0 && s.from_gen == from_gen {
-            s.via = via;
-        }
     }
 
     /// The automatic reply of express request `txn` from `to`, whose
@@ -203,15 +183,7 @@ impl EpState {
         x.args[..o.n - 1].copy_from_slice(&o.txns[1..o.n]);
         let mut buf = [0u8; MAX_LEN];
         let len = x.encode(&mut buf);
-        let mut via = ExpressVia::default();
-        if self.try_express_record(
-            now,
-            o.to,
-            &mut via,
-            ExpressKind::AutoReply,
-            &buf[..len],
-            false,
-        ) {
+        if self.try_express_record(now, o.to, ExpressKind::AutoReply, &buf[..len], false) {
             // (counted once by `try_express`: one per answer)
             self.express.stats.replies_sent += (o.n - 1) as u64;
             return;

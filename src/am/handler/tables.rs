@@ -34,21 +34,6 @@ pub struct Translation {
     pub tag: u64,
     /// Requests sent to this peer whose reply has not come yet (credits used).
     pub outstanding: u32,
-    /// The express lane's way to `addr` as last found (`ExpressVia`).
-    pub(crate) via: ExpressVia,
-}
-
-/// The express lane's way to one peer address (`am/express/lane.rs`):
-/// the protocol's peer and the ring its records went to, as the layers
-/// below found them for that address, kept beside it (a translation
-/// entry, the fast poll's last writer, a token) so that the next record
-/// reaches both without the address compared or hashed again. Each layer
-/// checks its part still names what it was found for (a generation), and
-/// finds it again by the address when not. The default names nothing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct ExpressVia {
-    pub(crate) peer: crate::proto::PeerRef,
-    pub(crate) ring: crate::net::express::RingRef,
 }
 
 #[derive(Debug)]
@@ -135,7 +120,6 @@ impl TranslationTable {
             addr,
             tag,
             outstanding: 0,
-            via: ExpressVia::default(),
         });
         self.last.set(None);
         self.generation += 1;

@@ -103,19 +103,7 @@ pub fn reply_with(token: TokenId, msg: &Message<'_>, wait: LockWait) -> Result<(
         if t.express && msg.category == Category::Short && msg.payload.is_empty() && {
             let mut rec = [0u8; crate::net::express::MAX_LEN];
             let len = msg.express(ExpressKind::Reply, t.txn, tag, &mut rec);
-            let old = t.via;
-            let sent = st.try_express_record(
-                now,
-                t.source_addr,
-                &mut t.via,
-                ExpressKind::Reply,
-                &rec[..len],
-                false,
-            );
-            if t.via != old {
-                st.express_via_found(t.via_gen, t.via);
-            }
-            sent
+            st.try_express_record(now, t.source_addr, ExpressKind::Reply, &rec[..len], false)
         } {
             st.stats.replies_sent[c] += 1;
             return Ok(None);

@@ -228,23 +228,7 @@ impl EpState {
             let hold = busy && self.batch.max > 1;
             let mut rec = [0u8; crate::net::express::MAX_LEN];
             let len = msg.express(ExpressKind::Request, txn, tag, &mut rec);
-            // (the way to `addr` as this entry last found it, kept)
-            let old = self.table.mapped_entry(dest).map(|e| e.via);
-            let mut via = old.unwrap_or_default();
-            let sent = self.try_express_record(
-                now,
-                addr,
-                &mut via,
-                ExpressKind::Request,
-                &rec[..len],
-                hold,
-            );
-            if old.is_some_and(|o| o != via) {
-                if let Some(e) = self.table.get_mut(dest) {
-                    e.via = via;
-                }
-            }
-            if sent {
+            if self.try_express_record(now, addr, ExpressKind::Request, &rec[..len], hold) {
                 if !busy {
                     remember(self);
                 }

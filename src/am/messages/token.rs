@@ -10,7 +10,6 @@ use std::sync::Arc;
 use crate::am::endpoint::core::Endpoint;
 use crate::am::handler::args::TokenId;
 use crate::am::handler::name::EndpointName;
-use crate::am::handler::tables::ExpressVia;
 use crate::wire::{Category, MsgKind, MsgMeta};
 
 /// The first id of the next block of ids a thread takes.
@@ -48,12 +47,6 @@ pub struct TokenInfo {
     /// A request that came as an express record (`express.rs`): its reply
     /// may go back the same way.
     pub express: bool,
-    /// The express lane's way back to `source_addr` as the fast poll had
-    /// it for the record's writer (`ExpressSource`), and that writer's
-    /// number (`TakenRecord::from_gen`; 0: none) under which what the
-    /// reply finds again goes back there.
-    pub(crate) via: ExpressVia,
-    pub(crate) via_gen: u64,
 }
 
 impl TokenInfo {
@@ -87,8 +80,6 @@ impl TokenInfo {
                 && meta.kind == MsgKind::User,
             may_have_run: false,
             express: is_request && meta.express,
-            via: ExpressVia::default(),
-            via_gen: 0,
         }
     }
 

@@ -77,9 +77,6 @@ pub(in crate::am) struct ExpressSource {
     pub(in crate::am) from_gen: u64,
     pub(in crate::am) table_gen: u64,
     pub(in crate::am) index: Option<u32>,
-    /// The express lane's way back to that writer (`ExpressVia`), found
-    /// at its first reply (`EpState::express_via_found`).
-    pub(in crate::am) via: crate::am::handler::tables::ExpressVia,
 }
 
 impl Default for ExpressSource {
@@ -89,7 +86,6 @@ impl Default for ExpressSource {
             // (no table's generation: found at the first look)
             table_gen: u64::MAX,
             index: None,
-            via: Default::default(),
         }
     }
 }

@@ -54,10 +54,6 @@ pub(super) struct Ctx<'a, A> {
 
 pub(super) struct Peer<A> {
     pub addr: A,
-    /// Which peer this is: a number of its own each time a slot gets one
-    /// (`Protocol::peer_gen`, never 0 once in a slot; a placeholder gets
-    /// one too): a `PeerRef` to it holds while it lives.
-    pub gen: u64,
     /// Another address its packets come from (`alias.rs`): the port of
     /// the peer's connected socket for us. At most one.
     pub alias: Option<A>,
@@ -109,7 +105,6 @@ impl<A: Copy + PartialEq> Peer<A> {
             .with_ack_delay(cfg.ack_delay);
         Peer {
             addr,
-            gen: 0,
             alias: None,
             announced: None,
             queued: None,
