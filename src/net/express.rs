@@ -78,9 +78,10 @@ pub struct TakenRecord {
     pub bytes: [u8; MAX_LEN],
     pub len: usize,
     pub from: std::net::SocketAddr,
-    /// Moves each time `from` changes (what the reader resolved from one
-    /// `from`, kept beside this, holds while it does: no address compared
-    /// per record).
+    /// Which writer `from` is: a number the transport gives each writer
+    /// it takes records from, never 0 nor another writer's (what the
+    /// reader resolved from one `from`, kept beside this, holds while it
+    /// is the same: no address compared per record).
     pub from_gen: u64,
     /// Something may wait behind it (its ring was not empty after it, or
     /// another ring was not looked at): false, a look now would most

@@ -282,6 +282,8 @@ pub struct ShmTransport {
     map: SharedMap,
     wake: UnixDatagram,
     slots: [RxSlot; SLOTS],
+    /// The last `RxSlot::epoch` given (each sender a slot takes: a new one).
+    slot_epoch: u64,
     /// The slot the next receive starts at (fairness between senders).
     next: usize,
     buf: Vec<u8>,
@@ -346,6 +348,7 @@ impl ShmTransport {
             map,
             wake,
             slots: [RxSlot::default(); SLOTS],
+            slot_epoch: 0,
             next: 0,
             buf: vec![0; RECV_SLOT],
             tx: RefCell::new(Tx::default()),
@@ -551,3 +554,7 @@ mod proven_tests;
 #[cfg(test)]
 #[path = "shm_stale_tests.rs"]
 mod stale_tests;
+
+#[cfg(test)]
+#[path = "shm_writer_tests.rs"]
+mod writer_tests;

@@ -19,6 +19,11 @@ pub(super) struct RxSlot {
     /// The head last written to `S_HEAD`.
     pub(super) published: u64,
     pub(super) from: Option<SocketAddr>,
+    /// Which sender `from` is: a number of its own each time the slot
+    /// gets one (`ShmTransport::slot_epoch`), never 0 (a fresh
+    /// `TakenRecord`'s `from_gen`). The fast poll hands it on as the
+    /// record's `from_gen`: no address copied or compared per record.
+    pub(super) epoch: u64,
     /// Its sender proved it is of our job (`shm_proof.rs`): its express
     /// records are taken and its datagrams' trailers need no check
     /// (checked once, at the first look at the slot).
@@ -109,10 +114,12 @@ impl ShmTransport {
                             (self.local, a),
                             self.prover.as_ref(),
                         );
+                        self.slot_epoch += 1;
                         self.slots[i] = RxSlot {
                             head: 0,
                             published: 0,
                             from: Some(a),
+                            epoch: self.slot_epoch,
                             express,
                         };
                         a
@@ -283,9 +290,9 @@ impl ShmTransport {
         rec: &mut TakenRecord,
     ) -> ExpressTake {
         let slot = &self.slots[i];
-        let Some(from) = slot.from else {
+        if slot.from.is_none() {
             return ExpressTake::Other;
-        };
+        }
         let len = (word & !READY) as usize;
         let size = (8 + len).next_multiple_of(REC_ALIGN);
         if !slot.express || word & READY == 0 || word == WRAP || len > MAX_LEN || pos + size > RING
@@ -299,12 +306,15 @@ impl ShmTransport {
         }
         self.clear_taken(ring, pos, size);
         rec.len = len;
-        // (stored only when it changes: its reader, at once, loads it
-        // in two 16-byte halves, which a store just made by pieces
+        // (stored only when the writer changes, known by the slot's
+        // epoch, not by its address compared: its reader, at once, loads
+        // it in two 16-byte halves, which a store just made by pieces
         // cannot forward, a stall per record)
-        if rec.from != from {
-            rec.from = from;
-            rec.from_gen += 1;
+        if rec.from_gen != slot.epoch {
+            if let Some(from) = slot.from {
+                rec.from = from;
+            }
+            rec.from_gen = slot.epoch;
         }
         let next = (head % RING as u64) as usize;
         let drained = self.map.u32_at(ring + next).load(Acquire) == 0;

@@ -234,7 +234,7 @@ impl Endpoint {
             proto,
             transports,
             tag: TAG_NONE,
-            table: TranslationTable::default(),
+            table: TranslationTable::owned_by(addr),
             handlers: HandlerTable::default(),
             names: Default::default(),
             services: Default::default(),

@@ -34,6 +34,10 @@ pub struct Translation {
     pub tag: u64,
     /// Requests sent to this peer whose reply has not come yet (credits used).
     pub outstanding: u32,
+    /// `addr` is the table's endpoint's own (`TranslationTable::set_own`):
+    /// a request to it runs at once (loopback), found without the
+    /// address compared per request.
+    pub to_self: bool,
 }
 
 #[derive(Debug)]
@@ -45,6 +49,8 @@ pub struct TranslationTable {
     /// Moves at each map and unmap: an answer of `index_of` kept beside
     /// the generation it was given in holds while the generation does.
     generation: u64,
+    /// The address of the endpoint this table belongs to (`set_own`).
+    own: Option<SocketAddr>,
 }
 
 impl Default for TranslationTable {
@@ -54,6 +60,7 @@ impl Default for TranslationTable {
             by_addr: FxHashMap::default(),
             last: Cell::new(None),
             generation: 0,
+            own: None,
         }
     }
 }
@@ -61,6 +68,23 @@ impl Default for TranslationTable {
 impl TranslationTable {
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The table of the endpoint at `own`.
+    pub fn owned_by(own: SocketAddr) -> Self {
+        let mut t = TranslationTable::default();
+        t.set_own(own);
+        t
+    }
+
+    /// The endpoint's address is `own` from now on (its start, or the
+    /// address a transaction log gave back): each entry's `to_self` says
+    /// whether it names it.
+    pub fn set_own(&mut self, own: SocketAddr) {
+        self.own = Some(own);
+        for e in self.entries.iter_mut().flatten() {
+            e.to_self = e.addr == own;
+        }
     }
 
     pub fn mapped(&self) -> usize {
@@ -120,6 +144,7 @@ impl TranslationTable {
             addr,
             tag,
             outstanding: 0,
+            to_self: self.own == Some(addr),
         });
         self.last.set(None);
         self.generation += 1;
@@ -240,6 +265,27 @@ mod tests {
         t.unmap(5).unwrap();
         assert_eq!(t.index_of(&name(1000).to_addr().unwrap()), None);
         assert_eq!(t.index_of(&name(1001).to_addr().unwrap()), Some(0));
+    }
+
+    /// Each entry says whether it names the table's endpoint, as mapped and
+    /// after the endpoint's address changes (a transaction log's).
+    #[test]
+    fn entries_naming_the_endpoint_itself_say_so() {
+        let a = |p| name(p).to_addr().unwrap();
+        let mut t = TranslationTable::owned_by(a(1000));
+        t.map(0, name(1000), 0).unwrap();
+        t.map(1, name(1001), 0).unwrap();
+        t.map_any(name(1000), 0).unwrap();
+        let to_self = |t: &TranslationTable| -> Vec<bool> {
+            (0..3).map(|i| t.mapped_entry(i).unwrap().to_self).collect()
+        };
+        assert_eq!(to_self(&t), [true, false, true]);
+        t.set_own(a(1001));
+        assert_eq!(to_self(&t), [false, true, false]);
+        t.set_len(4096).unwrap();
+        t.map(4095, name(1001), 0).unwrap();
+        assert!(t.mapped_entry(4095).unwrap().to_self);
+        assert_eq!(to_self(&t), [false, true, false]);
     }
 
     #[test]

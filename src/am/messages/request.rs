@@ -83,19 +83,22 @@ impl Endpoint {
         loop {
             {
                 let g = self.state.lock();
-                let addr = {
+                let (addr, to_self) = {
                     let st = g.borrow();
                     if st.depth.is_none() {
                         return Err(Error::NotInit(
                             "AM_SetExpectedResources has not been called",
                         ));
                     }
-                    st.table
+                    let e = st
+                        .table
                         .mapped_entry(dest)
-                        .ok_or(Error::BadArg("destination index is not mapped"))?
-                        .addr
+                        .ok_or(Error::BadArg("destination index is not mapped"))?;
+                    // (whether it is this endpoint, as the entry knows it:
+                    // no address compared per request)
+                    (e.addr, e.to_self)
                 };
-                if addr == self.addr() {
+                if to_self {
                     if !keep {
                         return self.deliver_loopback(&g, dest, true, msg).map(|_| None);
                     }

@@ -319,6 +319,8 @@ impl Endpoint {
             st.secret = id.secret;
             st.txn.incarnation = incarnation_of(&id.secret);
             let _ = self.logged.set(id.addr);
+            // (a request to it is loopback from now on)
+            st.table.set_own(self.addr());
         }
         // what the target had acked, started, finished
         let mut forget = Vec::new();
