@@ -1,14 +1,15 @@
 //! One endpoint of an AM_PAR bundle driven by two threads at once over
 //! shared memory (`RAMP_TRANSPORT=shm`, the express lane on): both send
 //! requests and poll, so each runs reply handlers for the other's requests
-//! and waits for the endpoint (`sys/relock.rs`) while the other holds it.
+//! and waits for the endpoint (`sys/relock.rs`) while the other holds it;
+//! the first alone for a while (the lock biased to it), then both.
 //! Every request runs its handler once at the target and its reply once
 //! here.
 
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ramp::am::{self, handler, BundleMode, Message};
@@ -86,13 +87,20 @@ fn two_threads_requesting_and_polling_one_endpoint_see_each_reply_once() {
             }
         })
     };
-    let start = Arc::new(Barrier::new(THREADS));
+    // thread 0 alone first (the endpoint's lock then biased to it), the
+    // other joining after: the bias revoked, both at once
+    let sent0 = Arc::new(AtomicUsize::new(0));
     let senders: Vec<_> = (0..THREADS)
         .map(|t| {
-            let (b0, e0, start) = (b0.clone(), e0.clone(), start.clone());
+            let (b0, e0, sent0) = (b0.clone(), e0.clone(), sent0.clone());
             std::thread::spawn(move || {
-                start.wait();
+                while t > 0 && sent0.load(Ordering::SeqCst) < PER_THREAD / 4 {
+                    std::thread::yield_now();
+                }
                 for k in 0..PER_THREAD {
+                    if t == 0 {
+                        sent0.store(k, Ordering::SeqCst);
+                    }
                     let args = [t as u32, k as u32];
                     e0.request(1, &Message::short(10, &args), false).unwrap();
                     if k % 3 == t {
