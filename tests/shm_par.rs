@@ -2,7 +2,7 @@
 //! shared memory (`RAMP_TRANSPORT=shm`, the express lane on): both send
 //! requests and poll, so each runs reply handlers for the other's requests
 //! and waits for the endpoint (`sys/relock.rs`) while the other holds it;
-//! the first alone for a while (the lock biased to it), then both.
+//! the first alone for a while, then both.
 //! Every request runs its handler once at the target and its reply once
 //! here.
 
@@ -87,8 +87,7 @@ fn two_threads_requesting_and_polling_one_endpoint_see_each_reply_once() {
             }
         })
     };
-    // thread 0 alone first (the endpoint's lock then biased to it), the
-    // other joining after: the bias revoked, both at once
+    // thread 0 alone first, the other joining after: both at once
     let sent0 = Arc::new(AtomicUsize::new(0));
     let senders: Vec<_> = (0..THREADS)
         .map(|t| {

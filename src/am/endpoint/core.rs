@@ -177,7 +177,7 @@ fn endpoint_secret(cfg: &Config) -> Result<[u8; 32]> {
 
 impl Endpoint {
     /// This endpoint's state, waiting for it or not as `wait` says.
-    #[inline(always)]
+    #[inline]
     pub(in crate::am) fn lock_state(&self, wait: LockWait) -> Result<Guard<'_>> {
         match wait {
             LockWait::Wait => Ok(self.state.lock()),
