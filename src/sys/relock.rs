@@ -266,7 +266,7 @@ mod tests {
                         if i % 1000 == 0 {
                             std::thread::yield_now();
                         }
-                        if (i + t as u64) % 2 == 0 {
+                        if (i + t as u64).is_multiple_of(2) {
                             let inner = l.lock();
                             *inner.borrow_mut() = v + 1;
                         } else {
