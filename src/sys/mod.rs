@@ -1,7 +1,8 @@
 //! The ground floor: every call into the operating system that std does not
 //! offer safely (interface addresses, the raw clock, poll, recvmmsg and sendmmsg,
 //! signals, inherited descriptors, AWS-LC's GCM context for a MAC over pieces, the CPU's CRC32C instruction, shared-memory mappings (memfd) and passing their descriptors (SCM_RIGHTS), copies to and from another process (Cross Memory Attach), the PMIx library opened with dlopen, the kernel's randomness (`random.rs`: the crate's only source of it), a locked
-//! memory-mapped file), as thin safe functions. With `ffi/` it is the only
+//! memory-mapped file), as thin safe functions; and the endpoint's re-entrant
+//! lock, whose release is a plain store (`relock.rs`). With `ffi/` it is the only
 //! module allowed `unsafe` (the crate root denies it elsewhere); each block
 //! says why it is sound in a `SAFETY:` comment. It imports nothing of ramp's.
 
@@ -16,6 +17,7 @@ pub(crate) mod pmix;
 mod poll;
 mod process;
 pub(crate) mod random;
+mod relock;
 mod shm;
 mod shm_region;
 mod socket;
@@ -34,6 +36,7 @@ pub(crate) use ifaddrs::{interface_addresses, IfAddr};
 pub(crate) use mmap::MappedFile;
 pub(crate) use poll::{poll_fds, wait_readable, wait_readable_ns};
 pub(crate) use process::{adopt_inherited_socket, at_exit, kill};
+pub(crate) use relock::{ReGuard, ReLock};
 pub(crate) use shm::{pid_alive, SharedMap};
 pub(crate) use shm_region::{OwnedRegion, PeerRegion, MAX_REGION};
 pub(crate) use socket::{is_path_error, BatchReceiver, BatchSender, Gathered, Refused};

@@ -5,7 +5,8 @@
 //! `reply.rs`, `loopback.rs`, `driver.rs`, `drain.rs`, `dispatch.rs`,
 //! `returned.rs`), as do remote memory, transactions and the rest.
 //!
-//! Locking: the state sits in a re-entrant mutex around a RefCell. A thread
+//! Locking: the state sits in a re-entrant lock (`sys/relock.rs`: its
+//! release a plain store, no locked instruction) around a RefCell. A thread
 //! holds the mutex while it polls or sends; the RefCell is borrowed only for
 //! short stretches and never while a handler runs, so a handler may call back
 //! into the endpoint (reply, request, interrogate its token).
@@ -15,7 +16,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
+use parking_lot::Mutex;
 
 use super::host::Host;
 use crate::am::handler::args::{HandlerFn, SegmentMemory};
@@ -30,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::net::Transports;
 use crate::proto::Protocol;
 use crate::stats::Statistics;
+use crate::sys::{ReGuard, ReLock};
 use crate::time::Instant;
 use crate::wire::mac::MacKey;
 
@@ -104,7 +106,7 @@ pub struct Endpoint {
     /// The address a transaction log gave back (`txn_log.rs`): the
     /// endpoint's address and name from then on.
     pub(in crate::am) logged: std::sync::OnceLock<SocketAddr>,
-    pub(in crate::am) state: ReentrantMutex<RefCell<EpState>>,
+    pub(in crate::am) state: ReLock<RefCell<EpState>>,
     /// The bundle holding this endpoint (`bundle/bundle.rs` keeps it);
     /// None once the endpoint is freed.
     bundle: Mutex<Option<Weak<dyn Holder>>>,
@@ -125,7 +127,7 @@ pub(crate) trait Holder: Send + Sync {
     fn remove(&self, ep_id: u64) -> bool;
 }
 
-pub(in crate::am) type Guard<'a> = ReentrantMutexGuard<'a, RefCell<EpState>>;
+pub(in crate::am) type Guard<'a> = ReGuard<'a, RefCell<EpState>>;
 
 /// Whether a call waits for an endpoint another thread holds (a thread runs
 /// handlers with its endpoint held: `dispatch.rs`).
@@ -267,7 +269,7 @@ impl Endpoint {
             host,
             name: EndpointName::from_addr(addr),
             addr,
-            state: ReentrantMutex::new(RefCell::new(st)),
+            state: ReLock::new(RefCell::new(st)),
             bundle: Mutex::new(None),
             logged: std::sync::OnceLock::new(),
         }))
