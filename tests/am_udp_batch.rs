@@ -112,7 +112,6 @@ fn a_burst_of_replies_runs_each_reply_once() {
 /// sender computes with one (woken by the earlier request's answer).
 #[test]
 fn a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_held_one() {
-    use std::sync::atomic::AtomicBool;
     let _watchdog = common::watchdog(
         "am_udp_batch::a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_held_one",
         Duration::from_secs(120),
@@ -139,15 +138,7 @@ fn a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_h
         }),
     );
     e0.set_handler(0, handler(|h| panic!("returned: {:?}", h.args)));
-    let stop = Arc::new(AtomicBool::new(false));
-    let target = {
-        let (b1, stop) = (b1.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                b1.poll().unwrap();
-            }
-        })
-    };
+    let target = common::poll_on_thread(&b1);
     let wait_until = |what: &str, done: &dyn Fn() -> bool| {
         common::waiting_for(what);
         while !done() {
@@ -175,8 +166,7 @@ fn a_burst_of_requests_leaves_in_few_datagrams_and_the_progress_thread_sends_a_h
     // a slow request, then a quick one held behind it: it waits for our
     // next call, or leaves with the progress thread while we compute
     common::a_held_request_waits_for_a_call_or_the_progress_thread(&b0, &e0, &e1, &ran);
-    stop.store(true, Ordering::SeqCst);
-    target.join().unwrap();
+    target.stop();
 }
 
 /// The sender of `held_requests_leave_when_the_program_exits` (run by it

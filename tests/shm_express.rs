@@ -522,15 +522,7 @@ fn the_progress_thread_writes_a_held_record_while_the_program_computes() {
     );
     e0.set_handler(11, handler(|_| {}));
     e0.set_handler(0, handler(|h| panic!("returned: {:?}", h.args)));
-    let stop = Arc::new(AtomicBool::new(false));
-    let target = {
-        let (b1, stop) = (b1.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                b1.poll().unwrap();
-            }
-        })
-    };
+    let target = common::poll_on_thread(&b1);
     let wait_until = |what: &str, done: &dyn Fn() -> bool| {
         common::waiting_for(what);
         while !done() {
@@ -548,6 +540,5 @@ fn the_progress_thread_writes_a_held_record_while_the_program_computes() {
     let x0 = e0.express_stats().requests_sent;
     common::a_held_request_waits_for_a_call_or_the_progress_thread(&b0, &e0, &e1, &ran);
     assert_eq!(e0.express_stats().requests_sent, x0 + 4, "all by the lane");
-    stop.store(true, Ordering::SeqCst);
-    target.join().unwrap();
+    target.stop();
 }

@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -78,15 +78,7 @@ fn two_threads_requesting_and_polling_one_endpoint_see_each_reply_once() {
     );
     e0.set_handler(0, handler(|h| panic!("returned: {:?}", h.args)));
     // the target polled by a thread of its own
-    let stop = Arc::new(AtomicBool::new(false));
-    let target = {
-        let (b1, stop) = (b1.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                b1.poll().unwrap();
-            }
-        })
-    };
+    let target = common::poll_on_thread(&b1);
     // thread 0 alone first, the other joining after: both at once
     let sent0 = Arc::new(AtomicUsize::new(0));
     let senders: Vec<_> = (0..THREADS)
@@ -118,8 +110,7 @@ fn two_threads_requesting_and_polling_one_endpoint_see_each_reply_once() {
     while e0.unanswered_requests() > 0 || total.load(Ordering::SeqCst) < THREADS * PER_THREAD {
         b0.poll().unwrap();
     }
-    stop.store(true, Ordering::SeqCst);
-    target.join().unwrap();
+    target.stop();
     for (what, c) in [("handler run", &ran), ("reply", &replied)] {
         let bad: Vec<_> = (0..c.len())
             .filter(|&i| c[i].load(Ordering::SeqCst) != 1)

@@ -56,7 +56,7 @@ fn rec(txn: u32) -> Vec<u8> {
 }
 
 /// An express request record of `nargs` arguments for transaction `txn`.
-fn rec_of(txn: u32, nargs: usize) -> Vec<u8> {
+pub(super) fn rec_of(txn: u32, nargs: usize) -> Vec<u8> {
     let x = Express {
         kind: ExpressKind::Request,
         handler: 9,

@@ -7,21 +7,11 @@ use std::net::SocketAddr;
 
 use super::tests::{fresh, link, open};
 use super::*;
-use crate::net::express::{Express, ExpressKind, ExpressTake, TakenRecord, MAX_ARGS, MAX_LEN};
+use crate::net::express::{ExpressTake, TakenRecord};
 
-/// An express request record for transaction `txn`.
+/// An express request record for transaction `txn` (one argument).
 fn rec(txn: u32) -> Vec<u8> {
-    let x = Express {
-        kind: ExpressKind::Request,
-        handler: 9,
-        nargs: 1,
-        args: [txn; MAX_ARGS],
-        txn,
-        tag: 5,
-    };
-    let mut buf = [0u8; MAX_LEN];
-    let n = x.encode(&mut buf);
-    buf[..n].to_vec()
+    super::hold_tests::rec_of(txn, 1)
 }
 
 /// The writer and its number, of the record the fast poll takes next

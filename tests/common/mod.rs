@@ -564,3 +564,32 @@ pub fn wire_handshake(
         }
     }
 }
+
+/// A bundle polled in a loop by a thread of its own (a target that serves
+/// while the test's thread sends), until `stop`.
+pub struct Poller {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// Starts polling `b` on a thread of its own.
+pub fn poll_on_thread(b: &std::sync::Arc<ramp::am::Bundle>) -> Poller {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let (b, s) = (b.clone(), stop.clone());
+    let thread = std::thread::spawn(move || {
+        while !s.load(Ordering::SeqCst) {
+            b.poll().unwrap();
+        }
+    });
+    Poller { stop, thread }
+}
+
+impl Poller {
+    /// Stops the polling thread and waits for it (its panic, if any, is
+    /// the test's).
+    pub fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.thread.join().unwrap();
+    }
+}
