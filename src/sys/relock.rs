@@ -12,10 +12,13 @@
 //! release has no one to wake.
 //!
 //! A thread that finds the lock held spins (`spin_loop`, ~`SPINS` looks),
-//! then yields its core (`YIELDS` times), then sleeps, each sleep twice the
-//! last up to `MAX_SLEEP` (100 us): a waiter behind a long handler costs its
-//! core a wake-up per 100 us, and takes the lock at most ~100 us (plus the
-//! kernel's timer slack, 50 us by default) after it is let go. So that a
+//! then yields its core (`YIELDS` times), then sleeps on a futex, each sleep
+//! at most twice the last up to `MAX_SLEEP` (100 us): a waiter behind a long
+//! handler costs its core a wake-up per 100 us. A release that sees a
+//! sleeper (`sleepers`, read after its release store without a fence) wakes
+//! them (`wake`); when that read raced with a waiter going to sleep, the
+//! waiter takes the lock at most ~100 us (plus the kernel's timer slack)
+//! after it was let go, as without the wake. So that a
 //! thread which lets go and takes the lock again in a loop (a poller) cannot
 //! keep a waiter out for ever, a waiter that has spun in vain claims the next
 //! turn (`next`): while it is claimed no other thread takes the lock, free or
@@ -29,7 +32,7 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Looks at a held lock, with a `spin_loop` hint each, before yielding.
@@ -49,6 +52,43 @@ fn thread_id() -> usize {
     THREAD_MARK.with(|m| m as *const u8 as usize)
 }
 
+/// Sleeps while `word` holds `seen`, at most `limit` (a futex wait; any
+/// return, a wake, a signal, the limit or `word` moved first, is fine: the
+/// caller looks at the lock again).
+fn futex_wait(word: &AtomicU32, seen: u32, limit: Duration) {
+    let ts = libc::timespec {
+        tv_sec: limit.as_secs() as libc::time_t,
+        tv_nsec: limit.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: the futex word is a live, aligned AtomicU32 of the lock
+    // (borrowed for the call), the timeout a timespec on our stack; the
+    // kernel only reads both, and FUTEX_WAIT_PRIVATE touches no other
+    // memory.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            seen,
+            &ts as *const libc::timespec,
+        );
+    }
+}
+
+/// Wakes every thread asleep on `word` (`futex_wait`).
+fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: as `futex_wait`'s: a live, aligned AtomicU32; FUTEX_WAKE
+    // reads no memory of ours beyond the word's address.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            libc::c_int::MAX,
+        );
+    }
+}
+
 /// A re-entrant mutual-exclusion lock around a `T` (which is only ever
 /// shared by the guards of one thread at a time: put a `RefCell` inside
 /// for mutation).
@@ -57,6 +97,10 @@ pub(crate) struct ReLock<T> {
     owner: AtomicUsize,
     /// The id of a waiter that claimed the next turn; 0 when none did.
     next: AtomicUsize,
+    /// Waiters asleep on `wake` (or about to be).
+    sleepers: AtomicU32,
+    /// The futex word sleepers wait on: moved by each release that saw one.
+    wake: AtomicU32,
     /// How many guards the owner holds (read and written only by it).
     count: Cell<usize>,
     data: T,
@@ -83,6 +127,8 @@ impl<T> ReLock<T> {
         ReLock {
             owner: AtomicUsize::new(0),
             next: AtomicUsize::new(0),
+            sleepers: AtomicU32::new(0),
+            wake: AtomicU32::new(0),
             count: Cell::new(0),
             data,
         }
@@ -165,10 +211,32 @@ impl<T> ReLock<T> {
             if looks < SPINS + YIELDS {
                 std::thread::yield_now();
             } else {
-                std::thread::sleep(sleep);
+                self.sleep_until_released(me, sleep);
                 sleep = (sleep * 2).min(MAX_SLEEP);
             }
         }
+    }
+
+    /// Sleeps until a release wakes the sleepers or `limit` passes, unless
+    /// the lock is free and not claimed by another.
+    fn sleep_until_released(&self, me: usize, limit: Duration) {
+        let seen = self.wake.load(Ordering::Acquire);
+        // (counted first, then the lock looked at: a release whose look
+        // at `sleepers` missed this one left `owner` 0 for this look, or
+        // raced with it, when the limit bounds the sleep)
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let next = self.next.load(Ordering::SeqCst);
+        if self.owner.load(Ordering::SeqCst) != 0 || (next != 0 && next != me) {
+            futex_wait(&self.wake, seen, limit);
+        }
+        self.sleepers.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wake_sleepers(&self) {
+        self.wake.fetch_add(1, Ordering::Release);
+        futex_wake_all(&self.wake);
     }
 
     #[inline(always)]
@@ -196,6 +264,9 @@ impl<T> Drop for ReGuard<'_, T> {
         self.lock.count.set(n);
         if n == 0 {
             self.lock.owner.store(0, Ordering::Release);
+            if self.lock.sleepers.load(Ordering::Relaxed) != 0 {
+                self.lock.wake_sleepers();
+            }
         }
     }
 }
@@ -243,6 +314,32 @@ mod tests {
         l.next.store(0, Ordering::Relaxed);
         taker.join().unwrap();
         assert_eq!(*l.lock().borrow(), 1);
+    }
+
+    /// A waiter that went to sleep behind a long hold is woken by the
+    /// release (the futex word moves) and takes the lock. (Of 20 holds, a
+    /// release may miss a sleeper between two of its sleeps; not all 20.)
+    #[test]
+    fn a_release_wakes_a_sleeping_waiter() {
+        let l = Arc::new(ReLock::new(RefCell::new(0u32)));
+        for round in 1..=20u32 {
+            let g = l.lock();
+            let waiter = {
+                let l = l.clone();
+                std::thread::spawn(move || *l.lock().borrow_mut() += 1)
+            };
+            while l.sleepers.load(Ordering::SeqCst) == 0 {
+                std::thread::yield_now();
+            }
+            drop(g);
+            waiter.join().unwrap();
+            assert_eq!(*l.lock().borrow(), round);
+        }
+        assert!(
+            l.wake.load(Ordering::SeqCst) > 0,
+            "no release woke a sleeper"
+        );
+        assert_eq!(l.sleepers.load(Ordering::SeqCst), 0);
     }
 
     /// Threads add to a plain counter, each addition under the lock taken
