@@ -106,7 +106,14 @@ fn a_deferred_later_fragment_is_checked_by_its_sum() {
     };
     assert_eq!((frag_off, p), (777, &payload[..]));
     let mut buf = Vec::new();
-    let sum = extend_sum(&mut buf, p).unwrap_or_else(|| crc32c(p));
+    let Some(sum) = extend_sum(&mut buf, p) else {
+        // a CPU that cannot sum in the copy (no AVX-512): nothing copied,
+        // the receiver checks the whole datagram the usual way instead
+        // (`Protocol::take_deferred`'s caller)
+        assert!(buf.is_empty());
+        eprintln!("this CPU does not sum in the copy: the deferred check is not used");
+        return;
+    };
     assert!(check.holds(sum));
     assert!(!check.holds(sum ^ 1), "another sum fails");
 }
