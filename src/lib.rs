@@ -71,6 +71,12 @@ pub mod bench_support {
         crate::spmd::new_job_key()
     }
 
+    /// ramp's bulk copy (`sys::copy_bytes`): `copy_from_slice`, clear of
+    /// glibc's slow `rep movsb` on AMD.
+    pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+        crate::sys::copy_bytes(dst, src)
+    }
+
     /// The wire's CRC32C of `bytes` (`wire::crc32c`).
     pub fn packet_crc32c(bytes: &[u8]) -> u32 {
         crate::wire::crc32c(bytes)

@@ -37,7 +37,7 @@ pub(crate) fn send_joined<T: Transport + ?Sized>(
 ) -> io::Result<()> {
     joined.clear();
     for p in parts {
-        joined.extend_from_slice(p);
+        crate::sys::extend_bytes(joined, p);
     }
     t.send(now, to, joined)
 }

@@ -117,7 +117,7 @@ pub(crate) fn send_each<T: Transport + ?Sized>(
             _ => {
                 joined.clear();
                 for p in parts {
-                    joined.extend_from_slice(p);
+                    crate::sys::extend_bytes(&mut joined, p);
                 }
                 t.send(now, path.remote, &joined)?;
             }

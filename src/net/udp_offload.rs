@@ -239,7 +239,7 @@ impl Offload {
                 let mut joined = std::mem::take(&mut self.joined);
                 joined.clear();
                 for p in parts {
-                    joined.extend_from_slice(p);
+                    crate::sys::extend_bytes(&mut joined, p);
                 }
                 let to = path.remote;
                 let r = match sock.send_to(&joined, to) {

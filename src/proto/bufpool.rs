@@ -92,7 +92,7 @@ impl BufPool {
     #[inline]
     pub fn copy_with_room(&mut self, bytes: &[u8], room: usize) -> Vec<u8> {
         let mut v = self.take(bytes.len() + room);
-        v.extend_from_slice(bytes);
+        crate::wire::extend_bytes(&mut v, bytes);
         v
     }
 

@@ -391,10 +391,10 @@ impl<A> Outbox<A> {
                     (t.head + t.tail) as usize + t.piece.as_ref().map_or(0, |p| p.len as usize);
                 if k < SEND_BUNDLE_MAX && t.piece.is_some() && t.to == to && len + whole <= max {
                     buf.clear();
-                    buf.extend_from_slice(&self.bytes[self.head..self.head + len]);
+                    crate::wire::extend_bytes(buf, &self.bytes[self.head..self.head + len]);
                     let (p, end) = Self::pieces(&self.bytes, t, self.head + len);
                     for part in p {
-                        buf.extend_from_slice(part);
+                        crate::wire::extend_bytes(buf, part);
                     }
                     self.transmits.drain(..=k);
                     self.head = end;
@@ -416,7 +416,7 @@ impl<A> Outbox<A> {
                 return Some(to.remote);
             }
             buf.clear();
-            buf.extend_from_slice(&self.bytes[self.head..self.head + len]);
+            crate::wire::extend_bytes(buf, &self.bytes[self.head..self.head + len]);
             self.transmits.drain(..k);
             self.head += len;
         } else {
@@ -424,7 +424,7 @@ impl<A> Outbox<A> {
             let (p, end) = Self::pieces(&self.bytes, &t, self.head);
             buf.clear();
             for part in p {
-                buf.extend_from_slice(part);
+                crate::wire::extend_bytes(buf, part);
             }
             self.head = end;
         }

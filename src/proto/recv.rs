@@ -485,7 +485,7 @@ impl RecvChannel {
             // buffer grows with the data (doubling, at most to the length).
             // A reused buffer may be larger already (its capacity counts).
             let mut buf = cx.out.pool.take_for(f.bytes.len(), f.msg_len as usize);
-            buf.extend_from_slice(f.bytes);
+            crate::wire::extend_bytes(&mut buf, f.bytes);
             self.reassembly = Some(Reassembly {
                 meta: *meta,
                 len: f.msg_len,
@@ -526,7 +526,7 @@ impl RecvChannel {
             {
                 if !f.copied {
                     r.make_room(f.bytes.len());
-                    r.buf.extend_from_slice(f.bytes);
+                    crate::wire::extend_bytes(&mut r.buf, f.bytes);
                 }
                 debug_assert!(r.buf.len() <= r.len as usize, "past its message's end");
                 if r.buf.len() == r.len as usize {

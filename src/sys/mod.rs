@@ -1,6 +1,6 @@
 //! The ground floor: every call into the operating system that std does not
 //! offer safely (interface addresses, the raw clock, poll, recvmmsg and sendmmsg,
-//! signals, inherited descriptors, AWS-LC's GCM context for a MAC over pieces, the CPU's CRC32C instruction, shared-memory mappings (memfd) and passing their descriptors (SCM_RIGHTS), copies to and from another process (Cross Memory Attach), the PMIx library opened with dlopen, the kernel's randomness (`random.rs`: the crate's only source of it), a locked
+//! signals, inherited descriptors, AWS-LC's GCM context for a MAC over pieces, the CPU's CRC32C instruction, bulk copies that avoid glibc's slow `rep movsb` on AMD (`copy.rs`), shared-memory mappings (memfd) and passing their descriptors (SCM_RIGHTS), copies to and from another process (Cross Memory Attach), the PMIx library opened with dlopen, the kernel's randomness (`random.rs`: the crate's only source of it), a locked
 //! memory-mapped file), as thin safe functions; and the endpoint's re-entrant
 //! lock, whose release is a plain store (`relock.rs`). With `ffi/` it is the only
 //! module allowed `unsafe` (the crate root denies it elsewhere); each block
@@ -8,6 +8,7 @@
 
 mod clock;
 mod cma;
+mod copy;
 mod crc;
 mod fdpass;
 pub(crate) mod gmac;
@@ -25,6 +26,7 @@ mod udp_path;
 
 pub(crate) use clock::{clock_counter, monotonic_nanos, secs_since, unix_nanos};
 pub(crate) use cma::{read_from_process, write_to_process};
+pub(crate) use copy::{copy_bytes, copy_raw, extend_bytes};
 pub(crate) use crc::{
     copy_sum, copy_summed, crc32c_append_long, crc32c_append_summed, crc32c_extend, crc32c_short,
     extend_sum, SUM_BLOCK,

@@ -89,9 +89,7 @@ impl SharedMap {
         // and cannot overlap `dst`, which is private memory. A concurrent
         // writer elsewhere can only make the copy hold wrong bytes, which
         // the caller checks as hostile input.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.map.as_ptr().add(off), dst.as_mut_ptr(), dst.len())
-        }
+        unsafe { super::copy::copy_raw(self.map.as_ptr().add(off), dst.as_mut_ptr(), dst.len()) }
     }
 
     /// Copies `src` into the mapping at `off`.
@@ -100,9 +98,7 @@ impl SharedMap {
         // SAFETY: the destination range lies inside the mapping (checked
         // above) and cannot overlap `src`, which is private memory; no
         // reference into the mapping is held anywhere in this process.
-        unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), self.map.as_mut_ptr().add(off), src.len())
-        }
+        unsafe { super::copy::copy_raw(src.as_ptr(), self.map.as_mut_ptr().add(off), src.len()) }
     }
 }
 

@@ -68,7 +68,7 @@ impl View {
         // SAFETY: inside the data (checked above); `src` is memory of ours
         // that cannot overlap a MAP_SHARED mapping made here; nothing hands
         // out references into the mapping.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.data().add(off), src.len()) };
+        unsafe { super::copy::copy_raw(src.as_ptr(), self.data().add(off), src.len()) };
         true
     }
 
@@ -79,7 +79,7 @@ impl View {
         }
         // SAFETY: inside the data (checked above); `dst` is exclusively
         // ours. A concurrent writer can only make the copy hold wrong bytes.
-        unsafe { std::ptr::copy_nonoverlapping(self.data().add(off), dst.as_mut_ptr(), dst.len()) };
+        unsafe { super::copy::copy_raw(self.data().add(off), dst.as_mut_ptr(), dst.len()) };
         true
     }
 

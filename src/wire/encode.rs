@@ -52,7 +52,7 @@ pub fn encode_data(
     let start = buf.len();
     buf.reserve(DATA_HEADER_LEN + 4 * meta.nargs as usize + payload.len() + integ.trailer_len());
     encode_data_header(buf, common, meta, msg_len, frag_off, payload.len() as u32);
-    buf.extend_from_slice(payload);
+    super::extend_bytes(buf, payload);
     integ.seal(buf, start);
 }
 
@@ -128,7 +128,7 @@ pub fn encode_more(
     let start = buf.len();
     buf.reserve(MORE_HEADER_LEN + payload.len() + integ.trailer_len());
     encode_more_header(buf, common, frag_off, payload.len() as u32);
-    buf.extend_from_slice(payload);
+    super::extend_bytes(buf, payload);
     integ.seal(buf, start);
 }
 

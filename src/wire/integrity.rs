@@ -322,7 +322,7 @@ impl Integrity {
         match self {
             Integrity::AssocMac(a) => Some(a.key.copy_digest(dst, src, header_len % 16)),
             _ => {
-                dst.extend_from_slice(src);
+                super::extend_bytes(dst, src);
                 None
             }
         }

@@ -71,7 +71,7 @@ impl MacKey {
             dst.reserve(src.len());
             for piece in src.chunks(PIECE) {
                 let at = dst.len();
-                dst.extend_from_slice(piece);
+                super::extend_bytes(dst, piece);
                 ctx.update(&dst[at..]);
             }
             u128::from_be_bytes(ctx.finish())

@@ -178,6 +178,10 @@ pub fn extend_sum(v: &mut Vec<u8>, src: &[u8]) -> Option<u32> {
     crate::sys::extend_sum(v, src)
 }
 
+/// `v.extend_from_slice(src)` for payloads,
+/// clear of glibc's slow `rep movsb` on AMD (`sys/copy.rs`).
+pub(crate) use crate::sys::extend_bytes;
+
 /// Payloads from this long are worth copying with their sums.
 pub const SUM_BLOCK: usize = crate::sys::SUM_BLOCK;
 

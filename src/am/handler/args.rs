@@ -129,10 +129,10 @@ impl SegmentMemory for VecSegment {
         self.len
     }
     fn write(&self, off: usize, data: &[u8]) {
-        self.mem.lock()[off..off + data.len()].copy_from_slice(data);
+        crate::sys::copy_bytes(&mut self.mem.lock()[off..off + data.len()], data);
     }
     fn read_into(&self, off: usize, len: usize, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.mem.lock()[off..off + len]);
+        crate::sys::extend_bytes(out, &self.mem.lock()[off..off + len]);
     }
     fn fill_with(&self, off: usize, len: usize, f: &mut dyn FnMut(&mut [u8])) -> bool {
         let mut mem = self.mem.lock();

@@ -34,7 +34,7 @@ pub fn copy_summed(dst: &mut Vec<u8>, src: &[u8], sums: &mut Vec<u32>) -> bool {
     sums.clear();
     let blocks = src.len() / SUM_BLOCK;
     if blocks == 0 || super::folder() != Some(Folder::Avx512) {
-        dst.extend_from_slice(src);
+        crate::sys::extend_bytes(dst, src);
         return false;
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -50,7 +50,7 @@ pub fn copy_summed(dst: &mut Vec<u8>, src: &[u8], sums: &mut Vec<u32>) -> bool {
     // `whole.len()` bytes of the spare capacity (it stores each block's 64
     // 64-byte lines), within the capacity reserved above.
     unsafe { dst.set_len(whole.len()) };
-    dst.extend_from_slice(rest);
+    crate::sys::extend_bytes(dst, rest);
     true
 }
 
