@@ -466,6 +466,12 @@ pub fn run(o: &Options) -> Result<(), String> {
             println!("{name:<10} {}", v.join(" "));
         }
     }
+    let (trap, ours, clear) = crate::loggp_measure::memcpy_trap();
+    println!(
+        "memcpy 64 KiB, the destination 16 bytes past a page from the source: glibc {trap:.0} \
+         MiB/s, ramp's copy {ours:.0} (glibc 256 past: {clear:.0}; glibc's rep movsb is slow at \
+         1-63 past on AMD Zen, sys/copy.rs)"
+    );
     print_targets(&all, &med);
     if let Some(path) = &o.plot {
         let lines = |f: fn(&Figures) -> &Vec<(usize, f64)>| -> Vec<Line> {

@@ -417,29 +417,54 @@ pub fn measure(
 /// scheduler cut (2 cores shared with the other benchmark processes) only
 /// reads slower. (The median of 3 windows over the first bytes of two
 /// buffers of the largest size read 1.8-9 GB/s for 8 KiB-256 KiB on the
-/// 2-core machine, where the copy runs at 46-55 GB/s.)
+/// 2-core machine, where the copy runs at 46-55 GB/s.) The destination
+/// lies 256 bytes past a page from the source: two buffers of one size
+/// from the allocator lie 16 past, where glibc's `rep movsb` runs 15-25x
+/// slower on AMD's Zen cores (`memcpy_trap`), which read 2.7 GB/s from
+/// 8 to 256 KiB on a Zen 3.
 pub fn memcpy_bw(p: &Params) -> Vec<(usize, f64)> {
-    fn copies(dst: &mut [u8], src: &[u8], n: usize) -> std::time::Duration {
+    p.sizes
+        .iter()
+        .map(|&s| (s, copy_speed(s, 256, |d, x| d.copy_from_slice(x))))
+        .collect()
+}
+
+/// The best of 15 windows of at least 2 ms of `copy` over `len` bytes
+/// whose destination lies `past` bytes beyond a page after the source
+/// (MiB/s).
+fn copy_speed(len: usize, past: usize, copy: impl Fn(&mut [u8], &[u8])) -> f64 {
+    let mut buf = vec![0x5au8; 2 * len + 3 * 4096];
+    let at = buf.as_ptr().align_offset(4096);
+    let gap = len.next_multiple_of(4096) + past;
+    let (a, b) = buf.split_at_mut(at + gap);
+    let (src, dst) = (&a[at..at + len], &mut b[..len]);
+    let copies = |dst: &mut [u8], n: usize| {
         let t = Instant::now();
         for _ in 0..n {
-            dst.copy_from_slice(std::hint::black_box(src));
+            copy(dst, std::hint::black_box(src));
             std::hint::black_box(&mut *dst);
         }
         t.elapsed()
+    };
+    let mut n = 16;
+    while copies(dst, n) < std::time::Duration::from_millis(2) && n < 1 << 26 {
+        n *= 2;
     }
-    p.sizes
-        .iter()
-        .map(|&s| {
-            let src = vec![0x5au8; s];
-            let mut dst = vec![0xa5u8; s];
-            let mut n = 16;
-            while copies(&mut dst, &src, n) < std::time::Duration::from_millis(2) && n < 1 << 26 {
-                n *= 2;
-            }
-            let best = (0..15)
-                .map(|_| (n * s) as f64 / copies(&mut dst, &src, n).as_secs_f64())
-                .fold(0.0, f64::max);
-            (s, best / (1024.0 * 1024.0))
-        })
-        .collect()
+    let best = (0..15)
+        .map(|_| (n * len) as f64 / copies(dst, n).as_secs_f64())
+        .fold(0.0, f64::max);
+    best / (1024.0 * 1024.0)
+}
+
+/// A 64 KiB copy whose destination lies 16 bytes past a page from its
+/// source (two allocations of one size): by `memcpy` and by ramp's copy
+/// (`bench_support::copy_bytes`, in pieces below glibc's `rep movsb`
+/// threshold there), beside `memcpy` 256 past (MiB/s).
+pub fn memcpy_trap() -> (f64, f64, f64) {
+    const LEN: usize = 65536;
+    (
+        copy_speed(LEN, 16, |d, x| d.copy_from_slice(x)),
+        copy_speed(LEN, 16, ramp::bench_support::copy_bytes),
+        copy_speed(LEN, 256, |d, x| d.copy_from_slice(x)),
+    )
 }
