@@ -15,7 +15,8 @@
 //! `copy_bytes` and `extend_bytes` copy such a pair in pieces of
 //! `PIECE` bytes, below every glibc's `rep movsb` threshold (the vector
 //! loop then: 55-80 GB/s here), and any other pair with one `memcpy` as
-//! `copy_from_slice` does. No `unsafe`: the pieces are slices.
+//! `copy_from_slice` does. The kernel copies with `rep movsb` too (FSRM),
+//! as slowly: `cma.rs` bounces such a pair through a buffer of its own.
 
 /// Copies shorter than this take glibc's vector loop whatever their
 /// addresses (its `rep movsb` threshold is at least 2,048 bytes).
@@ -95,7 +96,7 @@ mod tests {
     /// A buffer with `src` at its start and room for a destination
     /// `past` bytes beyond a page boundary after it.
     fn pair(len: usize, past: usize) -> (Vec<u8>, usize) {
-        let buf: Vec<u8> = (0..2 * len + 2 * 4096)
+        let buf: Vec<u8> = (0..2 * len.next_multiple_of(4096) + 3 * 4096)
             .map(|i| (i * 7 + i / 251) as u8)
             .collect();
         let src_at = buf.as_ptr().align_offset(4096);
