@@ -160,7 +160,7 @@ mod tests {
         // beyond a page after it (1-63: the kernel's copy would be slow)
         for len in [3000, BOUNCE, 200_000] {
             for past in [8, 16, 63] {
-                let gap = (len as usize).next_multiple_of(4096) + past;
+                let gap = len.next_multiple_of(4096) + past;
                 let mut buf: Vec<u8> = (0..gap + len + 8192).map(|i| (i % 251) as u8).collect();
                 let at = buf.as_ptr().align_offset(4096);
                 let want = buf[at..at + len].to_vec();
