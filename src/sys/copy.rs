@@ -17,7 +17,8 @@
 //! loop then: 55-80 GB/s here), and any other pair with one `memcpy` as
 //! `copy_from_slice` does. The kernel copies with `rep movsb` too (FSRM),
 //! as slowly: `cma.rs` bounces such a pair through a buffer of its own.
-//! Figures: docs/rep-movsb-trap.md; `scripts/copy-spy.sh` counts a
+//! Figures: docs/rep-movsb-trap.md (`scripts/copy-distance.c` measures
+//! them); `scripts/copy-spy.sh` counts a
 //! program's copies at that distance by call site.
 
 /// Copies shorter than this take glibc's vector loop whatever their
