@@ -1,6 +1,6 @@
 //! The ground floor: every call into the operating system that std does not
 //! offer safely (interface addresses, the raw clock, poll, recvmmsg and sendmmsg,
-//! signals, inherited descriptors, AWS-LC's GCM context for a MAC over pieces, the CPU's CRC32C instruction, bulk copies that avoid glibc's slow `rep movsb` on AMD (`copy.rs`), shared-memory mappings (memfd) and passing their descriptors (SCM_RIGHTS), copies to and from another process (Cross Memory Attach), the PMIx library opened with dlopen, the kernel's randomness (`random.rs`: the crate's only source of it), a locked
+//! signals, inherited descriptors, AWS-LC's GCM context for a MAC over pieces and a GHASH of ramp's own where it is faster (`ghash.rs`: 256-bit VPCLMULQDQ), the CPU's CRC32C instruction, bulk copies that avoid glibc's slow `rep movsb` on AMD (`copy.rs`), shared-memory mappings (memfd) and passing their descriptors (SCM_RIGHTS), copies to and from another process (Cross Memory Attach), the PMIx library opened with dlopen, the kernel's randomness (`random.rs`: the crate's only source of it), a locked
 //! memory-mapped file), as thin safe functions; and the endpoint's re-entrant
 //! lock, whose release is a plain store (`relock.rs`). With `ffi/` it is the only
 //! module allowed `unsafe` (the crate root denies it elsewhere); each block
@@ -11,6 +11,7 @@ mod cma;
 mod copy;
 mod crc;
 mod fdpass;
+mod ghash;
 pub(crate) mod gmac;
 mod ifaddrs;
 mod mmap;

@@ -45,7 +45,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::polyhash::PolyKey;
-use crate::sys::gmac::GmacCtx;
+use crate::sys::gmac::{self, GmacCtx};
 use aes::cipher::{BlockEncrypt, KeyInit};
 use aes::Aes128;
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
@@ -71,7 +71,8 @@ pub struct MacKey {
     aead: Arc<LessSafeKey>,
     /// The same GMAC key for a packet in pieces (a gathered DATA packet:
     /// `tag_pieces`), in a context made on first use (only keys that seal
-    /// large packets pay for one); one tag at a time.
+    /// large packets pay for one, and where `sys::gmac::wide_ghash`, keys
+    /// that check them: it makes every large tag there); one tag at a time.
     pub(super) pieces: Arc<PieceMac>,
     short: Arc<ShortMac>,
     fingerprint: [u8; 8],
@@ -213,6 +214,9 @@ impl MacKey {
         if bytes.len() <= SHORT_MAX {
             return self.short.tag(nonce, bytes);
         }
+        if gmac::wide_ghash() {
+            return self.tag_pieces(nonce, &[bytes]);
+        }
         let t = self
             .aead
             .seal_in_place_separate_tag(
@@ -252,10 +256,15 @@ impl MacKey {
         let Ok(t) = <[u8; MAC_LEN]>::try_from(tag) else {
             return false;
         };
+        // constant time: every byte is compared
+        let same =
+            |want: [u8; MAC_LEN]| want.iter().zip(&t).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0;
         if bytes.len() <= SHORT_MAX {
-            // constant time: every byte is compared
-            let want = self.short.tag(nonce, bytes);
-            return want.iter().zip(&t).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0;
+            return same(self.short.tag(nonce, bytes));
+        }
+        if gmac::wide_ghash() {
+            // the GHASH that beats AWS-LC's on this CPU (`sys/ghash.rs`)
+            return same(self.tag_pieces(nonce, &[bytes]));
         }
         let mut in_out = t;
         // AES-GCM open of an empty ciphertext: AWS-LC computes the tag and
