@@ -34,7 +34,6 @@ mod elsewhere {
         false
     }
 
-    #[derive(Clone)]
     pub(crate) struct Ghash;
 
     impl Ghash {
@@ -84,7 +83,6 @@ mod x86 {
     }
 
     /// A GHASH in progress under one key. Made only where `available()`.
-    #[derive(Clone)]
     pub(crate) struct Ghash {
         /// H^1..H^BLOCKS in POLYVAL's algebra (`powers[i]` = H^(i+1)).
         powers: [u128; BLOCKS],
@@ -177,6 +175,20 @@ mod x86 {
             self.acc = unsafe { absorb_blocks(self.acc, &self.powers, &last[..n]) };
             self.part_len = 0;
             self.acc.to_be_bytes()
+        }
+    }
+
+    impl Drop for Ghash {
+        fn drop(&mut self) {
+            // the key's powers (H itself among them: who knows it forges
+            // tags) and the state wiped, as AWS-LC wipes its context's
+            // SAFETY: `self` is live and ours; plain data overwritten in
+            // place with a valid value.
+            unsafe {
+                std::ptr::write_volatile(&mut self.powers, [0; BLOCKS]);
+                std::ptr::write_volatile(&mut self.acc, 0);
+                std::ptr::write_volatile(&mut self.part, [0; 16]);
+            }
         }
     }
 

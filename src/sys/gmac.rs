@@ -84,9 +84,14 @@ impl WideGmac {
 
 impl Drop for WideGmac {
     fn drop(&mut self) {
-        // the key's schedule wiped, as AWS-LC wipes its context's
-        // SAFETY: `aes` is a live, aligned AES_KEY of ours; plain data.
-        unsafe { ptr::write_volatile(&mut self.aes, std::mem::zeroed()) };
+        // the key's schedule and the last tag's mask wiped, as AWS-LC
+        // wipes its context's (the hash wipes its own)
+        // SAFETY: `aes` and `ek0` are live, aligned fields of ours; plain
+        // data (an all-zero AES_KEY is valid).
+        unsafe {
+            ptr::write_volatile(&mut self.aes, std::mem::zeroed());
+            ptr::write_volatile(&mut self.ek0, [0; TAG_LEN]);
+        }
     }
 }
 
