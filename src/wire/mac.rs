@@ -1,10 +1,14 @@
 //! The packet MAC of a job (`RAMP_JOB_KEY`): AES-128-GMAC (AES-GCM that
 //! encrypts nothing and authenticates the whole packet as associated data),
-//! a 128-bit tag, from aws-lc-rs.
+//! a 128-bit tag, from aws-lc-rs; on CPUs with 256-bit VPCLMULQDQ but
+//! without AVX-512 (AMD Zen 3), where AWS-LC's GHASH is its 128-bit one
+//! (7.6 GB/s), with ramp's own GHASH (`sys/ghash.rs`, 14.6 GB/s there),
+//! bit for bit the same tag.
 //!
 //! Why GMAC (measured, single thread, hot cache, built as the crate is, no
 //! `target-cpu=native`): AWS-LC picks its AES-NI/VAES and (V)PCLMULQDQ code
-//! at run time and reaches 15-20 GB/s on 8-64 KiB packets, so it costs
+//! at run time and reaches 15-20 GB/s on 8-64 KiB packets (with AVX-512;
+//! 7.6 without, hence `sys/ghash.rs`), so it costs
 //! almost nothing over the CRC32C it replaces (23 GB/s); BLAKE3 (5.7 GB/s),
 //! SipHash-1-3 (4.4 GB/s), the RustCrypto GHASH/POLYVAL/Poly1305 (under
 //! 3 GB/s) and HMAC-SHA256 (1.8 GB/s) would cost 10-50% of a 2 GB/s bulk
