@@ -16,7 +16,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::am::state::express::QUEUE;
 use crate::am::{handler, Endpoint, EndpointName, Message};
 use crate::config::{Config, TransportChoice};
 use crate::net::express::{Express, ExpressKind, MAX_ARGS, MAX_LEN};
@@ -87,7 +86,12 @@ pub(in crate::am) fn pair() -> Pair {
 /// `pair` as two new nodes of `w`, the target also mapping `more` (at
 /// indexes 2 on).
 pub(in crate::am) fn pair_with(w: &World, more: &[EndpointName]) -> Pair {
-    let (tn, fnode) = (w.node(&shm_cfg()), w.node(&shm_cfg()));
+    pair_cfg(w, more, &shm_cfg())
+}
+
+/// `pair_with`, both nodes configured by `cfg`.
+pub(in crate::am) fn pair_cfg(w: &World, more: &[EndpointName], cfg: &Config) -> Pair {
+    let (tn, fnode) = (w.node(cfg), w.node(cfg));
     let (target, friend) = (tn.ep.clone(), fnode.ep.clone());
     let (ran, replies, returned) = Default::default();
     for e in [&target, &friend] {
@@ -369,12 +373,14 @@ fn a_repeated_answer_frees_no_credit_twice() {
 }
 
 #[test]
-fn a_flood_of_requests_is_bounded_by_the_queue() {
+fn a_flood_of_requests_is_bounded_by_the_receive_depth() {
     let p = pair();
     let to = p.target.addr();
     let rec = record(ExpressKind::Request, 10, &[1], 0x5eed, TAG);
     let refused = |e: &Endpoint| e.express_stats().refused;
-    let mut written = 0usize;
+    let depth = p.target.with(|s| s.proto.recv_depth()) as u64;
+    let received0 = p.target.express_stats().requests_received;
+    let mut written = 0u64;
     // the target's program only moves packets (no handler runs): its
     // queue fills
     p.computing(p.t, || {
@@ -388,15 +394,16 @@ fn a_flood_of_requests_is_bounded_by_the_queue() {
             assert!(rounds < 1000, "never refused");
         }
     });
-    assert!(written > QUEUE);
-    let queued = p.target.with(|s| s.incoming.pending.len()) as u64;
-    let received = p.target.express_stats().requests_received;
-    // taken: at most the queue, and what the in-order queue holds
-    assert!(received <= (QUEUE as u64) + queued + 1, "{received}");
-    // the refused ones go back by the protocol; then all runs down
+    assert!(written > 2 * depth, "{written} written, depth {depth}");
+    // taken: the in-order queue's depth and the protocol's
+    let received = p.target.express_stats().requests_received - received0;
+    assert!(received <= 2 * depth, "{received} taken, depth {depth}");
+    // the refused ones go back (they answer nothing of the friend's:
+    // dropped there, nothing sent again); then all runs down
     let ran_down =
         p.w.run_until(SETTLE, || p.target.with(|s| s.nothing_to_dispatch()));
     assert!(ran_down, "the queue never ran down");
+    assert_eq!(p.friend.express_stats().resent, 0);
 }
 
 #[test]

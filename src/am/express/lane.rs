@@ -32,8 +32,18 @@
 //! protocol's messages'. Hostile input: a record not exactly of the format
 //! is dropped and counted; a reply counts only for an express request of
 //! ours to the peer whose ring it came from, not yet answered (one queued
-//! answer each: no credit freed twice, no queue grown by copies); requests
-//! past `QUEUE` waiting are returned (ECONGESTION) by the protocol.
+//! answer each: no credit freed twice, no queue grown by copies).
+//!
+//! A full receiver: a request that finds as many waiting as the protocol
+//! lets wait before it NACKs (its receive depth, `RAMP_RECV_DEPTH`) is
+//! not queued: it goes back to its sender (a returned message of status
+//! `RESEND`, never shown to handler 0), which sends it again by the
+//! protocol's path, whose NACKs, backoff and limit (`RAMP_NACK_LIMIT`,
+//! then ECONGESTION) then hold for it as for any request; its handler has
+//! not run. Only a request of ours to that peer, sent express and not yet
+//! answered, is sent again, once (it is no longer express): a forged or
+//! repeated `RESEND` sends nothing. Its place among the requests to that
+//! peer (`started.rs`) is where it was sent again.
 //!
 //! Automatic replies: those a dispatch owes one peer for its express
 //! requests go as one record when the dispatch ends (or when 17 are owed,
@@ -53,9 +63,9 @@
 use std::net::SocketAddr;
 
 use crate::am::endpoint::core::EpState;
+use crate::am::messages::returned::RESEND;
 use crate::am::state::express::ExpressStats;
 use crate::am::state::express::OWED_MAX;
-use crate::error::ReturnStatus;
 use crate::net::express::{encode, Express, ExpressKind, MAX_ARGS, MAX_LEN};
 use crate::proto::{Event, FailReason};
 use crate::time::Instant;
@@ -209,7 +219,7 @@ impl EpState {
         }
         if !self.express.refused.is_empty() {
             for (from, meta) in std::mem::take(&mut self.express.refused) {
-                self.send_returned(now, from, meta, ReturnStatus::Congestion, true);
+                self.send_returned_status(now, from, meta, RESEND, true);
             }
         }
         while let Some(to) = self.transports.take_dropped() {
@@ -217,6 +227,28 @@ impl EpState {
             self.proto.set_same_host(to, false);
             self.express_lost(to);
         }
+    }
+
+    /// A returned message of status `RESEND` from `from` for request
+    /// `txn` (see the module doc): when it is an express request of ours
+    /// to `from` not yet answered, it is sent again by the protocol's path
+    /// (no longer express, its place among the requests to `from` now);
+    /// anything else is dropped and counted, and sends nothing.
+    pub(in crate::am) fn express_resend(&mut self, now: Instant, from: SocketAddr, txn: u32) {
+        let meta = match self.outstanding.get_mut(&txn) {
+            Some(o) if o.addr == from && o.express && !o.answered && o.may_run.is_none() => {
+                o.express = false;
+                o.sent = now;
+                o.meta
+            }
+            _ => {
+                self.express.stats.dropped += 1;
+                self.stats.stale_dropped += 1;
+                return;
+            }
+        };
+        self.express.stats.resent += 1;
+        self.send_message(now, from, CHANNEL_REQUEST, meta, Vec::new());
     }
 
     /// `to`'s ring was dropped: each express request to it still waiting

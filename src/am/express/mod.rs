@@ -7,5 +7,7 @@ mod express_owed_tests;
 mod express_pass_tests;
 pub(in crate::am) mod express_poll;
 #[cfg(test)]
+mod express_resend_tests;
+#[cfg(test)]
 pub(in crate::am) mod express_tests;
 pub(in crate::am) mod lane;

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::returned::{default_returned_handler, Admitted};
+use super::returned::{default_returned_handler, Admitted, RESEND};
 use super::token::{LiveToken, TokenInfo};
 use crate::am::endpoint::core::{Endpoint, EpState, Guard};
 use crate::am::handler::args::{Data, HandlerArgs};
@@ -270,6 +270,12 @@ impl EpState {
                             return None;
                         }
                         MsgKind::Returned => {
+                            if meta.returned_request && meta.status == RESEND {
+                                // an express request of ours refused for
+                                // want of room: sent again (`express/lane.rs`)
+                                self.express_resend(now, from, meta.txn);
+                                return None;
+                            }
                             let answers = if meta.returned_request {
                                 self.complete_from(from, meta.txn, now)
                             } else {

@@ -16,6 +16,12 @@ use crate::error::ReturnStatus;
 use crate::time::Instant;
 use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY};
 
+/// A returned request's status of ramp's own, no AM-2 code: an express
+/// request refused on arrival for want of room in the receive queue, to
+/// be sent again by the protocol's path (`express/lane.rs`); never shown
+/// to handler 0.
+pub(in crate::am) const RESEND: u8 = 0x80;
+
 /// Where the payload of a message that passed the checks goes.
 pub(in crate::am) enum Admitted {
     Short,
@@ -90,12 +96,24 @@ impl EpState {
         &mut self,
         now: Instant,
         to: SocketAddr,
-        mut meta: MsgMeta,
+        meta: MsgMeta,
         status: ReturnStatus,
         was_request: bool,
     ) {
+        self.send_returned_status(now, to, meta, status as u8, was_request);
+    }
+
+    /// `send_returned` with a status code as it travels (`RESEND` too).
+    pub(in crate::am) fn send_returned_status(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        mut meta: MsgMeta,
+        status: u8,
+        was_request: bool,
+    ) {
         meta.kind = MsgKind::Returned;
-        meta.status = status as u8;
+        meta.status = status;
         meta.returned_request = was_request;
         self.send_message(now, to, CHANNEL_REPLY, meta, Vec::new());
     }

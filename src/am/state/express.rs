@@ -16,9 +16,6 @@ use crate::wire::{Category, MsgKind, MsgMeta, CHANNEL_REPLY, CHANNEL_REQUEST};
 
 const _: () = assert!(MAX_ARGS == crate::wire::MAX_ARGS);
 
-/// Requests waiting to be taken past which an express one is returned.
-pub(in crate::am) const QUEUE: usize = 16384;
-
 /// What the express lane counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExpressStats {
@@ -34,8 +31,12 @@ pub struct ExpressStats {
     /// `stale_dropped`; each written as a packet sent, its bytes in the
     /// totals.)
     pub dropped: u64,
-    /// Requests returned (ECONGESTION) for want of room in the queue.
+    /// Requests refused on arrival for want of room in the receive queue
+    /// (the protocol's receive depth, as its NACKs): returned to their
+    /// sender to be sent again by the protocol's path.
     pub refused: u64,
+    /// Requests of ours so refused and sent again by the protocol's path.
+    pub resent: u64,
     /// Requests returned because their peer's ring was dropped.
     pub lost: u64,
     /// Records taken by the fast poll (`express_poll.rs`), straight from
@@ -49,7 +50,8 @@ pub(in crate::am) struct ExpressState {
     /// Whether we send express records (`RAMP_SHM_EXPRESS`).
     pub(in crate::am) send: bool,
     pub(in crate::am) stats: ExpressStats,
-    /// Requests refused on arrival, returned after the receive.
+    /// Requests refused on arrival, returned after the receive (to be
+    /// sent again by the protocol's path, `express/lane.rs`).
     pub(in crate::am) refused: Vec<(SocketAddr, MsgMeta)>,
     /// Fast polls in a row that took records (`express_poll.rs`); a full
     /// poll resets it.
@@ -136,7 +138,10 @@ impl ExpressState {
             return;
         };
         if channel == CHANNEL_REQUEST {
-            if deliver(proto, incoming, from, channel, meta, QUEUE) {
+            // as many waiting as the protocol's path lets wait before it
+            // NACKs (`proto/recv.rs`)
+            let depth = proto.recv_depth().max(1);
+            if deliver(proto, incoming, from, channel, meta, depth) {
                 self.stats.requests_received += 1;
             } else {
                 self.stats.refused += 1;
