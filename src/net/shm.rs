@@ -8,7 +8,9 @@
 //! endpoint claims (with its pid). Each endpoint also binds an abstract Unix
 //! datagram socket named after its UDP address (and the network and pid
 //! namespaces: two may bind the same address, pids are compared); the name
-//! goes with the process. A sender that wants to reach a peer sends HELLO
+//! goes with the process. A sender that wants to reach a peer (at its
+//! first datagram, or earlier: every peer of an endpoint's table once it
+//! is complete, `Transports::ask_rings`) sends HELLO
 //! to the peer's socket; the peer answers with its file's descriptor
 //! (SCM_RIGHTS) to the sender's socket, only to a process of its own user
 //! (the kernel's SCM_CREDENTIALS), and the sender maps it only from the

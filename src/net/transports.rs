@@ -222,6 +222,22 @@ impl Transports {
         self.near.as_ref().is_none_or(|n| !n.rings().reaches(to))
     }
 
+    /// Starts setting up a ring to each of `peers` (those of this host
+    /// answer with their file), so that a job's first messages find their
+    /// rings ready rather than going by UDP until the answers are read
+    /// (`ShmTransport::reaches`): only when every peer could have a ring,
+    /// else each is asked at its first datagram, as always, so that the
+    /// slots go to the peers that are written to.
+    pub fn ask_rings(&self, peers: &[SocketAddr]) {
+        if let Some(n) = &self.near {
+            if peers.len() <= super::shm::SLOTS {
+                for &p in peers {
+                    n.rings().reaches(p);
+                }
+            }
+        }
+    }
+
     /// Shared memory when a ring of it reaches `to`.
     #[inline]
     fn ring_reaching(&self, to: SocketAddr) -> Option<&dyn SharedMemory> {

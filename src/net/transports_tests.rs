@@ -8,6 +8,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::*;
+use crate::net::shm::SLOTS;
 use crate::net::{DatagramSink, ExpressLane, RegionMsg};
 
 /// Shared memory's capability, as the stubs (rings of nothing) have it.
@@ -264,4 +265,58 @@ fn readiness_counts_the_fallbacks_gap_and_the_region_look() {
         assert!(set.readable(first), "regions {regions}");
         assert!(set.readable(gap_end), "regions {regions}");
     }
+}
+
+/// Shared memory that logs the peers it is asked to reach (where a ring
+/// sends its HELLO) and reaches none yet.
+struct Asked(Arc<Mutex<Vec<SocketAddr>>>);
+
+impl Transport for Asked {
+    fn send(&mut self, _now: Instant, _to: SocketAddr, _d: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+    fn recv_batch(&mut self, _each: &mut DatagramSink<'_>) -> io::Result<usize> {
+        Ok(0)
+    }
+    fn local_addr(&self) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, 9], 9))
+    }
+    fn fd(&self) -> RawFd {
+        -1
+    }
+    fn readable(&self) -> bool {
+        false
+    }
+    fn reaches(&self, to: SocketAddr) -> bool {
+        self.0.lock().push(to);
+        false
+    }
+}
+
+no_rings!(Asked);
+
+#[test]
+fn the_rings_of_a_table_are_asked_for_only_when_every_peer_could_have_one() {
+    let udp = || {
+        Box::new(Stub {
+            name: "udp",
+            only: None,
+            fd: 7,
+            log: Arc::new(Mutex::new(Vec::new())),
+        })
+    };
+    let peers: Vec<SocketAddr> = (1..=SLOTS as u16 + 1)
+        .map(|p| SocketAddr::from(([10, 0, 0, 1], p)))
+        .collect();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let mut set = Transports::new(udp());
+    set.ask_rings(&peers); // no shared memory: nothing to ask
+    set.prefer(Box::new(Asked(asked.clone())));
+    set.ask_rings(&peers[..SLOTS]);
+    assert_eq!(*asked.lock(), peers[..SLOTS], "each peer asked, once");
+    asked.lock().clear();
+    // one peer more than a file has slots: each is asked at its first
+    // datagram instead, so that the slots go to the peers written to
+    set.ask_rings(&peers);
+    assert!(asked.lock().is_empty());
 }

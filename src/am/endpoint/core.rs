@@ -406,7 +406,9 @@ impl Endpoint {
         })
     }
 
-    /// Fixes the table and sets the network depth (credits per peer).
+    /// Fixes the table and sets the network depth (credits per peer);
+    /// asks the table's same-host peers for their rings, so that the
+    /// first messages find them ready (`Transports::ask_rings`).
     pub fn set_expected_resources(&self, _n_endpoints: i32, depth: i32) -> Result<()> {
         self.with(|s| {
             if depth < 1 || depth as u32 > MAX_NETWORK_DEPTH {
@@ -420,6 +422,8 @@ impl Endpoint {
             let recv = s.recv_depth_env.unwrap_or(2 * depth as usize * peers);
             s.proto.set_recv_depth(recv);
             s.depth = Some(depth);
+            // the table is complete: same-host peers' rings set up now
+            s.transports.ask_rings(&s.table.peers());
             Ok(())
         })
     }

@@ -91,6 +91,19 @@ impl TranslationTable {
         self.entries.iter().filter(|e| e.is_some()).count()
     }
 
+    /// The addresses the table maps other than the endpoint's own, each
+    /// once, in the order of their first entries.
+    pub fn peers(&self) -> Vec<SocketAddr> {
+        let mut v: Vec<(u32, SocketAddr)> = self
+            .by_addr
+            .iter()
+            .filter(|(a, _)| Some(**a) != self.own)
+            .map(|(a, i)| (*i, *a))
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, a)| a).collect()
+    }
+
     fn slot(&self, index: i64) -> Result<usize> {
         if index < 0 || index as usize >= self.entries.len() {
             return Err(Error::BadArg("translation index out of range"));
@@ -286,6 +299,22 @@ mod tests {
         t.map(4095, name(1001), 0).unwrap();
         assert!(t.mapped_entry(4095).unwrap().to_self);
         assert_eq!(to_self(&t), [false, true, false]);
+    }
+
+    /// The peers whose rings an endpoint asks for when its table is
+    /// complete: each mapped address once, never its own, by first entry.
+    #[test]
+    fn peers_are_the_other_addresses_each_once_by_first_entry() {
+        let a = |p| name(p).to_addr().unwrap();
+        let mut t = TranslationTable::owned_by(a(1000));
+        t.map(7, name(1002), 0).unwrap();
+        t.map(3, name(1000), 0).unwrap();
+        t.map(9, name(1001), 0).unwrap();
+        t.map(1, name(1001), 0).unwrap();
+        assert_eq!(t.peers(), [a(1001), a(1002)]);
+        t.unmap(1).unwrap();
+        t.unmap(9).unwrap();
+        assert_eq!(t.peers(), [a(1002)]);
     }
 
     #[test]

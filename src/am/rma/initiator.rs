@@ -330,8 +330,10 @@ impl Endpoint {
 
     /// Whether the peer at translation index `dest` is reached through a
     /// shared-memory ring now, so that a large put or get can go direct
-    /// (tests, diagnostics). The ring is set up after the first message to
-    /// the peer (which goes by UDP) once the peer has polled.
+    /// (tests, diagnostics). The ring is asked for when the endpoint's
+    /// resources are set (`set_expected_resources`: the peers of a table
+    /// of at most 32) or else at the first message to the peer (which
+    /// goes by UDP meanwhile), and set up once the peer has polled.
     pub fn ring_ready(&self, dest: u32) -> bool {
         self.with(|s| {
             s.table
