@@ -83,6 +83,18 @@ impl View {
         true
     }
 
+    /// The 64-bit word at data offset `off` (inside, 8-aligned), for
+    /// atomic loads and stores only.
+    fn word64(&self, off: usize) -> Option<&AtomicU64> {
+        if !self.holds(off, 8) || !off.is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: inside the data (checked above) and 8-aligned (the data
+        // is page-aligned); any bit pattern is a valid u64, touched only
+        // atomically here; it lives as long as `self`.
+        Some(unsafe { &*(self.data().add(off) as *const AtomicU64) })
+    }
+
     /// The release store of a notification word at `off` (checked; not
     /// 4-aligned: a release fence, then its bytes, as for user memory).
     fn word(&self, off: usize, v: u32) -> bool {
@@ -208,6 +220,14 @@ impl OwnedRegion {
     /// The release store of the 32-bit word at `off`.
     pub(crate) fn write_word(&self, off: usize, v: u32) -> bool {
         self.view.read().as_ref().is_some_and(|w| w.word(off, v))
+    }
+
+    /// The release store of the 64-bit word at `off` (8-aligned; false:
+    /// outside, misaligned or revoked).
+    pub(crate) fn store_u64(&self, off: usize, v: u64) -> bool {
+        let g = self.view.read();
+        let w = g.as_ref().and_then(|view| view.word64(off));
+        w.map(|w| w.store(v, Release)).is_some()
     }
 
     /// Runs `f` on the address of `[off, off + len)` of our view while the
@@ -359,6 +379,13 @@ impl PeerRegion {
         }
         active.fetch_sub(1, Release);
         true
+    }
+
+    /// The acquire load of the 64-bit word at `off` (8-aligned); None when
+    /// outside or misaligned. (Whatever the owner stores: a hint, checked
+    /// by its user.)
+    pub(crate) fn load_u64(&self, off: usize) -> Option<u64> {
+        self.view.word64(off).map(|w| w.load(Acquire))
     }
 
     /// Copies `dst.len()` bytes at `off` into `dst`; false when not done

@@ -14,6 +14,9 @@ pub(in crate::am) const XFER_FLAG: u8 = 2;
 /// The status byte's mark of a long request whose bytes are in place
 /// (`TXN_FLAG` is 1, `XFER_FLAG` 2).
 pub(in crate::am) const INPLACE_FLAG: u8 = 4;
+/// The status byte's mark of a long request whose bytes are in the
+/// sender's staging area (`rma/xfer_staged.rs`).
+pub(in crate::am) const STAGED_FLAG: u8 = 8;
 
 /// AM_MaxShort, AM_MaxMedium, AM_MaxLong.
 pub const MAX_SHORT: usize = 16;

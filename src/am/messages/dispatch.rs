@@ -9,9 +9,9 @@ use super::returned::{default_returned_handler, Admitted, RESEND};
 use super::token::{LiveToken, TokenInfo};
 use crate::am::endpoint::core::{Endpoint, EpState, Guard};
 use crate::am::handler::args::{Data, HandlerArgs};
-use crate::am::handler::message::INPLACE_FLAG;
 use crate::am::handler::message::TXN_FLAG;
 use crate::am::handler::message::XFER_FLAG;
+use crate::am::handler::message::{INPLACE_FLAG, STAGED_FLAG};
 use crate::am::messages::work::Work;
 use crate::am::messages::work::WorkData;
 use crate::am::state::txn::take_trailer;
@@ -332,6 +332,15 @@ impl EpState {
                 let data = if is_request && meta.status & INPLACE_FLAG != 0 {
                     // bytes already in our segment (`xfer_shared.rs`)
                     let got = self.inplace_arrived(from, &meta, &payload, now);
+                    self.proto.recycle(payload);
+                    let (seg, len) = got?;
+                    WorkData::Long {
+                        addr: seg.base() + meta.dest_offset as usize,
+                        len,
+                    }
+                } else if is_request && meta.status & STAGED_FLAG != 0 {
+                    // bytes in the sender's staging area (`xfer_staged.rs`)
+                    let got = self.staged_arrived(from, &meta, &payload, now);
                     self.proto.recycle(payload);
                     let (seg, len) = got?;
                     WorkData::Long {

@@ -72,6 +72,11 @@ impl Endpoint {
         if !keep && !nested && self.try_xfer_inplace(dest, msg, nonblocking)? {
             return Ok(None);
         }
+        // or copied by us into the staging area it keeps for us
+        // (`xfer_staged.rs`)
+        if !keep && !nested && self.try_xfer_staged(dest, msg, nonblocking)? {
+            return Ok(None);
+        }
         if !keep && !nested && self.try_xfer_direct(dest, msg)? {
             return Ok(None);
         }

@@ -332,8 +332,10 @@ impl EpState {
                 self.region_msg(m);
             }
         }
-        if !self.rma.shared.map.is_empty() && now >= self.rma.shared.next_sweep {
+        let staging = !self.rma.staged.from.is_empty() || !self.rma.staged.to.is_empty();
+        if (staging || !self.rma.shared.map.is_empty()) && now >= self.rma.shared.next_sweep {
             self.rma.shared.next_sweep = now.plus(SWEEP);
+            self.sweep_staging();
             // a dead peer's file would live on in our mappings
             let transports = &self.transports;
             self.rma.shared.map.retain(|(peer, _), c| match c {
@@ -386,17 +388,18 @@ impl EpState {
         let ok = self.table.index_of(&from).is_some()
             && tag_accepts(self.tag, tag)
             && self.transports.ring_from(from, pid, secret);
-        // region 0: our segment when ramp allocated it (`xfer_shared.rs`)
-        let segment = || {
-            let r = self.rma.own_segment.mem.clone()?;
-            Some((r, REGION_READ | REGION_WRITE))
+        let rw = REGION_READ | REGION_WRITE;
+        let fd = match region {
+            _ if !ok => None,
+            // region 0: our segment when ramp allocated it (`xfer_shared.rs`)
+            crate::am::state::region::SEGMENT_REGION => {
+                self.rma.own_segment.mem.clone().map(|r| (r, rw))
+            }
+            // the staging area we keep for it (`xfer_staged.rs`)
+            crate::am::state::region::STAGING_REGION => self.staging_for(from, pid, secret),
+            _ => self.rma.regions.shared(region),
         };
-        let fd = ok
-            .then(|| match region {
-                crate::am::state::region::SEGMENT_REGION => segment(),
-                _ => self.rma.regions.shared(region),
-            })
-            .flatten()
+        let fd = fd
             .filter(|(_, access)| access & REGION_READ != 0)
             .and_then(|(r, access)| r.fd_for_peer(access & REGION_WRITE != 0).ok());
         let sent = self.transports.region_send(

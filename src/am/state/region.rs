@@ -16,6 +16,9 @@ use crate::sys::OwnedRegion;
 
 /// Region 0: the endpoint's AM-2 segment.
 pub const SEGMENT_REGION: u32 = 0;
+/// The id under which a same-host peer asks for the staging area we keep
+/// for its long requests (`rma/xfer_staged.rs`); never a region's.
+pub(crate) const STAGING_REGION: u32 = u32::MAX;
 /// Access rights of a region (or'ed together).
 pub const REGION_READ: u32 = 1;
 pub const REGION_WRITE: u32 = 2;
@@ -89,7 +92,7 @@ impl Regions {
         if self.map.len() >= MAX_REGIONS {
             return Err(Error::Resource("too many regions registered"));
         }
-        if self.last == u32::MAX {
+        if self.last >= STAGING_REGION - 1 {
             return Err(Error::Resource("region ids are used up"));
         }
         self.last += 1;

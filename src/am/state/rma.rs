@@ -37,6 +37,8 @@ pub(crate) struct RmaState {
     pub(in crate::am) shared: SharedCache,
     /// Our segment when ramp allocated it (`xfer_shared.rs`).
     pub(in crate::am) own_segment: OwnSegment,
+    /// Staging areas of long requests (`xfer_staged.rs`).
+    pub(in crate::am) staged: Staging,
     /// Direct Xfers whose call returned at the target's commit
     /// (`xfer_direct.rs`): (peer, id) of each whose answer is still to
     /// come, taken when it does; the oldest forgotten past `EARLY_MAX`.
@@ -176,4 +178,32 @@ pub(crate) struct OwnSegment {
     /// Peers our threads are copying an Xfer into right now (as sender):
     /// another waits as for an unanswered request (AM_PAR).
     pub(in crate::am) copying: Vec<std::net::SocketAddr>,
+}
+
+/// Staging areas of long requests between same-host peers
+/// (`xfer_staged.rs`, in `RmaState`).
+#[derive(Default)]
+pub(crate) struct Staging {
+    /// As the target: the area we allocated for each peer that asked, and
+    /// the pid and secret of its ring it asked from.
+    pub(in crate::am) from: FxHashMap<SocketAddr, (Arc<OwnedRegion>, u32, u64)>,
+    /// The last generation an area of ours had (each a new one: a request
+    /// naming one is never taken for another's).
+    pub(in crate::am) last_gen: u64,
+    /// As the sender: where we are in each peer's area we mapped.
+    pub(in crate::am) to: FxHashMap<SocketAddr, StagedTo>,
+    /// [requests we sent staged, staged requests we copied as a target,
+    /// sends that waited for room]
+    pub(in crate::am) counts: [u64; 3],
+}
+
+/// The sender's place in a peer's staging area.
+pub(crate) struct StagedTo {
+    /// The mapping this place is in (a new one starts again at 0).
+    pub(in crate::am) area: Arc<PeerRegion>,
+    /// Bytes staged so far (the next one's position; its offset in the
+    /// area is this modulo the area's ring length).
+    pub(in crate::am) head: u64,
+    /// A thread of ours is copying into it now: another waits.
+    pub(in crate::am) copying: bool,
 }
