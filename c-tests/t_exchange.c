@@ -6,6 +6,9 @@
  * medium buffers, buf == seg + offset for long messages, source buffers reusable as soon
  * as the call returns, the token interrogation calls inside handlers, and that every
  * handler runs exactly once per iteration. Meaningful under fault injection.
+ * A burst of MIDS long requests of 40,000-85,000 bytes follows the big one each iteration (over
+ * shared memory they go through the target's staging area, xfer_staged.rs, the sender's buffer
+ * overwritten after each call): each lands whole at its offset, in order, once.
  */
 #include "common.h"
 #include "argmacros.h"
@@ -25,6 +28,11 @@
 
 #define BIG_REQ_OFF ((uintptr_t)4096)
 #define BIG_REP_OFF (BIG_REQ_OFF + (uintptr_t)AM_MaxLong())
+#define H_MIDL_REQ 204
+#define H_MIDL_REP 205
+#define MIDS 6
+#define MID_LEN(k) ((size_t)40000 + (size_t)(k) * 9000)
+#define MID_OFF(k) (BIG_REQ_OFF + (uintptr_t)(k) * 100000)
 
 #define REQ_ARG(k) ((int32_t)(0xBABE7001u + (uint32_t)(k)))
 /* reply args: alternate around INT32_MIN and INT32_MAX */
@@ -42,6 +50,8 @@ static volatile int g_iter;           /* iteration both processes are in (see ma
 static int req_count[3][NARGS];       /* request handler runs, cumulative */
 static int rep_count[3][NARGS];       /* reply handler runs, cumulative */
 static int big_req_count[2], big_rep_count[2];
+static int mid_req_count, mid_rep_count;
+static unsigned mid_req_seen, mid_rep_seen; /* this iteration's k, one bit each */
 static int replies_this_iter;
 
 static uint8_t pat(int src, int n, int iter, int salt, size_t i) {
@@ -288,6 +298,33 @@ static void bigl_rep(void *token, void *buf, size_t nbytes, int32_t iter) {
   replies_this_iter++;
 }
 
+/* the burst's k-th request of this iteration: once, whole, at its offset (AM-2 orders
+ * nothing: under loss they may come in any order) */
+static void midl_req(void *token, void *buf, size_t nbytes, int32_t iter, int32_t k) {
+  check_token(token, H_MIDL_REQ, ramp_Long, 1);
+  CHECK(iter == g_iter, "mid long request arg %d, expected iteration %d", (int)iter, (int)g_iter);
+  CHECK(k >= 0 && k < MIDS && !(mid_req_seen >> k & 1), "mid long request %d: out of range or twice", (int)k);
+  mid_req_seen |= 1u << k;
+  CHECK(buf == g_seg + MID_OFF(k), "mid long request %d buf %p, expected seg+%lu", (int)k, buf,
+        (unsigned long)MID_OFF(k));
+  CHECK(nbytes == MID_LEN(k), "mid long request %d nbytes %zu, expected %zu", (int)k, nbytes, MID_LEN(k));
+  const uint8_t *b = (const uint8_t *)buf;
+  for (size_t i = 0; i < nbytes; i++) {
+    uint8_t want = bigpat(P.peer, g_iter, 3 + (int)k, i);
+    if (b[i] != want) FAIL("mid long request %d byte %zu = 0x%02x, expected 0x%02x", (int)k, i, b[i], want);
+  }
+  mid_req_count++;
+  AM_SAFE(AM_Reply1(token, H_MIDL_REP, k));
+}
+
+static void midl_rep(void *token, int32_t k) {
+  check_token(token, H_MIDL_REP, ramp_Short, 0);
+  CHECK(k >= 0 && k < MIDS && !(mid_rep_seen >> k & 1), "mid long reply %d: out of range or twice", (int)k);
+  mid_rep_seen |= 1u << k;
+  mid_rep_count++;
+  replies_this_iter++;
+}
+
 static void returned_handler(int status, op_t opcode, void *token) {
   (void)token;
   FAIL("unexpected returned message: status %d (%s), opcode %d (%s)", status, ct_statusname(status),
@@ -303,6 +340,8 @@ static void setup(pair_t *p, void *arg) {
   AM_SAFE(AM_SetHandler(ep, H_BIGM_REP, bigm_rep));
   AM_SAFE(AM_SetHandler(ep, H_BIGL_REQ, bigl_req));
   AM_SAFE(AM_SetHandler(ep, H_BIGL_REP, bigl_rep));
+  AM_SAFE(AM_SetHandler(ep, H_MIDL_REQ, midl_req));
+  AM_SAFE(AM_SetHandler(ep, H_MIDL_REP, midl_rep));
   if (g_allocseg) {
     void *b = NULL;
     AM_SAFE(ramp_AllocSegment(ep, g_seglen, &b));
@@ -341,6 +380,11 @@ static void send_all(int iter, uint8_t *bigsrc) {
   for (size_t i = 0; i < ml; i++) bigsrc[i] = bigpat(P.rank, iter, 2, i);
   AM_SAFE(AM_RequestXfer1(ep, dest, BIG_REQ_OFF, H_BIGL_REQ, bigsrc, ml, iter));
   memset(bigsrc, 0xEE, ml);
+  for (int k = 0; k < MIDS; k++) {
+    for (size_t i = 0; i < MID_LEN(k); i++) bigsrc[i] = bigpat(P.rank, iter, 3 + k, i);
+    AM_SAFE(AM_RequestXfer2(ep, dest, MID_OFF(k), H_MIDL_REQ, bigsrc, MID_LEN(k), iter, k));
+    memset(bigsrc, 0xEE, MID_LEN(k)); /* free as soon as the call returns */
+  }
   for (int n = 0; n < NARGS; n++) {
     switch (n) {
       FOR_EACH_N(SEND_N)
@@ -358,6 +402,10 @@ static void check_counts(int expect, const char *when) {
       CHECK(rep_count[c][n] == expect, "%s: %s reply handler with %d args ran %d times, expected %d", when,
             cn[c], n, rep_count[c][n], expect);
     }
+  CHECK(mid_req_count == expect * MIDS, "%s: mid long request handler ran %d times, expected %d", when,
+        mid_req_count, expect * MIDS);
+  CHECK(mid_rep_count == expect * MIDS, "%s: mid long reply handler ran %d times, expected %d", when,
+        mid_rep_count, expect * MIDS);
   for (int b = 0; b < 2; b++) {
     CHECK(big_req_count[b] == expect, "%s: max-size %s request handler ran %d times, expected %d", when,
           b ? "long" : "medium", big_req_count[b], expect);
@@ -385,7 +433,7 @@ int main(void) {
 
   PHASE("setup");
   spawn_pair(&P, AM_SEQ, depth, setup, NULL);
-  int expected_replies = 3 * NARGS + 2;
+  int expected_replies = 3 * NARGS + 2 + MIDS;
   double t0 = now_sec();
   for (int iter = 0; iter < iters; iter++) {
     PHASE("sending");
@@ -400,6 +448,7 @@ int main(void) {
           replies_this_iter, expected_replies);
     check_counts(iter + 1, "after iteration");
     g_iter = iter + 1;
+    mid_req_seen = mid_rep_seen = 0;
     pair_barrier(&P); /* nobody sends for the next iteration before both switched g_iter */
   }
   double el = now_sec() - t0;

@@ -313,15 +313,27 @@ fn a_sender_whose_target_died_with_the_ring_full_is_not_kept_waiting() {
         let n = 10u32;
         for k in 1..=n {
             let p = pattern(100_000, k);
-            s.friend.request(0, &Message::long(H, &[k], &p, 0), false).unwrap();
+            s.friend
+                .request(0, &Message::long(H, &[k], &p, 0), false)
+                .unwrap();
         }
         let ok = s.w.run_until(600_000 * MILLIS, || {
             s.returned.lock().unwrap().len() == n as usize
         });
-        assert!(ok, "seed {seed}: every request returned once ({:?})", s.returned.lock().unwrap());
+        assert!(
+            ok,
+            "seed {seed}: every request returned once ({:?})",
+            s.returned.lock().unwrap()
+        );
         assert!(s.ran.lock().unwrap().is_empty());
         let staged = s.friend.staged_counts()[0] - 1;
-        assert!((1..n as u64).contains(&staged), "seed {seed}: {staged} staged");
-        assert!(s.friend.with(|st| !st.rma.staged.to.contains_key(&to)), "area dropped");
+        assert!(
+            (1..n as u64).contains(&staged),
+            "seed {seed}: {staged} staged"
+        );
+        assert!(
+            s.friend.with(|st| !st.rma.staged.to.contains_key(&to)),
+            "area dropped"
+        );
     }
 }
