@@ -59,6 +59,10 @@ pub struct Config {
     /// `RAMP_SHM_EXPRESS`: short requests and their replies to a peer
     /// reached by a shared-memory ring go straight into it (`am/express.rs`).
     pub shm_express: bool,
+    /// `RAMP_XFER_STAGING`: long requests of 32-128 KiB to a same-host
+    /// peer go through a staging area it keeps for us (`am/rma/xfer_staged.rs`),
+    /// and we keep one for each peer that asks.
+    pub xfer_staging: bool,
     /// `RAMP_UDP_CONNECT`: an association's packets leave through a socket
     /// connected to the peer (`net/udp_conns.rs`), its port taken by the
     /// peer under a packet MAC from the seal, without one once announced
@@ -233,6 +237,7 @@ impl Default for Config {
             job_key: None,
             transport: TransportChoice::Auto,
             shm_express: true,
+            xfer_staging: true,
             request_batch: DEFAULT_REQUEST_BATCH,
             udp_connect: true,
             clock_counter: true,

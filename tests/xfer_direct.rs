@@ -15,7 +15,8 @@
 //! refuses our writes to, the target copies it all.
 //!
 //! The target is this test binary again, run with `RAMP_XFER_CHILD` set
-//! and only `child` selected.
+//! and only `child` selected, and `RAMP_XFER_STAGING=0` (it keeps no
+//! staging area for us: `am/rma/xfer_staged.rs`).
 
 mod common;
 
@@ -144,6 +145,9 @@ fn peer_with(no_ptrace: bool, not_dumpable: bool) -> Peer {
         .env("RAMP_XFER_CHILD", "1")
         .env("RAMP_XFER_RELEASE", &release)
         .env("RAMP_TRANSPORT", "shm")
+        // no staging area for us (`xfer_staged.rs`): Xfers of 32-128 KiB
+        // go direct here
+        .env("RAMP_XFER_STAGING", "0")
         .env("RAMP_XFER_PARENT", common::name_hex(&e.name()))
         .env_remove("RAMP_XFER_NO_PTRACE")
         .env_remove("RAMP_XFER_NOT_DUMPABLE")

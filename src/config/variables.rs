@@ -43,6 +43,7 @@ pub const JOB_KEY: &str = "RAMP_JOB_KEY";
 pub const AUTH: &str = "RAMP_AUTH";
 pub const TRANSPORT: &str = "RAMP_TRANSPORT";
 pub const SHM_EXPRESS: &str = "RAMP_SHM_EXPRESS";
+pub const XFER_STAGING: &str = "RAMP_XFER_STAGING";
 pub const REQUEST_BATCH: &str = "RAMP_REQUEST_BATCH";
 pub const UDP_CONNECT: &str = "RAMP_UDP_CONNECT";
 pub const CLOCK: &str = "RAMP_CLOCK";
@@ -398,6 +399,12 @@ pub const VARIABLES: &[Var] = &[
         aliases: &[],
         meaning: "1 (default): short AM requests and their replies to a peer reached through a shared-memory ring are written straight into the ring, outside the reliable protocol, when the protocol has nothing unacknowledged for that peer (not with a job key's MAC, nor under fault injection); 0: every message goes through the protocol",
         set: |c, v| flag(v).map(|x| c.shm_express = x),
+    },
+    Var {
+        name: XFER_STAGING,
+        aliases: &[],
+        meaning: "1 (default): a long request (AM_RequestXfer) of 32 KiB to 128 KiB to a peer reached through a shared-memory ring, into a segment the peer cannot share, is copied into a staging area of 256 KiB the peer keeps for us and returns at once, the peer copying it into its segment when it handles it (one memcpy each end); each peer that asks gets such an area from us; 0: neither (those requests are copied by the peer across processes, the call waiting for it)",
+        set: |c, v| flag(v).map(|x| c.xfer_staging = x),
     },
     Var {
         name: REQUEST_BATCH,

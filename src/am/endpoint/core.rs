@@ -252,7 +252,7 @@ impl Endpoint {
             open_requests: 0,
             recv_depth_env: cfg.recv_depth,
             verbose: cfg.verbose,
-            rma: Default::default(),
+            rma: crate::am::state::rma::RmaState::staging(cfg.xfer_staging),
             incoming: Default::default(),
             txn: crate::am::state::txn::Txns::new(incarnation),
             secret,

@@ -206,7 +206,7 @@ impl EpState {
     /// One look at whether long request of `n` bytes to `dest` can be
     /// staged now; when it can, its room and credit are taken.
     fn stage(&mut self, dest: u32, n: u64, me: SocketAddr) -> Step {
-        if self.dispatch_nesting > 0 {
+        if self.dispatch_nesting > 0 || self.rma.staged.off {
             return Step::No;
         }
         let Some(depth) = self.depth else {
@@ -301,6 +301,9 @@ impl EpState {
         secret: u64,
     ) -> Option<(Arc<OwnedRegion>, u32)> {
         let s = &mut self.rma.staged;
+        if s.off {
+            return None;
+        }
         let r = match s.from.get(&from) {
             Some((r, p, k)) if (*p, *k) == (pid, secret) && r.state().is_some() => r.clone(),
             _ => {

@@ -45,6 +45,15 @@ pub(crate) struct RmaState {
     pub(in crate::am) early: std::collections::VecDeque<(SocketAddr, u32)>,
 }
 
+impl RmaState {
+    /// A fresh state, staging areas on or off (`RAMP_XFER_STAGING`).
+    pub(crate) fn staging(on: bool) -> RmaState {
+        let mut s = RmaState::default();
+        s.staged.off = !on;
+        s
+    }
+}
+
 /// How many answers of direct Xfers done at the commit are waited for (a
 /// call waits for its Xfer: one at a time per thread; a peer that died
 /// after its commit never answers).
@@ -195,6 +204,8 @@ pub(crate) struct Staging {
     /// [requests we sent staged, staged requests we copied as a target,
     /// sends that waited for room]
     pub(in crate::am) counts: [u64; 3],
+    /// `RAMP_XFER_STAGING=0`: none staged, none kept for peers.
+    pub(in crate::am) off: bool,
 }
 
 /// The sender's place in a peer's staging area.
