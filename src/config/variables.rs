@@ -403,7 +403,7 @@ pub const VARIABLES: &[Var] = &[
     Var {
         name: XFER_STAGING,
         aliases: &[],
-        meaning: "1 (default): a long request (AM_RequestXfer) of 32 KiB to 128 KiB to a peer reached through a shared-memory ring, into a segment the peer cannot share, is copied into a staging area of 256 KiB the peer keeps for us and returns at once, the peer copying it into its segment when it handles it (one memcpy each end); each peer that asks gets such an area from us; 0: neither (those requests are copied by the peer across processes, the call waiting for it)",
+        meaning: "1 (default): a long request (AM_RequestXfer) of 32 KiB to 128 KiB to a peer reached through a shared-memory ring, into a segment the peer cannot share, is copied into a staging area of 512 KiB the peer keeps for us and returns at once, the peer copying it into its segment when it handles it (one memcpy each end); each peer that asks gets such an area from us; 0: neither (those requests are copied by the peer across processes, the call waiting for it)",
         set: |c, v| flag(v).map(|x| c.xfer_staging = x),
     },
     Var {

@@ -12,7 +12,7 @@
 //! accept). Its data: [`CONSUMED`, a 64-bit word][pad to `HEADER`][a ring
 //! of `RING` bytes]. Positions count bytes staged since the area was
 //! made; a message at position p lies at `HEADER + p % RING`, whole (one
-//! that would wrap starts at the next turn instead).
+//! that would wrap starts at the next turn instead), p a multiple of 64.
 //!
 //! Sender (`try_xfer_staged`): a long request of `STAGED_MIN` to
 //! `STAGED_MAX` bytes to a peer whose area we have mapped, not inside a
@@ -32,11 +32,14 @@
 //! none of our staged requests to it unanswered.
 //!
 //! Sizes (GASNet's testbulk over shm into its malloc'd segment, 6 rounds
-//! alternated with the direct path and AMUDP, medians, MB/s, this ring of
-//! 256 KiB): 32 KiB 2974 -> 5456 (AMUDP 2121), 65,000 bytes 4796 -> 7585
-//! (AMUDP 3246). 1 MiB staged through a ring of 4 MiB was slower than the
-//! direct path (3.9-8.1 against 10.0-12.0 GB/s, 3 runs): above
-//! `STAGED_MAX` the direct path sends.
+//! alternated with the direct path and AMUDP, medians, MB/s, a ring of
+//! 256 KiB, messages packed): 32 KiB 2974 -> 5456 (AMUDP 2121), 65,000
+//! bytes 4796 -> 7585 (AMUDP 3246). Then 12 rounds alternated at 65,000
+//! bytes: each message on its own lines and a ring of 512 KiB, medians
+//! 4358 -> 5010 (higher in 11 of 12); 256 -> 512 KiB, both aligned, 6560
+//! -> 7255 (higher in 9 of 12). 1 MiB staged through a ring of 4 MiB was
+//! slower than the direct path (3.9-8.1 against 10.0-12.0 GB/s, 3 runs):
+//! above `STAGED_MAX` the direct path sends.
 //!
 //! Target (`staged_arrived`): only from the process reading our ring's
 //! file (pid, secret), naming the area we keep for that peer as it is
@@ -70,7 +73,7 @@ use crate::time::Instant;
 use crate::wire::{Category, MsgMeta, CHANNEL_REQUEST};
 
 /// The ring's bytes in an area.
-pub(in crate::am) const RING: u64 = 256 << 10;
+pub(in crate::am) const RING: u64 = 512 << 10;
 /// Where the ring starts in the area's data (`CONSUMED` before it).
 pub(in crate::am) const HEADER: usize = 4096;
 /// The data offset of the target's `CONSUMED` word: the position up to
@@ -80,8 +83,11 @@ pub(in crate::am) const CONSUMED: usize = 0;
 pub(in crate::am) const AREA: usize = HEADER + RING as usize;
 /// The smallest long request staged (below it, the ring's chunks).
 pub(in crate::am) const STAGED_MIN: u64 = 32 << 10;
-/// The largest (at least two in the ring at once).
-pub(in crate::am) const STAGED_MAX: u64 = RING / 2;
+/// The largest (above it the direct path; at least four in the ring).
+pub(in crate::am) const STAGED_MAX: u64 = 128 << 10;
+/// Each message starts on a cache line of its own: the sender's first
+/// line of one is never the line the target reads last of the one before.
+const ALIGN: u64 = 64;
 /// The trailer: position, length, the area's state, pid, secret.
 const TRAILER: usize = 36;
 
@@ -106,8 +112,10 @@ fn parse(meta: &MsgMeta, b: &[u8]) -> Option<(u64, u64, u64, u32, u64)> {
 }
 
 /// Where a message of `n` bytes goes in a ring whose next free position is
-/// `head`: its position (at the next turn when it would wrap).
+/// `head`: its position, on a line of its own (at the next turn when it
+/// would wrap).
 pub(in crate::am) fn place(head: u64, n: u64) -> u64 {
+    let head = head.next_multiple_of(ALIGN);
     let off = head % RING;
     if off + n > RING {
         head + (RING - off)

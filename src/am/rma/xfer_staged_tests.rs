@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::xfer_staged::{trailer, AREA, CONSUMED, HEADER, RING, STAGED_MAX, STAGED_MIN};
+use super::xfer_staged::{place, trailer, AREA, CONSUMED, HEADER, RING, STAGED_MAX, STAGED_MIN};
 use crate::am::handler::args::{Data, SegmentMemory, VecSegment};
 use crate::am::handler::message::STAGED_FLAG;
 use crate::am::state::outstanding::Outstanding;
@@ -335,5 +335,20 @@ fn a_sender_whose_target_died_with_the_ring_full_is_not_kept_waiting() {
             s.friend.with(|st| !st.rma.staged.to.contains_key(&to)),
             "area dropped"
         );
+    }
+}
+
+#[test]
+fn each_message_starts_on_a_line_of_its_own_and_whole_in_the_ring() {
+    assert_eq!(place(0, 65_000), 0);
+    assert_eq!(place(65_000, 65_000), 65_024, "the next line");
+    assert_eq!(place(65_024, 65_000), 65_024, "already on one");
+    // one that would wrap starts at the next turn, aligned or not
+    assert_eq!(place(RING - 100, 200), RING);
+    assert_eq!(place(RING - 130, 100), RING - 128);
+    assert_eq!(place(2 * RING - 64, 64), 2 * RING - 64);
+    for head in (0..3 * RING).step_by(4099) {
+        let p = place(head, STAGED_MAX);
+        assert!(p >= head && p.is_multiple_of(64) && p % RING + STAGED_MAX <= RING);
     }
 }
