@@ -207,18 +207,8 @@ impl Endpoint {
                 st.rma.shared.forget(now, to, SEGMENT_REGION);
                 return false;
             }
-            let txn = st.take_txn_id() as u32;
-            let mut meta = msg.meta(txn, tag);
-            meta.status = INPLACE_FLAG;
             let t = trailer(n, peer.mapped_state(), pid, secret);
-            let payload = st.proto.payload_buffer(&t);
-            let now = st.clock.now().max(st.last_pump);
-            st.send_message(now, to, CHANNEL_REQUEST, meta, payload);
-            st.outstanding
-                .insert(txn, Outstanding::new(dest, to, now, meta));
-            let c = Category::Long.index();
-            st.stats.requests_sent[c] += 1;
-            st.stats.request_data_bytes_sent[c] += n;
+            st.send_marked_long(dest, to, tag, msg, INPLACE_FLAG, &t);
             st.rma.shared.counts[0] += 1;
             true
         }))
@@ -226,6 +216,33 @@ impl Endpoint {
 }
 
 impl EpState {
+    /// Sends long request `msg` to `to` (translation index `dest`, whose
+    /// credit the caller took; tag `tag`) marked `flag`, its payload
+    /// `trailer` instead of its bytes, which are already where the flag
+    /// says (here, in place; `xfer_staged.rs`, staged): a request waiting
+    /// for its reply, counted as a long request of `msg`'s length.
+    pub(in crate::am) fn send_marked_long(
+        &mut self,
+        dest: u32,
+        to: std::net::SocketAddr,
+        tag: u64,
+        msg: &Message<'_>,
+        flag: u8,
+        trailer: &[u8],
+    ) {
+        let txn = self.take_txn_id() as u32;
+        let mut meta = msg.meta(txn, tag);
+        meta.status = flag;
+        let payload = self.proto.payload_buffer(trailer);
+        let now = self.clock.now().max(self.last_pump);
+        self.send_message(now, to, CHANNEL_REQUEST, meta, payload);
+        self.outstanding
+            .insert(txn, Outstanding::new(dest, to, now, meta));
+        let c = Category::Long.index();
+        self.stats.requests_sent[c] += 1;
+        self.stats.request_data_bytes_sent[c] += msg.payload.len() as u64;
+    }
+
     /// A long request marked `INPLACE_FLAG` from `from`, being dispatched:
     /// our segment and the length when its bytes are in place there (its
     /// handler runs now), None when it was refused (reported to the

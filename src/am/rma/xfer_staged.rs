@@ -70,7 +70,7 @@ use crate::am::state::rma::StagedTo;
 use crate::error::{Error, Result, ReturnStatus};
 use crate::sys::{OwnedRegion, PeerRegion};
 use crate::time::Instant;
-use crate::wire::{Category, MsgMeta, CHANNEL_REQUEST};
+use crate::wire::{Category, MsgMeta};
 
 /// The ring's bytes in an area.
 pub(in crate::am) const RING: u64 = 512 << 10;
@@ -186,18 +186,8 @@ impl Endpoint {
                 st.drop_staging(to);
                 return false;
             }
-            let txn = st.take_txn_id() as u32;
-            let mut meta = msg.meta(txn, tag);
-            meta.status = STAGED_FLAG;
             let t = trailer(pos, n, area.mapped_state(), pid, secret);
-            let payload = st.proto.payload_buffer(&t);
-            let now = st.clock.now().max(st.last_pump);
-            st.send_message(now, to, CHANNEL_REQUEST, meta, payload);
-            st.outstanding
-                .insert(txn, Outstanding::new(dest, to, now, meta));
-            let c = Category::Long.index();
-            st.stats.requests_sent[c] += 1;
-            st.stats.request_data_bytes_sent[c] += n;
+            st.send_marked_long(dest, to, tag, msg, STAGED_FLAG, &t);
             st.rma.staged.counts[0] += 1;
             true
         }))
