@@ -327,28 +327,20 @@ impl EpState {
                     self.stats.requests_received[c] += 1;
                 }
                 let source = self.table.index_of(&from);
-                // a direct long request (`xfer_direct.rs`): copied now, or
-                // refused or fallen back (no handler)
-                let data = if is_request && meta.status & INPLACE_FLAG != 0 {
-                    // bytes already in our segment (`xfer_shared.rs`)
-                    let got = self.inplace_arrived(from, &meta, &payload, now);
-                    self.proto.recycle(payload);
-                    let (seg, len) = got?;
-                    WorkData::Long {
-                        addr: seg.base() + meta.dest_offset as usize,
-                        len,
-                    }
-                } else if is_request && meta.status & STAGED_FLAG != 0 {
-                    // bytes in the sender's staging area (`xfer_staged.rs`)
-                    let got = self.staged_arrived(from, &meta, &payload, now);
-                    self.proto.recycle(payload);
-                    let (seg, len) = got?;
-                    WorkData::Long {
-                        addr: seg.base() + meta.dest_offset as usize,
-                        len,
-                    }
-                } else if is_request && meta.status & XFER_FLAG != 0 {
-                    let got = self.xfer_arrived(from, &meta, &payload, now);
+                // a long request whose payload says where its bytes are: in
+                // place, in the sender's staging area, or to copy from the
+                // sender's memory (`xfer_shared.rs`, `xfer_staged.rs`,
+                // `xfer_direct.rs`): in our segment now, or refused or
+                // fallen back (no handler)
+                let marked = INPLACE_FLAG | STAGED_FLAG | XFER_FLAG;
+                let data = if is_request && meta.status & marked != 0 {
+                    let got = if meta.status & INPLACE_FLAG != 0 {
+                        self.inplace_arrived(from, &meta, &payload, now)
+                    } else if meta.status & STAGED_FLAG != 0 {
+                        self.staged_arrived(from, &meta, &payload, now)
+                    } else {
+                        self.xfer_arrived(from, &meta, &payload, now)
+                    };
                     self.proto.recycle(payload);
                     let (seg, len) = got?;
                     WorkData::Long {

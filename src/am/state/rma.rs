@@ -210,7 +210,8 @@ pub(crate) struct Staging {
 
 /// The sender's place in a peer's staging area.
 pub(crate) struct StagedTo {
-    /// The mapping this place is in (a new one starts again at 0).
+    /// The mapping this place is in (a new one starts at the target's
+    /// `CONSUMED`).
     pub(in crate::am) area: Arc<PeerRegion>,
     /// Bytes staged so far (the next one's position; its offset in the
     /// area is this modulo the area's ring length).
